@@ -1,0 +1,519 @@
+//! The API verbs as the server implements them, independent of HTTP: create, update, patch,
+//! delete, delete-collection, get and list on a resolved resource. The HTTP layer and the
+//! in-process controllers (namespace termination, CRD cleanup) both go through here, so every
+//! write follows the same rules.
+
+use std::{borrow::Cow, sync::Arc};
+
+use rand::Rng;
+use serde_json::Value;
+
+use crate::{
+    crd,
+    error::ApiError,
+    lifecycle::{self, Context, DeleteOptions, Endpoint, FieldValidation, Target},
+    object,
+    patch::{self, PatchError, PatchType},
+    registry::{Catalog, CatalogHandle, ResourceInfo, VersionInfo},
+    selector::{FieldSelector, LabelSelector},
+    store::{ListPage, Mutation, Outcome, Store, StoredObject},
+};
+
+/// Storage key of CustomResourceDefinitions.
+pub const CRD_KEY: &str = "apiextensions.k8s.io/customresourcedefinitions";
+/// Storage key of Namespaces.
+pub const NAMESPACE_KEY: &str = "namespaces";
+
+/// The server's state: objects and the catalogue of what is served.
+pub struct Cluster {
+    /// Objects, revisions and events.
+    pub store: Store,
+    /// Served resources.
+    pub catalog: CatalogHandle,
+}
+
+/// A resolved request target: resource, addressed version and URL namespace.
+#[derive(Debug, Clone)]
+pub struct Scope {
+    /// The resource.
+    pub info: Arc<ResourceInfo>,
+    version: usize,
+    /// Namespace from the URL; empty for cluster-scoped and all-namespaces paths.
+    pub namespace: String,
+}
+
+impl Scope {
+    /// Resolves `group/version/plural` in a catalogue.
+    pub fn resolve(
+        catalog: &Catalog,
+        group: &str,
+        version: &str,
+        plural: &str,
+        namespace: &str,
+    ) -> Option<Scope> {
+        let info = catalog.lookup(group, version, plural)?.clone();
+        let index = info.versions.iter().position(|v| v.name == version)?;
+        Some(Scope {
+            info,
+            version: index,
+            namespace: namespace.to_string(),
+        })
+    }
+
+    /// The scope of a resource at its preferred version.
+    pub fn preferred(info: Arc<ResourceInfo>, namespace: &str) -> Scope {
+        Scope {
+            info,
+            version: 0,
+            namespace: namespace.to_string(),
+        }
+    }
+
+    /// The addressed version.
+    pub fn version(&self) -> &VersionInfo {
+        &self.info.versions[self.version]
+    }
+
+    fn target(&self) -> Target<'_> {
+        Target {
+            info: &self.info,
+            version: self.version(),
+            namespace: &self.namespace,
+        }
+    }
+
+    /// `apiVersion` of the addressed version.
+    pub fn api_version(&self) -> String {
+        self.info.api_version(&self.version().name)
+    }
+
+    fn is_storage_version(&self) -> bool {
+        self.version().name == self.info.storage_version
+    }
+
+    /// Converts a stored object to the addressed version (custom resources use conversion
+    /// `None`, which only rewrites `apiVersion`).
+    pub fn view(&self, mut value: Value) -> Value {
+        if !self.is_storage_version() {
+            if let Some(map) = value.as_object_mut() {
+                map.insert("apiVersion".into(), Value::String(self.api_version()));
+            }
+        }
+        value
+    }
+
+    /// The JSON of a stored object at the addressed version.
+    pub fn view_json<'a>(&self, stored: &'a StoredObject) -> Cow<'a, str> {
+        if self.is_storage_version() {
+            Cow::Borrowed(&stored.json)
+        } else {
+            Cow::Owned(self.view(stored.value.clone()).to_string())
+        }
+    }
+
+    fn to_storage(&self, mutation: Mutation) -> Mutation {
+        let storage_version = self.info.api_version(&self.info.storage_version);
+        let convert = |mut value: Value| {
+            if let Some(map) = value.as_object_mut() {
+                map.insert("apiVersion".into(), Value::String(storage_version.clone()));
+            }
+            value
+        };
+        match mutation {
+            Mutation::Put(v) => Mutation::Put(convert(v)),
+            Mutation::Delete(v) => Mutation::Delete(v.map(convert)),
+        }
+    }
+}
+
+/// Options common to writes.
+#[derive(Debug, Clone, Copy, Default)]
+pub struct WriteOptions {
+    /// `dryRun=All`.
+    pub dry_run: bool,
+    /// `fieldValidation`.
+    pub field_validation: FieldValidation,
+}
+
+/// A successful write.
+#[derive(Debug)]
+pub struct Written {
+    /// The object as stored (or as it would be, for dry runs), at the addressed version.
+    pub object: Value,
+    /// Warnings for the client.
+    pub warnings: Vec<String>,
+}
+
+/// The result of a DELETE.
+#[derive(Debug)]
+pub enum Deleted {
+    /// The object is gone; its last state.
+    Gone(Value),
+    /// The object remains until its finalizers are removed; its current state.
+    Pending(Value),
+}
+
+/// Parsed list options.
+#[derive(Debug, Clone, Default)]
+pub struct ListOptions {
+    /// `labelSelector`.
+    pub labels: LabelSelector,
+    /// `fieldSelector`.
+    pub fields: FieldSelector,
+    /// `limit` (0 = none).
+    pub limit: Option<usize>,
+    /// Object key to continue after (from the `continue` token).
+    pub continue_after: Option<String>,
+}
+
+const NAME_ALPHABET: &[u8] = b"bcdfghjklmnpqrstvwxz2456789";
+const GENERATE_NAME_ATTEMPTS: usize = 8;
+
+fn context(options: &WriteOptions) -> Context {
+    let mut rng = rand::rng();
+    let name_suffix = (0..5)
+        .map(|_| NAME_ALPHABET[rng.random_range(0..NAME_ALPHABET.len())] as char)
+        .collect();
+    Context {
+        now: object::now(),
+        uid: uuid::Uuid::new_v4().to_string(),
+        name_suffix,
+        field_validation: options.field_validation,
+        warnings: Vec::new(),
+    }
+}
+
+fn written(scope: &Scope, outcome: &Outcome, warnings: Vec<String>) -> Written {
+    Written {
+        object: scope.view(outcome.value().clone()),
+        warnings,
+    }
+}
+
+impl Cluster {
+    /// A cluster over a store, serving built-ins plus the store's established CRDs.
+    pub fn new(store: Store) -> Self {
+        let cluster = Cluster {
+            store,
+            catalog: CatalogHandle::new(),
+        };
+        cluster.refresh_catalog();
+        cluster
+    }
+
+    fn check_namespace(&self, scope: &Scope, name: &str) -> Result<(), ApiError> {
+        if !scope.info.namespaced {
+            return Ok(());
+        }
+        match self.store.get(NAMESPACE_KEY, "", &scope.namespace) {
+            None => Err(ApiError::not_found_plain(
+                "namespaces",
+                "",
+                &scope.namespace,
+            )),
+            Some(ns) if object::deletion_timestamp(&ns.value).is_some() => {
+                Err(ApiError::forbidden(
+                    &scope.info,
+                    name,
+                    &format!(
+                        "unable to create new content in namespace {} because it is being terminated",
+                        scope.namespace
+                    ),
+                ))
+            }
+            Some(_) => Ok(()),
+        }
+    }
+
+    /// Creates an object (POST).
+    pub async fn create(
+        &self,
+        scope: &Scope,
+        body: Value,
+        options: &WriteOptions,
+    ) -> Result<Written, ApiError> {
+        if scope.info.terminating {
+            return Err(
+                ApiError::method_not_allowed("create", &scope.info).with_message(
+                    "create not allowed while custom resource definition is terminating",
+                ),
+            );
+        }
+        let generated = object::name(&body).is_empty();
+        for _ in 0..GENERATE_NAME_ATTEMPTS {
+            let mut ctx = context(options);
+            let prepared = lifecycle::prepare_create(&scope.target(), &mut ctx, body.clone())?;
+            let name = object::name(&prepared).to_string();
+            self.check_namespace(scope, &name)?;
+            let mutation = scope.to_storage(Mutation::Put(prepared));
+            let result = self
+                .store
+                .write(
+                    &scope.info.key,
+                    &scope.namespace,
+                    &name,
+                    options.dry_run,
+                    |current| match current {
+                        Some(_) => Err(ApiError::already_exists(&scope.info, &name)),
+                        None => Ok(Some(mutation)),
+                    },
+                )
+                .await;
+            match result {
+                Err(e) if generated && e.reason == "AlreadyExists" => continue,
+                Err(e) => return Err(e),
+                Ok(outcome) => {
+                    self.after_write(&scope.info, &outcome, &name).await;
+                    let outcome = self.reread(scope, &name, outcome);
+                    return Ok(written(scope, &outcome, ctx.warnings));
+                }
+            }
+        }
+        Err(ApiError::generate_name_exhausted(
+            &scope.info,
+            object::name(&body),
+        ))
+    }
+
+    /// Updates an object (PUT) at an endpoint.
+    pub async fn update(
+        &self,
+        scope: &Scope,
+        name: &str,
+        endpoint: Endpoint,
+        body: Value,
+        options: &WriteOptions,
+    ) -> Result<Written, ApiError> {
+        let mut ctx = context(options);
+        let target = scope.target();
+        let outcome = self
+            .store
+            .write::<ApiError>(
+                &scope.info.key,
+                &scope.namespace,
+                name,
+                options.dry_run,
+                |current| {
+                    let current = current.ok_or_else(|| ApiError::not_found(&scope.info, name))?;
+                    let view = scope.view(current.value.clone());
+                    let mutation =
+                        lifecycle::prepare_update(&target, &mut ctx, &view, body, endpoint)?;
+                    Ok(Some(scope.to_storage(mutation)))
+                },
+            )
+            .await?;
+        self.after_write(&scope.info, &outcome, name).await;
+        let outcome = self.reread(scope, name, outcome);
+        Ok(written(scope, &outcome, ctx.warnings))
+    }
+
+    /// Patches an object (PATCH) at an endpoint.
+    pub async fn patch(
+        &self,
+        scope: &Scope,
+        name: &str,
+        endpoint: Endpoint,
+        patch_type: PatchType,
+        body: &[u8],
+        options: &WriteOptions,
+    ) -> Result<Written, ApiError> {
+        if matches!(patch_type, PatchType::Strategic | PatchType::Apply) {
+            return Err(ApiError::unsupported_media_type(
+                &patch::PATCH_MEDIA_TYPES[..2],
+            ));
+        }
+        let mut ctx = context(options);
+        let target = scope.target();
+        let outcome = self
+            .store
+            .write::<ApiError>(
+                &scope.info.key,
+                &scope.namespace,
+                name,
+                options.dry_run,
+                |current| {
+                    let current = current.ok_or_else(|| ApiError::not_found(&scope.info, name))?;
+                    let view = scope.view(current.value.clone());
+                    let mut patched = view.clone();
+                    let applied = match patch_type {
+                        PatchType::Json => patch::apply_json_patch(&mut patched, body),
+                        _ => patch::apply_merge_patch(&mut patched, body),
+                    };
+                    applied.map_err(|e| match e {
+                        PatchError::Malformed(m) => ApiError::bad_request(m),
+                        PatchError::NotApplicable(m) => {
+                            ApiError::unprocessable(&scope.info, name, m)
+                        }
+                        too_many @ PatchError::TooManyOperations(_) => {
+                            ApiError::bad_request(too_many.to_string())
+                        }
+                    })?;
+                    if object::resource_version(&patched).is_empty() {
+                        object::set_resource_version(&mut patched, current.revision);
+                    }
+                    let mutation =
+                        lifecycle::prepare_update(&target, &mut ctx, &view, patched, endpoint)?;
+                    Ok(Some(scope.to_storage(mutation)))
+                },
+            )
+            .await?;
+        self.after_write(&scope.info, &outcome, name).await;
+        let outcome = self.reread(scope, name, outcome);
+        Ok(written(scope, &outcome, ctx.warnings))
+    }
+
+    /// Deletes an object (DELETE).
+    pub async fn delete(
+        &self,
+        scope: &Scope,
+        name: &str,
+        options: &DeleteOptions,
+        dry_run: bool,
+    ) -> Result<Deleted, ApiError> {
+        let now = object::now();
+        let outcome = self
+            .store
+            .write(
+                &scope.info.key,
+                &scope.namespace,
+                name,
+                dry_run,
+                |current| {
+                    let current = current.ok_or_else(|| ApiError::not_found(&scope.info, name))?;
+                    lifecycle::prepare_delete(&scope.info, &current.value, options, &now)
+                },
+            )
+            .await?;
+        self.after_write(&scope.info, &outcome, name).await;
+        let outcome = self.reread(scope, name, outcome);
+        Ok(match outcome {
+            Outcome::Deleted(last) => Deleted::Gone(scope.view(last.value.clone())),
+            Outcome::DryRun {
+                value,
+                deleted: true,
+            } => Deleted::Gone(scope.view(value)),
+            other => Deleted::Pending(scope.view(other.value().clone())),
+        })
+    }
+
+    /// Deletes every object matching the options (DELETE on a collection); returns what was
+    /// deleted or marked for deletion.
+    pub async fn delete_collection(
+        &self,
+        scope: &Scope,
+        list: &ListOptions,
+        options: &DeleteOptions,
+        dry_run: bool,
+    ) -> Result<Vec<Value>, ApiError> {
+        let page = self.list(
+            scope,
+            &ListOptions {
+                limit: None,
+                continue_after: None,
+                ..list.clone()
+            },
+        );
+        let mut affected = Vec::new();
+        for stored in page.items {
+            let name = object::name(&stored.value).to_string();
+            let item_scope = Scope {
+                namespace: object::namespace(&stored.value).to_string(),
+                ..scope.clone()
+            };
+            match self.delete(&item_scope, &name, options, dry_run).await {
+                Ok(Deleted::Gone(v) | Deleted::Pending(v)) => affected.push(v),
+                Err(e) if e.code == 404 => {}
+                Err(e) => return Err(e),
+            }
+        }
+        Ok(affected)
+    }
+
+    /// Reads one object.
+    pub fn get(&self, scope: &Scope, name: &str) -> Result<Arc<StoredObject>, ApiError> {
+        self.store
+            .get(&scope.info.key, &scope.namespace, name)
+            .ok_or_else(|| ApiError::not_found(&scope.info, name))
+    }
+
+    /// Lists objects matching the options.
+    pub fn list(&self, scope: &Scope, options: &ListOptions) -> ListPage {
+        let namespace = (!scope.namespace.is_empty()).then_some(scope.namespace.as_str());
+        self.store.list(
+            &scope.info.key,
+            namespace,
+            options.continue_after.as_deref(),
+            options.limit,
+            |stored| {
+                options.labels.matches(object::labels(&stored.value))
+                    && options.fields.matches(&stored.value)
+            },
+        )
+    }
+
+    /// After a write that changed something: keep CRD status and the catalogue in step.
+    async fn after_write(&self, info: &ResourceInfo, outcome: &Outcome, name: &str) {
+        if info.key != CRD_KEY
+            || matches!(
+                outcome,
+                Outcome::DryRun { .. } | Outcome::Unchanged(_) | Outcome::Absent
+            )
+        {
+            return;
+        }
+        if !matches!(outcome, Outcome::Deleted(_)) {
+            self.establish_crd(name).await;
+        }
+        self.refresh_catalog();
+    }
+
+    /// After establishing a CRD, answer with its newest state rather than the pre-status one.
+    fn reread(&self, scope: &Scope, name: &str, outcome: Outcome) -> Outcome {
+        if scope.info.key != CRD_KEY
+            || !matches!(outcome, Outcome::Created(_) | Outcome::Updated(_))
+        {
+            return outcome;
+        }
+        self.store
+            .get(CRD_KEY, "", name)
+            .map(Outcome::Updated)
+            .unwrap_or(outcome)
+    }
+
+    /// Writes the names/establishing status of a CRD, as upstream's controllers would.
+    pub(crate) async fn establish_crd(&self, name: &str) {
+        let all = self.store.all(CRD_KEY);
+        let others: Vec<&Value> = all.iter().map(|s| &s.value).collect();
+        let now = object::now();
+        let result = self
+            .store
+            .write::<ApiError>(CRD_KEY, "", name, false, |current| {
+                let Some(current) = current else {
+                    return Ok(None);
+                };
+                let status = crd::status(&current.value, &others, &now);
+                if current.value.get("status") == Some(&status) {
+                    return Ok(None);
+                }
+                let mut new = current.value.clone();
+                new["status"] = status;
+                Ok(Some(Mutation::Put(new)))
+            })
+            .await;
+        if let Err(error) = result {
+            tracing::warn!(crd = name, %error, "could not write CRD status");
+        }
+    }
+
+    /// Rebuilds the catalogue from the stored CRDs.
+    pub(crate) fn refresh_catalog(&self) {
+        let custom = self
+            .store
+            .all(CRD_KEY)
+            .iter()
+            .filter_map(|s| crd::resource_info(&s.value))
+            .map(Arc::new)
+            .collect();
+        self.catalog.install(custom);
+    }
+}

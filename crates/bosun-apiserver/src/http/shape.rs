@@ -1,0 +1,108 @@
+//! The shape of answers chosen by the `Accept` header: full objects, or
+//! `PartialObjectMetadata` for metadata-only clients (kube-rs `metadata_watcher`).
+
+use std::borrow::Cow;
+
+use serde_json::{Value, json};
+
+use crate::{cluster::Scope, store::StoredObject};
+
+/// How objects are rendered in answers.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Shape {
+    /// Whole objects.
+    Object,
+    /// Only `metadata`, as `meta.k8s.io/v1` `PartialObjectMetadata`.
+    PartialMetadata,
+}
+
+impl Shape {
+    /// The shape an `Accept` header asks for (the first alternative this server can serve).
+    pub fn from_accept(accept: &str) -> Shape {
+        for alternative in accept.split(',') {
+            let params: Vec<&str> = alternative.split(';').map(str::trim).collect();
+            let is_partial = params
+                .iter()
+                .any(|p| *p == "as=PartialObjectMetadata" || *p == "as=PartialObjectMetadataList");
+            if is_partial {
+                return Shape::PartialMetadata;
+            }
+            let plain = params
+                .first()
+                .is_some_and(|m| matches!(*m, "application/json" | "*/*" | "application/*"));
+            let wants_table = params.iter().any(|p| p.starts_with("as="));
+            if plain && !wants_table {
+                return Shape::Object;
+            }
+        }
+        Shape::Object
+    }
+
+    fn partial(value: &Value) -> Value {
+        json!({
+            "kind": "PartialObjectMetadata",
+            "apiVersion": "meta.k8s.io/v1",
+            "metadata": value.get("metadata").cloned().unwrap_or_else(|| json!({})),
+        })
+    }
+
+    /// An object value in this shape.
+    pub fn value(&self, scope: &Scope, value: Value) -> Value {
+        match self {
+            Shape::Object => scope.view(value),
+            Shape::PartialMetadata => Self::partial(&value),
+        }
+    }
+
+    /// A stored object's JSON in this shape.
+    pub fn object_json<'a>(&self, scope: &Scope, stored: &'a StoredObject) -> Cow<'a, str> {
+        match self {
+            Shape::Object => scope.view_json(stored),
+            Shape::PartialMetadata => Cow::Owned(Self::partial(&stored.value).to_string()),
+        }
+    }
+
+    /// `apiVersion` and `kind` of single objects (bookmarks carry them).
+    pub fn type_meta(&self, scope: &Scope) -> (String, String) {
+        match self {
+            Shape::Object => (scope.api_version(), scope.info.kind.clone()),
+            Shape::PartialMetadata => ("meta.k8s.io/v1".into(), "PartialObjectMetadata".into()),
+        }
+    }
+
+    /// `apiVersion` and `kind` of lists.
+    pub fn list_type_meta(&self, scope: &Scope) -> (String, String) {
+        match self {
+            Shape::Object => (scope.api_version(), scope.info.list_kind.clone()),
+            Shape::PartialMetadata => ("meta.k8s.io/v1".into(), "PartialObjectMetadataList".into()),
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn accept_headers_select_shapes() {
+        let cases = [
+            ("application/json", Shape::Object),
+            ("", Shape::Object),
+            (
+                "application/json;as=PartialObjectMetadata;g=meta.k8s.io;v=v1",
+                Shape::PartialMetadata,
+            ),
+            (
+                "application/json;as=PartialObjectMetadataList;g=meta.k8s.io;v=v1,application/json",
+                Shape::PartialMetadata,
+            ),
+            (
+                "application/json;as=Table;v=v1;g=meta.k8s.io,application/json",
+                Shape::Object,
+            ),
+        ];
+        for (accept, shape) in cases {
+            assert_eq!(Shape::from_accept(accept), shape, "{accept}");
+        }
+    }
+}

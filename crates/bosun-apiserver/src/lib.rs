@@ -1,0 +1,41 @@
+//! An embedded Kubernetes-compatible API server, for trying things and for tests: it starts in
+//! milliseconds, needs no cluster, container runtime or download, and speaks the REST API
+//! faithfully enough that kubectl and kube-rs behave against it as against a real one.
+//!
+//! It is not a production control plane: there are no nodes, no scheduler and no admission
+//! webhooks. See `docs/apiserver.md` for what is and is not implemented.
+//!
+//! # Example
+//!
+//! ```no_run
+//! use bosun_apiserver::ApiServer;
+//! use k8s_openapi::api::core::v1::ConfigMap;
+//! use kube::api::{Api, PostParams};
+//!
+//! # async fn demo() -> Result<(), Box<dyn std::error::Error>> {
+//! let server = ApiServer::in_memory().start().await?;
+//! let configmaps: Api<ConfigMap> = Api::default_namespaced(server.client());
+//! let mut cm = ConfigMap::default();
+//! cm.metadata.name = Some("settings".into());
+//! configmaps.create(&PostParams::default(), &cm).await?;
+//! server.shutdown().await;
+//! # Ok(())
+//! # }
+//! ```
+
+mod cluster;
+mod controllers;
+pub mod crd;
+mod error;
+mod http;
+mod lifecycle;
+mod object;
+pub mod patch;
+pub mod registry;
+pub mod selector;
+mod server;
+pub mod store;
+mod validation;
+
+pub use error::{ApiError, FieldError, FieldErrorType, StatusCause, StatusDetails};
+pub use server::{ApiServer, RunningServer, ServerError, ServerOptions, Storage};

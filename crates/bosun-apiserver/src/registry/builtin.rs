@@ -1,0 +1,299 @@
+//! Built-in kinds. Group, version, kind, plural, list kind and scope come from the
+//! `k8s-openapi` types (`Resource`/`ListableResource`), whether a status subresource exists
+//! from their JSON schema; what the types do not carry (short names, categories, generation
+//! tracking, name rules, extra field selectors) is listed here, as upstream's registries do.
+
+use std::any::TypeId;
+
+use k8s_openapi::{
+    ListableResource, NamespaceResourceScope, Resource,
+    api::{
+        admissionregistration::v1 as admission, apps::v1 as apps, autoscaling::v2 as autoscaling,
+        batch::v1 as batch, certificates::v1 as certificates, coordination::v1 as coordination,
+        core::v1 as core, discovery::v1 as discovery, events::v1 as events,
+        networking::v1 as networking, node::v1 as node, policy::v1 as policy, rbac::v1 as rbac,
+        scheduling::v1 as scheduling, storage::v1 as storage,
+    },
+    apiextensions_apiserver::pkg::apis::apiextensions::v1 as apiextensions,
+};
+use schemars::{JsonSchema, SchemaGenerator};
+use serde::{Serialize, de::DeserializeOwned};
+use serde_json::Value;
+
+use super::{NameRule, ResourceInfo, VersionInfo};
+
+/// What a built-in kind's registry adds to its type.
+struct Traits {
+    short_names: &'static [&'static str],
+    categories: &'static [&'static str],
+    tracks_generation: bool,
+    name_rule: NameRule,
+    delete_returns_object: bool,
+    selectable_fields: &'static [&'static str],
+}
+
+const PLAIN: Traits = Traits {
+    short_names: &[],
+    categories: &[],
+    tracks_generation: false,
+    name_rule: NameRule::Subdomain,
+    delete_returns_object: false,
+    selectable_fields: &[],
+};
+
+const fn short(names: &'static [&'static str]) -> Traits {
+    Traits {
+        short_names: names,
+        ..PLAIN
+    }
+}
+
+/// A workload in the `all` category that tracks generation.
+const fn workload(names: &'static [&'static str]) -> Traits {
+    Traits {
+        short_names: names,
+        categories: &["all"],
+        tracks_generation: true,
+        ..PLAIN
+    }
+}
+
+const fn generational(names: &'static [&'static str]) -> Traits {
+    Traits {
+        short_names: names,
+        tracks_generation: true,
+        ..PLAIN
+    }
+}
+
+const RBAC: Traits = Traits {
+    name_rule: NameRule::PathSegment,
+    ..PLAIN
+};
+
+const API_EXTENSIONS: Traits = Traits {
+    categories: &["api-extensions"],
+    tracks_generation: true,
+    ..PLAIN
+};
+
+/// Decodes into the typed struct and encodes again; errors name the field path.
+fn normalize<K: DeserializeOwned + Serialize>(value: Value) -> Result<Value, String> {
+    let typed: K = serde_path_to_error::deserialize(value).map_err(|err| {
+        let path = err.path().to_string();
+        if path == "." {
+            err.inner().to_string()
+        } else {
+            format!("{path}: {}", err.inner())
+        }
+    })?;
+    serde_json::to_value(typed).map_err(|e| e.to_string())
+}
+
+fn info<K>(generator: &mut SchemaGenerator, traits: Traits) -> ResourceInfo
+where
+    K: Resource + ListableResource + JsonSchema + DeserializeOwned + Serialize + 'static,
+{
+    let schema = K::json_schema(generator);
+    let has_status = schema
+        .get("properties")
+        .and_then(|p| p.get("status"))
+        .is_some();
+    ResourceInfo {
+        group: K::GROUP.to_string(),
+        plural: K::URL_PATH_SEGMENT.to_string(),
+        singular: K::KIND.to_ascii_lowercase(),
+        kind: K::KIND.to_string(),
+        list_kind: K::LIST_KIND.to_string(),
+        namespaced: TypeId::of::<K::Scope>() == TypeId::of::<NamespaceResourceScope>(),
+        short_names: traits.short_names.iter().map(|s| s.to_string()).collect(),
+        categories: traits.categories.iter().map(|s| s.to_string()).collect(),
+        versions: vec![VersionInfo {
+            name: K::VERSION.to_string(),
+            status: has_status,
+            schema: None,
+            deprecation_warning: None,
+            selectable_fields: traits
+                .selectable_fields
+                .iter()
+                .map(|s| s.to_string())
+                .collect(),
+            normalizer: Some(normalize::<K>),
+        }],
+        storage_version: K::VERSION.to_string(),
+        tracks_generation: traits.tracks_generation,
+        custom: false,
+        name_rule: traits.name_rule,
+        delete_returns_object: traits.delete_returns_object,
+        allow_unconditional_update: true,
+        terminating: false,
+        key: ResourceInfo::key_for(K::GROUP, K::URL_PATH_SEGMENT),
+    }
+}
+
+/// Every built-in resource served, core first, then groups in the order `kubectl api-resources`
+/// shows them on a real cluster.
+pub(super) fn builtin_resources() -> Vec<ResourceInfo> {
+    let mut g = SchemaGenerator::default();
+    vec![
+        info::<core::ConfigMap>(&mut g, short(&["cm"])),
+        info::<core::Endpoints>(&mut g, short(&["ep"])),
+        info::<core::Event>(
+            &mut g,
+            Traits {
+                short_names: &["ev"],
+                selectable_fields: &[
+                    "involvedObject.kind",
+                    "involvedObject.namespace",
+                    "involvedObject.name",
+                    "involvedObject.uid",
+                    "involvedObject.apiVersion",
+                    "involvedObject.resourceVersion",
+                    "involvedObject.fieldPath",
+                    "reason",
+                    "reportingComponent",
+                    "source",
+                    "type",
+                ],
+                ..PLAIN
+            },
+        ),
+        info::<core::LimitRange>(&mut g, short(&["limits"])),
+        info::<core::Namespace>(
+            &mut g,
+            Traits {
+                short_names: &["ns"],
+                name_rule: NameRule::Label,
+                selectable_fields: &["status.phase"],
+                ..PLAIN
+            },
+        ),
+        info::<core::Node>(
+            &mut g,
+            Traits {
+                short_names: &["no"],
+                selectable_fields: &["spec.unschedulable"],
+                ..PLAIN
+            },
+        ),
+        info::<core::PersistentVolumeClaim>(&mut g, short(&["pvc"])),
+        info::<core::PersistentVolume>(&mut g, short(&["pv"])),
+        info::<core::Pod>(
+            &mut g,
+            Traits {
+                short_names: &["po"],
+                categories: &["all"],
+                delete_returns_object: true,
+                selectable_fields: &[
+                    "spec.nodeName",
+                    "spec.restartPolicy",
+                    "spec.schedulerName",
+                    "spec.serviceAccountName",
+                    "spec.hostNetwork",
+                    "status.phase",
+                    "status.podIP",
+                    "status.nominatedNodeName",
+                ],
+                ..PLAIN
+            },
+        ),
+        info::<core::PodTemplate>(&mut g, PLAIN),
+        info::<core::ReplicationController>(&mut g, workload(&["rc"])),
+        info::<core::ResourceQuota>(&mut g, short(&["quota"])),
+        info::<core::Secret>(
+            &mut g,
+            Traits {
+                selectable_fields: &["type"],
+                ..PLAIN
+            },
+        ),
+        info::<core::ServiceAccount>(
+            &mut g,
+            Traits {
+                short_names: &["sa"],
+                delete_returns_object: true,
+                ..PLAIN
+            },
+        ),
+        info::<core::Service>(
+            &mut g,
+            Traits {
+                short_names: &["svc"],
+                categories: &["all"],
+                name_rule: NameRule::Dns1035Label,
+                delete_returns_object: true,
+                ..PLAIN
+            },
+        ),
+        info::<admission::MutatingWebhookConfiguration>(&mut g, API_EXTENSIONS),
+        info::<admission::ValidatingAdmissionPolicy>(&mut g, API_EXTENSIONS),
+        info::<admission::ValidatingAdmissionPolicyBinding>(&mut g, API_EXTENSIONS),
+        info::<admission::ValidatingWebhookConfiguration>(&mut g, API_EXTENSIONS),
+        info::<apiextensions::CustomResourceDefinition>(
+            &mut g,
+            Traits {
+                short_names: &["crd", "crds"],
+                ..API_EXTENSIONS
+            },
+        ),
+        info::<apps::ControllerRevision>(&mut g, PLAIN),
+        info::<apps::DaemonSet>(&mut g, workload(&["ds"])),
+        info::<apps::Deployment>(&mut g, workload(&["deploy"])),
+        info::<apps::ReplicaSet>(&mut g, workload(&["rs"])),
+        info::<apps::StatefulSet>(&mut g, workload(&["sts"])),
+        info::<autoscaling::HorizontalPodAutoscaler>(&mut g, workload(&["hpa"])),
+        info::<batch::CronJob>(&mut g, workload(&["cj"])),
+        info::<batch::Job>(&mut g, workload(&[])),
+        info::<certificates::CertificateSigningRequest>(&mut g, short(&["csr"])),
+        info::<coordination::Lease>(&mut g, PLAIN),
+        info::<discovery::EndpointSlice>(&mut g, PLAIN),
+        info::<events::Event>(&mut g, short(&["ev"])),
+        info::<networking::IngressClass>(&mut g, PLAIN),
+        info::<networking::Ingress>(&mut g, generational(&["ing"])),
+        info::<networking::NetworkPolicy>(&mut g, generational(&["netpol"])),
+        info::<node::RuntimeClass>(&mut g, PLAIN),
+        info::<policy::PodDisruptionBudget>(&mut g, generational(&["pdb"])),
+        info::<rbac::ClusterRoleBinding>(&mut g, RBAC),
+        info::<rbac::ClusterRole>(&mut g, RBAC),
+        info::<rbac::RoleBinding>(&mut g, RBAC),
+        info::<rbac::Role>(&mut g, RBAC),
+        info::<scheduling::PriorityClass>(&mut g, short(&["pc"])),
+        info::<storage::CSIDriver>(&mut g, PLAIN),
+        info::<storage::CSINode>(&mut g, PLAIN),
+        info::<storage::CSIStorageCapacity>(&mut g, PLAIN),
+        info::<storage::StorageClass>(
+            &mut g,
+            Traits {
+                short_names: &["sc"],
+                delete_returns_object: true,
+                ..PLAIN
+            },
+        ),
+        info::<storage::VolumeAttachment>(&mut g, PLAIN),
+    ]
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use serde_json::json;
+
+    #[test]
+    fn normalizing_drops_unknown_fields_and_names_the_bad_field() {
+        let normalizer = normalize::<apps::Deployment>;
+        let out = normalizer(json!({
+            "apiVersion": "apps/v1", "kind": "Deployment",
+            "metadata": {"name": "x"},
+            "spec": {"selector": {}, "template": {}, "bogus": 1}
+        }))
+        .expect("valid deployment");
+        assert!(out["spec"].get("bogus").is_none());
+        let err = normalizer(json!({
+            "apiVersion": "apps/v1", "kind": "Deployment",
+            "metadata": {"name": "x"},
+            "spec": {"replicas": "three", "selector": {}, "template": {}}
+        }))
+        .expect_err("replicas must be an integer");
+        assert!(err.starts_with("spec.replicas: invalid type"), "{err}");
+    }
+}

@@ -1,0 +1,305 @@
+//! Starting and stopping the server: storage, bootstrap objects, the HTTP listener, the
+//! in-process controllers, and what clients need to connect (URL, kubeconfig, `kube::Client`).
+
+use std::{
+    net::{IpAddr, Ipv4Addr, SocketAddr},
+    path::{Path, PathBuf},
+    sync::Arc,
+    time::Duration,
+};
+
+use serde_json::json;
+use tokio::{sync::watch, task::JoinHandle};
+
+use crate::{
+    cluster::{CRD_KEY, Cluster, NAMESPACE_KEY, Scope, WriteOptions},
+    controllers,
+    http::{self, AppState, watch::WatchSettings},
+    store::{Store, StoreError},
+};
+
+/// Namespaces every cluster starts with.
+const BOOTSTRAP_NAMESPACES: [&str; 4] =
+    ["default", "kube-system", "kube-public", "kube-node-lease"];
+
+/// Where objects are kept.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Storage {
+    /// In memory only; everything is lost when the server stops.
+    InMemory,
+    /// SQLite under this directory; survives restarts and crashes.
+    Directory(PathBuf),
+}
+
+/// Settings of a server.
+#[derive(Debug, Clone)]
+pub struct ServerOptions {
+    /// Where objects are kept.
+    pub storage: Storage,
+    /// Address to listen on (default 127.0.0.1).
+    pub address: IpAddr,
+    /// Port to listen on (0 picks a free one).
+    pub port: u16,
+    /// How many recent events watches can resume from.
+    pub watch_history: usize,
+    /// How often idle watches get a bookmark.
+    pub bookmark_interval: Duration,
+}
+
+impl Default for ServerOptions {
+    fn default() -> Self {
+        Self {
+            storage: Storage::InMemory,
+            address: IpAddr::V4(Ipv4Addr::LOCALHOST),
+            port: 0,
+            watch_history: 100_000,
+            bookmark_interval: Duration::from_secs(60),
+        }
+    }
+}
+
+/// Errors starting a server.
+#[derive(Debug, thiserror::Error)]
+pub enum ServerError {
+    /// The storage could not be opened.
+    #[error(transparent)]
+    Store(#[from] StoreError),
+    /// The address could not be bound.
+    #[error("cannot listen on {address}: {source}")]
+    Bind {
+        /// The address.
+        address: SocketAddr,
+        /// Why.
+        #[source]
+        source: std::io::Error,
+    },
+    /// Bootstrapping the cluster failed.
+    #[error("bootstrap: {0}")]
+    Bootstrap(String),
+    /// The client for the server could not be built.
+    #[error("client: {0}")]
+    Client(#[from] kube::Error),
+}
+
+/// Builder of an embedded API server.
+///
+/// ```no_run
+/// # async fn demo() -> Result<(), bosun_apiserver::ServerError> {
+/// let server = bosun_apiserver::ApiServer::data_dir(".bosun/apiserver").port(6443).start().await?;
+/// println!("listening on {}", server.url());
+/// # Ok(()) }
+/// ```
+#[derive(Debug, Clone, Default)]
+#[must_use]
+pub struct ApiServer {
+    options: ServerOptions,
+}
+
+impl ApiServer {
+    /// A server that keeps objects in memory, on an ephemeral port.
+    pub fn in_memory() -> Self {
+        Self::default()
+    }
+
+    /// A server that keeps objects in SQLite under `dir`, on an ephemeral port.
+    pub fn data_dir(dir: impl AsRef<Path>) -> Self {
+        Self::new(ServerOptions {
+            storage: Storage::Directory(dir.as_ref().to_path_buf()),
+            ..Default::default()
+        })
+    }
+
+    /// A server with these options.
+    pub fn new(options: ServerOptions) -> Self {
+        Self { options }
+    }
+
+    /// Listen on this port (0 = any free port).
+    pub fn port(mut self, port: u16) -> Self {
+        self.options.port = port;
+        self
+    }
+
+    /// Listen on this address.
+    pub fn address(mut self, address: IpAddr) -> Self {
+        self.options.address = address;
+        self
+    }
+
+    /// Keep this many recent events for watches to resume from.
+    pub fn watch_history(mut self, events: usize) -> Self {
+        self.options.watch_history = events;
+        self
+    }
+
+    /// Send idle watches a bookmark this often.
+    pub fn bookmark_interval(mut self, interval: Duration) -> Self {
+        self.options.bookmark_interval = interval;
+        self
+    }
+
+    /// Opens the storage, bootstraps namespaces, starts listening and serving.
+    pub async fn start(self) -> Result<RunningServer, ServerError> {
+        let options = self.options;
+        let store = match &options.storage {
+            Storage::InMemory => Store::in_memory(options.watch_history),
+            Storage::Directory(dir) => {
+                let dir = dir.clone();
+                let history = options.watch_history;
+                tokio::task::spawn_blocking(move || Store::open(&dir, history))
+                    .await
+                    .map_err(|e| ServerError::Bootstrap(e.to_string()))??
+            }
+        };
+        let cluster = Arc::new(Cluster::new(store));
+        bootstrap(&cluster).await?;
+        let requested = SocketAddr::new(options.address, options.port);
+        let listener = tokio::net::TcpListener::bind(requested)
+            .await
+            .map_err(|source| ServerError::Bind {
+                address: requested,
+                source,
+            })?;
+        let address = listener.local_addr().map_err(|source| ServerError::Bind {
+            address: requested,
+            source,
+        })?;
+        let (shutdown, shutdown_signal) = watch::channel(false);
+        let state = Arc::new(AppState {
+            cluster: cluster.clone(),
+            server_address: address.to_string(),
+            watch: WatchSettings {
+                bookmark_interval: options.bookmark_interval,
+            },
+            shutdown: shutdown_signal.clone(),
+        });
+        let mut stop = shutdown_signal.clone();
+        let serve = tokio::spawn(async move {
+            let server =
+                axum::serve(listener, http::router(state)).with_graceful_shutdown(async move {
+                    let _ = stop.wait_for(|stopped| *stopped).await;
+                });
+            if let Err(error) = server.await {
+                tracing::error!(%error, "API server stopped");
+            }
+        });
+        let controllers = tokio::spawn(controllers::run(cluster.clone(), shutdown_signal));
+        let url = format!("http://{address}");
+        let config = kube::Config::new(
+            url.parse()
+                .map_err(|e| ServerError::Bootstrap(format!("url {url}: {e}")))?,
+        );
+        let client = kube::Client::try_from(config.clone())?;
+        Ok(RunningServer {
+            url,
+            address,
+            cluster,
+            config,
+            client,
+            shutdown,
+            tasks: vec![serve, controllers],
+        })
+    }
+}
+
+/// Creates the bootstrap namespaces and brings CRD status and the catalogue up to date.
+async fn bootstrap(cluster: &Cluster) -> Result<(), ServerError> {
+    let catalog = cluster.catalog.snapshot();
+    let namespaces = catalog
+        .by_key(NAMESPACE_KEY)
+        .ok_or_else(|| ServerError::Bootstrap("namespaces not served".into()))?;
+    let scope = Scope::preferred(namespaces.clone(), "");
+    for name in BOOTSTRAP_NAMESPACES {
+        if cluster.store.get(NAMESPACE_KEY, "", name).is_none() {
+            let namespace =
+                json!({"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": name}});
+            cluster
+                .create(&scope, namespace, &WriteOptions::default())
+                .await
+                .map_err(|e| ServerError::Bootstrap(format!("namespace {name}: {e}")))?;
+        }
+    }
+    for definition in cluster.store.all(CRD_KEY) {
+        cluster
+            .establish_crd(crate::object::name(&definition.value))
+            .await;
+    }
+    cluster.refresh_catalog();
+    Ok(())
+}
+
+/// A running server. Dropping it stops serving; [`RunningServer::shutdown`] also waits until
+/// every acknowledged write is on disk.
+pub struct RunningServer {
+    url: String,
+    address: SocketAddr,
+    cluster: Arc<Cluster>,
+    config: kube::Config,
+    client: kube::Client,
+    shutdown: watch::Sender<bool>,
+    tasks: Vec<JoinHandle<()>>,
+}
+
+impl RunningServer {
+    /// The base URL, e.g. `http://127.0.0.1:41234`.
+    pub fn url(&self) -> &str {
+        &self.url
+    }
+
+    /// The address listened on.
+    pub fn address(&self) -> SocketAddr {
+        self.address
+    }
+
+    /// A `kube::Config` for this server (namespace `default`).
+    pub fn config(&self) -> kube::Config {
+        self.config.clone()
+    }
+
+    /// A ready `kube::Client` for this server.
+    pub fn client(&self) -> kube::Client {
+        self.client.clone()
+    }
+
+    /// The current resourceVersion (global revision): how many writes the server has made.
+    pub fn revision(&self) -> u64 {
+        self.cluster.store.revision()
+    }
+
+    /// A kubeconfig (YAML) pointing at this server, context `bosun`, namespace `default`.
+    pub fn kubeconfig(&self) -> String {
+        format!(
+            "apiVersion: v1\nkind: Config\nclusters:\n- name: bosun\n  cluster:\n    server: {url}\ncontexts:\n- name: bosun\n  context:\n    cluster: bosun\n    user: bosun\n    namespace: default\ncurrent-context: bosun\nusers:\n- name: bosun\n  user: {{}}\n",
+            url = self.url
+        )
+    }
+
+    /// Writes [`RunningServer::kubeconfig`] to a file, creating its directory.
+    pub fn write_kubeconfig(&self, path: impl AsRef<Path>) -> std::io::Result<()> {
+        let path = path.as_ref();
+        if let Some(parent) = path.parent().filter(|p| !p.as_os_str().is_empty()) {
+            std::fs::create_dir_all(parent)?;
+        }
+        std::fs::write(path, self.kubeconfig())
+    }
+
+    /// Stops serving, ends watches, and waits until every acknowledged write is durable.
+    pub async fn shutdown(mut self) {
+        self.stop().await;
+    }
+
+    async fn stop(&mut self) {
+        self.shutdown.send_replace(true);
+        for task in self.tasks.drain(..) {
+            let _ = tokio::time::timeout(Duration::from_secs(10), task).await;
+        }
+        let cluster = self.cluster.clone();
+        let _ = tokio::task::spawn_blocking(move || cluster.store.close()).await;
+    }
+}
+
+impl Drop for RunningServer {
+    fn drop(&mut self) {
+        self.shutdown.send_replace(true);
+    }
+}

@@ -1,0 +1,142 @@
+//! Helpers shared by the integration tests: a server per test, raw HTTP requests, kubectl.
+#![allow(dead_code)] // each test file uses a different subset
+
+use std::{path::PathBuf, process::Output};
+
+use bosun_apiserver::{ApiServer, RunningServer};
+use http_body_util::BodyExt;
+use serde_json::Value;
+
+/// An in-memory server on an ephemeral port.
+pub async fn server() -> RunningServer {
+    ApiServer::in_memory().start().await.expect("server starts")
+}
+
+/// A raw HTTP answer.
+#[derive(Debug)]
+pub struct Answer {
+    pub status: u16,
+    pub headers: http::HeaderMap,
+    pub body: String,
+}
+
+impl Answer {
+    pub fn json(&self) -> Value {
+        serde_json::from_str(&self.body).unwrap_or_else(|e| panic!("not JSON ({e}): {}", self.body))
+    }
+}
+
+/// Sends one request over HTTP with the server's client and returns status, headers and body.
+pub async fn request(
+    server: &RunningServer,
+    method: &str,
+    path: &str,
+    content_type: Option<&str>,
+    body: impl Into<Vec<u8>>,
+) -> Answer {
+    let mut builder = http::Request::builder().method(method).uri(path);
+    if let Some(content_type) = content_type {
+        builder = builder.header("content-type", content_type);
+    }
+    let request = builder
+        .body(kube::client::Body::from(body.into()))
+        .expect("request");
+    let response = server
+        .client()
+        .send(request)
+        .await
+        .expect("transport works");
+    let status = response.status().as_u16();
+    let headers = response.headers().clone();
+    let bytes = response
+        .into_body()
+        .collect()
+        .await
+        .expect("body")
+        .to_bytes();
+    Answer {
+        status,
+        headers,
+        body: String::from_utf8_lossy(&bytes).into_owned(),
+    }
+}
+
+/// GET a path.
+pub async fn get(server: &RunningServer, path: &str) -> Answer {
+    request(server, "GET", path, None, Vec::new()).await
+}
+
+/// kubectl against a server, with its own kubeconfig and discovery cache.
+pub struct Kubectl {
+    _dir: tempfile::TempDir,
+    kubeconfig: PathBuf,
+    cache: PathBuf,
+}
+
+impl Kubectl {
+    pub fn new(server: &RunningServer) -> Self {
+        let dir = tempfile::tempdir().expect("tempdir");
+        let kubeconfig = dir.path().join("kubeconfig");
+        server.write_kubeconfig(&kubeconfig).expect("kubeconfig");
+        let cache = dir.path().join("cache");
+        Self {
+            _dir: dir,
+            kubeconfig,
+            cache,
+        }
+    }
+
+    pub fn command(&self, args: &[&str]) -> tokio::process::Command {
+        let mut command = tokio::process::Command::new("kubectl");
+        command
+            .args(args)
+            .env("KUBECONFIG", &self.kubeconfig)
+            .env("KUBECACHEDIR", &self.cache)
+            .env_remove("KUBECTL_EXTERNAL_DIFF")
+            .kill_on_drop(true);
+        command
+    }
+
+    /// Runs kubectl and returns its output (whatever the exit status).
+    pub async fn run(&self, args: &[&str]) -> Output {
+        self.command(args).output().await.expect("kubectl runs")
+    }
+
+    /// Runs kubectl with stdin.
+    pub async fn run_with_input(&self, args: &[&str], input: &str) -> Output {
+        use tokio::io::AsyncWriteExt;
+        let mut child = self
+            .command(args)
+            .stdin(std::process::Stdio::piped())
+            .stdout(std::process::Stdio::piped())
+            .stderr(std::process::Stdio::piped())
+            .spawn()
+            .expect("kubectl starts");
+        let mut stdin = child.stdin.take().expect("stdin");
+        stdin
+            .write_all(input.as_bytes())
+            .await
+            .expect("write stdin");
+        drop(stdin);
+        child.wait_with_output().await.expect("kubectl finishes")
+    }
+
+    /// Runs kubectl and returns stdout, panicking with stderr on failure.
+    pub async fn ok(&self, args: &[&str]) -> String {
+        let output = self.run(args).await;
+        assert!(
+            output.status.success(),
+            "kubectl {args:?} failed: {}",
+            String::from_utf8_lossy(&output.stderr)
+        );
+        String::from_utf8_lossy(&output.stdout).into_owned()
+    }
+}
+
+/// Stdout and stderr of a finished command as text.
+pub fn texts(output: &Output) -> (String, String) {
+    (
+        String::from_utf8_lossy(&output.stdout).into_owned(),
+        String::from_utf8_lossy(&output.stderr).into_owned(),
+    )
+}

@@ -1,0 +1,110 @@
+//! `bosun apiserver`: serve the embedded API server until Ctrl-C.
+
+use std::{net::IpAddr, path::PathBuf, process::ExitCode};
+
+use bosun_apiserver::{ApiServer, ServerOptions, Storage};
+
+/// Arguments of `bosun apiserver`.
+#[derive(Debug, clap::Args)]
+#[command(
+    after_help = "Example:\n  bosun apiserver --in-memory --port 7443\n  KUBECONFIG=.bosun/kubeconfig kubectl get namespaces"
+)]
+pub struct Args {
+    /// Keep objects in SQLite under this directory (survives restarts and crashes).
+    #[arg(
+        long,
+        value_name = "DIR",
+        default_value = ".bosun/apiserver",
+        conflicts_with = "in_memory"
+    )]
+    data_dir: PathBuf,
+
+    /// Keep objects in memory only; everything is lost on exit.
+    #[arg(long)]
+    in_memory: bool,
+
+    /// Port to listen on (0 picks a free one).
+    #[arg(long, default_value_t = 7443)]
+    port: u16,
+
+    /// Address to listen on.
+    #[arg(long, default_value = "127.0.0.1")]
+    address: IpAddr,
+
+    /// Write a kubeconfig for this server here.
+    #[arg(long, value_name = "FILE", default_value = ".bosun/kubeconfig")]
+    kubeconfig: PathBuf,
+
+    /// How many recent events watches can resume from before clients must relist.
+    #[arg(long, value_name = "EVENTS", default_value_t = 100_000)]
+    watch_history: usize,
+}
+
+async fn shutdown_signal() {
+    let ctrl_c = tokio::signal::ctrl_c();
+    #[cfg(unix)]
+    {
+        let mut term =
+            match tokio::signal::unix::signal(tokio::signal::unix::SignalKind::terminate()) {
+                Ok(term) => term,
+                Err(_) => {
+                    let _ = ctrl_c.await;
+                    return;
+                }
+            };
+        tokio::select! {
+            _ = ctrl_c => {}
+            _ = term.recv() => {}
+        }
+    }
+    #[cfg(not(unix))]
+    let _ = ctrl_c.await;
+}
+
+/// Runs the server until Ctrl-C or SIGTERM.
+pub async fn run(args: Args) -> ExitCode {
+    let storage = if args.in_memory {
+        Storage::InMemory
+    } else {
+        Storage::Directory(args.data_dir.clone())
+    };
+    let options = ServerOptions {
+        storage: storage.clone(),
+        address: args.address,
+        port: args.port,
+        watch_history: args.watch_history,
+        ..ServerOptions::default()
+    };
+    let server = match ApiServer::new(options).start().await {
+        Ok(server) => server,
+        Err(error) => {
+            eprintln!("error: {error}");
+            return ExitCode::from(2);
+        }
+    };
+    if let Err(error) = server.write_kubeconfig(&args.kubeconfig) {
+        eprintln!(
+            "error: cannot write kubeconfig {}: {error}",
+            args.kubeconfig.display()
+        );
+        server.shutdown().await;
+        return ExitCode::from(2);
+    }
+    let stored = match &storage {
+        Storage::InMemory => "in memory".to_string(),
+        Storage::Directory(dir) => format!("in {}", dir.display()),
+    };
+    println!(
+        "bosun apiserver listening on {} (objects {stored})",
+        server.url()
+    );
+    println!("kubeconfig: {}", args.kubeconfig.display());
+    println!(
+        "try: KUBECONFIG={} kubectl get namespaces",
+        args.kubeconfig.display()
+    );
+    shutdown_signal().await;
+    eprintln!("shutting down");
+    server.shutdown().await;
+    ExitCode::SUCCESS
+}

@@ -1,0 +1,59 @@
+//! The `bosun` command: argument parsing and printing; the work is done by the libraries.
+
+mod apiserver;
+
+use std::process::ExitCode;
+
+use clap::{Parser, Subcommand};
+
+/// Declarative Kubernetes automation: render, roll out, observe, reconcile.
+#[derive(Debug, Parser)]
+#[command(name = "bosun", version, about, long_about = None)]
+struct Cli {
+    /// Log more (-v: debug, -vv: trace). `RUST_LOG` overrides.
+    #[arg(short, long, global = true, action = clap::ArgAction::Count)]
+    verbose: u8,
+
+    #[command(subcommand)]
+    command: Command,
+}
+
+#[derive(Debug, Subcommand)]
+enum Command {
+    /// Run the embedded Kubernetes-compatible API server (for trying things and for tests).
+    Apiserver(apiserver::Args),
+}
+
+fn init_logging(verbose: u8) {
+    let default = match verbose {
+        0 => "info",
+        1 => "info,bosun=debug,bosun_apiserver=debug",
+        _ => "trace",
+    };
+    let filter = tracing_subscriber::EnvFilter::try_from_default_env()
+        .unwrap_or_else(|_| tracing_subscriber::EnvFilter::new(default));
+    tracing_subscriber::fmt()
+        .with_env_filter(filter)
+        .with_writer(std::io::stderr)
+        .init();
+}
+
+fn main() -> ExitCode {
+    let cli = Cli::parse();
+    init_logging(cli.verbose);
+    let runtime = match tokio::runtime::Builder::new_multi_thread()
+        .enable_all()
+        .build()
+    {
+        Ok(runtime) => runtime,
+        Err(error) => {
+            eprintln!("error: cannot start the async runtime: {error}");
+            return ExitCode::from(2);
+        }
+    };
+    runtime.block_on(async {
+        match cli.command {
+            Command::Apiserver(args) => apiserver::run(args).await,
+        }
+    })
+}
