@@ -44,29 +44,15 @@ pub struct Scope {
 
 impl Scope {
     /// Resolves `group/version/plural` in a catalogue.
-    pub fn resolve(
-        catalog: &Catalog,
-        group: &str,
-        version: &str,
-        plural: &str,
-        namespace: &str,
-    ) -> Option<Scope> {
+    pub fn resolve(catalog: &Catalog, group: &str, version: &str, plural: &str, namespace: &str) -> Option<Scope> {
         let info = catalog.lookup(group, version, plural)?.clone();
         let index = info.versions.iter().position(|v| v.name == version)?;
-        Some(Scope {
-            info,
-            version: index,
-            namespace: namespace.to_string(),
-        })
+        Some(Scope { info, version: index, namespace: namespace.to_string() })
     }
 
     /// The scope of a resource at its preferred version.
     pub fn preferred(info: Arc<ResourceInfo>, namespace: &str) -> Scope {
-        Scope {
-            info,
-            version: 0,
-            namespace: namespace.to_string(),
-        }
+        Scope { info, version: 0, namespace: namespace.to_string() }
     }
 
     /// The addressed version.
@@ -75,11 +61,7 @@ impl Scope {
     }
 
     fn target(&self) -> Target<'_> {
-        Target {
-            info: &self.info,
-            version: self.version(),
-            namespace: &self.namespace,
-        }
+        Target { info: &self.info, version: self.version(), namespace: &self.namespace }
     }
 
     /// `apiVersion` of the addressed version.
@@ -94,10 +76,10 @@ impl Scope {
     /// Converts a stored object to the addressed version (custom resources use conversion
     /// `None`, which only rewrites `apiVersion`).
     pub fn view(&self, mut value: Value) -> Value {
-        if !self.is_storage_version() {
-            if let Some(map) = value.as_object_mut() {
-                map.insert("apiVersion".into(), Value::String(self.api_version()));
-            }
+        if !self.is_storage_version()
+            && let Some(map) = value.as_object_mut()
+        {
+            map.insert("apiVersion".into(), Value::String(self.api_version()));
         }
         value
     }
@@ -171,9 +153,7 @@ const GENERATE_NAME_ATTEMPTS: usize = 8;
 
 fn context(options: &WriteOptions) -> Context {
     let mut rng = rand::rng();
-    let name_suffix = (0..5)
-        .map(|_| NAME_ALPHABET[rng.random_range(0..NAME_ALPHABET.len())] as char)
-        .collect();
+    let name_suffix = (0..5).map(|_| NAME_ALPHABET[rng.random_range(0..NAME_ALPHABET.len())] as char).collect();
     Context {
         now: object::now(),
         uid: uuid::Uuid::new_v4().to_string(),
@@ -184,19 +164,13 @@ fn context(options: &WriteOptions) -> Context {
 }
 
 fn written(scope: &Scope, outcome: &Outcome, warnings: Vec<String>) -> Written {
-    Written {
-        object: scope.view(outcome.value().clone()),
-        warnings,
-    }
+    Written { object: scope.view(outcome.value().clone()), warnings }
 }
 
 impl Cluster {
     /// A cluster over a store, serving built-ins plus the store's established CRDs.
     pub fn new(store: Store) -> Self {
-        let cluster = Cluster {
-            store,
-            catalog: CatalogHandle::new(),
-        };
+        let cluster = Cluster { store, catalog: CatalogHandle::new() };
         cluster.refresh_catalog();
         cluster
     }
@@ -206,38 +180,24 @@ impl Cluster {
             return Ok(());
         }
         match self.store.get(NAMESPACE_KEY, "", &scope.namespace) {
-            None => Err(ApiError::not_found_plain(
-                "namespaces",
-                "",
-                &scope.namespace,
+            None => Err(ApiError::not_found_plain("namespaces", "", &scope.namespace)),
+            Some(ns) if object::deletion_timestamp(&ns.value).is_some() => Err(ApiError::forbidden(
+                &scope.info,
+                name,
+                &format!(
+                    "unable to create new content in namespace {} because it is being terminated",
+                    scope.namespace
+                ),
             )),
-            Some(ns) if object::deletion_timestamp(&ns.value).is_some() => {
-                Err(ApiError::forbidden(
-                    &scope.info,
-                    name,
-                    &format!(
-                        "unable to create new content in namespace {} because it is being terminated",
-                        scope.namespace
-                    ),
-                ))
-            }
             Some(_) => Ok(()),
         }
     }
 
     /// Creates an object (POST).
-    pub async fn create(
-        &self,
-        scope: &Scope,
-        body: Value,
-        options: &WriteOptions,
-    ) -> Result<Written, ApiError> {
+    pub async fn create(&self, scope: &Scope, body: Value, options: &WriteOptions) -> Result<Written, ApiError> {
         if scope.info.terminating {
-            return Err(
-                ApiError::method_not_allowed("create", &scope.info).with_message(
-                    "create not allowed while custom resource definition is terminating",
-                ),
-            );
+            return Err(ApiError::method_not_allowed("create", &scope.info)
+                .with_message("create not allowed while custom resource definition is terminating"));
         }
         let generated = object::name(&body).is_empty();
         for _ in 0..GENERATE_NAME_ATTEMPTS {
@@ -248,16 +208,10 @@ impl Cluster {
             let mutation = scope.to_storage(Mutation::Put(prepared));
             let result = self
                 .store
-                .write(
-                    &scope.info.key,
-                    &scope.namespace,
-                    &name,
-                    options.dry_run,
-                    |current| match current {
-                        Some(_) => Err(ApiError::already_exists(&scope.info, &name)),
-                        None => Ok(Some(mutation)),
-                    },
-                )
+                .write(&scope.info.key, &scope.namespace, &name, options.dry_run, |current| match current {
+                    Some(_) => Err(ApiError::already_exists(&scope.info, &name)),
+                    None => Ok(Some(mutation)),
+                })
                 .await;
             match result {
                 Err(e) if generated && e.reason == "AlreadyExists" => continue,
@@ -269,10 +223,7 @@ impl Cluster {
                 }
             }
         }
-        Err(ApiError::generate_name_exhausted(
-            &scope.info,
-            object::name(&body),
-        ))
+        Err(ApiError::generate_name_exhausted(&scope.info, object::name(&body)))
     }
 
     /// Updates an object (PUT) at an endpoint.
@@ -284,27 +235,7 @@ impl Cluster {
         body: Value,
         options: &WriteOptions,
     ) -> Result<Written, ApiError> {
-        let mut ctx = context(options);
-        let target = scope.target();
-        let outcome = self
-            .store
-            .write::<ApiError>(
-                &scope.info.key,
-                &scope.namespace,
-                name,
-                options.dry_run,
-                |current| {
-                    let current = current.ok_or_else(|| ApiError::not_found(&scope.info, name))?;
-                    let view = scope.view(current.value.clone());
-                    let mutation =
-                        lifecycle::prepare_update(&target, &mut ctx, &view, body, endpoint)?;
-                    Ok(Some(scope.to_storage(mutation)))
-                },
-            )
-            .await?;
-        self.after_write(&scope.info, &outcome, name).await;
-        let outcome = self.reread(scope, name, outcome);
-        Ok(written(scope, &outcome, ctx.warnings))
+        self.rewrite(scope, name, endpoint, options, |_| Ok(body)).await
     }
 
     /// Patches an object (PATCH) at an endpoint.
@@ -318,44 +249,50 @@ impl Cluster {
         options: &WriteOptions,
     ) -> Result<Written, ApiError> {
         if matches!(patch_type, PatchType::Strategic | PatchType::Apply) {
-            return Err(ApiError::unsupported_media_type(
-                &patch::PATCH_MEDIA_TYPES[..2],
-            ));
+            return Err(ApiError::unsupported_media_type(&patch::PATCH_MEDIA_TYPES[..2]));
         }
+        self.rewrite(scope, name, endpoint, options, |current| {
+            let mut patched = current.clone();
+            let applied = match patch_type {
+                PatchType::Json => patch::apply_json_patch(&mut patched, body),
+                _ => patch::apply_merge_patch(&mut patched, body),
+            };
+            applied.map_err(|e| match e {
+                PatchError::Malformed(m) => ApiError::bad_request(m),
+                PatchError::NotApplicable(m) => ApiError::unprocessable(&scope.info, name, m),
+                too_many @ PatchError::TooManyOperations(_) => ApiError::bad_request(too_many.to_string()),
+            })?;
+            // A patch only conflicts when it sets a resourceVersion itself.
+            if object::resource_version(&patched).is_empty() {
+                let current_version = object::resource_version(current).to_string();
+                object::meta_mut(&mut patched).insert("resourceVersion".into(), Value::String(current_version));
+            }
+            Ok(patched)
+        })
+        .await
+    }
+
+    /// Replaces an existing object by what `new_body` makes of its current state (at the
+    /// addressed version), under the update rules.
+    async fn rewrite(
+        &self,
+        scope: &Scope,
+        name: &str,
+        endpoint: Endpoint,
+        options: &WriteOptions,
+        new_body: impl FnOnce(&Value) -> Result<Value, ApiError>,
+    ) -> Result<Written, ApiError> {
         let mut ctx = context(options);
         let target = scope.target();
         let outcome = self
             .store
-            .write::<ApiError>(
-                &scope.info.key,
-                &scope.namespace,
-                name,
-                options.dry_run,
-                |current| {
-                    let current = current.ok_or_else(|| ApiError::not_found(&scope.info, name))?;
-                    let view = scope.view(current.value.clone());
-                    let mut patched = view.clone();
-                    let applied = match patch_type {
-                        PatchType::Json => patch::apply_json_patch(&mut patched, body),
-                        _ => patch::apply_merge_patch(&mut patched, body),
-                    };
-                    applied.map_err(|e| match e {
-                        PatchError::Malformed(m) => ApiError::bad_request(m),
-                        PatchError::NotApplicable(m) => {
-                            ApiError::unprocessable(&scope.info, name, m)
-                        }
-                        too_many @ PatchError::TooManyOperations(_) => {
-                            ApiError::bad_request(too_many.to_string())
-                        }
-                    })?;
-                    if object::resource_version(&patched).is_empty() {
-                        object::set_resource_version(&mut patched, current.revision);
-                    }
-                    let mutation =
-                        lifecycle::prepare_update(&target, &mut ctx, &view, patched, endpoint)?;
-                    Ok(Some(scope.to_storage(mutation)))
-                },
-            )
+            .write::<ApiError>(&scope.info.key, &scope.namespace, name, options.dry_run, |current| {
+                let current = current.ok_or_else(|| ApiError::not_found(&scope.info, name))?;
+                let view = scope.view(current.value.clone());
+                let body = new_body(&view)?;
+                let mutation = lifecycle::prepare_update(&target, &mut ctx, &view, body, endpoint)?;
+                Ok(Some(scope.to_storage(mutation)))
+            })
             .await?;
         self.after_write(&scope.info, &outcome, name).await;
         let outcome = self.reread(scope, name, outcome);
@@ -373,25 +310,16 @@ impl Cluster {
         let now = object::now();
         let outcome = self
             .store
-            .write(
-                &scope.info.key,
-                &scope.namespace,
-                name,
-                dry_run,
-                |current| {
-                    let current = current.ok_or_else(|| ApiError::not_found(&scope.info, name))?;
-                    lifecycle::prepare_delete(&scope.info, &current.value, options, &now)
-                },
-            )
+            .write(&scope.info.key, &scope.namespace, name, dry_run, |current| {
+                let current = current.ok_or_else(|| ApiError::not_found(&scope.info, name))?;
+                lifecycle::prepare_delete(&scope.info, &current.value, options, &now)
+            })
             .await?;
         self.after_write(&scope.info, &outcome, name).await;
         let outcome = self.reread(scope, name, outcome);
         Ok(match outcome {
             Outcome::Deleted(last) => Deleted::Gone(scope.view(last.value.clone())),
-            Outcome::DryRun {
-                value,
-                deleted: true,
-            } => Deleted::Gone(scope.view(value)),
+            Outcome::DryRun { value, deleted: true } => Deleted::Gone(scope.view(value)),
             other => Deleted::Pending(scope.view(other.value().clone())),
         })
     }
@@ -405,21 +333,11 @@ impl Cluster {
         options: &DeleteOptions,
         dry_run: bool,
     ) -> Result<Vec<Value>, ApiError> {
-        let page = self.list(
-            scope,
-            &ListOptions {
-                limit: None,
-                continue_after: None,
-                ..list.clone()
-            },
-        );
+        let page = self.list(scope, &ListOptions { limit: None, continue_after: None, ..list.clone() });
         let mut affected = Vec::new();
         for stored in page.items {
             let name = object::name(&stored.value).to_string();
-            let item_scope = Scope {
-                namespace: object::namespace(&stored.value).to_string(),
-                ..scope.clone()
-            };
+            let item_scope = Scope { namespace: object::namespace(&stored.value).to_string(), ..scope.clone() };
             match self.delete(&item_scope, &name, options, dry_run).await {
                 Ok(Deleted::Gone(v) | Deleted::Pending(v)) => affected.push(v),
                 Err(e) if e.code == 404 => {}
@@ -431,34 +349,20 @@ impl Cluster {
 
     /// Reads one object.
     pub fn get(&self, scope: &Scope, name: &str) -> Result<Arc<StoredObject>, ApiError> {
-        self.store
-            .get(&scope.info.key, &scope.namespace, name)
-            .ok_or_else(|| ApiError::not_found(&scope.info, name))
+        self.store.get(&scope.info.key, &scope.namespace, name).ok_or_else(|| ApiError::not_found(&scope.info, name))
     }
 
     /// Lists objects matching the options.
     pub fn list(&self, scope: &Scope, options: &ListOptions) -> ListPage {
         let namespace = (!scope.namespace.is_empty()).then_some(scope.namespace.as_str());
-        self.store.list(
-            &scope.info.key,
-            namespace,
-            options.continue_after.as_deref(),
-            options.limit,
-            |stored| {
-                options.labels.matches(object::labels(&stored.value))
-                    && options.fields.matches(&stored.value)
-            },
-        )
+        self.store.list(&scope.info.key, namespace, options.continue_after.as_deref(), options.limit, |stored| {
+            options.labels.matches(object::labels(&stored.value)) && options.fields.matches(&stored.value)
+        })
     }
 
     /// After a write that changed something: keep CRD status and the catalogue in step.
     async fn after_write(&self, info: &ResourceInfo, outcome: &Outcome, name: &str) {
-        if info.key != CRD_KEY
-            || matches!(
-                outcome,
-                Outcome::DryRun { .. } | Outcome::Unchanged(_) | Outcome::Absent
-            )
-        {
+        if info.key != CRD_KEY || matches!(outcome, Outcome::DryRun { .. } | Outcome::Unchanged(_) | Outcome::Absent) {
             return;
         }
         if !matches!(outcome, Outcome::Deleted(_)) {
@@ -469,15 +373,10 @@ impl Cluster {
 
     /// After establishing a CRD, answer with its newest state rather than the pre-status one.
     fn reread(&self, scope: &Scope, name: &str, outcome: Outcome) -> Outcome {
-        if scope.info.key != CRD_KEY
-            || !matches!(outcome, Outcome::Created(_) | Outcome::Updated(_))
-        {
+        if scope.info.key != CRD_KEY || !matches!(outcome, Outcome::Created(_) | Outcome::Updated(_)) {
             return outcome;
         }
-        self.store
-            .get(CRD_KEY, "", name)
-            .map(Outcome::Updated)
-            .unwrap_or(outcome)
+        self.store.get(CRD_KEY, "", name).map(Outcome::Updated).unwrap_or(outcome)
     }
 
     /// Writes the names/establishing status of a CRD, as upstream's controllers would.
@@ -507,13 +406,8 @@ impl Cluster {
 
     /// Rebuilds the catalogue from the stored CRDs.
     pub(crate) fn refresh_catalog(&self) {
-        let custom = self
-            .store
-            .all(CRD_KEY)
-            .iter()
-            .filter_map(|s| crd::resource_info(&s.value))
-            .map(Arc::new)
-            .collect();
+        let custom =
+            self.store.all(CRD_KEY).iter().filter_map(|s| crd::resource_info(&s.value)).map(Arc::new).collect();
         self.catalog.install(custom);
     }
 }

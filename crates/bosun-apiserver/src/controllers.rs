@@ -44,8 +44,7 @@ pub async fn run(cluster: Arc<Cluster>, mut shutdown: watch::Receiver<bool>) {
 }
 
 fn starts_terminating(resource: &str, value: &Value) -> bool {
-    (resource == NAMESPACE_KEY || resource == CRD_KEY)
-        && object::deletion_timestamp(value).is_some()
+    (resource == NAMESPACE_KEY || resource == CRD_KEY) && object::deletion_timestamp(value).is_some()
 }
 
 /// One pass over terminating namespaces and CRDs; returns whether any remain.
@@ -75,47 +74,27 @@ async fn delete_all(cluster: &Cluster, info: &Arc<ResourceInfo>, namespace: &str
             continue;
         }
         let item = Scope::preferred(info.clone(), object::namespace(&stored.value));
-        if let Err(error) = cluster
-            .delete(
-                &item,
-                object::name(&stored.value),
-                &DeleteOptions::default(),
-                false,
-            )
-            .await
+        if let Err(error) = cluster.delete(&item, object::name(&stored.value), &DeleteOptions::default(), false).await
+            && error.code != 404
         {
-            if error.code != 404 {
-                tracing::warn!(object = %object::describe(&stored.value), %error, "could not delete");
-            }
+            tracing::warn!(object = %object::describe(&stored.value), %error, "could not delete");
         }
     }
     cluster.list(&scope, &Default::default()).items.len()
 }
 
-async fn remove_finalizer(
-    cluster: &Cluster,
-    scope: &Scope,
-    current: &Value,
-    endpoint: Endpoint,
-    finalizer: &str,
-) {
+async fn remove_finalizer(cluster: &Cluster, scope: &Scope, current: &Value, endpoint: Endpoint, finalizer: &str) {
     let mut updated = scope.view(current.clone());
-    let pointer = if endpoint == Endpoint::Finalize {
-        "/spec/finalizers"
-    } else {
-        "/metadata/finalizers"
-    };
+    let pointer = if endpoint == Endpoint::Finalize { "/spec/finalizers" } else { "/metadata/finalizers" };
     if let Some(list) = updated.pointer_mut(pointer).and_then(Value::as_array_mut) {
         list.retain(|f| f != &json!(finalizer));
     }
     let name = object::name(current).to_string();
-    if let Err(error) = cluster
-        .update(scope, &name, endpoint, updated, &WriteOptions::default())
-        .await
+    if let Err(error) = cluster.update(scope, &name, endpoint, updated, &WriteOptions::default()).await
+        && error.code != 404
+        && error.code != 409
     {
-        if error.code != 404 && error.code != 409 {
-            tracing::warn!(object = %object::describe(current), %error, "could not finalize");
-        }
+        tracing::warn!(object = %object::describe(current), %error, "could not finalize");
     }
 }
 
@@ -134,43 +113,23 @@ async fn terminate_namespace(cluster: &Cluster, namespace: &Value) {
     };
     let scope = Scope::preferred(info.clone(), "");
     if let Some(current) = cluster.store.get(NAMESPACE_KEY, "", name) {
-        remove_finalizer(
-            cluster,
-            &scope,
-            &current.value,
-            Endpoint::Finalize,
-            NAMESPACE_FINALIZER,
-        )
-        .await;
+        remove_finalizer(cluster, &scope, &current.value, Endpoint::Finalize, NAMESPACE_FINALIZER).await;
     }
 }
 
 async fn clean_up_crd(cluster: &Cluster, definition: &Value) {
     let catalog = cluster.catalog.snapshot();
-    let group = definition
-        .pointer("/spec/group")
-        .and_then(Value::as_str)
-        .unwrap_or_default();
-    let plural = definition
-        .pointer("/spec/names/plural")
-        .and_then(Value::as_str)
-        .unwrap_or_default();
+    let group = definition.pointer("/spec/group").and_then(Value::as_str).unwrap_or_default();
+    let plural = definition.pointer("/spec/names/plural").and_then(Value::as_str).unwrap_or_default();
     let key = ResourceInfo::key_for(group, plural);
-    if let Some(info) = catalog.by_key(&key).filter(|i| i.custom) {
-        if delete_all(cluster, info, "").await > 0 {
-            return;
-        }
+    if let Some(info) = catalog.by_key(&key).filter(|i| i.custom)
+        && delete_all(cluster, info, "").await > 0
+    {
+        return;
     }
     let Some(crd_info) = catalog.by_key(CRD_KEY) else {
         return;
     };
     let scope = Scope::preferred(crd_info.clone(), "");
-    remove_finalizer(
-        cluster,
-        &scope,
-        definition,
-        Endpoint::Main,
-        crd::CLEANUP_FINALIZER,
-    )
-    .await;
+    remove_finalizer(cluster, &scope, definition, Endpoint::Main, crd::CLEANUP_FINALIZER).await;
 }

@@ -31,7 +31,7 @@ pub struct ApiError {
     /// The human-readable message.
     pub message: String,
     /// `details` of the Status, when the error concerns one object.
-    pub details: Option<StatusDetails>,
+    pub details: Option<Box<StatusDetails>>,
 }
 
 /// The `details` of a `Status`.
@@ -107,43 +107,19 @@ pub struct FieldError {
 impl FieldError {
     /// A missing required field.
     pub fn required(field: impl Into<String>, detail: impl Into<String>) -> Self {
-        Self {
-            kind: FieldErrorType::Required,
-            field: field.into(),
-            value: None,
-            detail: detail.into(),
-        }
+        Self { kind: FieldErrorType::Required, field: field.into(), value: None, detail: detail.into() }
     }
     /// A malformed value.
     pub fn invalid(field: impl Into<String>, value: Value, detail: impl Into<String>) -> Self {
-        Self {
-            kind: FieldErrorType::Invalid,
-            field: field.into(),
-            value: Some(go_repr(&value)),
-            detail: detail.into(),
-        }
+        Self { kind: FieldErrorType::Invalid, field: field.into(), value: Some(go_repr(&value)), detail: detail.into() }
     }
     /// A malformed value shown exactly as given (e.g. upstream's `0x0` for an empty version).
-    pub fn invalid_shown(
-        field: impl Into<String>,
-        shown: impl Into<String>,
-        detail: impl Into<String>,
-    ) -> Self {
-        Self {
-            kind: FieldErrorType::Invalid,
-            field: field.into(),
-            value: Some(shown.into()),
-            detail: detail.into(),
-        }
+    pub fn invalid_shown(field: impl Into<String>, shown: impl Into<String>, detail: impl Into<String>) -> Self {
+        Self { kind: FieldErrorType::Invalid, field: field.into(), value: Some(shown.into()), detail: detail.into() }
     }
     /// A value that is not allowed.
     pub fn forbidden(field: impl Into<String>, detail: impl Into<String>) -> Self {
-        Self {
-            kind: FieldErrorType::Forbidden,
-            field: field.into(),
-            value: None,
-            detail: detail.into(),
-        }
+        Self { kind: FieldErrorType::Forbidden, field: field.into(), value: None, detail: detail.into() }
     }
     /// A value outside an enumeration; `detail` lists the supported values.
     pub fn not_supported(field: impl Into<String>, value: Value, supported: &[Value]) -> Self {
@@ -247,12 +223,7 @@ fn go_repr(value: &Value) -> String {
 
 impl ApiError {
     fn new(code: u16, reason: &'static str, message: impl Into<String>) -> Self {
-        Self {
-            code,
-            reason,
-            message: message.into(),
-            details: None,
-        }
+        Self { code, reason, message: message.into(), details: None }
     }
 
     /// The same error with another message.
@@ -262,7 +233,7 @@ impl ApiError {
     }
 
     fn with_details(mut self, details: StatusDetails) -> Self {
-        self.details = Some(details);
+        self.details = Some(Box::new(details));
         self
     }
 
@@ -283,34 +254,24 @@ impl ApiError {
     /// 404 for an object given by plural and group (`namespaces`, `""`).
     pub fn not_found_plain(plural: &str, group: &str, name: &str) -> Self {
         let qualified = qualified(plural, group);
-        Self::new(404, "NotFound", format!("{qualified} \"{name}\" not found")).with_details(
-            StatusDetails {
-                name: name.to_string(),
-                group: group.to_string(),
-                kind: plural.to_string(),
-                ..StatusDetails::default()
-            },
-        )
+        Self::new(404, "NotFound", format!("{qualified} \"{name}\" not found")).with_details(StatusDetails {
+            name: name.to_string(),
+            group: group.to_string(),
+            kind: plural.to_string(),
+            ..StatusDetails::default()
+        })
     }
 
     /// 404 for a URL that names nothing served.
     pub fn unknown_url() -> Self {
-        Self::new(
-            404,
-            "NotFound",
-            "the server could not find the requested resource",
-        )
-        .with_details(StatusDetails::default())
+        Self::new(404, "NotFound", "the server could not find the requested resource")
+            .with_details(StatusDetails::default())
     }
 
     /// 409 AlreadyExists.
     pub fn already_exists(resource: &ResourceInfo, name: &str) -> Self {
-        Self::new(
-            409,
-            "AlreadyExists",
-            format!("{} \"{name}\" already exists", resource.qualified()),
-        )
-        .with_details(Self::object_details(resource, name))
+        Self::new(409, "AlreadyExists", format!("{} \"{name}\" already exists", resource.qualified()))
+            .with_details(Self::object_details(resource, name))
     }
 
     /// 409 when generateName could not find a free name.
@@ -342,10 +303,7 @@ impl ApiError {
         Self::new(
             409,
             "Conflict",
-            format!(
-                "Operation cannot be fulfilled on {} \"{name}\": {why}",
-                resource.qualified()
-            ),
+            format!("Operation cannot be fulfilled on {} \"{name}\": {why}", resource.qualified()),
         )
         .with_details(Self::object_details(resource, name))
     }
@@ -358,19 +316,12 @@ impl ApiError {
             [one] => format!("{qualified_kind} \"{name}\" is invalid: {one}"),
             many => {
                 let parts: Vec<String> = many.iter().map(ToString::to_string).collect();
-                format!(
-                    "{qualified_kind} \"{name}\" is invalid: [{}]",
-                    parts.join(", ")
-                )
+                format!("{qualified_kind} \"{name}\" is invalid: [{}]", parts.join(", "))
             }
         };
         let causes = errors
             .iter()
-            .map(|e| StatusCause {
-                reason: e.cause_reason(),
-                message: e.body(),
-                field: e.field.clone(),
-            })
+            .map(|e| StatusCause { reason: e.cause_reason(), message: e.body(), field: e.field.clone() })
             .collect();
         Self::new(422, "Invalid", message).with_details(StatusDetails {
             name: name.to_string(),
@@ -389,17 +340,9 @@ impl ApiError {
     /// 422 answered when a patch cannot be applied (apimachinery's generic server response).
     pub fn unprocessable(resource: &ResourceInfo, name: &str, cause: impl Into<String>) -> Self {
         let mut details = Self::object_details(resource, name);
-        details.causes.push(StatusCause {
-            reason: "",
-            message: cause.into(),
-            field: String::new(),
-        });
-        Self::new(
-            422,
-            "Invalid",
-            "the server rejected our request due to an error in our request",
-        )
-        .with_details(details)
+        details.causes.push(StatusCause { reason: "", message: cause.into(), field: String::new() });
+        Self::new(422, "Invalid", "the server rejected our request due to an error in our request")
+            .with_details(details)
     }
 
     /// 400 BadRequest.
@@ -409,12 +352,8 @@ impl ApiError {
 
     /// 403 Forbidden for an object.
     pub fn forbidden(resource: &ResourceInfo, name: &str, why: &str) -> Self {
-        Self::new(
-            403,
-            "Forbidden",
-            format!("{} \"{name}\" is forbidden: {why}", resource.qualified()),
-        )
-        .with_details(Self::object_details(resource, name))
+        Self::new(403, "Forbidden", format!("{} \"{name}\" is forbidden: {why}", resource.qualified()))
+            .with_details(Self::object_details(resource, name))
     }
 
     /// 405 MethodNotAllowed.
@@ -422,10 +361,7 @@ impl ApiError {
         Self::new(
             405,
             "MethodNotAllowed",
-            format!(
-                "{action} is not supported on resources of kind \"{}\"",
-                resource.qualified()
-            ),
+            format!("{action} is not supported on resources of kind \"{}\"", resource.qualified()),
         )
         .with_details(StatusDetails {
             group: resource.group.clone(),
@@ -441,11 +377,7 @@ impl ApiError {
 
     /// 413 for bodies above the limit.
     pub fn too_large(limit: usize) -> Self {
-        Self::new(
-            413,
-            "RequestEntityTooLarge",
-            format!("Request entity too large: limit is {limit}"),
-        )
+        Self::new(413, "RequestEntityTooLarge", format!("Request entity too large: limit is {limit}"))
     }
 
     /// 415 for a body or patch in a media type the endpoint does not accept.
@@ -474,28 +406,15 @@ impl ApiError {
             field: String::new(),
         });
         details.retry_after_seconds = Some(1);
-        Self::new(
-            504,
-            "Timeout",
-            format!("Too large resource version: {asked}, current: {current}"),
-        )
-        .with_details(details)
+        Self::new(504, "Timeout", format!("Too large resource version: {asked}, current: {current}"))
+            .with_details(details)
     }
 
     /// 500 InternalError.
     pub fn internal(message: impl Into<String>) -> Self {
         let message = message.into();
-        Self::new(
-            500,
-            "InternalError",
-            format!("Internal error occurred: {message}"),
-        )
-        .with_details(StatusDetails {
-            causes: vec![StatusCause {
-                reason: "",
-                message,
-                field: String::new(),
-            }],
+        Self::new(500, "InternalError", format!("Internal error occurred: {message}")).with_details(StatusDetails {
+            causes: vec![StatusCause { reason: "", message, field: String::new() }],
             ..StatusDetails::default()
         })
     }
@@ -523,10 +442,7 @@ impl IntoResponse for ApiError {
         let code = StatusCode::from_u16(self.code).unwrap_or(StatusCode::INTERNAL_SERVER_ERROR);
         let body = self.to_status().to_string();
         let mut response = (code, body).into_response();
-        response.headers_mut().insert(
-            header::CONTENT_TYPE,
-            HeaderValue::from_static("application/json"),
-        );
+        response.headers_mut().insert(header::CONTENT_TYPE, HeaderValue::from_static("application/json"));
         response
     }
 }
@@ -539,11 +455,7 @@ impl From<crate::store::StoreError> for ApiError {
 
 /// `plural.group`, or just `plural` in the core group (the form upstream messages use).
 pub(crate) fn qualified(name: &str, group: &str) -> String {
-    if group.is_empty() {
-        name.to_string()
-    } else {
-        format!("{name}.{group}")
-    }
+    if group.is_empty() { name.to_string() } else { format!("{name}.{group}") }
 }
 
 #[cfg(test)]
@@ -568,10 +480,7 @@ mod tests {
         );
         let status = err.to_status();
         assert_eq!(status["details"]["kind"], "Foo");
-        assert_eq!(
-            status["details"]["causes"][1]["reason"],
-            "FieldValueInvalid"
-        );
+        assert_eq!(status["details"]["causes"][1]["reason"], "FieldValueInvalid");
         assert_eq!(status["details"]["causes"][1]["field"], "spec.mode");
     }
 

@@ -13,11 +13,15 @@
 //! use kube::api::{Api, PostParams};
 //!
 //! # async fn demo() -> Result<(), Box<dyn std::error::Error>> {
+//! // In memory, on an ephemeral port; starts in a few milliseconds.
 //! let server = ApiServer::in_memory().start().await?;
+//! // A ready kube::Client (namespace "default"): give it to the code under test.
 //! let configmaps: Api<ConfigMap> = Api::default_namespaced(server.client());
 //! let mut cm = ConfigMap::default();
 //! cm.metadata.name = Some("settings".into());
 //! configmaps.create(&PostParams::default(), &cm).await?;
+//! // For kubectl, if you like: KUBECONFIG=target/test-kubeconfig kubectl get cm
+//! server.write_kubeconfig("target/test-kubeconfig")?;
 //! server.shutdown().await;
 //! # Ok(())
 //! # }

@@ -13,9 +13,7 @@ pub fn meta_mut(object: &mut Value) -> &mut Map<String, Value> {
         *object = Value::Object(Map::new());
     }
     let map = object.as_object_mut().expect("made an object above");
-    let metadata = map
-        .entry("metadata")
-        .or_insert_with(|| Value::Object(Map::new()));
+    let metadata = map.entry("metadata").or_insert_with(|| Value::Object(Map::new()));
     if !metadata.is_object() {
         *metadata = Value::Object(Map::new());
     }
@@ -23,10 +21,7 @@ pub fn meta_mut(object: &mut Value) -> &mut Map<String, Value> {
 }
 
 fn meta_str<'a>(object: &'a Value, field: &str) -> &'a str {
-    meta(object)
-        .and_then(|m| m.get(field))
-        .and_then(Value::as_str)
-        .unwrap_or_default()
+    meta(object).and_then(|m| m.get(field)).and_then(Value::as_str).unwrap_or_default()
 }
 
 /// `metadata.name` (empty when missing).
@@ -51,9 +46,7 @@ pub fn resource_version(object: &Value) -> &str {
 
 /// `metadata.deletionTimestamp`, when set.
 pub fn deletion_timestamp(object: &Value) -> Option<&str> {
-    meta(object)
-        .and_then(|m| m.get("deletionTimestamp"))
-        .and_then(Value::as_str)
+    meta(object).and_then(|m| m.get("deletionTimestamp")).and_then(Value::as_str)
 }
 
 /// `metadata.finalizers`.
@@ -67,25 +60,17 @@ pub fn finalizers(object: &Value) -> Vec<&str> {
 
 /// `metadata.labels`.
 pub fn labels(object: &Value) -> Option<&Map<String, Value>> {
-    meta(object)
-        .and_then(|m| m.get("labels"))
-        .and_then(Value::as_object)
+    meta(object).and_then(|m| m.get("labels")).and_then(Value::as_object)
 }
 
 /// `metadata.generation` (0 when missing).
 pub fn generation(object: &Value) -> i64 {
-    meta(object)
-        .and_then(|m| m.get("generation"))
-        .and_then(Value::as_i64)
-        .unwrap_or(0)
+    meta(object).and_then(|m| m.get("generation")).and_then(Value::as_i64).unwrap_or(0)
 }
 
 /// Sets `metadata.resourceVersion` to a revision.
 pub fn set_resource_version(object: &mut Value, revision: u64) {
-    meta_mut(object).insert(
-        "resourceVersion".into(),
-        Value::String(revision.to_string()),
-    );
+    meta_mut(object).insert("resourceVersion".into(), Value::String(revision.to_string()));
 }
 
 /// Removes `metadata.resourceVersion`.
@@ -95,17 +80,12 @@ pub fn clear_resource_version(object: &mut Value) {
 
 /// The current time as Kubernetes writes timestamps: RFC 3339, whole seconds, UTC.
 pub fn now() -> String {
-    jiff::Timestamp::now()
-        .strftime("%Y-%m-%dT%H:%M:%SZ")
-        .to_string()
+    jiff::Timestamp::now().strftime("%Y-%m-%dT%H:%M:%SZ").to_string()
 }
 
 /// `Kind/namespace/name` or `Kind/name`, for log lines.
 pub fn describe(object: &Value) -> String {
-    let kind = object
-        .get("kind")
-        .and_then(Value::as_str)
-        .unwrap_or("object");
+    let kind = object.get("kind").and_then(Value::as_str).unwrap_or("object");
     match namespace(object) {
         "" => format!("{kind}/{}", name(object)),
         ns => format!("{kind}/{ns}/{}", name(object)),

@@ -31,12 +31,7 @@ pub const PATCH_MEDIA_TYPES: [&str; 4] = [
 impl PatchType {
     /// The patch type for a Content-Type header (parameters such as `charset` ignored).
     pub fn from_content_type(content_type: &str) -> Option<Self> {
-        let media = content_type
-            .split(';')
-            .next()
-            .unwrap_or_default()
-            .trim()
-            .to_ascii_lowercase();
+        let media = content_type.split(';').next().unwrap_or_default().trim().to_ascii_lowercase();
         match media.as_str() {
             "application/json-patch+json" => Some(Self::Json),
             "application/merge-patch+json" => Some(Self::Merge),
@@ -57,9 +52,7 @@ pub enum PatchError {
     #[error("{0}")]
     NotApplicable(String),
     /// The patch has more operations than allowed (answered with 413).
-    #[error(
-        "The allowed maximum operations in a JSON patch is {MAX_JSON_PATCH_OPERATIONS}, got {0}"
-    )]
+    #[error("The allowed maximum operations in a JSON patch is {MAX_JSON_PATCH_OPERATIONS}, got {0}")]
     TooManyOperations(usize),
 }
 
@@ -67,8 +60,8 @@ pub enum PatchError {
 /// API server uses) that `test` with value `null` succeeds when the path does not exist;
 /// kube-rs's finalizer helper relies on it.
 pub fn apply_json_patch(doc: &mut Value, body: &[u8]) -> Result<(), PatchError> {
-    let operations: Vec<PatchOperation> = serde_json::from_slice(body)
-        .map_err(|e| PatchError::Malformed(format!("json patch: {e}")))?;
+    let operations: Vec<PatchOperation> =
+        serde_json::from_slice(body).map_err(|e| PatchError::Malformed(format!("json patch: {e}")))?;
     if operations.len() > MAX_JSON_PATCH_OPERATIONS {
         return Err(PatchError::TooManyOperations(operations.len()));
     }
@@ -87,12 +80,9 @@ pub fn apply_json_patch(doc: &mut Value, body: &[u8]) -> Result<(), PatchError> 
 
 /// Applies an RFC 7386 JSON merge patch: `null` deletes a key, arrays are replaced wholesale.
 pub fn apply_merge_patch(doc: &mut Value, body: &[u8]) -> Result<(), PatchError> {
-    let patch: Value = serde_json::from_slice(body)
-        .map_err(|e| PatchError::Malformed(format!("merge patch: {e}")))?;
+    let patch: Value = serde_json::from_slice(body).map_err(|e| PatchError::Malformed(format!("merge patch: {e}")))?;
     if !patch.is_object() {
-        return Err(PatchError::Malformed(
-            "merge patch: the patch must be a JSON object".to_string(),
-        ));
+        return Err(PatchError::Malformed("merge patch: the patch must be a JSON object".to_string()));
     }
     json_patch::merge(doc, &patch);
     Ok(())
@@ -107,24 +97,14 @@ mod tests {
     fn content_types_select_patch_types() {
         let cases = [
             ("application/json-patch+json", Some(PatchType::Json)),
-            (
-                "application/merge-patch+json; charset=utf-8",
-                Some(PatchType::Merge),
-            ),
-            (
-                "application/strategic-merge-patch+json",
-                Some(PatchType::Strategic),
-            ),
+            ("application/merge-patch+json; charset=utf-8", Some(PatchType::Merge)),
+            ("application/strategic-merge-patch+json", Some(PatchType::Strategic)),
             ("application/apply-patch+yaml", Some(PatchType::Apply)),
             ("application/json", None),
             ("text/plain", None),
         ];
         for (content_type, expected) in cases {
-            assert_eq!(
-                PatchType::from_content_type(content_type),
-                expected,
-                "{content_type}"
-            );
+            assert_eq!(PatchType::from_content_type(content_type), expected, "{content_type}");
         }
     }
 
@@ -137,46 +117,27 @@ mod tests {
             {"op": "add", "path": "/metadata/finalizers", "value": ["example.com/cleanup"]}
         ]);
         apply_json_patch(&mut doc, patch.to_string().as_bytes()).expect("patch applies");
-        assert_eq!(
-            doc["metadata"]["finalizers"],
-            json!(["example.com/cleanup"])
-        );
+        assert_eq!(doc["metadata"]["finalizers"], json!(["example.com/cleanup"]));
     }
 
     #[test]
     fn failing_tests_and_bad_documents_are_distinguished() {
         let mut doc = json!({"metadata": {"finalizers": ["a"]}});
         let patch = json!([{"op": "test", "path": "/metadata/finalizers/0", "value": "b"}]);
-        assert!(matches!(
-            apply_json_patch(&mut doc, patch.to_string().as_bytes()),
-            Err(PatchError::NotApplicable(_))
-        ));
+        assert!(matches!(apply_json_patch(&mut doc, patch.to_string().as_bytes()), Err(PatchError::NotApplicable(_))));
         let patch = json!([{"op": "test", "path": "/metadata/finalizers", "value": null}]);
         assert!(
-            matches!(
-                apply_json_patch(&mut doc, patch.to_string().as_bytes()),
-                Err(PatchError::NotApplicable(_))
-            ),
+            matches!(apply_json_patch(&mut doc, patch.to_string().as_bytes()), Err(PatchError::NotApplicable(_))),
             "null only matches a missing path, not a present one"
         );
-        assert!(matches!(
-            apply_json_patch(&mut doc, b"{"),
-            Err(PatchError::Malformed(_))
-        ));
+        assert!(matches!(apply_json_patch(&mut doc, b"{"), Err(PatchError::Malformed(_))));
     }
 
     #[test]
     fn merge_patch_deletes_with_null_and_replaces_arrays() {
-        let mut doc =
-            json!({"metadata": {"labels": {"a": "1", "b": "2"}}, "spec": {"list": [1, 2]}});
-        apply_merge_patch(
-            &mut doc,
-            br#"{"metadata":{"labels":{"a":null,"c":"3"}},"spec":{"list":[3]}}"#,
-        )
-        .expect("merge");
-        assert_eq!(
-            doc,
-            json!({"metadata": {"labels": {"b": "2", "c": "3"}}, "spec": {"list": [3]}})
-        );
+        let mut doc = json!({"metadata": {"labels": {"a": "1", "b": "2"}}, "spec": {"list": [1, 2]}});
+        apply_merge_patch(&mut doc, br#"{"metadata":{"labels":{"a":null,"c":"3"}},"spec":{"list":[3]}}"#)
+            .expect("merge");
+        assert_eq!(doc, json!({"metadata": {"labels": {"b": "2", "c": "3"}}, "spec": {"list": [3]}}));
     }
 }

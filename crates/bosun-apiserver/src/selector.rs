@@ -94,24 +94,14 @@ impl LabelSelector {
         if let Some(key) = term.strip_prefix('!') {
             let key = key.trim();
             check_key(key)?;
-            return Ok(Requirement {
-                key: key.to_string(),
-                op: LabelOp::DoesNotExist,
-                values: vec![],
-            });
+            return Ok(Requirement { key: key.to_string(), op: LabelOp::DoesNotExist, values: vec![] });
         }
-        let key_end = term
-            .find(|c: char| c.is_whitespace() || "=!<>(".contains(c))
-            .unwrap_or(term.len());
+        let key_end = term.find(|c: char| c.is_whitespace() || "=!<>(".contains(c)).unwrap_or(term.len());
         let key = &term[..key_end];
         check_key(key)?;
         let rest = term[key_end..].trim_start();
         if rest.is_empty() {
-            return Ok(Requirement {
-                key: key.to_string(),
-                op: LabelOp::Exists,
-                values: vec![],
-            });
+            return Ok(Requirement { key: key.to_string(), op: LabelOp::Exists, values: vec![] });
         }
         let (op, value_text) = if let Some(v) = rest.strip_prefix("==") {
             (LabelOp::Equals, v)
@@ -128,17 +118,14 @@ impl LabelSelector {
         } else if let Some(v) = rest.strip_prefix("in") {
             (LabelOp::In, v)
         } else {
-            return Err(format!(
-                "unable to parse requirement \"{term}\": expected an operator after \"{key}\""
-            ));
+            return Err(format!("unable to parse requirement \"{term}\": expected an operator after \"{key}\""));
         };
         let value_text = value_text.trim();
         let values = match op {
             LabelOp::In | LabelOp::NotIn => {
-                let inner = value_text
-                    .strip_prefix('(')
-                    .and_then(|v| v.strip_suffix(')'))
-                    .ok_or_else(|| format!("unable to parse requirement \"{term}\": expected a list of values in parentheses"))?;
+                let inner = value_text.strip_prefix('(').and_then(|v| v.strip_suffix(')')).ok_or_else(|| {
+                    format!("unable to parse requirement \"{term}\": expected a list of values in parentheses")
+                })?;
                 let values: Vec<String> = inner.split(',').map(|v| v.trim().to_string()).collect();
                 if values.iter().all(String::is_empty) {
                     return Err(format!(
@@ -157,9 +144,7 @@ impl LabelSelector {
             }
             _ => {
                 if value_text.contains(char::is_whitespace) {
-                    return Err(format!(
-                        "unable to parse requirement \"{term}\": unexpected whitespace in value"
-                    ));
+                    return Err(format!("unable to parse requirement \"{term}\": unexpected whitespace in value"));
                 }
                 vec![value_text.to_string()]
             }
@@ -167,11 +152,7 @@ impl LabelSelector {
         for value in &values {
             check_value(value)?;
         }
-        Ok(Requirement {
-            key: key.to_string(),
-            op,
-            values,
-        })
+        Ok(Requirement { key: key.to_string(), op, values })
     }
 
     /// Whether labels (the object's `metadata.labels`) satisfy every requirement.
@@ -181,22 +162,14 @@ impl LabelSelector {
             match req.op {
                 LabelOp::Exists => value.is_some(),
                 LabelOp::DoesNotExist => value.is_none(),
-                LabelOp::Equals | LabelOp::In => {
-                    value.is_some_and(|v| req.values.iter().any(|w| w == v))
-                }
-                LabelOp::NotEquals | LabelOp::NotIn => {
-                    value.is_none_or(|v| req.values.iter().all(|w| w != v))
-                }
+                LabelOp::Equals | LabelOp::In => value.is_some_and(|v| req.values.iter().any(|w| w == v)),
+                LabelOp::NotEquals | LabelOp::NotIn => value.is_none_or(|v| req.values.iter().all(|w| w != v)),
                 LabelOp::GreaterThan | LabelOp::LessThan => {
                     let Some(actual) = value.and_then(|v| v.parse::<i64>().ok()) else {
                         return false;
                     };
                     let bound: i64 = req.values[0].parse().unwrap_or_default();
-                    if req.op == LabelOp::GreaterThan {
-                        actual > bound
-                    } else {
-                        actual < bound
-                    }
+                    if req.op == LabelOp::GreaterThan { actual > bound } else { actual < bound }
                 }
             }
         })
@@ -226,9 +199,7 @@ impl FieldSelector {
             let (field, equal, value) = split_field_term(&term)
                 .ok_or_else(|| format!("invalid selector: '{input}'; can't understand '{term}'"))?;
             let field = field.trim().to_string();
-            let known = field == "metadata.name"
-                || field == "metadata.namespace"
-                || supported.contains(&field);
+            let known = field == "metadata.name" || field == "metadata.namespace" || supported.contains(&field);
             if !known {
                 return Err(format!("field label not supported: {field}"));
             }
@@ -247,10 +218,7 @@ impl FieldSelector {
 
     /// The value required for `metadata.name`, when the selector pins one (single-object watches).
     pub fn pinned_name(&self) -> Option<&str> {
-        self.terms
-            .iter()
-            .find(|(f, eq, _)| f == "metadata.name" && *eq)
-            .map(|(_, _, v)| v.as_str())
+        self.terms.iter().find(|(f, eq, _)| f == "metadata.name" && *eq).map(|(_, _, v)| v.as_str())
     }
 }
 
@@ -355,24 +323,14 @@ mod tests {
             ("app=", false),
         ];
         for (selector, expected) in cases {
-            let parsed =
-                LabelSelector::parse(selector).unwrap_or_else(|e| panic!("{selector}: {e}"));
+            let parsed = LabelSelector::parse(selector).unwrap_or_else(|e| panic!("{selector}: {e}"));
             assert_eq!(parsed.matches(labels), expected, "{selector}");
         }
     }
 
     #[test]
     fn malformed_label_selectors_are_rejected() {
-        for bad in [
-            "app in web",
-            "app in ()",
-            "app=(x",
-            "Bad Key=1",
-            "app=a b",
-            ",",
-            "x>y",
-            "a=-b-",
-        ] {
+        for bad in ["app in web", "app in ()", "app=(x", "Bad Key=1", "app=a b", ",", "x>y", "a=-b-"] {
             assert!(LabelSelector::parse(bad).is_err(), "{bad} should fail");
         }
     }
@@ -397,12 +355,7 @@ mod tests {
             FieldSelector::parse("spec.foo=1", &supported).expect_err("unsupported"),
             "field label not supported: spec.foo"
         );
-        assert_eq!(
-            FieldSelector::parse("metadata.name=a", &[])
-                .expect("ok")
-                .pinned_name(),
-            Some("a")
-        );
+        assert_eq!(FieldSelector::parse("metadata.name=a", &[]).expect("ok").pinned_name(), Some("a"));
     }
 
     #[test]

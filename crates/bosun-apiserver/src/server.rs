@@ -19,8 +19,7 @@ use crate::{
 };
 
 /// Namespaces every cluster starts with.
-const BOOTSTRAP_NAMESPACES: [&str; 4] =
-    ["default", "kube-system", "kube-public", "kube-node-lease"];
+const BOOTSTRAP_NAMESPACES: [&str; 4] = ["default", "kube-system", "kube-public", "kube-node-lease"];
 
 /// Where objects are kept.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -103,10 +102,7 @@ impl ApiServer {
 
     /// A server that keeps objects in SQLite under `dir`, on an ephemeral port.
     pub fn data_dir(dir: impl AsRef<Path>) -> Self {
-        Self::new(ServerOptions {
-            storage: Storage::Directory(dir.as_ref().to_path_buf()),
-            ..Default::default()
-        })
+        Self::new(ServerOptions { storage: Storage::Directory(dir.as_ref().to_path_buf()), ..Default::default() })
     }
 
     /// A server with these options.
@@ -156,63 +152,41 @@ impl ApiServer {
         let requested = SocketAddr::new(options.address, options.port);
         let listener = tokio::net::TcpListener::bind(requested)
             .await
-            .map_err(|source| ServerError::Bind {
-                address: requested,
-                source,
-            })?;
-        let address = listener.local_addr().map_err(|source| ServerError::Bind {
-            address: requested,
-            source,
-        })?;
+            .map_err(|source| ServerError::Bind { address: requested, source })?;
+        let address = listener.local_addr().map_err(|source| ServerError::Bind { address: requested, source })?;
         let (shutdown, shutdown_signal) = watch::channel(false);
         let state = Arc::new(AppState {
             cluster: cluster.clone(),
             server_address: address.to_string(),
-            watch: WatchSettings {
-                bookmark_interval: options.bookmark_interval,
-            },
+            watch: WatchSettings { bookmark_interval: options.bookmark_interval },
             shutdown: shutdown_signal.clone(),
         });
         let mut stop = shutdown_signal.clone();
         let serve = tokio::spawn(async move {
-            let server =
-                axum::serve(listener, http::router(state)).with_graceful_shutdown(async move {
-                    let _ = stop.wait_for(|stopped| *stopped).await;
-                });
+            let server = axum::serve(listener, http::router(state)).with_graceful_shutdown(async move {
+                let _ = stop.wait_for(|stopped| *stopped).await;
+            });
             if let Err(error) = server.await {
                 tracing::error!(%error, "API server stopped");
             }
         });
         let controllers = tokio::spawn(controllers::run(cluster.clone(), shutdown_signal));
         let url = format!("http://{address}");
-        let config = kube::Config::new(
-            url.parse()
-                .map_err(|e| ServerError::Bootstrap(format!("url {url}: {e}")))?,
-        );
+        let config = kube::Config::new(url.parse().map_err(|e| ServerError::Bootstrap(format!("url {url}: {e}")))?);
         let client = kube::Client::try_from(config.clone())?;
-        Ok(RunningServer {
-            url,
-            address,
-            cluster,
-            config,
-            client,
-            shutdown,
-            tasks: vec![serve, controllers],
-        })
+        Ok(RunningServer { url, address, cluster, config, client, shutdown, tasks: vec![serve, controllers] })
     }
 }
 
 /// Creates the bootstrap namespaces and brings CRD status and the catalogue up to date.
 async fn bootstrap(cluster: &Cluster) -> Result<(), ServerError> {
     let catalog = cluster.catalog.snapshot();
-    let namespaces = catalog
-        .by_key(NAMESPACE_KEY)
-        .ok_or_else(|| ServerError::Bootstrap("namespaces not served".into()))?;
+    let namespaces =
+        catalog.by_key(NAMESPACE_KEY).ok_or_else(|| ServerError::Bootstrap("namespaces not served".into()))?;
     let scope = Scope::preferred(namespaces.clone(), "");
     for name in BOOTSTRAP_NAMESPACES {
         if cluster.store.get(NAMESPACE_KEY, "", name).is_none() {
-            let namespace =
-                json!({"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": name}});
+            let namespace = json!({"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": name}});
             cluster
                 .create(&scope, namespace, &WriteOptions::default())
                 .await
@@ -220,9 +194,7 @@ async fn bootstrap(cluster: &Cluster) -> Result<(), ServerError> {
         }
     }
     for definition in cluster.store.all(CRD_KEY) {
-        cluster
-            .establish_crd(crate::object::name(&definition.value))
-            .await;
+        cluster.establish_crd(crate::object::name(&definition.value)).await;
     }
     cluster.refresh_catalog();
     Ok(())

@@ -33,9 +33,7 @@ fn is_dns_label(s: &str) -> bool {
 pub fn dns1123_subdomain(name: &str) -> Vec<String> {
     let mut errors = Vec::new();
     if name.len() > DNS1123_SUBDOMAIN_MAX {
-        errors.push(format!(
-            "must be no more than {DNS1123_SUBDOMAIN_MAX} characters"
-        ));
+        errors.push(format!("must be no more than {DNS1123_SUBDOMAIN_MAX} characters"));
     }
     if !name.split('.').all(is_dns_label) {
         errors.push(SUBDOMAIN_MSG.to_string());
@@ -47,9 +45,7 @@ pub fn dns1123_subdomain(name: &str) -> Vec<String> {
 pub fn dns1123_label(name: &str) -> Vec<String> {
     let mut errors = Vec::new();
     if name.len() > DNS1123_LABEL_MAX {
-        errors.push(format!(
-            "must be no more than {DNS1123_LABEL_MAX} characters"
-        ));
+        errors.push(format!("must be no more than {DNS1123_LABEL_MAX} characters"));
     }
     if !is_dns_label(name) {
         errors.push(LABEL_MSG.to_string());
@@ -60,9 +56,7 @@ pub fn dns1123_label(name: &str) -> Vec<String> {
 fn dns1035_label(name: &str) -> Vec<String> {
     let mut errors = Vec::new();
     if name.len() > DNS1123_LABEL_MAX {
-        errors.push(format!(
-            "must be no more than {DNS1123_LABEL_MAX} characters"
-        ));
+        errors.push(format!("must be no more than {DNS1123_LABEL_MAX} characters"));
     }
     if !is_dns_label(name) || !name.starts_with(|c: char| c.is_ascii_lowercase()) {
         errors.push(DNS1035_MSG.to_string());
@@ -95,10 +89,7 @@ pub fn name(rule: NameRule, name: &str) -> Vec<String> {
 
 fn is_qualified_part(s: &str) -> bool {
     let alnum = |c: char| c.is_ascii_alphanumeric();
-    !s.is_empty()
-        && s.chars().all(|c| alnum(c) || "-_.".contains(c))
-        && s.starts_with(alnum)
-        && s.ends_with(alnum)
+    !s.is_empty() && s.chars().all(|c| alnum(c) || "-_.".contains(c)) && s.starts_with(alnum) && s.ends_with(alnum)
 }
 
 /// A qualified name (`prefix/name` or `name`), as label and annotation keys and finalizers are.
@@ -119,9 +110,7 @@ pub fn qualified_name(key: &str) -> Result<(), String> {
         return Err("name part must be non-empty".to_string());
     }
     if name.len() > QUALIFIED_NAME_MAX {
-        return Err(format!(
-            "name part must be no more than {QUALIFIED_NAME_MAX} characters"
-        ));
+        return Err(format!("name part must be no more than {QUALIFIED_NAME_MAX} characters"));
     }
     if !is_qualified_part(name) {
         return Err(format!("name part {QUALIFIED_MSG}"));
@@ -148,11 +137,7 @@ fn string_map<'a>(
 ) -> Option<&'a Map<String, Value>> {
     let map = meta.get(field)?.as_object();
     if map.is_none() && !meta.get(field).is_some_and(Value::is_null) {
-        errors.push(FieldError::invalid(
-            format!("metadata.{field}"),
-            Value::Null,
-            "must be a map of strings",
-        ));
+        errors.push(FieldError::invalid(format!("metadata.{field}"), Value::Null, "must be a map of strings"));
     }
     map
 }
@@ -162,11 +147,7 @@ pub fn object_meta(meta: &Map<String, Value>, errors: &mut Vec<FieldError>) {
     if let Some(labels) = string_map(meta, "labels", errors) {
         for (key, value) in labels {
             if let Err(msg) = qualified_name(key) {
-                errors.push(FieldError::invalid(
-                    "metadata.labels",
-                    Value::from(key.as_str()),
-                    msg,
-                ));
+                errors.push(FieldError::invalid("metadata.labels", Value::from(key.as_str()), msg));
             }
             match value.as_str() {
                 Some(v) => {
@@ -186,11 +167,7 @@ pub fn object_meta(meta: &Map<String, Value>, errors: &mut Vec<FieldError>) {
         let mut total = 0;
         for (key, value) in annotations {
             if let Err(msg) = qualified_name(&key.to_ascii_lowercase()) {
-                errors.push(FieldError::invalid(
-                    "metadata.annotations",
-                    Value::from(key.as_str()),
-                    msg,
-                ));
+                errors.push(FieldError::invalid("metadata.annotations", Value::from(key.as_str()), msg));
             }
             match value.as_str() {
                 Some(v) => total += key.len() + v.len(),
@@ -202,10 +179,7 @@ pub fn object_meta(meta: &Map<String, Value>, errors: &mut Vec<FieldError>) {
             }
         }
         if total > ANNOTATIONS_MAX_BYTES {
-            errors.push(FieldError::too_long(
-                "metadata.annotations",
-                ANNOTATIONS_MAX_BYTES,
-            ));
+            errors.push(FieldError::too_long("metadata.annotations", ANNOTATIONS_MAX_BYTES));
         }
     }
     if let Some(finalizers) = meta.get("finalizers").and_then(Value::as_array) {
@@ -217,11 +191,7 @@ pub fn object_meta(meta: &Map<String, Value>, errors: &mut Vec<FieldError>) {
                         errors.push(FieldError::invalid(field, finalizer.clone(), msg));
                     }
                 }
-                None => errors.push(FieldError::invalid(
-                    field,
-                    finalizer.clone(),
-                    "finalizers must be strings",
-                )),
+                None => errors.push(FieldError::invalid(field, finalizer.clone(), "finalizers must be strings")),
             }
         }
     }
@@ -229,15 +199,8 @@ pub fn object_meta(meta: &Map<String, Value>, errors: &mut Vec<FieldError>) {
         let mut controllers = 0;
         for (i, owner) in owners.iter().enumerate() {
             for field in ["apiVersion", "kind", "name", "uid"] {
-                if owner
-                    .get(field)
-                    .and_then(Value::as_str)
-                    .is_none_or(str::is_empty)
-                {
-                    errors.push(FieldError::required(
-                        format!("metadata.ownerReferences[{i}].{field}"),
-                        "",
-                    ));
+                if owner.get(field).and_then(Value::as_str).is_none_or(str::is_empty) {
+                    errors.push(FieldError::required(format!("metadata.ownerReferences[{i}].{field}"), ""));
                 }
             }
             if owner.get("controller").and_then(Value::as_bool) == Some(true) {
@@ -276,10 +239,7 @@ mod tests {
         for (rule, candidate, ok) in cases {
             assert_eq!(name(rule, candidate).is_empty(), ok, "{rule:?} {candidate}");
         }
-        assert_eq!(
-            name(NameRule::Subdomain, &"a".repeat(254))[0],
-            "must be no more than 253 characters"
-        );
+        assert_eq!(name(NameRule::Subdomain, &"a".repeat(254))[0], "must be no more than 253 characters");
     }
 
     #[test]

@@ -46,82 +46,34 @@ fn api_error(err: kube::Error) -> Status {
 async fn typed_crud_round_trips_with_server_filled_metadata() {
     let server = common::server().await;
     let configmaps: Api<ConfigMap> = Api::default_namespaced(server.client());
-    let created = configmaps
-        .create(&PostParams::default(), &configmap("settings", "1"))
-        .await
-        .expect("create");
+    let created = configmaps.create(&PostParams::default(), &configmap("settings", "1")).await.expect("create");
     assert_eq!(created.namespace().as_deref(), Some("default"));
-    assert!(
-        created.uid().is_some_and(|u| u.len() == 36),
-        "uid is a UUID"
-    );
-    let created_at = created
-        .metadata
-        .creation_timestamp
-        .clone()
-        .expect("creationTimestamp");
-    assert_eq!(
-        created.metadata.generation, None,
-        "ConfigMaps do not track generation"
-    );
-    let first_rv: u64 = created
-        .resource_version()
-        .expect("rv")
-        .parse()
-        .expect("numeric rv");
+    assert!(created.uid().is_some_and(|u| u.len() == 36), "uid is a UUID");
+    let created_at = created.metadata.creation_timestamp.clone().expect("creationTimestamp");
+    assert_eq!(created.metadata.generation, None, "ConfigMaps do not track generation");
+    let first_rv: u64 = created.resource_version().expect("rv").parse().expect("numeric rv");
 
     let fetched = configmaps.get("settings").await.expect("get");
     assert_eq!(fetched.data, created.data);
 
     let mut changed = fetched.clone();
     changed.data = Some([("key".to_string(), "2".to_string())].into());
-    let replaced = configmaps
-        .replace("settings", &PostParams::default(), &changed)
-        .await
-        .expect("replace");
-    let second_rv: u64 = replaced
-        .resource_version()
-        .expect("rv")
-        .parse()
-        .expect("numeric rv");
-    assert!(
-        second_rv > first_rv,
-        "resourceVersion grows: {first_rv} -> {second_rv}"
-    );
-    assert_eq!(
-        replaced.metadata.creation_timestamp,
-        Some(created_at),
-        "creationTimestamp is kept"
-    );
+    let replaced = configmaps.replace("settings", &PostParams::default(), &changed).await.expect("replace");
+    let second_rv: u64 = replaced.resource_version().expect("rv").parse().expect("numeric rv");
+    assert!(second_rv > first_rv, "resourceVersion grows: {first_rv} -> {second_rv}");
+    assert_eq!(replaced.metadata.creation_timestamp, Some(created_at), "creationTimestamp is kept");
 
     let patched = configmaps
-        .patch(
-            "settings",
-            &PatchParams::default(),
-            &Patch::Merge(json!({"data": {"other": "x"}})),
-        )
+        .patch("settings", &PatchParams::default(), &Patch::Merge(json!({"data": {"other": "x"}})))
         .await
         .expect("merge patch");
-    assert_eq!(
-        patched
-            .data
-            .as_ref()
-            .and_then(|d| d.get("other"))
-            .map(String::as_str),
-        Some("x")
-    );
+    assert_eq!(patched.data.as_ref().and_then(|d| d.get("other")).map(String::as_str), Some("x"));
 
     let listed = configmaps.list(&ListParams::default()).await.expect("list");
     assert_eq!(listed.items.len(), 1);
-    assert!(
-        listed.metadata.resource_version.is_some(),
-        "lists carry a resourceVersion"
-    );
+    assert!(listed.metadata.resource_version.is_some(), "lists carry a resourceVersion");
 
-    configmaps
-        .delete("settings", &DeleteParams::default())
-        .await
-        .expect("delete");
+    configmaps.delete("settings", &DeleteParams::default()).await.expect("delete");
     let missing = api_error(configmaps.get("settings").await.expect_err("gone"));
     assert_eq!(missing.code, 404);
     assert_eq!(missing.message, "configmaps \"settings\" not found");
@@ -131,56 +83,27 @@ async fn typed_crud_round_trips_with_server_filled_metadata() {
 #[tokio::test]
 async fn dynamic_objects_work_for_any_served_kind() {
     let server = common::server().await;
-    let resource = ApiResource::from_gvk_with_plural(
-        &GroupVersionKind::gvk("apps", "v1", "Deployment"),
-        "deployments",
-    );
+    let resource = ApiResource::from_gvk_with_plural(&GroupVersionKind::gvk("apps", "v1", "Deployment"), "deployments");
     let api: Api<DynamicObject> = Api::namespaced_with(server.client(), "default", &resource);
     let object: DynamicObject =
-        serde_json::from_value(serde_json::to_value(deployment("web")).expect("json"))
-            .expect("dynamic");
-    let created = api
-        .create(&PostParams::default(), &object)
-        .await
-        .expect("create");
-    assert_eq!(
-        created.metadata.generation,
-        Some(1),
-        "Deployments track generation"
-    );
+        serde_json::from_value(serde_json::to_value(deployment("web")).expect("json")).expect("dynamic");
+    let created = api.create(&PostParams::default(), &object).await.expect("create");
+    assert_eq!(created.metadata.generation, Some(1), "Deployments track generation");
     let all: Api<DynamicObject> = Api::all_with(server.client(), &resource);
-    assert_eq!(
-        all.list(&ListParams::default())
-            .await
-            .expect("list all")
-            .items
-            .len(),
-        1
-    );
+    assert_eq!(all.list(&ListParams::default()).await.expect("list all").items.len(), 1);
 }
 
 #[tokio::test]
 async fn stale_updates_conflict_with_the_upstream_message() {
     let server = common::server().await;
     let configmaps: Api<ConfigMap> = Api::default_namespaced(server.client());
-    let original = configmaps
-        .create(&PostParams::default(), &configmap("c", "1"))
-        .await
-        .expect("create");
+    let original = configmaps.create(&PostParams::default(), &configmap("c", "1")).await.expect("create");
     let mut first = original.clone();
     first.data = Some([("key".into(), "first".into())].into());
-    configmaps
-        .replace("c", &PostParams::default(), &first)
-        .await
-        .expect("first writer wins");
+    configmaps.replace("c", &PostParams::default(), &first).await.expect("first writer wins");
     let mut second = original;
     second.data = Some([("key".into(), "second".into())].into());
-    let conflict = api_error(
-        configmaps
-            .replace("c", &PostParams::default(), &second)
-            .await
-            .expect_err("stale"),
-    );
+    let conflict = api_error(configmaps.replace("c", &PostParams::default(), &second).await.expect_err("stale"));
     assert_eq!(conflict.code, 409);
     assert_eq!(conflict.reason, "Conflict");
     assert_eq!(
@@ -193,22 +116,12 @@ async fn stale_updates_conflict_with_the_upstream_message() {
 async fn identical_writes_do_not_change_the_resource_version() {
     let server = common::server().await;
     let configmaps: Api<ConfigMap> = Api::default_namespaced(server.client());
-    let created = configmaps
-        .create(&PostParams::default(), &configmap("same", "1"))
-        .await
-        .expect("create");
+    let created = configmaps.create(&PostParams::default(), &configmap("same", "1")).await.expect("create");
     let revision = server.revision();
-    let replaced = configmaps
-        .replace("same", &PostParams::default(), &created)
-        .await
-        .expect("replace");
+    let replaced = configmaps.replace("same", &PostParams::default(), &created).await.expect("replace");
     assert_eq!(replaced.resource_version(), created.resource_version());
     let patched = configmaps
-        .patch(
-            "same",
-            &PatchParams::default(),
-            &Patch::Merge(json!({"data": {"key": "1"}})),
-        )
+        .patch("same", &PatchParams::default(), &Patch::Merge(json!({"data": {"key": "1"}})))
         .await
         .expect("patch");
     assert_eq!(patched.resource_version(), created.resource_version());
@@ -222,27 +135,12 @@ async fn generate_name_gives_distinct_names_with_the_prefix() {
     let mut template = configmap("", "1");
     template.metadata.name = None;
     template.metadata.generate_name = Some("job-".into());
-    let a = configmaps
-        .create(&PostParams::default(), &template)
-        .await
-        .expect("first");
-    let b = configmaps
-        .create(&PostParams::default(), &template)
-        .await
-        .expect("second");
-    assert!(
-        a.name_any().starts_with("job-") && a.name_any().len() == "job-".len() + 5,
-        "{}",
-        a.name_any()
-    );
+    let a = configmaps.create(&PostParams::default(), &template).await.expect("first");
+    let b = configmaps.create(&PostParams::default(), &template).await.expect("second");
+    assert!(a.name_any().starts_with("job-") && a.name_any().len() == "job-".len() + 5, "{}", a.name_any());
     assert_ne!(a.name_any(), b.name_any());
     template.metadata.generate_name = None;
-    let missing = api_error(
-        configmaps
-            .create(&PostParams::default(), &template)
-            .await
-            .expect_err("no name"),
-    );
+    let missing = api_error(configmaps.create(&PostParams::default(), &template).await.expect_err("no name"));
     assert_eq!(missing.code, 422);
     assert_eq!(
         missing.message,
@@ -254,49 +152,18 @@ async fn generate_name_gives_distinct_names_with_the_prefix() {
 async fn namespaced_objects_need_an_existing_namespace() {
     let server = common::server().await;
     let configmaps: Api<ConfigMap> = Api::namespaced(server.client(), "nowhere");
-    let err = api_error(
-        configmaps
-            .create(&PostParams::default(), &configmap("c", "1"))
-            .await
-            .expect_err("no namespace"),
-    );
-    assert_eq!(
-        (err.code, err.message.as_str()),
-        (404, "namespaces \"nowhere\" not found")
-    );
+    let err =
+        api_error(configmaps.create(&PostParams::default(), &configmap("c", "1")).await.expect_err("no namespace"));
+    assert_eq!((err.code, err.message.as_str()), (404, "namespaces \"nowhere\" not found"));
     let namespaces: Api<Namespace> = Api::all(server.client());
-    let names: Vec<String> = namespaces
-        .list(&ListParams::default())
-        .await
-        .expect("list")
-        .iter()
-        .map(|n| n.name_any())
-        .collect();
-    assert_eq!(
-        names,
-        ["default", "kube-node-lease", "kube-public", "kube-system"]
-    );
-    let ns: Namespace =
-        serde_json::from_value(json!({"metadata": {"name": "team-a"}})).expect("ns");
-    let created = namespaces
-        .create(&PostParams::default(), &ns)
-        .await
-        .expect("create namespace");
-    assert_eq!(
-        created
-            .labels()
-            .get("kubernetes.io/metadata.name")
-            .map(String::as_str),
-        Some("team-a")
-    );
-    assert_eq!(
-        created.status.and_then(|s| s.phase).as_deref(),
-        Some("Active")
-    );
-    configmaps_in(&server, "team-a")
-        .create(&PostParams::default(), &configmap("c", "1"))
-        .await
-        .expect("now it works");
+    let names: Vec<String> =
+        namespaces.list(&ListParams::default()).await.expect("list").iter().map(|n| n.name_any()).collect();
+    assert_eq!(names, ["default", "kube-node-lease", "kube-public", "kube-system"]);
+    let ns: Namespace = serde_json::from_value(json!({"metadata": {"name": "team-a"}})).expect("ns");
+    let created = namespaces.create(&PostParams::default(), &ns).await.expect("create namespace");
+    assert_eq!(created.labels().get("kubernetes.io/metadata.name").map(String::as_str), Some("team-a"));
+    assert_eq!(created.status.and_then(|s| s.phase).as_deref(), Some("Active"));
+    configmaps_in(&server, "team-a").create(&PostParams::default(), &configmap("c", "1")).await.expect("now it works");
 }
 
 fn configmaps_in(server: &bosun_apiserver::RunningServer, namespace: &str) -> Api<ConfigMap> {
@@ -308,32 +175,27 @@ async fn finalizers_keep_a_deleted_object_until_the_last_one_is_removed() {
     let server = common::server().await;
     let configmaps: Api<ConfigMap> = Api::default_namespaced(server.client());
     let mut held = configmap("held", "1");
-    held.metadata.finalizers = Some(vec![
-        "example.com/cleanup".into(),
-        "example.com/audit".into(),
-    ]);
-    configmaps
-        .create(&PostParams::default(), &held)
-        .await
-        .expect("create");
-    configmaps
-        .delete("held", &DeleteParams::default())
-        .await
-        .expect("delete accepted");
+    held.metadata.finalizers = Some(vec!["example.com/cleanup".into(), "example.com/audit".into()]);
+    configmaps.create(&PostParams::default(), &held).await.expect("create");
+    configmaps.delete("held", &DeleteParams::default()).await.expect("delete accepted");
     let deleting = configmaps.get("held").await.expect("still there");
     assert!(deleting.metadata.deletion_timestamp.is_some());
     assert_eq!(deleting.metadata.deletion_grace_period_seconds, Some(0));
 
     let added = configmaps
-        .patch("held", &PatchParams::default(), &Patch::Merge(json!({"metadata": {"finalizers": ["example.com/cleanup", "example.com/audit", "example.com/new"]}})))
+        .patch(
+            "held",
+            &PatchParams::default(),
+            &Patch::Merge(
+                json!({"metadata": {"finalizers": ["example.com/cleanup", "example.com/audit", "example.com/new"]}}),
+            ),
+        )
         .await
         .expect_err("cannot add finalizers while deleting");
     let added = api_error(added);
     assert_eq!(added.code, 422);
     assert!(
-        added
-            .message
-            .contains("no new finalizers can be added if the object is being deleted"),
+        added.message.contains("no new finalizers can be added if the object is being deleted"),
         "{}",
         added.message
     );
@@ -346,25 +208,18 @@ async fn finalizers_keep_a_deleted_object_until_the_last_one_is_removed() {
         )
         .await
         .expect("remove one");
-    assert!(
-        configmaps.get_opt("held").await.expect("get").is_some(),
-        "one finalizer left"
-    );
+    assert!(configmaps.get_opt("held").await.expect("get").is_some(), "one finalizer left");
     configmaps
         .patch(
             "held",
             &PatchParams::default(),
             &Patch::Json::<()>(
-                serde_json::from_value(json!([{"op": "remove", "path": "/metadata/finalizers"}]))
-                    .expect("patch"),
+                serde_json::from_value(json!([{"op": "remove", "path": "/metadata/finalizers"}])).expect("patch"),
             ),
         )
         .await
         .expect("remove the last");
-    assert!(
-        configmaps.get_opt("held").await.expect("get").is_none(),
-        "deleted once the last finalizer is gone"
-    );
+    assert!(configmaps.get_opt("held").await.expect("get").is_none(), "deleted once the last finalizer is gone");
 }
 
 #[tokio::test]
@@ -372,65 +227,29 @@ async fn dry_run_validates_everything_and_stores_nothing() {
     let server = common::server().await;
     let configmaps: Api<ConfigMap> = Api::default_namespaced(server.client());
     let revision = server.revision();
-    let dry = PostParams {
-        dry_run: true,
-        ..Default::default()
-    };
-    let result = configmaps
-        .create(&dry, &configmap("dry", "1"))
-        .await
-        .expect("dry-run create");
+    let dry = PostParams { dry_run: true, ..Default::default() };
+    let result = configmaps.create(&dry, &configmap("dry", "1")).await.expect("dry-run create");
     assert!(result.uid().is_some(), "defaulting ran");
-    assert!(
-        result.resource_version().is_none(),
-        "dry-run creates have no resourceVersion"
-    );
+    assert!(result.resource_version().is_none(), "dry-run creates have no resourceVersion");
     assert!(configmaps.get_opt("dry").await.expect("get").is_none());
-    configmaps
-        .create(&PostParams::default(), &configmap("real", "1"))
-        .await
-        .expect("create");
-    let delete = DeleteParams {
-        dry_run: true,
-        ..Default::default()
-    };
-    configmaps
-        .delete("real", &delete)
-        .await
-        .expect("dry-run delete");
+    configmaps.create(&PostParams::default(), &configmap("real", "1")).await.expect("create");
+    let delete = DeleteParams { dry_run: true, ..Default::default() };
+    configmaps.delete("real", &delete).await.expect("dry-run delete");
     assert!(configmaps.get_opt("real").await.expect("get").is_some());
-    assert_eq!(
-        server.revision(),
-        revision + 1,
-        "only the real create wrote"
-    );
+    assert_eq!(server.revision(), revision + 1, "only the real create wrote");
 }
 
 #[tokio::test]
 async fn label_and_field_selectors_filter_lists() {
     let server = common::server().await;
     let configmaps: Api<ConfigMap> = Api::default_namespaced(server.client());
-    for (name, app, tier) in [
-        ("a", "web", "front"),
-        ("b", "web", "back"),
-        ("c", "db", "back"),
-    ] {
+    for (name, app, tier) in [("a", "web", "front"), ("b", "web", "back"), ("c", "db", "back")] {
         let mut cm = configmap(name, "1");
-        cm.metadata.labels = Some(
-            [
-                ("app".to_string(), app.to_string()),
-                ("tier".to_string(), tier.to_string()),
-            ]
-            .into(),
-        );
-        configmaps
-            .create(&PostParams::default(), &cm)
-            .await
-            .expect("create");
+        cm.metadata.labels =
+            Some([("app".to_string(), app.to_string()), ("tier".to_string(), tier.to_string())].into());
+        configmaps.create(&PostParams::default(), &cm).await.expect("create");
     }
-    let names = |list: kube::api::ObjectList<ConfigMap>| {
-        list.items.iter().map(|c| c.name_any()).collect::<Vec<_>>()
-    };
+    let names = |list: kube::api::ObjectList<ConfigMap>| list.items.iter().map(|c| c.name_any()).collect::<Vec<_>>();
     let cases = [
         ("app=web", vec!["a", "b"]),
         ("app!=web", vec!["c"]),
@@ -438,31 +257,14 @@ async fn label_and_field_selectors_filter_lists() {
         ("app,!missing", vec!["a", "b", "c"]),
     ];
     for (selector, expected) in cases {
-        let found = names(
-            configmaps
-                .list(&ListParams::default().labels(selector))
-                .await
-                .expect(selector),
-        );
+        let found = names(configmaps.list(&ListParams::default().labels(selector)).await.expect(selector));
         assert_eq!(found, expected, "{selector}");
     }
-    let by_name = names(
-        configmaps
-            .list(&ListParams::default().fields("metadata.name=b"))
-            .await
-            .expect("field"),
-    );
+    let by_name = names(configmaps.list(&ListParams::default().fields("metadata.name=b")).await.expect("field"));
     assert_eq!(by_name, ["b"]);
-    let unknown = api_error(
-        configmaps
-            .list(&ListParams::default().fields("spec.bogus=1"))
-            .await
-            .expect_err("unknown field"),
-    );
-    assert_eq!(
-        (unknown.code, unknown.message.as_str()),
-        (400, "field label not supported: spec.bogus")
-    );
+    let unknown =
+        api_error(configmaps.list(&ListParams::default().fields("spec.bogus=1")).await.expect_err("unknown field"));
+    assert_eq!((unknown.code, unknown.message.as_str()), (400, "field label not supported: spec.bogus"));
 }
 
 #[tokio::test]
@@ -470,13 +272,7 @@ async fn lists_page_with_limit_and_continue() {
     let server = common::server().await;
     let configmaps: Api<ConfigMap> = Api::default_namespaced(server.client());
     for i in 0..25 {
-        configmaps
-            .create(
-                &PostParams::default(),
-                &configmap(&format!("cm-{i:02}"), "1"),
-            )
-            .await
-            .expect("create");
+        configmaps.create(&PostParams::default(), &configmap(&format!("cm-{i:02}"), "1")).await.expect("create");
     }
     let mut seen = Vec::new();
     let mut params = ListParams::default().limit(10);
@@ -506,28 +302,19 @@ async fn status_and_generation_follow_the_status_subresource_rules() {
     let deployments: Api<Deployment> = Api::default_namespaced(server.client());
     let mut with_status = deployment("web");
     with_status.status = Some(serde_json::from_value(json!({"replicas": 5})).expect("status"));
-    let created = deployments
-        .create(&PostParams::default(), &with_status)
-        .await
-        .expect("create");
+    let created = deployments.create(&PostParams::default(), &with_status).await.expect("create");
     assert_eq!(created.status, None, "status is dropped on create");
     assert_eq!(created.metadata.generation, Some(1));
 
-    let status_patch = json!({"status": {"replicas": 1, "observedGeneration": 1}, "metadata": {"labels": {"ignored": "yes"}}});
+    let status_patch =
+        json!({"status": {"replicas": 1, "observedGeneration": 1}, "metadata": {"labels": {"ignored": "yes"}}});
     let updated = deployments
         .patch_status("web", &PatchParams::default(), &Patch::Merge(&status_patch))
         .await
         .expect("status patch");
     assert_eq!(updated.status.as_ref().and_then(|s| s.replicas), Some(1));
-    assert_eq!(
-        updated.metadata.generation,
-        Some(1),
-        "status writes never bump generation"
-    );
-    assert!(
-        !updated.labels().contains_key("ignored"),
-        "/status ignores metadata changes"
-    );
+    assert_eq!(updated.metadata.generation, Some(1), "status writes never bump generation");
+    assert!(!updated.labels().contains_key("ignored"), "/status ignores metadata changes");
 
     let main = deployments
         .patch(
@@ -537,43 +324,19 @@ async fn status_and_generation_follow_the_status_subresource_rules() {
         )
         .await
         .expect("main patch");
-    assert_eq!(
-        main.status.as_ref().and_then(|s| s.replicas),
-        Some(1),
-        "the main endpoint ignores status"
-    );
-    assert_eq!(
-        main.metadata.generation,
-        Some(1),
-        "metadata changes do not bump generation"
-    );
+    assert_eq!(main.status.as_ref().and_then(|s| s.replicas), Some(1), "the main endpoint ignores status");
+    assert_eq!(main.metadata.generation, Some(1), "metadata changes do not bump generation");
 
     let spec = deployments
-        .patch(
-            "web",
-            &PatchParams::default(),
-            &Patch::Merge(json!({"spec": {"replicas": 3}})),
-        )
+        .patch("web", &PatchParams::default(), &Patch::Merge(json!({"spec": {"replicas": 3}})))
         .await
         .expect("spec");
-    assert_eq!(
-        spec.metadata.generation,
-        Some(2),
-        "spec changes bump generation"
-    );
+    assert_eq!(spec.metadata.generation, Some(2), "spec changes bump generation");
     let annotated = deployments
-        .patch(
-            "web",
-            &PatchParams::default(),
-            &Patch::Merge(json!({"metadata": {"annotations": {"note": "x"}}})),
-        )
+        .patch("web", &PatchParams::default(), &Patch::Merge(json!({"metadata": {"annotations": {"note": "x"}}})))
         .await
         .expect("annotate");
-    assert_eq!(
-        annotated.metadata.generation,
-        Some(3),
-        "Deployments also count annotation changes, as upstream does"
-    );
+    assert_eq!(annotated.metadata.generation, Some(3), "Deployments also count annotation changes, as upstream does");
 }
 
 #[tokio::test]
@@ -583,25 +346,14 @@ async fn delete_collection_removes_only_matching_objects() {
     for (name, app) in [("a", "web"), ("b", "web"), ("c", "db")] {
         let mut cm = configmap(name, "1");
         cm.metadata.labels = Some([("app".to_string(), app.to_string())].into());
-        configmaps
-            .create(&PostParams::default(), &cm)
-            .await
-            .expect("create");
+        configmaps.create(&PostParams::default(), &cm).await.expect("create");
     }
     configmaps
-        .delete_collection(
-            &DeleteParams::default(),
-            &ListParams::default().labels("app=web"),
-        )
+        .delete_collection(&DeleteParams::default(), &ListParams::default().labels("app=web"))
         .await
         .expect("delete collection");
-    let left: Vec<String> = configmaps
-        .list(&ListParams::default())
-        .await
-        .expect("list")
-        .iter()
-        .map(|c| c.name_any())
-        .collect();
+    let left: Vec<String> =
+        configmaps.list(&ListParams::default()).await.expect("list").iter().map(|c| c.name_any()).collect();
     assert_eq!(left, ["c"]);
 }
 
@@ -609,28 +361,12 @@ async fn delete_collection_removes_only_matching_objects() {
 async fn delete_preconditions_protect_against_replaced_objects() {
     let server = common::server().await;
     let configmaps: Api<ConfigMap> = Api::default_namespaced(server.client());
-    configmaps
-        .create(&PostParams::default(), &configmap("p", "1"))
-        .await
-        .expect("create");
+    configmaps.create(&PostParams::default(), &configmap("p", "1")).await.expect("create");
     let params = DeleteParams {
-        preconditions: Some(kube::api::Preconditions {
-            uid: Some("other".into()),
-            resource_version: None,
-        }),
+        preconditions: Some(kube::api::Preconditions { uid: Some("other".into()), resource_version: None }),
         ..Default::default()
     };
-    let err = api_error(
-        configmaps
-            .delete("p", &params)
-            .await
-            .expect_err("uid mismatch"),
-    );
+    let err = api_error(configmaps.delete("p", &params).await.expect_err("uid mismatch"));
     assert_eq!(err.code, 409);
-    assert!(
-        err.message
-            .contains("Precondition failed: UID in precondition: other"),
-        "{}",
-        err.message
-    );
+    assert!(err.message.contains("Precondition failed: UID in precondition: other"), "{}", err.message);
 }

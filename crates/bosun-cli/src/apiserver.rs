@@ -11,12 +11,7 @@ use bosun_apiserver::{ApiServer, ServerOptions, Storage};
 )]
 pub struct Args {
     /// Keep objects in SQLite under this directory (survives restarts and crashes).
-    #[arg(
-        long,
-        value_name = "DIR",
-        default_value = ".bosun/apiserver",
-        conflicts_with = "in_memory"
-    )]
+    #[arg(long, value_name = "DIR", default_value = ".bosun/apiserver", conflicts_with = "in_memory")]
     data_dir: PathBuf,
 
     /// Keep objects in memory only; everything is lost on exit.
@@ -44,14 +39,13 @@ async fn shutdown_signal() {
     let ctrl_c = tokio::signal::ctrl_c();
     #[cfg(unix)]
     {
-        let mut term =
-            match tokio::signal::unix::signal(tokio::signal::unix::SignalKind::terminate()) {
-                Ok(term) => term,
-                Err(_) => {
-                    let _ = ctrl_c.await;
-                    return;
-                }
-            };
+        let mut term = match tokio::signal::unix::signal(tokio::signal::unix::SignalKind::terminate()) {
+            Ok(term) => term,
+            Err(_) => {
+                let _ = ctrl_c.await;
+                return;
+            }
+        };
         tokio::select! {
             _ = ctrl_c => {}
             _ = term.recv() => {}
@@ -63,11 +57,7 @@ async fn shutdown_signal() {
 
 /// Runs the server until Ctrl-C or SIGTERM.
 pub async fn run(args: Args) -> ExitCode {
-    let storage = if args.in_memory {
-        Storage::InMemory
-    } else {
-        Storage::Directory(args.data_dir.clone())
-    };
+    let storage = if args.in_memory { Storage::InMemory } else { Storage::Directory(args.data_dir.clone()) };
     let options = ServerOptions {
         storage: storage.clone(),
         address: args.address,
@@ -83,10 +73,7 @@ pub async fn run(args: Args) -> ExitCode {
         }
     };
     if let Err(error) = server.write_kubeconfig(&args.kubeconfig) {
-        eprintln!(
-            "error: cannot write kubeconfig {}: {error}",
-            args.kubeconfig.display()
-        );
+        eprintln!("error: cannot write kubeconfig {}: {error}", args.kubeconfig.display());
         server.shutdown().await;
         return ExitCode::from(2);
     }
@@ -94,15 +81,9 @@ pub async fn run(args: Args) -> ExitCode {
         Storage::InMemory => "in memory".to_string(),
         Storage::Directory(dir) => format!("in {}", dir.display()),
     };
-    println!(
-        "bosun apiserver listening on {} (objects {stored})",
-        server.url()
-    );
+    println!("bosun apiserver listening on {} (objects {stored})", server.url());
     println!("kubeconfig: {}", args.kubeconfig.display());
-    println!(
-        "try: KUBECONFIG={} kubectl get namespaces",
-        args.kubeconfig.display()
-    );
+    println!("try: KUBECONFIG={} kubectl get namespaces", args.kubeconfig.display());
     shutdown_signal().await;
     eprintln!("shutting down");
     server.shutdown().await;

@@ -25,18 +25,11 @@ fn spec(crd: &Value) -> &Value {
 }
 
 fn text<'a>(value: &'a Value, pointer: &str) -> &'a str {
-    value
-        .pointer(pointer)
-        .and_then(Value::as_str)
-        .unwrap_or_default()
+    value.pointer(pointer).and_then(Value::as_str).unwrap_or_default()
 }
 
 fn versions(crd: &Value) -> &[Value] {
-    spec(crd)
-        .get("versions")
-        .and_then(Value::as_array)
-        .map(Vec::as_slice)
-        .unwrap_or_default()
+    spec(crd).get("versions").and_then(Value::as_array).map(Vec::as_slice).unwrap_or_default()
 }
 
 /// Fills the defaults upstream applies to a CRD spec: `names.singular`, `names.listKind`,
@@ -46,23 +39,11 @@ pub fn apply_defaults(crd: &mut Value) {
         return;
     };
     if let Some(names) = spec.get_mut("names").and_then(Value::as_object_mut) {
-        let kind = names
-            .get("kind")
-            .and_then(Value::as_str)
-            .unwrap_or_default()
-            .to_string();
-        if names
-            .get("singular")
-            .and_then(Value::as_str)
-            .is_none_or(str::is_empty)
-        {
+        let kind = names.get("kind").and_then(Value::as_str).unwrap_or_default().to_string();
+        if names.get("singular").and_then(Value::as_str).is_none_or(str::is_empty) {
             names.insert("singular".into(), json!(kind.to_ascii_lowercase()));
         }
-        if names
-            .get("listKind")
-            .and_then(Value::as_str)
-            .is_none_or(str::is_empty)
-        {
+        if names.get("listKind").and_then(Value::as_str).is_none_or(str::is_empty) {
             names.insert("listKind".into(), json!(format!("{kind}List")));
         }
     }
@@ -82,46 +63,27 @@ pub fn validate(crd: &Value, old: Option<&Value>) -> Vec<FieldError> {
     if group.is_empty() {
         errors.push(FieldError::required("spec.group", ""));
     } else if !group.contains('.') {
-        errors.push(FieldError::invalid(
-            "spec.group",
-            json!(group),
-            "should be a domain with at least one dot",
-        ));
+        errors.push(FieldError::invalid("spec.group", json!(group), "should be a domain with at least one dot"));
     } else if let Some(msg) = validation::dns1123_subdomain(group).first() {
         errors.push(FieldError::invalid("spec.group", json!(group), msg.clone()));
     }
     if plural.is_empty() {
         errors.push(FieldError::required("spec.names.plural", ""));
     } else if let Some(msg) = validation::dns1123_label(plural).first() {
-        errors.push(FieldError::invalid(
-            "spec.names.plural",
-            json!(plural),
-            msg.clone(),
-        ));
+        errors.push(FieldError::invalid("spec.names.plural", json!(plural), msg.clone()));
     }
     if name != format!("{plural}.{group}") {
-        errors.push(FieldError::invalid(
-            "metadata.name",
-            json!(name),
-            "must be spec.names.plural+\".\"+spec.group",
-        ));
+        errors.push(FieldError::invalid("metadata.name", json!(name), "must be spec.names.plural+\".\"+spec.group"));
     }
     let singular = text(spec, "/names/singular");
     if let Some(msg) = validation::dns1123_label(singular).first() {
-        errors.push(FieldError::invalid(
-            "spec.names.singular",
-            json!(singular),
-            msg.clone(),
-        ));
+        errors.push(FieldError::invalid("spec.names.singular", json!(singular), msg.clone()));
     }
     if kind.is_empty() {
         errors.push(FieldError::required("spec.names.kind", ""));
     }
     for (field, value) in [("kind", kind), ("listKind", text(spec, "/names/listKind"))] {
-        let valid = value
-            .chars()
-            .next()
-            .is_some_and(|c| c.is_ascii_alphabetic())
+        let valid = value.chars().next().is_some_and(|c| c.is_ascii_alphabetic())
             && value.chars().all(|c| c.is_ascii_alphanumeric());
         if !value.is_empty() && !valid {
             errors.push(FieldError::invalid(
@@ -131,47 +93,25 @@ pub fn validate(crd: &Value, old: Option<&Value>) -> Vec<FieldError> {
             ));
         }
     }
-    for (i, short) in spec
-        .pointer("/names/shortNames")
-        .and_then(Value::as_array)
-        .into_iter()
-        .flatten()
-        .enumerate()
-    {
+    for (i, short) in spec.pointer("/names/shortNames").and_then(Value::as_array).into_iter().flatten().enumerate() {
         let short = short.as_str().unwrap_or_default();
         if let Some(msg) = validation::dns1123_label(short).first() {
-            errors.push(FieldError::invalid(
-                format!("spec.names.shortNames[{i}]"),
-                json!(short),
-                msg.clone(),
-            ));
+            errors.push(FieldError::invalid(format!("spec.names.shortNames[{i}]"), json!(short), msg.clone()));
         }
     }
     let scope = text(spec, "/scope");
     if scope != "Namespaced" && scope != "Cluster" {
-        errors.push(FieldError::not_supported(
-            "spec.scope",
-            json!(scope),
-            &[json!("Cluster"), json!("Namespaced")],
-        ));
+        errors.push(FieldError::not_supported("spec.scope", json!(scope), &[json!("Cluster"), json!("Namespaced")]));
     }
     if let Some(old) = old {
         let old_scope = text(self::spec(old), "/scope");
         if old_scope != scope && !old_scope.is_empty() {
-            errors.push(FieldError::invalid(
-                "spec.scope",
-                json!(scope),
-                "field is immutable",
-            ));
+            errors.push(FieldError::invalid("spec.scope", json!(scope), "field is immutable"));
         }
     }
     let strategy = text(spec, "/conversion/strategy");
     if strategy != "None" {
-        errors.push(FieldError::not_supported(
-            "spec.conversion.strategy",
-            json!(strategy),
-            &[json!("None")],
-        ));
+        errors.push(FieldError::not_supported("spec.conversion.strategy", json!(strategy), &[json!("None")]));
     }
     validate_versions(crd, &mut errors);
     if let Some(old) = old {
@@ -199,10 +139,7 @@ fn validate_versions(crd: &Value, errors: &mut Vec<FieldError>) {
         ));
         return;
     }
-    let storage = list
-        .iter()
-        .filter(|v| v.get("storage").and_then(Value::as_bool) == Some(true))
-        .count();
+    let storage = list.iter().filter(|v| v.get("storage").and_then(Value::as_bool) == Some(true)).count();
     if storage != 1 {
         errors.push(FieldError::invalid(
             "spec.versions",
@@ -215,11 +152,7 @@ fn validate_versions(crd: &Value, errors: &mut Vec<FieldError>) {
         let path = format!("spec.versions[{i}]");
         let name = text(version, "/name");
         if let Some(msg) = validation::dns1123_label(name).first() {
-            errors.push(FieldError::invalid(
-                format!("{path}.name"),
-                json!(name),
-                msg.clone(),
-            ));
+            errors.push(FieldError::invalid(format!("{path}.name"), json!(name), msg.clone()));
         }
         if !seen.insert(name) {
             errors.push(FieldError::duplicate(format!("{path}.name"), json!(name)));
@@ -228,18 +161,9 @@ fn validate_versions(crd: &Value, errors: &mut Vec<FieldError>) {
             Some(raw) => {
                 Schema::parse(raw, &format!("{path}.schema.openAPIV3Schema"), errors);
             }
-            None => errors.push(FieldError::required(
-                format!("{path}.schema.openAPIV3Schema"),
-                "schemas are required",
-            )),
+            None => errors.push(FieldError::required(format!("{path}.schema.openAPIV3Schema"), "schemas are required")),
         }
-        for (j, field) in version
-            .get("selectableFields")
-            .and_then(Value::as_array)
-            .into_iter()
-            .flatten()
-            .enumerate()
-        {
+        for (j, field) in version.get("selectableFields").and_then(Value::as_array).into_iter().flatten().enumerate() {
             let path = text(field, "/jsonPath");
             if !path.starts_with('.') || path.len() < 2 {
                 errors.push(FieldError::invalid(
@@ -255,19 +179,12 @@ fn validate_versions(crd: &Value, errors: &mut Vec<FieldError>) {
 fn stored_versions(crd: &Value) -> Vec<String> {
     crd.pointer("/status/storedVersions")
         .and_then(Value::as_array)
-        .map(|l| {
-            l.iter()
-                .filter_map(Value::as_str)
-                .map(str::to_string)
-                .collect()
-        })
+        .map(|l| l.iter().filter_map(Value::as_str).map(str::to_string).collect())
         .unwrap_or_default()
 }
 
 fn names_of(crd: &Value) -> Vec<(&'static str, String)> {
-    let names = crd
-        .pointer("/status/acceptedNames")
-        .filter(|n| n.get("plural").is_some());
+    let names = crd.pointer("/status/acceptedNames").filter(|n| n.get("plural").is_some());
     let names = names.unwrap_or_else(|| spec(crd).get("names").unwrap_or(&Value::Null));
     let mut out = vec![
         ("PluralConflict", text(names, "/plural").to_string()),
@@ -275,28 +192,13 @@ fn names_of(crd: &Value) -> Vec<(&'static str, String)> {
         ("KindConflict", text(names, "/kind").to_string()),
         ("ListKindConflict", text(names, "/listKind").to_string()),
     ];
-    for short in names
-        .get("shortNames")
-        .and_then(Value::as_array)
-        .into_iter()
-        .flatten()
-    {
-        out.push((
-            "ShortNamesConflict",
-            short.as_str().unwrap_or_default().to_string(),
-        ));
+    for short in names.get("shortNames").and_then(Value::as_array).into_iter().flatten() {
+        out.push(("ShortNamesConflict", short.as_str().unwrap_or_default().to_string()));
     }
     out
 }
 
-fn condition(
-    kind: &str,
-    ok: bool,
-    reason: &str,
-    message: &str,
-    now: &str,
-    previous: &Value,
-) -> Value {
+fn condition(kind: &str, ok: bool, reason: &str, message: &str, now: &str, previous: &Value) -> Value {
     let status = if ok { "True" } else { "False" };
     let earlier = previous
         .pointer("/status/conditions")
@@ -315,9 +217,7 @@ pub fn status(crd: &Value, others: &[&Value], now: &str) -> Value {
     let group = text(spec(crd), "/group");
     let taken: HashSet<String> = others
         .iter()
-        .filter(|other| {
-            object::name(other) != object::name(crd) && text(spec(other), "/group") == group
-        })
+        .filter(|other| object::name(other) != object::name(crd) && text(spec(other), "/group") == group)
         .flat_map(|other| names_of(other).into_iter().map(|(_, n)| n))
         .filter(|n| !n.is_empty())
         .collect();
@@ -325,10 +225,7 @@ pub fn status(crd: &Value, others: &[&Value], now: &str) -> Value {
     let conflict = wanted.iter().find(|(_, name)| taken.contains(name));
     let names = spec(crd).get("names").cloned().unwrap_or_else(|| json!({}));
     let mut stored = stored_versions(crd);
-    if let Some(storage) = versions(crd)
-        .iter()
-        .find(|v| v.get("storage").and_then(Value::as_bool) == Some(true))
-    {
+    if let Some(storage) = versions(crd).iter().find(|v| v.get("storage").and_then(Value::as_bool) == Some(true)) {
         let name = text(storage, "/name").to_string();
         if !stored.contains(&name) {
             stored.push(name);
@@ -337,46 +234,17 @@ pub fn status(crd: &Value, others: &[&Value], now: &str) -> Value {
     let previous_names = crd.pointer("/status/acceptedNames").cloned();
     let (names_accepted, accepted_names) = match conflict {
         Some((reason, name)) => (
-            condition(
-                "NamesAccepted",
-                false,
-                reason,
-                &format!("{name:?} is already in use"),
-                now,
-                crd,
-            ),
+            condition("NamesAccepted", false, reason, &format!("{name:?} is already in use"), now, crd),
             previous_names.unwrap_or_else(|| json!({"plural": "", "kind": ""})),
         ),
-        None => (
-            condition(
-                "NamesAccepted",
-                true,
-                "NoConflicts",
-                "no conflicts found",
-                now,
-                crd,
-            ),
-            names,
-        ),
+        None => (condition("NamesAccepted", true, "NoConflicts", "no conflicts found", now, crd), names),
     };
     let mut conditions = vec![names_accepted];
     conditions.push(match conflict {
-        Some(_) => condition(
-            "Established",
-            false,
-            "NotAccepted",
-            "not all names are accepted",
-            now,
-            crd,
-        ),
-        None => condition(
-            "Established",
-            true,
-            "InitialNamesAccepted",
-            "the initial names have been accepted",
-            now,
-            crd,
-        ),
+        Some(_) => condition("Established", false, "NotAccepted", "not all names are accepted", now, crd),
+        None => {
+            condition("Established", true, "InitialNamesAccepted", "the initial names have been accepted", now, crd)
+        }
     });
     if object::deletion_timestamp(crd).is_some() {
         conditions.push(condition(
@@ -395,10 +263,7 @@ pub fn status(crd: &Value, others: &[&Value], now: &str) -> Value {
 pub fn is_accepted(crd: &Value) -> bool {
     crd.pointer("/status/conditions")
         .and_then(Value::as_array)
-        .is_some_and(|list| {
-            list.iter()
-                .any(|c| c["type"] == "NamesAccepted" && c["status"] == "True")
-        })
+        .is_some_and(|list| list.iter().any(|c| c["type"] == "NamesAccepted" && c["status"] == "True"))
 }
 
 /// The resource a served CRD contributes, or `None` if its names are not accepted.
@@ -431,9 +296,7 @@ pub fn resource_info(crd: &Value) -> Option<ResourceInfo> {
                         .map(str::to_string)
                         .unwrap_or_else(|| format!("{group}/{name} {kind} is deprecated"))
                 }),
-                status: v
-                    .pointer("/subresources/status")
-                    .is_some_and(Value::is_object),
+                status: v.pointer("/subresources/status").is_some_and(Value::is_object),
                 schema: Some(Arc::new(schema)),
                 selectable_fields: v
                     .get("selectableFields")
@@ -515,22 +378,12 @@ mod tests {
     #[test]
     fn a_valid_crd_is_defaulted_and_accepted() {
         let mut widget = crd("widgets", "Widget");
-        assert!(
-            validate(&widget, None).is_empty(),
-            "{:?}",
-            validate(&widget, None)
-        );
+        assert!(validate(&widget, None).is_empty(), "{:?}", validate(&widget, None));
         assert_eq!(widget["spec"]["names"]["listKind"], "WidgetList");
         widget["status"] = status(&widget, &[], "2025-01-01T00:00:00Z");
         assert_eq!(widget["status"]["storedVersions"], json!(["v1"]));
         let info = resource_info(&widget).expect("served");
-        assert_eq!(
-            info.versions
-                .iter()
-                .map(|v| v.name.as_str())
-                .collect::<Vec<_>>(),
-            ["v1", "v1beta1"]
-        );
+        assert_eq!(info.versions.iter().map(|v| v.name.as_str()).collect::<Vec<_>>(), ["v1", "v1beta1"]);
         assert!(info.versions[0].status);
         assert!(!info.versions[1].status);
         assert_eq!(info.key, "example.com/widgets");
@@ -565,10 +418,7 @@ mod tests {
         let mut old = crd("widgets", "Widget");
         old["status"] = json!({"storedVersions": ["v1beta1", "v1"]});
         let mut new = old.clone();
-        new["spec"]["versions"]
-            .as_array_mut()
-            .expect("versions")
-            .remove(0);
+        new["spec"]["versions"].as_array_mut().expect("versions").remove(0);
         let errors = validate(&new, Some(&old));
         assert_eq!(errors[0].field, "status.storedVersions[0]");
     }

@@ -61,9 +61,7 @@ async fn handle(State(state): State<Arc<AppState>>, request: Request) -> Respons
     let started = Instant::now();
     let method = request.method().clone();
     let uri = request.uri().clone();
-    let response = dispatch(&state, request)
-        .await
-        .unwrap_or_else(IntoResponse::into_response);
+    let response = dispatch(&state, request).await.unwrap_or_else(IntoResponse::into_response);
     tracing::debug!(
         method = %method,
         uri = %uri,
@@ -74,26 +72,17 @@ async fn handle(State(state): State<Arc<AppState>>, request: Request) -> Respons
     response
 }
 
-fn header_text<'a>(headers: &'a HeaderMap, name: header::HeaderName) -> &'a str {
-    headers
-        .get(name)
-        .and_then(|v| v.to_str().ok())
-        .unwrap_or_default()
+fn header_text(headers: &HeaderMap, name: header::HeaderName) -> &str {
+    headers.get(name).and_then(|v| v.to_str().ok()).unwrap_or_default()
 }
 
 /// A JSON answer with optional `Warning` headers.
 fn json_response(status: StatusCode, body: String, warnings: &[String]) -> Response {
     let mut response = (status, body).into_response();
     let headers = response.headers_mut();
-    headers.insert(
-        header::CONTENT_TYPE,
-        HeaderValue::from_static("application/json"),
-    );
+    headers.insert(header::CONTENT_TYPE, HeaderValue::from_static("application/json"));
     for warning in warnings {
-        let text = format!(
-            "299 - \"{}\"",
-            warning.replace('\\', "\\\\").replace('"', "\\\"")
-        );
+        let text = format!("299 - \"{}\"", warning.replace('\\', "\\\\").replace('"', "\\\""));
         if let Ok(value) = HeaderValue::from_str(&text) {
             headers.append(header::WARNING, value);
         }
@@ -129,16 +118,9 @@ async fn dispatch(state: &AppState, request: Request) -> Result<Response, ApiErr
     };
     let aggregated = |core: bool| -> Response {
         let catalog = state.cluster.catalog.snapshot();
-        let mut response = json_response(
-            StatusCode::OK,
-            discovery::aggregated(&catalog, core).to_string(),
-            &[],
-        );
+        let mut response = json_response(StatusCode::OK, discovery::aggregated(&catalog, core).to_string(), &[]);
         let headers = response.headers_mut();
-        headers.insert(
-            header::CONTENT_TYPE,
-            HeaderValue::from_static(discovery::AGGREGATED_CONTENT_TYPE),
-        );
+        headers.insert(header::CONTENT_TYPE, HeaderValue::from_static(discovery::AGGREGATED_CONTENT_TYPE));
         headers.insert(header::VARY, HeaderValue::from_static("Accept"));
         response
     };
@@ -148,17 +130,11 @@ async fn dispatch(state: &AppState, request: Request) -> Result<Response, ApiErr
         Route::CoreVersions if discovery::wants_aggregated(accept) => Ok(aggregated(true)),
         Route::Groups if discovery::wants_aggregated(accept) => Ok(aggregated(false)),
         Route::CoreVersions => discovery_get(Some(discovery::core_versions(&state.server_address))),
-        Route::Groups => discovery_get(Some(discovery::group_list(
-            &state.cluster.catalog.snapshot(),
-        ))),
-        Route::Group(group) => {
-            discovery_get(discovery::group(&state.cluster.catalog.snapshot(), group))
+        Route::Groups => discovery_get(Some(discovery::group_list(&state.cluster.catalog.snapshot()))),
+        Route::Group(group) => discovery_get(discovery::group(&state.cluster.catalog.snapshot(), group)),
+        Route::GroupVersion { group, version } => {
+            discovery_get(discovery::resource_list(&state.cluster.catalog.snapshot(), group, version))
         }
-        Route::GroupVersion { group, version } => discovery_get(discovery::resource_list(
-            &state.cluster.catalog.snapshot(),
-            group,
-            version,
-        )),
         Route::Resource(target) => {
             let query = Query::parse(parts.uri.query());
             resource(state, &parts.method, &parts.headers, target, &query, body).await
@@ -171,40 +147,27 @@ async fn dispatch(state: &AppState, request: Request) -> Result<Response, ApiErr
 async fn read_body(body: Body) -> Result<Bytes, ApiError> {
     match Limited::new(body, MAX_BODY_BYTES).collect().await {
         Ok(collected) => Ok(collected.to_bytes()),
-        Err(error) if error.downcast_ref::<LengthLimitError>().is_some() => {
-            Err(ApiError::too_large(MAX_BODY_BYTES))
-        }
-        Err(error) => Err(ApiError::bad_request(format!(
-            "reading the request body failed: {error}"
-        ))),
+        Err(error) if error.downcast_ref::<LengthLimitError>().is_some() => Err(ApiError::too_large(MAX_BODY_BYTES)),
+        Err(error) => Err(ApiError::bad_request(format!("reading the request body failed: {error}"))),
     }
 }
 
 /// Decodes an object body by its Content-Type (JSON or YAML).
 fn decode_object(bytes: &[u8], content_type: &str) -> Result<Value, ApiError> {
-    let media = content_type
-        .split(';')
-        .next()
-        .unwrap_or_default()
-        .trim()
-        .to_ascii_lowercase();
+    let media = content_type.split(';').next().unwrap_or_default().trim().to_ascii_lowercase();
     let value: Value = match media.as_str() {
-        "" | "application/json" | "*/*" => serde_json::from_slice(bytes).map_err(|e| {
-            ApiError::bad_request(format!("couldn't get version/kind; json parse error: {e}"))
-        })?,
+        "" | "application/json" | "*/*" => serde_json::from_slice(bytes)
+            .map_err(|e| ApiError::bad_request(format!("couldn't get version/kind; json parse error: {e}")))?,
         "application/yaml" | "application/x-yaml" | "text/yaml" => {
             let text = std::str::from_utf8(bytes)
                 .map_err(|e| ApiError::bad_request(format!("yaml body is not UTF-8: {e}")))?;
-            serde_saphyr::from_str(text).map_err(|e| {
-                ApiError::bad_request(format!("couldn't get version/kind; yaml parse error: {e}"))
-            })?
+            serde_saphyr::from_str(text)
+                .map_err(|e| ApiError::bad_request(format!("couldn't get version/kind; yaml parse error: {e}")))?
         }
         _ => return Err(ApiError::unsupported_media_type(&OBJECT_MEDIA_TYPES)),
     };
     if !value.is_object() {
-        return Err(ApiError::bad_request(
-            "the request body must be a JSON or YAML object",
-        ));
+        return Err(ApiError::bad_request("the request body must be a JSON or YAML object"));
     }
     Ok(value)
 }
@@ -213,56 +176,41 @@ fn delete_options(bytes: &[u8], query: &Query) -> Result<(DeleteOptions, bool), 
     let mut options: DeleteOptions = if bytes.iter().all(u8::is_ascii_whitespace) {
         DeleteOptions::default()
     } else {
-        serde_json::from_slice(bytes)
-            .map_err(|e| ApiError::bad_request(format!("invalid DeleteOptions: {e}")))?
+        serde_json::from_slice(bytes).map_err(|e| ApiError::bad_request(format!("invalid DeleteOptions: {e}")))?
     };
     if options.propagation_policy.is_none() {
         options.propagation_policy = query.get("propagationPolicy").map(str::to_string);
     }
-    options
-        .dry_run
-        .extend(query.all("dryRun").map(str::to_string));
+    options.dry_run.extend(query.all("dryRun").map(str::to_string));
     if let Some(bad) = options.dry_run.iter().find(|d| *d != "All") {
         return Err(ApiError::invalid(
             "DeleteOptions",
             "meta.k8s.io",
             "",
-            vec![crate::error::FieldError::not_supported(
-                "dryRun",
-                json!(bad),
-                &[json!("All")],
-            )],
+            vec![crate::error::FieldError::not_supported("dryRun", json!(bad), &[json!("All")])],
         ));
     }
-    if let Some(policy) = options.propagation_policy.as_deref() {
-        if !matches!(policy, "Background" | "Foreground" | "Orphan") {
-            return Err(ApiError::invalid(
-                "DeleteOptions",
-                "meta.k8s.io",
-                "",
-                vec![crate::error::FieldError::not_supported(
-                    "propagationPolicy",
-                    json!(policy),
-                    &[json!("Background"), json!("Foreground"), json!("Orphan")],
-                )],
-            ));
-        }
+    if let Some(policy) = options.propagation_policy.as_deref()
+        && !matches!(policy, "Background" | "Foreground" | "Orphan")
+    {
+        return Err(ApiError::invalid(
+            "DeleteOptions",
+            "meta.k8s.io",
+            "",
+            vec![crate::error::FieldError::not_supported(
+                "propagationPolicy",
+                json!(policy),
+                &[json!("Background"), json!("Foreground"), json!("Orphan")],
+            )],
+        ));
     }
     let dry_run = !options.dry_run.is_empty();
     Ok((options, dry_run))
 }
 
-fn list_json(
-    api_version: &str,
-    kind: &str,
-    metadata: Value,
-    items: impl Iterator<Item = String>,
-) -> String {
-    let mut out = format!(
-        "{{\"kind\":{},\"apiVersion\":{},\"metadata\":{metadata},\"items\":[",
-        json!(kind),
-        json!(api_version)
-    );
+fn list_json(api_version: &str, kind: &str, metadata: Value, items: impl Iterator<Item = String>) -> String {
+    let mut out =
+        format!("{{\"kind\":{},\"apiVersion\":{},\"metadata\":{metadata},\"items\":[", json!(kind), json!(api_version));
     for (i, item) in items.enumerate() {
         if i > 0 {
             out.push(',');
@@ -284,14 +232,8 @@ async fn resource(
     let cluster = &state.cluster;
     let catalog = cluster.catalog.snapshot();
     let namespace = target.namespace.unwrap_or_default();
-    let scope = Scope::resolve(
-        &catalog,
-        target.group,
-        target.version,
-        target.resource,
-        namespace,
-    )
-    .ok_or_else(ApiError::unknown_url)?;
+    let scope = Scope::resolve(&catalog, target.group, target.version, target.resource, namespace)
+        .ok_or_else(ApiError::unknown_url)?;
     let scoped_right = if scope.info.namespaced {
         target.namespace.is_some() || target.name.is_none()
     } else {
@@ -306,40 +248,21 @@ async fn resource(
         Some("finalize") if scope.info.key == NAMESPACE_KEY => Endpoint::Finalize,
         Some(_) => return Err(ApiError::unknown_url()),
     };
-    let mut warnings: Vec<String> = scope
-        .version()
-        .deprecation_warning
-        .iter()
-        .cloned()
-        .collect();
+    let mut warnings: Vec<String> = scope.version().deprecation_warning.iter().cloned().collect();
     let shape = Shape::from_accept(header_text(headers, header::ACCEPT));
     let content_type = header_text(headers, header::CONTENT_TYPE);
     match (method.clone(), target.name) {
         (Method::GET, Some(name)) if endpoint != Endpoint::Finalize => {
             let stored = cluster.get(&scope, name)?;
-            Ok(json_response(
-                StatusCode::OK,
-                shape.object_json(&scope, &stored).into_owned(),
-                &warnings,
-            ))
+            Ok(json_response(StatusCode::OK, shape.object_json(&scope, &stored).into_owned(), &warnings))
         }
         (Method::GET, None) => {
             let watching = query.flag("watch");
             let request = query::read_request(query, scope.version(), watching)?;
             if watching {
-                let body = watch::start(
-                    cluster.clone(),
-                    scope,
-                    request,
-                    shape,
-                    state.watch,
-                    state.shutdown.clone(),
-                );
+                let body = watch::start(cluster.clone(), scope, request, shape, state.watch, state.shutdown.clone());
                 let mut response = Response::new(body);
-                response.headers_mut().insert(
-                    header::CONTENT_TYPE,
-                    HeaderValue::from_static("application/json"),
-                );
+                response.headers_mut().insert(header::CONTENT_TYPE, HeaderValue::from_static("application/json"));
                 return Ok(response);
             }
             list(cluster, &scope, request, shape, &warnings)
@@ -349,24 +272,14 @@ async fn resource(
             let object = decode_object(&read_body(body).await?, content_type)?;
             let written = cluster.create(&scope, object, &options).await?;
             warnings.extend(written.warnings);
-            Ok(json_response(
-                StatusCode::CREATED,
-                shape.value(&scope, written.object).to_string(),
-                &warnings,
-            ))
+            Ok(json_response(StatusCode::CREATED, shape.value(&scope, written.object).to_string(), &warnings))
         }
         (Method::PUT, Some(name)) => {
             let options = query::write_options(query)?;
             let object = decode_object(&read_body(body).await?, content_type)?;
-            let written = cluster
-                .update(&scope, name, endpoint, object, &options)
-                .await?;
+            let written = cluster.update(&scope, name, endpoint, object, &options).await?;
             warnings.extend(written.warnings);
-            Ok(json_response(
-                StatusCode::OK,
-                shape.value(&scope, written.object).to_string(),
-                &warnings,
-            ))
+            Ok(json_response(StatusCode::OK, shape.value(&scope, written.object).to_string(), &warnings))
         }
         (Method::PATCH, Some(name)) if endpoint != Endpoint::Finalize => {
             let patch_type = PatchType::from_content_type(content_type)
@@ -376,58 +289,38 @@ async fn resource(
                     "PatchOptions",
                     "meta.k8s.io",
                     "",
-                    vec![crate::error::FieldError::forbidden(
-                        "force",
-                        "may not be specified for non-apply patch",
-                    )],
+                    vec![crate::error::FieldError::forbidden("force", "may not be specified for non-apply patch")],
                 ));
             }
             let options = query::write_options(query)?;
             let bytes = read_body(body).await?;
-            let written = cluster
-                .patch(&scope, name, endpoint, patch_type, &bytes, &options)
-                .await?;
+            let written = cluster.patch(&scope, name, endpoint, patch_type, &bytes, &options).await?;
             warnings.extend(written.warnings);
-            Ok(json_response(
-                StatusCode::OK,
-                shape.value(&scope, written.object).to_string(),
-                &warnings,
-            ))
+            Ok(json_response(StatusCode::OK, shape.value(&scope, written.object).to_string(), &warnings))
         }
         (Method::DELETE, Some(name)) if endpoint == Endpoint::Main => {
             let (options, dry_run) = delete_options(&read_body(body).await?, query)?;
             match cluster.delete(&scope, name, &options, dry_run).await? {
                 Deleted::Gone(last) if !scope.info.delete_returns_object => {
-                    let mut details =
-                        json!({"name": name, "kind": scope.info.plural, "uid": object::uid(&last)});
+                    let mut details = json!({"name": name, "kind": scope.info.plural, "uid": object::uid(&last)});
                     if !scope.info.group.is_empty() {
                         details["group"] = json!(scope.info.group);
                     }
                     let status = json!({"kind": "Status", "apiVersion": "v1", "metadata": {}, "status": "Success", "details": details});
                     Ok(json_response(StatusCode::OK, status.to_string(), &warnings))
                 }
-                Deleted::Gone(value) | Deleted::Pending(value) => Ok(json_response(
-                    StatusCode::OK,
-                    shape.value(&scope, value).to_string(),
-                    &warnings,
-                )),
+                Deleted::Gone(value) | Deleted::Pending(value) => {
+                    Ok(json_response(StatusCode::OK, shape.value(&scope, value).to_string(), &warnings))
+                }
             }
         }
         (Method::DELETE, None) if endpoint == Endpoint::Main && scope.info.key != NAMESPACE_KEY => {
             let request = query::read_request(query, scope.version(), false)?;
             let (options, dry_run) = delete_options(&read_body(body).await?, query)?;
-            let affected = cluster
-                .delete_collection(&scope, &request.list, &options, dry_run)
-                .await?;
+            let affected = cluster.delete_collection(&scope, &request.list, &options, dry_run).await?;
             let (api_version, kind) = shape.list_type_meta(&scope);
-            let items = affected
-                .into_iter()
-                .map(|v| shape.value(&scope, v).to_string());
-            Ok(json_response(
-                StatusCode::OK,
-                list_json(&api_version, &kind, json!({}), items),
-                &warnings,
-            ))
+            let items = affected.into_iter().map(|v| shape.value(&scope, v).to_string());
+            Ok(json_response(StatusCode::OK, list_json(&api_version, &kind, json!({}), items), &warnings))
         }
         (method, _) => {
             let verb = match (method, target.name) {
@@ -456,9 +349,7 @@ fn list(
             return Err(ApiError::too_large_resource_version(asked, current));
         }
         if request.match_rule.as_deref() == Some("Exact") && asked != current {
-            return Err(ApiError::expired(
-                "The resourceVersion for the provided list is too old.",
-            ));
+            return Err(ApiError::expired("The resourceVersion for the provided list is too old."));
         }
     }
     let page = cluster.list(scope, &request.list);
@@ -469,13 +360,6 @@ fn list(
         metadata["remainingItemCount"] = json!(page.remaining);
     }
     let (api_version, kind) = shape.list_type_meta(scope);
-    let items = page
-        .items
-        .iter()
-        .map(|stored| shape.object_json(scope, stored).into_owned());
-    Ok(json_response(
-        StatusCode::OK,
-        list_json(&api_version, &kind, metadata, items),
-        warnings,
-    ))
+    let items = page.items.iter().map(|stored| shape.object_json(scope, stored).into_owned());
+    Ok(json_response(StatusCode::OK, list_json(&api_version, &kind, metadata, items), warnings))
 }

@@ -48,11 +48,7 @@ const NAMESPACE_SUBRESOURCES: [&str; 2] = ["status", "finalize"];
 
 /// Parses a URL path.
 pub fn parse(path: &str) -> Route<'_> {
-    let segments: Vec<&str> = path
-        .trim_matches('/')
-        .split('/')
-        .filter(|s| !s.is_empty())
-        .collect();
+    let segments: Vec<&str> = path.trim_matches('/').split('/').filter(|s| !s.is_empty()).collect();
     match segments.as_slice() {
         ["version"] => Route::Version,
         [health, ..] if matches!(*health, "healthz" | "livez" | "readyz") => Route::Health,
@@ -69,34 +65,18 @@ pub fn parse(path: &str) -> Route<'_> {
 
 fn resource<'a>(group: &'a str, version: &'a str, rest: &[&'a str]) -> Route<'a> {
     let namespaced = match rest {
-        ["namespaces", _name, sub] if group.is_empty() && NAMESPACE_SUBRESOURCES.contains(sub) => {
-            false
-        }
+        ["namespaces", _name, sub] if group.is_empty() && NAMESPACE_SUBRESOURCES.contains(sub) => false,
         ["namespaces", _, _, ..] => true,
         _ => false,
     };
-    let (namespace, tail) = if namespaced {
-        (Some(rest[1]), &rest[2..])
-    } else {
-        (None, rest)
-    };
+    let (namespace, tail) = if namespaced { (Some(rest[1]), &rest[2..]) } else { (None, rest) };
     match tail {
-        [resource] => Route::Resource(ResourcePath {
-            group,
-            version,
-            namespace,
-            resource,
-            name: None,
-            subresource: None,
-        }),
-        [resource, name] => Route::Resource(ResourcePath {
-            group,
-            version,
-            namespace,
-            resource,
-            name: Some(name),
-            subresource: None,
-        }),
+        [resource] => {
+            Route::Resource(ResourcePath { group, version, namespace, resource, name: None, subresource: None })
+        }
+        [resource, name] => {
+            Route::Resource(ResourcePath { group, version, namespace, resource, name: Some(name), subresource: None })
+        }
         [resource, name, sub] => Route::Resource(ResourcePath {
             group,
             version,
@@ -120,14 +100,7 @@ mod tests {
         name: Option<&'a str>,
         sub: Option<&'a str>,
     ) -> Route<'a> {
-        Route::Resource(ResourcePath {
-            group,
-            version: "v1",
-            namespace,
-            resource,
-            name,
-            subresource: sub,
-        })
+        Route::Resource(ResourcePath { group, version: "v1", namespace, resource, name, subresource: sub })
     }
 
     #[test]
@@ -139,61 +112,22 @@ mod tests {
             ("/api", Route::CoreVersions),
             ("/apis", Route::Groups),
             ("/apis/apps", Route::Group("apps")),
-            (
-                "/api/v1",
-                Route::GroupVersion {
-                    group: "",
-                    version: "v1",
-                },
-            ),
-            (
-                "/apis/apps/v1",
-                Route::GroupVersion {
-                    group: "apps",
-                    version: "v1",
-                },
-            ),
+            ("/api/v1", Route::GroupVersion { group: "", version: "v1" }),
+            ("/apis/apps/v1", Route::GroupVersion { group: "apps", version: "v1" }),
             ("/api/v1/pods", res("", None, "pods", None, None)),
-            (
-                "/api/v1/namespaces",
-                res("", None, "namespaces", None, None),
-            ),
-            (
-                "/api/v1/namespaces/default",
-                res("", None, "namespaces", Some("default"), None),
-            ),
-            (
-                "/api/v1/namespaces/default/status",
-                res("", None, "namespaces", Some("default"), Some("status")),
-            ),
-            (
-                "/api/v1/namespaces/default/finalize",
-                res("", None, "namespaces", Some("default"), Some("finalize")),
-            ),
-            (
-                "/api/v1/namespaces/default/configmaps",
-                res("", Some("default"), "configmaps", None, None),
-            ),
-            (
-                "/api/v1/namespaces/ns/configmaps/a",
-                res("", Some("ns"), "configmaps", Some("a"), None),
-            ),
+            ("/api/v1/namespaces", res("", None, "namespaces", None, None)),
+            ("/api/v1/namespaces/default", res("", None, "namespaces", Some("default"), None)),
+            ("/api/v1/namespaces/default/status", res("", None, "namespaces", Some("default"), Some("status"))),
+            ("/api/v1/namespaces/default/finalize", res("", None, "namespaces", Some("default"), Some("finalize"))),
+            ("/api/v1/namespaces/default/configmaps", res("", Some("default"), "configmaps", None, None)),
+            ("/api/v1/namespaces/ns/configmaps/a", res("", Some("ns"), "configmaps", Some("a"), None)),
             (
                 "/apis/apps/v1/namespaces/ns/deployments/a/status",
                 res("apps", Some("ns"), "deployments", Some("a"), Some("status")),
             ),
-            (
-                "/apis/apps/v1/deployments",
-                res("apps", None, "deployments", None, None),
-            ),
-            (
-                "/apis/x.io/v1/widgets/w",
-                res("x.io", None, "widgets", Some("w"), None),
-            ),
-            (
-                "/apis/apps/v1/namespaces/ns/deployments/a/status/extra",
-                Route::Unknown,
-            ),
+            ("/apis/apps/v1/deployments", res("apps", None, "deployments", None, None)),
+            ("/apis/x.io/v1/widgets/w", res("x.io", None, "widgets", Some("w"), None)),
+            ("/apis/apps/v1/namespaces/ns/deployments/a/status/extra", Route::Unknown),
             ("/nothing", Route::Unknown),
         ];
         for (path, expected) in cases {

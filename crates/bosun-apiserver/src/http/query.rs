@@ -23,26 +23,18 @@ pub struct Query {
 impl Query {
     /// Parses a raw query string; undecodable input yields no parameters.
     pub fn parse(raw: Option<&str>) -> Self {
-        let pairs = raw
-            .and_then(|q| serde_urlencoded::from_str::<Vec<(String, String)>>(q).ok())
-            .unwrap_or_default();
+        let pairs = raw.and_then(|q| serde_urlencoded::from_str::<Vec<(String, String)>>(q).ok()).unwrap_or_default();
         Self { pairs }
     }
 
     /// The first value of a parameter.
     pub fn get(&self, key: &str) -> Option<&str> {
-        self.pairs
-            .iter()
-            .find(|(k, _)| k == key)
-            .map(|(_, v)| v.as_str())
+        self.pairs.iter().find(|(k, _)| k == key).map(|(_, v)| v.as_str())
     }
 
     /// Every value of a parameter.
     pub fn all<'a>(&'a self, key: &'a str) -> impl Iterator<Item = &'a str> + 'a {
-        self.pairs
-            .iter()
-            .filter(move |(k, _)| k == key)
-            .map(|(_, v)| v.as_str())
+        self.pairs.iter().filter(move |(k, _)| k == key).map(|(_, v)| v.as_str())
     }
 
     /// A boolean parameter (`true`/`1`).
@@ -63,11 +55,7 @@ pub fn write_options(query: &Query) -> Result<WriteOptions, ApiError> {
         if value == "All" {
             dry_run = true;
         } else {
-            errors.push(FieldError::not_supported(
-                "dryRun",
-                json!(value),
-                &[json!("All")],
-            ));
+            errors.push(FieldError::not_supported("dryRun", json!(value), &[json!("All")]));
         }
     }
     let field_validation = match query.get("fieldValidation") {
@@ -80,18 +68,15 @@ pub fn write_options(query: &Query) -> Result<WriteOptions, ApiError> {
             )));
         }
     };
-    if let Some(manager) = query.get("fieldManager") {
-        if manager.chars().count() > 128 {
-            errors.push(FieldError::too_long("fieldManager", 128));
-        }
+    if let Some(manager) = query.get("fieldManager")
+        && manager.chars().count() > 128
+    {
+        errors.push(FieldError::too_long("fieldManager", 128));
     }
     if !errors.is_empty() {
         return Err(invalid_options("CreateOptions", errors));
     }
-    Ok(WriteOptions {
-        dry_run,
-        field_validation,
-    })
+    Ok(WriteOptions { dry_run, field_validation })
 }
 
 /// A `continue` token: the list revision and the key to continue after.
@@ -103,14 +88,8 @@ fn decode_continue(token: &str) -> Result<(u64, String), ApiError> {
     let bad = |why: &str| ApiError::bad_request(format!("continue key is not valid: {why}"));
     let bytes = STANDARD.decode(token).map_err(|_| bad("not base64"))?;
     let value: Value = serde_json::from_slice(&bytes).map_err(|_| bad("not a continue token"))?;
-    let revision = value
-        .get("rv")
-        .and_then(Value::as_u64)
-        .ok_or_else(|| bad("missing revision"))?;
-    let start = value
-        .get("start")
-        .and_then(Value::as_str)
-        .ok_or_else(|| bad("missing start key"))?;
+    let revision = value.get("rv").and_then(Value::as_u64).ok_or_else(|| bad("missing revision"))?;
+    let start = value.get("start").and_then(Value::as_str).ok_or_else(|| bad("missing start key"))?;
     Ok((revision, start.to_string()))
 }
 
@@ -134,27 +113,16 @@ pub struct ReadRequest {
 }
 
 /// Parses and validates list/watch parameters as upstream's `ValidateListOptions` does.
-pub fn read_request(
-    query: &Query,
-    version: &VersionInfo,
-    watch: bool,
-) -> Result<ReadRequest, ApiError> {
+pub fn read_request(query: &Query, version: &VersionInfo, watch: bool) -> Result<ReadRequest, ApiError> {
     let labels = LabelSelector::parse(query.get("labelSelector").unwrap_or_default())
         .map_err(|e| ApiError::bad_request(format!("unable to parse requirement: {e}")))?;
-    let fields = FieldSelector::parse(
-        query.get("fieldSelector").unwrap_or_default(),
-        &version.selectable_fields,
-    )
-    .map_err(ApiError::bad_request)?;
+    let fields = FieldSelector::parse(query.get("fieldSelector").unwrap_or_default(), &version.selectable_fields)
+        .map_err(ApiError::bad_request)?;
     let limit = match query.get("limit") {
         None | Some("") => None,
-        Some(raw) => Some(
-            raw.parse::<usize>()
-                .map_err(|_| ApiError::bad_request(format!("invalid limit: {raw:?}")))?,
-        ),
+        Some(raw) => Some(raw.parse::<usize>().map_err(|_| ApiError::bad_request(format!("invalid limit: {raw:?}")))?),
     };
-    let (continue_revision, continue_after) = match query.get("continue").filter(|c| !c.is_empty())
-    {
+    let (continue_revision, continue_after) = match query.get("continue").filter(|c| !c.is_empty()) {
         Some(token) => {
             let (rv, key) = decode_continue(token)?;
             (Some(rv), Some(key))
@@ -164,18 +132,12 @@ pub fn read_request(
     let rv_text = query.get("resourceVersion").unwrap_or_default();
     let resource_version = match rv_text {
         "" => None,
-        raw => Some(
-            raw.parse::<u64>()
-                .map_err(|_| ApiError::bad_request(format!("invalid resource version: {raw:?}")))?,
-        ),
+        raw => {
+            Some(raw.parse::<u64>().map_err(|_| ApiError::bad_request(format!("invalid resource version: {raw:?}")))?)
+        }
     };
-    let match_rule = query
-        .get("resourceVersionMatch")
-        .filter(|m| !m.is_empty())
-        .map(str::to_string);
-    let send_initial_events = query
-        .get("sendInitialEvents")
-        .map(|v| v == "true" || v == "1");
+    let match_rule = query.get("resourceVersionMatch").filter(|m| !m.is_empty()).map(str::to_string);
+    let send_initial_events = query.get("sendInitialEvents").map(|v| v == "true" || v == "1");
     let bookmarks = query.flag("allowWatchBookmarks");
     let mut errors = Vec::new();
     if let Some(rule) = &match_rule {
@@ -213,10 +175,7 @@ pub fn read_request(
     }
     if let Some(send) = send_initial_events {
         if !watch {
-            errors.push(FieldError::forbidden(
-                "sendInitialEvents",
-                "sendInitialEvents is forbidden for list",
-            ));
+            errors.push(FieldError::forbidden("sendInitialEvents", "sendInitialEvents is forbidden for list"));
         } else if match_rule.as_deref() != Some("NotOlderThan") {
             errors.push(FieldError::forbidden(
                 "resourceVersionMatch",
@@ -234,17 +193,12 @@ pub fn read_request(
     }
     let timeout = match query.get("timeoutSeconds") {
         None | Some("") => None,
-        Some(raw) => Some(Duration::from_secs(raw.parse::<u64>().map_err(|_| {
-            ApiError::bad_request(format!("invalid timeoutSeconds: {raw:?}"))
-        })?)),
+        Some(raw) => Some(Duration::from_secs(
+            raw.parse::<u64>().map_err(|_| ApiError::bad_request(format!("invalid timeoutSeconds: {raw:?}")))?,
+        )),
     };
     Ok(ReadRequest {
-        list: ListOptions {
-            labels,
-            fields,
-            limit,
-            continue_after,
-        },
+        list: ListOptions { labels, fields, limit, continue_after },
         resource_version,
         match_rule,
         continue_revision,
@@ -282,16 +236,8 @@ mod tests {
                 false,
                 Some("resourceVersionMatch \"exact\" is forbidden"),
             ),
-            (
-                "resourceVersion=5&resourceVersionMatch=Sometime",
-                false,
-                Some("Unsupported value"),
-            ),
-            (
-                "sendInitialEvents=true",
-                false,
-                Some("sendInitialEvents is forbidden for list"),
-            ),
+            ("resourceVersion=5&resourceVersionMatch=Sometime", false, Some("Unsupported value")),
+            ("sendInitialEvents=true", false, Some("sendInitialEvents is forbidden for list")),
             (
                 "sendInitialEvents=true&resourceVersionMatch=NotOlderThan",
                 true,
@@ -307,11 +253,7 @@ mod tests {
                 true,
                 None,
             ),
-            (
-                "resourceVersion=5&resourceVersionMatch=NotOlderThan&limit=500",
-                false,
-                None,
-            ),
+            ("resourceVersion=5&resourceVersionMatch=NotOlderThan&limit=500", false, None),
         ];
         for (raw, watch, expected) in cases {
             let result = read_request(&Query::parse(Some(raw)), &version(), watch);
@@ -329,31 +271,16 @@ mod tests {
     #[test]
     fn continue_tokens_round_trip_and_garbage_is_a_bad_request() {
         let token = encode_continue(42, "ns/name");
-        let parsed = read_request(
-            &Query::parse(Some(&format!("continue={token}"))),
-            &version(),
-            false,
-        )
-        .expect("valid");
+        let parsed = read_request(&Query::parse(Some(&format!("continue={token}"))), &version(), false).expect("valid");
         assert_eq!(parsed.continue_revision, Some(42));
         assert_eq!(parsed.list.continue_after.as_deref(), Some("ns/name"));
-        let err = read_request(&Query::parse(Some("continue=nonsense")), &version(), false)
-            .expect_err("garbage");
+        let err = read_request(&Query::parse(Some("continue=nonsense")), &version(), false).expect_err("garbage");
         assert_eq!(err.code, 400);
     }
 
     #[test]
     fn dry_run_accepts_only_all() {
-        assert!(
-            write_options(&Query::parse(Some("dryRun=All")))
-                .expect("ok")
-                .dry_run
-        );
-        assert_eq!(
-            write_options(&Query::parse(Some("dryRun=Yes")))
-                .expect_err("bad")
-                .code,
-            422
-        );
+        assert!(write_options(&Query::parse(Some("dryRun=All"))).expect("ok").dry_run);
+        assert_eq!(write_options(&Query::parse(Some("dryRun=Yes"))).expect_err("bad").code, 422);
     }
 }

@@ -21,15 +21,12 @@ impl Shape {
     pub fn from_accept(accept: &str) -> Shape {
         for alternative in accept.split(',') {
             let params: Vec<&str> = alternative.split(';').map(str::trim).collect();
-            let is_partial = params
-                .iter()
-                .any(|p| *p == "as=PartialObjectMetadata" || *p == "as=PartialObjectMetadataList");
+            let is_partial =
+                params.iter().any(|p| *p == "as=PartialObjectMetadata" || *p == "as=PartialObjectMetadataList");
             if is_partial {
                 return Shape::PartialMetadata;
             }
-            let plain = params
-                .first()
-                .is_some_and(|m| matches!(*m, "application/json" | "*/*" | "application/*"));
+            let plain = params.first().is_some_and(|m| matches!(*m, "application/json" | "*/*" | "application/*"));
             let wants_table = params.iter().any(|p| p.starts_with("as="));
             if plain && !wants_table {
                 return Shape::Object;
@@ -88,18 +85,12 @@ mod tests {
         let cases = [
             ("application/json", Shape::Object),
             ("", Shape::Object),
-            (
-                "application/json;as=PartialObjectMetadata;g=meta.k8s.io;v=v1",
-                Shape::PartialMetadata,
-            ),
+            ("application/json;as=PartialObjectMetadata;g=meta.k8s.io;v=v1", Shape::PartialMetadata),
             (
                 "application/json;as=PartialObjectMetadataList;g=meta.k8s.io;v=v1,application/json",
                 Shape::PartialMetadata,
             ),
-            (
-                "application/json;as=Table;v=v1;g=meta.k8s.io,application/json",
-                Shape::Object,
-            ),
+            ("application/json;as=Table;v=v1;g=meta.k8s.io,application/json", Shape::Object),
         ];
         for (accept, shape) in cases {
             assert_eq!(Shape::from_accept(accept), shape, "{accept}");

@@ -48,18 +48,10 @@ pub fn start(
     shutdown: watch::Receiver<bool>,
 ) -> Body {
     let (sender, mut receiver) = mpsc::channel::<Bytes>(256);
-    let watcher = Watcher {
-        cluster,
-        scope,
-        request,
-        shape,
-        sender,
-    };
+    let watcher = Watcher { cluster, scope, request, shape, sender };
     tokio::spawn(watcher.run(settings, shutdown));
     let stream = futures::stream::poll_fn(move |cx| {
-        receiver
-            .poll_recv(cx)
-            .map(|chunk| chunk.map(Ok::<_, std::convert::Infallible>))
+        receiver.poll_recv(cx).map(|chunk| chunk.map(Ok::<_, std::convert::Infallible>))
     });
     Body::from_stream(stream)
 }
@@ -98,10 +90,7 @@ impl Watcher {
     /// moves an object into or out of the selection becomes ADDED or DELETED.
     fn change_line(&self, event: &Event) -> Option<String> {
         let now = self.matches(&event.object.value);
-        let before = event
-            .previous
-            .as_ref()
-            .is_some_and(|p| self.matches(&p.value));
+        let before = event.previous.as_ref().is_some_and(|p| self.matches(&p.value));
         match event.kind {
             EventKind::Added => now.then(|| self.object_line("ADDED", &event.object)),
             EventKind::Deleted => now.then(|| self.object_line("DELETED", &event.object)),
@@ -123,16 +112,13 @@ impl Watcher {
         let store = &self.cluster.store;
         let mut visible = store.subscribe();
         let deadline = Instant::now() + self.request.timeout.unwrap_or(DEFAULT_TIMEOUT);
-        let initial_state = self.request.send_initial_events == Some(true)
-            || matches!(self.request.resource_version, None | Some(0));
+        let initial_state =
+            self.request.send_initial_events == Some(true) || matches!(self.request.resource_version, None | Some(0));
         let mut cursor = match self.request.resource_version {
             Some(rv) if !initial_state => rv,
             _ => {
-                let namespace =
-                    (!self.scope.namespace.is_empty()).then_some(self.scope.namespace.as_str());
-                let snapshot = store.list(&self.scope.info.key, namespace, None, None, |s| {
-                    self.matches(&s.value)
-                });
+                let namespace = (!self.scope.namespace.is_empty()).then_some(self.scope.namespace.as_str());
+                let snapshot = store.list(&self.scope.info.key, namespace, None, None, |s| self.matches(&s.value));
                 for stored in &snapshot.items {
                     if !self.send(self.object_line("ADDED", stored)).await {
                         return;
@@ -153,21 +139,17 @@ impl Watcher {
             if upto > cursor {
                 match store.events_between(cursor, upto, |e| &*e.resource == key) {
                     Err(too_old) => {
-                        let error = ApiError::expired(format!(
-                            "too old resource version: {cursor} ({})",
-                            too_old.oldest
-                        ));
-                        let _ = self
-                            .send(self.event_line("ERROR", &error.to_status().to_string()))
-                            .await;
+                        let error =
+                            ApiError::expired(format!("too old resource version: {cursor} ({})", too_old.oldest));
+                        let _ = self.send(self.event_line("ERROR", &error.to_status().to_string())).await;
                         return;
                     }
                     Ok(events) => {
                         for event in events {
-                            if let Some(line) = self.change_line(&event) {
-                                if !self.send(line).await {
-                                    return;
-                                }
+                            if let Some(line) = self.change_line(&event)
+                                && !self.send(line).await
+                            {
+                                return;
                             }
                         }
                     }

@@ -91,21 +91,11 @@ const OBJECT_META_FIELDS: [&str; 15] = [
 /// Fills `apiVersion` and `kind` from the URL when missing and refuses a mismatch.
 pub fn check_type(target: &Target, object: &mut Value) -> Result<(), ApiError> {
     let Some(map) = object.as_object_mut() else {
-        return Err(ApiError::bad_request(
-            "the request body must be a JSON or YAML object",
-        ));
+        return Err(ApiError::bad_request("the request body must be a JSON or YAML object"));
     };
     let expected_version = target.info.api_version(&target.version.name);
-    let api_version = map
-        .get("apiVersion")
-        .and_then(Value::as_str)
-        .unwrap_or_default()
-        .to_string();
-    let kind = map
-        .get("kind")
-        .and_then(Value::as_str)
-        .unwrap_or_default()
-        .to_string();
+    let api_version = map.get("apiVersion").and_then(Value::as_str).unwrap_or_default().to_string();
+    let kind = map.get("kind").and_then(Value::as_str).unwrap_or_default().to_string();
     if api_version.is_empty() {
         map.insert("apiVersion".into(), json!(expected_version));
     } else if api_version != expected_version {
@@ -134,12 +124,7 @@ fn set(meta: &mut Map<String, Value>, key: &str, value: Option<&Value>) {
 /// Brings an object into the form it is stored in: built-ins through their typed struct,
 /// custom resources through their schema (prune, default, validate). Unknown fields are handled
 /// by `fieldValidation`; validation failures are 422 with one cause per field.
-fn canonicalize(
-    target: &Target,
-    ctx: &mut Context,
-    object: Value,
-    name: &str,
-) -> Result<Value, ApiError> {
+fn canonicalize(target: &Target, ctx: &mut Context, object: Value, name: &str) -> Result<Value, ApiError> {
     let info = target.info;
     if let Some(normalize) = target.version.normalizer {
         return normalize(object).map_err(|e| {
@@ -152,11 +137,7 @@ fn canonicalize(
     let mut object = object;
     let mut pruned = Vec::new();
     if let Some(meta) = object.get_mut("metadata").and_then(Value::as_object_mut) {
-        let unknown: Vec<String> = meta
-            .keys()
-            .filter(|k| !OBJECT_META_FIELDS.contains(&k.as_str()))
-            .cloned()
-            .collect();
+        let unknown: Vec<String> = meta.keys().filter(|k| !OBJECT_META_FIELDS.contains(&k.as_str())).cloned().collect();
         for key in unknown {
             meta.remove(&key);
             pruned.push(format!("metadata.{key}"));
@@ -166,37 +147,27 @@ fn canonicalize(
         return Ok(object);
     };
     schema.prune(&mut object, "", true, &mut pruned);
+    pruned.sort();
     match ctx.field_validation {
         FieldValidation::Strict if !pruned.is_empty() => {
-            let list: Vec<String> = pruned
-                .iter()
-                .map(|p| format!("unknown field \"{p}\""))
-                .collect();
-            return Err(ApiError::bad_request(format!(
-                "strict decoding error: {}",
-                list.join(", ")
-            )));
+            let list: Vec<String> = pruned.iter().map(|p| format!("unknown field \"{p}\"")).collect();
+            return Err(ApiError::bad_request(format!("strict decoding error: {}", list.join(", "))));
         }
-        FieldValidation::Warn => ctx
-            .warnings
-            .extend(pruned.iter().map(|p| format!("unknown field \"{p}\""))),
+        FieldValidation::Warn => ctx.warnings.extend(pruned.iter().map(|p| format!("unknown field \"{p}\""))),
         _ => {}
     }
     schema.apply_defaults(&mut object);
     let mut errors = Vec::new();
     schema.validate(&object, "", &mut errors);
     if !errors.is_empty() {
+        errors.sort_by(|a, b| a.field.cmp(&b.field));
         return Err(ApiError::invalid_object(info, name, errors));
     }
     Ok(object)
 }
 
 /// Validates name and metadata; 422 listing every problem.
-fn check_metadata(
-    info: &ResourceInfo,
-    object: &Value,
-    extra: Vec<FieldError>,
-) -> Result<(), ApiError> {
+fn check_metadata(info: &ResourceInfo, object: &Value, extra: Vec<FieldError>) -> Result<(), ApiError> {
     let mut errors = extra;
     let name = object::name(object);
     for message in validation::name(info.name_rule, name) {
@@ -205,11 +176,7 @@ fn check_metadata(
     if let Some(meta) = object::meta(object) {
         validation::object_meta(meta, &mut errors);
     }
-    if errors.is_empty() {
-        Ok(())
-    } else {
-        Err(ApiError::invalid_object(info, name, errors))
-    }
+    if errors.is_empty() { Ok(()) } else { Err(ApiError::invalid_object(info, name, errors)) }
 }
 
 /// Kind-specific rules on create and update.
@@ -226,9 +193,7 @@ fn kind_rules(info: &ResourceInfo, object: &mut Value, old: Option<&Value>) -> V
                 Some(old) => old.pointer("/spec/finalizers").cloned(),
                 None => Some(json!([NAMESPACE_FINALIZER])),
             };
-            let phase = old
-                .and_then(|o| o.pointer("/status/phase").cloned())
-                .unwrap_or_else(|| json!("Active"));
+            let phase = old.and_then(|o| o.pointer("/status/phase").cloned()).unwrap_or_else(|| json!("Active"));
             object["spec"] = json!({});
             if let Some(finalizers) = spec_finalizers {
                 object["spec"]["finalizers"] = finalizers;
@@ -246,11 +211,7 @@ fn kind_rules(info: &ResourceInfo, object: &mut Value, old: Option<&Value>) -> V
 
 /// Prepares an object for creation (everything but the namespace's existence and the name's
 /// availability, which need the store).
-pub fn prepare_create(
-    target: &Target,
-    ctx: &mut Context,
-    mut object: Value,
-) -> Result<Value, ApiError> {
+pub fn prepare_create(target: &Target, ctx: &mut Context, mut object: Value) -> Result<Value, ApiError> {
     check_type(target, &mut object)?;
     let info = target.info;
     let meta = object::meta_mut(&mut object);
@@ -269,43 +230,22 @@ pub fn prepare_create(
     } else {
         meta.remove("namespace");
     }
-    let has_name = meta
-        .get("name")
-        .and_then(Value::as_str)
-        .is_some_and(|n| !n.is_empty());
+    let has_name = meta.get("name").and_then(Value::as_str).is_some_and(|n| !n.is_empty());
     if !has_name {
-        let prefix = meta
-            .get("generateName")
-            .and_then(Value::as_str)
-            .unwrap_or_default()
-            .to_string();
+        let prefix = meta.get("generateName").and_then(Value::as_str).unwrap_or_default().to_string();
         if prefix.is_empty() {
             return Err(ApiError::invalid_object(
                 info,
                 "",
-                vec![FieldError::required(
-                    "metadata.name",
-                    "name or generateName is required",
-                )],
+                vec![FieldError::required("metadata.name", "name or generateName is required")],
             ));
         }
-        let cut = prefix
-            .char_indices()
-            .nth(58)
-            .map_or(prefix.len(), |(i, _)| i);
-        meta.insert(
-            "name".into(),
-            json!(format!("{}{}", &prefix[..cut], ctx.name_suffix)),
-        );
+        let cut = prefix.char_indices().nth(58).map_or(prefix.len(), |(i, _)| i);
+        meta.insert("name".into(), json!(format!("{}{}", &prefix[..cut], ctx.name_suffix)));
     }
     meta.insert("uid".into(), json!(ctx.uid));
     meta.insert("creationTimestamp".into(), json!(ctx.now));
-    for field in [
-        "deletionTimestamp",
-        "deletionGracePeriodSeconds",
-        "resourceVersion",
-        "selfLink",
-    ] {
+    for field in ["deletionTimestamp", "deletionGracePeriodSeconds", "resourceVersion", "selfLink"] {
         meta.remove(field);
     }
     if info.tracks_generation {
@@ -313,10 +253,10 @@ pub fn prepare_create(
     } else {
         meta.remove("generation");
     }
-    if target.version.status {
-        if let Some(map) = object.as_object_mut() {
-            map.remove("status");
-        }
+    if target.version.status
+        && let Some(map) = object.as_object_mut()
+    {
+        map.remove("status");
     }
     let kind_errors = kind_rules(info, &mut object, None);
     let name = object::name(&object).to_string();
@@ -344,8 +284,7 @@ fn changes_generation(info: &ResourceInfo, old: &Value, new: &Value) -> bool {
     // Deployments also count annotation changes: they are copied to ReplicaSets.
     let annotations_count = info.kind == "Deployment" && info.group == "apps";
     old.get("spec") != new.get("spec")
-        || (annotations_count
-            && old.pointer("/metadata/annotations") != new.pointer("/metadata/annotations"))
+        || (annotations_count && old.pointer("/metadata/annotations") != new.pointer("/metadata/annotations"))
 }
 
 /// Prepares the update of `current` by a PUT (or a patch result) to an endpoint. Returns the
@@ -367,9 +306,7 @@ pub fn prepare_update(
             "the name of the object ({body_name}) does not match the name on the URL ({name})"
         )));
     }
-    if info.namespaced
-        && !object::namespace(&body).is_empty()
-        && object::namespace(&body) != object::namespace(current)
+    if info.namespaced && !object::namespace(&body).is_empty() && object::namespace(&body) != object::namespace(current)
     {
         return Err(ApiError::bad_request(
             "the namespace of the provided object does not match the namespace sent on the request",
@@ -380,11 +317,7 @@ pub fn prepare_update(
             return Err(ApiError::invalid_object(
                 info,
                 &name,
-                vec![FieldError::invalid_shown(
-                    "metadata.resourceVersion",
-                    "0x0",
-                    "must be specified for an update",
-                )],
+                vec![FieldError::invalid_shown("metadata.resourceVersion", "0x0", "must be specified for an update")],
             ));
         }
         "" => {}
@@ -408,53 +341,33 @@ pub fn prepare_update(
         Endpoint::Main => {
             let mut new = body;
             if target.version.status {
-                set(
-                    new.as_object_mut().expect("checked object"),
-                    "status",
-                    current.get("status"),
-                );
+                set(new.as_object_mut().expect("checked object"), "status", current.get("status"));
             }
             new
         }
         Endpoint::Status => {
             let mut new = current.clone();
-            set(
-                new.as_object_mut().expect("stored objects are maps"),
-                "status",
-                body.get("status"),
-            );
+            set(new.as_object_mut().expect("stored objects are maps"), "status", body.get("status"));
             new
         }
         Endpoint::Finalize => {
             let mut new = current.clone();
-            new["spec"]["finalizers"] = body
-                .pointer("/spec/finalizers")
-                .cloned()
-                .unwrap_or_else(|| json!([]));
+            new["spec"]["finalizers"] = body.pointer("/spec/finalizers").cloned().unwrap_or_else(|| json!([]));
             new
         }
     };
     {
         let old_meta = object::meta(current).cloned().unwrap_or_default();
         let meta = object::meta_mut(&mut new);
-        for field in [
-            "uid",
-            "creationTimestamp",
-            "deletionTimestamp",
-            "deletionGracePeriodSeconds",
-            "generation",
-            "namespace",
-        ] {
+        for field in
+            ["uid", "creationTimestamp", "deletionTimestamp", "deletionGracePeriodSeconds", "generation", "namespace"]
+        {
             set(meta, field, old_meta.get(field));
         }
         meta.remove("resourceVersion");
         meta.remove("selfLink");
     }
-    let kind_errors = if endpoint == Endpoint::Main {
-        kind_rules(info, &mut new, Some(current))
-    } else {
-        Vec::new()
-    };
+    let kind_errors = if endpoint == Endpoint::Main { kind_rules(info, &mut new, Some(current)) } else { Vec::new() };
     let mut new = canonicalize(target, ctx, new, &name)?;
     if endpoint == Endpoint::Main && changes_generation(info, current, &new) {
         let generation = object::generation(current) + 1;
@@ -463,10 +376,7 @@ pub fn prepare_update(
     let mut errors = kind_errors;
     if object::deletion_timestamp(current).is_some() {
         let old: Vec<&str> = object::finalizers(current);
-        let added: Vec<&str> = object::finalizers(&new)
-            .into_iter()
-            .filter(|f| !old.contains(f))
-            .collect();
+        let added: Vec<&str> = object::finalizers(&new).into_iter().filter(|f| !old.contains(f)).collect();
         if !added.is_empty() {
             let list: Vec<String> = added.iter().map(|f| format!("{f:?}")).collect();
             errors.push(FieldError::forbidden(
@@ -491,10 +401,7 @@ pub fn ready_to_delete(info: &ResourceInfo, object: &Value) -> bool {
         return false;
     }
     let namespace_held = info.key == "namespaces"
-        && object
-            .pointer("/spec/finalizers")
-            .and_then(Value::as_array)
-            .is_some_and(|f| !f.is_empty());
+        && object.pointer("/spec/finalizers").and_then(Value::as_array).is_some_and(|f| !f.is_empty());
     !namespace_held
 }
 
@@ -531,26 +438,15 @@ pub fn prepare_delete(
     now: &str,
 ) -> Result<Option<Mutation>, ApiError> {
     let name = object::name(current);
-    if let Some(uid) = options
-        .preconditions
-        .uid
-        .as_deref()
-        .filter(|u| *u != object::uid(current))
-    {
+    if let Some(uid) = options.preconditions.uid.as_deref().filter(|u| *u != object::uid(current)) {
         return Err(ApiError::conflict_with(
             info,
             name,
-            &format!(
-                "Precondition failed: UID in precondition: {uid}, UID in object meta: {}",
-                object::uid(current)
-            ),
+            &format!("Precondition failed: UID in precondition: {uid}, UID in object meta: {}", object::uid(current)),
         ));
     }
-    if let Some(rv) = options
-        .preconditions
-        .resource_version
-        .as_deref()
-        .filter(|rv| *rv != object::resource_version(current))
+    if let Some(rv) =
+        options.preconditions.resource_version.as_deref().filter(|rv| *rv != object::resource_version(current))
     {
         return Err(ApiError::conflict_with(
             info,
@@ -562,11 +458,7 @@ pub fn prepare_delete(
         ));
     }
     if info.key == "namespaces" && PROTECTED_NAMESPACES.contains(&name) {
-        return Err(ApiError::forbidden(
-            info,
-            name,
-            "this namespace may not be deleted",
-        ));
+        return Err(ApiError::forbidden(info, name, "this namespace may not be deleted"));
     }
     if object::deletion_timestamp(current).is_some() {
         return Ok(None);
@@ -575,20 +467,17 @@ pub fn prepare_delete(
     if info.key == "apiextensions.k8s.io/customresourcedefinitions" {
         let meta = object::meta_mut(&mut marked);
         let finalizers = meta.entry("finalizers").or_insert_with(|| json!([]));
-        if let Some(list) = finalizers.as_array_mut() {
-            if !list.contains(&json!(crd::CLEANUP_FINALIZER)) {
-                list.push(json!(crd::CLEANUP_FINALIZER));
-            }
+        if let Some(list) = finalizers.as_array_mut()
+            && !list.contains(&json!(crd::CLEANUP_FINALIZER))
+        {
+            list.push(json!(crd::CLEANUP_FINALIZER));
         }
     }
     if info.key == "namespaces" {
         marked["status"]["phase"] = json!("Terminating");
     }
     let held = !object::finalizers(&marked).is_empty()
-        || marked
-            .pointer("/spec/finalizers")
-            .and_then(Value::as_array)
-            .is_some_and(|f| !f.is_empty())
+        || marked.pointer("/spec/finalizers").and_then(Value::as_array).is_some_and(|f| !f.is_empty())
             && info.key == "namespaces";
     if !held {
         return Ok(Some(Mutation::Delete(None)));

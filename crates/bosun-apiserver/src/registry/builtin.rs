@@ -8,11 +8,10 @@ use std::any::TypeId;
 use k8s_openapi::{
     ListableResource, NamespaceResourceScope, Resource,
     api::{
-        admissionregistration::v1 as admission, apps::v1 as apps, autoscaling::v2 as autoscaling,
-        batch::v1 as batch, certificates::v1 as certificates, coordination::v1 as coordination,
-        core::v1 as core, discovery::v1 as discovery, events::v1 as events,
-        networking::v1 as networking, node::v1 as node, policy::v1 as policy, rbac::v1 as rbac,
-        scheduling::v1 as scheduling, storage::v1 as storage,
+        admissionregistration::v1 as admission, apps::v1 as apps, autoscaling::v2 as autoscaling, batch::v1 as batch,
+        certificates::v1 as certificates, coordination::v1 as coordination, core::v1 as core,
+        discovery::v1 as discovery, events::v1 as events, networking::v1 as networking, node::v1 as node,
+        policy::v1 as policy, rbac::v1 as rbac, scheduling::v1 as scheduling, storage::v1 as storage,
     },
     apiextensions_apiserver::pkg::apis::apiextensions::v1 as apiextensions,
 };
@@ -42,50 +41,27 @@ const PLAIN: Traits = Traits {
 };
 
 const fn short(names: &'static [&'static str]) -> Traits {
-    Traits {
-        short_names: names,
-        ..PLAIN
-    }
+    Traits { short_names: names, ..PLAIN }
 }
 
 /// A workload in the `all` category that tracks generation.
 const fn workload(names: &'static [&'static str]) -> Traits {
-    Traits {
-        short_names: names,
-        categories: &["all"],
-        tracks_generation: true,
-        ..PLAIN
-    }
+    Traits { short_names: names, categories: &["all"], tracks_generation: true, ..PLAIN }
 }
 
 const fn generational(names: &'static [&'static str]) -> Traits {
-    Traits {
-        short_names: names,
-        tracks_generation: true,
-        ..PLAIN
-    }
+    Traits { short_names: names, tracks_generation: true, ..PLAIN }
 }
 
-const RBAC: Traits = Traits {
-    name_rule: NameRule::PathSegment,
-    ..PLAIN
-};
+const RBAC: Traits = Traits { name_rule: NameRule::PathSegment, ..PLAIN };
 
-const API_EXTENSIONS: Traits = Traits {
-    categories: &["api-extensions"],
-    tracks_generation: true,
-    ..PLAIN
-};
+const API_EXTENSIONS: Traits = Traits { categories: &["api-extensions"], tracks_generation: true, ..PLAIN };
 
 /// Decodes into the typed struct and encodes again; errors name the field path.
 fn normalize<K: DeserializeOwned + Serialize>(value: Value) -> Result<Value, String> {
     let typed: K = serde_path_to_error::deserialize(value).map_err(|err| {
         let path = err.path().to_string();
-        if path == "." {
-            err.inner().to_string()
-        } else {
-            format!("{path}: {}", err.inner())
-        }
+        if path == "." { err.inner().to_string() } else { format!("{path}: {}", err.inner()) }
     })?;
     serde_json::to_value(typed).map_err(|e| e.to_string())
 }
@@ -95,10 +71,7 @@ where
     K: Resource + ListableResource + JsonSchema + DeserializeOwned + Serialize + 'static,
 {
     let schema = K::json_schema(generator);
-    let has_status = schema
-        .get("properties")
-        .and_then(|p| p.get("status"))
-        .is_some();
+    let has_status = schema.get("properties").and_then(|p| p.get("status")).is_some();
     ResourceInfo {
         group: K::GROUP.to_string(),
         plural: K::URL_PATH_SEGMENT.to_string(),
@@ -113,11 +86,7 @@ where
             status: has_status,
             schema: None,
             deprecation_warning: None,
-            selectable_fields: traits
-                .selectable_fields
-                .iter()
-                .map(|s| s.to_string())
-                .collect(),
+            selectable_fields: traits.selectable_fields.iter().map(|s| s.to_string()).collect(),
             normalizer: Some(normalize::<K>),
         }],
         storage_version: K::VERSION.to_string(),
@@ -161,20 +130,11 @@ pub(super) fn builtin_resources() -> Vec<ResourceInfo> {
         info::<core::LimitRange>(&mut g, short(&["limits"])),
         info::<core::Namespace>(
             &mut g,
-            Traits {
-                short_names: &["ns"],
-                name_rule: NameRule::Label,
-                selectable_fields: &["status.phase"],
-                ..PLAIN
-            },
+            Traits { short_names: &["ns"], name_rule: NameRule::Label, selectable_fields: &["status.phase"], ..PLAIN },
         ),
         info::<core::Node>(
             &mut g,
-            Traits {
-                short_names: &["no"],
-                selectable_fields: &["spec.unschedulable"],
-                ..PLAIN
-            },
+            Traits { short_names: &["no"], selectable_fields: &["spec.unschedulable"], ..PLAIN },
         ),
         info::<core::PersistentVolumeClaim>(&mut g, short(&["pvc"])),
         info::<core::PersistentVolume>(&mut g, short(&["pv"])),
@@ -200,21 +160,8 @@ pub(super) fn builtin_resources() -> Vec<ResourceInfo> {
         info::<core::PodTemplate>(&mut g, PLAIN),
         info::<core::ReplicationController>(&mut g, workload(&["rc"])),
         info::<core::ResourceQuota>(&mut g, short(&["quota"])),
-        info::<core::Secret>(
-            &mut g,
-            Traits {
-                selectable_fields: &["type"],
-                ..PLAIN
-            },
-        ),
-        info::<core::ServiceAccount>(
-            &mut g,
-            Traits {
-                short_names: &["sa"],
-                delete_returns_object: true,
-                ..PLAIN
-            },
-        ),
+        info::<core::Secret>(&mut g, Traits { selectable_fields: &["type"], ..PLAIN }),
+        info::<core::ServiceAccount>(&mut g, Traits { short_names: &["sa"], delete_returns_object: true, ..PLAIN }),
         info::<core::Service>(
             &mut g,
             Traits {
@@ -231,10 +178,7 @@ pub(super) fn builtin_resources() -> Vec<ResourceInfo> {
         info::<admission::ValidatingWebhookConfiguration>(&mut g, API_EXTENSIONS),
         info::<apiextensions::CustomResourceDefinition>(
             &mut g,
-            Traits {
-                short_names: &["crd", "crds"],
-                ..API_EXTENSIONS
-            },
+            Traits { short_names: &["crd", "crds"], ..API_EXTENSIONS },
         ),
         info::<apps::ControllerRevision>(&mut g, PLAIN),
         info::<apps::DaemonSet>(&mut g, workload(&["ds"])),
@@ -261,14 +205,7 @@ pub(super) fn builtin_resources() -> Vec<ResourceInfo> {
         info::<storage::CSIDriver>(&mut g, PLAIN),
         info::<storage::CSINode>(&mut g, PLAIN),
         info::<storage::CSIStorageCapacity>(&mut g, PLAIN),
-        info::<storage::StorageClass>(
-            &mut g,
-            Traits {
-                short_names: &["sc"],
-                delete_returns_object: true,
-                ..PLAIN
-            },
-        ),
+        info::<storage::StorageClass>(&mut g, Traits { short_names: &["sc"], delete_returns_object: true, ..PLAIN }),
         info::<storage::VolumeAttachment>(&mut g, PLAIN),
     ]
 }

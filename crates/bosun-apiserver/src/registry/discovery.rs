@@ -6,8 +6,7 @@ use serde_json::{Value, json};
 use super::{Catalog, ResourceInfo, VersionInfo};
 
 /// Content type of aggregated discovery answers; client-go decides by it alone.
-pub const AGGREGATED_CONTENT_TYPE: &str =
-    "application/json;g=apidiscovery.k8s.io;v=v2;as=APIGroupDiscoveryList";
+pub const AGGREGATED_CONTENT_TYPE: &str = "application/json;g=apidiscovery.k8s.io;v=v2;as=APIGroupDiscoveryList";
 
 /// Whether an `Accept` header asks for aggregated discovery (v2 or v2beta1).
 pub fn wants_aggregated(accept: &str) -> bool {
@@ -19,20 +18,9 @@ pub fn wants_aggregated(accept: &str) -> bool {
 
 fn verbs(info: &ResourceInfo) -> Vec<&'static str> {
     if info.key == "namespaces" {
-        vec![
-            "create", "delete", "get", "list", "patch", "update", "watch",
-        ]
+        vec!["create", "delete", "get", "list", "patch", "update", "watch"]
     } else {
-        vec![
-            "create",
-            "delete",
-            "deletecollection",
-            "get",
-            "list",
-            "patch",
-            "update",
-            "watch",
-        ]
+        vec!["create", "delete", "deletecollection", "get", "list", "patch", "update", "watch"]
     }
 }
 
@@ -48,10 +36,8 @@ pub fn core_versions(server_address: &str) -> Value {
 }
 
 fn group_document(group: &str, versions: &[String]) -> Value {
-    let entries: Vec<Value> = versions
-        .iter()
-        .map(|v| json!({"groupVersion": format!("{group}/{v}"), "version": v}))
-        .collect();
+    let entries: Vec<Value> =
+        versions.iter().map(|v| json!({"groupVersion": format!("{group}/{v}"), "version": v})).collect();
     json!({
         "name": group,
         "versions": entries,
@@ -72,10 +58,7 @@ pub fn group_list(catalog: &Catalog) -> Value {
 
 /// `GET /apis/<group>` (legacy); `None` when the group is not served.
 pub fn group(catalog: &Catalog, name: &str) -> Option<Value> {
-    let (group, versions) = catalog
-        .groups()
-        .into_iter()
-        .find(|(g, _)| g == name && !g.is_empty())?;
+    let (group, versions) = catalog.groups().into_iter().find(|(g, _)| g == name && !g.is_empty())?;
     let mut doc = group_document(&group, &versions);
     doc["kind"] = json!("APIGroup");
     doc["apiVersion"] = json!("v1");
@@ -125,11 +108,7 @@ pub fn resource_list(catalog: &Catalog, group: &str, version: &str) -> Option<Va
     if resources.is_empty() {
         return None;
     }
-    let group_version = if group.is_empty() {
-        version.to_string()
-    } else {
-        format!("{group}/{version}")
-    };
+    let group_version = if group.is_empty() { version.to_string() } else { format!("{group}/{version}") };
     Some(json!({
         "kind": "APIResourceList",
         "apiVersion": "v1",
@@ -173,9 +152,8 @@ pub fn aggregated(catalog: &Catalog, core: bool) -> Value {
             let versions: Vec<Value> = versions
                 .iter()
                 .map(|version| {
-                    let resources: Vec<Value> = served_in(catalog, &group, version)
-                        .map(|(i, v)| aggregated_resource(i, v))
-                        .collect();
+                    let resources: Vec<Value> =
+                        served_in(catalog, &group, version).map(|(i, v)| aggregated_resource(i, v)).collect();
                     json!({"version": version, "resources": resources, "freshness": "Current"})
                 })
                 .collect();
@@ -206,23 +184,12 @@ mod tests {
         let catalog = Catalog::new([]);
         let list = resource_list(&catalog, "", "v1").expect("core served");
         let resources = list["resources"].as_array().expect("resources");
-        let pods = resources
-            .iter()
-            .find(|r| r["name"] == "pods")
-            .expect("pods");
+        let pods = resources.iter().find(|r| r["name"] == "pods").expect("pods");
         assert_eq!(pods["shortNames"], json!(["po"]));
         assert_eq!(pods["categories"], json!(["all"]));
         assert!(resources.iter().any(|r| r["name"] == "pods/status"));
-        let namespaces = resources
-            .iter()
-            .find(|r| r["name"] == "namespaces")
-            .expect("namespaces");
-        assert!(
-            !namespaces["verbs"]
-                .as_array()
-                .expect("verbs")
-                .contains(&json!("deletecollection"))
-        );
+        let namespaces = resources.iter().find(|r| r["name"] == "namespaces").expect("namespaces");
+        assert!(!namespaces["verbs"].as_array().expect("verbs").contains(&json!("deletecollection")));
         assert!(resource_list(&catalog, "", "v2").is_none());
     }
 
@@ -234,11 +201,7 @@ mod tests {
         assert_eq!(items.len(), 1);
         assert_eq!(items[0]["metadata"]["name"], "");
         let apis = aggregated(&catalog, false);
-        let apps = apis["items"]
-            .as_array()
-            .expect("items")
-            .iter()
-            .find(|g| g["metadata"]["name"] == "apps");
+        let apps = apis["items"].as_array().expect("items").iter().find(|g| g["metadata"]["name"] == "apps");
         let deployments = apps.expect("apps")["versions"][0]["resources"]
             .as_array()
             .expect("resources")

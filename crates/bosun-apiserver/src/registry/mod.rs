@@ -95,11 +95,7 @@ impl ResourceInfo {
 
     /// `group/version`, or just `version` in the core group.
     pub fn api_version(&self, version: &str) -> String {
-        if self.group.is_empty() {
-            version.to_string()
-        } else {
-            format!("{}/{version}", self.group)
-        }
+        if self.group.is_empty() { version.to_string() } else { format!("{}/{version}", self.group) }
     }
 
     /// The served version with this name.
@@ -114,11 +110,7 @@ impl ResourceInfo {
 
     /// Storage key for a group and plural.
     pub fn key_for(group: &str, plural: &str) -> String {
-        if group.is_empty() {
-            plural.to_string()
-        } else {
-            format!("{group}/{plural}")
-        }
+        if group.is_empty() { plural.to_string() } else { format!("{group}/{plural}") }
     }
 }
 
@@ -130,12 +122,8 @@ pub struct Catalog {
     by_key: HashMap<String, usize>,
 }
 
-static BUILTINS: LazyLock<Vec<Arc<ResourceInfo>>> = LazyLock::new(|| {
-    builtin::builtin_resources()
-        .into_iter()
-        .map(Arc::new)
-        .collect()
-});
+static BUILTINS: LazyLock<Vec<Arc<ResourceInfo>>> =
+    LazyLock::new(|| builtin::builtin_resources().into_iter().map(Arc::new).collect());
 
 impl Catalog {
     /// The built-in resources plus the given custom ones (custom resources never shadow built-ins).
@@ -147,14 +135,7 @@ impl Catalog {
             }
             let index = catalog.resources.len();
             for version in &info.versions {
-                catalog.by_path.insert(
-                    (
-                        info.group.clone(),
-                        version.name.clone(),
-                        info.plural.clone(),
-                    ),
-                    index,
-                );
+                catalog.by_path.insert((info.group.clone(), version.name.clone(), info.plural.clone()), index);
             }
             catalog.by_key.insert(info.key.clone(), index);
             catalog.resources.push(info);
@@ -164,9 +145,7 @@ impl Catalog {
 
     /// The resource served at `/apis/<group>/<version>/<plural>`.
     pub fn lookup(&self, group: &str, version: &str, plural: &str) -> Option<&Arc<ResourceInfo>> {
-        let index =
-            self.by_path
-                .get(&(group.to_string(), version.to_string(), plural.to_string()))?;
+        let index = self.by_path.get(&(group.to_string(), version.to_string(), plural.to_string()))?;
         self.resources.get(*index)
     }
 
@@ -177,9 +156,7 @@ impl Catalog {
 
     /// The resource of a group and kind (any served version).
     pub fn by_kind(&self, group: &str, kind: &str) -> Option<&Arc<ResourceInfo>> {
-        self.resources
-            .iter()
-            .find(|r| r.group == group && r.kind == kind)
+        self.resources.iter().find(|r| r.group == group && r.kind == kind)
     }
 
     /// Every resource, built-ins first.
@@ -196,11 +173,7 @@ impl Catalog {
         for info in &self.resources {
             let entry = versions.entry(info.group.clone()).or_default();
             if entry.is_empty() {
-                if info.custom {
-                    custom_groups.push(info.group.clone())
-                } else {
-                    order.push(info.group.clone())
-                }
+                if info.custom { custom_groups.push(info.group.clone()) } else { order.push(info.group.clone()) }
             }
             for v in &info.versions {
                 if !entry.contains(&v.name) {
@@ -231,17 +204,12 @@ pub struct CatalogHandle {
 impl CatalogHandle {
     /// A handle serving only the built-ins.
     pub fn new() -> Self {
-        Self {
-            current: RwLock::new(Arc::new(Catalog::new([]))),
-        }
+        Self { current: RwLock::new(Arc::new(Catalog::new([]))) }
     }
 
     /// The current catalogue.
     pub fn snapshot(&self) -> Arc<Catalog> {
-        self.current
-            .read()
-            .unwrap_or_else(|e| e.into_inner())
-            .clone()
+        self.current.read().unwrap_or_else(|e| e.into_inner()).clone()
     }
 
     /// Installs a catalogue built from the built-ins plus these custom resources.
@@ -291,53 +259,26 @@ mod tests {
 
     #[test]
     fn versions_sort_by_kubernetes_priority() {
-        let mut versions = vec![
-            "v1alpha1", "foo", "v2", "v1beta2", "v1", "v1beta1", "v10", "bar",
-        ];
+        let mut versions = vec!["v1alpha1", "foo", "v2", "v1beta2", "v1", "v1beta1", "v10", "bar"];
         versions.sort_by(|a, b| compare_versions(b, a));
-        assert_eq!(
-            versions,
-            [
-                "v10", "v2", "v1", "v1beta2", "v1beta1", "v1alpha1", "bar", "foo"
-            ]
-        );
+        assert_eq!(versions, ["v10", "v2", "v1", "v1beta2", "v1beta1", "v1alpha1", "bar", "foo"]);
     }
 
     #[test]
     fn builtins_are_derived_from_the_typed_api() {
         let catalog = Catalog::new([]);
-        let deployments = catalog
-            .lookup("apps", "v1", "deployments")
-            .expect("deployments served");
+        let deployments = catalog.lookup("apps", "v1", "deployments").expect("deployments served");
         assert_eq!(deployments.kind, "Deployment");
         assert_eq!(deployments.list_kind, "DeploymentList");
         assert!(deployments.namespaced);
-        assert!(
-            deployments.versions[0].status,
-            "Deployment has a status subresource"
-        );
+        assert!(deployments.versions[0].status, "Deployment has a status subresource");
         assert!(deployments.tracks_generation);
-        let configmaps = catalog
-            .lookup("", "v1", "configmaps")
-            .expect("configmaps served");
+        let configmaps = catalog.lookup("", "v1", "configmaps").expect("configmaps served");
         assert!(!configmaps.versions[0].status, "ConfigMap has no status");
-        assert!(
-            !catalog
-                .lookup("", "v1", "namespaces")
-                .expect("namespaces")
-                .namespaced
-        );
-        assert!(
-            catalog
-                .lookup("coordination.k8s.io", "v1", "leases")
-                .is_some()
-        );
+        assert!(!catalog.lookup("", "v1", "namespaces").expect("namespaces").namespaced);
+        assert!(catalog.lookup("coordination.k8s.io", "v1", "leases").is_some());
         assert!(catalog.lookup("events.k8s.io", "v1", "events").is_some());
-        assert!(
-            catalog
-                .lookup("apiextensions.k8s.io", "v1", "customresourcedefinitions")
-                .is_some()
-        );
+        assert!(catalog.lookup("apiextensions.k8s.io", "v1", "customresourcedefinitions").is_some());
     }
 
     #[test]

@@ -70,11 +70,7 @@ impl StoredObject {
     /// Encodes a value once, for serving and storing.
     pub fn new(value: Value, revision: u64) -> Self {
         let json: Arc<str> = Arc::from(value.to_string());
-        Self {
-            value,
-            json,
-            revision,
-        }
+        Self { value, json, revision }
     }
 }
 
@@ -139,10 +135,7 @@ impl Outcome {
     /// The object the write produced.
     pub fn value(&self) -> &Value {
         match self {
-            Outcome::Created(o)
-            | Outcome::Updated(o)
-            | Outcome::Unchanged(o)
-            | Outcome::Deleted(o) => &o.value,
+            Outcome::Created(o) | Outcome::Updated(o) | Outcome::Unchanged(o) | Outcome::Deleted(o) => &o.value,
             Outcome::DryRun { value, .. } => value,
             Outcome::Absent => &Value::Null,
         }
@@ -172,11 +165,7 @@ pub struct TooOld {
 /// The key of an object within its resource: `namespace/name` or `name`. It sorts like etcd's
 /// `/registry/<resource>/<namespace>/<name>` keys, so lists come out in upstream's order.
 pub fn object_key(namespace: &str, name: &str) -> String {
-    if namespace.is_empty() {
-        name.to_string()
-    } else {
-        format!("{namespace}/{name}")
-    }
+    if namespace.is_empty() { name.to_string() } else { format!("{namespace}/{name}") }
 }
 
 struct EventLog {
@@ -211,27 +200,12 @@ impl Store {
         let (revision, rows, connection) = sqlite::open(dir)?;
         let mut objects: HashMap<Arc<str>, BTreeMap<String, Arc<StoredObject>>> = HashMap::new();
         for row in rows {
-            let value: Value =
-                serde_json::from_str(&row.json).map_err(|source| StoreError::Corrupt {
-                    key: format!("{}/{}", row.resource, row.key),
-                    source,
-                })?;
-            let stored = StoredObject {
-                value,
-                json: Arc::from(row.json),
-                revision: row.revision,
-            };
-            objects
-                .entry(Arc::from(row.resource))
-                .or_default()
-                .insert(row.key, Arc::new(stored));
+            let value: Value = serde_json::from_str(&row.json)
+                .map_err(|source| StoreError::Corrupt { key: format!("{}/{}", row.resource, row.key), source })?;
+            let stored = StoredObject { value, json: Arc::from(row.json), revision: row.revision };
+            objects.entry(Arc::from(row.resource)).or_default().insert(row.key, Arc::new(stored));
         }
-        Ok(Self::from_parts(
-            revision,
-            objects,
-            history,
-            Some(connection),
-        ))
+        Ok(Self::from_parts(revision, objects, history, Some(connection)))
     }
 
     fn from_parts(
@@ -242,20 +216,8 @@ impl Store {
     ) -> Self {
         let visible = Arc::new(watch::channel(revision).0);
         let persister = connection.map(|c| sqlite::Persister::start(c, visible.clone()));
-        let log = EventLog {
-            events: VecDeque::new(),
-            capacity: history.max(1),
-            complete_after: revision,
-        };
-        Self {
-            state: Mutex::new(State {
-                revision,
-                objects,
-                log,
-            }),
-            visible,
-            persister,
-        }
+        let log = EventLog { events: VecDeque::new(), capacity: history.max(1), complete_after: revision };
+        Self { state: Mutex::new(State { revision, objects, log }), visible, persister }
     }
 
     fn lock(&self) -> MutexGuard<'_, State> {
@@ -272,11 +234,7 @@ impl Store {
     /// The current object, if any.
     pub fn get(&self, resource: &str, namespace: &str, name: &str) -> Option<Arc<StoredObject>> {
         let state = self.lock();
-        state
-            .objects
-            .get(resource)?
-            .get(&object_key(namespace, name))
-            .cloned()
+        state.objects.get(resource)?.get(&object_key(namespace, name)).cloned()
     }
 
     /// Lists objects of a resource (optionally one namespace) in key order, after `start_after`,
@@ -290,12 +248,7 @@ impl Store {
         filter: impl Fn(&StoredObject) -> bool,
     ) -> ListPage {
         let state = self.lock();
-        let mut page = ListPage {
-            items: Vec::new(),
-            revision: state.revision,
-            next_key: None,
-            remaining: 0,
-        };
+        let mut page = ListPage { items: Vec::new(), revision: state.revision, next_key: None, remaining: 0 };
         let Some(objects) = state.objects.get(resource) else {
             return page;
         };
@@ -307,10 +260,10 @@ impl Store {
         };
         let limit = limit.filter(|l| *l > 0).unwrap_or(usize::MAX);
         for (key, object) in objects.range((lower, Bound::Unbounded)) {
-            if let Some(prefix) = &prefix {
-                if !key.starts_with(prefix.as_str()) {
-                    break;
-                }
+            if let Some(prefix) = &prefix
+                && !key.starts_with(prefix.as_str())
+            {
+                break;
             }
             if !filter(object) {
                 continue;
@@ -349,20 +302,13 @@ impl Store {
         let (outcome, durable) = {
             let mut state = self.lock();
             let key = object_key(namespace, name);
-            let current = state
-                .objects
-                .get(resource)
-                .and_then(|m| m.get(&key))
-                .cloned();
+            let current = state.objects.get(resource).and_then(|m| m.get(&key)).cloned();
             let Some(mutation) = decide(current.as_ref())? else {
                 return Ok(current.map_or(Outcome::Absent, Outcome::Unchanged));
             };
             if dry_run {
                 let deleted = matches!(mutation, Mutation::Delete(_));
-                return Ok(Outcome::DryRun {
-                    value: dry_run_result(mutation, current.as_deref()),
-                    deleted,
-                });
+                return Ok(Outcome::DryRun { value: dry_run_result(mutation, current.as_deref()), deleted });
             }
             self.apply(&mut state, resource, key, current, mutation)
         };
@@ -395,11 +341,7 @@ impl Store {
                 object::set_resource_version(&mut value, revision);
                 let stored = Arc::new(StoredObject::new(value, revision));
                 match current {
-                    Some(_) => (
-                        Outcome::Updated(stored.clone()),
-                        EventKind::Modified,
-                        stored,
-                    ),
+                    Some(_) => (Outcome::Updated(stored.clone()), EventKind::Modified, stored),
                     None => (Outcome::Created(stored.clone()), EventKind::Added, stored),
                 }
             }
@@ -414,11 +356,8 @@ impl Store {
             }
         };
         state.revision = revision;
-        let resource: Arc<str> = state
-            .objects
-            .get_key_value(resource)
-            .map(|(k, _)| k.clone())
-            .unwrap_or_else(|| Arc::from(resource));
+        let resource: Arc<str> =
+            state.objects.get_key_value(resource).map(|(k, _)| k.clone()).unwrap_or_else(|| Arc::from(resource));
         let objects = state.objects.entry(resource.clone()).or_default();
         let persisted = if event_kind == EventKind::Deleted {
             objects.remove(&key);
@@ -436,12 +375,7 @@ impl Store {
         });
         state.log.push(event);
         let durable = match &self.persister {
-            Some(persister) => Some(persister.submit(sqlite::Write {
-                revision,
-                resource,
-                key,
-                json: persisted,
-            })),
+            Some(persister) => Some(persister.submit(sqlite::Write { revision, resource, key, json: persisted })),
             None => {
                 self.visible.send_replace(revision);
                 None
@@ -466,18 +400,10 @@ impl Store {
         let state = self.lock();
         let log = &state.log;
         if after < log.complete_after {
-            return Err(TooOld {
-                oldest: log.complete_after,
-            });
+            return Err(TooOld { oldest: log.complete_after });
         }
         let start = log.events.partition_point(|e| e.revision <= after);
-        Ok(log
-            .events
-            .range(start..)
-            .take_while(|e| e.revision <= upto)
-            .filter(|e| filter(e))
-            .cloned()
-            .collect())
+        Ok(log.events.range(start..).take_while(|e| e.revision <= upto).filter(|e| filter(e)).cloned().collect())
     }
 
     /// The newest revision watchers may see.
@@ -510,10 +436,10 @@ fn dry_run_result(mutation: Mutation, current: Option<&StoredObject>) -> Value {
 
 impl EventLog {
     fn push(&mut self, event: Arc<Event>) {
-        if self.events.len() == self.capacity {
-            if let Some(oldest) = self.events.pop_front() {
-                self.complete_after = oldest.revision;
-            }
+        if self.events.len() == self.capacity
+            && let Some(oldest) = self.events.pop_front()
+        {
+            self.complete_after = oldest.revision;
         }
         self.events.push_back(event);
     }
@@ -530,9 +456,7 @@ mod tests {
     use super::*;
     use serde_json::json;
 
-    fn put(
-        value: Value,
-    ) -> impl FnOnce(Option<&Arc<StoredObject>>) -> Result<Option<Mutation>, StoreError> {
+    fn put(value: Value) -> impl FnOnce(Option<&Arc<StoredObject>>) -> Result<Option<Mutation>, StoreError> {
         move |_| Ok(Some(Mutation::Put(value)))
     }
 
@@ -543,37 +467,22 @@ mod tests {
     #[tokio::test]
     async fn revisions_increase_and_identical_writes_change_nothing() {
         let store = Store::in_memory(100);
-        let first = store
-            .write("configmaps", "default", "a", false, put(cm("a", "1")))
-            .await
-            .expect("create");
+        let first = store.write("configmaps", "default", "a", false, put(cm("a", "1"))).await.expect("create");
         assert!(matches!(first, Outcome::Created(ref o) if o.revision == 1));
         assert_eq!(first.value()["metadata"]["resourceVersion"], "1");
-        let same = store
-            .write("configmaps", "default", "a", false, put(cm("a", "1")))
-            .await
-            .expect("no-op");
+        let same = store.write("configmaps", "default", "a", false, put(cm("a", "1"))).await.expect("no-op");
         assert!(matches!(same, Outcome::Unchanged(ref o) if o.revision == 1));
         assert_eq!(store.revision(), 1);
-        let changed = store
-            .write("configmaps", "default", "a", false, put(cm("a", "2")))
-            .await
-            .expect("update");
+        let changed = store.write("configmaps", "default", "a", false, put(cm("a", "2"))).await.expect("update");
         assert!(matches!(changed, Outcome::Updated(ref o) if o.revision == 2));
         let events = store.events_between(0, 10, |_| true).expect("retained");
-        assert_eq!(
-            events.iter().map(|e| e.kind).collect::<Vec<_>>(),
-            [EventKind::Added, EventKind::Modified]
-        );
+        assert_eq!(events.iter().map(|e| e.kind).collect::<Vec<_>>(), [EventKind::Added, EventKind::Modified]);
     }
 
     #[tokio::test]
     async fn dry_runs_store_nothing() {
         let store = Store::in_memory(100);
-        let outcome = store
-            .write("configmaps", "default", "a", true, put(cm("a", "1")))
-            .await
-            .expect("dry run");
+        let outcome = store.write("configmaps", "default", "a", true, put(cm("a", "1"))).await.expect("dry run");
         assert!(
             matches!(outcome, Outcome::DryRun { ref value, deleted: false } if value["metadata"].get("resourceVersion").is_none())
         );
@@ -587,32 +496,16 @@ mod tests {
         for (ns, name) in [("b", "x"), ("a", "z"), ("a", "y"), ("a-b", "w")] {
             let mut value = cm(name, "1");
             value["metadata"]["namespace"] = json!(ns);
-            store
-                .write("configmaps", ns, name, false, put(value))
-                .await
-                .expect("create");
+            store.write("configmaps", ns, name, false, put(value)).await.expect("create");
         }
         let all = store.list("configmaps", None, None, None, |_| true);
-        let names: Vec<&str> = all
-            .items
-            .iter()
-            .map(|o| o.value["metadata"]["name"].as_str().unwrap_or_default())
-            .collect();
-        assert_eq!(
-            names,
-            ["w", "y", "z", "x"],
-            "etcd key order: a-b/ < a/ < b/"
-        );
+        let names: Vec<&str> =
+            all.items.iter().map(|o| o.value["metadata"]["name"].as_str().unwrap_or_default()).collect();
+        assert_eq!(names, ["w", "y", "z", "x"], "etcd key order: a-b/ < a/ < b/");
         let page = store.list("configmaps", Some("a"), None, Some(1), |_| true);
         assert_eq!(page.items.len(), 1);
         assert_eq!(page.remaining, 1);
-        let next = store.list(
-            "configmaps",
-            Some("a"),
-            page.next_key.as_deref(),
-            Some(1),
-            |_| true,
-        );
+        let next = store.list("configmaps", Some("a"), page.next_key.as_deref(), Some(1), |_| true);
         assert_eq!(next.items[0].value["metadata"]["name"], "z");
         assert!(next.next_key.is_none());
     }
@@ -621,21 +514,9 @@ mod tests {
     async fn history_beyond_capacity_is_reported_too_old() {
         let store = Store::in_memory(2);
         for i in 0..4 {
-            store
-                .write(
-                    "configmaps",
-                    "default",
-                    "a",
-                    false,
-                    put(cm("a", &i.to_string())),
-                )
-                .await
-                .expect("write");
+            store.write("configmaps", "default", "a", false, put(cm("a", &i.to_string()))).await.expect("write");
         }
-        assert_eq!(
-            store.events_between(1, 4, |_| true).map(|e| e.len()),
-            Err(TooOld { oldest: 2 })
-        );
+        assert_eq!(store.events_between(1, 4, |_| true).map(|e| e.len()), Err(TooOld { oldest: 2 }));
         assert_eq!(store.events_between(2, 4, |_| true).map(|e| e.len()), Ok(2));
     }
 }

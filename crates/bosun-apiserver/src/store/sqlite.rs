@@ -44,14 +44,8 @@ struct Job {
 /// Opens (creating if needed) `<dir>/store.db` and loads its revision and objects.
 pub(super) fn open(dir: &Path) -> Result<(u64, Vec<Row>, Connection), StoreError> {
     let path = dir.join("store.db");
-    let fail = |source| StoreError::Open {
-        path: path.display().to_string(),
-        source,
-    };
-    std::fs::create_dir_all(dir).map_err(|source| StoreError::CreateDir {
-        path: dir.display().to_string(),
-        source,
-    })?;
+    let fail = |source| StoreError::Open { path: path.display().to_string(), source };
+    std::fs::create_dir_all(dir).map_err(|source| StoreError::CreateDir { path: dir.display().to_string(), source })?;
     let connection = Connection::open(&path).map_err(fail)?;
     connection
         .execute_batch(
@@ -70,36 +64,21 @@ pub(super) fn open(dir: &Path) -> Result<(u64, Vec<Row>, Connection), StoreError
              UPDATE meta SET value = value WHERE name = 'revision';",
         )
         .map_err(fail)?;
-    let stored_revision: i64 = connection
-        .query_row("SELECT value FROM meta WHERE name = 'revision'", [], |r| {
-            r.get(0)
-        })
-        .map_err(fail)?;
+    let stored_revision: i64 =
+        connection.query_row("SELECT value FROM meta WHERE name = 'revision'", [], |r| r.get(0)).map_err(fail)?;
     let mut rows = Vec::new();
     {
-        let mut statement = connection
-            .prepare("SELECT resource, key, revision, json FROM objects")
-            .map_err(fail)?;
+        let mut statement = connection.prepare("SELECT resource, key, revision, json FROM objects").map_err(fail)?;
         let mapped = statement
             .query_map([], |r| {
-                Ok(Row {
-                    resource: r.get(0)?,
-                    key: r.get(1)?,
-                    revision: r.get::<_, i64>(2)? as u64,
-                    json: r.get(3)?,
-                })
+                Ok(Row { resource: r.get(0)?, key: r.get(1)?, revision: r.get::<_, i64>(2)? as u64, json: r.get(3)? })
             })
             .map_err(fail)?;
         for row in mapped {
             rows.push(row.map_err(fail)?);
         }
     }
-    let revision = rows
-        .iter()
-        .map(|r| r.revision)
-        .max()
-        .unwrap_or(0)
-        .max(stored_revision as u64);
+    let revision = rows.iter().map(|r| r.revision).max().unwrap_or(0).max(stored_revision as u64);
     Ok((revision, rows, connection))
 }
 
@@ -110,18 +89,12 @@ fn commit(connection: &mut Connection, batch: &[Job]) -> rusqlite::Result<()> {
             "INSERT INTO objects (resource, key, revision, json) VALUES (?1, ?2, ?3, ?4)
              ON CONFLICT (resource, key) DO UPDATE SET revision = excluded.revision, json = excluded.json",
         )?;
-        let mut delete =
-            transaction.prepare_cached("DELETE FROM objects WHERE resource = ?1 AND key = ?2")?;
+        let mut delete = transaction.prepare_cached("DELETE FROM objects WHERE resource = ?1 AND key = ?2")?;
         for job in batch {
             let write = &job.write;
             match &write.json {
                 Some(json) => {
-                    upsert.execute(params![
-                        &*write.resource,
-                        write.key,
-                        write.revision as i64,
-                        &**json
-                    ])?;
+                    upsert.execute(params![&*write.resource, write.key, write.revision as i64, &**json])?;
                 }
                 None => {
                     delete.execute(params![&*write.resource, write.key])?;
@@ -129,10 +102,8 @@ fn commit(connection: &mut Connection, batch: &[Job]) -> rusqlite::Result<()> {
             }
         }
         if let Some(last) = batch.last() {
-            transaction.execute(
-                "UPDATE meta SET value = ?1 WHERE name = 'revision'",
-                params![last.write.revision as i64],
-            )?;
+            transaction
+                .execute("UPDATE meta SET value = ?1 WHERE name = 'revision'", params![last.write.revision as i64])?;
         }
     }
     transaction.commit()
@@ -172,10 +143,7 @@ impl Persister {
                 }
             })
             .ok();
-        Self {
-            sender: Mutex::new(Some(sender)),
-            thread: Mutex::new(thread),
-        }
+        Self { sender: Mutex::new(Some(sender)), thread: Mutex::new(thread) }
     }
 
     /// Queues a write; the receiver completes when it is committed.

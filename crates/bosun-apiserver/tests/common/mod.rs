@@ -38,27 +38,12 @@ pub async fn request(
     if let Some(content_type) = content_type {
         builder = builder.header("content-type", content_type);
     }
-    let request = builder
-        .body(kube::client::Body::from(body.into()))
-        .expect("request");
-    let response = server
-        .client()
-        .send(request)
-        .await
-        .expect("transport works");
+    let request = builder.body(kube::client::Body::from(body.into())).expect("request");
+    let response = server.client().send(request).await.expect("transport works");
     let status = response.status().as_u16();
     let headers = response.headers().clone();
-    let bytes = response
-        .into_body()
-        .collect()
-        .await
-        .expect("body")
-        .to_bytes();
-    Answer {
-        status,
-        headers,
-        body: String::from_utf8_lossy(&bytes).into_owned(),
-    }
+    let bytes = response.into_body().collect().await.expect("body").to_bytes();
+    Answer { status, headers, body: String::from_utf8_lossy(&bytes).into_owned() }
 }
 
 /// GET a path.
@@ -79,11 +64,7 @@ impl Kubectl {
         let kubeconfig = dir.path().join("kubeconfig");
         server.write_kubeconfig(&kubeconfig).expect("kubeconfig");
         let cache = dir.path().join("cache");
-        Self {
-            _dir: dir,
-            kubeconfig,
-            cache,
-        }
+        Self { _dir: dir, kubeconfig, cache }
     }
 
     pub fn command(&self, args: &[&str]) -> tokio::process::Command {
@@ -113,10 +94,7 @@ impl Kubectl {
             .spawn()
             .expect("kubectl starts");
         let mut stdin = child.stdin.take().expect("stdin");
-        stdin
-            .write_all(input.as_bytes())
-            .await
-            .expect("write stdin");
+        stdin.write_all(input.as_bytes()).await.expect("write stdin");
         drop(stdin);
         child.wait_with_output().await.expect("kubectl finishes")
     }
@@ -124,19 +102,12 @@ impl Kubectl {
     /// Runs kubectl and returns stdout, panicking with stderr on failure.
     pub async fn ok(&self, args: &[&str]) -> String {
         let output = self.run(args).await;
-        assert!(
-            output.status.success(),
-            "kubectl {args:?} failed: {}",
-            String::from_utf8_lossy(&output.stderr)
-        );
+        assert!(output.status.success(), "kubectl {args:?} failed: {}", String::from_utf8_lossy(&output.stderr));
         String::from_utf8_lossy(&output.stdout).into_owned()
     }
 }
 
 /// Stdout and stderr of a finished command as text.
 pub fn texts(output: &Output) -> (String, String) {
-    (
-        String::from_utf8_lossy(&output.stdout).into_owned(),
-        String::from_utf8_lossy(&output.stderr).into_owned(),
-    )
+    (String::from_utf8_lossy(&output.stdout).into_owned(), String::from_utf8_lossy(&output.stderr).into_owned())
 }

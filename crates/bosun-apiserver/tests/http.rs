@@ -1,0 +1,217 @@
+//! The wire: discovery documents and content types, and bad input answered with upstream's
+//! status codes and messages without writing anything.
+
+mod common;
+
+use bosun_apiserver::RunningServer;
+use kube::{Discovery, core::GroupVersionKind, discovery::Scope};
+use serde_json::{Value, json};
+
+const AGGREGATED_ACCEPT: &str = "application/json;g=apidiscovery.k8s.io;v=v2;as=APIGroupDiscoveryList,application/json;g=apidiscovery.k8s.io;v=v2beta1;as=APIGroupDiscoveryList,application/json";
+
+#[tokio::test]
+async fn version_and_legacy_discovery_documents() {
+    let server = common::server().await;
+    let version = common::get(&server, "/version").await.json();
+    for field in
+        ["major", "minor", "gitVersion", "gitCommit", "gitTreeState", "buildDate", "goVersion", "compiler", "platform"]
+    {
+        assert!(version[field].as_str().is_some_and(|v| !v.is_empty()), "{field} is filled: {version}");
+    }
+    let core = common::get(&server, "/api").await.json();
+    assert_eq!(core["kind"], "APIVersions");
+    assert_eq!(core["versions"], json!(["v1"]));
+    let groups = common::get(&server, "/apis").await.json();
+    let apps = groups["groups"].as_array().expect("groups").iter().find(|g| g["name"] == "apps").expect("apps");
+    assert_eq!(apps["preferredVersion"]["groupVersion"], "apps/v1");
+    let apps_group = common::get(&server, "/apis/apps").await.json();
+    assert_eq!(apps_group["kind"], "APIGroup");
+    let resources = common::get(&server, "/apis/apps/v1").await.json();
+    let names: Vec<&str> =
+        resources["resources"].as_array().expect("resources").iter().filter_map(|r| r["name"].as_str()).collect();
+    for expected in
+        ["deployments", "deployments/status", "statefulsets", "daemonsets", "replicasets", "controllerrevisions"]
+    {
+        assert!(names.contains(&expected), "{expected} in {names:?}");
+    }
+    assert_eq!(common::get(&server, "/apis/nothing.example.com").await.status, 404);
+    assert_eq!(common::get(&server, "/apis/apps/v9").await.status, 404);
+}
+
+#[tokio::test]
+async fn aggregated_discovery_has_the_exact_content_type() {
+    let server = common::server().await;
+    for path in ["/api", "/apis"] {
+        let request = http::Request::builder()
+            .uri(path)
+            .header("accept", AGGREGATED_ACCEPT)
+            .body(kube::client::Body::empty())
+            .expect("request");
+        let response = server.client().send(request).await.expect("send");
+        assert_eq!(
+            response.headers().get("content-type").and_then(|v| v.to_str().ok()),
+            Some("application/json;g=apidiscovery.k8s.io;v=v2;as=APIGroupDiscoveryList"),
+            "{path}"
+        );
+    }
+}
+
+#[tokio::test]
+async fn kube_discovery_resolves_builtins_with_scope_and_subresources() {
+    let server = common::server().await;
+    for discovery in [
+        Discovery::new(server.client()).run_aggregated().await.expect("aggregated"),
+        Discovery::new(server.client()).run().await.expect("legacy"),
+    ] {
+        let expectations = [
+            (GroupVersionKind::gvk("apps", "v1", "Deployment"), Scope::Namespaced),
+            (GroupVersionKind::gvk("", "v1", "Namespace"), Scope::Cluster),
+            (GroupVersionKind::gvk("coordination.k8s.io", "v1", "Lease"), Scope::Namespaced),
+            (GroupVersionKind::gvk("events.k8s.io", "v1", "Event"), Scope::Namespaced),
+            (GroupVersionKind::gvk("rbac.authorization.k8s.io", "v1", "ClusterRole"), Scope::Cluster),
+            (GroupVersionKind::gvk("apiextensions.k8s.io", "v1", "CustomResourceDefinition"), Scope::Cluster),
+        ];
+        for (gvk, scope) in expectations {
+            let (_, capabilities) = discovery.resolve_gvk(&gvk).unwrap_or_else(|| panic!("{gvk:?} discoverable"));
+            assert_eq!(capabilities.scope, scope, "{gvk:?}");
+        }
+    }
+}
+
+/// Sends a request and checks the answer is a Status with this code and that nothing was written.
+async fn refused(
+    server: &RunningServer,
+    method: &str,
+    path: &str,
+    content_type: Option<&str>,
+    body: impl Into<Vec<u8>>,
+    code: u16,
+) -> Value {
+    let before = server.revision();
+    let answer = common::request(server, method, path, content_type, body).await;
+    assert_eq!(answer.status, code, "{method} {path}: {}", answer.body);
+    let status = answer.json();
+    assert_eq!(status["kind"], "Status");
+    assert_eq!(status["status"], "Failure");
+    assert_eq!(status["code"], code);
+    assert_eq!(server.revision(), before, "{method} {path} wrote something");
+    status
+}
+
+const CONFIGMAPS: &str = "/api/v1/namespaces/default/configmaps";
+
+#[tokio::test]
+async fn malformed_bodies_are_bad_requests() {
+    let server = common::server().await;
+    let status = refused(&server, "POST", CONFIGMAPS, Some("application/json"), "{\"metadata\": {", 400).await;
+    assert!(
+        status["message"].as_str().expect("message").starts_with("couldn't get version/kind; json parse error:"),
+        "{status}"
+    );
+    let status = refused(&server, "POST", CONFIGMAPS, Some("application/yaml"), "metadata: [unclosed", 400).await;
+    assert!(status["message"].as_str().expect("message").contains("yaml parse error"), "{status}");
+    let status = refused(&server, "POST", CONFIGMAPS, Some("application/json"), "[1, 2]", 400).await;
+    assert_eq!(status["reason"], "BadRequest");
+    refused(&server, "POST", CONFIGMAPS, Some("text/plain"), "hello", 415).await;
+    let ok = common::request(
+        &server,
+        "POST",
+        CONFIGMAPS,
+        Some("application/yaml"),
+        "metadata:\n  name: from-yaml\ndata:\n  a: b\n",
+    )
+    .await;
+    assert_eq!(ok.status, 201, "YAML bodies are accepted: {}", ok.body);
+}
+
+#[tokio::test]
+async fn objects_must_match_the_url() {
+    let server = common::server().await;
+    let wrong_version = json!({"apiVersion": "apps/v1", "kind": "ConfigMap", "metadata": {"name": "x"}});
+    let status = refused(&server, "POST", CONFIGMAPS, None, wrong_version.to_string(), 400).await;
+    assert_eq!(status["message"], "the API version in the data (apps/v1) does not match the expected API version (v1)");
+    let wrong_kind = json!({"apiVersion": "v1", "kind": "Secret", "metadata": {"name": "x"}});
+    let status = refused(&server, "POST", CONFIGMAPS, None, wrong_kind.to_string(), 400).await;
+    assert!(
+        status["message"]
+            .as_str()
+            .expect("message")
+            .starts_with("Secret in version \"v1\" cannot be handled as a ConfigMap")
+    );
+    let wrong_namespace = json!({"metadata": {"name": "x", "namespace": "kube-system"}});
+    let status = refused(&server, "POST", CONFIGMAPS, None, wrong_namespace.to_string(), 400).await;
+    assert_eq!(
+        status["message"],
+        "the namespace of the provided object does not match the namespace sent on the request"
+    );
+    let bad_type = json!({"metadata": {"name": "x"}, "data": {"a": 1}});
+    let status = refused(&server, "POST", CONFIGMAPS, None, bad_type.to_string(), 400).await;
+    assert!(status["message"].as_str().expect("message").contains("data.a"), "the message names the field: {status}");
+}
+
+#[tokio::test]
+async fn invalid_names_are_unprocessable_with_the_rule_in_the_cause() {
+    let server = common::server().await;
+    let body = json!({"metadata": {"name": "Bad_Name"}});
+    let status = refused(&server, "POST", CONFIGMAPS, None, body.to_string(), 422).await;
+    assert_eq!(status["reason"], "Invalid");
+    assert_eq!(status["details"]["causes"][0]["field"], "metadata.name");
+    assert!(status["message"].as_str().expect("message").starts_with(
+        "ConfigMap \"Bad_Name\" is invalid: metadata.name: Invalid value: \"Bad_Name\": a lowercase RFC 1123 subdomain"
+    ));
+    let service = json!({"metadata": {"name": "1st"}, "spec": {"ports": [{"port": 80}]}});
+    let status = refused(&server, "POST", "/api/v1/namespaces/default/services", None, service.to_string(), 422).await;
+    assert!(status["message"].as_str().expect("message").contains("a DNS-1035 label"), "{status}");
+    let labels = json!({"metadata": {"name": "ok", "labels": {"bad key": "v"}}});
+    let status = refused(&server, "POST", CONFIGMAPS, None, labels.to_string(), 422).await;
+    assert_eq!(status["details"]["causes"][0]["field"], "metadata.labels");
+}
+
+#[tokio::test]
+async fn unknown_resources_and_paths_are_not_found() {
+    let server = common::server().await;
+    for path in
+        ["/api/v1/namespaces/default/widgets", "/apis/example.com/v1/widgets", "/api/v1/nodes/x/bogus", "/nothing"]
+    {
+        let status = refused(&server, "GET", path, None, Vec::new(), 404).await;
+        assert_eq!(status["message"], "the server could not find the requested resource", "{path}");
+    }
+    refused(&server, "GET", "/api/v1/namespaces/default/namespaces", None, Vec::new(), 404).await;
+    refused(&server, "GET", "/api/v1/configmaps/name-without-namespace", None, Vec::new(), 404).await;
+}
+
+#[tokio::test]
+async fn bodies_above_three_mebibytes_are_refused() {
+    let server = common::server().await;
+    let big = json!({"metadata": {"name": "big"}, "data": {"a": "x".repeat(3 * 1024 * 1024)}});
+    let status = refused(&server, "POST", CONFIGMAPS, None, big.to_string(), 413).await;
+    assert_eq!(status["reason"], "RequestEntityTooLarge");
+}
+
+#[tokio::test]
+async fn patches_need_a_known_patch_type() {
+    let server = common::server().await;
+    let ok = common::request(&server, "POST", CONFIGMAPS, None, json!({"metadata": {"name": "p"}}).to_string()).await;
+    assert_eq!(ok.status, 201);
+    let status = refused(&server, "PATCH", &format!("{CONFIGMAPS}/p"), Some("application/json"), "{}", 415).await;
+    assert_eq!(
+        status["message"],
+        "the body of the request was in an unknown format - accepted media types include: application/json-patch+json, application/merge-patch+json, application/strategic-merge-patch+json, application/apply-patch+yaml"
+    );
+    let failing_test = json!([{"op": "test", "path": "/metadata/name", "value": "other"}]);
+    let status = refused(
+        &server,
+        "PATCH",
+        &format!("{CONFIGMAPS}/p"),
+        Some("application/json-patch+json"),
+        failing_test.to_string(),
+        422,
+    )
+    .await;
+    assert_eq!(status["reason"], "Invalid");
+    let status =
+        refused(&server, "PATCH", &format!("{CONFIGMAPS}/missing"), Some("application/merge-patch+json"), "{}", 404)
+            .await;
+    assert_eq!(status["message"], "configmaps \"missing\" not found");
+    refused(&server, "POST", &format!("{CONFIGMAPS}/p"), None, "{}", 405).await;
+}

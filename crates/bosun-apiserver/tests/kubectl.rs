@@ -1,0 +1,195 @@
+//! kubectl against the embedded server; each test has its own kubeconfig and discovery cache.
+
+mod common;
+
+use std::time::Duration;
+
+use common::{Kubectl, texts};
+use k8s_openapi::api::core::v1::ConfigMap;
+use kube::{
+    Api,
+    api::{Patch, PatchParams},
+};
+use serde_json::{Value, json};
+use tokio::io::{AsyncBufReadExt, BufReader};
+
+const CONFIGMAP: &str = r#"
+apiVersion: v1
+kind: ConfigMap
+metadata:
+  name: settings
+  labels:
+    app: web
+data:
+  greeting: hello
+"#;
+
+#[tokio::test]
+async fn api_resources_lists_builtins_with_short_names_and_scope() {
+    let server = common::server().await;
+    let kubectl = Kubectl::new(&server);
+    let out = kubectl.ok(&["api-resources"]).await;
+    let deployments = out.lines().find(|l| l.starts_with("deployments ")).expect("deployments listed");
+    let columns: Vec<&str> = deployments.split_whitespace().collect();
+    assert_eq!(columns, ["deployments", "deploy", "apps/v1", "true", "Deployment"]);
+    assert!(out.lines().any(|l| l.starts_with("customresourcedefinitions ") && l.contains("crd,crds")));
+    let namespaced = kubectl.ok(&["api-resources", "--namespaced=false", "-o", "name"]).await;
+    assert!(namespaced.lines().any(|l| l == "namespaces"));
+    assert!(!namespaced.lines().any(|l| l == "pods"));
+}
+
+#[tokio::test]
+async fn create_get_label_annotate_patch_and_delete() {
+    let server = common::server().await;
+    let kubectl = Kubectl::new(&server);
+    let created = kubectl.run_with_input(&["create", "--validate=false", "-f", "-"], CONFIGMAP).await;
+    assert!(created.status.success(), "{:?}", texts(&created));
+    assert_eq!(texts(&created).0.trim(), "configmap/settings created");
+
+    let table = kubectl.ok(&["get", "configmaps"]).await;
+    assert!(table.lines().next().is_some_and(|h| h.starts_with("NAME")), "{table}");
+    assert!(table.contains("settings"));
+    assert_eq!(kubectl.ok(&["get", "cm", "settings", "-o", "name"]).await.trim(), "configmap/settings");
+    let as_json: Value =
+        serde_json::from_str(&kubectl.ok(&["get", "cm", "settings", "-o", "json"]).await).expect("json");
+    assert_eq!(as_json["data"]["greeting"], "hello");
+    let as_yaml = kubectl.ok(&["get", "cm", "settings", "-o", "yaml"]).await;
+    assert!(as_yaml.contains("greeting: hello") && as_yaml.contains("resourceVersion:"), "{as_yaml}");
+    assert_eq!(kubectl.ok(&["get", "cm", "settings", "-o", "jsonpath={.data.greeting}"]).await, "hello");
+    let columns = kubectl.ok(&["get", "cm", "-o", "custom-columns=NAME:.metadata.name,APP:.metadata.labels.app"]).await;
+    assert!(columns.lines().any(|l| l.split_whitespace().collect::<Vec<_>>() == ["settings", "web"]), "{columns}");
+    let wide = kubectl.ok(&["get", "cm", "-o", "wide", "--show-labels"]).await;
+    assert!(wide.contains("app=web"), "{wide}");
+    let list: Value = serde_json::from_str(&kubectl.ok(&["get", "cm", "-A", "-o", "json"]).await).expect("json");
+    assert_eq!(list["items"].as_array().map(Vec::len), Some(1));
+
+    assert_eq!(kubectl.ok(&["label", "cm", "settings", "tier=front"]).await.trim(), "configmap/settings labeled");
+    assert_eq!(
+        kubectl.ok(&["annotate", "cm", "settings", "owner=team-a"]).await.trim(),
+        "configmap/settings annotated"
+    );
+    kubectl.ok(&["patch", "cm", "settings", "--type=merge", "-p", r#"{"data":{"merged":"yes"}}"#]).await;
+    kubectl
+        .ok(&["patch", "cm", "settings", "--type=json", "-p", r#"[{"op":"add","path":"/data/json","value":"yes"}]"#])
+        .await;
+    let selected = kubectl.ok(&["get", "cm", "-l", "tier=front", "-o", "jsonpath={.items[*].metadata.name}"]).await;
+    assert_eq!(selected, "settings");
+    let api: Api<ConfigMap> = Api::default_namespaced(server.client());
+    let stored = api.get("settings").await.expect("get");
+    assert_eq!(stored.metadata.annotations.and_then(|a| a.get("owner").cloned()).as_deref(), Some("team-a"));
+    let data = stored.data.expect("data");
+    assert_eq!((data["merged"].as_str(), data["json"].as_str()), ("yes", "yes"));
+
+    assert_eq!(kubectl.ok(&["delete", "cm", "settings"]).await.trim(), "configmap \"settings\" deleted");
+    let missing = kubectl.run(&["get", "cm", "settings"]).await;
+    assert!(!missing.status.success());
+    assert!(texts(&missing).1.contains("configmaps \"settings\" not found"), "{:?}", texts(&missing));
+}
+
+async fn next_line(lines: &mut tokio::io::Lines<BufReader<tokio::process::ChildStdout>>) -> Option<String> {
+    tokio::time::timeout(Duration::from_secs(10), lines.next_line()).await.expect("a line in time").expect("read")
+}
+
+#[tokio::test]
+async fn get_watch_prints_changes_as_they_happen() {
+    let server = common::server().await;
+    let kubectl = Kubectl::new(&server);
+    kubectl.run_with_input(&["create", "--validate=false", "-f", "-"], CONFIGMAP).await;
+    let mut child = kubectl
+        .command(&["get", "cm", "settings", "-w", "-o", "jsonpath={.data.greeting}{\"\\n\"}"])
+        .stdout(std::process::Stdio::piped())
+        .stderr(std::process::Stdio::piped())
+        .spawn()
+        .expect("kubectl get -w");
+    let mut lines = BufReader::new(child.stdout.take().expect("stdout")).lines();
+    assert_eq!(next_line(&mut lines).await.as_deref(), Some("hello"));
+    let api: Api<ConfigMap> = Api::default_namespaced(server.client());
+    api.patch("settings", &PatchParams::default(), &Patch::Merge(json!({"data": {"greeting": "bonjour"}})))
+        .await
+        .expect("patch");
+    assert_eq!(next_line(&mut lines).await.as_deref(), Some("bonjour"));
+    child.kill().await.expect("stop kubectl");
+}
+
+#[tokio::test]
+async fn wait_for_delete_returns_when_the_last_finalizer_goes() {
+    let server = common::server().await;
+    let kubectl = Kubectl::new(&server);
+    let held = CONFIGMAP.replace("  labels:", "  finalizers: [example.com/hold]\n  labels:");
+    kubectl.run_with_input(&["create", "--validate=false", "-f", "-"], &held).await;
+    kubectl.ok(&["delete", "cm", "settings", "--wait=false"]).await;
+    let waiting = kubectl.command(&["wait", "--for=delete", "cm/settings", "--timeout=20s"]).output();
+    let release = async {
+        tokio::time::sleep(Duration::from_millis(500)).await;
+        kubectl
+            .ok(&["patch", "cm", "settings", "--type=json", "-p", r#"[{"op":"remove","path":"/metadata/finalizers"}]"#])
+            .await
+    };
+    let (waited, _) = tokio::join!(waiting, release);
+    let waited = waited.expect("kubectl wait");
+    assert!(waited.status.success(), "{:?}", texts(&waited));
+    assert!(texts(&waited).0.contains("condition met"), "{:?}", texts(&waited));
+}
+
+#[tokio::test]
+async fn wait_for_a_condition_on_crds_and_custom_resources() {
+    let server = common::server().await;
+    let kubectl = Kubectl::new(&server);
+    let crd = r#"
+apiVersion: apiextensions.k8s.io/v1
+kind: CustomResourceDefinition
+metadata:
+  name: databases.example.com
+spec:
+  group: example.com
+  scope: Namespaced
+  names: {plural: databases, singular: database, kind: Database, shortNames: [db]}
+  versions:
+  - name: v1
+    served: true
+    storage: true
+    subresources: {status: {}}
+    schema:
+      openAPIV3Schema:
+        type: object
+        properties:
+          spec: {type: object, x-kubernetes-preserve-unknown-fields: true}
+          status:
+            type: object
+            properties:
+              conditions:
+                type: array
+                items:
+                  type: object
+                  properties:
+                    type: {type: string}
+                    status: {type: string}
+"#;
+    let created = kubectl.run_with_input(&["create", "--validate=false", "-f", "-"], crd).await;
+    assert!(created.status.success(), "{:?}", texts(&created));
+    let established =
+        kubectl.run(&["wait", "--for=condition=Established", "crd/databases.example.com", "--timeout=10s"]).await;
+    assert!(established.status.success(), "{:?}", texts(&established));
+    let object = "apiVersion: example.com/v1\nkind: Database\nmetadata: {name: main}\nspec: {engine: postgres}\n";
+    let created = kubectl.run_with_input(&["create", "--validate=false", "-f", "-"], object).await;
+    assert!(created.status.success(), "{:?}", texts(&created));
+    assert_eq!(kubectl.ok(&["get", "db", "-o", "name"]).await.trim(), "database.example.com/main");
+    let waiting = kubectl.command(&["wait", "--for=condition=Ready", "database/main", "--timeout=20s"]).output();
+    let ready = async {
+        tokio::time::sleep(Duration::from_millis(500)).await;
+        kubectl
+            .ok(&[
+                "patch",
+                "database",
+                "main",
+                "--subresource=status",
+                "--type=merge",
+                "-p",
+                r#"{"status":{"conditions":[{"type":"Ready","status":"True"}]}}"#,
+            ])
+            .await
+    };
+    let (waited, _) = tokio::join!(waiting, ready);
+    let waited = waited.expect("kubectl wait");
+    assert!(waited.status.success(), "{:?}", texts(&waited));
+}

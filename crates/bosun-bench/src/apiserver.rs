@@ -1,0 +1,251 @@
+//! The embedded API server: create throughput with concurrent kube-rs clients (in memory and
+//! durable on SQLite) beside raw SQLite inserts of the same payloads, list latency, and watch
+//! fan-out.
+
+use std::{
+    sync::Arc,
+    time::{Duration, Instant},
+};
+
+use bosun_apiserver::{ApiServer, RunningServer};
+use futures::{StreamExt, TryStreamExt};
+use k8s_openapi::api::core::v1::ConfigMap;
+use kube::{
+    Api,
+    api::{ListParams, Patch, PatchParams, PostParams, WatchEvent, WatchParams},
+};
+use rusqlite::params;
+use serde_json::json;
+
+use crate::median;
+
+/// Arguments of the API server benchmark.
+#[derive(Debug, clap::Args)]
+pub struct Args {
+    /// Objects created in the throughput runs.
+    #[arg(long, default_value_t = 4000)]
+    creates: usize,
+    /// Concurrent kube-rs clients creating.
+    #[arg(long, default_value_t = 16)]
+    clients: usize,
+    /// Objects in the listed namespace.
+    #[arg(long, default_value_t = 10_000)]
+    list_objects: usize,
+    /// Lists timed.
+    #[arg(long, default_value_t = 20)]
+    lists: usize,
+    /// Concurrent watchers.
+    #[arg(long, default_value_t = 100)]
+    watchers: usize,
+    /// Changes each watcher must receive.
+    #[arg(long, default_value_t = 1000)]
+    events: usize,
+}
+
+fn configmap(name: &str) -> ConfigMap {
+    let data: serde_json::Map<String, serde_json::Value> = (0..10)
+        .map(|i| (format!("key-{i}"), json!(format!("value {i} of {name}, padded to a typical size"))))
+        .collect();
+    serde_json::from_value(json!({"metadata": {"name": name, "labels": {"app": "bench"}}, "data": data}))
+        .expect("configmap")
+}
+
+async fn clients(server: &RunningServer, count: usize) -> Vec<Api<ConfigMap>> {
+    (0..count).map(|_| Api::default_namespaced(kube::Client::try_from(server.config()).expect("client"))).collect()
+}
+
+/// Creates `total` ConfigMaps from `count` clients at once; returns creates per second.
+async fn create_throughput(server: &RunningServer, total: usize, count: usize, prefix: &str) -> f64 {
+    let apis = clients(server, count).await;
+    let per_client = total / count;
+    let started = Instant::now();
+    let tasks: Vec<_> = apis
+        .into_iter()
+        .enumerate()
+        .map(|(c, api)| {
+            let prefix = prefix.to_string();
+            tokio::spawn(async move {
+                for i in 0..per_client {
+                    api.create(&PostParams::default(), &configmap(&format!("{prefix}-{c}-{i}"))).await.expect("create");
+                }
+            })
+        })
+        .collect();
+    for task in tasks {
+        task.await.expect("task");
+    }
+    (per_client * count) as f64 / started.elapsed().as_secs_f64()
+}
+
+/// Inserts the payloads into SQLite with the server's schema and settings, one transaction per
+/// object (each insert acknowledged on its own, as a create is); returns inserts per second.
+fn raw_sqlite_inserts(payloads: &[(String, String)]) -> f64 {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let mut connection = rusqlite::Connection::open(dir.path().join("raw.db")).expect("open");
+    connection
+        .execute_batch(
+            "PRAGMA journal_mode = WAL; PRAGMA synchronous = NORMAL;
+             CREATE TABLE objects (resource TEXT NOT NULL, key TEXT NOT NULL, revision INTEGER NOT NULL,
+                                   json TEXT NOT NULL, PRIMARY KEY (resource, key)) WITHOUT ROWID;
+             CREATE TABLE meta (name TEXT PRIMARY KEY, value INTEGER NOT NULL);
+             INSERT INTO meta VALUES ('revision', 0);",
+        )
+        .expect("schema");
+    let started = Instant::now();
+    for (revision, (key, json)) in payloads.iter().enumerate() {
+        let transaction = connection.transaction().expect("begin");
+        transaction
+            .execute(
+                "INSERT INTO objects (resource, key, revision, json) VALUES ('configmaps', ?1, ?2, ?3)",
+                params![key, revision as i64, json],
+            )
+            .expect("insert");
+        transaction
+            .execute("UPDATE meta SET value = ?1 WHERE name = 'revision'", params![revision as i64])
+            .expect("meta");
+        transaction.commit().expect("commit");
+    }
+    payloads.len() as f64 / started.elapsed().as_secs_f64()
+}
+
+async fn stored_payloads(server: &RunningServer) -> Vec<(String, String)> {
+    let api: Api<ConfigMap> = Api::default_namespaced(server.client());
+    let list = api.list(&ListParams::default()).await.expect("list");
+    list.items
+        .iter()
+        .map(|cm| {
+            let name = cm.metadata.name.clone().unwrap_or_default();
+            (format!("default/{name}"), serde_json::to_string(cm).expect("json"))
+        })
+        .collect()
+}
+
+/// Times full lists of a namespace holding `objects` ConfigMaps; returns (median, slowest) in ms.
+async fn list_latency(objects: usize, lists: usize, clients_count: usize) -> (f64, f64) {
+    let server = ApiServer::in_memory().start().await.expect("server");
+    create_throughput(&server, objects, clients_count, "list").await;
+    let api: Api<ConfigMap> = Api::default_namespaced(server.client());
+    let mut samples = Vec::new();
+    for _ in 0..lists {
+        let started = Instant::now();
+        let list = api.list(&ListParams::default()).await.expect("list");
+        samples.push(started.elapsed().as_secs_f64() * 1000.0);
+        assert_eq!(list.items.len(), objects);
+    }
+    let slowest = samples.iter().copied().fold(0.0, f64::max);
+    (median(&mut samples), slowest)
+}
+
+/// `watchers` watches each receive `events` changes of one object; returns (total seconds,
+/// deliveries per second, p50 and p99 latency from write acknowledged to receipt in ms).
+async fn watch_fan_out(watchers: usize, events: usize) -> (f64, f64, f64, f64) {
+    let server = ApiServer::in_memory().start().await.expect("server");
+    let api: Api<ConfigMap> = Api::default_namespaced(server.client());
+    let created = api.create(&PostParams::default(), &configmap("hot")).await.expect("create");
+    let start_rv = created.metadata.resource_version.clone().expect("rv");
+    let acknowledged: Arc<std::sync::Mutex<Vec<Option<Instant>>>> =
+        Arc::new(std::sync::Mutex::new(vec![None; events + 1]));
+    let mut tasks = Vec::new();
+    for _ in 0..watchers {
+        let api: Api<ConfigMap> = Api::default_namespaced(kube::Client::try_from(server.config()).expect("client"));
+        let stream = api.watch(&WatchParams::default().timeout(290), &start_rv).await.expect("watch").boxed();
+        let acknowledged = acknowledged.clone();
+        tasks.push(tokio::spawn(async move {
+            let mut latencies = Vec::with_capacity(events);
+            let mut stream = stream;
+            while latencies.len() < events {
+                match stream.try_next().await.expect("watch event") {
+                    Some(WatchEvent::Modified(cm)) => {
+                        let received = Instant::now();
+                        let index: usize =
+                            cm.data.as_ref().and_then(|d| d.get("seq")).and_then(|s| s.parse().ok()).unwrap_or(0);
+                        let sent = acknowledged.lock().expect("lock")[index];
+                        latencies.push(sent.map(|s| received.saturating_duration_since(s)).unwrap_or(Duration::ZERO));
+                    }
+                    Some(_) => {}
+                    None => panic!("watch ended early"),
+                }
+            }
+            latencies
+        }));
+    }
+    let started = Instant::now();
+    for seq in 1..=events {
+        acknowledged.lock().expect("lock")[seq] = Some(Instant::now());
+        api.patch("hot", &PatchParams::default(), &Patch::Merge(json!({"data": {"seq": seq.to_string()}})))
+            .await
+            .expect("patch");
+    }
+    let mut latencies: Vec<f64> = Vec::new();
+    for task in tasks {
+        latencies.extend(task.await.expect("watcher").iter().map(|d| d.as_secs_f64() * 1000.0));
+    }
+    let total = started.elapsed().as_secs_f64();
+    latencies.sort_by(f64::total_cmp);
+    let p99 = latencies[(latencies.len() * 99 / 100).min(latencies.len() - 1)];
+    ((total), (watchers * events) as f64 / total, median(&mut latencies), p99)
+}
+
+/// Median time to start an in-memory server and stop it, in ms.
+async fn startup() -> f64 {
+    let mut samples = Vec::new();
+    for _ in 0..20 {
+        let started = Instant::now();
+        let server = ApiServer::in_memory().start().await.expect("server");
+        samples.push(started.elapsed().as_secs_f64() * 1000.0);
+        server.shutdown().await;
+    }
+    median(&mut samples)
+}
+
+/// Runs every API server benchmark and prints the Markdown table.
+pub async fn run(args: Args) {
+    eprintln!("startup…");
+    let startup_ms = startup().await;
+    eprintln!("create throughput, in memory ({} objects, {} clients)…", args.creates, args.clients);
+    let memory = ApiServer::in_memory().start().await.expect("server");
+    let in_memory = create_throughput(&memory, args.creates, args.clients, "mem").await;
+    let payloads = stored_payloads(&memory).await;
+    memory.shutdown().await;
+
+    eprintln!("create throughput, durable on SQLite…");
+    let dir = tempfile::tempdir().expect("tempdir");
+    let durable_server = ApiServer::data_dir(dir.path()).start().await.expect("server");
+    let durable = create_throughput(&durable_server, args.creates, args.clients, "disk").await;
+    durable_server.shutdown().await;
+
+    eprintln!("raw SQLite inserts of the same {} payloads…", payloads.len());
+    let raw = raw_sqlite_inserts(&payloads);
+
+    eprintln!("list latency ({} objects)…", args.list_objects);
+    let (list_median, list_max) = list_latency(args.list_objects, args.lists, args.clients).await;
+
+    eprintln!("watch fan-out ({} watchers × {} events)…", args.watchers, args.events);
+    let (fan_seconds, deliveries, p50, p99) = watch_fan_out(args.watchers, args.events).await;
+
+    println!("| measurement | result | bound / comparison | ratio |");
+    println!("|---|---|---|---|");
+    println!(
+        "| start an in-memory server (median of 20) | {startup_ms:.1} ms | aim: well under 1 s | {:.3}× of the aim |",
+        startup_ms / 1000.0
+    );
+    println!(
+        "| create, {} kube-rs clients, in memory | {in_memory:.0} objects/s | raw SQLite inserts, one transaction each: {raw:.0}/s | {:.2}× |",
+        args.clients,
+        in_memory / raw
+    );
+    println!(
+        "| create, {} kube-rs clients, durable (SQLite WAL) | {durable:.0} objects/s | raw SQLite inserts, one transaction each: {raw:.0}/s | {:.2}× |",
+        args.clients,
+        durable / raw
+    );
+    println!(
+        "| list {} ConfigMaps (kube-rs, full list) | median {list_median:.1} ms, slowest {list_max:.1} ms | aim: under 100 ms | {:.2}× of the aim |",
+        args.list_objects,
+        list_median / 100.0
+    );
+    println!(
+        "| watch fan-out: {} watchers × {} changes | {fan_seconds:.2} s, {deliveries:.0} deliveries/s | write-to-receipt latency p50 {p50:.2} ms, p99 {p99:.2} ms | — |",
+        args.watchers, args.events
+    );
+}

@@ -1,0 +1,39 @@
+//! Benchmarks, each measured beside what bounds it or what users would use instead, in the same
+//! run, and printed as a Markdown table for `docs/benchmarks.md`.
+//!
+//! ```text
+//! cargo run --release -p bosun-bench -- apiserver
+//! ```
+
+mod apiserver;
+
+use clap::{Parser, Subcommand};
+
+#[derive(Debug, Parser)]
+#[command(name = "bosun-bench", about = "Benchmarks of bosun, side by side with the alternatives")]
+struct Cli {
+    #[command(subcommand)]
+    bench: Bench,
+}
+
+#[derive(Debug, Subcommand)]
+enum Bench {
+    /// The embedded API server: create throughput, list latency, watch fan-out, against raw SQLite.
+    Apiserver(apiserver::Args),
+}
+
+fn main() {
+    let cli = Cli::parse();
+    let runtime = tokio::runtime::Builder::new_multi_thread().enable_all().build().expect("tokio runtime");
+    runtime.block_on(async {
+        match cli.bench {
+            Bench::Apiserver(args) => apiserver::run(args).await,
+        }
+    });
+}
+
+/// Median of a sample (sorted in place).
+pub fn median(samples: &mut [f64]) -> f64 {
+    samples.sort_by(f64::total_cmp);
+    samples.get(samples.len() / 2).copied().unwrap_or_default()
+}
