@@ -1,6 +1,7 @@
 //! The `bosun` command: argument parsing and printing; the work is done by the libraries.
 
 mod apiserver;
+mod render;
 
 use std::process::ExitCode;
 
@@ -20,6 +21,8 @@ struct Cli {
 
 #[derive(Debug, Subcommand)]
 enum Command {
+    /// Print a package's manifests: files, jsonnet, kustomize or a command (no cluster needed).
+    Render(render::Args),
     /// Run the embedded Kubernetes-compatible API server (for trying things and for tests).
     Apiserver(apiserver::Args),
 }
@@ -47,6 +50,7 @@ fn main() -> ExitCode {
     };
     runtime.block_on(async {
         match cli.command {
+            Command::Render(args) => render::run(args).await,
             Command::Apiserver(args) => apiserver::run(args).await,
         }
     })

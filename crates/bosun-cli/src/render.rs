@@ -1,0 +1,181 @@
+//! `bosun render`: print a package's manifests (no cluster needed).
+
+use std::{path::PathBuf, process::ExitCode, time::Duration};
+
+use bosun::{
+    config,
+    package::{Package, RenderSpec},
+    render::{self, Rendered, Scopes},
+};
+use serde_json::json;
+
+/// Output formats.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, clap::ValueEnum)]
+pub enum Output {
+    /// A YAML stream, one document per object, each with a `# Source:` comment.
+    Yaml,
+    /// A `v1` `List` in JSON.
+    Json,
+    /// The Locutus render-only form: `{"objects": {key: object}, "rollout": …}`.
+    Map,
+}
+
+/// Where the manifests come from: a package directory, or Locutus-style flags.
+#[derive(Debug, Clone, clap::Args)]
+pub struct Source {
+    /// Package directory (with a bosun.yaml, a kustomization.yaml, a main.jsonnet, or manifest files).
+    #[arg(value_name = "DIR", conflicts_with_all = ["files", "jsonnet"])]
+    pub dir: Option<PathBuf>,
+
+    /// Render every YAML/JSON file under DIR, keyed by path relative to DIR (Locutus `--renderer=file`).
+    #[arg(long, value_name = "DIR", conflicts_with = "jsonnet")]
+    pub files: Option<PathBuf>,
+
+    /// A Locutus rollout file for `--files`.
+    #[arg(long, value_name = "FILE", requires = "files")]
+    pub rollout: Option<PathBuf>,
+
+    /// Render this jsonnet program (Locutus `--renderer=jsonnet`).
+    #[arg(long, value_name = "FILE")]
+    pub jsonnet: Option<PathBuf>,
+
+    /// Add a jsonnet library directory (repeatable; searched in order, then `vendor`).
+    #[arg(short = 'J', long = "jpath", value_name = "DIR")]
+    pub jpath: Vec<PathBuf>,
+
+    /// Configuration file (JSON or YAML) for the renderer; repeatable, later files win key by key.
+    #[arg(long = "config", value_name = "FILE")]
+    pub config: Vec<PathBuf>,
+}
+
+/// Arguments of `bosun render`.
+#[derive(Debug, clap::Args)]
+#[command(
+    after_help = "Examples:\n  bosun render examples/jsonnet --config prod.yaml\n  bosun render --files manifests --rollout rollout.yaml -o map\n  bosun render --jsonnet main.jsonnet -J vendor --config config.json"
+)]
+pub struct Args {
+    #[command(flatten)]
+    pub source: Source,
+
+    /// Output format.
+    #[arg(short, long, value_enum, default_value = "yaml")]
+    pub output: Output,
+
+    /// Print the rollout (groups and steps) instead of the manifests.
+    #[arg(long)]
+    pub show_plan: bool,
+}
+
+impl Source {
+    /// The package these arguments describe.
+    pub fn package(&self) -> Result<Package, String> {
+        let mut package = if let Some(dir) = &self.files {
+            Package::from_files(dir, self.rollout.as_deref())
+        } else if let Some(file) = &self.jsonnet {
+            if !file.is_file() {
+                return Err(format!("{}: no such jsonnet file", file.display()));
+            }
+            Package::from_jsonnet(file, &self.jpath)
+        } else {
+            let dir = self.dir.clone().unwrap_or_else(|| PathBuf::from("."));
+            Package::load(&dir).map_err(|e| e.to_string())?
+        };
+        if self.jsonnet.is_none() && !self.jpath.is_empty() {
+            match &mut package.spec.render {
+                Some(RenderSpec::Jsonnet(spec)) => spec.jpath.extend(
+                    self.jpath
+                        .iter()
+                        .map(|p| std::path::absolute(p).unwrap_or_else(|_| p.clone()).display().to_string()),
+                ),
+                _ => return Err("-J/--jpath only applies to jsonnet packages".into()),
+            }
+        }
+        Ok(package)
+    }
+
+    /// Loads the package and its configuration and renders it. With a target namespace, kinds
+    /// unknown to bosun are looked up in the cluster when one is reachable.
+    pub async fn render(&self) -> Result<(Package, Rendered), String> {
+        let package = self.package()?;
+        let config = config::load(&package.spec.config, &package.dir, &self.config).map_err(|e| e.to_string())?;
+        let mut scopes = Scopes::builtin();
+        if package.spec.target_namespace.is_some() {
+            scopes = cluster_scopes(scopes).await;
+        }
+        let for_render = package.clone();
+        let rendered = tokio::task::spawn_blocking(move || render::render(&for_render, &config, &scopes))
+            .await
+            .map_err(|e| format!("rendering stopped: {e}"))?
+            .map_err(|e| e.to_string())?;
+        Ok((package, rendered))
+    }
+}
+
+/// Adds the scopes of a reachable cluster; without one, the built-ins are enough.
+async fn cluster_scopes(builtin: Scopes) -> Scopes {
+    let attempt = async {
+        let config = kube::Config::infer().await.ok()?;
+        let client = kube::Client::try_from(config).ok()?;
+        builtin.clone().with_cluster(client).await.ok()
+    };
+    match tokio::time::timeout(Duration::from_secs(3), attempt).await {
+        Ok(Some(scopes)) => scopes,
+        _ => builtin,
+    }
+}
+
+fn print_plan(package: &Package, rendered: &Rendered) {
+    let Some(rollout) = &rendered.rollout else {
+        println!(
+            "{}: no rollout declared; `bosun apply` uses the default plan (prerequisites first, then by kind)",
+            package.name
+        );
+        return;
+    };
+    println!("{}: {} group(s)", package.name, rollout.groups.len());
+    for (index, group) in rollout.groups.iter().enumerate() {
+        let mode = if group.parallel { " (steps in parallel)" } else { "" };
+        println!("{}. {}{mode}", index + 1, rollout.group_name(index));
+        for step in &group.steps {
+            let target = match (&step.object, &step.selector) {
+                (Some(key), _) => {
+                    let objects: Vec<String> = rendered.manifests.named(key).iter().map(|m| m.describe()).collect();
+                    format!("{key} → {}", objects.join(", "))
+                }
+                (None, Some(selector)) => format!("selector {}", serde_json::to_string(selector).unwrap_or_default()),
+                (None, None) => "nothing".into(),
+            };
+            let checks: usize = step.success.iter().map(|c| c.field_comparisons.len()).sum();
+            let checks = if checks > 0 { format!(" [{checks} success check(s)]") } else { String::new() };
+            println!("   {:?} {target}{checks}", step.action);
+        }
+    }
+}
+
+/// Runs `bosun render`.
+pub async fn run(args: Args) -> ExitCode {
+    let (package, rendered) = match args.source.render().await {
+        Ok(result) => result,
+        Err(message) => {
+            eprintln!("error: {message}");
+            return ExitCode::from(2);
+        }
+    };
+    for warning in &rendered.warnings {
+        eprintln!("warning: {warning}");
+    }
+    if args.show_plan {
+        print_plan(&package, &rendered);
+        return ExitCode::SUCCESS;
+    }
+    let text = match args.output {
+        Output::Yaml => rendered.manifests.to_yaml(),
+        Output::Json => format!("{:#}\n", rendered.manifests.to_list()),
+        Output::Map => {
+            let rollout = rendered.rollout.as_ref().map(|r| r.to_locutus(&package.name));
+            format!("{:#}\n", json!({"objects": rendered.manifests.to_map(), "rollout": rollout}))
+        }
+    };
+    print!("{text}");
+    ExitCode::SUCCESS
+}

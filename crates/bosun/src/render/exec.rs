@@ -1,0 +1,136 @@
+//! The exec renderer (and the process runner kustomize uses): run a command, feed it the
+//! configuration, read the YAML stream it prints. Output and errors are read on their own
+//! threads so a chatty command cannot block on a full pipe; a deadline kills it.
+
+use std::{
+    io::{Read, Write},
+    path::{Path, PathBuf},
+    process::{Command, Stdio},
+    time::{Duration, Instant},
+};
+
+use serde_json::Value;
+
+use super::{Manifests, RenderError, push_stream};
+use crate::{package::ExecSpec, yaml};
+
+/// Default bound on an exec renderer.
+pub const DEFAULT_TIMEOUT: Duration = Duration::from_secs(60);
+
+/// Lines of stderr shown when a command fails.
+const STDERR_LINES: usize = 20;
+
+/// A program found on `PATH` (the `which` of a shell).
+pub fn find_program(name: &str) -> Option<PathBuf> {
+    let path = std::env::var_os("PATH")?;
+    std::env::split_paths(&path).map(|dir| dir.join(name)).find(|candidate| candidate.is_file())
+}
+
+fn tail(text: &str) -> String {
+    let lines: Vec<&str> = text.trim_end().lines().collect();
+    let start = lines.len().saturating_sub(STDERR_LINES);
+    lines[start..].join("\n")
+}
+
+/// What a finished command printed.
+pub struct Finished {
+    /// Its standard output.
+    pub stdout: String,
+}
+
+/// Runs `program args…` in `dir` with `input` on stdin and extra environment, within `timeout`.
+/// A non-zero exit is an error carrying the tail of stderr.
+pub fn run(
+    program: &Path,
+    args: &[String],
+    dir: &Path,
+    input: &[u8],
+    env: &[(&str, &str)],
+    timeout: Duration,
+    shown: &str,
+) -> Result<Finished, RenderError> {
+    let failed = |message: String| RenderError::Command { command: shown.to_string(), message };
+    let mut child = Command::new(program)
+        .args(args)
+        .current_dir(dir)
+        .envs(env.iter().copied())
+        .stdin(Stdio::piped())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .map_err(|e| failed(format!("cannot run {}: {e}", program.display())))?;
+    let mut stdout = child.stdout.take().expect("piped");
+    let mut stderr = child.stderr.take().expect("piped");
+    let out_reader = std::thread::spawn(move || {
+        let mut text = String::new();
+        stdout.read_to_string(&mut text).map(|_| text)
+    });
+    let err_reader = std::thread::spawn(move || {
+        let mut text = String::new();
+        let _ = stderr.read_to_string(&mut text);
+        text
+    });
+    if let Some(mut stdin) = child.stdin.take() {
+        // A command that does not read its input closes the pipe early; that is not an error.
+        let _ = stdin.write_all(input);
+    }
+    let deadline = Instant::now() + timeout;
+    let status = loop {
+        match child.try_wait() {
+            Ok(Some(status)) => break status,
+            Ok(None) if Instant::now() >= deadline => {
+                let _ = child.kill();
+                let _ = child.wait();
+                let shown_timeout = crate::package::Interval(timeout);
+                return Err(failed(format!("timed out after {shown_timeout} and was stopped")));
+            }
+            Ok(None) => std::thread::sleep(Duration::from_millis(5)),
+            Err(e) => return Err(failed(format!("waiting for it failed: {e}"))),
+        }
+    };
+    let stdout = out_reader.join().ok().and_then(Result::ok).ok_or_else(|| failed("its output is not UTF-8".into()))?;
+    let stderr = err_reader.join().unwrap_or_default();
+    if !status.success() {
+        let code =
+            status.code().map_or_else(|| "was killed by a signal".to_string(), |c| format!("exited with status {c}"));
+        let detail = tail(&stderr);
+        let message = if detail.is_empty() { code } else { format!("{code}:\n{detail}") };
+        return Err(failed(message));
+    }
+    Ok(Finished { stdout })
+}
+
+/// Runs the exec renderer: config as JSON on stdin and in `BOSUN_CONFIG`, objects from stdout.
+pub fn render(package_dir: &Path, spec: &ExecSpec, config: &Value) -> Result<Manifests, RenderError> {
+    let Some((program, args)) = spec.command.split_first() else {
+        return Err(RenderError::Command {
+            command: "exec".into(),
+            message: "spec.render.exec.command is empty".into(),
+        });
+    };
+    let shown = spec.command.join(" ");
+    let program_path = if program.contains('/') {
+        let path = package_dir.join(program);
+        std::path::absolute(&path).unwrap_or(path)
+    } else {
+        find_program(program).ok_or_else(|| RenderError::Command {
+            command: shown.clone(),
+            message: format!("{program} is not on PATH"),
+        })?
+    };
+    let config_json = config.to_string();
+    let timeout = spec.timeout.map_or(DEFAULT_TIMEOUT, |t| t.0);
+    let finished = run(
+        &program_path,
+        args,
+        package_dir,
+        config_json.as_bytes(),
+        &[("BOSUN_CONFIG", &config_json)],
+        timeout,
+        &shown,
+    )?;
+    let documents = yaml::parse_stream(&finished.stdout, &format!("output of `{shown}`"))?;
+    let mut manifests = Manifests::default();
+    push_stream(&mut manifests, documents);
+    Ok(manifests)
+}

@@ -1,0 +1,212 @@
+//! The jsonnet renderer, in-process with jrsonnet. The configuration is `std.extVar('config')`
+//! and `import 'generic-operator/config'` (as Locutus provides it). The program may return one
+//! object, a list of objects, a map (nested maps allowed) of keys to objects, or the Locutus
+//! form `{objects: {key: object}, rollout: {...}}`.
+
+use std::{
+    collections::HashMap,
+    path::{Path, PathBuf},
+};
+
+use jrsonnet_evaluator::{
+    AsPathLike, FileImportResolver, IStr, ImportResolver, SourcePath, SourceVirtual, State, apply_tla,
+    manifest::JsonFormat,
+    tla::TlaArg,
+    trace::{CompactFormat, PathResolver, TraceFormat},
+};
+use jrsonnet_gcmodule::Acyclic;
+use serde_json::{Map, Value};
+
+use super::{Manifests, RenderError, push_source};
+use crate::package::{JsonnetSpec, RolloutSpec};
+
+/// The import path under which programs find their configuration (Locutus' name for it).
+pub const CONFIG_IMPORT: &str = "generic-operator/config";
+
+/// Evaluation runs on its own thread: jrsonnet keeps per-thread state, and deep programs want
+/// more stack than a worker thread has.
+const EVALUATION_STACK: usize = 256 * 1024 * 1024;
+
+/// Files from the package and its library paths, plus the virtual configuration import.
+#[derive(Acyclic)]
+struct PackageImports {
+    files: FileImportResolver,
+    config: Vec<u8>,
+}
+
+impl ImportResolver for PackageImports {
+    fn resolve_from(&self, from: &SourcePath, path: &dyn AsPathLike) -> jrsonnet_evaluator::Result<SourcePath> {
+        if path.as_path().as_ref() == Path::new(CONFIG_IMPORT) {
+            return Ok(SourcePath::new(SourceVirtual(CONFIG_IMPORT.into())));
+        }
+        self.files.resolve_from(from, path)
+    }
+
+    fn load_file_contents(&self, resolved: &SourcePath) -> jrsonnet_evaluator::Result<Vec<u8>> {
+        if resolved.downcast_ref::<SourceVirtual>().is_some_and(|v| &*v.0 == CONFIG_IMPORT) {
+            return Ok(self.config.clone());
+        }
+        self.files.load_file_contents(resolved)
+    }
+}
+
+fn argument(value: &Value) -> TlaArg {
+    match value {
+        Value::String(text) => TlaArg::String(text.as_str().into()),
+        other => TlaArg::InlineCode(other.to_string()),
+    }
+}
+
+/// Evaluates the program to JSON text; errors come back with their jsonnet stack trace.
+fn evaluate(dir: &Path, spec: &JsonnetSpec, config: &Value) -> Result<String, String> {
+    let mut library: Vec<PathBuf> = spec.jpath.iter().map(|p| dir.join(p)).collect();
+    library.push(dir.join("vendor"));
+    let config_json = config.to_string();
+    let resolver = PackageImports { files: FileImportResolver::new(library), config: config_json.clone().into_bytes() };
+    let stdlib = jrsonnet_stdlib::ContextInitializer::new(PathResolver::Relative(dir.to_path_buf()));
+    {
+        let mut settings = stdlib.settings_mut();
+        settings.ext_vars.insert("config".into(), TlaArg::InlineCode(config_json));
+        for (name, value) in &spec.ext_vars {
+            settings.ext_vars.insert(name.as_str().into(), argument(value));
+        }
+    }
+    let mut builder = State::builder();
+    builder.import_resolver(resolver).context_initializer(stdlib);
+    let state = builder.build();
+    let _entered = state.enter();
+    let trace = CompactFormat { resolver: PathResolver::Relative(dir.to_path_buf()), max_trace: 20, padding: 4 };
+    let shown = |error: jrsonnet_evaluator::Error| trace.format(&error).unwrap_or_else(|_| error.to_string());
+    let entrypoint = dir.join(&spec.entrypoint);
+    let value = state.import(entrypoint.as_path()).map_err(shown)?;
+    // IStr is an interned string whose hash never changes; clippy cannot know that.
+    #[allow(clippy::mutable_key_type)]
+    let tlas: HashMap<IStr, TlaArg> = spec.tlas.iter().map(|(k, v)| (k.as_str().into(), argument(v))).collect();
+    let value = apply_tla(&tlas, value).map_err(shown)?;
+    value.manifest(JsonFormat::minify()).map_err(shown)
+}
+
+fn is_object(value: &Value) -> bool {
+    value.get("apiVersion").is_some_and(Value::is_string) && value.get("kind").is_some_and(Value::is_string)
+}
+
+fn type_name(value: &Value) -> &'static str {
+    match value {
+        Value::Null => "null",
+        Value::Bool(_) => "a boolean",
+        Value::Number(_) => "a number",
+        Value::String(_) => "a string",
+        Value::Array(_) => "an array",
+        Value::Object(_) => "an object",
+    }
+}
+
+/// Adds every object of a (nested) map, keyed by field path (`prometheus/deployment`).
+fn flatten_map(
+    manifests: &mut Manifests,
+    prefix: &str,
+    map: Map<String, Value>,
+    origin: &str,
+) -> Result<(), RenderError> {
+    for (field, value) in map {
+        let key = if prefix.is_empty() { field } else { format!("{prefix}/{field}") };
+        match value {
+            Value::Null => {}
+            object if is_object(&object) => push_source(manifests, &key, vec![object]),
+            Value::Object(inner) => flatten_map(manifests, &key, inner, origin)?,
+            Value::Array(items) => {
+                if let Some(bad) = items.iter().find(|i| !is_object(i)) {
+                    return Err(RenderError::Output {
+                        origin: origin.to_string(),
+                        message: format!(
+                            "field {key:?} holds {} where a Kubernetes object was expected",
+                            type_name(bad)
+                        ),
+                    });
+                }
+                push_source(manifests, &key, items);
+            }
+            other => {
+                return Err(RenderError::Output {
+                    origin: origin.to_string(),
+                    message: format!("field {key:?} is {}, not a Kubernetes object", type_name(&other)),
+                });
+            }
+        }
+    }
+    Ok(())
+}
+
+/// Turns the program's output into manifests and, for the Locutus form, a rollout.
+fn interpret(output: Value, entrypoint: &str) -> Result<(Manifests, Option<RolloutSpec>), RenderError> {
+    let mut manifests = Manifests::default();
+    match output {
+        object if is_object(&object) => push_source(&mut manifests, entrypoint, vec![object]),
+        Value::Object(mut map)
+            if map.get("objects").is_some_and(Value::is_object)
+                && map.keys().all(|k| k == "objects" || k == "rollout") =>
+        {
+            let rollout = match map.remove("rollout") {
+                None | Some(Value::Null) => None,
+                Some(rollout) => Some(RolloutSpec::from_value(&rollout, &format!("{entrypoint} (rollout)"))?),
+            };
+            if let Some(Value::Object(objects)) = map.remove("objects") {
+                flatten_map(&mut manifests, "", objects, entrypoint)?;
+            }
+            return Ok((manifests, rollout));
+        }
+        Value::Object(map) => flatten_map(&mut manifests, "", map, entrypoint)?,
+        Value::Array(items) => {
+            if let Some(bad) = items.iter().find(|i| !is_object(i)) {
+                return Err(RenderError::Output {
+                    origin: entrypoint.to_string(),
+                    message: format!("the array holds {} where a Kubernetes object was expected", type_name(bad)),
+                });
+            }
+            push_source(&mut manifests, entrypoint, items);
+        }
+        other => {
+            return Err(RenderError::Output {
+                origin: entrypoint.to_string(),
+                message: format!(
+                    "the program returned {}; return an object, an array or a map of objects",
+                    type_name(&other)
+                ),
+            });
+        }
+    }
+    Ok((manifests, None))
+}
+
+/// Renders the jsonnet program of a package.
+pub fn render(
+    package_dir: &Path,
+    spec: &JsonnetSpec,
+    config: &Value,
+) -> Result<(Manifests, Option<RolloutSpec>), RenderError> {
+    let dir = package_dir.to_path_buf();
+    let entry = package_dir.join(&spec.entrypoint);
+    if !entry.is_file() {
+        return Err(RenderError::Io {
+            path: entry.display().to_string(),
+            source: std::io::Error::new(std::io::ErrorKind::NotFound, "the jsonnet entrypoint does not exist"),
+        });
+    }
+    let (spec_owned, config_owned) = (spec.clone(), config.clone());
+    let json = std::thread::Builder::new()
+        .name("bosun-jsonnet".into())
+        .stack_size(EVALUATION_STACK)
+        .spawn(move || evaluate(&dir, &spec_owned, &config_owned))
+        .map_err(|source| RenderError::Io { path: entry.display().to_string(), source })?
+        .join()
+        .map_err(|_| RenderError::Jsonnet {
+            entrypoint: spec.entrypoint.clone(),
+            trace: "the evaluator panicked".into(),
+        })?
+        .map_err(|trace| RenderError::Jsonnet { entrypoint: spec.entrypoint.clone(), trace })?;
+    let output: Value = serde_json::from_str(&json).map_err(|e| RenderError::Output {
+        origin: spec.entrypoint.clone(),
+        message: format!("invalid JSON from jsonnet: {e}"),
+    })?;
+    interpret(output, &spec.entrypoint)
+}

@@ -1,0 +1,89 @@
+//! Which kinds are namespaced: built-in kinds (from the same `k8s-openapi` types the embedded API
+//! server serves), CustomResourceDefinitions in the package, and what a cluster's discovery says.
+
+use std::collections::HashMap;
+
+use bosun_apiserver::registry::Catalog;
+use serde_json::Value;
+
+use super::group_of;
+
+/// Known scopes by (API group, kind).
+#[derive(Debug, Clone, Default)]
+pub struct Scopes {
+    namespaced: HashMap<(String, String), bool>,
+}
+
+impl Scopes {
+    /// The built-in kinds.
+    pub fn builtin() -> Scopes {
+        let catalog = Catalog::new([]);
+        let namespaced =
+            catalog.resources().iter().map(|r| ((r.group.clone(), r.kind.clone()), r.namespaced)).collect();
+        Scopes { namespaced }
+    }
+
+    /// Records a kind's scope (from cluster discovery, for instance).
+    pub fn insert(&mut self, group: &str, kind: &str, namespaced: bool) {
+        self.namespaced.insert((group.to_string(), kind.to_string()), namespaced);
+    }
+
+    /// These scopes plus every kind a cluster serves (its discovery documents).
+    pub async fn with_cluster(mut self, client: kube::Client) -> Result<Scopes, kube::Error> {
+        let discovery = kube::Discovery::new(client).run_aggregated().await?;
+        for group in discovery.groups() {
+            for (resource, capabilities) in group.recommended_resources() {
+                let namespaced = capabilities.scope == kube::discovery::Scope::Namespaced;
+                self.insert(&resource.group, &resource.kind, namespaced);
+            }
+        }
+        Ok(self)
+    }
+
+    /// These scopes plus those declared by CustomResourceDefinitions among `objects`.
+    pub fn with_crds<'a>(&self, objects: impl Iterator<Item = &'a Value>) -> Scopes {
+        let mut scopes = self.clone();
+        for object in objects {
+            let is_crd = object.get("kind").and_then(Value::as_str) == Some("CustomResourceDefinition")
+                && object
+                    .get("apiVersion")
+                    .and_then(Value::as_str)
+                    .is_some_and(|v| v.starts_with("apiextensions.k8s.io/"));
+            if !is_crd {
+                continue;
+            }
+            let text = |p: &str| object.pointer(p).and_then(Value::as_str).unwrap_or_default();
+            scopes.insert(text("/spec/group"), text("/spec/names/kind"), text("/spec/scope") != "Cluster");
+        }
+        scopes
+    }
+
+    /// Whether an object's kind is namespaced, if known.
+    pub fn namespaced(&self, object: &Value) -> Option<bool> {
+        let api_version = object.get("apiVersion").and_then(Value::as_str).unwrap_or_default();
+        let kind = object.get("kind").and_then(Value::as_str).unwrap_or_default();
+        self.namespaced.get(&(group_of(api_version).to_string(), kind.to_string())).copied()
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use serde_json::json;
+
+    #[test]
+    fn builtins_and_package_crds_have_scopes() {
+        let scopes = Scopes::builtin();
+        assert_eq!(scopes.namespaced(&json!({"apiVersion": "apps/v1", "kind": "Deployment"})), Some(true));
+        assert_eq!(scopes.namespaced(&json!({"apiVersion": "v1", "kind": "Namespace"})), Some(false));
+        assert_eq!(
+            scopes.namespaced(&json!({"apiVersion": "rbac.authorization.k8s.io/v1", "kind": "ClusterRole"})),
+            Some(false)
+        );
+        let widget = json!({"apiVersion": "example.com/v1", "kind": "Widget"});
+        assert_eq!(scopes.namespaced(&widget), None);
+        let crd = json!({"apiVersion": "apiextensions.k8s.io/v1", "kind": "CustomResourceDefinition",
+            "spec": {"group": "example.com", "names": {"kind": "Widget"}, "scope": "Cluster"}});
+        assert_eq!(scopes.with_crds([&crd].into_iter()).namespaced(&widget), Some(false));
+    }
+}

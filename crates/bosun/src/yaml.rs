@@ -1,0 +1,114 @@
+//! YAML and JSON documents: parsing streams with the position of errors, and writing the
+//! deterministic YAML stream `bosun render` prints.
+
+use std::fmt::Write;
+
+use serde_json::Value;
+
+/// A document that could not be parsed; the message carries `line L column C` and a snippet.
+#[derive(Debug, Clone, PartialEq, thiserror::Error)]
+#[error("{origin}: {message}")]
+pub struct ParseError {
+    /// Where the text came from (a file path, or a description such as `kustomize output`).
+    pub origin: String,
+    /// What the parser said, with the position.
+    pub message: String,
+}
+
+/// Parses a YAML (or JSON) stream into its non-empty documents.
+///
+/// ```
+/// let docs = bosun::yaml::parse_stream("a: 1\n---\n# only a comment\n---\nb: 2\n", "x.yaml").unwrap();
+/// assert_eq!(docs.len(), 2);
+/// ```
+pub fn parse_stream(text: &str, origin: &str) -> Result<Vec<Value>, ParseError> {
+    let documents: Vec<Value> = serde_saphyr::from_multiple(text)
+        .map_err(|e| ParseError { origin: origin.to_string(), message: e.to_string().replace("<input>", origin) })?;
+    Ok(documents.into_iter().filter(|d| !d.is_null()).collect())
+}
+
+/// Parses one YAML or JSON document into `T`, with the position of errors (unknown fields
+/// included when `T` denies them).
+pub fn parse_document<T: serde::de::DeserializeOwned>(text: &str, origin: &str) -> Result<T, ParseError> {
+    let mut field = None;
+    serde_saphyr::with_deserializer_from_str(text, |deserializer| {
+        serde_path_to_error::deserialize(deserializer).map_err(|e| {
+            field = Some(e.path().to_string()).filter(|p| p != ".");
+            e.into_inner()
+        })
+    })
+    .map_err(|e| {
+        let message = e.to_string().replace("<input>", origin);
+        let message = match field {
+            Some(field) => format!("{field}: {message}"),
+            None => message,
+        };
+        ParseError { origin: origin.to_string(), message }
+    })
+}
+
+/// Writes values as a YAML stream: each document preceded by `---` and, when given, a
+/// `# Source: <key>` comment naming where it came from.
+pub fn to_stream<'a>(documents: impl IntoIterator<Item = (Option<&'a str>, &'a Value)>) -> String {
+    let mut out = String::new();
+    for (source, value) in documents {
+        out.push_str("---\n");
+        if let Some(source) = source {
+            let _ = writeln!(out, "# Source: {source}");
+        }
+        out.push_str(&to_yaml(value));
+    }
+    out
+}
+
+/// One value as YAML the way kubectl prints it: block style, list items not indented under
+/// their key, multi-line strings as `|` blocks, long strings never folded, and strings that
+/// YAML 1.1 readers would take for booleans or numbers (`yes`, `on`, `010`) quoted.
+pub fn to_yaml(value: &Value) -> String {
+    let mut options = serde_saphyr::SerializerOptions::default();
+    options.compact_list_indent = true;
+    options.prefer_block_scalars = true;
+    options.folded_wrap_chars = usize::MAX;
+    let mut text = serde_saphyr::to_string_with_options(value, options).unwrap_or_else(|_| format!("{value}\n"));
+    if !text.ends_with('\n') {
+        text.push('\n');
+    }
+    text
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use serde_json::json;
+
+    #[test]
+    fn streams_skip_empty_documents() {
+        let docs = parse_stream("---\n# nothing\n---\na: 1\n---\n---\nb: [1, 2]\n", "f.yaml").expect("valid");
+        assert_eq!(docs, [json!({"a": 1}), json!({"b": [1, 2]})]);
+        assert!(parse_stream("", "empty.yaml").expect("valid").is_empty());
+    }
+
+    #[test]
+    fn json_is_a_yaml_document() {
+        let docs = parse_stream(r#"{"apiVersion": "v1", "kind": "List", "items": []}"#, "f.json").expect("valid");
+        assert_eq!(docs[0]["kind"], "List");
+    }
+
+    #[test]
+    fn errors_carry_the_origin_and_position() {
+        let err = parse_stream("a: 1\nb: [1, 2\nc: 3\n", "broken.yaml").expect_err("invalid");
+        assert!(err.to_string().starts_with("broken.yaml: "), "{err}");
+        assert!(err.message.contains("line 3 column"), "{err}");
+        assert!(err.message.contains("broken.yaml:3:"), "the snippet names the file: {err}");
+    }
+
+    #[test]
+    fn output_is_a_deterministic_stream_with_sources() {
+        let a = json!({"apiVersion": "v1", "kind": "ConfigMap", "metadata": {"name": "a"}, "data": {"n": "1", "text": "x\ny\n"}});
+        let out = to_stream([(Some("a.yaml"), &a), (None, &a)]);
+        assert_eq!(out, to_stream([(Some("a.yaml"), &a), (None, &a)]));
+        assert!(out.starts_with("---\n# Source: a.yaml\napiVersion: v1\nkind: ConfigMap\n"), "{out}");
+        assert!(out.contains("  n: \"1\"\n"), "strings that look like numbers stay strings: {out}");
+        assert_eq!(parse_stream(&out, "out").expect("round trip"), [a.clone(), a]);
+    }
+}
