@@ -108,7 +108,7 @@ mod tests {
         let out = to_stream([(Some("a.yaml"), &a), (None, &a)]);
         assert_eq!(out, to_stream([(Some("a.yaml"), &a), (None, &a)]));
         assert!(out.starts_with("---\n# Source: a.yaml\napiVersion: v1\nkind: ConfigMap\n"), "{out}");
-        assert!(out.contains("  n: \"1\"\n"), "strings that look like numbers stay strings: {out}");
+        assert!(out.contains("  \"n\": \"1\"\n"), "strings YAML 1.1 would misread stay quoted: {out}");
         assert_eq!(parse_stream(&out, "out").expect("round trip"), [a.clone(), a]);
     }
 }

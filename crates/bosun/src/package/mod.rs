@@ -533,14 +533,14 @@ mod tests {
         let cases = [
             ("spec:\n  render:\n    jsonnet:\n      entrypiont: x.jsonnet\n", "unknown field `entrypiont`"),
             ("spec:\n  targetNamespce: x\n", "unknown field `targetNamespce`"),
-            ("spec:\n  timeout: soon\n", "spec.timeout: \"soon\" is not a duration"),
+            ("spec:\n  timeout: soon\n", "\"soon\" is not a duration"),
             ("spec:\n  render:\n    helm: {}\n", "unknown variant `helm`"),
         ];
         for (spec, expected) in cases {
             write(dir.path(), PACKAGE_FILE, &format!("apiVersion: bosun.dev/v1alpha1\nkind: Package\n{spec}"));
             let err = Package::load(dir.path()).expect_err(spec).to_string();
             assert!(err.contains(expected), "{spec}: {err}");
-            assert!(err.contains("bosun.yaml"), "{err}");
+            assert!(err.contains("bosun.yaml") && err.contains("line "), "{err}");
         }
         write(dir.path(), PACKAGE_FILE, "apiVersion: v1\nkind: Package\n");
         let err = Package::load(dir.path()).expect_err("apiVersion").to_string();
