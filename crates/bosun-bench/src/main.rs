@@ -2,10 +2,13 @@
 //! run, and printed as a Markdown table for `docs/benchmarks.md`.
 //!
 //! ```text
-//! cargo run --release -p bosun-bench -- apiserver
+//! cargo build --release -p bosun-cli -p bosun-bench
+//! target/release/bosun-bench apiserver
+//! target/release/bosun-bench render
 //! ```
 
 mod apiserver;
+mod render;
 
 use clap::{Parser, Subcommand};
 
@@ -20,6 +23,8 @@ struct Cli {
 enum Bench {
     /// The embedded API server: create throughput, list latency, watch fan-out, against raw SQLite.
     Apiserver(apiserver::Args),
+    /// Rendering: jsonnet against C++ jsonnet and go-jsonnet, kustomize against kubectl kustomize.
+    Render(render::Args),
 }
 
 fn main() {
@@ -28,6 +33,7 @@ fn main() {
     runtime.block_on(async {
         match cli.bench {
             Bench::Apiserver(args) => apiserver::run(args).await,
+            Bench::Render(args) => render::run(args),
         }
     });
 }

@@ -6,7 +6,7 @@ use std::{
     io::{Read, Write},
     path::{Path, PathBuf},
     process::{Command, Stdio},
-    time::{Duration, Instant},
+    time::Duration,
 };
 
 use serde_json::Value;
@@ -61,9 +61,12 @@ pub fn run(
         .map_err(|e| failed(format!("cannot run {}: {e}", program.display())))?;
     let mut stdout = child.stdout.take().expect("piped");
     let mut stderr = child.stderr.take().expect("piped");
-    let out_reader = std::thread::spawn(move || {
+    // The output is read to its end on its own thread, which reports when the command closed
+    // it (normally: exited); the deadline applies to that moment.
+    let (done, output) = std::sync::mpsc::channel();
+    std::thread::spawn(move || {
         let mut text = String::new();
-        stdout.read_to_string(&mut text).map(|_| text)
+        let _ = done.send(stdout.read_to_string(&mut text).map(|_| text));
     });
     let err_reader = std::thread::spawn(move || {
         let mut text = String::new();
@@ -74,21 +77,17 @@ pub fn run(
         // A command that does not read its input closes the pipe early; that is not an error.
         let _ = stdin.write_all(input);
     }
-    let deadline = Instant::now() + timeout;
-    let status = loop {
-        match child.try_wait() {
-            Ok(Some(status)) => break status,
-            Ok(None) if Instant::now() >= deadline => {
-                let _ = child.kill();
-                let _ = child.wait();
-                let shown_timeout = crate::package::Interval(timeout);
-                return Err(failed(format!("timed out after {shown_timeout} and was stopped")));
-            }
-            Ok(None) => std::thread::sleep(Duration::from_millis(5)),
-            Err(e) => return Err(failed(format!("waiting for it failed: {e}"))),
+    let stdout = match output.recv_timeout(timeout) {
+        Ok(read) => read,
+        Err(_) => {
+            let _ = child.kill();
+            let _ = child.wait();
+            let shown_timeout = crate::package::Interval(timeout);
+            return Err(failed(format!("timed out after {shown_timeout} and was stopped")));
         }
     };
-    let stdout = out_reader.join().ok().and_then(Result::ok).ok_or_else(|| failed("its output is not UTF-8".into()))?;
+    let status = child.wait().map_err(|e| failed(format!("waiting for it failed: {e}")))?;
+    let stdout = stdout.map_err(|_| failed("its output is not UTF-8".into()))?;
     let stderr = err_reader.join().unwrap_or_default();
     if !status.success() {
         let code =

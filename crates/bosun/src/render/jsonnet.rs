@@ -184,8 +184,11 @@ pub fn render(
     spec: &JsonnetSpec,
     config: &Value,
 ) -> Result<(Manifests, Option<RolloutSpec>), RenderError> {
-    let dir = package_dir.to_path_buf();
-    let entry = package_dir.join(&spec.entrypoint);
+    // Traces show paths relative to the package, which jrsonnet computes from a canonical base.
+    let dir = package_dir
+        .canonicalize()
+        .map_err(|source| RenderError::Io { path: package_dir.display().to_string(), source })?;
+    let entry = dir.join(&spec.entrypoint);
     if !entry.is_file() {
         return Err(RenderError::Io {
             path: entry.display().to_string(),

@@ -1,26 +1,29 @@
 //! Which kinds are namespaced: built-in kinds (from the same `k8s-openapi` types the embedded API
 //! server serves), CustomResourceDefinitions in the package, and what a cluster's discovery says.
 
-use std::collections::HashMap;
+use std::{collections::HashMap, sync::LazyLock};
 
 use bosun_apiserver::registry::Catalog;
 use serde_json::Value;
 
 use super::group_of;
 
-/// Known scopes by (API group, kind).
+/// Scopes of the built-in kinds, built on first use (it walks the typed API).
+static BUILTIN: LazyLock<HashMap<(String, String), bool>> = LazyLock::new(|| {
+    Catalog::new([]).resources().iter().map(|r| ((r.group.clone(), r.kind.clone()), r.namespaced)).collect()
+});
+
+/// Known scopes by (API group, kind): the built-ins plus what was added.
 #[derive(Debug, Clone, Default)]
 pub struct Scopes {
     namespaced: HashMap<(String, String), bool>,
 }
 
 impl Scopes {
-    /// The built-in kinds.
+    /// The built-in kinds (looked up lazily, so renders without `targetNamespace` never pay
+    /// for building the table).
     pub fn builtin() -> Scopes {
-        let catalog = Catalog::new([]);
-        let namespaced =
-            catalog.resources().iter().map(|r| ((r.group.clone(), r.kind.clone()), r.namespaced)).collect();
-        Scopes { namespaced }
+        Scopes::default()
     }
 
     /// Records a kind's scope (from cluster discovery, for instance).
@@ -62,7 +65,8 @@ impl Scopes {
     pub fn namespaced(&self, object: &Value) -> Option<bool> {
         let api_version = object.get("apiVersion").and_then(Value::as_str).unwrap_or_default();
         let kind = object.get("kind").and_then(Value::as_str).unwrap_or_default();
-        self.namespaced.get(&(group_of(api_version).to_string(), kind.to_string())).copied()
+        let key = (group_of(api_version).to_string(), kind.to_string());
+        self.namespaced.get(&key).or_else(|| BUILTIN.get(&key)).copied()
     }
 }
 

@@ -131,6 +131,16 @@ fn the_locutus_objects_and_rollout_form_is_understood() {
 }
 
 #[test]
+fn jsonnet_packages_may_be_given_by_a_path_with_parent_components() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    write(dir.path(), "pkg/main.jsonnet", "{apiVersion: 'v1', kind: 'ConfigMap', metadata: {name: std.thisFile}}");
+    std::fs::create_dir_all(dir.path().join("other")).expect("mkdir");
+    let roundabout = dir.path().join("other/../pkg");
+    let rendered = render_dir(&package(&roundabout, jsonnet())).expect("render");
+    assert_eq!(rendered.manifests.iter().next().expect("one").object["metadata"]["name"], "main.jsonnet");
+}
+
+#[test]
 fn jsonnet_ext_vars_and_top_level_arguments() {
     let dir = tempfile::tempdir().expect("tempdir");
     write(
