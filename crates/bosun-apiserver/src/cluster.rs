@@ -11,12 +11,14 @@ use serde_json::Value;
 use crate::{
     crd,
     error::ApiError,
+    fields,
     lifecycle::{self, Context, DeleteOptions, Endpoint, FieldValidation, Target},
     object,
     patch::{self, PatchError, PatchType},
     registry::{Catalog, CatalogHandle, ResourceInfo, VersionInfo},
     selector::{FieldSelector, LabelSelector},
     store::{ListPage, Mutation, Outcome, Store, StoredObject},
+    types::Node,
 };
 
 /// Storage key of CustomResourceDefinitions.
@@ -109,12 +111,16 @@ impl Scope {
 }
 
 /// Options common to writes.
-#[derive(Debug, Clone, Copy, Default)]
+#[derive(Debug, Clone, Default)]
 pub struct WriteOptions {
     /// `dryRun=All`.
     pub dry_run: bool,
     /// `fieldValidation`.
     pub field_validation: FieldValidation,
+    /// `fieldManager` (or the client's User-Agent); writes without one record no ownership.
+    pub field_manager: Option<String>,
+    /// `force` (server-side apply only).
+    pub force: bool,
 }
 
 /// A successful write.
@@ -122,6 +128,8 @@ pub struct WriteOptions {
 pub struct Written {
     /// The object as stored (or as it would be, for dry runs), at the addressed version.
     pub object: Value,
+    /// Whether the write created the object (a server-side apply of a missing object).
+    pub created: bool,
     /// Warnings for the client.
     pub warnings: Vec<String>,
 }
@@ -160,11 +168,13 @@ fn context(options: &WriteOptions) -> Context {
         name_suffix,
         field_validation: options.field_validation,
         warnings: Vec::new(),
+        manager: options.field_manager.clone(),
     }
 }
 
 fn written(scope: &Scope, outcome: &Outcome, warnings: Vec<String>) -> Written {
-    Written { object: scope.view(outcome.value().clone()), warnings }
+    let created = matches!(outcome, Outcome::Created(_));
+    Written { object: scope.view(outcome.value().clone()), created, warnings }
 }
 
 impl Cluster {
@@ -248,7 +258,10 @@ impl Cluster {
         body: &[u8],
         options: &WriteOptions,
     ) -> Result<Written, ApiError> {
-        if matches!(patch_type, PatchType::Strategic | PatchType::Apply) {
+        if patch_type == PatchType::Apply {
+            return self.apply(scope, name, endpoint, body, options).await;
+        }
+        if patch_type == PatchType::Strategic {
             return Err(ApiError::unsupported_media_type(&patch::PATCH_MEDIA_TYPES[..2]));
         }
         self.rewrite(scope, name, endpoint, options, |current| {
@@ -270,6 +283,83 @@ impl Cluster {
             Ok(patched)
         })
         .await
+    }
+
+    /// Server-side apply (`application/apply-patch+yaml`): creates the object when missing,
+    /// else merges the configuration into it with field ownership, conflicts and removal.
+    async fn apply(
+        &self,
+        scope: &Scope,
+        name: &str,
+        endpoint: Endpoint,
+        body: &[u8],
+        options: &WriteOptions,
+    ) -> Result<Written, ApiError> {
+        let Some(manager) = options.field_manager.clone().filter(|m| !m.is_empty()) else {
+            return Err(ApiError::invalid(
+                "PatchOptions",
+                "meta.k8s.io",
+                "",
+                vec![crate::error::FieldError::required("fieldManager", "is required for apply patch")],
+            ));
+        };
+        let mut applied = patch::parse_apply(body)?;
+        if applied.pointer("/metadata/managedFields").is_some() {
+            return Err(ApiError::bad_request("metadata.managedFields must be nil"));
+        }
+        let applied_name = object::name(&applied).to_string();
+        if applied_name.is_empty() {
+            object::meta_mut(&mut applied).insert("name".into(), Value::String(name.to_string()));
+        } else if applied_name != name {
+            return Err(ApiError::bad_request(format!(
+                "the name of the object ({applied_name}) does not match the name on the URL ({name})"
+            )));
+        }
+        let target = scope.target();
+        lifecycle::check_type(&target, &mut applied)?;
+        if endpoint == Endpoint::Main && scope.version().status {
+            // Status belongs to the status subresource; the main endpoint ignores it.
+            if let Some(map) = applied.as_object_mut() {
+                map.remove("status");
+            }
+        }
+        if self.store.get(&scope.info.key, &scope.namespace, name).is_none() {
+            self.check_namespace(scope, name)?;
+        }
+        let mut ctx = Context { manager: None, ..context(options) };
+        let api_version = scope.api_version();
+        let request = fields::Apply {
+            manager: &manager,
+            force: options.force,
+            api_version: &api_version,
+            subresource: if endpoint == Endpoint::Status { "status" } else { "" },
+            now: &ctx.now.clone(),
+        };
+        let node = Node::for_resource(&scope.info, scope.version());
+        let outcome = self
+            .store
+            .write::<ApiError>(&scope.info.key, &scope.namespace, name, options.dry_run, |current| {
+                let conflicts = |c: Vec<fields::Conflict>| fields::conflicts_error(&scope.info, name, &c);
+                let Some(current) = current else {
+                    if endpoint != Endpoint::Main {
+                        return Err(ApiError::not_found(&scope.info, name));
+                    }
+                    let object = fields::apply(None, &applied, node, &request).map_err(conflicts)?;
+                    let prepared = lifecycle::prepare_create(&target, &mut ctx, object)?;
+                    return Ok(Some(scope.to_storage(Mutation::Put(prepared))));
+                };
+                let view = scope.view(current.value.clone());
+                let mut merged = fields::apply(Some(&view), &applied, node, &request).map_err(conflicts)?;
+                if object::resource_version(&applied).is_empty() {
+                    object::set_resource_version(&mut merged, current.revision);
+                }
+                let mutation = lifecycle::prepare_update(&target, &mut ctx, &view, merged, endpoint)?;
+                Ok(Some(scope.to_storage(mutation)))
+            })
+            .await?;
+        self.after_write(&scope.info, &outcome, name).await;
+        let outcome = self.reread(scope, name, outcome);
+        Ok(written(scope, &outcome, ctx.warnings))
     }
 
     /// Replaces an existing object by what `new_body` makes of its current state (at the

@@ -31,6 +31,7 @@ mod cluster;
 mod controllers;
 pub mod crd;
 mod error;
+pub mod fields;
 mod http;
 mod lifecycle;
 mod object;
@@ -39,6 +40,7 @@ pub mod registry;
 pub mod selector;
 mod server;
 pub mod store;
+pub mod types;
 mod validation;
 
 pub use error::{ApiError, FieldError, FieldErrorType, StatusCause, StatusDetails};

@@ -78,6 +78,18 @@ pub fn apply_json_patch(doc: &mut Value, body: &[u8]) -> Result<(), PatchError> 
     Ok(())
 }
 
+/// Reads a server-side apply body: YAML (JSON is YAML) holding one object.
+pub fn parse_apply(body: &[u8]) -> Result<Value, crate::error::ApiError> {
+    let text = std::str::from_utf8(body)
+        .map_err(|e| crate::error::ApiError::bad_request(format!("apply patch is not UTF-8: {e}")))?;
+    let value: Value = serde_saphyr::from_str(text)
+        .map_err(|e| crate::error::ApiError::bad_request(format!("error decoding YAML: {e}")))?;
+    if !value.is_object() {
+        return Err(crate::error::ApiError::bad_request("the apply patch must be an object"));
+    }
+    Ok(value)
+}
+
 /// Applies an RFC 7386 JSON merge patch: `null` deletes a key, arrays are replaced wholesale.
 pub fn apply_merge_patch(doc: &mut Value, body: &[u8]) -> Result<(), PatchError> {
     let patch: Value = serde_json::from_slice(body).map_err(|e| PatchError::Malformed(format!("merge patch: {e}")))?;

@@ -268,14 +268,14 @@ async fn resource(
             list(cluster, &scope, request, shape, &warnings)
         }
         (Method::POST, None) if endpoint == Endpoint::Main => {
-            let options = query::write_options(query)?;
+            let options = query::write_options(query, header_text(headers, header::USER_AGENT))?;
             let object = decode_object(&read_body(body).await?, content_type)?;
             let written = cluster.create(&scope, object, &options).await?;
             warnings.extend(written.warnings);
             Ok(json_response(StatusCode::CREATED, shape.value(&scope, written.object).to_string(), &warnings))
         }
         (Method::PUT, Some(name)) => {
-            let options = query::write_options(query)?;
+            let options = query::write_options(query, header_text(headers, header::USER_AGENT))?;
             let object = decode_object(&read_body(body).await?, content_type)?;
             let written = cluster.update(&scope, name, endpoint, object, &options).await?;
             warnings.extend(written.warnings);
@@ -292,11 +292,12 @@ async fn resource(
                     vec![crate::error::FieldError::forbidden("force", "may not be specified for non-apply patch")],
                 ));
             }
-            let options = query::write_options(query)?;
+            let options = query::write_options(query, header_text(headers, header::USER_AGENT))?;
             let bytes = read_body(body).await?;
             let written = cluster.patch(&scope, name, endpoint, patch_type, &bytes, &options).await?;
             warnings.extend(written.warnings);
-            Ok(json_response(StatusCode::OK, shape.value(&scope, written.object).to_string(), &warnings))
+            let code = if written.created { StatusCode::CREATED } else { StatusCode::OK };
+            Ok(json_response(code, shape.value(&scope, written.object).to_string(), &warnings))
         }
         (Method::DELETE, Some(name)) if endpoint == Endpoint::Main => {
             let (options, dry_run) = delete_options(&read_body(body).await?, query)?;

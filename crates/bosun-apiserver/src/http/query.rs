@@ -47,8 +47,9 @@ fn invalid_options(kind: &str, errors: Vec<FieldError>) -> ApiError {
     ApiError::invalid(kind, "meta.k8s.io", "", errors)
 }
 
-/// `dryRun` (only `All`), `fieldValidation`, `fieldManager` (≤ 128 characters).
-pub fn write_options(query: &Query) -> Result<WriteOptions, ApiError> {
+/// `dryRun` (only `All`), `fieldValidation`, `fieldManager` (≤ 128 characters; defaults to
+/// the User-Agent up to its first `/`, as upstream does), `force`.
+pub fn write_options(query: &Query, user_agent: &str) -> Result<WriteOptions, ApiError> {
     let mut errors = Vec::new();
     let mut dry_run = false;
     for value in query.all("dryRun") {
@@ -76,7 +77,12 @@ pub fn write_options(query: &Query) -> Result<WriteOptions, ApiError> {
     if !errors.is_empty() {
         return Err(invalid_options("CreateOptions", errors));
     }
-    Ok(WriteOptions { dry_run, field_validation })
+    let field_manager = query
+        .get("fieldManager")
+        .filter(|m| !m.is_empty())
+        .map(str::to_string)
+        .or_else(|| user_agent.split('/').next().filter(|a| !a.is_empty()).map(str::to_string));
+    Ok(WriteOptions { dry_run, field_validation, field_manager, force: query.flag("force") })
 }
 
 /// A `continue` token: the list revision and the key to continue after.
@@ -280,7 +286,16 @@ mod tests {
 
     #[test]
     fn dry_run_accepts_only_all() {
-        assert!(write_options(&Query::parse(Some("dryRun=All"))).expect("ok").dry_run);
-        assert_eq!(write_options(&Query::parse(Some("dryRun=Yes"))).expect_err("bad").code, 422);
+        assert!(write_options(&Query::parse(Some("dryRun=All")), "").expect("ok").dry_run);
+        assert_eq!(write_options(&Query::parse(Some("dryRun=Yes")), "").expect_err("bad").code, 422);
+    }
+
+    #[test]
+    fn the_field_manager_defaults_to_the_user_agent_product() {
+        let options = write_options(&Query::parse(Some("force=true")), "kubectl/v1.32.0 (linux/amd64)").expect("ok");
+        assert_eq!(options.field_manager.as_deref(), Some("kubectl"));
+        assert!(options.force);
+        let explicit = write_options(&Query::parse(Some("fieldManager=bosun")), "kubectl/v1.32.0").expect("ok");
+        assert_eq!(explicit.field_manager.as_deref(), Some("bosun"));
     }
 }

@@ -8,7 +8,7 @@ use serde_json::{Map, Value, json};
 use crate::{
     crd,
     error::{ApiError, FieldError},
-    object,
+    fields, object,
     registry::{ResourceInfo, VersionInfo},
     store::Mutation,
     validation,
@@ -68,6 +68,8 @@ pub struct Context {
     pub field_validation: FieldValidation,
     /// Warnings to send back in `Warning` headers.
     pub warnings: Vec<String>,
+    /// The field manager of the write; `None` when server-side apply already recorded ownership.
+    pub manager: Option<String>,
 }
 
 const OBJECT_META_FIELDS: [&str; 15] = [
@@ -262,7 +264,17 @@ pub fn prepare_create(target: &Target, ctx: &mut Context, mut object: Value) -> 
     let name = object::name(&object).to_string();
     let object = canonicalize(target, ctx, object, &name)?;
     check_metadata(info, &object, kind_errors)?;
+    let mut object = object;
+    track(target, ctx, None, &mut object, "");
     Ok(object)
+}
+
+/// Records the write's field ownership (unless an apply did already).
+fn track(target: &Target, ctx: &Context, old: Option<&Value>, new: &mut Value, subresource: &str) {
+    let Some(manager) = &ctx.manager else { return };
+    let api_version = target.info.api_version(&target.version.name);
+    let request = fields::Update { manager, api_version: &api_version, subresource, now: &ctx.now };
+    fields::track_update(old, new, crate::types::Node::for_resource(target.info, target.version), &request);
 }
 
 fn without_metadata(object: &Value) -> Value {
@@ -346,8 +358,10 @@ pub fn prepare_update(
             new
         }
         Endpoint::Status => {
+            // Only status changes here; managedFields travel with it (they record this write).
             let mut new = current.clone();
             set(new.as_object_mut().expect("stored objects are maps"), "status", body.get("status"));
+            set(object::meta_mut(&mut new), "managedFields", object::meta(&body).and_then(|m| m.get("managedFields")));
             new
         }
         Endpoint::Finalize => {
@@ -389,6 +403,8 @@ pub fn prepare_update(
         }
     }
     check_metadata(info, &new, errors)?;
+    let subresource = if endpoint == Endpoint::Status { "status" } else { "" };
+    track(target, ctx, Some(current), &mut new, subresource);
     if ready_to_delete(info, &new) {
         return Ok(Mutation::Delete(Some(new)));
     }

@@ -12,6 +12,7 @@ fn context() -> Context {
         name_suffix: "abcde".into(),
         field_validation: FieldValidation::Warn,
         warnings: Vec::new(),
+        manager: None,
     }
 }
 

@@ -3,7 +3,7 @@
 //! from their JSON schema; what the types do not carry (short names, categories, generation
 //! tracking, name rules, extra field selectors) is listed here, as upstream's registries do.
 
-use std::any::TypeId;
+use std::{any::TypeId, collections::HashMap};
 
 use k8s_openapi::{
     ListableResource, NamespaceResourceScope, Resource,
@@ -15,9 +15,9 @@ use k8s_openapi::{
     },
     apiextensions_apiserver::pkg::apis::apiextensions::v1 as apiextensions,
 };
-use schemars::{JsonSchema, SchemaGenerator};
+use schemars::{JsonSchema, SchemaGenerator, generate::SchemaSettings};
 use serde::{Serialize, de::DeserializeOwned};
-use serde_json::Value;
+use serde_json::{Map, Value};
 
 use super::{NameRule, ResourceInfo, VersionInfo};
 
@@ -66,12 +66,32 @@ fn normalize<K: DeserializeOwned + Serialize>(value: Value) -> Result<Value, Str
     serde_json::to_value(typed).map_err(|e| e.to_string())
 }
 
-fn info<K>(generator: &mut SchemaGenerator, traits: Traits) -> ResourceInfo
+/// The built-in resources and the OpenAPI schemas of every type they use.
+pub struct Builtins {
+    /// The resources.
+    pub resources: Vec<ResourceInfo>,
+    /// OpenAPI v3 schemas by definition name (`io.k8s.api.apps.v1.Deployment`), with references
+    /// written `#/components/schemas/<name>` as upstream's documents write them.
+    pub definitions: Map<String, Value>,
+    /// The definition name of each resource, by storage key.
+    pub definition_of: HashMap<String, String>,
+}
+
+fn info<K>(generator: &mut SchemaGenerator, definitions: &mut HashMap<String, String>, traits: Traits) -> ResourceInfo
 where
     K: Resource + ListableResource + JsonSchema + DeserializeOwned + Serialize + 'static,
 {
-    let schema = K::json_schema(generator);
-    let has_status = schema.get("properties").and_then(|p| p.get("status")).is_some();
+    // Registers the type (and everything it uses) as definitions; the schema of the kind itself
+    // is read back from them.
+    generator.subschema_for::<K>();
+    let name = K::schema_name().into_owned();
+    let has_status = generator
+        .definitions()
+        .get(&name)
+        .and_then(|schema| schema.get("properties"))
+        .and_then(|properties| properties.get("status"))
+        .is_some();
+    definitions.insert(ResourceInfo::key_for(K::GROUP, K::URL_PATH_SEGMENT), name);
     ResourceInfo {
         group: K::GROUP.to_string(),
         plural: K::URL_PATH_SEGMENT.to_string(),
@@ -102,13 +122,15 @@ where
 
 /// Every built-in resource served, core first, then groups in the order `kubectl api-resources`
 /// shows them on a real cluster.
-pub(super) fn builtin_resources() -> Vec<ResourceInfo> {
-    let mut g = SchemaGenerator::default();
-    vec![
-        info::<core::ConfigMap>(&mut g, short(&["cm"])),
-        info::<core::Endpoints>(&mut g, short(&["ep"])),
+pub(super) fn builtins() -> Builtins {
+    let mut g = SchemaGenerator::new(SchemaSettings::openapi3());
+    let mut d = HashMap::new();
+    let resources = vec![
+        info::<core::ConfigMap>(&mut g, &mut d, short(&["cm"])),
+        info::<core::Endpoints>(&mut g, &mut d, short(&["ep"])),
         info::<core::Event>(
             &mut g,
+            &mut d,
             Traits {
                 short_names: &["ev"],
                 selectable_fields: &[
@@ -127,19 +149,22 @@ pub(super) fn builtin_resources() -> Vec<ResourceInfo> {
                 ..PLAIN
             },
         ),
-        info::<core::LimitRange>(&mut g, short(&["limits"])),
+        info::<core::LimitRange>(&mut g, &mut d, short(&["limits"])),
         info::<core::Namespace>(
             &mut g,
+            &mut d,
             Traits { short_names: &["ns"], name_rule: NameRule::Label, selectable_fields: &["status.phase"], ..PLAIN },
         ),
         info::<core::Node>(
             &mut g,
+            &mut d,
             Traits { short_names: &["no"], selectable_fields: &["spec.unschedulable"], ..PLAIN },
         ),
-        info::<core::PersistentVolumeClaim>(&mut g, short(&["pvc"])),
-        info::<core::PersistentVolume>(&mut g, short(&["pv"])),
+        info::<core::PersistentVolumeClaim>(&mut g, &mut d, short(&["pvc"])),
+        info::<core::PersistentVolume>(&mut g, &mut d, short(&["pv"])),
         info::<core::Pod>(
             &mut g,
+            &mut d,
             Traits {
                 short_names: &["po"],
                 categories: &["all"],
@@ -157,13 +182,18 @@ pub(super) fn builtin_resources() -> Vec<ResourceInfo> {
                 ..PLAIN
             },
         ),
-        info::<core::PodTemplate>(&mut g, PLAIN),
-        info::<core::ReplicationController>(&mut g, workload(&["rc"])),
-        info::<core::ResourceQuota>(&mut g, short(&["quota"])),
-        info::<core::Secret>(&mut g, Traits { selectable_fields: &["type"], ..PLAIN }),
-        info::<core::ServiceAccount>(&mut g, Traits { short_names: &["sa"], delete_returns_object: true, ..PLAIN }),
+        info::<core::PodTemplate>(&mut g, &mut d, PLAIN),
+        info::<core::ReplicationController>(&mut g, &mut d, workload(&["rc"])),
+        info::<core::ResourceQuota>(&mut g, &mut d, short(&["quota"])),
+        info::<core::Secret>(&mut g, &mut d, Traits { selectable_fields: &["type"], ..PLAIN }),
+        info::<core::ServiceAccount>(
+            &mut g,
+            &mut d,
+            Traits { short_names: &["sa"], delete_returns_object: true, ..PLAIN },
+        ),
         info::<core::Service>(
             &mut g,
+            &mut d,
             Traits {
                 short_names: &["svc"],
                 categories: &["all"],
@@ -172,42 +202,48 @@ pub(super) fn builtin_resources() -> Vec<ResourceInfo> {
                 ..PLAIN
             },
         ),
-        info::<admission::MutatingWebhookConfiguration>(&mut g, API_EXTENSIONS),
-        info::<admission::ValidatingAdmissionPolicy>(&mut g, API_EXTENSIONS),
-        info::<admission::ValidatingAdmissionPolicyBinding>(&mut g, API_EXTENSIONS),
-        info::<admission::ValidatingWebhookConfiguration>(&mut g, API_EXTENSIONS),
+        info::<admission::MutatingWebhookConfiguration>(&mut g, &mut d, API_EXTENSIONS),
+        info::<admission::ValidatingAdmissionPolicy>(&mut g, &mut d, API_EXTENSIONS),
+        info::<admission::ValidatingAdmissionPolicyBinding>(&mut g, &mut d, API_EXTENSIONS),
+        info::<admission::ValidatingWebhookConfiguration>(&mut g, &mut d, API_EXTENSIONS),
         info::<apiextensions::CustomResourceDefinition>(
             &mut g,
+            &mut d,
             Traits { short_names: &["crd", "crds"], ..API_EXTENSIONS },
         ),
-        info::<apps::ControllerRevision>(&mut g, PLAIN),
-        info::<apps::DaemonSet>(&mut g, workload(&["ds"])),
-        info::<apps::Deployment>(&mut g, workload(&["deploy"])),
-        info::<apps::ReplicaSet>(&mut g, workload(&["rs"])),
-        info::<apps::StatefulSet>(&mut g, workload(&["sts"])),
-        info::<autoscaling::HorizontalPodAutoscaler>(&mut g, workload(&["hpa"])),
-        info::<batch::CronJob>(&mut g, workload(&["cj"])),
-        info::<batch::Job>(&mut g, workload(&[])),
-        info::<certificates::CertificateSigningRequest>(&mut g, short(&["csr"])),
-        info::<coordination::Lease>(&mut g, PLAIN),
-        info::<discovery::EndpointSlice>(&mut g, PLAIN),
-        info::<events::Event>(&mut g, short(&["ev"])),
-        info::<networking::IngressClass>(&mut g, PLAIN),
-        info::<networking::Ingress>(&mut g, generational(&["ing"])),
-        info::<networking::NetworkPolicy>(&mut g, generational(&["netpol"])),
-        info::<node::RuntimeClass>(&mut g, PLAIN),
-        info::<policy::PodDisruptionBudget>(&mut g, generational(&["pdb"])),
-        info::<rbac::ClusterRoleBinding>(&mut g, RBAC),
-        info::<rbac::ClusterRole>(&mut g, RBAC),
-        info::<rbac::RoleBinding>(&mut g, RBAC),
-        info::<rbac::Role>(&mut g, RBAC),
-        info::<scheduling::PriorityClass>(&mut g, short(&["pc"])),
-        info::<storage::CSIDriver>(&mut g, PLAIN),
-        info::<storage::CSINode>(&mut g, PLAIN),
-        info::<storage::CSIStorageCapacity>(&mut g, PLAIN),
-        info::<storage::StorageClass>(&mut g, Traits { short_names: &["sc"], delete_returns_object: true, ..PLAIN }),
-        info::<storage::VolumeAttachment>(&mut g, PLAIN),
-    ]
+        info::<apps::ControllerRevision>(&mut g, &mut d, PLAIN),
+        info::<apps::DaemonSet>(&mut g, &mut d, workload(&["ds"])),
+        info::<apps::Deployment>(&mut g, &mut d, workload(&["deploy"])),
+        info::<apps::ReplicaSet>(&mut g, &mut d, workload(&["rs"])),
+        info::<apps::StatefulSet>(&mut g, &mut d, workload(&["sts"])),
+        info::<autoscaling::HorizontalPodAutoscaler>(&mut g, &mut d, workload(&["hpa"])),
+        info::<batch::CronJob>(&mut g, &mut d, workload(&["cj"])),
+        info::<batch::Job>(&mut g, &mut d, workload(&[])),
+        info::<certificates::CertificateSigningRequest>(&mut g, &mut d, short(&["csr"])),
+        info::<coordination::Lease>(&mut g, &mut d, PLAIN),
+        info::<discovery::EndpointSlice>(&mut g, &mut d, PLAIN),
+        info::<events::Event>(&mut g, &mut d, short(&["ev"])),
+        info::<networking::IngressClass>(&mut g, &mut d, PLAIN),
+        info::<networking::Ingress>(&mut g, &mut d, generational(&["ing"])),
+        info::<networking::NetworkPolicy>(&mut g, &mut d, generational(&["netpol"])),
+        info::<node::RuntimeClass>(&mut g, &mut d, PLAIN),
+        info::<policy::PodDisruptionBudget>(&mut g, &mut d, generational(&["pdb"])),
+        info::<rbac::ClusterRoleBinding>(&mut g, &mut d, RBAC),
+        info::<rbac::ClusterRole>(&mut g, &mut d, RBAC),
+        info::<rbac::RoleBinding>(&mut g, &mut d, RBAC),
+        info::<rbac::Role>(&mut g, &mut d, RBAC),
+        info::<scheduling::PriorityClass>(&mut g, &mut d, short(&["pc"])),
+        info::<storage::CSIDriver>(&mut g, &mut d, PLAIN),
+        info::<storage::CSINode>(&mut g, &mut d, PLAIN),
+        info::<storage::CSIStorageCapacity>(&mut g, &mut d, PLAIN),
+        info::<storage::StorageClass>(
+            &mut g,
+            &mut d,
+            Traits { short_names: &["sc"], delete_returns_object: true, ..PLAIN },
+        ),
+        info::<storage::VolumeAttachment>(&mut g, &mut d, PLAIN),
+    ];
+    Builtins { resources, definitions: g.take_definitions(true), definition_of: d }
 }
 
 #[cfg(test)]

@@ -4,6 +4,8 @@
 mod builtin;
 pub mod discovery;
 
+pub use builtin::Builtins;
+
 use std::{
     collections::{BTreeMap, HashMap},
     sync::{Arc, LazyLock, RwLock},
@@ -122,14 +124,17 @@ pub struct Catalog {
     by_key: HashMap<String, usize>,
 }
 
-static BUILTINS: LazyLock<Vec<Arc<ResourceInfo>>> =
-    LazyLock::new(|| builtin::builtin_resources().into_iter().map(Arc::new).collect());
+/// Built-in resources and their schemas, derived once per process.
+pub static BUILTINS: LazyLock<builtin::Builtins> = LazyLock::new(builtin::builtins);
+
+static BUILTIN_RESOURCES: LazyLock<Vec<Arc<ResourceInfo>>> =
+    LazyLock::new(|| BUILTINS.resources.iter().cloned().map(Arc::new).collect());
 
 impl Catalog {
     /// The built-in resources plus the given custom ones (custom resources never shadow built-ins).
     pub fn new(custom: impl IntoIterator<Item = Arc<ResourceInfo>>) -> Self {
         let mut catalog = Catalog::default();
-        for info in BUILTINS.iter().cloned().chain(custom) {
+        for info in BUILTIN_RESOURCES.iter().cloned().chain(custom) {
             if catalog.by_key.contains_key(&info.key) {
                 continue;
             }

@@ -1,0 +1,110 @@
+use std::path::PathBuf;
+
+use super::*;
+use crate::registry::Catalog;
+
+fn deployment() -> Node<'static> {
+    let catalog = Catalog::new([]);
+    let info = catalog.lookup("apps", "v1", "deployments").expect("served").clone();
+    let version: &'static VersionInfo = Box::leak(Box::new(info.versions[0].clone()));
+    Node::for_resource(&info, version)
+}
+
+#[test]
+fn built_in_lists_merge_by_their_upstream_keys() {
+    let pod = deployment().field("spec").field("template").field("spec");
+    assert_eq!(pod.field("containers").list_kind(), ListKind::Map(vec!["name".into()]));
+    let container = pod.field("containers").item();
+    assert_eq!(container.field("ports").list_kind(), ListKind::Map(vec!["containerPort".into(), "protocol".into()]));
+    assert_eq!(container.field("env").list_kind(), ListKind::Map(vec!["name".into()]));
+    assert_eq!(container.field("args").list_kind(), ListKind::Atomic);
+    assert_eq!(pod.field("containers").merge_key(), Some("name"));
+    let metadata = deployment().field("metadata");
+    assert_eq!(metadata.field("finalizers").list_kind(), ListKind::Set);
+    assert_eq!(metadata.field("ownerReferences").list_kind(), ListKind::Map(vec!["uid".into()]));
+    assert!(!metadata.field("labels").is_atomic_map());
+    assert!(deployment().field("spec").field("selector").is_atomic_map(), "LabelSelector is atomic");
+    assert_eq!(deployment().field("spec").field("strategy").patch_strategy(), Some("retainKeys"));
+}
+
+/// Where the upstream OpenAPI v3 documents are: `$BOSUN_K8S_OPENAPI_DIR`, or the reference
+/// copy beside the repository.
+fn reference_documents() -> Option<PathBuf> {
+    let dir = std::env::var_os("BOSUN_K8S_OPENAPI_DIR").map(PathBuf::from).unwrap_or_else(|| {
+        PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../../../shared/reference/k8s-openapi-v3-1.33")
+    });
+    dir.is_dir().then_some(dir)
+}
+
+fn documents(dir: &std::path::Path, found: &mut Vec<serde_json::Value>) {
+    for entry in std::fs::read_dir(dir).expect("readable") {
+        let path = entry.expect("entry").path();
+        if path.is_dir() {
+            documents(&path, found);
+        } else if path.extension().is_some_and(|e| e == "json") {
+            found.push(serde_json::from_slice(&std::fs::read(&path).expect("read")).expect("json"));
+        }
+    }
+}
+
+#[test]
+fn the_merge_table_matches_the_upstream_openapi_documents() {
+    let Some(dir) = reference_documents() else {
+        eprintln!("upstream OpenAPI documents not found; set BOSUN_K8S_OPENAPI_DIR to check the merge table");
+        return;
+    };
+    let mut docs = Vec::new();
+    documents(&dir, &mut docs);
+    let mut checked = 0;
+    for doc in &docs {
+        let Some(schemas) = doc.pointer("/components/schemas").and_then(Value::as_object) else { continue };
+        for (name, schema) in schemas {
+            // Only definitions of types this server serves matter.
+            if !BUILTINS.definitions.contains_key(name) {
+                continue;
+            }
+            for (property, spec) in schema.get("properties").and_then(Value::as_object).into_iter().flatten() {
+                let entry = table_entry(name, property);
+                match spec.get("x-kubernetes-list-type").and_then(Value::as_str) {
+                    Some("map") => {
+                        let keys: Vec<&str> = spec["x-kubernetes-list-map-keys"]
+                            .as_array()
+                            .expect("keys")
+                            .iter()
+                            .filter_map(Value::as_str)
+                            .collect();
+                        let ours = entry.map(|e| e.list);
+                        assert!(
+                            matches!(ours, Some(ListType::Map(k)) if k == keys.as_slice()),
+                            "{name}.{property}: upstream is a map keyed by {keys:?}, the table says {ours:?}"
+                        );
+                        checked += 1;
+                    }
+                    Some("set") => {
+                        assert_eq!(entry.map(|e| e.list), Some(ListType::Set), "{name}.{property}: upstream is a set");
+                        checked += 1;
+                    }
+                    _ => {}
+                }
+                let strategy = spec.get("x-kubernetes-patch-strategy").and_then(Value::as_str);
+                let merge_key = spec.get("x-kubernetes-patch-merge-key").and_then(Value::as_str);
+                if strategy.is_some() || merge_key.is_some() {
+                    assert_eq!(entry.and_then(|e| e.patch_strategy), strategy, "{name}.{property} patch strategy");
+                    assert_eq!(entry.and_then(|e| e.merge_key), merge_key, "{name}.{property} merge key");
+                }
+            }
+            if schema.get("x-kubernetes-map-type").and_then(Value::as_str) == Some("atomic") {
+                assert!(table::ATOMIC_STRUCTS.contains(&name.as_str()), "{name} is atomic upstream");
+            }
+        }
+    }
+    assert!(checked > 50, "only {checked} list types checked: are the documents complete?");
+}
+
+#[test]
+fn the_table_is_sorted_for_binary_search() {
+    for pair in table::FIELDS.windows(2) {
+        assert!((pair[0].definition, pair[0].property) < (pair[1].definition, pair[1].property), "{pair:?}");
+    }
+    assert!(table::ATOMIC_STRUCTS.windows(2).all(|w| w[0] < w[1]));
+}
