@@ -43,5 +43,6 @@ pub mod store;
 pub mod types;
 mod validation;
 
+pub use controllers::FAIL_ANNOTATION;
 pub use error::{ApiError, FieldError, FieldErrorType, StatusCause, StatusDetails};
 pub use server::{ApiServer, RunningServer, ServerError, ServerOptions, Storage};

@@ -43,6 +43,9 @@ pub struct ServerOptions {
     pub watch_history: usize,
     /// How often idle watches get a bookmark.
     pub bookmark_interval: Duration,
+    /// Simulate workloads (Deployments, StatefulSets, DaemonSets, Jobs), becoming ready this
+    /// long after each change; `None` leaves them alone.
+    pub simulate_workloads: Option<Duration>,
 }
 
 impl Default for ServerOptions {
@@ -53,6 +56,7 @@ impl Default for ServerOptions {
             port: 0,
             watch_history: 100_000,
             bookmark_interval: Duration::from_secs(60),
+            simulate_workloads: None,
         }
     }
 }
@@ -134,6 +138,13 @@ impl ApiServer {
         self
     }
 
+    /// Simulate workloads: Deployments, StatefulSets, DaemonSets and Jobs become ready (or, with
+    /// the annotation `bosun.dev/simulate: fail`, fail) `delay` after each change.
+    pub fn simulate_workloads(mut self, delay: Duration) -> Self {
+        self.options.simulate_workloads = Some(delay);
+        self
+    }
+
     /// Opens the storage, bootstraps namespaces, starts listening and serving.
     pub async fn start(self) -> Result<RunningServer, ServerError> {
         let options = self.options;
@@ -170,7 +181,8 @@ impl ApiServer {
                 tracing::error!(%error, "API server stopped");
             }
         });
-        let controllers = tokio::spawn(controllers::run(cluster.clone(), shutdown_signal));
+        let settings = controllers::Settings { workload_delay: options.simulate_workloads };
+        let controllers = tokio::spawn(controllers::run(cluster.clone(), shutdown_signal, settings));
         let url = format!("http://{address}");
         let config = kube::Config::new(url.parse().map_err(|e| ServerError::Bootstrap(format!("url {url}: {e}")))?);
         let client = kube::Client::try_from(config.clone())?;

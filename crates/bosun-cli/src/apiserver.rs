@@ -33,6 +33,15 @@ pub struct Args {
     /// How many recent events watches can resume from before clients must relist.
     #[arg(long, value_name = "EVENTS", default_value_t = 100_000)]
     watch_history: usize,
+
+    /// Make Deployments, StatefulSets, DaemonSets and Jobs progress to ready/complete without
+    /// nodes (annotate one `bosun.dev/simulate: fail` to make it fail).
+    #[arg(long)]
+    simulate_workloads: bool,
+
+    /// How long simulated workloads take to become ready.
+    #[arg(long, value_name = "DURATION", default_value = "2s", requires = "simulate_workloads")]
+    workload_delay: bosun::package::Interval,
 }
 
 async fn shutdown_signal() {
@@ -63,6 +72,7 @@ pub async fn run(args: Args) -> ExitCode {
         address: args.address,
         port: args.port,
         watch_history: args.watch_history,
+        simulate_workloads: args.simulate_workloads.then_some(args.workload_delay.0),
         ..ServerOptions::default()
     };
     let server = match ApiServer::new(options).start().await {

@@ -421,6 +421,15 @@ pub fn ready_to_delete(info: &ResourceInfo, object: &Value) -> bool {
     !namespace_held
 }
 
+fn add_finalizer(object: &mut Value, finalizer: &str) {
+    let finalizers = object::meta_mut(object).entry("finalizers").or_insert_with(|| json!([]));
+    if let Some(list) = finalizers.as_array_mut()
+        && !list.contains(&json!(finalizer))
+    {
+        list.push(json!(finalizer));
+    }
+}
+
 /// `DeleteOptions`, from the body or the query.
 #[derive(Debug, Default, Clone, Deserialize)]
 #[serde(rename_all = "camelCase")]
@@ -480,6 +489,20 @@ pub fn prepare_delete(
         return Ok(None);
     }
     let mut marked = current.clone();
+    let propagation = match options.propagation_policy.as_deref() {
+        Some("Foreground") => Some(crate::controllers::FOREGROUND),
+        Some("Orphan") => Some(crate::controllers::ORPHAN),
+        _ => None,
+    };
+    if let Some(finalizer) = propagation {
+        let meta = object::meta_mut(&mut marked);
+        let finalizers = meta.entry("finalizers").or_insert_with(|| json!([]));
+        if let Some(list) = finalizers.as_array_mut()
+            && !list.contains(&json!(finalizer))
+        {
+            list.push(json!(finalizer));
+        }
+    }
     if info.key == "apiextensions.k8s.io/customresourcedefinitions" {
         let meta = object::meta_mut(&mut marked);
         let finalizers = meta.entry("finalizers").or_insert_with(|| json!([]));

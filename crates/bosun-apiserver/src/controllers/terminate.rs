@@ -1,12 +1,9 @@
-//! In-process controllers that a real control plane runs beside the API server and that
-//! envtest-style setups lack: namespace termination (delete the content, then the namespace)
-//! and CRD cleanup (delete the custom resources, then the definition). They react to the store's
-//! events and act through [`Cluster`], so finalizers are honoured as for any client.
+//! Namespace termination (delete the content, then the namespace) and CRD cleanup (delete the
+//! custom resources, then the definition).
 
 use std::sync::Arc;
 
 use serde_json::{Value, json};
-use tokio::sync::watch;
 
 use crate::{
     cluster::{CRD_KEY, Cluster, NAMESPACE_KEY, Scope, WriteOptions},
@@ -14,41 +11,15 @@ use crate::{
     lifecycle::{DeleteOptions, Endpoint, NAMESPACE_FINALIZER},
     object,
     registry::ResourceInfo,
-    store::EventKind,
 };
 
-/// Runs the controllers until `shutdown` becomes true.
-pub async fn run(cluster: Arc<Cluster>, mut shutdown: watch::Receiver<bool>) {
-    let mut visible = cluster.store.subscribe();
-    let mut cursor = *visible.borrow_and_update();
-    let mut busy = reconcile(&cluster).await;
-    loop {
-        tokio::select! {
-            changed = visible.changed() => if changed.is_err() { return },
-            _ = shutdown.changed() => return,
-        }
-        let upto = *visible.borrow_and_update();
-        // Work is needed when something started terminating, or when anything was deleted while
-        // a namespace or CRD is terminating (its content may now be gone).
-        let wanted = match cluster.store.events_between(cursor, upto, |e| {
-            starts_terminating(&e.resource, &e.object.value) || (busy && e.kind != EventKind::Added)
-        }) {
-            Ok(events) => !events.is_empty(),
-            Err(_) => true,
-        };
-        cursor = upto;
-        if wanted {
-            busy = reconcile(&cluster).await;
-        }
-    }
-}
-
-fn starts_terminating(resource: &str, value: &Value) -> bool {
+/// Whether an event starts (or continues) a termination.
+pub fn starts_terminating(resource: &str, value: &Value) -> bool {
     (resource == NAMESPACE_KEY || resource == CRD_KEY) && object::deletion_timestamp(value).is_some()
 }
 
 /// One pass over terminating namespaces and CRDs; returns whether any remain.
-async fn reconcile(cluster: &Cluster) -> bool {
+pub async fn reconcile(cluster: &Cluster) -> bool {
     let mut busy = false;
     for namespace in cluster.store.all(NAMESPACE_KEY) {
         if object::deletion_timestamp(&namespace.value).is_some() {
@@ -83,7 +54,13 @@ async fn delete_all(cluster: &Cluster, info: &Arc<ResourceInfo>, namespace: &str
     cluster.list(&scope, &Default::default()).items.len()
 }
 
-async fn remove_finalizer(cluster: &Cluster, scope: &Scope, current: &Value, endpoint: Endpoint, finalizer: &str) {
+pub(super) async fn remove_finalizer(
+    cluster: &Cluster,
+    scope: &Scope,
+    current: &Value,
+    endpoint: Endpoint,
+    finalizer: &str,
+) {
     let mut updated = scope.view(current.clone());
     let pointer = if endpoint == Endpoint::Finalize { "/spec/finalizers" } else { "/metadata/finalizers" };
     if let Some(list) = updated.pointer_mut(pointer).and_then(Value::as_array_mut) {

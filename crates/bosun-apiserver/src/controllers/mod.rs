@@ -1,0 +1,82 @@
+//! In-process controllers that a real control plane runs beside the API server and that
+//! envtest-style setups lack: namespace termination, CRD cleanup, garbage collection by owner
+//! references and, when asked for, workload simulation. They react to the store's events and
+//! act through [`Cluster`], so finalizers and every other rule apply to them as to any client.
+
+mod gc;
+mod terminate;
+mod workloads;
+
+use std::{sync::Arc, time::Duration};
+
+use tokio::sync::watch;
+
+use crate::{cluster::Cluster, store::EventKind};
+
+pub use gc::{FOREGROUND, ORPHAN};
+pub use workloads::FAIL_ANNOTATION;
+
+/// What the controllers do besides the always-on ones.
+#[derive(Debug, Clone, Copy, Default)]
+pub struct Settings {
+    /// Simulate workloads, becoming ready this long after each change.
+    pub workload_delay: Option<Duration>,
+}
+
+/// Runs the controllers until `shutdown` becomes true.
+pub async fn run(cluster: Arc<Cluster>, mut shutdown: watch::Receiver<bool>, settings: Settings) {
+    let mut visible = cluster.store.subscribe();
+    let mut cursor = *visible.borrow_and_update();
+    let mut simulator = settings.workload_delay.map(workloads::Simulator::new);
+    if let Some(simulator) = &mut simulator {
+        simulator.observe_all(&cluster);
+    }
+    let mut terminating = terminate::reconcile(&cluster).await;
+    let mut collecting = gc::collect(&cluster).await;
+    loop {
+        let due = simulator.as_ref().and_then(workloads::Simulator::next_due);
+        tokio::select! {
+            changed = visible.changed() => if changed.is_err() { return },
+            _ = async { match due { Some(at) => tokio::time::sleep_until(at).await, None => std::future::pending().await } } => {}
+            _ = shutdown.changed() => return,
+        }
+        let upto = *visible.borrow_and_update();
+        let (mut terminate_wanted, mut collect_wanted) = (false, false);
+        match cluster.store.events_between(cursor, upto, |_| true) {
+            Ok(events) => {
+                for event in &events {
+                    let deleting = object_deleting(&event.object.value);
+                    terminate_wanted |= terminate::starts_terminating(&event.resource, &event.object.value)
+                        || (terminating && event.kind != EventKind::Added);
+                    collect_wanted |=
+                        event.kind == EventKind::Deleted || deleting || (collecting && event.kind != EventKind::Added);
+                    if let Some(simulator) = &mut simulator {
+                        simulator.observe(event);
+                    }
+                }
+            }
+            Err(_) => {
+                // Events were missed: look at everything.
+                terminate_wanted = true;
+                collect_wanted = true;
+                if let Some(simulator) = &mut simulator {
+                    simulator.observe_all(&cluster);
+                }
+            }
+        }
+        cursor = upto;
+        if terminate_wanted {
+            terminating = terminate::reconcile(&cluster).await;
+        }
+        if collect_wanted {
+            collecting = gc::collect(&cluster).await;
+        }
+        if let Some(simulator) = &mut simulator {
+            simulator.run_due(&cluster).await;
+        }
+    }
+}
+
+fn object_deleting(value: &serde_json::Value) -> bool {
+    crate::object::deletion_timestamp(value).is_some()
+}
