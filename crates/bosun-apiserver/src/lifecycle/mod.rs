@@ -495,22 +495,10 @@ pub fn prepare_delete(
         _ => None,
     };
     if let Some(finalizer) = propagation {
-        let meta = object::meta_mut(&mut marked);
-        let finalizers = meta.entry("finalizers").or_insert_with(|| json!([]));
-        if let Some(list) = finalizers.as_array_mut()
-            && !list.contains(&json!(finalizer))
-        {
-            list.push(json!(finalizer));
-        }
+        add_finalizer(&mut marked, finalizer);
     }
     if info.key == "apiextensions.k8s.io/customresourcedefinitions" {
-        let meta = object::meta_mut(&mut marked);
-        let finalizers = meta.entry("finalizers").or_insert_with(|| json!([]));
-        if let Some(list) = finalizers.as_array_mut()
-            && !list.contains(&json!(crd::CLEANUP_FINALIZER))
-        {
-            list.push(json!(crd::CLEANUP_FINALIZER));
-        }
+        add_finalizer(&mut marked, crd::CLEANUP_FINALIZER);
     }
     if info.key == "namespaces" {
         marked["status"]["phase"] = json!("Terminating");
