@@ -3,10 +3,16 @@
 //!
 //! - [`package`]: a package directory and its spec (`bosun.yaml`), including the rollout.
 //! - [`config`]: the renderer's input, assembled from values and files.
+//! - [`plan`]: the order objects roll out in.
 //! - [`render`]: manifests from files, jsonnet, kustomize or a command, post-processed and checked.
+//! - [`health`]: whether live objects are ready, in progress or failed.
+//! - [`jsonpath`]: kubectl's JSONPath templates.
 //! - [`yaml`]: YAML/JSON streams with error positions, and deterministic output.
 
 pub mod config;
+pub mod health;
+pub mod jsonpath;
 pub mod package;
+pub mod plan;
 pub mod render;
 pub mod yaml;

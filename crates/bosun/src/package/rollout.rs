@@ -147,7 +147,7 @@ impl Selector {
 }
 
 /// A success check of a step (Locutus `success[]`).
-#[derive(Debug, Clone, Default, Serialize, PartialEq)]
+#[derive(Debug, Clone, Default, Serialize, PartialEq, Eq)]
 #[serde(rename_all = "camelCase")]
 pub struct SuccessCheck {
     /// Every comparison must hold.
@@ -201,7 +201,7 @@ impl<'de> Deserialize<'de> for SuccessCheck {
 }
 
 /// `path` (a kubectl JSONPath template, e.g. `{.status.readyReplicas}`) must equal a value.
-#[derive(Debug, Clone, Default, Deserialize, Serialize, PartialEq)]
+#[derive(Debug, Clone, Default, Deserialize, Serialize, PartialEq, Eq)]
 #[serde(rename_all = "camelCase", deny_unknown_fields)]
 pub struct FieldComparison {
     /// Name shown in reports.
@@ -217,7 +217,7 @@ pub struct FieldComparison {
 }
 
 /// The expected side of a comparison: a constant or another path of the same object.
-#[derive(Debug, Clone, Default, Deserialize, Serialize, PartialEq)]
+#[derive(Debug, Clone, Default, Deserialize, Serialize, PartialEq, Eq)]
 #[serde(rename_all = "camelCase", deny_unknown_fields)]
 pub struct ComparisonValue {
     /// Another JSONPath of the object.

@@ -1,0 +1,211 @@
+use serde_json::json;
+
+use super::*;
+use crate::package::SuccessCheck;
+
+fn deployment(generation: i64, status: Value) -> Value {
+    json!({"apiVersion": "apps/v1", "kind": "Deployment", "metadata": {"name": "web", "generation": generation},
+           "spec": {"replicas": 3}, "status": status})
+}
+
+fn condition(kind: &str, status: &str, reason: &str) -> Value {
+    json!({"type": kind, "status": status, "reason": reason, "message": "m"})
+}
+
+#[test]
+fn kinds_are_judged_by_their_status() {
+    let cases: Vec<(&str, Value, Status)> = vec![
+        ("deployment not yet observed", deployment(2, json!({"observedGeneration": 1})), Status::InProgress),
+        (
+            "deployment progressing",
+            deployment(
+                1,
+                json!({"observedGeneration": 1, "replicas": 3, "updatedReplicas": 3, "availableReplicas": 1}),
+            ),
+            Status::InProgress,
+        ),
+        (
+            "deployment rolling: old replicas left",
+            deployment(
+                1,
+                json!({"observedGeneration": 1, "replicas": 4, "updatedReplicas": 3, "availableReplicas": 3}),
+            ),
+            Status::InProgress,
+        ),
+        (
+            "deployment available",
+            deployment(
+                1,
+                json!({"observedGeneration": 1, "replicas": 3, "updatedReplicas": 3, "availableReplicas": 3}),
+            ),
+            Status::Current,
+        ),
+        (
+            "deployment past its deadline",
+            deployment(
+                1,
+                json!({"observedGeneration": 1, "conditions": [condition("Progressing", "False", "ProgressDeadlineExceeded")]}),
+            ),
+            Status::Failed { terminal: true },
+        ),
+        (
+            "paused deployment",
+            json!({"apiVersion": "apps/v1", "kind": "Deployment", "metadata": {"generation": 1}, "spec": {"replicas": 3, "paused": true},
+                   "status": {"observedGeneration": 1, "replicas": 3, "updatedReplicas": 1}}),
+            Status::Current,
+        ),
+        (
+            "partitioned statefulset done above the partition",
+            json!({"apiVersion": "apps/v1", "kind": "StatefulSet", "metadata": {"generation": 2},
+                   "spec": {"replicas": 5, "updateStrategy": {"rollingUpdate": {"partition": 3}}},
+                   "status": {"observedGeneration": 2, "readyReplicas": 5, "updatedReplicas": 2, "currentRevision": "a", "updateRevision": "b"}}),
+            Status::Current,
+        ),
+        (
+            "partitioned statefulset still updating",
+            json!({"apiVersion": "apps/v1", "kind": "StatefulSet", "metadata": {"generation": 2},
+                   "spec": {"replicas": 5, "updateStrategy": {"rollingUpdate": {"partition": 3}}},
+                   "status": {"observedGeneration": 2, "readyReplicas": 5, "updatedReplicas": 1}}),
+            Status::InProgress,
+        ),
+        (
+            "statefulset between revisions",
+            json!({"apiVersion": "apps/v1", "kind": "StatefulSet", "metadata": {"generation": 1}, "spec": {"replicas": 2},
+                   "status": {"observedGeneration": 1, "readyReplicas": 2, "currentRevision": "a", "updateRevision": "b"}}),
+            Status::InProgress,
+        ),
+        (
+            "daemonset ready",
+            json!({"apiVersion": "apps/v1", "kind": "DaemonSet", "metadata": {"generation": 1},
+                   "status": {"observedGeneration": 1, "desiredNumberScheduled": 2, "updatedNumberScheduled": 2, "numberAvailable": 2}}),
+            Status::Current,
+        ),
+        (
+            "running job",
+            json!({"apiVersion": "batch/v1", "kind": "Job", "metadata": {"generation": 1}, "status": {"active": 1}}),
+            Status::InProgress,
+        ),
+        (
+            "failed job",
+            json!({"apiVersion": "batch/v1", "kind": "Job", "status": {"conditions": [condition("Failed", "True", "BackoffLimitExceeded")]}}),
+            Status::Failed { terminal: true },
+        ),
+        (
+            "complete job",
+            json!({"apiVersion": "batch/v1", "kind": "Job", "status": {"succeeded": 1, "conditions": [condition("Complete", "True", "")]}}),
+            Status::Current,
+        ),
+        (
+            "pod crash looping",
+            json!({"apiVersion": "v1", "kind": "Pod", "status": {"phase": "Running",
+                   "containerStatuses": [{"name": "app", "state": {"waiting": {"reason": "CrashLoopBackOff"}}}]}}),
+            Status::Failed { terminal: false },
+        ),
+        (
+            "ready pod",
+            json!({"apiVersion": "v1", "kind": "Pod", "status": {"phase": "Running", "conditions": [condition("Ready", "True", "")]}}),
+            Status::Current,
+        ),
+        (
+            "pending claim",
+            json!({"apiVersion": "v1", "kind": "PersistentVolumeClaim", "status": {"phase": "Pending"}}),
+            Status::InProgress,
+        ),
+        (
+            "bound claim",
+            json!({"apiVersion": "v1", "kind": "PersistentVolumeClaim", "status": {"phase": "Bound"}}),
+            Status::Current,
+        ),
+        (
+            "load balancer without address",
+            json!({"apiVersion": "v1", "kind": "Service", "spec": {"type": "LoadBalancer"}, "status": {}}),
+            Status::InProgress,
+        ),
+        (
+            "cluster IP service",
+            json!({"apiVersion": "v1", "kind": "Service", "spec": {"type": "ClusterIP"}}),
+            Status::Current,
+        ),
+        (
+            "crd not yet established",
+            json!({"apiVersion": "apiextensions.k8s.io/v1", "kind": "CustomResourceDefinition", "status": {"conditions": [condition("NamesAccepted", "True", "")]}}),
+            Status::InProgress,
+        ),
+        (
+            "crd with a name conflict",
+            json!({"apiVersion": "apiextensions.k8s.io/v1", "kind": "CustomResourceDefinition", "status": {"conditions": [condition("NamesAccepted", "False", "KindConflict")]}}),
+            Status::Failed { terminal: true },
+        ),
+        (
+            "terminating namespace",
+            json!({"apiVersion": "v1", "kind": "Namespace", "status": {"phase": "Terminating"}}),
+            Status::InProgress,
+        ),
+        (
+            "custom resource without conditions",
+            json!({"apiVersion": "example.com/v1", "kind": "Widget", "spec": {}}),
+            Status::Current,
+        ),
+        (
+            "custom resource not ready",
+            json!({"apiVersion": "example.com/v1", "kind": "Widget", "metadata": {"generation": 1},
+                   "status": {"observedGeneration": 1, "conditions": [condition("Ready", "False", "Provisioning")]}}),
+            Status::InProgress,
+        ),
+        (
+            "custom resource stalled",
+            json!({"apiVersion": "example.com/v1", "kind": "Widget", "status": {"conditions": [condition("Stalled", "True", "BadConfig")]}}),
+            Status::Failed { terminal: true },
+        ),
+        (
+            "custom resource ready",
+            json!({"apiVersion": "example.com/v1", "kind": "Widget", "status": {"conditions": [condition("Ready", "True", "Done")]}}),
+            Status::Current,
+        ),
+        (
+            "being deleted",
+            json!({"apiVersion": "v1", "kind": "ConfigMap", "metadata": {"deletionTimestamp": "x"}}),
+            Status::InProgress,
+        ),
+    ];
+    for (case, object, expected) in cases {
+        let health = evaluate(&object);
+        assert_eq!(health.status, expected, "{case}: {}", health.message);
+    }
+}
+
+#[test]
+fn field_comparisons_compare_paths_constants_and_defaults() {
+    let object = json!({"spec": {"replicas": 3}, "status": {"readyReplicas": 3, "phase": "Ready"}});
+    let check = |comparisons: Value| -> SuccessCheck {
+        crate::package::RolloutSpec::from_value(
+            &json!({"groups": [{"steps": [{"object": "x", "success": [{"fieldComparisons": comparisons}]}]}]}),
+            "test",
+        )
+        .expect("valid")
+        .groups[0]
+            .steps[0]
+            .success[0]
+            .clone()
+    };
+    assert!(
+        check_success(
+            &object,
+            &check(json!([{"path": "{.status.readyReplicas}", "value": {"path": "{.spec.replicas}"}}]))
+        )
+        .is_ok()
+    );
+    assert!(check_success(&object, &check(json!([{"path": "{.status.phase}", "value": {"static": "Ready"}}]))).is_ok());
+    assert!(
+        check_success(&object, &check(json!([{"path": "{.status.missing}", "default": 0, "value": {"static": 0}}])))
+            .is_ok()
+    );
+    let failure = check_success(
+        &object,
+        &check(
+            json!([{"name": "updated", "path": "{.status.updatedReplicas}", "value": {"path": "{.spec.replicas}"}}]),
+        ),
+    )
+    .expect_err("not equal");
+    assert_eq!(failure, "updated: {.status.updatedReplicas} is nothing, expected 3");
+}
