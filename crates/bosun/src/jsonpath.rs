@@ -30,6 +30,9 @@ pub struct Missing {
     pub expression: String,
 }
 
+/// An open `{range}`: its expression, as written, and where it starts.
+type OpenRange = (JpQuery, String, usize);
+
 #[derive(Debug, Clone)]
 enum Part {
     Text(String),
@@ -151,7 +154,7 @@ impl Template {
         let fail =
             |position: usize, message: String| TemplateError { template: template.to_string(), position, message };
         let chars: Vec<char> = template.chars().collect();
-        let mut stack: Vec<(Vec<Part>, Option<(JpQuery, String, usize)>)> = vec![(Vec::new(), None)];
+        let mut stack: Vec<(Vec<Part>, Option<OpenRange>)> = vec![(Vec::new(), None)];
         let mut text = String::new();
         let mut i = 0;
         while i < chars.len() {
