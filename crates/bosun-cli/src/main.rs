@@ -1,6 +1,10 @@
 //! The `bosun` command: argument parsing and printing; the work is done by the libraries.
 
 mod apiserver;
+mod apply;
+mod cluster;
+mod dev;
+mod diff;
 mod render;
 
 use std::process::ExitCode;
@@ -23,6 +27,12 @@ struct Cli {
 enum Command {
     /// Print a package's manifests: files, jsonnet, kustomize or a command (no cluster needed).
     Render(render::Args),
+    /// Show what applying a package would change (server-side dry run).
+    Diff(diff::Args),
+    /// Roll a package out: planned groups, server-side apply, health waits, prune.
+    Apply(apply::Args),
+    /// Try packages locally: an embedded API server, apply with wait and prune, re-apply on change.
+    Dev(dev::Args),
     /// Run the embedded Kubernetes-compatible API server (for trying things and for tests).
     Apiserver(apiserver::Args),
 }
@@ -51,6 +61,9 @@ fn main() -> ExitCode {
     runtime.block_on(async {
         match cli.command {
             Command::Render(args) => render::run(args).await,
+            Command::Diff(args) => diff::run(args).await,
+            Command::Apply(args) => apply::run(args).await,
+            Command::Dev(args) => dev::run(args).await,
             Command::Apiserver(args) => apiserver::run(args).await,
         }
     })

@@ -1,6 +1,10 @@
 //! bosun: declarative Kubernetes automation. One module per pipeline stage; the `bosun` command
 //! and the controllers are thin callers of this library.
 //!
+//! - [`apply`]: planned rollout to a cluster with server-side apply, health waits and prune.
+//! - [`diff`]: what applying would change.
+//! - [`inventory`]: what a package applied, for pruning.
+//! - [`report`]: change sets, progress, tables and JSON.
 //! - [`package`]: a package directory and its spec (`bosun.yaml`), including the rollout.
 //! - [`config`]: the renderer's input, assembled from values and files.
 //! - [`plan`]: the order objects roll out in.
@@ -9,10 +13,14 @@
 //! - [`jsonpath`]: kubectl's JSONPath templates.
 //! - [`yaml`]: YAML/JSON streams with error positions, and deterministic output.
 
+pub mod apply;
 pub mod config;
+pub mod diff;
 pub mod health;
+pub mod inventory;
 pub mod jsonpath;
 pub mod package;
 pub mod plan;
 pub mod render;
+pub mod report;
 pub mod yaml;

@@ -142,7 +142,10 @@ impl Simulator {
         let first_seen = match self.seen.get(key) {
             Some((seen_generation, at)) if *seen_generation == generation => *at,
             _ => {
-                let at = Instant::now();
+                // A workload that already reports this generation as done (say, after a restart)
+                // stays done instead of starting over.
+                let now = Instant::now();
+                let at = if already_done(resource, &value) { now.checked_sub(self.delay).unwrap_or(now) } else { now };
                 self.seen.insert(key.clone(), (generation, at));
                 at
             }
@@ -159,6 +162,21 @@ impl Simulator {
         if !ready {
             self.due.push((ready_at, key.clone()));
         }
+    }
+}
+
+/// Whether a workload's status already says its current generation is done.
+fn already_done(resource: &str, value: &Value) -> bool {
+    let status = &value["status"];
+    let int = |field: &str| status.get(field).and_then(Value::as_i64);
+    let observed = int("observedGeneration") == Some(object::generation(value));
+    match resource {
+        DEPLOYMENTS => observed && int("availableReplicas").unwrap_or(0) == replicas(value),
+        STATEFUL_SETS => observed && int("readyReplicas").unwrap_or(0) == replicas(value),
+        DAEMON_SETS => observed && int("numberAvailable").unwrap_or(0) >= 1,
+        _ => status.get("conditions").and_then(Value::as_array).is_some_and(|c| {
+            c.iter().any(|c| (c["type"] == "Complete" || c["type"] == "Failed") && c["status"] == "True")
+        }),
     }
 }
 

@@ -1,0 +1,164 @@
+//! `bosun apply`: render, plan, apply in groups with server-side apply, wait, prune, report.
+
+use std::{io::IsTerminal, process::ExitCode, time::Duration};
+
+use bosun::{
+    apply::{self, Options, Target},
+    package::{Interval, Package},
+    plan,
+    render::Rendered,
+    report::{Progress, Report, Silent, Terminal},
+};
+
+use crate::{cluster::ClusterArgs, render::Source};
+
+/// Output of `bosun apply`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, clap::ValueEnum)]
+pub enum Output {
+    /// Live progress on stderr (on a terminal), then a table.
+    Table,
+    /// The change set and health as JSON, for machines.
+    Json,
+}
+
+/// Arguments of `bosun apply`.
+#[derive(Debug, clap::Args)]
+#[command(
+    after_help = "Exit codes: 0 applied (and healthy, with --wait); 1 the rollout failed; 2 bad input or no cluster.\n\nExamples:\n  bosun apply examples/quickstart --wait --prune\n  bosun apply --files manifests --rollout rollout.yaml\n  bosun apply examples/jsonnet --dry-run -o json"
+)]
+pub struct Args {
+    #[command(flatten)]
+    pub source: Source,
+
+    #[command(flatten)]
+    pub cluster: ClusterArgs,
+
+    /// Delete objects applied before and no longer rendered (only those with bosun's owner labels).
+    #[arg(long)]
+    pub prune: bool,
+
+    /// Wait for every group's objects to become healthy.
+    #[arg(long)]
+    pub wait: bool,
+
+    /// Bound on each wait (default: the package's `timeout`, else 5m).
+    #[arg(long, value_name = "DURATION")]
+    pub timeout: Option<Interval>,
+
+    /// Apply again every DURATION, correcting drift, until Ctrl-C.
+    #[arg(long, value_name = "DURATION")]
+    pub interval: Option<Interval>,
+
+    /// Server-side dry run: show what would change, write nothing.
+    #[arg(long)]
+    pub dry_run: bool,
+
+    /// Replace objects whose immutable fields change (delete and create again).
+    #[arg(long)]
+    pub force: bool,
+
+    /// Objects applied at once.
+    #[arg(long, default_value_t = 8)]
+    pub concurrency: usize,
+
+    /// Output format.
+    #[arg(short, long, value_enum, default_value = "table")]
+    pub output: Output,
+}
+
+/// Options from the flags, falling back to the package spec.
+pub fn options(package: &Package, args: &Args) -> Options {
+    Options {
+        concurrency: args.concurrency.max(1),
+        force: args.force,
+        dry_run: args.dry_run,
+        prune: args.prune || package.spec.prune == Some(true),
+        wait: args.wait || package.spec.wait == Some(true),
+        timeout: args.timeout.or(package.spec.timeout).map_or(Duration::from_secs(300), |t| t.0),
+    }
+}
+
+/// Plans and applies a rendered package; `Err` is bad input or an unreachable cluster.
+pub async fn apply_rendered(
+    client: &kube::Client,
+    default_namespace: &str,
+    package: &Package,
+    rendered: &Rendered,
+    options: &Options,
+    progress: &dyn Progress,
+) -> Result<Report, String> {
+    let plan = plan::plan(&rendered.manifests, rendered.rollout.as_ref()).map_err(|e| e.to_string())?;
+    let target = Target {
+        name: package.name.clone(),
+        namespace: package.namespace.clone().unwrap_or_else(|| default_namespace.to_string()),
+        default_namespace: default_namespace.to_string(),
+    };
+    apply::apply(client, &target, rendered, &plan, options, progress).await.map_err(|e| e.to_string())
+}
+
+fn progress(package: &str, output: Output) -> Box<dyn Progress> {
+    if output == Output::Table && std::io::stderr().is_terminal() {
+        Box::new(Terminal::new(package))
+    } else {
+        Box::new(Silent)
+    }
+}
+
+fn print(report: &Report, output: Output) {
+    match output {
+        Output::Table => print!("{}", report.table()),
+        Output::Json => println!("{}", serde_json::to_string_pretty(report).unwrap_or_default()),
+    }
+}
+
+async fn round(args: &Args, connection: &crate::cluster::Connection) -> ExitCode {
+    let (package, rendered) = match args.source.render().await {
+        Ok(result) => result,
+        Err(message) => {
+            eprintln!("error: {message}");
+            return ExitCode::from(2);
+        }
+    };
+    for warning in &rendered.warnings {
+        eprintln!("warning: {warning}");
+    }
+    let options = options(&package, args);
+    let progress = progress(&package.name, args.output);
+    match apply_rendered(&connection.client, &connection.namespace, &package, &rendered, &options, progress.as_ref())
+        .await
+    {
+        Ok(report) => {
+            print(&report, args.output);
+            if report.succeeded() { ExitCode::SUCCESS } else { ExitCode::from(1) }
+        }
+        Err(message) => {
+            progress.finished();
+            eprintln!("error: {message}");
+            ExitCode::from(2)
+        }
+    }
+}
+
+/// Runs `bosun apply`.
+pub async fn run(args: Args) -> ExitCode {
+    let connection = match args.cluster.connect().await {
+        Ok(connection) => connection,
+        Err(message) => {
+            eprintln!("error: {message}");
+            return ExitCode::from(2);
+        }
+    };
+    let Some(interval) = args.interval else {
+        return round(&args, &connection).await;
+    };
+    loop {
+        let last = round(&args, &connection).await;
+        tokio::select! {
+            _ = tokio::time::sleep(interval.0) => {}
+            _ = tokio::signal::ctrl_c() => {
+                eprintln!("stopped");
+                return last;
+            }
+        }
+    }
+}

@@ -1,0 +1,53 @@
+//! Finding the cluster the usual way: `--kubeconfig`, `KUBECONFIG`, `~/.kube/config`, or the
+//! in-cluster service account.
+
+use std::path::PathBuf;
+
+use kube::config::{KubeConfigOptions, Kubeconfig};
+
+/// Flags that choose the cluster.
+#[derive(Debug, Clone, clap::Args)]
+pub struct ClusterArgs {
+    /// Kubeconfig file (default: $KUBECONFIG, then ~/.kube/config, then in-cluster).
+    #[arg(long, value_name = "FILE")]
+    pub kubeconfig: Option<PathBuf>,
+
+    /// Kubeconfig context to use (default: the current context).
+    #[arg(long, value_name = "NAME")]
+    pub context: Option<String>,
+}
+
+/// A connected client and the namespace objects without one go to.
+pub struct Connection {
+    /// The client.
+    pub client: kube::Client,
+    /// The kubeconfig's namespace (or `default`).
+    pub namespace: String,
+}
+
+impl ClusterArgs {
+    /// Connects, or says why not in words a user can act on.
+    pub async fn connect(&self) -> Result<Connection, String> {
+        let options = KubeConfigOptions { context: self.context.clone(), ..Default::default() };
+        let config = match &self.kubeconfig {
+            Some(path) => {
+                let kubeconfig =
+                    Kubeconfig::read_from(path).map_err(|e| format!("kubeconfig {}: {e}", path.display()))?;
+                kube::Config::from_custom_kubeconfig(kubeconfig, &options)
+                    .await
+                    .map_err(|e| format!("kubeconfig {}: {e}", path.display()))?
+            }
+            None if self.context.is_some() => {
+                kube::Config::from_kubeconfig(&options).await.map_err(|e| format!("kubeconfig: {e}"))?
+            }
+            None => kube::Config::infer().await.map_err(|e| {
+                format!(
+                    "no cluster found ({e}); set KUBECONFIG or pass --kubeconfig, or run `bosun dev` for a local one"
+                )
+            })?,
+        };
+        let namespace = config.default_namespace.clone();
+        let client = kube::Client::try_from(config).map_err(|e| format!("cannot build a client: {e}"))?;
+        Ok(Connection { client, namespace })
+    }
+}

@@ -1,0 +1,173 @@
+//! `bosun dev`: the quickstart. Starts the embedded API server (persistent, with workload
+//! simulation), applies each package with wait and prune, prints what happened and how to look
+//! at it with kubectl, then applies again whenever files in the packages change.
+
+use std::{
+    hash::{Hash, Hasher},
+    path::{Path, PathBuf},
+    process::ExitCode,
+    time::Duration,
+};
+
+use bosun::{apply::Options, package::Interval, report::Terminal};
+use bosun_apiserver::{ApiServer, RunningServer, ServerOptions, Storage};
+
+use crate::{apply::apply_rendered, render::Source};
+
+/// How often package directories are checked for changes.
+const POLL: Duration = Duration::from_millis(700);
+
+/// Arguments of `bosun dev`.
+#[derive(Debug, clap::Args)]
+#[command(after_help = "Example:\n  bosun dev examples/quickstart\n  KUBECONFIG=.bosun/kubeconfig kubectl get all -A")]
+pub struct Args {
+    /// Package directories to apply (and watch).
+    #[arg(value_name = "DIR", required = true)]
+    pub dirs: Vec<PathBuf>,
+
+    /// Apply once and exit (0 if every package rolled out, else 1).
+    #[arg(long)]
+    pub once: bool,
+
+    /// Where the API server keeps its objects.
+    #[arg(long, value_name = "DIR", default_value = ".bosun/apiserver")]
+    pub data_dir: PathBuf,
+
+    /// Keep objects in memory only.
+    #[arg(long, conflicts_with = "data_dir")]
+    pub in_memory: bool,
+
+    /// API server port (0 picks a free one).
+    #[arg(long, default_value_t = 7443)]
+    pub port: u16,
+
+    /// Kubeconfig written for the API server.
+    #[arg(long, value_name = "FILE", default_value = ".bosun/kubeconfig")]
+    pub kubeconfig: PathBuf,
+
+    /// How long simulated workloads take to become ready.
+    #[arg(long, value_name = "DURATION", default_value = "1s")]
+    pub workload_delay: Interval,
+
+    /// Bound on each package's waits.
+    #[arg(long, value_name = "DURATION", default_value = "2m")]
+    pub timeout: Interval,
+}
+
+/// A fingerprint of a directory tree (paths, sizes, modification times). Polling keeps this
+/// portable (no platform file-event API, works on network and container file systems) and is
+/// cheap for package-sized trees.
+fn fingerprint(dir: &Path) -> u64 {
+    let mut entries = Vec::new();
+    let mut pending = vec![dir.to_path_buf()];
+    while let Some(current) = pending.pop() {
+        let Ok(listing) = std::fs::read_dir(&current) else { continue };
+        for entry in listing.flatten() {
+            let path = entry.path();
+            let Ok(metadata) = entry.metadata() else { continue };
+            if metadata.is_dir() {
+                pending.push(path);
+            } else {
+                entries.push((path, metadata.len(), metadata.modified().ok()));
+            }
+        }
+    }
+    entries.sort();
+    let mut hasher = std::collections::hash_map::DefaultHasher::new();
+    entries.hash(&mut hasher);
+    hasher.finish()
+}
+
+async fn apply_dir(server: &RunningServer, dir: &Path, args: &Args) -> bool {
+    let source = Source {
+        dir: Some(dir.to_path_buf()),
+        files: None,
+        rollout: None,
+        jsonnet: None,
+        jpath: Vec::new(),
+        config: Vec::new(),
+    };
+    let (package, rendered) = match source.render().await {
+        Ok(result) => result,
+        Err(message) => {
+            eprintln!("error: {}: {message}", dir.display());
+            return false;
+        }
+    };
+    for warning in &rendered.warnings {
+        eprintln!("warning: {warning}");
+    }
+    let options = Options { prune: true, wait: true, timeout: args.timeout.0, ..Options::default() };
+    let progress = Terminal::new(&package.name);
+    match apply_rendered(&server.client(), "default", &package, &rendered, &options, &progress).await {
+        Ok(report) => {
+            print!("{}", report.table());
+            report.succeeded()
+        }
+        Err(message) => {
+            eprintln!("error: {}: {message}", dir.display());
+            false
+        }
+    }
+}
+
+/// Runs `bosun dev`.
+pub async fn run(args: Args) -> ExitCode {
+    let storage = if args.in_memory { Storage::InMemory } else { Storage::Directory(args.data_dir.clone()) };
+    let options = ServerOptions {
+        storage: storage.clone(),
+        port: args.port,
+        simulate_workloads: Some(args.workload_delay.0),
+        ..ServerOptions::default()
+    };
+    let server = match ApiServer::new(options).start().await {
+        Ok(server) => server,
+        Err(error) => {
+            eprintln!("error: {error}");
+            return ExitCode::from(2);
+        }
+    };
+    if let Err(error) = server.write_kubeconfig(&args.kubeconfig) {
+        eprintln!("error: cannot write kubeconfig {}: {error}", args.kubeconfig.display());
+        return ExitCode::from(2);
+    }
+    let stored = match &storage {
+        Storage::InMemory => "in memory".to_string(),
+        Storage::Directory(dir) => format!("in {}", dir.display()),
+    };
+    println!("bosun dev: API server on {} (objects {stored}, workloads simulated)", server.url());
+    let mut all_ok = true;
+    let mut prints = Vec::new();
+    for dir in &args.dirs {
+        all_ok &= apply_dir(&server, dir, &args).await;
+        prints.push(fingerprint(dir));
+    }
+    let kubeconfig = args.kubeconfig.display();
+    println!("\nkubeconfig: {kubeconfig}");
+    println!("try:\n  export KUBECONFIG={kubeconfig}\n  kubectl get all -A\n  kubectl get events -A");
+    if args.once {
+        server.shutdown().await;
+        return if all_ok { ExitCode::SUCCESS } else { ExitCode::from(1) };
+    }
+    println!(
+        "\nwatching {} for changes; Ctrl-C to stop",
+        args.dirs.iter().map(|d| d.display().to_string()).collect::<Vec<_>>().join(", ")
+    );
+    loop {
+        tokio::select! {
+            _ = tokio::time::sleep(POLL) => {}
+            _ = tokio::signal::ctrl_c() => break,
+        }
+        for (dir, print) in args.dirs.iter().zip(prints.iter_mut()) {
+            let now = fingerprint(dir);
+            if now != *print {
+                *print = now;
+                println!("\n{} changed: applying", dir.display());
+                apply_dir(&server, dir, &args).await;
+            }
+        }
+    }
+    eprintln!("shutting down");
+    server.shutdown().await;
+    ExitCode::SUCCESS
+}

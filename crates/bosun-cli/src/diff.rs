@@ -1,0 +1,67 @@
+//! `bosun diff`: what applying would change, as unified diffs from a server-side dry run.
+
+use std::process::ExitCode;
+
+use bosun::{
+    apply::{self, Target},
+    report::Change,
+};
+
+use crate::{cluster::ClusterArgs, render::Source};
+
+/// Arguments of `bosun diff`.
+#[derive(Debug, clap::Args)]
+#[command(after_help = "Exit codes (as kubectl diff): 0 no differences; 1 differences; 2 bad input or no cluster.")]
+pub struct Args {
+    #[command(flatten)]
+    pub source: Source,
+
+    #[command(flatten)]
+    pub cluster: ClusterArgs,
+
+    /// Objects dry-run at once.
+    #[arg(long, default_value_t = 8)]
+    pub concurrency: usize,
+}
+
+/// Runs `bosun diff`.
+pub async fn run(args: Args) -> ExitCode {
+    let fail = |message: String| {
+        eprintln!("error: {message}");
+        ExitCode::from(2)
+    };
+    let connection = match args.cluster.connect().await {
+        Ok(connection) => connection,
+        Err(message) => return fail(message),
+    };
+    let (package, rendered) = match args.source.render().await {
+        Ok(result) => result,
+        Err(message) => return fail(message),
+    };
+    let target = Target {
+        name: package.name.clone(),
+        namespace: package.namespace.clone().unwrap_or_else(|| connection.namespace.clone()),
+        default_namespace: connection.namespace.clone(),
+    };
+    let report = match apply::diff(&connection.client, &target, &rendered, args.concurrency).await {
+        Ok(report) => report,
+        Err(error) => return fail(error.to_string()),
+    };
+    for object in &report.objects {
+        match object.change {
+            Change::Unchanged => {}
+            Change::Created => print!("+ {} (new)\n{}", object.object, object.diff),
+            Change::Failed => print!("! {}: {}", object.object, object.diff),
+            _ => print!("~ {}\n{}", object.object, object.diff),
+        }
+    }
+    for pruned in &report.prune {
+        println!("- {pruned} (would be pruned)");
+    }
+    let changed = report.objects.iter().filter(|o| o.change != Change::Unchanged).count();
+    eprintln!("{}: {changed} object(s) would change, {} would be pruned", package.name, report.prune.len());
+    if report.objects.iter().any(|o| o.change == Change::Failed) {
+        return ExitCode::from(2);
+    }
+    if report.has_changes() { ExitCode::from(1) } else { ExitCode::SUCCESS }
+}

@@ -1,0 +1,312 @@
+//! `bosun apply`, `bosun diff` and `bosun dev` as processes against the embedded API server
+//! (in this test process), checked with kube-rs.
+
+use std::{
+    path::{Path, PathBuf},
+    process::Output,
+    time::{Duration, Instant},
+};
+
+use bosun_apiserver::{ApiServer, RunningServer};
+use k8s_openapi::{
+    api::{apps::v1::Deployment, core::v1::ConfigMap},
+    apiextensions_apiserver::pkg::apis::apiextensions::v1::CustomResourceDefinition,
+};
+use kube::{
+    Api, ResourceExt,
+    api::{ApiResource, DynamicObject, Patch, PatchParams},
+    core::GroupVersionKind,
+};
+use serde_json::{Value, json};
+
+struct Fixture {
+    server: RunningServer,
+    dir: tempfile::TempDir,
+    kubeconfig: PathBuf,
+}
+
+impl Fixture {
+    async fn new() -> Fixture {
+        let server =
+            ApiServer::in_memory().simulate_workloads(Duration::from_millis(200)).start().await.expect("server");
+        let dir = tempfile::tempdir().expect("tempdir");
+        let kubeconfig = dir.path().join("kubeconfig");
+        server.write_kubeconfig(&kubeconfig).expect("kubeconfig");
+        Fixture { server, dir, kubeconfig }
+    }
+
+    fn package(&self) -> PathBuf {
+        self.dir.path().join("package")
+    }
+
+    fn write(&self, name: &str, text: &str) {
+        let path = self.package().join(name);
+        std::fs::create_dir_all(path.parent().expect("parent")).expect("mkdir");
+        std::fs::write(path, text).expect("write");
+    }
+
+    fn remove(&self, name: &str) {
+        std::fs::remove_file(self.package().join(name)).expect("remove");
+    }
+
+    async fn bosun(&self, args: &[&str]) -> Output {
+        tokio::process::Command::new(env!("CARGO_BIN_EXE_bosun"))
+            .args(args)
+            .env("KUBECONFIG", &self.kubeconfig)
+            .current_dir(self.dir.path())
+            .output()
+            .await
+            .expect("bosun runs")
+    }
+
+    /// `bosun apply package -o json` and its report.
+    async fn apply(&self, extra: &[&str]) -> (Option<i32>, Value, String) {
+        let package = self.package();
+        let mut args = vec!["apply", package.to_str().expect("utf-8"), "-o", "json"];
+        args.extend_from_slice(extra);
+        let output = self.bosun(&args).await;
+        let stderr = String::from_utf8_lossy(&output.stderr).into_owned();
+        let report = serde_json::from_slice(&output.stdout).unwrap_or(Value::Null);
+        (output.status.code(), report, stderr)
+    }
+
+    fn configmaps(&self, namespace: &str) -> Api<ConfigMap> {
+        Api::namespaced(self.server.client(), namespace)
+    }
+}
+
+fn configmap(name: &str, value: &str) -> String {
+    format!(
+        "apiVersion: v1\nkind: ConfigMap\nmetadata:\n  name: {name}\n  namespace: app\ndata:\n  value: \"{value}\"\n"
+    )
+}
+
+const NAMESPACE: &str = "apiVersion: v1\nkind: Namespace\nmetadata:\n  name: app\n";
+
+fn changes(report: &Value) -> Vec<(String, String)> {
+    report["changes"]
+        .as_array()
+        .map(|list| {
+            list.iter()
+                .map(|c| {
+                    (
+                        c["object"].as_str().unwrap_or_default().to_string(),
+                        c["change"].as_str().unwrap_or_default().to_string(),
+                    )
+                })
+                .collect()
+        })
+        .unwrap_or_default()
+}
+
+fn resource_version(object: &impl kube::Resource) -> u64 {
+    object.meta().resource_version.as_deref().unwrap_or("0").parse().expect("numeric")
+}
+
+#[tokio::test]
+async fn the_first_apply_creates_prerequisites_first_and_the_second_writes_nothing() {
+    let fixture = Fixture::new().await;
+    fixture.write(
+        "a-widget.yaml",
+        "apiVersion: example.com/v1\nkind: Widget\nmetadata:\n  name: w\n  namespace: app\nspec:\n  size: 1\n",
+    );
+    fixture.write("b-settings.yaml", &configmap("settings", "1"));
+    fixture.write(
+        "c-crd.yaml",
+        "apiVersion: apiextensions.k8s.io/v1\nkind: CustomResourceDefinition\nmetadata:\n  name: widgets.example.com\nspec:\n  group: example.com\n  scope: Namespaced\n  names: {plural: widgets, kind: Widget}\n  versions:\n  - name: v1\n    served: true\n    storage: true\n    schema:\n      openAPIV3Schema:\n        type: object\n        properties:\n          spec: {type: object, x-kubernetes-preserve-unknown-fields: true}\n",
+    );
+    fixture.write("d-namespace.yaml", NAMESPACE);
+    let (code, report, stderr) = fixture.apply(&[]).await;
+    assert_eq!(code, Some(0), "{stderr}\n{report:#}");
+    assert_eq!(report["changes"].as_array().map(Vec::len), Some(4));
+    assert!(changes(&report).iter().all(|(_, change)| change == "created"), "{report:#}");
+
+    let client = fixture.server.client();
+    let crd = Api::<CustomResourceDefinition>::all(client.clone()).get("widgets.example.com").await.expect("crd");
+    let widgets = ApiResource::from_gvk_with_plural(&GroupVersionKind::gvk("example.com", "v1", "Widget"), "widgets");
+    let widget = Api::<DynamicObject>::namespaced_with(client.clone(), "app", &widgets).get("w").await.expect("widget");
+    let namespace =
+        Api::<k8s_openapi::api::core::v1::Namespace>::all(client.clone()).get("app").await.expect("namespace");
+    let settings = fixture.configmaps("app").get("settings").await.expect("configmap");
+    assert!(resource_version(&crd) < resource_version(&widget), "the CRD before its custom resource");
+    assert!(resource_version(&namespace) < resource_version(&settings), "the namespace before its objects");
+    assert_eq!(settings.labels().get("bosun.dev/package").map(String::as_str), Some("package"));
+
+    let revision = fixture.server.revision();
+    let (code, report, stderr) = fixture.apply(&[]).await;
+    assert_eq!(code, Some(0), "{stderr}");
+    assert!(changes(&report).iter().all(|(_, change)| change == "unchanged"), "{report:#}");
+    assert_eq!(fixture.server.revision(), revision, "an unchanged re-apply writes nothing");
+
+    fixture.write("b-settings.yaml", &configmap("settings", "2"));
+    let (code, report, _) = fixture.apply(&[]).await;
+    assert_eq!(code, Some(0));
+    let configured: Vec<String> =
+        changes(&report).into_iter().filter(|(_, c)| c == "configured").map(|(o, _)| o).collect();
+    assert_eq!(configured, ["ConfigMap/app/settings"]);
+    assert_eq!(fixture.server.revision(), revision + 1, "exactly the changed object was written");
+}
+
+#[tokio::test]
+async fn prune_removes_dropped_objects_but_never_unlabelled_ones() {
+    let fixture = Fixture::new().await;
+    fixture.write("namespace.yaml", NAMESPACE);
+    for name in ["keep", "drop", "adopted"] {
+        fixture.write(&format!("{name}.yaml"), &configmap(name, "1"));
+    }
+    let (code, _, stderr) = fixture.apply(&[]).await;
+    assert_eq!(code, Some(0), "{stderr}");
+    // Someone takes over `adopted`: the owner labels go.
+    fixture
+        .configmaps("app")
+        .patch(
+            "adopted",
+            &PatchParams::default(),
+            &Patch::Merge(json!({"metadata": {"labels": {"bosun.dev/package": null}}})),
+        )
+        .await
+        .expect("unlabel");
+    fixture.remove("drop.yaml");
+    fixture.remove("adopted.yaml");
+    let (code, report, stderr) = fixture.apply(&["--prune"]).await;
+    assert_eq!(code, Some(0), "{stderr}\n{report:#}");
+    let pruned = changes(&report);
+    assert!(pruned.contains(&("ConfigMap/app/drop".to_string(), "deleted".to_string())), "{report:#}");
+    assert!(pruned.contains(&("ConfigMap/app/adopted".to_string(), "skipped".to_string())), "{report:#}");
+    assert!(fixture.configmaps("app").get_opt("drop").await.expect("get").is_none());
+    assert!(
+        fixture.configmaps("app").get_opt("adopted").await.expect("get").is_some(),
+        "unlabelled objects are never pruned"
+    );
+    assert!(fixture.configmaps("app").get_opt("keep").await.expect("get").is_some());
+}
+
+#[tokio::test]
+async fn a_bad_object_in_group_two_leaves_group_two_unwritten() {
+    let fixture = Fixture::new().await;
+    fixture.write("namespace.yaml", NAMESPACE);
+    fixture.write("one.yaml", &configmap("one", "1"));
+    fixture.write("two-good.yaml", &configmap("two-good", "1"));
+    fixture.write(
+        "two-bad.yaml",
+        "apiVersion: apps/v1\nkind: Deployment\nmetadata:\n  name: broken\n  namespace: app\nspec:\n  replicas: many\n  selector: {matchLabels: {app: x}}\n  template: {metadata: {labels: {app: x}}, spec: {containers: [{name: x, image: x}]}}\n",
+    );
+    fixture.write(
+        "bosun.yaml",
+        "apiVersion: bosun.dev/v1alpha1\nkind: Package\nspec:\n  rollout:\n    groups:\n    - name: first\n      steps: [{object: namespace.yaml}, {object: one.yaml}]\n    - name: second\n      steps: [{object: two-good.yaml}, {object: two-bad.yaml}]\n",
+    );
+    let (code, report, _) = fixture.apply(&[]).await;
+    assert_eq!(code, Some(1), "{report:#}");
+    assert_eq!(report["failure"]["group"], "second");
+    let message = report["failure"]["objects"][0][1].as_str().unwrap_or_default();
+    assert_eq!(report["failure"]["objects"][0][0], "Deployment/app/broken");
+    assert!(message.contains("spec.replicas"), "the error names the field: {message}");
+    assert!(fixture.configmaps("app").get_opt("one").await.expect("get").is_some(), "group one was applied");
+    assert!(
+        fixture.configmaps("app").get_opt("two-good").await.expect("get").is_none(),
+        "nothing of group two was written"
+    );
+}
+
+#[tokio::test]
+async fn a_failing_deployment_fails_the_wait_early_with_its_reason() {
+    let fixture = Fixture::new().await;
+    fixture.write(
+        "web.yaml",
+        "apiVersion: apps/v1\nkind: Deployment\nmetadata:\n  name: web\n  annotations: {bosun.dev/simulate: fail}\nspec:\n  replicas: 1\n  selector: {matchLabels: {app: web}}\n  template: {metadata: {labels: {app: web}}, spec: {containers: [{name: web, image: nginx}]}}\n",
+    );
+    let started = Instant::now();
+    let (code, report, _) = fixture.apply(&["--wait", "--timeout", "60s"]).await;
+    assert_eq!(code, Some(1), "{report:#}");
+    assert!(started.elapsed() < Duration::from_secs(20), "a terminal failure ends the wait early");
+    let reason = report["failure"]["reason"].as_str().unwrap_or_default();
+    assert!(
+        reason.contains("Deployment/default/web failed") && reason.contains("ProgressDeadlineExceeded"),
+        "{reason}"
+    );
+}
+
+#[tokio::test]
+async fn waiting_succeeds_when_workloads_become_available() {
+    let fixture = Fixture::new().await;
+    fixture.write(
+        "web.yaml",
+        "apiVersion: apps/v1\nkind: Deployment\nmetadata:\n  name: web\nspec:\n  replicas: 2\n  selector: {matchLabels: {app: web}}\n  template: {metadata: {labels: {app: web}}, spec: {containers: [{name: web, image: nginx}]}}\n",
+    );
+    let (code, report, stderr) = fixture.apply(&["--wait"]).await;
+    assert_eq!(code, Some(0), "{stderr}\n{report:#}");
+    assert_eq!(report["changes"][0]["health"], "2/2 replicas available");
+    let deployment = Api::<Deployment>::default_namespaced(fixture.server.client()).get("web").await.expect("get");
+    assert_eq!(deployment.status.and_then(|s| s.available_replicas), Some(2));
+}
+
+#[tokio::test]
+async fn diff_shows_exactly_the_change_and_what_would_be_pruned() {
+    let fixture = Fixture::new().await;
+    fixture.write("namespace.yaml", NAMESPACE);
+    fixture.write("settings.yaml", &configmap("settings", "1"));
+    fixture.write("old.yaml", &configmap("old", "1"));
+    let (code, _, stderr) = fixture.apply(&[]).await;
+    assert_eq!(code, Some(0), "{stderr}");
+    let package = fixture.package();
+    let none = fixture.bosun(&["diff", package.to_str().expect("utf-8")]).await;
+    assert_eq!(none.status.code(), Some(0), "{}", String::from_utf8_lossy(&none.stderr));
+    fixture.write("settings.yaml", &configmap("settings", "2"));
+    fixture.remove("old.yaml");
+    let changed = fixture.bosun(&["diff", package.to_str().expect("utf-8")]).await;
+    assert_eq!(changed.status.code(), Some(1));
+    let text = String::from_utf8_lossy(&changed.stdout);
+    assert!(text.contains("~ ConfigMap/app/settings"), "{text}");
+    assert!(text.contains("-  value: \"1\"\n+  value: \"2\""), "{text}");
+    assert!(text.contains("- ConfigMap/app/old (would be pruned)"), "{text}");
+    assert!(!text.contains("Namespace/app"), "unchanged objects are not shown: {text}");
+    assert!(!text.contains("resourceVersion") && !text.contains("managedFields"), "{text}");
+}
+
+#[tokio::test]
+async fn dry_run_writes_nothing() {
+    let fixture = Fixture::new().await;
+    fixture.write("namespace.yaml", NAMESPACE);
+    fixture.write("settings.yaml", &configmap("settings", "1"));
+    let revision = fixture.server.revision();
+    let (code, report, stderr) = fixture.apply(&["--dry-run"]).await;
+    assert_eq!(code, Some(0), "{stderr}");
+    assert!(changes(&report).iter().all(|(_, c)| c == "created"), "{report:#}");
+    assert_eq!(fixture.server.revision(), revision);
+}
+
+#[tokio::test]
+async fn no_cluster_is_exit_code_2_with_a_hint() {
+    let fixture = Fixture::new().await;
+    fixture.write("settings.yaml", &configmap("settings", "1"));
+    let package = fixture.package();
+    let output = tokio::process::Command::new(env!("CARGO_BIN_EXE_bosun"))
+        .args(["apply", package.to_str().expect("utf-8")])
+        .env("KUBECONFIG", "/nonexistent/kubeconfig")
+        .env("HOME", fixture.dir.path())
+        .env_remove("KUBERNETES_SERVICE_HOST")
+        .output()
+        .await
+        .expect("runs");
+    assert_eq!(output.status.code(), Some(2));
+    let stderr = String::from_utf8_lossy(&output.stderr);
+    assert!(stderr.contains("no cluster found") && stderr.contains("bosun dev"), "{stderr}");
+}
+
+#[tokio::test]
+async fn dev_once_rolls_out_the_quickstart() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let quickstart = Path::new(env!("CARGO_MANIFEST_DIR")).join("../../examples/quickstart");
+    let output = tokio::process::Command::new(env!("CARGO_BIN_EXE_bosun"))
+        .args(["dev", quickstart.to_str().expect("utf-8"), "--once", "--port", "0", "--workload-delay", "100ms"])
+        .current_dir(dir.path())
+        .output()
+        .await
+        .expect("bosun dev runs");
+    let stdout = String::from_utf8_lossy(&output.stdout);
+    assert_eq!(output.status.code(), Some(0), "{stdout}\n{}", String::from_utf8_lossy(&output.stderr));
+    assert!(stdout.contains("quickstart: 4 created"), "{stdout}");
+    assert!(stdout.contains("Deployment/quickstart/web") && stdout.contains("2/2 replicas available"), "{stdout}");
+    assert!(stdout.contains("export KUBECONFIG=.bosun/kubeconfig"), "{stdout}");
+    assert!(dir.path().join(".bosun/kubeconfig").is_file());
+}

@@ -1,0 +1,739 @@
+//! Applying a planned package to a cluster (the effects; decisions live in `plan`, `health`,
+//! `diff` and `inventory`). For each group: every object is applied with `dryRun=All` first —
+//! one failure stops the group before anything is written, with all failures reported — then
+//! the objects that would change are applied for real (server-side apply, field manager
+//! `bosun`, forced), step by step; then the group waits for health when asked. Afterwards,
+//! objects of the previous inventory that are no longer rendered are pruned, and the inventory
+//! is written.
+
+mod resolve;
+pub mod wait;
+
+use std::{collections::HashMap, time::Duration};
+
+use futures::{StreamExt, stream};
+use kube::{
+    Api, Client,
+    api::{DeleteParams, DynamicObject, Patch, PatchParams},
+};
+use serde_json::{Value, json};
+
+use crate::{
+    diff,
+    inventory::{self, Entry},
+    package::Action,
+    plan::{GroupWait, Plan, PlanError},
+    render::{Rendered, describe},
+    report::{Change, ChangeEntry, Failure, Progress, Report},
+};
+pub use resolve::{Kind, Resolver};
+use wait::{Outcome, Watched};
+
+/// The field manager bosun applies with.
+pub const FIELD_MANAGER: &str = "bosun";
+
+/// How to apply.
+#[derive(Debug, Clone)]
+pub struct Options {
+    /// Objects applied at once.
+    pub concurrency: usize,
+    /// Recreate objects whose immutable fields change.
+    pub force: bool,
+    /// Only dry-run: write nothing.
+    pub dry_run: bool,
+    /// Delete what the previous inventory has and this render does not.
+    pub prune: bool,
+    /// Wait for every group's objects to become healthy.
+    pub wait: bool,
+    /// Bound on each wait (groups may set their own).
+    pub timeout: Duration,
+}
+
+impl Default for Options {
+    fn default() -> Self {
+        Options {
+            concurrency: 8,
+            force: false,
+            dry_run: false,
+            prune: false,
+            wait: false,
+            timeout: Duration::from_secs(300),
+        }
+    }
+}
+
+/// The package being applied: its name, the namespace of its inventory, and the namespace for
+/// namespaced objects that name none (the kubeconfig's).
+#[derive(Debug, Clone)]
+pub struct Target {
+    /// Package name (owner label, inventory name).
+    pub name: String,
+    /// Package namespace.
+    pub namespace: String,
+    /// Namespace of namespaced objects without one.
+    pub default_namespace: String,
+}
+
+/// Errors that stop an apply before it starts.
+#[derive(Debug, thiserror::Error)]
+pub enum ApplyError {
+    /// The cluster did not answer.
+    #[error("cannot reach the cluster: {0}")]
+    Unreachable(#[source] kube::Error),
+    /// The rollout cannot be planned.
+    #[error(transparent)]
+    Plan(#[from] PlanError),
+    /// The inventory could not be read or written.
+    #[error("inventory of package {package}: {source}")]
+    Inventory {
+        /// The package.
+        package: String,
+        /// Why.
+        #[source]
+        source: kube::Error,
+    },
+}
+
+/// One rendered object, resolved against the cluster.
+#[derive(Debug, Clone)]
+struct Item {
+    key: String,
+    object: Value,
+    described: String,
+    kind: Kind,
+    namespace: String,
+    name: String,
+}
+
+impl Item {
+    fn api(&self, client: &Client) -> Api<DynamicObject> {
+        if self.kind.namespaced {
+            Api::namespaced_with(client.clone(), &self.namespace, &self.kind.resource)
+        } else {
+            Api::all_with(client.clone(), &self.kind.resource)
+        }
+    }
+
+    fn watched(&self, checks: &[crate::package::SuccessCheck]) -> Watched {
+        Watched {
+            described: self.described.clone(),
+            kind: self.kind.clone(),
+            namespace: self.namespace.clone(),
+            name: self.name.clone(),
+            checks: checks.to_vec(),
+        }
+    }
+}
+
+/// What a dry run found for one object.
+struct DryRun {
+    live: Option<Value>,
+    result: Result<Value, kube::Error>,
+}
+
+fn message(error: &kube::Error) -> String {
+    match error {
+        kube::Error::Api(status) => status.message.clone(),
+        other => other.to_string(),
+    }
+}
+
+/// The namespace a 404 says is missing (`namespaces "x" not found`).
+fn missing_namespace(error: &kube::Error) -> Option<&str> {
+    match error {
+        kube::Error::Api(status) if status.code == 404 => {
+            let details = status.details.as_ref()?;
+            (details.kind == "namespaces").then_some(details.name.as_str())
+        }
+        _ => None,
+    }
+}
+
+fn immutable(error: &kube::Error) -> bool {
+    matches!(error, kube::Error::Api(status) if status.code == 422 && status.message.contains("field is immutable"))
+}
+
+fn entry(item: &Item, group: &str, change: Change, message: Option<String>) -> ChangeEntry {
+    ChangeEntry {
+        object: item.described.clone(),
+        key: item.key.clone(),
+        group: group.to_string(),
+        change,
+        message,
+        health: None,
+    }
+}
+
+async fn server_side_apply(client: &Client, item: &Item, dry_run: bool) -> Result<Value, kube::Error> {
+    let mut params = PatchParams::apply(FIELD_MANAGER).force();
+    params.dry_run = dry_run;
+    let applied = item.api(client).patch(&item.name, &params, &Patch::Apply(&item.object)).await?;
+    Ok(serde_json::to_value(applied).unwrap_or_default())
+}
+
+async fn dry_run(client: &Client, item: &Item) -> DryRun {
+    let live = match item.api(client).get_opt(&item.name).await {
+        Ok(live) => live.map(|l| serde_json::to_value(l).unwrap_or_default()),
+        Err(error) => return DryRun { live: None, result: Err(error) },
+    };
+    DryRun { live, result: server_side_apply(client, item, true).await }
+}
+
+async fn delete(client: &Client, item: &Item) -> Result<(), kube::Error> {
+    match item.api(client).delete(&item.name, &DeleteParams::background()).await {
+        Ok(_) => Ok(()),
+        Err(kube::Error::Api(status)) if status.code == 404 => Ok(()),
+        Err(error) => Err(error),
+    }
+}
+
+/// Resolves rendered objects against the cluster's kinds; objects whose kind the package's own
+/// CRDs will add come back as `Err` with `pending_crd` true.
+async fn resolve_items(
+    resolver: &Resolver,
+    rendered: &Rendered,
+    keys: &[String],
+    target: &Target,
+) -> Vec<Result<Item, (String, String, bool)>> {
+    let mut refreshed = false;
+    let mut out = Vec::with_capacity(keys.len());
+    for key in keys {
+        let Some(manifest) = rendered.manifests.get(key) else { continue };
+        let mut object = manifest.object.clone();
+        let api_version = object["apiVersion"].as_str().unwrap_or_default().to_string();
+        let kind_name = object["kind"].as_str().unwrap_or_default().to_string();
+        let mut kind = resolver.kind(&api_version, &kind_name).await;
+        if kind.is_none() && !refreshed {
+            refreshed = true;
+            let _ = resolver.refresh().await;
+            kind = resolver.kind(&api_version, &kind_name).await;
+        }
+        let Some(kind) = kind else {
+            let pending_crd = rendered.manifests.iter().any(|m| {
+                m.object["kind"] == "CustomResourceDefinition"
+                    && m.object.pointer("/spec/names/kind").and_then(Value::as_str) == Some(&kind_name)
+                    && m.object.pointer("/spec/group").and_then(Value::as_str)
+                        == Some(crate::render::group_of(&api_version))
+            });
+            out.push(Err((
+                describe(&object),
+                format!("the cluster serves no {kind_name} in {api_version}"),
+                pending_crd,
+            )));
+            continue;
+        };
+        inventory::label(&mut object, &target.name, &target.namespace);
+        if kind.namespaced {
+            if object.pointer("/metadata/namespace").and_then(Value::as_str).is_none_or(str::is_empty) {
+                object["metadata"]["namespace"] = json!(target.default_namespace);
+            }
+        } else if let Some(metadata) = object["metadata"].as_object_mut() {
+            metadata.remove("namespace");
+        }
+        let namespace = object.pointer("/metadata/namespace").and_then(Value::as_str).unwrap_or_default().to_string();
+        let name = object.pointer("/metadata/name").and_then(Value::as_str).unwrap_or_default().to_string();
+        out.push(Ok(Item { key: key.clone(), described: describe(&object), object, kind, namespace, name }));
+    }
+    out
+}
+
+/// Applies a rendered, planned package. The report says what changed and, when the rollout
+/// stopped, why; `Err` is for what prevents starting (no cluster, unreadable inventory).
+pub async fn apply(
+    client: &Client,
+    target: &Target,
+    rendered: &Rendered,
+    plan: &Plan,
+    options: &Options,
+    progress: &dyn Progress,
+) -> Result<Report, ApplyError> {
+    let resolver = Resolver::new(client.clone()).await.map_err(ApplyError::Unreachable)?;
+    let previous = inventory::read(client, &target.name, &target.namespace)
+        .await
+        .map_err(|source| ApplyError::Inventory { package: target.name.clone(), source })?;
+    let mut report = Report {
+        package: target.name.clone(),
+        namespace: target.namespace.clone(),
+        dry_run: options.dry_run,
+        ..Report::default()
+    };
+    let mut applied: Vec<Entry> = Vec::new();
+    let namespaces: Vec<String> = rendered
+        .manifests
+        .iter()
+        .filter(|m| m.object["kind"] == "Namespace" && m.object["apiVersion"] == "v1")
+        .filter_map(|m| m.object.pointer("/metadata/name").and_then(Value::as_str).map(str::to_string))
+        .collect();
+    for group in &plan.groups {
+        let mut keys: Vec<String> = Vec::new();
+        for step in &group.steps {
+            for key in &step.keys {
+                if !keys.contains(key) {
+                    keys.push(key.clone());
+                }
+            }
+        }
+        progress.group(&group.name, keys.len());
+        let mut items: HashMap<String, Item> = HashMap::new();
+        let mut failures = Vec::new();
+        for resolved in resolve_items(&resolver, rendered, &keys, target).await {
+            match resolved {
+                Ok(item) => {
+                    items.insert(item.key.clone(), item);
+                }
+                Err((object, _, true)) if options.dry_run => {
+                    let change = ChangeEntry {
+                        object,
+                        key: String::new(),
+                        group: group.name.clone(),
+                        change: Change::Created,
+                        message: Some("its CRD is created by this package; not checked in a dry run".into()),
+                        health: None,
+                    };
+                    report.changes.push(change);
+                }
+                Err((object, why, _)) => failures.push((object, why)),
+            }
+        }
+        if !failures.is_empty() {
+            for (object, why) in &failures {
+                report.changes.push(ChangeEntry {
+                    object: object.clone(),
+                    key: String::new(),
+                    group: group.name.clone(),
+                    change: Change::Failed,
+                    message: Some(why.clone()),
+                    health: None,
+                });
+            }
+            report.failure = Some(Failure {
+                group: group.name.clone(),
+                reason: "unknown kinds; nothing in this group was written".into(),
+                objects: failures,
+            });
+            break;
+        }
+        if let Some(failure) = run_group(client, group, &namespaces, &items, options, progress, &mut report, &mut applied).await {
+            report.failure = Some(failure);
+            break;
+        }
+    }
+    if report.failure.is_none() && options.prune {
+        let current: Vec<Entry> = rendered_entries(&resolver, rendered, target).await;
+        prune(client, &resolver, target, &previous, &current, options, progress, &mut report).await;
+    }
+    if !options.dry_run {
+        let pruned = options.prune && report.failure.is_none();
+        let entries = inventory::next(&previous, &applied, pruned);
+        inventory::write(client, &target.name, &target.namespace, &entries)
+            .await
+            .map_err(|source| ApplyError::Inventory { package: target.name.clone(), source })?;
+    }
+    progress.finished();
+    Ok(report)
+}
+
+/// Inventory entries of everything rendered (with the namespaces apply gives them).
+async fn rendered_entries(resolver: &Resolver, rendered: &Rendered, target: &Target) -> Vec<Entry> {
+    let keys: Vec<String> = rendered.manifests.iter().map(|m| m.key.clone()).collect();
+    resolve_items(resolver, rendered, &keys, target)
+        .await
+        .into_iter()
+        .filter_map(Result::ok)
+        .map(|item| Entry::of(&item.object))
+        .collect()
+}
+
+/// One group: dry run, writes step by step, waits. Returns the failure that stops the rollout.
+#[allow(clippy::too_many_arguments)]
+async fn run_group(
+    client: &Client,
+    group: &crate::plan::PlanGroup,
+    namespaces: &[String],
+    items: &HashMap<String, Item>,
+    options: &Options,
+    progress: &dyn Progress,
+    report: &mut Report,
+    applied: &mut Vec<Entry>,
+) -> Option<Failure> {
+    let writes: Vec<(&Item, Action)> = group
+        .steps
+        .iter()
+        .flat_map(|step| step.keys.iter().filter_map(|k| items.get(k)).map(move |item| (item, step.action)))
+        .filter(|(_, action)| matches!(action, Action::Apply | Action::CreateIfNotExist | Action::Recreate))
+        .collect();
+    let dry_runs: Vec<DryRun> = stream::iter(writes.iter().map(|(item, _)| dry_run(client, item)))
+        .buffered(options.concurrency.max(1))
+        .collect()
+        .await;
+    // Objects in namespaces the package creates cannot be dry-run before those exist (in this
+    // group, or in an earlier one during a dry run); they are checked when applied instead.
+    let created_namespaces: Vec<&str> = namespaces.iter().map(String::as_str).collect();
+    let mut plans: HashMap<String, (Option<Value>, Value, bool)> = HashMap::new();
+    let mut failures = Vec::new();
+    for ((item, action), dry) in writes.iter().zip(dry_runs) {
+        match dry.result {
+            Ok(result) => {
+                plans.insert(item.key.clone(), (dry.live, result, false));
+            }
+            Err(error) if missing_namespace(&error).is_some_and(|ns| created_namespaces.contains(&ns)) => {
+                plans.insert(item.key.clone(), (None, item.object.clone(), false));
+            }
+            Err(error) if immutable(&error) && (options.force || *action == Action::Recreate) => {
+                plans.insert(item.key.clone(), (dry.live, item.object.clone(), true));
+            }
+            Err(error) => {
+                let hint =
+                    if immutable(&error) { "; use --force or a Recreate step to replace the object" } else { "" };
+                failures.push((item.described.clone(), format!("dry-run failed: {}{hint}", message(&error))));
+            }
+        }
+    }
+    if !failures.is_empty() {
+        for (object, why) in &failures {
+            let entry = ChangeEntry {
+                object: object.clone(),
+                key: String::new(),
+                group: group.name.clone(),
+                change: Change::Failed,
+                message: Some(why.clone()),
+                health: None,
+            };
+            progress.applied(&entry);
+            report.changes.push(entry);
+        }
+        return Some(Failure {
+            group: group.name.clone(),
+            reason: "dry-run failed; nothing in this group was written".into(),
+            objects: failures,
+        });
+    }
+    let mut waited: Vec<Watched> = Vec::new();
+    let steps: Vec<Vec<&crate::plan::PlanStep>> =
+        if group.parallel { vec![group.steps.iter().collect()] } else { group.steps.iter().map(|s| vec![s]).collect() };
+    for batch in steps {
+        let work: Vec<(&Item, Action)> = batch
+            .iter()
+            .flat_map(|step| step.keys.iter().filter_map(|k| items.get(k)).map(move |item| (item, step.action)))
+            .collect();
+        let results: Vec<ChangeEntry> = stream::iter(work.iter().map(|(item, action)| {
+            let plan = plans.get(&item.key);
+            write(client, item, *action, plan, options, &group.name)
+        }))
+        .buffered(options.concurrency.max(1))
+        .collect()
+        .await;
+        let mut step_failures = Vec::new();
+        for ((item, action), result) in work.iter().zip(results) {
+            progress.applied(&result);
+            if result.change == Change::Failed {
+                step_failures.push((result.object.clone(), result.message.clone().unwrap_or_default()));
+            } else if *action != Action::Delete {
+                applied.push(Entry::of(&item.object));
+            }
+            report.changes.push(result);
+        }
+        if !step_failures.is_empty() {
+            return Some(Failure {
+                group: group.name.clone(),
+                reason: "applying failed".into(),
+                objects: step_failures,
+            });
+        }
+        if options.dry_run {
+            continue;
+        }
+        let checked: Vec<Watched> = batch
+            .iter()
+            .filter(|step| !step.checks.is_empty() && step.action != Action::Delete)
+            .flat_map(|step| step.keys.iter().filter_map(|k| items.get(k)).map(|item| item.watched(&step.checks)))
+            .collect();
+        if let Some(failure) =
+            await_health(client, &checked, group.timeout.unwrap_or(options.timeout), progress, &group.name, report)
+                .await
+        {
+            return Some(failure);
+        }
+        waited.extend(
+            batch
+                .iter()
+                .filter(|step| step.action != Action::Delete)
+                .flat_map(|step| step.keys.iter().filter_map(|k| items.get(k)).map(|item| item.watched(&[]))),
+        );
+    }
+    if !options.dry_run && (group.wait == GroupWait::Always || options.wait) {
+        return await_health(client, &waited, group.timeout.unwrap_or(options.timeout), progress, &group.name, report)
+            .await;
+    }
+    None
+}
+
+/// Waits for health and records it in the report; returns the failure, if any.
+async fn await_health(
+    client: &Client,
+    objects: &[Watched],
+    timeout: Duration,
+    progress: &dyn Progress,
+    group: &str,
+    report: &mut Report,
+) -> Option<Failure> {
+    match wait::healthy(client, objects, timeout, progress).await {
+        Outcome::Healthy(messages) => {
+            for (object, message) in messages {
+                if let Some(entry) = report.changes.iter_mut().rev().find(|e| e.object == object) {
+                    entry.health = Some(message);
+                }
+            }
+            None
+        }
+        Outcome::Failed { object, message } => Some(Failure {
+            group: group.to_string(),
+            reason: format!("{object} failed: {message}"),
+            objects: vec![(object, message)],
+        }),
+        Outcome::TimedOut(pending) => Some(Failure {
+            group: group.to_string(),
+            reason: format!(
+                "timed out after {} waiting for {} object(s) to become healthy",
+                crate::package::Interval(timeout),
+                pending.len()
+            ),
+            objects: pending,
+        }),
+    }
+}
+
+/// Performs one object's action after a successful dry run.
+async fn write(
+    client: &Client,
+    item: &Item,
+    action: Action,
+    plan: Option<&(Option<Value>, Value, bool)>,
+    options: &Options,
+    group: &str,
+) -> ChangeEntry {
+    let failed = |why: String| entry(item, group, Change::Failed, Some(why));
+    let live = plan.and_then(|(live, _, _)| live.clone());
+    match action {
+        Action::Wait => entry(item, group, Change::Unchanged, None),
+        Action::Delete => {
+            let exists = match item.api(client).get_opt(&item.name).await {
+                Ok(found) => found.is_some(),
+                Err(error) => return failed(format!("reading it failed: {}", message(&error))),
+            };
+            if !exists {
+                return entry(item, group, Change::Unchanged, Some("already absent".into()));
+            }
+            if options.dry_run {
+                return entry(item, group, Change::Deleted, None);
+            }
+            if let Err(error) = delete(client, item).await {
+                return failed(format!("delete failed: {}", message(&error)));
+            }
+            let left = wait::gone(client, &[item.watched(&[])], options.timeout).await;
+            if left.is_empty() {
+                entry(item, group, Change::Deleted, None)
+            } else {
+                failed("still present after the timeout".into())
+            }
+        }
+        Action::CreateIfNotExist if live.is_some() => {
+            entry(item, group, Change::Unchanged, Some("exists; left as it is".into()))
+        }
+        Action::Recreate | Action::Apply | Action::CreateIfNotExist => {
+            let recreate =
+                plan.is_some_and(|(_, _, recreate)| *recreate) || (action == Action::Recreate && live.is_some());
+            let unchanged = plan.is_some_and(|(live, result, _)| {
+                live.as_ref().is_some_and(|l| !diff::would_change(l, result, FIELD_MANAGER))
+            });
+            if unchanged && !recreate {
+                return entry(item, group, Change::Unchanged, None);
+            }
+            let change = if live.is_none() || recreate { Change::Created } else { Change::Configured };
+            if options.dry_run {
+                let note = recreate.then(|| "would be deleted and created again".to_string());
+                return entry(item, group, change, note);
+            }
+            if recreate && live.is_some() {
+                if let Err(error) = delete(client, item).await {
+                    return failed(format!("delete before recreate failed: {}", message(&error)));
+                }
+                if !wait::gone(client, &[item.watched(&[])], options.timeout).await.is_empty() {
+                    return failed("the old object was not gone before the timeout".into());
+                }
+            }
+            match server_side_apply(client, item, false).await {
+                Ok(_) => entry(item, group, change, recreate.then(|| "recreated".to_string())),
+                Err(error) => failed(format!("apply failed: {}", message(&error))),
+            }
+        }
+    }
+}
+
+/// Deletes objects of the previous inventory that are no longer rendered, in reverse order,
+/// if they still carry the package's owner labels; waits until they are gone.
+#[allow(clippy::too_many_arguments)]
+async fn prune(
+    client: &Client,
+    resolver: &Resolver,
+    target: &Target,
+    previous: &[Entry],
+    current: &[Entry],
+    options: &Options,
+    progress: &dyn Progress,
+    report: &mut Report,
+) {
+    let mut deleted: Vec<Watched> = Vec::new();
+    for candidate in inventory::prune_set(previous, current) {
+        let (kind_name, namespace, name) = candidate.parts();
+        let Some(kind) = resolver.kind(&candidate.v, kind_name).await else { continue };
+        let item = Item {
+            key: String::new(),
+            object: Value::Null,
+            described: if namespace.is_empty() {
+                format!("{kind_name}/{name}")
+            } else {
+                format!("{kind_name}/{namespace}/{name}")
+            },
+            kind,
+            namespace: namespace.to_string(),
+            name: name.to_string(),
+        };
+        let live = match item.api(client).get_opt(&item.name).await {
+            Ok(Some(live)) => serde_json::to_value(live).unwrap_or_default(),
+            Ok(None) => continue,
+            Err(error) => {
+                report.changes.push(entry(
+                    &item,
+                    "prune",
+                    Change::Failed,
+                    Some(format!("reading it failed: {}", message(&error))),
+                ));
+                continue;
+            }
+        };
+        let change = if !inventory::owned_by(&live, &target.name, &target.namespace) {
+            entry(
+                &item,
+                "prune",
+                Change::Skipped,
+                Some("not deleted: it no longer carries the package's owner labels".into()),
+            )
+        } else if options.dry_run {
+            entry(&item, "prune", Change::Deleted, Some("would be pruned".into()))
+        } else {
+            match delete(client, &item).await {
+                Ok(()) => {
+                    deleted.push(item.watched(&[]));
+                    entry(&item, "prune", Change::Deleted, Some("pruned".into()))
+                }
+                Err(error) => entry(&item, "prune", Change::Failed, Some(format!("prune failed: {}", message(&error)))),
+            }
+        };
+        progress.applied(&change);
+        report.changes.push(change);
+    }
+    let left = wait::gone(client, &deleted, options.timeout).await;
+    let failed: Vec<(String, String)> = report
+        .changes
+        .iter()
+        .filter(|c| c.group == "prune" && c.change == Change::Failed)
+        .map(|c| (c.object.clone(), c.message.clone().unwrap_or_default()))
+        .chain(left.into_iter().map(|object| (object, "still present after the timeout".to_string())))
+        .collect();
+    if !failed.is_empty() {
+        report.failure = Some(Failure { group: "prune".into(), reason: "pruning failed".into(), objects: failed });
+    }
+}
+
+/// One object's view for `bosun diff`.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct ObjectDiff {
+    /// `Kind/namespace/name`.
+    pub object: String,
+    /// What applying would do.
+    pub change: Change,
+    /// The unified diff (empty when unchanged).
+    pub diff: String,
+}
+
+/// What `bosun diff` found: per object, and the objects a prune would delete.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct DiffReport {
+    /// Rendered objects.
+    pub objects: Vec<ObjectDiff>,
+    /// Objects of the inventory no longer rendered that still carry the owner labels.
+    pub prune: Vec<String>,
+}
+
+impl DiffReport {
+    /// Whether applying would change anything.
+    pub fn has_changes(&self) -> bool {
+        !self.prune.is_empty() || self.objects.iter().any(|o| o.change != Change::Unchanged)
+    }
+}
+
+/// Server-side dry run of every rendered object against the live cluster, as unified diffs.
+pub async fn diff(
+    client: &Client,
+    target: &Target,
+    rendered: &Rendered,
+    concurrency: usize,
+) -> Result<DiffReport, ApplyError> {
+    let resolver = Resolver::new(client.clone()).await.map_err(ApplyError::Unreachable)?;
+    let previous = inventory::read(client, &target.name, &target.namespace)
+        .await
+        .map_err(|source| ApplyError::Inventory { package: target.name.clone(), source })?;
+    let keys: Vec<String> = rendered.manifests.iter().map(|m| m.key.clone()).collect();
+    let resolved = resolve_items(&resolver, rendered, &keys, target).await;
+    let mut report = DiffReport::default();
+    let items: Vec<Item> = resolved
+        .into_iter()
+        .filter_map(|r| match r {
+            Ok(item) => Some(item),
+            Err((object, why, _)) => {
+                report.objects.push(ObjectDiff {
+                    object,
+                    change: Change::Created,
+                    diff: format!("(not checked: {why})\n"),
+                });
+                None
+            }
+        })
+        .collect();
+    let dry_runs: Vec<DryRun> =
+        stream::iter(items.iter().map(|item| dry_run(client, item))).buffered(concurrency.max(1)).collect().await;
+    for (item, dry) in items.iter().zip(dry_runs) {
+        let (change, text) = match dry.result {
+            Err(error) => (Change::Failed, format!("dry-run failed: {}\n", message(&error))),
+            Ok(result) => match &dry.live {
+                None => (Change::Created, diff::unified(None, &result, &item.described)),
+                Some(live) if diff::would_change(live, &result, FIELD_MANAGER) => {
+                    (Change::Configured, diff::unified(Some(live), &result, &item.described))
+                }
+                Some(_) => (Change::Unchanged, String::new()),
+            },
+        };
+        report.objects.push(ObjectDiff { object: item.described.clone(), change, diff: text });
+    }
+    let current: Vec<Entry> = items.iter().map(|i| Entry::of(&i.object)).collect();
+    for candidate in inventory::prune_set(&previous, &current) {
+        let (kind_name, namespace, name) = candidate.parts();
+        let Some(kind) = resolver.kind(&candidate.v, kind_name).await else { continue };
+        let api: Api<DynamicObject> = if kind.namespaced {
+            Api::namespaced_with(client.clone(), namespace, &kind.resource)
+        } else {
+            Api::all_with(client.clone(), &kind.resource)
+        };
+        if let Ok(Some(live)) = api.get_opt(name).await
+            && inventory::owned_by(&serde_json::to_value(live).unwrap_or_default(), &target.name, &target.namespace)
+        {
+            report.prune.push(if namespace.is_empty() {
+                format!("{kind_name}/{name}")
+            } else {
+                format!("{kind_name}/{namespace}/{name}")
+            });
+        }
+    }
+    Ok(report)
+}

@@ -1,0 +1,46 @@
+//! Which API resource serves a kind, from the cluster's discovery documents; refreshed when a
+//! kind is missing (a CRD applied by an earlier group becomes known).
+
+use kube::{Client, Discovery, api::ApiResource, core::GroupVersionKind, discovery::Scope};
+use tokio::sync::RwLock;
+
+use crate::render::group_of;
+
+/// Discovery of a cluster, refreshed on demand.
+pub struct Resolver {
+    client: Client,
+    discovery: RwLock<Discovery>,
+}
+
+/// How to reach objects of a kind.
+#[derive(Debug, Clone)]
+pub struct Kind {
+    /// The resource.
+    pub resource: ApiResource,
+    /// Whether objects live in namespaces.
+    pub namespaced: bool,
+}
+
+impl Resolver {
+    /// Reads the cluster's discovery documents.
+    pub async fn new(client: Client) -> Result<Resolver, kube::Error> {
+        let discovery = Discovery::new(client.clone()).run_aggregated().await?;
+        Ok(Resolver { client, discovery: RwLock::new(discovery) })
+    }
+
+    /// Reads the discovery documents again.
+    pub async fn refresh(&self) -> Result<(), kube::Error> {
+        let discovery = Discovery::new(self.client.clone()).run_aggregated().await?;
+        *self.discovery.write().await = discovery;
+        Ok(())
+    }
+
+    /// The resource of an `apiVersion` and `kind`, if served.
+    pub async fn kind(&self, api_version: &str, kind: &str) -> Option<Kind> {
+        let version = api_version.rsplit('/').next().unwrap_or(api_version);
+        let gvk = GroupVersionKind::gvk(group_of(api_version), version, kind);
+        let discovery = self.discovery.read().await;
+        let (resource, capabilities) = discovery.resolve_gvk(&gvk)?;
+        Some(Kind { resource, namespaced: capabilities.scope == Scope::Namespaced })
+    }
+}

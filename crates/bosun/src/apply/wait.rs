@@ -1,0 +1,204 @@
+//! Waiting, driven by watches (never polling): until objects are healthy (or one fails
+//! terminally), or until they are gone. One watch per resource and namespace serves all the
+//! objects there; the deadline bounds the whole wait.
+
+use std::{collections::HashMap, time::Duration};
+
+use futures::{StreamExt, stream::select_all};
+use kube::{
+    Api, Client,
+    api::DynamicObject,
+    runtime::{WatchStreamExt, watcher},
+};
+use serde_json::Value;
+
+use super::resolve::Kind;
+use crate::{
+    health::{self, Health, Status},
+    package::SuccessCheck,
+    report::Progress,
+};
+
+/// An object to wait for.
+#[derive(Debug, Clone)]
+pub struct Watched {
+    /// `Kind/namespace/name`.
+    pub described: String,
+    /// Its resource.
+    pub kind: Kind,
+    /// Namespace (empty when cluster-scoped).
+    pub namespace: String,
+    /// Name.
+    pub name: String,
+    /// User checks that must also hold.
+    pub checks: Vec<SuccessCheck>,
+}
+
+/// How a wait ended.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Outcome {
+    /// Every object is healthy: their final messages.
+    Healthy(Vec<(String, String)>),
+    /// An object failed for good.
+    Failed {
+        /// The object.
+        object: String,
+        /// Why.
+        message: String,
+    },
+    /// The deadline passed; what was still pending and why.
+    TimedOut(Vec<(String, String)>),
+}
+
+type Key = (usize, String);
+
+fn judge(object: &Value, checks: &[SuccessCheck]) -> Health {
+    let health = health::evaluate(object);
+    if health.status != Status::Current {
+        return health;
+    }
+    for check in checks {
+        if let Err(report) = health::check_success(object, check) {
+            return Health { status: Status::InProgress, message: format!("success check: {report}") };
+        }
+    }
+    health
+}
+
+/// Watches that together cover the objects: one per resource and namespace.
+fn watches(objects: &[Watched]) -> (Vec<(Kind, String)>, HashMap<Key, usize>) {
+    let mut scopes: Vec<(Kind, String)> = Vec::new();
+    let mut index = HashMap::new();
+    for (position, object) in objects.iter().enumerate() {
+        let namespace = if object.kind.namespaced { object.namespace.clone() } else { String::new() };
+        let scope = scopes
+            .iter()
+            .position(|(k, ns)| k.resource == object.kind.resource && *ns == namespace)
+            .unwrap_or_else(|| {
+                scopes.push((object.kind.clone(), namespace));
+                scopes.len() - 1
+            });
+        index.insert((scope, object.name.clone()), position);
+    }
+    (scopes, index)
+}
+
+fn api(client: &Client, kind: &Kind, namespace: &str) -> Api<DynamicObject> {
+    if kind.namespaced {
+        Api::namespaced_with(client.clone(), namespace, &kind.resource)
+    } else {
+        Api::all_with(client.clone(), &kind.resource)
+    }
+}
+
+/// Waits until every object is healthy (with its checks), one fails terminally, or the
+/// deadline passes.
+pub async fn healthy(client: &Client, objects: &[Watched], timeout: Duration, progress: &dyn Progress) -> Outcome {
+    if objects.is_empty() {
+        return Outcome::Healthy(Vec::new());
+    }
+    let (scopes, index) = watches(objects);
+    let streams = scopes.iter().enumerate().map(|(scope, (kind, namespace))| {
+        watcher(api(client, kind, namespace), watcher::Config::default())
+            .default_backoff()
+            .map(move |event| (scope, event))
+    });
+    let mut events = select_all(streams.map(StreamExt::boxed));
+    let mut verdicts: Vec<Health> = objects
+        .iter()
+        .map(|_| Health { status: Status::InProgress, message: "waiting for the object".into() })
+        .collect();
+    let waiting = async {
+        while let Some((scope, event)) = events.next().await {
+            let Ok(event) = event else { continue };
+            let (object, gone) = match &event {
+                watcher::Event::Apply(o) | watcher::Event::InitApply(o) => (o, false),
+                watcher::Event::Delete(o) => (o, true),
+                _ => continue,
+            };
+            let name = object.metadata.name.clone().unwrap_or_default();
+            let Some(&position) = index.get(&(scope, name)) else { continue };
+            let verdict = if gone {
+                Health { status: Status::InProgress, message: "deleted".into() }
+            } else {
+                judge(&serde_json::to_value(object).unwrap_or_default(), &objects[position].checks)
+            };
+            if verdict != verdicts[position] {
+                progress.waiting(&objects[position].described, &verdict.message);
+            }
+            if let Status::Failed { terminal: true } = verdict.status {
+                return Outcome::Failed { object: objects[position].described.clone(), message: verdict.message };
+            }
+            verdicts[position] = verdict;
+            if verdicts.iter().all(|v| v.status == Status::Current) {
+                return Outcome::Healthy(
+                    objects.iter().zip(&verdicts).map(|(o, v)| (o.described.clone(), v.message.clone())).collect(),
+                );
+            }
+        }
+        Outcome::TimedOut(Vec::new())
+    };
+    let finished = tokio::time::timeout(timeout, waiting).await;
+    match finished {
+        Ok(outcome) => outcome,
+        Err(_) => Outcome::TimedOut(
+            objects
+                .iter()
+                .zip(&verdicts)
+                .filter(|(_, v)| v.status != Status::Current)
+                .map(|(o, v)| (o.described.clone(), v.message.clone()))
+                .collect(),
+        ),
+    }
+}
+
+/// Waits until every object is gone; returns those still there at the deadline.
+pub async fn gone(client: &Client, objects: &[Watched], timeout: Duration) -> Vec<String> {
+    if objects.is_empty() {
+        return Vec::new();
+    }
+    let (scopes, index) = watches(objects);
+    let streams = scopes.iter().enumerate().map(|(scope, (kind, namespace))| {
+        watcher(api(client, kind, namespace), watcher::Config::default())
+            .default_backoff()
+            .map(move |event| (scope, event))
+    });
+    let mut events = select_all(streams.map(StreamExt::boxed));
+    let mut present: Vec<bool> = vec![true; objects.len()];
+    let mut listed: Vec<Option<Vec<bool>>> = vec![None; scopes.len()];
+    let waiting = async {
+        while let Some((scope, event)) = events.next().await {
+            let Ok(event) = event else { continue };
+            match event {
+                watcher::Event::Init => listed[scope] = Some(vec![false; objects.len()]),
+                watcher::Event::InitApply(object) => {
+                    if let Some(&position) = index.get(&(scope, object.metadata.name.clone().unwrap_or_default()))
+                        && let Some(seen) = listed[scope].as_mut()
+                    {
+                        seen[position] = true;
+                    }
+                }
+                watcher::Event::InitDone => {
+                    if let Some(seen) = listed[scope].take() {
+                        for ((s, _), &position) in &index {
+                            if *s == scope && !seen[position] {
+                                present[position] = false;
+                            }
+                        }
+                    }
+                }
+                watcher::Event::Delete(object) => {
+                    if let Some(&position) = index.get(&(scope, object.metadata.name.clone().unwrap_or_default())) {
+                        present[position] = false;
+                    }
+                }
+                watcher::Event::Apply(_) => {}
+            }
+            if present.iter().all(|p| !p) {
+                return;
+            }
+        }
+    };
+    let _ = tokio::time::timeout(timeout, waiting).await;
+    objects.iter().zip(&present).filter(|(_, p)| **p).map(|(o, _)| o.described.clone()).collect()
+}

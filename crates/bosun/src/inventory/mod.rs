@@ -1,0 +1,167 @@
+//! Inventory: which objects a package applied, so that the next apply can prune the ones no
+//! longer rendered. Kept in a ConfigMap per package in the package's namespace —
+//! `bosun-inventory-<package>` — so it needs no CRD, lives and dies with the namespace, and can
+//! be read with kubectl. Objects carry owner labels; pruning deletes only objects that still
+//! carry them, so an object adopted by someone else (labels changed) is never deleted.
+
+use std::collections::BTreeMap;
+
+use k8s_openapi::api::core::v1::ConfigMap;
+use kube::{
+    Api,
+    api::{Patch, PatchParams},
+};
+use serde::{Deserialize, Serialize};
+use serde_json::{Value, json};
+
+use crate::render::group_of;
+
+/// Label naming the package that applied an object.
+pub const PACKAGE_LABEL: &str = "bosun.dev/package";
+/// Label naming the namespace of that package.
+pub const PACKAGE_NAMESPACE_LABEL: &str = "bosun.dev/package-namespace";
+
+/// One inventoried object: `<group>_<Kind>_<namespace>_<name>` and its API version.
+#[derive(Debug, Clone, PartialEq, Eq, PartialOrd, Ord, Serialize, Deserialize)]
+pub struct Entry {
+    /// The identity.
+    pub id: String,
+    /// The API version it was applied with.
+    pub v: String,
+}
+
+impl Entry {
+    /// The entry of an object.
+    pub fn of(object: &Value) -> Entry {
+        let text = |p: &str| object.pointer(p).and_then(Value::as_str).unwrap_or_default();
+        let api_version = text("/apiVersion");
+        Entry {
+            id: format!(
+                "{}_{}_{}_{}",
+                group_of(api_version),
+                text("/kind"),
+                text("/metadata/namespace"),
+                text("/metadata/name")
+            ),
+            v: api_version.to_string(),
+        }
+    }
+
+    /// Kind, namespace and name of the identity.
+    pub fn parts(&self) -> (&str, &str, &str) {
+        let mut parts = self.id.splitn(4, '_').skip(1);
+        let kind = parts.next().unwrap_or_default();
+        let namespace = parts.next().unwrap_or_default();
+        (kind, namespace, parts.next().unwrap_or_default())
+    }
+}
+
+/// The objects that were applied before and are not rendered now, in reverse apply order.
+///
+/// ```
+/// use bosun::inventory::{Entry, prune_set};
+/// let e = |id: &str| Entry { id: id.into(), v: "v1".into() };
+/// assert_eq!(prune_set(&[e("_ConfigMap_a_x"), e("_ConfigMap_a_y")], &[e("_ConfigMap_a_y")]), [e("_ConfigMap_a_x")]);
+/// ```
+pub fn prune_set(previous: &[Entry], current: &[Entry]) -> Vec<Entry> {
+    previous.iter().rev().filter(|old| !current.iter().any(|new| new.id == old.id)).cloned().collect()
+}
+
+/// The inventory after an apply: the current objects, plus — when pruning did not run — the
+/// previous ones, so a later prune still knows them.
+pub fn next(previous: &[Entry], current: &[Entry], pruned: bool) -> Vec<Entry> {
+    let mut entries: Vec<Entry> = current.to_vec();
+    if !pruned {
+        for old in previous {
+            if !entries.iter().any(|e| e.id == old.id) {
+                entries.push(old.clone());
+            }
+        }
+    }
+    entries
+}
+
+/// Whether an object carries the package's owner labels.
+pub fn owned_by(object: &Value, package: &str, namespace: &str) -> bool {
+    let label = |key: &str| object.pointer("/metadata/labels").and_then(|l| l.get(key)).and_then(Value::as_str);
+    label(PACKAGE_LABEL) == Some(package) && label(PACKAGE_NAMESPACE_LABEL) == Some(namespace)
+}
+
+/// Adds the owner labels to an object.
+pub fn label(object: &mut Value, package: &str, namespace: &str) {
+    if !object["metadata"].get("labels").is_some_and(Value::is_object) {
+        object["metadata"]["labels"] = json!({});
+    }
+    object["metadata"]["labels"][PACKAGE_LABEL] = json!(package);
+    object["metadata"]["labels"][PACKAGE_NAMESPACE_LABEL] = json!(namespace);
+}
+
+/// Name of a package's inventory ConfigMap.
+pub fn configmap_name(package: &str) -> String {
+    format!("bosun-inventory-{package}")
+}
+
+/// Reads a package's inventory (empty when there is none yet).
+pub async fn read(client: &kube::Client, package: &str, namespace: &str) -> Result<Vec<Entry>, kube::Error> {
+    let api: Api<ConfigMap> = Api::namespaced(client.clone(), namespace);
+    let Some(configmap) = api.get_opt(&configmap_name(package)).await? else { return Ok(Vec::new()) };
+    let text = configmap.data.as_ref().and_then(|d| d.get("inventory")).cloned().unwrap_or_default();
+    Ok(serde_json::from_str(&text).unwrap_or_default())
+}
+
+/// Writes a package's inventory (server-side apply, field manager `bosun`).
+pub async fn write(
+    client: &kube::Client,
+    package: &str,
+    namespace: &str,
+    entries: &[Entry],
+) -> Result<(), kube::Error> {
+    let api: Api<ConfigMap> = Api::namespaced(client.clone(), namespace);
+    let mut data = BTreeMap::new();
+    data.insert("inventory", serde_json::to_string(entries).unwrap_or_default());
+    let configmap = json!({
+        "apiVersion": "v1",
+        "kind": "ConfigMap",
+        "metadata": {"name": configmap_name(package), "namespace": namespace, "labels": {"bosun.dev/inventory": package}},
+        "data": data,
+    });
+    api.patch(&configmap_name(package), &PatchParams::apply("bosun").force(), &Patch::Apply(configmap)).await?;
+    Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn entry(id: &str) -> Entry {
+        Entry { id: id.into(), v: "v1".into() }
+    }
+
+    #[test]
+    fn entries_name_group_kind_namespace_and_name() {
+        let object =
+            json!({"apiVersion": "apps/v1", "kind": "Deployment", "metadata": {"name": "web", "namespace": "prod"}});
+        assert_eq!(Entry::of(&object), Entry { id: "apps_Deployment_prod_web".into(), v: "apps/v1".into() });
+        let cluster = json!({"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": "prod"}});
+        assert_eq!(Entry::of(&cluster).id, "_Namespace__prod");
+        assert_eq!(Entry::of(&object).parts(), ("Deployment", "prod", "web"));
+    }
+
+    #[test]
+    fn pruning_goes_in_reverse_and_keeps_what_is_still_rendered() {
+        let previous = [entry("_Namespace__a"), entry("_ConfigMap_a_x"), entry("apps_Deployment_a_d")];
+        let current = [entry("_Namespace__a")];
+        assert_eq!(prune_set(&previous, &current), [entry("apps_Deployment_a_d"), entry("_ConfigMap_a_x")]);
+        assert_eq!(next(&previous, &current, true), current);
+        assert_eq!(next(&previous, &current, false).len(), 3, "without pruning the old entries are kept");
+    }
+
+    #[test]
+    fn only_labelled_objects_are_owned() {
+        let mut object = json!({"metadata": {"name": "x"}});
+        assert!(!owned_by(&object, "app", "default"));
+        label(&mut object, "app", "default");
+        assert!(owned_by(&object, "app", "default"));
+        assert!(!owned_by(&object, "other", "default"));
+    }
+}

@@ -1,0 +1,225 @@
+//! What an apply did, for people and machines: the change set (created / configured /
+//! unchanged / deleted / failed per object, with health), the failure if any, live progress on a
+//! terminal, a final table, and JSON.
+
+use std::time::Duration;
+
+use indicatif::{ProgressBar, ProgressStyle};
+use serde::Serialize;
+
+/// What happened to one object.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "lowercase")]
+pub enum Change {
+    /// It did not exist and was created.
+    Created,
+    /// It existed and was changed.
+    Configured,
+    /// It already matched; nothing was written.
+    Unchanged,
+    /// It was deleted (a `Delete` step, or pruned).
+    Deleted,
+    /// Applying (or deleting) it failed.
+    Failed,
+    /// It was left alone (e.g. a prune candidate without owner labels).
+    Skipped,
+}
+
+impl Change {
+    fn word(self) -> &'static str {
+        match self {
+            Change::Created => "created",
+            Change::Configured => "configured",
+            Change::Unchanged => "unchanged",
+            Change::Deleted => "deleted",
+            Change::Failed => "failed",
+            Change::Skipped => "skipped",
+        }
+    }
+}
+
+/// One line of the change set.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+pub struct ChangeEntry {
+    /// `Kind/namespace/name`.
+    pub object: String,
+    /// The manifest key (empty for pruned objects).
+    pub key: String,
+    /// The rollout group.
+    pub group: String,
+    /// What happened.
+    pub change: Change,
+    /// Why, for failures and skips; for dry runs, what would happen.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub message: Option<String>,
+    /// Health after waiting, when waited for.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub health: Option<String>,
+}
+
+/// Why a rollout stopped.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+pub struct Failure {
+    /// The group it stopped in (`prune` for pruning).
+    pub group: String,
+    /// What went wrong, in a sentence.
+    pub reason: String,
+    /// The objects concerned and their messages.
+    pub objects: Vec<(String, String)>,
+}
+
+/// The result of applying a package.
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize)]
+pub struct Report {
+    /// The package.
+    pub package: String,
+    /// Its namespace (where its inventory lives).
+    pub namespace: String,
+    /// Whether nothing was written (`--dry-run`).
+    pub dry_run: bool,
+    /// Every object touched or looked at.
+    pub changes: Vec<ChangeEntry>,
+    /// Why it stopped early, if it did.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub failure: Option<Failure>,
+}
+
+impl Report {
+    /// Whether the rollout succeeded.
+    pub fn succeeded(&self) -> bool {
+        self.failure.is_none()
+    }
+
+    /// How many objects had each kind of change.
+    pub fn count(&self, change: Change) -> usize {
+        self.changes.iter().filter(|c| c.change == change).count()
+    }
+
+    /// The final table, for a terminal.
+    pub fn table(&self) -> String {
+        let width = self.changes.iter().map(|c| c.object.len()).max().unwrap_or(6).max(6);
+        let mut out = format!("{:<width$}  {:<10}  {}\n", "OBJECT", "CHANGE", "DETAIL");
+        for entry in &self.changes {
+            let detail = entry.message.clone().or_else(|| entry.health.clone()).unwrap_or_default();
+            out.push_str(&format!("{:<width$}  {:<10}  {detail}\n", entry.object, entry.change.word()));
+        }
+        let verb = if self.dry_run { "would be " } else { "" };
+        out.push_str(&format!(
+            "{}: {} {verb}created, {} {verb}configured, {} unchanged, {} {verb}deleted, {} failed{}\n",
+            self.package,
+            self.count(Change::Created),
+            self.count(Change::Configured),
+            self.count(Change::Unchanged),
+            self.count(Change::Deleted),
+            self.count(Change::Failed),
+            if self.dry_run { " (dry run: nothing written)" } else { "" }
+        ));
+        if let Some(failure) = &self.failure {
+            out.push_str(&format!("rollout failed in group {:?}: {}\n", failure.group, failure.reason));
+            for (object, message) in &failure.objects {
+                out.push_str(&format!("  {object}: {message}\n"));
+            }
+        }
+        out
+    }
+}
+
+/// Live progress of an apply.
+pub trait Progress: Send + Sync {
+    /// A group starts.
+    fn group(&self, name: &str, objects: usize);
+    /// An object was applied (or failed, or was left alone).
+    fn applied(&self, entry: &ChangeEntry);
+    /// Waiting on an object, which says this.
+    fn waiting(&self, object: &str, message: &str);
+    /// All done.
+    fn finished(&self);
+}
+
+/// No progress output (for JSON output and non-terminals).
+pub struct Silent;
+
+impl Progress for Silent {
+    fn group(&self, _: &str, _: usize) {}
+    fn applied(&self, _: &ChangeEntry) {}
+    fn waiting(&self, _: &str, _: &str) {}
+    fn finished(&self) {}
+}
+
+/// A progress line on stderr: current group, objects applied, what is being waited on. It
+/// draws nothing when stderr is not a terminal.
+pub struct Terminal {
+    bar: ProgressBar,
+}
+
+impl Terminal {
+    /// A progress line for a package.
+    pub fn new(package: &str) -> Terminal {
+        let bar = ProgressBar::new(0);
+        bar.set_style(
+            ProgressStyle::with_template("{spinner} {prefix} [{pos}/{len}] {msg}")
+                .unwrap_or_else(|_| ProgressStyle::default_spinner()),
+        );
+        bar.set_prefix(package.to_string());
+        bar.enable_steady_tick(Duration::from_millis(120));
+        Terminal { bar }
+    }
+}
+
+impl Progress for Terminal {
+    fn group(&self, name: &str, objects: usize) {
+        self.bar.set_length(objects as u64);
+        self.bar.set_position(0);
+        self.bar.set_message(format!("group {name}: applying"));
+    }
+    fn applied(&self, entry: &ChangeEntry) {
+        self.bar.inc(1);
+        if entry.change == Change::Failed {
+            self.bar.println(format!("  {} failed: {}", entry.object, entry.message.clone().unwrap_or_default()));
+        }
+    }
+    fn waiting(&self, object: &str, message: &str) {
+        self.bar.set_message(format!("waiting on {object}: {message}"));
+    }
+    fn finished(&self) {
+        self.bar.finish_and_clear();
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn entry(object: &str, change: Change) -> ChangeEntry {
+        ChangeEntry {
+            object: object.into(),
+            key: String::new(),
+            group: "g".into(),
+            change,
+            message: None,
+            health: Some("ok".into()),
+        }
+    }
+
+    #[test]
+    fn the_table_counts_changes_and_names_the_failure() {
+        let report = Report {
+            package: "web".into(),
+            namespace: "default".into(),
+            dry_run: false,
+            changes: vec![entry("ConfigMap/a", Change::Created), entry("Deployment/b", Change::Failed)],
+            failure: Some(Failure {
+                group: "app".into(),
+                reason: "dry-run failed".into(),
+                objects: vec![("Deployment/b".into(), "bad".into())],
+            }),
+        };
+        let table = report.table();
+        assert!(table.starts_with("OBJECT"), "{table}");
+        assert!(table.contains("web: 1 created, 0 configured, 0 unchanged, 0 deleted, 1 failed"), "{table}");
+        assert!(table.contains("rollout failed in group \"app\": dry-run failed\n  Deployment/b: bad"), "{table}");
+        assert!(!report.succeeded());
+        let json = serde_json::to_value(&report).expect("json");
+        assert_eq!(json["changes"][0]["change"], "created");
+    }
+}
