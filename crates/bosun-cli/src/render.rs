@@ -61,7 +61,7 @@ pub struct Args {
     #[arg(short, long, value_enum, default_value = "yaml")]
     pub output: Output,
 
-    /// Print the rollout (groups and steps) instead of the manifests.
+    /// Print the plan (groups and steps, declared or default) instead of the manifests.
     #[arg(long)]
     pub show_plan: bool,
 }
@@ -124,32 +124,34 @@ async fn cluster_scopes(builtin: Scopes) -> Scopes {
     }
 }
 
-fn print_plan(package: &Package, rendered: &Rendered) {
-    let Some(rollout) = &rendered.rollout else {
-        println!(
-            "{}: no rollout declared; `bosun apply` uses the default plan (prerequisites first, then by kind)",
-            package.name
-        );
-        return;
-    };
-    println!("{}: {} group(s)", package.name, rollout.groups.len());
-    for (index, group) in rollout.groups.iter().enumerate() {
-        let mode = if group.parallel { " (steps in parallel)" } else { "" };
-        println!("{}. {}{mode}", index + 1, rollout.group_name(index));
+fn print_plan(package: &Package, rendered: &Rendered) -> Result<(), String> {
+    let plan = bosun::plan::plan(&rendered.manifests, rendered.rollout.as_ref()).map_err(|e| e.to_string())?;
+    let source = if rendered.rollout.is_some() { "declared rollout" } else { "default plan" };
+    println!("{}: {} group(s), {source}", package.name, plan.groups.len());
+    for (index, group) in plan.groups.iter().enumerate() {
+        let mut notes = Vec::new();
+        if group.parallel {
+            notes.push("steps in parallel".to_string());
+        }
+        if group.wait == bosun::plan::GroupWait::Always {
+            notes.push("waits for health before the next group".to_string());
+        }
+        if let Some(timeout) = group.timeout {
+            notes.push(format!("timeout {}", bosun::package::Interval(timeout)));
+        }
+        let notes = if notes.is_empty() { String::new() } else { format!(" ({})", notes.join(", ")) };
+        println!("{}. {}{notes}", index + 1, group.name);
         for step in &group.steps {
-            let target = match (&step.object, &step.selector) {
-                (Some(key), _) => {
-                    let objects: Vec<String> = rendered.manifests.named(key).iter().map(|m| m.describe()).collect();
-                    format!("{key} → {}", objects.join(", "))
-                }
-                (None, Some(selector)) => format!("selector {}", serde_json::to_string(selector).unwrap_or_default()),
-                (None, None) => "nothing".into(),
-            };
-            let checks: usize = step.success.iter().map(|c| c.field_comparisons.len()).sum();
+            let checks: usize = step.checks.iter().map(|c| c.field_comparisons.len()).sum();
             let checks = if checks > 0 { format!(" [{checks} success check(s)]") } else { String::new() };
-            println!("   {:?} {target}{checks}", step.action);
+            println!("   {:?}{checks}", step.action);
+            for key in &step.keys {
+                let object = rendered.manifests.get(key).map(|m| m.describe()).unwrap_or_default();
+                println!("     {object}  ({key})");
+            }
         }
     }
+    Ok(())
 }
 
 /// Runs `bosun render`.
@@ -165,8 +167,13 @@ pub async fn run(args: Args) -> ExitCode {
         eprintln!("warning: {warning}");
     }
     if args.show_plan {
-        print_plan(&package, &rendered);
-        return ExitCode::SUCCESS;
+        return match print_plan(&package, &rendered) {
+            Ok(()) => ExitCode::SUCCESS,
+            Err(message) => {
+                eprintln!("error: {message}");
+                ExitCode::from(2)
+            }
+        };
     }
     let text = match args.output {
         Output::Yaml => rendered.manifests.to_yaml(),

@@ -310,3 +310,36 @@ async fn dev_once_rolls_out_the_quickstart() {
     assert!(stdout.contains("export KUBECONFIG=.bosun/kubeconfig"), "{stdout}");
     assert!(dir.path().join(".bosun/kubeconfig").is_file());
 }
+
+fn deployment_with_selector(app: &str) -> String {
+    format!(
+        "apiVersion: apps/v1\nkind: Deployment\nmetadata:\n  name: web\nspec:\n  replicas: 1\n  selector: {{matchLabels: {{app: {app}}}}}\n  template: {{metadata: {{labels: {{app: {app}}}}}, spec: {{containers: [{{name: web, image: nginx}}]}}}}\n"
+    )
+}
+
+#[tokio::test]
+async fn immutable_field_changes_need_force_and_then_recreate() {
+    let fixture = Fixture::new().await;
+    fixture.write("web.yaml", &deployment_with_selector("a"));
+    let (code, _, stderr) = fixture.apply(&[]).await;
+    assert_eq!(code, Some(0), "{stderr}");
+    let deployments = Api::<Deployment>::default_namespaced(fixture.server.client());
+    let before = deployments.get("web").await.expect("get").uid();
+    fixture.write("web.yaml", &deployment_with_selector("b"));
+    let (code, report, _) = fixture.apply(&[]).await;
+    assert_eq!(code, Some(1), "{report:#}");
+    let message = report["failure"]["objects"][0][1].as_str().unwrap_or_default();
+    assert!(
+        message.contains("spec.selector") && message.contains("field is immutable") && message.contains("--force"),
+        "{message}"
+    );
+    let (code, report, stderr) = fixture.apply(&["--force"]).await;
+    assert_eq!(code, Some(0), "{stderr}\n{report:#}");
+    assert_eq!(report["changes"][0]["message"], "recreated");
+    let after = deployments.get("web").await.expect("get");
+    assert_ne!(after.uid(), before, "a new object");
+    assert_eq!(
+        after.spec.and_then(|s| s.selector.match_labels).and_then(|l| l.get("app").cloned()).as_deref(),
+        Some("b")
+    );
+}

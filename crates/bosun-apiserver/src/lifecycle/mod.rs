@@ -207,8 +207,31 @@ fn kind_rules(info: &ResourceInfo, object: &mut Value, old: Option<&Value>) -> V
             crd::apply_defaults(object);
             crd::validate(object, old)
         }
-        _ => Vec::new(),
+        _ => old.map(|old| immutable_fields(info, old, object)).unwrap_or_default(),
     }
+}
+
+/// Fields that may not change once set, per kind (the common ones of upstream's validation).
+fn immutable_fields(info: &ResourceInfo, old: &Value, new: &Value) -> Vec<FieldError> {
+    let frozen: &[&str] = match (info.group.as_str(), info.kind.as_str()) {
+        ("apps", "Deployment" | "ReplicaSet" | "StatefulSet" | "DaemonSet") => &["/spec/selector"],
+        ("batch", "Job") => &["/spec/selector", "/spec/template"],
+        ("", "ConfigMap" | "Secret") if old.get("immutable").and_then(Value::as_bool) == Some(true) => {
+            &["/data", "/binaryData", "/immutable"]
+        }
+        _ => &[],
+    };
+    frozen
+        .iter()
+        .filter(|pointer| old.pointer(pointer).is_some() && old.pointer(pointer) != new.pointer(pointer))
+        .map(|pointer| {
+            let field = pointer.trim_start_matches('/').replace('/', ".");
+            let shown = new.pointer(pointer).cloned().unwrap_or(Value::Null);
+            let detail =
+                if info.group.is_empty() { "field is immutable when `immutable` is set" } else { "field is immutable" };
+            FieldError::invalid(field, shown, detail)
+        })
+        .collect()
 }
 
 /// Prepares an object for creation (everything but the namespace's existence and the name's

@@ -188,3 +188,36 @@ fn delete_decisions() {
     };
     assert_eq!(prepare_delete(&configmaps, &plain, &wrong_uid, now).expect_err("precondition").code, 409);
 }
+
+#[test]
+fn immutable_fields_cannot_change() {
+    let deployments = info("apps", "deployments");
+    let current = stored(
+        json!({"apiVersion": "apps/v1", "kind": "Deployment", "metadata": {"name": "d", "namespace": "default"},
+        "spec": {"selector": {"matchLabels": {"app": "a"}}, "template": {}}}),
+    );
+    let mut body = current.clone();
+    body["spec"]["selector"] = json!({"matchLabels": {"app": "b"}});
+    let err = prepare_update(&target(&deployments, "default"), &mut context(), &current, body, Endpoint::Main)
+        .expect_err("immutable");
+    assert_eq!(err.code, 422);
+    assert!(
+        err.message.contains("spec.selector: Invalid value: {\"matchLabels\":{\"app\":\"b\"}}: field is immutable"),
+        "{}",
+        err.message
+    );
+
+    let configmaps = info("", "configmaps");
+    let frozen = stored(
+        json!({"apiVersion": "v1", "kind": "ConfigMap", "metadata": {"name": "c", "namespace": "default"}, "immutable": true, "data": {"a": "1"}}),
+    );
+    let mut changed = frozen.clone();
+    changed["data"]["a"] = json!("2");
+    assert!(prepare_update(&target(&configmaps, "default"), &mut context(), &frozen, changed, Endpoint::Main).is_err());
+    let mut relabelled = frozen.clone();
+    relabelled["metadata"]["labels"] = json!({"x": "y"});
+    assert!(
+        prepare_update(&target(&configmaps, "default"), &mut context(), &frozen, relabelled, Endpoint::Main).is_ok(),
+        "metadata stays mutable"
+    );
+}

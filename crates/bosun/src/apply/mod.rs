@@ -313,7 +313,9 @@ pub async fn apply(
             });
             break;
         }
-        if let Some(failure) = run_group(client, group, &namespaces, &items, options, progress, &mut report, &mut applied).await {
+        if let Some(failure) =
+            run_group(client, group, &namespaces, &items, options, progress, &mut report, &mut applied).await
+        {
             report.failure = Some(failure);
             break;
         }
