@@ -80,6 +80,13 @@ pub fn apply_json_patch(doc: &mut Value, body: &[u8]) -> Result<(), PatchError> 
 
 /// Reads a server-side apply body: YAML (JSON is YAML) holding one object.
 pub fn parse_apply(body: &[u8]) -> Result<Value, crate::error::ApiError> {
+    // Clients (kube-rs, client-go) send JSON, which is YAML; the JSON parser reads it several
+    // times faster. Anything it rejects goes to the YAML parser and its error messages.
+    if body.trim_ascii_start().starts_with(b"{")
+        && let Ok(value) = serde_json::from_slice::<Value>(body)
+    {
+        return Ok(value);
+    }
     let text = std::str::from_utf8(body)
         .map_err(|e| crate::error::ApiError::bad_request(format!("apply patch is not UTF-8: {e}")))?;
     let value: Value = serde_saphyr::from_str(text)

@@ -4,7 +4,10 @@
 use std::{
     net::{IpAddr, Ipv4Addr, SocketAddr},
     path::{Path, PathBuf},
-    sync::Arc,
+    sync::{
+        Arc,
+        atomic::{AtomicU64, Ordering},
+    },
     time::Duration,
 };
 
@@ -171,10 +174,12 @@ impl ApiServer {
             server_address: address.to_string(),
             watch: WatchSettings { bookmark_interval: options.bookmark_interval },
             shutdown: shutdown_signal.clone(),
+            requests: AtomicU64::new(0),
         });
         let mut stop = shutdown_signal.clone();
+        let served = state.clone();
         let serve = tokio::spawn(async move {
-            let server = axum::serve(listener, http::router(state)).with_graceful_shutdown(async move {
+            let server = axum::serve(listener, http::router(served)).with_graceful_shutdown(async move {
                 let _ = stop.wait_for(|stopped| *stopped).await;
             });
             if let Err(error) = server.await {
@@ -186,7 +191,7 @@ impl ApiServer {
         let url = format!("http://{address}");
         let config = kube::Config::new(url.parse().map_err(|e| ServerError::Bootstrap(format!("url {url}: {e}")))?);
         let client = kube::Client::try_from(config.clone())?;
-        Ok(RunningServer { url, address, cluster, config, client, shutdown, tasks: vec![serve, controllers] })
+        Ok(RunningServer { url, address, cluster, state, config, client, shutdown, tasks: vec![serve, controllers] })
     }
 }
 
@@ -218,6 +223,7 @@ pub struct RunningServer {
     url: String,
     address: SocketAddr,
     cluster: Arc<Cluster>,
+    state: Arc<AppState>,
     config: kube::Config,
     client: kube::Client,
     shutdown: watch::Sender<bool>,
@@ -248,6 +254,11 @@ impl RunningServer {
     /// The current resourceVersion (global revision): how many writes the server has made.
     pub fn revision(&self) -> u64 {
         self.cluster.store.revision()
+    }
+
+    /// HTTP requests received since the server started.
+    pub fn requests(&self) -> u64 {
+        self.state.requests.load(Ordering::Relaxed)
     }
 
     /// A kubeconfig (YAML) pointing at this server, context `bosun`, namespace `default`.

@@ -5,10 +5,14 @@
 //! cargo build --release -p bosun-cli -p bosun-bench
 //! target/release/bosun-bench apiserver
 //! target/release/bosun-bench render
+//! target/release/bosun-bench apply
 //! ```
 
 mod apiserver;
+mod apply;
 mod render;
+
+use std::path::PathBuf;
 
 use clap::{Parser, Subcommand};
 
@@ -25,6 +29,8 @@ enum Bench {
     Apiserver(apiserver::Args),
     /// Rendering: jsonnet against C++ jsonnet and go-jsonnet, kustomize against kubectl kustomize.
     Render(render::Args),
+    /// Applying 1,000 objects: bosun apply against kubectl apply, client-side and server-side.
+    Apply(apply::Args),
 }
 
 fn main() {
@@ -34,6 +40,7 @@ fn main() {
         match cli.bench {
             Bench::Apiserver(args) => apiserver::run(args).await,
             Bench::Render(args) => render::run(args),
+            Bench::Apply(args) => apply::run(args).await,
         }
     });
 }
@@ -42,4 +49,16 @@ fn main() {
 pub fn median(samples: &mut [f64]) -> f64 {
     samples.sort_by(f64::total_cmp);
     samples.get(samples.len() / 2).copied().unwrap_or_default()
+}
+
+/// The `bosun` binary built beside this one (`cargo build --release -p bosun-cli`).
+pub fn bosun_binary() -> PathBuf {
+    let me = std::env::current_exe().expect("own path");
+    let candidate = me.with_file_name("bosun");
+    assert!(
+        candidate.is_file(),
+        "{} not found: build it with `cargo build --release -p bosun-cli`",
+        candidate.display()
+    );
+    candidate
 }

@@ -8,7 +8,7 @@ use std::{
     time::Instant,
 };
 
-use crate::median;
+use crate::{bosun_binary, median};
 
 /// Arguments of the render benchmark.
 #[derive(Debug, clap::Args)]
@@ -26,18 +26,6 @@ pub struct Args {
 
 fn repo() -> PathBuf {
     Path::new(env!("CARGO_MANIFEST_DIR")).join("../..")
-}
-
-/// The `bosun` binary built beside this one (`cargo build --release -p bosun-cli`).
-fn bosun_binary() -> PathBuf {
-    let me = std::env::current_exe().expect("own path");
-    let candidate = me.with_file_name("bosun");
-    assert!(
-        candidate.is_file(),
-        "{} not found: build it with `cargo build --release -p bosun-cli`",
-        candidate.display()
-    );
-    candidate
 }
 
 /// Median wall time of a command in seconds, output discarded; `None` (with the reason on

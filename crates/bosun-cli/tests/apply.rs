@@ -182,6 +182,57 @@ async fn prune_removes_dropped_objects_but_never_unlabelled_ones() {
 }
 
 #[tokio::test]
+async fn re_apply_corrects_drift_and_removes_dropped_fields() {
+    let fixture = Fixture::new().await;
+    fixture.write("namespace.yaml", NAMESPACE);
+    // Enough ConfigMaps that their live state is listed, and a Deployment read on its own.
+    for index in 0..9 {
+        fixture.write(&format!("cm-{index}.yaml"), &configmap(&format!("cm-{index}"), "1"));
+    }
+    fixture.write(
+        "labelled.yaml",
+        &configmap("labelled", "1").replace("  namespace: app\n", "  namespace: app\n  labels: {tier: front}\n"),
+    );
+    fixture.write(
+        "web.yaml",
+        &deployment_with_selector("web").replace("  name: web\n", "  name: web\n  namespace: app\n"),
+    );
+    let (code, _, stderr) = fixture.apply(&[]).await;
+    assert_eq!(code, Some(0), "{stderr}");
+
+    // Someone edits a value bosun set; the manifest drops a label bosun set.
+    let edit = PatchParams { field_manager: Some("kubectl-edit".into()), ..PatchParams::default() };
+    fixture
+        .configmaps("app")
+        .patch("cm-4", &edit, &Patch::Merge(json!({"data": {"value": "drifted"}})))
+        .await
+        .expect("edit");
+    Api::<Deployment>::namespaced(fixture.server.client(), "app")
+        .patch("web", &edit, &Patch::Merge(json!({"spec": {"replicas": 5}})))
+        .await
+        .expect("scale");
+    fixture.write("labelled.yaml", &configmap("labelled", "1"));
+    let (code, report, stderr) = fixture.apply(&[]).await;
+    assert_eq!(code, Some(0), "{stderr}");
+    let mut configured: Vec<String> =
+        changes(&report).into_iter().filter(|(_, c)| c == "configured").map(|(o, _)| o).collect();
+    configured.sort();
+    assert_eq!(configured, ["ConfigMap/app/cm-4", "ConfigMap/app/labelled", "Deployment/app/web"], "{report:#}");
+    let restored = fixture.configmaps("app").get("cm-4").await.expect("get");
+    assert_eq!(restored.data.and_then(|d| d.get("value").cloned()).as_deref(), Some("1"));
+    let labelled = fixture.configmaps("app").get("labelled").await.expect("get");
+    assert!(!labelled.labels().contains_key("tier"), "{:?}", labelled.labels());
+    let web = Api::<Deployment>::namespaced(fixture.server.client(), "app").get("web").await.expect("get");
+    assert_eq!(web.spec.and_then(|s| s.replicas), Some(1));
+
+    let revision = fixture.server.revision();
+    let (code, report, _) = fixture.apply(&[]).await;
+    assert_eq!(code, Some(0));
+    assert!(changes(&report).iter().all(|(_, change)| change == "unchanged"), "{report:#}");
+    assert_eq!(fixture.server.revision(), revision, "an unchanged re-apply writes nothing");
+}
+
+#[tokio::test]
 async fn a_bad_object_in_group_two_leaves_group_two_unwritten() {
     let fixture = Fixture::new().await;
     fixture.write("namespace.yaml", NAMESPACE);

@@ -6,7 +6,13 @@ mod query;
 mod shape;
 pub mod watch;
 
-use std::{sync::Arc, time::Instant};
+use std::{
+    sync::{
+        Arc,
+        atomic::{AtomicU64, Ordering},
+    },
+    time::Instant,
+};
 
 use axum::{
     Router,
@@ -50,6 +56,8 @@ pub struct AppState {
     pub watch: watch::WatchSettings,
     /// Becomes `true` when the server shuts down; ends watches.
     pub shutdown: signal::Receiver<bool>,
+    /// HTTP requests received so far (benchmarks report requests per object).
+    pub requests: AtomicU64,
 }
 
 /// The router: every path goes through [`handle`].
@@ -59,6 +67,7 @@ pub fn router(state: Arc<AppState>) -> Router {
 
 async fn handle(State(state): State<Arc<AppState>>, request: Request) -> Response {
     let started = Instant::now();
+    state.requests.fetch_add(1, Ordering::Relaxed);
     let method = request.method().clone();
     let uri = request.uri().clone();
     let response = dispatch(&state, request).await.unwrap_or_else(IntoResponse::into_response);

@@ -13,8 +13,8 @@ use std::{collections::HashMap, time::Duration};
 
 use futures::{StreamExt, stream};
 use kube::{
-    Api, Client,
-    api::{DeleteParams, DynamicObject, Patch, PatchParams},
+    Api, Client, Resource,
+    api::{DeleteParams, DynamicObject, ListParams, Patch, PatchParams},
 };
 use serde_json::{Value, json};
 
@@ -128,7 +128,28 @@ impl Item {
 /// What a dry run found for one object.
 struct DryRun {
     live: Option<Value>,
-    result: Result<Value, kube::Error>,
+    /// The object as applying would leave it; `None` when the live object alone proves that
+    /// applying changes nothing.
+    result: Result<Option<Value>, kube::Error>,
+}
+
+impl DryRun {
+    /// Whether the object exists and applying would change nothing.
+    fn unchanged(&self) -> bool {
+        match (&self.live, &self.result) {
+            (Some(_), Ok(None)) => true,
+            (Some(live), Ok(Some(result))) => !diff::would_change(live, result, FIELD_MANAGER),
+            _ => false,
+        }
+    }
+}
+
+/// What one object's dry run decided for its write.
+#[derive(Debug, Clone, Copy)]
+struct Planned {
+    exists: bool,
+    unchanged: bool,
+    recreate: bool,
 }
 
 fn message(error: &kube::Error) -> String {
@@ -171,12 +192,94 @@ async fn server_side_apply(client: &Client, item: &Item, dry_run: bool) -> Resul
     Ok(serde_json::to_value(applied).unwrap_or_default())
 }
 
-async fn dry_run(client: &Client, item: &Item) -> DryRun {
-    let live = match item.api(client).get_opt(&item.name).await {
-        Ok(live) => live.map(|l| serde_json::to_value(l).unwrap_or_default()),
-        Err(error) => return DryRun { live: None, result: Err(error) },
-    };
-    DryRun { live, result: server_side_apply(client, item, true).await }
+/// What applying `item` would do, given its live state: without asking the server when the
+/// live object proves the apply a no-op (or, for create-if-missing, that it exists), else by a
+/// server-side dry run.
+async fn dry_run(client: &Client, item: &Item, action: Action, live: Result<Option<Value>, kube::Error>) -> DryRun {
+    match live {
+        Err(error) => DryRun { live: None, result: Err(error) },
+        Ok(Some(live))
+            if action == Action::CreateIfNotExist
+                || (action == Action::Apply && diff::apply_is_noop(&live, &item.object, FIELD_MANAGER)) =>
+        {
+            DryRun { live: Some(live), result: Ok(None) }
+        }
+        Ok(live) => DryRun { live, result: server_side_apply(client, item, true).await.map(Some) },
+    }
+}
+
+/// Dry runs of many objects, `concurrency` at once, after reading their live state.
+async fn dry_runs(client: &Client, items: &[(&Item, Action)], concurrency: usize) -> Vec<DryRun> {
+    let objects: Vec<&Item> = items.iter().map(|(item, _)| *item).collect();
+    let live = live_objects(client, &objects, concurrency).await;
+    stream::iter(items.iter().zip(live).map(|((item, action), live)| dry_run(client, item, *action, live)))
+        .buffered(concurrency.max(1))
+        .collect()
+        .await
+}
+
+/// From how many objects of one resource in one namespace a list (paged) is cheaper than a
+/// read per object.
+const LIST_FROM: usize = 8;
+
+/// The live state of each item, in order: one paged list per resource and namespace holding
+/// many of them, single reads for the rest (and when listing is forbidden).
+async fn live_objects(client: &Client, items: &[&Item], concurrency: usize) -> Vec<Result<Option<Value>, kube::Error>> {
+    let mut by_place: HashMap<(&str, &str, &str), Vec<usize>> = HashMap::new();
+    for (index, item) in items.iter().enumerate() {
+        let resource = &item.kind.resource;
+        let place = (resource.api_version.as_str(), resource.plural.as_str(), item.namespace.as_str());
+        by_place.entry(place).or_default().push(index);
+    }
+    let mut live: Vec<Option<Result<Option<Value>, kube::Error>>> = items.iter().map(|_| None).collect();
+    for indexes in by_place.values().filter(|indexes| indexes.len() >= LIST_FROM) {
+        let first = items[indexes[0]];
+        let Ok(mut listed) = list_all(client, first).await else { continue };
+        for &index in indexes {
+            let item = items[index];
+            let found = listed.remove(&item.name).map(|mut object| {
+                object["apiVersion"] = item.object["apiVersion"].clone();
+                object["kind"] = item.object["kind"].clone();
+                object
+            });
+            live[index] = Some(Ok(found));
+        }
+    }
+    let reads: Vec<(usize, Result<Option<Value>, kube::Error>)> =
+        stream::iter(live.iter().enumerate().filter(|(_, found)| found.is_none()).map(|(index, _)| async move {
+            let item = items[index];
+            let read = item.api(client).get_opt(&item.name).await;
+            (index, read.map(|found| found.map(|object| serde_json::to_value(object).unwrap_or_default())))
+        }))
+        .buffered(concurrency.max(1))
+        .collect()
+        .await;
+    for (index, read) in reads {
+        live[index] = Some(read);
+    }
+    live.into_iter().map(|found| found.unwrap_or(Ok(None))).collect()
+}
+
+/// Every object of a resource in a namespace (or cluster-wide), by name, 500 per page. Read
+/// as plain JSON: these objects are only compared, never typed.
+async fn list_all(client: &Client, item: &Item) -> Result<HashMap<String, Value>, kube::Error> {
+    let namespace = item.kind.namespaced.then_some(item.namespace.as_str());
+    let request = kube::core::Request::new(DynamicObject::url_path(&item.kind.resource, namespace));
+    let mut objects = HashMap::new();
+    let mut params = ListParams::default().limit(500);
+    loop {
+        let mut page: Value = client.request(request.list(&params).map_err(kube::Error::BuildRequest)?).await?;
+        if let Some(Value::Array(items)) = page.get_mut("items").map(Value::take) {
+            for object in items {
+                let name = object.pointer("/metadata/name").and_then(Value::as_str).unwrap_or_default().to_string();
+                objects.insert(name, object);
+            }
+        }
+        match page.pointer("/metadata/continue").and_then(Value::as_str) {
+            Some(token) if !token.is_empty() => params = params.continue_token(token),
+            _ => return Ok(objects),
+        }
+    }
 }
 
 async fn delete(client: &Client, item: &Item) -> Result<(), kube::Error> {
@@ -364,25 +467,23 @@ async fn run_group(
         .flat_map(|step| step.keys.iter().filter_map(|k| items.get(k)).map(move |item| (item, step.action)))
         .filter(|(_, action)| matches!(action, Action::Apply | Action::CreateIfNotExist | Action::Recreate))
         .collect();
-    let dry_runs: Vec<DryRun> = stream::iter(writes.iter().map(|(item, _)| dry_run(client, item)))
-        .buffered(options.concurrency.max(1))
-        .collect()
-        .await;
+    let dry_runs = dry_runs(client, &writes, options.concurrency).await;
     // Objects in namespaces the package creates cannot be dry-run before those exist (in this
     // group, or in an earlier one during a dry run); they are checked when applied instead.
     let created_namespaces: Vec<&str> = namespaces.iter().map(String::as_str).collect();
-    let mut plans: HashMap<String, (Option<Value>, Value, bool)> = HashMap::new();
+    let mut plans: HashMap<String, Planned> = HashMap::new();
     let mut failures = Vec::new();
     for ((item, action), dry) in writes.iter().zip(dry_runs) {
+        let planned = Planned { exists: dry.live.is_some(), unchanged: dry.unchanged(), recreate: false };
         match dry.result {
-            Ok(result) => {
-                plans.insert(item.key.clone(), (dry.live, result, false));
+            Ok(_) => {
+                plans.insert(item.key.clone(), planned);
             }
             Err(error) if missing_namespace(&error).is_some_and(|ns| created_namespaces.contains(&ns)) => {
-                plans.insert(item.key.clone(), (None, item.object.clone(), false));
+                plans.insert(item.key.clone(), Planned { exists: false, ..planned });
             }
             Err(error) if immutable(&error) && (options.force || *action == Action::Recreate) => {
-                plans.insert(item.key.clone(), (dry.live, item.object.clone(), true));
+                plans.insert(item.key.clone(), Planned { recreate: true, ..planned });
             }
             Err(error) => {
                 let hint =
@@ -419,8 +520,8 @@ async fn run_group(
             .flat_map(|step| step.keys.iter().filter_map(|k| items.get(k)).map(move |item| (item, step.action)))
             .collect();
         let results: Vec<ChangeEntry> = stream::iter(work.iter().map(|(item, action)| {
-            let plan = plans.get(&item.key);
-            write(client, item, *action, plan, options, &group.name)
+            let planned = plans.get(&item.key).copied();
+            write(client, item, *action, planned, options, &group.name)
         }))
         .buffered(options.concurrency.max(1))
         .collect()
@@ -510,12 +611,12 @@ async fn write(
     client: &Client,
     item: &Item,
     action: Action,
-    plan: Option<&(Option<Value>, Value, bool)>,
+    planned: Option<Planned>,
     options: &Options,
     group: &str,
 ) -> ChangeEntry {
     let failed = |why: String| entry(item, group, Change::Failed, Some(why));
-    let live = plan.and_then(|(live, _, _)| live.clone());
+    let exists = planned.is_some_and(|p| p.exists);
     match action {
         Action::Wait => entry(item, group, Change::Unchanged, None),
         Action::Delete => {
@@ -539,24 +640,21 @@ async fn write(
                 failed("still present after the timeout".into())
             }
         }
-        Action::CreateIfNotExist if live.is_some() => {
+        Action::CreateIfNotExist if exists => {
             entry(item, group, Change::Unchanged, Some("exists; left as it is".into()))
         }
         Action::Recreate | Action::Apply | Action::CreateIfNotExist => {
-            let recreate =
-                plan.is_some_and(|(_, _, recreate)| *recreate) || (action == Action::Recreate && live.is_some());
-            let unchanged = plan.is_some_and(|(live, result, _)| {
-                live.as_ref().is_some_and(|l| !diff::would_change(l, result, FIELD_MANAGER))
-            });
+            let recreate = planned.is_some_and(|p| p.recreate) || (action == Action::Recreate && exists);
+            let unchanged = planned.is_some_and(|p| p.unchanged);
             if unchanged && !recreate {
                 return entry(item, group, Change::Unchanged, None);
             }
-            let change = if live.is_none() || recreate { Change::Created } else { Change::Configured };
+            let change = if !exists || recreate { Change::Created } else { Change::Configured };
             if options.dry_run {
                 let note = recreate.then(|| "would be deleted and created again".to_string());
                 return entry(item, group, change, note);
             }
-            if recreate && live.is_some() {
+            if recreate && exists {
                 if let Err(error) = delete(client, item).await {
                     return failed(format!("delete before recreate failed: {}", message(&error)));
                 }
@@ -703,18 +801,16 @@ pub async fn diff(
             }
         })
         .collect();
-    let dry_runs: Vec<DryRun> =
-        stream::iter(items.iter().map(|item| dry_run(client, item))).buffered(concurrency.max(1)).collect().await;
+    let planned: Vec<(&Item, Action)> = items.iter().map(|item| (item, Action::Apply)).collect();
+    let dry_runs = dry_runs(client, &planned, concurrency).await;
     for (item, dry) in items.iter().zip(dry_runs) {
-        let (change, text) = match dry.result {
-            Err(error) => (Change::Failed, format!("dry-run failed: {}\n", message(&error))),
-            Ok(result) => match &dry.live {
-                None => (Change::Created, diff::unified(None, &result, &item.described)),
-                Some(live) if diff::would_change(live, &result, FIELD_MANAGER) => {
-                    (Change::Configured, diff::unified(Some(live), &result, &item.described))
-                }
-                Some(_) => (Change::Unchanged, String::new()),
-            },
+        let unchanged = dry.unchanged();
+        let (change, text) = match (dry.result, &dry.live) {
+            (Err(error), _) => (Change::Failed, format!("dry-run failed: {}\n", message(&error))),
+            _ if unchanged => (Change::Unchanged, String::new()),
+            (Ok(Some(result)), None) => (Change::Created, diff::unified(None, &result, &item.described)),
+            (Ok(Some(result)), Some(live)) => (Change::Configured, diff::unified(Some(live), &result, &item.described)),
+            (Ok(None), _) => (Change::Unchanged, String::new()),
         };
         report.objects.push(ObjectDiff { object: item.described.clone(), change, diff: text });
     }

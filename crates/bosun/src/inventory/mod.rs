@@ -4,7 +4,7 @@
 //! be read with kubectl. Objects carry owner labels; pruning deletes only objects that still
 //! carry them, so an object adopted by someone else (labels changed) is never deleted.
 
-use std::collections::BTreeMap;
+use std::collections::{BTreeMap, HashSet};
 
 use k8s_openapi::api::core::v1::ConfigMap;
 use kube::{
@@ -64,7 +64,8 @@ impl Entry {
 /// assert_eq!(prune_set(&[e("_ConfigMap_a_x"), e("_ConfigMap_a_y")], &[e("_ConfigMap_a_y")]), [e("_ConfigMap_a_x")]);
 /// ```
 pub fn prune_set(previous: &[Entry], current: &[Entry]) -> Vec<Entry> {
-    previous.iter().rev().filter(|old| !current.iter().any(|new| new.id == old.id)).cloned().collect()
+    let current: HashSet<&str> = current.iter().map(|entry| entry.id.as_str()).collect();
+    previous.iter().rev().filter(|old| !current.contains(old.id.as_str())).cloned().collect()
 }
 
 /// The inventory after an apply: the current objects, plus — when pruning did not run — the
@@ -72,11 +73,8 @@ pub fn prune_set(previous: &[Entry], current: &[Entry]) -> Vec<Entry> {
 pub fn next(previous: &[Entry], current: &[Entry], pruned: bool) -> Vec<Entry> {
     let mut entries: Vec<Entry> = current.to_vec();
     if !pruned {
-        for old in previous {
-            if !entries.iter().any(|e| e.id == old.id) {
-                entries.push(old.clone());
-            }
-        }
+        let mut known: HashSet<String> = current.iter().map(|entry| entry.id.clone()).collect();
+        entries.extend(previous.iter().filter(|old| known.insert(old.id.clone())).cloned());
     }
     entries
 }

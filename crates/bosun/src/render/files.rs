@@ -41,6 +41,25 @@ fn is_locutus_rollout(document: &Value) -> bool {
         && document.get("kind").and_then(Value::as_str) == Some("Rollout")
 }
 
+/// Reads and parses files, in order; on as many threads as there are cores when there are
+/// many files (parsing YAML is most of rendering a large package).
+fn parse_all(files: &[(PathBuf, String)]) -> Vec<Result<Vec<Value>, RenderError>> {
+    let parse = |(path, _): &(PathBuf, String)| {
+        let text = std::fs::read_to_string(path).map_err(read_dir_error(path))?;
+        Ok(yaml::parse_stream(&text, &path.display().to_string())?)
+    };
+    let threads = std::thread::available_parallelism().map_or(1, usize::from).min(8);
+    if threads < 2 || files.len() < 32 {
+        return files.iter().map(parse).collect();
+    }
+    let chunk = files.len().div_ceil(threads);
+    std::thread::scope(|scope| {
+        let workers: Vec<_> =
+            files.chunks(chunk).map(|part| scope.spawn(move || part.iter().map(parse).collect::<Vec<_>>())).collect();
+        workers.into_iter().flat_map(|worker| worker.join().expect("a parser thread panicked")).collect()
+    })
+}
+
 /// Renders the files of `package_dir/spec.dir`, and the rollout (from `spec.rollout`, or a
 /// Locutus `Rollout` document found among the files).
 pub fn render(package_dir: &Path, spec: &FilesSpec) -> Result<(Manifests, Option<RolloutSpec>), RenderError> {
@@ -52,6 +71,7 @@ pub fn render(package_dir: &Path, spec: &FilesSpec) -> Result<(Manifests, Option
     };
     let rollout_file =
         spec.rollout.as_ref().map(|f| package_dir.join(f).canonicalize().unwrap_or_else(|_| package_dir.join(f)));
+    let mut files = Vec::new();
     for path in manifest_files(&dir)? {
         let relative = path.strip_prefix(&dir).unwrap_or(&path).to_string_lossy().replace('\\', "/");
         if relative == PACKAGE_FILE {
@@ -60,9 +80,11 @@ pub fn render(package_dir: &Path, spec: &FilesSpec) -> Result<(Manifests, Option
         if rollout_file.as_ref().is_some_and(|r| path.canonicalize().ok().as_ref() == Some(r)) {
             continue;
         }
+        files.push((path, relative));
+    }
+    for ((path, relative), parsed) in files.iter().zip(parse_all(&files)) {
         let origin = path.display().to_string();
-        let text = std::fs::read_to_string(&path).map_err(read_dir_error(&path))?;
-        let mut documents = yaml::parse_stream(&text, &origin)?;
+        let mut documents = parsed?;
         if let Some(position) = documents.iter().position(is_locutus_rollout) {
             let document = documents.remove(position);
             if rollout.is_none() {
@@ -77,7 +99,7 @@ pub fn render(package_dir: &Path, spec: &FilesSpec) -> Result<(Manifests, Option
                 });
             }
         }
-        push_source(&mut manifests, &relative, documents);
+        push_source(&mut manifests, relative, documents);
     }
     Ok((manifests, rollout))
 }

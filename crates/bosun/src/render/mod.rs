@@ -10,7 +10,10 @@ mod kustomize;
 mod scopes;
 mod substitute;
 
-use std::{collections::HashMap, path::Path};
+use std::{
+    collections::{BTreeMap, HashMap},
+    path::Path,
+};
 
 use serde_json::{Map, Value, json};
 
@@ -143,6 +146,8 @@ pub fn group_of(api_version: &str) -> &str {
 #[derive(Debug, Clone, Default, PartialEq)]
 pub struct Manifests {
     items: Vec<Manifest>,
+    /// Position of each key in `items`; sorted, so a key's `key#N` documents follow it.
+    index: BTreeMap<String, usize>,
 }
 
 impl Manifests {
@@ -163,16 +168,21 @@ impl Manifests {
 
     /// The manifest with this key.
     pub fn get(&self, key: &str) -> Option<&Manifest> {
-        self.items.iter().find(|m| m.key == key)
+        self.index.get(key).map(|&position| &self.items[position])
     }
 
     /// The manifests a rollout key names: the key itself, or every `key#N` under it.
     pub fn named(&self, key: &str) -> Vec<&Manifest> {
         let key = key.trim_start_matches('/');
-        self.items
-            .iter()
-            .filter(|m| m.key == key || m.key.strip_prefix(key).is_some_and(|rest| rest.starts_with('#')))
-            .collect()
+        let mut named: Vec<usize> = self
+            .index
+            .range::<str, _>((std::ops::Bound::Included(key), std::ops::Bound::Unbounded))
+            .take_while(|(candidate, _)| candidate.starts_with(key))
+            .filter(|(candidate, _)| candidate.len() == key.len() || candidate[key.len()..].starts_with('#'))
+            .map(|(_, &position)| position)
+            .collect();
+        named.sort_unstable();
+        named.into_iter().map(|position| &self.items[position]).collect()
     }
 
     /// The Locutus render-only form: key → object.
@@ -192,6 +202,7 @@ impl Manifests {
     }
 
     fn push(&mut self, key: String, object: Value) {
+        self.index.insert(key.clone(), self.items.len());
         self.items.push(Manifest { key, object });
     }
 }
