@@ -26,17 +26,13 @@ pub struct Args {
 
 /// Runs `bosun diff`.
 pub async fn run(args: Args) -> ExitCode {
-    let fail = |message: String| {
-        eprintln!("error: {message}");
-        ExitCode::from(2)
-    };
     let connection = match args.cluster.connect().await {
         Ok(connection) => connection,
-        Err(message) => return fail(message),
+        Err(message) => return crate::bad_input(message),
     };
     let (package, rendered) = match args.source.render().await {
         Ok(result) => result,
-        Err(message) => return fail(message),
+        Err(message) => return crate::bad_input(message),
     };
     let target = Target {
         name: package.name.clone(),
@@ -45,7 +41,7 @@ pub async fn run(args: Args) -> ExitCode {
     };
     let report = match apply::diff(&connection.client, &target, &rendered, args.concurrency).await {
         Ok(report) => report,
-        Err(error) => return fail(error.to_string()),
+        Err(error) => return crate::bad_input(error.to_string()),
     };
     for object in &report.objects {
         match object.change {

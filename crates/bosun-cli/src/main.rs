@@ -5,6 +5,7 @@ mod apply;
 mod cluster;
 mod dev;
 mod diff;
+mod observe;
 mod render;
 
 use std::process::ExitCode;
@@ -31,10 +32,18 @@ enum Command {
     Diff(diff::Args),
     /// Roll a package out: planned groups, server-side apply, health waits, prune.
     Apply(apply::Args),
+    /// Run a command for every object of a kind and on every change (a script controller).
+    Observe(observe::Args),
     /// Try packages locally: an embedded API server, apply with wait and prune, re-apply on change.
     Dev(dev::Args),
     /// Run the embedded Kubernetes-compatible API server (for trying things and for tests).
     Apiserver(apiserver::Args),
+}
+
+/// Prints `error: MESSAGE` and gives exit code 2 (bad input, no cluster), as kubectl does.
+fn bad_input(message: impl std::fmt::Display) -> ExitCode {
+    eprintln!("error: {message}");
+    ExitCode::from(2)
 }
 
 fn init_logging(verbose: u8) {
@@ -63,6 +72,7 @@ fn main() -> ExitCode {
             Command::Render(args) => render::run(args).await,
             Command::Diff(args) => diff::run(args).await,
             Command::Apply(args) => apply::run(args).await,
+            Command::Observe(args) => observe::run(args).await,
             Command::Dev(args) => dev::run(args).await,
             Command::Apiserver(args) => apiserver::run(args).await,
         }

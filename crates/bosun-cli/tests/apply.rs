@@ -7,7 +7,7 @@ use std::{
     time::{Duration, Instant},
 };
 
-use bosun_apiserver::{ApiServer, RunningServer};
+use bosun_apiserver::ApiServer;
 use k8s_openapi::{
     api::{apps::v1::Deployment, core::v1::ConfigMap},
     apiextensions_apiserver::pkg::apis::apiextensions::v1::CustomResourceDefinition,
@@ -19,20 +19,15 @@ use kube::{
 };
 use serde_json::{Value, json};
 
-struct Fixture {
-    server: RunningServer,
-    dir: tempfile::TempDir,
-    kubeconfig: PathBuf,
-}
+mod common;
+
+use common::Cluster as Fixture;
 
 impl Fixture {
     async fn new() -> Fixture {
         let server =
             ApiServer::in_memory().simulate_workloads(Duration::from_millis(200)).start().await.expect("server");
-        let dir = tempfile::tempdir().expect("tempdir");
-        let kubeconfig = dir.path().join("kubeconfig");
-        server.write_kubeconfig(&kubeconfig).expect("kubeconfig");
-        Fixture { server, dir, kubeconfig }
+        Fixture::around(server)
     }
 
     fn package(&self) -> PathBuf {

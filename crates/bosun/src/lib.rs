@@ -19,6 +19,7 @@ pub mod diff;
 pub mod health;
 pub mod inventory;
 pub mod jsonpath;
+pub mod observe;
 pub mod package;
 pub mod plan;
 pub mod render;

@@ -1,0 +1,146 @@
+//! Running the user's commands: the argument list, the environment, the object on stdin, the
+//! retry delay — and checking at start that the commands exist.
+
+use std::{path::Path, process::Stdio, time::Duration};
+
+use tokio::io::AsyncWriteExt;
+
+use super::known::{EventType, Key};
+
+/// The longest wait between retries of one object.
+pub const MAX_BACKOFF: Duration = Duration::from_secs(300);
+
+/// The command line for one object: `COMMAND ARGS... [NAMESPACE] NAME OUTPUTS...` (the namespace
+/// only for namespaced resources), as oc observe builds it.
+///
+/// ```
+/// use bosun::observe::{command::command_line, known::Key};
+/// let key = Key { namespace: "default".into(), name: "web".into() };
+/// let line = command_line(&["./register.sh".into(), "--zone".into(), "a".into()], &key, true, &["10.0.0.1".into()]);
+/// assert_eq!(line, ["./register.sh", "--zone", "a", "default", "web", "10.0.0.1"]);
+/// ```
+pub fn command_line(command: &[String], key: &Key, namespaced: bool, outputs: &[String]) -> Vec<String> {
+    let mut line = command.to_vec();
+    if namespaced {
+        line.push(key.namespace.clone());
+    }
+    line.push(key.name.clone());
+    line.extend(outputs.iter().cloned());
+    line
+}
+
+/// The wait before retry number `attempt` (1, 2, …): `base`, doubling each time, at most
+/// [`MAX_BACKOFF`].
+pub fn backoff(attempt: u32, base: Duration) -> Duration {
+    let factor = 2u32.saturating_pow(attempt.saturating_sub(1));
+    base.saturating_mul(factor).min(MAX_BACKOFF)
+}
+
+/// What to give a command besides its arguments.
+#[derive(Debug, Clone, Default)]
+pub struct Extras {
+    /// Environment variables to set.
+    pub env: Vec<(String, String)>,
+    /// Bytes to write to its stdin (closed after), or `None` to inherit nothing (null).
+    pub stdin: Option<Vec<u8>>,
+}
+
+/// How a command ended.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Exit {
+    /// It exited with this code.
+    Code(i32),
+    /// A signal ended it.
+    Signal,
+}
+
+/// Runs a command to its end, its output going to ours.
+pub async fn execute(line: &[String], extras: Extras) -> std::io::Result<Exit> {
+    let (program, args) = line.split_first().ok_or_else(|| std::io::Error::other("empty command"))?;
+    let mut command = tokio::process::Command::new(program);
+    command.args(args).envs(extras.env).stdin(if extras.stdin.is_some() { Stdio::piped() } else { Stdio::null() });
+    let mut child = command.spawn()?;
+    if let (Some(bytes), Some(mut stdin)) = (extras.stdin, child.stdin.take()) {
+        // A command that does not read its stdin closes the pipe early; that is its choice.
+        let _ = stdin.write_all(&bytes).await;
+    }
+    let status = child.wait().await?;
+    Ok(status.code().map_or(Exit::Signal, Exit::Code))
+}
+
+/// Checks that a command can be started: a path that is an executable file, or a name found
+/// on `PATH`.
+pub fn check(command: &[String], flag: &str) -> Result<(), String> {
+    let Some(program) = command.first() else { return Err(format!("{flag}: no command given")) };
+    let executable = |path: &Path| {
+        use std::os::unix::fs::PermissionsExt;
+        path.metadata().is_ok_and(|m| m.is_file() && m.permissions().mode() & 0o111 != 0)
+    };
+    let found = if program.contains('/') {
+        executable(Path::new(program))
+    } else {
+        std::env::var_os("PATH")
+            .is_some_and(|path| std::env::split_paths(&path).any(|dir| executable(&dir.join(program))))
+    };
+    if found { Ok(()) } else { Err(format!("{flag}: command {program:?} not found or not executable")) }
+}
+
+/// The line printed before each run (unless quiet), as oc observe prints it:
+/// `# <time> <type> <resourceVersion> <command line>`.
+pub fn header(event: EventType, resource_version: &str, line: &[String]) -> String {
+    let now = jiff::Timestamp::now().round(jiff::Unit::Second).unwrap_or_else(|_| jiff::Timestamp::now());
+    format!(
+        "# {now} {} {} {}",
+        event.as_str(),
+        if resource_version.is_empty() { "-" } else { resource_version },
+        shell_words(line)
+    )
+}
+
+/// Words joined for display, quoted when they hold spaces or quotes.
+fn shell_words(line: &[String]) -> String {
+    line.iter()
+        .map(|word| {
+            if !word.is_empty() && word.chars().all(|c| c.is_ascii_alphanumeric() || "-_./=:,@%+".contains(c)) {
+                word.clone()
+            } else {
+                format!("'{}'", word.replace('\'', "'\\''"))
+            }
+        })
+        .collect::<Vec<_>>()
+        .join(" ")
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn command_lines_follow_the_scope() {
+        let key = Key { namespace: String::new(), name: "node-1".into() };
+        assert_eq!(command_line(&["echo".into()], &key, false, &[]), ["echo", "node-1"]);
+    }
+
+    #[test]
+    fn backoff_doubles_up_to_a_bound() {
+        let base = Duration::from_millis(100);
+        let cases = [(1, 100), (2, 200), (3, 400), (6, 3200), (40, 300_000)];
+        for (attempt, millis) in cases {
+            assert_eq!(backoff(attempt, base), Duration::from_millis(millis), "attempt {attempt}");
+        }
+    }
+
+    #[test]
+    fn commands_must_exist() {
+        assert!(check(&["sh".into()], "command").is_ok());
+        assert!(check(&["/bin/sh".into()], "command").is_ok());
+        let missing = check(&["no-such-command-here".into()], "--delete").unwrap_err();
+        assert_eq!(missing, "--delete: command \"no-such-command-here\" not found or not executable");
+        assert!(check(&[], "command").is_err());
+    }
+
+    #[test]
+    fn headers_quote_what_needs_it() {
+        assert_eq!(shell_words(&["echo".into(), "a b".into(), "it's".into(), "".into()]), "echo 'a b' 'it'\\''s' ''");
+    }
+}
