@@ -36,6 +36,7 @@ mod http;
 mod lifecycle;
 mod object;
 pub mod patch;
+pub mod protobuf;
 pub mod registry;
 pub mod selector;
 mod server;

@@ -40,8 +40,11 @@ use shape::Shape;
 /// Largest request body accepted (upstream's limit, 3 MiB).
 pub const MAX_BODY_BYTES: usize = 3 * 1024 * 1024;
 
-/// Media types accepted for object bodies.
-const OBJECT_MEDIA_TYPES: [&str; 2] = ["application/json", "application/yaml"];
+/// Media types accepted for object bodies of built-in kinds.
+const OBJECT_MEDIA_TYPES: [&str; 3] = ["application/json", "application/yaml", crate::protobuf::MEDIA_TYPE];
+
+/// Media types accepted for custom resources (never protobuf, as upstream).
+const CUSTOM_MEDIA_TYPES: [&str; 2] = ["application/json", "application/yaml"];
 
 /// The Kubernetes version this server presents (the API of `k8s-openapi`'s `v1_33` types).
 pub const KUBERNETES_MINOR: &str = "33";
@@ -161,10 +164,16 @@ async fn read_body(body: Body) -> Result<Bytes, ApiError> {
     }
 }
 
-/// Decodes an object body by its Content-Type (JSON or YAML).
-fn decode_object(bytes: &[u8], content_type: &str) -> Result<Value, ApiError> {
+/// Decodes an object body by its Content-Type: JSON, YAML, or protobuf for built-in kinds.
+fn decode_object(bytes: &[u8], content_type: &str, scope: &Scope) -> Result<Value, ApiError> {
     let media = content_type.split(';').next().unwrap_or_default().trim().to_ascii_lowercase();
     let value: Value = match media.as_str() {
+        crate::protobuf::MEDIA_TYPE if scope.info.custom => {
+            return Err(ApiError::unsupported_media_type(&CUSTOM_MEDIA_TYPES));
+        }
+        crate::protobuf::MEDIA_TYPE => {
+            crate::protobuf::decode_object(bytes).map_err(|e| ApiError::bad_request(e.to_string()))?
+        }
         "" | "application/json" | "*/*" => serde_json::from_slice(bytes)
             .map_err(|e| ApiError::bad_request(format!("couldn't get version/kind; json parse error: {e}")))?,
         "application/yaml" | "application/x-yaml" | "text/yaml" => {
@@ -173,6 +182,7 @@ fn decode_object(bytes: &[u8], content_type: &str) -> Result<Value, ApiError> {
             serde_saphyr::from_str(text)
                 .map_err(|e| ApiError::bad_request(format!("couldn't get version/kind; yaml parse error: {e}")))?
         }
+        _ if scope.info.custom => return Err(ApiError::unsupported_media_type(&CUSTOM_MEDIA_TYPES)),
         _ => return Err(ApiError::unsupported_media_type(&OBJECT_MEDIA_TYPES)),
     };
     if !value.is_object() {
@@ -278,14 +288,14 @@ async fn resource(
         }
         (Method::POST, None) if endpoint == Endpoint::Main => {
             let options = query::write_options(query, header_text(headers, header::USER_AGENT))?;
-            let object = decode_object(&read_body(body).await?, content_type)?;
+            let object = decode_object(&read_body(body).await?, content_type, &scope)?;
             let written = cluster.create(&scope, object, &options).await?;
             warnings.extend(written.warnings);
             Ok(json_response(StatusCode::CREATED, shape.value(&scope, written.object).to_string(), &warnings))
         }
         (Method::PUT, Some(name)) => {
             let options = query::write_options(query, header_text(headers, header::USER_AGENT))?;
-            let object = decode_object(&read_body(body).await?, content_type)?;
+            let object = decode_object(&read_body(body).await?, content_type, &scope)?;
             let written = cluster.update(&scope, name, endpoint, object, &options).await?;
             warnings.extend(written.warnings);
             Ok(json_response(StatusCode::OK, shape.value(&scope, written.object).to_string(), &warnings))
