@@ -6,10 +6,12 @@
 //! target/release/bosun-bench apiserver
 //! target/release/bosun-bench render
 //! target/release/bosun-bench apply
+//! target/release/bosun-bench observe
 //! ```
 
 mod apiserver;
 mod apply;
+mod observe;
 mod render;
 
 use std::path::PathBuf;
@@ -31,16 +33,32 @@ enum Bench {
     Render(render::Args),
     /// Applying 1,000 objects: bosun apply against kubectl apply, client-side and server-side.
     Apply(apply::Args),
+    /// bosun observe: initial sync, write-to-command latency, memory; against a kubectl shell loop.
+    Observe(observe::Args),
+    /// (The command the observe benchmark runs: appends its arguments and the time to LOG.)
+    #[command(hide = true)]
+    Stamp {
+        /// The file to append to.
+        log: PathBuf,
+        /// Arguments to record.
+        args: Vec<String>,
+    },
 }
 
 fn main() {
     let cli = Cli::parse();
+    if let Bench::Stamp { log, args } = &cli.bench {
+        // Timed as a command's start: no runtime to build first.
+        return observe::stamp(log, args);
+    }
     let runtime = tokio::runtime::Builder::new_multi_thread().enable_all().build().expect("tokio runtime");
     runtime.block_on(async {
         match cli.bench {
             Bench::Apiserver(args) => apiserver::run(args).await,
             Bench::Render(args) => render::run(args),
             Bench::Apply(args) => apply::run(args).await,
+            Bench::Observe(args) => observe::run(args).await,
+            Bench::Stamp { .. } => {}
         }
     });
 }
