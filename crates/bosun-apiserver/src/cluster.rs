@@ -261,18 +261,25 @@ impl Cluster {
         if patch_type == PatchType::Apply {
             return self.apply(scope, name, endpoint, body, options).await;
         }
-        if patch_type == PatchType::Strategic {
-            return Err(ApiError::unsupported_media_type(&patch::PATCH_MEDIA_TYPES[..2]));
+        if patch_type == PatchType::Strategic && scope.info.custom {
+            // Custom resources have no patch strategies, as upstream.
+            let [json, merge, _, apply] = patch::PATCH_MEDIA_TYPES;
+            return Err(ApiError::unsupported_media_type(&[json, merge, apply]));
         }
         self.rewrite(scope, name, endpoint, options, |current| {
             let mut patched = current.clone();
             let applied = match patch_type {
                 PatchType::Json => patch::apply_json_patch(&mut patched, body),
+                PatchType::Strategic => {
+                    let node = Node::for_resource(&scope.info, scope.version());
+                    patch::apply_strategic_merge_patch(&mut patched, body, node)
+                }
                 _ => patch::apply_merge_patch(&mut patched, body),
             };
             applied.map_err(|e| match e {
                 PatchError::Malformed(m) => ApiError::bad_request(m),
                 PatchError::NotApplicable(m) => ApiError::unprocessable(&scope.info, name, m),
+                PatchError::Internal(m) => ApiError::internal(m),
                 too_many @ PatchError::TooManyOperations(_) => ApiError::bad_request(too_many.to_string()),
             })?;
             // A patch only conflicts when it sets a resourceVersion itself.

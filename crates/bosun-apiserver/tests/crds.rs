@@ -209,6 +209,29 @@ async fn custom_resource_updates_must_carry_a_resource_version() {
 }
 
 #[tokio::test]
+async fn custom_resources_refuse_strategic_merge_patches() {
+    let server = common::server().await;
+    install(&server, &Widget::crd()).await;
+    let widgets: Api<Widget> = Api::default_namespaced(server.client());
+    widgets.create(&PostParams::default(), &widget("w", 1)).await.expect("create");
+    let path = "/apis/example.com/v1/namespaces/default/widgets/w";
+    let answer = common::request(
+        &server,
+        "PATCH",
+        path,
+        Some("application/strategic-merge-patch+json"),
+        json!({"spec": {"size": 2}}).to_string(),
+    )
+    .await;
+    assert_eq!(answer.status, 415, "{}", answer.body);
+    assert_eq!(
+        answer.json()["message"],
+        "the body of the request was in an unknown format - accepted media types include: application/json-patch+json, application/merge-patch+json, application/apply-patch+yaml"
+    );
+    assert_eq!(widgets.get("w").await.expect("get").spec.size, 1);
+}
+
+#[tokio::test]
 async fn a_name_taken_in_the_group_is_a_conflict_not_an_established_api() {
     let server = common::server().await;
     install(&server, &Widget::crd()).await;

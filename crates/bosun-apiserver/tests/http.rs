@@ -215,3 +215,33 @@ async fn patches_need_a_known_patch_type() {
     assert_eq!(status["message"], "configmaps \"missing\" not found");
     refused(&server, "POST", &format!("{CONFIGMAPS}/p"), None, "{}", 405).await;
 }
+
+#[tokio::test]
+async fn strategic_merge_patch_errors_have_upstream_codes() {
+    let server = common::server().await;
+    let deployment = json!({"metadata": {"name": "d"}, "spec": {"selector": {"matchLabels": {"a": "b"}},
+        "strategy": {"type": "Recreate"},
+        "template": {"metadata": {"labels": {"a": "b"}}, "spec": {"containers": [{"name": "c", "image": "i"}]}}}});
+    let path = "/apis/apps/v1/namespaces/default/deployments";
+    assert_eq!(common::request(&server, "POST", path, None, deployment.to_string()).await.status, 201);
+    let item = format!("{path}/d");
+    let smp = Some("application/strategic-merge-patch+json");
+    let cases = [
+        (json!({"spec": {"strategy": {"$retainKeys": "type"}}}), 400, "invalid patch format of retainKeys"),
+        (
+            json!({"spec": {"template": {"spec": {"containers": [{"image": "x"}]}}}}),
+            500,
+            "does not contain declared merge key: name",
+        ),
+        (json!({"spec": {"template": {"$patch": "bogus"}}}), 500, "unknown patch type: bogus"),
+    ];
+    for (patch, code, message) in cases {
+        let status = refused(&server, "PATCH", &item, smp, patch.to_string(), code).await;
+        assert!(status["message"].as_str().is_some_and(|m| m.contains(message)), "{patch}: {status}");
+    }
+    refused(&server, "PATCH", &item, smp, "[1]", 400).await;
+    let image = json!({"spec": {"template": {"spec": {"containers": [{"name": "c", "image": "j"}]}}}});
+    let ok = common::request(&server, "PATCH", &item, smp, image.to_string()).await;
+    assert_eq!(ok.status, 200, "{}", ok.body);
+    assert_eq!(ok.json()["spec"]["template"]["spec"]["containers"], json!([{"name": "c", "image": "j"}]));
+}

@@ -213,3 +213,79 @@ spec:
     let waited = waited.expect("kubectl wait");
     assert!(waited.status.success(), "{:?}", texts(&waited));
 }
+
+const DEPLOYMENT: &str = r#"
+apiVersion: apps/v1
+kind: Deployment
+metadata:
+  name: web
+  labels: {app: web}
+spec:
+  replicas: 2
+  selector:
+    matchLabels: {app: web}
+  template:
+    metadata:
+      labels: {app: web}
+    spec:
+      containers:
+      - name: app
+        image: nginx:1.27
+        env:
+        - {name: MODE, value: production}
+        - {name: DEBUG, value: "false"}
+        ports:
+        - {containerPort: 80}
+      - name: proxy
+        image: envoy:1.31
+"#;
+
+#[tokio::test]
+async fn client_side_apply_is_a_no_op_when_unchanged_and_merges_changes_strategically() {
+    let server = common::server().await;
+    let kubectl = Kubectl::new(&server);
+    let apply = |manifest: String| {
+        let kubectl = &kubectl;
+        async move {
+            let output = kubectl.run_with_input(&["apply", "--validate=false", "-f", "-"], &manifest).await;
+            assert!(output.status.success(), "{:?}", texts(&output));
+            texts(&output).0.trim().to_string()
+        }
+    };
+    let deployments: Api<k8s_openapi::api::apps::v1::Deployment> = Api::default_namespaced(server.client());
+    assert_eq!(apply(DEPLOYMENT.to_string()).await, "deployment.apps/web created");
+    let first = deployments.get("web").await.expect("created");
+    assert_eq!(apply(DEPLOYMENT.to_string()).await, "deployment.apps/web unchanged");
+    let second = deployments.get("web").await.expect("still there");
+    assert_eq!(second.metadata.resource_version, first.metadata.resource_version, "a no-op apply writes nothing");
+
+    // Someone else adds a label and a container; the next apply must keep both (a replace
+    // would drop them), change the image and remove the env var the manifest no longer has.
+    kubectl.ok(&["label", "deployment", "web", "team=a"]).await;
+    let sidecar = r#"{"spec":{"template":{"spec":{"containers":[{"name":"logger","image":"fluentbit:3"}]}}}}"#;
+    kubectl.ok(&["patch", "deployment", "web", "-p", sidecar]).await;
+    let changed =
+        DEPLOYMENT.replace("nginx:1.27", "nginx:1.28").replace("        - {name: DEBUG, value: \"false\"}\n", "");
+    assert_eq!(apply(changed).await, "deployment.apps/web configured");
+
+    let third = deployments.get("web").await.expect("still there");
+    let labels = third.metadata.labels.clone().unwrap_or_default();
+    assert_eq!(labels.get("team").map(String::as_str), Some("a"), "labels set by others survive");
+    let spec = third.spec.expect("spec").template.spec.expect("pod spec");
+    let summary: Vec<(String, Option<String>, Vec<String>)> = spec
+        .containers
+        .iter()
+        .map(|c| {
+            let env = c.env.iter().flatten().map(|e| e.name.clone()).collect();
+            (c.name.clone(), c.image.clone(), env)
+        })
+        .collect();
+    let expected = [
+        ("logger", "fluentbit:3", vec![]),
+        ("app", "nginx:1.28", vec!["MODE".to_string()]),
+        ("proxy", "envoy:1.31", vec![]),
+    ]
+    .map(|(name, image, env)| (name.to_string(), Some(image.to_string()), env));
+    assert_eq!(summary, expected);
+    assert_eq!(third.metadata.generation, Some(3), "two spec changes after creation");
+}

@@ -1,5 +1,10 @@
 //! Patch types selected by the request's Content-Type, and the JSON (RFC 6902) and merge
-//! (RFC 7386) patches with Kubernetes' rules on top of the `json-patch` crate.
+//! (RFC 7386) patches with Kubernetes' rules on top of the `json-patch` crate; strategic merge
+//! patch in `strategic.rs`.
+
+mod strategic;
+
+pub use strategic::apply_strategic_merge_patch;
 
 use json_patch::PatchOperation;
 use serde_json::Value;
@@ -51,6 +56,10 @@ pub enum PatchError {
     /// The patch is well-formed but does not apply to the object (answered with 422).
     #[error("{0}")]
     NotApplicable(String),
+    /// The patch cannot be merged for a reason upstream answers with 500 (e.g. a list element
+    /// without its merge key).
+    #[error("{0}")]
+    Internal(String),
     /// The patch has more operations than allowed (answered with 413).
     #[error("The allowed maximum operations in a JSON patch is {MAX_JSON_PATCH_OPERATIONS}, got {0}")]
     TooManyOperations(usize),

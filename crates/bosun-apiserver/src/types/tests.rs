@@ -56,6 +56,9 @@ fn the_merge_table_matches_the_upstream_openapi_documents() {
     let mut docs = Vec::new();
     documents(&dir, &mut docs);
     let mut checked = 0;
+    // Patch metadata upstream publishes, by definition and property, to check the table's
+    // strategic merge entries the other way round too.
+    let mut upstream_patch = std::collections::HashMap::new();
     for doc in &docs {
         let Some(schemas) = doc.pointer("/components/schemas").and_then(Value::as_object) else { continue };
         for (name, schema) in schemas {
@@ -88,6 +91,7 @@ fn the_merge_table_matches_the_upstream_openapi_documents() {
                 }
                 let strategy = spec.get("x-kubernetes-patch-strategy").and_then(Value::as_str);
                 let merge_key = spec.get("x-kubernetes-patch-merge-key").and_then(Value::as_str);
+                upstream_patch.insert((name.clone(), property.clone()), (strategy, merge_key));
                 if strategy.is_some() || merge_key.is_some() {
                     assert_eq!(entry.and_then(|e| e.patch_strategy), strategy, "{name}.{property} patch strategy");
                     assert_eq!(entry.and_then(|e| e.merge_key), merge_key, "{name}.{property} merge key");
@@ -99,6 +103,17 @@ fn the_merge_table_matches_the_upstream_openapi_documents() {
         }
     }
     assert!(checked > 50, "only {checked} list types checked: are the documents complete?");
+    for field in table::FIELDS.iter().filter(|f| f.patch_strategy.is_some() || f.merge_key.is_some()) {
+        let key = (field.definition.to_string(), field.property.to_string());
+        let Some(upstream) = upstream_patch.get(&key) else { continue };
+        assert_eq!(
+            *upstream,
+            (field.patch_strategy, field.merge_key),
+            "{}.{}: the table's strategic merge entry is not upstream's",
+            field.definition,
+            field.property
+        );
+    }
 }
 
 #[test]
