@@ -41,6 +41,7 @@ pub mod registry;
 pub mod selector;
 mod server;
 pub mod store;
+pub mod tls;
 pub mod types;
 mod validation;
 

@@ -19,6 +19,7 @@ use crate::{
     controllers,
     http::{self, AppState, watch::WatchSettings},
     store::{Store, StoreError},
+    tls::{Credentials, TlsError, TlsListener},
 };
 
 /// Namespaces every cluster starts with.
@@ -49,6 +50,11 @@ pub struct ServerOptions {
     /// Simulate workloads (Deployments, StatefulSets, DaemonSets, Jobs), becoming ready this
     /// long after each change; `None` leaves them alone.
     pub simulate_workloads: Option<Duration>,
+    /// Serve HTTPS and require a bearer token, as a real API server does. The certificate
+    /// authority and token are generated; with [`Storage::Directory`] they are kept there
+    /// (`ca.crt`, `ca.key`, `token`) so kubeconfigs stay valid across restarts. Off by default
+    /// in the library (tests in one process need no TLS); on by default in `bosun apiserver`.
+    pub tls: bool,
 }
 
 impl Default for ServerOptions {
@@ -60,6 +66,7 @@ impl Default for ServerOptions {
             watch_history: 100_000,
             bookmark_interval: Duration::from_secs(60),
             simulate_workloads: None,
+            tls: false,
         }
     }
 }
@@ -85,6 +92,9 @@ pub enum ServerError {
     /// The client for the server could not be built.
     #[error("client: {0}")]
     Client(#[from] kube::Error),
+    /// HTTPS could not be set up.
+    #[error(transparent)]
+    Tls(#[from] TlsError),
 }
 
 /// Builder of an embedded API server.
@@ -148,6 +158,14 @@ impl ApiServer {
         self
     }
 
+    /// Serve HTTPS with a generated certificate and require a bearer token (see
+    /// [`ServerOptions::tls`]); [`RunningServer::client`] and [`RunningServer::kubeconfig`]
+    /// carry both.
+    pub fn tls(mut self, enabled: bool) -> Self {
+        self.options.tls = enabled;
+        self
+    }
+
     /// Opens the storage, bootstraps namespaces, starts listening and serving.
     pub async fn start(self) -> Result<RunningServer, ServerError> {
         let options = self.options;
@@ -168,6 +186,11 @@ impl ApiServer {
             .await
             .map_err(|source| ServerError::Bind { address: requested, source })?;
         let address = listener.local_addr().map_err(|source| ServerError::Bind { address: requested, source })?;
+        let credentials = match (options.tls, &options.storage) {
+            (false, _) => None,
+            (true, Storage::InMemory) => Some(Credentials::load_or_create(None, options.address)?),
+            (true, Storage::Directory(dir)) => Some(Credentials::load_or_create(Some(dir), options.address)?),
+        };
         let (shutdown, shutdown_signal) = watch::channel(false);
         let state = Arc::new(AppState {
             cluster: cluster.clone(),
@@ -175,23 +198,49 @@ impl ApiServer {
             watch: WatchSettings { bookmark_interval: options.bookmark_interval },
             shutdown: shutdown_signal.clone(),
             requests: AtomicU64::new(0),
+            token: credentials.as_ref().map(|credentials| credentials.token.clone()),
         });
         let mut stop = shutdown_signal.clone();
-        let served = state.clone();
-        let serve = tokio::spawn(async move {
-            let server = axum::serve(listener, http::router(served)).with_graceful_shutdown(async move {
-                let _ = stop.wait_for(|stopped| *stopped).await;
-            });
-            if let Err(error) = server.await {
-                tracing::error!(%error, "API server stopped");
+        let stopped = async move {
+            let _ = stop.wait_for(|stopped| *stopped).await;
+        };
+        let router = http::router(state.clone());
+        let serve = match &credentials {
+            None => {
+                tokio::spawn(async move { report(axum::serve(listener, router).with_graceful_shutdown(stopped).await) })
             }
-        });
+            Some(credentials) => {
+                let listener = TlsListener::new(listener, credentials.server_config.clone())
+                    .map_err(|source| ServerError::Bind { address: requested, source })?;
+                tokio::spawn(async move { report(axum::serve(listener, router).with_graceful_shutdown(stopped).await) })
+            }
+        };
         let settings = controllers::Settings { workload_delay: options.simulate_workloads };
         let controllers = tokio::spawn(controllers::run(cluster.clone(), shutdown_signal, settings));
-        let url = format!("http://{address}");
-        let config = kube::Config::new(url.parse().map_err(|e| ServerError::Bootstrap(format!("url {url}: {e}")))?);
+        let url = format!("{}://{address}", if credentials.is_some() { "https" } else { "http" });
+        let mut config = kube::Config::new(url.parse().map_err(|e| ServerError::Bootstrap(format!("url {url}: {e}")))?);
+        if let Some(credentials) = &credentials {
+            config.root_cert = Some(vec![credentials.ca_der.clone()]);
+            config.auth_info.token = Some(credentials.token.clone().into());
+        }
         let client = kube::Client::try_from(config.clone())?;
-        Ok(RunningServer { url, address, cluster, state, config, client, shutdown, tasks: vec![serve, controllers] })
+        Ok(RunningServer {
+            url,
+            address,
+            cluster,
+            state,
+            config,
+            client,
+            credentials,
+            shutdown,
+            tasks: vec![serve, controllers],
+        })
+    }
+}
+
+fn report(served: std::io::Result<()>) {
+    if let Err(error) = served {
+        tracing::error!(%error, "API server stopped");
     }
 }
 
@@ -226,12 +275,13 @@ pub struct RunningServer {
     state: Arc<AppState>,
     config: kube::Config,
     client: kube::Client,
+    credentials: Option<Credentials>,
     shutdown: watch::Sender<bool>,
     tasks: Vec<JoinHandle<()>>,
 }
 
 impl RunningServer {
-    /// The base URL, e.g. `http://127.0.0.1:41234`.
+    /// The base URL, e.g. `http://127.0.0.1:41234` (`https://` with [`ServerOptions::tls`]).
     pub fn url(&self) -> &str {
         &self.url
     }
@@ -244,6 +294,16 @@ impl RunningServer {
     /// A `kube::Config` for this server (namespace `default`).
     pub fn config(&self) -> kube::Config {
         self.config.clone()
+    }
+
+    /// The bearer token requests must carry, with [`ServerOptions::tls`].
+    pub fn token(&self) -> Option<&str> {
+        self.credentials.as_ref().map(|credentials| credentials.token.as_str())
+    }
+
+    /// The certificate authority (PEM) that clients must trust, with [`ServerOptions::tls`].
+    pub fn certificate_authority(&self) -> Option<&str> {
+        self.credentials.as_ref().map(|credentials| credentials.ca_pem.as_str())
     }
 
     /// A ready `kube::Client` for this server.
@@ -261,10 +321,22 @@ impl RunningServer {
         self.state.requests.load(Ordering::Relaxed)
     }
 
-    /// A kubeconfig (YAML) pointing at this server, context `bosun`, namespace `default`.
+    /// A kubeconfig (YAML) pointing at this server, context `bosun`, namespace `default`; with
+    /// [`ServerOptions::tls`] it holds the certificate authority and the token.
     pub fn kubeconfig(&self) -> String {
+        use base64::Engine as _;
+        let (authority, user) = match &self.credentials {
+            Some(credentials) => (
+                format!(
+                    "\n    certificate-authority-data: {}",
+                    base64::engine::general_purpose::STANDARD.encode(&credentials.ca_pem)
+                ),
+                format!("\n    token: {}", credentials.token),
+            ),
+            None => (String::new(), " {}".to_string()),
+        };
         format!(
-            "apiVersion: v1\nkind: Config\nclusters:\n- name: bosun\n  cluster:\n    server: {url}\ncontexts:\n- name: bosun\n  context:\n    cluster: bosun\n    user: bosun\n    namespace: default\ncurrent-context: bosun\nusers:\n- name: bosun\n  user: {{}}\n",
+            "apiVersion: v1\nkind: Config\nclusters:\n- name: bosun\n  cluster:\n    server: {url}{authority}\ncontexts:\n- name: bosun\n  context:\n    cluster: bosun\n    user: bosun\n    namespace: default\ncurrent-context: bosun\nusers:\n- name: bosun\n  user:{user}\n",
             url = self.url
         )
     }
@@ -275,7 +347,12 @@ impl RunningServer {
         if let Some(parent) = path.parent().filter(|p| !p.as_os_str().is_empty()) {
             std::fs::create_dir_all(parent)?;
         }
-        std::fs::write(path, self.kubeconfig())
+        // The kubeconfig may hold a token: only its owner may read it.
+        let mut options = std::fs::OpenOptions::new();
+        options.write(true).create(true).truncate(true);
+        #[cfg(unix)]
+        std::os::unix::fs::OpenOptionsExt::mode(&mut options, 0o600);
+        std::io::Write::write_all(&mut options.open(path)?, self.kubeconfig().as_bytes())
     }
 
     /// Stops serving, ends watches, and waits until every acknowledged write is durable.

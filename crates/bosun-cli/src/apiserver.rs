@@ -7,7 +7,7 @@ use bosun_apiserver::{ApiServer, ServerOptions, Storage};
 /// Arguments of `bosun apiserver`.
 #[derive(Debug, clap::Args)]
 #[command(
-    after_help = "Example:\n  bosun apiserver --in-memory --port 7443\n  KUBECONFIG=.bosun/kubeconfig kubectl get namespaces"
+    after_help = "HTTPS: the server generates a certificate authority and a bearer token (kept in the data\ndirectory, so the kubeconfig stays valid across restarts) and writes both into the kubeconfig.\nRequests without the token get 401, except /healthz, /livez, /readyz and /version.\n\nExample:\n  bosun apiserver --in-memory --port 7443\n  KUBECONFIG=.bosun/kubeconfig kubectl get namespaces"
 )]
 pub struct Args {
     /// Keep objects in SQLite under this directory (survives restarts and crashes).
@@ -38,6 +38,10 @@ pub struct Args {
     /// nodes (annotate one `bosun.dev/simulate: fail` to make it fail).
     #[arg(long)]
     simulate_workloads: bool,
+
+    /// Serve plain HTTP with no token instead of HTTPS (for tests and local tools that want it).
+    #[arg(long)]
+    insecure_http: bool,
 
     /// How long simulated workloads take to become ready.
     #[arg(long, value_name = "DURATION", default_value = "2s", requires = "simulate_workloads")]
@@ -73,6 +77,7 @@ pub async fn run(args: Args) -> ExitCode {
         port: args.port,
         watch_history: args.watch_history,
         simulate_workloads: args.simulate_workloads.then_some(args.workload_delay.0),
+        tls: !args.insecure_http,
         ..ServerOptions::default()
     };
     let server = match ApiServer::new(options).start().await {

@@ -118,6 +118,8 @@ pub async fn run(args: Args) -> ExitCode {
         storage: storage.clone(),
         port: args.port,
         simulate_workloads: Some(args.workload_delay.0),
+        // HTTPS with a token, like `bosun apiserver` and a real cluster; the kubeconfig has both.
+        tls: true,
         ..ServerOptions::default()
     };
     let server = match ApiServer::new(options).start().await {

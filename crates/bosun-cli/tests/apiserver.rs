@@ -1,4 +1,5 @@
-//! `bosun apiserver` as a process: durability across SIGKILL, clean shutdown on SIGINT.
+//! `bosun apiserver` as a process: durability across SIGKILL, clean shutdown on SIGINT, HTTPS
+//! with the token in the kubeconfig.
 
 use std::{path::Path, process::Stdio, time::Duration};
 
@@ -13,11 +14,13 @@ use tokio::{
     process::{Child, Command},
 };
 
-/// Starts `bosun apiserver` on a data directory and returns the process and its URL.
-async fn start(data_dir: &Path) -> (Child, String) {
+/// Starts `bosun apiserver` on a data directory (with `extra` flags) and returns the process
+/// and its URL.
+async fn start(data_dir: &Path, extra: &[&str]) -> (Child, String) {
     let mut child = Command::new(env!("CARGO_BIN_EXE_bosun"))
         .args(["apiserver", "--port", "0", "--data-dir"])
         .arg(data_dir)
+        .args(extra)
         .arg("--kubeconfig")
         .arg(data_dir.join("kubeconfig"))
         .stdout(Stdio::piped())
@@ -31,13 +34,16 @@ async fn start(data_dir: &Path) -> (Child, String) {
         .expect("the server reports its address")
         .expect("read")
         .expect("a line");
-    let url = first.split_whitespace().find(|w| w.starts_with("http://")).expect("url in the first line").to_string();
+    let url = first.split_whitespace().find(|w| w.contains("://")).expect("url in the first line").to_string();
     tokio::spawn(async move { while let Ok(Some(_)) = lines.next_line().await {} });
     (child, url)
 }
 
-fn client(url: &str) -> kube::Client {
-    kube::Client::try_from(kube::Config::new(url.parse().expect("url"))).expect("client")
+/// A client configured by the kubeconfig the server wrote, as a user's tools would be.
+async fn client(data_dir: &Path) -> kube::Client {
+    let kubeconfig = kube::config::Kubeconfig::read_from(data_dir.join("kubeconfig")).expect("kubeconfig");
+    let config = kube::Config::from_custom_kubeconfig(kubeconfig, &Default::default()).await.expect("config");
+    kube::Client::try_from(config).expect("client")
 }
 
 fn configmap(name: &str) -> ConfigMap {
@@ -47,8 +53,10 @@ fn configmap(name: &str) -> ConfigMap {
 #[tokio::test]
 async fn acknowledged_writes_survive_sigkill_and_versions_keep_growing() {
     let dir = tempfile::tempdir().expect("tempdir");
-    let (mut server, url) = start(dir.path()).await;
-    let api: Api<ConfigMap> = Api::default_namespaced(client(&url));
+    let (mut server, url) = start(dir.path(), &[]).await;
+    assert!(url.starts_with("https://"), "HTTPS by default: {url}");
+    let first_kubeconfig = std::fs::read_to_string(dir.path().join("kubeconfig")).expect("kubeconfig");
+    let api: Api<ConfigMap> = Api::default_namespaced(client(dir.path()).await);
     let mut acknowledged = Vec::new();
     for i in 0..40 {
         let created = api.create(&PostParams::default(), &configmap(&format!("cm-{i}"))).await.expect("create");
@@ -68,8 +76,12 @@ async fn acknowledged_writes_survive_sigkill_and_versions_keep_growing() {
     server.start_kill().expect("SIGKILL");
     server.wait().await.expect("killed");
 
-    let (mut restarted, url) = start(dir.path()).await;
-    let api: Api<ConfigMap> = Api::default_namespaced(client(&url));
+    let (mut restarted, _) = start(dir.path(), &[]).await;
+    // Same authority and token: only the server line (a new free port) differs.
+    let second_kubeconfig = std::fs::read_to_string(dir.path().join("kubeconfig")).expect("kubeconfig");
+    let credentials = |text: &str| text.lines().filter(|line| !line.contains("server:")).collect::<Vec<_>>().join("\n");
+    assert_eq!(credentials(&first_kubeconfig), credentials(&second_kubeconfig));
+    let api: Api<ConfigMap> = Api::default_namespaced(client(dir.path()).await);
     let listed = api.list(&ListParams::default()).await.expect("list after restart");
     let mut found: Vec<(String, String)> =
         listed.iter().map(|c| (c.name_any(), c.resource_version().expect("rv"))).collect();
@@ -85,8 +97,9 @@ async fn acknowledged_writes_survive_sigkill_and_versions_keep_growing() {
 #[tokio::test]
 async fn sigint_shuts_down_cleanly() {
     let dir = tempfile::tempdir().expect("tempdir");
-    let (server, url) = start(dir.path()).await;
-    let api: Api<ConfigMap> = Api::default_namespaced(client(&url));
+    let (server, url) = start(dir.path(), &["--insecure-http"]).await;
+    assert!(url.starts_with("http://"), "{url}");
+    let api: Api<ConfigMap> = Api::default_namespaced(client(dir.path()).await);
     api.create(&PostParams::default(), &configmap("kept")).await.expect("create");
     let pid = server.id().expect("pid").to_string();
     let status = std::process::Command::new("kill").args(["-INT", &pid]).status().expect("kill");
@@ -104,7 +117,36 @@ fn help_explains_the_storage_and_address_flags() {
     let output =
         std::process::Command::new(env!("CARGO_BIN_EXE_bosun")).args(["apiserver", "--help"]).output().expect("runs");
     let help = String::from_utf8_lossy(&output.stdout);
-    for flag in ["--data-dir", "--in-memory", "--port", "--address", "--kubeconfig"] {
+    for flag in ["--data-dir", "--in-memory", "--port", "--address", "--kubeconfig", "--insecure-http"] {
         assert!(help.contains(flag), "{flag} in help:\n{help}");
     }
+}
+
+#[tokio::test]
+async fn https_by_default_and_requests_without_the_token_are_refused() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let (mut server, url) = start(dir.path(), &[]).await;
+    let kubeconfig = dir.path().join("kubeconfig");
+    let kubectl = |args: &[&str]| {
+        std::process::Command::new("kubectl")
+            .args(args)
+            .env("KUBECONFIG", &kubeconfig)
+            .env("KUBECACHEDIR", dir.path().join("cache"))
+            .output()
+            .expect("kubectl runs")
+    };
+    let output = kubectl(&["get", "namespaces", "-o", "name"]);
+    assert!(output.status.success(), "{}", String::from_utf8_lossy(&output.stderr));
+    assert!(String::from_utf8_lossy(&output.stdout).contains("namespace/default"));
+    let output = kubectl(&["--token", "wrong", "get", "namespaces"]);
+    let stderr = String::from_utf8_lossy(&output.stderr);
+    assert!(!output.status.success() && stderr.contains("Unauthorized"), "{stderr}");
+    #[cfg(unix)]
+    {
+        use std::os::unix::fs::PermissionsExt;
+        let mode = std::fs::metadata(&kubeconfig).expect("kubeconfig").permissions().mode();
+        assert_eq!(mode & 0o077, 0, "the kubeconfig holds a token: owner only");
+    }
+    assert!(url.starts_with("https://127.0.0.1:"), "{url}");
+    server.start_kill().expect("stop");
 }

@@ -61,6 +61,8 @@ pub struct AppState {
     pub shutdown: signal::Receiver<bool>,
     /// HTTP requests received so far (benchmarks report requests per object).
     pub requests: AtomicU64,
+    /// The bearer token every request must carry (except health and version), if any.
+    pub token: Option<String>,
 }
 
 /// The router: every path goes through [`handle`].
@@ -73,7 +75,11 @@ async fn handle(State(state): State<Arc<AppState>>, request: Request) -> Respons
     state.requests.fetch_add(1, Ordering::Relaxed);
     let method = request.method().clone();
     let uri = request.uri().clone();
-    let response = dispatch(&state, request).await.unwrap_or_else(IntoResponse::into_response);
+    let response = if authorized(&state, &request) {
+        dispatch(&state, request).await.unwrap_or_else(IntoResponse::into_response)
+    } else {
+        ApiError::unauthorized().into_response()
+    };
     tracing::debug!(
         method = %method,
         uri = %uri,
@@ -82,6 +88,17 @@ async fn handle(State(state): State<Arc<AppState>>, request: Request) -> Respons
         "request"
     );
     response
+}
+
+/// Whether the request may proceed: no token is required, it carries the token, or it asks for
+/// what a real cluster shows everyone (health and version, for probes).
+fn authorized(state: &AppState, request: &Request) -> bool {
+    let Some(token) = &state.token else { return true };
+    if matches!(request.uri().path(), "/healthz" | "/livez" | "/readyz" | "/version") {
+        return true;
+    }
+    let given = request.headers().get(header::AUTHORIZATION).and_then(|value| value.to_str().ok());
+    crate::tls::bearer_matches(given, token)
 }
 
 fn header_text(headers: &HeaderMap, name: header::HeaderName) -> &str {
