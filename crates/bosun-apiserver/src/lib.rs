@@ -35,6 +35,7 @@ pub mod fields;
 mod http;
 mod lifecycle;
 mod object;
+pub mod openapi;
 pub mod patch;
 pub mod protobuf;
 pub mod registry;

@@ -208,7 +208,7 @@ async fn kubectl_server_side_apply_conflicts_then_forces() {
             "apiVersion: apps/v1\nkind: Deployment\nmetadata:\n  name: web\nspec:\n  replicas: {replicas}\n  selector:\n    matchLabels: {{app: web}}\n  template:\n    metadata:\n      labels: {{app: web}}\n    spec:\n      containers:\n      - name: web\n        image: nginx:1\n"
         )
     };
-    let first = kubectl.run_with_input(&["apply", "--server-side", "--validate=false", "-f", "-"], &manifest(1)).await;
+    let first = kubectl.run_with_input(&["apply", "--server-side", "-f", "-"], &manifest(1)).await;
     assert!(first.status.success(), "{:?}", common::texts(&first));
     assert_eq!(common::texts(&first).0.trim(), "deployment.apps/web serverside-applied");
     let deployments: Api<Deployment> = Api::default_namespaced(server.client());
@@ -216,14 +216,12 @@ async fn kubectl_server_side_apply_conflicts_then_forces() {
         .patch("web", &PatchParams::apply("autoscaler").force(), &Patch::Apply(json!({"apiVersion": "apps/v1", "kind": "Deployment", "metadata": {"name": "web"}, "spec": {"replicas": 4}})))
         .await
         .expect("another manager takes replicas");
-    let conflict =
-        kubectl.run_with_input(&["apply", "--server-side", "--validate=false", "-f", "-"], &manifest(2)).await;
+    let conflict = kubectl.run_with_input(&["apply", "--server-side", "-f", "-"], &manifest(2)).await;
     assert!(!conflict.status.success());
     let (_, stderr) = common::texts(&conflict);
     assert!(stderr.contains("conflict with \"autoscaler\"") && stderr.contains(".spec.replicas"), "{stderr}");
-    let forced = kubectl
-        .run_with_input(&["apply", "--server-side", "--force-conflicts", "--validate=false", "-f", "-"], &manifest(2))
-        .await;
+    let forced =
+        kubectl.run_with_input(&["apply", "--server-side", "--force-conflicts", "-f", "-"], &manifest(2)).await;
     assert!(forced.status.success(), "{:?}", common::texts(&forced));
     assert_eq!(deployments.get("web").await.expect("get").spec.and_then(|s| s.replicas), Some(2));
 }

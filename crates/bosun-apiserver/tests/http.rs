@@ -245,3 +245,108 @@ async fn strategic_merge_patch_errors_have_upstream_codes() {
     assert_eq!(ok.status, 200, "{}", ok.body);
     assert_eq!(ok.json()["spec"]["template"]["spec"]["containers"], json!([{"name": "c", "image": "j"}]));
 }
+
+#[tokio::test]
+async fn openapi_documents_are_cached_by_hash_and_follow_crds() {
+    let server = common::server().await;
+    let index = common::get(&server, "/openapi/v3").await;
+    assert_eq!(index.status, 200);
+    let etag = index.headers.get("etag").and_then(|v| v.to_str().ok()).expect("etag").to_string();
+    let url = index.json()["paths"]["apis/apps/v1"]["serverRelativeURL"].as_str().expect("apps/v1").to_string();
+    let document = common::get(&server, &url).await;
+    assert_eq!(document.status, 200);
+    assert_eq!(document.headers.get("cache-control").and_then(|v| v.to_str().ok()), Some("public, immutable"));
+    assert!(document.headers.get("expires").is_some());
+    let hash = url.split("hash=").nth(1).expect("hash");
+    assert_eq!(document.headers.get("etag").and_then(|v| v.to_str().ok()), Some(format!("\"{hash}\"").as_str()));
+    let unhashed = common::get(&server, "/openapi/v3/apis/apps/v1").await;
+    assert_eq!((unhashed.status, unhashed.headers.get("cache-control")), (200, None));
+    let stale = common::get(&server, "/openapi/v3/apis/apps/v1?hash=0000").await;
+    assert_eq!(stale.status, 301);
+    assert_eq!(stale.headers.get("location").and_then(|v| v.to_str().ok()), Some(url.as_str()));
+    assert_eq!(common::get(&server, "/openapi/v3/apis/example.com/v1").await.status, 404);
+    let not_modified = {
+        let request =
+            http::Request::get("/openapi/v3").header("if-none-match", &etag).body(kube::client::Body::empty());
+        server.client().send(request.expect("request")).await.expect("transport").status()
+    };
+    assert_eq!(not_modified, 304);
+
+    // A CRD adds its group version (and changes the index); deleting it removes it again.
+    let crd = json!({
+        "apiVersion": "apiextensions.k8s.io/v1", "kind": "CustomResourceDefinition",
+        "metadata": {"name": "widgets.example.com"},
+        "spec": {"group": "example.com", "scope": "Namespaced", "names": {"plural": "widgets", "kind": "Widget"},
+            "versions": [{"name": "v1", "served": true, "storage": true, "schema": {"openAPIV3Schema": {
+                "type": "object", "properties": {"spec": {"type": "object", "description": "The widget.", "properties": {"size": {"type": "integer"}}}}}}}]}
+    });
+    let crds = "/apis/apiextensions.k8s.io/v1/customresourcedefinitions";
+    assert_eq!(common::request(&server, "POST", crds, None, crd.to_string()).await.status, 201);
+    let index = common::get(&server, "/openapi/v3").await;
+    assert_ne!(index.headers.get("etag").and_then(|v| v.to_str().ok()), Some(etag.as_str()));
+    let url = index.json()["paths"]["apis/example.com/v1"]["serverRelativeURL"].as_str().expect("listed").to_string();
+    let widgets = common::get(&server, &url).await.json();
+    let schema = &widgets["components"]["schemas"]["com.example.v1.Widget"];
+    assert_eq!(
+        schema["x-kubernetes-group-version-kind"],
+        json!([{"group": "example.com", "kind": "Widget", "version": "v1"}])
+    );
+    assert_eq!(schema["properties"]["spec"]["description"], "The widget.");
+    let patch = &widgets["paths"]["/apis/example.com/v1/namespaces/{namespace}/widgets/{name}"]["patch"];
+    let content = patch["requestBody"]["content"].as_object().expect("content");
+    assert!(!content.contains_key("application/strategic-merge-patch+json"), "no strategic merge patch for CRs");
+    assert!(patch["parameters"].as_array().expect("parameters").iter().any(|p| p["name"] == "fieldValidation"));
+    let schemas = widgets["components"]["schemas"].as_object().expect("schemas");
+    assert!(schemas.contains_key("io.k8s.apimachinery.pkg.apis.meta.v1.ObjectMeta"));
+
+    let deleted = common::request(&server, "DELETE", &format!("{crds}/widgets.example.com"), None, Vec::new()).await;
+    assert_eq!(deleted.status, 200);
+    let mut gone = false;
+    for _ in 0..50 {
+        if common::get(&server, "/openapi/v3").await.json()["paths"].get("apis/example.com/v1").is_none() {
+            gone = true;
+            break;
+        }
+        tokio::time::sleep(std::time::Duration::from_millis(20)).await;
+    }
+    assert!(gone, "the CRD's group version left the index");
+}
+
+#[tokio::test]
+async fn unknown_fields_of_built_in_kinds_follow_field_validation() {
+    let server = common::server().await;
+    let body = json!({"metadata": {"name": "v"}, "data": {"a": "1"}, "bogus": 1,
+        "metadata2": {}, "immutable": false});
+    let strict =
+        common::request(&server, "POST", &format!("{CONFIGMAPS}?fieldValidation=Strict"), None, body.to_string()).await;
+    assert_eq!(strict.status, 400, "{}", strict.body);
+    assert_eq!(strict.json()["message"], "strict decoding error: unknown field \"bogus\", unknown field \"metadata2\"");
+    let deployment = json!({"metadata": {"name": "d", "labelz": {}}, "spec": {"selector": {"matchLabels": {"a": "b"}},
+        "template": {"metadata": {"labels": {"a": "b"}}, "spec": {"containers": [{"name": "c", "image": "i", "imagePolicy": "x"}]}}}});
+    let path = "/apis/apps/v1/namespaces/default/deployments";
+    let warned = common::request(&server, "POST", path, None, deployment.to_string()).await;
+    assert_eq!(warned.status, 201, "{}", warned.body);
+    let warnings: Vec<&str> = warned.headers.get_all("warning").iter().filter_map(|v| v.to_str().ok()).collect();
+    assert_eq!(
+        warnings,
+        [
+            "299 - \"unknown field \\\"metadata.labelz\\\"\"",
+            "299 - \"unknown field \\\"spec.template.spec.containers[0].imagePolicy\\\"\""
+        ]
+    );
+    assert!(warned.json()["metadata"].get("labelz").is_none(), "unknown fields are dropped");
+    let ignored =
+        common::request(&server, "POST", &format!("{CONFIGMAPS}?fieldValidation=Ignore"), None, body.to_string()).await;
+    assert_eq!((ignored.status, ignored.headers.get("warning")), (201, None));
+    let patch = json!({"spec": {"replicaz": 3}});
+    let refused_patch = common::request(
+        &server,
+        "PATCH",
+        &format!("{path}/d?fieldValidation=Strict"),
+        Some("application/strategic-merge-patch+json"),
+        patch.to_string(),
+    )
+    .await;
+    assert_eq!(refused_patch.status, 400, "{}", refused_patch.body);
+    assert_eq!(refused_patch.json()["message"], "strict decoding error: unknown field \"spec.replicaz\"");
+}

@@ -42,7 +42,7 @@ async fn api_resources_lists_builtins_with_short_names_and_scope() {
 async fn create_get_label_annotate_patch_and_delete() {
     let server = common::server().await;
     let kubectl = Kubectl::new(&server);
-    let created = kubectl.run_with_input(&["create", "--validate=false", "-f", "-"], CONFIGMAP).await;
+    let created = kubectl.run_with_input(&["create", "-f", "-"], CONFIGMAP).await;
     assert!(created.status.success(), "{:?}", texts(&created));
     assert_eq!(texts(&created).0.trim(), "configmap/settings created");
 
@@ -94,7 +94,7 @@ async fn next_line(lines: &mut tokio::io::Lines<BufReader<tokio::process::ChildS
 async fn get_watch_prints_changes_as_they_happen() {
     let server = common::server().await;
     let kubectl = Kubectl::new(&server);
-    kubectl.run_with_input(&["create", "--validate=false", "-f", "-"], CONFIGMAP).await;
+    kubectl.run_with_input(&["create", "-f", "-"], CONFIGMAP).await;
     let mut child = kubectl
         .command(&["get", "cm", "settings", "-w", "-o", "jsonpath={.data.greeting}{\"\\n\"}"])
         .stdout(std::process::Stdio::piped())
@@ -136,7 +136,7 @@ async fn wait_for_delete_returns_when_the_last_finalizer_goes() {
     let server = common::server().await;
     let kubectl = Kubectl::new(&server);
     let held = CONFIGMAP.replace("  labels:", "  finalizers: [example.com/hold]\n  labels:");
-    kubectl.run_with_input(&["create", "--validate=false", "-f", "-"], &held).await;
+    kubectl.run_with_input(&["create", "-f", "-"], &held).await;
     kubectl.ok(&["delete", "cm", "settings", "--wait=false"]).await;
     let waiting = kubectl.command(&["wait", "--for=delete", "cm/settings", "--timeout=20s"]).output();
     let release = async {
@@ -185,13 +185,13 @@ spec:
                     type: {type: string}
                     status: {type: string}
 "#;
-    let created = kubectl.run_with_input(&["create", "--validate=false", "-f", "-"], crd).await;
+    let created = kubectl.run_with_input(&["create", "-f", "-"], crd).await;
     assert!(created.status.success(), "{:?}", texts(&created));
     let established =
         kubectl.run(&["wait", "--for=condition=Established", "crd/databases.example.com", "--timeout=10s"]).await;
     assert!(established.status.success(), "{:?}", texts(&established));
     let object = "apiVersion: example.com/v1\nkind: Database\nmetadata: {name: main}\nspec: {engine: postgres}\n";
-    let created = kubectl.run_with_input(&["create", "--validate=false", "-f", "-"], object).await;
+    let created = kubectl.run_with_input(&["create", "-f", "-"], object).await;
     assert!(created.status.success(), "{:?}", texts(&created));
     assert_eq!(kubectl.ok(&["get", "db", "-o", "name"]).await.trim(), "database.example.com/main");
     let waiting = kubectl.command(&["wait", "--for=condition=Ready", "database/main", "--timeout=20s"]).output();
@@ -247,7 +247,7 @@ async fn client_side_apply_is_a_no_op_when_unchanged_and_merges_changes_strategi
     let apply = |manifest: String| {
         let kubectl = &kubectl;
         async move {
-            let output = kubectl.run_with_input(&["apply", "--validate=false", "-f", "-"], &manifest).await;
+            let output = kubectl.run_with_input(&["apply", "-f", "-"], &manifest).await;
             assert!(output.status.success(), "{:?}", texts(&output));
             texts(&output).0.trim().to_string()
         }
@@ -288,4 +288,31 @@ async fn client_side_apply_is_a_no_op_when_unchanged_and_merges_changes_strategi
     .map(|(name, image, env)| (name.to_string(), Some(image.to_string()), env));
     assert_eq!(summary, expected);
     assert_eq!(third.metadata.generation, Some(3), "two spec changes after creation");
+}
+
+#[tokio::test]
+async fn default_validation_refuses_unknown_fields_and_explain_reads_the_schemas() {
+    let server = common::server().await;
+    let kubectl = Kubectl::new(&server);
+    let created = kubectl.run_with_input(&["create", "-f", "-"], DEPLOYMENT).await;
+    assert!(created.status.success(), "{:?}", texts(&created));
+    assert_eq!(texts(&created).0.trim(), "deployment.apps/web created");
+    let bogus = CONFIGMAP.replace("\ndata:", "\nbogus: 1\ndata:");
+    let refused = kubectl.run_with_input(&["create", "-f", "-"], &bogus).await;
+    assert!(!refused.status.success(), "{:?}", texts(&refused));
+    assert!(texts(&refused).1.contains("strict decoding error: unknown field \"bogus\""), "{:?}", texts(&refused));
+    let refused = kubectl.run_with_input(&["apply", "-f", "-"], &bogus).await;
+    assert!(texts(&refused).1.contains("unknown field \"bogus\""), "{:?}", texts(&refused));
+    let warned = kubectl.run_with_input(&["apply", "--validate=warn", "-f", "-"], &bogus).await;
+    assert!(warned.status.success(), "{:?}", texts(&warned));
+    assert!(texts(&warned).1.contains("Warning: unknown field \"bogus\""), "{:?}", texts(&warned));
+
+    let explained = kubectl.ok(&["explain", "deployment.spec.template"]).await;
+    assert!(explained.contains("GROUP:      apps"), "{explained}");
+    assert!(explained.contains("KIND:       Deployment"), "{explained}");
+    assert!(explained.contains("FIELD: template <PodTemplateSpec>"), "{explained}");
+    assert!(explained.contains("Template describes the pods that will be created."), "{explained}");
+    assert!(explained.contains("metadata\t<ObjectMeta>") && explained.contains("spec\t<PodSpec>"), "{explained}");
+    let recursive = kubectl.ok(&["explain", "deployments.spec.strategy", "--recursive"]).await;
+    assert!(recursive.contains("rollingUpdate\t<RollingUpdateDeployment>"), "{recursive}");
 }

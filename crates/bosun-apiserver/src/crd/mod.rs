@@ -306,6 +306,7 @@ pub fn resource_info(crd: &Value) -> Option<ResourceInfo> {
                     .map(|f| text(f, "/jsonPath").trim_start_matches('.').to_string())
                     .collect(),
                 normalizer: None,
+                definition: Some(Arc::new(v.clone())),
                 name,
             }
         })

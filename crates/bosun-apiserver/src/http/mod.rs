@@ -1,6 +1,7 @@
 //! The HTTP face of the server: routes requests to discovery or to the verbs of [`Cluster`],
 //! decodes bodies and query parameters, and encodes answers the way kubectl and kube-rs expect.
 
+mod openapi;
 mod path;
 mod query;
 mod shape;
@@ -163,6 +164,10 @@ async fn dispatch(state: &AppState, request: Request) -> Result<Response, ApiErr
         Route::Group(group) => discovery_get(discovery::group(&state.cluster.catalog.snapshot(), group)),
         Route::GroupVersion { group, version } => {
             discovery_get(discovery::resource_list(&state.cluster.catalog.snapshot(), group, version))
+        }
+        Route::OpenApiIndex => openapi::index(state, &parts.method, &parts.headers),
+        Route::OpenApi(path) => {
+            openapi::document(state, &parts.method, &parts.headers, path, &Query::parse(parts.uri.query()))
         }
         Route::Resource(target) => {
             let query = Query::parse(parts.uri.query());

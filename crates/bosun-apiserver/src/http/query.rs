@@ -226,6 +226,7 @@ mod tests {
             deprecation_warning: None,
             selectable_fields: vec![],
             normalizer: None,
+            definition: None,
         }
     }
 

@@ -129,6 +129,9 @@ fn set(meta: &mut Map<String, Value>, key: &str, value: Option<&Value>) {
 fn canonicalize(target: &Target, ctx: &mut Context, object: Value, name: &str) -> Result<Value, ApiError> {
     let info = target.info;
     if let Some(normalize) = target.version.normalizer {
+        let mut unknown = Vec::new();
+        crate::types::Node::for_resource(info, target.version).unknown_fields(&object, &mut unknown);
+        report_unknown(ctx, unknown)?;
         return normalize(object).map_err(|e| {
             ApiError::bad_request(format!(
                 "{} in version \"{}\" cannot be handled as a {}: {e}",
@@ -149,15 +152,7 @@ fn canonicalize(target: &Target, ctx: &mut Context, object: Value, name: &str) -
         return Ok(object);
     };
     schema.prune(&mut object, "", true, &mut pruned);
-    pruned.sort();
-    match ctx.field_validation {
-        FieldValidation::Strict if !pruned.is_empty() => {
-            let list: Vec<String> = pruned.iter().map(|p| format!("unknown field \"{p}\"")).collect();
-            return Err(ApiError::bad_request(format!("strict decoding error: {}", list.join(", "))));
-        }
-        FieldValidation::Warn => ctx.warnings.extend(pruned.iter().map(|p| format!("unknown field \"{p}\""))),
-        _ => {}
-    }
+    report_unknown(ctx, pruned)?;
     schema.apply_defaults(&mut object);
     let mut errors = Vec::new();
     schema.validate(&object, "", &mut errors);
@@ -166,6 +161,22 @@ fn canonicalize(target: &Target, ctx: &mut Context, object: Value, name: &str) -
         return Err(ApiError::invalid_object(info, name, errors));
     }
     Ok(object)
+}
+
+/// Unknown fields by `fieldValidation`: refused (Strict), warned about (Warn) or ignored.
+fn report_unknown(ctx: &mut Context, mut unknown: Vec<String>) -> Result<(), ApiError> {
+    unknown.sort();
+    match ctx.field_validation {
+        FieldValidation::Strict if !unknown.is_empty() => {
+            let list: Vec<String> = unknown.iter().map(|p| format!("unknown field \"{p}\"")).collect();
+            Err(ApiError::bad_request(format!("strict decoding error: {}", list.join(", "))))
+        }
+        FieldValidation::Warn => {
+            ctx.warnings.extend(unknown.iter().map(|p| format!("unknown field \"{p}\"")));
+            Ok(())
+        }
+        _ => Ok(()),
+    }
 }
 
 /// Validates name and metadata; 422 listing every problem.

@@ -108,6 +108,7 @@ where
             deprecation_warning: None,
             selectable_fields: traits.selectable_fields.iter().map(|s| s.to_string()).collect(),
             normalizer: Some(normalize::<K>),
+            definition: None,
         }],
         storage_version: K::VERSION.to_string(),
         tracks_generation: traits.tracks_generation,
@@ -243,6 +244,15 @@ pub(super) fn builtins() -> Builtins {
         ),
         info::<storage::VolumeAttachment>(&mut g, &mut d, PLAIN),
     ];
+    // Types the OpenAPI documents refer to besides the kinds: list metadata, the answers of
+    // deletes and errors, and the scale subresource's object.
+    {
+        use k8s_openapi::apimachinery::pkg::apis::meta::v1 as meta;
+        g.subschema_for::<meta::ListMeta>();
+        g.subschema_for::<meta::Status>();
+        g.subschema_for::<meta::DeleteOptions>();
+        g.subschema_for::<k8s_openapi::api::autoscaling::v1::Scale>();
+    }
     Builtins { resources, definitions: g.take_definitions(true), definition_of: d }
 }
 

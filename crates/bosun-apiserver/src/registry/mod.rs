@@ -8,7 +8,7 @@ pub use builtin::Builtins;
 
 use std::{
     collections::{BTreeMap, HashMap},
-    sync::{Arc, LazyLock, RwLock},
+    sync::{Arc, LazyLock, OnceLock, RwLock},
 };
 
 use serde_json::Value;
@@ -48,6 +48,9 @@ pub struct VersionInfo {
     pub selectable_fields: Vec<String>,
     /// Canonicalisation of built-in objects.
     pub normalizer: Option<Normalizer>,
+    /// The CRD's `spec.versions[]` entry, for a custom resource version (its raw schema,
+    /// subresources and printer columns).
+    pub definition: Option<Arc<Value>>,
 }
 
 /// Everything the server knows about one resource (group + plural).
@@ -122,6 +125,8 @@ pub struct Catalog {
     resources: Vec<Arc<ResourceInfo>>,
     by_path: HashMap<(String, String, String), usize>,
     by_key: HashMap<String, usize>,
+    /// The OpenAPI v3 documents, made on first use.
+    openapi: OnceLock<Arc<crate::openapi::Documents>>,
 }
 
 /// Built-in resources and their schemas, derived once per process.
@@ -162,6 +167,11 @@ impl Catalog {
     /// The resource of a group and kind (any served version).
     pub fn by_kind(&self, group: &str, kind: &str) -> Option<&Arc<ResourceInfo>> {
         self.resources.iter().find(|r| r.group == group && r.kind == kind)
+    }
+
+    /// The OpenAPI v3 documents of what this catalogue serves.
+    pub fn openapi(&self) -> Arc<crate::openapi::Documents> {
+        self.openapi.get_or_init(|| Arc::new(crate::openapi::documents(self))).clone()
     }
 
     /// Every resource, built-ins first.

@@ -72,6 +72,36 @@ fn table_entry(definition: &str, property: &str) -> Option<&'static table::Field
         .map(|index| &table::FIELDS[index])
 }
 
+fn unknown_in(schema: &Value, value: &Value, path: &str, out: &mut Vec<String>) {
+    let (_, resolved) = resolve(schema);
+    match value {
+        Value::Object(map) => {
+            if resolved.get("x-kubernetes-preserve-unknown-fields") == Some(&Value::Bool(true)) {
+                return;
+            }
+            let properties = resolved.get("properties").and_then(Value::as_object);
+            let additional = resolved.get("additionalProperties");
+            for (key, child) in map {
+                let child_path = if path.is_empty() { key.clone() } else { format!("{path}.{key}") };
+                match (properties.and_then(|p| p.get(key)), additional) {
+                    (Some(child_schema), _) => unknown_in(child_schema, child, &child_path, out),
+                    (None, Some(values)) if values.is_object() => unknown_in(values, child, &child_path, out),
+                    (None, _) if properties.is_none() || additional == Some(&Value::Bool(true)) => {}
+                    (None, _) => out.push(child_path),
+                }
+            }
+        }
+        Value::Array(items) => {
+            if let Some(item_schema) = resolved.get("items") {
+                for (index, item) in items.iter().enumerate() {
+                    unknown_in(item_schema, item, &format!("{path}[{index}]"), out);
+                }
+            }
+        }
+        _ => {}
+    }
+}
+
 impl<'a> Node<'a> {
     /// The root type of a resource at a version.
     pub fn for_resource(info: &ResourceInfo, version: &'a VersionInfo) -> Node<'a> {
@@ -145,6 +175,15 @@ impl<'a> Node<'a> {
             }
             Node::Custom(schema) => schema.map_type.as_deref() == Some("atomic"),
             Node::Deduced => false,
+        }
+    }
+
+    /// Collects the fields of `value` that this built-in type does not have, as upstream's
+    /// strict decoding names them (`spec.foo`, `spec.containers[0].bar`); nothing for other
+    /// nodes (custom resources are pruned by their schema instead).
+    pub fn unknown_fields(&self, value: &Value, out: &mut Vec<String>) {
+        if let Node::Builtin { schema, .. } = self {
+            unknown_in(schema, value, "", out);
         }
     }
 

@@ -1,0 +1,81 @@
+//! `/openapi/v3` and its group-version documents, with upstream's caching headers: every answer
+//! has an `ETag` (`If-None-Match` gets 304); a document asked for with its current `hash` is
+//! immutable (`Cache-Control: public, immutable`, expiring in a year), one asked for with an
+//! old hash is redirected (301) to the current URL.
+
+use axum::{
+    http::{HeaderMap, HeaderValue, Method, StatusCode, header},
+    response::{IntoResponse, Response},
+};
+
+use super::{AppState, json_response, query::Query};
+use crate::{error::ApiError, openapi::content_hash};
+
+fn etag(hash: &str) -> HeaderValue {
+    HeaderValue::from_str(&format!("\"{hash}\"")).expect("hex is a valid header")
+}
+
+fn not_modified(headers: &HeaderMap, hash: &str) -> bool {
+    headers
+        .get(header::IF_NONE_MATCH)
+        .and_then(|v| v.to_str().ok())
+        .is_some_and(|v| v.split(',').any(|tag| tag.trim().trim_start_matches("W/").trim_matches('"') == hash))
+}
+
+fn answer(headers: &HeaderMap, body: String, hash: &str) -> Response {
+    let mut response = if not_modified(headers, hash) {
+        StatusCode::NOT_MODIFIED.into_response()
+    } else {
+        json_response(StatusCode::OK, body, &[])
+    };
+    response.headers_mut().insert(header::ETAG, etag(hash));
+    response
+}
+
+/// `GET /openapi/v3`.
+pub fn index(state: &AppState, method: &Method, headers: &HeaderMap) -> Result<Response, ApiError> {
+    if method != Method::GET {
+        return Err(ApiError::unknown_url());
+    }
+    let body = state.cluster.catalog.snapshot().openapi().index().to_string();
+    let hash = content_hash(body.as_bytes());
+    Ok(answer(headers, body, &hash))
+}
+
+/// `GET /openapi/v3/<group version>`.
+pub fn document(
+    state: &AppState,
+    method: &Method,
+    headers: &HeaderMap,
+    path: &str,
+    query: &Query,
+) -> Result<Response, ApiError> {
+    if method != Method::GET {
+        return Err(ApiError::unknown_url());
+    }
+    let documents = state.cluster.catalog.snapshot().openapi();
+    let document = documents.get(path).ok_or_else(ApiError::unknown_url)?;
+    let asked = query.get("hash").filter(|h| !h.is_empty());
+    if let Some(asked) = asked
+        && asked != document.hash
+    {
+        let mut response = StatusCode::MOVED_PERMANENTLY.into_response();
+        let location = format!("/openapi/v3/{path}?hash={}", document.hash);
+        response
+            .headers_mut()
+            .insert(header::LOCATION, HeaderValue::from_str(&location).map_err(|_| ApiError::unknown_url())?);
+        return Ok(response);
+    }
+    let mut response = answer(headers, document.json.clone(), &document.hash);
+    let response_headers = response.headers_mut();
+    response_headers.insert(header::VARY, HeaderValue::from_static("Accept"));
+    if asked.is_some() {
+        response_headers.insert(header::CACHE_CONTROL, HeaderValue::from_static("public, immutable"));
+        let expires = jiff::Timestamp::now() + jiff::SignedDuration::from_hours(24 * 365);
+        let text = expires.strftime("%a, %d %b %Y %H:%M:%S GMT").to_string();
+        if let Ok(value) = HeaderValue::from_str(&text) {
+            response_headers.insert(header::EXPIRES, value);
+        }
+    }
+    Ok(response)
+}
