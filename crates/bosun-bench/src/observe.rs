@@ -33,6 +33,9 @@ pub struct Args {
     /// Writes timed for the latency.
     #[arg(long, default_value_t = 200)]
     writes: usize,
+    /// Objects changed at once for the burst latency.
+    #[arg(long, default_value_t = 100)]
+    burst: usize,
     /// Objects watched for the memory figure.
     #[arg(long, default_value_t = 10_000)]
     memory_objects: usize,
@@ -193,6 +196,31 @@ async fn latencies(bench: &Bench, namespace: &str, log: &Path, writes: usize) ->
     samples
 }
 
+/// Latencies in ms when `writes` objects change at once (one write each, sent back to back
+/// without waiting for the command): what queueing costs, serially or in parallel.
+async fn burst_latencies(bench: &Bench, namespace: &str, log: &Path, writes: usize, tag: &str) -> Vec<f64> {
+    let api: Api<ConfigMap> = Api::namespaced(bench.server.client(), namespace);
+    let before = lines(log).len();
+    let mut sent = Vec::with_capacity(writes);
+    for i in 0..writes {
+        let value = format!("{tag}{i}");
+        sent.push((value.clone(), now_nanos()));
+        let patch = Patch::Merge(json!({"data": {"v": value}}));
+        api.patch(&format!("cm-{i:05}"), &PatchParams::default(), &patch).await.expect("patch");
+    }
+    let log_path = log.to_path_buf();
+    let found = tokio::task::spawn_blocking(move || wait_lines(&log_path, before + writes)).await.expect("wait");
+    assert!(found, "the burst never reached the command");
+    let stamped = lines(log);
+    sent.iter()
+        .map(|(value, at)| {
+            let line = stamped.iter().rev().find(|l| l.contains(&format!(" {value} "))).expect("stamped");
+            let started: u128 = line.rsplit(' ').next().and_then(|n| n.parse().ok()).expect("nanos");
+            started.saturating_sub(*at) as f64 / 1e6
+        })
+        .collect()
+}
+
 fn percentile(samples: &mut [f64], p: f64) -> f64 {
     samples.sort_by(f64::total_cmp);
     let index = ((samples.len() as f64 - 1.0) * p).round() as usize;
@@ -235,6 +263,13 @@ pub async fn run(args: Args) {
     let mut observer = bench.observe("sync", &log, &[]).spawn().expect("observe");
     assert!(tokio::task::block_in_place(|| wait_lines(&log, args.objects)), "initial sync");
     let mut ours = latencies(&bench, "sync", &log, args.writes).await;
+    let mut burst_serial = burst_latencies(&bench, "sync", &log, args.burst, "serial").await;
+    let _ = observer.kill();
+    let _ = observer.wait();
+    let log = bench.log("latency-parallel.log");
+    let mut observer = bench.observe("sync", &log, &["--concurrency", "8"]).spawn().expect("observe");
+    assert!(tokio::task::block_in_place(|| wait_lines(&log, args.objects)), "initial sync");
+    let mut burst_parallel = burst_latencies(&bench, "sync", &log, args.burst, "parallel").await;
     let _ = observer.kill();
     let _ = observer.wait();
     let log = bench.log("latency-shell.log");
@@ -282,6 +317,13 @@ pub async fn run(args: Args) {
         "| write → command start, p50 / p99 ({} writes) | {p50:.1} ms / {p99:.1} ms | shell loop: {their_p50:.1} ms / {their_p99:.1} ms | p50 {:.1}× |",
         args.writes,
         their_p50 / p50
+    );
+    let (serial_p50, serial_p99) = (percentile(&mut burst_serial, 0.5), percentile(&mut burst_serial, 0.99));
+    let (parallel_p50, parallel_p99) = (percentile(&mut burst_parallel, 0.5), percentile(&mut burst_parallel, 0.99));
+    println!(
+        "| write → command start, {} objects changed at once, `--concurrency 8`, p50 / p99 | {parallel_p50:.1} ms / {parallel_p99:.1} ms | serial bosun observe: {serial_p50:.1} ms / {serial_p99:.1} ms | p50 {:.1}× |",
+        args.burst,
+        serial_p50 / parallel_p50
     );
     println!(
         "| resident memory, {} objects watched (peak) | {:.1} MiB ({:.1} MiB) | `kubectl get -w -o name`: {:.1} MiB ({:.1} MiB) | {:.2}× |",
