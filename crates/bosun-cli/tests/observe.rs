@@ -497,6 +497,29 @@ async fn namespace(fixture: &Fixture, name: &str) {
 }
 
 #[tokio::test]
+async fn example_every_namespace_gets_a_resource_quota() {
+    let fixture = Fixture::new().await;
+    namespace(&fixture, "team-a").await;
+    let quota = example("namespace-quota/add-quota.sh");
+    let output = fixture.run(&["namespaces", "-a", "{.status.phase}", "--once", "--", &quota]).await;
+    assert_eq!(output.status.code(), Some(0), "{:?}", text(&output));
+    let quotas = |namespace: &str| {
+        Api::<k8s_openapi::api::core::v1::ResourceQuota>::namespaced(fixture.server.client(), namespace)
+    };
+    for namespace in ["default", "obs", "team-a"] {
+        let quota = quotas(namespace).get("default-quota").await.expect("a quota in every namespace");
+        assert_eq!(
+            quota.spec.and_then(|s| s.hard).and_then(|h| h.get("pods").cloned()).map(|q| q.0).as_deref(),
+            Some("50")
+        );
+    }
+    assert!(
+        quotas("kube-system").get_opt("default-quota").await.expect("get").is_none(),
+        "system namespaces left alone"
+    );
+}
+
+#[tokio::test]
 async fn example_every_service_is_registered_in_a_dns_file_and_removed_when_deleted() {
     let fixture = Fixture::new().await;
     service(&fixture, NAMESPACE, "api", "10.96.0.10").await;
@@ -535,4 +558,59 @@ async fn example_every_service_is_registered_in_a_dns_file_and_removed_when_dele
     let output = fixture.run(&args).await;
     assert_eq!(output.status.code(), Some(0), "{:?}", text(&output));
     assert_eq!(dns(), ["10.96.0.10 api.obs.svc.cluster.local"]);
+}
+
+#[tokio::test]
+async fn example_every_service_gets_an_ingress_that_goes_with_it() {
+    let fixture = Fixture::new().await;
+    namespace(&fixture, "web").await;
+    service(&fixture, "web", "shop", "10.96.1.1").await;
+    let ingresses = Api::<k8s_openapi::api::networking::v1::Ingress>::namespaced(fixture.server.client(), "web");
+    let args = [
+        "services",
+        "-n",
+        "web",
+        "-a",
+        "{.spec.ports[0].port}",
+        "-q",
+        "--delete",
+        &example("ingress-per-service/delete-ingress.sh"),
+        "--names",
+        &example("ingress-per-service/list-ingresses.sh"),
+        "--",
+        &example("ingress-per-service/add-ingress.sh"),
+    ];
+    let observer = fixture.start(&args);
+    let deadline = Instant::now() + Duration::from_secs(20);
+    let ingress = loop {
+        if let Some(ingress) = ingresses.get_opt("shop").await.expect("get") {
+            break ingress;
+        }
+        assert!(Instant::now() < deadline, "no Ingress for the Service");
+        tokio::time::sleep(Duration::from_millis(50)).await;
+    };
+    let rule = &ingress.spec.and_then(|s| s.rules).expect("rules")[0];
+    assert_eq!(rule.host.as_deref(), Some("shop.web.example.com"));
+    Api::<k8s_openapi::api::core::v1::Service>::namespaced(fixture.server.client(), "web")
+        .delete("shop", &DeleteParams::default())
+        .await
+        .expect("delete");
+    while ingresses.get_opt("shop").await.expect("get").is_some() {
+        assert!(Instant::now() < deadline, "the Ingress outlived its Service");
+        tokio::time::sleep(Duration::from_millis(50)).await;
+    }
+    assert_eq!(terminate(observer).await, Some(0));
+
+    // An Ingress whose Service went while observe was stopped goes at the next start.
+    let stray = serde_json::from_value(serde_json::json!({
+        "metadata": {"name": "gone", "labels": {"app.kubernetes.io/managed-by": "bosun-observe"}},
+        "spec": {"defaultBackend": {"service": {"name": "gone", "port": {"number": 80}}}},
+    }))
+    .expect("ingress");
+    ingresses.create(&PostParams::default(), &stray).await.expect("create");
+    let mut once = args.to_vec();
+    once.insert(0, "--once");
+    let output = fixture.run(&once).await;
+    assert_eq!(output.status.code(), Some(0), "{:?}", text(&output));
+    assert!(ingresses.get_opt("gone").await.expect("get").is_none(), "the stray Ingress was deleted");
 }

@@ -1,0 +1,174 @@
+//! kubectl workflows users run every day, with kubectl's default settings (validation on):
+//! `diff` client- and server-side, `edit`, `delete --cascade=…` and deleting a namespace with
+//! content. Each test has its own kubeconfig and discovery cache.
+
+mod common;
+
+use std::time::Duration;
+
+use bosun_apiserver::{ApiServer, RunningServer};
+use common::{Kubectl, texts};
+use k8s_openapi::api::{
+    apps::v1::{Deployment, ReplicaSet},
+    core::v1::{ConfigMap, Namespace},
+};
+use kube::{
+    Api, ResourceExt,
+    api::ListParams,
+    runtime::wait::{await_condition, conditions},
+};
+
+fn deployment(replicas: u32, image: &str) -> String {
+    format!(
+        "apiVersion: apps/v1
+kind: Deployment
+metadata:
+  name: web
+spec:
+  replicas: {replicas}
+  selector:
+    matchLabels: {{app: web}}
+  template:
+    metadata:
+      labels: {{app: web}}
+    spec:
+      containers:
+      - name: web
+        image: {image}
+"
+    )
+}
+
+async fn within<T>(what: &str, future: impl std::future::Future<Output = T>) -> T {
+    tokio::time::timeout(Duration::from_secs(15), future)
+        .await
+        .unwrap_or_else(|_| panic!("{what} did not happen in time"))
+}
+
+/// kubectl with `input` on stdin; panics with its output unless it exits with `code`.
+async fn expect_code(kubectl: &Kubectl, args: &[&str], input: &str, code: i32) -> String {
+    let output = kubectl.run_with_input(args, input).await;
+    let (stdout, stderr) = texts(&output);
+    assert_eq!(output.status.code(), Some(code), "kubectl {args:?}:\n{stdout}\n{stderr}");
+    stdout
+}
+
+#[tokio::test]
+async fn diff_shows_what_apply_would_change_client_and_server_side() {
+    let server = common::server().await;
+    let kubectl = Kubectl::new(&server);
+    expect_code(&kubectl, &["apply", "-f", "-"], &deployment(1, "nginx:1.27"), 0).await;
+    // Server-side, the fields belong to client-side apply's manager: without forcing, the
+    // dry-run apply conflicts, as on a real cluster.
+    for mode in [&["diff", "-f", "-"][..], &["diff", "--server-side", "--force-conflicts", "-f", "-"][..]] {
+        let unchanged = expect_code(&kubectl, mode, &deployment(1, "nginx:1.27"), 0).await;
+        assert_eq!(unchanged, "", "{mode:?}: nothing to show");
+        let diff = expect_code(&kubectl, mode, &deployment(3, "nginx:1.28"), 1).await;
+        for line in ["-  replicas: 1", "+  replicas: 3", "-      - image: nginx:1.27", "+      - image: nginx:1.28"] {
+            assert!(diff.lines().any(|l| l == line), "{mode:?}: {line:?} in\n{diff}");
+        }
+    }
+    // diff wrote nothing.
+    let stored = Api::<Deployment>::default_namespaced(server.client()).get("web").await.expect("get");
+    assert_eq!(stored.spec.and_then(|s| s.replicas), Some(1));
+}
+
+#[tokio::test]
+async fn edit_saves_what_the_editor_changed() {
+    let server = common::server().await;
+    let kubectl = Kubectl::new(&server);
+    expect_code(&kubectl, &["apply", "-f", "-"], &deployment(1, "nginx:1.27"), 0).await;
+    let output = kubectl
+        .command(&["edit", "deployment/web"])
+        .env("KUBE_EDITOR", "sed -i -e 's/replicas: 1/replicas: 2/' -e 's/nginx:1.27/nginx:1.28/'")
+        .output()
+        .await
+        .expect("kubectl runs");
+    let (stdout, stderr) = texts(&output);
+    assert!(output.status.success(), "{stdout}\n{stderr}");
+    assert_eq!(stdout.trim(), "deployment.apps/web edited");
+    let stored = Api::<Deployment>::default_namespaced(server.client()).get("web").await.expect("get");
+    let spec = stored.spec.expect("spec");
+    assert_eq!(spec.replicas, Some(2));
+    let containers = spec.template.spec.expect("pod spec").containers;
+    assert_eq!(containers.len(), 1);
+    assert_eq!(containers[0].image.as_deref(), Some("nginx:1.28"));
+    // Invalid edits are refused and reported; nothing changes.
+    let output = kubectl
+        .command(&["edit", "deployment/web"])
+        .env("KUBE_EDITOR", "sed -i -e 's/replicas: 2/replicas: many/'")
+        .output()
+        .await
+        .expect("kubectl runs");
+    assert!(!output.status.success(), "{:?}", texts(&output));
+    let stored = Api::<Deployment>::default_namespaced(server.client()).get("web").await.expect("get");
+    assert_eq!(stored.spec.and_then(|s| s.replicas), Some(2));
+}
+
+/// A server simulating workloads, with `web` applied and its ReplicaSet created.
+async fn deployment_with_replica_set() -> (RunningServer, Kubectl, Api<ReplicaSet>, String) {
+    let server = ApiServer::in_memory().simulate_workloads(Duration::from_millis(50)).start().await.expect("server");
+    let kubectl = Kubectl::new(&server);
+    expect_code(&kubectl, &["apply", "-f", "-"], &deployment(1, "nginx:1.27"), 0).await;
+    let replica_sets: Api<ReplicaSet> = Api::default_namespaced(server.client());
+    let name = within("the ReplicaSet", async {
+        loop {
+            let list = replica_sets.list(&ListParams::default()).await.expect("list");
+            if let Some(first) = list.items.first() {
+                return first.name_any();
+            }
+            tokio::time::sleep(Duration::from_millis(20)).await;
+        }
+    })
+    .await;
+    (server, kubectl, replica_sets, name)
+}
+
+#[tokio::test]
+async fn delete_cascade_background_foreground_and_orphan() {
+    for cascade in ["background", "foreground", "orphan"] {
+        let (server, kubectl, replica_sets, name) = deployment_with_replica_set().await;
+        let flag = format!("--cascade={cascade}");
+        let out = expect_code(&kubectl, &["delete", "deployment", "web", &flag], "", 0).await;
+        assert_eq!(out.trim(), "deployment.apps \"web\" deleted", "{cascade}");
+        let deployments: Api<Deployment> = Api::default_namespaced(server.client());
+        assert!(deployments.get_opt("web").await.expect("get").is_none(), "{cascade}: kubectl waited for the deletion");
+        match cascade {
+            "orphan" => {
+                let kept = replica_sets.get(&name).await.expect("the ReplicaSet is kept");
+                assert!(kept.owner_references().is_empty(), "orphaned: {:?}", kept.owner_references());
+            }
+            "foreground" => {
+                // The owner went last: its dependents were gone before it.
+                assert!(replica_sets.get_opt(&name).await.expect("get").is_none(), "{cascade}");
+            }
+            _ => {
+                within(
+                    "collecting the ReplicaSet",
+                    await_condition(replica_sets.clone(), &name, conditions::is_deleted("")),
+                )
+                .await
+                .expect("watch");
+            }
+        }
+    }
+}
+
+#[tokio::test]
+async fn deleting_a_namespace_deletes_its_content_and_protected_ones_stay() {
+    let server = common::server().await;
+    let kubectl = Kubectl::new(&server);
+    expect_code(&kubectl, &["create", "namespace", "team"], "", 0).await;
+    expect_code(&kubectl, &["apply", "-n", "team", "-f", "-"], &deployment(1, "nginx:1.27"), 0).await;
+    expect_code(&kubectl, &["create", "configmap", "settings", "-n", "team", "--from-literal=a=b"], "", 0).await;
+    let out = expect_code(&kubectl, &["delete", "namespace", "team"], "", 0).await;
+    assert_eq!(out.trim(), "namespace \"team\" deleted");
+    // kubectl waits until the namespace is gone, so its content went first.
+    let namespaces: Api<Namespace> = Api::all(server.client());
+    assert!(namespaces.get_opt("team").await.expect("get").is_none());
+    let configmaps: Api<ConfigMap> = Api::namespaced(server.client(), "team");
+    assert!(configmaps.list(&ListParams::default()).await.expect("list").items.is_empty());
+    let output = kubectl.run(&["delete", "namespace", "kube-system"]).await;
+    let (_, stderr) = texts(&output);
+    assert!(!output.status.success() && stderr.contains("forbidden"), "{stderr}");
+}
