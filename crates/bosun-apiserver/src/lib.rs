@@ -42,6 +42,7 @@ pub mod registry;
 pub mod selector;
 mod server;
 pub mod store;
+pub mod tables;
 pub mod tls;
 pub mod types;
 mod validation;

@@ -350,3 +350,37 @@ async fn unknown_fields_of_built_in_kinds_follow_field_validation() {
     assert_eq!(refused_patch.status, 400, "{}", refused_patch.body);
     assert_eq!(refused_patch.json()["message"], "strict decoding error: unknown field \"spec.replicaz\"");
 }
+
+#[tokio::test]
+async fn tables_carry_partial_metadata_unless_asked_otherwise() {
+    let server = common::server().await;
+    let body = json!({"metadata": {"name": "t", "labels": {"a": "b"}}, "data": {"k": "v"}});
+    assert_eq!(common::request(&server, "POST", CONFIGMAPS, None, body.to_string()).await.status, 201);
+    let table_of = |query: &'static str| {
+        let server = &server;
+        async move {
+            let request = http::Request::get(format!("{CONFIGMAPS}{query}"))
+                .header("accept", "application/json;as=Table;v=v1;g=meta.k8s.io,application/json")
+                .body(kube::client::Body::empty())
+                .expect("request");
+            let response = server.client().send(request).await.expect("transport");
+            let bytes = http_body_util::BodyExt::collect(response.into_body()).await.expect("body").to_bytes();
+            serde_json::from_slice::<Value>(&bytes).expect("json")
+        }
+    };
+    let table = table_of("").await;
+    assert_eq!((table["kind"].as_str(), table["apiVersion"].as_str()), (Some("Table"), Some("meta.k8s.io/v1")));
+    assert!(table["metadata"]["resourceVersion"].is_string());
+    let names: Vec<&str> =
+        table["columnDefinitions"].as_array().expect("columns").iter().filter_map(|c| c["name"].as_str()).collect();
+    assert_eq!(names, ["Name", "Data", "Age"]);
+    let row = &table["rows"][0];
+    assert_eq!((&row["cells"][0], &row["cells"][1]), (&json!("t"), &json!(1)));
+    assert_eq!(row["object"]["kind"], "PartialObjectMetadata");
+    assert_eq!(row["object"]["metadata"]["labels"], json!({"a": "b"}));
+    assert!(row["object"].get("data").is_none());
+    assert_eq!(table_of("?includeObject=Object").await["rows"][0]["object"]["data"], json!({"k": "v"}));
+    assert_eq!(table_of("?includeObject=None").await["rows"][0]["object"], Value::Null);
+    let one = table_of("/t").await;
+    assert_eq!(one["rows"].as_array().map(Vec::len), Some(1));
+}

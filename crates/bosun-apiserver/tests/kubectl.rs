@@ -316,3 +316,101 @@ async fn default_validation_refuses_unknown_fields_and_explain_reads_the_schemas
     let recursive = kubectl.ok(&["explain", "deployments.spec.strategy", "--recursive"]).await;
     assert!(recursive.contains("rollingUpdate\t<RollingUpdateDeployment>"), "{recursive}");
 }
+
+const PRINTED_CRD: &str = r#"
+apiVersion: apiextensions.k8s.io/v1
+kind: CustomResourceDefinition
+metadata:
+  name: caches.example.com
+spec:
+  group: example.com
+  scope: Namespaced
+  names: {plural: caches, singular: cache, kind: Cache}
+  versions:
+  - name: v1
+    served: true
+    storage: true
+    subresources:
+      status: {}
+      scale: {specReplicasPath: .spec.replicas, statusReplicasPath: .status.replicas, labelSelectorPath: .status.selector}
+    additionalPrinterColumns:
+    - {name: Engine, type: string, jsonPath: .spec.engine}
+    - {name: Replicas, type: integer, jsonPath: .spec.replicas}
+    - {name: Phase, type: string, jsonPath: .status.phase}
+    - {name: Age, type: date, jsonPath: .metadata.creationTimestamp}
+    - {name: Size, type: string, jsonPath: .spec.size, priority: 1}
+    schema:
+      openAPIV3Schema:
+        type: object
+        properties:
+          spec:
+            type: object
+            properties:
+              engine: {type: string}
+              replicas: {type: integer}
+              size: {type: string}
+          status:
+            type: object
+            properties:
+              phase: {type: string}
+              replicas: {type: integer}
+              selector: {type: string}
+"#;
+
+const CACHE: &str =
+    "apiVersion: example.com/v1\nkind: Cache\nmetadata: {name: hot}\nspec: {engine: redis, replicas: 2, size: large}\n";
+
+fn words(line: &str) -> Vec<&str> {
+    line.split_whitespace().collect()
+}
+
+#[tokio::test]
+async fn get_prints_server_side_columns_for_built_ins_and_custom_resources() {
+    let server = common::server().await;
+    let kubectl = Kubectl::new(&server);
+    for manifest in [PRINTED_CRD, DEPLOYMENT] {
+        let created = kubectl.run_with_input(&["create", "-f", "-"], manifest).await;
+        assert!(created.status.success(), "{:?}", texts(&created));
+    }
+    kubectl.ok(&["wait", "--for=condition=Established", "crd/caches.example.com", "--timeout=10s"]).await;
+    let created = kubectl.run_with_input(&["create", "-f", "-"], CACHE).await;
+    assert!(created.status.success(), "{:?}", texts(&created));
+
+    let caches = kubectl.ok(&["get", "caches"]).await;
+    let lines: Vec<&str> = caches.lines().collect();
+    assert_eq!(words(lines[0]), ["NAME", "ENGINE", "REPLICAS", "PHASE", "AGE"], "{caches}");
+    // No phase yet: kubectl prints the null cell as blank.
+    assert_eq!(words(lines[1])[..3], ["hot", "redis", "2"], "{caches}");
+    assert_eq!(words(lines[1]).len(), 4, "{caches}");
+    let wide = kubectl.ok(&["get", "caches", "-o", "wide"]).await;
+    assert_eq!(words(wide.lines().next().unwrap_or_default()), ["NAME", "ENGINE", "REPLICAS", "PHASE", "AGE", "SIZE"]);
+    assert_eq!(words(wide.lines().nth(1).unwrap_or_default()).last(), Some(&"large"));
+
+    let deployments = kubectl.ok(&["get", "deployments"]).await;
+    let lines: Vec<&str> = deployments.lines().collect();
+    assert_eq!(words(lines[0]), ["NAME", "READY", "UP-TO-DATE", "AVAILABLE", "AGE"], "{deployments}");
+    assert_eq!(words(lines[1])[..4], ["web", "0/2", "0", "0"], "{deployments}");
+    let wide = kubectl.ok(&["get", "deploy", "-o", "wide"]).await;
+    let row = wide.lines().nth(1).unwrap_or_default();
+    assert!(row.contains("app,proxy") && row.contains("nginx:1.27,envoy:1.31") && row.ends_with("app=web"), "{wide}");
+    let everywhere = kubectl.ok(&["get", "deploy", "-A"]).await;
+    assert_eq!(words(everywhere.lines().nth(1).unwrap_or_default())[..2], ["default", "web"], "{everywhere}");
+    let one = kubectl.ok(&["get", "deploy", "web", "--no-headers"]).await;
+    assert_eq!(words(&one)[..2], ["web", "0/2"]);
+
+    // `get -w` asks for tables in the watch too: each change is a row.
+    let mut child = kubectl
+        .command(&["get", "deployments", "-w", "--no-headers"])
+        .stdout(std::process::Stdio::piped())
+        .stderr(std::process::Stdio::piped())
+        .spawn()
+        .expect("kubectl get -w");
+    let mut lines = BufReader::new(child.stdout.take().expect("stdout")).lines();
+    assert_eq!(words(&next_line(&mut lines).await.expect("first row"))[..2], ["web", "0/2"]);
+    let api: Api<k8s_openapi::api::apps::v1::Deployment> = Api::default_namespaced(server.client());
+    let status = Patch::Merge(json!({"status": {"readyReplicas": 1, "replicas": 2}}));
+    api.patch_status("web", &PatchParams::default(), &status).await.expect("status");
+    let row = next_line(&mut lines).await.expect("a row for the change");
+    assert_eq!(words(&row)[..2], ["web", "1/2"], "{row}");
+    child.kill().await.expect("stop kubectl");
+}

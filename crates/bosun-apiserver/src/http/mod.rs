@@ -290,7 +290,7 @@ async fn resource(
         Some(_) => return Err(ApiError::unknown_url()),
     };
     let mut warnings: Vec<String> = scope.version().deprecation_warning.iter().cloned().collect();
-    let shape = Shape::from_accept(header_text(headers, header::ACCEPT));
+    let shape = Shape::from_accept(header_text(headers, header::ACCEPT)).including(query.get("includeObject"));
     let content_type = header_text(headers, header::CONTENT_TYPE);
     match (method.clone(), target.name) {
         (Method::GET, Some(name)) if endpoint != Endpoint::Finalize => {
@@ -400,6 +400,11 @@ fn list(
     if let Some(key) = &page.next_key {
         metadata["continue"] = json!(query::encode_continue(revision, key));
         metadata["remainingItemCount"] = json!(page.remaining);
+    }
+    if let Shape::Table(include) = shape {
+        let objects: Vec<Value> = page.items.iter().map(|stored| scope.view(stored.value.clone())).collect();
+        let table = crate::tables::table(&scope.info, scope.version(), objects.iter(), include, metadata);
+        return Ok(json_response(StatusCode::OK, table.to_string(), warnings));
     }
     let (api_version, kind) = shape.list_type_meta(scope);
     let items = page.items.iter().map(|stored| shape.object_json(scope, stored).into_owned());

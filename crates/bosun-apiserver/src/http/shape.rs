@@ -1,11 +1,15 @@
-//! The shape of answers chosen by the `Accept` header: full objects, or
-//! `PartialObjectMetadata` for metadata-only clients (kube-rs `metadata_watcher`).
+//! The shape of answers chosen by the `Accept` header: full objects, `PartialObjectMetadata`
+//! for metadata-only clients (kube-rs `metadata_watcher`), or `Table`s for `kubectl get`.
 
 use std::borrow::Cow;
 
 use serde_json::{Value, json};
 
-use crate::{cluster::Scope, store::StoredObject};
+use crate::{
+    cluster::Scope,
+    store::StoredObject,
+    tables::{self, IncludeObject},
+};
 
 /// How objects are rendered in answers.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -14,6 +18,8 @@ pub enum Shape {
     Object,
     /// Only `metadata`, as `meta.k8s.io/v1` `PartialObjectMetadata`.
     PartialMetadata,
+    /// A `meta.k8s.io/v1` `Table` of reads (writes still answer with the object).
+    Table(IncludeObject),
 }
 
 impl Shape {
@@ -26,6 +32,12 @@ impl Shape {
             if is_partial {
                 return Shape::PartialMetadata;
             }
+            let is_table = params.contains(&"as=Table")
+                && params.contains(&"g=meta.k8s.io")
+                && (params.contains(&"v=v1") || params.contains(&"v=v1beta1"));
+            if is_table {
+                return Shape::Table(IncludeObject::default());
+            }
             let plain = params.first().is_some_and(|m| matches!(*m, "application/json" | "*/*" | "application/*"));
             let wants_table = params.iter().any(|p| p.starts_with("as="));
             if plain && !wants_table {
@@ -33,6 +45,14 @@ impl Shape {
             }
         }
         Shape::Object
+    }
+
+    /// This shape with the `includeObject` query parameter applied (tables only).
+    pub fn including(self, include_object: Option<&str>) -> Shape {
+        match self {
+            Shape::Table(_) => Shape::Table(IncludeObject::parse(include_object)),
+            other => other,
+        }
     }
 
     fn partial(value: &Value) -> Value {
@@ -46,7 +66,7 @@ impl Shape {
     /// An object value in this shape.
     pub fn value(&self, scope: &Scope, value: Value) -> Value {
         match self {
-            Shape::Object => scope.view(value),
+            Shape::Object | Shape::Table(_) => scope.view(value),
             Shape::PartialMetadata => Self::partial(&value),
         }
     }
@@ -56,13 +76,20 @@ impl Shape {
         match self {
             Shape::Object => scope.view_json(stored),
             Shape::PartialMetadata => Cow::Owned(Self::partial(&stored.value).to_string()),
+            Shape::Table(include) => {
+                let metadata = json!({"resourceVersion": stored.revision.to_string()});
+                let value = scope.view(stored.value.clone());
+                Cow::Owned(
+                    tables::table(&scope.info, scope.version(), [&value].into_iter(), *include, metadata).to_string(),
+                )
+            }
         }
     }
 
     /// `apiVersion` and `kind` of single objects (bookmarks carry them).
     pub fn type_meta(&self, scope: &Scope) -> (String, String) {
         match self {
-            Shape::Object => (scope.api_version(), scope.info.kind.clone()),
+            Shape::Object | Shape::Table(_) => (scope.api_version(), scope.info.kind.clone()),
             Shape::PartialMetadata => ("meta.k8s.io/v1".into(), "PartialObjectMetadata".into()),
         }
     }
@@ -70,7 +97,7 @@ impl Shape {
     /// `apiVersion` and `kind` of lists.
     pub fn list_type_meta(&self, scope: &Scope) -> (String, String) {
         match self {
-            Shape::Object => (scope.api_version(), scope.info.list_kind.clone()),
+            Shape::Object | Shape::Table(_) => (scope.api_version(), scope.info.list_kind.clone()),
             Shape::PartialMetadata => ("meta.k8s.io/v1".into(), "PartialObjectMetadataList".into()),
         }
     }
@@ -90,7 +117,8 @@ mod tests {
                 "application/json;as=PartialObjectMetadataList;g=meta.k8s.io;v=v1,application/json",
                 Shape::PartialMetadata,
             ),
-            ("application/json;as=Table;v=v1;g=meta.k8s.io,application/json", Shape::Object),
+            ("application/json;as=Table;v=v1;g=meta.k8s.io,application/json", Shape::Table(IncludeObject::Metadata)),
+            ("application/json;as=Table;v=v1;g=example.com,application/json", Shape::Object),
         ];
         for (accept, shape) in cases {
             assert_eq!(Shape::from_accept(accept), shape, "{accept}");

@@ -1,0 +1,670 @@
+//! `meta.k8s.io/v1` Tables for `kubectl get`: column definitions and one row of cells per
+//! object, with the columns upstream's printers (kubernetes `pkg/printers/internalversion`)
+//! give the common built-in kinds, a CRD version's `additionalPrinterColumns` (JSONPath cells
+//! typed as upstream's CRD table convertor types them), and Name + Age for everything else.
+//! Pure functions of the objects and the current time.
+
+mod jsonpath;
+
+use jiff::Timestamp;
+use serde_json::{Value, json};
+
+use crate::registry::{ResourceInfo, VersionInfo};
+
+/// What each row's `object` carries (`includeObject`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub enum IncludeObject {
+    /// No object.
+    None,
+    /// `PartialObjectMetadata` (the default).
+    #[default]
+    Metadata,
+    /// The whole object.
+    Object,
+}
+
+impl IncludeObject {
+    /// The `includeObject` query parameter (anything unknown is the default).
+    pub fn parse(value: Option<&str>) -> Self {
+        match value {
+            Some("None") => IncludeObject::None,
+            Some("Object") => IncludeObject::Object,
+            _ => IncludeObject::Metadata,
+        }
+    }
+}
+
+/// One column: name, type, format, priority (0 = shown by default, 1 = `-o wide`), description.
+type ColumnSpec = (&'static str, &'static str, &'static str, u8, &'static str);
+
+const NAME: ColumnSpec = ("Name", "string", "name", 0, NAME_DESCRIPTION);
+const AGE: ColumnSpec = ("Age", "string", "", 0, AGE_DESCRIPTION);
+const NAME_DESCRIPTION: &str = "Name must be unique within a namespace. Is required when creating resources, although some resources may allow a client to request the generation of an appropriate name automatically. Name is primarily intended for creation idempotence and configuration definition. Cannot be updated. More info: https://kubernetes.io/docs/concepts/overview/working-with-objects/names#names";
+const AGE_DESCRIPTION: &str = "CreationTimestamp is a timestamp representing the server time when this object was created. It is not guaranteed to be set in happens-before order across separate operations. Clients may not set this value. It is represented in RFC3339 form and is in UTC.\n\nPopulated by the system. Read-only. Null for lists. More info: https://git.k8s.io/community/contributors/devel/sig-architecture/api-conventions.md#metadata";
+const CONTAINERS: ColumnSpec = ("Containers", "string", "", 1, "Names of each container in the template.");
+const IMAGES: ColumnSpec = ("Images", "string", "", 1, "Images referenced by each container in the template.");
+const SELECTOR: ColumnSpec =
+    ("Selector", "string", "", 1, "A label query over pods that should match the replica count.");
+
+/// A built-in kind's printer: its columns and a function from object to cells.
+struct Printer {
+    columns: &'static [ColumnSpec],
+    cells: fn(&Value, Timestamp) -> Vec<Value>,
+}
+
+fn printer(info: &ResourceInfo) -> Option<Printer> {
+    let printer = |columns, cells| Some(Printer { columns, cells });
+    match (info.group.as_str(), info.kind.as_str()) {
+        ("apps", "Deployment") => printer(
+            &[
+                NAME,
+                ("Ready", "string", "", 0, "Number of the pod with ready state"),
+                (
+                    "Up-to-date",
+                    "string",
+                    "",
+                    0,
+                    "Total number of non-terminated pods targeted by this deployment that have the desired template spec.",
+                ),
+                (
+                    "Available",
+                    "string",
+                    "",
+                    0,
+                    "Total number of available pods (ready for at least minReadySeconds) targeted by this deployment.",
+                ),
+                AGE,
+                CONTAINERS,
+                IMAGES,
+                SELECTOR,
+            ],
+            |o, now| {
+                let mut cells = vec![
+                    name(o),
+                    json!(format!("{}/{}", int(o, "/status/readyReplicas"), replicas(o))),
+                    json!(int(o, "/status/updatedReplicas")),
+                    json!(int(o, "/status/availableReplicas")),
+                    age(o, now),
+                ];
+                cells.extend(template_cells(o));
+                cells
+            },
+        ),
+        ("apps", "ReplicaSet") | ("", "ReplicationController") => printer(
+            &[
+                NAME,
+                ("Desired", "integer", "", 0, "Number of desired pods."),
+                ("Current", "integer", "", 0, "Number of actual replicas."),
+                ("Ready", "integer", "", 0, "The number of ready replicas for this replica set."),
+                AGE,
+                CONTAINERS,
+                IMAGES,
+                SELECTOR,
+            ],
+            |o, now| {
+                let mut cells = vec![
+                    name(o),
+                    json!(replicas(o)),
+                    json!(int(o, "/status/replicas")),
+                    json!(int(o, "/status/readyReplicas")),
+                    age(o, now),
+                ];
+                cells.extend(template_cells(o));
+                cells
+            },
+        ),
+        ("apps", "StatefulSet") => printer(
+            &[NAME, ("Ready", "string", "", 0, "Number of the pod with ready state"), AGE, CONTAINERS, IMAGES],
+            |o, now| {
+                let mut cells =
+                    vec![name(o), json!(format!("{}/{}", int(o, "/status/readyReplicas"), replicas(o))), age(o, now)];
+                cells.extend(template_cells(o).into_iter().take(2));
+                cells
+            },
+        ),
+        ("apps", "DaemonSet") => printer(
+            &[
+                NAME,
+                ("Desired", "integer", "", 0, "The total number of nodes that should be running the daemon pod."),
+                ("Current", "integer", "", 0, "The number of nodes that are running at least 1 daemon pod."),
+                (
+                    "Ready",
+                    "integer",
+                    "",
+                    0,
+                    "The number of nodes that should be running the daemon pod and have one or more of the daemon pod running and ready.",
+                ),
+                ("Up-to-date", "integer", "", 0, "The total number of nodes that are running updated daemon pod"),
+                (
+                    "Available",
+                    "integer",
+                    "",
+                    0,
+                    "The number of nodes that should be running the daemon pod and have one or more of the daemon pod running and available.",
+                ),
+                (
+                    "Node Selector",
+                    "string",
+                    "",
+                    0,
+                    "NodeSelector is a selector which must be true for the pod to fit on a node.",
+                ),
+                AGE,
+                CONTAINERS,
+                IMAGES,
+                SELECTOR,
+            ],
+            |o, now| {
+                let mut cells = vec![name(o)];
+                for field in [
+                    "desiredNumberScheduled",
+                    "currentNumberScheduled",
+                    "numberReady",
+                    "updatedNumberScheduled",
+                    "numberAvailable",
+                ] {
+                    cells.push(json!(int(o, &format!("/status/{field}"))));
+                }
+                cells.push(json!(format_labels(o.pointer("/spec/template/spec/nodeSelector"))));
+                cells.push(age(o, now));
+                cells.extend(template_cells(o));
+                cells
+            },
+        ),
+        ("", "Pod") => printer(
+            &[
+                NAME,
+                ("Ready", "string", "", 0, "The aggregate readiness state of this pod for accepting traffic."),
+                ("Status", "string", "", 0, "The aggregate status of the containers in this pod."),
+                (
+                    "Restarts",
+                    "string",
+                    "",
+                    0,
+                    "The number of times the containers in this pod have been restarted and when the last container in this pod has restarted.",
+                ),
+                AGE,
+                (
+                    "IP",
+                    "string",
+                    "",
+                    1,
+                    "podIP address allocated to the pod. Routable at least within the cluster. Empty if not yet allocated.",
+                ),
+                ("Node", "string", "", 1, "NodeName indicates in which node this pod is scheduled."),
+                (
+                    "Nominated Node",
+                    "string",
+                    "",
+                    1,
+                    "nominatedNodeName is set only when this pod preempts other pods on the node, but it cannot be scheduled right away as preemption victims receive their graceful termination periods.",
+                ),
+                (
+                    "Readiness Gates",
+                    "string",
+                    "",
+                    1,
+                    "If specified, all readiness gates will be evaluated for pod readiness.",
+                ),
+            ],
+            pod_cells,
+        ),
+        ("batch", "Job") => printer(
+            &[
+                NAME,
+                ("Status", "string", "", 0, "Status of the job."),
+                ("Completions", "string", "", 0, "The completion status of the job."),
+                ("Duration", "string", "", 0, "Time required to complete the job."),
+                AGE,
+                CONTAINERS,
+                IMAGES,
+                SELECTOR,
+            ],
+            job_cells,
+        ),
+        ("", "Service") => printer(
+            &[
+                NAME,
+                ("Type", "string", "", 0, "type determines how the Service is exposed."),
+                (
+                    "Cluster-IP",
+                    "string",
+                    "",
+                    0,
+                    "clusterIP is the IP address of the service and is usually assigned randomly.",
+                ),
+                (
+                    "External-IP",
+                    "string",
+                    "",
+                    0,
+                    "externalIPs is a list of IP addresses for which nodes in the cluster will also accept traffic for this service.",
+                ),
+                ("Port(s)", "string", "", 0, "The list of ports that are exposed by this service."),
+                AGE,
+                (
+                    "Selector",
+                    "string",
+                    "",
+                    1,
+                    "Route service traffic to pods with label keys and values matching this selector.",
+                ),
+            ],
+            service_cells,
+        ),
+        ("", "ConfigMap") => printer(&[NAME, ("Data", "integer", "", 0, "Number of data entries"), AGE], |o, now| {
+            let count = entries(o, "/data") + entries(o, "/binaryData");
+            vec![name(o), json!(count), age(o, now)]
+        }),
+        ("", "Secret") => printer(
+            &[
+                NAME,
+                ("Type", "string", "", 0, "The type of the secret"),
+                ("Data", "integer", "", 0, "The number of data entries in the secret"),
+                AGE,
+            ],
+            |o, now| vec![name(o), json!(text(o, "/type")), json!(entries(o, "/data")), age(o, now)],
+        ),
+        ("", "Namespace") => {
+            printer(&[NAME, ("Status", "string", "", 0, "The status of the namespace"), AGE], |o, now| {
+                vec![name(o), json!(text(o, "/status/phase")), age(o, now)]
+            })
+        }
+        ("", "ServiceAccount") => printer(
+            &[
+                NAME,
+                (
+                    "Secrets",
+                    "string",
+                    "",
+                    0,
+                    "Secrets is a list of the secrets in the same namespace that pods running using this ServiceAccount are allowed to use.",
+                ),
+                AGE,
+            ],
+            |o, now| vec![name(o), json!(entries(o, "/secrets")), age(o, now)],
+        ),
+        ("coordination.k8s.io", "Lease") => {
+            printer(&[NAME, ("Holder", "string", "", 0, "The holder of the lease"), AGE], |o, now| {
+                vec![name(o), json!(text(o, "/spec/holderIdentity")), age(o, now)]
+            })
+        }
+        ("apiextensions.k8s.io", "CustomResourceDefinition")
+        | ("rbac.authorization.k8s.io", "Role" | "ClusterRole") => {
+            printer(&[NAME, ("Created At", "date", "", 0, AGE_DESCRIPTION)], |o, _| {
+                vec![name(o), o.pointer("/metadata/creationTimestamp").cloned().unwrap_or(Value::Null)]
+            })
+        }
+        _ => None,
+    }
+}
+
+fn column(spec: &ColumnSpec) -> Value {
+    let (name, kind, format, priority, description) = *spec;
+    json!({"name": name, "type": kind, "format": format, "description": description, "priority": priority})
+}
+
+/// A CRD version's printer columns, or the default Age column.
+fn custom_columns(version: &VersionInfo) -> Vec<Value> {
+    let defined = version
+        .definition
+        .as_deref()
+        .and_then(|d| d.get("additionalPrinterColumns"))
+        .and_then(Value::as_array)
+        .filter(|columns| !columns.is_empty())
+        .cloned();
+    defined.unwrap_or_else(|| vec![json!({"name": "Age", "type": "date", "jsonPath": ".metadata.creationTimestamp"})])
+}
+
+/// The column definitions of a resource at a version.
+pub fn columns(info: &ResourceInfo, version: &VersionInfo) -> Vec<Value> {
+    if info.custom {
+        let mut out = vec![column(&NAME)];
+        out.extend(custom_columns(version).iter().map(|c| {
+            json!({
+                "name": c.get("name").cloned().unwrap_or_default(),
+                "type": c.get("type").cloned().unwrap_or_default(),
+                "format": c.get("format").cloned().unwrap_or(json!("")),
+                "description": c.get("description").cloned().unwrap_or(json!("")),
+                "priority": c.get("priority").cloned().unwrap_or(json!(0)),
+            })
+        }));
+        return out;
+    }
+    match printer(info) {
+        Some(printer) => printer.columns.iter().map(column).collect(),
+        None => vec![column(&NAME), column(&AGE)],
+    }
+}
+
+/// The cells of one object's row.
+pub fn cells(info: &ResourceInfo, version: &VersionInfo, object: &Value, now: Timestamp) -> Vec<Value> {
+    if info.custom {
+        let mut out = vec![name(object)];
+        for column in custom_columns(version) {
+            let path = column.get("jsonPath").and_then(Value::as_str).unwrap_or_default();
+            let kind = column.get("type").and_then(Value::as_str).unwrap_or_default();
+            out.push(jsonpath::find(object, path).map_or(Value::Null, |value| typed_cell(kind, value, now)));
+        }
+        return out;
+    }
+    match printer(info) {
+        Some(printer) => (printer.cells)(object, now),
+        None => vec![name(object), age(object, now)],
+    }
+}
+
+/// A printer-column value typed as upstream's CRD table convertor types it.
+fn typed_cell(kind: &str, value: &Value, now: Timestamp) -> Value {
+    match (kind, value) {
+        (_, Value::Null) => Value::Null,
+        ("integer", Value::Number(n)) => {
+            n.as_i64().map(Value::from).or_else(|| n.as_f64().map(|f| json!(f as i64))).unwrap_or_default()
+        }
+        ("number", Value::Number(n)) => n.as_f64().map(Value::from).unwrap_or_default(),
+        ("boolean", Value::Bool(b)) => json!(b),
+        ("string", Value::String(s)) => json!(s),
+        ("string", Value::Number(_) | Value::Bool(_)) => json!(value.to_string()),
+        ("string", other) => json!(other.to_string()),
+        ("date", Value::String(s)) => {
+            json!(s.parse::<Timestamp>().map_or("<invalid>".to_string(), |t| human_duration(now, t)))
+        }
+        _ => Value::Null,
+    }
+}
+
+/// A `Table` of objects, with `metadata` (resourceVersion, continue…) as given.
+pub fn table<'a>(
+    info: &ResourceInfo,
+    version: &VersionInfo,
+    objects: impl Iterator<Item = &'a Value>,
+    include: IncludeObject,
+    metadata: Value,
+) -> Value {
+    let now = Timestamp::now();
+    let rows: Vec<Value> = objects
+        .map(|object| {
+            let embedded = match include {
+                IncludeObject::None => Value::Null,
+                IncludeObject::Metadata => json!({
+                    "kind": "PartialObjectMetadata",
+                    "apiVersion": "meta.k8s.io/v1",
+                    "metadata": object.get("metadata").cloned().unwrap_or_else(|| json!({})),
+                }),
+                IncludeObject::Object => object.clone(),
+            };
+            json!({"cells": cells(info, version, object, now), "object": embedded})
+        })
+        .collect();
+    json!({
+        "kind": "Table",
+        "apiVersion": "meta.k8s.io/v1",
+        "metadata": metadata,
+        "columnDefinitions": columns(info, version),
+        "rows": rows,
+    })
+}
+
+fn name(object: &Value) -> Value {
+    json!(crate::object::name(object))
+}
+
+fn text<'a>(object: &'a Value, pointer: &str) -> &'a str {
+    object.pointer(pointer).and_then(Value::as_str).unwrap_or_default()
+}
+
+fn int(object: &Value, pointer: &str) -> i64 {
+    object.pointer(pointer).and_then(Value::as_i64).unwrap_or(0)
+}
+
+/// `spec.replicas`, defaulted to 1 as upstream defaults it.
+fn replicas(object: &Value) -> i64 {
+    object.pointer("/spec/replicas").and_then(Value::as_i64).unwrap_or(1)
+}
+
+fn entries(object: &Value, pointer: &str) -> usize {
+    match object.pointer(pointer) {
+        Some(Value::Object(map)) => map.len(),
+        Some(Value::Array(items)) => items.len(),
+        _ => 0,
+    }
+}
+
+fn age(object: &Value, now: Timestamp) -> Value {
+    let created = text(object, "/metadata/creationTimestamp").parse::<Timestamp>();
+    json!(created.map_or("<unknown>".to_string(), |t| human_duration(now, t)))
+}
+
+/// `k=v,k2=v2` sorted by key, or `<none>` (upstream's `labels.FormatLabels`).
+fn format_labels(labels: Option<&Value>) -> String {
+    let mut pairs: Vec<String> = labels
+        .and_then(Value::as_object)
+        .into_iter()
+        .flatten()
+        .map(|(k, v)| format!("{k}={}", v.as_str().unwrap_or_default()))
+        .collect();
+    pairs.sort();
+    if pairs.is_empty() { "<none>".into() } else { pairs.join(",") }
+}
+
+/// A label selector as upstream's `metav1.FormatLabelSelector` prints it.
+fn format_selector(selector: Option<&Value>) -> String {
+    let Some(selector) = selector else { return "<none>".into() };
+    let mut parts: Vec<String> = Vec::new();
+    if let Some(labels) = selector.get("matchLabels").and_then(Value::as_object) {
+        let mut pairs: Vec<String> =
+            labels.iter().map(|(k, v)| format!("{k}={}", v.as_str().unwrap_or_default())).collect();
+        pairs.sort();
+        parts.extend(pairs);
+    }
+    for expression in selector.get("matchExpressions").and_then(Value::as_array).into_iter().flatten() {
+        let key = text(expression, "/key");
+        let values: Vec<&str> = expression
+            .get("values")
+            .and_then(Value::as_array)
+            .into_iter()
+            .flatten()
+            .filter_map(Value::as_str)
+            .collect();
+        parts.push(match text(expression, "/operator") {
+            "In" => format!("{key} in ({})", values.join(",")),
+            "NotIn" => format!("{key} notin ({})", values.join(",")),
+            "Exists" => key.to_string(),
+            "DoesNotExist" => format!("!{key}"),
+            other => format!("{key} {other}"),
+        });
+    }
+    if parts.is_empty() { "<none>".into() } else { parts.join(",") }
+}
+
+/// Containers, Images and Selector of a workload's pod template.
+fn template_cells(object: &Value) -> Vec<Value> {
+    let containers: Vec<&Value> =
+        object.pointer("/spec/template/spec/containers").and_then(Value::as_array).into_iter().flatten().collect();
+    let names: Vec<&str> = containers.iter().map(|c| text(c, "/name")).collect();
+    let images: Vec<&str> = containers.iter().map(|c| text(c, "/image")).collect();
+    vec![json!(names.join(",")), json!(images.join(",")), json!(format_selector(object.pointer("/spec/selector")))]
+}
+
+fn pod_cells(pod: &Value, now: Timestamp) -> Vec<Value> {
+    let statuses: Vec<&Value> =
+        pod.pointer("/status/containerStatuses").and_then(Value::as_array).into_iter().flatten().collect();
+    let total = entries(pod, "/spec/containers");
+    let ready = statuses.iter().filter(|s| s.get("ready").and_then(Value::as_bool) == Some(true)).count();
+    let restarts: i64 = statuses.iter().map(|s| int(s, "/restartCount")).sum();
+    let mut reason = text(pod, "/status/reason").to_string();
+    if reason.is_empty() {
+        reason = text(pod, "/status/phase").to_string();
+    }
+    for status in &statuses {
+        let waiting = text(status, "/state/waiting/reason");
+        let terminated = text(status, "/state/terminated/reason");
+        if !waiting.is_empty() {
+            reason = waiting.to_string();
+        } else if !terminated.is_empty() {
+            reason = terminated.to_string();
+        }
+    }
+    if crate::object::deletion_timestamp(pod).is_some() {
+        reason = "Terminating".into();
+    }
+    let or_none = |value: &str| if value.is_empty() { "<none>".to_string() } else { value.to_string() };
+    vec![
+        name(pod),
+        json!(format!("{ready}/{total}")),
+        json!(reason),
+        json!(restarts.to_string()),
+        age(pod, now),
+        json!(or_none(text(pod, "/status/podIP"))),
+        json!(or_none(text(pod, "/spec/nodeName"))),
+        json!(or_none(text(pod, "/status/nominatedNodeName"))),
+        json!("<none>"),
+    ]
+}
+
+fn condition_true(object: &Value, kind: &str) -> bool {
+    object
+        .pointer("/status/conditions")
+        .and_then(Value::as_array)
+        .into_iter()
+        .flatten()
+        .any(|c| text(c, "/type") == kind && text(c, "/status") == "True")
+}
+
+fn job_cells(job: &Value, now: Timestamp) -> Vec<Value> {
+    let status = if condition_true(job, "Complete") {
+        "Complete"
+    } else if condition_true(job, "Failed") {
+        "Failed"
+    } else if job.pointer("/spec/suspend").and_then(Value::as_bool) == Some(true) {
+        "Suspended"
+    } else {
+        "Running"
+    };
+    let succeeded = int(job, "/status/succeeded");
+    let completions = match (
+        job.pointer("/spec/completions").and_then(Value::as_i64),
+        job.pointer("/spec/parallelism").and_then(Value::as_i64),
+    ) {
+        (Some(completions), _) => format!("{succeeded}/{completions}"),
+        (None, Some(parallelism)) if parallelism > 1 => format!("{succeeded}/1 of {parallelism}"),
+        _ => format!("{succeeded}/1"),
+    };
+    let start = text(job, "/status/startTime").parse::<Timestamp>().ok();
+    let end = text(job, "/status/completionTime").parse::<Timestamp>().ok().unwrap_or(now);
+    let duration = start.map_or(String::new(), |start| human_duration(end, start));
+    let mut cells = vec![name(job), json!(status), json!(completions), json!(duration), age(job, now)];
+    cells.extend(template_cells(job));
+    cells
+}
+
+fn service_cells(service: &Value, now: Timestamp) -> Vec<Value> {
+    let kind = match text(service, "/spec/type") {
+        "" => "ClusterIP",
+        other => other,
+    };
+    let cluster_ip = match text(service, "/spec/clusterIP") {
+        "" => "<none>",
+        other => other,
+    };
+    let strings = |pointer: &str| -> Vec<String> {
+        service
+            .pointer(pointer)
+            .and_then(Value::as_array)
+            .into_iter()
+            .flatten()
+            .filter_map(Value::as_str)
+            .map(str::to_string)
+            .collect()
+    };
+    let external: Vec<String> = match kind {
+        "ExternalName" => vec![text(service, "/spec/externalName").to_string()],
+        "LoadBalancer" => {
+            let mut ips: Vec<String> = service
+                .pointer("/status/loadBalancer/ingress")
+                .and_then(Value::as_array)
+                .into_iter()
+                .flatten()
+                .map(|i| {
+                    if text(i, "/ip").is_empty() {
+                        text(i, "/hostname").to_string()
+                    } else {
+                        text(i, "/ip").to_string()
+                    }
+                })
+                .collect();
+            ips.extend(strings("/spec/externalIPs"));
+            if ips.is_empty() { vec!["<pending>".to_string()] } else { ips }
+        }
+        _ => strings("/spec/externalIPs"),
+    };
+    let external = if external.is_empty() { "<none>".to_string() } else { external.join(",") };
+    let ports: Vec<String> = service
+        .pointer("/spec/ports")
+        .and_then(Value::as_array)
+        .into_iter()
+        .flatten()
+        .map(|p| {
+            let protocol = if text(p, "/protocol").is_empty() { "TCP" } else { text(p, "/protocol") };
+            match p.get("nodePort").and_then(Value::as_i64) {
+                Some(node_port) => format!("{}:{node_port}/{protocol}", int(p, "/port")),
+                None => format!("{}/{protocol}", int(p, "/port")),
+            }
+        })
+        .collect();
+    let ports = if ports.is_empty() { "<none>".to_string() } else { ports.join(",") };
+    vec![
+        name(service),
+        json!(kind),
+        json!(cluster_ip),
+        json!(external),
+        json!(ports),
+        age(service, now),
+        json!(format_labels(service.pointer("/spec/selector"))),
+    ]
+}
+
+/// How long ago `then` was, as upstream's `duration.HumanDuration` prints it.
+pub fn human_duration(now: Timestamp, then: Timestamp) -> String {
+    let seconds = now.as_second() - then.as_second();
+    if seconds < -1 {
+        return "<invalid>".into();
+    }
+    if seconds < 0 {
+        return "0s".into();
+    }
+    if seconds < 120 {
+        return format!("{seconds}s");
+    }
+    let minutes = seconds / 60;
+    if minutes < 10 {
+        let s = seconds % 60;
+        return if s == 0 { format!("{minutes}m") } else { format!("{minutes}m{s}s") };
+    }
+    if minutes < 180 {
+        return format!("{minutes}m");
+    }
+    let hours = seconds / 3600;
+    if hours < 8 {
+        let m = minutes % 60;
+        return if m == 0 { format!("{hours}h") } else { format!("{hours}h{m}m") };
+    }
+    if hours < 48 {
+        return format!("{hours}h");
+    }
+    if hours < 24 * 8 {
+        let h = hours % 24;
+        return if h == 0 { format!("{}d", hours / 24) } else { format!("{}d{h}h", hours / 24) };
+    }
+    if hours < 24 * 365 * 2 {
+        return format!("{}d", hours / 24);
+    }
+    if hours < 24 * 365 * 8 {
+        let days = (hours / 24) % 365;
+        return if days == 0 { format!("{}y", hours / 24 / 365) } else { format!("{}y{days}d", hours / 24 / 365) };
+    }
+    format!("{}y", hours / 24 / 365)
+}
+
+#[cfg(test)]
+mod tests;

@@ -1,0 +1,132 @@
+use serde_json::json;
+
+use super::*;
+use crate::registry::Catalog;
+
+fn now() -> Timestamp {
+    "2025-01-01T12:00:00Z".parse().expect("time")
+}
+
+fn row(group: &str, plural: &str, object: Value) -> (Vec<String>, Vec<Value>) {
+    let catalog = Catalog::new([]);
+    let info = catalog.lookup(group, "v1", plural).expect("served");
+    let names = columns(info, &info.versions[0]).iter().map(|c| c["name"].as_str().unwrap_or("").to_string()).collect();
+    (names, cells(info, &info.versions[0], &object, now()))
+}
+
+#[test]
+fn built_in_kinds_have_upstreams_columns_and_cells() {
+    let created = "2025-01-01T11:55:00Z";
+    let deployment = json!({"metadata": {"name": "web", "creationTimestamp": created},
+        "spec": {"replicas": 3, "selector": {"matchLabels": {"app": "web"}},
+            "template": {"spec": {"containers": [{"name": "app", "image": "nginx"}, {"name": "proxy", "image": "envoy"}]}}},
+        "status": {"readyReplicas": 2, "updatedReplicas": 3, "availableReplicas": 2}});
+    let (names, cells) = row("apps", "deployments", deployment);
+    assert_eq!(names, ["Name", "Ready", "Up-to-date", "Available", "Age", "Containers", "Images", "Selector"]);
+    assert_eq!(
+        cells,
+        [
+            json!("web"),
+            json!("2/3"),
+            json!(3),
+            json!(2),
+            json!("5m"),
+            json!("app,proxy"),
+            json!("nginx,envoy"),
+            json!("app=web")
+        ]
+    );
+
+    let service = json!({"metadata": {"name": "s", "creationTimestamp": created},
+        "spec": {"type": "NodePort", "clusterIP": "10.0.0.1", "ports": [{"port": 80, "nodePort": 30080}, {"port": 53, "protocol": "UDP"}], "selector": {"b": "2", "a": "1"}}});
+    let (names, cells) = row("", "services", service);
+    assert_eq!(names, ["Name", "Type", "Cluster-IP", "External-IP", "Port(s)", "Age", "Selector"]);
+    assert_eq!(
+        cells,
+        [
+            json!("s"),
+            json!("NodePort"),
+            json!("10.0.0.1"),
+            json!("<none>"),
+            json!("80:30080/TCP,53/UDP"),
+            json!("5m"),
+            json!("a=1,b=2")
+        ]
+    );
+
+    let pod = json!({"metadata": {"name": "p", "creationTimestamp": created},
+        "spec": {"containers": [{"name": "a"}, {"name": "b"}]},
+        "status": {"phase": "Running", "containerStatuses": [{"ready": true, "restartCount": 1}, {"ready": false, "restartCount": 2, "state": {"waiting": {"reason": "CrashLoopBackOff"}}}]}});
+    let (names, cells) = row("", "pods", pod);
+    assert_eq!(&names[..5], ["Name", "Ready", "Status", "Restarts", "Age"]);
+    assert_eq!(&cells[..5], [json!("p"), json!("1/2"), json!("CrashLoopBackOff"), json!("3"), json!("5m")]);
+
+    let (names, cells) = row("", "configmaps", json!({"metadata": {"name": "c"}, "data": {"a": "1", "b": "2"}}));
+    assert_eq!(
+        (names, cells),
+        (vec!["Name".to_string(), "Data".into(), "Age".into()], vec![json!("c"), json!(2), json!("<unknown>")])
+    );
+    let (names, _) = row("", "namespaces", json!({"metadata": {"name": "n"}, "status": {"phase": "Active"}}));
+    assert_eq!(names, ["Name", "Status", "Age"]);
+    let (names, _) = row("", "endpoints", json!({"metadata": {"name": "e"}}));
+    assert_eq!(names, ["Name", "Age"], "kinds without a printer here show name and age");
+}
+
+#[test]
+fn custom_resources_use_their_printer_columns_typed_as_upstream() {
+    let definition = json!({"name": "v1", "additionalPrinterColumns": [
+        {"name": "Replicas", "type": "integer", "jsonPath": ".spec.replicas"},
+        {"name": "Phase", "type": "string", "jsonPath": ".status.phase", "priority": 1},
+        {"name": "Ready", "type": "boolean", "jsonPath": ".status.ready"},
+        {"name": "Started", "type": "date", "jsonPath": ".status.started"},
+        {"name": "Missing", "type": "string", "jsonPath": ".status.nothing"},
+    ]});
+    let version = VersionInfo {
+        name: "v1".into(),
+        status: false,
+        schema: None,
+        deprecation_warning: None,
+        selectable_fields: vec![],
+        normalizer: None,
+        definition: Some(std::sync::Arc::new(definition)),
+    };
+    let catalog = Catalog::new([]);
+    let mut info = (**catalog.lookup("apps", "v1", "deployments").expect("any")).clone();
+    info.custom = true;
+    let names: Vec<Value> = columns(&info, &version).iter().map(|c| c["name"].clone()).collect();
+    assert_eq!(
+        names,
+        [json!("Name"), json!("Replicas"), json!("Phase"), json!("Ready"), json!("Started"), json!("Missing")]
+    );
+    assert_eq!(columns(&info, &version)[2]["priority"], 1);
+    let object = json!({"metadata": {"name": "x"}, "spec": {"replicas": 2.0}, "status": {"phase": "Up", "ready": true, "started": "2025-01-01T10:00:00Z"}});
+    assert_eq!(
+        cells(&info, &version, &object, now()),
+        [json!("x"), json!(2), json!("Up"), json!(true), json!("120m"), Value::Null]
+    );
+    let bare = VersionInfo { definition: None, ..version };
+    assert_eq!(columns(&info, &bare).len(), 2, "Name and the default Age");
+}
+
+#[test]
+fn durations_read_like_upstreams() {
+    let cases = [
+        (0, "0s"),
+        (59, "59s"),
+        (119, "119s"),
+        (120, "2m"),
+        (150, "2m30s"),
+        (600, "10m"),
+        (3 * 3600, "3h"),
+        (3 * 3600 + 60 * 5, "3h5m"),
+        (10 * 3600, "10h"),
+        (50 * 3600, "2d2h"),
+        (10 * 86400, "10d"),
+        (800 * 86400, "2y70d"),
+    ];
+    for (seconds, expected) in cases {
+        let then = now() - jiff::SignedDuration::from_secs(seconds);
+        assert_eq!(human_duration(now(), then), expected, "{seconds}s");
+    }
+    assert_eq!(human_duration(now(), now() + jiff::SignedDuration::from_secs(5)), "<invalid>");
+}
