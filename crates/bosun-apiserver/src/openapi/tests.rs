@@ -61,20 +61,9 @@ fn schemas_have_their_kind_merge_metadata_and_every_reference_resolves() {
     }
 }
 
-/// Where the upstream OpenAPI v3 documents are: `$BOSUN_K8S_OPENAPI_DIR`, or the reference
-/// copy beside the repository.
-fn reference_documents() -> Option<std::path::PathBuf> {
-    let dir = std::env::var_os("BOSUN_K8S_OPENAPI_DIR").map(std::path::PathBuf::from).unwrap_or_else(|| {
-        std::path::PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../../../shared/reference/k8s-openapi-v3-1.33")
-    });
-    dir.is_dir().then_some(dir)
-}
-
 #[test]
 fn every_served_kind_has_upstreams_properties() {
-    let Some(dir) = reference_documents() else {
-        panic!("the upstream OpenAPI documents are missing: set BOSUN_K8S_OPENAPI_DIR");
-    };
+    let dir = crate::types::tests::upstream_documents();
     let catalog = Catalog::new([]);
     let mut checked = 0;
     for info in catalog.resources() {

@@ -205,4 +205,4 @@ impl<'a> Node<'a> {
 }
 
 #[cfg(test)]
-mod tests;
+pub(crate) mod tests;
