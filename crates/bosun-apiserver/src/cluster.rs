@@ -16,6 +16,7 @@ use crate::{
     object,
     patch::{self, PatchError, PatchType},
     registry::{Catalog, CatalogHandle, ResourceInfo, VersionInfo},
+    scale::{self, ScalePaths},
     selector::{FieldSelector, LabelSelector},
     store::{ListPage, Mutation, Outcome, Store, StoredObject},
     types::Node,
@@ -394,6 +395,32 @@ impl Cluster {
         self.after_write(&scope.info, &outcome, name).await;
         let outcome = self.reread(scope, name, outcome);
         Ok(written(scope, &outcome, ctx.warnings))
+    }
+
+    /// The Scale of an object (GET on `/scale`).
+    pub fn get_scale(&self, scope: &Scope, paths: &ScalePaths, name: &str) -> Result<Value, ApiError> {
+        let stored = self.get(scope, name)?;
+        Ok(scale::to_scale(paths, &scope.view(stored.value.clone())))
+    }
+
+    /// A write through `/scale`: `change` turns the current Scale into the wanted one (a PUT
+    /// body, or the current one patched); its replicas are written to the object, which answers
+    /// with its new Scale.
+    pub async fn write_scale(
+        &self,
+        scope: &Scope,
+        paths: &ScalePaths,
+        name: &str,
+        options: &WriteOptions,
+        change: impl FnOnce(Value) -> Result<Value, ApiError>,
+    ) -> Result<Written, ApiError> {
+        let written = self
+            .rewrite(scope, name, Endpoint::Main, options, |current| {
+                let wanted = change(scale::to_scale(paths, current))?;
+                scale::apply_scale(paths, current, &wanted)
+            })
+            .await?;
+        Ok(Written { object: scale::to_scale(paths, &written.object), ..written })
     }
 
     /// Deletes an object (DELETE).

@@ -39,6 +39,7 @@ pub mod openapi;
 pub mod patch;
 pub mod protobuf;
 pub mod registry;
+pub mod scale;
 pub mod selector;
 mod server;
 pub mod store;

@@ -364,10 +364,8 @@ fn words(line: &str) -> Vec<&str> {
     line.split_whitespace().collect()
 }
 
-#[tokio::test]
-async fn get_prints_server_side_columns_for_built_ins_and_custom_resources() {
-    let server = common::server().await;
-    let kubectl = Kubectl::new(&server);
+/// The `caches.example.com` CRD, a Cache `hot` and the Deployment `web`.
+async fn create_cache_and_deployment(kubectl: &Kubectl) {
     for manifest in [PRINTED_CRD, DEPLOYMENT] {
         let created = kubectl.run_with_input(&["create", "-f", "-"], manifest).await;
         assert!(created.status.success(), "{:?}", texts(&created));
@@ -375,6 +373,13 @@ async fn get_prints_server_side_columns_for_built_ins_and_custom_resources() {
     kubectl.ok(&["wait", "--for=condition=Established", "crd/caches.example.com", "--timeout=10s"]).await;
     let created = kubectl.run_with_input(&["create", "-f", "-"], CACHE).await;
     assert!(created.status.success(), "{:?}", texts(&created));
+}
+
+#[tokio::test]
+async fn get_prints_server_side_columns_for_built_ins_and_custom_resources() {
+    let server = common::server().await;
+    let kubectl = Kubectl::new(&server);
+    create_cache_and_deployment(&kubectl).await;
 
     let caches = kubectl.ok(&["get", "caches"]).await;
     let lines: Vec<&str> = caches.lines().collect();
@@ -413,4 +418,34 @@ async fn get_prints_server_side_columns_for_built_ins_and_custom_resources() {
     let row = next_line(&mut lines).await.expect("a row for the change");
     assert_eq!(words(&row)[..2], ["web", "1/2"], "{row}");
     child.kill().await.expect("stop kubectl");
+}
+
+#[tokio::test]
+async fn scale_deployments_and_custom_resources() {
+    let server = common::server().await;
+    let kubectl = Kubectl::new(&server);
+    create_cache_and_deployment(&kubectl).await;
+
+    assert_eq!(kubectl.ok(&["scale", "deployment/web", "--replicas=3"]).await.trim(), "deployment.apps/web scaled");
+    let replicas = kubectl.ok(&["get", "deployment", "web", "-o", "jsonpath={.spec.replicas}"]).await;
+    assert_eq!(replicas, "3");
+    // With a precondition that no longer holds, kubectl's GET+PUT of the Scale is refused.
+    let refused = kubectl.run(&["scale", "deployment/web", "--current-replicas=2", "--replicas=5"]).await;
+    assert!(!refused.status.success(), "{:?}", texts(&refused));
+    assert_eq!(kubectl.ok(&["scale", "cache/hot", "--replicas=4"]).await.trim(), "cache.example.com/hot scaled");
+    assert_eq!(kubectl.ok(&["get", "cache", "hot", "-o", "jsonpath={.spec.replicas}"]).await, "4");
+
+    let resources = kubectl.ok(&["api-resources", "--api-group=apps", "-o", "wide"]).await;
+    assert!(resources.lines().any(|l| l.starts_with("deployments ")), "{resources}");
+    let api: Api<k8s_openapi::api::apps::v1::Deployment> = Api::default_namespaced(server.client());
+    let scale = api.get_scale("web").await.expect("scale through kube-rs");
+    assert_eq!(scale.spec.and_then(|s| s.replicas), Some(3));
+    assert_eq!(scale.status.and_then(|s| s.selector).as_deref(), Some("app=web"));
+    let patched = api
+        .patch_scale("web", &PatchParams::default(), &Patch::Merge(json!({"spec": {"replicas": 1}})))
+        .await
+        .expect("patch scale");
+    assert_eq!(patched.spec.and_then(|s| s.replicas), Some(1));
+    let status = common::get(&server, "/api/v1/namespaces/default/configmaps/x/scale").await;
+    assert_eq!(status.status, 404);
 }

@@ -4,6 +4,7 @@
 mod openapi;
 mod path;
 mod query;
+mod scale;
 mod shape;
 pub mod watch;
 
@@ -282,6 +283,12 @@ async fn resource(
     };
     if !scoped_right {
         return Err(ApiError::unknown_url());
+    }
+    if target.subresource == Some("scale")
+        && let (Some(paths), Some(name)) = (crate::scale::paths(&scope.info, scope.version()), target.name)
+    {
+        let target = scale::Target { scope: &scope, paths: &paths, name };
+        return scale::handle(state, method, headers, target, query, body).await;
     }
     let endpoint = match target.subresource {
         None => Endpoint::Main,

@@ -132,7 +132,7 @@ pub fn document(catalog: &Catalog, group: &str, version: &str) -> Value {
         let resource = Resource { info, version: served, schema: &name, list_schema: &list_name };
         resource.add_paths(&mut paths);
     }
-    for fixed in [STATUS, DELETE_OPTIONS] {
+    for fixed in [STATUS, DELETE_OPTIONS, SCALE] {
         add_definition(&mut schemas, fixed);
     }
     schemas.insert(
@@ -497,6 +497,17 @@ impl Resource<'_> {
             paths.insert(
                 format!("{item}/status"),
                 self.subresource_path("Status", "status", self.schema, self.kind(), &item_parameters, &patch_types),
+            );
+        }
+        if crate::scale::paths(info, self.version).is_some() {
+            let scale_patches = patch_media_types(false)
+                .into_iter()
+                .filter(|m| !m.starts_with("application/apply"))
+                .collect::<Vec<_>>();
+            let kind = gvk("autoscaling", "v1", "Scale");
+            paths.insert(
+                format!("{item}/scale"),
+                self.subresource_path("Scale", "scale", SCALE, kind, &item_parameters, &scale_patches),
             );
         }
     }

@@ -95,6 +95,17 @@ pub fn resource_list(catalog: &Catalog, group: &str, version: &str) -> Option<Va
             entry["categories"] = json!(info.categories);
         }
         resources.push(entry);
+        if crate::scale::paths(info, served).is_some() {
+            resources.push(json!({
+                "name": format!("{}/scale", info.plural),
+                "singularName": "",
+                "namespaced": info.namespaced,
+                "group": "autoscaling",
+                "version": "v1",
+                "kind": "Scale",
+                "verbs": SUBRESOURCE_VERBS,
+            }));
+        }
         if served.status {
             resources.push(json!({
                 "name": format!("{}/status", info.plural),
@@ -132,12 +143,19 @@ fn aggregated_resource(info: &ResourceInfo, version: &VersionInfo) -> Value {
     if !info.categories.is_empty() {
         entry["categories"] = json!(info.categories);
     }
-    if version.status {
-        entry["subresources"] = json!([{
-            "subresource": "status",
-            "responseKind": response_kind,
+    let mut subresources = Vec::new();
+    if crate::scale::paths(info, version).is_some() {
+        subresources.push(json!({
+            "subresource": "scale",
+            "responseKind": {"group": "autoscaling", "version": "v1", "kind": "Scale"},
             "verbs": SUBRESOURCE_VERBS,
-        }]);
+        }));
+    }
+    if version.status {
+        subresources.push(json!({"subresource": "status", "responseKind": response_kind, "verbs": SUBRESOURCE_VERBS}));
+    }
+    if !subresources.is_empty() {
+        entry["subresources"] = json!(subresources);
     }
     entry
 }
@@ -210,6 +228,11 @@ mod tests {
             .cloned()
             .expect("deployments");
         assert_eq!(deployments["scope"], "Namespaced");
-        assert_eq!(deployments["subresources"][0]["subresource"], "status");
+        assert_eq!(deployments["subresources"][0]["subresource"], "scale");
+        assert_eq!(
+            deployments["subresources"][0]["responseKind"],
+            json!({"group": "autoscaling", "version": "v1", "kind": "Scale"})
+        );
+        assert_eq!(deployments["subresources"][1]["subresource"], "status");
     }
 }

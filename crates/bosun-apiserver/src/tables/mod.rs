@@ -448,7 +448,7 @@ fn format_labels(labels: Option<&Value>) -> String {
 }
 
 /// A label selector as upstream's `metav1.FormatLabelSelector` prints it.
-fn format_selector(selector: Option<&Value>) -> String {
+pub(crate) fn format_selector(selector: Option<&Value>) -> String {
     let Some(selector) = selector else { return "<none>".into() };
     let mut parts: Vec<String> = Vec::new();
     if let Some(labels) = selector.get("matchLabels").and_then(Value::as_object) {
