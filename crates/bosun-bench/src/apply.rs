@@ -32,34 +32,39 @@ pub struct Args {
     runs: usize,
 }
 
+/// A tool applying the package: bosun, or kubectl client- or server-side, with its default
+/// validation or without (`--validate=false`, which skips reading the OpenAPI documents).
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 enum Tool {
     Bosun,
-    Kubectl,
-    KubectlServerSide,
+    Kubectl { server_side: bool, validate: bool },
 }
 
 impl Tool {
-    const ALL: [Tool; 3] = [Tool::Bosun, Tool::Kubectl, Tool::KubectlServerSide];
+    const ALL: [Tool; 5] = [
+        Tool::Bosun,
+        Tool::Kubectl { server_side: false, validate: true },
+        Tool::Kubectl { server_side: false, validate: false },
+        Tool::Kubectl { server_side: true, validate: true },
+        Tool::Kubectl { server_side: true, validate: false },
+    ];
 
-    fn label(self) -> &'static str {
+    fn label(self) -> String {
         match self {
-            Tool::Bosun => "bosun apply",
-            Tool::Kubectl => "kubectl apply",
-            Tool::KubectlServerSide => "kubectl apply --server-side",
+            Tool::Bosun => "bosun apply".into(),
+            Tool::Kubectl { server_side, validate } => format!(
+                "kubectl apply{}{}",
+                if server_side { " --server-side" } else { "" },
+                if validate { "" } else { " --validate=false" }
+            ),
         }
     }
 
-    fn slug(self) -> &'static str {
-        match self {
-            Tool::Bosun => "bosun",
-            Tool::Kubectl => "kubectl",
-            Tool::KubectlServerSide => "kubectl-ssa",
-        }
+    fn slug(self) -> String {
+        self.label().replace("kubectl apply", "kubectl").replace(" --", "-").replace(['=', ' '], "-")
     }
 
-    /// The command applying `package`, as a user would type it. kubectl needs
-    /// `--validate=false`: the embedded server does not serve OpenAPI documents yet.
+    /// The command applying `package`, as a user would type it.
     fn command(self, package: &Path, kubeconfig: &Path) -> Command {
         let mut command = match self {
             Tool::Bosun => {
@@ -67,11 +72,14 @@ impl Tool {
                 command.arg("apply").arg(package);
                 command
             }
-            Tool::Kubectl | Tool::KubectlServerSide => {
+            Tool::Kubectl { server_side, validate } => {
                 let mut command = Command::new("kubectl");
-                command.args(["apply", "--validate=false", "-f"]).arg(package);
-                if self == Tool::KubectlServerSide {
+                command.args(["apply", "-f"]).arg(package);
+                if server_side {
                     command.args(["--server-side", "--field-manager=bench"]);
+                }
+                if !validate {
+                    command.arg("--validate=false");
                 }
                 command
             }
@@ -202,7 +210,7 @@ fn print_tables(args: &Args, samples: &[Runs]) {
     let per_object = |sample: &Sample| sample.requests as f64 / args.objects as f64;
     let bosun = &samples[0];
     println!("| {} objects | {} |", args.objects, Tool::ALL.map(Tool::label).join(" | "));
-    println!("|---|---|---|---|");
+    println!("|---|{}", "---|".repeat(Tool::ALL.len()));
     let rows: [Row; 7] = [
         ("first apply, median", &|s| format!("{:.2} s", median_of(&s.0, |x| x.seconds))),
         ("unchanged re-apply, median", &|s| format!("{:.2} s", median_of(&s.1, |x| x.seconds))),
