@@ -232,3 +232,18 @@ async fn simulated_jobs_complete_or_fail() {
     });
     within("the job failing", failed).await.expect("watch");
 }
+
+#[tokio::test]
+async fn a_deployment_with_an_owner_is_collected_when_the_owner_goes() {
+    let server = common::server().await;
+    let configmaps: Api<ConfigMap> = Api::default_namespaced(server.client());
+    let owner: ConfigMap = serde_json::from_value(json!({"metadata": {"name": "release"}})).expect("owner");
+    let owner = configmaps.create(&PostParams::default(), &owner).await.expect("create owner");
+    let mut deployment = web(json!({}));
+    deployment.metadata.owner_references = Some(vec![owner.controller_owner_ref(&()).expect("owner ref")]);
+    let deployments: Api<Deployment> = Api::default_namespaced(server.client());
+    deployments.create(&PostParams::default(), &deployment).await.expect("create deployment");
+    configmaps.delete("release", &DeleteParams::default()).await.expect("delete owner");
+    let collected = await_condition(deployments.clone(), "web", conditions::is_deleted(""));
+    within("collecting the Deployment", collected).await.expect("watch");
+}
