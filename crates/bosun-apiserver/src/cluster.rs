@@ -15,7 +15,7 @@ use crate::{
     lifecycle::{self, Context, DeleteOptions, Endpoint, FieldValidation, Target},
     object,
     patch::{self, PatchError, PatchType},
-    registry::{Catalog, CatalogHandle, ResourceInfo, VersionInfo},
+    registry::{Catalog, CatalogHandle, ResourceInfo, VersionInfo, shared},
     scale::{self, ScalePaths},
     selector::{FieldSelector, LabelSelector},
     store::{ListPage, Mutation, Outcome, Store, StoredObject},
@@ -77,9 +77,11 @@ impl Scope {
     }
 
     /// Converts a stored object to the addressed version (custom resources use conversion
-    /// `None`, which only rewrites `apiVersion`).
-    pub fn view(&self, mut value: Value) -> Value {
-        if !self.is_storage_version()
+    /// `None`, which only rewrites `apiVersion`; resources stored as another are converted).
+    pub fn view(&self, value: Value) -> Value {
+        let shared = self.info.shares_storage();
+        let mut value = if shared { shared::from_storage(&self.info, value) } else { value };
+        if (shared || !self.is_storage_version())
             && let Some(map) = value.as_object_mut()
         {
             map.insert("apiVersion".into(), Value::String(self.api_version()));
@@ -89,7 +91,7 @@ impl Scope {
 
     /// The JSON of a stored object at the addressed version.
     pub fn view_json<'a>(&self, stored: &'a StoredObject) -> Cow<'a, str> {
-        if self.is_storage_version() {
+        if self.is_storage_version() && !self.info.shares_storage() {
             Cow::Borrowed(&stored.json)
         } else {
             Cow::Owned(self.view(stored.value.clone()).to_string())
@@ -102,7 +104,7 @@ impl Scope {
             if let Some(map) = value.as_object_mut() {
                 map.insert("apiVersion".into(), Value::String(storage_version.clone()));
             }
-            value
+            shared::to_storage(&self.info, value)
         };
         match mutation {
             Mutation::Put(v) => Mutation::Put(convert(v)),
@@ -219,7 +221,7 @@ impl Cluster {
             let mutation = scope.to_storage(Mutation::Put(prepared));
             let result = self
                 .store
-                .write(&scope.info.key, &scope.namespace, &name, options.dry_run, |current| match current {
+                .write(scope.info.store_key(), &scope.namespace, &name, options.dry_run, |current| match current {
                     Some(_) => Err(ApiError::already_exists(&scope.info, &name)),
                     None => Ok(Some(mutation)),
                 })
@@ -331,7 +333,7 @@ impl Cluster {
                 map.remove("status");
             }
         }
-        if self.store.get(&scope.info.key, &scope.namespace, name).is_none() {
+        if self.store.get(scope.info.store_key(), &scope.namespace, name).is_none() {
             self.check_namespace(scope, name)?;
         }
         let mut ctx = Context { manager: None, ..context(options) };
@@ -346,7 +348,7 @@ impl Cluster {
         let node = Node::for_resource(&scope.info, scope.version());
         let outcome = self
             .store
-            .write::<ApiError>(&scope.info.key, &scope.namespace, name, options.dry_run, |current| {
+            .write::<ApiError>(scope.info.store_key(), &scope.namespace, name, options.dry_run, |current| {
                 let conflicts = |c: Vec<fields::Conflict>| fields::conflicts_error(&scope.info, name, &c);
                 let Some(current) = current else {
                     if endpoint != Endpoint::Main {
@@ -384,7 +386,7 @@ impl Cluster {
         let target = scope.target();
         let outcome = self
             .store
-            .write::<ApiError>(&scope.info.key, &scope.namespace, name, options.dry_run, |current| {
+            .write::<ApiError>(scope.info.store_key(), &scope.namespace, name, options.dry_run, |current| {
                 let current = current.ok_or_else(|| ApiError::not_found(&scope.info, name))?;
                 let view = scope.view(current.value.clone());
                 let body = new_body(&view)?;
@@ -434,7 +436,7 @@ impl Cluster {
         let now = object::now();
         let outcome = self
             .store
-            .write(&scope.info.key, &scope.namespace, name, dry_run, |current| {
+            .write(scope.info.store_key(), &scope.namespace, name, dry_run, |current| {
                 let current = current.ok_or_else(|| ApiError::not_found(&scope.info, name))?;
                 lifecycle::prepare_delete(&scope.info, &current.value, options, &now)
             })
@@ -473,13 +475,15 @@ impl Cluster {
 
     /// Reads one object.
     pub fn get(&self, scope: &Scope, name: &str) -> Result<Arc<StoredObject>, ApiError> {
-        self.store.get(&scope.info.key, &scope.namespace, name).ok_or_else(|| ApiError::not_found(&scope.info, name))
+        self.store
+            .get(scope.info.store_key(), &scope.namespace, name)
+            .ok_or_else(|| ApiError::not_found(&scope.info, name))
     }
 
     /// Lists objects matching the options.
     pub fn list(&self, scope: &Scope, options: &ListOptions) -> ListPage {
         let namespace = (!scope.namespace.is_empty()).then_some(scope.namespace.as_str());
-        self.store.list(&scope.info.key, namespace, options.continue_after.as_deref(), options.limit, |stored| {
+        self.store.list(scope.info.store_key(), namespace, options.continue_after.as_deref(), options.limit, |stored| {
             options.labels.matches(object::labels(&stored.value)) && options.fields.matches(&stored.value)
         })
     }

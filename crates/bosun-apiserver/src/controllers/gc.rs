@@ -42,7 +42,8 @@ fn owner_uids(object: &Value) -> Vec<&str> {
 pub async fn collect(cluster: &Cluster) -> bool {
     let catalog = cluster.catalog.snapshot();
     let mut everything: Vec<(Arc<ResourceInfo>, Arc<StoredObject>)> = Vec::new();
-    for info in catalog.resources() {
+    // A resource stored as another is the same objects again: each is collected once.
+    for info in catalog.resources().iter().filter(|info| !info.shares_storage()) {
         for stored in cluster.store.all(&info.key) {
             everything.push((info.clone(), stored));
         }

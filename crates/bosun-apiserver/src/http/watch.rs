@@ -118,7 +118,8 @@ impl Watcher {
             Some(rv) if !initial_state => rv,
             _ => {
                 let namespace = (!self.scope.namespace.is_empty()).then_some(self.scope.namespace.as_str());
-                let snapshot = store.list(&self.scope.info.key, namespace, None, None, |s| self.matches(&s.value));
+                let snapshot =
+                    store.list(self.scope.info.store_key(), namespace, None, None, |s| self.matches(&s.value));
                 for stored in &snapshot.items {
                     if !self.send(self.object_line("ADDED", stored)).await {
                         return;
@@ -132,7 +133,7 @@ impl Watcher {
                 snapshot.revision
             }
         };
-        let key = self.scope.info.key.as_str();
+        let key = self.scope.info.store_key();
         let mut next_bookmark = Instant::now() + settings.bookmark_interval;
         loop {
             let upto = *visible.borrow_and_update();

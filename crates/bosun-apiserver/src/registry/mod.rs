@@ -3,6 +3,7 @@
 
 mod builtin;
 pub mod discovery;
+pub mod shared;
 
 pub use builtin::Builtins;
 

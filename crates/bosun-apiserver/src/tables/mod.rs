@@ -252,6 +252,57 @@ fn printer(info: &ResourceInfo) -> Option<Printer> {
             ],
             service_cells,
         ),
+        ("", "Event") | ("events.k8s.io", "Event") => printer(
+            &[
+                (
+                    "Last Seen",
+                    "string",
+                    "",
+                    0,
+                    "The time at which the most recent occurrence of this event was recorded.",
+                ),
+                (
+                    "Type",
+                    "string",
+                    "",
+                    0,
+                    "Type of this event (Normal, Warning), new types could be added in the future",
+                ),
+                (
+                    "Reason",
+                    "string",
+                    "",
+                    0,
+                    "This should be a short, machine understandable string that gives the reason for the transition into the object's current status.",
+                ),
+                ("Object", "string", "", 0, "The object that this event is about."),
+                (
+                    "Subobject",
+                    "string",
+                    "",
+                    1,
+                    "If referring to a piece of an object instead of an entire object, this string should contain a valid JSON/Go field access statement, such as desiredState.manifest.containers[2].",
+                ),
+                (
+                    "Source",
+                    "string",
+                    "",
+                    1,
+                    "The component reporting this event. Should be a short machine understandable string.",
+                ),
+                ("Message", "string", "", 0, "A human-readable description of the status of this operation."),
+                (
+                    "First Seen",
+                    "string",
+                    "",
+                    1,
+                    "The time at which the event was first recorded. (Time of server receipt is in TypeMeta.)",
+                ),
+                ("Count", "string", "", 1, "The number of times this event has occurred."),
+                ("Name", "string", "name", 1, NAME_DESCRIPTION),
+            ],
+            event_cells,
+        ),
         ("", "ConfigMap") => printer(&[NAME, ("Data", "integer", "", 0, "Number of data entries"), AGE], |o, now| {
             let count = entries(o, "/data") + entries(o, "/binaryData");
             vec![name(o), json!(count), age(o, now)]
@@ -556,6 +607,56 @@ fn job_cells(job: &Value, now: Timestamp) -> Vec<Value> {
     let mut cells = vec![name(job), json!(status), json!(completions), json!(duration), age(job, now)];
     cells.extend(template_cells(job));
     cells
+}
+
+/// Upstream's event printer, for core Events and (under their other field names)
+/// events.k8s.io Events.
+fn event_cells(event: &Value, now: Timestamp) -> Vec<Value> {
+    // The core name of a field, else its events.k8s.io name.
+    let field = |core: &str, events: &str| event.get(core).or_else(|| event.get(events));
+    let string = |core: &str, events: &str| field(core, events).and_then(Value::as_str).unwrap_or_default();
+    let since = |time: &str| time.parse::<Timestamp>().map_or("<unknown>".to_string(), |t| human_duration(now, t));
+    let event_time = text(event, "/eventTime");
+    let first_time = string("firstTimestamp", "deprecatedFirstTimestamp");
+    let first_seen = since(if first_time.is_empty() { event_time } else { first_time });
+    let last_time = string("lastTimestamp", "deprecatedLastTimestamp");
+    let mut last_seen = if last_time.is_empty() { first_seen.clone() } else { since(last_time) };
+    let mut count = field("count", "deprecatedCount").and_then(Value::as_i64).unwrap_or(0);
+    if let Some(series) = event.get("series") {
+        last_seen = since(text(series, "/lastObservedTime"));
+        count = int(series, "/count");
+    } else if count == 0 {
+        // Singleton events have no count in the events.k8s.io API.
+        count = 1;
+    }
+    let regarding = field("involvedObject", "regarding").cloned().unwrap_or(Value::Null);
+    let kind = text(&regarding, "/kind").to_ascii_lowercase();
+    let target = match text(&regarding, "/name") {
+        "" => kind,
+        name => format!("{kind}/{name}"),
+    };
+    let source = field("source", "deprecatedSource").cloned().unwrap_or(Value::Null);
+    let component = match text(&source, "/component") {
+        "" => string("reportingComponent", "reportingController"),
+        component => component,
+    };
+    let instance = match text(&source, "/host") {
+        "" => text(event, "/reportingInstance"),
+        host => host,
+    };
+    let source = if instance.is_empty() { component.to_string() } else { format!("{component}, {instance}") };
+    vec![
+        json!(last_seen),
+        json!(text(event, "/type")),
+        json!(text(event, "/reason")),
+        json!(target),
+        json!(text(&regarding, "/fieldPath")),
+        json!(source),
+        json!(string("message", "note").trim()),
+        json!(first_seen),
+        json!(count),
+        name(event),
+    ]
 }
 
 fn service_cells(service: &Value, now: Timestamp) -> Vec<Value> {

@@ -130,3 +130,52 @@ fn durations_read_like_upstreams() {
     }
     assert_eq!(human_duration(now(), now() + jiff::SignedDuration::from_secs(5)), "<invalid>");
 }
+
+#[test]
+fn events_print_like_upstream_in_both_apis() {
+    let core = json!({"metadata": {"name": "web.1"}, "type": "Warning", "reason": "BackOff",
+        "involvedObject": {"kind": "Pod", "name": "web-0", "fieldPath": "spec.containers{app}"},
+        "message": " Back-off restarting \n", "source": {"component": "kubelet", "host": "node-1"},
+        "firstTimestamp": "2025-01-01T11:00:00Z", "lastTimestamp": "2025-01-01T11:58:00Z", "count": 7});
+    let (names, cells) = row("", "events", core);
+    assert_eq!(
+        names,
+        ["Last Seen", "Type", "Reason", "Object", "Subobject", "Source", "Message", "First Seen", "Count", "Name"]
+    );
+    assert_eq!(
+        cells,
+        [
+            json!("2m"),
+            json!("Warning"),
+            json!("BackOff"),
+            json!("pod/web-0"),
+            json!("spec.containers{app}"),
+            json!("kubelet, node-1"),
+            json!("Back-off restarting"),
+            json!("60m"),
+            json!(7),
+            json!("web.1")
+        ]
+    );
+    let recorded = json!({"metadata": {"name": "cm.2"}, "type": "Normal", "reason": "Reconciled",
+        "regarding": {"kind": "ConfigMap", "name": "settings"}, "note": "up to date",
+        "reportingController": "bosun", "reportingInstance": "bosun-0",
+        "eventTime": "2025-01-01T11:50:00.000000Z",
+        "series": {"count": 3, "lastObservedTime": "2025-01-01T11:59:30.000000Z"}});
+    let (_, cells) = row("events.k8s.io", "events", recorded);
+    assert_eq!(
+        cells,
+        [
+            json!("30s"),
+            json!("Normal"),
+            json!("Reconciled"),
+            json!("configmap/settings"),
+            json!(""),
+            json!("bosun, bosun-0"),
+            json!("up to date"),
+            json!("10m"),
+            json!(3),
+            json!("cm.2")
+        ]
+    );
+}
