@@ -1,8 +1,12 @@
 //! `bosun apiserver`: serve the embedded API server until Ctrl-C.
 
-use std::{net::IpAddr, path::PathBuf, process::ExitCode};
+use std::{
+    net::IpAddr,
+    path::{Path, PathBuf},
+    process::ExitCode,
+};
 
-use bosun_apiserver::{ApiServer, ServerOptions, Storage};
+use bosun_apiserver::{ApiServer, RunningServer, ServerOptions, Storage};
 
 /// Arguments of `bosun apiserver`.
 #[derive(Debug, clap::Args)]
@@ -68,11 +72,30 @@ async fn shutdown_signal() {
     let _ = ctrl_c.await;
 }
 
+/// Starts a server and writes its kubeconfig; returns it with where it keeps objects (`in
+/// memory`, `in DIR`), or prints why not and gives the exit code (2).
+pub async fn start(options: ServerOptions, kubeconfig: &Path) -> Result<(RunningServer, String), ExitCode> {
+    let stored = match &options.storage {
+        Storage::InMemory => "in memory".to_string(),
+        Storage::Directory(dir) => format!("in {}", dir.display()),
+    };
+    let server = ApiServer::new(options).start().await.map_err(|error| {
+        eprintln!("error: {error}");
+        ExitCode::from(2)
+    })?;
+    if let Err(error) = server.write_kubeconfig(kubeconfig) {
+        eprintln!("error: cannot write kubeconfig {}: {error}", kubeconfig.display());
+        server.shutdown().await;
+        return Err(ExitCode::from(2));
+    }
+    Ok((server, stored))
+}
+
 /// Runs the server until Ctrl-C or SIGTERM.
 pub async fn run(args: Args) -> ExitCode {
     let storage = if args.in_memory { Storage::InMemory } else { Storage::Directory(args.data_dir.clone()) };
     let options = ServerOptions {
-        storage: storage.clone(),
+        storage,
         address: args.address,
         port: args.port,
         watch_history: args.watch_history,
@@ -80,21 +103,9 @@ pub async fn run(args: Args) -> ExitCode {
         tls: !args.insecure_http,
         ..ServerOptions::default()
     };
-    let server = match ApiServer::new(options).start().await {
-        Ok(server) => server,
-        Err(error) => {
-            eprintln!("error: {error}");
-            return ExitCode::from(2);
-        }
-    };
-    if let Err(error) = server.write_kubeconfig(&args.kubeconfig) {
-        eprintln!("error: cannot write kubeconfig {}: {error}", args.kubeconfig.display());
-        server.shutdown().await;
-        return ExitCode::from(2);
-    }
-    let stored = match &storage {
-        Storage::InMemory => "in memory".to_string(),
-        Storage::Directory(dir) => format!("in {}", dir.display()),
+    let (server, stored) = match start(options, &args.kubeconfig).await {
+        Ok(started) => started,
+        Err(code) => return code,
     };
     println!("bosun apiserver listening on {} (objects {stored})", server.url());
     println!("kubeconfig: {}", args.kubeconfig.display());

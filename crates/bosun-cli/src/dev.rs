@@ -10,7 +10,7 @@ use std::{
 };
 
 use bosun::{apply::Options, package::Interval, report::Terminal};
-use bosun_apiserver::{ApiServer, RunningServer, ServerOptions, Storage};
+use bosun_apiserver::{RunningServer, ServerOptions, Storage};
 
 use crate::{apply::apply_rendered, render::Source};
 
@@ -115,27 +115,16 @@ async fn apply_dir(server: &RunningServer, dir: &Path, args: &Args) -> bool {
 pub async fn run(args: Args) -> ExitCode {
     let storage = if args.in_memory { Storage::InMemory } else { Storage::Directory(args.data_dir.clone()) };
     let options = ServerOptions {
-        storage: storage.clone(),
+        storage,
         port: args.port,
         simulate_workloads: Some(args.workload_delay.0),
         // HTTPS with a token, like `bosun apiserver` and a real cluster; the kubeconfig has both.
         tls: true,
         ..ServerOptions::default()
     };
-    let server = match ApiServer::new(options).start().await {
-        Ok(server) => server,
-        Err(error) => {
-            eprintln!("error: {error}");
-            return ExitCode::from(2);
-        }
-    };
-    if let Err(error) = server.write_kubeconfig(&args.kubeconfig) {
-        eprintln!("error: cannot write kubeconfig {}: {error}", args.kubeconfig.display());
-        return ExitCode::from(2);
-    }
-    let stored = match &storage {
-        Storage::InMemory => "in memory".to_string(),
-        Storage::Directory(dir) => format!("in {}", dir.display()),
+    let (server, stored) = match crate::apiserver::start(options, &args.kubeconfig).await {
+        Ok(started) => started,
+        Err(code) => return code,
     };
     println!("bosun dev: API server on {} (objects {stored}, workloads simulated)", server.url());
     let mut all_ok = true;
