@@ -112,16 +112,10 @@ fn print(report: &Report, output: Output) {
 }
 
 async fn round(args: &Args, connection: &crate::cluster::Connection) -> ExitCode {
-    let (package, rendered) = match args.source.render().await {
+    let (package, rendered) = match args.source.render_with_warnings().await {
         Ok(result) => result,
-        Err(message) => {
-            eprintln!("error: {message}");
-            return ExitCode::from(2);
-        }
+        Err(message) => return crate::bad_input(message),
     };
-    for warning in &rendered.warnings {
-        eprintln!("warning: {warning}");
-    }
     let options = options(&package, args);
     let progress = progress(&package.name, args.output);
     match apply_rendered(&connection.client, &connection.namespace, &package, &rendered, &options, progress.as_ref())

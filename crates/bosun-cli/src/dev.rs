@@ -87,16 +87,13 @@ async fn apply_dir(server: &RunningServer, dir: &Path, args: &Args) -> bool {
         jpath: Vec::new(),
         config: Vec::new(),
     };
-    let (package, rendered) = match source.render().await {
+    let (package, rendered) = match source.render_with_warnings().await {
         Ok(result) => result,
         Err(message) => {
             eprintln!("error: {}: {message}", dir.display());
             return false;
         }
     };
-    for warning in &rendered.warnings {
-        eprintln!("warning: {warning}");
-    }
     let options = Options { prune: true, wait: true, timeout: args.timeout.0, ..Options::default() };
     let progress = Terminal::new(&package.name);
     match apply_rendered(&server.client(), "default", &package, &rendered, &options, &progress).await {

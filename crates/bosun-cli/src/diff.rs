@@ -30,7 +30,7 @@ pub async fn run(args: Args) -> ExitCode {
         Ok(connection) => connection,
         Err(message) => return crate::bad_input(message),
     };
-    let (package, rendered) = match args.source.render().await {
+    let (package, rendered) = match args.source.render_with_warnings().await {
         Ok(result) => result,
         Err(message) => return crate::bad_input(message),
     };

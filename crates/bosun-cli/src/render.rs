@@ -93,6 +93,15 @@ impl Source {
         Ok(package)
     }
 
+    /// [`Source::render`], printing the rendering's warnings to stderr.
+    pub async fn render_with_warnings(&self) -> Result<(Package, Rendered), String> {
+        let rendered = self.render().await?;
+        for warning in &rendered.1.warnings {
+            eprintln!("warning: {warning}");
+        }
+        Ok(rendered)
+    }
+
     /// Loads the package and its configuration and renders it. With a target namespace, kinds
     /// unknown to bosun are looked up in the cluster when one is reachable.
     pub async fn render(&self) -> Result<(Package, Rendered), String> {
@@ -156,16 +165,10 @@ fn print_plan(package: &Package, rendered: &Rendered) -> Result<(), String> {
 
 /// Runs `bosun render`.
 pub async fn run(args: Args) -> ExitCode {
-    let (package, rendered) = match args.source.render().await {
+    let (package, rendered) = match args.source.render_with_warnings().await {
         Ok(result) => result,
-        Err(message) => {
-            eprintln!("error: {message}");
-            return ExitCode::from(2);
-        }
+        Err(message) => return crate::bad_input(message),
     };
-    for warning in &rendered.warnings {
-        eprintln!("warning: {warning}");
-    }
     if args.show_plan {
         return match print_plan(&package, &rendered) {
             Ok(()) => ExitCode::SUCCESS,
