@@ -58,6 +58,18 @@ pub fn finalizers(object: &Value) -> Vec<&str> {
         .unwrap_or_default()
 }
 
+/// The strings of the array at `pointer` (non-strings skipped; none when absent).
+pub fn strings(object: &Value, pointer: &str) -> Vec<String> {
+    object
+        .pointer(pointer)
+        .and_then(Value::as_array)
+        .into_iter()
+        .flatten()
+        .filter_map(Value::as_str)
+        .map(str::to_string)
+        .collect()
+}
+
 /// `metadata.labels`.
 pub fn labels(object: &Value) -> Option<&Map<String, Value>> {
     meta(object).and_then(|m| m.get("labels")).and_then(Value::as_object)

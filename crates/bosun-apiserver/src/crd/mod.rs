@@ -320,16 +320,7 @@ pub fn resource_info(crd: &Value) -> Option<ResourceInfo> {
         .find(|v| v.get("storage").and_then(Value::as_bool) == Some(true))
         .map(|v| text(v, "/name").to_string())
         .unwrap_or_else(|| served[0].name.clone());
-    let strings = |pointer: &str| -> Vec<String> {
-        names
-            .pointer(pointer)
-            .and_then(Value::as_array)
-            .into_iter()
-            .flatten()
-            .filter_map(Value::as_str)
-            .map(str::to_string)
-            .collect()
-    };
+    let strings = |pointer: &str| crate::object::strings(names, pointer);
     Some(ResourceInfo {
         key: ResourceInfo::key_for(&group, &plural),
         singular: text(names, "/singular").to_string(),

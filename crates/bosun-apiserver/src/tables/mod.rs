@@ -668,16 +668,7 @@ fn service_cells(service: &Value, now: Timestamp) -> Vec<Value> {
         "" => "<none>",
         other => other,
     };
-    let strings = |pointer: &str| -> Vec<String> {
-        service
-            .pointer(pointer)
-            .and_then(Value::as_array)
-            .into_iter()
-            .flatten()
-            .filter_map(Value::as_str)
-            .map(str::to_string)
-            .collect()
-    };
+    let strings = |pointer: &str| crate::object::strings(service, pointer);
     let external: Vec<String> = match kind {
         "ExternalName" => vec![text(service, "/spec/externalName").to_string()],
         "LoadBalancer" => {
