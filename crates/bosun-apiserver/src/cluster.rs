@@ -26,6 +26,8 @@ use crate::{
 pub const CRD_KEY: &str = "apiextensions.k8s.io/customresourcedefinitions";
 /// Storage key of Namespaces.
 pub const NAMESPACE_KEY: &str = "namespaces";
+/// Storage key of Services.
+pub const SERVICES_KEY: &str = "services";
 
 /// The server's state: objects and the catalogue of what is served.
 pub struct Cluster {
@@ -172,6 +174,7 @@ fn context(options: &WriteOptions) -> Context {
         field_validation: options.field_validation,
         warnings: Vec::new(),
         manager: options.field_manager.clone(),
+        allocations: None,
     }
 }
 
@@ -186,6 +189,17 @@ impl Cluster {
         let cluster = Cluster { store, catalog: CatalogHandle::new() };
         cluster.refresh_catalog();
         cluster
+    }
+
+    /// The context of a write; writes to Services learn which addresses and node ports are
+    /// taken.
+    fn context(&self, scope: &Scope, options: &WriteOptions) -> Context {
+        let mut ctx = context(options);
+        if scope.info.key == SERVICES_KEY {
+            let services = self.store.all(SERVICES_KEY);
+            ctx.allocations = Some(lifecycle::services::Allocations::of(services.iter().map(|s| &s.value)));
+        }
+        ctx
     }
 
     fn check_namespace(&self, scope: &Scope, name: &str) -> Result<(), ApiError> {
@@ -214,7 +228,7 @@ impl Cluster {
         }
         let generated = object::name(&body).is_empty();
         for _ in 0..GENERATE_NAME_ATTEMPTS {
-            let mut ctx = context(options);
+            let mut ctx = self.context(scope, options);
             let prepared = lifecycle::prepare_create(&scope.target(), &mut ctx, body.clone())?;
             let name = object::name(&prepared).to_string();
             self.check_namespace(scope, &name)?;
@@ -336,7 +350,7 @@ impl Cluster {
         if self.store.get(scope.info.store_key(), &scope.namespace, name).is_none() {
             self.check_namespace(scope, name)?;
         }
-        let mut ctx = Context { manager: None, ..context(options) };
+        let mut ctx = Context { manager: None, ..self.context(scope, options) };
         let api_version = scope.api_version();
         let request = fields::Apply {
             manager: &manager,
@@ -382,7 +396,7 @@ impl Cluster {
         options: &WriteOptions,
         new_body: impl FnOnce(&Value) -> Result<Value, ApiError>,
     ) -> Result<Written, ApiError> {
-        let mut ctx = context(options);
+        let mut ctx = self.context(scope, options);
         let target = scope.target();
         let outcome = self
             .store

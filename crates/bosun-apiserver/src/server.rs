@@ -15,9 +15,10 @@ use serde_json::json;
 use tokio::{sync::watch, task::JoinHandle};
 
 use crate::{
-    cluster::{CRD_KEY, Cluster, NAMESPACE_KEY, Scope, WriteOptions},
+    cluster::{CRD_KEY, Cluster, NAMESPACE_KEY, SERVICES_KEY, Scope, WriteOptions},
     controllers,
     http::{self, AppState, watch::WatchSettings},
+    lifecycle::{Endpoint, services::KUBERNETES_SERVICE_IP},
     store::{Store, StoreError},
     tls::{Credentials, TlsError, TlsListener},
 };
@@ -186,6 +187,7 @@ impl ApiServer {
             .await
             .map_err(|source| ServerError::Bind { address: requested, source })?;
         let address = listener.local_addr().map_err(|source| ServerError::Bind { address: requested, source })?;
+        kubernetes_service(&cluster, address.port()).await?;
         let credentials = match (options.tls, &options.storage) {
             (false, _) => None,
             (true, Storage::InMemory) => Some(Credentials::load_or_create(None, options.address)?),
@@ -264,6 +266,37 @@ async fn bootstrap(cluster: &Cluster) -> Result<(), ServerError> {
     }
     cluster.refresh_catalog();
     Ok(())
+}
+
+/// Creates (or points at the current port) the `kubernetes` Service every cluster has in
+/// `default`, which in-cluster clients and tools look for.
+async fn kubernetes_service(cluster: &Cluster, port: u16) -> Result<(), ServerError> {
+    let catalog = cluster.catalog.snapshot();
+    let services = catalog.by_key(SERVICES_KEY).ok_or_else(|| ServerError::Bootstrap("services not served".into()))?;
+    let scope = Scope::preferred(services.clone(), "default");
+    let service = json!({
+        "apiVersion": "v1", "kind": "Service",
+        "metadata": {"name": "kubernetes", "namespace": "default", "labels": {"component": "apiserver", "provider": "kubernetes"}},
+        "spec": {
+            "type": "ClusterIP",
+            "clusterIP": KUBERNETES_SERVICE_IP,
+            "ports": [{"name": "https", "port": 443, "protocol": "TCP", "targetPort": port}],
+        },
+    });
+    let failed = |e: crate::ApiError| ServerError::Bootstrap(format!("service default/kubernetes: {e}"));
+    match cluster.store.get(SERVICES_KEY, "default", "kubernetes") {
+        None => cluster.create(&scope, service, &WriteOptions::default()).await.map(drop).map_err(failed),
+        Some(current) if current.value.pointer("/spec/ports/0/targetPort") != Some(&json!(port)) => {
+            let mut updated = current.value.clone();
+            updated["spec"]["ports"] = service["spec"]["ports"].clone();
+            cluster
+                .update(&scope, "kubernetes", Endpoint::Main, updated, &WriteOptions::default())
+                .await
+                .map(drop)
+                .map_err(failed)
+        }
+        Some(_) => Ok(()),
+    }
 }
 
 /// A running server. Dropping it stops serving; [`RunningServer::shutdown`] also waits until

@@ -225,3 +225,45 @@ async fn kubectl_server_side_apply_conflicts_then_forces() {
     assert!(forced.status.success(), "{:?}", common::texts(&forced));
     assert_eq!(deployments.get("web").await.expect("get").spec.and_then(|s| s.replicas), Some(2));
 }
+
+#[tokio::test]
+async fn reapplying_a_service_keeps_its_allocations_and_defaulted_port_keys() {
+    let server = common::server().await;
+    let services: Api<k8s_openapi::api::core::v1::Service> = Api::default_namespaced(server.client());
+    let manifest = json!({
+        "apiVersion": "v1", "kind": "Service", "metadata": {"name": "web"},
+        "spec": {"type": "NodePort", "selector": {"app": "web"}, "ports": [{"name": "http", "port": 80, "targetPort": 8080}]}
+    });
+    let params = PatchParams::apply("deployer");
+    let first = services.patch("web", &params, &Patch::Apply(&manifest)).await.expect("create");
+    let spec = first.spec.clone().expect("spec");
+    let cluster_ip = spec.cluster_ip.clone().expect("a cluster IP is allocated");
+    let ports = spec.ports.clone().expect("ports");
+    assert_eq!(ports.len(), 1);
+    assert_eq!(ports[0].protocol.as_deref(), Some("TCP"), "protocol defaulted");
+    let node_port = ports[0].node_port.expect("a node port is allocated");
+    assert!((30000..=32767).contains(&node_port));
+
+    // The port has no protocol in the manifest: its key is still port 80/TCP, not a new port.
+    let again = services.patch("web", &params, &Patch::Apply(&manifest)).await.expect("re-apply");
+    assert_eq!(again.resource_version(), first.resource_version(), "nothing changed");
+    let spec = again.spec.expect("spec");
+    assert_eq!(spec.cluster_ip.as_deref(), Some(cluster_ip.as_str()));
+    assert_eq!(spec.ports.expect("ports").len(), 1);
+
+    // Another Service gets another address; changing the address is refused.
+    let other =
+        json!({"apiVersion": "v1", "kind": "Service", "metadata": {"name": "api"}, "spec": {"ports": [{"port": 443}]}});
+    let other = services.patch("api", &params, &Patch::Apply(&other)).await.expect("create api");
+    assert_ne!(other.spec.and_then(|s| s.cluster_ip).as_deref(), Some(cluster_ip.as_str()));
+    let mut moved = manifest.clone();
+    moved["spec"]["clusterIP"] = json!("10.96.200.200");
+    let refused =
+        api_error(services.patch("web", &params.clone().force(), &Patch::Apply(&moved)).await.expect_err("frozen"));
+    assert_eq!(refused.code, 422);
+    assert!(
+        refused.message.contains("spec.clusterIPs[0]") && refused.message.contains("may not change once set"),
+        "{}",
+        refused.message
+    );
+}

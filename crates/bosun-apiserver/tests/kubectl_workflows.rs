@@ -172,3 +172,22 @@ async fn deleting_a_namespace_deletes_its_content_and_protected_ones_stay() {
     let (_, stderr) = texts(&output);
     assert!(!output.status.success() && stderr.contains("forbidden"), "{stderr}");
 }
+
+#[tokio::test]
+async fn services_get_cluster_ips_and_the_kubernetes_service_is_there() {
+    let server = common::server().await;
+    let kubectl = Kubectl::new(&server);
+    let table = kubectl.ok(&["get", "services"]).await;
+    let kubernetes: Vec<&str> = table
+        .lines()
+        .find(|l| l.starts_with("kubernetes "))
+        .expect("the kubernetes Service")
+        .split_whitespace()
+        .collect();
+    assert_eq!(kubernetes[..5], ["kubernetes", "ClusterIP", "10.96.0.1", "<none>", "443/TCP"], "{table}");
+    expect_code(&kubectl, &["create", "service", "nodeport", "web", "--tcp=80:8080"], "", 0).await;
+    let ip = kubectl.ok(&["get", "service", "web", "-o", "jsonpath={.spec.clusterIP}"]).await;
+    assert!(ip.parse::<std::net::Ipv4Addr>().is_ok_and(|ip| ip.octets()[0] == 10), "{ip}");
+    let node_port = kubectl.ok(&["get", "service", "web", "-o", "jsonpath={.spec.ports[0].nodePort}"]).await;
+    assert!(node_port.parse::<u16>().is_ok_and(|port| (30000..=32767).contains(&port)), "{node_port}");
+}

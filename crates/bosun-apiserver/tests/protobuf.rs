@@ -36,6 +36,16 @@ fn client_view(mut object: Value) -> Value {
         }
         object.as_object_mut().map(|o| o.remove("spec"));
     }
+    if object["kind"] == "Service" {
+        // The server allocates the cluster IP and fills in upstream's defaults.
+        if let Some(spec) = object.get_mut("spec").and_then(Value::as_object_mut) {
+            for field in
+                ["clusterIP", "clusterIPs", "ipFamilies", "ipFamilyPolicy", "internalTrafficPolicy", "sessionAffinity"]
+            {
+                spec.remove(field);
+            }
+        }
+    }
     object
 }
 

@@ -4,8 +4,8 @@
 The tests check the server's tables (list types, merge keys, patch strategies, atomic structs)
 and its generated OpenAPI documents (property names, group-version-kinds) against upstream.
 The full documents are 11 MB; this keeps, per group-version document and definition, only the
-property names and the `x-kubernetes-*` extensions (about a tenth of that), so the check runs
-on every checkout.
+property names, the `x-kubernetes-*` extensions, defaults, and what map lists' items refer to
+(about a tenth of that), so the check runs on every checkout.
 
 Usage: tools/prune_openapi.py UPSTREAM_DIR OUT_DIR
   UPSTREAM_DIR: the documents as served by kube-apiserver under /openapi/v3 (api/v1.json,
@@ -16,14 +16,28 @@ import pathlib
 import sys
 
 
+def item_ref(spec):
+    """The definition a list's items refer to, if any."""
+    items = spec.get("items", {})
+    for candidate in [items] + items.get("allOf", []):
+        if "$ref" in candidate:
+            return candidate["$ref"]
+    return None
+
+
+def prune_property(spec):
+    kept = {k: v for k, v in spec.items() if k.startswith("x-kubernetes-") or k == "default"}
+    ref = item_ref(spec) if spec.get("x-kubernetes-list-type") == "map" else None
+    if ref:
+        kept["items"] = {"$ref": ref}
+    return kept
+
+
 def prune(schema):
     kept = {k: v for k, v in schema.items() if k.startswith("x-kubernetes-")}
     properties = schema.get("properties")
     if properties is not None:
-        kept["properties"] = {
-            name: {k: v for k, v in spec.items() if k.startswith("x-kubernetes-")}
-            for name, spec in properties.items()
-        }
+        kept["properties"] = {name: prune_property(spec) for name, spec in properties.items()}
     return kept
 
 

@@ -476,16 +476,18 @@ fn example(path: &str) -> String {
     Path::new(env!("CARGO_MANIFEST_DIR")).join("../../examples/observe").join(path).display().to_string()
 }
 
-async fn service(fixture: &Fixture, namespace: &str, name: &str, ip: &str) {
+/// Creates a Service; returns the cluster IP the server allocated.
+async fn service(fixture: &Fixture, namespace: &str, name: &str) -> String {
     let service = serde_json::from_value(json!({
         "metadata": {"name": name},
-        "spec": {"clusterIP": ip, "selector": {"app": name}, "ports": [{"port": 8080}]}
+        "spec": {"selector": {"app": name}, "ports": [{"port": 8080}]}
     }))
     .expect("service");
-    Api::<k8s_openapi::api::core::v1::Service>::namespaced(fixture.server.client(), namespace)
+    let created = Api::<k8s_openapi::api::core::v1::Service>::namespaced(fixture.server.client(), namespace)
         .create(&PostParams::default(), &service)
         .await
         .expect("service");
+    created.spec.and_then(|s| s.cluster_ip).expect("an allocated cluster IP")
 }
 
 async fn namespace(fixture: &Fixture, name: &str) {
@@ -522,8 +524,8 @@ async fn example_every_namespace_gets_a_resource_quota() {
 #[tokio::test]
 async fn example_every_service_is_registered_in_a_dns_file_and_removed_when_deleted() {
     let fixture = Fixture::new().await;
-    service(&fixture, NAMESPACE, "api", "10.96.0.10").await;
-    service(&fixture, NAMESPACE, "db", "10.96.0.11").await;
+    let api = service(&fixture, NAMESPACE, "api").await;
+    let db = service(&fixture, NAMESPACE, "db").await;
     let args = [
         "services",
         "-A",
@@ -549,7 +551,14 @@ async fn example_every_service_is_registered_in_a_dns_file_and_removed_when_dele
     };
     let output = fixture.run(&args).await;
     assert_eq!(output.status.code(), Some(0), "{:?}", text(&output));
-    assert_eq!(dns(), ["10.96.0.10 api.obs.svc.cluster.local", "10.96.0.11 db.obs.svc.cluster.local"]);
+    // Every Service of the cluster, the `kubernetes` one in `default` too.
+    let mut expected = vec![
+        format!("{api} api.obs.svc.cluster.local"),
+        format!("{db} db.obs.svc.cluster.local"),
+        "10.96.0.1 kubernetes.default.svc.cluster.local".to_string(),
+    ];
+    expected.sort();
+    assert_eq!(dns(), expected);
     // Deleted while nothing watched: the next start finds it through --names.
     Api::<k8s_openapi::api::core::v1::Service>::namespaced(fixture.server.client(), NAMESPACE)
         .delete("db", &DeleteParams::default())
@@ -557,14 +566,15 @@ async fn example_every_service_is_registered_in_a_dns_file_and_removed_when_dele
         .expect("delete");
     let output = fixture.run(&args).await;
     assert_eq!(output.status.code(), Some(0), "{:?}", text(&output));
-    assert_eq!(dns(), ["10.96.0.10 api.obs.svc.cluster.local"]);
+    expected.retain(|line| !line.contains(" db."));
+    assert_eq!(dns(), expected);
 }
 
 #[tokio::test]
 async fn example_every_service_gets_an_ingress_that_goes_with_it() {
     let fixture = Fixture::new().await;
     namespace(&fixture, "web").await;
-    service(&fixture, "web", "shop", "10.96.1.1").await;
+    service(&fixture, "web", "shop").await;
     let ingresses = Api::<k8s_openapi::api::networking::v1::Ingress>::namespaced(fixture.server.client(), "web");
     let args = [
         "services",

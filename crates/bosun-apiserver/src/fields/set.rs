@@ -7,6 +7,9 @@ use serde_json::{Map, Value, json};
 
 use crate::types::{ListKind, Node};
 
+/// The key field with a non-zero schema default: `protocol` of ports, `TCP`.
+pub const KEY_DEFAULT: (&str, &str) = ("protocol", "TCP");
+
 /// One step of a field path, kept in its serialized form (`f:spec`, `k:{"name":"app"}`), which
 /// is also the order upstream writes them in.
 #[derive(Debug, Clone, PartialEq, Eq, PartialOrd, Ord, Hash)]
@@ -18,14 +21,25 @@ impl Element {
         Element(format!("f:{name}"))
     }
 
-    /// An item of a list of type map, by its key fields (written with sorted field names).
+    /// An item of a list of type map, by its key fields (written with sorted field names). A
+    /// missing key field with a schema default counts as that default, as upstream's merge does,
+    /// so `ports: [{port: 80}]` applied again matches the live port the server defaulted to
+    /// TCP instead of adding a second one. The only non-zero default among the served kinds'
+    /// key fields is `protocol: TCP` (container and service ports; checked against the
+    /// upstream documents by the merge-table test), hence a constant rather than a schema walk.
     pub fn key(item: &Value, keys: &[String]) -> Element {
         let mut sorted: Vec<&String> = keys.iter().collect();
         sorted.sort();
         let mut key = Map::new();
         for name in sorted {
-            if let Some(value) = item.get(name.as_str()) {
-                key.insert(name.clone(), value.clone());
+            match item.get(name.as_str()) {
+                Some(value) => {
+                    key.insert(name.clone(), value.clone());
+                }
+                None if name == KEY_DEFAULT.0 => {
+                    key.insert(name.clone(), Value::String(KEY_DEFAULT.1.into()));
+                }
+                None => {}
             }
         }
         Element(format!("k:{}", Value::Object(key)))

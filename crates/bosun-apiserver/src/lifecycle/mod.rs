@@ -2,6 +2,8 @@
 //! object: system fields, generation rules, status handling, finalizers and deletion, schema
 //! pruning/defaulting/validation of custom resources, canonical form of built-ins.
 
+pub mod services;
+
 use serde::Deserialize;
 use serde_json::{Map, Value, json};
 
@@ -70,6 +72,8 @@ pub struct Context {
     pub warnings: Vec<String>,
     /// The field manager of the write; `None` when server-side apply already recorded ownership.
     pub manager: Option<String>,
+    /// What Services hold already (set for writes to Services, to allocate around).
+    pub allocations: Option<services::Allocations>,
 }
 
 const OBJECT_META_FIELDS: [&str; 15] = [
@@ -193,8 +197,9 @@ fn check_metadata(info: &ResourceInfo, object: &Value, extra: Vec<FieldError>) -
 }
 
 /// Kind-specific rules on create and update.
-fn kind_rules(info: &ResourceInfo, object: &mut Value, old: Option<&Value>) -> Vec<FieldError> {
+fn kind_rules(ctx: &mut Context, info: &ResourceInfo, object: &mut Value, old: Option<&Value>) -> Vec<FieldError> {
     match (info.group.as_str(), info.kind.as_str()) {
+        ("", "Service") => services::prepare(object, old, ctx.allocations.get_or_insert_with(Default::default)),
         ("", "Namespace") => {
             let name = object::name(object).to_string();
             let meta = object::meta_mut(object);
@@ -294,7 +299,7 @@ pub fn prepare_create(target: &Target, ctx: &mut Context, mut object: Value) -> 
     {
         map.remove("status");
     }
-    let kind_errors = kind_rules(info, &mut object, None);
+    let kind_errors = kind_rules(ctx, info, &mut object, None);
     let name = object::name(&object).to_string();
     let object = canonicalize(target, ctx, object, &name)?;
     check_metadata(info, &object, kind_errors)?;
@@ -415,7 +420,8 @@ pub fn prepare_update(
         meta.remove("resourceVersion");
         meta.remove("selfLink");
     }
-    let kind_errors = if endpoint == Endpoint::Main { kind_rules(info, &mut new, Some(current)) } else { Vec::new() };
+    let kind_errors =
+        if endpoint == Endpoint::Main { kind_rules(ctx, info, &mut new, Some(current)) } else { Vec::new() };
     let mut new = canonicalize(target, ctx, new, &name)?;
     if endpoint == Endpoint::Main && changes_generation(info, current, &new) {
         let generation = object::generation(current) + 1;

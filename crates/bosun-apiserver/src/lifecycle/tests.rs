@@ -13,6 +13,7 @@ fn context() -> Context {
         field_validation: FieldValidation::Warn,
         warnings: Vec::new(),
         manager: None,
+        allocations: None,
     }
 }
 

@@ -120,3 +120,35 @@ fn the_table_is_sorted_for_binary_search() {
     }
     assert!(table::ATOMIC_STRUCTS.windows(2).all(|w| w[0] < w[1]));
 }
+
+#[test]
+fn the_only_defaulted_list_map_key_is_the_one_keys_assume() {
+    let mut docs = Vec::new();
+    documents(&upstream_documents(), &mut docs);
+    let schemas: std::collections::HashMap<&str, &Value> = docs
+        .iter()
+        .filter_map(|doc| doc.pointer("/components/schemas").and_then(Value::as_object))
+        .flatten()
+        .map(|(name, schema)| (name.as_str(), schema))
+        .collect();
+    let mut defaulted = std::collections::BTreeSet::new();
+    for schema in schemas.values() {
+        for spec in schema.get("properties").and_then(Value::as_object).into_iter().flat_map(|p| p.values()) {
+            let Some(item) = spec.pointer("/items/$ref").and_then(Value::as_str) else { continue };
+            let Some(item) = schemas.get(item.trim_start_matches("#/components/schemas/")) else { continue };
+            for key in spec["x-kubernetes-list-map-keys"].as_array().into_iter().flatten().filter_map(Value::as_str) {
+                // Zero values ("" and 0) are Go's defaults of required fields, not defaults.
+                match item.pointer(&format!("/properties/{key}/default")) {
+                    None | Some(Value::Null) => {}
+                    Some(Value::String(s)) if s.is_empty() => {}
+                    Some(Value::Number(n)) if n.as_i64() == Some(0) => {}
+                    Some(default) => {
+                        defaulted.insert((key.to_string(), default.to_string()));
+                    }
+                }
+            }
+        }
+    }
+    let (field, value) = crate::fields::set::KEY_DEFAULT;
+    assert_eq!(defaulted.into_iter().collect::<Vec<_>>(), [(field.to_string(), format!("{value:?}"))]);
+}
