@@ -169,10 +169,14 @@ fn owned_exactly_element(node: &serde_json::Map<String, Value>, item: &Value) ->
 }
 
 /// Whether the `fieldsV1` key of a list element (`k:{"name":"web"}` or `v:"a"`) names `item`.
+/// A key field the item leaves out counts with its schema default, as the API server keys it:
+/// among the built-in kinds' key fields only `protocol` of ports has one (`TCP`).
 fn element_named(key: &str, item: &Value) -> bool {
     if let Some(keys) = key.strip_prefix("k:") {
         let Ok(Value::Object(keys)) = serde_json::from_str::<Value>(keys) else { return false };
-        !keys.is_empty() && keys.iter().all(|(field, value)| item.get(field) == Some(value))
+        let tcp = Value::String("TCP".into());
+        let field_of = |field: &str| item.get(field).or((field == "protocol").then_some(&tcp));
+        !keys.is_empty() && keys.iter().all(|(field, value)| field_of(field) == Some(value))
     } else if let Some(value) = key.strip_prefix("v:") {
         serde_json::from_str::<Value>(value).is_ok_and(|value| &value == item)
     } else {
@@ -280,11 +284,28 @@ mod tests {
         (desired, live)
     }
 
+    /// Gives the container a port 80 (with `protocol` in the manifest if given), live as the
+    /// server stores it: defaulted to TCP and keyed by port and protocol.
+    fn with_port(desired: &mut Value, live: &mut Value, protocol: Option<&str>) {
+        let mut port = json!({"containerPort": 80});
+        if let Some(protocol) = protocol {
+            port["protocol"] = json!(protocol);
+        }
+        desired["spec"]["template"]["spec"]["containers"][0]["ports"] = json!([port]);
+        live["spec"]["template"]["spec"]["containers"][0]["ports"] = json!([{"containerPort": 80, "protocol": "TCP"}]);
+        let container = &mut live["metadata"]["managedFields"][0]["fieldsV1"]["f:spec"]["f:template"]["f:spec"]["f:containers"]
+            ["k:{\"name\":\"web\"}"];
+        container["f:ports"] =
+            json!({"k:{\"containerPort\":80,\"protocol\":\"TCP\"}": {".": {}, "f:containerPort": {}}});
+    }
+
     #[test]
     fn a_noop_apply_is_proven_only_when_fields_and_values_match() {
         type Edit = fn(&mut Value, &mut Value);
-        let cases: [(&str, Edit, bool); 12] = [
+        let cases: [(&str, Edit, bool); 14] = [
             ("unchanged, with defaults and status live", |_, _| {}, true),
+            ("a port without protocol is keyed as TCP, as the server keys it", |d, l| with_port(d, l, None), true),
+            ("a port's protocol changes", |d, l| with_port(d, l, Some("UDP")), false),
             ("a value differs", |d, _| d["spec"]["replicas"] = json!(3), false),
             ("a field added", |d, _| d["metadata"]["labels"]["tier"] = json!("front"), false),
             (
