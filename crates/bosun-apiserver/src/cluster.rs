@@ -196,8 +196,7 @@ impl Cluster {
     fn context(&self, scope: &Scope, options: &WriteOptions) -> Context {
         let mut ctx = context(options);
         if scope.info.key == SERVICES_KEY {
-            let services = self.store.all(SERVICES_KEY);
-            ctx.allocations = Some(lifecycle::services::Allocations::of(services.iter().map(|s| &s.value)));
+            ctx.allocations = Some(lifecycle::services::Allocations::of(self.store.all(SERVICES_KEY)));
         }
         ctx
     }

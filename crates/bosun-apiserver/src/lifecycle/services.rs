@@ -2,12 +2,12 @@
 //! allocated, upstream's defaults filled in, allocated values kept across updates that omit them
 //! (as `kubectl apply` and server-side apply do), and the cluster IP frozen once set.
 
-use std::collections::HashSet;
+use std::{collections::HashSet, sync::Arc};
 
 use rand::Rng;
 use serde_json::{Value, json};
 
-use crate::error::FieldError;
+use crate::{error::FieldError, store::StoredObject};
 
 /// The service range, `10.96.0.0/12` as kubeadm and kind configure it.
 const SERVICE_RANGE_START: u32 = u32::from_be_bytes([10, 96, 0, 0]);
@@ -17,28 +17,52 @@ pub const KUBERNETES_SERVICE_IP: &str = "10.96.0.1";
 /// Node ports, `30000-32767` as upstream defaults.
 const NODE_PORTS: std::ops::RangeInclusive<i64> = 30000..=32767;
 
-/// The addresses and node ports Services already hold, to allocate around.
+/// The addresses and node ports Services already hold, to allocate around. Holds the Services
+/// and looks through them only when something must be allocated or checked, which most writes
+/// (updates keeping their allocations) never need.
 #[derive(Debug, Clone, Default)]
 pub struct Allocations {
+    services: Vec<Arc<StoredObject>>,
+    /// Allocated by this request, not yet stored.
     cluster_ips: HashSet<String>,
     node_ports: HashSet<i64>,
 }
 
 impl Allocations {
     /// What `services` hold.
-    pub fn of<'a>(services: impl IntoIterator<Item = &'a Value>) -> Self {
-        let mut taken = Allocations::default();
-        for service in services {
-            for ip in crate::object::strings(service, "/spec/clusterIPs") {
-                taken.cluster_ips.insert(ip);
-            }
-            for port in service.pointer("/spec/ports").and_then(Value::as_array).into_iter().flatten() {
-                if let Some(node_port) = port.get("nodePort").and_then(Value::as_i64) {
-                    taken.node_ports.insert(node_port);
-                }
-            }
-        }
-        taken
+    pub fn of(services: Vec<Arc<StoredObject>>) -> Self {
+        Allocations { services, ..Allocations::default() }
+    }
+
+    fn ip_taken(&self, ip: &str) -> bool {
+        self.cluster_ips.contains(ip)
+            || self.services.iter().any(|service| {
+                service
+                    .value
+                    .pointer("/spec/clusterIPs")
+                    .and_then(Value::as_array)
+                    .into_iter()
+                    .flatten()
+                    .any(|taken| taken == ip)
+            })
+    }
+
+    fn port_taken(&self, port: i64) -> bool {
+        self.node_ports.contains(&port)
+            || self.services.iter().any(|service| {
+                service
+                    .value
+                    .pointer("/spec/ports")
+                    .and_then(Value::as_array)
+                    .into_iter()
+                    .flatten()
+                    .any(|p| p.get("nodePort").and_then(Value::as_i64) == Some(port))
+            })
+    }
+
+    /// Takes `ip` if it is free.
+    fn take_ip(&mut self, ip: &str) -> bool {
+        !self.ip_taken(ip) && self.cluster_ips.insert(ip.to_string())
     }
 
     /// A free address, chosen at random as upstream does (so addresses of deleted Services are
@@ -49,7 +73,7 @@ impl Allocations {
             // Skip the network address and the one reserved for `kubernetes`.
             let offset = rng.random_range(2..SERVICE_RANGE_SIZE - 1);
             let ip = std::net::Ipv4Addr::from(SERVICE_RANGE_START + offset).to_string();
-            if self.cluster_ips.insert(ip.clone()) {
+            if self.take_ip(&ip) {
                 return ip;
             }
         }
@@ -59,7 +83,7 @@ impl Allocations {
     fn node_port(&mut self) -> Option<i64> {
         let start = rand::rng().random_range(NODE_PORTS);
         let candidates = (start..=*NODE_PORTS.end()).chain(*NODE_PORTS.start()..start);
-        let port = candidates.into_iter().find(|port| !self.node_ports.contains(port))?;
+        let port = candidates.into_iter().find(|port| !self.port_taken(*port))?;
         self.node_ports.insert(port);
         Some(port)
     }
@@ -90,7 +114,7 @@ pub fn prepare(service: &mut Value, old: Option<&Value>, allocations: &mut Alloc
     }
     let cluster_ip = match spec.get("clusterIP").and_then(Value::as_str) {
         None | Some("") => allocations.cluster_ip(),
-        Some(ip) if old.is_none() && ip != "None" && !allocations.cluster_ips.insert(ip.to_string()) => {
+        Some(ip) if old.is_none() && ip != "None" && !allocations.take_ip(ip) => {
             let detail = format!("failed to allocate IP {ip}: provided IP is already allocated");
             return vec![FieldError::invalid("spec.clusterIPs", json!([ip]), detail)];
         }
@@ -171,6 +195,10 @@ fn keep_allocated(service: &mut Value, old: &Value) {
 mod tests {
     use super::*;
 
+    fn holding(service: Value) -> Allocations {
+        Allocations::of(vec![Arc::new(StoredObject::new(service, 1))])
+    }
+
     #[test]
     fn services_get_upstreams_defaults_and_allocations() {
         let existing = json!({"spec": {"clusterIPs": ["10.96.0.10"], "ports": [{"port": 80, "nodePort": 30080}]}});
@@ -186,7 +214,7 @@ mod tests {
             (json!({"spec": {"type": "ExternalName", "externalName": "example.com"}}), "ExternalName"),
         ];
         for (mut service, case) in cases {
-            let mut taken = Allocations::of([&existing]);
+            let mut taken = holding(existing.clone());
             assert!(prepare(&mut service, None, &mut taken).is_empty(), "{case}");
             let spec = &service["spec"];
             assert_eq!(spec["sessionAffinity"], "None", "{case}");
@@ -240,7 +268,7 @@ mod tests {
     #[test]
     fn a_cluster_ip_in_use_is_refused() {
         let existing = json!({"spec": {"clusterIPs": ["10.96.0.10"]}});
-        let mut taken = Allocations::of([&existing]);
+        let mut taken = holding(existing);
         let mut service = json!({"spec": {"clusterIP": "10.96.0.10", "ports": [{"port": 80}]}});
         let errors = prepare(&mut service, None, &mut taken);
         assert_eq!(errors.len(), 1);
