@@ -12,6 +12,7 @@ use crate::{
     crd,
     error::ApiError,
     fields,
+    lifecycle::services,
     lifecycle::{self, Context, DeleteOptions, Endpoint, FieldValidation, Target},
     object,
     patch::{self, PatchError, PatchType},
@@ -35,6 +36,8 @@ pub struct Cluster {
     pub store: Store,
     /// Served resources.
     pub catalog: CatalogHandle,
+    /// Addresses and node ports Services hold, read from the store at first use.
+    services_taken: std::sync::OnceLock<services::SharedTaken>,
 }
 
 /// A resolved request target: resource, addressed version and URL namespace.
@@ -186,7 +189,7 @@ fn written(scope: &Scope, outcome: &Outcome, warnings: Vec<String>) -> Written {
 impl Cluster {
     /// A cluster over a store, serving built-ins plus the store's established CRDs.
     pub fn new(store: Store) -> Self {
-        let cluster = Cluster { store, catalog: CatalogHandle::new() };
+        let cluster = Cluster { store, catalog: CatalogHandle::new(), services_taken: Default::default() };
         cluster.refresh_catalog();
         cluster
     }
@@ -196,9 +199,16 @@ impl Cluster {
     fn context(&self, scope: &Scope, options: &WriteOptions) -> Context {
         let mut ctx = context(options);
         if scope.info.key == SERVICES_KEY {
-            ctx.allocations = Some(lifecycle::services::Allocations::of(self.store.all(SERVICES_KEY)));
+            ctx.allocations = Some(services::Allocations::of(self.services_taken().clone()));
         }
         ctx
+    }
+
+    fn services_taken(&self) -> &services::SharedTaken {
+        self.services_taken.get_or_init(|| {
+            let stored = self.store.all(SERVICES_KEY);
+            Arc::new(std::sync::Mutex::new(services::Taken::of(stored.iter().map(|s| &s.value))))
+        })
     }
 
     fn check_namespace(&self, scope: &Scope, name: &str) -> Result<(), ApiError> {
@@ -503,6 +513,14 @@ impl Cluster {
 
     /// After a write that changed something: keep CRD status and the catalogue in step.
     async fn after_write(&self, info: &ResourceInfo, outcome: &Outcome, name: &str) {
+        if info.key == SERVICES_KEY {
+            let mut taken = self.services_taken().lock().unwrap_or_else(|e| e.into_inner());
+            match outcome {
+                Outcome::Created(stored) | Outcome::Updated(stored) => taken.add(&stored.value),
+                Outcome::Deleted(last) => taken.remove(&last.value),
+                _ => {}
+            }
+        }
         if info.key != CRD_KEY || matches!(outcome, Outcome::DryRun { .. } | Outcome::Unchanged(_) | Outcome::Absent) {
             return;
         }

@@ -255,7 +255,16 @@ async fn reapplying_a_service_keeps_its_allocations_and_defaulted_port_keys() {
     let other =
         json!({"apiVersion": "v1", "kind": "Service", "metadata": {"name": "api"}, "spec": {"ports": [{"port": 443}]}});
     let other = services.patch("api", &params, &Patch::Apply(&other)).await.expect("create api");
-    assert_ne!(other.spec.and_then(|s| s.cluster_ip).as_deref(), Some(cluster_ip.as_str()));
+    let other_ip = other.spec.and_then(|s| s.cluster_ip).expect("allocated");
+    assert_ne!(other_ip, cluster_ip);
+    // An address in use is refused; a deleted Service's address is free again.
+    let wanting = |name: &str, ip: &str| json!({"apiVersion": "v1", "kind": "Service", "metadata": {"name": name}, "spec": {"clusterIP": ip, "ports": [{"port": 80}]}});
+    let taken = api_error(
+        services.patch("copy", &params, &Patch::Apply(&wanting("copy", &cluster_ip))).await.expect_err("in use"),
+    );
+    assert!(taken.message.contains("provided IP is already allocated"), "{}", taken.message);
+    services.delete("api", &Default::default()).await.expect("delete api");
+    services.patch("reuse", &params, &Patch::Apply(&wanting("reuse", &other_ip))).await.expect("released address");
     let mut moved = manifest.clone();
     moved["spec"]["clusterIP"] = json!("10.96.200.200");
     let refused =

@@ -2,12 +2,15 @@
 //! allocated, upstream's defaults filled in, allocated values kept across updates that omit them
 //! (as `kubectl apply` and server-side apply do), and the cluster IP frozen once set.
 
-use std::{collections::HashSet, sync::Arc};
+use std::{
+    collections::HashSet,
+    sync::{Arc, Mutex},
+};
 
 use rand::Rng;
 use serde_json::{Value, json};
 
-use crate::{error::FieldError, store::StoredObject};
+use crate::error::FieldError;
 
 /// The service range, `10.96.0.0/12` as kubeadm and kind configure it.
 const SERVICE_RANGE_START: u32 = u32::from_be_bytes([10, 96, 0, 0]);
@@ -17,47 +20,76 @@ pub const KUBERNETES_SERVICE_IP: &str = "10.96.0.1";
 /// Node ports, `30000-32767` as upstream defaults.
 const NODE_PORTS: std::ops::RangeInclusive<i64> = 30000..=32767;
 
-/// The addresses and node ports Services already hold, to allocate around. Holds the Services
-/// and looks through them only when something must be allocated or checked, which most writes
-/// (updates keeping their allocations) never need.
+/// The addresses and node ports stored Services hold; the cluster keeps it up to date after
+/// every Service write, so allocating costs a lookup rather than a look through every Service.
+#[derive(Debug, Default)]
+pub struct Taken {
+    cluster_ips: HashSet<String>,
+    node_ports: HashSet<i64>,
+}
+
+/// [`Taken`], shared by the cluster and the writes in flight.
+pub type SharedTaken = Arc<Mutex<Taken>>;
+
+fn node_ports_of(service: &Value) -> impl Iterator<Item = i64> + '_ {
+    service
+        .pointer("/spec/ports")
+        .and_then(Value::as_array)
+        .into_iter()
+        .flatten()
+        .filter_map(|p| p.get("nodePort")?.as_i64())
+}
+
+impl Taken {
+    /// What `services` hold.
+    pub fn of<'a>(services: impl IntoIterator<Item = &'a Value>) -> Self {
+        let mut taken = Taken::default();
+        services.into_iter().for_each(|service| taken.add(service));
+        taken
+    }
+
+    /// Records what a stored Service holds.
+    pub fn add(&mut self, service: &Value) {
+        self.cluster_ips.extend(crate::object::strings(service, "/spec/clusterIPs"));
+        self.node_ports.extend(node_ports_of(service));
+    }
+
+    /// Releases what a deleted Service held.
+    pub fn remove(&mut self, service: &Value) {
+        for ip in crate::object::strings(service, "/spec/clusterIPs") {
+            self.cluster_ips.remove(&ip);
+        }
+        for port in node_ports_of(service) {
+            self.node_ports.remove(&port);
+        }
+    }
+}
+
+/// What one write may allocate: the stored Services' holdings plus what this write took.
 #[derive(Debug, Clone, Default)]
 pub struct Allocations {
-    services: Vec<Arc<StoredObject>>,
+    stored: SharedTaken,
     /// Allocated by this request, not yet stored.
     cluster_ips: HashSet<String>,
     node_ports: HashSet<i64>,
 }
 
 impl Allocations {
-    /// What `services` hold.
-    pub fn of(services: Vec<Arc<StoredObject>>) -> Self {
-        Allocations { services, ..Allocations::default() }
+    /// Allocations around what `stored` holds.
+    pub fn of(stored: SharedTaken) -> Self {
+        Allocations { stored, ..Allocations::default() }
+    }
+
+    fn stored(&self) -> std::sync::MutexGuard<'_, Taken> {
+        self.stored.lock().unwrap_or_else(|e| e.into_inner())
     }
 
     fn ip_taken(&self, ip: &str) -> bool {
-        self.cluster_ips.contains(ip)
-            || self.services.iter().any(|service| {
-                service
-                    .value
-                    .pointer("/spec/clusterIPs")
-                    .and_then(Value::as_array)
-                    .into_iter()
-                    .flatten()
-                    .any(|taken| taken == ip)
-            })
+        self.cluster_ips.contains(ip) || self.stored().cluster_ips.contains(ip)
     }
 
     fn port_taken(&self, port: i64) -> bool {
-        self.node_ports.contains(&port)
-            || self.services.iter().any(|service| {
-                service
-                    .value
-                    .pointer("/spec/ports")
-                    .and_then(Value::as_array)
-                    .into_iter()
-                    .flatten()
-                    .any(|p| p.get("nodePort").and_then(Value::as_i64) == Some(port))
-            })
+        self.node_ports.contains(&port) || self.stored().node_ports.contains(&port)
     }
 
     /// Takes `ip` if it is free.
@@ -196,7 +228,7 @@ mod tests {
     use super::*;
 
     fn holding(service: Value) -> Allocations {
-        Allocations::of(vec![Arc::new(StoredObject::new(service, 1))])
+        Allocations::of(Arc::new(Mutex::new(Taken::of([&service]))))
     }
 
     #[test]
