@@ -40,7 +40,10 @@ impl ResourceInfo {
 
 /// A stored object as `info` serves it (`apiVersion` is set by the caller).
 pub fn from_storage(info: &ResourceInfo, value: Value) -> Value {
-    if info.key == EVENTS_KEY { rename(value, |name| find(name, |(ours, core)| (core, ours))) } else { value }
+    if info.key != EVENTS_KEY {
+        return value;
+    }
+    rename(value, |name| EVENT_RENAMES.iter().find(|(_, core)| *core == name).map(|(ours, _)| *ours))
 }
 
 /// An object of `info` as it is stored, with the stored resource's `apiVersion` and kind.
@@ -48,20 +51,12 @@ pub fn to_storage(info: &ResourceInfo, value: Value) -> Value {
     if info.key != EVENTS_KEY {
         return value;
     }
-    let mut value = rename(value, |name| find(name, |pair| pair));
+    let mut value = rename(value, |name| EVENT_RENAMES.iter().find(|(ours, _)| *ours == name).map(|(_, core)| *core));
     if let Some(map) = value.as_object_mut() {
         map.insert("apiVersion".into(), Value::String("v1".into()));
         map.insert("kind".into(), Value::String("Event".into()));
     }
     value
-}
-
-/// The new name of a top-level field, looking the pairs up as `(from, to)` = `orient(pair)`.
-fn find(
-    name: &str,
-    orient: impl Fn((&'static str, &'static str)) -> (&'static str, &'static str),
-) -> Option<&'static str> {
-    EVENT_RENAMES.iter().map(|pair| orient(*pair)).find(|(from, _)| *from == name).map(|(_, to)| to)
 }
 
 /// Renames top-level fields in place of the old ones, keeping their order.
