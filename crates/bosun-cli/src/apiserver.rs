@@ -6,16 +6,16 @@ use std::{
     process::ExitCode,
 };
 
-use bosun_apiserver::{ApiServer, RunningServer, ServerOptions, Storage};
+use bosun_apiserver::{ApiServer, RunningServer, ServerError, ServerOptions, Storage};
 
 /// Arguments of `bosun apiserver`.
 #[derive(Debug, clap::Args)]
 #[command(
-    after_help = "HTTPS: the server generates a certificate authority and a bearer token (kept in the data\ndirectory, so the kubeconfig stays valid across restarts) and writes both into the kubeconfig.\nRequests without the token get 401, except /healthz, /livez, /readyz and /version.\n\nExample:\n  bosun apiserver --in-memory --port 7443\n  KUBECONFIG=.bosun/kubeconfig kubectl get namespaces"
+    after_help = "HTTPS: the server generates a certificate authority and a bearer token (kept in the data\ndirectory, so the kubeconfig stays valid across restarts) and writes both into the kubeconfig.\nRequests without the token get 401, except /healthz, /livez, /readyz and /version.\n\nDefaults differ from `bosun dev` (port 7443, .bosun/apiserver, .bosun/kubeconfig), so both can run at once.\n\nExample:\n  bosun apiserver --in-memory\n  KUBECONFIG=.bosun/server.kubeconfig kubectl get namespaces"
 )]
 pub struct Args {
     /// Keep objects in SQLite under this directory (survives restarts and crashes).
-    #[arg(long, value_name = "DIR", default_value = ".bosun/apiserver", conflicts_with = "in_memory")]
+    #[arg(long, value_name = "DIR", default_value = ".bosun/server", conflicts_with = "in_memory")]
     data_dir: PathBuf,
 
     /// Keep objects in memory only; everything is lost on exit.
@@ -23,7 +23,7 @@ pub struct Args {
     in_memory: bool,
 
     /// Port to listen on (0 picks a free one).
-    #[arg(long, default_value_t = 7443)]
+    #[arg(long, default_value_t = 6443)]
     port: u16,
 
     /// Address to listen on.
@@ -31,7 +31,7 @@ pub struct Args {
     address: IpAddr,
 
     /// Write a kubeconfig for this server here.
-    #[arg(long, value_name = "FILE", default_value = ".bosun/kubeconfig")]
+    #[arg(long, value_name = "FILE", default_value = ".bosun/server.kubeconfig")]
     kubeconfig: PathBuf,
 
     /// How many recent events watches can resume from before clients must relist.
@@ -80,7 +80,14 @@ pub async fn start(options: ServerOptions, kubeconfig: &Path) -> Result<(Running
         Storage::Directory(dir) => format!("in {}", dir.display()),
     };
     let server = ApiServer::new(options).start().await.map_err(|error| {
-        eprintln!("error: {error}");
+        match &error {
+            ServerError::Bind { source, .. } if source.kind() == std::io::ErrorKind::AddrInUse => {
+                eprintln!(
+                    "error: {error} (is a bosun server already running there? pass --port, or --port 0 for a free one)"
+                )
+            }
+            _ => eprintln!("error: {error}"),
+        }
         ExitCode::from(2)
     })?;
     if let Err(error) = server.write_kubeconfig(kubeconfig) {

@@ -32,6 +32,23 @@ pub enum StoreError {
         #[source]
         source: std::io::Error,
     },
+    /// Another process uses the data directory.
+    #[error("{owner} is using {dir}; stop it or pass --data-dir")]
+    InUse {
+        /// The data directory.
+        dir: String,
+        /// Who holds it, as far as known.
+        owner: String,
+    },
+    /// The data directory's lock file could not be used.
+    #[error("storage: cannot lock {path}: {source}")]
+    Lock {
+        /// The lock file.
+        path: String,
+        /// Why.
+        #[source]
+        source: std::io::Error,
+    },
     /// The SQLite database could not be opened or read.
     #[error("storage {path}: {source}")]
     Open {
@@ -197,7 +214,7 @@ impl Store {
 
     /// A store backed by `<dir>/store.db`, loading what is there.
     pub fn open(dir: &Path, history: usize) -> Result<Self, StoreError> {
-        let (revision, rows, connection) = sqlite::open(dir)?;
+        let (revision, rows, connection, lock) = sqlite::open(dir)?;
         let mut objects: HashMap<Arc<str>, BTreeMap<String, Arc<StoredObject>>> = HashMap::new();
         for row in rows {
             let value: Value = serde_json::from_str(&row.json)
@@ -205,17 +222,17 @@ impl Store {
             let stored = StoredObject { value, json: Arc::from(row.json), revision: row.revision };
             objects.entry(Arc::from(row.resource)).or_default().insert(row.key, Arc::new(stored));
         }
-        Ok(Self::from_parts(revision, objects, history, Some(connection)))
+        Ok(Self::from_parts(revision, objects, history, Some((connection, lock))))
     }
 
     fn from_parts(
         revision: u64,
         objects: HashMap<Arc<str>, BTreeMap<String, Arc<StoredObject>>>,
         history: usize,
-        connection: Option<rusqlite::Connection>,
+        connection: Option<(rusqlite::Connection, std::fs::File)>,
     ) -> Self {
         let visible = Arc::new(watch::channel(revision).0);
-        let persister = connection.map(|c| sqlite::Persister::start(c, visible.clone()));
+        let persister = connection.map(|(c, lock)| sqlite::Persister::start(c, lock, visible.clone()));
         let log = EventLog { events: VecDeque::new(), capacity: history.max(1), complete_after: revision };
         Self { state: Mutex::new(State { revision, objects, log }), visible, persister }
     }

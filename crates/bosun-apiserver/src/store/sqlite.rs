@@ -41,11 +41,48 @@ struct Job {
     ack: oneshot::Sender<Result<(), String>>,
 }
 
-/// Opens (creating if needed) `<dir>/store.db` and loads its revision and objects.
-pub(super) fn open(dir: &Path) -> Result<(u64, Vec<Row>, Connection), StoreError> {
+/// The file whose lock marks a data directory as in use; it holds the owner's process id.
+const LOCK_FILE: &str = "lock";
+
+/// Takes the data directory's lock, so that a second server on the same directory gets a clear
+/// message naming the first instead of SQLite's "database is locked". The operating system
+/// releases the lock when the process ends, however it ends, so a crash leaves nothing to clean.
+fn lock(dir: &Path) -> Result<std::fs::File, StoreError> {
+    use std::io::{Read, Seek, Write};
+    let path = dir.join(LOCK_FILE);
+    let io = |source| StoreError::Lock { path: path.display().to_string(), source };
+    let mut file =
+        std::fs::OpenOptions::new().read(true).write(true).create(true).truncate(false).open(&path).map_err(io)?;
+    match file.try_lock() {
+        Ok(()) => {}
+        Err(std::fs::TryLockError::WouldBlock) => {
+            let mut owner = String::new();
+            let _ = file.read_to_string(&mut owner);
+            let owner = owner.trim();
+            return Err(StoreError::InUse {
+                dir: dir.display().to_string(),
+                owner: if owner.is_empty() {
+                    "another process".to_string()
+                } else {
+                    format!("another bosun (pid {owner})")
+                },
+            });
+        }
+        Err(std::fs::TryLockError::Error(source)) => return Err(io(source)),
+    }
+    file.set_len(0).map_err(io)?;
+    file.rewind().map_err(io)?;
+    write!(file, "{}", std::process::id()).map_err(io)?;
+    Ok(file)
+}
+
+/// Opens (creating if needed) `<dir>/store.db` and loads its revision and objects; the returned
+/// lock file must be kept open as long as the database is used.
+pub(super) fn open(dir: &Path) -> Result<(u64, Vec<Row>, Connection, std::fs::File), StoreError> {
     let path = dir.join("store.db");
     let fail = |source| StoreError::Open { path: path.display().to_string(), source };
     std::fs::create_dir_all(dir).map_err(|source| StoreError::CreateDir { path: dir.display().to_string(), source })?;
+    let lock = lock(dir)?;
     let connection = Connection::open(&path).map_err(fail)?;
     connection
         .execute_batch(
@@ -79,7 +116,7 @@ pub(super) fn open(dir: &Path) -> Result<(u64, Vec<Row>, Connection), StoreError
         }
     }
     let revision = rows.iter().map(|r| r.revision).max().unwrap_or(0).max(stored_revision as u64);
-    Ok((revision, rows, connection))
+    Ok((revision, rows, connection, lock))
 }
 
 fn commit(connection: &mut Connection, batch: &[Job]) -> rusqlite::Result<()> {
@@ -117,11 +154,13 @@ pub(super) struct Persister {
 
 impl Persister {
     /// Starts the writer; after each commit it publishes the committed revision to `visible`.
-    pub(super) fn start(mut connection: Connection, visible: Arc<watch::Sender<u64>>) -> Self {
+    /// The writer keeps the data directory's `lock` until it stops.
+    pub(super) fn start(mut connection: Connection, lock: std::fs::File, visible: Arc<watch::Sender<u64>>) -> Self {
         let (sender, receiver) = mpsc::channel::<Job>();
         let thread = std::thread::Builder::new()
             .name("bosun-store-writer".into())
             .spawn(move || {
+                let _lock = lock;
                 while let Ok(first) = receiver.recv() {
                     let mut batch = vec![first];
                     while batch.len() < MAX_BATCH {
