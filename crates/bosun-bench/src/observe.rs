@@ -41,11 +41,42 @@ pub struct Args {
     memory_objects: usize,
 }
 
-/// Appends `<args...> <unix nanoseconds>` to `log` (the command observe runs).
+/// Appends `<args...> <unix nanoseconds>` to `log` (the command observe runs). The line goes
+/// out in one `write` to a file opened for appending, so lines of commands running at once
+/// never interleave (`writeln!` on a `File` writes in pieces).
 pub fn stamp(log: &Path, args: &[String]) {
     let nanos = now_nanos();
+    let line = format!("{} {nanos}\n", args.join(" "));
     let mut file = std::fs::OpenOptions::new().create(true).append(true).open(log).expect("stamp log");
-    writeln!(file, "{} {nanos}", args.join(" ")).expect("stamp");
+    file.write_all(line.as_bytes()).expect("stamp");
+}
+
+/// A started child process that is stopped however the benchmark ends (a panic included), with
+/// the processes it started (the shell loop is sh, kubectl and the loop).
+struct Running(Child);
+
+impl Running {
+    fn start(command: &mut Command) -> Running {
+        Running(command.spawn().expect("start"))
+    }
+
+    fn id(&self) -> u32 {
+        self.0.id()
+    }
+}
+
+impl Drop for Running {
+    fn drop(&mut self) {
+        let _ = Command::new("pkill").args(["-P", &self.0.id().to_string()]).status();
+        let _ = self.0.kill();
+        let _ = self.0.wait();
+    }
+}
+
+/// The start time recorded in a stamp line for `value`.
+fn stamped_at(lines: &[String], value: &str) -> u128 {
+    let line = lines.iter().rev().find(|l| l.contains(&format!(" {value} "))).expect("stamped");
+    line.rsplit(' ').next().and_then(|n| n.parse().ok()).unwrap_or_else(|| panic!("no time in stamp line {line:?}"))
 }
 
 fn now_nanos() -> u128 {
@@ -155,24 +186,17 @@ impl Bench {
 fn initial_sync(mut command: Command, log: &Path, objects: usize, exits: bool) -> f64 {
     let _ = std::fs::remove_file(log);
     let started = Instant::now();
-    let mut child = command.spawn().expect("start");
+    let mut child = Running::start(&mut command);
     if exits {
-        let status = child.wait().expect("wait");
+        let status = child.0.wait().expect("wait");
         assert!(status.success(), "observe --once failed");
     } else {
         assert!(wait_lines(log, objects), "the loop did not process every object");
     }
     let seconds = started.elapsed().as_secs_f64();
-    stop(child);
+    drop(child);
     assert_eq!(lines(log).len(), objects, "one run per object");
     seconds
-}
-
-fn stop(mut child: Child) {
-    // The shell loop is a process group of sh, kubectl and the loop; end them all.
-    let _ = Command::new("pkill").args(["-P", &child.id().to_string()]).status();
-    let _ = child.kill();
-    let _ = child.wait();
 }
 
 /// Write-to-command-start latencies in ms: `writes` changes of object `cm-00000`..., one at a
@@ -189,8 +213,7 @@ async fn latencies(bench: &Bench, namespace: &str, log: &Path, writes: usize) ->
         let log_path = log.to_path_buf();
         let found = tokio::task::spawn_blocking(move || wait_lines(&log_path, before + 1)).await.expect("wait");
         assert!(found, "write {i} never reached the command");
-        let line = lines(log).into_iter().rev().find(|l| l.contains(&format!(" {value} "))).expect("stamped");
-        let started: u128 = line.rsplit(' ').next().and_then(|n| n.parse().ok()).expect("nanos");
+        let started = stamped_at(&lines(log), &value);
         samples.push(started.saturating_sub(sent) as f64 / 1e6);
     }
     samples
@@ -212,13 +235,7 @@ async fn burst_latencies(bench: &Bench, namespace: &str, log: &Path, writes: usi
     let found = tokio::task::spawn_blocking(move || wait_lines(&log_path, before + writes)).await.expect("wait");
     assert!(found, "the burst never reached the command");
     let stamped = lines(log);
-    sent.iter()
-        .map(|(value, at)| {
-            let line = stamped.iter().rev().find(|l| l.contains(&format!(" {value} "))).expect("stamped");
-            let started: u128 = line.rsplit(' ').next().and_then(|n| n.parse().ok()).expect("nanos");
-            started.saturating_sub(*at) as f64 / 1e6
-        })
-        .collect()
+    sent.iter().map(|(value, at)| stamped_at(&stamped, value).saturating_sub(*at) as f64 / 1e6).collect()
 }
 
 fn percentile(samples: &mut [f64], p: f64) -> f64 {
@@ -260,44 +277,40 @@ pub async fn run(args: Args) {
 
     eprintln!("latency: {} writes each…", args.writes);
     let log = bench.log("latency.log");
-    let mut observer = bench.observe("sync", &log, &[]).spawn().expect("observe");
+    let observer = Running::start(&mut bench.observe("sync", &log, &[]));
     assert!(tokio::task::block_in_place(|| wait_lines(&log, args.objects)), "initial sync");
     let mut ours = latencies(&bench, "sync", &log, args.writes).await;
     let mut burst_serial = burst_latencies(&bench, "sync", &log, args.burst, "serial").await;
-    let _ = observer.kill();
-    let _ = observer.wait();
+    drop(observer);
     let log = bench.log("latency-parallel.log");
-    let mut observer = bench.observe("sync", &log, &["--concurrency", "8"]).spawn().expect("observe");
+    let observer = Running::start(&mut bench.observe("sync", &log, &["--concurrency", "8"]));
     assert!(tokio::task::block_in_place(|| wait_lines(&log, args.objects)), "initial sync");
     let mut burst_parallel = burst_latencies(&bench, "sync", &log, args.burst, "parallel").await;
-    let _ = observer.kill();
-    let _ = observer.wait();
+    drop(observer);
     let log = bench.log("latency-shell.log");
-    let shell_loop = bench.shell_loop("sync", &log, true).spawn().expect("shell loop");
+    let shell_loop = Running::start(&mut bench.shell_loop("sync", &log, true));
     tokio::time::sleep(Duration::from_millis(1500)).await;
     let mut theirs = latencies(&bench, "sync", &log, args.writes).await;
-    stop(shell_loop);
+    drop(shell_loop);
 
     eprintln!("memory: {} ConfigMaps watched…", args.memory_objects);
     bench.namespace("memory", args.memory_objects).await;
     let log = bench.log("memory.log");
-    let mut observer = bench.observe("memory", &log, &["--concurrency", "8"]).spawn().expect("observe");
+    let observer = Running::start(&mut bench.observe("memory", &log, &["--concurrency", "8"]));
     assert!(tokio::task::block_in_place(|| wait_lines(&log, args.memory_objects)), "initial sync of the memory run");
     tokio::time::sleep(Duration::from_millis(500)).await;
     let ours_mib = resident_mib(observer.id());
-    let _ = observer.kill();
-    let _ = observer.wait();
-    let mut kubectl = Command::new("kubectl")
-        .args(["get", "configmaps", "-n", "memory", "--watch", "--chunk-size=0", "-o", "name"])
-        .env("KUBECONFIG", &bench.kubeconfig)
-        .env("KUBECACHEDIR", bench.dir.path().join("cache"))
-        .stdout(Stdio::null())
-        .spawn()
-        .expect("kubectl");
+    drop(observer);
+    let kubectl = Running::start(
+        Command::new("kubectl")
+            .args(["get", "configmaps", "-n", "memory", "--watch", "--chunk-size=0", "-o", "name"])
+            .env("KUBECONFIG", &bench.kubeconfig)
+            .env("KUBECACHEDIR", bench.dir.path().join("cache"))
+            .stdout(Stdio::null()),
+    );
     tokio::time::sleep(Duration::from_secs(5)).await;
     let kubectl_mib = resident_mib(kubectl.id());
-    let _ = kubectl.kill();
-    let _ = kubectl.wait();
+    drop(kubectl);
 
     println!("| measurement | bosun observe | alternative | ratio |");
     println!("|---|---|---|---|");

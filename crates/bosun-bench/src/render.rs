@@ -22,6 +22,9 @@ pub struct Args {
     /// Runs of each command; the median is reported.
     #[arg(long, default_value_t = 5)]
     runs: usize,
+    /// Alternating bosun render / kubectl kustomize pairs for the kustomize comparison.
+    #[arg(long, default_value_t = 30)]
+    pairs: usize,
 }
 
 fn repo() -> PathBuf {
@@ -108,7 +111,7 @@ pub fn run(args: Args) {
     // Short commands on a noisy machine: alternate them and take the median of pairwise ratios.
     let mut ratios = Vec::new();
     let (mut ours, mut theirs) = (Vec::new(), Vec::new());
-    for _ in 0..30 {
+    for _ in 0..args.pairs {
         let b = time(Command::new(bosun_binary()).arg("render").arg(&overlay), 1);
         let k = time(Command::new("kubectl").arg("kustomize").arg(&overlay), 1);
         if let (Some(b), Some(k)) = (b, k) {

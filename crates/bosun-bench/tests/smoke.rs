@@ -1,0 +1,67 @@
+//! Every benchmark runs once with tiny sizes, so a broken harness (a panic, a child left running,
+//! a table that is not printed) cannot land. The figures themselves are not checked: they come
+//! from full-size runs on a quiet machine (docs/benchmarks.md).
+
+use std::{path::PathBuf, process::Command};
+
+/// Runs `bosun-bench ARGS` and returns its stdout, failing with its stderr.
+fn bench(args: &[&str]) -> String {
+    let bench = PathBuf::from(env!("CARGO_BIN_EXE_bosun-bench"));
+    assert!(
+        bench.with_file_name("bosun").is_file(),
+        "the benchmarks run the bosun binary: build it first (`cargo test --workspace` does)"
+    );
+    let output = Command::new(&bench).args(args).output().expect("run bosun-bench");
+    let stdout = String::from_utf8_lossy(&output.stdout).into_owned();
+    assert!(
+        output.status.success(),
+        "bosun-bench {args:?} failed:\n{}\n{stdout}",
+        String::from_utf8_lossy(&output.stderr)
+    );
+    stdout
+}
+
+/// The Markdown table: a header, the separator and at least `rows` rows.
+fn assert_table(stdout: &str, rows: usize) {
+    let lines: Vec<&str> = stdout.lines().filter(|l| l.starts_with('|')).collect();
+    assert!(lines.len() >= rows + 2, "expected a table with {rows} rows, got:\n{stdout}");
+    assert!(lines[1].starts_with("|---"), "{stdout}");
+}
+
+#[test]
+fn apiserver_benchmark_runs() {
+    let out = bench(&[
+        "apiserver",
+        "--creates",
+        "40",
+        "--clients",
+        "2",
+        "--list-objects",
+        "20",
+        "--lists",
+        "2",
+        "--watchers",
+        "2",
+        "--events",
+        "5",
+    ]);
+    assert_table(&out, 3);
+}
+
+#[test]
+fn render_benchmark_runs() {
+    let out = bench(&["render", "--apps", "3", "--small-apps", "2", "--runs", "1", "--pairs", "1"]);
+    assert_table(&out, 3);
+}
+
+#[test]
+fn apply_benchmark_runs() {
+    let out = bench(&["apply", "--objects", "6", "--runs", "1"]);
+    assert_table(&out, 3);
+}
+
+#[test]
+fn observe_benchmark_runs() {
+    let out = bench(&["observe", "--objects", "5", "--writes", "3", "--burst", "3", "--memory-objects", "5"]);
+    assert_table(&out, 5);
+}
