@@ -3,7 +3,7 @@
 use std::{io::IsTerminal, process::ExitCode, time::Duration};
 
 use bosun::{
-    apply::{self, Options, Target},
+    apply::{self, ApplyError, Options, Target},
     package::{Interval, Package},
     plan,
     render::Rendered,
@@ -86,14 +86,22 @@ pub async fn apply_rendered(
     rendered: &Rendered,
     options: &Options,
     progress: &dyn Progress,
-) -> Result<Report, String> {
-    let plan = plan::plan(&rendered.manifests, rendered.rollout.as_ref()).map_err(|e| e.to_string())?;
+) -> Result<Report, ApplyError> {
+    let plan = plan::plan(&rendered.manifests, rendered.rollout.as_ref())?;
     let target = Target {
         name: package.name.clone(),
         namespace: package.namespace.clone().unwrap_or_else(|| default_namespace.to_string()),
         default_namespace: default_namespace.to_string(),
     };
-    apply::apply(client, &target, rendered, &plan, options, progress).await.map_err(|e| e.to_string())
+    apply::apply(client, &target, rendered, &plan, options, progress).await
+}
+
+/// An apply error as one line; cluster errors name the server.
+pub fn explain(url: &str, error: &ApplyError) -> String {
+    match error {
+        ApplyError::Cluster(error) => crate::cluster::explain(url, error),
+        other => other.to_string(),
+    }
 }
 
 fn progress(package: &str, output: Output) -> Box<dyn Progress> {
@@ -125,10 +133,9 @@ async fn round(args: &Args, connection: &crate::cluster::Connection) -> ExitCode
             print(&report, args.output);
             if report.succeeded() { ExitCode::SUCCESS } else { ExitCode::from(1) }
         }
-        Err(message) => {
+        Err(error) => {
             progress.finished();
-            eprintln!("error: {message}");
-            ExitCode::from(2)
+            crate::bad_input(explain(&connection.url, &error))
         }
     }
 }

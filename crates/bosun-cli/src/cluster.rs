@@ -3,6 +3,7 @@
 
 use std::path::PathBuf;
 
+use bosun::cluster::ClusterError;
 use kube::config::{KubeConfigOptions, Kubeconfig};
 
 /// Flags that choose the cluster.
@@ -23,6 +24,24 @@ pub struct Connection {
     pub client: kube::Client,
     /// The kubeconfig's namespace (or `default`).
     pub namespace: String,
+    /// The server's URL, for messages.
+    pub url: String,
+}
+
+impl Connection {
+    /// A failed request as one line naming the server.
+    pub fn explain(&self, error: &ClusterError) -> String {
+        explain(&self.url, error)
+    }
+}
+
+/// A failed request to the server at `url` as one line naming it.
+pub fn explain(url: &str, error: &ClusterError) -> String {
+    match error {
+        ClusterError::Unreachable { cause, .. } => format!("cannot reach the cluster at {url}: {cause}"),
+        ClusterError::Unauthorized(_) => format!("{url}: {error}"),
+        other => other.to_string(),
+    }
 }
 
 impl ClusterArgs {
@@ -47,7 +66,8 @@ impl ClusterArgs {
             })?,
         };
         let namespace = config.default_namespace.clone();
+        let url = config.cluster_url.to_string().trim_end_matches('/').to_string();
         let client = kube::Client::try_from(config).map_err(|e| format!("cannot build a client: {e}"))?;
-        Ok(Connection { client, namespace })
+        Ok(Connection { client, namespace, url })
     }
 }

@@ -101,8 +101,8 @@ async fn apply_dir(server: &RunningServer, dir: &Path, args: &Args) -> bool {
             print!("{}", report.table());
             report.succeeded()
         }
-        Err(message) => {
-            eprintln!("error: {}: {message}", dir.display());
+        Err(error) => {
+            eprintln!("error: {}: {}", dir.display(), crate::apply::explain(server.url(), &error));
             false
         }
     }
@@ -110,6 +110,9 @@ async fn apply_dir(server: &RunningServer, dir: &Path, args: &Args) -> bool {
 
 /// Runs `bosun dev`.
 pub async fn run(args: Args) -> ExitCode {
+    if let Some(missing) = args.dirs.iter().find(|dir| !dir.is_dir()) {
+        return crate::bad_input(format!("{}: no such package directory", missing.display()));
+    }
     let storage = if args.in_memory { Storage::InMemory } else { Storage::Directory(args.data_dir.clone()) };
     let options = ServerOptions {
         storage,
@@ -132,7 +135,10 @@ pub async fn run(args: Args) -> ExitCode {
     }
     let kubeconfig = args.kubeconfig.display();
     println!("\nkubeconfig: {kubeconfig}");
-    println!("try:\n  export KUBECONFIG={kubeconfig}\n  kubectl get all -A\n  kubectl get events -A");
+    println!("try:\n  export KUBECONFIG={kubeconfig}\n  kubectl get all -A");
+    println!(
+        "(workloads are simulated: Deployments, StatefulSets and Jobs report ready without running Pods, so no Pods or Events appear)"
+    );
     if args.once {
         server.shutdown().await;
         return if all_ok { ExitCode::SUCCESS } else { ExitCode::from(1) };

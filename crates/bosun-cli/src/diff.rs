@@ -11,7 +11,9 @@ use crate::{cluster::ClusterArgs, render::Source};
 
 /// Arguments of `bosun diff`.
 #[derive(Debug, clap::Args)]
-#[command(after_help = "Exit codes (as kubectl diff): 0 no differences; 1 differences; 2 bad input or no cluster.")]
+#[command(
+    after_help = "Exit codes (as kubectl diff): 0 no differences; 1 differences; 2 bad input or no cluster.\n\nExamples:\n  bosun diff examples/quickstart\n  bosun diff --files manifests --rollout rollout.yaml --context staging\n  bosun diff examples/jsonnet --config prod.yaml || echo \"changes pending\""
+)]
 pub struct Args {
     #[command(flatten)]
     pub source: Source,
@@ -41,7 +43,7 @@ pub async fn run(args: Args) -> ExitCode {
     };
     let report = match apply::diff(&connection.client, &target, &rendered, args.concurrency).await {
         Ok(report) => report,
-        Err(error) => return crate::bad_input(error.to_string()),
+        Err(error) => return crate::bad_input(crate::apply::explain(&connection.url, &error)),
     };
     for object in &report.objects {
         match object.change {

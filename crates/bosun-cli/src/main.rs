@@ -8,13 +8,46 @@ mod diff;
 mod observe;
 mod render;
 
-use std::process::ExitCode;
+use std::{io::IsTerminal, process::ExitCode};
 
 use clap::{Parser, Subcommand};
 
-/// Declarative Kubernetes automation: render, roll out, observe, reconcile.
+/// `bosun --help`: commands grouped by what they are for (clap lists subcommands flat, so the
+/// list is written here; a test checks that it names every subcommand).
+const HELP_TEMPLATE: &str = "\
+{about-with-newline}
+{usage-heading} {usage}
+
+Try it:
+  dev        Try packages locally: an embedded API server, apply, wait, prune, re-apply on change
+  render     Print a package's manifests: files, jsonnet, kustomize or a command (no cluster)
+
+Deliver:
+  diff       Show what applying a package would change (server-side dry run)
+  apply      Roll a package out: planned groups, server-side apply, health waits, prune
+
+Automate:
+  observe    Run a command for every object of a kind and on every change (a script controller)
+
+Serve:
+  apiserver  Run the embedded Kubernetes-compatible API server
+
+  help       Print this message or the help of a command
+
+Options:
+{options}{after-help}";
+
+/// bosun is declarative Kubernetes automation: it renders manifests (files, jsonnet, kustomize
+/// or any command), rolls them out in declared groups with server-side apply, health checks and
+/// prune, runs a script for every object of a kind, and ships an embedded Kubernetes-compatible
+/// API server to try it all without a cluster. It uses your kubeconfig like kubectl does.
 #[derive(Debug, Parser)]
-#[command(name = "bosun", version, about, long_about = None)]
+#[command(
+    name = "bosun",
+    version,
+    help_template = HELP_TEMPLATE,
+    after_help = "Examples:\n  bosun dev examples/quickstart              # a local API server, the package rolled out\n  bosun apply ./deploy --wait --prune        # against the cluster of your kubeconfig\n\nRun `bosun COMMAND --help` for a command's flags and examples."
+)]
 struct Cli {
     /// Log more (-v: debug, -vv: trace). `RUST_LOG` overrides.
     #[arg(short, long, global = true, action = clap::ArgAction::Count)]
@@ -46,15 +79,22 @@ fn bad_input(message: impl std::fmt::Display) -> ExitCode {
     ExitCode::from(2)
 }
 
+/// Logs go to stderr. By default only bosun's own warnings and progress are logged: libraries
+/// (kube, hyper, rustls…) say what went wrong through the error bosun prints, and their log
+/// lines only from `-v` on. Colour only on a terminal.
 fn init_logging(verbose: u8) {
     let default = match verbose {
-        0 => "info",
-        1 => "info,bosun=debug,bosun_apiserver=debug",
+        0 => "bosun=info,bosun_cli=info,bosun_apiserver=info",
+        1 => "info,bosun=debug,bosun_cli=debug,bosun_apiserver=debug",
         _ => "trace",
     };
     let filter = tracing_subscriber::EnvFilter::try_from_default_env()
         .unwrap_or_else(|_| tracing_subscriber::EnvFilter::new(default));
-    tracing_subscriber::fmt().with_env_filter(filter).with_writer(std::io::stderr).init();
+    tracing_subscriber::fmt()
+        .with_env_filter(filter)
+        .with_writer(std::io::stderr)
+        .with_ansi(std::io::stderr().is_terminal())
+        .init();
 }
 
 fn main() -> ExitCode {
@@ -77,4 +117,24 @@ fn main() -> ExitCode {
             Command::Apiserver(args) => apiserver::run(args).await,
         }
     })
+}
+
+#[cfg(test)]
+mod tests {
+    use clap::CommandFactory;
+
+    use super::*;
+
+    #[test]
+    fn the_grouped_help_names_every_command() {
+        for command in Cli::command().get_subcommands() {
+            let line = format!("\n  {} ", command.get_name());
+            assert!(HELP_TEMPLATE.contains(&line), "`bosun --help` does not list {}", command.get_name());
+        }
+    }
+
+    #[test]
+    fn the_arguments_are_consistent() {
+        Cli::command().debug_assert();
+    }
 }

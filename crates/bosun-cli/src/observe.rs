@@ -3,7 +3,7 @@
 use std::{net::SocketAddr, process::ExitCode};
 
 use bosun::{
-    observe::{Namespaces, Observer, Spec, Stop},
+    observe::{Namespaces, ObserveError, Observer, Spec, Stop},
     package::Interval,
 };
 
@@ -182,8 +182,9 @@ pub async fn run(args: Args) -> ExitCode {
     spec.exit_after = args.exit_after.map(|i| i.0);
     spec.listen = args.listen_addr;
     spec.quiet = args.quiet;
-    let observer = match Observer::prepare(connection.client, spec).await {
+    let observer = match Observer::prepare(connection.client.clone(), spec).await {
         Ok(observer) => observer,
+        Err(ObserveError::Cluster(error)) => return crate::bad_input(connection.explain(&error)),
         Err(error) => return crate::bad_input(error.to_string()),
     };
     if let Some(address) = observer.listen_address() {

@@ -1,10 +1,14 @@
 //! `bosun render`: print a package's manifests (no cluster needed).
 
-use std::{path::PathBuf, process::ExitCode, time::Duration};
+use std::{
+    path::{Path, PathBuf},
+    process::ExitCode,
+    time::Duration,
+};
 
 use bosun::{
     config,
-    package::{Package, RenderSpec},
+    package::{PACKAGE_MARKERS, Package, RenderSpec, is_marked_package},
     render::{self, Rendered, Scopes},
 };
 use serde_json::json;
@@ -23,7 +27,8 @@ pub enum Output {
 /// Where the manifests come from: a package directory, or Locutus-style flags.
 #[derive(Debug, Clone, clap::Args)]
 pub struct Source {
-    /// Package directory (with a bosun.yaml, a kustomization.yaml, a main.jsonnet, or manifest files).
+    /// Package directory (with a bosun.yaml, a kustomization.yaml, a main.jsonnet, or manifest
+    /// files). Without it, the current directory when it has one of the first three.
     #[arg(value_name = "DIR", conflicts_with_all = ["files", "jsonnet"])]
     pub dir: Option<PathBuf>,
 
@@ -77,7 +82,18 @@ impl Source {
             }
             Package::from_jsonnet(file, &self.jpath)
         } else {
-            let dir = self.dir.clone().unwrap_or_else(|| PathBuf::from("."));
+            let dir = match &self.dir {
+                Some(dir) => dir.clone(),
+                // The current directory only when it is clearly a package: rendering whatever
+                // happens to be there (a repository with test fixtures) is never what was meant.
+                None if is_marked_package(Path::new(".")) => PathBuf::from("."),
+                None => {
+                    return Err(format!(
+                        "no package given: pass DIR, --files DIR or --jsonnet FILE (the current directory has none of {})",
+                        PACKAGE_MARKERS.join(", ")
+                    ));
+                }
+            };
             Package::load(&dir).map_err(|e| e.to_string())?
         };
         if self.jsonnet.is_none() && !self.jpath.is_empty() {

@@ -2,6 +2,7 @@
 //! and the controllers are thin callers of this library.
 //!
 //! - [`apply`]: planned rollout to a cluster with server-side apply, health waits and prune.
+//! - [`cluster`]: why a request to a cluster failed, in terms a user acts on.
 //! - [`diff`]: what applying would change.
 //! - [`inventory`]: what a package applied, for pruning.
 //! - [`report`]: change sets, progress, tables and JSON.
@@ -14,6 +15,7 @@
 //! - [`yaml`]: YAML/JSON streams with error positions, and deterministic output.
 
 pub mod apply;
+pub mod cluster;
 pub mod config;
 pub mod diff;
 pub mod health;

@@ -77,9 +77,9 @@ pub struct Target {
 /// Errors that stop an apply before it starts.
 #[derive(Debug, thiserror::Error)]
 pub enum ApplyError {
-    /// The cluster did not answer.
-    #[error("cannot reach the cluster: {0}")]
-    Unreachable(#[source] kube::Error),
+    /// The cluster could not be asked which kinds it serves (unreachable, credentials, permissions).
+    #[error(transparent)]
+    Cluster(#[from] crate::cluster::ClusterError),
     /// The rollout cannot be planned.
     #[error(transparent)]
     Plan(#[from] PlanError),
@@ -350,7 +350,7 @@ pub async fn apply(
     options: &Options,
     progress: &dyn Progress,
 ) -> Result<Report, ApplyError> {
-    let resolver = Resolver::new(client.clone()).await.map_err(ApplyError::Unreachable)?;
+    let resolver = Resolver::new(client.clone()).await.map_err(|e| ApplyError::Cluster(e.into()))?;
     let previous = inventory::read(client, &target.name, &target.namespace)
         .await
         .map_err(|source| ApplyError::Inventory { package: target.name.clone(), source })?;
@@ -780,7 +780,7 @@ pub async fn diff(
     rendered: &Rendered,
     concurrency: usize,
 ) -> Result<DiffReport, ApplyError> {
-    let resolver = Resolver::new(client.clone()).await.map_err(ApplyError::Unreachable)?;
+    let resolver = Resolver::new(client.clone()).await.map_err(|e| ApplyError::Cluster(e.into()))?;
     let previous = inventory::read(client, &target.name, &target.namespace)
         .await
         .map_err(|source| ApplyError::Inventory { package: target.name.clone(), source })?;
@@ -791,12 +791,15 @@ pub async fn diff(
         .into_iter()
         .filter_map(|r| match r {
             Ok(item) => Some(item),
-            Err((object, why, _)) => {
-                report.objects.push(ObjectDiff {
-                    object,
-                    change: Change::Created,
-                    diff: format!("(not checked: {why})\n"),
-                });
+            // A kind a CRD of the package will define cannot be dry-run yet; any other unknown
+            // kind would fail to apply, so it is an error here too.
+            Err((object, why, pending_crd)) => {
+                let (change, diff) = if pending_crd {
+                    (Change::Created, format!("(not checked: {why} until the package's CRD is applied)\n"))
+                } else {
+                    (Change::Failed, format!("{why}\n"))
+                };
+                report.objects.push(ObjectDiff { object, change, diff });
                 None
             }
         })

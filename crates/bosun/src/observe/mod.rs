@@ -161,9 +161,9 @@ pub enum ObserveError {
     /// `--names` without `--delete`.
     #[error("--names needs --delete: it only finds objects to run --delete for")]
     NamesWithoutDelete,
-    /// Discovery failed.
-    #[error("cannot reach the cluster: {0}")]
-    Unreachable(#[source] kube::Error),
+    /// Discovery failed (unreachable, credentials, permissions).
+    #[error(transparent)]
+    Cluster(#[from] crate::cluster::ClusterError),
     /// The metrics address cannot be bound.
     #[error("--listen-addr {address}: {source}")]
     Listen {
@@ -262,7 +262,7 @@ impl Observer {
             command::check(&spec.delete, "--delete").map_err(ObserveError::Command)?;
             command::check(&spec.names, "--names").map_err(ObserveError::Command)?;
         }
-        let candidates = resource::candidates(&client).await.map_err(ObserveError::Unreachable)?;
+        let candidates = resource::candidates(&client).await.map_err(|e| ObserveError::Cluster(e.into()))?;
         let resource = resource::resolve(&spec.resource, &candidates)?.clone();
         let metrics = Arc::new(Metrics::default());
         let listen = match spec.listen {

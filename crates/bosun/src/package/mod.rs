@@ -376,10 +376,20 @@ pub struct Package {
     pub origin: Origin,
 }
 
+/// The files whose presence marks a directory as a package on its own (without them, any
+/// directory of manifests is one only when named).
+pub const PACKAGE_MARKERS: [&str; 5] =
+    [PACKAGE_FILE, "kustomization.yaml", "kustomization.yml", "Kustomization", "main.jsonnet"];
+
+/// Whether `dir` holds one of the [`PACKAGE_MARKERS`].
+pub fn is_marked_package(dir: &Path) -> bool {
+    PACKAGE_MARKERS.iter().any(|f| dir.join(f).is_file())
+}
+
 /// The renderer a directory's contents imply: `kustomization.yaml` → kustomize,
 /// `main.jsonnet` → jsonnet, else every YAML/JSON file.
 pub fn detect_renderer(dir: &Path) -> RenderSpec {
-    if ["kustomization.yaml", "kustomization.yml", "Kustomization"].iter().any(|f| dir.join(f).is_file()) {
+    if PACKAGE_MARKERS[1..4].iter().any(|f| dir.join(f).is_file()) {
         RenderSpec::Kustomize(KustomizeSpec { dir: current_dir() })
     } else if dir.join("main.jsonnet").is_file() {
         RenderSpec::Jsonnet(JsonnetSpec {

@@ -15,8 +15,10 @@ use crate::{
 const EXTENSIONS: [&str; 3] = ["yaml", "yml", "json"];
 
 /// Files below `dir` with a manifest extension, sorted by relative path; hidden entries skipped.
+/// With none, the error lists what the directory does hold.
 fn manifest_files(dir: &Path) -> Result<Vec<PathBuf>, RenderError> {
     let mut found = Vec::new();
+    let mut others = Vec::new();
     let mut pending = vec![dir.to_path_buf()];
     while let Some(current) = pending.pop() {
         for entry in std::fs::read_dir(&current).map_err(read_dir_error(&current))? {
@@ -29,8 +31,19 @@ fn manifest_files(dir: &Path) -> Result<Vec<PathBuf>, RenderError> {
                 pending.push(path);
             } else if path.extension().and_then(|e| e.to_str()).is_some_and(|e| EXTENSIONS.contains(&e)) {
                 found.push(path);
+            } else {
+                others.push(path.strip_prefix(dir).unwrap_or(&path).display().to_string());
             }
         }
+    }
+    if found.is_empty() {
+        others.sort();
+        let looked_at = match others.len() {
+            0 => "the directory is empty".to_string(),
+            n if n <= 5 => format!("it has no *.yaml, *.yml or *.json files, only {}", others.join(", ")),
+            n => format!("it has no *.yaml, *.yml or *.json files, only {} and {} more", others[..5].join(", "), n - 5),
+        };
+        return Err(RenderError::NoManifests { dir: dir.display().to_string(), looked_at });
     }
     found.sort();
     Ok(found)
@@ -63,7 +76,7 @@ fn parse_all(files: &[(PathBuf, String)]) -> Vec<Result<Vec<Value>, RenderError>
 /// Renders the files of `package_dir/spec.dir`, and the rollout (from `spec.rollout`, or a
 /// Locutus `Rollout` document found among the files).
 pub fn render(package_dir: &Path, spec: &FilesSpec) -> Result<(Manifests, Option<RolloutSpec>), RenderError> {
-    let dir = package_dir.join(&spec.dir);
+    let dir = if spec.dir == "." { package_dir.to_path_buf() } else { package_dir.join(&spec.dir) };
     let mut manifests = Manifests::default();
     let mut rollout = match &spec.rollout {
         Some(file) => Some(RolloutSpec::from_file(&package_dir.join(file))?),

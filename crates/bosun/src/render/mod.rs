@@ -62,6 +62,20 @@ pub enum RenderError {
         /// Exit status and the tail of its stderr, or why it could not run.
         message: String,
     },
+    /// The renderer produced no objects (an empty directory, a program that returns nothing).
+    #[error("{package}: the package rendered no objects")]
+    Empty {
+        /// The package directory.
+        package: String,
+    },
+    /// A files package has no manifest files.
+    #[error("no manifests found in {dir}: {looked_at}")]
+    NoManifests {
+        /// The directory.
+        dir: String,
+        /// What was found instead.
+        looked_at: String,
+    },
     /// A rendered object lacks a required field.
     #[error("{key}: {message}")]
     Invalid {
@@ -294,8 +308,22 @@ pub fn render(package: &Package, config: &Value, scopes: &Scopes) -> Result<Rend
     if !spec.substitute.is_empty() {
         substitute::apply(&mut manifests, &spec.substitute)?;
     }
+    if manifests.items.is_empty() {
+        return Err(RenderError::Empty { package: package.dir.display().to_string() });
+    }
     for manifest in &manifests.items {
         check_shape(manifest)?;
+    }
+    let scopes = scopes.with_crds(manifests.iter().map(|m| &m.object));
+    for manifest in &manifests.items {
+        if let Some(known) = scopes.suggestion(&manifest.object) {
+            warnings.push(format!(
+                "{} (from {:?}): {} is not a kind bosun knows; did you mean {known}?",
+                manifest.describe(),
+                manifest.key,
+                manifest.object["kind"].as_str().unwrap_or_default()
+            ));
+        }
     }
     if let Some(common) = &spec.common_metadata {
         for manifest in &mut manifests.items {
@@ -314,7 +342,6 @@ pub fn render(package: &Package, config: &Value, scopes: &Scopes) -> Result<Rend
         }
     }
     if let Some(namespace) = &spec.target_namespace {
-        let scopes = scopes.with_crds(manifests.iter().map(|m| &m.object));
         for manifest in &mut manifests.items {
             match scopes.namespaced(&manifest.object) {
                 Some(false) => {}
@@ -377,7 +404,7 @@ fn check_rollout_keys(rollout: &RolloutSpec, manifests: &Manifests) -> Result<()
         for (s, step) in group.steps.iter().enumerate() {
             let Some(key) = &step.object else { continue };
             if manifests.named(key).is_empty() {
-                let closest = manifests.iter().map(|m| m.key.as_str()).min_by_key(|k| edit_distance(k, key));
+                let closest = manifests.iter().map(|m| m.key.as_str()).min_by_key(|k| strsim::levenshtein(k, key));
                 let hint = closest.map(|c| format!(", did you mean {c:?}?")).unwrap_or_default();
                 return Err(RenderError::UnknownKey {
                     group: rollout.group_name(g),
@@ -389,22 +416,6 @@ fn check_rollout_keys(rollout: &RolloutSpec, manifests: &Manifests) -> Result<()
         }
     }
     Ok(())
-}
-
-/// Levenshtein distance, for "did you mean" hints.
-pub(crate) fn edit_distance(a: &str, b: &str) -> usize {
-    let b: Vec<char> = b.chars().collect();
-    let mut row: Vec<usize> = (0..=b.len()).collect();
-    for (i, ca) in a.chars().enumerate() {
-        let mut previous = row[0];
-        row[0] = i + 1;
-        for (j, cb) in b.iter().enumerate() {
-            let substitution = previous + usize::from(ca != *cb);
-            previous = row[j + 1];
-            row[j + 1] = substitution.min(row[j] + 1).min(row[j + 1] + 1);
-        }
-    }
-    row[b.len()]
 }
 
 #[cfg(test)]

@@ -61,6 +61,24 @@ impl Scopes {
         scopes
     }
 
+    /// For an object whose kind is unknown here, the built-in kind its name is a likely typo of
+    /// (`Deployment` for `Deploymnet`, `ConfigMap` for `Configmap`).
+    pub fn suggestion(&self, object: &Value) -> Option<&'static str> {
+        if self.namespaced(object).is_some() {
+            return None;
+        }
+        let written = object.get("kind").and_then(Value::as_str)?;
+        let kind = written.to_lowercase();
+        BUILTIN
+            .keys()
+            // The same name in another group is a custom resource (Knative's `Service`), not a typo.
+            .filter(|(_, known)| known != written)
+            .map(|(_, known)| (strsim::levenshtein(&kind, &known.to_lowercase()), known.as_str()))
+            .filter(|(distance, _)| *distance <= 2.min(kind.len() / 4 + 1))
+            .min()
+            .map(|(_, known)| known)
+    }
+
     /// Whether an object's kind is namespaced, if known.
     pub fn namespaced(&self, object: &Value) -> Option<bool> {
         let api_version = object.get("apiVersion").and_then(Value::as_str).unwrap_or_default();
@@ -89,5 +107,24 @@ mod tests {
         let crd = json!({"apiVersion": "apiextensions.k8s.io/v1", "kind": "CustomResourceDefinition",
             "spec": {"group": "example.com", "names": {"kind": "Widget"}, "scope": "Cluster"}});
         assert_eq!(scopes.with_crds([&crd].into_iter()).namespaced(&widget), Some(false));
+    }
+
+    #[test]
+    fn unknown_kinds_close_to_a_builtin_get_a_suggestion() {
+        let scopes = Scopes::builtin();
+        let cases = [
+            ("apps/v1", "Deploymnet", Some("Deployment")),
+            ("v1", "Configmap", Some("ConfigMap")),
+            ("v1", "Secrte", Some("Secret")),
+            ("apps/v1", "Deployment", None),
+            ("example.com/v1", "Widget", None),
+            ("v1", "Pd", Some("Pod")),
+            ("serving.knative.dev/v1", "Service", None),
+            ("example.com/v1", "Gizmo", None),
+        ];
+        for (api_version, kind, expected) in cases {
+            let object = json!({"apiVersion": api_version, "kind": kind});
+            assert_eq!(scopes.suggestion(&object), expected, "{kind}");
+        }
     }
 }

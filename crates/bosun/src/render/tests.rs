@@ -312,13 +312,6 @@ fn rollout_steps_must_name_rendered_keys() {
 }
 
 #[test]
-fn edit_distance_counts_single_character_edits() {
-    for (a, b, d) in [("", "", 0), ("abc", "abc", 0), ("abc", "abd", 1), ("abc", "ab", 1), ("kitten", "sitting", 3)] {
-        assert_eq!(edit_distance(a, b), d, "{a} {b}");
-    }
-}
-
-#[test]
 fn outputs_are_deterministic() {
     let dir = tempfile::tempdir().expect("tempdir");
     write(dir.path(), "a.yaml", &CM.replace("NAME", "a"));
