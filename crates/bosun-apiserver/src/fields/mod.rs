@@ -367,7 +367,14 @@ pub fn track_update(old: Option<&Value>, new: &mut Value, node: Node, request: &
             changed.insert(&path);
         }
     }
-    let removed = old_set.difference(&new_set);
+    let mut removed = old_set.difference(&new_set);
+    if request.subresource == "status" {
+        // A write through /status changes only the status (the server keeps the rest as it
+        // was), so it never takes over, or takes away, anyone's spec or metadata fields.
+        let status = status_only(&changed);
+        changed = status;
+        removed = status_only(&removed);
+    }
     let mine = owners.iter().position(|e| e.is(request.manager, Operation::Update, request.subresource));
     for (index, owner) in owners.iter_mut().enumerate() {
         owner.fields = owner.fields.difference(&removed);
@@ -396,6 +403,17 @@ pub fn track_update(old: Option<&Value>, new: &mut Value, node: Node, request: &
     owners.retain(|e| !e.fields.is_empty());
     cap_update_entries(&mut owners);
     write_entries(new, &owners);
+}
+
+/// The part of a set under `.status`.
+fn status_only(fields: &FieldSet) -> FieldSet {
+    let mut status = FieldSet::default();
+    for path in fields.paths() {
+        if path.first() == Some(&set::Element::field("status")) {
+            status.insert(&path);
+        }
+    }
+    status
 }
 
 /// Keeps at most [`MAX_UPDATE_ENTRIES`] update entries by merging the oldest into

@@ -93,7 +93,13 @@ impl Element {
             }
             "k:" => {
                 let key: Map<String, Value> = serde_json::from_str(rest).ok()?;
-                items.iter().position(|item| key.iter().all(|(k, v)| item.get(k) == Some(v)))
+                // A key field left out counts as its default, as in `Element::key`: the item
+                // `{containerPort: 80}` is the one keyed `{"containerPort":80,"protocol":"TCP"}`.
+                let matches = |item: &Value, (k, v): (&String, &Value)| match item.get(k) {
+                    Some(value) => value == v,
+                    None => k == KEY_DEFAULT.0 && v.as_str() == Some(KEY_DEFAULT.1),
+                };
+                items.iter().position(|item| key.iter().all(|field| matches(item, field)))
             }
             _ => None,
         }

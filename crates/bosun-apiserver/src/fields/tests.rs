@@ -145,3 +145,45 @@ fn updates_take_the_fields_they_change_and_removed_fields_leave_every_owner() {
     track_update(Some(&scaled), &mut same, node, &request("someone", "t3"));
     assert_eq!(same, scaled, "an update that changes nothing changes no ownership");
 }
+
+fn with_port_without_protocol() -> Value {
+    deployment(json!({"template": {"spec": {"containers": [{"name": "app", "ports": [{"containerPort": 80}]}]}}}))
+}
+
+const PORT: &str = r#".spec.template.spec.containers[name="app"].ports[containerPort=80,protocol="TCP"].containerPort"#;
+
+#[test]
+fn a_port_without_protocol_is_owned_by_its_applier_keyed_as_tcp() {
+    let node = deployment_type();
+    let created = apply(None, &with_port_without_protocol(), node, &apply_as("bosun", false, "t1")).expect("create");
+    let (_, fields) = &owners(&created)[0];
+    assert!(fields.iter().any(|f| f == PORT), "{fields:#?}");
+    // Another writer changing something else does not take the port (the item is found by its
+    // key with the protocol defaulted, so it is not mistaken for a new one).
+    let mut edited = created.clone();
+    edited["spec"]["replicas"] = json!(3);
+    let edit = Update { manager: "kubectl-edit", api_version: "apps/v1", subresource: "", now: "t2" };
+    track_update(Some(&created), &mut edited, node, &edit);
+    let owners = owners(&edited);
+    assert!(owners[0].1.iter().any(|f| f == PORT), "{owners:#?}");
+    assert_eq!(owners[1], ("kubectl-edit".to_string(), vec![".spec.replicas".to_string()]));
+}
+
+#[test]
+fn a_status_write_never_takes_spec_fields() {
+    let node = deployment_type();
+    let created = apply(None, &with_port_without_protocol(), node, &apply_as("bosun", false, "t1")).expect("create");
+    let mut written = created.clone();
+    written["status"] = json!({"replicas": 1});
+    // Even a status write whose body differs in spec (here: the port spelled out) owns only status.
+    written["spec"]["template"]["spec"]["containers"][0]["ports"][0]["protocol"] = json!("TCP");
+    let status = Update { manager: "simulator", api_version: "apps/v1", subresource: "status", now: "t2" };
+    track_update(Some(&created), &mut written, node, &status);
+    let owners = owners(&written);
+    assert_eq!(owners[0].1, owners_of_create(&created));
+    assert_eq!(owners[1], ("simulator".to_string(), vec![".status.replicas".to_string()]));
+}
+
+fn owners_of_create(created: &Value) -> Vec<String> {
+    owners(created).remove(0).1
+}
