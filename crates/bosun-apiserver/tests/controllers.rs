@@ -46,7 +46,7 @@ async fn background_deletion_collects_dependents() {
     let server = common::server().await;
     let (configmaps, owner) = owner_and_child(&server, false).await;
     configmaps.delete("owner", &DeleteParams::background()).await.expect("delete owner");
-    let gone = await_condition(configmaps.clone(), "child", conditions::is_deleted(""));
+    let gone = await_condition(configmaps.clone(), "child", |object: Option<&_>| object.is_none());
     within("collecting the child", gone).await.expect("watch");
     assert!(configmaps.get_opt("owner").await.expect("get").is_none());
     drop(owner);
@@ -104,7 +104,7 @@ async fn deleting_a_namespace_deletes_its_content_first() {
         .await
         .expect("free");
     namespaces.delete("team", &DeleteParams::default()).await.expect("delete namespace");
-    let free_gone = await_condition(configmaps.clone(), "free", conditions::is_deleted(""));
+    let free_gone = await_condition(configmaps.clone(), "free", |object: Option<&_>| object.is_none());
     within("deleting the content", free_gone).await.expect("watch");
     let terminating = namespaces.get("team").await.expect("still there while content remains");
     assert_eq!(terminating.status.and_then(|s| s.phase).as_deref(), Some("Terminating"));
@@ -122,7 +122,7 @@ async fn deleting_a_namespace_deletes_its_content_first() {
         .patch("held", &PatchParams::default(), &Patch::Merge(json!({"metadata": {"finalizers": null}})))
         .await
         .expect("release");
-    let gone = await_condition(namespaces.clone(), "team", conditions::is_deleted(""));
+    let gone = await_condition(namespaces.clone(), "team", |object: Option<&_>| object.is_none());
     within("deleting the namespace", gone).await.expect("watch");
     let protected = namespaces.delete("default", &DeleteParams::default()).await.expect_err("protected");
     let kube::Error::Api(status) = protected else { panic!("api error") };
@@ -196,7 +196,7 @@ async fn simulated_deployments_become_available_through_a_replica_set() {
 
     deployments.delete("web", &DeleteParams::default()).await.expect("delete");
     let first = owned[0].name_any();
-    let collected = await_condition(replica_sets.clone(), &first, conditions::is_deleted(""));
+    let collected = await_condition(replica_sets.clone(), &first, |object: Option<&_>| object.is_none());
     within("collecting the ReplicaSets", collected).await.expect("watch");
 }
 
@@ -244,6 +244,6 @@ async fn a_deployment_with_an_owner_is_collected_when_the_owner_goes() {
     let deployments: Api<Deployment> = Api::default_namespaced(server.client());
     deployments.create(&PostParams::default(), &deployment).await.expect("create deployment");
     configmaps.delete("release", &DeleteParams::default()).await.expect("delete owner");
-    let collected = await_condition(deployments.clone(), "web", conditions::is_deleted(""));
+    let collected = await_condition(deployments.clone(), "web", |object: Option<&_>| object.is_none());
     within("collecting the Deployment", collected).await.expect("watch");
 }

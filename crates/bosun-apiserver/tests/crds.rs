@@ -274,7 +274,7 @@ async fn deleting_a_crd_deletes_its_objects_first_and_then_its_api() {
         .patch("held", &PatchParams::default(), &Patch::Merge(json!({"metadata": {"finalizers": null}})))
         .await
         .expect("release");
-    let gone = await_condition(crds.clone(), "widgets.example.com", conditions::is_deleted(""));
+    let gone = await_condition(crds.clone(), "widgets.example.com", |object: Option<&_>| object.is_none());
     tokio::time::timeout(Duration::from_secs(5), gone).await.expect("crd removed").expect("watch");
     assert_eq!(common::get(&server, "/apis/example.com/v1/namespaces/default/widgets").await.status, 404);
     let groups = common::get(&server, "/apis").await.json();

@@ -12,11 +12,7 @@ use k8s_openapi::api::{
     apps::v1::{Deployment, ReplicaSet},
     core::v1::{ConfigMap, Namespace},
 };
-use kube::{
-    Api, ResourceExt,
-    api::ListParams,
-    runtime::wait::{await_condition, conditions},
-};
+use kube::{Api, ResourceExt, api::ListParams, runtime::wait::await_condition};
 
 fn deployment(replicas: u32, image: &str) -> String {
     format!(
@@ -145,7 +141,7 @@ async fn delete_cascade_background_foreground_and_orphan() {
             _ => {
                 within(
                     "collecting the ReplicaSet",
-                    await_condition(replica_sets.clone(), &name, conditions::is_deleted("")),
+                    await_condition(replica_sets.clone(), &name, |object: Option<&_>| object.is_none()),
                 )
                 .await
                 .expect("watch");
