@@ -126,9 +126,8 @@ async fn round(args: &Args, connection: &crate::cluster::Connection) -> ExitCode
     };
     let options = options(&package, args);
     let progress = progress(&package.name, args.output);
-    match apply_rendered(&connection.client, &connection.namespace, &package, &rendered, &options, progress.as_ref())
-        .await
-    {
+    let namespace = args.source.default_namespace(&connection.namespace);
+    match apply_rendered(&connection.client, namespace, &package, &rendered, &options, progress.as_ref()).await {
         Ok(report) => {
             print(&report, args.output);
             if report.succeeded() { ExitCode::SUCCESS } else { ExitCode::from(1) }

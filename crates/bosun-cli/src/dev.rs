@@ -49,6 +49,10 @@ pub struct Args {
     #[arg(long, value_name = "DURATION", default_value = "1s")]
     pub workload_delay: Interval,
 
+    /// Namespace for namespaced objects that name none (default: `default`).
+    #[arg(short = 'n', long, value_name = "NAMESPACE")]
+    pub namespace: Option<String>,
+
     /// Bound on each package's waits.
     #[arg(long, value_name = "DURATION", default_value = "2m")]
     pub timeout: Interval,
@@ -86,6 +90,7 @@ async fn apply_dir(server: &RunningServer, dir: &Path, args: &Args) -> bool {
         jsonnet: None,
         jpath: Vec::new(),
         config: Vec::new(),
+        namespace: args.namespace.clone(),
     };
     let (package, rendered) = match source.render_with_warnings().await {
         Ok(result) => result,
@@ -96,7 +101,8 @@ async fn apply_dir(server: &RunningServer, dir: &Path, args: &Args) -> bool {
     };
     let options = Options { prune: true, wait: true, timeout: args.timeout.0, ..Options::default() };
     let progress = Terminal::new(&package.name);
-    match apply_rendered(&server.client(), "default", &package, &rendered, &options, &progress).await {
+    let namespace = source.default_namespace("default");
+    match apply_rendered(&server.client(), namespace, &package, &rendered, &options, &progress).await {
         Ok(report) => {
             print!("{}", report.table());
             report.succeeded()

@@ -36,10 +36,11 @@ pub async fn run(args: Args) -> ExitCode {
         Ok(result) => result,
         Err(message) => return crate::bad_input(message),
     };
+    let namespace = args.source.default_namespace(&connection.namespace);
     let target = Target {
         name: package.name.clone(),
-        namespace: package.namespace.clone().unwrap_or_else(|| connection.namespace.clone()),
-        default_namespace: connection.namespace.clone(),
+        namespace: package.namespace.clone().unwrap_or_else(|| namespace.to_string()),
+        default_namespace: namespace.to_string(),
     };
     let report = match apply::diff(&connection.client, &target, &rendered, args.concurrency).await {
         Ok(report) => report,

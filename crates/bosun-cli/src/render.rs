@@ -51,6 +51,11 @@ pub struct Source {
     /// Configuration file (JSON or YAML) for the renderer; repeatable, later files win key by key.
     #[arg(long = "config", value_name = "FILE")]
     pub config: Vec<PathBuf>,
+
+    /// Namespace for namespaced objects that name none (default: the kubeconfig's), as
+    /// `kubectl apply -n`; the package's inventory goes there too unless it names its own.
+    #[arg(short = 'n', long, value_name = "NAMESPACE")]
+    pub namespace: Option<String>,
 }
 
 /// Arguments of `bosun render`.
@@ -109,6 +114,11 @@ impl Source {
         Ok(package)
     }
 
+    /// The namespace for objects without one: `-n`, else the kubeconfig's.
+    pub fn default_namespace<'a>(&'a self, kubeconfig: &'a str) -> &'a str {
+        self.namespace.as_deref().unwrap_or(kubeconfig)
+    }
+
     /// [`Source::render`], printing the rendering's warnings to stderr.
     pub async fn render_with_warnings(&self) -> Result<(Package, Rendered), String> {
         let rendered = self.render().await?;
@@ -118,20 +128,27 @@ impl Source {
         Ok(rendered)
     }
 
-    /// Loads the package and its configuration and renders it. With a target namespace, kinds
-    /// unknown to bosun are looked up in the cluster when one is reachable.
+    /// Loads the package and its configuration and renders it. With a target namespace or `-n`,
+    /// kinds unknown to bosun are looked up in the cluster when one is reachable.
     pub async fn render(&self) -> Result<(Package, Rendered), String> {
         let package = self.package()?;
         let config = config::load(&package.spec.config, &package.dir, &self.config).map_err(|e| e.to_string())?;
         let mut scopes = Scopes::builtin();
-        if package.spec.target_namespace.is_some() {
+        if package.spec.target_namespace.is_some() || self.namespace.is_some() {
             scopes = cluster_scopes(scopes).await;
         }
         let for_render = package.clone();
-        let rendered = tokio::task::spawn_blocking(move || render::render(&for_render, &config, &scopes))
-            .await
-            .map_err(|e| format!("rendering stopped: {e}"))?
-            .map_err(|e| e.to_string())?;
+        let namespace = self.namespace.clone();
+        let rendered = tokio::task::spawn_blocking(move || {
+            let mut rendered = render::render(&for_render, &config, &scopes)?;
+            if let Some(namespace) = namespace {
+                rendered.default_namespace(&namespace, &scopes);
+            }
+            Ok::<_, render::RenderError>(rendered)
+        })
+        .await
+        .map_err(|e| format!("rendering stopped: {e}"))?
+        .map_err(|e| e.to_string())?;
         Ok((package, rendered))
     }
 }

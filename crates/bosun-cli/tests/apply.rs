@@ -389,3 +389,74 @@ async fn immutable_field_changes_need_force_and_then_recreate() {
         Some("b")
     );
 }
+
+#[tokio::test]
+async fn a_microservice_kustomization_into_a_missing_namespace_writes_nothing_then_re_applies_as_a_no_op() {
+    let fixture = Fixture::new().await;
+    let shop = Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/fixtures/microservices");
+    let shop = shop.to_str().expect("utf-8");
+    let before = fixture.server.revision();
+    let output = fixture.bosun(&["apply", shop, "-n", "shop"]).await;
+    assert_eq!(output.status.code(), Some(2));
+    assert_eq!(
+        String::from_utf8_lossy(&output.stderr),
+        "error: namespace \"shop\" does not exist: create it, or add a Namespace to the package (8 objects of package microservices are in it)\n"
+    );
+    assert_eq!(fixture.server.revision(), before, "nothing written");
+
+    let namespaces: Api<k8s_openapi::api::core::v1::Namespace> = Api::all(fixture.server.client());
+    let namespace = serde_json::from_value(json!({"metadata": {"name": "shop"}})).expect("namespace");
+    namespaces.create(&Default::default(), &namespace).await.expect("create namespace");
+    let output = fixture.bosun(&["apply", shop, "-n", "shop", "--wait", "-o", "json"]).await;
+    assert_eq!(output.status.code(), Some(0), "{}", String::from_utf8_lossy(&output.stderr));
+    let report: Value = serde_json::from_slice(&output.stdout).expect("report");
+    assert_eq!(changes(&report).len(), 8);
+    assert!(
+        changes(&report).iter().all(|(object, change)| object.contains("/shop/") && change == "created"),
+        "{report:#}"
+    );
+    let deployments: Api<Deployment> = Api::namespaced(fixture.server.client(), "shop");
+    assert_eq!(deployments.list(&Default::default()).await.expect("list").items.len(), 2);
+
+    // Container ports without `protocol`, probes, env from ConfigMaps, volume claim templates:
+    // an unchanged re-apply proves every object unchanged and writes nothing.
+    let revision = fixture.server.revision();
+    let output = fixture.bosun(&["apply", shop, "-n", "shop", "-o", "json"]).await;
+    assert_eq!(output.status.code(), Some(0), "{}", String::from_utf8_lossy(&output.stderr));
+    let report: Value = serde_json::from_slice(&output.stdout).expect("report");
+    assert!(changes(&report).iter().all(|(_, change)| change == "unchanged"), "{report:#}");
+    assert_eq!(fixture.server.revision(), revision, "the re-apply wrote something");
+}
+
+#[tokio::test]
+async fn a_corrupt_inventory_stops_the_apply_and_prunes_nothing() {
+    let fixture = Fixture::new().await;
+    fixture.write("namespace.yaml", NAMESPACE);
+    for name in ["keep", "drop"] {
+        fixture.write(&format!("{name}.yaml"), &configmap(name, "1"));
+    }
+    let (code, _, stderr) = fixture.apply(&[]).await;
+    assert_eq!(code, Some(0), "{stderr}");
+    fixture
+        .configmaps("default")
+        .patch(
+            "bosun-inventory-package",
+            &PatchParams::default(),
+            &Patch::Merge(json!({"data": {"inventory": "[{\"id\": truncated"}})),
+        )
+        .await
+        .expect("damage the inventory");
+    fixture.remove("drop.yaml");
+    fixture.write("keep.yaml", &configmap("keep", "2"));
+    let revision = fixture.server.revision();
+    let (code, _, stderr) = fixture.apply(&["--prune"]).await;
+    assert_eq!(code, Some(2));
+    assert!(
+        stderr.starts_with(
+            "error: inventory ConfigMap default/bosun-inventory-package is corrupt: data.inventory: expected ident at line 1 column 12; nothing was applied or pruned"
+        ),
+        "{stderr}"
+    );
+    assert_eq!(fixture.server.revision(), revision, "nothing written");
+    assert!(fixture.configmaps("app").get_opt("drop").await.expect("get").is_some(), "nothing pruned");
+}

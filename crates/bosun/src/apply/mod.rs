@@ -83,15 +83,79 @@ pub enum ApplyError {
     /// The rollout cannot be planned.
     #[error(transparent)]
     Plan(#[from] PlanError),
-    /// The inventory could not be read or written.
-    #[error("inventory of package {package}: {source}")]
-    Inventory {
+    /// Objects are in namespaces that neither the cluster nor the package has; nothing was written.
+    #[error("{}", missing_namespaces_message(package, missing))]
+    MissingNamespaces {
         /// The package.
         package: String,
-        /// Why.
-        #[source]
-        source: kube::Error,
+        /// Each missing namespace and how many of the package's objects are in it.
+        missing: Vec<(String, usize)>,
     },
+    /// The inventory could not be read or written.
+    #[error(transparent)]
+    Inventory(#[from] inventory::InventoryError),
+}
+
+fn missing_namespaces_message(package: &str, missing: &[(String, usize)]) -> String {
+    let names: Vec<String> = missing.iter().map(|(name, _)| format!("{name:?}")).collect();
+    let objects: usize = missing.iter().map(|(_, count)| count).sum();
+    let whose = match objects {
+        0 => format!("the inventory of package {package} is kept there"),
+        1 => format!("1 object of package {package} is in it"),
+        n => format!("{n} objects of package {package} are in {}", if missing.len() == 1 { "it" } else { "them" }),
+    };
+    if let [name] = names.as_slice() {
+        format!("namespace {name} does not exist: create it, or add a Namespace to the package ({whose})")
+    } else {
+        format!("namespaces {} do not exist: create them, or add Namespaces to the package ({whose})", names.join(", "))
+    }
+}
+
+/// The namespaces objects are in (and the inventory's) that the package does not create, with
+/// how many objects are in each.
+fn needed_namespaces<'a>(
+    objects: impl Iterator<Item = &'a str>,
+    inventory: Option<&str>,
+    created: &[String],
+) -> std::collections::BTreeMap<String, usize> {
+    let mut needed = std::collections::BTreeMap::new();
+    if let Some(namespace) = inventory {
+        needed.insert(namespace.to_string(), 0);
+    }
+    for namespace in objects.filter(|n| !n.is_empty()) {
+        *needed.entry(namespace.to_string()).or_insert(0) += 1;
+    }
+    needed.retain(|namespace, _| !created.contains(namespace));
+    needed
+}
+
+/// Fails before anything is written when objects (or the inventory) would go to namespaces
+/// that do not exist: otherwise every object of the group fails its dry run with the same
+/// message, or worse, everything is applied and the inventory cannot be written.
+async fn check_namespaces(
+    client: &Client,
+    target: &Target,
+    items: &[Item],
+    created: &[String],
+    inventory: bool,
+) -> Result<(), ApplyError> {
+    let needed = needed_namespaces(
+        items.iter().map(|item| item.namespace.as_str()),
+        inventory.then_some(target.namespace.as_str()),
+        created,
+    );
+    let api: Api<k8s_openapi::api::core::v1::Namespace> = Api::all(client.clone());
+    let mut missing = Vec::new();
+    for (namespace, objects) in needed {
+        if api.get_opt(&namespace).await.map_err(|e| ApplyError::Cluster(e.into()))?.is_none() {
+            missing.push((namespace, objects));
+        }
+    }
+    if missing.is_empty() {
+        Ok(())
+    } else {
+        Err(ApplyError::MissingNamespaces { package: target.name.clone(), missing })
+    }
 }
 
 /// One rendered object, resolved against the cluster.
@@ -351,9 +415,7 @@ pub async fn apply(
     progress: &dyn Progress,
 ) -> Result<Report, ApplyError> {
     let resolver = Resolver::new(client.clone()).await.map_err(|e| ApplyError::Cluster(e.into()))?;
-    let previous = inventory::read(client, &target.name, &target.namespace)
-        .await
-        .map_err(|source| ApplyError::Inventory { package: target.name.clone(), source })?;
+    let previous = inventory::read(client, &target.name, &target.namespace).await?;
     let mut report = Report {
         package: target.name.clone(),
         namespace: target.namespace.clone(),
@@ -361,12 +423,9 @@ pub async fn apply(
         ..Report::default()
     };
     let mut applied: Vec<Entry> = Vec::new();
-    let namespaces: Vec<String> = rendered
-        .manifests
-        .iter()
-        .filter(|m| m.object["kind"] == "Namespace" && m.object["apiVersion"] == "v1")
-        .filter_map(|m| m.object.pointer("/metadata/name").and_then(Value::as_str).map(str::to_string))
-        .collect();
+    let namespaces = created_namespaces(rendered);
+    let all: Vec<Item> = resolve_all(&resolver, rendered, target).await;
+    check_namespaces(client, target, &all, &namespaces, !options.dry_run).await?;
     for group in &plan.groups {
         let mut keys: Vec<String> = Vec::new();
         for step in &group.steps {
@@ -430,23 +489,31 @@ pub async fn apply(
     if !options.dry_run {
         let pruned = options.prune && report.failure.is_none();
         let entries = inventory::next(&previous, &applied, pruned);
-        inventory::write(client, &target.name, &target.namespace, &entries)
-            .await
-            .map_err(|source| ApplyError::Inventory { package: target.name.clone(), source })?;
+        inventory::write(client, &target.name, &target.namespace, &entries).await?;
     }
     progress.finished();
     Ok(report)
 }
 
+/// The namespaces the package itself creates.
+fn created_namespaces(rendered: &Rendered) -> Vec<String> {
+    rendered
+        .manifests
+        .iter()
+        .filter(|m| m.object["kind"] == "Namespace" && m.object["apiVersion"] == "v1")
+        .filter_map(|m| m.object.pointer("/metadata/name").and_then(Value::as_str).map(str::to_string))
+        .collect()
+}
+
+/// Every rendered object whose kind the cluster serves (with the namespace apply gives it).
+async fn resolve_all(resolver: &Resolver, rendered: &Rendered, target: &Target) -> Vec<Item> {
+    let keys: Vec<String> = rendered.manifests.iter().map(|m| m.key.clone()).collect();
+    resolve_items(resolver, rendered, &keys, target).await.into_iter().filter_map(Result::ok).collect()
+}
+
 /// Inventory entries of everything rendered (with the namespaces apply gives them).
 async fn rendered_entries(resolver: &Resolver, rendered: &Rendered, target: &Target) -> Vec<Entry> {
-    let keys: Vec<String> = rendered.manifests.iter().map(|m| m.key.clone()).collect();
-    resolve_items(resolver, rendered, &keys, target)
-        .await
-        .into_iter()
-        .filter_map(Result::ok)
-        .map(|item| Entry::of(&item.object))
-        .collect()
+    resolve_all(resolver, rendered, target).await.iter().map(|item| Entry::of(&item.object)).collect()
 }
 
 /// One group: dry run, writes step by step, waits. Returns the failure that stops the rollout.
@@ -781,11 +848,11 @@ pub async fn diff(
     concurrency: usize,
 ) -> Result<DiffReport, ApplyError> {
     let resolver = Resolver::new(client.clone()).await.map_err(|e| ApplyError::Cluster(e.into()))?;
-    let previous = inventory::read(client, &target.name, &target.namespace)
-        .await
-        .map_err(|source| ApplyError::Inventory { package: target.name.clone(), source })?;
+    let previous = inventory::read(client, &target.name, &target.namespace).await?;
     let keys: Vec<String> = rendered.manifests.iter().map(|m| m.key.clone()).collect();
     let resolved = resolve_items(&resolver, rendered, &keys, target).await;
+    let resolved_items: Vec<Item> = resolved.iter().filter_map(|r| r.as_ref().ok().cloned()).collect();
+    check_namespaces(client, target, &resolved_items, &created_namespaces(rendered), false).await?;
     let mut report = DiffReport::default();
     let items: Vec<Item> = resolved
         .into_iter()
@@ -837,4 +904,45 @@ pub async fn diff(
         }
     }
     Ok(report)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn needed_namespaces_are_those_objects_use_and_the_package_does_not_create() {
+        let created = vec!["app".to_string()];
+        // Namespaces of the objects, the inventory's, and the expected missing ones with counts.
+        type Case<'a> = (&'a [&'a str], Option<&'a str>, &'a [(&'a str, usize)]);
+        let cases: [Case; 4] = [
+            (&["app", "app", ""], None, &[]),
+            (&["monitoring", "monitoring", "", "app"], None, &[("monitoring", 2)]),
+            (&["app"], Some("team"), &[("team", 0)]),
+            (&["team", "b"], Some("team"), &[("b", 1), ("team", 1)]),
+        ];
+        for (objects, inventory, expected) in cases {
+            let needed = needed_namespaces(objects.iter().copied(), inventory, &created);
+            let expected: std::collections::BTreeMap<String, usize> =
+                expected.iter().map(|(n, c)| (n.to_string(), *c)).collect();
+            assert_eq!(needed, expected, "{objects:?} {inventory:?}");
+        }
+    }
+
+    #[test]
+    fn missing_namespaces_read_as_one_sentence() {
+        let one = |n: usize| missing_namespaces_message("grafana", &[("monitoring".into(), n)]);
+        assert_eq!(
+            one(3),
+            r#"namespace "monitoring" does not exist: create it, or add a Namespace to the package (3 objects of package grafana are in it)"#
+        );
+        assert_eq!(
+            one(0),
+            r#"namespace "monitoring" does not exist: create it, or add a Namespace to the package (the inventory of package grafana is kept there)"#
+        );
+        assert_eq!(
+            missing_namespaces_message("p", &[("a".into(), 1), ("b".into(), 1)]),
+            r#"namespaces "a", "b" do not exist: create them, or add Namespaces to the package (2 objects of package p are in them)"#
+        );
+    }
 }

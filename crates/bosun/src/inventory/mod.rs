@@ -100,11 +100,49 @@ pub fn configmap_name(package: &str) -> String {
 }
 
 /// Reads a package's inventory (empty when there is none yet).
-pub async fn read(client: &kube::Client, package: &str, namespace: &str) -> Result<Vec<Entry>, kube::Error> {
+pub async fn read(client: &kube::Client, package: &str, namespace: &str) -> Result<Vec<Entry>, InventoryError> {
+    let name = configmap_name(package);
     let api: Api<ConfigMap> = Api::namespaced(client.clone(), namespace);
-    let Some(configmap) = api.get_opt(&configmap_name(package)).await? else { return Ok(Vec::new()) };
-    let text = configmap.data.as_ref().and_then(|d| d.get("inventory")).cloned().unwrap_or_default();
-    Ok(serde_json::from_str(&text).unwrap_or_default())
+    let cluster = |source| InventoryError::Cluster { namespace: namespace.to_string(), name: name.clone(), source };
+    let Some(configmap) = api.get_opt(&name).await.map_err(cluster)? else { return Ok(Vec::new()) };
+    parse(configmap.data.as_ref().and_then(|d| d.get("inventory")).map(String::as_str))
+        .map_err(|reason| InventoryError::Corrupt { namespace: namespace.to_string(), name: name.clone(), reason })
+}
+
+/// The entries of an inventory's `data.inventory`. Anything else is an error: reading a damaged
+/// inventory as empty would forget what to prune, and reading it as something else could prune
+/// what it should not.
+fn parse(text: Option<&str>) -> Result<Vec<Entry>, String> {
+    let text = text.ok_or("it has no data.inventory")?;
+    serde_json::from_str(text).map_err(|e| format!("data.inventory: {e}"))
+}
+
+/// The inventory could not be read or written.
+#[derive(Debug, thiserror::Error)]
+pub enum InventoryError {
+    /// The cluster refused or failed the request.
+    #[error("inventory ConfigMap {namespace}/{name}: {source}")]
+    Cluster {
+        /// Its namespace.
+        namespace: String,
+        /// Its name.
+        name: String,
+        /// Why.
+        #[source]
+        source: kube::Error,
+    },
+    /// The ConfigMap was edited or damaged.
+    #[error(
+        "inventory ConfigMap {namespace}/{name} is corrupt: {reason}; nothing was applied or pruned (fix it, or delete it to start a new inventory; what it listed is then no longer pruned)"
+    )]
+    Corrupt {
+        /// Its namespace.
+        namespace: String,
+        /// Its name.
+        name: String,
+        /// What is wrong.
+        reason: String,
+    },
 }
 
 /// Writes a package's inventory (server-side apply, field manager `bosun`).
@@ -113,7 +151,7 @@ pub async fn write(
     package: &str,
     namespace: &str,
     entries: &[Entry],
-) -> Result<(), kube::Error> {
+) -> Result<(), InventoryError> {
     let api: Api<ConfigMap> = Api::namespaced(client.clone(), namespace);
     let mut data = BTreeMap::new();
     data.insert("inventory", serde_json::to_string(entries).unwrap_or_default());
@@ -123,7 +161,10 @@ pub async fn write(
         "metadata": {"name": configmap_name(package), "namespace": namespace, "labels": {"bosun.dev/inventory": package}},
         "data": data,
     });
-    api.patch(&configmap_name(package), &PatchParams::apply("bosun").force(), &Patch::Apply(configmap)).await?;
+    let name = configmap_name(package);
+    api.patch(&name, &PatchParams::apply("bosun").force(), &Patch::Apply(configmap))
+        .await
+        .map_err(|source| InventoryError::Cluster { namespace: namespace.to_string(), name, source })?;
     Ok(())
 }
 
@@ -133,6 +174,16 @@ mod tests {
 
     fn entry(id: &str) -> Entry {
         Entry { id: id.into(), v: "v1".into() }
+    }
+
+    #[test]
+    fn only_a_well_formed_inventory_is_read() {
+        assert_eq!(parse(Some(r#"[{"id":"_ConfigMap_a_b","v":"v1"}]"#)), Ok(vec![entry("_ConfigMap_a_b")]));
+        assert_eq!(parse(Some("[]")), Ok(vec![]));
+        assert_eq!(parse(None), Err("it has no data.inventory".to_string()));
+        let error = parse(Some("{not json")).expect_err("corrupt");
+        assert!(error.starts_with("data.inventory: "), "{error}");
+        assert!(parse(Some(r#"[{"name":"x"}]"#)).is_err());
     }
 
     #[test]

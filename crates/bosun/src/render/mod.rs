@@ -232,6 +232,22 @@ pub struct Rendered {
     pub warnings: Vec<String>,
 }
 
+impl Rendered {
+    /// Puts namespaced objects that name no namespace into `namespace`, as `kubectl apply -n`
+    /// does (objects that name one keep it; cluster-scoped objects and kinds unknown to
+    /// `scopes` are left alone: applying resolves those through discovery).
+    pub fn default_namespace(&mut self, namespace: &str, scopes: &Scopes) {
+        let scopes = scopes.with_crds(self.manifests.iter().map(|m| &m.object));
+        for manifest in &mut self.manifests.items {
+            let named =
+                manifest.object.pointer("/metadata/namespace").and_then(Value::as_str).is_some_and(|n| !n.is_empty());
+            if !named && scopes.namespaced(&manifest.object) == Some(true) {
+                manifest.object["metadata"]["namespace"] = json!(namespace);
+            }
+        }
+    }
+}
+
 /// Objects of a document list with `kind: List` expanded to their items.
 fn flatten(documents: Vec<Value>) -> Vec<Value> {
     let mut objects = Vec::with_capacity(documents.len());
