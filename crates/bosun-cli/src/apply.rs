@@ -124,6 +124,9 @@ async fn round(args: &Args, connection: &crate::cluster::Connection) -> ExitCode
         Ok(result) => result,
         Err(message) => return crate::bad_input(message),
     };
+    if let Err(message) = Source::check_not_suspended(&package) {
+        return crate::bad_input(message);
+    }
     let options = options(&package, args);
     let progress = progress(&package.name, args.output);
     let namespace = args.source.default_namespace(&connection.namespace);

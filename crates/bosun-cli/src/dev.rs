@@ -99,6 +99,10 @@ async fn apply_dir(server: &RunningServer, dir: &Path, args: &Args) -> bool {
             return false;
         }
     };
+    if let Err(message) = Source::check_not_suspended(&package) {
+        eprintln!("error: {message}");
+        return false;
+    }
     let options = Options { prune: true, wait: true, timeout: args.timeout.0, ..Options::default() };
     let progress = Terminal::new(&package.name);
     let namespace = source.default_namespace("default");

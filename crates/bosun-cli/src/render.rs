@@ -8,7 +8,7 @@ use std::{
 
 use bosun::{
     config,
-    package::{PACKAGE_MARKERS, Package, RenderSpec, is_marked_package},
+    package::{Origin, PACKAGE_MARKERS, Package, RenderSpec, is_marked_package},
     render::{self, Rendered, Scopes},
 };
 use serde_json::json;
@@ -122,10 +122,35 @@ impl Source {
     /// [`Source::render`], printing the rendering's warnings to stderr.
     pub async fn render_with_warnings(&self) -> Result<(Package, Rendered), String> {
         let rendered = self.render().await?;
+        let package = &rendered.0;
+        if let Origin::File(file) = &package.origin {
+            for field in package.spec.controller_only_fields() {
+                let hint = match field {
+                    "interval" => "; for `bosun apply` pass --interval",
+                    "suspend" => "; `bosun apply` and `bosun dev` refuse a suspended package",
+                    _ => "",
+                };
+                eprintln!(
+                    "warning: {}: spec.{field} is only acted on by the Package controller; this command ignores it{hint}",
+                    file.display()
+                );
+            }
+        }
         for warning in &rendered.1.warnings {
             eprintln!("warning: {warning}");
         }
         Ok(rendered)
+    }
+
+    /// Refuses a package whose `bosun.yaml` says `suspend: true` (for the commands that write).
+    pub fn check_not_suspended(package: &Package) -> Result<(), String> {
+        match (&package.origin, package.spec.suspend) {
+            (Origin::File(file), Some(true)) => Err(format!(
+                "{}: spec.suspend is true: the package is suspended; set it to false (or remove it) to apply",
+                file.display()
+            )),
+            _ => Ok(()),
+        }
     }
 
     /// Loads the package and its configuration and renders it. With a target namespace or `-n`,

@@ -244,3 +244,39 @@ async fn a_rejected_token_says_so_and_how_to_fix_it() {
         )
     );
 }
+
+#[test]
+fn controller_only_fields_are_reported_and_a_suspended_package_is_not_applied() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    write(
+        dir.path(),
+        "pkg/bosun.yaml",
+        "apiVersion: bosun.dev/v1alpha1\nkind: Package\nmetadata:\n  name: web\nspec:\n  dependsOn:\n    - name: database\n  suspend: true\n",
+    );
+    write(dir.path(), "pkg/cm.yaml", "apiVersion: v1\nkind: ConfigMap\nmetadata:\n  name: a\n");
+    let file = Path::new("pkg").join("bosun.yaml");
+    let file = file.display();
+
+    let render = bosun(&["render", "pkg"], dir.path());
+    assert_eq!(render.status.code(), Some(0));
+    assert_eq!(
+        stderr(&render),
+        format!(
+            "warning: {file}: spec.dependsOn is only acted on by the Package controller; this command ignores it\n\
+             warning: {file}: spec.suspend is only acted on by the Package controller; this command ignores it; `bosun apply` and `bosun dev` refuse a suspended package\n"
+        )
+    );
+
+    let (_, kubeconfig) = kubeconfig_for_nothing(dir.path());
+    let apply = bosun(&["apply", "pkg", "--kubeconfig", kubeconfig.to_str().expect("utf-8")], dir.path());
+    assert_eq!(apply.status.code(), Some(2));
+    assert_eq!(
+        stderr(&apply).lines().last(),
+        Some(
+            format!(
+                "error: {file}: spec.suspend is true: the package is suspended; set it to false (or remove it) to apply"
+            )
+            .as_str()
+        )
+    );
+}

@@ -184,6 +184,24 @@ pub struct PackageSpec {
     pub rollback: Option<RollbackSpec>,
 }
 
+impl PackageSpec {
+    /// The fields set here that only the `Package` controller acts on: `bosun apply`, `diff`
+    /// and `dev` roll out the directory they are given, once, as the caller. Listed so that
+    /// the commands can say they ignore them instead of silently doing something else.
+    pub fn controller_only_fields(&self) -> Vec<&'static str> {
+        let set = [
+            ("source", self.source.is_some()),
+            ("interval", self.interval.is_some()),
+            ("retryInterval", self.retry_interval.is_some()),
+            ("dependsOn", !self.depends_on.is_empty()),
+            ("suspend", self.suspend.is_some()),
+            ("serviceAccountName", self.service_account_name.is_some()),
+            ("rollback", self.rollback.is_some()),
+        ];
+        set.into_iter().filter(|(_, present)| *present).map(|(field, _)| field).collect()
+    }
+}
+
 /// A reference to a namespaced object.
 #[derive(Debug, Clone, Default, Deserialize, Serialize, PartialEq)]
 #[serde(deny_unknown_fields)]
