@@ -120,7 +120,7 @@ fn print(report: &Report, output: Output) {
 }
 
 async fn round(args: &Args, connection: &crate::cluster::Connection) -> ExitCode {
-    let (package, rendered) = match args.source.render_with_warnings().await {
+    let (package, rendered) = match args.source.render_with_warnings(Some(&connection.client)).await {
         Ok(result) => result,
         Err(message) => return crate::bad_input(message),
     };

@@ -92,7 +92,7 @@ async fn apply_dir(server: &RunningServer, dir: &Path, args: &Args) -> bool {
         config: Vec::new(),
         namespace: args.namespace.clone(),
     };
-    let (package, rendered) = match source.render_with_warnings().await {
+    let (package, rendered) = match source.render_with_warnings(Some(&server.client())).await {
         Ok(result) => result,
         Err(message) => {
             eprintln!("error: {}: {message}", dir.display());

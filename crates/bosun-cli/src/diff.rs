@@ -32,7 +32,7 @@ pub async fn run(args: Args) -> ExitCode {
         Ok(connection) => connection,
         Err(message) => return crate::bad_input(message),
     };
-    let (package, rendered) = match args.source.render_with_warnings().await {
+    let (package, rendered) = match args.source.render_with_warnings(Some(&connection.client)).await {
         Ok(result) => result,
         Err(message) => return crate::bad_input(message),
     };

@@ -120,8 +120,8 @@ impl Source {
     }
 
     /// [`Source::render`], printing the rendering's warnings to stderr.
-    pub async fn render_with_warnings(&self) -> Result<(Package, Rendered), String> {
-        let rendered = self.render().await?;
+    pub async fn render_with_warnings(&self, cluster: Option<&kube::Client>) -> Result<(Package, Rendered), String> {
+        let rendered = self.render(cluster).await?;
         let package = &rendered.0;
         if let Origin::File(file) = &package.origin {
             for field in package.spec.controller_only_fields() {
@@ -154,13 +154,14 @@ impl Source {
     }
 
     /// Loads the package and its configuration and renders it. With a target namespace or `-n`,
-    /// kinds unknown to bosun are looked up in the cluster when one is reachable.
-    pub async fn render(&self) -> Result<(Package, Rendered), String> {
+    /// kinds unknown to bosun are looked up in `cluster` (the command's; `bosun render` has none
+    /// and tries the kubeconfig's) when it is reachable.
+    pub async fn render(&self, cluster: Option<&kube::Client>) -> Result<(Package, Rendered), String> {
         let package = self.package()?;
         let config = config::load(&package.spec.config, &package.dir, &self.config).map_err(|e| e.to_string())?;
         let mut scopes = Scopes::builtin();
         if package.spec.target_namespace.is_some() || self.namespace.is_some() {
-            scopes = cluster_scopes(scopes).await;
+            scopes = cluster_scopes(scopes, cluster).await;
         }
         let for_render = package.clone();
         let namespace = self.namespace.clone();
@@ -179,10 +180,12 @@ impl Source {
 }
 
 /// Adds the scopes of a reachable cluster; without one, the built-ins are enough.
-async fn cluster_scopes(builtin: Scopes) -> Scopes {
+async fn cluster_scopes(builtin: Scopes, cluster: Option<&kube::Client>) -> Scopes {
     let attempt = async {
-        let config = kube::Config::infer().await.ok()?;
-        let client = kube::Client::try_from(config).ok()?;
+        let client = match cluster {
+            Some(client) => client.clone(),
+            None => kube::Client::try_from(kube::Config::infer().await.ok()?).ok()?,
+        };
         builtin.clone().with_cluster(client).await.ok()
     };
     match tokio::time::timeout(Duration::from_secs(3), attempt).await {
@@ -223,7 +226,7 @@ fn print_plan(package: &Package, rendered: &Rendered) -> Result<(), String> {
 
 /// Runs `bosun render`.
 pub async fn run(args: Args) -> ExitCode {
-    let (package, rendered) = match args.source.render_with_warnings().await {
+    let (package, rendered) = match args.source.render_with_warnings(None).await {
         Ok(result) => result,
         Err(message) => return crate::bad_input(message),
     };

@@ -460,3 +460,40 @@ async fn a_corrupt_inventory_stops_the_apply_and_prunes_nothing() {
     assert_eq!(fixture.server.revision(), revision, "nothing written");
     assert!(fixture.configmaps("app").get_opt("drop").await.expect("get").is_some(), "nothing pruned");
 }
+
+#[tokio::test]
+async fn kinds_are_scoped_by_the_cluster_the_command_targets() {
+    let fixture = Fixture::new().await;
+    // A cluster-scoped custom kind, known only to this cluster's discovery.
+    let crd = "apiVersion: apiextensions.k8s.io/v1\nkind: CustomResourceDefinition\nmetadata:\n  name: gadgets.example.com\nspec:\n  group: example.com\n  scope: Cluster\n  names: {plural: gadgets, kind: Gadget}\n  versions:\n  - name: v1\n    served: true\n    storage: true\n    schema:\n      openAPIV3Schema:\n        type: object\n        x-kubernetes-preserve-unknown-fields: true\n";
+    fixture.write("crd/crd.yaml", crd);
+    let crd_dir = fixture.package().join("crd");
+    let output = fixture.bosun(&["apply", crd_dir.to_str().expect("utf-8"), "--wait"]).await;
+    assert_eq!(output.status.code(), Some(0), "{}", String::from_utf8_lossy(&output.stderr));
+
+    fixture.write("gadget/gadget.yaml", "apiVersion: example.com/v1\nkind: Gadget\nmetadata:\n  name: g\n");
+    fixture.write(
+        "gadget/bosun.yaml",
+        "apiVersion: bosun.dev/v1alpha1\nkind: Package\nmetadata:\n  name: gadget\nspec:\n  targetNamespace: default\n",
+    );
+    let gadget_dir = fixture.package().join("gadget");
+    // The command's cluster is --kubeconfig's; KUBECONFIG points nowhere and must not be used.
+    let output = tokio::process::Command::new(env!("CARGO_BIN_EXE_bosun"))
+        .args(["apply", gadget_dir.to_str().expect("utf-8"), "--kubeconfig"])
+        .arg(&fixture.kubeconfig)
+        .env("KUBECONFIG", "/nonexistent/kubeconfig")
+        .output()
+        .await
+        .expect("bosun runs");
+    let stderr = String::from_utf8_lossy(&output.stderr);
+    assert_eq!(output.status.code(), Some(0), "{stderr}");
+    assert!(!stderr.contains("treated as namespaced"), "{stderr}");
+    let rendered = tokio::process::Command::new(env!("CARGO_BIN_EXE_bosun"))
+        .args(["render", gadget_dir.to_str().expect("utf-8")])
+        .env("KUBECONFIG", &fixture.kubeconfig)
+        .output()
+        .await
+        .expect("bosun runs");
+    let text = String::from_utf8_lossy(&rendered.stdout);
+    assert!(!text.contains("namespace:"), "a cluster-scoped object gets no namespace:\n{text}");
+}
