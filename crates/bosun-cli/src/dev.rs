@@ -3,19 +3,14 @@
 //! at it with kubectl, then applies again whenever files in the packages change.
 
 use std::{
-    hash::{Hash, Hasher},
     path::{Path, PathBuf},
     process::ExitCode,
-    time::Duration,
 };
 
-use bosun::{apply::Options, package::Interval, report::Terminal};
+use bosun::{apply::Options, package::Interval, report::Terminal, trigger::FileTrigger};
 use bosun_apiserver::{RunningServer, ServerOptions, Storage};
 
 use crate::{apply::apply_rendered, render::Source};
-
-/// How often package directories are checked for changes.
-const POLL: Duration = Duration::from_millis(700);
 
 /// Arguments of `bosun dev`.
 #[derive(Debug, clap::Args)]
@@ -56,30 +51,6 @@ pub struct Args {
     /// Bound on each package's waits.
     #[arg(long, value_name = "DURATION", default_value = "2m")]
     pub timeout: Interval,
-}
-
-/// A fingerprint of a directory tree (paths, sizes, modification times). Polling keeps this
-/// portable (no platform file-event API, works on network and container file systems) and is
-/// cheap for package-sized trees.
-fn fingerprint(dir: &Path) -> u64 {
-    let mut entries = Vec::new();
-    let mut pending = vec![dir.to_path_buf()];
-    while let Some(current) = pending.pop() {
-        let Ok(listing) = std::fs::read_dir(&current) else { continue };
-        for entry in listing.flatten() {
-            let path = entry.path();
-            let Ok(metadata) = entry.metadata() else { continue };
-            if metadata.is_dir() {
-                pending.push(path);
-            } else {
-                entries.push((path, metadata.len(), metadata.modified().ok()));
-            }
-        }
-    }
-    entries.sort();
-    let mut hasher = std::collections::hash_map::DefaultHasher::new();
-    entries.hash(&mut hasher);
-    hasher.finish()
 }
 
 async fn apply_dir(server: &RunningServer, dir: &Path, args: &Args) -> bool {
@@ -138,10 +109,8 @@ pub async fn run(args: Args) -> ExitCode {
     };
     println!("bosun dev: API server on {} (objects {stored}, workloads simulated)", server.url());
     let mut all_ok = true;
-    let mut prints = Vec::new();
     for dir in &args.dirs {
         all_ok &= apply_dir(&server, dir, &args).await;
-        prints.push(fingerprint(dir));
     }
     let kubeconfig = args.kubeconfig.display();
     println!("\nkubeconfig: {kubeconfig}");
@@ -153,22 +122,32 @@ pub async fn run(args: Args) -> ExitCode {
         server.shutdown().await;
         return if all_ok { ExitCode::SUCCESS } else { ExitCode::from(1) };
     }
+    // What this command writes never counts as a change of a package.
+    let mut ignored = vec![args.kubeconfig.clone()];
+    if !args.in_memory {
+        ignored.push(args.data_dir.clone());
+    }
+    let mut trigger = match FileTrigger::watch(&args.dirs, &ignored) {
+        Ok(trigger) => trigger,
+        Err(error) => {
+            server.shutdown().await;
+            return crate::bad_input(error);
+        }
+    };
     println!(
-        "\nwatching {} for changes; Ctrl-C to stop",
-        args.dirs.iter().map(|d| d.display().to_string()).collect::<Vec<_>>().join(", ")
+        "\nwatching {} for changes{}; Ctrl-C to stop",
+        args.dirs.iter().map(|d| d.display().to_string()).collect::<Vec<_>>().join(", "),
+        if trigger.polling() { " (polling: file events are unavailable here)" } else { "" }
     );
     loop {
-        tokio::select! {
-            _ = tokio::time::sleep(POLL) => {}
+        let changed = tokio::select! {
+            changed = trigger.changed() => changed,
             _ = tokio::signal::ctrl_c() => break,
-        }
-        for (dir, print) in args.dirs.iter().zip(prints.iter_mut()) {
-            let now = fingerprint(dir);
-            if now != *print {
-                *print = now;
-                println!("\n{} changed: applying", dir.display());
-                apply_dir(&server, dir, &args).await;
-            }
+        };
+        let Some(changed) = changed else { break };
+        for dir in changed.into_iter().filter_map(|index| args.dirs.get(index)) {
+            println!("\n{} changed: applying", dir.display());
+            apply_dir(&server, dir, &args).await;
         }
     }
     eprintln!("shutting down");

@@ -280,3 +280,45 @@ fn controller_only_fields_are_reported_and_a_suspended_package_is_not_applied() 
         )
     );
 }
+
+#[test]
+fn dev_re_applies_on_a_change_and_never_on_its_own_writes() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let configmap =
+        |value: &str| format!("apiVersion: v1\nkind: ConfigMap\nmetadata:\n  name: a\ndata:\n  v: \"{value}\"\n");
+    write(dir.path(), "pkg/cm.yaml", &configmap("1"));
+    // The data directory and the kubeconfig inside the package: the server's own writes there
+    // must not count as changes of the package.
+    let mut dev = Killed(
+        Command::new(env!("CARGO_BIN_EXE_bosun"))
+            .args(["dev", "pkg", "--port", "0", "--data-dir", "pkg/state", "--kubeconfig", "pkg/kubeconfig"])
+            .current_dir(dir.path())
+            .stdout(Stdio::piped())
+            .stderr(Stdio::null())
+            .spawn()
+            .expect("bosun dev"),
+    );
+    let (lines, receiver) = std::sync::mpsc::channel();
+    let stdout = dev.0.stdout.take().expect("stdout");
+    std::thread::spawn(move || {
+        for line in BufReader::new(stdout).lines().map_while(Result::ok) {
+            if lines.send(line).is_err() {
+                break;
+            }
+        }
+    });
+    let next = |prefix: &str| loop {
+        let line = receiver.recv_timeout(std::time::Duration::from_secs(60)).expect("bosun dev went quiet");
+        if line.starts_with(prefix) {
+            return line;
+        }
+    };
+    assert_eq!(next("pkg: "), "pkg: 1 created, 0 configured, 0 unchanged, 0 deleted, 0 failed");
+    next("watching ");
+    for value in ["2", "3"] {
+        write(dir.path(), "pkg/cm.yaml", &configmap(value));
+        // The next run is the one this change caused: a run caused by the server's own writes
+        // would find nothing to change and come first.
+        assert_eq!(next("pkg: "), "pkg: 0 created, 1 configured, 0 unchanged, 0 deleted, 0 failed");
+    }
+}

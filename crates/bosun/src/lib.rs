@@ -10,6 +10,7 @@
 //! - [`config`]: the renderer's input, assembled from values and files.
 //! - [`plan`]: the order objects roll out in.
 //! - [`render`]: manifests from files, jsonnet, kustomize or a command, post-processed and checked.
+//! - [`trigger`]: what starts a run (file changes for `bosun dev`).
 //! - [`health`]: whether live objects are ready, in progress or failed.
 //! - [`jsonpath`]: kubectl's JSONPath templates.
 //! - [`yaml`]: YAML/JSON streams with error positions, and deterministic output.
@@ -26,4 +27,5 @@ pub mod package;
 pub mod plan;
 pub mod render;
 pub mod report;
+pub mod trigger;
 pub mod yaml;
