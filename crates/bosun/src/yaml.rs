@@ -22,9 +22,38 @@ pub struct ParseError {
 /// assert_eq!(docs.len(), 2);
 /// ```
 pub fn parse_stream(text: &str, origin: &str) -> Result<Vec<Value>, ParseError> {
+    if origin.ends_with(".json") {
+        return parse_json_stream(text, origin);
+    }
     let documents: Vec<Value> = serde_saphyr::from_multiple(text)
-        .map_err(|e| ParseError { origin: origin.to_string(), message: e.to_string().replace("<input>", origin) })?;
+        .map_err(|e| ParseError { origin: origin.to_string(), message: yaml_message(&e.to_string(), origin) })?;
     Ok(documents.into_iter().filter(|d| !d.is_null()).collect())
+}
+
+/// A `.json` file is read as JSON (one or more values), so that its errors are JSON's
+/// (`expected value`), not what a YAML parser makes of broken JSON.
+fn parse_json_stream(text: &str, origin: &str) -> Result<Vec<Value>, ParseError> {
+    let mut documents = Vec::new();
+    for document in serde_json::Deserializer::from_str(text).into_iter::<Value>() {
+        let document = document.map_err(|e| {
+            let message = e.to_string();
+            let message = message.split(" at line ").next().unwrap_or(&message);
+            ParseError {
+                origin: origin.to_string(),
+                message: format!("line {} column {}: {message}", e.line(), e.column()),
+            }
+        })?;
+        if !document.is_null() {
+            documents.push(document);
+        }
+    }
+    Ok(documents)
+}
+
+/// The YAML parser's message without its own `error: ` prefix (the command adds one), with the
+/// file named instead of `<input>`.
+fn yaml_message(message: &str, origin: &str) -> String {
+    message.strip_prefix("error: ").unwrap_or(message).replace("<input>", origin)
 }
 
 /// Parses one YAML or JSON document into `T`, with the position of errors (unknown fields
@@ -38,7 +67,7 @@ pub fn parse_document<T: serde::de::DeserializeOwned>(text: &str, origin: &str) 
         })
     })
     .map_err(|e| {
-        let message = e.to_string().replace("<input>", origin);
+        let message = yaml_message(&e.to_string(), origin);
         let message = match field {
             Some(field) => format!("{field}: {message}"),
             None => message,

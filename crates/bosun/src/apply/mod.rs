@@ -489,7 +489,16 @@ pub async fn apply(
     if !options.dry_run {
         let pruned = options.prune && report.failure.is_none();
         let entries = inventory::next(&previous, &applied, pruned);
-        inventory::write(client, &target.name, &target.namespace, &entries).await?;
+        // An unchanged inventory is not written again: a failed first apply leaves nothing
+        // behind, and an unchanged re-apply writes nothing at all.
+        let sorted = |entries: &[Entry]| {
+            let mut sorted = entries.to_vec();
+            sorted.sort();
+            sorted
+        };
+        if sorted(&entries) != sorted(&previous) {
+            inventory::write(client, &target.name, &target.namespace, &entries).await?;
+        }
     }
     progress.finished();
     Ok(report)

@@ -25,8 +25,14 @@ pub const API_VERSION: &str = "bosun.dev/v1alpha1";
 /// Errors loading a package.
 #[derive(Debug, thiserror::Error)]
 pub enum PackageError {
-    /// The package directory does not exist or cannot be read.
-    #[error("{path}: {source}")]
+    /// The package directory does not exist.
+    #[error("{path}: no such package directory")]
+    Missing {
+        /// The path.
+        path: String,
+    },
+    /// The package directory or its `bosun.yaml` cannot be read.
+    #[error("{path}: {}", crate::cluster::root_cause(source))]
     Io {
         /// The path.
         path: String,
@@ -433,7 +439,10 @@ impl Package {
     /// The directory is missing, or `bosun.yaml` is malformed, has unknown fields, or is not a
     /// `bosun.dev/v1alpha1` `Package`.
     pub fn load(dir: &Path) -> Result<Package, PackageError> {
-        let io = |source| PackageError::Io { path: dir.display().to_string(), source };
+        let io = |source: std::io::Error| match source.kind() {
+            std::io::ErrorKind::NotFound => PackageError::Missing { path: dir.display().to_string() },
+            _ => PackageError::Io { path: dir.display().to_string(), source },
+        };
         let metadata = std::fs::metadata(dir).map_err(io)?;
         if !metadata.is_dir() {
             return Err(io(std::io::Error::new(std::io::ErrorKind::NotADirectory, "not a directory")));

@@ -27,7 +27,7 @@ pub use scopes::Scopes;
 #[derive(Debug, thiserror::Error)]
 pub enum RenderError {
     /// A file or directory could not be read.
-    #[error("{path}: {source}")]
+    #[error("{path}: {}", crate::cluster::root_cause(source))]
     Io {
         /// The path.
         path: String,

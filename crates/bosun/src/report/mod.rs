@@ -116,12 +116,28 @@ impl Report {
         ));
         if let Some(failure) = &self.failure {
             out.push_str(&format!("rollout failed in group {:?}: {}\n", failure.group, failure.reason));
-            for (object, message) in &failure.objects {
-                out.push_str(&format!("  {object}: {message}\n"));
+            for (objects, message) in collapse(&failure.objects) {
+                match objects.as_slice() {
+                    [object] => out.push_str(&format!("  {object}: {message}\n")),
+                    _ => out.push_str(&format!("  {} objects: {message}\n    {}\n", objects.len(), objects.join(", "))),
+                }
             }
         }
         out
     }
+}
+
+/// Failures with the same message, once each with the objects that have it, in first-seen
+/// order: twenty objects refused for one reason read as one line, not twenty.
+fn collapse(failures: &[(String, String)]) -> Vec<(Vec<&str>, &str)> {
+    let mut grouped: Vec<(Vec<&str>, &str)> = Vec::new();
+    for (object, message) in failures {
+        match grouped.iter_mut().find(|(_, m)| m == message) {
+            Some((objects, _)) => objects.push(object),
+            None => grouped.push((vec![object.as_str()], message.as_str())),
+        }
+    }
+    grouped
 }
 
 /// Live progress of an apply.
@@ -221,5 +237,20 @@ mod tests {
         assert!(!report.succeeded());
         let json = serde_json::to_value(&report).expect("json");
         assert_eq!(json["changes"][0]["change"], "created");
+    }
+
+    #[test]
+    fn identical_failures_are_collapsed_with_their_count() {
+        let failures: Vec<(String, String)> = [("A", "quota exceeded"), ("B", "bad"), ("C", "quota exceeded")]
+            .iter()
+            .map(|(o, m)| (o.to_string(), m.to_string()))
+            .collect();
+        assert_eq!(collapse(&failures), vec![(vec!["A", "C"], "quota exceeded"), (vec!["B"], "bad")]);
+        let report = Report {
+            package: "web".into(),
+            failure: Some(Failure { group: "app".into(), reason: "dry-run failed".into(), objects: failures }),
+            ..Report::default()
+        };
+        assert!(report.table().ends_with("  2 objects: quota exceeded\n    A, C\n  B: bad\n"), "{}", report.table());
     }
 }
