@@ -445,10 +445,34 @@ pub fn prepare_update(
     check_metadata(info, &new, errors)?;
     let subresource = if endpoint == Endpoint::Status { "status" } else { "" };
     track(target, ctx, Some(current), &mut new, subresource);
+    keep_timestamps_of_a_no_op(current, &mut new);
     if ready_to_delete(info, &new) {
         return Ok(Mutation::Delete(Some(new)));
     }
     Ok(Mutation::Put(new))
+}
+
+/// A write that changes nothing but the times in managedFields keeps the old times, as
+/// upstream's field manager does: otherwise a no-op apply (for instance of a manifest carrying
+/// `creationTimestamp: null`, as `kubectl create --dry-run -o yaml` prints) would answer, and
+/// store, a changed object.
+fn keep_timestamps_of_a_no_op(current: &Value, new: &mut Value) {
+    let without_times = |object: &Value| {
+        let mut object = object.clone();
+        if let Some(meta) = object.get_mut("metadata").and_then(Value::as_object_mut) {
+            meta.remove("resourceVersion");
+            if let Some(entries) = meta.get_mut("managedFields").and_then(Value::as_array_mut) {
+                for entry in entries.iter_mut().filter_map(Value::as_object_mut) {
+                    entry.remove("time");
+                }
+            }
+        }
+        object
+    };
+    if without_times(current) == without_times(new) {
+        let old = object::meta(current).and_then(|m| m.get("managedFields")).cloned();
+        set(object::meta_mut(new), "managedFields", old.as_ref());
+    }
 }
 
 /// Whether an object that is being deleted has nothing left holding it.

@@ -222,3 +222,18 @@ fn immutable_fields_cannot_change() {
         "metadata stays mutable"
     );
 }
+
+#[test]
+fn a_write_that_changes_only_managed_field_times_keeps_the_old_times() {
+    let entry =
+        |time: &str| json!([{"manager": "bosun", "operation": "Apply", "time": time, "fieldsV1": {"f:data": {}}}]);
+    let current =
+        json!({"metadata": {"name": "a", "resourceVersion": "7", "managedFields": entry("t1")}, "data": {"a": "1"}});
+    let mut same = json!({"metadata": {"name": "a", "managedFields": entry("t2")}, "data": {"a": "1"}});
+    keep_timestamps_of_a_no_op(&current, &mut same);
+    assert_eq!(same["metadata"]["managedFields"], entry("t1"));
+
+    let mut changed = json!({"metadata": {"name": "a", "managedFields": entry("t2")}, "data": {"a": "2"}});
+    keep_timestamps_of_a_no_op(&current, &mut changed);
+    assert_eq!(changed["metadata"]["managedFields"], entry("t2"), "a real change records its time");
+}
