@@ -223,7 +223,8 @@ async fn timeout_seconds_ends_the_stream_cleanly() {
     let answer = common::get(&server, "/api/v1/namespaces/default/configmaps?watch=true&timeoutSeconds=1").await;
     let elapsed = started.elapsed();
     assert_eq!(answer.status, 200);
-    assert!(elapsed >= Duration::from_millis(900) && elapsed < Duration::from_secs(5), "{elapsed:?}");
+    // Not before the timeout; the upper bound is generous, for loaded machines.
+    assert!(elapsed >= Duration::from_millis(900) && elapsed < Duration::from_secs(30), "{elapsed:?}");
 }
 
 #[tokio::test]

@@ -24,9 +24,9 @@ use tokio::{
 
 const NAMESPACE: &str = "obs";
 
-/// A script that appends `$TYPE <arguments>` to `$LOG`, then sleeps as long as the file
-/// `sleep` says, if there is one.
-const RECORD: &str = "#!/bin/sh\necho \"$TYPE $*\" >> \"$LOG\"\n[ ! -f sleep ] || sleep \"$(cat sleep)\"\n";
+/// A script that appends `$TYPE <arguments>` to `$LOG`, then, while the file `hold` exists,
+/// waits (at most a minute), so tests can keep a run going until they have made their changes.
+const RECORD: &str = "#!/bin/sh\necho \"$TYPE $*\" >> \"$LOG\"\ni=0\nwhile [ -f hold ] && [ $i -lt 1200 ]; do sleep 0.05; i=$((i+1)); done\n";
 
 mod common;
 
@@ -183,18 +183,23 @@ async fn deletions_while_stopped_are_found_through_names_at_the_next_start() {
 async fn a_burst_of_changes_during_a_run_coalesces_into_one_run_with_the_newest_values() {
     let fixture = Fixture::new().await;
     fixture.configmap("burst", "0").await;
-    std::fs::write(fixture.path("sleep"), "1").expect("sleep");
-    let observer = fixture.start_recording("cm", &["-a", "{.data.k}"]);
+    // The first run is held until the observer has seen every change: a marker object changed
+    // after the burst runs beside it (--concurrency 2) and, as one watch delivers events in
+    // order, its run proves the burst's events have all arrived.
+    std::fs::write(fixture.path("hold"), "").expect("hold");
+    let observer = fixture.start_recording("cm", &["-a", "{.data.k}", "--concurrency", "2"]);
     fixture.wait_for("Sync obs burst 0").await;
     for value in 1..=20 {
         fixture.set("burst", &value.to_string()).await;
     }
+    fixture.configmap("marker", "1").await;
+    fixture.wait_for("Added obs marker 1").await;
+    std::fs::remove_file(fixture.path("hold")).expect("release");
     fixture.wait_for("Updated obs burst 20").await;
-    tokio::time::sleep(Duration::from_millis(1500)).await;
     assert_eq!(
         fixture.log(),
-        ["Sync obs burst 0", "Updated obs burst 20"],
-        "20 changes while the command ran: one more run"
+        ["Sync obs burst 0", "Added obs marker 1", "Updated obs burst 20"],
+        "20 changes while the command ran: one more run, with the newest value"
     );
     terminate(observer).await;
 }
@@ -206,8 +211,12 @@ async fn runs_of_one_object_never_overlap_while_objects_run_in_parallel() {
     for name in &names {
         fixture.configmap(name, "0").await;
     }
-    let script = fixture
-        .script("span.sh", "#!/bin/sh\necho \"start $2 $3\" >> \"$LOG\"\nsleep 0.2\necho \"end $2 $3\" >> \"$LOG\"\n");
+    // Each run waits (at most 10 s) until a second run has started, so the runs overlap when
+    // objects run in parallel however loaded the machine is; serial runs would not.
+    let script = fixture.script(
+        "span.sh",
+        "#!/bin/sh\necho \"start $2 $3\" >> \"$LOG\"\ni=0\nwhile [ \"$(grep -c '^start' \"$LOG\")\" -lt 2 ] && [ $i -lt 100 ]; do sleep 0.1; i=$((i+1)); done\necho \"end $2 $3\" >> \"$LOG\"\n",
+    );
     let observer =
         fixture.start(&["cm", "-n", NAMESPACE, "-q", "-a", "{.data.k}", "--concurrency", "8", "--", &script]);
     for name in &names {
@@ -400,7 +409,7 @@ async fn resync_runs_every_object_again_and_exit_after_lets_running_commands_fin
             "--resync-period",
             "300ms",
             "--exit-after",
-            "800ms",
+            "3s",
             "--type-env-var",
             "TYPE",
             "--",
@@ -408,7 +417,7 @@ async fn resync_runs_every_object_again_and_exit_after_lets_running_commands_fin
         ])
         .await;
     assert_eq!(output.status.code(), Some(0), "{:?}", text(&output));
-    assert!(started.elapsed() >= Duration::from_millis(800));
+    assert!(started.elapsed() >= Duration::from_secs(3), "--exit-after ended it early");
     let syncs = fixture.log().iter().filter(|l| *l == "Sync obs r").count();
     assert!(syncs >= 2, "the initial run and at least one resync: {:?}", fixture.log());
 
