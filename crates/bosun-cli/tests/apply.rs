@@ -400,23 +400,27 @@ async fn a_microservice_kustomization_into_a_missing_namespace_writes_nothing_th
     assert_eq!(output.status.code(), Some(2));
     assert_eq!(
         String::from_utf8_lossy(&output.stderr),
-        "error: namespace \"shop\" does not exist: create it, or add a Namespace to the package (8 objects of package microservices are in it)\n"
+        "error: namespace \"shop\" does not exist: create it, or add a Namespace to the package (25 objects of package microservices are in it)\n"
     );
     assert_eq!(fixture.server.revision(), before, "nothing written");
 
-    let namespaces: Api<k8s_openapi::api::core::v1::Namespace> = Api::all(fixture.server.client());
-    let namespace = serde_json::from_value(json!({"metadata": {"name": "shop"}})).expect("namespace");
-    namespaces.create(&Default::default(), &namespace).await.expect("create namespace");
+    let created = tokio::process::Command::new("kubectl")
+        .args(["create", "namespace", "shop"])
+        .env("KUBECONFIG", &fixture.kubeconfig)
+        .output()
+        .await
+        .expect("kubectl runs");
+    assert!(created.status.success(), "{}", String::from_utf8_lossy(&created.stderr));
     let output = fixture.bosun(&["apply", shop, "-n", "shop", "--wait", "-o", "json"]).await;
     assert_eq!(output.status.code(), Some(0), "{}", String::from_utf8_lossy(&output.stderr));
     let report: Value = serde_json::from_slice(&output.stdout).expect("report");
-    assert_eq!(changes(&report).len(), 8);
+    assert_eq!(changes(&report).len(), 25);
     assert!(
         changes(&report).iter().all(|(object, change)| object.contains("/shop/") && change == "created"),
         "{report:#}"
     );
     let deployments: Api<Deployment> = Api::namespaced(fixture.server.client(), "shop");
-    assert_eq!(deployments.list(&Default::default()).await.expect("list").items.len(), 2);
+    assert_eq!(deployments.list(&Default::default()).await.expect("list").items.len(), 11);
 
     // Container ports without `protocol`, probes, env from ConfigMaps, volume claim templates:
     // an unchanged re-apply proves every object unchanged and writes nothing.
