@@ -8,7 +8,7 @@ use std::{
 
 use bosun::{
     config,
-    package::{Origin, PACKAGE_MARKERS, Package, RenderSpec, is_marked_package},
+    package::{Origin, PACKAGE_MARKERS, Package, PackageError, RenderSpec, is_marked_package},
     render::{self, Rendered, Scopes},
 };
 use serde_json::json;
@@ -76,14 +76,40 @@ pub struct Args {
     pub show_plan: bool,
 }
 
+/// Why a package could not be loaded or rendered (all bad input: exit code 2).
+#[derive(Debug, thiserror::Error)]
+pub enum SourceError {
+    /// The flags do not name a package.
+    #[error("{0}")]
+    Arguments(String),
+    /// The package directory or its `bosun.yaml`.
+    #[error(transparent)]
+    Package(#[from] PackageError),
+    /// The configuration files.
+    #[error(transparent)]
+    Config(#[from] config::ConfigError),
+    /// The renderer or its output.
+    #[error(transparent)]
+    Render(#[from] render::RenderError),
+    /// The rollout cannot be planned.
+    #[error(transparent)]
+    Plan(#[from] bosun::plan::PlanError),
+    /// `spec.suspend: true` for a command that writes.
+    #[error("{file}: spec.suspend is true: the package is suspended; set it to false (or remove it) to apply")]
+    Suspended {
+        /// The `bosun.yaml`.
+        file: String,
+    },
+}
+
 impl Source {
     /// The package these arguments describe.
-    pub fn package(&self) -> Result<Package, String> {
+    pub fn package(&self) -> Result<Package, SourceError> {
         let mut package = if let Some(dir) = &self.files {
             Package::from_files(dir, self.rollout.as_deref())
         } else if let Some(file) = &self.jsonnet {
             if !file.is_file() {
-                return Err(format!("{}: no such jsonnet file", file.display()));
+                return Err(SourceError::Arguments(format!("{}: no such jsonnet file", file.display())));
             }
             Package::from_jsonnet(file, &self.jpath)
         } else {
@@ -93,13 +119,13 @@ impl Source {
                 // happens to be there (a repository with test fixtures) is never what was meant.
                 None if is_marked_package(Path::new(".")) => PathBuf::from("."),
                 None => {
-                    return Err(format!(
+                    return Err(SourceError::Arguments(format!(
                         "no package given: pass DIR, --files DIR or --jsonnet FILE (the current directory has none of {})",
                         PACKAGE_MARKERS.join(", ")
-                    ));
+                    )));
                 }
             };
-            Package::load(&dir).map_err(|e| e.to_string())?
+            Package::load(&dir)?
         };
         if self.jsonnet.is_none() && !self.jpath.is_empty() {
             match &mut package.spec.render {
@@ -108,7 +134,7 @@ impl Source {
                         .iter()
                         .map(|p| std::path::absolute(p).unwrap_or_else(|_| p.clone()).display().to_string()),
                 ),
-                _ => return Err("-J/--jpath only applies to jsonnet packages".into()),
+                _ => return Err(SourceError::Arguments("-J/--jpath only applies to jsonnet packages".into())),
             }
         }
         Ok(package)
@@ -120,7 +146,10 @@ impl Source {
     }
 
     /// [`Source::render`], printing the rendering's warnings to stderr.
-    pub async fn render_with_warnings(&self, cluster: Option<&kube::Client>) -> Result<(Package, Rendered), String> {
+    pub async fn render_with_warnings(
+        &self,
+        cluster: Option<&kube::Client>,
+    ) -> Result<(Package, Rendered), SourceError> {
         let rendered = self.render(cluster).await?;
         let package = &rendered.0;
         if let Origin::File(file) = &package.origin {
@@ -143,12 +172,9 @@ impl Source {
     }
 
     /// Refuses a package whose `bosun.yaml` says `suspend: true` (for the commands that write).
-    pub fn check_not_suspended(package: &Package) -> Result<(), String> {
+    pub fn check_not_suspended(package: &Package) -> Result<(), SourceError> {
         match (&package.origin, package.spec.suspend) {
-            (Origin::File(file), Some(true)) => Err(format!(
-                "{}: spec.suspend is true: the package is suspended; set it to false (or remove it) to apply",
-                file.display()
-            )),
+            (Origin::File(file), Some(true)) => Err(SourceError::Suspended { file: file.display().to_string() }),
             _ => Ok(()),
         }
     }
@@ -156,9 +182,9 @@ impl Source {
     /// Loads the package and its configuration and renders it. With a target namespace or `-n`,
     /// kinds unknown to bosun are looked up in `cluster` (the command's; `bosun render` has none
     /// and tries the kubeconfig's) when it is reachable.
-    pub async fn render(&self, cluster: Option<&kube::Client>) -> Result<(Package, Rendered), String> {
+    pub async fn render(&self, cluster: Option<&kube::Client>) -> Result<(Package, Rendered), SourceError> {
         let package = self.package()?;
-        let config = config::load(&package.spec.config, &package.dir, &self.config).map_err(|e| e.to_string())?;
+        let config = config::load(&package.spec.config, &package.dir, &self.config)?;
         let mut scopes = Scopes::builtin();
         if package.spec.target_namespace.is_some() || self.namespace.is_some() {
             scopes = cluster_scopes(scopes, cluster).await;
@@ -173,8 +199,7 @@ impl Source {
             Ok::<_, render::RenderError>(rendered)
         })
         .await
-        .map_err(|e| format!("rendering stopped: {e}"))?
-        .map_err(|e| e.to_string())?;
+        .map_err(|e| SourceError::Arguments(format!("rendering stopped: {e}")))??;
         Ok((package, rendered))
     }
 }
@@ -194,8 +219,8 @@ async fn cluster_scopes(builtin: Scopes, cluster: Option<&kube::Client>) -> Scop
     }
 }
 
-fn print_plan(package: &Package, rendered: &Rendered) -> Result<(), String> {
-    let plan = bosun::plan::plan(&rendered.manifests, rendered.rollout.as_ref()).map_err(|e| e.to_string())?;
+fn print_plan(package: &Package, rendered: &Rendered) -> Result<(), SourceError> {
+    let plan = bosun::plan::plan(&rendered.manifests, rendered.rollout.as_ref())?;
     let source = if rendered.rollout.is_some() { "declared rollout" } else { "default plan" };
     println!("{}: {} group(s), {source}", package.name, plan.groups.len());
     for (index, group) in plan.groups.iter().enumerate() {
@@ -233,10 +258,7 @@ pub async fn run(args: Args) -> ExitCode {
     if args.show_plan {
         return match print_plan(&package, &rendered) {
             Ok(()) => ExitCode::SUCCESS,
-            Err(message) => {
-                eprintln!("error: {message}");
-                ExitCode::from(2)
-            }
+            Err(error) => crate::bad_input(error),
         };
     }
     let text = match args.output {
