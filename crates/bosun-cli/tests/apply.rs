@@ -501,3 +501,19 @@ async fn kinds_are_scoped_by_the_cluster_the_command_targets() {
     let text = String::from_utf8_lossy(&rendered.stdout);
     assert!(!text.contains("namespace:"), "a cluster-scoped object gets no namespace:\n{text}");
 }
+
+#[tokio::test]
+async fn diff_before_the_first_apply_shows_objects_in_the_package_namespace_as_new() {
+    let fixture = Fixture::new().await;
+    fixture.write("namespace.yaml", NAMESPACE);
+    fixture.write("settings.yaml", &configmap("settings", "1"));
+    let package = fixture.package();
+    let revision = fixture.server.revision();
+    let output = fixture.bosun(&["diff", package.to_str().expect("utf-8")]).await;
+    let text = String::from_utf8_lossy(&output.stdout);
+    assert_eq!(output.status.code(), Some(1), "{text}{}", String::from_utf8_lossy(&output.stderr));
+    assert!(text.contains("+ Namespace/app (new)"), "{text}");
+    assert!(text.contains("+ ConfigMap/app/settings (new)") && text.contains("+  value: \"1\""), "{text}");
+    assert!(!text.contains("dry-run failed"), "{text}");
+    assert_eq!(fixture.server.revision(), revision, "diff writes nothing");
+}

@@ -882,9 +882,15 @@ pub async fn diff(
         .collect();
     let planned: Vec<(&Item, Action)> = items.iter().map(|item| (item, Action::Apply)).collect();
     let dry_runs = dry_runs(client, &planned, concurrency).await;
+    let created = created_namespaces(rendered);
     for (item, dry) in items.iter().zip(dry_runs) {
         let unchanged = dry.unchanged();
         let (change, text) = match (dry.result, &dry.live) {
+            // In a namespace the package creates and the cluster does not have yet: it can only
+            // be checked once the namespace exists, as apply does; shown as rendered.
+            (Err(kube::Error::Api(status)), None) if status.code == 404 && created.contains(&item.namespace) => {
+                (Change::Created, diff::unified(None, &item.object, &item.described))
+            }
             (Err(error), _) => (Change::Failed, format!("dry-run failed: {}\n", message(&error))),
             _ if unchanged => (Change::Unchanged, String::new()),
             (Ok(Some(result)), None) => (Change::Created, diff::unified(None, &result, &item.described)),
