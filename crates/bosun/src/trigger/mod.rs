@@ -140,16 +140,16 @@ mod tests {
 
     #[test]
     fn only_visible_files_outside_ignored_paths_matter() {
-        let dir = Path::new("/work/pkg");
-        let ignored = [PathBuf::from("/work/pkg/state"), PathBuf::from("/work/pkg/kubeconfig")];
+        let dir = Path::new("/srv/pkg");
+        let ignored = [PathBuf::from("/srv/pkg/state"), PathBuf::from("/srv/pkg/kubeconfig")];
         let cases = [
-            ("/work/pkg/deployment.yaml", true),
-            ("/work/pkg/base/kustomization.yaml", true),
-            ("/work/pkg/state/store.db-wal", false),
-            ("/work/pkg/kubeconfig", false),
-            ("/work/pkg/.bosun/apiserver/store.db", false),
-            ("/work/pkg/.git/index", false),
-            ("/work/pkg/base/.deployment.yaml.swp", false),
+            ("/srv/pkg/deployment.yaml", true),
+            ("/srv/pkg/base/kustomization.yaml", true),
+            ("/srv/pkg/state/store.db-wal", false),
+            ("/srv/pkg/kubeconfig", false),
+            ("/srv/pkg/.bosun/apiserver/store.db", false),
+            ("/srv/pkg/.git/index", false),
+            ("/srv/pkg/base/.deployment.yaml.swp", false),
         ];
         for (path, expected) in cases {
             assert_eq!(is_relevant(Path::new(path), dir, &ignored), expected, "{path}");
