@@ -1,19 +1,23 @@
 //! bosun: declarative Kubernetes automation. One module per pipeline stage; the `bosun` command
-//! and the controllers are thin callers of this library.
+//! is a thin caller of this library. It does not depend on the embedded API server
+//! (`bosun-apiserver`), which tests use as their cluster.
 //!
-//! - [`apply`]: planned rollout to a cluster with server-side apply, health waits and prune.
-//! - [`cluster`]: why a request to a cluster failed, in terms a user acts on.
-//! - [`diff`]: what applying would change.
+//! In pipeline order:
+//!
+//! - [`trigger`]: what starts a run (file changes for `bosun dev`).
+//! - [`package`]: the source — a package directory and its spec (`bosun.yaml`), with the rollout.
+//! - [`config`]: the renderer's input, assembled from values and files.
+//! - [`render`]: manifests from files, jsonnet, kustomize or a command, post-processed and checked.
+//! - [`plan`]: the groups and steps objects roll out in.
+//! - [`apply`]: the rollout — dry run, server-side apply, health waits, prune.
+//! - [`diff`]: whether applying would change an object, and unified diffs.
+//! - [`health`]: whether live objects are ready, in progress or failed.
 //! - [`inventory`]: what a package applied, for pruning.
 //! - [`report`]: change sets, progress, tables and JSON.
-//! - [`package`]: a package directory and its spec (`bosun.yaml`), including the rollout.
-//! - [`config`]: the renderer's input, assembled from values and files.
-//! - [`plan`]: the order objects roll out in.
-//! - [`render`]: manifests from files, jsonnet, kustomize or a command, post-processed and checked.
-//! - [`trigger`]: what starts a run (file changes for `bosun dev`).
-//! - [`health`]: whether live objects are ready, in progress or failed.
-//! - [`jsonpath`]: kubectl's JSONPath templates.
-//! - [`yaml`]: YAML/JSON streams with error positions, and deterministic output.
+//!
+//! Beside the pipeline: [`observe`] (a command for every object of a kind and every change),
+//! [`cluster`] (why a request failed, in terms a user acts on), [`jsonpath`] (kubectl's
+//! templates) and [`yaml`] (streams with error positions, deterministic output).
 
 pub mod apply;
 pub mod cluster;

@@ -1,16 +1,73 @@
 //! Which kinds are namespaced: built-in kinds (from the same `k8s-openapi` types the embedded API
 //! server serves), CustomResourceDefinitions in the package, and what a cluster's discovery says.
 
-use std::{collections::HashMap, sync::LazyLock};
+use std::{any::TypeId, collections::HashMap, sync::LazyLock};
 
-use bosun_apiserver::registry::Catalog;
+use k8s_openapi::{NamespaceResourceScope, Resource, api as k8s};
 use serde_json::Value;
 
 use super::group_of;
 
-/// Scopes of the built-in kinds, built on first use (it walks the typed API).
+/// ((API group, kind), namespaced) of a built-in kind, read from its `k8s-openapi` type.
+fn scope<K: Resource>() -> ((String, String), bool)
+where
+    K::Scope: 'static,
+{
+    ((K::GROUP.to_string(), K::KIND.to_string()), TypeId::of::<K::Scope>() == TypeId::of::<NamespaceResourceScope>())
+}
+
+/// Scopes of the built-in kinds the API server serves (a test checks the embedded server serves
+/// the same set), from the same `k8s-openapi` types.
 static BUILTIN: LazyLock<HashMap<(String, String), bool>> = LazyLock::new(|| {
-    Catalog::new([]).resources().iter().map(|r| ((r.group.clone(), r.kind.clone()), r.namespaced)).collect()
+    HashMap::from([
+        scope::<k8s::core::v1::ConfigMap>(),
+        scope::<k8s::core::v1::Endpoints>(),
+        scope::<k8s::core::v1::Event>(),
+        scope::<k8s::core::v1::LimitRange>(),
+        scope::<k8s::core::v1::Namespace>(),
+        scope::<k8s::core::v1::Node>(),
+        scope::<k8s::core::v1::PersistentVolumeClaim>(),
+        scope::<k8s::core::v1::PersistentVolume>(),
+        scope::<k8s::core::v1::Pod>(),
+        scope::<k8s::core::v1::PodTemplate>(),
+        scope::<k8s::core::v1::ReplicationController>(),
+        scope::<k8s::core::v1::ResourceQuota>(),
+        scope::<k8s::core::v1::Secret>(),
+        scope::<k8s::core::v1::ServiceAccount>(),
+        scope::<k8s::core::v1::Service>(),
+        scope::<k8s::admissionregistration::v1::MutatingWebhookConfiguration>(),
+        scope::<k8s::admissionregistration::v1::ValidatingAdmissionPolicy>(),
+        scope::<k8s::admissionregistration::v1::ValidatingAdmissionPolicyBinding>(),
+        scope::<k8s::admissionregistration::v1::ValidatingWebhookConfiguration>(),
+        scope::<k8s_openapi::apiextensions_apiserver::pkg::apis::apiextensions::v1::CustomResourceDefinition>(),
+        scope::<k8s::apps::v1::ControllerRevision>(),
+        scope::<k8s::apps::v1::DaemonSet>(),
+        scope::<k8s::apps::v1::Deployment>(),
+        scope::<k8s::apps::v1::ReplicaSet>(),
+        scope::<k8s::apps::v1::StatefulSet>(),
+        scope::<k8s::autoscaling::v2::HorizontalPodAutoscaler>(),
+        scope::<k8s::batch::v1::CronJob>(),
+        scope::<k8s::batch::v1::Job>(),
+        scope::<k8s::certificates::v1::CertificateSigningRequest>(),
+        scope::<k8s::coordination::v1::Lease>(),
+        scope::<k8s::discovery::v1::EndpointSlice>(),
+        scope::<k8s::events::v1::Event>(),
+        scope::<k8s::networking::v1::IngressClass>(),
+        scope::<k8s::networking::v1::Ingress>(),
+        scope::<k8s::networking::v1::NetworkPolicy>(),
+        scope::<k8s::node::v1::RuntimeClass>(),
+        scope::<k8s::policy::v1::PodDisruptionBudget>(),
+        scope::<k8s::rbac::v1::ClusterRoleBinding>(),
+        scope::<k8s::rbac::v1::ClusterRole>(),
+        scope::<k8s::rbac::v1::RoleBinding>(),
+        scope::<k8s::rbac::v1::Role>(),
+        scope::<k8s::scheduling::v1::PriorityClass>(),
+        scope::<k8s::storage::v1::CSIDriver>(),
+        scope::<k8s::storage::v1::CSINode>(),
+        scope::<k8s::storage::v1::CSIStorageCapacity>(),
+        scope::<k8s::storage::v1::StorageClass>(),
+        scope::<k8s::storage::v1::VolumeAttachment>(),
+    ])
 });
 
 /// Known scopes by (API group, kind): the built-ins plus what was added.
@@ -107,6 +164,16 @@ mod tests {
         let crd = json!({"apiVersion": "apiextensions.k8s.io/v1", "kind": "CustomResourceDefinition",
             "spec": {"group": "example.com", "names": {"kind": "Widget"}, "scope": "Cluster"}});
         assert_eq!(scopes.with_crds([&crd].into_iter()).namespaced(&widget), Some(false));
+    }
+
+    #[test]
+    fn the_builtin_scopes_are_those_the_embedded_server_serves() {
+        let served: HashMap<(String, String), bool> = bosun_apiserver::registry::Catalog::new([])
+            .resources()
+            .iter()
+            .map(|r| ((r.group.clone(), r.kind.clone()), r.namespaced))
+            .collect();
+        assert_eq!(*BUILTIN, served);
     }
 
     #[test]
