@@ -358,20 +358,34 @@ impl RunningServer {
     /// [`ServerOptions::tls`] it holds the certificate authority and the token.
     pub fn kubeconfig(&self) -> String {
         use base64::Engine as _;
-        let (authority, user) = match &self.credentials {
-            Some(credentials) => (
-                format!(
-                    "\n    certificate-authority-data: {}",
-                    base64::engine::general_purpose::STANDARD.encode(&credentials.ca_pem)
-                ),
-                format!("\n    token: {}", credentials.token),
-            ),
-            None => (String::new(), " {}".to_string()),
+        use kube::config::{AuthInfo, Cluster, Context, Kubeconfig, NamedAuthInfo, NamedCluster, NamedContext};
+        let name = || "bosun".to_string();
+        let cluster = Cluster {
+            server: Some(self.url.clone()),
+            certificate_authority_data: self
+                .credentials
+                .as_ref()
+                .map(|c| base64::engine::general_purpose::STANDARD.encode(&c.ca_pem)),
+            ..Cluster::default()
         };
-        format!(
-            "apiVersion: v1\nkind: Config\nclusters:\n- name: bosun\n  cluster:\n    server: {url}{authority}\ncontexts:\n- name: bosun\n  context:\n    cluster: bosun\n    user: bosun\n    namespace: default\ncurrent-context: bosun\nusers:\n- name: bosun\n  user:{user}\n",
-            url = self.url
-        )
+        let user = AuthInfo { token: self.credentials.as_ref().map(|c| c.token.clone().into()), ..AuthInfo::default() };
+        let context =
+            Context { cluster: name(), user: Some(name()), namespace: Some("default".into()), ..Context::default() };
+        let config = Kubeconfig {
+            api_version: Some("v1".into()),
+            kind: Some("Config".into()),
+            clusters: vec![NamedCluster { name: name(), cluster: Some(cluster), ..Default::default() }],
+            auth_infos: vec![NamedAuthInfo { name: name(), auth_info: Some(user), ..Default::default() }],
+            contexts: vec![NamedContext { name: name(), context: Some(context), ..Default::default() }],
+            current_context: Some(name()),
+            ..Kubeconfig::default()
+        };
+        // One line per value, as kubectl writes kubeconfigs (scripts grep them).
+        let mut options = serde_saphyr::SerializerOptions::default();
+        options.prefer_block_scalars = false;
+        // Serializing these plain structs cannot fail; JSON (also YAML) is the fallback anyway.
+        serde_saphyr::to_string_with_options(&config, options)
+            .unwrap_or_else(|_| serde_json::to_string_pretty(&config).unwrap_or_default())
     }
 
     /// Writes [`RunningServer::kubeconfig`] to a file, creating its directory.

@@ -1,7 +1,7 @@
 //! Running the user's commands: the argument list, the environment, the object on stdin, the
 //! retry delay — and checking at start that the commands exist.
 
-use std::{path::Path, process::Stdio, time::Duration};
+use std::{process::Stdio, time::Duration};
 
 use tokio::io::AsyncWriteExt;
 
@@ -72,17 +72,11 @@ pub async fn execute(line: &[String], extras: Extras) -> std::io::Result<Exit> {
 /// on `PATH`.
 pub fn check(command: &[String], flag: &str) -> Result<(), String> {
     let Some(program) = command.first() else { return Err(format!("{flag}: no command given")) };
-    let executable = |path: &Path| {
-        use std::os::unix::fs::PermissionsExt;
-        path.metadata().is_ok_and(|m| m.is_file() && m.permissions().mode() & 0o111 != 0)
-    };
-    let found = if program.contains('/') {
-        executable(Path::new(program))
-    } else {
-        std::env::var_os("PATH")
-            .is_some_and(|path| std::env::split_paths(&path).any(|dir| executable(&dir.join(program))))
-    };
-    if found { Ok(()) } else { Err(format!("{flag}: command {program:?} not found or not executable")) }
+    // `which` resolves a path (`./run.sh`) or a name on PATH, and checks it is executable.
+    match which::which(program) {
+        Ok(_) => Ok(()),
+        Err(_) => Err(format!("{flag}: command {program:?} not found or not executable")),
+    }
 }
 
 /// The line printed before each run (unless quiet), as oc observe prints it:
@@ -97,18 +91,9 @@ pub fn header(event: EventType, resource_version: &str, line: &[String]) -> Stri
     )
 }
 
-/// Words joined for display, quoted when they hold spaces or quotes.
+/// Words joined for display, quoted as a POSIX shell would need them.
 fn shell_words(line: &[String]) -> String {
-    line.iter()
-        .map(|word| {
-            if !word.is_empty() && word.chars().all(|c| c.is_ascii_alphanumeric() || "-_./=:,@%+".contains(c)) {
-                word.clone()
-            } else {
-                format!("'{}'", word.replace('\'', "'\\''"))
-            }
-        })
-        .collect::<Vec<_>>()
-        .join(" ")
+    shlex::try_join(line.iter().map(String::as_str)).unwrap_or_else(|_| line.join(" "))
 }
 
 #[cfg(test)]
@@ -141,6 +126,7 @@ mod tests {
 
     #[test]
     fn headers_quote_what_needs_it() {
-        assert_eq!(shell_words(&["echo".into(), "a b".into(), "it's".into(), "".into()]), "echo 'a b' 'it'\\''s' ''");
+        let words = ["echo", "a b", "it's", "", "{.data.k}"].map(String::from);
+        assert_eq!(shell_words(&words), r#"echo 'a b' "it's" '' '{.data.k}'"#);
     }
 }
