@@ -3,14 +3,13 @@
 use std::{io::IsTerminal, process::ExitCode, time::Duration};
 
 use bosun::{
-    apply::{self, ApplyError, Options, Target},
+    apply::{ApplyError, Options},
     package::{Interval, Package},
-    plan,
-    render::Rendered,
+    pipeline::{self, PipelineError},
     report::{Progress, Report, Silent, Terminal},
 };
 
-use crate::{cluster::ClusterArgs, render::Source};
+use crate::{cluster::ClusterArgs, source::Source};
 
 /// Output of `bosun apply`.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, clap::ValueEnum)]
@@ -78,28 +77,10 @@ pub fn options(package: &Package, args: &Args) -> Options {
     }
 }
 
-/// Plans and applies a rendered package; `Err` is bad input or an unreachable cluster.
-pub async fn apply_rendered(
-    client: &kube::Client,
-    default_namespace: &str,
-    package: &Package,
-    rendered: &Rendered,
-    options: &Options,
-    progress: &dyn Progress,
-) -> Result<Report, ApplyError> {
-    let plan = plan::plan(&rendered.manifests, rendered.rollout.as_ref())?;
-    let target = Target {
-        name: package.name.clone(),
-        namespace: package.namespace.clone().unwrap_or_else(|| default_namespace.to_string()),
-        default_namespace: default_namespace.to_string(),
-    };
-    apply::apply(client, &target, rendered, &plan, options, progress).await
-}
-
-/// An apply error as one line; cluster errors name the server.
-pub fn explain(url: &str, error: &ApplyError) -> String {
+/// A pipeline error as one line; cluster errors name the server.
+pub fn explain(url: &str, error: &PipelineError) -> String {
     match error {
-        ApplyError::Cluster(error) => crate::cluster::explain(url, error),
+        PipelineError::Apply(ApplyError::Cluster(error)) => crate::cluster::explain(url, error),
         other => other.to_string(),
     }
 }
@@ -124,16 +105,16 @@ async fn round(args: &Args, connection: &crate::cluster::Connection) -> ExitCode
         Ok(result) => result,
         Err(message) => return crate::bad_input(message),
     };
-    if let Err(message) = Source::check_not_suspended(&package) {
+    if let Err(message) = crate::source::check_not_suspended(&package) {
         return crate::bad_input(message);
     }
     let options = options(&package, args);
     let progress = progress(&package.name, args.output);
     let namespace = args.source.default_namespace(&connection.namespace);
-    match apply_rendered(&connection.client, namespace, &package, &rendered, &options, progress.as_ref()).await {
-        Ok(report) => {
-            print(&report, args.output);
-            if report.succeeded() { ExitCode::SUCCESS } else { ExitCode::from(1) }
+    match pipeline::apply(&connection.client, &package, &rendered, namespace, &options, progress.as_ref()).await {
+        Ok(outcome) => {
+            print(&outcome.report, args.output);
+            if outcome.report.succeeded() { ExitCode::SUCCESS } else { ExitCode::from(1) }
         }
         Err(error) => {
             progress.finished();

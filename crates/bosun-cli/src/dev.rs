@@ -7,10 +7,14 @@ use std::{
     process::ExitCode,
 };
 
-use bosun::{apply::Options, package::Interval, report::Terminal, trigger::FileTrigger};
+use bosun::{
+    apply::Options,
+    package::{Interval, Package},
+    pipeline::{self, RenderOptions},
+    report::Terminal,
+    trigger::FileTrigger,
+};
 use bosun_apiserver::{RunningServer, ServerOptions, Storage};
-
-use crate::{apply::apply_rendered, render::Source};
 
 /// Arguments of `bosun dev`.
 #[derive(Debug, clap::Args)]
@@ -54,33 +58,34 @@ pub struct Args {
 }
 
 async fn apply_dir(server: &RunningServer, dir: &Path, args: &Args) -> bool {
-    let source = Source {
-        dir: Some(dir.to_path_buf()),
-        files: None,
-        rollout: None,
-        jsonnet: None,
-        jpath: Vec::new(),
-        config: Vec::new(),
-        namespace: args.namespace.clone(),
-    };
-    let (package, rendered) = match source.render_with_warnings(Some(&server.client())).await {
-        Ok(result) => result,
-        Err(message) => {
-            eprintln!("error: {}: {message}", dir.display());
+    let client = server.client();
+    let package = match Package::load(dir) {
+        Ok(package) => package,
+        Err(error) => {
+            eprintln!("error: {error}");
             return false;
         }
     };
-    if let Err(message) = Source::check_not_suspended(&package) {
-        eprintln!("error: {message}");
+    if let Err(error) = crate::source::check_not_suspended(&package) {
+        eprintln!("error: {error}");
         return false;
     }
+    let render_options = RenderOptions { default_namespace: args.namespace.clone(), ..RenderOptions::default() };
+    let rendered = match pipeline::render(&package, &render_options, Some(&client)).await {
+        Ok(rendered) => rendered,
+        Err(error) => {
+            eprintln!("error: {}: {error}", dir.display());
+            return false;
+        }
+    };
+    crate::source::print_warnings(&package, &rendered);
     let options = Options { prune: true, wait: true, timeout: args.timeout.0, ..Options::default() };
     let progress = Terminal::new(&package.name);
-    let namespace = source.default_namespace("default");
-    match apply_rendered(&server.client(), namespace, &package, &rendered, &options, &progress).await {
-        Ok(report) => {
-            print!("{}", report.table());
-            report.succeeded()
+    let namespace = args.namespace.as_deref().unwrap_or("default");
+    match pipeline::apply(&client, &package, &rendered, namespace, &options, &progress).await {
+        Ok(outcome) => {
+            print!("{}", outcome.report.table());
+            outcome.report.succeeded()
         }
         Err(error) => {
             eprintln!("error: {}: {}", dir.display(), crate::apply::explain(server.url(), &error));

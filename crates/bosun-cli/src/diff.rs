@@ -2,12 +2,9 @@
 
 use std::process::ExitCode;
 
-use bosun::{
-    apply::{self, Target},
-    report::Change,
-};
+use bosun::{pipeline, report::Change};
 
-use crate::{cluster::ClusterArgs, render::Source};
+use crate::{cluster::ClusterArgs, source::Source};
 
 /// Arguments of `bosun diff`.
 #[derive(Debug, clap::Args)]
@@ -37,12 +34,7 @@ pub async fn run(args: Args) -> ExitCode {
         Err(message) => return crate::bad_input(message),
     };
     let namespace = args.source.default_namespace(&connection.namespace);
-    let target = Target {
-        name: package.name.clone(),
-        namespace: package.namespace.clone().unwrap_or_else(|| namespace.to_string()),
-        default_namespace: namespace.to_string(),
-    };
-    let report = match apply::diff(&connection.client, &target, &rendered, args.concurrency).await {
+    let report = match pipeline::diff(&connection.client, &package, &rendered, namespace, args.concurrency).await {
         Ok(report) => report,
         Err(error) => return crate::bad_input(crate::apply::explain(&connection.url, &error)),
     };

@@ -2,7 +2,8 @@
 //! is a thin caller of this library. It does not depend on the embedded API server
 //! (`bosun-apiserver`), which tests use as their cluster.
 //!
-//! In pipeline order:
+//! [`pipeline`] runs the stages as one call (what the command and controllers use). In
+//! pipeline order:
 //!
 //! - [`trigger`]: what starts a run (file changes for `bosun dev`).
 //! - [`package`]: the source — a package directory and its spec (`bosun.yaml`), with the rollout.
@@ -28,6 +29,7 @@ pub mod inventory;
 pub mod jsonpath;
 pub mod observe;
 pub mod package;
+pub mod pipeline;
 pub mod plan;
 pub mod render;
 pub mod report;

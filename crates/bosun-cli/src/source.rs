@@ -1,0 +1,171 @@
+//! The flags that name a package (`DIR`, or Locutus' `--files`/`--jsonnet`), shared by
+//! `render`, `diff` and `apply`, and what every command does with a package before using it:
+//! load it, render it through the library pipeline, print its warnings.
+
+use std::path::{Path, PathBuf};
+
+use bosun::{
+    package::{Origin, PACKAGE_MARKERS, Package, PackageError, RenderSpec, is_marked_package},
+    pipeline::{self, PipelineError, RenderOptions},
+    render::Rendered,
+};
+
+/// Where the manifests come from: a package directory, or Locutus-style flags.
+#[derive(Debug, Clone, clap::Args)]
+pub struct Source {
+    /// Package directory (with a bosun.yaml, a kustomization.yaml, a main.jsonnet, or manifest
+    /// files). Without it, the current directory when it has one of the first three.
+    #[arg(value_name = "DIR", conflicts_with_all = ["files", "jsonnet"])]
+    pub dir: Option<PathBuf>,
+
+    /// Render every YAML/JSON file under DIR, keyed by path relative to DIR (Locutus `--renderer=file`).
+    #[arg(long, value_name = "DIR", conflicts_with = "jsonnet")]
+    pub files: Option<PathBuf>,
+
+    /// A Locutus rollout file for `--files`.
+    #[arg(long, value_name = "FILE", requires = "files")]
+    pub rollout: Option<PathBuf>,
+
+    /// Render this jsonnet program (Locutus `--renderer=jsonnet`).
+    #[arg(long, value_name = "FILE")]
+    pub jsonnet: Option<PathBuf>,
+
+    /// Add a jsonnet library directory (repeatable; searched in order, then `vendor`).
+    #[arg(short = 'J', long = "jpath", value_name = "DIR")]
+    pub jpath: Vec<PathBuf>,
+
+    /// Configuration file (JSON or YAML) for the renderer; repeatable, later files win key by key.
+    #[arg(long = "config", value_name = "FILE")]
+    pub config: Vec<PathBuf>,
+
+    /// Namespace for namespaced objects that name none (default: the kubeconfig's), as
+    /// `kubectl apply -n`; the package's inventory goes there too unless it names its own.
+    #[arg(short = 'n', long, value_name = "NAMESPACE")]
+    pub namespace: Option<String>,
+}
+
+/// Why a package could not be loaded or rendered (all bad input: exit code 2).
+#[derive(Debug, thiserror::Error)]
+pub enum SourceError {
+    /// The flags do not name a package.
+    #[error("{0}")]
+    Arguments(String),
+    /// The package directory or its `bosun.yaml`.
+    #[error(transparent)]
+    Package(#[from] PackageError),
+    /// Configuration or rendering.
+    #[error(transparent)]
+    Pipeline(#[from] PipelineError),
+    /// The rollout cannot be planned.
+    #[error(transparent)]
+    Plan(#[from] bosun::plan::PlanError),
+    /// `spec.suspend: true` for a command that writes.
+    #[error("{file}: spec.suspend is true: the package is suspended; set it to false (or remove it) to apply")]
+    Suspended {
+        /// The `bosun.yaml`.
+        file: String,
+    },
+}
+
+impl Source {
+    /// The package these arguments describe.
+    pub fn package(&self) -> Result<Package, SourceError> {
+        let mut package = if let Some(dir) = &self.files {
+            Package::from_files(dir, self.rollout.as_deref())
+        } else if let Some(file) = &self.jsonnet {
+            if !file.is_file() {
+                return Err(SourceError::Arguments(format!("{}: no such jsonnet file", file.display())));
+            }
+            Package::from_jsonnet(file, &self.jpath)
+        } else {
+            let dir = match &self.dir {
+                Some(dir) => dir.clone(),
+                // The current directory only when it is clearly a package: rendering whatever
+                // happens to be there (a repository with test fixtures) is never what was meant.
+                None if is_marked_package(Path::new(".")) => PathBuf::from("."),
+                None => {
+                    return Err(SourceError::Arguments(format!(
+                        "no package given: pass DIR, --files DIR or --jsonnet FILE (the current directory has none of {})",
+                        PACKAGE_MARKERS.join(", ")
+                    )));
+                }
+            };
+            Package::load(&dir)?
+        };
+        if self.jsonnet.is_none() && !self.jpath.is_empty() {
+            match &mut package.spec.render {
+                Some(RenderSpec::Jsonnet(spec)) => spec.jpath.extend(
+                    self.jpath
+                        .iter()
+                        .map(|p| std::path::absolute(p).unwrap_or_else(|_| p.clone()).display().to_string()),
+                ),
+                _ => return Err(SourceError::Arguments("-J/--jpath only applies to jsonnet packages".into())),
+            }
+        }
+        Ok(package)
+    }
+
+    /// The namespace for objects without one: `-n`, else the kubeconfig's.
+    pub fn default_namespace<'a>(&'a self, kubeconfig: &'a str) -> &'a str {
+        self.namespace.as_deref().unwrap_or(kubeconfig)
+    }
+
+    /// [`Source::render`], printing the rendering's warnings to stderr.
+    pub async fn render_with_warnings(
+        &self,
+        cluster: Option<&kube::Client>,
+    ) -> Result<(Package, Rendered), SourceError> {
+        let rendered = self.render(cluster).await?;
+        print_warnings(&rendered.0, &rendered.1);
+        Ok(rendered)
+    }
+
+    /// Loads the package and renders it ([`pipeline::render`]). With a target namespace or `-n`,
+    /// kinds unknown to bosun are looked up in `cluster` (the command's; `bosun render` has none
+    /// and tries the kubeconfig's) when it is reachable.
+    pub async fn render(&self, cluster: Option<&kube::Client>) -> Result<(Package, Rendered), SourceError> {
+        let package = self.package()?;
+        let options = RenderOptions { config_files: self.config.clone(), default_namespace: self.namespace.clone() };
+        let inferred = match cluster {
+            None if package.spec.target_namespace.is_some() || self.namespace.is_some() => inferred_client().await,
+            _ => None,
+        };
+        let rendered = pipeline::render(&package, &options, cluster.or(inferred.as_ref())).await?;
+        Ok((package, rendered))
+    }
+}
+
+/// Prints what the user should know about a rendered package: the `bosun.yaml` fields this
+/// command does not act on, and the renderer's warnings.
+pub fn print_warnings(package: &Package, rendered: &Rendered) {
+    if let Origin::File(file) = &package.origin {
+        for field in package.spec.controller_only_fields() {
+            let hint = match field {
+                "interval" => "; for `bosun apply` pass --interval",
+                "suspend" => "; `bosun apply` and `bosun dev` refuse a suspended package",
+                _ => "",
+            };
+            eprintln!(
+                "warning: {}: spec.{field} is only acted on by the Package controller; this command ignores it{hint}",
+                file.display()
+            );
+        }
+    }
+    for warning in &rendered.warnings {
+        eprintln!("warning: {warning}");
+    }
+}
+
+/// Refuses a package whose `bosun.yaml` says `suspend: true` (for the commands that write).
+pub fn check_not_suspended(package: &Package) -> Result<(), SourceError> {
+    match (&package.origin, package.spec.suspend) {
+        (Origin::File(file), Some(true)) => Err(SourceError::Suspended { file: file.display().to_string() }),
+        _ => Ok(()),
+    }
+}
+
+/// The kubeconfig's cluster, for `bosun render` to scope unknown kinds; none when there is no
+/// kubeconfig (rendering needs no cluster).
+async fn inferred_client() -> Option<kube::Client> {
+    kube::Client::try_from(kube::Config::infer().await.ok()?).ok()
+}

@@ -1,0 +1,205 @@
+//! The pipeline as one call: configuration → render → plan → apply (dry run, server-side
+//! apply, health, prune) → report. `bosun render`, `diff`, `apply` and `dev` call these
+//! functions; a controller calls the same with its own client, options and progress sink.
+//!
+//! ```no_run
+//! # async fn example(client: kube::Client) -> Result<(), bosun::pipeline::PipelineError> {
+//! use bosun::{apply::Options, package::Package, pipeline, report::Silent};
+//!
+//! let package = Package::load(std::path::Path::new("examples/quickstart"))?;
+//! let rendered = pipeline::render(&package, &pipeline::RenderOptions::default(), Some(&client)).await?;
+//! let options = Options { wait: true, prune: true, ..Options::default() };
+//! let outcome = pipeline::apply(&client, &package, &rendered, "default", &options, &Silent).await?;
+//! let state = if outcome.report.succeeded() { "rolled out" } else { "failed" };
+//! println!("{} {state} ({})", package.name, outcome.digest);
+//! # Ok(())
+//! # }
+//! ```
+
+use std::{path::PathBuf, time::Duration};
+
+use sha2::{Digest, Sha256};
+
+use crate::{
+    apply::{self, ApplyError, DiffReport, Options, Target},
+    config::{self, ConfigError},
+    package::{Package, PackageError},
+    plan::{self, PlanError},
+    render::{self, RenderError, Rendered, Scopes},
+    report::{Progress, Report},
+};
+
+/// How long looking up kinds in a cluster may take before rendering goes on without it.
+const DISCOVERY_BOUND: Duration = Duration::from_secs(3);
+
+/// What rendering takes besides the package.
+#[derive(Debug, Clone, Default)]
+pub struct RenderOptions {
+    /// Configuration files added after the package's own (later files win key by key).
+    pub config_files: Vec<PathBuf>,
+    /// Namespace for namespaced objects that name none (`kubectl apply -n`).
+    pub default_namespace: Option<String>,
+}
+
+/// Why the pipeline stopped before or while applying.
+#[derive(Debug, thiserror::Error)]
+pub enum PipelineError {
+    /// The package directory or its `bosun.yaml`.
+    #[error(transparent)]
+    Package(#[from] PackageError),
+    /// The configuration files.
+    #[error(transparent)]
+    Config(#[from] ConfigError),
+    /// The renderer or its output.
+    #[error(transparent)]
+    Render(#[from] RenderError),
+    /// The rollout cannot be planned.
+    #[error(transparent)]
+    Plan(#[from] PlanError),
+    /// The cluster, the inventory or the namespaces.
+    #[error(transparent)]
+    Apply(#[from] ApplyError),
+    /// Rendering was stopped (the blocking task panicked or was cancelled).
+    #[error("rendering stopped: {0}")]
+    Stopped(String),
+}
+
+/// What an apply did.
+#[derive(Debug, Clone)]
+pub struct Outcome {
+    /// Changes, health, failure and prune results, per object.
+    pub report: Report,
+    /// `sha256:<hex>` of the rendered objects: the same for the same rendered set, so a
+    /// controller can tell whether a run would apply anything new.
+    pub digest: String,
+}
+
+/// Loads the configuration and renders the package. Kinds unknown to bosun are scoped through
+/// `cluster` (when given and reachable within a few seconds) if a namespace is to be set.
+///
+/// # Errors
+/// The configuration or the renderer fails, or the output is not valid objects.
+pub async fn render(
+    package: &Package,
+    options: &RenderOptions,
+    cluster: Option<&kube::Client>,
+) -> Result<Rendered, PipelineError> {
+    let config = config::load(&package.spec.config, &package.dir, &options.config_files)?;
+    let mut scopes = Scopes::builtin();
+    if (package.spec.target_namespace.is_some() || options.default_namespace.is_some())
+        && let Some(client) = cluster
+    {
+        let with_cluster = scopes.clone().with_cluster(client.clone());
+        if let Ok(Ok(found)) = tokio::time::timeout(DISCOVERY_BOUND, with_cluster).await {
+            scopes = found;
+        }
+    }
+    let package = package.clone();
+    let namespace = options.default_namespace.clone();
+    // Renderers run programs and evaluate jsonnet: off the async threads.
+    let rendered = tokio::task::spawn_blocking(move || {
+        let mut rendered = render::render(&package, &config, &scopes)?;
+        if let Some(namespace) = namespace {
+            rendered.default_namespace(&namespace, &scopes);
+        }
+        Ok::<_, RenderError>(rendered)
+    })
+    .await
+    .map_err(|e| PipelineError::Stopped(e.to_string()))??;
+    Ok(rendered)
+}
+
+/// Where a package's objects and inventory go: its own namespace if `bosun.yaml` names one,
+/// else `default_namespace`.
+pub fn target(package: &Package, default_namespace: &str) -> Target {
+    Target {
+        name: package.name.clone(),
+        namespace: package.namespace.clone().unwrap_or_else(|| default_namespace.to_string()),
+        default_namespace: default_namespace.to_string(),
+    }
+}
+
+/// Plans and applies a rendered package.
+///
+/// # Errors
+/// The rollout cannot be planned, or the cluster, its namespaces or the inventory stop the
+/// apply before it starts (a rollout that fails is a report, not an error).
+pub async fn apply(
+    client: &kube::Client,
+    package: &Package,
+    rendered: &Rendered,
+    default_namespace: &str,
+    options: &Options,
+    progress: &dyn Progress,
+) -> Result<Outcome, PipelineError> {
+    let plan = plan::plan(&rendered.manifests, rendered.rollout.as_ref())?;
+    let target = target(package, default_namespace);
+    let report = apply::apply(client, &target, rendered, &plan, options, progress).await?;
+    Ok(Outcome { report, digest: digest(rendered) })
+}
+
+/// What applying a rendered package would change (a server-side dry run).
+///
+/// # Errors
+/// As [`apply`], before anything would be applied.
+pub async fn diff(
+    client: &kube::Client,
+    package: &Package,
+    rendered: &Rendered,
+    default_namespace: &str,
+    concurrency: usize,
+) -> Result<DiffReport, PipelineError> {
+    Ok(apply::diff(client, &target(package, default_namespace), rendered, concurrency).await?)
+}
+
+/// `sha256:<hex>` of the rendered objects in their deterministic YAML form.
+pub fn digest(rendered: &Rendered) -> String {
+    let hash = Sha256::digest(rendered.manifests.to_yaml().as_bytes());
+    let hex: String = hash.iter().map(|byte| format!("{byte:02x}")).collect();
+    format!("sha256:{hex}")
+}
+
+#[cfg(test)]
+mod tests {
+    use serde_json::json;
+
+    use super::*;
+    use crate::package::{FilesSpec, RenderSpec};
+
+    fn package(dir: &std::path::Path) -> Package {
+        let mut package = Package::load(dir).expect("package");
+        package.spec.render = Some(RenderSpec::Files(FilesSpec { dir: ".".into(), rollout: None }));
+        package
+    }
+
+    #[tokio::test]
+    async fn rendering_fills_the_default_namespace_and_the_digest_follows_the_objects() {
+        let dir = tempfile::tempdir().expect("tempdir");
+        let write = |value: &str| {
+            let text = format!("apiVersion: v1\nkind: ConfigMap\nmetadata:\n  name: a\ndata:\n  v: \"{value}\"\n");
+            std::fs::write(dir.path().join("a.yaml"), text).expect("write");
+        };
+        write("1");
+        let options = RenderOptions { default_namespace: Some("team".into()), ..RenderOptions::default() };
+        let first = render(&package(dir.path()), &options, None).await.expect("render");
+        let object = &first.manifests.iter().next().expect("one object").object;
+        assert_eq!(object["metadata"]["namespace"], json!("team"));
+        let again = render(&package(dir.path()), &options, None).await.expect("render");
+        assert_eq!(digest(&first), digest(&again), "same objects, same digest");
+        assert!(digest(&first).starts_with("sha256:") && digest(&first).len() == 7 + 64);
+        write("2");
+        let changed = render(&package(dir.path()), &options, None).await.expect("render");
+        assert_ne!(digest(&first), digest(&changed));
+    }
+
+    #[test]
+    fn the_target_is_the_package_namespace_else_the_default() {
+        let dir = tempfile::tempdir().expect("tempdir");
+        let mut package = Package::load(dir.path()).expect("package");
+        let target = target(&package, "team");
+        assert_eq!((target.namespace.as_str(), target.default_namespace.as_str()), ("team", "team"));
+        package.namespace = Some("platform".into());
+        let target = super::target(&package, "team");
+        assert_eq!((target.namespace.as_str(), target.default_namespace.as_str()), ("platform", "team"));
+    }
+}
