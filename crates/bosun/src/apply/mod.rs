@@ -6,6 +6,7 @@
 //! objects of the previous inventory that are no longer rendered are pruned, and the inventory
 //! is written.
 
+mod decide;
 mod resolve;
 pub mod wait;
 
@@ -26,6 +27,7 @@ use crate::{
     render::{Rendered, describe},
     report::{Change, ChangeEntry, Failure, Progress, Report},
 };
+use decide::{DryRunFinding, Planned, Refusal, Write};
 pub use resolve::{Kind, Resolver};
 use wait::{Outcome, Watched};
 
@@ -171,11 +173,7 @@ struct Item {
 
 impl Item {
     fn api(&self, client: &Client) -> Api<DynamicObject> {
-        if self.kind.namespaced {
-            Api::namespaced_with(client.clone(), &self.namespace, &self.kind.resource)
-        } else {
-            Api::all_with(client.clone(), &self.kind.resource)
-        }
+        self.kind.api(client, &self.namespace)
     }
 
     fn watched(&self, checks: &[crate::package::SuccessCheck]) -> Watched {
@@ -208,12 +206,21 @@ impl DryRun {
     }
 }
 
-/// What one object's dry run decided for its write.
-#[derive(Debug, Clone, Copy)]
-struct Planned {
-    exists: bool,
-    unchanged: bool,
-    recreate: bool,
+impl DryRun {
+    /// What the dry run found, for [`decide::after_dry_run`].
+    fn finding(&self) -> DryRunFinding {
+        match &self.result {
+            Ok(_) => DryRunFinding::Passed { exists: self.live.is_some(), unchanged: self.unchanged() },
+            Err(error) => {
+                let cause = match missing_namespace(error) {
+                    Some(namespace) => Refusal::MissingNamespace(namespace.to_string()),
+                    None if immutable(error) => Refusal::Immutable,
+                    None => Refusal::Other,
+                };
+                DryRunFinding::Refused { message: message(error), cause }
+            }
+        }
+    }
 }
 
 fn message(error: &kube::Error) -> String {
@@ -544,28 +551,14 @@ async fn run_group(
         .filter(|(_, action)| matches!(action, Action::Apply | Action::CreateIfNotExist | Action::Recreate))
         .collect();
     let dry_runs = dry_runs(client, &writes, options.concurrency).await;
-    // Objects in namespaces the package creates cannot be dry-run before those exist (in this
-    // group, or in an earlier one during a dry run); they are checked when applied instead.
-    let created_namespaces: Vec<&str> = namespaces.iter().map(String::as_str).collect();
     let mut plans: HashMap<String, Planned> = HashMap::new();
     let mut failures = Vec::new();
     for ((item, action), dry) in writes.iter().zip(dry_runs) {
-        let planned = Planned { exists: dry.live.is_some(), unchanged: dry.unchanged(), recreate: false };
-        match dry.result {
-            Ok(_) => {
+        match decide::after_dry_run(&dry.finding(), *action, namespaces, options.force) {
+            Ok(planned) => {
                 plans.insert(item.key.clone(), planned);
             }
-            Err(error) if missing_namespace(&error).is_some_and(|ns| created_namespaces.contains(&ns)) => {
-                plans.insert(item.key.clone(), Planned { exists: false, ..planned });
-            }
-            Err(error) if immutable(&error) && (options.force || *action == Action::Recreate) => {
-                plans.insert(item.key.clone(), Planned { recreate: true, ..planned });
-            }
-            Err(error) => {
-                let hint =
-                    if immutable(&error) { "; use --force or a Recreate step to replace the object" } else { "" };
-                failures.push((item.described.clone(), format!("dry-run failed: {}{hint}", message(&error))));
-            }
+            Err(why) => failures.push((item.described.clone(), format!("dry-run failed: {why}"))),
         }
     }
     if !failures.is_empty() {
@@ -692,7 +685,6 @@ async fn write(
     group: &str,
 ) -> ChangeEntry {
     let failed = |why: String| entry(item, group, Change::Failed, Some(why));
-    let exists = planned.is_some_and(|p| p.exists);
     match action {
         Action::Wait => entry(item, group, Change::Unchanged, None),
         Action::Delete => {
@@ -716,21 +708,16 @@ async fn write(
                 failed("still present after the timeout".into())
             }
         }
-        Action::CreateIfNotExist if exists => {
-            entry(item, group, Change::Unchanged, Some("exists; left as it is".into()))
-        }
         Action::Recreate | Action::Apply | Action::CreateIfNotExist => {
-            let recreate = planned.is_some_and(|p| p.recreate) || (action == Action::Recreate && exists);
-            let unchanged = planned.is_some_and(|p| p.unchanged);
-            if unchanged && !recreate {
-                return entry(item, group, Change::Unchanged, None);
-            }
-            let change = if !exists || recreate { Change::Created } else { Change::Configured };
+            let (change, recreate) = match decide::write(action, planned.unwrap_or_default()) {
+                Write::Skip(note) => return entry(item, group, Change::Unchanged, note.map(str::to_string)),
+                Write::Apply { change, recreate } => (change, recreate),
+            };
             if options.dry_run {
                 let note = recreate.then(|| "would be deleted and created again".to_string());
                 return entry(item, group, change, note);
             }
-            if recreate && exists {
+            if recreate {
                 if let Err(error) = delete(client, item).await {
                     return failed(format!("delete before recreate failed: {}", message(&error)));
                 }
@@ -903,12 +890,7 @@ pub async fn diff(
     for candidate in inventory::prune_set(&previous, &current) {
         let (kind_name, namespace, name) = candidate.parts();
         let Some(kind) = resolver.kind(&candidate.v, kind_name).await else { continue };
-        let api: Api<DynamicObject> = if kind.namespaced {
-            Api::namespaced_with(client.clone(), namespace, &kind.resource)
-        } else {
-            Api::all_with(client.clone(), &kind.resource)
-        };
-        if let Ok(Some(live)) = api.get_opt(name).await
+        if let Ok(Some(live)) = kind.api(client, namespace).get_opt(name).await
             && inventory::owned_by(&serde_json::to_value(live).unwrap_or_default(), &target.name, &target.namespace)
         {
             report.prune.push(if namespace.is_empty() {

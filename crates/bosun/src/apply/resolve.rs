@@ -25,6 +25,17 @@ pub struct Kind {
     pub namespaced: bool,
 }
 
+impl Kind {
+    /// The API for objects of this kind in `namespace` (ignored for cluster-scoped kinds).
+    pub fn api(&self, client: &kube::Client, namespace: &str) -> kube::Api<kube::api::DynamicObject> {
+        if self.namespaced {
+            kube::Api::namespaced_with(client.clone(), namespace, &self.resource)
+        } else {
+            kube::Api::all_with(client.clone(), &self.resource)
+        }
+    }
+}
+
 impl Resolver {
     /// Reads the cluster's discovery documents.
     pub async fn new(client: Client) -> Result<Resolver, kube::Error> {

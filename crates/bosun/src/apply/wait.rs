@@ -6,8 +6,7 @@ use std::{collections::HashMap, time::Duration};
 
 use futures::{StreamExt, stream::select_all};
 use kube::{
-    Api, Client,
-    api::DynamicObject,
+    Client,
     runtime::{WatchStreamExt, watcher},
 };
 use serde_json::Value;
@@ -83,14 +82,6 @@ fn watches(objects: &[Watched]) -> (Vec<(Kind, String)>, HashMap<Key, usize>) {
     (scopes, index)
 }
 
-fn api(client: &Client, kind: &Kind, namespace: &str) -> Api<DynamicObject> {
-    if kind.namespaced {
-        Api::namespaced_with(client.clone(), namespace, &kind.resource)
-    } else {
-        Api::all_with(client.clone(), &kind.resource)
-    }
-}
-
 /// Waits until every object is healthy (with its checks), one fails terminally, or the
 /// deadline passes.
 pub async fn healthy(client: &Client, objects: &[Watched], timeout: Duration, progress: &dyn Progress) -> Outcome {
@@ -99,7 +90,7 @@ pub async fn healthy(client: &Client, objects: &[Watched], timeout: Duration, pr
     }
     let (scopes, index) = watches(objects);
     let streams = scopes.iter().enumerate().map(|(scope, (kind, namespace))| {
-        watcher(api(client, kind, namespace), watcher::Config::default())
+        watcher(kind.api(client, namespace), watcher::Config::default())
             .default_backoff()
             .map(move |event| (scope, event))
     });
@@ -159,7 +150,7 @@ pub async fn gone(client: &Client, objects: &[Watched], timeout: Duration) -> Ve
     }
     let (scopes, index) = watches(objects);
     let streams = scopes.iter().enumerate().map(|(scope, (kind, namespace))| {
-        watcher(api(client, kind, namespace), watcher::Config::default())
+        watcher(kind.api(client, namespace), watcher::Config::default())
             .default_backoff()
             .map(move |event| (scope, event))
     });
