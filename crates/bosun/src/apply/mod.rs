@@ -7,6 +7,9 @@
 //! is written.
 
 mod decide;
+mod namespaces;
+mod preview;
+mod prune;
 mod resolve;
 pub mod wait;
 
@@ -28,6 +31,8 @@ use crate::{
     report::{Change, ChangeEntry, Failure, Progress, Report},
 };
 use decide::{DryRunFinding, Planned, Refusal, Write};
+use namespaces::{check_namespaces, created_namespaces, missing_namespaces_message};
+pub use preview::{DiffReport, ObjectDiff, diff};
 pub use resolve::{Kind, Resolver};
 use wait::{Outcome, Watched};
 
@@ -96,68 +101,6 @@ pub enum ApplyError {
     /// The inventory could not be read or written.
     #[error(transparent)]
     Inventory(#[from] inventory::InventoryError),
-}
-
-fn missing_namespaces_message(package: &str, missing: &[(String, usize)]) -> String {
-    let names: Vec<String> = missing.iter().map(|(name, _)| format!("{name:?}")).collect();
-    let objects: usize = missing.iter().map(|(_, count)| count).sum();
-    let whose = match objects {
-        0 => format!("the inventory of package {package} is kept there"),
-        1 => format!("1 object of package {package} is in it"),
-        n => format!("{n} objects of package {package} are in {}", if missing.len() == 1 { "it" } else { "them" }),
-    };
-    if let [name] = names.as_slice() {
-        format!("namespace {name} does not exist: create it, or add a Namespace to the package ({whose})")
-    } else {
-        format!("namespaces {} do not exist: create them, or add Namespaces to the package ({whose})", names.join(", "))
-    }
-}
-
-/// The namespaces objects are in (and the inventory's) that the package does not create, with
-/// how many objects are in each.
-fn needed_namespaces<'a>(
-    objects: impl Iterator<Item = &'a str>,
-    inventory: Option<&str>,
-    created: &[String],
-) -> std::collections::BTreeMap<String, usize> {
-    let mut needed = std::collections::BTreeMap::new();
-    if let Some(namespace) = inventory {
-        needed.insert(namespace.to_string(), 0);
-    }
-    for namespace in objects.filter(|n| !n.is_empty()) {
-        *needed.entry(namespace.to_string()).or_insert(0) += 1;
-    }
-    needed.retain(|namespace, _| !created.contains(namespace));
-    needed
-}
-
-/// Fails before anything is written when objects (or the inventory) would go to namespaces
-/// that do not exist: otherwise every object of the group fails its dry run with the same
-/// message, or worse, everything is applied and the inventory cannot be written.
-async fn check_namespaces(
-    client: &Client,
-    target: &Target,
-    items: &[Item],
-    created: &[String],
-    inventory: bool,
-) -> Result<(), ApplyError> {
-    let needed = needed_namespaces(
-        items.iter().map(|item| item.namespace.as_str()),
-        inventory.then_some(target.namespace.as_str()),
-        created,
-    );
-    let api: Api<k8s_openapi::api::core::v1::Namespace> = Api::all(client.clone());
-    let mut missing = Vec::new();
-    for (namespace, objects) in needed {
-        if api.get_opt(&namespace).await.map_err(|e| ApplyError::Cluster(e.into()))?.is_none() {
-            missing.push((namespace, objects));
-        }
-    }
-    if missing.is_empty() {
-        Ok(())
-    } else {
-        Err(ApplyError::MissingNamespaces { package: target.name.clone(), missing })
-    }
 }
 
 /// One rendered object, resolved against the cluster.
@@ -491,7 +434,7 @@ pub async fn apply(
     }
     if report.failure.is_none() && options.prune {
         let current: Vec<Entry> = rendered_entries(&resolver, rendered, target).await;
-        prune(client, &resolver, target, &previous, &current, options, progress, &mut report).await;
+        prune::prune(client, &resolver, target, &previous, &current, options, progress, &mut report).await;
     }
     if !options.dry_run {
         let pruned = options.prune && report.failure.is_none();
@@ -509,16 +452,6 @@ pub async fn apply(
     }
     progress.finished();
     Ok(report)
-}
-
-/// The namespaces the package itself creates.
-fn created_namespaces(rendered: &Rendered) -> Vec<String> {
-    rendered
-        .manifests
-        .iter()
-        .filter(|m| m.object["kind"] == "Namespace" && m.object["apiVersion"] == "v1")
-        .filter_map(|m| m.object.pointer("/metadata/name").and_then(Value::as_str).map(str::to_string))
-        .collect()
 }
 
 /// Every rendered object whose kind the cluster serves (with the namespace apply gives it).
@@ -730,216 +663,5 @@ async fn write(
                 Err(error) => failed(format!("apply failed: {}", message(&error))),
             }
         }
-    }
-}
-
-/// Deletes objects of the previous inventory that are no longer rendered, in reverse order,
-/// if they still carry the package's owner labels; waits until they are gone.
-#[allow(clippy::too_many_arguments)]
-async fn prune(
-    client: &Client,
-    resolver: &Resolver,
-    target: &Target,
-    previous: &[Entry],
-    current: &[Entry],
-    options: &Options,
-    progress: &dyn Progress,
-    report: &mut Report,
-) {
-    let mut deleted: Vec<Watched> = Vec::new();
-    for candidate in inventory::prune_set(previous, current) {
-        let (kind_name, namespace, name) = candidate.parts();
-        let Some(kind) = resolver.kind(&candidate.v, kind_name).await else { continue };
-        let item = Item {
-            key: String::new(),
-            object: Value::Null,
-            described: if namespace.is_empty() {
-                format!("{kind_name}/{name}")
-            } else {
-                format!("{kind_name}/{namespace}/{name}")
-            },
-            kind,
-            namespace: namespace.to_string(),
-            name: name.to_string(),
-        };
-        let live = match item.api(client).get_opt(&item.name).await {
-            Ok(Some(live)) => serde_json::to_value(live).unwrap_or_default(),
-            Ok(None) => continue,
-            Err(error) => {
-                report.changes.push(entry(
-                    &item,
-                    "prune",
-                    Change::Failed,
-                    Some(format!("reading it failed: {}", message(&error))),
-                ));
-                continue;
-            }
-        };
-        let change = if !inventory::owned_by(&live, &target.name, &target.namespace) {
-            entry(
-                &item,
-                "prune",
-                Change::Skipped,
-                Some("not deleted: it no longer carries the package's owner labels".into()),
-            )
-        } else if options.dry_run {
-            entry(&item, "prune", Change::Deleted, Some("would be pruned".into()))
-        } else {
-            match delete(client, &item).await {
-                Ok(()) => {
-                    deleted.push(item.watched(&[]));
-                    entry(&item, "prune", Change::Deleted, Some("pruned".into()))
-                }
-                Err(error) => entry(&item, "prune", Change::Failed, Some(format!("prune failed: {}", message(&error)))),
-            }
-        };
-        progress.applied(&change);
-        report.changes.push(change);
-    }
-    let left = wait::gone(client, &deleted, options.timeout).await;
-    let failed: Vec<(String, String)> = report
-        .changes
-        .iter()
-        .filter(|c| c.group == "prune" && c.change == Change::Failed)
-        .map(|c| (c.object.clone(), c.message.clone().unwrap_or_default()))
-        .chain(left.into_iter().map(|object| (object, "still present after the timeout".to_string())))
-        .collect();
-    if !failed.is_empty() {
-        report.failure = Some(Failure { group: "prune".into(), reason: "pruning failed".into(), objects: failed });
-    }
-}
-
-/// One object's view for `bosun diff`.
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub struct ObjectDiff {
-    /// `Kind/namespace/name`.
-    pub object: String,
-    /// What applying would do.
-    pub change: Change,
-    /// The unified diff (empty when unchanged).
-    pub diff: String,
-}
-
-/// What `bosun diff` found: per object, and the objects a prune would delete.
-#[derive(Debug, Clone, Default, PartialEq, Eq)]
-pub struct DiffReport {
-    /// Rendered objects.
-    pub objects: Vec<ObjectDiff>,
-    /// Objects of the inventory no longer rendered that still carry the owner labels.
-    pub prune: Vec<String>,
-}
-
-impl DiffReport {
-    /// Whether applying would change anything.
-    pub fn has_changes(&self) -> bool {
-        !self.prune.is_empty() || self.objects.iter().any(|o| o.change != Change::Unchanged)
-    }
-}
-
-/// Server-side dry run of every rendered object against the live cluster, as unified diffs.
-pub async fn diff(
-    client: &Client,
-    target: &Target,
-    rendered: &Rendered,
-    concurrency: usize,
-) -> Result<DiffReport, ApplyError> {
-    let resolver = Resolver::new(client.clone()).await.map_err(|e| ApplyError::Cluster(e.into()))?;
-    let previous = inventory::read(client, &target.name, &target.namespace).await?;
-    let keys: Vec<String> = rendered.manifests.iter().map(|m| m.key.clone()).collect();
-    let resolved = resolve_items(&resolver, rendered, &keys, target).await;
-    let resolved_items: Vec<Item> = resolved.iter().filter_map(|r| r.as_ref().ok().cloned()).collect();
-    check_namespaces(client, target, &resolved_items, &created_namespaces(rendered), false).await?;
-    let mut report = DiffReport::default();
-    let items: Vec<Item> = resolved
-        .into_iter()
-        .filter_map(|r| match r {
-            Ok(item) => Some(item),
-            // A kind a CRD of the package will define cannot be dry-run yet; any other unknown
-            // kind would fail to apply, so it is an error here too.
-            Err((object, why, pending_crd)) => {
-                let (change, diff) = if pending_crd {
-                    (Change::Created, format!("(not checked: {why} until the package's CRD is applied)\n"))
-                } else {
-                    (Change::Failed, format!("{why}\n"))
-                };
-                report.objects.push(ObjectDiff { object, change, diff });
-                None
-            }
-        })
-        .collect();
-    let planned: Vec<(&Item, Action)> = items.iter().map(|item| (item, Action::Apply)).collect();
-    let dry_runs = dry_runs(client, &planned, concurrency).await;
-    let created = created_namespaces(rendered);
-    for (item, dry) in items.iter().zip(dry_runs) {
-        let unchanged = dry.unchanged();
-        let (change, text) = match (dry.result, &dry.live) {
-            // In a namespace the package creates and the cluster does not have yet: it can only
-            // be checked once the namespace exists, as apply does; shown as rendered.
-            (Err(kube::Error::Api(status)), None) if status.code == 404 && created.contains(&item.namespace) => {
-                (Change::Created, diff::unified(None, &item.object, &item.described))
-            }
-            (Err(error), _) => (Change::Failed, format!("dry-run failed: {}\n", message(&error))),
-            _ if unchanged => (Change::Unchanged, String::new()),
-            (Ok(Some(result)), None) => (Change::Created, diff::unified(None, &result, &item.described)),
-            (Ok(Some(result)), Some(live)) => (Change::Configured, diff::unified(Some(live), &result, &item.described)),
-            (Ok(None), _) => (Change::Unchanged, String::new()),
-        };
-        report.objects.push(ObjectDiff { object: item.described.clone(), change, diff: text });
-    }
-    let current: Vec<Entry> = items.iter().map(|i| Entry::of(&i.object)).collect();
-    for candidate in inventory::prune_set(&previous, &current) {
-        let (kind_name, namespace, name) = candidate.parts();
-        let Some(kind) = resolver.kind(&candidate.v, kind_name).await else { continue };
-        if let Ok(Some(live)) = kind.api(client, namespace).get_opt(name).await
-            && inventory::owned_by(&serde_json::to_value(live).unwrap_or_default(), &target.name, &target.namespace)
-        {
-            report.prune.push(if namespace.is_empty() {
-                format!("{kind_name}/{name}")
-            } else {
-                format!("{kind_name}/{namespace}/{name}")
-            });
-        }
-    }
-    Ok(report)
-}
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    #[test]
-    fn needed_namespaces_are_those_objects_use_and_the_package_does_not_create() {
-        let created = vec!["app".to_string()];
-        // Namespaces of the objects, the inventory's, and the expected missing ones with counts.
-        type Case<'a> = (&'a [&'a str], Option<&'a str>, &'a [(&'a str, usize)]);
-        let cases: [Case; 4] = [
-            (&["app", "app", ""], None, &[]),
-            (&["monitoring", "monitoring", "", "app"], None, &[("monitoring", 2)]),
-            (&["app"], Some("team"), &[("team", 0)]),
-            (&["team", "b"], Some("team"), &[("b", 1), ("team", 1)]),
-        ];
-        for (objects, inventory, expected) in cases {
-            let needed = needed_namespaces(objects.iter().copied(), inventory, &created);
-            let expected: std::collections::BTreeMap<String, usize> =
-                expected.iter().map(|(n, c)| (n.to_string(), *c)).collect();
-            assert_eq!(needed, expected, "{objects:?} {inventory:?}");
-        }
-    }
-
-    #[test]
-    fn missing_namespaces_read_as_one_sentence() {
-        let one = |n: usize| missing_namespaces_message("grafana", &[("monitoring".into(), n)]);
-        assert_eq!(
-            one(3),
-            r#"namespace "monitoring" does not exist: create it, or add a Namespace to the package (3 objects of package grafana are in it)"#
-        );
-        assert_eq!(
-            one(0),
-            r#"namespace "monitoring" does not exist: create it, or add a Namespace to the package (the inventory of package grafana is kept there)"#
-        );
-        assert_eq!(
-            missing_namespaces_message("p", &[("a".into(), 1), ("b".into(), 1)]),
-            r#"namespaces "a", "b" do not exist: create them, or add Namespaces to the package (2 objects of package p are in them)"#
-        );
     }
 }

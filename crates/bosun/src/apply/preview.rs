@@ -1,0 +1,109 @@
+//! `bosun diff`: the server-side dry run of every rendered object, as unified diffs, and what a
+//! prune would delete.
+
+use kube::Client;
+
+use super::{
+    ApplyError, Item, Resolver, Target, check_namespaces, created_namespaces, dry_runs, message, resolve_items,
+};
+use crate::{
+    diff,
+    inventory::{self, Entry},
+    package::Action,
+    render::Rendered,
+    report::Change,
+};
+
+/// One object's view for `bosun diff`.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct ObjectDiff {
+    /// `Kind/namespace/name`.
+    pub object: String,
+    /// What applying would do.
+    pub change: Change,
+    /// The unified diff (empty when unchanged).
+    pub diff: String,
+}
+
+/// What `bosun diff` found: per object, and the objects a prune would delete.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct DiffReport {
+    /// Rendered objects.
+    pub objects: Vec<ObjectDiff>,
+    /// Objects of the inventory no longer rendered that still carry the owner labels.
+    pub prune: Vec<String>,
+}
+
+impl DiffReport {
+    /// Whether applying would change anything.
+    pub fn has_changes(&self) -> bool {
+        !self.prune.is_empty() || self.objects.iter().any(|o| o.change != Change::Unchanged)
+    }
+}
+
+/// Server-side dry run of every rendered object against the live cluster, as unified diffs.
+pub async fn diff(
+    client: &Client,
+    target: &Target,
+    rendered: &Rendered,
+    concurrency: usize,
+) -> Result<DiffReport, ApplyError> {
+    let resolver = Resolver::new(client.clone()).await.map_err(|e| ApplyError::Cluster(e.into()))?;
+    let previous = inventory::read(client, &target.name, &target.namespace).await?;
+    let keys: Vec<String> = rendered.manifests.iter().map(|m| m.key.clone()).collect();
+    let resolved = resolve_items(&resolver, rendered, &keys, target).await;
+    let resolved_items: Vec<Item> = resolved.iter().filter_map(|r| r.as_ref().ok().cloned()).collect();
+    check_namespaces(client, target, &resolved_items, &created_namespaces(rendered), false).await?;
+    let mut report = DiffReport::default();
+    let items: Vec<Item> = resolved
+        .into_iter()
+        .filter_map(|r| match r {
+            Ok(item) => Some(item),
+            // A kind a CRD of the package will define cannot be dry-run yet; any other unknown
+            // kind would fail to apply, so it is an error here too.
+            Err((object, why, pending_crd)) => {
+                let (change, diff) = if pending_crd {
+                    (Change::Created, format!("(not checked: {why} until the package's CRD is applied)\n"))
+                } else {
+                    (Change::Failed, format!("{why}\n"))
+                };
+                report.objects.push(ObjectDiff { object, change, diff });
+                None
+            }
+        })
+        .collect();
+    let planned: Vec<(&Item, Action)> = items.iter().map(|item| (item, Action::Apply)).collect();
+    let dry_runs = dry_runs(client, &planned, concurrency).await;
+    let created = created_namespaces(rendered);
+    for (item, dry) in items.iter().zip(dry_runs) {
+        let unchanged = dry.unchanged();
+        let (change, text) = match (dry.result, &dry.live) {
+            // In a namespace the package creates and the cluster does not have yet: it can only
+            // be checked once the namespace exists, as apply does; shown as rendered.
+            (Err(kube::Error::Api(status)), None) if status.code == 404 && created.contains(&item.namespace) => {
+                (Change::Created, diff::unified(None, &item.object, &item.described))
+            }
+            (Err(error), _) => (Change::Failed, format!("dry-run failed: {}\n", message(&error))),
+            _ if unchanged => (Change::Unchanged, String::new()),
+            (Ok(Some(result)), None) => (Change::Created, diff::unified(None, &result, &item.described)),
+            (Ok(Some(result)), Some(live)) => (Change::Configured, diff::unified(Some(live), &result, &item.described)),
+            (Ok(None), _) => (Change::Unchanged, String::new()),
+        };
+        report.objects.push(ObjectDiff { object: item.described.clone(), change, diff: text });
+    }
+    let current: Vec<Entry> = items.iter().map(|i| Entry::of(&i.object)).collect();
+    for candidate in inventory::prune_set(&previous, &current) {
+        let (kind_name, namespace, name) = candidate.parts();
+        let Some(kind) = resolver.kind(&candidate.v, kind_name).await else { continue };
+        if let Ok(Some(live)) = kind.api(client, namespace).get_opt(name).await
+            && inventory::owned_by(&serde_json::to_value(live).unwrap_or_default(), &target.name, &target.namespace)
+        {
+            report.prune.push(if namespace.is_empty() {
+                format!("{kind_name}/{name}")
+            } else {
+                format!("{kind_name}/{namespace}/{name}")
+            });
+        }
+    }
+    Ok(report)
+}
