@@ -27,6 +27,9 @@
 //! # }
 //! ```
 
+/// The Kubernetes minor version the server presents itself as (`/version`, OpenAPI).
+pub const KUBERNETES_MINOR: &str = "33";
+
 mod cluster;
 mod controllers;
 pub mod crd;

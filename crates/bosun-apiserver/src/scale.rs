@@ -73,7 +73,7 @@ pub fn to_scale(paths: &ScalePaths, object: &Value) -> Value {
     let selector = match &paths.label_selector {
         Some(path) => read(object, path).and_then(Value::as_str).map(str::to_string),
         None if paths.builtin => {
-            let formatted = crate::tables::format_selector(object.pointer("/spec/selector"));
+            let formatted = crate::selector::format(object.pointer("/spec/selector"));
             (formatted != "<none>").then_some(formatted)
         }
         None => None,

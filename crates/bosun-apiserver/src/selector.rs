@@ -294,6 +294,36 @@ fn unescape(value: &str) -> String {
     out
 }
 
+/// A label selector as upstream's `metav1.FormatLabelSelector` prints it.
+pub fn format(selector: Option<&Value>) -> String {
+    let Some(selector) = selector else { return "<none>".into() };
+    let mut parts: Vec<String> = Vec::new();
+    if let Some(labels) = selector.get("matchLabels").and_then(Value::as_object) {
+        let mut pairs: Vec<String> =
+            labels.iter().map(|(k, v)| format!("{k}={}", v.as_str().unwrap_or_default())).collect();
+        pairs.sort();
+        parts.extend(pairs);
+    }
+    for expression in selector.get("matchExpressions").and_then(Value::as_array).into_iter().flatten() {
+        let key = expression.get("key").and_then(Value::as_str).unwrap_or_default();
+        let values: Vec<&str> = expression
+            .get("values")
+            .and_then(Value::as_array)
+            .into_iter()
+            .flatten()
+            .filter_map(Value::as_str)
+            .collect();
+        parts.push(match expression.get("operator").and_then(Value::as_str).unwrap_or_default() {
+            "In" => format!("{key} in ({})", values.join(",")),
+            "NotIn" => format!("{key} notin ({})", values.join(",")),
+            "Exists" => key.to_string(),
+            "DoesNotExist" => format!("!{key}"),
+            other => format!("{key} {other}"),
+        });
+    }
+    if parts.is_empty() { "<none>".into() } else { parts.join(",") }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

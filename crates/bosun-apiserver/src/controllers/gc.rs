@@ -18,10 +18,7 @@ use crate::{
     store::StoredObject,
 };
 
-/// Finalizer of an owner deleted with `propagationPolicy: Foreground`.
-pub const FOREGROUND: &str = "foregroundDeletion";
-/// Finalizer of an owner deleted with `propagationPolicy: Orphan`.
-pub const ORPHAN: &str = "orphan";
+use crate::lifecycle::{FOREGROUND, ORPHAN};
 
 struct Owner {
     namespaced: bool,

@@ -13,7 +13,6 @@ use tokio::sync::watch;
 
 use crate::{cluster::Cluster, store::EventKind};
 
-pub use gc::{FOREGROUND, ORPHAN};
 pub use workloads::FAIL_ANNOTATION;
 
 /// What the controllers do besides the always-on ones.

@@ -49,7 +49,7 @@ const OBJECT_MEDIA_TYPES: [&str; 3] = ["application/json", "application/yaml", c
 const CUSTOM_MEDIA_TYPES: [&str; 2] = ["application/json", "application/yaml"];
 
 /// The Kubernetes version this server presents (the API of `k8s-openapi`'s `v1_33` types).
-pub const KUBERNETES_MINOR: &str = "33";
+use crate::KUBERNETES_MINOR;
 
 /// State shared by every request.
 pub struct AppState {

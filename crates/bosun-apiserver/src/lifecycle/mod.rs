@@ -16,6 +16,12 @@ use crate::{
     validation,
 };
 
+/// Finalizer of an owner deleted with `propagationPolicy: Foreground` (the garbage collector
+/// removes it once the dependents are gone).
+pub const FOREGROUND: &str = "foregroundDeletion";
+/// Finalizer of an owner deleted with `propagationPolicy: Orphan`.
+pub const ORPHAN: &str = "orphan";
+
 /// Namespaces that can never be deleted.
 pub const PROTECTED_NAMESPACES: [&str; 3] = ["default", "kube-system", "kube-public"];
 
@@ -554,8 +560,8 @@ pub fn prepare_delete(
     }
     let mut marked = current.clone();
     let propagation = match options.propagation_policy.as_deref() {
-        Some("Foreground") => Some(crate::controllers::FOREGROUND),
-        Some("Orphan") => Some(crate::controllers::ORPHAN),
+        Some("Foreground") => Some(FOREGROUND),
+        Some("Orphan") => Some(ORPHAN),
         _ => None,
     };
     if let Some(finalizer) = propagation {

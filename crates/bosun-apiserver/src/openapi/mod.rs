@@ -142,7 +142,7 @@ pub fn document(catalog: &Catalog, group: &str, version: &str) -> Value {
     add_referenced(&mut schemas);
     json!({
         "openapi": "3.0.0",
-        "info": {"title": "Kubernetes", "version": format!("v1.{}.0", crate::http::KUBERNETES_MINOR)},
+        "info": {"title": "Kubernetes", "version": format!("v1.{}.0", crate::KUBERNETES_MINOR)},
         "paths": paths,
         "components": {"schemas": schemas},
     })

@@ -498,43 +498,17 @@ fn format_labels(labels: Option<&Value>) -> String {
     if pairs.is_empty() { "<none>".into() } else { pairs.join(",") }
 }
 
-/// A label selector as upstream's `metav1.FormatLabelSelector` prints it.
-pub(crate) fn format_selector(selector: Option<&Value>) -> String {
-    let Some(selector) = selector else { return "<none>".into() };
-    let mut parts: Vec<String> = Vec::new();
-    if let Some(labels) = selector.get("matchLabels").and_then(Value::as_object) {
-        let mut pairs: Vec<String> =
-            labels.iter().map(|(k, v)| format!("{k}={}", v.as_str().unwrap_or_default())).collect();
-        pairs.sort();
-        parts.extend(pairs);
-    }
-    for expression in selector.get("matchExpressions").and_then(Value::as_array).into_iter().flatten() {
-        let key = text(expression, "/key");
-        let values: Vec<&str> = expression
-            .get("values")
-            .and_then(Value::as_array)
-            .into_iter()
-            .flatten()
-            .filter_map(Value::as_str)
-            .collect();
-        parts.push(match text(expression, "/operator") {
-            "In" => format!("{key} in ({})", values.join(",")),
-            "NotIn" => format!("{key} notin ({})", values.join(",")),
-            "Exists" => key.to_string(),
-            "DoesNotExist" => format!("!{key}"),
-            other => format!("{key} {other}"),
-        });
-    }
-    if parts.is_empty() { "<none>".into() } else { parts.join(",") }
-}
-
 /// Containers, Images and Selector of a workload's pod template.
 fn template_cells(object: &Value) -> Vec<Value> {
     let containers: Vec<&Value> =
         object.pointer("/spec/template/spec/containers").and_then(Value::as_array).into_iter().flatten().collect();
     let names: Vec<&str> = containers.iter().map(|c| text(c, "/name")).collect();
     let images: Vec<&str> = containers.iter().map(|c| text(c, "/image")).collect();
-    vec![json!(names.join(",")), json!(images.join(",")), json!(format_selector(object.pointer("/spec/selector")))]
+    vec![
+        json!(names.join(",")),
+        json!(images.join(",")),
+        json!(crate::selector::format(object.pointer("/spec/selector"))),
+    ]
 }
 
 fn pod_cells(pod: &Value, now: Timestamp) -> Vec<Value> {
