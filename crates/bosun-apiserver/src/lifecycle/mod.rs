@@ -463,21 +463,51 @@ pub fn prepare_update(
 /// `creationTimestamp: null`, as `kubectl create --dry-run -o yaml` prints) would answer, and
 /// store, a changed object.
 fn keep_timestamps_of_a_no_op(current: &Value, new: &mut Value) {
-    let without_times = |object: &Value| {
-        let mut object = object.clone();
-        if let Some(meta) = object.get_mut("metadata").and_then(Value::as_object_mut) {
-            meta.remove("resourceVersion");
-            if let Some(entries) = meta.get_mut("managedFields").and_then(Value::as_array_mut) {
-                for entry in entries.iter_mut().filter_map(Value::as_object_mut) {
-                    entry.remove("time");
-                }
-            }
-        }
-        object
-    };
-    if without_times(current) == without_times(new) {
+    if same_but_times(current, new) {
         let old = object::meta(current).and_then(|m| m.get("managedFields")).cloned();
         set(object::meta_mut(new), "managedFields", old.as_ref());
+    }
+}
+
+/// Whether two objects are equal apart from `metadata.resourceVersion` and the times in
+/// `metadata.managedFields`. Compares in place: this runs on every write.
+fn same_but_times(a: &Value, b: &Value) -> bool {
+    /// Equal maps, leaving out `skip` and comparing the keys in `special` with `compare`.
+    fn maps(
+        a: &Map<String, Value>,
+        b: &Map<String, Value>,
+        skip: &str,
+        special: (&str, fn(&Value, &Value) -> bool),
+    ) -> bool {
+        let count = |m: &Map<String, Value>| m.len() - usize::from(m.contains_key(skip));
+        count(a) == count(b)
+            && a.iter().filter(|(k, _)| *k != skip).all(|(key, value)| match b.get(key) {
+                Some(other) if key == special.0 => (special.1)(value, other),
+                Some(other) => value == other,
+                None => false,
+            })
+    }
+    fn entries(a: &Value, b: &Value) -> bool {
+        match (a.as_array(), b.as_array()) {
+            (Some(a), Some(b)) => {
+                a.len() == b.len()
+                    && a.iter().zip(b).all(|(x, y)| match (x.as_object(), y.as_object()) {
+                        (Some(x), Some(y)) => maps(x, y, "time", ("", |p, q| p == q)),
+                        _ => x == y,
+                    })
+            }
+            _ => a == b,
+        }
+    }
+    fn metadata(a: &Value, b: &Value) -> bool {
+        match (a.as_object(), b.as_object()) {
+            (Some(a), Some(b)) => maps(a, b, "resourceVersion", ("managedFields", entries)),
+            _ => a == b,
+        }
+    }
+    match (a.as_object(), b.as_object()) {
+        (Some(a), Some(b)) => maps(a, b, "", ("metadata", metadata)),
+        _ => a == b,
     }
 }
 

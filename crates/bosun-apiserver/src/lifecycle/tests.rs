@@ -237,3 +237,27 @@ fn a_write_that_changes_only_managed_field_times_keeps_the_old_times() {
     keep_timestamps_of_a_no_op(&current, &mut changed);
     assert_eq!(changed["metadata"]["managedFields"], entry("t2"), "a real change records its time");
 }
+
+#[test]
+fn objects_equal_but_for_resource_version_and_managed_field_times() {
+    let object = |rv: Option<&str>, time: &str, manager: &str, value: &str| {
+        let mut object = json!({"metadata": {"name": "a",
+            "managedFields": [{"manager": manager, "operation": "Apply", "time": time}]}, "data": {"a": value}});
+        if let Some(rv) = rv {
+            object["metadata"]["resourceVersion"] = json!(rv);
+        }
+        object
+    };
+    let base = object(Some("7"), "t1", "bosun", "1");
+    let cases = [
+        (object(None, "t2", "bosun", "1"), true),
+        (object(Some("8"), "t1", "bosun", "1"), true),
+        (object(None, "t1", "bosun", "2"), false),
+        (object(None, "t1", "kubectl", "1"), false),
+        (json!({"metadata": {"name": "a"}, "data": {"a": "1"}}), false),
+    ];
+    for (other, expected) in cases {
+        assert_eq!(same_but_times(&base, &other), expected, "{other}");
+        assert_eq!(same_but_times(&other, &base), expected, "{other} (reversed)");
+    }
+}
