@@ -4,7 +4,7 @@
 use kube::Client;
 
 use super::{
-    ApplyError, Item, Resolver, Target, check_namespaces, created_namespaces, dry_runs, message, resolve_items,
+    ApplyError, Item, Resolver, Target, check_namespaces, created_namespaces, decide, dry_runs, resolve_items,
 };
 use crate::{
     diff,
@@ -77,13 +77,14 @@ pub async fn diff(
     let created = created_namespaces(rendered);
     for (item, dry) in items.iter().zip(dry_runs) {
         let unchanged = dry.unchanged();
+        // Apply's verdict on the dry run: an object in a namespace the package creates passes
+        // (it is checked once the namespace exists) and is shown as rendered.
+        let verdict = decide::after_dry_run(&dry.finding(), Action::Apply, &created, false);
         let (change, text) = match (dry.result, &dry.live) {
-            // In a namespace the package creates and the cluster does not have yet: it can only
-            // be checked once the namespace exists, as apply does; shown as rendered.
-            (Err(kube::Error::Api(status)), None) if status.code == 404 && created.contains(&item.namespace) => {
-                (Change::Created, diff::unified(None, &item.object, &item.described))
-            }
-            (Err(error), _) => (Change::Failed, format!("dry-run failed: {}\n", message(&error))),
+            (Err(_), _) => match verdict {
+                Ok(_) => (Change::Created, diff::unified(None, &item.object, &item.described)),
+                Err(why) => (Change::Failed, format!("dry-run failed: {why}\n")),
+            },
             _ if unchanged => (Change::Unchanged, String::new()),
             (Ok(Some(result)), None) => (Change::Created, diff::unified(None, &result, &item.described)),
             (Ok(Some(result)), Some(live)) => (Change::Configured, diff::unified(Some(live), &result, &item.described)),
