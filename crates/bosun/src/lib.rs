@@ -17,7 +17,8 @@
 //! - [`report`]: change sets, progress, tables and JSON.
 //!
 //! Beside the pipeline: [`observe`] (a command for every object of a kind and every change),
-//! [`cluster`] (why a request failed, in terms a user acts on), [`jsonpath`] (kubectl's
+//! [`cluster`] (why a request failed, in terms a user acts on), [`object`] (accessors and names
+//! of untyped objects), [`jsonpath`] (kubectl's
 //! templates) and [`yaml`] (streams with error positions, deterministic output).
 
 pub mod apply;
@@ -27,6 +28,7 @@ pub mod diff;
 pub mod health;
 pub mod inventory;
 pub mod jsonpath;
+pub mod object;
 pub mod observe;
 pub mod package;
 pub mod pipeline;

@@ -4,10 +4,9 @@
 use std::collections::BTreeMap;
 
 use kube::{Api, Client};
-use serde_json::Value;
 
 use super::{ApplyError, Item, Target};
-use crate::render::Rendered;
+use crate::{object, render::Rendered};
 
 pub(super) fn missing_namespaces_message(package: &str, missing: &[(String, usize)]) -> String {
     let names: Vec<String> = missing.iter().map(|(name, _)| format!("{name:?}")).collect();
@@ -76,8 +75,8 @@ pub(super) fn created_namespaces(rendered: &Rendered) -> Vec<String> {
     rendered
         .manifests
         .iter()
-        .filter(|m| m.object["kind"] == "Namespace" && m.object["apiVersion"] == "v1")
-        .filter_map(|m| m.object.pointer("/metadata/name").and_then(Value::as_str).map(str::to_string))
+        .filter(|m| object::kind(&m.object) == "Namespace" && object::api_version(&m.object) == "v1")
+        .map(|m| object::name(&m.object).to_string())
         .collect()
 }
 

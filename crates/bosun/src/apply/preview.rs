@@ -4,11 +4,12 @@
 use kube::Client;
 
 use super::{
-    ApplyError, Item, Resolver, Target, check_namespaces, created_namespaces, decide, dry_runs, resolve_items,
+    ApplyError, Item, Resolver, Target, check_namespaces, created_namespaces, decide, live::dry_runs, resolve_items,
 };
 use crate::{
     diff,
     inventory::{self, Entry},
+    object,
     package::Action,
     render::Rendered,
     report::Change,
@@ -97,13 +98,9 @@ pub async fn diff(
         let (kind_name, namespace, name) = candidate.parts();
         let Some(kind) = resolver.kind(&candidate.v, kind_name).await else { continue };
         if let Ok(Some(live)) = kind.api(client, namespace).get_opt(name).await
-            && inventory::owned_by(&serde_json::to_value(live).unwrap_or_default(), &target.name, &target.namespace)
+            && inventory::owned_by(&object::to_value(&live), &target.name, &target.namespace)
         {
-            report.prune.push(if namespace.is_empty() {
-                format!("{kind_name}/{name}")
-            } else {
-                format!("{kind_name}/{namespace}/{name}")
-            });
+            report.prune.push(candidate.describe());
         }
     }
     Ok(report)

@@ -1,90 +1,83 @@
 //! Prune: deleting what the previous inventory lists and this render no longer has, if it still
 //! carries the package's owner labels.
 
-use kube::Client;
 use serde_json::Value;
 
 use super::{
-    Item, Options, Resolver, Target, delete, entry, message,
+    Item, Runner, entry,
+    live::{delete, message},
     wait::{self, Watched},
 };
 use crate::{
     inventory::{self, Entry},
-    report::{Change, Failure, Progress, Report},
+    report::{Change, Failure},
 };
 
-/// Deletes objects of the previous inventory that are no longer rendered, in reverse order,
-/// if they still carry the package's owner labels; waits until they are gone.
-#[allow(clippy::too_many_arguments)]
-pub(super) async fn prune(
-    client: &Client,
-    resolver: &Resolver,
-    target: &Target,
-    previous: &[Entry],
-    current: &[Entry],
-    options: &Options,
-    progress: &dyn Progress,
-    report: &mut Report,
-) {
-    let mut deleted: Vec<Watched> = Vec::new();
-    for candidate in inventory::prune_set(previous, current) {
-        let (kind_name, namespace, name) = candidate.parts();
-        let Some(kind) = resolver.kind(&candidate.v, kind_name).await else { continue };
-        let item = Item {
-            key: String::new(),
-            object: Value::Null,
-            described: if namespace.is_empty() {
-                format!("{kind_name}/{name}")
-            } else {
-                format!("{kind_name}/{namespace}/{name}")
-            },
-            kind,
-            namespace: namespace.to_string(),
-            name: name.to_string(),
-        };
-        let live = match item.api(client).get_opt(&item.name).await {
-            Ok(Some(live)) => serde_json::to_value(live).unwrap_or_default(),
-            Ok(None) => continue,
-            Err(error) => {
-                report.changes.push(entry(
+impl Runner<'_> {
+    /// Deletes objects of the previous inventory that are no longer rendered, in reverse order,
+    /// if they still carry the package's owner labels; waits until they are gone.
+    pub(super) async fn prune(&mut self, previous: &[Entry], current: &[Entry]) {
+        let (client, options) = (self.client, self.options);
+        let mut deleted: Vec<Watched> = Vec::new();
+        for candidate in inventory::prune_set(previous, current) {
+            let (kind_name, namespace, name) = candidate.parts();
+            let Some(kind) = self.resolver.kind(&candidate.v, kind_name).await else { continue };
+            let item = Item {
+                key: String::new(),
+                object: Value::Null,
+                described: candidate.describe(),
+                kind,
+                namespace: namespace.to_string(),
+                name: name.to_string(),
+            };
+            let live = match item.api(client).get_opt(&item.name).await {
+                Ok(Some(live)) => crate::object::to_value(&live),
+                Ok(None) => continue,
+                Err(error) => {
+                    self.report.changes.push(entry(
+                        &item,
+                        "prune",
+                        Change::Failed,
+                        Some(format!("reading it failed: {}", message(&error))),
+                    ));
+                    continue;
+                }
+            };
+            let change = if !inventory::owned_by(&live, &self.target.name, &self.target.namespace) {
+                entry(
                     &item,
                     "prune",
-                    Change::Failed,
-                    Some(format!("reading it failed: {}", message(&error))),
-                ));
-                continue;
-            }
-        };
-        let change = if !inventory::owned_by(&live, &target.name, &target.namespace) {
-            entry(
-                &item,
-                "prune",
-                Change::Skipped,
-                Some("not deleted: it no longer carries the package's owner labels".into()),
-            )
-        } else if options.dry_run {
-            entry(&item, "prune", Change::Deleted, Some("would be pruned".into()))
-        } else {
-            match delete(client, &item).await {
-                Ok(()) => {
-                    deleted.push(item.watched(&[]));
-                    entry(&item, "prune", Change::Deleted, Some("pruned".into()))
+                    Change::Skipped,
+                    Some("not deleted: it no longer carries the package's owner labels".into()),
+                )
+            } else if options.dry_run {
+                entry(&item, "prune", Change::Deleted, Some("would be pruned".into()))
+            } else {
+                match delete(client, &item).await {
+                    Ok(()) => {
+                        deleted.push(item.watched(&[]));
+                        entry(&item, "prune", Change::Deleted, Some("pruned".into()))
+                    }
+                    Err(error) => {
+                        entry(&item, "prune", Change::Failed, Some(format!("prune failed: {}", message(&error))))
+                    }
                 }
-                Err(error) => entry(&item, "prune", Change::Failed, Some(format!("prune failed: {}", message(&error)))),
-            }
-        };
-        progress.applied(&change);
-        report.changes.push(change);
-    }
-    let left = wait::gone(client, &deleted, options.timeout).await;
-    let failed: Vec<(String, String)> = report
-        .changes
-        .iter()
-        .filter(|c| c.group == "prune" && c.change == Change::Failed)
-        .map(|c| (c.object.clone(), c.message.clone().unwrap_or_default()))
-        .chain(left.into_iter().map(|object| (object, "still present after the timeout".to_string())))
-        .collect();
-    if !failed.is_empty() {
-        report.failure = Some(Failure { group: "prune".into(), reason: "pruning failed".into(), objects: failed });
+            };
+            self.progress.applied(&change);
+            self.report.changes.push(change);
+        }
+        let left = wait::gone(client, &deleted, options.timeout).await;
+        let failed: Vec<(String, String)> = self
+            .report
+            .changes
+            .iter()
+            .filter(|c| c.group == "prune" && c.change == Change::Failed)
+            .map(|c| (c.object.clone(), c.message.clone().unwrap_or_default()))
+            .chain(left.into_iter().map(|object| (object, "still present after the timeout".to_string())))
+            .collect();
+        if !failed.is_empty() {
+            self.report.failure =
+                Some(Failure { group: "prune".into(), reason: "pruning failed".into(), objects: failed });
+        }
     }
 }

@@ -6,7 +6,7 @@ use std::{collections::HashMap, sync::Mutex};
 use kube::{Client, Discovery, api::ApiResource, core::GroupVersionKind, discovery::Scope};
 use tokio::sync::RwLock;
 
-use crate::render::group_of;
+use crate::object::group_of;
 
 /// Discovery of a cluster, refreshed on demand.
 pub struct Resolver {

@@ -112,7 +112,7 @@ pub async fn healthy(client: &Client, objects: &[Watched], timeout: Duration, pr
             let verdict = if gone {
                 Health { status: Status::InProgress, message: "deleted".into() }
             } else {
-                judge(&serde_json::to_value(object).unwrap_or_default(), &objects[position].checks)
+                judge(&crate::object::to_value(object), &objects[position].checks)
             };
             if verdict != verdicts[position] {
                 progress.waiting(&objects[position].described, &verdict.message);

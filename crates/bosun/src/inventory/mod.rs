@@ -14,7 +14,7 @@ use kube::{
 use serde::{Deserialize, Serialize};
 use serde_json::{Value, json};
 
-use crate::render::group_of;
+use crate::object::{self, group_of};
 
 /// Label naming the package that applied an object.
 pub const PACKAGE_LABEL: &str = "bosun.dev/package";
@@ -33,15 +33,14 @@ pub struct Entry {
 impl Entry {
     /// The entry of an object.
     pub fn of(object: &Value) -> Entry {
-        let text = |p: &str| object.pointer(p).and_then(Value::as_str).unwrap_or_default();
-        let api_version = text("/apiVersion");
+        let api_version = object::api_version(object);
         Entry {
             id: format!(
                 "{}_{}_{}_{}",
                 group_of(api_version),
-                text("/kind"),
-                text("/metadata/namespace"),
-                text("/metadata/name")
+                object::kind(object),
+                object::namespace(object),
+                object::name(object)
             ),
             v: api_version.to_string(),
         }
@@ -53,6 +52,14 @@ impl Entry {
         let kind = parts.next().unwrap_or_default();
         let namespace = parts.next().unwrap_or_default();
         (kind, namespace, parts.next().unwrap_or_default())
+    }
+
+    /// `Kind/namespace/name` (or `Kind/name`), as messages name objects.
+    pub fn describe(&self) -> String {
+        match self.parts() {
+            (kind, "", name) => format!("{kind}/{name}"),
+            (kind, namespace, name) => format!("{kind}/{namespace}/{name}"),
+        }
     }
 }
 
@@ -81,17 +88,14 @@ pub fn next(previous: &[Entry], current: &[Entry], pruned: bool) -> Vec<Entry> {
 
 /// Whether an object carries the package's owner labels.
 pub fn owned_by(object: &Value, package: &str, namespace: &str) -> bool {
-    let label = |key: &str| object.pointer("/metadata/labels").and_then(|l| l.get(key)).and_then(Value::as_str);
-    label(PACKAGE_LABEL) == Some(package) && label(PACKAGE_NAMESPACE_LABEL) == Some(namespace)
+    object::label(object, PACKAGE_LABEL) == Some(package)
+        && object::label(object, PACKAGE_NAMESPACE_LABEL) == Some(namespace)
 }
 
 /// Adds the owner labels to an object.
 pub fn label(object: &mut Value, package: &str, namespace: &str) {
-    if !object["metadata"].get("labels").is_some_and(Value::is_object) {
-        object["metadata"]["labels"] = json!({});
-    }
-    object["metadata"]["labels"][PACKAGE_LABEL] = json!(package);
-    object["metadata"]["labels"][PACKAGE_NAMESPACE_LABEL] = json!(namespace);
+    object::set_label(object, PACKAGE_LABEL, package);
+    object::set_label(object, PACKAGE_NAMESPACE_LABEL, namespace);
 }
 
 /// Name of a package's inventory ConfigMap.

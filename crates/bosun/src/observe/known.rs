@@ -22,8 +22,7 @@ pub struct Key {
 impl Key {
     /// The key of an object.
     pub fn of(object: &Value) -> Key {
-        let text = |pointer: &str| object.pointer(pointer).and_then(Value::as_str).unwrap_or_default().to_string();
-        Key { namespace: text("/metadata/namespace"), name: text("/metadata/name") }
+        Key { namespace: crate::object::namespace(object).to_string(), name: crate::object::name(object).to_string() }
     }
 }
 

@@ -329,8 +329,7 @@ impl Observer {
     }
 
     fn run_for(&self, key: Key, event: EventType, args: Result<Vec<String>, String>, object: Value) -> Run {
-        let resource_version =
-            object.pointer("/metadata/resourceVersion").and_then(Value::as_str).unwrap_or_default().to_string();
+        let resource_version = crate::object::resource_version(&object).to_string();
         let object = if self.wants_object() { ObjectSource::Inline(Arc::new(object)) } else { ObjectSource::None };
         Run { key, event, args, resource_version, object, attempt: 0 }
     }
@@ -460,10 +459,9 @@ impl Loop<'_> {
         match event {
             watcher::Event::Init => self.known.begin_list(),
             watcher::Event::InitApply(object) | watcher::Event::Apply(object) => {
-                let object = serde_json::to_value(object).unwrap_or_default();
+                let object = crate::object::to_value(&object);
                 let key = Key::of(&object);
-                let version =
-                    object.pointer("/metadata/resourceVersion").and_then(Value::as_str).unwrap_or_default().to_string();
+                let version = crate::object::resource_version(&object).to_string();
                 let rendered = observer.render(&key, &object);
                 let new_version = self.known.version(&key).is_some_and(|known| known != version);
                 let decided = if self.known.is_listing() {
@@ -488,7 +486,7 @@ impl Loop<'_> {
                 }
             }
             watcher::Event::Delete(object) => {
-                let object = serde_json::to_value(object).unwrap_or_default();
+                let object = crate::object::to_value(&object);
                 let key = Key::of(&object);
                 let args = match self.known.deleted(&key) {
                     Some(args) => Ok(args),
@@ -656,7 +654,7 @@ async fn perform_inner(run: &Run, exec: &Exec) -> Result<Option<Exit>, String> {
                 exec.api.clone()
             };
             match api.get_opt(&run.key.name).await {
-                Ok(Some(object)) => Some(Arc::new(serde_json::to_value(object).unwrap_or_default())),
+                Ok(Some(object)) => Some(Arc::new(crate::object::to_value(&object))),
                 // Deleted since: the watch brings the deletion.
                 Ok(None) => return Ok(None),
                 Err(error) => return Err(format!("reading {} {}: {error}", exec.resource.kind, run.key)),

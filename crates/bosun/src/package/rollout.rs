@@ -8,6 +8,7 @@ use serde::{Deserialize, Deserializer, Serialize};
 use serde_json::{Value, json};
 
 use super::Interval;
+use crate::object;
 
 /// `apiVersion` of Locutus rollout files.
 pub const LOCUTUS_API_VERSION: &str = "workflow.kubernetes.io/v1alpha1";
@@ -135,14 +136,11 @@ pub struct Selector {
 impl Selector {
     /// Whether an object matches.
     pub fn matches(&self, object: &Value) -> bool {
-        let text = |pointer: &str| object.pointer(pointer).and_then(Value::as_str);
-        let field = |wanted: &Option<String>, pointer: &str| wanted.as_deref().is_none_or(|w| text(pointer) == Some(w));
-        field(&self.kind, "/kind")
-            && field(&self.name, "/metadata/name")
-            && field(&self.namespace, "/metadata/namespace")
-            && self.labels.iter().all(|(k, v)| {
-                object.pointer("/metadata/labels").and_then(|l| l.get(k)).and_then(Value::as_str) == Some(v)
-            })
+        let field = |wanted: &Option<String>, actual: &str| wanted.as_deref().is_none_or(|w| w == actual);
+        field(&self.kind, object::kind(object))
+            && field(&self.name, object::name(object))
+            && field(&self.namespace, object::namespace(object))
+            && self.labels.iter().all(|(key, value)| object::label(object, key) == Some(value))
     }
 }
 

@@ -18,6 +18,7 @@ use std::{
 use serde_json::{Map, Value, json};
 
 use crate::{
+    object,
     package::{Package, RenderSpec, RolloutSpec, rollout::RolloutError},
     yaml,
 };
@@ -134,26 +135,8 @@ pub struct Manifest {
 impl Manifest {
     /// `Kind/namespace/name` (or `Kind/name`), the way messages name objects.
     pub fn describe(&self) -> String {
-        describe(&self.object)
+        object::describe(&self.object)
     }
-}
-
-/// `Kind/namespace/name` (or `Kind/name`) of an object.
-pub fn describe(object: &Value) -> String {
-    let text = |p: &str| object.pointer(p).and_then(Value::as_str).unwrap_or_default();
-    let kind = match text("/kind") {
-        "" => "object",
-        kind => kind,
-    };
-    match text("/metadata/namespace") {
-        "" => format!("{kind}/{}", text("/metadata/name")),
-        namespace => format!("{kind}/{namespace}/{}", text("/metadata/name")),
-    }
-}
-
-/// The API group of an `apiVersion` (`apps/v1` → `apps`, `v1` → ``).
-pub fn group_of(api_version: &str) -> &str {
-    api_version.rsplit_once('/').map_or("", |(group, _)| group)
 }
 
 /// Rendered objects in the order the renderer produced them, each under a unique key.
@@ -239,10 +222,8 @@ impl Rendered {
     pub fn default_namespace(&mut self, namespace: &str, scopes: &Scopes) {
         let scopes = scopes.with_crds(self.manifests.iter().map(|m| &m.object));
         for manifest in &mut self.manifests.items {
-            let named =
-                manifest.object.pointer("/metadata/namespace").and_then(Value::as_str).is_some_and(|n| !n.is_empty());
-            if !named && scopes.namespaced(&manifest.object) == Some(true) {
-                manifest.object["metadata"]["namespace"] = json!(namespace);
+            if object::namespace(&manifest.object).is_empty() && scopes.namespaced(&manifest.object) == Some(true) {
+                object::set_namespace(&mut manifest.object, Some(namespace));
             }
         }
     }
@@ -286,7 +267,7 @@ fn push_source(manifests: &mut Manifests, key: &str, documents: Vec<Value>) {
 fn push_stream(manifests: &mut Manifests, documents: Vec<Value>) {
     let mut seen: HashMap<String, usize> = HashMap::new();
     for object in flatten(documents) {
-        let base = describe(&object);
+        let base = object::describe(&object);
         let count = seen.entry(base.clone()).or_default();
         let key = if *count == 0 { base } else { format!("{base}#{count}") };
         *count += 1;
@@ -361,15 +342,15 @@ pub fn render(package: &Package, config: &Value, scopes: &Scopes) -> Result<Rend
         for manifest in &mut manifests.items {
             match scopes.namespaced(&manifest.object) {
                 Some(false) => {}
-                Some(true) => manifest.object["metadata"]["namespace"] = json!(namespace),
+                Some(true) => object::set_namespace(&mut manifest.object, Some(namespace)),
                 None => {
                     warnings.push(format!(
                         "{} (from {:?}): {} is not a built-in kind and no CRD for it is in the package or the cluster; treated as namespaced",
                         manifest.describe(),
                         manifest.key,
-                        manifest.object["kind"].as_str().unwrap_or_default()
+                        object::kind(&manifest.object)
                     ));
-                    manifest.object["metadata"]["namespace"] = json!(namespace);
+                    object::set_namespace(&mut manifest.object, Some(namespace));
                 }
             }
         }
@@ -394,8 +375,8 @@ fn check_shape(manifest: &Manifest) -> Result<(), RenderError> {
             )));
         }
     }
-    if object.pointer("/metadata/name").and_then(Value::as_str).is_none_or(str::is_empty) {
-        return Err(invalid(&format!("{} has no metadata.name", object["kind"].as_str().unwrap_or_default())));
+    if object::name(object).is_empty() {
+        return Err(invalid(&format!("{} has no metadata.name", object::kind(object))));
     }
     Ok(())
 }
@@ -403,9 +384,14 @@ fn check_shape(manifest: &Manifest) -> Result<(), RenderError> {
 fn check_duplicates(manifests: &Manifests) -> Result<(), RenderError> {
     let mut seen: HashMap<(String, String, String, String), &str> = HashMap::new();
     for manifest in &manifests.items {
-        let text = |p: &str| manifest.object.pointer(p).and_then(Value::as_str).unwrap_or_default().to_string();
-        let group = group_of(&text("/apiVersion")).to_string();
-        let identity = (group.clone(), text("/kind"), text("/metadata/namespace"), text("/metadata/name"));
+        let object = &manifest.object;
+        let group = object::group_of(object::api_version(object)).to_string();
+        let identity = (
+            group.clone(),
+            object::kind(object).to_string(),
+            object::namespace(object).to_string(),
+            object::name(object).to_string(),
+        );
         if let Some(first) = seen.insert(identity, &manifest.key) {
             let described = manifest.describe();
             let identity = if group.is_empty() { described } else { format!("{described} ({group})") };

@@ -6,7 +6,7 @@ use std::{any::TypeId, collections::HashMap, sync::LazyLock};
 use k8s_openapi::{NamespaceResourceScope, Resource, api as k8s};
 use serde_json::Value;
 
-use super::group_of;
+use crate::object::{self, group_of};
 
 /// ((API group, kind), namespaced) of a built-in kind, read from its `k8s-openapi` type.
 fn scope<K: Resource>() -> ((String, String), bool)
@@ -104,15 +104,12 @@ impl Scopes {
     pub fn with_crds<'a>(&self, objects: impl Iterator<Item = &'a Value>) -> Scopes {
         let mut scopes = self.clone();
         for object in objects {
-            let is_crd = object.get("kind").and_then(Value::as_str) == Some("CustomResourceDefinition")
-                && object
-                    .get("apiVersion")
-                    .and_then(Value::as_str)
-                    .is_some_and(|v| v.starts_with("apiextensions.k8s.io/"));
+            let is_crd = object::kind(object) == "CustomResourceDefinition"
+                && object::api_version(object).starts_with("apiextensions.k8s.io/");
             if !is_crd {
                 continue;
             }
-            let text = |p: &str| object.pointer(p).and_then(Value::as_str).unwrap_or_default();
+            let text = |pointer| object::text(object, pointer);
             scopes.insert(text("/spec/group"), text("/spec/names/kind"), text("/spec/scope") != "Cluster");
         }
         scopes
@@ -138,9 +135,7 @@ impl Scopes {
 
     /// Whether an object's kind is namespaced, if known.
     pub fn namespaced(&self, object: &Value) -> Option<bool> {
-        let api_version = object.get("apiVersion").and_then(Value::as_str).unwrap_or_default();
-        let kind = object.get("kind").and_then(Value::as_str).unwrap_or_default();
-        let key = (group_of(api_version).to_string(), kind.to_string());
+        let key = (group_of(object::api_version(object)).to_string(), object::kind(object).to_string());
         self.namespaced.get(&key).or_else(|| BUILTIN.get(&key)).copied()
     }
 }

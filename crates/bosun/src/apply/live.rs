@@ -1,0 +1,190 @@
+//! Reading and writing live objects: the reads and dry runs a group's decisions need (one
+//! paged list where a resource holds many of the package's objects), server-side apply and
+//! delete.
+
+use std::collections::HashMap;
+
+use futures::{StreamExt, stream};
+use kube::{
+    Client, Resource,
+    api::{DeleteParams, DynamicObject, ListParams, Patch, PatchParams},
+};
+use serde_json::Value;
+
+use super::{
+    FIELD_MANAGER, Item,
+    decide::{DryRunFinding, Refusal},
+};
+use crate::{diff, object, package::Action};
+
+/// What a dry run found for one object.
+pub(super) struct DryRun {
+    pub(super) live: Option<Value>,
+    /// The object as applying would leave it; `None` when the live object alone proves that
+    /// applying changes nothing.
+    pub(super) result: Result<Option<Value>, kube::Error>,
+}
+
+impl DryRun {
+    /// Whether the object exists and applying would change nothing.
+    pub(super) fn unchanged(&self) -> bool {
+        match (&self.live, &self.result) {
+            (Some(_), Ok(None)) => true,
+            (Some(live), Ok(Some(result))) => !diff::would_change(live, result, FIELD_MANAGER),
+            _ => false,
+        }
+    }
+}
+
+impl DryRun {
+    /// What the dry run found, for [`decide::after_dry_run`].
+    pub(super) fn finding(&self) -> DryRunFinding {
+        match &self.result {
+            Ok(_) => DryRunFinding::Passed { exists: self.live.is_some(), unchanged: self.unchanged() },
+            Err(error) => {
+                let cause = match missing_namespace(error) {
+                    Some(namespace) => Refusal::MissingNamespace(namespace.to_string()),
+                    None if immutable(error) => Refusal::Immutable,
+                    None => Refusal::Other,
+                };
+                DryRunFinding::Refused { message: message(error), cause }
+            }
+        }
+    }
+}
+
+pub(super) fn message(error: &kube::Error) -> String {
+    match error {
+        kube::Error::Api(status) => status.message.clone(),
+        other => other.to_string(),
+    }
+}
+
+/// The namespace a 404 says is missing (`namespaces "x" not found`).
+pub(super) fn missing_namespace(error: &kube::Error) -> Option<&str> {
+    match error {
+        kube::Error::Api(status) if status.code == 404 => {
+            let details = status.details.as_ref()?;
+            (details.kind == "namespaces").then_some(details.name.as_str())
+        }
+        _ => None,
+    }
+}
+
+pub(super) fn immutable(error: &kube::Error) -> bool {
+    matches!(error, kube::Error::Api(status) if status.code == 422 && status.message.contains("field is immutable"))
+}
+
+pub(super) async fn server_side_apply(client: &Client, item: &Item, dry_run: bool) -> Result<Value, kube::Error> {
+    let mut params = PatchParams::apply(FIELD_MANAGER).force();
+    params.dry_run = dry_run;
+    let applied = item.api(client).patch(&item.name, &params, &Patch::Apply(&item.object)).await?;
+    Ok(object::to_value(&applied))
+}
+
+/// What applying `item` would do, given its live state: without asking the server when the
+/// live object proves the apply a no-op (or, for create-if-missing, that it exists), else by a
+/// server-side dry run.
+pub(super) async fn dry_run(
+    client: &Client,
+    item: &Item,
+    action: Action,
+    live: Result<Option<Value>, kube::Error>,
+) -> DryRun {
+    match live {
+        Err(error) => DryRun { live: None, result: Err(error) },
+        Ok(Some(live))
+            if action == Action::CreateIfNotExist
+                || (action == Action::Apply && diff::apply_is_noop(&live, &item.object, FIELD_MANAGER)) =>
+        {
+            DryRun { live: Some(live), result: Ok(None) }
+        }
+        Ok(live) => DryRun { live, result: server_side_apply(client, item, true).await.map(Some) },
+    }
+}
+
+/// Dry runs of many objects, `concurrency` at once, after reading their live state.
+pub(super) async fn dry_runs(client: &Client, items: &[(&Item, Action)], concurrency: usize) -> Vec<DryRun> {
+    let objects: Vec<&Item> = items.iter().map(|(item, _)| *item).collect();
+    let live = live_objects(client, &objects, concurrency).await;
+    stream::iter(items.iter().zip(live).map(|((item, action), live)| dry_run(client, item, *action, live)))
+        .buffered(concurrency.max(1))
+        .collect()
+        .await
+}
+
+/// From how many objects of one resource in one namespace a list (paged) is cheaper than a
+/// read per object.
+const LIST_FROM: usize = 8;
+
+/// The live state of each item, in order: one paged list per resource and namespace holding
+/// many of them, single reads for the rest (and when listing is forbidden).
+pub(super) async fn live_objects(
+    client: &Client,
+    items: &[&Item],
+    concurrency: usize,
+) -> Vec<Result<Option<Value>, kube::Error>> {
+    let mut by_place: HashMap<(&str, &str, &str), Vec<usize>> = HashMap::new();
+    for (index, item) in items.iter().enumerate() {
+        let resource = &item.kind.resource;
+        let place = (resource.api_version.as_str(), resource.plural.as_str(), item.namespace.as_str());
+        by_place.entry(place).or_default().push(index);
+    }
+    let mut live: Vec<Option<Result<Option<Value>, kube::Error>>> = items.iter().map(|_| None).collect();
+    for indexes in by_place.values().filter(|indexes| indexes.len() >= LIST_FROM) {
+        let first = items[indexes[0]];
+        let Ok(mut listed) = list_all(client, first).await else { continue };
+        for &index in indexes {
+            let item = items[index];
+            let found = listed.remove(&item.name).map(|mut object| {
+                object["apiVersion"] = item.object["apiVersion"].clone();
+                object["kind"] = item.object["kind"].clone();
+                object
+            });
+            live[index] = Some(Ok(found));
+        }
+    }
+    let reads: Vec<(usize, Result<Option<Value>, kube::Error>)> =
+        stream::iter(live.iter().enumerate().filter(|(_, found)| found.is_none()).map(|(index, _)| async move {
+            let item = items[index];
+            let read = item.api(client).get_opt(&item.name).await;
+            (index, read.map(|found| found.as_ref().map(object::to_value)))
+        }))
+        .buffered(concurrency.max(1))
+        .collect()
+        .await;
+    for (index, read) in reads {
+        live[index] = Some(read);
+    }
+    live.into_iter().map(|found| found.unwrap_or(Ok(None))).collect()
+}
+
+/// Every object of a resource in a namespace (or cluster-wide), by name, 500 per page. Read
+/// as plain JSON: these objects are only compared, never typed.
+pub(super) async fn list_all(client: &Client, item: &Item) -> Result<HashMap<String, Value>, kube::Error> {
+    let namespace = item.kind.namespaced.then_some(item.namespace.as_str());
+    let request = kube::core::Request::new(DynamicObject::url_path(&item.kind.resource, namespace));
+    let mut objects = HashMap::new();
+    let mut params = ListParams::default().limit(500);
+    loop {
+        let mut page: Value = client.request(request.list(&params).map_err(kube::Error::BuildRequest)?).await?;
+        if let Some(Value::Array(items)) = page.get_mut("items").map(Value::take) {
+            for object in items {
+                let name = object::name(&object).to_string();
+                objects.insert(name, object);
+            }
+        }
+        match page.pointer("/metadata/continue").and_then(Value::as_str) {
+            Some(token) if !token.is_empty() => params = params.continue_token(token),
+            _ => return Ok(objects),
+        }
+    }
+}
+
+pub(super) async fn delete(client: &Client, item: &Item) -> Result<(), kube::Error> {
+    match item.api(client).delete(&item.name, &DeleteParams::background()).await {
+        Ok(_) => Ok(()),
+        Err(kube::Error::Api(status)) if status.code == 404 => Ok(()),
+        Err(error) => Err(error),
+    }
+}

@@ -1,0 +1,259 @@
+//! One group's rollout: resolve its objects, dry-run them all, write step by step, wait for
+//! health. Decisions come from [`super::decide`]; this file only acts on them.
+
+use std::{collections::HashMap, time::Duration};
+
+use futures::{StreamExt, stream};
+
+use super::{
+    Item, Runner, decide,
+    decide::{Planned, Write},
+    entry,
+    live::{delete, dry_runs, message, server_side_apply},
+    resolve_items, unresolved,
+    wait::{self, Outcome, Watched},
+};
+use crate::{
+    inventory::Entry,
+    package::Action,
+    plan::{GroupWait, PlanGroup, PlanStep},
+    render::Rendered,
+    report::{Change, ChangeEntry, Failure},
+};
+
+impl Runner<'_> {
+    /// One group: resolve, dry run, writes step by step, waits. Returns the failure that stops
+    /// the rollout.
+    pub(super) async fn run_group(
+        &mut self,
+        group: &PlanGroup,
+        rendered: &Rendered,
+        namespaces: &[String],
+    ) -> Option<Failure> {
+        let mut keys: Vec<String> = Vec::new();
+        for key in group.steps.iter().flat_map(|step| &step.keys) {
+            if !keys.contains(key) {
+                keys.push(key.clone());
+            }
+        }
+        self.progress.group(&group.name, keys.len());
+        let items = self.resolve_group(group, rendered, &keys).await?;
+        let plans = self.dry_run_group(group, &items, namespaces).await?;
+        let mut waited: Vec<Watched> = Vec::new();
+        let batches: Vec<Vec<&PlanStep>> = if group.parallel {
+            vec![group.steps.iter().collect()]
+        } else {
+            group.steps.iter().map(|s| vec![s]).collect()
+        };
+        let timeout = group.timeout.unwrap_or(self.options.timeout);
+        for batch in batches {
+            let work: Vec<(&Item, Action)> = batch
+                .iter()
+                .flat_map(|step| step.keys.iter().filter_map(|k| items.get(k)).map(move |item| (item, step.action)))
+                .collect();
+            let results: Vec<ChangeEntry> = stream::iter(work.iter().map(|(item, action)| {
+                let planned = plans.get(&item.key).copied();
+                self.write(item, *action, planned, &group.name)
+            }))
+            .buffered(self.options.concurrency.max(1))
+            .collect()
+            .await;
+            let mut step_failures = Vec::new();
+            for ((item, action), result) in work.iter().zip(results) {
+                self.progress.applied(&result);
+                if result.change == Change::Failed {
+                    step_failures.push((result.object.clone(), result.message.clone().unwrap_or_default()));
+                } else if *action != Action::Delete {
+                    self.applied.push(Entry::of(&item.object));
+                }
+                self.report.changes.push(result);
+            }
+            if !step_failures.is_empty() {
+                return Some(Failure {
+                    group: group.name.clone(),
+                    reason: "applying failed".into(),
+                    objects: step_failures,
+                });
+            }
+            if self.options.dry_run {
+                continue;
+            }
+            let checked: Vec<Watched> = batch
+                .iter()
+                .filter(|step| !step.checks.is_empty() && step.action != Action::Delete)
+                .flat_map(|step| step.keys.iter().filter_map(|k| items.get(k)).map(|item| item.watched(&step.checks)))
+                .collect();
+            if let Some(failure) = self.await_health(&checked, timeout, &group.name).await {
+                return Some(failure);
+            }
+            waited.extend(
+                batch
+                    .iter()
+                    .filter(|step| step.action != Action::Delete)
+                    .flat_map(|step| step.keys.iter().filter_map(|k| items.get(k)).map(|item| item.watched(&[]))),
+            );
+        }
+        if !self.options.dry_run && (group.wait == GroupWait::Always || self.options.wait) {
+            return self.await_health(&waited, timeout, &group.name).await;
+        }
+        None
+    }
+
+    /// The group's objects resolved against the cluster's kinds, by key; `None` (after
+    /// recording the failure) when a kind is unknown. In a dry run, objects whose CRD the
+    /// package itself creates are reported as new instead.
+    async fn resolve_group(
+        &mut self,
+        group: &PlanGroup,
+        rendered: &Rendered,
+        keys: &[String],
+    ) -> Option<HashMap<String, Item>> {
+        let mut items: HashMap<String, Item> = HashMap::new();
+        let mut failures = Vec::new();
+        for resolved in resolve_items(&self.resolver, rendered, keys, self.target).await {
+            match resolved {
+                Ok(item) => {
+                    items.insert(item.key.clone(), item);
+                }
+                Err((object, _, true)) if self.options.dry_run => {
+                    let message = "its CRD is created by this package; not checked in a dry run";
+                    self.report.changes.push(unresolved(object, &group.name, Change::Created, message));
+                }
+                Err((object, why, _)) => failures.push((object, why)),
+            }
+        }
+        if failures.is_empty() {
+            return Some(items);
+        }
+        for (object, why) in &failures {
+            self.report.changes.push(unresolved(object.clone(), &group.name, Change::Failed, why));
+        }
+        self.report.failure = Some(Failure {
+            group: group.name.clone(),
+            reason: "unknown kinds; nothing in this group was written".into(),
+            objects: failures,
+        });
+        None
+    }
+
+    /// Dry runs of the group's writes and what each found; `None` (after recording the
+    /// failures) when any was refused, so that nothing in the group is written.
+    async fn dry_run_group(
+        &mut self,
+        group: &PlanGroup,
+        items: &HashMap<String, Item>,
+        namespaces: &[String],
+    ) -> Option<HashMap<String, Planned>> {
+        let writes: Vec<(&Item, Action)> = group
+            .steps
+            .iter()
+            .flat_map(|step| step.keys.iter().filter_map(|k| items.get(k)).map(move |item| (item, step.action)))
+            .filter(|(_, action)| matches!(action, Action::Apply | Action::CreateIfNotExist | Action::Recreate))
+            .collect();
+        let dry_runs = dry_runs(self.client, &writes, self.options.concurrency).await;
+        let mut plans: HashMap<String, Planned> = HashMap::new();
+        let mut failures = Vec::new();
+        for ((item, action), dry) in writes.iter().zip(dry_runs) {
+            match decide::after_dry_run(&dry.finding(), *action, namespaces, self.options.force) {
+                Ok(planned) => {
+                    plans.insert(item.key.clone(), planned);
+                }
+                Err(why) => failures.push((item.described.clone(), format!("dry-run failed: {why}"))),
+            }
+        }
+        if failures.is_empty() {
+            return Some(plans);
+        }
+        for (object, why) in &failures {
+            let entry = unresolved(object.clone(), &group.name, Change::Failed, why);
+            self.progress.applied(&entry);
+            self.report.changes.push(entry);
+        }
+        self.report.failure = Some(Failure {
+            group: group.name.clone(),
+            reason: "dry-run failed; nothing in this group was written".into(),
+            objects: failures,
+        });
+        None
+    }
+
+    /// Waits for health and records it in the report; returns the failure, if any.
+    async fn await_health(&mut self, objects: &[Watched], timeout: Duration, group: &str) -> Option<Failure> {
+        match wait::healthy(self.client, objects, timeout, self.progress).await {
+            Outcome::Healthy(messages) => {
+                for (object, message) in messages {
+                    if let Some(entry) = self.report.changes.iter_mut().rev().find(|e| e.object == object) {
+                        entry.health = Some(message);
+                    }
+                }
+                None
+            }
+            Outcome::Failed { object, message } => Some(Failure {
+                group: group.to_string(),
+                reason: format!("{object} failed: {message}"),
+                objects: vec![(object, message)],
+            }),
+            Outcome::TimedOut(pending) => Some(Failure {
+                group: group.to_string(),
+                reason: format!(
+                    "timed out after {} waiting for {} object(s) to become healthy",
+                    crate::package::Interval(timeout),
+                    pending.len()
+                ),
+                objects: pending,
+            }),
+        }
+    }
+
+    /// Performs one object's action after a successful dry run.
+    async fn write(&self, item: &Item, action: Action, planned: Option<Planned>, group: &str) -> ChangeEntry {
+        let (client, options) = (self.client, self.options);
+        let failed = |why: String| entry(item, group, Change::Failed, Some(why));
+        match action {
+            Action::Wait => entry(item, group, Change::Unchanged, None),
+            Action::Delete => {
+                let exists = match item.api(client).get_opt(&item.name).await {
+                    Ok(found) => found.is_some(),
+                    Err(error) => return failed(format!("reading it failed: {}", message(&error))),
+                };
+                if !exists {
+                    return entry(item, group, Change::Unchanged, Some("already absent".into()));
+                }
+                if options.dry_run {
+                    return entry(item, group, Change::Deleted, None);
+                }
+                if let Err(error) = delete(client, item).await {
+                    return failed(format!("delete failed: {}", message(&error)));
+                }
+                let left = wait::gone(client, &[item.watched(&[])], options.timeout).await;
+                if left.is_empty() {
+                    entry(item, group, Change::Deleted, None)
+                } else {
+                    failed("still present after the timeout".into())
+                }
+            }
+            Action::Recreate | Action::Apply | Action::CreateIfNotExist => {
+                let (change, recreate) = match decide::write(action, planned.unwrap_or_default()) {
+                    Write::Skip(note) => return entry(item, group, Change::Unchanged, note.map(str::to_string)),
+                    Write::Apply { change, recreate } => (change, recreate),
+                };
+                if options.dry_run {
+                    let note = recreate.then(|| "would be deleted and created again".to_string());
+                    return entry(item, group, change, note);
+                }
+                if recreate {
+                    if let Err(error) = delete(client, item).await {
+                        return failed(format!("delete before recreate failed: {}", message(&error)));
+                    }
+                    if !wait::gone(client, &[item.watched(&[])], options.timeout).await.is_empty() {
+                        return failed("the old object was not gone before the timeout".into());
+                    }
+                }
+                match server_side_apply(client, item, false).await {
+                    Ok(_) => entry(item, group, change, recreate.then(|| "recreated".to_string())),
+                    Err(error) => failed(format!("apply failed: {}", message(&error))),
+                }
+            }
+        }
+    }
+}
