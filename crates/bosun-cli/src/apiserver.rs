@@ -52,26 +52,6 @@ pub struct Args {
     workload_delay: bosun::package::Interval,
 }
 
-async fn shutdown_signal() {
-    let ctrl_c = tokio::signal::ctrl_c();
-    #[cfg(unix)]
-    {
-        let mut term = match tokio::signal::unix::signal(tokio::signal::unix::SignalKind::terminate()) {
-            Ok(term) => term,
-            Err(_) => {
-                let _ = ctrl_c.await;
-                return;
-            }
-        };
-        tokio::select! {
-            _ = ctrl_c => {}
-            _ = term.recv() => {}
-        }
-    }
-    #[cfg(not(unix))]
-    let _ = ctrl_c.await;
-}
-
 /// Starts a server and writes its kubeconfig; returns it with where it keeps objects (`in
 /// memory`, `in DIR`), or prints why not and gives the exit code (2).
 pub async fn start(options: ServerOptions, kubeconfig: &Path) -> Result<(RunningServer, String), ExitCode> {
@@ -117,7 +97,7 @@ pub async fn run(args: Args) -> ExitCode {
     println!("bosun apiserver listening on {} (objects {stored})", server.url());
     println!("kubeconfig: {}", args.kubeconfig.display());
     println!("try: KUBECONFIG={} kubectl get namespaces", args.kubeconfig.display());
-    shutdown_signal().await;
+    crate::signal::shutdown().await;
     eprintln!("shutting down");
     server.shutdown().await;
     ExitCode::SUCCESS

@@ -139,7 +139,7 @@ pub async fn run(args: Args) -> ExitCode {
         let last = round(&args, &connection).await;
         tokio::select! {
             _ = tokio::time::sleep(interval.0) => {}
-            _ = tokio::signal::ctrl_c() => {
+            () = crate::signal::shutdown() => {
                 eprintln!("stopped");
                 return last;
             }

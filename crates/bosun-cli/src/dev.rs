@@ -147,7 +147,7 @@ pub async fn run(args: Args) -> ExitCode {
     loop {
         let changed = tokio::select! {
             changed = trigger.changed() => changed,
-            _ = tokio::signal::ctrl_c() => break,
+            () = crate::signal::shutdown() => break,
         };
         let Some(changed) = changed else { break };
         for dir in changed.into_iter().filter_map(|index| args.dirs.get(index)) {

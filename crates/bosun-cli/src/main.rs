@@ -7,6 +7,7 @@ mod dev;
 mod diff;
 mod observe;
 mod render;
+mod signal;
 mod source;
 
 use std::{io::IsTerminal, process::ExitCode};

@@ -1,9 +1,9 @@
 //! `bosun observe`: run a command for every object of a kind and on every change.
 
-use std::{net::SocketAddr, process::ExitCode};
+use std::{net::SocketAddr, process::ExitCode, sync::Arc};
 
 use bosun::{
-    observe::{Namespaces, ObserveError, Observer, Spec, Stop},
+    observe::{Event, Namespaces, ObserveError, Observer, Output, Spec, Stop, command},
     package::Interval,
 };
 
@@ -134,19 +134,28 @@ pub struct Args {
     pub cluster: ClusterArgs,
 }
 
-/// Ctrl-C or SIGTERM.
-async fn shutdown_signal() {
-    let terminate = async {
-        match tokio::signal::unix::signal(tokio::signal::unix::SignalKind::terminate()) {
-            Ok(mut signal) => {
-                signal.recv().await;
+/// Prints as oc observe does: a header line on stdout before each run (unless quiet), errors
+/// and retries on stderr.
+struct Printer {
+    quiet: bool,
+}
+
+impl Output for Printer {
+    fn event(&self, event: &Event<'_>) {
+        match event {
+            Event::Running { event, resource_version, line, .. } if !self.quiet => {
+                println!("{}", command::header(*event, resource_version, line));
             }
-            Err(_) => std::future::pending::<()>().await,
+            Event::Running { .. } => {}
+            Event::Retrying { event, key, code, attempt, of, wait } => {
+                eprintln!(
+                    "bosun observe: {event} {key}: exit code {code}; retry {attempt} of {of} in {}",
+                    Interval(*wait)
+                );
+            }
+            Event::Error(error) => eprintln!("bosun observe: {error}"),
+            Event::TooManyErrors { limit } => eprintln!("bosun observe: more than {limit} errors; stopping"),
         }
-    };
-    tokio::select! {
-        _ = tokio::signal::ctrl_c() => {}
-        () = terminate => {}
     }
 }
 
@@ -181,9 +190,8 @@ pub async fn run(args: Args) -> ExitCode {
     spec.once = args.once;
     spec.exit_after = args.exit_after.map(|i| i.0);
     spec.listen = args.listen_addr;
-    spec.quiet = args.quiet;
     let observer = match Observer::prepare(connection.client.clone(), spec).await {
-        Ok(observer) => observer,
+        Ok(observer) => observer.with_output(Arc::new(Printer { quiet: args.quiet })),
         Err(ObserveError::Cluster(error)) => return crate::bad_input(connection.explain(&error)),
         Err(error) => return crate::bad_input(error.to_string()),
     };
@@ -191,7 +199,7 @@ pub async fn run(args: Args) -> ExitCode {
         eprintln!("bosun observe: metrics on http://{address}/metrics, health on http://{address}/healthz");
     }
     let metrics = observer.metrics();
-    let outcome = observer.run(shutdown_signal()).await;
+    let outcome = observer.run(crate::signal::shutdown()).await;
     if args.print_metrics_on_exit {
         print!("{}", metrics.text());
     }

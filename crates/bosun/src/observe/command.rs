@@ -5,7 +5,10 @@ use std::{process::Stdio, time::Duration};
 
 use tokio::io::AsyncWriteExt;
 
-use super::known::{EventType, Key};
+use super::{
+    ObserveError,
+    known::{EventType, Key},
+};
 
 /// The longest wait between retries of one object.
 pub const MAX_BACKOFF: Duration = Duration::from_secs(300);
@@ -70,12 +73,12 @@ pub async fn execute(line: &[String], extras: Extras) -> std::io::Result<Exit> {
 
 /// Checks that a command can be started: a path that is an executable file, or a name found
 /// on `PATH`.
-pub fn check(command: &[String], flag: &str) -> Result<(), String> {
-    let Some(program) = command.first() else { return Err(format!("{flag}: no command given")) };
+pub fn check(command: &[String], flag: &'static str) -> Result<(), ObserveError> {
+    let Some(program) = command.first() else { return Err(ObserveError::NoCommand { flag }) };
     // `which` resolves a path (`./run.sh`) or a name on PATH, and checks it is executable.
     match which::which(program) {
         Ok(_) => Ok(()),
-        Err(_) => Err(format!("{flag}: command {program:?} not found or not executable")),
+        Err(_) => Err(ObserveError::CommandNotFound { flag, program: program.clone() }),
     }
 }
 
@@ -120,7 +123,7 @@ mod tests {
         assert!(check(&["sh".into()], "command").is_ok());
         assert!(check(&["/bin/sh".into()], "command").is_ok());
         let missing = check(&["no-such-command-here".into()], "--delete").unwrap_err();
-        assert_eq!(missing, "--delete: command \"no-such-command-here\" not found or not executable");
+        assert_eq!(missing.to_string(), "--delete: command \"no-such-command-here\" not found or not executable");
         assert!(check(&[], "command").is_err());
     }
 

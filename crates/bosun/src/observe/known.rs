@@ -10,6 +10,8 @@ use std::{
 
 use serde_json::Value;
 
+use super::output::{BadName, Expected, TemplateMissed};
+
 /// An object's identity: namespace (empty for cluster-scoped objects) and name.
 #[derive(Debug, Clone, PartialEq, Eq, Hash, PartialOrd, Ord)]
 pub struct Key {
@@ -57,11 +59,17 @@ impl EventType {
     }
 }
 
+impl fmt::Display for EventType {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(self.as_str())
+    }
+}
+
 /// What the templates made of one object.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Rendered {
     /// The `-a` template outputs, or why a strict template failed.
-    pub args: Result<Vec<String>, String>,
+    pub args: Result<Vec<String>, TemplateMissed>,
     /// Digest of the `--on-change` template's output, when there is one.
     pub change: Option<u64>,
 }
@@ -85,7 +93,7 @@ pub struct Run {
     /// Why it runs.
     pub event: EventType,
     /// Template outputs, or why they could not be made.
-    pub args: Result<Vec<String>, String>,
+    pub args: Result<Vec<String>, TemplateMissed>,
     /// The object's resourceVersion (empty when unknown).
     pub resource_version: String,
     /// The object, when the command wants it.
@@ -234,34 +242,25 @@ impl Known {
 /// Parses `--names` output: one `namespace/name` (or, for cluster-scoped resources or a single
 /// observed namespace, `name`) per line; blank lines are skipped. Names outside the observed
 /// namespace are dropped: they are not this observer's.
-pub fn parse_names(output: &str, namespaced: bool, namespace: Option<&str>) -> Result<Vec<Key>, String> {
+pub fn parse_names(output: &str, namespaced: bool, namespace: Option<&str>) -> Result<Vec<Key>, BadName> {
     let mut keys = Vec::new();
     for (number, line) in output.lines().enumerate() {
         let line = line.trim();
         if line.is_empty() {
             continue;
         }
+        let bad = |expected| BadName { line: number + 1, text: line.to_string(), expected };
         let key = match (namespaced, line.split_once('/')) {
             (false, None) => Key { namespace: String::new(), name: line.to_string() },
-            (false, Some(_)) => {
-                return Err(format!(
-                    "line {}: {line:?}: a cluster-scoped resource has names without a namespace",
-                    number + 1
-                ));
-            }
+            (false, Some(_)) => return Err(bad(Expected::NoNamespace)),
             (true, Some((ns, name))) if !ns.is_empty() && !name.is_empty() && !name.contains('/') => {
                 Key { namespace: ns.to_string(), name: name.to_string() }
             }
             (true, None) => match namespace {
                 Some(ns) => Key { namespace: ns.to_string(), name: line.to_string() },
-                None => {
-                    return Err(format!(
-                        "line {}: {line:?}: with --all-namespaces every name needs its namespace (namespace/name)",
-                        number + 1
-                    ));
-                }
+                None => return Err(bad(Expected::WithNamespace)),
             },
-            (true, Some(_)) => return Err(format!("line {}: {line:?} is not namespace/name", number + 1)),
+            (true, Some(_)) => return Err(bad(Expected::NamespaceSlashName)),
         };
         if namespace.is_none_or(|ns| ns == key.namespace) {
             keys.push(key);
@@ -332,17 +331,17 @@ mod tests {
 
     #[test]
     fn names_parse_per_scope() {
-        type Case<'a> = (&'a str, bool, Option<&'a str>, Result<Vec<Key>, ()>);
+        type Case<'a> = (&'a str, bool, Option<&'a str>, Result<Vec<Key>, Expected>);
         let cases: [Case; 6] = [
             ("ns/a\n\nns/b\nns/a\n", true, None, Ok(vec![key("a"), key("b")])),
             ("a\nns/b\nother/c\n", true, Some("ns"), Ok(vec![key("a"), key("b")])),
-            ("a\n", true, None, Err(())),
+            ("a\n", true, None, Err(Expected::WithNamespace)),
             ("node-1\n", false, None, Ok(vec![Key { namespace: String::new(), name: "node-1".into() }])),
-            ("x/node-1\n", false, None, Err(())),
-            ("ns/a/b\n", true, None, Err(())),
+            ("x/node-1\n", false, None, Err(Expected::NoNamespace)),
+            ("ns/a/b\n", true, None, Err(Expected::NamespaceSlashName)),
         ];
         for (output, namespaced, namespace, expected) in cases {
-            assert_eq!(parse_names(output, namespaced, namespace).map_err(|_| ()), expected, "{output:?}");
+            assert_eq!(parse_names(output, namespaced, namespace).map_err(|bad| bad.expected), expected, "{output:?}");
         }
         let mut known = Known::default();
         known.applied(&key("a"), "1", &rendered("a", None));
