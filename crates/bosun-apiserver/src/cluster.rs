@@ -30,6 +30,14 @@ pub const NAMESPACE_KEY: &str = "namespaces";
 /// Storage key of Services.
 pub const SERVICES_KEY: &str = "services";
 
+/// A storage failure reaches clients as a 500 with its message (the store knows nothing of
+/// HTTP; the verbs translate).
+impl From<crate::store::StoreError> for ApiError {
+    fn from(error: crate::store::StoreError) -> Self {
+        ApiError::internal(error.to_string())
+    }
+}
+
 /// The server's state: objects and the catalogue of what is served.
 pub struct Cluster {
     /// Objects, revisions and events.

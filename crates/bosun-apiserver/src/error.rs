@@ -9,18 +9,10 @@ use axum::{
 use serde::Serialize;
 use serde_json::Value;
 
-use crate::registry::ResourceInfo;
-
 /// A failed API request, answered as a `Status` object.
 ///
-/// Constructors mirror apimachinery's `errors.New*` helpers and produce the same messages:
-///
-/// ```
-/// use bosun_apiserver::ApiError;
-/// let err = ApiError::not_found_plain("configmaps", "", "app");
-/// assert_eq!(err.code, 404);
-/// assert_eq!(err.message, r#"configmaps "app" not found"#);
-/// ```
+/// Constructors mirror apimachinery's `errors.New*` helpers and produce the same messages
+/// (`configmaps "app" not found`).
 #[derive(Debug, Clone, PartialEq, thiserror::Error)]
 #[error("{reason} ({code}): {message}")]
 pub struct ApiError {
@@ -237,18 +229,19 @@ impl ApiError {
         self
     }
 
-    fn object_details(resource: &ResourceInfo, name: &str) -> StatusDetails {
+    fn object_details(resource: Resource<'_>, name: &str) -> StatusDetails {
         StatusDetails {
             name: name.to_string(),
-            group: resource.group.clone(),
-            kind: resource.plural.clone(),
+            group: resource.group.to_string(),
+            kind: resource.plural.to_string(),
             ..StatusDetails::default()
         }
     }
 
     /// 404 for an object of a known resource.
-    pub fn not_found(resource: &ResourceInfo, name: &str) -> Self {
-        Self::not_found_plain(&resource.plural, &resource.group, name)
+    pub fn not_found<'a>(resource: impl Into<Resource<'a>>, name: &str) -> Self {
+        let resource = resource.into();
+        Self::not_found_plain(resource.plural, resource.group, name)
     }
 
     /// 404 for an object given by plural and group (`namespaces`, `""`).
@@ -269,13 +262,15 @@ impl ApiError {
     }
 
     /// 409 AlreadyExists.
-    pub fn already_exists(resource: &ResourceInfo, name: &str) -> Self {
+    pub fn already_exists<'a>(resource: impl Into<Resource<'a>>, name: &str) -> Self {
+        let resource = resource.into();
         Self::new(409, "AlreadyExists", format!("{} \"{name}\" already exists", resource.qualified()))
             .with_details(Self::object_details(resource, name))
     }
 
     /// 409 when generateName could not find a free name.
-    pub fn generate_name_exhausted(resource: &ResourceInfo, name: &str) -> Self {
+    pub fn generate_name_exhausted<'a>(resource: impl Into<Resource<'a>>, name: &str) -> Self {
+        let resource = resource.into();
         let mut details = Self::object_details(resource, name);
         details.retry_after_seconds = Some(1);
         Self::new(
@@ -290,7 +285,8 @@ impl ApiError {
     }
 
     /// 409 Conflict for a stale resourceVersion (the optimistic-lock message of the generic registry).
-    pub fn conflict(resource: &ResourceInfo, name: &str) -> Self {
+    pub fn conflict<'a>(resource: impl Into<Resource<'a>>, name: &str) -> Self {
+        let resource = resource.into();
         Self::conflict_with(
             resource,
             name,
@@ -299,7 +295,8 @@ impl ApiError {
     }
 
     /// 409 Conflict with a specific explanation (`Operation cannot be fulfilled on …: <why>`).
-    pub fn conflict_with(resource: &ResourceInfo, name: &str, why: &str) -> Self {
+    pub fn conflict_with<'a>(resource: impl Into<Resource<'a>>, name: &str, why: &str) -> Self {
+        let resource = resource.into();
         Self::new(
             409,
             "Conflict",
@@ -333,12 +330,14 @@ impl ApiError {
     }
 
     /// 422 Invalid for an object of a known resource.
-    pub fn invalid_object(resource: &ResourceInfo, name: &str, errors: Vec<FieldError>) -> Self {
-        Self::invalid(&resource.kind, &resource.group, name, errors)
+    pub fn invalid_object<'a>(resource: impl Into<Resource<'a>>, name: &str, errors: Vec<FieldError>) -> Self {
+        let resource = resource.into();
+        Self::invalid(resource.kind, resource.group, name, errors)
     }
 
     /// 422 answered when a patch cannot be applied (apimachinery's generic server response).
-    pub fn unprocessable(resource: &ResourceInfo, name: &str, cause: impl Into<String>) -> Self {
+    pub fn unprocessable<'a>(resource: impl Into<Resource<'a>>, name: &str, cause: impl Into<String>) -> Self {
+        let resource = resource.into();
         let mut details = Self::object_details(resource, name);
         details.causes.push(StatusCause { reason: "", message: cause.into(), field: String::new() });
         Self::new(422, "Invalid", "the server rejected our request due to an error in our request")
@@ -351,21 +350,23 @@ impl ApiError {
     }
 
     /// 403 Forbidden for an object.
-    pub fn forbidden(resource: &ResourceInfo, name: &str, why: &str) -> Self {
+    pub fn forbidden<'a>(resource: impl Into<Resource<'a>>, name: &str, why: &str) -> Self {
+        let resource = resource.into();
         Self::new(403, "Forbidden", format!("{} \"{name}\" is forbidden: {why}", resource.qualified()))
             .with_details(Self::object_details(resource, name))
     }
 
     /// 405 MethodNotAllowed.
-    pub fn method_not_allowed(action: &str, resource: &ResourceInfo) -> Self {
+    pub fn method_not_allowed<'a>(action: &str, resource: impl Into<Resource<'a>>) -> Self {
+        let resource = resource.into();
         Self::new(
             405,
             "MethodNotAllowed",
             format!("{action} is not supported on resources of kind \"{}\"", resource.qualified()),
         )
         .with_details(StatusDetails {
-            group: resource.group.clone(),
-            kind: resource.plural.clone(),
+            group: resource.group.to_string(),
+            kind: resource.plural.to_string(),
             ..Default::default()
         })
     }
@@ -447,9 +448,22 @@ impl IntoResponse for ApiError {
     }
 }
 
-impl From<crate::store::StoreError> for ApiError {
-    fn from(error: crate::store::StoreError) -> Self {
-        ApiError::internal(error.to_string())
+/// The resource an error is about, as upstream's errors name it: group and plural (a
+/// `GroupResource`), and the kind that 422 answers name.
+#[derive(Debug, Clone, Copy)]
+pub struct Resource<'a> {
+    /// API group (`""` for the core group).
+    pub group: &'a str,
+    /// Plural resource name.
+    pub plural: &'a str,
+    /// Kind.
+    pub kind: &'a str,
+}
+
+impl Resource<'_> {
+    /// `plural.group`, or just `plural` in the core group.
+    fn qualified(&self) -> String {
+        qualified(self.plural, self.group)
     }
 }
 
@@ -462,6 +476,14 @@ pub(crate) fn qualified(name: &str, group: &str) -> String {
 mod tests {
     use super::*;
     use serde_json::json;
+
+    #[test]
+    fn not_found_names_the_resource_as_upstream() {
+        let err = ApiError::not_found_plain("configmaps", "", "app");
+        assert_eq!((err.code, err.message.as_str()), (404, r#"configmaps "app" not found"#));
+        let err = ApiError::not_found_plain("deployments", "apps", "web");
+        assert_eq!(err.message, r#"deployments.apps "web" not found"#);
+    }
 
     #[test]
     fn invalid_lists_every_cause_like_upstream_aggregates() {

@@ -68,13 +68,6 @@ fn check_value(value: &str) -> Result<(), String> {
 
 impl LabelSelector {
     /// Parses `k=v,k!=v,k in (a,b),k notin (a),k,!k,k>1,k<2`.
-    ///
-    /// ```
-    /// use bosun_apiserver::selector::LabelSelector;
-    /// let selector = LabelSelector::parse("app=web,tier in (front,back),!legacy").unwrap();
-    /// let labels = serde_json::json!({"app": "web", "tier": "front"});
-    /// assert!(selector.matches(labels.as_object()));
-    /// ```
     pub fn parse(input: &str) -> Result<Self, String> {
         if input.trim().is_empty() {
             return Ok(Self::default());
@@ -174,11 +167,6 @@ impl LabelSelector {
             }
         })
     }
-
-    /// Whether this selector selects everything.
-    pub fn is_empty(&self) -> bool {
-        self.requirements.is_empty()
-    }
 }
 
 /// A parsed field selector (`metadata.name=x,status.phase!=Running`).
@@ -214,11 +202,6 @@ impl FieldSelector {
             let actual = field_value(object, field);
             (actual == *expected) == *equal
         })
-    }
-
-    /// The value required for `metadata.name`, when the selector pins one (single-object watches).
-    pub fn pinned_name(&self) -> Option<&str> {
-        self.terms.iter().find(|(f, eq, _)| f == "metadata.name" && *eq).map(|(_, _, v)| v.as_str())
     }
 }
 
@@ -385,7 +368,6 @@ mod tests {
             FieldSelector::parse("spec.foo=1", &supported).expect_err("unsupported"),
             "field label not supported: spec.foo"
         );
-        assert_eq!(FieldSelector::parse("metadata.name=a", &[]).expect("ok").pinned_name(), Some("a"));
     }
 
     #[test]

@@ -201,6 +201,7 @@ impl ApiServer {
             shutdown: shutdown_signal.clone(),
             requests: AtomicU64::new(0),
             token: credentials.as_ref().map(|credentials| credentials.token.clone()),
+            openapi: Default::default(),
         });
         let mut stop = shutdown_signal.clone();
         let stopped = async move {
@@ -283,7 +284,7 @@ async fn kubernetes_service(cluster: &Cluster, port: u16) -> Result<(), ServerEr
             "ports": [{"name": "https", "port": 443, "protocol": "TCP", "targetPort": port}],
         },
     });
-    let failed = |e: crate::ApiError| ServerError::Bootstrap(format!("service default/kubernetes: {e}"));
+    let failed = |e: crate::error::ApiError| ServerError::Bootstrap(format!("service default/kubernetes: {e}"));
     match cluster.store.get(SERVICES_KEY, "default", "kubernetes") {
         None => cluster.create(&scope, service, &WriteOptions::default()).await.map(drop).map_err(failed),
         Some(current) if current.value.pointer("/spec/ports/0/targetPort") != Some(&json!(port)) => {

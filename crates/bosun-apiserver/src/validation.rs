@@ -4,7 +4,20 @@
 
 use serde_json::{Map, Value};
 
-use crate::{error::FieldError, registry::NameRule};
+use crate::error::FieldError;
+
+/// How object names of a resource are validated.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum NameRule {
+    /// DNS-1123 subdomain (most kinds).
+    Subdomain,
+    /// DNS-1123 label (namespaces).
+    Label,
+    /// DNS-1035 label (services).
+    Dns1035Label,
+    /// Any path segment (RBAC kinds).
+    PathSegment,
+}
 
 const DNS1123_LABEL_MAX: usize = 63;
 const DNS1123_SUBDOMAIN_MAX: usize = 253;

@@ -2,8 +2,6 @@
 //! upstream's controllers maintain (set here synchronously, without their delays), and the
 //! [`ResourceInfo`] a served CRD contributes to the catalogue.
 
-pub mod schema;
-
 use std::{collections::HashSet, sync::Arc};
 
 use serde_json::{Value, json};
@@ -15,7 +13,7 @@ use crate::{
     validation,
 };
 
-use schema::Schema;
+use crate::schema::Schema;
 
 /// The finalizer that keeps a CRD until its custom resources are deleted.
 pub const CLEANUP_FINALIZER: &str = "customresourcecleanup.apiextensions.k8s.io";

@@ -50,11 +50,6 @@ impl Element {
         Element(format!("v:{item}"))
     }
 
-    /// The text form.
-    pub fn as_str(&self) -> &str {
-        &self.0
-    }
-
     /// How upstream prints the element in messages: `.name`, `[name="app"]`, `[="x"]`, `[3]`.
     pub fn display(&self) -> String {
         let (kind, rest) = self.0.split_at(2.min(self.0.len()));

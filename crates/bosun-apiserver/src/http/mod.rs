@@ -1,19 +1,17 @@
 //! The HTTP face of the server: routes requests to discovery or to the verbs of [`Cluster`],
 //! decodes bodies and query parameters, and encodes answers the way kubectl and kube-rs expect.
 
-mod openapi;
+mod discovery;
+pub mod openapi;
 mod path;
 mod query;
 mod scale;
 mod shape;
 pub mod watch;
 
-use std::{
-    sync::{
-        Arc,
-        atomic::{AtomicU64, Ordering},
-    },
-    time::Instant,
+use std::sync::{
+    Arc,
+    atomic::{AtomicU64, Ordering},
 };
 
 use axum::{
@@ -21,11 +19,13 @@ use axum::{
     body::{Body, Bytes},
     extract::{Request, State},
     http::{HeaderMap, HeaderValue, Method, StatusCode, header},
+    middleware::{self, Next},
     response::{IntoResponse, Response},
 };
 use http_body_util::{BodyExt, LengthLimitError, Limited};
 use serde_json::{Value, json};
 use tokio::sync::watch as signal;
+use tower_http::trace::TraceLayer;
 
 use crate::{
     cluster::{Cluster, Deleted, NAMESPACE_KEY, Scope},
@@ -33,7 +33,6 @@ use crate::{
     lifecycle::{DeleteOptions, Endpoint},
     object,
     patch::{PATCH_MEDIA_TYPES, PatchType},
-    registry::discovery,
 };
 use path::{ResourcePath, Route};
 use query::Query;
@@ -65,42 +64,46 @@ pub struct AppState {
     pub requests: AtomicU64,
     /// The bearer token every request must carry (except health and version), if any.
     pub token: Option<String>,
+    /// The OpenAPI documents of the newest catalogue they were asked for (built on first use,
+    /// and again after CRDs change what is served).
+    pub openapi: openapi::Cache,
 }
 
-/// The router: every path goes through [`handle`].
+/// The router: every path goes through [`handle`], behind three layers (outermost first):
+/// tracing (a span per request, its status and latency at debug level), request counting, and
+/// authentication.
 pub fn router(state: Arc<AppState>) -> Router {
-    Router::new().fallback(handle).with_state(state)
+    Router::new()
+        .fallback(handle)
+        .layer(middleware::from_fn_with_state(state.clone(), authenticate))
+        .layer(middleware::from_fn_with_state(state.clone(), count))
+        .layer(TraceLayer::new_for_http())
+        .with_state(state)
 }
 
 async fn handle(State(state): State<Arc<AppState>>, request: Request) -> Response {
-    let started = Instant::now();
-    state.requests.fetch_add(1, Ordering::Relaxed);
-    let method = request.method().clone();
-    let uri = request.uri().clone();
-    let response = if authorized(&state, &request) {
-        dispatch(&state, request).await.unwrap_or_else(IntoResponse::into_response)
-    } else {
-        ApiError::unauthorized().into_response()
-    };
-    tracing::debug!(
-        method = %method,
-        uri = %uri,
-        status = response.status().as_u16(),
-        micros = started.elapsed().as_micros() as u64,
-        "request"
-    );
-    response
+    dispatch(&state, request).await.unwrap_or_else(IntoResponse::into_response)
 }
 
-/// Whether the request may proceed: no token is required, it carries the token, or it asks for
-/// what a real cluster shows everyone (health and version, for probes).
-fn authorized(state: &AppState, request: &Request) -> bool {
-    let Some(token) = &state.token else { return true };
-    if matches!(request.uri().path(), "/healthz" | "/livez" | "/readyz" | "/version") {
-        return true;
-    }
-    let given = request.headers().get(header::AUTHORIZATION).and_then(|value| value.to_str().ok());
-    crate::tls::bearer_matches(given, token)
+/// Counts every request received (benchmarks report requests per object).
+async fn count(State(state): State<Arc<AppState>>, request: Request, next: Next) -> Response {
+    state.requests.fetch_add(1, Ordering::Relaxed);
+    next.run(request).await
+}
+
+/// Lets a request proceed when no token is required, it carries the token, or it asks for what
+/// a real cluster shows everyone (health and version, for probes); else answers 401.
+async fn authenticate(State(state): State<Arc<AppState>>, request: Request, next: Next) -> Response {
+    let public = matches!(request.uri().path(), "/healthz" | "/livez" | "/readyz" | "/version");
+    let allowed = match &state.token {
+        None => true,
+        Some(_) if public => true,
+        Some(token) => {
+            let given = request.headers().get(header::AUTHORIZATION).and_then(|value| value.to_str().ok());
+            crate::tls::bearer_matches(given, token)
+        }
+    };
+    if allowed { next.run(request).await } else { ApiError::unauthorized().into_response() }
 }
 
 fn header_text(headers: &HeaderMap, name: header::HeaderName) -> &str {

@@ -3,13 +3,19 @@
 //! immutable (`Cache-Control: public, immutable`, expiring in a year), one asked for with an
 //! old hash is redirected (301) to the current URL.
 
+use std::sync::{Arc, Mutex};
+
 use axum::{
     http::{HeaderMap, HeaderValue, Method, StatusCode, header},
     response::{IntoResponse, Response},
 };
 
 use super::{AppState, json_response, query::Query};
-use crate::{error::ApiError, openapi::content_hash};
+use crate::{
+    error::ApiError,
+    openapi::{Documents, content_hash},
+    registry::Catalog,
+};
 
 fn etag(hash: &str) -> HeaderValue {
     HeaderValue::from_str(&format!("\"{hash}\"")).expect("hex is a valid header")
@@ -37,7 +43,7 @@ pub fn index(state: &AppState, method: &Method, headers: &HeaderMap) -> Result<R
     if method != Method::GET {
         return Err(ApiError::unknown_url());
     }
-    let body = state.cluster.catalog.snapshot().openapi().index().to_string();
+    let body = state.openapi.documents(&state.cluster.catalog.snapshot()).index().to_string();
     let hash = content_hash(body.as_bytes());
     Ok(answer(headers, body, &hash))
 }
@@ -53,7 +59,7 @@ pub fn document(
     if method != Method::GET {
         return Err(ApiError::unknown_url());
     }
-    let documents = state.cluster.catalog.snapshot().openapi();
+    let documents = state.openapi.documents(&state.cluster.catalog.snapshot());
     let document = documents.get(path).ok_or_else(ApiError::unknown_url)?;
     let asked = query.get("hash").filter(|h| !h.is_empty());
     if let Some(asked) = asked
@@ -78,4 +84,26 @@ pub fn document(
         }
     }
     Ok(response)
+}
+
+/// The OpenAPI documents of one catalogue snapshot; a newer snapshot (CRDs changed) builds them
+/// again. Building takes milliseconds, so one lock around it is enough.
+#[derive(Default)]
+pub struct Cache {
+    built: Mutex<Option<(Arc<Catalog>, Arc<Documents>)>>,
+}
+
+impl Cache {
+    /// The documents of `catalog`, built now unless they are cached.
+    pub fn documents(&self, catalog: &Arc<Catalog>) -> Arc<Documents> {
+        let mut built = self.built.lock().unwrap_or_else(|e| e.into_inner());
+        match &*built {
+            Some((cached, documents)) if Arc::ptr_eq(cached, catalog) => documents.clone(),
+            _ => {
+                let documents = Arc::new(crate::openapi::documents(catalog));
+                *built = Some((catalog.clone(), documents.clone()));
+                documents
+            }
+        }
+    }
 }

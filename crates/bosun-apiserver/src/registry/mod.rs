@@ -2,32 +2,17 @@
 //! resources of established CustomResourceDefinitions. Discovery documents are computed from it.
 
 mod builtin;
-pub mod discovery;
 pub mod shared;
-
-pub use builtin::Builtins;
 
 use std::{
     collections::{BTreeMap, HashMap},
-    sync::{Arc, LazyLock, OnceLock, RwLock},
+    sync::{Arc, LazyLock, RwLock},
 };
 
 use serde_json::Value;
 
-use crate::crd::schema::Schema;
-
-/// How object names of a resource are validated.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum NameRule {
-    /// DNS-1123 subdomain (most kinds).
-    Subdomain,
-    /// DNS-1123 label (namespaces).
-    Label,
-    /// DNS-1035 label (services).
-    Dns1035Label,
-    /// Any path segment (RBAC kinds).
-    PathSegment,
-}
+use crate::schema::Schema;
+pub use crate::validation::NameRule;
 
 /// Turns a built-in object into its canonical form by decoding it into its typed struct and
 /// encoding it again (unknown fields dropped, quantities and int-or-strings as upstream encodes
@@ -94,11 +79,6 @@ pub struct ResourceInfo {
 }
 
 impl ResourceInfo {
-    /// `plural.group`, or just `plural` in the core group.
-    pub fn qualified(&self) -> String {
-        crate::error::qualified(&self.plural, &self.group)
-    }
-
     /// `group/version`, or just `version` in the core group.
     pub fn api_version(&self, version: &str) -> String {
         if self.group.is_empty() { version.to_string() } else { format!("{}/{version}", self.group) }
@@ -109,14 +89,21 @@ impl ResourceInfo {
         self.versions.iter().find(|v| v.name == name)
     }
 
-    /// The storage version's info (it need not be served, but normally is).
-    pub fn storage(&self) -> Option<&VersionInfo> {
-        self.version(&self.storage_version)
-    }
-
     /// Storage key for a group and plural.
     pub fn key_for(group: &str, plural: &str) -> String {
         if group.is_empty() { plural.to_string() } else { format!("{group}/{plural}") }
+    }
+}
+
+impl<'a> From<&'a ResourceInfo> for crate::error::Resource<'a> {
+    fn from(info: &'a ResourceInfo) -> Self {
+        crate::error::Resource { group: &info.group, plural: &info.plural, kind: &info.kind }
+    }
+}
+
+impl<'a> From<&'a Arc<ResourceInfo>> for crate::error::Resource<'a> {
+    fn from(info: &'a Arc<ResourceInfo>) -> Self {
+        info.as_ref().into()
     }
 }
 
@@ -126,8 +113,6 @@ pub struct Catalog {
     resources: Vec<Arc<ResourceInfo>>,
     by_path: HashMap<(String, String, String), usize>,
     by_key: HashMap<String, usize>,
-    /// The OpenAPI v3 documents, made on first use.
-    openapi: OnceLock<Arc<crate::openapi::Documents>>,
 }
 
 /// Built-in resources and their schemas, derived once per process.
@@ -163,16 +148,6 @@ impl Catalog {
     /// The resource with this storage key.
     pub fn by_key(&self, key: &str) -> Option<&Arc<ResourceInfo>> {
         self.by_key.get(key).and_then(|i| self.resources.get(*i))
-    }
-
-    /// The resource of a group and kind (any served version).
-    pub fn by_kind(&self, group: &str, kind: &str) -> Option<&Arc<ResourceInfo>> {
-        self.resources.iter().find(|r| r.group == group && r.kind == kind)
-    }
-
-    /// The OpenAPI v3 documents of what this catalogue serves.
-    pub fn openapi(&self) -> Arc<crate::openapi::Documents> {
-        self.openapi.get_or_init(|| Arc::new(crate::openapi::documents(self))).clone()
     }
 
     /// Every resource, built-ins first.

@@ -423,11 +423,6 @@ impl Store {
         Ok(log.events.range(start..).take_while(|e| e.revision <= upto).filter(|e| filter(e)).cloned().collect())
     }
 
-    /// The newest revision watchers may see.
-    pub fn visible_revision(&self) -> u64 {
-        *self.visible.borrow()
-    }
-
     /// Waits until every acknowledged write is durable and stops the storage writer.
     pub fn close(&self) {
         if let Some(persister) = &self.persister {

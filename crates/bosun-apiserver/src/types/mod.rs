@@ -8,8 +8,8 @@ pub mod table;
 use serde_json::Value;
 
 use crate::{
-    crd::schema::Schema,
     registry::{BUILTINS, ResourceInfo, VersionInfo},
+    schema::Schema,
 };
 
 /// List type of a table entry.

@@ -161,12 +161,16 @@ mod tests {
         assert_eq!(scopes.with_crds([&crd].into_iter()).namespaced(&widget), Some(false));
     }
 
-    #[test]
-    fn the_builtin_scopes_are_those_the_embedded_server_serves() {
-        let served: HashMap<(String, String), bool> = bosun_apiserver::registry::Catalog::new([])
-            .resources()
-            .iter()
-            .map(|r| ((r.group.clone(), r.kind.clone()), r.namespaced))
+    #[tokio::test]
+    async fn the_builtin_scopes_are_those_the_embedded_server_serves() {
+        let server = bosun_apiserver::ApiServer::in_memory().start().await.expect("server starts");
+        let discovery = kube::Discovery::new(server.client()).run().await.expect("discovery");
+        let served: HashMap<(String, String), bool> = discovery
+            .groups()
+            .flat_map(|group| group.recommended_resources())
+            .map(|(resource, capabilities)| {
+                ((resource.group, resource.kind), capabilities.scope == kube::discovery::Scope::Namespaced)
+            })
             .collect();
         assert_eq!(*BUILTIN, served);
     }

@@ -3,7 +3,7 @@
 
 use serde_json::{Value, json};
 
-use super::{Catalog, ResourceInfo, VersionInfo};
+use crate::registry::{Catalog, ResourceInfo, VersionInfo};
 
 /// Content type of aggregated discovery answers; client-go decides by it alone.
 pub const AGGREGATED_CONTENT_TYPE: &str = "application/json;g=apidiscovery.k8s.io;v=v2;as=APIGroupDiscoveryList";
