@@ -146,16 +146,9 @@ pub async fn serve(
     metrics: Arc<Metrics>,
     address: SocketAddr,
 ) -> std::io::Result<(SocketAddr, tokio::task::JoinHandle<()>)> {
-    let listener = tokio::net::TcpListener::bind(address).await?;
-    let bound = listener.local_addr()?;
     let router =
         Router::new().route("/metrics", get(self::metrics)).route("/healthz", get(healthz)).with_state(metrics);
-    let task = tokio::spawn(async move {
-        if let Err(error) = axum::serve(listener, router).await {
-            tracing::warn!(%error, "metrics endpoint stopped");
-        }
-    });
-    Ok((bound, task))
+    crate::endpoints::serve(address, router).await
 }
 
 #[cfg(test)]

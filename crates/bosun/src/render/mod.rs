@@ -23,6 +23,7 @@ use crate::{
     yaml,
 };
 pub use scopes::Scopes;
+pub(crate) use substitute::substitute_text;
 
 /// Errors of rendering. Each names the file, object or command at fault.
 #[derive(Debug, thiserror::Error)]

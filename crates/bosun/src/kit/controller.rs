@@ -1,0 +1,239 @@
+//! Running a reconciler: a kube-runtime `Controller` for the resource and the kinds it owns,
+//! the finalizer (kube-runtime's helper), the engine's decision turned into a requeue, and
+//! metrics.
+
+use std::{
+    future::Future,
+    sync::{Arc, Mutex},
+    time::{Duration, Instant},
+};
+
+use futures::StreamExt;
+use kube::{
+    Api, Client, Resource,
+    api::{ApiResource, DynamicObject},
+    runtime::{
+        Controller as Runtime,
+        controller::Action,
+        events::{Recorder, Reporter},
+        finalizer::{self, finalizer},
+        watcher,
+    },
+};
+
+use super::{Backoff, Decision, Failure, Metrics, Reconciler, Run};
+use crate::apply::Resolver;
+
+/// What every reconcile of a controller shares.
+pub(super) struct Shared {
+    pub(super) name: String,
+    pub(super) client: Client,
+    pub(super) resolver: Resolver,
+    /// `(apiVersion, kind)` of the owned kinds: watched, and pruned when no longer wanted.
+    pub(super) owned: Vec<(String, String)>,
+    pub(super) recorder: Recorder,
+    pub(super) metrics: Arc<Metrics>,
+    pub(super) backoff: Backoff,
+}
+
+/// A controller: a [`Reconciler`] run for every object of its resource, and again when an
+/// owned child changes.
+pub struct Controller<R: Reconciler> {
+    name: String,
+    reconciler: Arc<R>,
+    client: Client,
+    namespace: Option<String>,
+    owned: Vec<ApiResource>,
+    backoff: Backoff,
+    metrics: Arc<Metrics>,
+}
+
+/// The reconcile's outcome, as kube-runtime's finalizer helper needs an error type: a failed
+/// finalize hook keeps the finalizer.
+#[derive(Debug, thiserror::Error)]
+#[error("{0}")]
+pub(super) struct FinalizeFailed(Failure);
+
+struct Context<R> {
+    reconciler: Arc<R>,
+    shared: Arc<Shared>,
+}
+
+impl<R: Reconciler> Controller<R> {
+    /// A controller named `name`: its field manager, finalizer (`kit.bosun.dev/<name>`),
+    /// event reporter and metrics label.
+    pub fn new(name: &str, reconciler: R, client: Client) -> Controller<R> {
+        Controller {
+            name: name.to_string(),
+            reconciler: Arc::new(reconciler),
+            client,
+            namespace: None,
+            owned: Vec::new(),
+            backoff: Backoff::default(),
+            metrics: Arc::new(Metrics::default()),
+        }
+    }
+
+    /// Only objects (and children) in this namespace.
+    pub fn namespace(mut self, namespace: &str) -> Self {
+        self.namespace = Some(namespace.to_string());
+        self
+    }
+
+    /// Children of `T` are watched (a change reconciles their owner) and pruned.
+    pub fn owns<T: Resource<DynamicType = ()>>(self) -> Self {
+        self.owns_dynamic(ApiResource::erase::<T>(&()))
+    }
+
+    /// Children of a kind known at run time.
+    pub fn owns_dynamic(mut self, resource: ApiResource) -> Self {
+        self.owned.push(resource);
+        self
+    }
+
+    /// Retry delays: from `base`, doubling per failure of the same object, up to `max`.
+    pub fn backoff(mut self, base: Duration, max: Duration) -> Self {
+        self.backoff = Backoff::new(base, max);
+        self
+    }
+
+    /// The controller's metrics (serve them with [`super::serve`]).
+    pub fn metrics(&self) -> Arc<Metrics> {
+        self.metrics.clone()
+    }
+
+    /// The finalizer the controller puts on objects.
+    pub fn finalizer(&self) -> String {
+        format!("kit.bosun.dev/{}", self.name)
+    }
+
+    /// Reconciles until `shutdown` completes (then lets running reconciles finish).
+    ///
+    /// # Errors
+    /// The cluster's discovery fails at start.
+    pub async fn run(self, shutdown: impl Future<Output = ()> + Send + Sync + 'static) -> Result<(), kube::Error> {
+        let client = self.client.clone();
+        let api: Api<R::Resource> = match &self.namespace {
+            Some(namespace) => Api::namespaced(client.clone(), namespace),
+            None => Api::all(client.clone()),
+        };
+        let shared = Arc::new(Shared {
+            name: self.name.clone(),
+            client: client.clone(),
+            resolver: Resolver::new(client.clone()).await?,
+            owned: self.owned.iter().map(|r| (r.api_version.clone(), r.kind.clone())).collect(),
+            recorder: Recorder::new(client.clone(), Reporter { controller: self.name.clone(), instance: None }),
+            metrics: self.metrics.clone(),
+            backoff: self.backoff,
+        });
+        let mut runtime = Runtime::new(api, watcher::Config::default());
+        for resource in &self.owned {
+            let children: Api<DynamicObject> = match &self.namespace {
+                Some(namespace) => Api::namespaced_with(client.clone(), namespace, resource),
+                None => Api::all_with(client.clone(), resource),
+            };
+            runtime = runtime.owns_with(children, resource.clone(), watcher::Config::default());
+        }
+        let store = runtime.store();
+        let metrics = self.metrics.clone();
+        tokio::spawn(async move {
+            if store.wait_until_ready().await.is_ok() {
+                metrics.set_ready();
+            }
+        });
+        let context = Arc::new(Context { reconciler: self.reconciler, shared });
+        runtime
+            .graceful_shutdown_on(shutdown)
+            .run(reconcile::<R>, error_policy::<R>, context)
+            .for_each(|result| async move {
+                if let Err(error) = result {
+                    tracing::debug!(%error, "controller event");
+                }
+            })
+            .await;
+        Ok(())
+    }
+}
+
+async fn reconcile<R: Reconciler>(
+    object: Arc<R::Resource>,
+    context: Arc<Context<R>>,
+) -> Result<Action, finalizer::Error<FinalizeFailed>> {
+    let started = Instant::now();
+    let shared = &context.shared;
+    let namespace = object.meta().namespace.clone().unwrap_or_default();
+    let key = format!("{namespace}/{}", object.meta().name.clone().unwrap_or_default());
+    let api: Api<R::Resource> = Api::namespaced(shared.client.clone(), &namespace);
+    let finalizer_name = format!("kit.bosun.dev/{}", shared.name);
+    // The finalizer helper wants an `Action`; the metrics label travels beside it.
+    let label = Mutex::new("success");
+    let decided = |decision| {
+        let (action, result) = action(shared, &key, decision);
+        *label.lock().unwrap_or_else(|e| e.into_inner()) = result;
+        action
+    };
+    let outcome = finalizer(&api, &finalizer_name, object, |event| async {
+        match event {
+            finalizer::Event::Apply(object) => {
+                let mut run = Run::new(object, shared.clone());
+                let result = context.reconciler.reconcile(&mut run).await;
+                Ok(decided(run.finish(result, false).await))
+            }
+            finalizer::Event::Cleanup(object) => {
+                let mut run = Run::new(object, shared.clone());
+                let result = context.reconciler.finalize(&mut run).await;
+                match run.finish(result, true).await {
+                    Decision::Retry(failure) | Decision::GiveUp(failure) => Err(FinalizeFailed(failure)),
+                    decision => Ok(decided(decision)),
+                }
+            }
+        }
+    })
+    .await;
+    let (action, result) = match outcome {
+        Ok(action) => (action, *label.lock().unwrap_or_else(|e| e.into_inner())),
+        Err(error) => {
+            // A failed finalize (or finalizer patch) is retried with the object's backoff and
+            // counted: never skipped.
+            tracing::warn!(object = %key, %error, "reconcile failed");
+            (Action::requeue(shared.backoff.failed(&key)), "error")
+        }
+    };
+    shared.metrics.reconciled(&shared.name, result, started.elapsed().as_secs_f64());
+    shared.metrics.failing(&shared.name, shared.backoff.failing());
+    Ok(action)
+}
+
+/// The decision as kube-runtime's action and a metrics label; the object's backoff grows on
+/// failure and resets otherwise.
+fn action(shared: &Shared, key: &str, decision: Decision) -> (Action, &'static str) {
+    match decision {
+        Decision::Done => {
+            shared.backoff.succeeded(key);
+            (Action::await_change(), "success")
+        }
+        Decision::RequeueAfter(after) => {
+            shared.backoff.succeeded(key);
+            (Action::requeue(after), "success")
+        }
+        Decision::Retry(failure) => {
+            let delay = shared.backoff.failed(key);
+            tracing::info!(object = %key, %failure, retry_in = ?delay, "reconcile failed; retrying");
+            (Action::requeue(delay), "error")
+        }
+        Decision::GiveUp(failure) => {
+            shared.backoff.succeeded(key);
+            tracing::warn!(object = %key, %failure, "gave up until the object changes");
+            (Action::await_change(), "gave_up")
+        }
+    }
+}
+
+/// Never reached: [`reconcile`] answers every failure with its own requeue.
+fn error_policy<R: Reconciler>(
+    _object: Arc<R::Resource>,
+    _error: &finalizer::Error<FinalizeFailed>,
+    _context: Arc<Context<R>>,
+) -> Action {
+    Action::requeue(Duration::from_secs(5))
+}
