@@ -16,7 +16,8 @@
 //! - [`inventory`]: what a package applied, for pruning.
 //! - [`report`]: change sets, progress, tables and JSON.
 //!
-//! Beside the pipeline: [`observe`] (a command for every object of a kind and every change),
+//! Beside the pipeline: [`kit`] (a reconciler library for operators: engines, conditions,
+//! finalizers, idempotent children, a lifecycle state machine, metrics), [`observe`] (a command for every object of a kind and every change),
 //! [`cluster`] (why a request failed, in terms a user acts on), [`object`] (accessors and names
 //! of untyped objects), [`jsonpath`] (kubectl's
 //! templates) and [`yaml`] (streams with error positions, deterministic output).

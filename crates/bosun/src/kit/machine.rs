@@ -86,9 +86,12 @@ where
         self.transition(Transition { from, event, to, guard: Some(guard), action: None })
     }
 
-    /// Adds a transition that runs `action` when taken.
-    pub fn with_action(self, from: S, event: E, to: S, action: fn(&mut C)) -> Self {
-        self.transition(Transition { from, event, to, guard: None, action: Some(action) })
+    /// Gives the transition added last an action, run when it is taken.
+    pub fn then(mut self, action: fn(&mut C)) -> Self {
+        if let Some(last) = self.transitions.last_mut() {
+            last.action = Some(action);
+        }
+        self
     }
 
     fn transition(mut self, transition: Transition<S, E, C>) -> Self {
@@ -165,7 +168,8 @@ mod tests {
         Machine::new()
             .on(Phase::Pending, "applied", Phase::Deploying)
             .guarded(Phase::Deploying, "checked", Phase::Running, |w: &World| w.available)
-            .with_action(Phase::Running, "image-changed", Phase::Upgrading, |w: &mut World| w.upgrades += 1)
+            .on(Phase::Running, "image-changed", Phase::Upgrading)
+            .then(|w: &mut World| w.upgrades += 1)
             .guarded(Phase::Upgrading, "checked", Phase::Running, |w: &World| w.available)
     }
 
