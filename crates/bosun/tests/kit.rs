@@ -51,6 +51,7 @@ async fn free_style_children_are_applied_and_pruned() {
     let crds: Api<CustomResourceDefinition> = Api::all(server.client());
     crds.create(&PostParams::default(), &Shelf::crd()).await.expect("CRD");
     let controller = Controller::new("librarian", Librarian, server.client()).owns::<ConfigMap>();
+    let metrics = controller.metrics();
     let (stop, stopped) = tokio::sync::oneshot::channel::<()>();
     let task = tokio::spawn(controller.run(async move {
         let _ = stopped.await;
@@ -73,6 +74,7 @@ async fn free_style_children_are_applied_and_pruned() {
         }
     };
     wait_for(vec!["s-book-0", "s-book-1", "s-book-2"]).await;
+    assert!(metrics.is_ready(), "ready once the shelves were listed");
 
     // A ConfigMap that says the same manager but another owner is not this shelf's to prune.
     let mut stranger = ConfigMap::default();

@@ -6,6 +6,8 @@ use std::{net::SocketAddr, process::ExitCode};
 use kit_memcached::Memcached;
 use kube::CustomResourceExt;
 
+const USAGE: &str = "usage: kit-memcached [crd]\n  (no argument)  run the operator (kubeconfig or in-cluster); metrics on http://127.0.0.1:8080/metrics\n  crd            print the CustomResourceDefinition to apply first";
+
 #[tokio::main]
 async fn main() -> ExitCode {
     tracing_subscriber::fmt().with_env_filter(tracing_subscriber::EnvFilter::from_default_env()).init();
@@ -15,10 +17,12 @@ async fn main() -> ExitCode {
             println!("{}", serde_json::to_string_pretty(&Memcached::crd()).expect("the CRD serializes"));
             return ExitCode::SUCCESS;
         }
-        Some("--help" | "-h") | Some(_) => {
-            eprintln!(
-                "usage: kit-memcached [crd]\n  (no argument) run the operator; metrics on 127.0.0.1:8080\n  crd            print the CustomResourceDefinition"
-            );
+        Some("--help" | "-h") => {
+            println!("{USAGE}");
+            return ExitCode::SUCCESS;
+        }
+        Some(other) => {
+            eprintln!("error: unknown argument {other:?}\n{USAGE}");
             return ExitCode::from(2);
         }
         None => {}

@@ -110,7 +110,7 @@ impl<R: Reconciler> Controller<R> {
     /// Reconciles until `shutdown` completes (then lets running reconciles finish).
     ///
     /// # Errors
-    /// The cluster's discovery fails at start.
+    /// The cluster's discovery, or listing the resource, fails at start.
     pub async fn run(self, shutdown: impl Future<Output = ()> + Send + Sync + 'static) -> Result<(), kube::Error> {
         let client = self.client.clone();
         let api: Api<R::Resource> = match &self.namespace {
@@ -126,7 +126,7 @@ impl<R: Reconciler> Controller<R> {
             metrics: self.metrics.clone(),
             backoff: self.backoff,
         });
-        let mut runtime = Runtime::new(api, watcher::Config::default());
+        let mut runtime = Runtime::new(api.clone(), watcher::Config::default());
         for resource in &self.owned {
             let children: Api<DynamicObject> = match &self.namespace {
                 Some(namespace) => Api::namespaced_with(client.clone(), namespace, resource),
@@ -134,13 +134,10 @@ impl<R: Reconciler> Controller<R> {
             };
             runtime = runtime.owns_with(children, resource.clone(), watcher::Config::default());
         }
-        let store = runtime.store();
-        let metrics = self.metrics.clone();
-        tokio::spawn(async move {
-            if store.wait_until_ready().await.is_ok() {
-                metrics.set_ready();
-            }
-        });
+        // Ready once the objects can be listed (kube-runtime's store readiness is not signalled
+        // for a controller's own store in this version).
+        api.list_metadata(&kube::api::ListParams::default().limit(1)).await?;
+        self.metrics.set_ready();
         let context = Arc::new(Context { reconciler: self.reconciler, shared });
         runtime
             .graceful_shutdown_on(shutdown)

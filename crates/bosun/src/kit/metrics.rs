@@ -101,7 +101,7 @@ impl Metrics {
         self.ready.store(true, Ordering::Relaxed);
     }
 
-    /// Whether every controller using these metrics has listed its objects once.
+    /// Whether the controller could list its objects at start.
     pub fn is_ready(&self) -> bool {
         self.ready.load(Ordering::Relaxed)
     }
@@ -123,8 +123,8 @@ async fn readyz(State(metrics): State<Arc<Metrics>>) -> impl IntoResponse {
     if metrics.is_ready() { (StatusCode::OK, "ok") } else { (StatusCode::SERVICE_UNAVAILABLE, "not synced") }
 }
 
-/// Serves `/metrics`, `/healthz` (the process answers) and `/readyz` (the controller has
-/// listed its objects) on `address` until the returned task is dropped; returns the address
+/// Serves `/metrics`, `/healthz` (the process answers) and `/readyz` (the controller could
+/// list its objects) on `address` until the returned task is dropped; returns the address
 /// bound (useful with port 0).
 pub async fn serve(
     metrics: Arc<Metrics>,
