@@ -10,7 +10,14 @@ const USAGE: &str = "usage: kit-memcached [crd]\n  (no argument)  run the operat
 
 #[tokio::main]
 async fn main() -> ExitCode {
-    tracing_subscriber::fmt().with_env_filter(tracing_subscriber::EnvFilter::from_default_env()).init();
+    // The operator's own logs by default (RUST_LOG overrides), on stderr, coloured on a terminal.
+    let filter = tracing_subscriber::EnvFilter::try_from_default_env()
+        .unwrap_or_else(|_| tracing_subscriber::EnvFilter::new("kit_memcached=info,bosun=info"));
+    tracing_subscriber::fmt()
+        .with_env_filter(filter)
+        .with_writer(std::io::stderr)
+        .with_ansi(std::io::IsTerminal::is_terminal(&std::io::stderr()))
+        .init();
     let args: Vec<String> = std::env::args().skip(1).collect();
     match args.first().map(String::as_str) {
         Some("crd") => {
@@ -46,8 +53,8 @@ async fn main() -> ExitCode {
     match controller.run(shutdown).await {
         Ok(()) => ExitCode::SUCCESS,
         Err(error) => {
-            eprintln!("error: {error}");
-            ExitCode::from(1)
+            eprintln!("error: {}", bosun::cluster::ClusterError::from(error));
+            ExitCode::from(2)
         }
     }
 }
