@@ -25,6 +25,7 @@
 pub mod apply;
 pub mod cluster;
 pub mod config;
+pub mod controllers;
 pub mod diff;
 mod endpoints;
 pub mod health;

@@ -107,10 +107,10 @@ pub(super) async fn dry_run(
 pub(super) async fn dry_runs(client: &Client, items: &[(&Item, Action)], concurrency: usize) -> Vec<DryRun> {
     let objects: Vec<&Item> = items.iter().map(|(item, _)| *item).collect();
     let live = live_objects(client, &objects, concurrency).await;
-    stream::iter(items.iter().zip(live).map(|((item, action), live)| dry_run(client, item, *action, live)))
-        .buffered(concurrency.max(1))
-        .collect()
-        .await
+    // Futures collected first, for the `Send` proof (see runner.rs).
+    let runs: Vec<_> =
+        items.iter().zip(live).map(|((item, action), live)| dry_run(client, item, *action, live)).collect();
+    stream::iter(runs).buffered(concurrency.max(1)).collect().await
 }
 
 /// From how many objects of one resource in one namespace a list (paged) is cheaper than a
@@ -144,15 +144,17 @@ pub(super) async fn live_objects(
             live[index] = Some(Ok(found));
         }
     }
-    let reads: Vec<(usize, Result<Option<Value>, kube::Error>)> =
-        stream::iter(live.iter().enumerate().filter(|(_, found)| found.is_none()).map(|(index, _)| async move {
+    let missing: Vec<usize> = live.iter().enumerate().filter(|(_, found)| found.is_none()).map(|(i, _)| i).collect();
+    let reads: Vec<_> = missing
+        .into_iter()
+        .map(|index| async move {
             let item = items[index];
             let read = item.api(client).get_opt(&item.name).await;
             (index, read.map(|found| found.as_ref().map(object::to_value)))
-        }))
-        .buffered(concurrency.max(1))
-        .collect()
-        .await;
+        })
+        .collect();
+    let reads: Vec<(usize, Result<Option<Value>, kube::Error>)> =
+        stream::iter(reads).buffered(concurrency.max(1)).collect().await;
     for (index, read) in reads {
         live[index] = Some(read);
     }

@@ -10,7 +10,7 @@ use super::{
 };
 use crate::{
     inventory::{self, Entry},
-    report::{Change, Failure},
+    report::{Change, Failure, Stage},
 };
 
 impl Runner<'_> {
@@ -76,8 +76,12 @@ impl Runner<'_> {
             .chain(left.into_iter().map(|object| (object, "still present after the timeout".to_string())))
             .collect();
         if !failed.is_empty() {
-            self.report.failure =
-                Some(Failure { group: "prune".into(), reason: "pruning failed".into(), objects: failed });
+            self.report.failure = Some(Failure {
+                group: "prune".into(),
+                stage: Stage::Prune,
+                reason: "pruning failed".into(),
+                objects: failed,
+            });
         }
     }
 }

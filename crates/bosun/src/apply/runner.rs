@@ -18,7 +18,7 @@ use crate::{
     package::Action,
     plan::{GroupWait, PlanGroup, PlanStep},
     render::Rendered,
-    report::{Change, ChangeEntry, Failure},
+    report::{Change, ChangeEntry, Failure, Stage},
 };
 
 impl Runner<'_> {
@@ -51,13 +51,14 @@ impl Runner<'_> {
                 .iter()
                 .flat_map(|step| step.keys.iter().filter_map(|k| items.get(k)).map(move |item| (item, step.action)))
                 .collect();
-            let results: Vec<ChangeEntry> = stream::iter(work.iter().map(|(item, action)| {
-                let planned = plans.get(&item.key).copied();
-                self.write(item, *action, planned, &group.name)
-            }))
-            .buffered(self.options.concurrency.max(1))
-            .collect()
-            .await;
+            // Futures collected first: a stream over a borrowing closure defeats the `Send`
+            // proof a spawned controller needs (rust-lang/rust#102211).
+            let writes: Vec<_> = work
+                .iter()
+                .map(|(item, action)| self.write(item, *action, plans.get(&item.key).copied(), &group.name))
+                .collect();
+            let results: Vec<ChangeEntry> =
+                stream::iter(writes).buffered(self.options.concurrency.max(1)).collect().await;
             let mut step_failures = Vec::new();
             for ((item, action), result) in work.iter().zip(results) {
                 self.progress.applied(&result);
@@ -71,6 +72,7 @@ impl Runner<'_> {
             if !step_failures.is_empty() {
                 return Some(Failure {
                     group: group.name.clone(),
+                    stage: Stage::Apply,
                     reason: "applying failed".into(),
                     objects: step_failures,
                 });
@@ -130,6 +132,7 @@ impl Runner<'_> {
         }
         self.report.failure = Some(Failure {
             group: group.name.clone(),
+            stage: Stage::Apply,
             reason: "unknown kinds; nothing in this group was written".into(),
             objects: failures,
         });
@@ -171,6 +174,7 @@ impl Runner<'_> {
         }
         self.report.failure = Some(Failure {
             group: group.name.clone(),
+            stage: Stage::Apply,
             reason: "dry-run failed; nothing in this group was written".into(),
             objects: failures,
         });
@@ -190,11 +194,13 @@ impl Runner<'_> {
             }
             Outcome::Failed { object, message } => Some(Failure {
                 group: group.to_string(),
+                stage: Stage::Health,
                 reason: format!("{object} failed: {message}"),
                 objects: vec![(object, message)],
             }),
             Outcome::TimedOut(pending) => Some(Failure {
                 group: group.to_string(),
+                stage: Stage::Health,
                 reason: format!(
                     "timed out after {} waiting for {} object(s) to become healthy",
                     crate::package::Interval(timeout),

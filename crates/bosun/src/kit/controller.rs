@@ -14,9 +14,10 @@ use kube::{
     api::{ApiResource, DynamicObject},
     runtime::{
         Controller as Runtime,
-        controller::Action,
+        controller::{self, Action},
         events::{Recorder, Reporter},
         finalizer::{self, finalizer},
+        reflector::ObjectRef,
         watcher,
     },
 };
@@ -46,7 +47,13 @@ pub struct Controller<R: Reconciler> {
     owned: Vec<ApiResource>,
     backoff: Backoff,
     metrics: Arc<Metrics>,
+    selector: Option<String>,
+    concurrency: u16,
+    related: Option<Mapper<R::Resource>>,
 }
+
+/// Maps a changed object to other objects of the same resource to reconcile.
+type Mapper<K> = Arc<dyn Fn(&K) -> Vec<ObjectRef<K>> + Send + Sync>;
 
 /// The reconcile's outcome, as kube-runtime's finalizer helper needs an error type: a failed
 /// finalize hook keeps the finalizer.
@@ -71,7 +78,35 @@ impl<R: Reconciler> Controller<R> {
             owned: Vec::new(),
             backoff: Backoff::default(),
             metrics: Arc::new(Metrics::default()),
+            selector: None,
+            concurrency: 0,
+            related: None,
         }
+    }
+
+    /// Only objects whose labels match this selector (`team=a`, `shard in (1,2)`): shards
+    /// several controllers over the objects of one resource.
+    pub fn selector(mut self, selector: &str) -> Self {
+        self.selector = Some(selector.to_string());
+        self
+    }
+
+    /// At most `n` reconciles at once (0: no limit). One object is never reconciled twice at
+    /// once.
+    pub fn concurrency(mut self, n: u16) -> Self {
+        self.concurrency = n;
+        self
+    }
+
+    /// When an object changes, also reconciles the objects `mapper` names (e.g. the
+    /// dependents waiting for an object that just became ready). The mapper sees the object
+    /// as the API server has it after the change.
+    pub fn related(
+        mut self,
+        mapper: impl Fn(&R::Resource) -> Vec<ObjectRef<R::Resource>> + Send + Sync + 'static,
+    ) -> Self {
+        self.related = Some(Arc::new(mapper));
+        self
     }
 
     /// Only objects (and children) in this namespace.
@@ -126,7 +161,15 @@ impl<R: Reconciler> Controller<R> {
             metrics: self.metrics.clone(),
             backoff: self.backoff,
         });
-        let mut runtime = Runtime::new(api.clone(), watcher::Config::default());
+        let mut config = watcher::Config::default();
+        if let Some(selector) = &self.selector {
+            config = config.labels(selector);
+        }
+        let mut runtime = Runtime::new(api.clone(), config.clone())
+            .with_config(controller::Config::default().concurrency(self.concurrency));
+        if let Some(mapper) = self.related {
+            runtime = runtime.watches(api.clone(), config.clone(), move |object| mapper(&object));
+        }
         for resource in &self.owned {
             let children: Api<DynamicObject> = match &self.namespace {
                 Some(namespace) => Api::namespaced_with(client.clone(), namespace, resource),
@@ -136,7 +179,8 @@ impl<R: Reconciler> Controller<R> {
         }
         // Ready once the objects can be listed (kube-runtime's store readiness is not signalled
         // for a controller's own store in this version).
-        api.list_metadata(&kube::api::ListParams::default().limit(1)).await?;
+        let list = kube::api::ListParams { label_selector: config.label_selector, ..Default::default() };
+        api.list_metadata(&list.limit(1)).await?;
         self.metrics.set_ready();
         let context = Arc::new(Context { reconciler: self.reconciler, shared });
         runtime
@@ -214,7 +258,8 @@ fn action(shared: &Shared, key: &str, decision: Decision) -> (Action, &'static s
             (Action::requeue(after), "success")
         }
         Decision::Retry(failure) => {
-            let delay = shared.backoff.failed(key);
+            let backoff = shared.backoff.failed(key);
+            let delay = failure.retry_within.map_or(backoff, |within| backoff.min(within));
             tracing::info!(object = %key, %failure, retry_in = ?delay, "reconcile failed; retrying");
             (Action::requeue(delay), "error")
         }

@@ -33,6 +33,9 @@ pub struct Run<K> {
     records: Vec<Record>,
     status: Map<String, Value>,
     progress: Option<(String, String)>,
+    ready: Option<(String, String)>,
+    extra: Vec<(String, bool, String, String)>,
+    hold: bool,
     /// The stepper states this run went through, for logs.
     pub(super) path: Vec<State>,
 }
@@ -53,6 +56,9 @@ impl<K: Object> Run<K> {
             records: Vec::new(),
             status: Map::new(),
             progress: None,
+            ready: None,
+            extra: Vec::new(),
+            hold: false,
             path: Vec::new(),
         }
     }
@@ -127,6 +133,25 @@ impl<K: Object> Run<K> {
     /// `Ready=False` and `Reconciling=True` with this reason.
     pub fn progressing(&mut self, reason: &str, message: &str) {
         self.progress = Some((reason.to_string(), message.to_string()));
+    }
+
+    /// The reason and message of `Ready=True` when the run succeeds (default `Succeeded`,
+    /// `reconciled`).
+    pub fn succeeded(&mut self, reason: &str, message: &str) {
+        self.ready = Some((reason.to_string(), message.to_string()));
+    }
+
+    /// Sets a condition of the resource's own besides Ready/Reconciling/Stalled (e.g.
+    /// `Healthy`), written with the status.
+    pub fn condition(&mut self, type_: &str, status: bool, reason: &str, message: &str) {
+        self.extra.retain(|(t, ..)| t != type_);
+        self.extra.push((type_.to_string(), status, reason.to_string(), message.to_string()));
+    }
+
+    /// Leaves the conditions and observed generation as they are (a suspended object); only
+    /// fields set with [`Run::set_status`] are written.
+    pub fn hold(&mut self) {
+        self.hold = true;
     }
 
     /// Applies the registered children and prunes those of the owned kinds no longer
@@ -205,9 +230,16 @@ impl<K: Object> Run<K> {
             .pointer("/status/conditions")
             .and_then(|conditions| serde_json::from_value(conditions.clone()).ok())
             .unwrap_or_default();
-        let generation = self.value.pointer("/metadata/generation").and_then(Value::as_i64);
-        let list = next_conditions(live, decision, self.progress.as_ref(), generation, Timestamp::now());
         let mut status = self.status.clone();
+        if self.hold {
+            return status;
+        }
+        let generation = self.value.pointer("/metadata/generation").and_then(Value::as_i64);
+        let now = Timestamp::now();
+        let mut list = next_conditions(live, decision, self.progress.as_ref(), self.ready.as_ref(), generation, now);
+        for (type_, value, reason, message) in &self.extra {
+            conditions::set(&mut list, type_, *value, reason, message, generation, now);
+        }
         status.insert("conditions".into(), serde_json::to_value(list).unwrap_or_default());
         if let Some(generation) = generation {
             status.insert("observedGeneration".into(), json!(generation));
@@ -251,6 +283,7 @@ pub fn next_conditions(
     mut list: Vec<Condition>,
     decision: &Decision,
     progress: Option<&(String, String)>,
+    success: Option<&(String, String)>,
     generation: Option<i64>,
     now: Timestamp,
 ) -> Vec<Condition> {
@@ -274,7 +307,8 @@ pub fn next_conditions(
             (true, false)
         }
         _ => {
-            set(READY, true, "Succeeded", "reconciled");
+            let (reason, message) = success.map_or(("Succeeded", "reconciled"), |(r, m)| (r.as_str(), m.as_str()));
+            set(READY, true, reason, message);
             (false, false)
         }
     };
@@ -339,7 +373,7 @@ mod tests {
             conditions::set(&mut start, READY, false, "Old", "", Some(1), at(1));
             conditions::set(&mut start, RECONCILING, true, "Old", "", Some(1), at(1));
             conditions::set(&mut start, STALLED, true, "Old", "", Some(1), at(1));
-            let list = next_conditions(start, &decision, progress, Some(2), at(9));
+            let list = next_conditions(start, &decision, progress, None, Some(2), at(9));
             assert_eq!(summary(&list), expected, "{decision:?}");
             assert!(list.iter().all(|c| c.observed_generation == Some(2)));
         }

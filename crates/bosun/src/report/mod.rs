@@ -26,7 +26,8 @@ pub enum Change {
 }
 
 impl Change {
-    fn word(self) -> &'static str {
+    /// The word for it, as kubectl prints it (`created`, `configured`…).
+    pub fn word(self) -> &'static str {
         match self {
             Change::Created => "created",
             Change::Configured => "configured",
@@ -62,10 +63,24 @@ pub struct ChangeEntry {
 pub struct Failure {
     /// The group it stopped in (`prune` for pruning).
     pub group: String,
+    /// What it was doing.
+    pub stage: Stage,
     /// What went wrong, in a sentence.
     pub reason: String,
     /// The objects concerned and their messages.
     pub objects: Vec<(String, String)>,
+}
+
+/// The part of a rollout that failed.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize)]
+pub enum Stage {
+    /// Dry runs and writes.
+    #[default]
+    Apply,
+    /// Waiting for objects to become healthy.
+    Health,
+    /// Deleting objects no longer rendered.
+    Prune,
 }
 
 /// The result of applying a package.
@@ -225,6 +240,7 @@ mod tests {
             dry_run: false,
             changes: vec![entry("ConfigMap/a", Change::Created), entry("Deployment/b", Change::Failed)],
             failure: Some(Failure {
+                stage: Stage::Apply,
                 group: "app".into(),
                 reason: "dry-run failed".into(),
                 objects: vec![("Deployment/b".into(), "bad".into())],
@@ -248,7 +264,12 @@ mod tests {
         assert_eq!(collapse(&failures), vec![(vec!["A", "C"], "quota exceeded"), (vec!["B"], "bad")]);
         let report = Report {
             package: "web".into(),
-            failure: Some(Failure { group: "app".into(), reason: "dry-run failed".into(), objects: failures }),
+            failure: Some(Failure {
+                group: "app".into(),
+                stage: Stage::Apply,
+                reason: "dry-run failed".into(),
+                objects: failures,
+            }),
             ..Report::default()
         };
         assert!(report.table().ends_with("  2 objects: quota exceeded\n    A, C\n  B: bad\n"), "{}", report.table());
