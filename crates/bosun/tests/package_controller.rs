@@ -49,6 +49,7 @@ async fn start() -> Harness {
         concurrency: 4,
         namespace: None,
         selector: None,
+        stopping: Default::default(),
     };
     let controller = controller(server.client(), settings);
     let metrics = controller.metrics();

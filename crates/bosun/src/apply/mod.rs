@@ -53,8 +53,32 @@ pub struct Options {
     pub prune: bool,
     /// Wait for every group's objects to become healthy.
     pub wait: bool,
+    /// Wait until pruned objects are gone (bounded by `timeout`).
+    pub wait_for_pruned: bool,
     /// Bound on each wait (groups may set their own).
     pub timeout: Duration,
+    /// Where the inventory of applied objects is kept.
+    pub inventory: Inventory,
+    /// The cluster's kinds, when the caller already has them (a controller); read from the
+    /// cluster otherwise.
+    pub resolver: Option<Resolver>,
+    /// No wait goes past this instant (a controller's bound on a whole run).
+    pub deadline: Option<tokio::time::Instant>,
+    /// Stops the waits (health, pruned objects going) early: the apply then ends with a
+    /// [`crate::report::Stage::Canceled`] failure and reports what it wrote.
+    pub cancel: Option<tokio_util::sync::CancellationToken>,
+}
+
+impl Options {
+    /// The bound of a wait that may last `timeout`: no later than the deadline, cancelled
+    /// with the apply.
+    fn until(&self, timeout: Duration) -> wait::Until {
+        let mut deadline = tokio::time::Instant::now() + timeout;
+        if let Some(bound) = self.deadline {
+            deadline = deadline.min(bound);
+        }
+        wait::Until { deadline, cancel: self.cancel.clone() }
+    }
 }
 
 impl Default for Options {
@@ -65,9 +89,26 @@ impl Default for Options {
             dry_run: false,
             prune: false,
             wait: false,
+            wait_for_pruned: true,
             timeout: Duration::from_secs(300),
+            inventory: Inventory::ConfigMap,
+            resolver: None,
+            deadline: None,
+            cancel: None,
         }
     }
+}
+
+/// Where the inventory (what the last apply applied, for pruning) is kept.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub enum Inventory {
+    /// In the ConfigMap `bosun-inventory-<package>` in the package's namespace, read before and
+    /// written after the apply (`bosun apply`).
+    #[default]
+    ConfigMap,
+    /// Kept by the caller (a controller keeps it in the resource's status): the previous
+    /// entries are given, the next come back in [`Report::inventory`].
+    Given(Vec<Entry>),
 }
 
 /// The package being applied: its name, the namespace of its inventory, and the namespace for
@@ -200,8 +241,14 @@ pub async fn apply(
     options: &Options,
     progress: &dyn Progress,
 ) -> Result<Report, ApplyError> {
-    let resolver = Resolver::new(client.clone()).await.map_err(|e| ApplyError::Cluster(e.into()))?;
-    let previous = inventory::read(client, &target.name, &target.namespace).await?;
+    let resolver = match &options.resolver {
+        Some(resolver) => resolver.clone(),
+        None => Resolver::new(client.clone()).await.map_err(|e| ApplyError::Cluster(e.into()))?,
+    };
+    let previous = match &options.inventory {
+        Inventory::ConfigMap => inventory::read(client, &target.name, &target.namespace).await?,
+        Inventory::Given(entries) => entries.clone(),
+    };
     let report = Report {
         package: target.name.clone(),
         namespace: target.namespace.clone(),
@@ -225,20 +272,22 @@ pub async fn apply(
             resolve_all(&runner.resolver, rendered, target).await.iter().map(|item| Entry::of(&item.object)).collect();
         runner.prune(&previous, &current).await;
     }
-    let Runner { report, applied, .. } = runner;
+    let Runner { mut report, applied, .. } = runner;
     if !options.dry_run {
         let pruned = options.prune && report.failure.is_none();
+        // In apply order: pruning goes in reverse.
         let entries = inventory::next(&previous, &applied, pruned);
-        // An unchanged inventory is not written again: a failed first apply leaves nothing
-        // behind, and an unchanged re-apply writes nothing at all.
         let sorted = |entries: &[Entry]| {
             let mut sorted = entries.to_vec();
             sorted.sort();
             sorted
         };
-        if sorted(&entries) != sorted(&previous) {
+        // An unchanged inventory is not written again: a failed first apply leaves nothing
+        // behind, and an unchanged re-apply writes nothing at all.
+        if options.inventory == Inventory::ConfigMap && sorted(&entries) != sorted(&previous) {
             inventory::write(client, &target.name, &target.namespace, &entries).await?;
         }
+        report.inventory = entries;
     }
     progress.finished();
     Ok(report)

@@ -66,7 +66,10 @@ impl Runner<'_> {
             self.progress.applied(&change);
             self.report.changes.push(change);
         }
-        let left = wait::gone(client, &deleted, options.timeout).await;
+        if !options.wait_for_pruned {
+            deleted.clear();
+        }
+        let left = wait::gone(client, &deleted, &options.until(options.timeout)).await;
         let failed: Vec<(String, String)> = self
             .report
             .changes

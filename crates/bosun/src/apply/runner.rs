@@ -46,7 +46,9 @@ impl Runner<'_> {
             group.steps.iter().map(|s| vec![s]).collect()
         };
         let timeout = group.timeout.unwrap_or(self.options.timeout);
-        for batch in batches {
+        let steps = batches.len();
+        for (number, batch) in batches.into_iter().enumerate() {
+            self.progress.step(&group.name, number + 1, steps);
             let work: Vec<(&Item, Action)> = batch
                 .iter()
                 .flat_map(|step| step.keys.iter().filter_map(|k| items.get(k)).map(move |item| (item, step.action)))
@@ -183,7 +185,10 @@ impl Runner<'_> {
 
     /// Waits for health and records it in the report; returns the failure, if any.
     async fn await_health(&mut self, objects: &[Watched], timeout: Duration, group: &str) -> Option<Failure> {
-        match wait::healthy(self.client, objects, timeout, self.progress).await {
+        let until = self.options.until(timeout);
+        // The run's deadline may bound the wait more than the group's timeout.
+        let limit = until.deadline.saturating_duration_since(tokio::time::Instant::now());
+        match wait::healthy(self.client, objects, &until, self.progress).await {
             Outcome::Healthy(messages) => {
                 for (object, message) in messages {
                     if let Some(entry) = self.report.changes.iter_mut().rev().find(|e| e.object == object) {
@@ -203,9 +208,15 @@ impl Runner<'_> {
                 stage: Stage::Health,
                 reason: format!(
                     "timed out after {} waiting for {} object(s) to become healthy",
-                    crate::package::Interval(timeout),
+                    crate::package::Interval(Duration::from_secs(limit.as_secs_f64().round() as u64)),
                     pending.len()
                 ),
+                objects: pending,
+            }),
+            Outcome::Canceled(pending) => Some(Failure {
+                group: group.to_string(),
+                stage: Stage::Canceled,
+                reason: format!("canceled while waiting for {} object(s) to become healthy", pending.len()),
                 objects: pending,
             }),
         }
@@ -231,7 +242,7 @@ impl Runner<'_> {
                 if let Err(error) = delete(client, item).await {
                     return failed(format!("delete failed: {}", message(&error)));
                 }
-                let left = wait::gone(client, &[item.watched(&[])], options.timeout).await;
+                let left = wait::gone(client, &[item.watched(&[])], &options.until(options.timeout)).await;
                 if left.is_empty() {
                     entry(item, group, Change::Deleted, None)
                 } else {
@@ -251,7 +262,7 @@ impl Runner<'_> {
                     if let Err(error) = delete(client, item).await {
                         return failed(format!("delete before recreate failed: {}", message(&error)));
                     }
-                    if !wait::gone(client, &[item.watched(&[])], options.timeout).await.is_empty() {
+                    if !wait::gone(client, &[item.watched(&[])], &options.until(options.timeout)).await.is_empty() {
                         return failed("the old object was not gone before the timeout".into());
                     }
                 }

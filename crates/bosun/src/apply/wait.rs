@@ -10,6 +10,8 @@ use kube::{
     runtime::{WatchStreamExt, watcher},
 };
 use serde_json::Value;
+use tokio::time::Instant;
+use tokio_util::sync::CancellationToken;
 
 use super::resolve::Kind;
 use crate::{
@@ -33,6 +35,30 @@ pub struct Watched {
     pub checks: Vec<SuccessCheck>,
 }
 
+/// How long a wait may last: until a deadline, or until it is cancelled.
+#[derive(Debug, Clone)]
+pub struct Until {
+    /// When the wait gives up.
+    pub deadline: Instant,
+    /// Stops the wait early (a controller's run overtaken by a new revision).
+    pub cancel: Option<CancellationToken>,
+}
+
+impl Until {
+    /// Until `timeout` from now, not cancellable.
+    pub fn after(timeout: Duration) -> Until {
+        Until { deadline: Instant::now() + timeout, cancel: None }
+    }
+
+    /// Completes when cancelled (never, when not cancellable).
+    async fn cancelled(&self) {
+        match &self.cancel {
+            Some(cancel) => cancel.cancelled().await,
+            None => std::future::pending().await,
+        }
+    }
+}
+
 /// How a wait ended.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub enum Outcome {
@@ -47,6 +73,8 @@ pub enum Outcome {
     },
     /// The deadline passed; what was still pending and why.
     TimedOut(Vec<(String, String)>),
+    /// The wait was cancelled; what was still pending and why.
+    Canceled(Vec<(String, String)>),
 }
 
 type Key = (usize, String);
@@ -82,9 +110,9 @@ fn watches(objects: &[Watched]) -> (Vec<(Kind, String)>, HashMap<Key, usize>) {
     (scopes, index)
 }
 
-/// Waits until every object is healthy (with its checks), one fails terminally, or the
-/// deadline passes.
-pub async fn healthy(client: &Client, objects: &[Watched], timeout: Duration, progress: &dyn Progress) -> Outcome {
+/// Waits until every object is healthy (with its checks), one fails terminally, the deadline
+/// passes or the wait is cancelled.
+pub async fn healthy(client: &Client, objects: &[Watched], until: &Until, progress: &dyn Progress) -> Outcome {
     if objects.is_empty() {
         return Outcome::Healthy(Vec::new());
     }
@@ -129,22 +157,29 @@ pub async fn healthy(client: &Client, objects: &[Watched], timeout: Duration, pr
         }
         Outcome::TimedOut(Vec::new())
     };
-    let finished = tokio::time::timeout(timeout, waiting).await;
-    match finished {
-        Ok(outcome) => outcome,
-        Err(_) => Outcome::TimedOut(
-            objects
-                .iter()
-                .zip(&verdicts)
-                .filter(|(_, v)| v.status != Status::Current)
-                .map(|(o, v)| (o.described.clone(), v.message.clone()))
-                .collect(),
-        ),
+    let finished = tokio::select! {
+        finished = tokio::time::timeout_at(until.deadline, waiting) => finished.ok(),
+        () = until.cancelled() => None,
+    };
+    if let Some(outcome) = finished {
+        return outcome;
+    }
+    let pending = objects
+        .iter()
+        .zip(&verdicts)
+        .filter(|(_, v)| v.status != Status::Current)
+        .map(|(o, v)| (o.described.clone(), v.message.clone()))
+        .collect();
+    if until.cancel.as_ref().is_some_and(CancellationToken::is_cancelled) {
+        Outcome::Canceled(pending)
+    } else {
+        Outcome::TimedOut(pending)
     }
 }
 
-/// Waits until every object is gone; returns those still there at the deadline.
-pub async fn gone(client: &Client, objects: &[Watched], timeout: Duration) -> Vec<String> {
+/// Waits until every object is gone; returns those still there at the deadline (or when
+/// cancelled).
+pub async fn gone(client: &Client, objects: &[Watched], until: &Until) -> Vec<String> {
     if objects.is_empty() {
         return Vec::new();
     }
@@ -190,6 +225,9 @@ pub async fn gone(client: &Client, objects: &[Watched], timeout: Duration) -> Ve
             }
         }
     };
-    let _ = tokio::time::timeout(timeout, waiting).await;
+    tokio::select! {
+        _ = tokio::time::timeout_at(until.deadline, waiting) => {}
+        () = until.cancelled() => {}
+    }
     objects.iter().zip(&present).filter(|(_, p)| **p).map(|(o, _)| o.described.clone()).collect()
 }

@@ -13,11 +13,11 @@ use kube::{
     Api, Client, Resource,
     api::{ApiResource, DynamicObject},
     runtime::{
-        Controller as Runtime,
+        Controller as Runtime, PredicateConfig, WatchStreamExt,
         controller::{self, Action},
         events::{Recorder, Reporter},
         finalizer::{self, finalizer},
-        reflector::ObjectRef,
+        reflector::{self, ObjectRef, Store, reflector},
         watcher,
     },
 };
@@ -50,6 +50,7 @@ pub struct Controller<R: Reconciler> {
     selector: Option<String>,
     concurrency: u16,
     related: Option<Mapper<R::Resource>>,
+    on_status_changes: bool,
 }
 
 /// Maps a changed object to other objects of the same resource to reconcile.
@@ -61,9 +62,11 @@ type Mapper<K> = Arc<dyn Fn(&K) -> Vec<ObjectRef<K>> + Send + Sync>;
 #[error("{0}")]
 pub(super) struct FinalizeFailed(Failure);
 
-struct Context<R> {
+struct Context<R: Reconciler> {
     reconciler: Arc<R>,
     shared: Arc<Shared>,
+    /// The controller's cache of its objects.
+    store: Store<R::Resource>,
 }
 
 impl<R: Reconciler> Controller<R> {
@@ -81,7 +84,17 @@ impl<R: Reconciler> Controller<R> {
             selector: None,
             concurrency: 0,
             related: None,
+            on_status_changes: false,
         }
+    }
+
+    /// Reconciles an object also when only its status changed. By default only a change of
+    /// its spec (generation), labels, annotations, finalizers or deletion does: the
+    /// controller's own status writes would otherwise reconcile every object twice, and a
+    /// failing object would be retried at once instead of after its backoff.
+    pub fn reconcile_on_status_changes(mut self) -> Self {
+        self.on_status_changes = true;
+        self
     }
 
     /// Only objects whose labels match this selector (`team=a`, `shard in (1,2)`): shards
@@ -165,7 +178,14 @@ impl<R: Reconciler> Controller<R> {
         if let Some(selector) = &self.selector {
             config = config.labels(selector);
         }
-        let mut runtime = Runtime::new(api.clone(), config.clone())
+        let (reader, writer) = reflector::store();
+        let objects = reflector(writer, watcher(api.clone(), config.clone())).default_backoff().applied_objects();
+        let objects = if self.on_status_changes {
+            objects.boxed()
+        } else {
+            objects.predicate_filter(wanted_change::<R::Resource>, PredicateConfig::default()).boxed()
+        };
+        let mut runtime = Runtime::for_stream(objects, reader)
             .with_config(controller::Config::default().concurrency(self.concurrency));
         if let Some(mapper) = self.related {
             runtime = runtime.watches(api.clone(), config.clone(), move |object| mapper(&object));
@@ -182,7 +202,7 @@ impl<R: Reconciler> Controller<R> {
         let list = kube::api::ListParams { label_selector: config.label_selector, ..Default::default() };
         api.list_metadata(&list.limit(1)).await?;
         self.metrics.set_ready();
-        let context = Arc::new(Context { reconciler: self.reconciler, shared });
+        let context = Arc::new(Context { reconciler: self.reconciler, shared, store: runtime.store() });
         runtime
             .graceful_shutdown_on(shutdown)
             .run(reconcile::<R>, error_policy::<R>, context)
@@ -194,6 +214,17 @@ impl<R: Reconciler> Controller<R> {
             .await;
         Ok(())
     }
+}
+
+/// What changes of an object call for a reconcile: all but its status (and resourceVersion,
+/// managedFields…).
+fn wanted_change<K: kube::Resource>(object: &K) -> Option<u64> {
+    use std::hash::{Hash, Hasher};
+    let meta = object.meta();
+    let mut hasher = std::collections::hash_map::DefaultHasher::new();
+    (&meta.uid, meta.generation, &meta.labels, &meta.annotations, &meta.finalizers).hash(&mut hasher);
+    meta.deletion_timestamp.is_some().hash(&mut hasher);
+    Some(hasher.finish())
 }
 
 async fn reconcile<R: Reconciler>(
@@ -216,12 +247,12 @@ async fn reconcile<R: Reconciler>(
     let outcome = finalizer(&api, &finalizer_name, object, |event| async {
         match event {
             finalizer::Event::Apply(object) => {
-                let mut run = Run::new(object, shared.clone());
+                let mut run = Run::new(object, shared.clone(), context.store.clone());
                 let result = context.reconciler.reconcile(&mut run).await;
                 Ok(decided(run.finish(result, false).await))
             }
             finalizer::Event::Cleanup(object) => {
-                let mut run = Run::new(object, shared.clone());
+                let mut run = Run::new(object, shared.clone(), context.store.clone());
                 let result = context.reconciler.finalize(&mut run).await;
                 match run.finish(result, true).await {
                     Decision::Retry(failure) | Decision::GiveUp(failure) => Err(FinalizeFailed(failure)),

@@ -7,7 +7,10 @@ use k8s_openapi::{apimachinery::pkg::apis::meta::v1::Condition, jiff::Timestamp}
 use kube::{
     Api, Client, Resource,
     api::{Patch, PatchParams},
-    runtime::events::{Event, EventType},
+    runtime::{
+        events::{Event, EventType},
+        reflector::{ObjectRef, Store},
+    },
 };
 use serde::Serialize;
 use serde_json::{Map, Value, json};
@@ -23,11 +26,12 @@ use crate::object;
 
 /// The context of one reconcile: the object, a client, the children being planned, and what
 /// the reconcile records. Hooks take it as `&mut`.
-pub struct Run<K> {
+pub struct Run<K: Object> {
     object: Arc<K>,
     value: Value,
     described: String,
-    shared: Arc<Shared>,
+    pub(super) shared: Arc<Shared>,
+    store: Store<K>,
     /// The children this reconcile wants; [`Run::apply_children`] makes them so.
     pub children: Children,
     records: Vec<Record>,
@@ -35,13 +39,14 @@ pub struct Run<K> {
     progress: Option<(String, String)>,
     ready: Option<(String, String)>,
     extra: Vec<(String, bool, String, String)>,
+    removed: Vec<String>,
     hold: bool,
     /// The stepper states this run went through, for logs.
     pub(super) path: Vec<State>,
 }
 
 impl<K: Object> Run<K> {
-    pub(super) fn new(object: Arc<K>, shared: Arc<Shared>) -> Run<K> {
+    pub(super) fn new(object: Arc<K>, shared: Arc<Shared>, store: Store<K>) -> Run<K> {
         let value = serde_json::to_value(&*object).unwrap_or_default();
         let mut value = value;
         value["apiVersion"] = json!(K::api_version(&()));
@@ -52,12 +57,14 @@ impl<K: Object> Run<K> {
             value,
             described,
             shared,
+            store,
             children: Children::default(),
             records: Vec::new(),
             status: Map::new(),
             progress: None,
             ready: None,
             extra: Vec::new(),
+            removed: Vec::new(),
             hold: false,
             path: Vec::new(),
         }
@@ -91,6 +98,17 @@ impl<K: Object> Run<K> {
     /// A client (the controller's).
     pub fn client(&self) -> &Client {
         &self.shared.client
+    }
+
+    /// The cluster's kinds, shared by every reconcile of the controller.
+    pub fn resolver(&self) -> &crate::apply::Resolver {
+        &self.shared.resolver
+    }
+
+    /// Another object of the same resource, from the controller's cache (no request): what the
+    /// controller last saw of it.
+    pub fn peer(&self, namespace: &str, name: &str) -> Option<Arc<K>> {
+        self.store.get(&ObjectRef::new(name).within(namespace))
     }
 
     /// An API for objects of `T` in the object's namespace.
@@ -148,10 +166,22 @@ impl<K: Object> Run<K> {
         self.extra.push((type_.to_string(), status, reason.to_string(), message.to_string()));
     }
 
+    /// Removes a condition of the resource's own (e.g. `Healthy` when no longer checked).
+    pub fn remove_condition(&mut self, type_: &str) {
+        self.extra.retain(|(t, ..)| t != type_);
+        self.removed.push(type_.to_string());
+    }
+
     /// Leaves the conditions and observed generation as they are (a suspended object); only
     /// fields set with [`Run::set_status`] are written.
     pub fn hold(&mut self) {
         self.hold = true;
+    }
+
+    /// The status as last written during the run (by a progress writer): the final write
+    /// compares against it.
+    pub(super) fn written(&mut self, status: Value) {
+        self.value["status"] = status;
     }
 
     /// Applies the registered children and prunes those of the owned kinds no longer
@@ -239,6 +269,9 @@ impl<K: Object> Run<K> {
         let mut list = next_conditions(live, decision, self.progress.as_ref(), self.ready.as_ref(), generation, now);
         for (type_, value, reason, message) in &self.extra {
             conditions::set(&mut list, type_, *value, reason, message, generation, now);
+        }
+        for type_ in &self.removed {
+            conditions::remove(&mut list, type_);
         }
         status.insert("conditions".into(), serde_json::to_value(list).unwrap_or_default());
         if let Some(generation) = generation {

@@ -19,6 +19,15 @@ use crate::inventory::Entry;
 /// `status.lastHandledReconcileAt` once handled (`bosun reconcile package`).
 pub const REQUESTED_AT: &str = "bosun.dev/requested-at";
 
+/// Set to the same value as [`REQUESTED_AT`]: that run fetches the source again even if its
+/// revision is known (`bosun reconcile package --with-source`).
+pub const SOURCE_REQUESTED_AT: &str = "bosun.dev/source-requested-at";
+
+/// A fresh value for [`REQUESTED_AT`]: the current time (RFC 3339), as `flux reconcile` writes.
+pub fn request_token() -> String {
+    k8s_openapi::jiff::Timestamp::now().to_string()
+}
+
 /// Default `interval` of a Package that sets none.
 pub const DEFAULT_INTERVAL: Duration = Duration::from_secs(600);
 
@@ -50,7 +59,7 @@ pub struct PackageStatus {
     pub inventory: Vec<InventoryEntry>,
     /// Where the running (or last) rollout is.
     #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub progress: Option<Progress>,
+    pub progress: Option<RolloutProgress>,
     /// The last runs, newest first.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub history: Vec<HistoryEntry>,
@@ -93,16 +102,37 @@ impl From<&Entry> for InventoryEntry {
     }
 }
 
-/// Rollout progress: the group being rolled out, and the groups done of all.
+impl From<&InventoryEntry> for Entry {
+    fn from(entry: &InventoryEntry) -> Self {
+        Entry { id: entry.id.clone(), v: entry.v.clone() }
+    }
+}
+
+/// Where a rollout is (or where the last one ended).
 #[derive(Debug, Clone, Default, Deserialize, Serialize, PartialEq, Eq, JsonSchema)]
 #[serde(rename_all = "camelCase")]
-pub struct Progress {
+pub struct RolloutProgress {
+    /// `Fetching`, `Rendering`, `Applying`, `Waiting`, `Pruning`, then `Succeeded` or `Failed`.
+    pub phase: String,
     /// The group's name (or its number when it has none).
+    #[serde(default, skip_serializing_if = "String::is_empty")]
     pub group: String,
-    /// Groups finished.
-    pub done: u32,
+    /// Its number, from 1.
+    #[serde(default, skip_serializing_if = "is_zero")]
+    pub group_number: u32,
     /// Groups in the rollout.
-    pub of: u32,
+    #[serde(default, skip_serializing_if = "is_zero")]
+    pub groups: u32,
+    /// The step of the group, from 1.
+    #[serde(default, skip_serializing_if = "is_zero")]
+    pub step: u32,
+    /// Steps in the group.
+    #[serde(default, skip_serializing_if = "is_zero")]
+    pub steps: u32,
+}
+
+fn is_zero(value: &u32) -> bool {
+    *value == 0
 }
 
 /// One distinct run: a rendered set (by digest) and how rolling it out ended.

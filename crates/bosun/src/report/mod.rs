@@ -81,6 +81,8 @@ pub enum Stage {
     Health,
     /// Deleting objects no longer rendered.
     Prune,
+    /// The apply was cancelled while it waited (what it wrote is reported).
+    Canceled,
 }
 
 /// The result of applying a package.
@@ -97,6 +99,9 @@ pub struct Report {
     /// Why it stopped early, if it did.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub failure: Option<Failure>,
+    /// The package's inventory after the apply, in apply order (empty in a dry run).
+    #[serde(skip)]
+    pub inventory: Vec<crate::inventory::Entry>,
 }
 
 impl Report {
@@ -159,6 +164,11 @@ fn collapse(failures: &[(String, String)]) -> Vec<(Vec<&str>, &str)> {
 pub trait Progress: Send + Sync {
     /// A group starts.
     fn group(&self, name: &str, objects: usize);
+    /// A step of a group starts (`number` from 1, of `steps`); groups whose steps run at
+    /// once have one.
+    fn step(&self, group: &str, number: usize, steps: usize) {
+        let _ = (group, number, steps);
+    }
     /// An object was applied (or failed, or was left alone).
     fn applied(&self, entry: &ChangeEntry);
     /// Waiting on an object, which says this.
@@ -245,6 +255,7 @@ mod tests {
                 reason: "dry-run failed".into(),
                 objects: vec![("Deployment/b".into(), "bad".into())],
             }),
+            ..Report::default()
         };
         let table = report.table();
         assert!(table.starts_with("OBJECT"), "{table}");

@@ -87,6 +87,17 @@ impl Waiting {
         waiters.entry(dependency).or_default().insert(waiter);
     }
 
+    /// `waiter` no longer waits for `dependency` (it found it ready).
+    pub fn forget(&self, dependency: &Key, waiter: &ObjectRef<PackageResource>) {
+        let mut waiters = self.waiters.lock().unwrap_or_else(|e| e.into_inner());
+        if let Some(set) = waiters.get_mut(dependency) {
+            set.remove(waiter);
+            if set.is_empty() {
+                waiters.remove(dependency);
+            }
+        }
+    }
+
     /// The Packages to reconcile now that `changed` changed: its waiters if it is ready (and
     /// they stop waiting), none otherwise.
     pub fn woken(&self, changed: &PackageResource) -> Vec<ObjectRef<PackageResource>> {

@@ -4,9 +4,15 @@
 //!
 //! Built on [`crate::kit`]: kube-runtime's controller, the finalizer (deletion policy),
 //! conditions, events and metrics come from there; this module decides what one run does.
+//! Files: `dependencies` (dependsOn), `fetch` (sources), `status` (what outcomes mean for the
+//! status, pure), `progress` (the status while a run goes on), `running` (runs under way, and
+//! stopping their waits when a newer revision or spec arrives).
 
 pub mod dependencies;
 pub mod fetch;
+mod progress;
+mod running;
+pub mod status;
 
 use std::{
     collections::HashMap,
@@ -16,27 +22,44 @@ use std::{
 };
 
 use k8s_openapi::jiff::Timestamp;
-use kube::{Api, Client, runtime::events::EventType, runtime::reflector::ObjectRef};
+use kube::{
+    Api, Client,
+    runtime::{events::EventType, reflector::ObjectRef},
+};
+use tokio_util::sync::CancellationToken;
 
 use self::{
     dependencies::{Key, Waiting},
     fetch::FetchError,
+    progress::{Tracker, fields_of},
+    running::Running,
+    status::{ACCESS_DENIED, BUILD_FAILED, DEPENDENCY_NOT_READY, FAILED, HEALTH_CHECK_CANCELED, SUCCEEDED},
 };
 use crate::{
-    apply::Options,
+    apply::{Inventory, Options},
+    inventory::Entry,
     kit::{self, Failure, Run},
     package::{
         DeletionPolicy, Interval, Package, PackageResource,
         resource::{DEFAULT_HISTORY, HistoryEntry, InventoryEntry, PackageStatus, REQUESTED_AT, record_history},
     },
     pipeline::{self, RenderOptions},
+    plan,
     render::Rendered,
-    report::{Change, Report, Silent, Stage},
+    report::{Report, Silent, Stage},
 };
 
 /// The controller's name: its field manager, finalizer (`kit.bosun.dev/package`) and event
 /// reporter.
 pub const NAME: &str = "package";
+
+/// A run writes its progress to the status only once it has lasted this long: quick runs
+/// write their final status alone.
+const PROGRESS_AFTER: Duration = Duration::from_millis(500);
+/// And then at most this often.
+const PROGRESS_EVERY: Duration = Duration::from_secs(1);
+/// Objects of one Package dry-run and applied at once.
+const APPLY_CONCURRENCY: usize = 4;
 
 /// How the controller runs.
 #[derive(Clone)]
@@ -53,17 +76,21 @@ pub struct Settings {
     pub namespace: Option<String>,
     /// Only Packages whose labels match (sharding).
     pub selector: Option<String>,
+    /// Cancelled when the controller stops: running rollouts stop waiting and record what
+    /// they did, so the process (and a leader's handover) ends in seconds.
+    pub stopping: CancellationToken,
 }
 
 /// The `Package` reconciler.
 pub struct PackageReconciler {
     settings: Settings,
-    /// Clients impersonating ServiceAccounts, by `namespace/name`.
+    /// Clients impersonating ServiceAccounts, by user name.
     clients: Mutex<HashMap<String, Client>>,
-    /// The last rendering of each Package, by revision and generation: an unchanged source
-    /// and spec are not rendered again.
+    /// The last rendering of each Package: an unchanged source and spec are not rendered
+    /// again.
     rendered: Mutex<HashMap<Key, RenderedAt>>,
     waiting: Arc<Waiting>,
+    running: Arc<Running>,
 }
 
 /// A rendering and what it was rendered from: the source revision and the spec's generation.
@@ -76,16 +103,21 @@ struct RenderedAt {
 /// The `Package` controller, ready to [`kit::Controller::run`].
 pub fn controller(client: Client, settings: Settings) -> kit::Controller<PackageReconciler> {
     let waiting = Arc::new(Waiting::default());
+    let running = Arc::new(Running::new(settings.stopping.clone()));
     let reconciler = PackageReconciler {
         settings: settings.clone(),
         clients: Mutex::default(),
         rendered: Mutex::default(),
         waiting: waiting.clone(),
+        running: running.clone(),
     };
     let mut controller = kit::Controller::new(NAME, reconciler, client)
         .concurrency(settings.concurrency)
         .backoff(Duration::from_secs(1), Duration::from_secs(300))
-        .related(move |changed| waiting.woken(changed));
+        .related(move |changed| {
+            running.changed(changed);
+            waiting.woken(changed)
+        });
     if let Some(namespace) = &settings.namespace {
         controller = controller.namespace(namespace);
     }
@@ -97,6 +129,11 @@ pub fn controller(client: Client, settings: Settings) -> kit::Controller<Package
 
 fn key(resource: &PackageResource) -> Key {
     (resource.metadata.namespace.clone().unwrap_or_default(), resource.metadata.name.clone().unwrap_or_default())
+}
+
+/// The value of the reconcile request annotation, if any.
+fn requested_at(resource: &PackageResource) -> Option<String> {
+    resource.metadata.annotations.as_ref().and_then(|a| a.get(REQUESTED_AT)).cloned()
 }
 
 /// `ns/name` of the Package's ServiceAccount, if it applies as one.
@@ -111,39 +148,18 @@ fn jittered(interval: Duration) -> Duration {
     interval.mul_f64(0.95 + 0.1 * rand::random::<f64>())
 }
 
-/// The condition reason for a failed rollout, as Flux names them.
-pub fn failure_reason(report: &Report) -> &'static str {
-    let Some(failure) = &report.failure else { return "ReconciliationSucceeded" };
-    let forbidden = |text: &str| text.contains("forbidden") || text.contains("cannot ");
-    if failure.objects.iter().any(|(_, message)| forbidden(message)) {
-        return "AccessDenied";
-    }
-    match failure.stage {
-        Stage::Health => "HealthCheckFailed",
-        Stage::Prune => "PruneFailed",
-        Stage::Apply => "ReconciliationFailed",
-    }
+/// The keys of a Package's dependencies.
+fn dependency_keys(resource: &PackageResource) -> Vec<Key> {
+    let namespace = resource.metadata.namespace.clone().unwrap_or_default();
+    resource.spec.depends_on.iter().map(|d| dependencies::key_of(d, &namespace)).collect()
 }
 
-/// A one-paragraph account of a failed rollout: the reason and each object's message.
-fn failure_message(report: &Report) -> String {
-    let Some(failure) = &report.failure else { return String::new() };
-    let mut message = failure.reason.clone();
-    for (object, why) in failure.objects.iter().take(5) {
-        message.push_str(&format!("\n{object}: {why}"));
+/// Sets every status field the controller keeps (the status is applied whole: a field left
+/// out would be removed).
+fn set_status(run: &mut Run<PackageResource>, status: &PackageStatus) {
+    for (field, value) in fields_of(status) {
+        run.set_status(&field, value);
     }
-    message
-}
-
-/// The change set as Flux's events list it: `Deployment/ns/web configured`, one per line.
-fn change_set(report: &Report) -> String {
-    report
-        .changes
-        .iter()
-        .filter(|c| matches!(c.change, Change::Created | Change::Configured | Change::Deleted))
-        .map(|c| format!("{} {}", c.object, c.change.word()))
-        .collect::<Vec<_>>()
-        .join("\n")
 }
 
 impl PackageReconciler {
@@ -161,38 +177,44 @@ impl PackageReconciler {
         let mut config = self.settings.config.clone();
         config.auth_info.impersonate = Some(user.clone());
         let client = Client::try_from(config)
-            .map_err(|e| Failure::retry("ReconciliationFailed", format!("a client impersonating {user}: {e}")))?;
+            .map_err(|e| Failure::retry(FAILED, format!("a client impersonating {user}: {e}")))?;
         clients.insert(user, client.clone());
         Ok(client)
     }
 
-    /// `Some(why)` when a dependency is not ready (the Package waits, and is woken the moment
-    /// it is); a cycle stalls the Package.
+    /// `Some(why)` when a dependency is not ready: the Package waits, and is woken the moment
+    /// it is. A cycle stalls the Package. Dependencies are read from the controller's cache;
+    /// one that looks unready there is read again from the cluster (the cache may lag the
+    /// event that woke this run).
     async fn unready_dependency(&self, run: &Run<PackageResource>) -> Result<Option<String>, Failure> {
         let resource = run.object();
         let own = key(resource);
-        let api = |namespace: &str| Api::<PackageResource>::namespaced(run.client().clone(), namespace);
         let mut known: HashMap<Key, Option<Vec<Key>>> = HashMap::new();
-        known.insert(own.clone(), Some(keys(resource)));
-        let retry = resource.spec.retry_interval();
-        for dependency in keys(resource) {
-            let found = api(&dependency.0).get_opt(&dependency.1).await.map_err(|e| Failure::from(e).within(retry))?;
-            known.insert(dependency.clone(), found.as_ref().map(keys));
+        known.insert(own.clone(), Some(dependency_keys(resource)));
+        for dependency in dependency_keys(resource) {
+            // Registered before reading: a dependency that turns ready in between still wakes us.
+            self.waiting.wait(dependency.clone(), ObjectRef::from_obj(resource));
+            let mut found = run.peer(&dependency.0, &dependency.1).map(|p| (*p).clone());
+            if dependencies::ready(&dependency, found.as_ref()).is_err() {
+                let api = Api::<PackageResource>::namespaced(run.client().clone(), &dependency.0);
+                let retry = resource.spec.retry_interval();
+                found = api.get_opt(&dependency.1).await.map_err(|e| Failure::from(e).within(retry))?;
+            }
+            known.insert(dependency.clone(), found.as_ref().map(dependency_keys));
             if let Err(why) = dependencies::ready(&dependency, found.as_ref()) {
-                // Read the rest of the graph only when waiting: a cycle never becomes ready.
-                if let Some(cycle) = self.find_cycle(run, &own, &mut known).await {
+                if let Some(cycle) = self.find_cycle(run, &own, &mut known) {
                     return Err(Failure::give_up("DependencyCycle", format!("dependency cycle: {cycle}")));
                 }
-                self.waiting.wait(dependency, ObjectRef::from_obj(resource));
                 return Ok(Some(why));
             }
+            self.waiting.forget(&dependency, &ObjectRef::from_obj(resource));
         }
         Ok(None)
     }
 
-    /// Reads `dependsOn` of the Packages reachable from `own` (each once) and names a cycle
-    /// through it.
-    async fn find_cycle(
+    /// Reads `dependsOn` of the Packages reachable from `own` (from the cache) and names a
+    /// cycle through it.
+    fn find_cycle(
         &self,
         run: &Run<PackageResource>,
         own: &Key,
@@ -200,12 +222,10 @@ impl PackageReconciler {
     ) -> Option<String> {
         let mut pending: Vec<Key> = known.values().flatten().flatten().cloned().collect();
         while let Some(next) = pending.pop() {
-            if known.contains_key(&next) || known.len() > 1000 {
+            if known.contains_key(&next) {
                 continue;
             }
-            let api = Api::<PackageResource>::namespaced(run.client().clone(), &next.0);
-            let found = api.get_opt(&next.1).await.ok().flatten();
-            let edges = found.as_ref().map(keys);
+            let edges = run.peer(&next.0, &next.1).map(|p| dependency_keys(&p));
             pending.extend(edges.iter().flatten().cloned());
             known.insert(next, edges);
         }
@@ -249,31 +269,130 @@ impl PackageReconciler {
         let options = RenderOptions { default_namespace: package.namespace.clone(), ..RenderOptions::default() };
         let rendered = pipeline::render(package, &options, Some(client))
             .await
-            .map_err(|e| Failure::retry("BuildFailed", e.to_string()).within(resource.spec.retry_interval()))?;
+            .map_err(|e| Failure::retry(BUILD_FAILED, e.to_string()).within(resource.spec.retry_interval()))?;
         let rendered = Arc::new(rendered);
         if let Some(revision) = revision {
             let mut cache = self.rendered.lock().unwrap_or_else(|e| e.into_inner());
-            cache.insert(key, RenderedAt { revision: revision.to_string(), generation, rendered: rendered.clone() });
+            let entry = RenderedAt { revision: revision.to_string(), generation, rendered: rendered.clone() };
+            cache.insert(key, entry);
         }
         Ok(rendered)
     }
-}
 
-/// The keys of a Package's dependencies.
-fn keys(resource: &PackageResource) -> Vec<Key> {
-    let namespace = resource.metadata.namespace.clone().unwrap_or_default();
-    resource.spec.depends_on.iter().map(|d| dependencies::key_of(d, &namespace)).collect()
-}
+    /// Fetches, renders and rolls out; the status (fields and conditions) says how it went.
+    async fn roll_out(
+        &self,
+        run: &mut Run<PackageResource>,
+        status: &mut PackageStatus,
+        tracker: &mut Tracker<'_>,
+    ) -> Result<(), Failure> {
+        let resource = run.object().clone();
+        let retry = resource.spec.retry_interval();
+        let started = Instant::now();
+        let deadline = tokio::time::Instant::now() + resource.spec.run_timeout();
 
-/// Writes every status field the run keeps (the status is applied as a whole: a field left
-/// out would be removed).
-fn set_status(run: &mut Run<PackageResource>, status: &PackageStatus) {
-    run.set_status("lastAppliedRevision", &status.last_applied_revision);
-    run.set_status("lastAttemptedRevision", &status.last_attempted_revision);
-    run.set_status("lastHandledReconcileAt", &status.last_handled_reconcile_at);
-    run.set_status("inventory", &status.inventory);
-    run.set_status("progress", &status.progress);
-    run.set_status("history", &status.history);
+        tracker.phase("Fetching", "fetching the source", status);
+        let (dir, revision) = self.fetch(&resource).await.map_err(|e| match e {
+            FetchError::Invalid(_) => Failure::give_up(e.reason(), e.to_string()),
+            _ => Failure::retry(e.reason(), e.to_string()).within(retry),
+        })?;
+        let package = fetch::assemble(&dir, &resource).map_err(|e| Failure::give_up(e.reason(), e.to_string()))?;
+        let client = self.client_for(run)?;
+        tracker.phase("Rendering", "rendering", status);
+        let rendered = self.render(&package, revision.as_deref(), &resource, &client).await?;
+        let digest = pipeline::digest(&rendered);
+        let revision = revision.unwrap_or_else(|| digest.clone());
+        status.last_attempted_revision = Some(revision.clone());
+        let plan = plan::plan(&rendered.manifests, rendered.rollout.as_ref())
+            .map_err(|e| Failure::retry(BUILD_FAILED, e.to_string()).within(retry))?;
+        tracker.planned(plan.groups.iter().map(|g| g.name.clone()).collect());
+        tracker.phase("Applying", &format!("applying revision {revision}"), status);
+
+        let key = key(&resource);
+        let cancel = self.running.start(&key, resource.metadata.generation, requested_at(&resource));
+        let options = Options {
+            concurrency: APPLY_CONCURRENCY,
+            prune: resource.spec.prune.unwrap_or(true),
+            wait: resource.spec.wait.unwrap_or(true),
+            timeout: resource.spec.run_timeout(),
+            inventory: Inventory::Given(status.inventory.iter().map(Entry::from).collect()),
+            resolver: Some(run.resolver().clone()),
+            deadline: Some(deadline),
+            cancel: Some(cancel),
+            ..Options::default()
+        };
+        let namespace = run.namespace().to_string();
+        let applied = pipeline::apply(&client, &package, &rendered, &namespace, &options, tracker).await;
+        self.running.end(&key);
+        let report = match applied {
+            Ok(outcome) => outcome.report,
+            Err(error) => {
+                let text = error.to_string();
+                let reason = if status::is_forbidden(&text) { ACCESS_DENIED } else { FAILED };
+                return Err(Failure::retry(reason, text).within(retry));
+            }
+        };
+        self.record(run, status, &report, &revision, &digest, started, tracker).await
+    }
+
+    /// Puts a finished rollout into the status and events; `Err` when it failed.
+    #[allow(clippy::too_many_arguments)]
+    async fn record(
+        &self,
+        run: &mut Run<PackageResource>,
+        status: &mut PackageStatus,
+        report: &Report,
+        revision: &str,
+        digest: &str,
+        started: Instant,
+        tracker: &Tracker<'_>,
+    ) -> Result<(), Failure> {
+        let resource = run.object().clone();
+        status.inventory = report.inventory.iter().map(InventoryEntry::from).collect();
+        let changes = status::change_set(report);
+        if !changes.is_empty() {
+            run.publish(EventType::Normal, "Progressing", &changes, "Apply").await;
+        }
+        let succeeded = report.succeeded();
+        status.progress = Some(tracker.finish(succeeded));
+        if report.failure.as_ref().is_some_and(|f| f.stage == Stage::Canceled) {
+            // Overtaken by a newer revision or spec: not a failure; the newer run follows.
+            run.progressing(HEALTH_CHECK_CANCELED, &status::failure_message(report));
+            run.requeue_after(Duration::from_millis(100));
+            return Ok(());
+        }
+        let now = Timestamp::now().to_string();
+        let entry = HistoryEntry {
+            revision: revision.to_string(),
+            digest: digest.to_string(),
+            result: if succeeded { "Succeeded" } else { "Failed" }.into(),
+            first_reconciled: now.clone(),
+            last_reconciled: now,
+            last_duration: Interval(Duration::from_secs(started.elapsed().as_secs())).to_string(),
+            count: 1,
+        };
+        if status::worth_recording(&status.history, &entry, !changes.is_empty()) {
+            let keep = resource.spec.rollback.as_ref().and_then(|r| r.keep).map_or(DEFAULT_HISTORY, |k| k as usize);
+            record_history(&mut status.history, entry, keep);
+        }
+        let waited = resource.spec.wait.unwrap_or(true);
+        if !waited {
+            run.remove_condition("Healthy");
+        } else if succeeded {
+            let objects = report.inventory.len();
+            run.condition("Healthy", true, "Succeeded", &format!("{objects} objects are healthy"));
+        } else if report.failure.as_ref().is_some_and(|f| f.stage == Stage::Health) {
+            run.condition("Healthy", false, status::HEALTH_CHECK_FAILED, &status::failure_message(report));
+        }
+        if !succeeded {
+            let reason = status::failure_reason(report);
+            return Err(Failure::retry(reason, status::failure_message(report)).within(resource.spec.retry_interval()));
+        }
+        status.last_applied_revision = Some(revision.to_string());
+        run.succeeded(SUCCEEDED, &format!("Applied revision: {revision}"));
+        run.requeue_after(jittered(resource.spec.interval()));
+        Ok(())
+    }
 }
 
 impl kit::Reconciler for PackageReconciler {
@@ -285,95 +404,25 @@ impl kit::Reconciler for PackageReconciler {
             run.hold();
             return Ok(());
         }
-        let started = Instant::now();
         let mut status = resource.status.clone().unwrap_or_default();
-        status.conditions.clear();
-        status.last_handled_reconcile_at =
-            resource.metadata.annotations.as_ref().and_then(|a| a.get(REQUESTED_AT)).cloned();
+        status.last_handled_reconcile_at = requested_at(&resource);
         set_status(run, &status);
-        let retry = resource.spec.retry_interval();
         if !resource.spec.depends_on.is_empty()
             && let Some(why) = self.unready_dependency(run).await?
         {
             // Not a failure: no backoff. The dependency's becoming ready wakes this Package;
             // the requeue is only a safety net.
-            run.progressing("DependencyNotReady", &why);
-            run.requeue_after(retry);
+            run.progressing(DEPENDENCY_NOT_READY, &why);
+            run.requeue_after(resource.spec.retry_interval());
             return Ok(());
         }
-        let (dir, revision) = self.fetch(&resource).await.map_err(|e| match e {
-            FetchError::Invalid(_) => Failure::give_up(e.reason(), e.to_string()),
-            _ => Failure::retry(e.reason(), e.to_string()).within(retry),
-        })?;
-        let package = fetch::assemble(&dir, &resource).map_err(|e| Failure::give_up(e.reason(), e.to_string()))?;
-        let client = self.client_for(run)?;
-        let timeout = resource.spec.run_timeout();
-        let rendered = self.render(&package, revision.as_deref(), &resource, &client).await?;
-        let digest = pipeline::digest(&rendered);
-        let revision = revision.unwrap_or_else(|| digest.clone());
-        status.last_attempted_revision = Some(revision.clone());
+        let writer = run.progress_writer(PROGRESS_AFTER, PROGRESS_EVERY);
+        let mut tracker = Tracker::new(&writer, &status, Vec::new());
+        let result = self.roll_out(run, &mut status, &mut tracker).await;
+        drop(tracker);
+        writer.finish(run).await;
         set_status(run, &status);
-        let options = Options {
-            concurrency: 4,
-            prune: resource.spec.prune.unwrap_or(true),
-            wait: resource.spec.wait.unwrap_or(true),
-            timeout,
-            ..Options::default()
-        };
-        let namespace = run.namespace().to_string();
-        let applying = pipeline::apply(&client, &package, &rendered, &namespace, &options, &Silent);
-        let outcome = match tokio::time::timeout(timeout, applying).await {
-            Ok(Ok(outcome)) => outcome,
-            Ok(Err(error)) => {
-                let text = error.to_string();
-                let reason = if text.contains("forbidden") { "AccessDenied" } else { "ReconciliationFailed" };
-                return Err(Failure::retry(reason, text).within(retry));
-            }
-            Err(_) => {
-                let message = format!("timed out after {} (spec.timeout)", Interval(timeout));
-                return Err(Failure::retry("ReconciliationFailed", message).within(retry));
-            }
-        };
-        let report = outcome.report;
-        let changes = change_set(&report);
-        if !changes.is_empty() {
-            run.publish(EventType::Normal, "Progressing", &changes, "Apply").await;
-        }
-        let succeeded = report.succeeded();
-        let now = Timestamp::now().to_string();
-        let entry = HistoryEntry {
-            revision: revision.clone(),
-            digest: outcome.digest.clone(),
-            result: if succeeded { "Succeeded" } else { "Failed" }.into(),
-            first_reconciled: now.clone(),
-            last_reconciled: now,
-            last_duration: Interval(Duration::from_millis(started.elapsed().as_millis() as u64)).to_string(),
-            count: 1,
-        };
-        let keep = resource.spec.rollback.as_ref().and_then(|r| r.keep).map_or(DEFAULT_HISTORY, |k| k as usize);
-        // A resync that changed nothing is not a new run of the history (and writes nothing).
-        let repeat = status.history.first().is_some_and(|last| {
-            (&last.revision, &last.digest, &last.result) == (&entry.revision, &entry.digest, &entry.result)
-        });
-        if !repeat || !changes.is_empty() {
-            record_history(&mut status.history, entry, keep);
-        }
-        if succeeded {
-            status.last_applied_revision = Some(revision.clone());
-            status.inventory = rendered
-                .manifests
-                .iter()
-                .map(|m| InventoryEntry::from(&crate::inventory::Entry::of(&m.object)))
-                .collect();
-            status.inventory.sort_by(|a, b| a.id.cmp(&b.id));
-        }
-        set_status(run, &status);
-        if !succeeded {
-            return Err(Failure::retry(failure_reason(&report), failure_message(&report)).within(retry));
-        }
-        run.succeeded("ReconciliationSucceeded", &format!("Applied revision: {revision}"));
-        run.requeue_after(jittered(resource.spec.interval()));
-        Ok(())
+        result
     }
 
     async fn finalize(&self, run: &mut Run<PackageResource>) -> Result<(), Failure> {
@@ -384,7 +433,9 @@ impl kit::Reconciler for PackageReconciler {
             DeletionPolicy::Delete | DeletionPolicy::WaitForTermination => true,
             DeletionPolicy::Orphan => false,
         };
-        if !delete || resource.spec.suspend == Some(true) {
+        let inventory: Vec<Entry> =
+            resource.status.as_ref().map(|s| s.inventory.iter().map(Entry::from).collect()).unwrap_or_default();
+        if !delete || resource.spec.suspend == Some(true) || inventory.is_empty() {
             return Ok(());
         }
         let client = self.client_for(run)?;
@@ -397,82 +448,40 @@ impl kit::Reconciler for PackageReconciler {
         };
         // Applying nothing with prune deletes everything the inventory lists that still
         // carries this Package's owner labels.
+        let wait = policy == DeletionPolicy::WaitForTermination;
         let options = Options {
             prune: true,
-            wait: policy == DeletionPolicy::WaitForTermination,
+            wait_for_pruned: wait,
             timeout: resource.spec.run_timeout(),
+            inventory: Inventory::Given(inventory),
+            resolver: Some(run.resolver().clone()),
             ..Options::default()
         };
         let namespace = run.namespace().to_string();
         let outcome = pipeline::apply(&client, &package, &Rendered::default(), &namespace, &options, &Silent)
             .await
-            .map_err(|e| Failure::retry("PruneFailed", e.to_string()))?;
-        if !outcome.report.succeeded() {
-            return Err(Failure::retry("PruneFailed", failure_message(&outcome.report)));
-        }
-        let deleted = change_set(&outcome.report);
+            .map_err(|e| Failure::retry(status::PRUNE_FAILED, e.to_string()))?;
+        let deleted = status::change_set(&outcome.report);
         if !deleted.is_empty() {
             run.publish(EventType::Normal, "Pruned", &deleted, "Delete").await;
         }
-        Ok(())
+        let Some(failure) = &outcome.report.failure else { return Ok(()) };
+        let still_there = failure.objects.iter().all(|(_, why)| why.starts_with("still present"));
+        if wait && still_there {
+            // Deleted, but not gone within the timeout (a finalizer of their own): the Package
+            // goes anyway, as Flux's does, rather than being stuck; the event names them.
+            let objects: Vec<&str> = failure.objects.iter().map(|(object, _)| object.as_str()).collect();
+            let note = format!("still terminating after {}: {}", Interval(options.timeout), objects.join(", "));
+            run.publish(EventType::Warning, "TerminationTimedOut", &note, "Delete").await;
+            return Ok(());
+        }
+        Err(Failure::retry(status::failure_reason(&outcome.report), status::failure_message(&outcome.report)))
     }
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::report::{ChangeEntry, Failure as RolloutFailure};
-
-    fn report(stage: Stage, messages: &[&str]) -> Report {
-        let objects = messages.iter().map(|m| ("Deployment/ns/web".to_string(), m.to_string())).collect();
-        Report {
-            failure: Some(RolloutFailure { group: "app".into(), stage, reason: "failed".into(), objects }),
-            ..Report::default()
-        }
-    }
-
-    #[test]
-    fn failures_get_flux_reasons() {
-        let cases = [
-            (report(Stage::Apply, &["field is immutable"]), "ReconciliationFailed"),
-            (report(Stage::Health, &["Progressing: ProgressDeadlineExceeded"]), "HealthCheckFailed"),
-            (report(Stage::Prune, &["conflict"]), "PruneFailed"),
-            (
-                report(
-                    Stage::Apply,
-                    &[
-                        r#"deployments.apps "web" is forbidden: User "system:serviceaccount:ns:a" cannot patch resource"#,
-                    ],
-                ),
-                "AccessDenied",
-            ),
-            (Report::default(), "ReconciliationSucceeded"),
-        ];
-        for (report, reason) in cases {
-            assert_eq!(failure_reason(&report), reason, "{report:?}");
-        }
-    }
-
-    #[test]
-    fn the_change_set_lists_writes_only() {
-        let entry = |object: &str, change| ChangeEntry {
-            object: object.into(),
-            key: String::new(),
-            group: "app".into(),
-            change,
-            message: None,
-            health: None,
-        };
-        let report = Report {
-            changes: vec![
-                entry("ConfigMap/ns/a", Change::Unchanged),
-                entry("Deployment/ns/web", Change::Configured),
-                entry("Service/ns/old", Change::Deleted),
-            ],
-            ..Report::default()
-        };
-        assert_eq!(change_set(&report), "Deployment/ns/web configured\nService/ns/old deleted");
-    }
 
     #[test]
     fn jitter_stays_within_five_percent() {
