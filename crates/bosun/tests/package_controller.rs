@@ -1,6 +1,7 @@
 //! The `Package` controller against the embedded API server, with `dir` sources: rollout and
 //! status, no writes when nothing changed, changes and prune, build failures and recovery,
-//! dependsOn woken without polling, cycles, suspend, deletion policies.
+//! dependsOn woken without polling, cycles, suspend, deletion policies, rollback, a new spec
+//! overtaking a health wait.
 
 use std::{path::Path, time::Duration};
 
@@ -10,7 +11,8 @@ use bosun::{
 };
 use bosun_apiserver::{ApiServer, RunningServer};
 use k8s_openapi::{
-    api::core::v1::ConfigMap, apiextensions_apiserver::pkg::apis::apiextensions::v1::CustomResourceDefinition,
+    api::{apps::v1::Deployment, core::v1::ConfigMap},
+    apiextensions_apiserver::pkg::apis::apiextensions::v1::CustomResourceDefinition,
 };
 use kube::{
     Api,
@@ -36,7 +38,7 @@ async fn start() -> Harness {
         .with_env_filter(tracing_subscriber::EnvFilter::from_default_env())
         .with_test_writer()
         .try_init();
-    let server = ApiServer::in_memory().start().await.expect("server");
+    let server = ApiServer::in_memory().simulate_workloads(Duration::from_millis(100)).start().await.expect("server");
     let crd_api: Api<CustomResourceDefinition> = Api::all(server.client());
     for crd in crds() {
         crd_api.create(&PostParams::default(), &crd).await.expect("CRD");
@@ -265,4 +267,107 @@ async fn dependents_start_the_moment_their_dependency_is_ready_and_cycles_stall(
     let stalled_condition = status.conditions.iter().find(|c| c.type_ == "Stalled").expect("Stalled");
     assert_eq!(stalled_condition.status, "True");
     assert!(stalled_condition.message.contains("default/y -> default/x -> default/y"), "{}", stalled_condition.message);
+}
+
+fn deployment(image: &str, failing: bool) -> String {
+    let annotations = if failing { "\n  annotations:\n    bosun.dev/simulate: fail" } else { "" };
+    format!(
+        "apiVersion: apps/v1\nkind: Deployment\nmetadata:\n  name: web{annotations}\nspec:\n  replicas: 2\n  selector:\n    matchLabels: {{app: web}}\n  template:\n    metadata:\n      labels: {{app: web}}\n    spec:\n      containers:\n      - name: web\n        image: {image}\n"
+    )
+}
+
+async fn image(h: &Harness) -> String {
+    let deployments: Api<Deployment> = Api::default_namespaced(h.server.client());
+    let found = deployments.get("web").await.expect("deployment");
+    found
+        .spec
+        .and_then(|s| s.template.spec)
+        .map(|s| s.containers[0].image.clone().unwrap_or_default())
+        .unwrap_or_default()
+}
+
+#[tokio::test]
+async fn a_failed_rollout_is_rolled_back_and_not_retried_until_something_changes() {
+    let h = start().await;
+    let dir = tempfile::tempdir().expect("dir");
+    write(dir.path(), "web.yaml", &deployment("nginx:1", false));
+    let spec = json!({"source": {"dir": dir.path()}, "interval": "1s", "retryInterval": "1s", "timeout": "30s", "rollback": {"onFailure": true}});
+    create(&h, "web", spec).await;
+    let good = wait_ready(&h, "web", |status, _, _| status == "True").await;
+    let good_revision = good.status.as_ref().and_then(|s| s.last_applied_revision.clone()).expect("revision");
+
+    // A revision whose Deployment fails, and that adds a ConfigMap.
+    write(dir.path(), "web.yaml", &deployment("nginx:2", true));
+    write(dir.path(), "extra.yaml", &configmap("extra", "added by the failing revision"));
+    let rolled = wait_ready(&h, "web", |status, reason, _| status == "False" && reason == "RolledBack").await;
+    let (_, _, message) = ready(&rolled).expect("ready");
+    assert!(
+        message.contains("HealthCheckFailed") && message.contains(&format!("rolled back to {good_revision}")),
+        "{message}"
+    );
+    let status = rolled.status.clone().expect("status");
+    assert!(status.conditions.iter().any(|c| c.type_ == "Stalled" && c.status == "True"), "{:?}", status.conditions);
+    assert_eq!(status.last_applied_revision.as_deref(), Some(good_revision.as_str()));
+    assert_ne!(status.last_attempted_revision.as_deref(), Some(good_revision.as_str()));
+    let results: Vec<&str> = status.history.iter().map(|e| e.result.as_str()).collect();
+    assert_eq!(results[..3], ["RolledBack", "Failed", "Succeeded"], "{:?}", status.history);
+    assert_eq!(image(&h).await, "nginx:1", "the good revision runs again");
+    assert_eq!(value(&h, "extra").await, None, "what the failed revision added is pruned");
+
+    // Resyncs every second keep the good set and do not try the failed one again.
+    let deployments: Api<Deployment> = Api::default_namespaced(h.server.client());
+    let version = deployments.get("web").await.expect("web").metadata.resource_version;
+    let seen = reconciles(&h);
+    let deadline = Instant::now() + BOUND;
+    while reconciles(&h) < seen + 3 {
+        assert!(Instant::now() < deadline, "no resync");
+        tokio::time::sleep(Duration::from_millis(50)).await;
+    }
+    assert_eq!(deployments.get("web").await.expect("web").metadata.resource_version, version, "not retried");
+
+    // A fix is rolled out.
+    write(dir.path(), "web.yaml", &deployment("nginx:3", false));
+    wait_ready(&h, "web", |status, _, _| status == "True").await;
+    assert_eq!(image(&h).await, "nginx:3");
+    assert_eq!(value(&h, "extra").await.as_deref(), Some("added by the failing revision"));
+}
+
+#[tokio::test]
+async fn a_new_spec_stops_a_running_health_wait_and_is_rolled_out_at_once() {
+    let h = start().await;
+    let dir = tempfile::tempdir().expect("dir");
+    write(dir.path(), "a.yaml", &configmap("a", "1"));
+    // A success check that never holds: the run waits for its (hour-long) timeout.
+    write(
+        dir.path(),
+        "bosun.yaml",
+        "apiVersion: bosun.dev/v1alpha1\nkind: Package\nmetadata: {name: waits}\nspec:\n  rollout:\n    groups:\n    - name: app\n      steps:\n      - object: a.yaml\n        success:\n        - fieldComparisons:\n          - {path: '{.data.value}', value: {static: never}}\n",
+    );
+    create(&h, "waits", json!({"source": {"dir": dir.path()}, "timeout": "1h", "wait": false})).await;
+    let deadline = Instant::now() + BOUND;
+    loop {
+        let package = h.packages.get("waits").await.expect("get");
+        let waiting = package.status.as_ref().and_then(|s| s.progress.as_ref()).is_some_and(|p| p.phase == "Waiting");
+        if waiting {
+            let reconciling =
+                package.status.as_ref().and_then(|s| s.conditions.iter().find(|c| c.type_ == "Reconciling").cloned());
+            let message = reconciling.map(|c| c.message).unwrap_or_default();
+            assert!(
+                message.contains("waiting for ConfigMap/default/a"),
+                "the status says what it waits for: {message}"
+            );
+            break;
+        }
+        assert!(Instant::now() < deadline, "never reported waiting: {:?}", package.status);
+        tokio::time::sleep(Duration::from_millis(50)).await;
+    }
+    // The fix: a spec without the impossible check (a new generation).
+    std::fs::remove_file(dir.path().join("bosun.yaml")).expect("rm");
+    write(dir.path(), "a.yaml", &configmap("a", "2"));
+    let patch = json!({"spec": {"timeout": "59m"}});
+    let changed = Instant::now();
+    h.packages.patch("waits", &PatchParams::default(), &Patch::Merge(&patch)).await.expect("patch");
+    wait_ready(&h, "waits", |status, _, _| status == "True").await;
+    assert!(changed.elapsed() < Duration::from_secs(20), "took {:?}", changed.elapsed());
+    assert_eq!(value(&h, "a").await.as_deref(), Some("2"));
 }

@@ -20,8 +20,9 @@ mod resolve;
 mod runner;
 pub mod wait;
 
-use std::time::Duration;
+use std::{fmt, sync::Arc, time::Duration};
 
+use futures::future::BoxFuture;
 use kube::{Api, Client, api::DynamicObject};
 use serde_json::Value;
 
@@ -99,16 +100,42 @@ impl Default for Options {
     }
 }
 
-/// Where the inventory (what the last apply applied, for pruning) is kept.
-#[derive(Debug, Clone, Default, PartialEq, Eq)]
+/// Where the inventory (what the last apply applied, for pruning) is kept. Either way it is
+/// written ahead: objects about to be written for the first time are recorded before the
+/// writes, so an apply killed half-way leaves nothing the next prune does not know of.
+#[derive(Clone, Default)]
 pub enum Inventory {
-    /// In the ConfigMap `bosun-inventory-<package>` in the package's namespace, read before and
-    /// written after the apply (`bosun apply`).
+    /// In the ConfigMap `bosun-inventory-<package>` in the package's namespace, read before,
+    /// written ahead of new objects and after the apply (`bosun apply`).
     #[default]
     ConfigMap,
     /// Kept by the caller (a controller keeps it in the resource's status): the previous
-    /// entries are given, the next come back in [`Report::inventory`].
-    Given(Vec<Entry>),
+    /// entries are given, the journal records ahead, and the next come back in
+    /// [`Report::inventory`].
+    Kept {
+        /// What the last apply applied.
+        previous: Vec<Entry>,
+        /// Records the inventory ahead of first writes (none: the caller accepts the risk).
+        journal: Option<Arc<dyn Journal>>,
+    },
+}
+
+impl fmt::Debug for Inventory {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            Inventory::ConfigMap => f.write_str("ConfigMap"),
+            Inventory::Kept { previous, journal } => {
+                write!(f, "Kept({} entries, journal: {})", previous.len(), journal.is_some())
+            }
+        }
+    }
+}
+
+/// Records an inventory before objects are written for the first time.
+pub trait Journal: Send + Sync {
+    /// Records `entries` — what was applied before and what is about to be written — and
+    /// returns once they are stored. An error stops the group before anything is written.
+    fn record<'a>(&'a self, entries: &'a [Entry]) -> BoxFuture<'a, Result<(), String>>;
 }
 
 /// The package being applied: its name, the namespace of its inventory, and the namespace for
@@ -229,6 +256,8 @@ struct Runner<'a> {
     report: Report,
     /// Inventory entries of what was written (or found unchanged), in order.
     applied: Vec<Entry>,
+    /// The inventory as stored now: the previous one, plus what was recorded ahead of writes.
+    recorded: Vec<Entry>,
 }
 
 /// Applies a rendered, planned package. The report says what changed and, when the rollout
@@ -247,7 +276,7 @@ pub async fn apply(
     };
     let previous = match &options.inventory {
         Inventory::ConfigMap => inventory::read(client, &target.name, &target.namespace).await?,
-        Inventory::Given(entries) => entries.clone(),
+        Inventory::Kept { previous, .. } => previous.clone(),
     };
     let report = Report {
         package: target.name.clone(),
@@ -255,7 +284,8 @@ pub async fn apply(
         dry_run: options.dry_run,
         ..Report::default()
     };
-    let mut runner = Runner { client, resolver, target, options, progress, report, applied: Vec::new() };
+    let recorded = previous.clone();
+    let mut runner = Runner { client, resolver, target, options, progress, report, applied: Vec::new(), recorded };
     let namespaces = created_namespaces(rendered);
     let all: Vec<Item> = resolve_all(&runner.resolver, rendered, target).await;
     check_namespaces(client, target, &all, &namespaces, !options.dry_run).await?;
@@ -272,11 +302,12 @@ pub async fn apply(
             resolve_all(&runner.resolver, rendered, target).await.iter().map(|item| Entry::of(&item.object)).collect();
         runner.prune(&previous, &current).await;
     }
-    let Runner { mut report, applied, .. } = runner;
+    let Runner { mut report, applied, recorded, .. } = runner;
     if !options.dry_run {
         let pruned = options.prune && report.failure.is_none();
-        // In apply order: pruning goes in reverse.
-        let entries = inventory::next(&previous, &applied, pruned);
+        // In apply order (pruning goes in reverse); what was recorded ahead and not written
+        // (a failed group) stays, so a later prune still knows it.
+        let entries = inventory::next(&recorded, &applied, pruned);
         let sorted = |entries: &[Entry]| {
             let mut sorted = entries.to_vec();
             sorted.sort();
@@ -284,7 +315,7 @@ pub async fn apply(
         };
         // An unchanged inventory is not written again: a failed first apply leaves nothing
         // behind, and an unchanged re-apply writes nothing at all.
-        if options.inventory == Inventory::ConfigMap && sorted(&entries) != sorted(&previous) {
+        if matches!(options.inventory, Inventory::ConfigMap) && sorted(&entries) != sorted(&recorded) {
             inventory::write(client, &target.name, &target.namespace, &entries).await?;
         }
         report.inventory = entries;

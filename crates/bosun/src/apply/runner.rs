@@ -6,7 +6,7 @@ use std::{collections::HashMap, time::Duration};
 use futures::{StreamExt, stream};
 
 use super::{
-    Item, Runner, decide,
+    Inventory, Item, Runner, decide,
     decide::{Planned, Write},
     entry,
     live::{delete, dry_runs, message, server_side_apply},
@@ -14,7 +14,7 @@ use super::{
     wait::{self, Outcome, Watched},
 };
 use crate::{
-    inventory::Entry,
+    inventory::{self, Entry},
     package::Action,
     plan::{GroupWait, PlanGroup, PlanStep},
     render::Rendered,
@@ -39,6 +39,24 @@ impl Runner<'_> {
         self.progress.group(&group.name, keys.len());
         let items = self.resolve_group(group, rendered, &keys).await?;
         let plans = self.dry_run_group(group, &items, namespaces).await?;
+        if !self.options.dry_run {
+            let written: Vec<&Item> = group
+                .steps
+                .iter()
+                .filter(|step| !matches!(step.action, Action::Delete | Action::Wait))
+                .flat_map(|step| step.keys.iter().filter_map(|k| items.get(k)))
+                .collect();
+            if let Err(why) = self.record_ahead(&written).await {
+                return Some(Failure {
+                    group: group.name.clone(),
+                    stage: Stage::Apply,
+                    reason: format!(
+                        "recording the inventory before writing failed; nothing in this group was written: {why}"
+                    ),
+                    objects: Vec::new(),
+                });
+            }
+        }
         let mut waited: Vec<Watched> = Vec::new();
         let batches: Vec<Vec<&PlanStep>> = if group.parallel {
             vec![group.steps.iter().collect()]
@@ -101,6 +119,35 @@ impl Runner<'_> {
             return self.await_health(&waited, timeout, &group.name).await;
         }
         None
+    }
+
+    /// Adds the objects the inventory does not list yet to it, and stores it, before they are
+    /// written: a crash after the writes leaves no object the next prune does not know of.
+    async fn record_ahead(&mut self, items: &[&Item]) -> Result<(), String> {
+        let mut fresh: Vec<Entry> = Vec::new();
+        for item in items {
+            let entry = Entry::of(&item.object);
+            if !self.recorded.iter().chain(&fresh).any(|known| known.id == entry.id) {
+                fresh.push(entry);
+            }
+        }
+        if fresh.is_empty() {
+            return Ok(());
+        }
+        let mut entries = self.recorded.clone();
+        entries.extend(fresh);
+        match &self.options.inventory {
+            Inventory::ConfigMap => {
+                let target = self.target;
+                inventory::write(self.client, &target.name, &target.namespace, &entries)
+                    .await
+                    .map_err(|e| e.to_string())?;
+            }
+            Inventory::Kept { journal: Some(journal), .. } => journal.record(&entries).await?,
+            Inventory::Kept { journal: None, .. } => {}
+        }
+        self.recorded = entries;
+        Ok(())
     }
 
     /// The group's objects resolved against the cluster's kinds, by key; `None` (after

@@ -297,7 +297,9 @@ fn action(shared: &Shared, key: &str, decision: Decision) -> (Action, &'static s
         Decision::GiveUp(failure) => {
             shared.backoff.succeeded(key);
             tracing::warn!(object = %key, %failure, "gave up until the object changes");
-            (Action::await_change(), "gave_up")
+            // Stalled, but looked at again when asked (e.g. to keep what runs from drifting).
+            let action = failure.retry_within.map_or_else(Action::await_change, Action::requeue);
+            (action, "gave_up")
         }
     }
 }

@@ -54,7 +54,7 @@ mod run;
 pub use children::{Children, Template};
 pub use controller::Controller;
 pub use metrics::{Metrics, serve};
-pub use progress::{Progress, ProgressWriter};
+pub use progress::{Progress, ProgressHandle, ProgressWriter};
 pub use results::{Backoff, Decision, Failure, Record, backoff_delay, consolidate};
 pub use run::Run;
 

@@ -1,18 +1,26 @@
 //! Progress written to the status while a long reconcile goes on (`Reconciling` says what it
 //! is doing: fetching, group 2 of 3, waiting on a Deployment). A reconcile that ends quickly
 //! writes only its final status: progress is written once the run has lasted a while, then at
-//! most once per interval, the latest state only.
+//! most once per interval, the latest state only. What must be in the status before the run
+//! goes on (a write-ahead inventory) is written at once with [`ProgressHandle::write_now`].
 
-use std::time::Duration;
+use std::{sync::Arc, time::Duration};
 
 use k8s_openapi::{apimachinery::pkg::apis::meta::v1::Condition, jiff::Timestamp};
-use kube::api::{Patch, PatchParams};
+use kube::{
+    Api,
+    api::{ApiResource, DynamicObject, Patch, PatchParams},
+};
 use serde_json::{Map, Value, json};
-use tokio::{sync::watch, task::JoinHandle, time::Instant};
+use tokio::{
+    sync::{Mutex, watch},
+    task::JoinHandle,
+    time::Instant,
+};
 use tokio_util::sync::CancellationToken;
 
 use super::{
-    Object, Run,
+    Metrics, Object, Run,
     conditions::{self, READY, RECONCILING, STALLED},
 };
 
@@ -31,19 +39,30 @@ pub struct Progress {
 /// Writes a run's progress in the background; [`ProgressWriter::finish`] it before the run
 /// ends.
 pub struct ProgressWriter {
-    updates: watch::Sender<Option<Progress>>,
+    handle: ProgressHandle,
     stop: CancellationToken,
-    task: JoinHandle<Option<Value>>,
+    task: JoinHandle<()>,
 }
 
-/// Where progress goes and what it starts from.
-struct Target<K: Object> {
-    api: kube::Api<K>,
+/// Says what a run does (cheap to clone, usable from anything the run hands it to).
+#[derive(Clone)]
+pub struct ProgressHandle {
+    shared: Arc<Shared>,
+}
+
+/// Where progress goes, what it starts from, and what was written last.
+struct Shared {
+    api: Api<DynamicObject>,
+    name: String,
     manager: String,
     base: Value,
     conditions: Vec<Condition>,
     generation: Option<i64>,
     observed: Option<Value>,
+    metrics: Arc<Metrics>,
+    updates: watch::Sender<Option<Progress>>,
+    /// The status last written; held while writing, so writes never overlap or reorder.
+    written: Mutex<Option<Value>>,
 }
 
 impl<K: Object> Run<K> {
@@ -51,8 +70,10 @@ impl<K: Object> Run<K> {
     /// then at most once per `every`.
     pub fn progress_writer(&self, after: Duration, every: Duration) -> ProgressWriter {
         let value = self.value();
-        let target: Target<K> = Target {
-            api: self.api(),
+        let resource = ApiResource::erase::<K>(&());
+        let shared = Arc::new(Shared {
+            api: Api::namespaced_with(self.client().clone(), self.namespace(), &resource),
+            name: self.name().to_string(),
             manager: self.shared.name.clone(),
             base: json!({
                 "apiVersion": value["apiVersion"],
@@ -65,28 +86,74 @@ impl<K: Object> Run<K> {
                 .unwrap_or_default(),
             generation: value.pointer("/metadata/generation").and_then(Value::as_i64),
             observed: value.pointer("/status/observedGeneration").cloned(),
-        };
-        let (updates, receiver) = watch::channel(None);
+            metrics: self.shared.metrics.clone(),
+            updates: watch::channel(None).0,
+            written: Mutex::new(None),
+        });
         let stop = CancellationToken::new();
-        let metrics = self.shared.metrics.clone();
-        let task = tokio::spawn(write_progress(target, receiver, stop.clone(), after, every, metrics));
-        ProgressWriter { updates, stop, task }
+        let task = tokio::spawn(write_progress(shared.clone(), stop.clone(), after, every));
+        ProgressWriter { handle: ProgressHandle { shared }, stop, task }
     }
 }
 
 impl ProgressWriter {
-    /// Says what the run does now (cheap: the latest state is written later, if at all).
-    pub fn update(&self, reason: &str, message: &str, fields: Map<String, Value>) {
-        let progress = Progress { reason: reason.to_string(), message: message.to_string(), fields };
-        self.updates.send_replace(Some(progress));
+    /// The handle to report through.
+    pub fn handle(&self) -> ProgressHandle {
+        self.handle.clone()
     }
 
     /// Stops writing, and tells the run the status last written (its final write compares
     /// against that, not against the status it started from).
     pub async fn finish<K: Object>(self, run: &mut Run<K>) {
         self.stop.cancel();
-        if let Ok(Some(status)) = self.task.await {
+        let _ = self.task.await;
+        if let Some(status) = self.handle.shared.written.lock().await.clone() {
             run.written(status);
+        }
+    }
+}
+
+impl ProgressHandle {
+    /// Says what the run does now (cheap: the latest state is written later, if at all).
+    pub fn update(&self, reason: &str, message: &str, fields: Map<String, Value>) {
+        let progress = Progress { reason: reason.to_string(), message: message.to_string(), fields };
+        self.shared.updates.send_replace(Some(progress));
+    }
+
+    /// Writes this state now, and returns once the API server has it.
+    ///
+    /// # Errors
+    /// The write failed (the message says why).
+    pub async fn write_now(&self, reason: &str, message: &str, fields: Map<String, Value>) -> Result<(), String> {
+        self.update(reason, message, fields);
+        let latest = self.shared.updates.borrow().clone();
+        match latest {
+            Some(progress) => self.shared.write(&progress).await,
+            None => Ok(()),
+        }
+    }
+}
+
+impl Shared {
+    /// Writes a state unless it is what was written last.
+    async fn write(&self, progress: &Progress) -> Result<(), String> {
+        let mut written = self.written.lock().await;
+        let status =
+            progress_status(&self.conditions, progress, self.generation, self.observed.as_ref(), Timestamp::now());
+        if written.as_ref() == Some(&status) {
+            return Ok(());
+        }
+        let mut body = self.base.clone();
+        body["status"] = status.clone();
+        let params = PatchParams::apply(&self.manager).force();
+        let result = self.api.patch_status(&self.name, &params, &Patch::Apply(&body)).await;
+        self.metrics.status_write(&self.manager, result.is_ok());
+        match result {
+            Ok(_) => {
+                *written = Some(status);
+                Ok(())
+            }
+            Err(error) => Err(crate::cluster::ClusterError::from(error).to_string()),
         }
     }
 }
@@ -112,44 +179,21 @@ fn progress_status(
     Value::Object(status)
 }
 
-async fn write_progress<K: Object>(
-    target: Target<K>,
-    mut updates: watch::Receiver<Option<Progress>>,
-    stop: CancellationToken,
-    after: Duration,
-    every: Duration,
-    metrics: std::sync::Arc<super::Metrics>,
-) -> Option<Value> {
+async fn write_progress(shared: Arc<Shared>, stop: CancellationToken, after: Duration, every: Duration) {
+    let mut updates = shared.updates.subscribe();
     let mut next = Instant::now() + after;
-    let mut written: Option<Value> = None;
-    let name = target.base["metadata"]["name"].as_str().unwrap_or_default().to_string();
     loop {
         tokio::select! {
-            changed = updates.changed() => if changed.is_err() { return written },
-            () = stop.cancelled() => return written,
+            changed = updates.changed() => if changed.is_err() { return },
+            () = stop.cancelled() => return,
         }
         tokio::select! {
             () = tokio::time::sleep_until(next) => {}
-            () = stop.cancelled() => return written,
+            () = stop.cancelled() => return,
         }
         let Some(progress) = updates.borrow_and_update().clone() else { continue };
-        let status = progress_status(
-            &target.conditions,
-            &progress,
-            target.generation,
-            target.observed.as_ref(),
-            Timestamp::now(),
-        );
-        if written.as_ref() != Some(&status) {
-            let mut body = target.base.clone();
-            body["status"] = status.clone();
-            let params = PatchParams::apply(&target.manager).force();
-            let result = target.api.patch_status(&name, &params, &Patch::Apply(&body)).await;
-            metrics.status_write(&target.manager, result.is_ok());
-            match result {
-                Ok(_) => written = Some(status),
-                Err(error) => tracing::debug!(object = %name, %error, "writing progress failed"),
-            }
+        if let Err(error) = shared.write(&progress).await {
+            tracing::debug!(object = %shared.name, %error, "writing progress failed");
         }
         next = Instant::now() + every;
     }

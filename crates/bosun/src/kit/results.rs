@@ -40,7 +40,8 @@ impl Failure {
         Failure { reason: reason.into(), message: message.into(), give_up: true, retry_within: None }
     }
 
-    /// Bounds the retry delay: the backoff grows up to `within` and no further.
+    /// Bounds the retry delay: the backoff grows up to `within` and no further. A give-up
+    /// with a bound is looked at again after it (still stalled).
     pub fn within(mut self, within: Duration) -> Failure {
         self.retry_within = Some(within);
         self

@@ -355,10 +355,12 @@ pub enum DeletionPolicy {
 #[derive(Debug, Clone, Default, Deserialize, Serialize, PartialEq, JsonSchema)]
 #[serde(rename_all = "camelCase", deny_unknown_fields)]
 pub struct RollbackSpec {
-    /// Roll back when a rollout fails.
+    /// When a rollout fails, apply the last good rendered set again (and prune what the
+    /// failed one added); the failed revision is not tried again until the source or spec
+    /// changes, or a reconcile is requested.
     #[serde(default)]
     pub on_failure: bool,
-    /// Revisions kept for rollback.
+    /// Runs kept in `status.history` (default 5).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub keep: Option<u32>,
 }

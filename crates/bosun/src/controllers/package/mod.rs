@@ -11,6 +11,7 @@
 pub mod dependencies;
 pub mod fetch;
 mod progress;
+pub mod rollback;
 mod running;
 pub mod status;
 
@@ -32,6 +33,7 @@ use self::{
     dependencies::{Key, Waiting},
     fetch::FetchError,
     progress::{Tracker, fields_of},
+    rollback::GoodSet,
     running::Running,
     status::{ACCESS_DENIED, BUILD_FAILED, DEPENDENCY_NOT_READY, FAILED, HEALTH_CHECK_CANCELED, SUCCEEDED},
 };
@@ -58,6 +60,8 @@ pub const NAME: &str = "package";
 const PROGRESS_AFTER: Duration = Duration::from_millis(500);
 /// And then at most this often.
 const PROGRESS_EVERY: Duration = Duration::from_secs(1);
+/// The condition saying whether what the Package applied is healthy.
+const HEALTHY: &str = "Healthy";
 /// Objects of one Package dry-run and applied at once.
 const APPLY_CONCURRENCY: usize = 4;
 
@@ -91,6 +95,8 @@ pub struct PackageReconciler {
     rendered: Mutex<HashMap<Key, RenderedAt>>,
     waiting: Arc<Waiting>,
     running: Arc<Running>,
+    /// The digest of the set last stored for rollback, by Package.
+    stored: Mutex<HashMap<Key, String>>,
 }
 
 /// A rendering and what it was rendered from: the source revision and the spec's generation.
@@ -110,6 +116,7 @@ pub fn controller(client: Client, settings: Settings) -> kit::Controller<Package
         rendered: Mutex::default(),
         waiting: waiting.clone(),
         running: running.clone(),
+        stored: Mutex::default(),
     };
     let mut controller = kit::Controller::new(NAME, reconciler, client)
         .concurrency(settings.concurrency)
@@ -284,7 +291,8 @@ impl PackageReconciler {
         &self,
         run: &mut Run<PackageResource>,
         status: &mut PackageStatus,
-        tracker: &mut Tracker<'_>,
+        tracker: &mut Tracker,
+        request: Request,
     ) -> Result<(), Failure> {
         let resource = run.object().clone();
         let retry = resource.spec.retry_interval();
@@ -296,18 +304,75 @@ impl PackageReconciler {
             FetchError::Invalid(_) => Failure::give_up(e.reason(), e.to_string()),
             _ => Failure::retry(e.reason(), e.to_string()).within(retry),
         })?;
-        let package = fetch::assemble(&dir, &resource).map_err(|e| Failure::give_up(e.reason(), e.to_string()))?;
+        // A bad bosun.yaml is fixed by a new revision: retried, not stalled.
+        let package =
+            fetch::assemble(&dir, &resource).map_err(|e| Failure::retry(BUILD_FAILED, e.to_string()).within(retry))?;
         let client = self.client_for(run)?;
         tracker.phase("Rendering", "rendering", status);
         let rendered = self.render(&package, revision.as_deref(), &resource, &client).await?;
         let digest = pipeline::digest(&rendered);
         let revision = revision.unwrap_or_else(|| digest.clone());
         status.last_attempted_revision = Some(revision.clone());
-        let plan = plan::plan(&rendered.manifests, rendered.rollout.as_ref())
-            .map_err(|e| Failure::retry(BUILD_FAILED, e.to_string()).within(retry))?;
-        tracker.planned(plan.groups.iter().map(|g| g.name.clone()).collect());
-        tracker.phase("Applying", &format!("applying revision {revision}"), status);
+        let rollback = resource.spec.rollback.as_ref().is_some_and(|r| r.on_failure);
+        if rollback
+            && !request.fresh
+            && let Some(failed) = status::rolled_back_from(&status.history)
+            && failed.digest == digest
+        {
+            let failed = failed.revision.clone();
+            return self.stay_rolled_back(run, status, &package, &client, &failed, tracker).await;
+        }
+        let set = Set { revision: &revision, digest: &digest, rendered: &rendered };
+        let report = self.apply_set(run, status, &package, &client, &set, deadline, tracker, true).await?;
+        let changes = status::change_set(&report);
+        if report.failure.as_ref().is_some_and(|f| f.stage == Stage::Canceled) {
+            // Overtaken by a newer revision or spec: not a failure; the newer run follows.
+            status.progress = Some(tracker.finish("Canceled"));
+            run.progressing(HEALTH_CHECK_CANCELED, &status::failure_message(&report));
+            run.requeue_after(Duration::from_millis(100));
+            return Ok(());
+        }
+        let succeeded = report.succeeded();
+        status.progress = Some(tracker.finish(if succeeded { "Succeeded" } else { "Failed" }));
+        let result = if succeeded { status::SUCCEEDED_RUN } else { status::FAILED_RUN };
+        self.add_history(status, &resource, &set, result, !changes.is_empty(), started);
+        self.set_health(run, &resource, &report);
+        if succeeded {
+            status.last_applied_revision = Some(revision.clone());
+            if rollback {
+                self.keep_good_set(run, &resource, &set).await;
+            }
+            run.succeeded(SUCCEEDED, &format!("Applied revision: {revision}"));
+            run.requeue_after(jittered(resource.spec.interval()));
+            return Ok(());
+        }
+        let failure = Failure::retry(status::failure_reason(&report), status::failure_message(&report)).within(retry);
+        if rollback {
+            return self.roll_back(run, status, &package, &client, &set, failure, tracker).await;
+        }
+        Err(failure)
+    }
 
+    /// Applies a rendered set with the Package's options, pruning what the status' inventory
+    /// has and the set does not; the change set goes out as an event, the inventory into the
+    /// status. `Err` when the apply could not start.
+    #[allow(clippy::too_many_arguments)]
+    async fn apply_set(
+        &self,
+        run: &mut Run<PackageResource>,
+        status: &mut PackageStatus,
+        package: &Package,
+        client: &Client,
+        set: &Set<'_>,
+        deadline: tokio::time::Instant,
+        tracker: &mut Tracker,
+        cancellable: bool,
+    ) -> Result<Report, Failure> {
+        let resource = run.object().clone();
+        let plan = plan::plan(&set.rendered.manifests, set.rendered.rollout.as_ref())
+            .map_err(|e| Failure::retry(BUILD_FAILED, e.to_string()).within(resource.spec.retry_interval()))?;
+        tracker.planned(plan.groups.iter().map(|g| g.name.clone()).collect());
+        tracker.phase("Applying", &format!("applying revision {}", set.revision), status);
         let key = key(&resource);
         let cancel = self.running.start(&key, resource.metadata.generation, requested_at(&resource));
         let options = Options {
@@ -315,84 +380,196 @@ impl PackageReconciler {
             prune: resource.spec.prune.unwrap_or(true),
             wait: resource.spec.wait.unwrap_or(true),
             timeout: resource.spec.run_timeout(),
-            inventory: Inventory::Given(status.inventory.iter().map(Entry::from).collect()),
+            inventory: Inventory::Kept {
+                previous: status.inventory.iter().map(Entry::from).collect(),
+                journal: Some(tracker.journal()),
+            },
             resolver: Some(run.resolver().clone()),
             deadline: Some(deadline),
-            cancel: Some(cancel),
+            cancel: cancellable.then_some(cancel),
             ..Options::default()
         };
         let namespace = run.namespace().to_string();
-        let applied = pipeline::apply(&client, &package, &rendered, &namespace, &options, tracker).await;
+        let applied = pipeline::apply(client, package, set.rendered, &namespace, &options, tracker).await;
         self.running.end(&key);
         let report = match applied {
             Ok(outcome) => outcome.report,
             Err(error) => {
                 let text = error.to_string();
                 let reason = if status::is_forbidden(&text) { ACCESS_DENIED } else { FAILED };
-                return Err(Failure::retry(reason, text).within(retry));
+                return Err(Failure::retry(reason, text).within(resource.spec.retry_interval()));
             }
         };
-        self.record(run, status, &report, &revision, &digest, started, tracker).await
-    }
-
-    /// Puts a finished rollout into the status and events; `Err` when it failed.
-    #[allow(clippy::too_many_arguments)]
-    async fn record(
-        &self,
-        run: &mut Run<PackageResource>,
-        status: &mut PackageStatus,
-        report: &Report,
-        revision: &str,
-        digest: &str,
-        started: Instant,
-        tracker: &Tracker<'_>,
-    ) -> Result<(), Failure> {
-        let resource = run.object().clone();
         status.inventory = report.inventory.iter().map(InventoryEntry::from).collect();
-        let changes = status::change_set(report);
+        let changes = status::change_set(&report);
         if !changes.is_empty() {
             run.publish(EventType::Normal, "Progressing", &changes, "Apply").await;
         }
-        let succeeded = report.succeeded();
-        status.progress = Some(tracker.finish(succeeded));
-        if report.failure.as_ref().is_some_and(|f| f.stage == Stage::Canceled) {
-            // Overtaken by a newer revision or spec: not a failure; the newer run follows.
-            run.progressing(HEALTH_CHECK_CANCELED, &status::failure_message(report));
-            run.requeue_after(Duration::from_millis(100));
-            return Ok(());
+        Ok(report)
+    }
+
+    /// The failed rollout of `failed_set` is undone: the last good set applied again (pruning
+    /// what the failed one added). Stalled with `RolledBack`: the failed revision is not tried
+    /// again until the source or spec changes or a reconcile is requested; what runs is still
+    /// kept from drifting every interval.
+    #[allow(clippy::too_many_arguments)]
+    async fn roll_back(
+        &self,
+        run: &mut Run<PackageResource>,
+        status: &mut PackageStatus,
+        package: &Package,
+        client: &Client,
+        failed_set: &Set<'_>,
+        failure: Failure,
+        tracker: &mut Tracker,
+    ) -> Result<(), Failure> {
+        let resource = run.object().clone();
+        let good = match rollback::load(run.client(), &resource).await {
+            Ok(Some(good)) if good.digest != failed_set.digest => good,
+            Ok(_) => return Err(failure),
+            Err(error) => {
+                let message = format!("{}; and rolling back failed: {error}", failure.message);
+                return Err(Failure::retry(failure.reason, message).within(resource.spec.retry_interval()));
+            }
+        };
+        let started = Instant::now();
+        let deadline = tokio::time::Instant::now() + resource.spec.run_timeout();
+        let set = Set { revision: &good.revision, digest: &good.digest, rendered: &good.rendered };
+        let report = self.apply_set(run, status, package, client, &set, deadline, tracker, false).await?;
+        self.set_health(run, &resource, &report);
+        if !report.succeeded() {
+            status.progress = Some(tracker.finish("Failed"));
+            let message = format!(
+                "revision {} failed ({}: {}); rolling back to {} failed too: {}",
+                failed_set.revision,
+                failure.reason,
+                failure.message,
+                good.revision,
+                status::failure_message(&report)
+            );
+            return Err(Failure::retry(status::failure_reason(&report), message).within(resource.spec.retry_interval()));
         }
+        status.progress = Some(tracker.finish(status::ROLLED_BACK));
+        self.add_history(status, &resource, &set, status::ROLLED_BACK, true, started);
+        status.last_applied_revision = Some(good.revision.clone());
+        let message = format!(
+            "revision {} failed ({}: {}); rolled back to {}",
+            failed_set.revision, failure.reason, failure.message, good.revision
+        );
+        run.publish(EventType::Warning, status::ROLLED_BACK, &message, "Rollback").await;
+        Err(Failure::give_up(status::ROLLED_BACK, message).within(resource.spec.interval()))
+    }
+
+    /// A run after a rollback, with the failed set rendered again: the good set stays (its
+    /// drift corrected), the Package stays stalled.
+    async fn stay_rolled_back(
+        &self,
+        run: &mut Run<PackageResource>,
+        status: &mut PackageStatus,
+        package: &Package,
+        client: &Client,
+        failed: &str,
+        tracker: &mut Tracker,
+    ) -> Result<(), Failure> {
+        let resource = run.object().clone();
+        let retry = resource.spec.retry_interval();
+        let good = rollback::load(run.client(), &resource)
+            .await
+            .map_err(|e| Failure::retry(FAILED, e.to_string()).within(retry))?
+            .ok_or_else(|| Failure::retry(FAILED, "the rolled-back set is gone".to_string()).within(retry))?;
+        let deadline = tokio::time::Instant::now() + resource.spec.run_timeout();
+        let set = Set { revision: &good.revision, digest: &good.digest, rendered: &good.rendered };
+        let report = self.apply_set(run, status, package, client, &set, deadline, tracker, true).await?;
+        self.set_health(run, &resource, &report);
+        if !report.succeeded() {
+            status.progress = Some(tracker.finish("Failed"));
+            let reason = status::failure_reason(&report);
+            return Err(Failure::retry(reason, status::failure_message(&report)).within(retry));
+        }
+        status.progress = Some(tracker.finish(status::ROLLED_BACK));
+        let message = format!(
+            "revision {failed} failed and was rolled back to {}; push a fix, or run `bosun reconcile package {}` to try it again",
+            good.revision,
+            run.name()
+        );
+        Err(Failure::give_up(status::ROLLED_BACK, message).within(resource.spec.interval()))
+    }
+
+    /// Records a run in the history when it wrote something or ended differently.
+    fn add_history(
+        &self,
+        status: &mut PackageStatus,
+        resource: &PackageResource,
+        set: &Set<'_>,
+        result: &str,
+        wrote: bool,
+        started: Instant,
+    ) {
         let now = Timestamp::now().to_string();
         let entry = HistoryEntry {
-            revision: revision.to_string(),
-            digest: digest.to_string(),
-            result: if succeeded { "Succeeded" } else { "Failed" }.into(),
+            revision: set.revision.to_string(),
+            digest: set.digest.to_string(),
+            result: result.to_string(),
             first_reconciled: now.clone(),
             last_reconciled: now,
             last_duration: Interval(Duration::from_secs(started.elapsed().as_secs())).to_string(),
             count: 1,
         };
-        if status::worth_recording(&status.history, &entry, !changes.is_empty()) {
+        if status::worth_recording(&status.history, &entry, wrote) {
             let keep = resource.spec.rollback.as_ref().and_then(|r| r.keep).map_or(DEFAULT_HISTORY, |k| k as usize);
             record_history(&mut status.history, entry, keep);
         }
-        let waited = resource.spec.wait.unwrap_or(true);
-        if !waited {
-            run.remove_condition("Healthy");
-        } else if succeeded {
-            let objects = report.inventory.len();
-            run.condition("Healthy", true, "Succeeded", &format!("{objects} objects are healthy"));
-        } else if report.failure.as_ref().is_some_and(|f| f.stage == Stage::Health) {
-            run.condition("Healthy", false, status::HEALTH_CHECK_FAILED, &status::failure_message(report));
-        }
-        if !succeeded {
-            let reason = status::failure_reason(report);
-            return Err(Failure::retry(reason, status::failure_message(report)).within(resource.spec.retry_interval()));
-        }
-        status.last_applied_revision = Some(revision.to_string());
-        run.succeeded(SUCCEEDED, &format!("Applied revision: {revision}"));
-        run.requeue_after(jittered(resource.spec.interval()));
-        Ok(())
     }
+
+    /// `Healthy`, when the Package waits for health.
+    fn set_health(&self, run: &mut Run<PackageResource>, resource: &PackageResource, report: &Report) {
+        if !resource.spec.wait.unwrap_or(true) {
+            run.remove_condition(HEALTHY);
+        } else if report.succeeded() {
+            let objects = report.inventory.len();
+            run.condition(HEALTHY, true, "Succeeded", &format!("{objects} objects are healthy"));
+        } else if report.failure.as_ref().is_some_and(|f| f.stage == Stage::Health) {
+            run.condition(HEALTHY, false, status::HEALTH_CHECK_FAILED, &status::failure_message(report));
+        }
+    }
+
+    /// Stores a successful set for rollback, once per digest per controller run (an unchanged
+    /// resync writes nothing; a restarted controller writes each once, a no-op for the server
+    /// when nothing changed).
+    async fn keep_good_set(&self, run: &Run<PackageResource>, resource: &PackageResource, set: &Set<'_>) {
+        let key = key(resource);
+        if self.stored.lock().unwrap_or_else(|e| e.into_inner()).get(&key).is_some_and(|d| d == set.digest) {
+            return;
+        }
+        let good = GoodSet {
+            revision: set.revision.to_string(),
+            digest: set.digest.to_string(),
+            rendered: set.rendered.clone(),
+        };
+        match rollback::store(run.client(), resource, &good).await {
+            Ok(()) => {
+                self.stored.lock().unwrap_or_else(|e| e.into_inner()).insert(key, set.digest.to_string());
+            }
+            Err(error) => {
+                let note = format!("storing the set to roll back to failed: {error}");
+                run.publish(EventType::Warning, "RollbackStoreFailed", &note, "Apply").await;
+            }
+        }
+    }
+}
+
+/// A rendered set and where it came from.
+struct Set<'a> {
+    revision: &'a str,
+    digest: &'a str,
+    rendered: &'a Rendered,
+}
+
+/// What the run was asked for, beside the spec.
+#[derive(Debug, Clone, Copy)]
+struct Request {
+    /// A `bosun.dev/requested-at` not handled before: try again even what failed.
+    fresh: bool,
 }
 
 impl kit::Reconciler for PackageReconciler {
@@ -405,6 +582,10 @@ impl kit::Reconciler for PackageReconciler {
             return Ok(());
         }
         let mut status = resource.status.clone().unwrap_or_default();
+        let request = Request {
+            fresh: requested_at(&resource)
+                .is_some_and(|r| status.last_handled_reconcile_at.as_deref() != Some(r.as_str())),
+        };
         status.last_handled_reconcile_at = requested_at(&resource);
         set_status(run, &status);
         if !resource.spec.depends_on.is_empty()
@@ -417,8 +598,8 @@ impl kit::Reconciler for PackageReconciler {
             return Ok(());
         }
         let writer = run.progress_writer(PROGRESS_AFTER, PROGRESS_EVERY);
-        let mut tracker = Tracker::new(&writer, &status, Vec::new());
-        let result = self.roll_out(run, &mut status, &mut tracker).await;
+        let mut tracker = Tracker::new(writer.handle(), &status);
+        let result = self.roll_out(run, &mut status, &mut tracker, request).await;
         drop(tracker);
         writer.finish(run).await;
         set_status(run, &status);
@@ -453,7 +634,7 @@ impl kit::Reconciler for PackageReconciler {
             prune: true,
             wait_for_pruned: wait,
             timeout: resource.spec.run_timeout(),
-            inventory: Inventory::Given(inventory),
+            inventory: Inventory::Kept { previous: inventory, journal: None },
             resolver: Some(run.resolver().clone()),
             ..Options::default()
         };

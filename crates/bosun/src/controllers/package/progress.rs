@@ -3,27 +3,60 @@
 //! (app), step 1 of 2`, `waiting for Deployment/team/web: 1 of 3 replicas available`). The
 //! apply reports through [`report::Progress`]; kit's progress writer decides when to write.
 
-use std::sync::Mutex;
+use std::sync::{Arc, Mutex};
 
+use futures::future::BoxFuture;
 use serde_json::{Map, Value};
 
 use crate::{
-    kit::ProgressWriter,
-    package::resource::{PackageStatus, RolloutProgress},
+    apply::Journal,
+    inventory::Entry,
+    kit::ProgressHandle,
+    package::resource::{InventoryEntry, PackageStatus, RolloutProgress},
     report::{self, ChangeEntry},
 };
 
 /// Follows one run and hands each change to the progress writer.
-pub struct Tracker<'a> {
-    writer: &'a ProgressWriter,
+pub struct Tracker {
+    handle: ProgressHandle,
     groups: Vec<String>,
-    state: Mutex<State>,
+    state: Arc<Mutex<State>>,
 }
 
 struct State {
     progress: RolloutProgress,
+    message: String,
     /// The status fields besides conditions, as the run last set them.
     fields: Map<String, Value>,
+}
+
+impl State {
+    /// The fields with the progress in them.
+    fn fields(&self) -> Map<String, Value> {
+        let mut fields = self.fields.clone();
+        fields.insert("progress".into(), serde_json::to_value(&self.progress).unwrap_or_default());
+        fields
+    }
+}
+
+/// Records the inventory in the status ahead of first writes (see [`crate::apply::Journal`]).
+struct StatusJournal {
+    handle: ProgressHandle,
+    state: Arc<Mutex<State>>,
+}
+
+impl Journal for StatusJournal {
+    fn record<'a>(&'a self, entries: &'a [Entry]) -> BoxFuture<'a, Result<(), String>> {
+        Box::pin(async move {
+            let (message, fields) = {
+                let mut state = self.state.lock().unwrap_or_else(|e| e.into_inner());
+                let inventory: Vec<InventoryEntry> = entries.iter().map(InventoryEntry::from).collect();
+                state.fields.insert("inventory".into(), serde_json::to_value(inventory).unwrap_or_default());
+                (state.message.clone(), state.fields())
+            };
+            self.handle.write_now("Progressing", &message, fields).await
+        })
+    }
 }
 
 /// The status fields the controller writes besides conditions and the observed generation
@@ -51,11 +84,12 @@ fn group_label(progress: &RolloutProgress) -> String {
     label
 }
 
-impl<'a> Tracker<'a> {
-    /// A tracker for a rollout of `groups` (their names, in order).
-    pub fn new(writer: &'a ProgressWriter, status: &PackageStatus, groups: Vec<String>) -> Tracker<'a> {
+impl Tracker {
+    /// A tracker reporting through `handle`, starting from `status`.
+    pub fn new(handle: ProgressHandle, status: &PackageStatus) -> Tracker {
         let progress = RolloutProgress { phase: "Fetching".into(), ..RolloutProgress::default() };
-        Tracker { writer, groups, state: Mutex::new(State { progress, fields: fields_of(status) }) }
+        let state = State { progress, message: String::new(), fields: fields_of(status) };
+        Tracker { handle, groups: Vec::new(), state: Arc::new(Mutex::new(state)) }
     }
 
     /// The run moved on to something other than a group: fetching, rendering.
@@ -72,24 +106,28 @@ impl<'a> Tracker<'a> {
         self.groups = groups;
     }
 
-    /// Where the rollout ended: the last group it was in, with the final phase.
-    pub fn finish(&self, succeeded: bool) -> RolloutProgress {
+    /// Records the inventory in the status ahead of the apply's first writes.
+    pub fn journal(&self) -> Arc<dyn Journal> {
+        Arc::new(StatusJournal { handle: self.handle.clone(), state: self.state.clone() })
+    }
+
+    /// Where the rollout ended: the last group it was in, with the final phase (`Succeeded`,
+    /// `Failed`, `RolledBack`, `Canceled`).
+    pub fn finish(&self, phase: &str) -> RolloutProgress {
         let state = self.state.lock().unwrap_or_else(|e| e.into_inner());
         let mut progress = state.progress.clone();
-        progress.phase = if succeeded { "Succeeded" } else { "Failed" }.into();
+        progress.phase = phase.into();
         progress
     }
 
     fn change(&self, change: impl FnOnce(&mut State) -> String) {
         let mut state = self.state.lock().unwrap_or_else(|e| e.into_inner());
-        let message = change(&mut state);
-        let mut fields = state.fields.clone();
-        fields.insert("progress".into(), serde_json::to_value(&state.progress).unwrap_or_default());
-        self.writer.update("Progressing", &message, fields);
+        state.message = change(&mut state);
+        self.handle.update("Progressing", &state.message, state.fields());
     }
 }
 
-impl report::Progress for Tracker<'_> {
+impl report::Progress for Tracker {
     fn group(&self, name: &str, objects: usize) {
         let number = self.groups.iter().position(|g| g == name).map_or(0, |i| i + 1);
         let groups = self.groups.len();

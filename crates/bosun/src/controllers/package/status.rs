@@ -29,6 +29,19 @@ pub const DEPENDENCY_NOT_READY: &str = "DependencyNotReady";
 /// The rollout failed and the last good revision was applied again.
 pub const ROLLED_BACK: &str = "RolledBack";
 
+/// `status.history` results.
+pub const SUCCEEDED_RUN: &str = "Succeeded";
+/// A rollout that failed.
+pub const FAILED_RUN: &str = "Failed";
+
+/// The failed run a rollback undid, when the newest history entry is that rollback.
+pub fn rolled_back_from(history: &[HistoryEntry]) -> Option<&HistoryEntry> {
+    match history {
+        [newest, failed, ..] if newest.result == ROLLED_BACK && failed.result == FAILED_RUN => Some(failed),
+        _ => None,
+    }
+}
+
 /// Whether an error message is the API server's refusal to authorize (403): upstream's
 /// messages say `… is forbidden: User "…" cannot <verb> resource …`.
 pub fn is_forbidden(message: &str) -> bool {
