@@ -1,5 +1,7 @@
 //! What the controller tests share: running commands against the test's API server, a
 //! `bosun controller` process with its log, and reading its endpoints.
+// Each test file uses a part of it.
+#![allow(dead_code)]
 
 use std::{
     path::{Path, PathBuf},
