@@ -11,6 +11,7 @@
 //! `preview` (`bosun diff`), `namespaces` (missing-namespace check), `resolve` (kinds from
 //! discovery), `wait` (health waits).
 
+mod cache;
 mod decide;
 mod live;
 mod namespaces;
@@ -33,6 +34,7 @@ use crate::{
     render::Rendered,
     report::{Change, ChangeEntry, Progress, Report},
 };
+pub use cache::Cache;
 use namespaces::{check_namespaces, created_namespaces, missing_namespaces_message};
 pub use preview::{DiffReport, ObjectDiff, diff};
 pub use resolve::{Kind, Resolver};
@@ -65,6 +67,9 @@ pub struct Options {
     pub resolver: Option<Resolver>,
     /// No wait goes past this instant (a controller's bound on a whole run).
     pub deadline: Option<tokio::time::Instant>,
+    /// Live objects and namespaces from watches instead of reads (a controller's; see
+    /// [`Cache`]).
+    pub cache: Option<Cache>,
     /// Stops the waits (health, pruned objects going) early: the apply then ends with a
     /// [`crate::report::Stage::Canceled`] failure and reports what it wrote.
     pub cancel: Option<tokio_util::sync::CancellationToken>,
@@ -96,6 +101,7 @@ impl Default for Options {
             resolver: None,
             deadline: None,
             cancel: None,
+            cache: None,
         }
     }
 }
@@ -195,6 +201,7 @@ impl Item {
             namespace: self.namespace.clone(),
             name: self.name.clone(),
             checks: checks.to_vec(),
+            written: None,
         }
     }
 }
@@ -288,7 +295,7 @@ pub async fn apply(
     let mut runner = Runner { client, resolver, target, options, progress, report, applied: Vec::new(), recorded };
     let namespaces = created_namespaces(rendered);
     let all: Vec<Item> = resolve_all(&runner.resolver, rendered, target).await;
-    check_namespaces(client, target, &all, &namespaces, !options.dry_run).await?;
+    check_namespaces(client, options.cache.as_ref(), target, &all, &namespaces, !options.dry_run).await?;
     for group in &plan.groups {
         if let Some(failure) = runner.run_group(group, rendered, &namespaces).await {
             runner.report.failure = Some(failure);

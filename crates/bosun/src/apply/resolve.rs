@@ -69,6 +69,17 @@ impl Resolver {
         Ok(())
     }
 
+    /// `scopes` plus every kind the cluster served when discovery was last read (no request).
+    pub async fn scopes(&self, mut scopes: crate::render::Scopes) -> crate::render::Scopes {
+        let discovery = self.inner.discovery.read().await;
+        for group in discovery.groups() {
+            for (resource, capabilities) in group.recommended_resources() {
+                scopes.insert(&resource.group, &resource.kind, capabilities.scope == Scope::Namespaced);
+            }
+        }
+        scopes
+    }
+
     /// The resource of an `apiVersion` and `kind`, if served.
     pub async fn kind(&self, api_version: &str, kind: &str) -> Option<Kind> {
         let key = (api_version.to_string(), kind.to_string());

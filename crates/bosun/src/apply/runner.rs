@@ -58,6 +58,8 @@ impl Runner<'_> {
             }
         }
         let mut waited: Vec<Watched> = Vec::new();
+        // The versions this group wrote objects at, by key: a cache must show them that new.
+        let mut written: HashMap<String, String> = HashMap::new();
         let batches: Vec<Vec<&PlanStep>> = if group.parallel {
             vec![group.steps.iter().collect()]
         } else {
@@ -77,11 +79,14 @@ impl Runner<'_> {
                 .iter()
                 .map(|(item, action)| self.write(item, *action, plans.get(&item.key).copied(), &group.name))
                 .collect();
-            let results: Vec<ChangeEntry> =
+            let results: Vec<(ChangeEntry, Option<String>)> =
                 stream::iter(writes).buffered(self.options.concurrency.max(1)).collect().await;
             let mut step_failures = Vec::new();
-            for ((item, action), result) in work.iter().zip(results) {
+            for ((item, action), (result, version)) in work.iter().zip(results) {
                 self.progress.applied(&result);
+                if let Some(version) = version {
+                    written.insert(item.key.clone(), version);
+                }
                 if result.change == Change::Failed {
                     step_failures.push((result.object.clone(), result.message.clone().unwrap_or_default()));
                 } else if *action != Action::Delete {
@@ -100,10 +105,14 @@ impl Runner<'_> {
             if self.options.dry_run {
                 continue;
             }
+            let watched = |item: &Item, checks: &[crate::package::SuccessCheck]| Watched {
+                written: written.get(&item.key).cloned(),
+                ..item.watched(checks)
+            };
             let checked: Vec<Watched> = batch
                 .iter()
                 .filter(|step| !step.checks.is_empty() && step.action != Action::Delete)
-                .flat_map(|step| step.keys.iter().filter_map(|k| items.get(k)).map(|item| item.watched(&step.checks)))
+                .flat_map(|step| step.keys.iter().filter_map(|k| items.get(k)).map(|item| watched(item, &step.checks)))
                 .collect();
             if let Some(failure) = self.await_health(&checked, timeout, &group.name).await {
                 return Some(failure);
@@ -112,7 +121,7 @@ impl Runner<'_> {
                 batch
                     .iter()
                     .filter(|step| step.action != Action::Delete)
-                    .flat_map(|step| step.keys.iter().filter_map(|k| items.get(k)).map(|item| item.watched(&[]))),
+                    .flat_map(|step| step.keys.iter().filter_map(|k| items.get(k)).map(|item| watched(item, &[]))),
             );
         }
         if !self.options.dry_run && (group.wait == GroupWait::Always || self.options.wait) {
@@ -202,7 +211,7 @@ impl Runner<'_> {
             .flat_map(|step| step.keys.iter().filter_map(|k| items.get(k)).map(move |item| (item, step.action)))
             .filter(|(_, action)| matches!(action, Action::Apply | Action::CreateIfNotExist | Action::Recreate))
             .collect();
-        let dry_runs = dry_runs(self.client, &writes, self.options.concurrency).await;
+        let dry_runs = dry_runs(self.client, &writes, self.options.concurrency, self.options.cache.as_ref()).await;
         let mut plans: HashMap<String, Planned> = HashMap::new();
         let mut failures = Vec::new();
         for ((item, action), dry) in writes.iter().zip(dry_runs) {
@@ -230,18 +239,23 @@ impl Runner<'_> {
         None
     }
 
-    /// Waits for health and records it in the report; returns the failure, if any.
+    /// Waits for health and records it in the report; returns the failure, if any. With a
+    /// cache, from the cache (no request), else by watches.
     async fn await_health(&mut self, objects: &[Watched], timeout: Duration, group: &str) -> Option<Failure> {
         let until = self.options.until(timeout);
         // The run's deadline may bound the wait more than the group's timeout.
         let limit = until.deadline.saturating_duration_since(tokio::time::Instant::now());
-        match wait::healthy(self.client, objects, &until, self.progress).await {
+        let cached = match &self.options.cache {
+            Some(cache) if !objects.is_empty() => wait::healthy_cached(cache, objects, &until, self.progress).await,
+            _ => None,
+        };
+        let outcome = match cached {
+            Some(outcome) => outcome,
+            None => wait::healthy(self.client, objects, &until, self.progress).await,
+        };
+        match outcome {
             Outcome::Healthy(messages) => {
-                for (object, message) in messages {
-                    if let Some(entry) = self.report.changes.iter_mut().rev().find(|e| e.object == object) {
-                        entry.health = Some(message);
-                    }
-                }
+                self.record_health(messages);
                 None
             }
             Outcome::Failed { object, message } => Some(Failure {
@@ -269,41 +283,59 @@ impl Runner<'_> {
         }
     }
 
-    /// Performs one object's action after a successful dry run.
-    async fn write(&self, item: &Item, action: Action, planned: Option<Planned>, group: &str) -> ChangeEntry {
+    /// Puts each object's health message into its report entry.
+    fn record_health(&mut self, messages: Vec<(String, String)>) {
+        for (object, message) in messages {
+            if let Some(entry) = self.report.changes.iter_mut().rev().find(|e| e.object == object) {
+                entry.health = Some(message);
+            }
+        }
+    }
+
+    /// Performs one object's action after a successful dry run; with the resourceVersion it
+    /// wrote the object at, if it applied it.
+    async fn write(
+        &self,
+        item: &Item,
+        action: Action,
+        planned: Option<Planned>,
+        group: &str,
+    ) -> (ChangeEntry, Option<String>) {
         let (client, options) = (self.client, self.options);
-        let failed = |why: String| entry(item, group, Change::Failed, Some(why));
+        let failed = |why: String| (entry(item, group, Change::Failed, Some(why)), None);
         match action {
-            Action::Wait => entry(item, group, Change::Unchanged, None),
+            Action::Wait => (entry(item, group, Change::Unchanged, None), None),
             Action::Delete => {
                 let exists = match item.api(client).get_opt(&item.name).await {
                     Ok(found) => found.is_some(),
                     Err(error) => return failed(format!("reading it failed: {}", message(&error))),
                 };
                 if !exists {
-                    return entry(item, group, Change::Unchanged, Some("already absent".into()));
+                    return (entry(item, group, Change::Unchanged, Some("already absent".into())), None);
                 }
                 if options.dry_run {
-                    return entry(item, group, Change::Deleted, None);
+                    return (entry(item, group, Change::Deleted, None), None);
                 }
                 if let Err(error) = delete(client, item).await {
                     return failed(format!("delete failed: {}", message(&error)));
                 }
                 let left = wait::gone(client, &[item.watched(&[])], &options.until(options.timeout)).await;
                 if left.is_empty() {
-                    entry(item, group, Change::Deleted, None)
+                    (entry(item, group, Change::Deleted, None), None)
                 } else {
                     failed("still present after the timeout".into())
                 }
             }
             Action::Recreate | Action::Apply | Action::CreateIfNotExist => {
                 let (change, recreate) = match decide::write(action, planned.unwrap_or_default()) {
-                    Write::Skip(note) => return entry(item, group, Change::Unchanged, note.map(str::to_string)),
+                    Write::Skip(note) => {
+                        return (entry(item, group, Change::Unchanged, note.map(str::to_string)), None);
+                    }
                     Write::Apply { change, recreate } => (change, recreate),
                 };
                 if options.dry_run {
                     let note = recreate.then(|| "would be deleted and created again".to_string());
-                    return entry(item, group, change, note);
+                    return (entry(item, group, change, note), None);
                 }
                 if recreate {
                     if let Err(error) = delete(client, item).await {
@@ -314,7 +346,10 @@ impl Runner<'_> {
                     }
                 }
                 match server_side_apply(client, item, false).await {
-                    Ok(_) => entry(item, group, change, recreate.then(|| "recreated".to_string())),
+                    Ok(applied) => {
+                        let version = crate::object::text(&applied, "/metadata/resourceVersion").to_string();
+                        (entry(item, group, change, recreate.then(|| "recreated".to_string())), Some(version))
+                    }
                     Err(error) => failed(format!("apply failed: {}", message(&error))),
                 }
             }

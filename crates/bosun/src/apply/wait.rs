@@ -33,6 +33,9 @@ pub struct Watched {
     pub name: String,
     /// User checks that must also hold.
     pub checks: Vec<SuccessCheck>,
+    /// The resourceVersion this apply wrote it at, if it wrote it: a cache must show it at
+    /// least that new.
+    pub written: Option<String>,
 }
 
 /// How long a wait may last: until a deadline, or until it is cancelled.
@@ -90,6 +93,70 @@ fn judge(object: &Value, checks: &[SuccessCheck]) -> Health {
         }
     }
     health
+}
+
+/// Whether a cached object is at least as new as the version written (resourceVersions
+/// compared as the integers etcd and the embedded server make them; `None` when one is not).
+fn fresh(live: &Value, written: Option<&str>) -> Option<bool> {
+    let Some(written) = written else { return Some(true) };
+    let live: u64 = crate::object::text(live, "/metadata/resourceVersion").parse().ok()?;
+    Some(live >= written.parse::<u64>().ok()?)
+}
+
+/// Waits as [`healthy`] does, from a cache instead of watches of its own: woken by the cache's
+/// events, so thousands of waits cost the API server nothing. An object this apply wrote
+/// counts once the cache shows it at least as new as written. `None` when the cache cannot
+/// serve every object (the caller watches instead).
+pub async fn healthy_cached(
+    cache: &super::Cache,
+    objects: &[Watched],
+    until: &Until,
+    progress: &dyn Progress,
+) -> Option<Outcome> {
+    let mut changes = cache.changes();
+    let mut verdicts: Vec<Health> = objects
+        .iter()
+        .map(|_| Health { status: Status::InProgress, message: "waiting for the object".into() })
+        .collect();
+    let waiting = async {
+        loop {
+            for (position, watched) in objects.iter().enumerate() {
+                let live = cache.object(&watched.kind, &watched.namespace, &watched.name).await?;
+                let verdict = match live {
+                    Some(live) if fresh(&live, watched.written.as_deref())? => judge(&live, &watched.checks),
+                    Some(_) => Health { status: Status::InProgress, message: "waiting for the object".into() },
+                    None => Health { status: Status::InProgress, message: "deleted".into() },
+                };
+                if verdict != verdicts[position] {
+                    progress.waiting(&watched.described, &verdict.message);
+                }
+                if let Status::Failed { terminal: true } = verdict.status {
+                    return Some(Outcome::Failed { object: watched.described.clone(), message: verdict.message });
+                }
+                verdicts[position] = verdict;
+            }
+            if verdicts.iter().all(|v| v.status == Status::Current) {
+                let messages = objects.iter().zip(&verdicts).map(|(o, v)| (o.described.clone(), v.message.clone()));
+                return Some(Outcome::Healthy(messages.collect()));
+            }
+            changes.changed().await.ok()?;
+        }
+    };
+    let canceled = tokio::select! {
+        finished = tokio::time::timeout_at(until.deadline, waiting) => match finished {
+            // An outcome, or the cache could not serve (`None`).
+            Ok(outcome) => return outcome,
+            Err(_) => false,
+        },
+        () = until.cancelled() => true,
+    };
+    let pending: Vec<(String, String)> = objects
+        .iter()
+        .zip(&verdicts)
+        .filter(|(_, v)| v.status != Status::Current)
+        .map(|(o, v)| (o.described.clone(), v.message.clone()))
+        .collect();
+    Some(if canceled { Outcome::Canceled(pending) } else { Outcome::TimedOut(pending) })
 }
 
 /// Watches that together cover the objects: one per resource and namespace.

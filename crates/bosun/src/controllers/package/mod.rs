@@ -38,7 +38,7 @@ use self::{
     status::{ACCESS_DENIED, BUILD_FAILED, DEPENDENCY_NOT_READY, FAILED, HEALTH_CHECK_CANCELED, SUCCEEDED},
 };
 use crate::{
-    apply::{Inventory, Options},
+    apply::{Cache, Inventory, Options, Resolver},
     inventory::Entry,
     kit::{self, Failure, Run},
     package::{
@@ -97,6 +97,10 @@ pub struct PackageReconciler {
     running: Arc<Running>,
     /// The digest of the set last stored for rollback, by Package.
     stored: Mutex<HashMap<Key, String>>,
+    /// Live objects and namespaces by watch: an unchanged resync asks the API server nothing.
+    /// Only for runs as the controller itself: a run impersonating a ServiceAccount reads as
+    /// that account, so it never learns from the cache what the account may not read.
+    cache: Cache,
 }
 
 /// A rendering and what it was rendered from: the source revision and the spec's generation.
@@ -117,6 +121,7 @@ pub fn controller(client: Client, settings: Settings) -> kit::Controller<Package
         waiting: waiting.clone(),
         running: running.clone(),
         stored: Mutex::default(),
+        cache: Cache::new(client.clone()),
     };
     let mut controller = kit::Controller::new(NAME, reconciler, client)
         .concurrency(settings.concurrency)
@@ -170,6 +175,11 @@ fn set_status(run: &mut Run<PackageResource>, status: &PackageStatus) {
 }
 
 impl PackageReconciler {
+    /// Whether the Package applies as a ServiceAccount.
+    fn impersonates(&self, resource: &PackageResource) -> bool {
+        service_account(resource, self.settings.default_service_account.as_deref()).is_some()
+    }
+
     /// The client to apply with: the controller's, or one impersonating the ServiceAccount.
     fn client_for(&self, run: &Run<PackageResource>) -> Result<Client, Failure> {
         let Some((namespace, name)) = service_account(run.object(), self.settings.default_service_account.as_deref())
@@ -261,6 +271,7 @@ impl PackageReconciler {
         revision: Option<&str>,
         resource: &PackageResource,
         client: &Client,
+        resolver: &Resolver,
     ) -> Result<Arc<Rendered>, Failure> {
         let key = key(resource);
         let generation = resource.metadata.generation.unwrap_or_default();
@@ -273,7 +284,11 @@ impl PackageReconciler {
                 return Ok(cached.rendered.clone());
             }
         }
-        let options = RenderOptions { default_namespace: package.namespace.clone(), ..RenderOptions::default() };
+        let options = RenderOptions {
+            default_namespace: package.namespace.clone(),
+            resolver: Some(resolver.clone()),
+            ..RenderOptions::default()
+        };
         let rendered = pipeline::render(package, &options, Some(client))
             .await
             .map_err(|e| Failure::retry(BUILD_FAILED, e.to_string()).within(resource.spec.retry_interval()))?;
@@ -309,7 +324,7 @@ impl PackageReconciler {
             fetch::assemble(&dir, &resource).map_err(|e| Failure::retry(BUILD_FAILED, e.to_string()).within(retry))?;
         let client = self.client_for(run)?;
         tracker.phase("Rendering", "rendering", status);
-        let rendered = self.render(&package, revision.as_deref(), &resource, &client).await?;
+        let rendered = self.render(&package, revision.as_deref(), &resource, &client, run.resolver()).await?;
         let digest = pipeline::digest(&rendered);
         let revision = revision.unwrap_or_else(|| digest.clone());
         status.last_attempted_revision = Some(revision.clone());
@@ -387,6 +402,7 @@ impl PackageReconciler {
             resolver: Some(run.resolver().clone()),
             deadline: Some(deadline),
             cancel: cancellable.then_some(cancel),
+            cache: (!self.impersonates(&resource)).then(|| self.cache.clone()),
             ..Options::default()
         };
         let namespace = run.namespace().to_string();
