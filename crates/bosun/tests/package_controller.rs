@@ -371,3 +371,74 @@ async fn a_new_spec_stops_a_running_health_wait_and_is_rolled_out_at_once() {
     assert!(changed.elapsed() < Duration::from_secs(20), "took {:?}", changed.elapsed());
     assert_eq!(value(&h, "a").await.as_deref(), Some("2"));
 }
+
+#[tokio::test]
+async fn a_hand_edit_of_an_applied_object_is_corrected_within_one_interval() {
+    let h = start().await;
+    let dir = tempfile::tempdir().expect("dir");
+    write(dir.path(), "web.yaml", &deployment("nginx:1", false));
+    create(&h, "drift", json!({"source": {"dir": dir.path()}, "interval": "2s"})).await;
+    wait_ready(&h, "drift", |status, _, _| status == "True").await;
+    // As `kubectl edit` or `kubectl scale` would: another field manager, an Update.
+    let deployments: Api<Deployment> = Api::default_namespaced(h.server.client());
+    let edit = json!({"spec": {"replicas": 5, "template": {"spec": {"containers": [{"name": "web", "image": "nginx:edited"}]}}}});
+    let params = PatchParams { field_manager: Some("kubectl-edit".into()), ..PatchParams::default() };
+    deployments.patch("web", &params, &Patch::Strategic(&edit)).await.expect("edit");
+    let edited = Instant::now();
+    let deadline = Instant::now() + BOUND;
+    loop {
+        let web = deployments.get("web").await.expect("web");
+        let spec = web.spec.expect("spec");
+        let image = spec.template.spec.and_then(|s| s.containers[0].image.clone()).unwrap_or_default();
+        if spec.replicas == Some(2) && image == "nginx:1" {
+            break;
+        }
+        assert!(Instant::now() < deadline, "drift not corrected: replicas {:?}, image {image}", spec.replicas);
+        tokio::time::sleep(Duration::from_millis(50)).await;
+    }
+    // Within one interval (2s, ±5 % jitter), with room for a slow machine.
+    assert!(edited.elapsed() < Duration::from_secs(10), "took {:?}", edited.elapsed());
+}
+
+#[tokio::test]
+async fn deletion_policies_delete_or_wait_for_termination() {
+    let h = start().await;
+    let dir = tempfile::tempdir().expect("dir");
+    write(dir.path(), "a.yaml", &configmap("kept-by-prune-false", "1"));
+    // `Delete` deletes even with prune off (MirrorPrune would orphan).
+    create(&h, "deleting", json!({"source": {"dir": dir.path()}, "prune": false, "deletionPolicy": "Delete"})).await;
+    wait_ready(&h, "deleting", |status, _, _| status == "True").await;
+    h.packages.delete("deleting", &DeleteParams::default()).await.expect("delete");
+    let deadline = Instant::now() + BOUND;
+    while value(&h, "kept-by-prune-false").await.is_some()
+        || h.packages.get_opt("deleting").await.expect("get").is_some()
+    {
+        assert!(Instant::now() < deadline, "Delete did not delete");
+        tokio::time::sleep(Duration::from_millis(50)).await;
+    }
+
+    // `WaitForTermination` waits while an object is held by a finalizer of its own, up to the
+    // timeout; then the Package goes anyway and says which object is still terminating.
+    let held = tempfile::tempdir().expect("dir");
+    write(held.path(), "a.yaml", &configmap("held", "1"));
+    let spec = json!({"source": {"dir": held.path()}, "deletionPolicy": "WaitForTermination", "timeout": "3s"});
+    create(&h, "waiting", spec).await;
+    wait_ready(&h, "waiting", |status, _, _| status == "True").await;
+    let hold = json!({"metadata": {"finalizers": ["example.com/hold"]}});
+    h.configmaps.patch("held", &PatchParams::default(), &Patch::Merge(&hold)).await.expect("hold");
+    let deleted = Instant::now();
+    h.packages.delete("waiting", &DeleteParams::default()).await.expect("delete");
+    let deadline = Instant::now() + BOUND;
+    while h.packages.get_opt("waiting").await.expect("get").is_some() {
+        assert!(Instant::now() < deadline, "the Package never went");
+        tokio::time::sleep(Duration::from_millis(50)).await;
+    }
+    assert!(deleted.elapsed() >= Duration::from_secs(3), "it waited for the timeout: {:?}", deleted.elapsed());
+    let held_object = h.configmaps.get("held").await.expect("still terminating");
+    assert!(held_object.metadata.deletion_timestamp.is_some(), "deleted, held by its finalizer");
+    let events: Api<k8s_openapi::api::core::v1::Event> = Api::default_namespaced(h.server.client());
+    let found = events.list(&Default::default()).await.expect("events");
+    let note =
+        found.items.iter().find(|e| e.reason.as_deref() == Some("TerminationTimedOut")).and_then(|e| e.message.clone());
+    assert!(note.is_some_and(|n| n.contains("ConfigMap/default/held")), "an event names what is still terminating");
+}
