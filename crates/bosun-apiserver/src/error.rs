@@ -352,8 +352,23 @@ impl ApiError {
     /// 403 Forbidden for an object.
     pub fn forbidden<'a>(resource: impl Into<Resource<'a>>, name: &str, why: &str) -> Self {
         let resource = resource.into();
-        Self::new(403, "Forbidden", format!("{} \"{name}\" is forbidden: {why}", resource.qualified()))
-            .with_details(Self::object_details(resource, name))
+        Self::forbidden_request(resource.group, resource.plural, name, why)
+    }
+
+    /// 403 Forbidden worded as upstream's `NewForbidden` words it when the group, resource or
+    /// name may be empty (a list, a non-resource path).
+    pub fn forbidden_request(group: &str, plural: &str, name: &str, why: &str) -> Self {
+        let message = match (group.is_empty() && plural.is_empty(), name.is_empty()) {
+            (true, _) => format!("forbidden: {why}"),
+            (false, true) => format!("{} is forbidden: {why}", qualified(plural, group)),
+            (false, false) => format!("{} \"{name}\" is forbidden: {why}", qualified(plural, group)),
+        };
+        Self::new(403, "Forbidden", message).with_details(StatusDetails {
+            name: name.to_string(),
+            group: group.to_string(),
+            kind: plural.to_string(),
+            ..StatusDetails::default()
+        })
     }
 
     /// 405 MethodNotAllowed.

@@ -28,7 +28,8 @@ import sys
 def packages(api, machinery, extensions):
     result = {}
     for group_version in [
-        "core/v1", "admissionregistration/v1", "apps/v1", "autoscaling/v1", "autoscaling/v2", "batch/v1",
+        "core/v1", "admissionregistration/v1", "apps/v1", "authentication/v1", "authorization/v1",
+        "autoscaling/v1", "autoscaling/v2", "batch/v1",
         "certificates/v1", "coordination/v1", "discovery/v1", "events/v1", "networking/v1", "node/v1",
         "policy/v1", "rbac/v1", "scheduling/v1", "storage/v1",
     ]:
@@ -41,7 +42,8 @@ def packages(api, machinery, extensions):
         "io.k8s.apiextensions-apiserver.pkg.apis.apiextensions.v1")
     return result
 
-# The kinds served (crates/bosun-apiserver/src/registry/builtin.rs), plus Scale.
+# The kinds served (crates/bosun-apiserver/src/registry/builtin.rs), plus Scale and TokenRequest
+# (the bodies of the scale and token subresources).
 ROOTS = [
     ("k8s.io/api/core/v1", k) for k in [
         "ConfigMap", "Endpoints", "Event", "LimitRange", "Namespace", "Node", "PersistentVolumeClaim",
@@ -55,6 +57,11 @@ ROOTS = [
     ("k8s.io/apiextensions-apiserver/pkg/apis/apiextensions/v1", "CustomResourceDefinition"),
 ] + [
     ("k8s.io/api/apps/v1", k) for k in ["ControllerRevision", "DaemonSet", "Deployment", "ReplicaSet", "StatefulSet"]
+] + [
+    ("k8s.io/api/authentication/v1", k) for k in ["SelfSubjectReview", "TokenRequest", "TokenReview"]
+] + [
+    ("k8s.io/api/authorization/v1", k) for k in [
+        "LocalSubjectAccessReview", "SelfSubjectAccessReview", "SelfSubjectRulesReview", "SubjectAccessReview"]
 ] + [
     ("k8s.io/api/autoscaling/v1", "Scale"),
     ("k8s.io/api/autoscaling/v2", "HorizontalPodAutoscaler"),

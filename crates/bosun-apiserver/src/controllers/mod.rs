@@ -1,8 +1,9 @@
 //! In-process controllers that a real control plane runs beside the API server and that
 //! envtest-style setups lack: namespace termination, CRD cleanup, garbage collection by owner
-//! references and, when asked for, workload simulation. They react to the store's events and
+//! references, ClusterRole aggregation and, when asked for, workload simulation. They react to the store's events and
 //! act through [`Cluster`], so finalizers and every other rule apply to them as to any client.
 
+mod aggregate;
 mod gc;
 mod terminate;
 mod workloads;
@@ -11,8 +12,12 @@ use std::{sync::Arc, time::Duration};
 
 use tokio::sync::watch;
 
-use crate::{cluster::Cluster, store::EventKind};
+use crate::{
+    cluster::{CLUSTER_ROLES_KEY, Cluster},
+    store::EventKind,
+};
 
+pub use aggregate::aggregate as aggregate_cluster_roles;
 pub use workloads::FAIL_ANNOTATION;
 
 /// What the controllers do besides the always-on ones.
@@ -40,7 +45,7 @@ pub async fn run(cluster: Arc<Cluster>, mut shutdown: watch::Receiver<bool>, set
             _ = shutdown.changed() => return,
         }
         let upto = *visible.borrow_and_update();
-        let (mut terminate_wanted, mut collect_wanted) = (false, false);
+        let (mut terminate_wanted, mut collect_wanted, mut aggregate_wanted) = (false, false, false);
         match cluster.store.events_between(cursor, upto, |_| true) {
             Ok(events) => {
                 for event in &events {
@@ -49,6 +54,7 @@ pub async fn run(cluster: Arc<Cluster>, mut shutdown: watch::Receiver<bool>, set
                         || (terminating && event.kind != EventKind::Added);
                     collect_wanted |=
                         event.kind == EventKind::Deleted || deleting || (collecting && event.kind != EventKind::Added);
+                    aggregate_wanted |= &*event.resource == CLUSTER_ROLES_KEY;
                     if let Some(simulator) = &mut simulator {
                         simulator.observe(event);
                     }
@@ -58,6 +64,7 @@ pub async fn run(cluster: Arc<Cluster>, mut shutdown: watch::Receiver<bool>, set
                 // Events were missed: look at everything.
                 terminate_wanted = true;
                 collect_wanted = true;
+                aggregate_wanted = true;
                 if let Some(simulator) = &mut simulator {
                     simulator.observe_all(&cluster);
                 }
@@ -69,6 +76,9 @@ pub async fn run(cluster: Arc<Cluster>, mut shutdown: watch::Receiver<bool>, set
         }
         if collect_wanted {
             collecting = gc::collect(&cluster).await;
+        }
+        if aggregate_wanted {
+            aggregate::aggregate(&cluster).await;
         }
         if let Some(simulator) = &mut simulator {
             simulator.run_due(&cluster).await;
