@@ -11,7 +11,6 @@ use std::{
     },
 };
 
-use rand::Rng;
 use serde_json::Value;
 
 use crate::{
@@ -160,12 +159,13 @@ pub struct WriteOptions {
 }
 
 /// A check of the object a write would store against the one it replaces (`None` for a
-/// creation); an error refuses the write. Deletions are not checked.
+/// creation), which may also change it (as mutating admission does); an error refuses the
+/// write. Deletions are not checked.
 #[derive(Clone)]
 pub struct Admission(pub Arc<AdmissionCheck>);
 
 /// The function of an [`Admission`]: the new object, the old one.
-pub type AdmissionCheck = dyn Fn(&Value, Option<&Value>) -> Result<(), ApiError> + Send + Sync;
+pub type AdmissionCheck = dyn Fn(&mut Value, Option<&Value>) -> Result<(), ApiError> + Send + Sync;
 
 impl std::fmt::Debug for Admission {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
@@ -175,13 +175,13 @@ impl std::fmt::Debug for Admission {
 
 impl WriteOptions {
     /// Runs the admission check, if any.
-    fn admit(&self, new: &Value, old: Option<&Value>) -> Result<(), ApiError> {
+    fn admit(&self, new: &mut Value, old: Option<&Value>) -> Result<(), ApiError> {
         self.admission.as_ref().map_or(Ok(()), |check| (check.0)(new, old))
     }
 }
 
 /// Runs the admission check on a mutation that stores an object.
-fn admit_mutation(options: &WriteOptions, mutation: &Mutation, old: Option<&Value>) -> Result<(), ApiError> {
+fn admit_mutation(options: &WriteOptions, mutation: &mut Mutation, old: Option<&Value>) -> Result<(), ApiError> {
     match mutation {
         Mutation::Put(new) => options.admit(new, old),
         Mutation::Delete(_) => Ok(()),
@@ -221,12 +221,10 @@ pub struct ListOptions {
     pub continue_after: Option<String>,
 }
 
-const NAME_ALPHABET: &[u8] = b"bcdfghjklmnpqrstvwxz2456789";
 const GENERATE_NAME_ATTEMPTS: usize = 8;
 
 fn context(options: &WriteOptions) -> Context {
-    let mut rng = rand::rng();
-    let name_suffix = (0..5).map(|_| NAME_ALPHABET[rng.random_range(0..NAME_ALPHABET.len())] as char).collect();
+    let name_suffix = object::random_suffix();
     Context {
         now: object::now(),
         uid: uuid::Uuid::new_v4().to_string(),
@@ -300,10 +298,10 @@ impl Cluster {
         let generated = object::name(&body).is_empty();
         for _ in 0..GENERATE_NAME_ATTEMPTS {
             let mut ctx = self.context(scope, options);
-            let prepared = lifecycle::prepare_create(&scope.target(), &mut ctx, body.clone())?;
+            let mut prepared = lifecycle::prepare_create(&scope.target(), &mut ctx, body.clone())?;
             let name = object::name(&prepared).to_string();
             self.check_namespace(scope, &name)?;
-            options.admit(&prepared, None)?;
+            options.admit(&mut prepared, None)?;
             let mutation = scope.to_storage(Mutation::Put(prepared));
             let result = self
                 .store
@@ -441,8 +439,8 @@ impl Cluster {
                         return Err(ApiError::not_found(&scope.info, name));
                     }
                     let object = fields::apply(None, &applied, node, &request).map_err(conflicts)?;
-                    let prepared = lifecycle::prepare_create(&target, &mut ctx, object)?;
-                    options.admit(&prepared, None)?;
+                    let mut prepared = lifecycle::prepare_create(&target, &mut ctx, object)?;
+                    options.admit(&mut prepared, None)?;
                     return Ok(Some(scope.to_storage(Mutation::Put(prepared))));
                 };
                 let view = scope.view(current.value.clone());
@@ -450,8 +448,8 @@ impl Cluster {
                 if object::resource_version(&applied).is_empty() {
                     object::set_resource_version(&mut merged, current.revision);
                 }
-                let mutation = lifecycle::prepare_update(&target, &mut ctx, &view, merged, endpoint)?;
-                admit_mutation(options, &mutation, Some(&view))?;
+                let mut mutation = lifecycle::prepare_update(&target, &mut ctx, &view, merged, endpoint)?;
+                admit_mutation(options, &mut mutation, Some(&view))?;
                 Ok(Some(scope.to_storage(mutation)))
             })
             .await?;
@@ -478,8 +476,8 @@ impl Cluster {
                 let current = current.ok_or_else(|| ApiError::not_found(&scope.info, name))?;
                 let view = scope.view(current.value.clone());
                 let body = new_body(&view)?;
-                let mutation = lifecycle::prepare_update(&target, &mut ctx, &view, body, endpoint)?;
-                admit_mutation(options, &mutation, Some(&view))?;
+                let mut mutation = lifecycle::prepare_update(&target, &mut ctx, &view, body, endpoint)?;
+                admit_mutation(options, &mut mutation, Some(&view))?;
                 Ok(Some(scope.to_storage(mutation)))
             })
             .await?;

@@ -301,6 +301,8 @@ impl ApiServer {
             (true, Storage::InMemory) => Some(Credentials::load_or_create(None, options.address)?),
             (true, Storage::Directory(dir)) => Some(Credentials::load_or_create(Some(dir), options.address)?),
         };
+        let root_ca = credentials.as_ref().map(|credentials| credentials.ca_pem.clone()).unwrap_or_default();
+        controllers::namespaces::ensure(&cluster, &root_ca, None).await;
         let admin_token = credentials.as_ref().map(|credentials| credentials.token.clone());
         let authenticator = Authenticator::new(admin_token, static_users, Signer::load_or_create(directory)?);
         let (shutdown, shutdown_signal) = watch::channel(false);
@@ -328,7 +330,7 @@ impl ApiServer {
                 tokio::spawn(async move { report(axum::serve(listener, router).with_graceful_shutdown(stopped).await) })
             }
         };
-        let settings = controllers::Settings { workload_delay: options.simulate_workloads };
+        let settings = controllers::Settings { workload_delay: options.simulate_workloads, root_ca };
         let controllers = tokio::spawn(controllers::run(cluster.clone(), shutdown_signal, settings));
         let url = format!("{}://{address}", if credentials.is_some() { "https" } else { "http" });
         let mut config = kube::Config::new(url.parse().map_err(|e| ServerError::Bootstrap(format!("url {url}: {e}")))?);

@@ -61,7 +61,11 @@ async fn create_get_label_annotate_patch_and_delete() {
     let wide = kubectl.ok(&["get", "cm", "-o", "wide", "--show-labels"]).await;
     assert!(wide.contains("app=web"), "{wide}");
     let list: Value = serde_json::from_str(&kubectl.ok(&["get", "cm", "-A", "-o", "json"]).await).expect("json");
-    assert_eq!(list["items"].as_array().map(Vec::len), Some(1));
+    let names: Vec<&str> =
+        list["items"].as_array().expect("items").iter().filter_map(|i| i["metadata"]["name"].as_str()).collect();
+    // Every namespace has its kube-root-ca.crt, as on a real cluster.
+    assert_eq!(names.iter().filter(|n| **n == "settings").count(), 1, "{names:?}");
+    assert_eq!(names.iter().filter(|n| **n == "kube-root-ca.crt").count(), 4, "{names:?}");
 
     assert_eq!(kubectl.ok(&["label", "cm", "settings", "tier=front"]).await.trim(), "configmap/settings labeled");
     assert_eq!(

@@ -212,7 +212,7 @@ pub fn admission(policy: Arc<Policy>, user: &User, resource: &str, namespace: &s
                 return None;
             }
             let aggregating = resource == "clusterroles";
-            Some(Admission(Arc::new(move |new: &Value, old: Option<&Value>| {
+            Some(Admission(Arc::new(move |new: &mut Value, old: Option<&Value>| {
                 if old.is_some_and(|old| only_gc_fields_change(new, old)) {
                     return Ok(());
                 }
@@ -227,27 +227,29 @@ pub fn admission(policy: Arc<Policy>, user: &User, resource: &str, namespace: &s
                 Ok(())
             })))
         }
-        "rolebindings" | "clusterrolebindings" => Some(Admission(Arc::new(move |new: &Value, old: Option<&Value>| {
-            if old.is_some_and(|old| only_gc_fields_change(new, old)) {
-                return Ok(());
-            }
-            let name = crate::object::name(new);
-            let role_ref: RoleRef = new
-                .get("roleRef")
-                .cloned()
-                .and_then(|r| serde_json::from_value(r).ok())
-                .ok_or_else(|| ApiError::bad_request("roleRef is required"))?;
-            let role_resource = if role_ref.kind == "Role" { "roles" } else { "clusterroles" };
-            let bind = Attributes::resource("bind", &role_ref.api_group, role_resource, &namespace, &role_ref.name);
-            if policy.authorize(&user, &bind).allowed() {
-                return Ok(());
-            }
-            let granted = policy
-                .role_rules(&role_ref, &namespace)
-                .map_err(|_| ApiError::not_found_plain(role_resource, RBAC_GROUP, &role_ref.name))?;
-            let (held, errors) = policy.rules_for(&user, &namespace);
-            confirm_no_escalation(&user, &held, &errors, granted).map_err(|m| refuse(name, m))
-        }))),
+        "rolebindings" | "clusterrolebindings" => {
+            Some(Admission(Arc::new(move |new: &mut Value, old: Option<&Value>| {
+                if old.is_some_and(|old| only_gc_fields_change(new, old)) {
+                    return Ok(());
+                }
+                let name = crate::object::name(new);
+                let role_ref: RoleRef = new
+                    .get("roleRef")
+                    .cloned()
+                    .and_then(|r| serde_json::from_value(r).ok())
+                    .ok_or_else(|| ApiError::bad_request("roleRef is required"))?;
+                let role_resource = if role_ref.kind == "Role" { "roles" } else { "clusterroles" };
+                let bind = Attributes::resource("bind", &role_ref.api_group, role_resource, &namespace, &role_ref.name);
+                if policy.authorize(&user, &bind).allowed() {
+                    return Ok(());
+                }
+                let granted = policy
+                    .role_rules(&role_ref, &namespace)
+                    .map_err(|_| ApiError::not_found_plain(role_resource, RBAC_GROUP, &role_ref.name))?;
+                let (held, errors) = policy.rules_for(&user, &namespace);
+                confirm_no_escalation(&user, &held, &errors, granted).map_err(|m| refuse(name, m))
+            })))
+        }
         _ => None,
     }
 }

@@ -1,6 +1,7 @@
 //! The HTTP face of the server: routes requests to discovery or to the verbs of [`Cluster`],
 //! decodes bodies and query parameters, and encodes answers the way kubectl and kube-rs expect.
 
+mod admission;
 mod discovery;
 pub mod openapi;
 mod path;
@@ -28,7 +29,7 @@ use tokio::sync::watch as signal;
 use tower_http::trace::TraceLayer;
 
 use crate::{
-    auth::{Auth, AuthorizationMode, attributes::Attributes, escalation, impersonation, reviews, user::User},
+    auth::{Auth, AuthorizationMode, attributes::Attributes, impersonation, reviews, user::User},
     cluster::{Cluster, Deleted, NAMESPACE_KEY, Scope},
     error::ApiError,
     lifecycle::{DeleteOptions, Endpoint},
@@ -388,14 +389,17 @@ async fn resource(
             list(cluster, &scope, request, shape, &warnings)
         }
         (Method::POST, None) if endpoint == Endpoint::Main => {
-            let options = write_options(state, user, &scope, "", query, headers)?;
+            let mut options = admission::write_options(state, user, &scope, "", query, headers)?;
             let object = decode_object(&read_body(body).await?, content_type, &scope)?;
+            if scope.info.key == admission::PODS_KEY {
+                options.admission = Some(admission::pod_service_account(cluster, &scope, &object).await?);
+            }
             let written = cluster.create(&scope, object, &options).await?;
             warnings.extend(written.warnings);
             Ok(json_response(StatusCode::CREATED, shape.value(&scope, written.object).to_string(), &warnings))
         }
         (Method::PUT, Some(name)) => {
-            let options = write_options(state, user, &scope, name, query, headers)?;
+            let options = admission::write_options(state, user, &scope, name, query, headers)?;
             let object = decode_object(&read_body(body).await?, content_type, &scope)?;
             let written = cluster.update(&scope, name, endpoint, object, &options).await?;
             warnings.extend(written.warnings);
@@ -412,8 +416,15 @@ async fn resource(
                     vec![crate::error::FieldError::forbidden("force", "may not be specified for non-apply patch")],
                 ));
             }
-            let options = write_options(state, user, &scope, name, query, headers)?;
+            let mut options = admission::write_options(state, user, &scope, name, query, headers)?;
             let bytes = read_body(body).await?;
+            let creates_pod = patch_type == PatchType::Apply
+                && scope.info.key == admission::PODS_KEY
+                && cluster.store.get(admission::PODS_KEY, &scope.namespace, name).is_none();
+            if creates_pod {
+                let applied = crate::patch::parse_apply(&bytes)?;
+                options.admission = Some(admission::pod_service_account(cluster, &scope, &applied).await?);
+            }
             let written = cluster.patch(&scope, name, endpoint, patch_type, &bytes, &options).await?;
             warnings.extend(written.warnings);
             let code = if written.created { StatusCode::CREATED } else { StatusCode::OK };
@@ -455,24 +466,6 @@ async fn resource(
             Err(ApiError::method_not_allowed(verb, &scope.info))
         }
     }
-}
-
-/// The options of a write from the query, with the escalation check for writes to RBAC
-/// objects (`name`: the object the URL names; empty on create).
-fn write_options(
-    state: &AppState,
-    user: &User,
-    scope: &Scope,
-    name: &str,
-    query: &Query,
-    headers: &HeaderMap,
-) -> Result<crate::cluster::WriteOptions, ApiError> {
-    let mut options = query::write_options(query, header_text(headers, header::USER_AGENT))?;
-    if state.auth.mode == AuthorizationMode::Rbac && crate::cluster::RBAC_KEYS.contains(&scope.info.key.as_str()) {
-        let policy = state.auth.policy(&state.cluster);
-        options.admission = escalation::admission(policy, user, &scope.info.plural, &scope.namespace, name);
-    }
-    Ok(options)
 }
 
 /// A review (`SelfSubjectAccessReview`, `TokenReview`, …): only created, answered at once.

@@ -2,6 +2,7 @@
 //! object: system fields, generation rules, status handling, finalizers and deletion, schema
 //! pruning/defaulting/validation of custom resources, canonical form of built-ins.
 
+pub mod pods;
 pub mod services;
 
 use serde::Deserialize;
