@@ -435,28 +435,30 @@ impl ApiError {
         })
     }
 
-    /// The `Status` object for this error.
+    /// The `Status` object for this error, its fields in upstream's order (`kind`, `apiVersion`,
+    /// `metadata`, `status`, `message`, `reason`, `details`, `code`): some clients compare
+    /// error bodies byte for byte.
     pub fn to_status(&self) -> Value {
-        let mut status = serde_json::json!({
-            "kind": "Status",
-            "apiVersion": "v1",
-            "metadata": {},
-            "status": "Failure",
-            "message": self.message,
-            "reason": self.reason,
-            "code": self.code,
-        });
+        let mut status = serde_json::Map::new();
+        status.insert("kind".into(), "Status".into());
+        status.insert("apiVersion".into(), "v1".into());
+        status.insert("metadata".into(), serde_json::json!({}));
+        status.insert("status".into(), "Failure".into());
+        status.insert("message".into(), self.message.clone().into());
+        status.insert("reason".into(), self.reason.into());
         if let Some(details) = &self.details {
-            status["details"] = serde_json::to_value(details).unwrap_or_default();
+            status.insert("details".into(), serde_json::to_value(details).unwrap_or_default());
         }
-        status
+        status.insert("code".into(), self.code.into());
+        Value::Object(status)
     }
 }
 
 impl IntoResponse for ApiError {
     fn into_response(self) -> Response {
         let code = StatusCode::from_u16(self.code).unwrap_or(StatusCode::INTERNAL_SERVER_ERROR);
-        let body = self.to_status().to_string();
+        // Go's JSON encoder ends every document with a newline.
+        let body = format!("{}\n", self.to_status());
         let mut response = (code, body).into_response();
         response.headers_mut().insert(header::CONTENT_TYPE, HeaderValue::from_static("application/json"));
         response
@@ -519,6 +521,15 @@ mod tests {
         assert_eq!(status["details"]["kind"], "Foo");
         assert_eq!(status["details"]["causes"][1]["reason"], "FieldValueInvalid");
         assert_eq!(status["details"]["causes"][1]["field"], "spec.mode");
+    }
+
+    #[test]
+    fn status_fields_come_in_upstreams_order() {
+        let text = ApiError::not_found_plain("configmaps", "", "x").to_status().to_string();
+        assert_eq!(
+            text,
+            r#"{"kind":"Status","apiVersion":"v1","metadata":{},"status":"Failure","message":"configmaps \"x\" not found","reason":"NotFound","details":{"name":"x","kind":"configmaps"},"code":404}"#
+        );
     }
 
     #[test]

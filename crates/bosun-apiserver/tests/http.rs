@@ -388,3 +388,25 @@ async fn tables_carry_partial_metadata_unless_asked_otherwise() {
     let one = table_of("/t").await;
     assert_eq!(one["rows"].as_array().map(Vec::len), Some(1));
 }
+
+#[tokio::test]
+async fn answers_are_encoded_byte_for_byte_as_upstream_encodes_them() {
+    let server = common::server().await;
+    let missing = common::get(&server, "/api/v1/namespaces/default/configmaps/absent").await;
+    assert_eq!(
+        missing.body,
+        "{\"kind\":\"Status\",\"apiVersion\":\"v1\",\"metadata\":{},\"status\":\"Failure\",\"message\":\"configmaps \\\"absent\\\" not found\",\"reason\":\"NotFound\",\"details\":{\"name\":\"absent\",\"kind\":\"configmaps\"},\"code\":404}\n"
+    );
+    let unknown = common::get(&server, "/nothing").await;
+    assert_eq!(
+        unknown.body,
+        "{\"kind\":\"Status\",\"apiVersion\":\"v1\",\"metadata\":{},\"status\":\"Failure\",\"message\":\"the server could not find the requested resource\",\"reason\":\"NotFound\",\"details\":{},\"code\":404}\n"
+    );
+    for path in ["/api/v1/namespaces/default", "/api/v1/namespaces", "/apis", "/api/v1"] {
+        let answer = common::get(&server, path).await;
+        assert!(answer.body.ends_with("}\n") && !answer.body.ends_with("\n\n"), "{path}: one newline, as Go's encoder");
+    }
+    let version = common::get(&server, "/version").await;
+    assert!(version.body.starts_with("{\n  \"major\": \"1\",\n  \"minor\": \"33\","), "indented: {}", version.body);
+    assert!(version.body.ends_with('}'));
+}

@@ -159,17 +159,28 @@ fn header_text(headers: &HeaderMap, name: header::HeaderName) -> &str {
     headers.get(name).and_then(|v| v.to_str().ok()).unwrap_or_default()
 }
 
-/// A JSON answer with optional `Warning` headers.
-fn json_response(status: StatusCode, body: String, warnings: &[String]) -> Response {
-    let mut response = (status, body).into_response();
+/// A JSON answer with optional `Warning` headers; like Go's JSON encoder, which upstream
+/// answers with, the document ends with a newline.
+fn json_response(status: StatusCode, mut body: String, warnings: &[String]) -> Response {
+    if !body.ends_with('\n') {
+        body.push('\n');
+    }
+    let mut response = raw_json_response(status, body);
     let headers = response.headers_mut();
-    headers.insert(header::CONTENT_TYPE, HeaderValue::from_static("application/json"));
     for warning in warnings {
         let text = format!("299 - \"{}\"", warning.replace('\\', "\\\\").replace('"', "\\\""));
         if let Ok(value) = HeaderValue::from_str(&text) {
             headers.append(header::WARNING, value);
         }
     }
+    response
+}
+
+/// JSON text answered as it is (upstream writes `/version` and OpenAPI documents without the
+/// encoder's newline).
+fn raw_json_response(status: StatusCode, body: String) -> Response {
+    let mut response = (status, body).into_response();
+    response.headers_mut().insert(header::CONTENT_TYPE, HeaderValue::from_static("application/json"));
     response
 }
 
@@ -209,7 +220,12 @@ async fn dispatch(state: &AppState, request: Request) -> Result<Response, ApiErr
         response
     };
     match route {
-        Route::Version => discovery_get(Some(version_info())),
+        // Indented, as upstream writes it.
+        Route::Version if parts.method == Method::GET => {
+            let text = serde_json::to_string_pretty(&version_info()).unwrap_or_default();
+            Ok(raw_json_response(StatusCode::OK, text))
+        }
+        Route::Version => Err(ApiError::unknown_url()),
         Route::Health => Ok((StatusCode::OK, "ok").into_response()),
         Route::CoreVersions if discovery::wants_aggregated(accept) => Ok(aggregated(true)),
         Route::Groups if discovery::wants_aggregated(accept) => Ok(aggregated(false)),

@@ -10,7 +10,7 @@ use axum::{
     response::{IntoResponse, Response},
 };
 
-use super::{AppState, json_response, query::Query};
+use super::{AppState, query::Query, raw_json_response};
 use crate::{
     error::ApiError,
     openapi::{Documents, content_hash},
@@ -32,7 +32,7 @@ fn answer(headers: &HeaderMap, body: String, hash: &str) -> Response {
     let mut response = if not_modified(headers, hash) {
         StatusCode::NOT_MODIFIED.into_response()
     } else {
-        json_response(StatusCode::OK, body, &[])
+        raw_json_response(StatusCode::OK, body)
     };
     response.headers_mut().insert(header::ETAG, etag(hash));
     response
