@@ -119,6 +119,17 @@ impl Scope {
         value
     }
 
+    /// A stored object as an update starts from: at the addressed version and, for built-ins,
+    /// defaulted as upstream defaults what it reads from storage (objects stored before a
+    /// default existed compare equal to their defaulted updates).
+    fn current(&self, value: Value) -> Value {
+        let mut value = self.view(value);
+        if !self.info.custom {
+            crate::defaults::apply(&self.info.group, &self.info.kind, &mut value);
+        }
+        value
+    }
+
     /// The JSON of a stored object at the addressed version.
     pub fn view_json<'a>(&self, stored: &'a StoredObject) -> Cow<'a, str> {
         if self.is_storage_version() && !self.info.shares_storage() {
@@ -443,7 +454,7 @@ impl Cluster {
                     options.admit(&mut prepared, None)?;
                     return Ok(Some(scope.to_storage(Mutation::Put(prepared))));
                 };
-                let view = scope.view(current.value.clone());
+                let view = scope.current(current.value.clone());
                 let mut merged = fields::apply(Some(&view), &applied, node, &request).map_err(conflicts)?;
                 if object::resource_version(&applied).is_empty() {
                     object::set_resource_version(&mut merged, current.revision);
@@ -474,7 +485,7 @@ impl Cluster {
             .store
             .write::<ApiError>(scope.info.store_key(), &scope.namespace, name, options.dry_run, |current| {
                 let current = current.ok_or_else(|| ApiError::not_found(&scope.info, name))?;
-                let view = scope.view(current.value.clone());
+                let view = scope.current(current.value.clone());
                 let body = new_body(&view)?;
                 let mut mutation = lifecycle::prepare_update(&target, &mut ctx, &view, body, endpoint)?;
                 admit_mutation(options, &mut mutation, Some(&view))?;

@@ -383,13 +383,38 @@ async fn bootstrap(cluster: &Cluster) -> Result<(), ServerError> {
     Ok(())
 }
 
-/// Creates the default ClusterRoles and ClusterRoleBindings that are missing, and aggregates
-/// `admin`, `edit` and `view`.
+/// Storage key of PriorityClasses.
+const PRIORITY_CLASSES_KEY: &str = "scheduling.k8s.io/priorityclasses";
+
+/// The PriorityClasses every cluster has, for critical system pods.
+fn system_priority_classes() -> Vec<serde_json::Value> {
+    let class = |name: &str, value: i64, description: &str| {
+        json!({"apiVersion": "scheduling.k8s.io/v1", "kind": "PriorityClass", "metadata": {"name": name},
+               "value": value, "description": description})
+    };
+    vec![
+        class(
+            "system-cluster-critical",
+            2_000_000_000,
+            "Used for system critical pods that must run in the cluster, but can be moved to another node if necessary.",
+        ),
+        class(
+            "system-node-critical",
+            2_000_001_000,
+            "Used for system critical pods that must not be moved from their current node.",
+        ),
+    ]
+}
+
+/// Creates the default ClusterRoles, ClusterRoleBindings and PriorityClasses that are
+/// missing, and aggregates `admin`, `edit` and `view`.
 async fn default_policy(cluster: &Cluster) -> Result<(), ServerError> {
     let catalog = cluster.catalog.snapshot();
-    for (key, objects) in
-        [(CLUSTER_ROLES_KEY, defaults::cluster_roles()), (CLUSTER_ROLE_BINDINGS_KEY, defaults::cluster_role_bindings())]
-    {
+    for (key, objects) in [
+        (CLUSTER_ROLES_KEY, defaults::cluster_roles()),
+        (CLUSTER_ROLE_BINDINGS_KEY, defaults::cluster_role_bindings()),
+        (PRIORITY_CLASSES_KEY, system_priority_classes()),
+    ] {
         let info = catalog.by_key(key).ok_or_else(|| ServerError::Bootstrap(format!("{key} not served")))?;
         let scope = Scope::preferred(info.clone(), "");
         for object in objects {

@@ -305,7 +305,7 @@ async fn status_and_generation_follow_the_status_subresource_rules() {
     let mut with_status = deployment("web");
     with_status.status = Some(serde_json::from_value(json!({"replicas": 5})).expect("status"));
     let created = deployments.create(&PostParams::default(), &with_status).await.expect("create");
-    assert_eq!(created.status, None, "status is dropped on create");
+    assert_eq!(created.status, Some(Default::default()), "the client's status is dropped; a new one is empty");
     assert_eq!(created.metadata.generation, Some(1));
 
     let status_patch =

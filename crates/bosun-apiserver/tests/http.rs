@@ -243,7 +243,12 @@ async fn strategic_merge_patch_errors_have_upstream_codes() {
     let image = json!({"spec": {"template": {"spec": {"containers": [{"name": "c", "image": "j"}]}}}});
     let ok = common::request(&server, "PATCH", &item, smp, image.to_string()).await;
     assert_eq!(ok.status, 200, "{}", ok.body);
-    assert_eq!(ok.json()["spec"]["template"]["spec"]["containers"], json!([{"name": "c", "image": "j"}]));
+    // The patched container replaced the old one, and has upstream's defaults.
+    assert_eq!(
+        ok.json()["spec"]["template"]["spec"]["containers"],
+        json!([{"name": "c", "image": "j", "imagePullPolicy": "Always", "resources": {},
+                "terminationMessagePath": "/dev/termination-log", "terminationMessagePolicy": "File"}])
+    );
 }
 
 #[tokio::test]

@@ -1,6 +1,5 @@
 //! Admission besides an object's own rules: escalation prevention for writes to RBAC objects,
-//! and upstream's ServiceAccount admission for new pods (the ServiceAccount must exist; its
-//! token is mounted).
+//! and upstream's ServiceAccount, Priority and DefaultTolerationSeconds admission of new pods.
 
 use std::{sync::Arc, time::Duration};
 
@@ -19,6 +18,8 @@ use crate::{
 
 /// Storage key of Pods.
 pub const PODS_KEY: &str = "pods";
+/// Storage key of PriorityClasses.
+const PRIORITY_CLASSES_KEY: &str = "scheduling.k8s.io/priorityclasses";
 
 /// How often, and how far apart, a new pod looks for the `default` ServiceAccount, which the
 /// namespace's controller may not have made yet (upstream's admission plugin: 10 attempts,
@@ -44,9 +45,12 @@ pub fn write_options(
     Ok(options)
 }
 
-/// The ServiceAccount admission of a new pod (`pod`: its body as sent): 403 when the
-/// ServiceAccount it runs as does not exist, else the admission that mounts its token.
-pub async fn pod_service_account(cluster: &Cluster, scope: &Scope, pod: &Value) -> Result<Admission, ApiError> {
+/// The admission of a new pod (`pod`: its body as sent): 403 when the ServiceAccount it runs
+/// as or the PriorityClass it names does not exist, else the admission that mounts the
+/// account's token, sets its priority and default tolerations.
+pub async fn pod_admission(cluster: &Cluster, scope: &Scope, pod: &Value) -> Result<Admission, ApiError> {
+    let refuse =
+        |why: String| ApiError::forbidden_request(&scope.info.group, &scope.info.plural, object::name(pod), &why);
     let name = pods::service_account_name(pod).to_string();
     let attempts = if name == DEFAULT_SERVICE_ACCOUNT { DEFAULT_ACCOUNT_ATTEMPTS } else { 1 };
     let mut account = None;
@@ -63,14 +67,27 @@ pub async fn pod_service_account(cluster: &Cluster, scope: &Scope, pod: &Value) 
     let Some(account) = account else {
         let why =
             format!("error looking up service account {}/{name}: serviceaccount \"{name}\" not found", scope.namespace);
-        return Err(ApiError::forbidden_request(&scope.info.group, &scope.info.plural, object::name(pod), &why));
+        return Err(refuse(why));
     };
-    let account = account.value.clone();
-    let suffix = object::random_suffix();
+    let class_name = pod.pointer("/spec/priorityClassName").and_then(Value::as_str).unwrap_or_default();
+    let priority_class = if class_name.is_empty() {
+        let classes = cluster.store.all(PRIORITY_CLASSES_KEY);
+        classes
+            .iter()
+            .find(|c| c.value.get("globalDefault").and_then(Value::as_bool) == Some(true))
+            .map(|c| c.value.clone())
+    } else {
+        let class = cluster.store.get(PRIORITY_CLASSES_KEY, "", class_name);
+        Some(class.ok_or_else(|| refuse(format!("no PriorityClass with name {class_name} was found")))?.value.clone())
+    };
+    let admitted =
+        pods::Admitted { account: account.value.clone(), priority_class, volume_suffix: object::random_suffix() };
+    let group = scope.info.group.clone();
+    let plural = scope.info.plural.clone();
     Ok(Admission(Arc::new(move |pod: &mut Value, old: Option<&Value>| {
-        if old.is_none() {
-            pods::admit(pod, &account, &suffix);
+        if old.is_some() {
+            return Ok(());
         }
-        Ok(())
+        pods::admit(pod, &admitted).map_err(|why| ApiError::forbidden_request(&group, &plural, object::name(pod), &why))
     })))
 }

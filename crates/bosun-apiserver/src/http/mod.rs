@@ -408,7 +408,7 @@ async fn resource(
             let mut options = admission::write_options(state, user, &scope, "", query, headers)?;
             let object = decode_object(&read_body(body).await?, content_type, &scope)?;
             if scope.info.key == admission::PODS_KEY {
-                options.admission = Some(admission::pod_service_account(cluster, &scope, &object).await?);
+                options.admission = Some(admission::pod_admission(cluster, &scope, &object).await?);
             }
             let written = cluster.create(&scope, object, &options).await?;
             warnings.extend(written.warnings);
@@ -439,7 +439,7 @@ async fn resource(
                 && cluster.store.get(admission::PODS_KEY, &scope.namespace, name).is_none();
             if creates_pod {
                 let applied = crate::patch::parse_apply(&bytes)?;
-                options.admission = Some(admission::pod_service_account(cluster, &scope, &applied).await?);
+                options.admission = Some(admission::pod_admission(cluster, &scope, &applied).await?);
             }
             let written = cluster.patch(&scope, name, endpoint, patch_type, &bytes, &options).await?;
             warnings.extend(written.warnings);

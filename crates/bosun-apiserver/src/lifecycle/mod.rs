@@ -143,12 +143,14 @@ fn canonicalize(target: &Target, ctx: &mut Context, object: Value, name: &str) -
         let mut unknown = Vec::new();
         crate::types::Node::for_resource(info, target.version).unknown_fields(&object, &mut unknown);
         report_unknown(ctx, unknown)?;
-        return normalize(object).map_err(|e| {
+        let mut object = normalize(object).map_err(|e| {
             ApiError::bad_request(format!(
                 "{} in version \"{}\" cannot be handled as a {}: {e}",
                 info.kind, target.version.name, info.kind
             ))
-        });
+        })?;
+        crate::defaults::apply(&info.group, &info.kind, &mut object);
+        return Ok(object);
     }
     let mut object = object;
     let mut pruned = Vec::new();
@@ -308,10 +310,13 @@ pub fn prepare_create(target: &Target, ctx: &mut Context, mut object: Value) -> 
     }
     let kind_errors = kind_rules(ctx, info, &mut object, None);
     let name = object::name(&object).to_string();
-    let object = canonicalize(target, ctx, object, &name)?;
+    let mut object = canonicalize(target, ctx, object, &name)?;
     check_metadata(info, &object, kind_errors)?;
-    let mut object = object;
+    // The creator owns what it sent and the defaults; not what the registry sets on creation.
     track(target, ctx, None, &mut object, "");
+    if !info.custom {
+        crate::defaults::on_create(&info.group, &info.kind, &mut object);
+    }
     Ok(object)
 }
 
