@@ -306,6 +306,11 @@ impl Cluster {
             return Err(ApiError::method_not_allowed("create", &scope.info)
                 .with_message("create not allowed while custom resource definition is terminating"));
         }
+        // Upstream's storage refuses to create what still carries a version (kubectl's create
+        // and apply clear it first).
+        if object::resource_version(&body).parse::<u64>().is_ok_and(|version| version != 0) {
+            return Err(ApiError::unknown("resourceVersion should not be set on objects to be created"));
+        }
         let generated = object::name(&body).is_empty();
         for _ in 0..GENERATE_NAME_ATTEMPTS {
             let mut ctx = self.context(scope, options);

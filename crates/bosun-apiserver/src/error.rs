@@ -426,6 +426,12 @@ impl ApiError {
             .with_details(details)
     }
 
+    /// An error upstream's storage answers without a reason (a 500 whose Status has only the
+    /// message), e.g. creating an object that carries a resourceVersion.
+    pub fn unknown(message: impl Into<String>) -> Self {
+        Self::new(500, "", message)
+    }
+
     /// 500 InternalError.
     pub fn internal(message: impl Into<String>) -> Self {
         let message = message.into();
@@ -445,7 +451,9 @@ impl ApiError {
         status.insert("metadata".into(), serde_json::json!({}));
         status.insert("status".into(), "Failure".into());
         status.insert("message".into(), self.message.clone().into());
-        status.insert("reason".into(), self.reason.into());
+        if !self.reason.is_empty() {
+            status.insert("reason".into(), self.reason.into());
+        }
         if let Some(details) = &self.details {
             status.insert("details".into(), serde_json::to_value(details).unwrap_or_default());
         }

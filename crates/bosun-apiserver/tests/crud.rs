@@ -372,3 +372,20 @@ async fn delete_preconditions_protect_against_replaced_objects() {
     assert_eq!(err.code, 409);
     assert!(err.message.contains("Precondition failed: UID in precondition: other"), "{}", err.message);
 }
+
+#[tokio::test]
+async fn creating_an_object_that_carries_a_resource_version_is_refused_as_upstreams_storage_does() {
+    let server = common::server().await;
+    let body = json!({"metadata": {"name": "copied", "resourceVersion": "42"}});
+    let answer =
+        common::request(&server, "POST", "/api/v1/namespaces/default/configmaps", None, body.to_string()).await;
+    assert_eq!(answer.status, 500);
+    assert_eq!(
+        answer.body,
+        "{\"kind\":\"Status\",\"apiVersion\":\"v1\",\"metadata\":{},\"status\":\"Failure\",\"message\":\"resourceVersion should not be set on objects to be created\",\"code\":500}\n"
+    );
+    let zero = json!({"metadata": {"name": "fresh", "resourceVersion": "0"}});
+    let answer =
+        common::request(&server, "POST", "/api/v1/namespaces/default/configmaps", None, zero.to_string()).await;
+    assert_eq!(answer.status, 201, "{}", answer.body);
+}

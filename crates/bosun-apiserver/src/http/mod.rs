@@ -235,6 +235,7 @@ async fn dispatch(state: &AppState, request: Request) -> Result<Response, ApiErr
         Route::GroupVersion { group, version } => {
             discovery_get(discovery::resource_list(&state.cluster.catalog.snapshot(), group, version))
         }
+        Route::OpenApiV2 => openapi::v2(state, &parts.method, &parts.headers),
         Route::OpenApiIndex => openapi::index(state, &parts.method, &parts.headers),
         Route::OpenApi(path) => {
             openapi::document(state, &parts.method, &parts.headers, path, &Query::parse(parts.uri.query()))

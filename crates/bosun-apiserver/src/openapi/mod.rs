@@ -10,9 +10,11 @@
 //! from the merge table, which a test checks against upstream's documents; another test checks
 //! that every served kind's document has upstream's properties.
 
+pub mod v2;
+
 use std::{
     collections::{BTreeMap, BTreeSet},
-    sync::{Arc, LazyLock},
+    sync::{Arc, LazyLock, OnceLock},
 };
 
 use serde_json::{Map, Value, json};
@@ -50,16 +52,37 @@ impl Document {
     }
 }
 
-/// Every group version's document, by `api/v1` / `apis/<group>/<version>`.
+/// Every group version's document, by `api/v1` / `apis/<group>/<version>`, and the OpenAPI v2
+/// document made of them (on first use).
 #[derive(Debug, Default)]
 pub struct Documents {
     by_path: BTreeMap<String, Arc<Document>>,
+    v2: OnceLock<V2>,
+}
+
+/// The OpenAPI v2 document, in both encodings.
+#[derive(Debug)]
+pub struct V2 {
+    /// The JSON text, with its content hash.
+    pub json: Document,
+    /// gnostic's protobuf encoding.
+    pub protobuf: Vec<u8>,
 }
 
 impl Documents {
     /// The document of a group version path.
     pub fn get(&self, path: &str) -> Option<&Arc<Document>> {
         self.by_path.get(path)
+    }
+
+    /// The OpenAPI v2 document of everything served.
+    pub fn v2(&self) -> &V2 {
+        self.v2.get_or_init(|| {
+            let parsed: Vec<Value> =
+                self.by_path.values().filter_map(|document| serde_json::from_str(&document.json).ok()).collect();
+            let document = v2::document(&parsed);
+            V2 { protobuf: v2::protobuf(&document), json: Document::new(&document) }
+        })
     }
 
     /// The `/openapi/v3` index: each group version with a URL carrying its content hash.
@@ -118,7 +141,7 @@ pub fn documents(catalog: &Catalog) -> Documents {
         let document = Document::new(&document(catalog, &group, &version));
         by_path.insert(group_version_path(&group, &version), Arc::new(document));
     }
-    Documents { by_path }
+    Documents { by_path, v2: OnceLock::new() }
 }
 
 /// The OpenAPI v3 document of one group version.

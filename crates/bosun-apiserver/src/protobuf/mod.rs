@@ -12,6 +12,8 @@
 mod table;
 mod wire;
 
+pub use wire::Encoder;
+
 use base64::Engine;
 use serde_json::{Map, Number, Value};
 
