@@ -39,6 +39,7 @@ mod error;
 mod fields;
 mod http;
 mod lifecycle;
+mod metrics;
 mod object;
 mod openapi;
 mod patch;

@@ -313,6 +313,7 @@ impl ApiServer {
             shutdown: shutdown_signal.clone(),
             requests: AtomicU64::new(0),
             auth: Auth::new(authenticator, options.authorization, credentials.is_some()),
+            metrics: Default::default(),
             openapi: Default::default(),
         });
         let mut stop = shutdown_signal.clone();

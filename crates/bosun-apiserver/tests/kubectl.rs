@@ -453,3 +453,33 @@ async fn scale_deployments_and_custom_resources() {
     let status = common::get(&server, "/api/v1/namespaces/default/configmaps/x/scale").await;
     assert_eq!(status.status, 404);
 }
+
+#[tokio::test]
+async fn api_services_are_stored_and_listed_but_not_served() {
+    let server = common::server().await;
+    let kubectl = Kubectl::new(&server);
+    let api_service = "apiVersion: apiregistration.k8s.io/v1
+kind: APIService
+metadata:
+  name: v1beta1.metrics.k8s.io
+spec:
+  group: metrics.k8s.io
+  version: v1beta1
+  groupPriorityMinimum: 100
+  versionPriority: 100
+  insecureSkipTLSVerify: true
+  service:
+    name: metrics-server
+    namespace: kube-system
+";
+    let applied = kubectl.run_with_input(&["apply", "-f", "-"], api_service).await;
+    assert!(applied.status.success(), "{:?}", texts(&applied));
+    let names = kubectl.ok(&["get", "apiservices", "-o", "name"]).await;
+    assert_eq!(names.trim(), "apiservice.apiregistration.k8s.io/v1beta1.metrics.k8s.io");
+    let port =
+        kubectl.ok(&["get", "apiservice", "v1beta1.metrics.k8s.io", "-o", "jsonpath={.spec.service.port}"]).await;
+    assert_eq!(port, "443", "upstream's default port");
+    // No proxying: the group it names is not served.
+    let groups = kubectl.ok(&["api-versions"]).await;
+    assert!(!groups.contains("metrics.k8s.io"), "{groups}");
+}

@@ -15,9 +15,10 @@ microtime, quantity, intorstring, raw, duration, strings, schemaorarray, schemao
 schemaorstrings) or a message name, and flags are "z" (a Go value field with omitempty: the zero
 value means absent), "i" (inlined into the parent's JSON) or "-".
 
-Usage: protobuf_table.py API_DIR APIMACHINERY_DIR APIEXTENSIONS_DIR > src/protobuf/messages.txt
-with checkouts of kubernetes/api, kubernetes/apimachinery and kubernetes/apiextensions-apiserver
-at the release whose types k8s-openapi serves (v0.33.0 for k8s-openapi's v1_33).
+Usage: protobuf_table.py API_DIR APIMACHINERY_DIR APIEXTENSIONS_DIR AGGREGATOR_DIR > src/protobuf/messages.txt
+with checkouts of kubernetes/api, kubernetes/apimachinery, kubernetes/apiextensions-apiserver and
+kubernetes/kube-aggregator at the release whose types k8s-openapi serves (v0.33.0 for
+k8s-openapi's v1_33).
 """
 
 import os
@@ -25,7 +26,7 @@ import re
 import sys
 
 # Packages read: Go import path -> (directory key, OpenAPI definition prefix).
-def packages(api, machinery, extensions):
+def packages(api, machinery, extensions, aggregator):
     result = {}
     for group_version in [
         "core/v1", "admissionregistration/v1", "apps/v1", "authentication/v1", "authorization/v1",
@@ -37,6 +38,8 @@ def packages(api, machinery, extensions):
         result["k8s.io/api/" + group_version] = (os.path.join(api, group, version), f"io.k8s.api.{group}.{version}")
     result["k8s.io/apimachinery/pkg/apis/meta/v1"] = (
         os.path.join(machinery, "pkg/apis/meta/v1"), "io.k8s.apimachinery.pkg.apis.meta.v1")
+    result["k8s.io/kube-aggregator/pkg/apis/apiregistration/v1"] = (
+        os.path.join(aggregator, "pkg/apis/apiregistration/v1"), "io.k8s.kube-aggregator.pkg.apis.apiregistration.v1")
     result["k8s.io/apiextensions-apiserver/pkg/apis/apiextensions/v1"] = (
         os.path.join(extensions, "pkg/apis/apiextensions/v1"),
         "io.k8s.apiextensions-apiserver.pkg.apis.apiextensions.v1")
@@ -55,6 +58,7 @@ ROOTS = [
         "ValidatingWebhookConfiguration"]
 ] + [
     ("k8s.io/apiextensions-apiserver/pkg/apis/apiextensions/v1", "CustomResourceDefinition"),
+    ("k8s.io/kube-aggregator/pkg/apis/apiregistration/v1", "APIService"),
 ] + [
     ("k8s.io/api/apps/v1", k) for k in ["ControllerRevision", "DaemonSet", "Deployment", "ReplicaSet", "StatefulSet"]
 ] + [
@@ -263,7 +267,7 @@ class Generator:
 
 
 def main():
-    if len(sys.argv) != 4:
+    if len(sys.argv) != 5:
         raise SystemExit(__doc__)
     sys.stdout.write(Generator(packages(*sys.argv[1:])).run())
 

@@ -111,6 +111,11 @@ pub fn apply(group: &str, kind: &str, object: &mut Value) {
                 default_value(map, "volumeBindingMode", json!("Immediate"));
             }
         }
+        ("apiregistration.k8s.io", "APIService") => {
+            if let Some(service) = spec(object).and_then(|spec| object_at(spec, "service")) {
+                default_value(service, "port", json!(443));
+            }
+        }
         ("admissionregistration.k8s.io", "ValidatingWebhookConfiguration" | "MutatingWebhookConfiguration") => {
             let mutating = kind.starts_with("Mutating");
             if let Some(map) = object.as_object_mut() {

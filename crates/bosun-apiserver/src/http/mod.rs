@@ -66,19 +66,22 @@ pub struct AppState {
     pub requests: AtomicU64,
     /// Who requests come from and what they may do.
     pub auth: Auth,
+    /// The server's Prometheus metrics.
+    pub metrics: crate::metrics::Metrics,
     /// The OpenAPI documents of the newest catalogue they were asked for (built on first use,
     /// and again after CRDs change what is served).
     pub openapi: openapi::Cache,
 }
 
-/// The router: every path goes through [`handle`], behind four layers (outermost first):
+/// The router: every path goes through [`handle`], behind five layers (outermost first):
 /// tracing (a span per request, its status and latency at debug level), request counting,
-/// authentication (with impersonation), and authorization.
+/// metrics, authentication (with impersonation), and authorization.
 pub fn router(state: Arc<AppState>) -> Router {
     Router::new()
         .fallback(handle)
         .layer(middleware::from_fn_with_state(state.clone(), authorize))
         .layer(middleware::from_fn_with_state(state.clone(), authenticate))
+        .layer(middleware::from_fn_with_state(state.clone(), measure))
         .layer(middleware::from_fn_with_state(state.clone(), count))
         .layer(TraceLayer::new_for_http())
         .with_state(state)
@@ -92,6 +95,33 @@ async fn handle(State(state): State<Arc<AppState>>, request: Request) -> Respons
 async fn count(State(state): State<Arc<AppState>>, request: Request, next: Next) -> Response {
     state.requests.fetch_add(1, Ordering::Relaxed);
     next.run(request).await
+}
+
+/// Records every request in the metrics as upstream labels it; a watch counts as long-running
+/// until its stream ends.
+async fn measure(State(state): State<Arc<AppState>>, request: Request, next: Next) -> Response {
+    let started = std::time::Instant::now();
+    let query = Query::parse(request.uri().query());
+    let watching = query.flag("watch");
+    let method = request.method().as_str().to_string();
+    let attributes = Attributes::of_request(&method, request.uri().path(), watching, query.get("fieldSelector"));
+    let apply =
+        PatchType::from_content_type(header_text(request.headers(), header::CONTENT_TYPE)) == Some(PatchType::Apply);
+    let dry_run: Vec<&str> = query.all("dryRun").collect();
+    let labels = crate::metrics::RequestLabels::of(&attributes, &method, apply, &dry_run.join(","));
+    let long_running = (attributes.verb == "watch").then(|| state.metrics.long_running(&labels));
+    let response = next.run(request).await;
+    state.metrics.observe(&labels, response.status().as_u16(), started.elapsed());
+    match long_running {
+        Some(guard) => response.map(|body| {
+            Body::from_stream(futures::StreamExt::map(body.into_data_stream(), move |chunk| {
+                // The guard lives as long as the stream.
+                let _ = &guard;
+                chunk
+            }))
+        }),
+        None => response,
+    }
 }
 
 /// Paths a real cluster shows everyone (health and version, for probes).
@@ -235,6 +265,13 @@ async fn dispatch(state: &AppState, request: Request) -> Result<Response, ApiErr
         Route::GroupVersion { group, version } => {
             discovery_get(discovery::resource_list(&state.cluster.catalog.snapshot(), group, version))
         }
+        Route::Metrics if parts.method == Method::GET => {
+            let mut response = (StatusCode::OK, state.metrics.render(&state.cluster)).into_response();
+            let content_type = HeaderValue::from_static(crate::metrics::CONTENT_TYPE);
+            response.headers_mut().insert(header::CONTENT_TYPE, content_type);
+            Ok(response)
+        }
+        Route::Metrics => Err(ApiError::unknown_url()),
         Route::OpenApiV2 => openapi::v2(state, &parts.method, &parts.headers),
         Route::OpenApiIndex => openapi::index(state, &parts.method, &parts.headers),
         Route::OpenApi(path) => {

@@ -20,6 +20,8 @@ pub enum Route<'a> {
         /// Version.
         version: &'a str,
     },
+    /// `/metrics`: the server's Prometheus metrics.
+    Metrics,
     /// `/openapi/v2`: the OpenAPI v2 document.
     OpenApiV2,
     /// `/openapi/v3`: the index of OpenAPI v3 documents.
@@ -57,6 +59,7 @@ pub fn parse(path: &str) -> Route<'_> {
     let segments: Vec<&str> = path.trim_matches('/').split('/').filter(|s| !s.is_empty()).collect();
     match segments.as_slice() {
         ["version"] => Route::Version,
+        ["metrics"] => Route::Metrics,
         ["openapi", "v2"] => Route::OpenApiV2,
         ["openapi", "v3"] => Route::OpenApiIndex,
         ["openapi", "v3", ..] => Route::OpenApi(path.trim_matches('/').trim_start_matches("openapi/v3/")),
@@ -116,6 +119,7 @@ mod tests {
     fn paths_parse_into_routes() {
         let cases = [
             ("/version", Route::Version),
+            ("/metrics", Route::Metrics),
             ("/healthz", Route::Health),
             ("/readyz/ping", Route::Health),
             ("/api", Route::CoreVersions),

@@ -15,6 +15,7 @@ use k8s_openapi::{
         policy::v1 as policy, rbac::v1 as rbac, scheduling::v1 as scheduling, storage::v1 as storage,
     },
     apiextensions_apiserver::pkg::apis::apiextensions::v1 as apiextensions,
+    kube_aggregator::pkg::apis::apiregistration::v1 as apiregistration,
 };
 use schemars::{JsonSchema, SchemaGenerator, generate::SchemaSettings};
 use serde::{Serialize, de::DeserializeOwned};
@@ -251,6 +252,7 @@ pub(super) fn builtins() -> Builtins {
             &mut d,
             Traits { short_names: &["crd", "crds"], ..API_EXTENSIONS },
         ),
+        info::<apiregistration::APIService>(&mut g, &mut d, Traits { categories: &["api-extensions"], ..PLAIN }),
         info::<apps::ControllerRevision>(&mut g, &mut d, PLAIN),
         info::<apps::DaemonSet>(&mut g, &mut d, workload(&["ds"])),
         info::<apps::Deployment>(&mut g, &mut d, workload(&["deploy"])),

@@ -40,6 +40,7 @@ static BUILTIN: LazyLock<HashMap<(String, String), bool>> = LazyLock::new(|| {
         scope::<k8s::admissionregistration::v1::ValidatingAdmissionPolicyBinding>(),
         scope::<k8s::admissionregistration::v1::ValidatingWebhookConfiguration>(),
         scope::<k8s_openapi::apiextensions_apiserver::pkg::apis::apiextensions::v1::CustomResourceDefinition>(),
+        scope::<k8s_openapi::kube_aggregator::pkg::apis::apiregistration::v1::APIService>(),
         scope::<k8s::apps::v1::ControllerRevision>(),
         scope::<k8s::apps::v1::DaemonSet>(),
         scope::<k8s::apps::v1::Deployment>(),
