@@ -75,6 +75,8 @@ pub enum FieldErrorType {
     Forbidden,
     /// A value is duplicated.
     Duplicate,
+    /// A value refers to something that does not exist.
+    NotFound,
     /// A value is too long.
     TooLong,
     /// A list has too many items.
@@ -141,6 +143,15 @@ impl FieldError {
             detail: String::new(),
         }
     }
+    /// A value that refers to something missing.
+    pub fn not_found(field: impl Into<String>, value: Value) -> Self {
+        Self {
+            kind: FieldErrorType::NotFound,
+            field: field.into(),
+            value: Some(go_repr(&value)),
+            detail: String::new(),
+        }
+    }
     /// A value that is too long.
     pub fn too_long(field: impl Into<String>, max: usize) -> Self {
         Self {
@@ -168,6 +179,7 @@ impl FieldError {
             FieldErrorType::NotSupported => "FieldValueNotSupported",
             FieldErrorType::Forbidden => "FieldValueForbidden",
             FieldErrorType::Duplicate => "FieldValueDuplicate",
+            FieldErrorType::NotFound => "FieldValueNotFound",
             FieldErrorType::TooLong => "FieldValueTooLong",
             FieldErrorType::TooMany => "FieldValueTooMany",
             FieldErrorType::TypeInvalid => "FieldValueTypeInvalid",
@@ -182,6 +194,7 @@ impl FieldError {
             FieldErrorType::NotSupported => "Unsupported value",
             FieldErrorType::Forbidden => "Forbidden",
             FieldErrorType::Duplicate => "Duplicate value",
+            FieldErrorType::NotFound => "Not found",
             FieldErrorType::TooLong => "Too long",
             FieldErrorType::TooMany => "Too many",
         };
