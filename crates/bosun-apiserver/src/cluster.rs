@@ -3,9 +3,14 @@
 //! in-process controllers (namespace termination, CRD cleanup) both go through here, so every
 //! write follows the same rules.
 
-use std::{borrow::Cow, sync::Arc};
+use std::{
+    borrow::Cow,
+    sync::{
+        Arc,
+        atomic::{AtomicU64, Ordering},
+    },
+};
 
-use rand::Rng;
 use serde_json::Value;
 
 use crate::{
@@ -29,6 +34,16 @@ pub const CRD_KEY: &str = "apiextensions.k8s.io/customresourcedefinitions";
 pub const NAMESPACE_KEY: &str = "namespaces";
 /// Storage key of Services.
 pub const SERVICES_KEY: &str = "services";
+/// Storage key of ClusterRoles.
+pub const CLUSTER_ROLES_KEY: &str = "rbac.authorization.k8s.io/clusterroles";
+/// Storage key of Roles.
+pub const ROLES_KEY: &str = "rbac.authorization.k8s.io/roles";
+/// Storage key of ClusterRoleBindings.
+pub const CLUSTER_ROLE_BINDINGS_KEY: &str = "rbac.authorization.k8s.io/clusterrolebindings";
+/// Storage key of RoleBindings.
+pub const ROLE_BINDINGS_KEY: &str = "rbac.authorization.k8s.io/rolebindings";
+/// Storage keys of the RBAC resources, whose writes change what users may do.
+pub const RBAC_KEYS: [&str; 4] = [CLUSTER_ROLES_KEY, ROLES_KEY, CLUSTER_ROLE_BINDINGS_KEY, ROLE_BINDINGS_KEY];
 
 /// A storage failure reaches clients as a 500 with its message (the store knows nothing of
 /// HTTP; the verbs translate).
@@ -46,6 +61,8 @@ pub struct Cluster {
     pub catalog: CatalogHandle,
     /// Addresses and node ports Services hold, read from the store at first use.
     services_taken: std::sync::OnceLock<services::SharedTaken>,
+    /// Counts writes to RBAC objects, so authorization knows when its snapshot is stale.
+    rbac_generation: AtomicU64,
 }
 
 /// A resolved request target: resource, addressed version and URL namespace.
@@ -102,6 +119,17 @@ impl Scope {
         value
     }
 
+    /// A stored object as an update starts from: at the addressed version and, for built-ins,
+    /// defaulted as upstream defaults what it reads from storage (objects stored before a
+    /// default existed compare equal to their defaulted updates).
+    fn current(&self, value: Value) -> Value {
+        let mut value = self.view(value);
+        if !self.info.custom {
+            crate::defaults::apply(&self.info.group, &self.info.kind, &mut value);
+        }
+        value
+    }
+
     /// The JSON of a stored object at the addressed version.
     pub fn view_json<'a>(&self, stored: &'a StoredObject) -> Cow<'a, str> {
         if self.is_storage_version() && !self.info.shares_storage() {
@@ -137,6 +165,38 @@ pub struct WriteOptions {
     pub field_manager: Option<String>,
     /// `force` (server-side apply only).
     pub force: bool,
+    /// A check of the object the write would store (authorization's escalation prevention).
+    pub admission: Option<Admission>,
+}
+
+/// A check of the object a write would store against the one it replaces (`None` for a
+/// creation), which may also change it (as mutating admission does); an error refuses the
+/// write. Deletions are not checked.
+#[derive(Clone)]
+pub struct Admission(pub Arc<AdmissionCheck>);
+
+/// The function of an [`Admission`]: the new object, the old one.
+pub type AdmissionCheck = dyn Fn(&mut Value, Option<&Value>) -> Result<(), ApiError> + Send + Sync;
+
+impl std::fmt::Debug for Admission {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str("Admission")
+    }
+}
+
+impl WriteOptions {
+    /// Runs the admission check, if any.
+    fn admit(&self, new: &mut Value, old: Option<&Value>) -> Result<(), ApiError> {
+        self.admission.as_ref().map_or(Ok(()), |check| (check.0)(new, old))
+    }
+}
+
+/// Runs the admission check on a mutation that stores an object.
+fn admit_mutation(options: &WriteOptions, mutation: &mut Mutation, old: Option<&Value>) -> Result<(), ApiError> {
+    match mutation {
+        Mutation::Put(new) => options.admit(new, old),
+        Mutation::Delete(_) => Ok(()),
+    }
 }
 
 /// A successful write.
@@ -172,12 +232,10 @@ pub struct ListOptions {
     pub continue_after: Option<String>,
 }
 
-const NAME_ALPHABET: &[u8] = b"bcdfghjklmnpqrstvwxz2456789";
 const GENERATE_NAME_ATTEMPTS: usize = 8;
 
 fn context(options: &WriteOptions) -> Context {
-    let mut rng = rand::rng();
-    let name_suffix = (0..5).map(|_| NAME_ALPHABET[rng.random_range(0..NAME_ALPHABET.len())] as char).collect();
+    let name_suffix = object::random_suffix();
     Context {
         now: object::now(),
         uid: uuid::Uuid::new_v4().to_string(),
@@ -197,7 +255,12 @@ fn written(scope: &Scope, outcome: &Outcome, warnings: Vec<String>) -> Written {
 impl Cluster {
     /// A cluster over a store, serving built-ins plus the store's established CRDs.
     pub fn new(store: Store) -> Self {
-        let cluster = Cluster { store, catalog: CatalogHandle::new(), services_taken: Default::default() };
+        let cluster = Cluster {
+            store,
+            catalog: CatalogHandle::new(),
+            services_taken: Default::default(),
+            rbac_generation: AtomicU64::new(0),
+        };
         cluster.refresh_catalog();
         cluster
     }
@@ -243,12 +306,18 @@ impl Cluster {
             return Err(ApiError::method_not_allowed("create", &scope.info)
                 .with_message("create not allowed while custom resource definition is terminating"));
         }
+        // Upstream's storage refuses to create what still carries a version (kubectl's create
+        // and apply clear it first).
+        if object::resource_version(&body).parse::<u64>().is_ok_and(|version| version != 0) {
+            return Err(ApiError::unknown("resourceVersion should not be set on objects to be created"));
+        }
         let generated = object::name(&body).is_empty();
         for _ in 0..GENERATE_NAME_ATTEMPTS {
             let mut ctx = self.context(scope, options);
-            let prepared = lifecycle::prepare_create(&scope.target(), &mut ctx, body.clone())?;
+            let mut prepared = lifecycle::prepare_create(&scope.target(), &mut ctx, body.clone())?;
             let name = object::name(&prepared).to_string();
             self.check_namespace(scope, &name)?;
+            options.admit(&mut prepared, None)?;
             let mutation = scope.to_storage(Mutation::Put(prepared));
             let result = self
                 .store
@@ -386,15 +455,17 @@ impl Cluster {
                         return Err(ApiError::not_found(&scope.info, name));
                     }
                     let object = fields::apply(None, &applied, node, &request).map_err(conflicts)?;
-                    let prepared = lifecycle::prepare_create(&target, &mut ctx, object)?;
+                    let mut prepared = lifecycle::prepare_create(&target, &mut ctx, object)?;
+                    options.admit(&mut prepared, None)?;
                     return Ok(Some(scope.to_storage(Mutation::Put(prepared))));
                 };
-                let view = scope.view(current.value.clone());
+                let view = scope.current(current.value.clone());
                 let mut merged = fields::apply(Some(&view), &applied, node, &request).map_err(conflicts)?;
                 if object::resource_version(&applied).is_empty() {
                     object::set_resource_version(&mut merged, current.revision);
                 }
-                let mutation = lifecycle::prepare_update(&target, &mut ctx, &view, merged, endpoint)?;
+                let mut mutation = lifecycle::prepare_update(&target, &mut ctx, &view, merged, endpoint)?;
+                admit_mutation(options, &mut mutation, Some(&view))?;
                 Ok(Some(scope.to_storage(mutation)))
             })
             .await?;
@@ -419,9 +490,10 @@ impl Cluster {
             .store
             .write::<ApiError>(scope.info.store_key(), &scope.namespace, name, options.dry_run, |current| {
                 let current = current.ok_or_else(|| ApiError::not_found(&scope.info, name))?;
-                let view = scope.view(current.value.clone());
+                let view = scope.current(current.value.clone());
                 let body = new_body(&view)?;
-                let mutation = lifecycle::prepare_update(&target, &mut ctx, &view, body, endpoint)?;
+                let mut mutation = lifecycle::prepare_update(&target, &mut ctx, &view, body, endpoint)?;
+                admit_mutation(options, &mut mutation, Some(&view))?;
                 Ok(Some(scope.to_storage(mutation)))
             })
             .await?;
@@ -521,6 +593,10 @@ impl Cluster {
 
     /// After a write that changed something: keep CRD status and the catalogue in step.
     async fn after_write(&self, info: &ResourceInfo, outcome: &Outcome, name: &str) {
+        let changed = matches!(outcome, Outcome::Created(_) | Outcome::Updated(_) | Outcome::Deleted(_));
+        if changed && RBAC_KEYS.contains(&info.key.as_str()) {
+            self.rbac_generation.fetch_add(1, Ordering::Release);
+        }
         if info.key == SERVICES_KEY {
             let mut taken = self.services_taken().lock().unwrap_or_else(|e| e.into_inner());
             match outcome {
@@ -569,6 +645,11 @@ impl Cluster {
         if let Err(error) = result {
             tracing::warn!(crd = name, %error, "could not write CRD status");
         }
+    }
+
+    /// How many writes RBAC objects have had (a snapshot of them is stale once this moves).
+    pub fn rbac_generation(&self) -> u64 {
+        self.rbac_generation.load(Ordering::Acquire)
     }
 
     /// Rebuilds the catalogue from the stored CRDs.

@@ -75,6 +75,8 @@ pub enum FieldErrorType {
     Forbidden,
     /// A value is duplicated.
     Duplicate,
+    /// A value refers to something that does not exist.
+    NotFound,
     /// A value is too long.
     TooLong,
     /// A list has too many items.
@@ -141,6 +143,15 @@ impl FieldError {
             detail: String::new(),
         }
     }
+    /// A value that refers to something missing.
+    pub fn not_found(field: impl Into<String>, value: Value) -> Self {
+        Self {
+            kind: FieldErrorType::NotFound,
+            field: field.into(),
+            value: Some(go_repr(&value)),
+            detail: String::new(),
+        }
+    }
     /// A value that is too long.
     pub fn too_long(field: impl Into<String>, max: usize) -> Self {
         Self {
@@ -168,6 +179,7 @@ impl FieldError {
             FieldErrorType::NotSupported => "FieldValueNotSupported",
             FieldErrorType::Forbidden => "FieldValueForbidden",
             FieldErrorType::Duplicate => "FieldValueDuplicate",
+            FieldErrorType::NotFound => "FieldValueNotFound",
             FieldErrorType::TooLong => "FieldValueTooLong",
             FieldErrorType::TooMany => "FieldValueTooMany",
             FieldErrorType::TypeInvalid => "FieldValueTypeInvalid",
@@ -182,6 +194,7 @@ impl FieldError {
             FieldErrorType::NotSupported => "Unsupported value",
             FieldErrorType::Forbidden => "Forbidden",
             FieldErrorType::Duplicate => "Duplicate value",
+            FieldErrorType::NotFound => "Not found",
             FieldErrorType::TooLong => "Too long",
             FieldErrorType::TooMany => "Too many",
         };
@@ -352,8 +365,23 @@ impl ApiError {
     /// 403 Forbidden for an object.
     pub fn forbidden<'a>(resource: impl Into<Resource<'a>>, name: &str, why: &str) -> Self {
         let resource = resource.into();
-        Self::new(403, "Forbidden", format!("{} \"{name}\" is forbidden: {why}", resource.qualified()))
-            .with_details(Self::object_details(resource, name))
+        Self::forbidden_request(resource.group, resource.plural, name, why)
+    }
+
+    /// 403 Forbidden worded as upstream's `NewForbidden` words it when the group, resource or
+    /// name may be empty (a list, a non-resource path).
+    pub fn forbidden_request(group: &str, plural: &str, name: &str, why: &str) -> Self {
+        let message = match (group.is_empty() && plural.is_empty(), name.is_empty()) {
+            (true, _) => format!("forbidden: {why}"),
+            (false, true) => format!("{} is forbidden: {why}", qualified(plural, group)),
+            (false, false) => format!("{} \"{name}\" is forbidden: {why}", qualified(plural, group)),
+        };
+        Self::new(403, "Forbidden", message).with_details(StatusDetails {
+            name: name.to_string(),
+            group: group.to_string(),
+            kind: plural.to_string(),
+            ..StatusDetails::default()
+        })
     }
 
     /// 405 MethodNotAllowed.
@@ -411,6 +439,12 @@ impl ApiError {
             .with_details(details)
     }
 
+    /// An error upstream's storage answers without a reason (a 500 whose Status has only the
+    /// message), e.g. creating an object that carries a resourceVersion.
+    pub fn unknown(message: impl Into<String>) -> Self {
+        Self::new(500, "", message)
+    }
+
     /// 500 InternalError.
     pub fn internal(message: impl Into<String>) -> Self {
         let message = message.into();
@@ -420,28 +454,32 @@ impl ApiError {
         })
     }
 
-    /// The `Status` object for this error.
+    /// The `Status` object for this error, its fields in upstream's order (`kind`, `apiVersion`,
+    /// `metadata`, `status`, `message`, `reason`, `details`, `code`): some clients compare
+    /// error bodies byte for byte.
     pub fn to_status(&self) -> Value {
-        let mut status = serde_json::json!({
-            "kind": "Status",
-            "apiVersion": "v1",
-            "metadata": {},
-            "status": "Failure",
-            "message": self.message,
-            "reason": self.reason,
-            "code": self.code,
-        });
-        if let Some(details) = &self.details {
-            status["details"] = serde_json::to_value(details).unwrap_or_default();
+        let mut status = serde_json::Map::new();
+        status.insert("kind".into(), "Status".into());
+        status.insert("apiVersion".into(), "v1".into());
+        status.insert("metadata".into(), serde_json::json!({}));
+        status.insert("status".into(), "Failure".into());
+        status.insert("message".into(), self.message.clone().into());
+        if !self.reason.is_empty() {
+            status.insert("reason".into(), self.reason.into());
         }
-        status
+        if let Some(details) = &self.details {
+            status.insert("details".into(), serde_json::to_value(details).unwrap_or_default());
+        }
+        status.insert("code".into(), self.code.into());
+        Value::Object(status)
     }
 }
 
 impl IntoResponse for ApiError {
     fn into_response(self) -> Response {
         let code = StatusCode::from_u16(self.code).unwrap_or(StatusCode::INTERNAL_SERVER_ERROR);
-        let body = self.to_status().to_string();
+        // Go's JSON encoder ends every document with a newline.
+        let body = format!("{}\n", self.to_status());
         let mut response = (code, body).into_response();
         response.headers_mut().insert(header::CONTENT_TYPE, HeaderValue::from_static("application/json"));
         response
@@ -504,6 +542,15 @@ mod tests {
         assert_eq!(status["details"]["kind"], "Foo");
         assert_eq!(status["details"]["causes"][1]["reason"], "FieldValueInvalid");
         assert_eq!(status["details"]["causes"][1]["field"], "spec.mode");
+    }
+
+    #[test]
+    fn status_fields_come_in_upstreams_order() {
+        let text = ApiError::not_found_plain("configmaps", "", "x").to_status().to_string();
+        assert_eq!(
+            text,
+            r#"{"kind":"Status","apiVersion":"v1","metadata":{},"status":"Failure","message":"configmaps \"x\" not found","reason":"NotFound","details":{"name":"x","kind":"configmaps"},"code":404}"#
+        );
     }
 
     #[test]

@@ -30,20 +30,25 @@
 /// The Kubernetes minor version the server presents itself as (`/version`, OpenAPI).
 pub const KUBERNETES_MINOR: &str = "33";
 
+mod auth;
 mod cluster;
 mod controllers;
 mod crd;
+mod defaults;
 mod error;
 mod fields;
 mod http;
 mod lifecycle;
+mod metrics;
 mod object;
 mod openapi;
 mod patch;
 mod protobuf;
+mod quantity;
 mod registry;
 mod scale;
 mod schema;
+mod secrets;
 mod selector;
 mod server;
 mod store;
@@ -52,5 +57,6 @@ mod tls;
 mod types;
 mod validation;
 
+pub use auth::AuthorizationMode;
 pub use controllers::FAIL_ANNOTATION;
-pub use server::{ApiServer, RunningServer, ServerError, ServerOptions, Storage};
+pub use server::{ApiServer, NamedUser, RunningServer, ServerError, ServerOptions, Storage};

@@ -24,6 +24,15 @@ fn meta_str<'a>(object: &'a Value, field: &str) -> &'a str {
     meta(object).and_then(|m| m.get(field)).and_then(Value::as_str).unwrap_or_default()
 }
 
+/// Five random characters from upstream's alphabet for generated names (`generateName`,
+/// `kube-api-access-xxxxx`).
+pub fn random_suffix() -> String {
+    use rand::Rng;
+    const ALPHABET: &[u8] = b"bcdfghjklmnpqrstvwxz2456789";
+    let mut rng = rand::rng();
+    (0..5).map(|_| ALPHABET[rng.random_range(0..ALPHABET.len())] as char).collect()
+}
+
 /// `metadata.name` (empty when missing).
 pub fn name(object: &Value) -> &str {
     meta_str(object, "name")

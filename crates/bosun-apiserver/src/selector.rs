@@ -148,6 +148,15 @@ impl LabelSelector {
         Ok(Requirement { key: key.to_string(), op, values })
     }
 
+    /// A `metav1.LabelSelector` object (`matchLabels`, `matchExpressions`); the empty one
+    /// matches everything.
+    pub fn from_object(selector: &Value) -> Result<Self, String> {
+        match format(Some(selector)).as_str() {
+            "<none>" => Ok(Self::default()),
+            text => Self::parse(text),
+        }
+    }
+
     /// Whether labels (the object's `metadata.labels`) satisfy every requirement.
     pub fn matches(&self, labels: Option<&Map<String, Value>>) -> bool {
         self.requirements.iter().all(|req| {

@@ -15,13 +15,60 @@ use serde_json::json;
 use tokio::{sync::watch, task::JoinHandle};
 
 use crate::{
-    cluster::{CRD_KEY, Cluster, NAMESPACE_KEY, SERVICES_KEY, Scope, WriteOptions},
+    auth::{
+        Auth, AuthorizationMode,
+        authentication::{self, AuthenticationError, Authenticator, StaticUser},
+        defaults,
+        serviceaccount::{Signer, TokenError},
+    },
+    cluster::{
+        CLUSTER_ROLE_BINDINGS_KEY, CLUSTER_ROLES_KEY, CRD_KEY, Cluster, NAMESPACE_KEY, SERVICES_KEY, Scope,
+        WriteOptions,
+    },
     controllers,
     http::{self, AppState, watch::WatchSettings},
     lifecycle::{Endpoint, services::KUBERNETES_SERVICE_IP},
+    secrets,
     store::{Store, StoreError},
     tls::{Credentials, TlsError, TlsListener},
 };
+
+/// Where the tokens of named users are kept under a data directory (static token file format).
+const USER_TOKENS_FILE: &str = "user-tokens.csv";
+
+/// The static users for the named users: each keeps the token stored for it under `dir`, or
+/// gets a new one (stored there).
+fn user_tokens(dir: Option<&Path>, named: &[NamedUser]) -> Result<Vec<StaticUser>, ServerError> {
+    let path = dir.map(|dir| dir.join(USER_TOKENS_FILE));
+    let stored = match &path {
+        Some(path) if path.exists() => authentication::read_token_file(path)?,
+        _ => Vec::new(),
+    };
+    let mut new = Vec::new();
+    let users: Vec<StaticUser> = named
+        .iter()
+        .map(|user| {
+            let token = match stored.iter().find(|s| s.name == user.name) {
+                Some(known) => known.token.clone(),
+                None => secrets::new_token(),
+            };
+            let user = StaticUser { name: user.name.clone(), uid: String::new(), groups: user.groups.clone(), token };
+            if !stored.iter().any(|s| s.name == user.name) {
+                new.push(user.clone());
+            }
+            user
+        })
+        .collect();
+    if let Some(path) = path.filter(|_| !new.is_empty()) {
+        let lines: String = stored
+            .iter()
+            .chain(&new)
+            .map(|u| format!("{},{},{},\"{}\"\n", u.token, u.name, u.uid, u.groups.join(",")))
+            .collect();
+        secrets::write_private(&path, &lines).map_err(TokenError::from)?;
+    }
+    Ok(users)
+}
 
 /// Namespaces every cluster starts with.
 const BOOTSTRAP_NAMESPACES: [&str; 4] = ["default", "kube-system", "kube-public", "kube-node-lease"];
@@ -56,6 +103,36 @@ pub struct ServerOptions {
     /// (`ca.crt`, `ca.key`, `token`) so kubeconfigs stay valid across restarts. Off by default
     /// in the library (tests in one process need no TLS); on by default in `bosun apiserver`.
     pub tls: bool,
+    /// How requests are authorized: RBAC (the default) or everything allowed.
+    pub authorization: AuthorizationMode,
+    /// Named users, each given a bearer token (kept under [`Storage::Directory`], so it stays
+    /// valid across restarts) and a context in the kubeconfig.
+    pub users: Vec<NamedUser>,
+    /// A static token file in upstream's format (`token,user,uid[,"group1,group2"]` per line).
+    pub token_file: Option<PathBuf>,
+}
+
+/// A named user the server makes a token for (`bosun apiserver --user NAME[:GROUPS]`).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct NamedUser {
+    /// The user name.
+    pub name: String,
+    /// Its groups (`system:authenticated` is added).
+    pub groups: Vec<String>,
+}
+
+impl std::str::FromStr for NamedUser {
+    type Err = String;
+
+    /// `NAME` or `NAME:GROUP,GROUP`.
+    fn from_str(text: &str) -> Result<Self, Self::Err> {
+        let (name, groups) = text.split_once(':').unwrap_or((text, ""));
+        if name.is_empty() {
+            return Err(format!("{text:?}: the user name is empty (expected NAME or NAME:GROUP,GROUP)"));
+        }
+        let groups = groups.split(',').map(str::trim).filter(|g| !g.is_empty()).map(String::from).collect();
+        Ok(NamedUser { name: name.to_string(), groups })
+    }
 }
 
 impl Default for ServerOptions {
@@ -68,6 +145,9 @@ impl Default for ServerOptions {
             bookmark_interval: Duration::from_secs(60),
             simulate_workloads: None,
             tls: false,
+            authorization: AuthorizationMode::Rbac,
+            users: Vec::new(),
+            token_file: None,
         }
     }
 }
@@ -96,6 +176,12 @@ pub enum ServerError {
     /// HTTPS could not be set up.
     #[error(transparent)]
     Tls(#[from] TlsError),
+    /// Tokens could not be set up (the signing key, the users' tokens, the token file).
+    #[error(transparent)]
+    Token(#[from] TokenError),
+    /// The static token file could not be read.
+    #[error(transparent)]
+    TokenFile(#[from] AuthenticationError),
 }
 
 /// Builder of an embedded API server.
@@ -167,6 +253,19 @@ impl ApiServer {
         self
     }
 
+    /// Authorize requests this way (RBAC by default).
+    pub fn authorization(mut self, mode: AuthorizationMode) -> Self {
+        self.options.authorization = mode;
+        self
+    }
+
+    /// Adds a named user with these groups; its token is [`RunningServer::user_token`].
+    pub fn user(mut self, name: &str, groups: &[&str]) -> Self {
+        let groups = groups.iter().map(|g| g.to_string()).collect();
+        self.options.users.push(NamedUser { name: name.to_string(), groups });
+        self
+    }
+
     /// Opens the storage, bootstraps namespaces, starts listening and serving.
     pub async fn start(self) -> Result<RunningServer, ServerError> {
         let options = self.options;
@@ -182,6 +281,15 @@ impl ApiServer {
         };
         let cluster = Arc::new(Cluster::new(store));
         bootstrap(&cluster).await?;
+        let directory = match &options.storage {
+            Storage::InMemory => None,
+            Storage::Directory(dir) => Some(dir.as_path()),
+        };
+        let users = user_tokens(directory, &options.users)?;
+        let mut static_users = users.clone();
+        if let Some(file) = &options.token_file {
+            static_users.extend(authentication::read_token_file(file)?);
+        }
         let requested = SocketAddr::new(options.address, options.port);
         let listener = tokio::net::TcpListener::bind(requested)
             .await
@@ -193,6 +301,10 @@ impl ApiServer {
             (true, Storage::InMemory) => Some(Credentials::load_or_create(None, options.address)?),
             (true, Storage::Directory(dir)) => Some(Credentials::load_or_create(Some(dir), options.address)?),
         };
+        let root_ca = credentials.as_ref().map(|credentials| credentials.ca_pem.clone()).unwrap_or_default();
+        controllers::namespaces::ensure(&cluster, &root_ca, None).await;
+        let admin_token = credentials.as_ref().map(|credentials| credentials.token.clone());
+        let authenticator = Authenticator::new(admin_token, static_users, Signer::load_or_create(directory)?);
         let (shutdown, shutdown_signal) = watch::channel(false);
         let state = Arc::new(AppState {
             cluster: cluster.clone(),
@@ -200,7 +312,8 @@ impl ApiServer {
             watch: WatchSettings { bookmark_interval: options.bookmark_interval },
             shutdown: shutdown_signal.clone(),
             requests: AtomicU64::new(0),
-            token: credentials.as_ref().map(|credentials| credentials.token.clone()),
+            auth: Auth::new(authenticator, options.authorization, credentials.is_some()),
+            metrics: Default::default(),
             openapi: Default::default(),
         });
         let mut stop = shutdown_signal.clone();
@@ -218,7 +331,7 @@ impl ApiServer {
                 tokio::spawn(async move { report(axum::serve(listener, router).with_graceful_shutdown(stopped).await) })
             }
         };
-        let settings = controllers::Settings { workload_delay: options.simulate_workloads };
+        let settings = controllers::Settings { workload_delay: options.simulate_workloads, root_ca };
         let controllers = tokio::spawn(controllers::run(cluster.clone(), shutdown_signal, settings));
         let url = format!("{}://{address}", if credentials.is_some() { "https" } else { "http" });
         let mut config = kube::Config::new(url.parse().map_err(|e| ServerError::Bootstrap(format!("url {url}: {e}")))?);
@@ -235,6 +348,7 @@ impl ApiServer {
             config,
             client,
             credentials,
+            users,
             shutdown,
             tasks: vec![serve, controllers],
         })
@@ -265,7 +379,56 @@ async fn bootstrap(cluster: &Cluster) -> Result<(), ServerError> {
     for definition in cluster.store.all(CRD_KEY) {
         cluster.establish_crd(crate::object::name(&definition.value)).await;
     }
+    default_policy(cluster).await?;
     cluster.refresh_catalog();
+    Ok(())
+}
+
+/// Storage key of PriorityClasses.
+const PRIORITY_CLASSES_KEY: &str = "scheduling.k8s.io/priorityclasses";
+
+/// The PriorityClasses every cluster has, for critical system pods.
+fn system_priority_classes() -> Vec<serde_json::Value> {
+    let class = |name: &str, value: i64, description: &str| {
+        json!({"apiVersion": "scheduling.k8s.io/v1", "kind": "PriorityClass", "metadata": {"name": name},
+               "value": value, "description": description})
+    };
+    vec![
+        class(
+            "system-cluster-critical",
+            2_000_000_000,
+            "Used for system critical pods that must run in the cluster, but can be moved to another node if necessary.",
+        ),
+        class(
+            "system-node-critical",
+            2_000_001_000,
+            "Used for system critical pods that must not be moved from their current node.",
+        ),
+    ]
+}
+
+/// Creates the default ClusterRoles, ClusterRoleBindings and PriorityClasses that are
+/// missing, and aggregates `admin`, `edit` and `view`.
+async fn default_policy(cluster: &Cluster) -> Result<(), ServerError> {
+    let catalog = cluster.catalog.snapshot();
+    for (key, objects) in [
+        (CLUSTER_ROLES_KEY, defaults::cluster_roles()),
+        (CLUSTER_ROLE_BINDINGS_KEY, defaults::cluster_role_bindings()),
+        (PRIORITY_CLASSES_KEY, system_priority_classes()),
+    ] {
+        let info = catalog.by_key(key).ok_or_else(|| ServerError::Bootstrap(format!("{key} not served")))?;
+        let scope = Scope::preferred(info.clone(), "");
+        for object in objects {
+            let name = crate::object::name(&object).to_string();
+            if cluster.store.get(key, "", &name).is_none() {
+                cluster
+                    .create(&scope, object, &WriteOptions::default())
+                    .await
+                    .map_err(|e| ServerError::Bootstrap(format!("{key} {name}: {e}")))?;
+            }
+        }
+    }
+    controllers::aggregate_cluster_roles(cluster).await;
     Ok(())
 }
 
@@ -310,6 +473,7 @@ pub struct RunningServer {
     config: kube::Config,
     client: kube::Client,
     credentials: Option<Credentials>,
+    users: Vec<StaticUser>,
     shutdown: watch::Sender<bool>,
     tasks: Vec<JoinHandle<()>>,
 }
@@ -333,6 +497,19 @@ impl RunningServer {
     /// The bearer token requests must carry, with [`ServerOptions::tls`].
     pub fn token(&self) -> Option<&str> {
         self.credentials.as_ref().map(|credentials| credentials.token.as_str())
+    }
+
+    /// The bearer token of a named user ([`ApiServer::user`], `--user`).
+    pub fn user_token(&self, name: &str) -> Option<&str> {
+        self.users.iter().find(|u| u.name == name).map(|u| u.token.as_str())
+    }
+
+    /// A `kube::Config` for this server that authenticates with `token` (a named user's, a
+    /// ServiceAccount's) instead of the server's own.
+    pub fn config_with_token(&self, token: &str) -> kube::Config {
+        let mut config = self.config.clone();
+        config.auth_info.token = Some(token.to_string().into());
+        config
     }
 
     /// The certificate authority (PEM) that clients must trust, with [`ServerOptions::tls`].
@@ -370,14 +547,30 @@ impl RunningServer {
             ..Cluster::default()
         };
         let user = AuthInfo { token: self.credentials.as_ref().map(|c| c.token.clone().into()), ..AuthInfo::default() };
-        let context =
-            Context { cluster: name(), user: Some(name()), namespace: Some("default".into()), ..Context::default() };
+        let context = |user: &str| Context {
+            cluster: name(),
+            user: Some(user.to_string()),
+            namespace: Some("default".into()),
+            ..Context::default()
+        };
+        let mut auth_infos = vec![NamedAuthInfo { name: name(), auth_info: Some(user), ..Default::default() }];
+        let mut contexts = vec![NamedContext { name: name(), context: Some(context(&name())), ..Default::default() }];
+        // A user and a context per named user (`kubectl --context alice …`).
+        for named in self.users.iter().filter(|u| u.name != name()) {
+            let token = AuthInfo { token: Some(named.token.clone().into()), ..AuthInfo::default() };
+            auth_infos.push(NamedAuthInfo { name: named.name.clone(), auth_info: Some(token), ..Default::default() });
+            contexts.push(NamedContext {
+                name: named.name.clone(),
+                context: Some(context(&named.name)),
+                ..Default::default()
+            });
+        }
         let config = Kubeconfig {
             api_version: Some("v1".into()),
             kind: Some("Config".into()),
             clusters: vec![NamedCluster { name: name(), cluster: Some(cluster), ..Default::default() }],
-            auth_infos: vec![NamedAuthInfo { name: name(), auth_info: Some(user), ..Default::default() }],
-            contexts: vec![NamedContext { name: name(), context: Some(context), ..Default::default() }],
+            auth_infos,
+            contexts,
             current_context: Some(name()),
             ..Kubeconfig::default()
         };

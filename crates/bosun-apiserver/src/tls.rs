@@ -24,6 +24,8 @@ use tokio::{
 };
 use tokio_rustls::{TlsAcceptor, server::TlsStream};
 
+use crate::secrets::{self, FileError};
+
 /// How long a client may take to complete its TLS handshake.
 const HANDSHAKE_TIMEOUT: Duration = Duration::from_secs(10);
 
@@ -36,14 +38,8 @@ const TOKEN_FILE: &str = "token";
 #[derive(Debug, thiserror::Error)]
 pub enum TlsError {
     /// A credentials file could not be read or written.
-    #[error("{path}: {source}")]
-    File {
-        /// The file.
-        path: PathBuf,
-        /// Why.
-        #[source]
-        source: io::Error,
-    },
+    #[error(transparent)]
+    File(#[from] FileError),
     /// A stored certificate or key could not be used.
     #[error("{path}: {message} (delete {path} to generate a new one; kubeconfigs written before stop working)")]
     Stored {
@@ -90,7 +86,7 @@ impl Credentials {
         };
         let token = match dir {
             Some(dir) => stored_token(dir)?,
-            None => new_token(),
+            None => secrets::new_token(),
         };
         let issuer = Issuer::new(ca_params, ca_key);
 
@@ -118,18 +114,6 @@ impl Credentials {
     }
 }
 
-/// Whether an `Authorization` header value carries `token` (`Bearer <token>`).
-pub fn bearer_matches(header: Option<&str>, token: &str) -> bool {
-    header.and_then(|value| value.strip_prefix("Bearer ")).is_some_and(|given| same(given.trim(), token))
-}
-
-/// Compares in time independent of where the strings differ, so the token cannot be guessed a
-/// byte at a time from response times.
-fn same(given: &str, token: &str) -> bool {
-    use subtle::ConstantTimeEq;
-    bool::from(given.as_bytes().ct_eq(token.as_bytes()))
-}
-
 fn distinguished_name(common_name: &str) -> DistinguishedName {
     let mut name = DistinguishedName::new();
     name.push(DnType::CommonName, common_name);
@@ -154,21 +138,17 @@ fn new_authority() -> Result<Authority, TlsError> {
     Ok((params, key, certificate.pem(), certificate.der().to_vec()))
 }
 
-fn new_token() -> String {
-    rand::random::<[u8; 32]>().iter().map(|byte| format!("{byte:02x}")).collect()
-}
-
 /// The authority under `dir`, created there if it is not yet.
 fn stored_authority(dir: &Path) -> Result<Authority, TlsError> {
     let (cert_path, key_path) = (dir.join(CA_CERT_FILE), dir.join(CA_KEY_FILE));
     if !cert_path.exists() || !key_path.exists() {
         let authority = new_authority()?;
-        write_private(&key_path, &authority.1.serialize_pem())?;
-        write_private(&cert_path, &authority.2)?;
+        secrets::write_private(&key_path, &authority.1.serialize_pem())?;
+        secrets::write_private(&cert_path, &authority.2)?;
         return Ok(authority);
     }
-    let pem = read(&cert_path)?;
-    let key_pem = read(&key_path)?;
+    let pem = secrets::read(&cert_path)?;
+    let key_pem = secrets::read(&key_path)?;
     let stored = |path: &Path, message: String| TlsError::Stored { path: path.to_path_buf(), message };
     let key = KeyPair::from_pem(&key_pem).map_err(|e| stored(&key_path, e.to_string()))?;
     let der = CertificateDer::from_pem_slice(pem.as_bytes()).map_err(|e| stored(&cert_path, e.to_string()))?.to_vec();
@@ -181,37 +161,15 @@ fn stored_authority(dir: &Path) -> Result<Authority, TlsError> {
 fn stored_token(dir: &Path) -> Result<String, TlsError> {
     let path = dir.join(TOKEN_FILE);
     if path.exists() {
-        let token = read(&path)?.trim().to_string();
+        let token = secrets::read(&path)?.trim().to_string();
         if token.is_empty() {
             return Err(TlsError::Stored { path, message: "the token file is empty".into() });
         }
         return Ok(token);
     }
-    let token = new_token();
-    write_private(&path, &token)?;
+    let token = secrets::new_token();
+    secrets::write_private(&path, &token)?;
     Ok(token)
-}
-
-fn read(path: &Path) -> Result<String, TlsError> {
-    std::fs::read_to_string(path).map_err(|source| TlsError::File { path: path.to_path_buf(), source })
-}
-
-/// Writes a file only its owner can read, through a rename so that a crash never leaves half a
-/// key behind.
-fn write_private(path: &Path, content: &str) -> Result<(), TlsError> {
-    let error = |source| TlsError::File { path: path.to_path_buf(), source };
-    if let Some(parent) = path.parent() {
-        std::fs::create_dir_all(parent).map_err(error)?;
-    }
-    let partial = path.with_extension("partial");
-    let mut options = std::fs::OpenOptions::new();
-    options.write(true).create(true).truncate(true);
-    #[cfg(unix)]
-    std::os::unix::fs::OpenOptionsExt::mode(&mut options, 0o600);
-    let mut file = options.open(&partial).map_err(error)?;
-    io::Write::write_all(&mut file, content.as_bytes()).map_err(error)?;
-    file.sync_all().map_err(error)?;
-    std::fs::rename(&partial, path).map_err(error)
 }
 
 /// A listener handing out connections whose TLS handshake is done; handshakes run in their own
@@ -285,24 +243,6 @@ impl axum::serve::Listener for TlsListener {
 #[cfg(test)]
 mod tests {
     use super::*;
-
-    #[test]
-    fn tokens_are_compared_whole() {
-        let credentials = Credentials::load_or_create(None, IpAddr::from([127, 0, 0, 1])).expect("credentials");
-        let token = credentials.token.clone();
-        let cases = [
-            (Some(format!("Bearer {token}")), true),
-            (Some(format!("Bearer {token} ")), true),
-            (Some(format!("Bearer {}", &token[..10])), false),
-            (Some(format!("Bearer {token}x")), false),
-            (Some(format!("bearer {token}")), false),
-            (Some(token.clone()), false),
-            (None, false),
-        ];
-        for (header, expected) in cases {
-            assert_eq!(bearer_matches(header.as_deref(), &token), expected, "{header:?}");
-        }
-    }
 
     #[test]
     fn the_authority_and_token_survive_a_restart_and_the_serving_certificate_follows_the_address() {

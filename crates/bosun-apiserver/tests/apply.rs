@@ -3,7 +3,10 @@
 
 mod common;
 
-use k8s_openapi::api::{apps::v1::Deployment, core::v1::ConfigMap};
+use k8s_openapi::api::{
+    apps::v1::Deployment,
+    core::v1::{ConfigMap, Pod},
+};
 use kube::{
     Api, ResourceExt,
     api::{Patch, PatchParams, PostParams},
@@ -275,4 +278,43 @@ async fn reapplying_a_service_keeps_its_allocations_and_defaulted_port_keys() {
         "{}",
         refused.message
     );
+}
+
+/// The fields a manager owns, as the `fieldsV1` text of its entry.
+async fn owned_by(api: &Api<Pod>, name: &str, manager: &str) -> String {
+    let pod = api.get(name).await.expect("get");
+    let entry =
+        pod.metadata.managed_fields.unwrap_or_default().into_iter().find(|e| e.manager.as_deref() == Some(manager));
+    serde_json::to_string(&entry.expect("an entry").fields_v1.expect("fields").0).expect("json")
+}
+
+#[tokio::test]
+async fn defaulted_fields_belong_to_a_creator_but_not_to_an_applier_and_admission_is_nobodys() {
+    let server = common::server().await;
+    let pods: Api<Pod> = Api::default_namespaced(server.client());
+    let pod = |name: &str| {
+        json!({"apiVersion": "v1", "kind": "Pod", "metadata": {"name": name},
+                                  "spec": {"containers": [{"name": "c", "image": "nginx"}]}})
+    };
+    pods.create(
+        &PostParams { field_manager: Some("creator".into()), ..Default::default() },
+        &serde_json::from_value(pod("created")).expect("pod"),
+    )
+    .await
+    .expect("create");
+    let created = owned_by(&pods, "created", "creator").await;
+    for defaulted in ["f:imagePullPolicy", "f:terminationMessagePath", "f:dnsPolicy", "f:enableServiceLinks"] {
+        assert!(created.contains(defaulted), "a create owns the defaults it was given ({defaulted}): {created}");
+    }
+    for admitted in ["f:tolerations", "f:serviceAccountName", "f:priority", "f:status"] {
+        assert!(!created.contains(admitted), "admission and the registry own nothing ({admitted}): {created}");
+    }
+    pods.patch("applied", &PatchParams::apply("applier"), &Patch::Apply(pod("applied"))).await.expect("apply");
+    let applied = owned_by(&pods, "applied", "applier").await;
+    assert!(applied.contains("f:image"), "{applied}");
+    for defaulted in ["f:imagePullPolicy", "f:dnsPolicy", "f:tolerations"] {
+        assert!(!applied.contains(defaulted), "an apply owns only what it applied ({defaulted}): {applied}");
+    }
+    let stored = pods.get("applied").await.expect("get").spec.expect("spec");
+    assert_eq!(stored.dns_policy.as_deref(), Some("ClusterFirst"), "yet the defaults are there");
 }

@@ -70,7 +70,8 @@ async fn typed_crud_round_trips_with_server_filled_metadata() {
     assert_eq!(patched.data.as_ref().and_then(|d| d.get("other")).map(String::as_str), Some("x"));
 
     let listed = configmaps.list(&ListParams::default()).await.expect("list");
-    assert_eq!(listed.items.len(), 1);
+    let names: Vec<String> = listed.items.iter().map(|c| c.name_any()).collect();
+    assert_eq!(names, ["kube-root-ca.crt", "settings"], "every namespace has the root CA, as on a real cluster");
     assert!(listed.metadata.resource_version.is_some(), "lists carry a resourceVersion");
 
     configmaps.delete("settings", &DeleteParams::default()).await.expect("delete");
@@ -252,7 +253,7 @@ async fn label_and_field_selectors_filter_lists() {
     let names = |list: kube::api::ObjectList<ConfigMap>| list.items.iter().map(|c| c.name_any()).collect::<Vec<_>>();
     let cases = [
         ("app=web", vec!["a", "b"]),
-        ("app!=web", vec!["c"]),
+        ("app!=web", vec!["c", "kube-root-ca.crt"]),
         ("tier in (front,back),app notin (db)", vec!["a", "b"]),
         ("app,!missing", vec!["a", "b", "c"]),
     ];
@@ -284,7 +285,7 @@ async fn lists_page_with_limit_and_continue() {
         match page.metadata.continue_ {
             Some(token) if !token.is_empty() => {
                 if pages == 1 {
-                    assert_eq!(page.metadata.remaining_item_count, Some(15));
+                    assert_eq!(page.metadata.remaining_item_count, Some(16), "25 and kube-root-ca.crt");
                 }
                 params = params.continue_token(&token);
             }
@@ -292,7 +293,8 @@ async fn lists_page_with_limit_and_continue() {
         }
     }
     assert_eq!(pages, 3);
-    let expected: Vec<String> = (0..25).map(|i| format!("cm-{i:02}")).collect();
+    let mut expected: Vec<String> = (0..25).map(|i| format!("cm-{i:02}")).collect();
+    expected.push("kube-root-ca.crt".into());
     assert_eq!(seen, expected);
 }
 
@@ -303,7 +305,7 @@ async fn status_and_generation_follow_the_status_subresource_rules() {
     let mut with_status = deployment("web");
     with_status.status = Some(serde_json::from_value(json!({"replicas": 5})).expect("status"));
     let created = deployments.create(&PostParams::default(), &with_status).await.expect("create");
-    assert_eq!(created.status, None, "status is dropped on create");
+    assert_eq!(created.status, Some(Default::default()), "the client's status is dropped; a new one is empty");
     assert_eq!(created.metadata.generation, Some(1));
 
     let status_patch =
@@ -354,7 +356,7 @@ async fn delete_collection_removes_only_matching_objects() {
         .expect("delete collection");
     let left: Vec<String> =
         configmaps.list(&ListParams::default()).await.expect("list").iter().map(|c| c.name_any()).collect();
-    assert_eq!(left, ["c"]);
+    assert_eq!(left, ["c", "kube-root-ca.crt"]);
 }
 
 #[tokio::test]
@@ -369,4 +371,21 @@ async fn delete_preconditions_protect_against_replaced_objects() {
     let err = api_error(configmaps.delete("p", &params).await.expect_err("uid mismatch"));
     assert_eq!(err.code, 409);
     assert!(err.message.contains("Precondition failed: UID in precondition: other"), "{}", err.message);
+}
+
+#[tokio::test]
+async fn creating_an_object_that_carries_a_resource_version_is_refused_as_upstreams_storage_does() {
+    let server = common::server().await;
+    let body = json!({"metadata": {"name": "copied", "resourceVersion": "42"}});
+    let answer =
+        common::request(&server, "POST", "/api/v1/namespaces/default/configmaps", None, body.to_string()).await;
+    assert_eq!(answer.status, 500);
+    assert_eq!(
+        answer.body,
+        "{\"kind\":\"Status\",\"apiVersion\":\"v1\",\"metadata\":{},\"status\":\"Failure\",\"message\":\"resourceVersion should not be set on objects to be created\",\"code\":500}\n"
+    );
+    let zero = json!({"metadata": {"name": "fresh", "resourceVersion": "0"}});
+    let answer =
+        common::request(&server, "POST", "/api/v1/namespaces/default/configmaps", None, zero.to_string()).await;
+    assert_eq!(answer.status, 201, "{}", answer.body);
 }

@@ -243,7 +243,12 @@ async fn strategic_merge_patch_errors_have_upstream_codes() {
     let image = json!({"spec": {"template": {"spec": {"containers": [{"name": "c", "image": "j"}]}}}});
     let ok = common::request(&server, "PATCH", &item, smp, image.to_string()).await;
     assert_eq!(ok.status, 200, "{}", ok.body);
-    assert_eq!(ok.json()["spec"]["template"]["spec"]["containers"], json!([{"name": "c", "image": "j"}]));
+    // The patched container replaced the old one, and has upstream's defaults.
+    assert_eq!(
+        ok.json()["spec"]["template"]["spec"]["containers"],
+        json!([{"name": "c", "image": "j", "imagePullPolicy": "Always", "resources": {},
+                "terminationMessagePath": "/dev/termination-log", "terminationMessagePolicy": "File"}])
+    );
 }
 
 #[tokio::test]
@@ -374,13 +379,39 @@ async fn tables_carry_partial_metadata_unless_asked_otherwise() {
     let names: Vec<&str> =
         table["columnDefinitions"].as_array().expect("columns").iter().filter_map(|c| c["name"].as_str()).collect();
     assert_eq!(names, ["Name", "Data", "Age"]);
-    let row = &table["rows"][0];
+    // The namespace's kube-root-ca.crt comes first.
+    let row_t = |table: &Value| {
+        table["rows"].as_array().and_then(|rows| rows.iter().find(|r| r["cells"][0] == "t")).cloned().expect("row t")
+    };
+    let row = row_t(&table);
     assert_eq!((&row["cells"][0], &row["cells"][1]), (&json!("t"), &json!(1)));
     assert_eq!(row["object"]["kind"], "PartialObjectMetadata");
     assert_eq!(row["object"]["metadata"]["labels"], json!({"a": "b"}));
     assert!(row["object"].get("data").is_none());
-    assert_eq!(table_of("?includeObject=Object").await["rows"][0]["object"]["data"], json!({"k": "v"}));
-    assert_eq!(table_of("?includeObject=None").await["rows"][0]["object"], Value::Null);
+    assert_eq!(row_t(&table_of("?includeObject=Object").await)["object"]["data"], json!({"k": "v"}));
+    assert_eq!(row_t(&table_of("?includeObject=None").await)["object"], Value::Null);
     let one = table_of("/t").await;
     assert_eq!(one["rows"].as_array().map(Vec::len), Some(1));
+}
+
+#[tokio::test]
+async fn answers_are_encoded_byte_for_byte_as_upstream_encodes_them() {
+    let server = common::server().await;
+    let missing = common::get(&server, "/api/v1/namespaces/default/configmaps/absent").await;
+    assert_eq!(
+        missing.body,
+        "{\"kind\":\"Status\",\"apiVersion\":\"v1\",\"metadata\":{},\"status\":\"Failure\",\"message\":\"configmaps \\\"absent\\\" not found\",\"reason\":\"NotFound\",\"details\":{\"name\":\"absent\",\"kind\":\"configmaps\"},\"code\":404}\n"
+    );
+    let unknown = common::get(&server, "/nothing").await;
+    assert_eq!(
+        unknown.body,
+        "{\"kind\":\"Status\",\"apiVersion\":\"v1\",\"metadata\":{},\"status\":\"Failure\",\"message\":\"the server could not find the requested resource\",\"reason\":\"NotFound\",\"details\":{},\"code\":404}\n"
+    );
+    for path in ["/api/v1/namespaces/default", "/api/v1/namespaces", "/apis", "/api/v1"] {
+        let answer = common::get(&server, path).await;
+        assert!(answer.body.ends_with("}\n") && !answer.body.ends_with("\n\n"), "{path}: one newline, as Go's encoder");
+    }
+    let version = common::get(&server, "/version").await;
+    assert!(version.body.starts_with("{\n  \"major\": \"1\",\n  \"minor\": \"33\","), "indented: {}", version.body);
+    assert!(version.body.ends_with('}'));
 }

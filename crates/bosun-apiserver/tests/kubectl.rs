@@ -61,7 +61,11 @@ async fn create_get_label_annotate_patch_and_delete() {
     let wide = kubectl.ok(&["get", "cm", "-o", "wide", "--show-labels"]).await;
     assert!(wide.contains("app=web"), "{wide}");
     let list: Value = serde_json::from_str(&kubectl.ok(&["get", "cm", "-A", "-o", "json"]).await).expect("json");
-    assert_eq!(list["items"].as_array().map(Vec::len), Some(1));
+    let names: Vec<&str> =
+        list["items"].as_array().expect("items").iter().filter_map(|i| i["metadata"]["name"].as_str()).collect();
+    // Every namespace has its kube-root-ca.crt, as on a real cluster.
+    assert_eq!(names.iter().filter(|n| **n == "settings").count(), 1, "{names:?}");
+    assert_eq!(names.iter().filter(|n| **n == "kube-root-ca.crt").count(), 4, "{names:?}");
 
     assert_eq!(kubectl.ok(&["label", "cm", "settings", "tier=front"]).await.trim(), "configmap/settings labeled");
     assert_eq!(
@@ -448,4 +452,34 @@ async fn scale_deployments_and_custom_resources() {
     assert_eq!(patched.spec.and_then(|s| s.replicas), Some(1));
     let status = common::get(&server, "/api/v1/namespaces/default/configmaps/x/scale").await;
     assert_eq!(status.status, 404);
+}
+
+#[tokio::test]
+async fn api_services_are_stored_and_listed_but_not_served() {
+    let server = common::server().await;
+    let kubectl = Kubectl::new(&server);
+    let api_service = "apiVersion: apiregistration.k8s.io/v1
+kind: APIService
+metadata:
+  name: v1beta1.metrics.k8s.io
+spec:
+  group: metrics.k8s.io
+  version: v1beta1
+  groupPriorityMinimum: 100
+  versionPriority: 100
+  insecureSkipTLSVerify: true
+  service:
+    name: metrics-server
+    namespace: kube-system
+";
+    let applied = kubectl.run_with_input(&["apply", "-f", "-"], api_service).await;
+    assert!(applied.status.success(), "{:?}", texts(&applied));
+    let names = kubectl.ok(&["get", "apiservices", "-o", "name"]).await;
+    assert_eq!(names.trim(), "apiservice.apiregistration.k8s.io/v1beta1.metrics.k8s.io");
+    let port =
+        kubectl.ok(&["get", "apiservice", "v1beta1.metrics.k8s.io", "-o", "jsonpath={.spec.service.port}"]).await;
+    assert_eq!(port, "443", "upstream's default port");
+    // No proxying: the group it names is not served.
+    let groups = kubectl.ok(&["api-versions"]).await;
+    assert!(!groups.contains("metrics.k8s.io"), "{groups}");
 }

@@ -187,3 +187,77 @@ async fn services_get_cluster_ips_and_the_kubernetes_service_is_there() {
     let node_port = kubectl.ok(&["get", "service", "web", "-o", "jsonpath={.spec.ports[0].nodePort}"]).await;
     assert!(node_port.parse::<u16>().is_ok_and(|port| (30000..=32767).contains(&port)), "{node_port}");
 }
+
+/// The names (`kind/name`) kubectl lists for a query.
+async fn listed(kubectl: &Kubectl, query: &str) -> Vec<String> {
+    let mut names: Vec<String> = kubectl.ok(&["get", query, "-o", "name"]).await.lines().map(String::from).collect();
+    names.sort();
+    names
+}
+
+#[tokio::test]
+async fn a_backup_made_with_get_o_yaml_restores_with_apply_and_default_validation() {
+    let server = common::server().await;
+    let kubectl = Kubectl::new(&server);
+    kubectl.ok(&["create", "deployment", "web", "--image=nginx:1.27", "--replicas=2"]).await;
+    kubectl.ok(&["create", "service", "clusterip", "web", "--tcp=80:8080"]).await;
+    kubectl.ok(&["create", "configmap", "settings", "--from-literal=greeting=hello"]).await;
+    kubectl.ok(&["create", "secret", "generic", "credentials", "--from-literal=password=hunter2"]).await;
+    kubectl.ok(&["create", "cronjob", "nightly", "--image=busybox", "--schedule=0 3 * * *"]).await;
+    let query = "all,cm,secret";
+    let before = listed(&kubectl, query).await;
+    // A `kind: List`: kubectl validates it on the client side, against /openapi/v2.
+    let backup = kubectl.ok(&["get", query, "-o", "yaml"]).await;
+    assert!(backup.starts_with("apiVersion: v1\nitems:") && backup.contains("kind: List"), "{backup}");
+    for object in ["deployment/web", "service/web", "configmap/settings", "secret/credentials", "cronjob/nightly"] {
+        kubectl.ok(&["delete", object]).await;
+    }
+    let applied = kubectl.run_with_input(&["apply", "-f", "-"], &backup).await;
+    let (stdout, stderr) = texts(&applied);
+    assert!(applied.status.success(), "{stdout}\n{stderr}");
+    assert!(
+        stdout.contains("deployment.apps/web created") && stdout.contains("secret/credentials created"),
+        "{stdout}"
+    );
+    assert_eq!(listed(&kubectl, query).await, before);
+    let greeting = kubectl.ok(&["get", "cm", "settings", "-o", "jsonpath={.data.greeting}"]).await;
+    assert_eq!(greeting, "hello");
+    assert_eq!(kubectl.ok(&["get", "deployment", "web", "-o", "jsonpath={.spec.replicas}"]).await, "2");
+}
+
+#[tokio::test]
+async fn lists_are_validated_on_the_client_side_against_openapi_v2() {
+    let server = common::server().await;
+    let kubectl = Kubectl::new(&server);
+    let list = "apiVersion: v1
+kind: List
+items:
+- apiVersion: v1
+  kind: ConfigMap
+  metadata: {name: x}
+  bogus: 1
+- apiVersion: apps/v1
+  kind: Deployment
+  metadata: {name: y}
+  spec:
+    replicas: three
+    selector: {matchLabels: {a: b}}
+    template:
+      metadata: {labels: {a: b}}
+      spec:
+        containers: [{name: c, image: i}]
+";
+    let refused = kubectl.run_with_input(&["apply", "-f", "-"], list).await;
+    let stderr = texts(&refused).1;
+    assert_eq!(refused.status.code(), Some(1), "{stderr}");
+    assert!(
+        stderr.contains(r#"ValidationError(ConfigMap): unknown field "bogus" in io.k8s.api.core.v1.ConfigMap"#),
+        "{stderr}"
+    );
+    assert!(
+        stderr.contains(
+            r#"invalid type for io.k8s.api.apps.v1.DeploymentSpec.replicas: got "string", expected "integer""#
+        ),
+        "{stderr}"
+    );
+}

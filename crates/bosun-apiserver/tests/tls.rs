@@ -1,5 +1,6 @@
 //! HTTPS and bearer tokens: what a client needs is in the kubeconfig and `RunningServer::client`,
-//! and a request without the token is refused as a real API server refuses it.
+//! and a request without the token is anonymous (or, without RBAC, refused) as on a real API
+//! server.
 
 mod common;
 
@@ -37,24 +38,55 @@ async fn the_servers_own_client_and_kubeconfig_carry_the_certificate_and_token()
     assert!(namespaces.contains("namespace/kube-system"), "{namespaces}");
 }
 
+async fn get_text(client: &kube::Client, path: &str) -> Result<String, kube::Error> {
+    client.request_text(http::Request::get(path).body(Vec::new()).expect("request")).await
+}
+
+fn status_of<T: std::fmt::Debug>(result: Result<T, kube::Error>) -> (u16, String) {
+    match result {
+        Err(kube::Error::Api(status)) => (status.code, status.message),
+        other => panic!("expected an API error, got {other:?}"),
+    }
+}
+
 #[tokio::test]
-async fn requests_without_the_token_get_401_except_health_and_version() {
+async fn without_a_token_requests_are_anonymous_and_a_wrong_token_gets_401() {
     let server = secure().await;
+    let anonymous = client_with(&server, |config| config.auth_info.token = None);
+    assert_eq!(
+        status_of(list_namespaces(anonymous.clone()).await),
+        (
+            403,
+            r#"namespaces is forbidden: User "system:anonymous" cannot list resource "namespaces" in API group "" at the cluster scope"#
+                .to_string()
+        )
+    );
+    // system:public-info-viewer lets everyone see health and version, as on a real cluster.
+    for path in ["/healthz", "/livez", "/readyz", "/version"] {
+        get_text(&anonymous, path).await.unwrap_or_else(|e| panic!("anonymous {path}: {e}"));
+    }
+    assert_eq!(status_of(get_text(&anonymous, "/api").await).0, 403, "discovery is for authenticated users");
+
+    let wrong = client_with(&server, |config| config.auth_info.token = Some("not-the-token".to_string().into()));
+    for path in ["/api/v1/namespaces", "/healthz"] {
+        assert_eq!(status_of(get_text(&wrong, path).await), (401, "Unauthorized".to_string()), "{path}");
+    }
+}
+
+#[tokio::test]
+async fn with_authorization_always_allow_requests_without_the_token_get_401_except_health_and_version() {
+    let server = ApiServer::in_memory()
+        .tls(true)
+        .authorization(bosun_apiserver::AuthorizationMode::AlwaysAllow)
+        .start()
+        .await
+        .expect("server starts");
+    assert_eq!(list_namespaces(server.client()).await.expect("the admin lists"), 4);
     for (what, token) in [("no token", None), ("a wrong token", Some("not-the-token".to_string()))] {
         let client = client_with(&server, |config| config.auth_info.token = token.map(Into::into));
-        match list_namespaces(client.clone()).await {
-            Err(kube::Error::Api(status)) => {
-                assert_eq!(
-                    (status.code, status.reason.as_str(), status.message.as_str()),
-                    (401, "Unauthorized", "Unauthorized"),
-                    "{what}"
-                );
-            }
-            other => panic!("{what}: expected 401, got {other:?}"),
-        }
+        assert_eq!(status_of(list_namespaces(client.clone()).await), (401, "Unauthorized".to_string()), "{what}");
         for path in ["/healthz", "/livez", "/readyz", "/version"] {
-            let request = http::Request::get(path).body(Vec::new()).expect("request");
-            client.request_text(request).await.unwrap_or_else(|e| panic!("{what}: {path}: {e}"));
+            get_text(&client, path).await.unwrap_or_else(|e| panic!("{what}: {path}: {e}"));
         }
     }
 }

@@ -15,9 +15,10 @@ microtime, quantity, intorstring, raw, duration, strings, schemaorarray, schemao
 schemaorstrings) or a message name, and flags are "z" (a Go value field with omitempty: the zero
 value means absent), "i" (inlined into the parent's JSON) or "-".
 
-Usage: protobuf_table.py API_DIR APIMACHINERY_DIR APIEXTENSIONS_DIR > src/protobuf/messages.txt
-with checkouts of kubernetes/api, kubernetes/apimachinery and kubernetes/apiextensions-apiserver
-at the release whose types k8s-openapi serves (v0.33.0 for k8s-openapi's v1_33).
+Usage: protobuf_table.py API_DIR APIMACHINERY_DIR APIEXTENSIONS_DIR AGGREGATOR_DIR > src/protobuf/messages.txt
+with checkouts of kubernetes/api, kubernetes/apimachinery, kubernetes/apiextensions-apiserver and
+kubernetes/kube-aggregator at the release whose types k8s-openapi serves (v0.33.0 for
+k8s-openapi's v1_33).
 """
 
 import os
@@ -25,10 +26,11 @@ import re
 import sys
 
 # Packages read: Go import path -> (directory key, OpenAPI definition prefix).
-def packages(api, machinery, extensions):
+def packages(api, machinery, extensions, aggregator):
     result = {}
     for group_version in [
-        "core/v1", "admissionregistration/v1", "apps/v1", "autoscaling/v1", "autoscaling/v2", "batch/v1",
+        "core/v1", "admissionregistration/v1", "apps/v1", "authentication/v1", "authorization/v1",
+        "autoscaling/v1", "autoscaling/v2", "batch/v1",
         "certificates/v1", "coordination/v1", "discovery/v1", "events/v1", "networking/v1", "node/v1",
         "policy/v1", "rbac/v1", "scheduling/v1", "storage/v1",
     ]:
@@ -36,12 +38,15 @@ def packages(api, machinery, extensions):
         result["k8s.io/api/" + group_version] = (os.path.join(api, group, version), f"io.k8s.api.{group}.{version}")
     result["k8s.io/apimachinery/pkg/apis/meta/v1"] = (
         os.path.join(machinery, "pkg/apis/meta/v1"), "io.k8s.apimachinery.pkg.apis.meta.v1")
+    result["k8s.io/kube-aggregator/pkg/apis/apiregistration/v1"] = (
+        os.path.join(aggregator, "pkg/apis/apiregistration/v1"), "io.k8s.kube-aggregator.pkg.apis.apiregistration.v1")
     result["k8s.io/apiextensions-apiserver/pkg/apis/apiextensions/v1"] = (
         os.path.join(extensions, "pkg/apis/apiextensions/v1"),
         "io.k8s.apiextensions-apiserver.pkg.apis.apiextensions.v1")
     return result
 
-# The kinds served (crates/bosun-apiserver/src/registry/builtin.rs), plus Scale.
+# The kinds served (crates/bosun-apiserver/src/registry/builtin.rs), plus Scale and TokenRequest
+# (the bodies of the scale and token subresources).
 ROOTS = [
     ("k8s.io/api/core/v1", k) for k in [
         "ConfigMap", "Endpoints", "Event", "LimitRange", "Namespace", "Node", "PersistentVolumeClaim",
@@ -53,8 +58,14 @@ ROOTS = [
         "ValidatingWebhookConfiguration"]
 ] + [
     ("k8s.io/apiextensions-apiserver/pkg/apis/apiextensions/v1", "CustomResourceDefinition"),
+    ("k8s.io/kube-aggregator/pkg/apis/apiregistration/v1", "APIService"),
 ] + [
     ("k8s.io/api/apps/v1", k) for k in ["ControllerRevision", "DaemonSet", "Deployment", "ReplicaSet", "StatefulSet"]
+] + [
+    ("k8s.io/api/authentication/v1", k) for k in ["SelfSubjectReview", "TokenRequest", "TokenReview"]
+] + [
+    ("k8s.io/api/authorization/v1", k) for k in [
+        "LocalSubjectAccessReview", "SelfSubjectAccessReview", "SelfSubjectRulesReview", "SubjectAccessReview"]
 ] + [
     ("k8s.io/api/autoscaling/v1", "Scale"),
     ("k8s.io/api/autoscaling/v2", "HorizontalPodAutoscaler"),
@@ -256,7 +267,7 @@ class Generator:
 
 
 def main():
-    if len(sys.argv) != 4:
+    if len(sys.argv) != 5:
         raise SystemExit(__doc__)
     sys.stdout.write(Generator(packages(*sys.argv[1:])).run())
 

@@ -44,8 +44,13 @@ fn apiserver_benchmark_runs() {
         "2",
         "--events",
         "5",
+        "--bindings",
+        "3",
+        "--rbac-rounds",
+        "1",
     ]);
     assert_table(&out, 3);
+    assert!(out.contains("RBAC off"), "{out}");
 }
 
 #[test]

@@ -6,12 +6,23 @@ use std::{
     process::ExitCode,
 };
 
-use bosun_apiserver::{ApiServer, RunningServer, ServerError, ServerOptions, Storage};
+use bosun_apiserver::{ApiServer, AuthorizationMode, NamedUser, RunningServer, ServerError, ServerOptions, Storage};
+
+/// `--authorization` values, named as kube-apiserver's `--authorization-mode` names them.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, clap::ValueEnum)]
+enum Authorization {
+    /// Role-based access control; `system:masters` (the kubeconfig's token) may do anything.
+    #[value(name = "RBAC")]
+    Rbac,
+    /// Every authenticated request is allowed; requests without a token get 401.
+    #[value(name = "AlwaysAllow")]
+    AlwaysAllow,
+}
 
 /// Arguments of `bosun apiserver`.
 #[derive(Debug, clap::Args)]
 #[command(
-    after_help = "HTTPS: the server generates a certificate authority and a bearer token (kept in the data\ndirectory, so the kubeconfig stays valid across restarts) and writes both into the kubeconfig.\nRequests without the token get 401, except /healthz, /livez, /readyz and /version.\n\nDefaults differ from `bosun dev` (port 7443, .bosun/apiserver, .bosun/kubeconfig), so both can run at once.\n\nExample:\n  bosun apiserver --in-memory\n  KUBECONFIG=.bosun/server.kubeconfig kubectl get namespaces"
+    after_help = "HTTPS: the server generates a certificate authority and a bearer token (kept in the data\ndirectory, so the kubeconfig stays valid across restarts) and writes both into the kubeconfig.\nThat token acts as kubernetes-admin in system:masters. Requests without a token are\nsystem:anonymous (RBAC lets them see /healthz, /livez, /readyz and /version); a wrong token gets 401.\nOver --insecure-http a request without a token acts as the admin.\n\nUsers: --user alice:dev,ops gives alice (groups dev, ops) a token and a context `alice` in the\nkubeconfig (kubectl --context alice …); ServiceAccount tokens come from `kubectl create token`.\n\nDefaults differ from `bosun dev` (port 7443, .bosun/apiserver, .bosun/kubeconfig), so both can run at once.\n\nExample:\n  bosun apiserver --in-memory\n  KUBECONFIG=.bosun/server.kubeconfig kubectl get namespaces"
 )]
 pub struct Args {
     /// Keep objects in SQLite under this directory (survives restarts and crashes).
@@ -46,6 +57,19 @@ pub struct Args {
     /// Serve plain HTTP with no token instead of HTTPS (for tests and local tools that want it).
     #[arg(long)]
     insecure_http: bool,
+
+    /// How requests are authorized: RBAC with upstream's default roles, or everything allowed.
+    #[arg(long, value_enum, value_name = "MODE", default_value = "RBAC")]
+    authorization: Authorization,
+
+    /// A named user with a token (kept in the data directory) and a kubeconfig context of its
+    /// own: NAME or NAME:GROUP,GROUP (repeatable).
+    #[arg(long = "user", value_name = "NAME[:GROUPS]")]
+    users: Vec<NamedUser>,
+
+    /// Static tokens in kube-apiserver's format: one `token,user,uid[,"group1,group2"]` per line.
+    #[arg(long, value_name = "FILE")]
+    token_auth_file: Option<PathBuf>,
 
     /// How long simulated workloads take to become ready.
     #[arg(long, value_name = "DURATION", default_value = "2s", requires = "simulate_workloads")]
@@ -88,6 +112,12 @@ pub async fn run(args: Args) -> ExitCode {
         watch_history: args.watch_history,
         simulate_workloads: args.simulate_workloads.then_some(args.workload_delay.0),
         tls: !args.insecure_http,
+        authorization: match args.authorization {
+            Authorization::Rbac => AuthorizationMode::Rbac,
+            Authorization::AlwaysAllow => AuthorizationMode::AlwaysAllow,
+        },
+        users: args.users.clone(),
+        token_file: args.token_auth_file.clone(),
         ..ServerOptions::default()
     };
     let (server, stored) = match start(options, &args.kubeconfig).await {
@@ -96,6 +126,9 @@ pub async fn run(args: Args) -> ExitCode {
     };
     println!("bosun apiserver listening on {} (objects {stored})", server.url());
     println!("kubeconfig: {}", args.kubeconfig.display());
+    for user in &args.users {
+        println!("user {}: kubectl --context {} …", user.name, user.name);
+    }
     println!("try: KUBECONFIG={} kubectl get namespaces", args.kubeconfig.display());
     crate::signal::shutdown().await;
     eprintln!("shutting down");

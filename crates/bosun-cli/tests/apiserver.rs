@@ -150,3 +150,33 @@ async fn https_by_default_and_requests_without_the_token_are_refused() {
     assert!(url.starts_with("https://127.0.0.1:"), "{url}");
     server.start_kill().expect("stop");
 }
+
+#[tokio::test]
+async fn named_users_get_a_context_and_rbac_decides_what_they_may_do() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let (mut server, _) = start(dir.path(), &["--user", "alice:dev"]).await;
+    let kubectl = |args: &[&str]| {
+        std::process::Command::new("kubectl")
+            .args(args)
+            .env("KUBECONFIG", dir.path().join("kubeconfig"))
+            .env("KUBECACHEDIR", dir.path().join("cache"))
+            .output()
+            .expect("kubectl runs")
+    };
+    let whoami = kubectl(&["--context", "alice", "auth", "whoami", "-o", "jsonpath={.status.userInfo.username}"]);
+    assert_eq!(String::from_utf8_lossy(&whoami.stdout), "alice", "{}", String::from_utf8_lossy(&whoami.stderr));
+    let refused = kubectl(&["--context", "alice", "get", "configmaps"]);
+    assert!(
+        String::from_utf8_lossy(&refused.stderr)
+            .contains(r#"User "alice" cannot list resource "configmaps" in API group "" in the namespace "default""#),
+        "{}",
+        String::from_utf8_lossy(&refused.stderr)
+    );
+    server.start_kill().expect("stop");
+    server.wait().await.expect("stopped");
+    // --authorization AlwaysAllow: what RBAC refused is allowed.
+    let (mut server, _) = start(dir.path(), &["--user", "alice:dev", "--authorization", "AlwaysAllow"]).await;
+    let allowed = kubectl(&["--context", "alice", "get", "configmaps"]);
+    assert!(allowed.status.success(), "{}", String::from_utf8_lossy(&allowed.stderr));
+    server.start_kill().expect("stop");
+}

@@ -1,9 +1,12 @@
 //! In-process controllers that a real control plane runs beside the API server and that
 //! envtest-style setups lack: namespace termination, CRD cleanup, garbage collection by owner
-//! references and, when asked for, workload simulation. They react to the store's events and
+//! references, ClusterRole aggregation, each namespace's default ServiceAccount and root CA
+//! ConfigMap and, when asked for, workload simulation. They react to the store's events and
 //! act through [`Cluster`], so finalizers and every other rule apply to them as to any client.
 
+mod aggregate;
 mod gc;
+pub mod namespaces;
 mod terminate;
 mod workloads;
 
@@ -11,15 +14,22 @@ use std::{sync::Arc, time::Duration};
 
 use tokio::sync::watch;
 
-use crate::{cluster::Cluster, store::EventKind};
+use crate::{
+    cluster::{CLUSTER_ROLES_KEY, Cluster},
+    store::EventKind,
+};
 
+pub use aggregate::aggregate as aggregate_cluster_roles;
 pub use workloads::FAIL_ANNOTATION;
 
 /// What the controllers do besides the always-on ones.
-#[derive(Debug, Clone, Copy, Default)]
+#[derive(Debug, Clone, Default)]
 pub struct Settings {
     /// Simulate workloads, becoming ready this long after each change.
     pub workload_delay: Option<Duration>,
+    /// The certificate authority published in every namespace's `kube-root-ca.crt` (PEM; empty
+    /// over plain HTTP).
+    pub root_ca: String,
 }
 
 /// Runs the controllers until `shutdown` becomes true.
@@ -40,7 +50,8 @@ pub async fn run(cluster: Arc<Cluster>, mut shutdown: watch::Receiver<bool>, set
             _ = shutdown.changed() => return,
         }
         let upto = *visible.borrow_and_update();
-        let (mut terminate_wanted, mut collect_wanted) = (false, false);
+        let (mut terminate_wanted, mut collect_wanted, mut aggregate_wanted) = (false, false, false);
+        let mut defaults_wanted = Some(std::collections::BTreeSet::new());
         match cluster.store.events_between(cursor, upto, |_| true) {
             Ok(events) => {
                 for event in &events {
@@ -49,6 +60,10 @@ pub async fn run(cluster: Arc<Cluster>, mut shutdown: watch::Receiver<bool>, set
                         || (terminating && event.kind != EventKind::Added);
                     collect_wanted |=
                         event.kind == EventKind::Deleted || deleting || (collecting && event.kind != EventKind::Added);
+                    aggregate_wanted |= &*event.resource == CLUSTER_ROLES_KEY;
+                    if let (Some(wanted), Some(namespace)) = (&mut defaults_wanted, namespaces::affected(event)) {
+                        wanted.insert(namespace);
+                    }
                     if let Some(simulator) = &mut simulator {
                         simulator.observe(event);
                     }
@@ -58,6 +73,8 @@ pub async fn run(cluster: Arc<Cluster>, mut shutdown: watch::Receiver<bool>, set
                 // Events were missed: look at everything.
                 terminate_wanted = true;
                 collect_wanted = true;
+                aggregate_wanted = true;
+                defaults_wanted = None;
                 if let Some(simulator) = &mut simulator {
                     simulator.observe_all(&cluster);
                 }
@@ -69,6 +86,12 @@ pub async fn run(cluster: Arc<Cluster>, mut shutdown: watch::Receiver<bool>, set
         }
         if collect_wanted {
             collecting = gc::collect(&cluster).await;
+        }
+        if aggregate_wanted {
+            aggregate::aggregate(&cluster).await;
+        }
+        if defaults_wanted.as_ref().is_none_or(|wanted| !wanted.is_empty()) {
+            namespaces::ensure(&cluster, &settings.root_ca, defaults_wanted).await;
         }
         if let Some(simulator) = &mut simulator {
             simulator.run_due(&cluster).await;

@@ -51,10 +51,25 @@ fn fails(object: &Value) -> bool {
     object.pointer("/metadata/annotations").and_then(|a| a.get(FAIL_ANNOTATION)).and_then(Value::as_str) == Some("fail")
 }
 
-/// A short, stable hash of the pod template, as the `pod-template-hash` label.
+/// A short, stable hash of the pod template, as the `pod-template-hash` label: of its content,
+/// whatever order its fields were written in.
 fn template_hash(template: &Value) -> String {
+    fn feed(value: &Value, hasher: &mut impl Hasher) {
+        match value {
+            Value::Object(map) => {
+                let mut keys: Vec<&String> = map.keys().collect();
+                keys.sort();
+                for key in keys {
+                    key.hash(hasher);
+                    feed(&map[key], hasher);
+                }
+            }
+            Value::Array(items) => items.iter().for_each(|item| feed(item, hasher)),
+            other => other.to_string().hash(hasher),
+        }
+    }
     let mut hasher = std::collections::hash_map::DefaultHasher::new();
-    template.to_string().hash(&mut hasher);
+    feed(template, &mut hasher);
     format!("{:010x}", hasher.finish() & 0xff_ffff_ffff)
 }
 

@@ -334,6 +334,7 @@ pub fn resource_info(crd: &Value) -> Option<ResourceInfo> {
         delete_returns_object: false,
         allow_unconditional_update: false,
         terminating: object::deletion_timestamp(crd).is_some(),
+        create_only: false,
         group,
         plural,
         kind,

@@ -17,7 +17,9 @@ pub fn wants_aggregated(accept: &str) -> bool {
 }
 
 fn verbs(info: &ResourceInfo) -> Vec<&'static str> {
-    if info.key == "namespaces" {
+    if info.create_only {
+        vec!["create"]
+    } else if info.key == "namespaces" {
         vec!["create", "delete", "get", "list", "patch", "update", "watch"]
     } else {
         vec!["create", "delete", "deletecollection", "get", "list", "patch", "update", "watch"]
@@ -25,6 +27,12 @@ fn verbs(info: &ResourceInfo) -> Vec<&'static str> {
 }
 
 const SUBRESOURCE_VERBS: [&str; 3] = ["get", "patch", "update"];
+
+/// Subresources that take a create of another kind: `serviceaccounts/token` (a TokenRequest).
+fn create_subresources(info: &ResourceInfo) -> Option<(&'static str, Value)> {
+    (info.key == "serviceaccounts")
+        .then(|| ("token", json!({"group": "authentication.k8s.io", "version": "v1", "kind": "TokenRequest"})))
+}
 
 /// `GET /api` (legacy).
 pub fn core_versions(server_address: &str) -> Value {
@@ -106,6 +114,17 @@ pub fn resource_list(catalog: &Catalog, group: &str, version: &str) -> Option<Va
                 "verbs": SUBRESOURCE_VERBS,
             }));
         }
+        if let Some((name, kind)) = create_subresources(info) {
+            resources.push(json!({
+                "name": format!("{}/{name}", info.plural),
+                "singularName": "",
+                "namespaced": info.namespaced,
+                "group": kind["group"],
+                "version": kind["version"],
+                "kind": kind["kind"],
+                "verbs": ["create"],
+            }));
+        }
         if served.status {
             resources.push(json!({
                 "name": format!("{}/status", info.plural),
@@ -153,6 +172,9 @@ fn aggregated_resource(info: &ResourceInfo, version: &VersionInfo) -> Value {
     }
     if version.status {
         subresources.push(json!({"subresource": "status", "responseKind": response_kind, "verbs": SUBRESOURCE_VERBS}));
+    }
+    if let Some((name, kind)) = create_subresources(info) {
+        subresources.push(json!({"subresource": name, "responseKind": kind, "verbs": ["create"]}));
     }
     if !subresources.is_empty() {
         entry["subresources"] = json!(subresources);

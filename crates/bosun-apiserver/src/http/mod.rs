@@ -1,6 +1,7 @@
 //! The HTTP face of the server: routes requests to discovery or to the verbs of [`Cluster`],
 //! decodes bodies and query parameters, and encodes answers the way kubectl and kube-rs expect.
 
+mod admission;
 mod discovery;
 pub mod openapi;
 mod path;
@@ -28,6 +29,7 @@ use tokio::sync::watch as signal;
 use tower_http::trace::TraceLayer;
 
 use crate::{
+    auth::{Auth, AuthorizationMode, attributes::Attributes, impersonation, reviews, user::User},
     cluster::{Cluster, Deleted, NAMESPACE_KEY, Scope},
     error::ApiError,
     lifecycle::{DeleteOptions, Endpoint},
@@ -62,20 +64,24 @@ pub struct AppState {
     pub shutdown: signal::Receiver<bool>,
     /// HTTP requests received so far (benchmarks report requests per object).
     pub requests: AtomicU64,
-    /// The bearer token every request must carry (except health and version), if any.
-    pub token: Option<String>,
+    /// Who requests come from and what they may do.
+    pub auth: Auth,
+    /// The server's Prometheus metrics.
+    pub metrics: crate::metrics::Metrics,
     /// The OpenAPI documents of the newest catalogue they were asked for (built on first use,
     /// and again after CRDs change what is served).
     pub openapi: openapi::Cache,
 }
 
-/// The router: every path goes through [`handle`], behind three layers (outermost first):
-/// tracing (a span per request, its status and latency at debug level), request counting, and
-/// authentication.
+/// The router: every path goes through [`handle`], behind five layers (outermost first):
+/// tracing (a span per request, its status and latency at debug level), request counting,
+/// metrics, authentication (with impersonation), and authorization.
 pub fn router(state: Arc<AppState>) -> Router {
     Router::new()
         .fallback(handle)
+        .layer(middleware::from_fn_with_state(state.clone(), authorize))
         .layer(middleware::from_fn_with_state(state.clone(), authenticate))
+        .layer(middleware::from_fn_with_state(state.clone(), measure))
         .layer(middleware::from_fn_with_state(state.clone(), count))
         .layer(TraceLayer::new_for_http())
         .with_state(state)
@@ -91,36 +97,120 @@ async fn count(State(state): State<Arc<AppState>>, request: Request, next: Next)
     next.run(request).await
 }
 
-/// Lets a request proceed when no token is required, it carries the token, or it asks for what
-/// a real cluster shows everyone (health and version, for probes); else answers 401.
-async fn authenticate(State(state): State<Arc<AppState>>, request: Request, next: Next) -> Response {
-    let public = matches!(request.uri().path(), "/healthz" | "/livez" | "/readyz" | "/version");
-    let allowed = match &state.token {
-        None => true,
-        Some(_) if public => true,
-        Some(token) => {
-            let given = request.headers().get(header::AUTHORIZATION).and_then(|value| value.to_str().ok());
-            crate::tls::bearer_matches(given, token)
+/// Records every request in the metrics as upstream labels it; a watch counts as long-running
+/// until its stream ends.
+async fn measure(State(state): State<Arc<AppState>>, request: Request, next: Next) -> Response {
+    let started = std::time::Instant::now();
+    let query = Query::parse(request.uri().query());
+    let watching = query.flag("watch");
+    let method = request.method().as_str().to_string();
+    let attributes = Attributes::of_request(&method, request.uri().path(), watching, query.get("fieldSelector"));
+    let apply =
+        PatchType::from_content_type(header_text(request.headers(), header::CONTENT_TYPE)) == Some(PatchType::Apply);
+    let dry_run: Vec<&str> = query.all("dryRun").collect();
+    let labels = crate::metrics::RequestLabels::of(&attributes, &method, apply, &dry_run.join(","));
+    let long_running = (attributes.verb == "watch").then(|| state.metrics.long_running(&labels));
+    let response = next.run(request).await;
+    state.metrics.observe(&labels, response.status().as_u16(), started.elapsed());
+    match long_running {
+        Some(guard) => response.map(|body| {
+            Body::from_stream(futures::StreamExt::map(body.into_data_stream(), move |chunk| {
+                // The guard lives as long as the stream.
+                let _ = &guard;
+                chunk
+            }))
+        }),
+        None => response,
+    }
+}
+
+/// Paths a real cluster shows everyone (health and version, for probes).
+fn is_public(path: &str) -> bool {
+    matches!(path, "/healthz" | "/livez" | "/readyz" | "/version")
+}
+
+/// Finds out who a request comes from (401 for a token that stands for nobody) and whom it
+/// impersonates (403 without the `impersonate` permission), and hands the user on to the
+/// request's extensions.
+async fn authenticate(State(state): State<Arc<AppState>>, mut request: Request, next: Next) -> Response {
+    let given = request.headers().get(header::AUTHORIZATION).and_then(|value| value.to_str().ok());
+    let user = match state.auth.identify(given, &state.cluster) {
+        Ok(user) => user,
+        // Without RBAC there are no anonymous requests, but probes keep working.
+        Err(_) if state.auth.mode == AuthorizationMode::AlwaysAllow && is_public(request.uri().path()) => {
+            User::anonymous()
         }
+        Err(error) => return error.into_response(),
     };
-    if allowed { next.run(request).await } else { ApiError::unauthorized().into_response() }
+    let user = match impersonate(&state, user, request.headers()) {
+        Ok(user) => user,
+        Err(error) => return error.into_response(),
+    };
+    request.extensions_mut().insert(Arc::new(user));
+    next.run(request).await
+}
+
+/// The user a request acts as: its own, or the one its impersonation headers name once every
+/// one of them is allowed.
+fn impersonate(state: &AppState, user: User, headers: &HeaderMap) -> Result<User, ApiError> {
+    let pairs = headers.iter().filter_map(|(name, value)| Some((name.as_str(), value.to_str().ok()?)));
+    let targets = impersonation::targets(pairs).map_err(|e| ApiError::internal(e.to_string()))?;
+    if targets.is_empty() {
+        return Ok(user);
+    }
+    for target in &targets {
+        state.auth.check(&user, &target.attributes(), &state.cluster)?;
+    }
+    Ok(impersonation::impersonated(&targets))
+}
+
+/// The user a request comes from (set by [`authenticate`]).
+fn user_of(request: &Request) -> Arc<User> {
+    request.extensions().get::<Arc<User>>().cloned().unwrap_or_else(|| Arc::new(User::anonymous()))
+}
+
+/// Lets a request proceed only if its user may do what it asks (403 with upstream's message).
+async fn authorize(State(state): State<Arc<AppState>>, request: Request, next: Next) -> Response {
+    let user = user_of(&request);
+    let query = Query::parse(request.uri().query());
+    let attributes = Attributes::of_request(
+        request.method().as_str(),
+        request.uri().path(),
+        query.flag("watch"),
+        query.get("fieldSelector"),
+    );
+    match state.auth.check(&user, &attributes, &state.cluster) {
+        Ok(()) => next.run(request).await,
+        Err(error) => error.into_response(),
+    }
 }
 
 fn header_text(headers: &HeaderMap, name: header::HeaderName) -> &str {
     headers.get(name).and_then(|v| v.to_str().ok()).unwrap_or_default()
 }
 
-/// A JSON answer with optional `Warning` headers.
-fn json_response(status: StatusCode, body: String, warnings: &[String]) -> Response {
-    let mut response = (status, body).into_response();
+/// A JSON answer with optional `Warning` headers; like Go's JSON encoder, which upstream
+/// answers with, the document ends with a newline.
+fn json_response(status: StatusCode, mut body: String, warnings: &[String]) -> Response {
+    if !body.ends_with('\n') {
+        body.push('\n');
+    }
+    let mut response = raw_json_response(status, body);
     let headers = response.headers_mut();
-    headers.insert(header::CONTENT_TYPE, HeaderValue::from_static("application/json"));
     for warning in warnings {
         let text = format!("299 - \"{}\"", warning.replace('\\', "\\\\").replace('"', "\\\""));
         if let Ok(value) = HeaderValue::from_str(&text) {
             headers.append(header::WARNING, value);
         }
     }
+    response
+}
+
+/// JSON text answered as it is (upstream writes `/version` and OpenAPI documents without the
+/// encoder's newline).
+fn raw_json_response(status: StatusCode, body: String) -> Response {
+    let mut response = (status, body).into_response();
+    response.headers_mut().insert(header::CONTENT_TYPE, HeaderValue::from_static("application/json"));
     response
 }
 
@@ -139,6 +229,7 @@ fn version_info() -> Value {
 }
 
 async fn dispatch(state: &AppState, request: Request) -> Result<Response, ApiError> {
+    let user = user_of(&request);
     let (parts, body) = request.into_parts();
     let path = parts.uri.path().to_string();
     let route = path::parse(&path);
@@ -159,7 +250,12 @@ async fn dispatch(state: &AppState, request: Request) -> Result<Response, ApiErr
         response
     };
     match route {
-        Route::Version => discovery_get(Some(version_info())),
+        // Indented, as upstream writes it.
+        Route::Version if parts.method == Method::GET => {
+            let text = serde_json::to_string_pretty(&version_info()).unwrap_or_default();
+            Ok(raw_json_response(StatusCode::OK, text))
+        }
+        Route::Version => Err(ApiError::unknown_url()),
         Route::Health => Ok((StatusCode::OK, "ok").into_response()),
         Route::CoreVersions if discovery::wants_aggregated(accept) => Ok(aggregated(true)),
         Route::Groups if discovery::wants_aggregated(accept) => Ok(aggregated(false)),
@@ -169,13 +265,22 @@ async fn dispatch(state: &AppState, request: Request) -> Result<Response, ApiErr
         Route::GroupVersion { group, version } => {
             discovery_get(discovery::resource_list(&state.cluster.catalog.snapshot(), group, version))
         }
+        Route::Metrics if parts.method == Method::GET => {
+            let mut response = (StatusCode::OK, state.metrics.render(&state.cluster)).into_response();
+            let content_type = HeaderValue::from_static(crate::metrics::CONTENT_TYPE);
+            response.headers_mut().insert(header::CONTENT_TYPE, content_type);
+            Ok(response)
+        }
+        Route::Metrics => Err(ApiError::unknown_url()),
+        Route::OpenApiV2 => openapi::v2(state, &parts.method, &parts.headers),
         Route::OpenApiIndex => openapi::index(state, &parts.method, &parts.headers),
         Route::OpenApi(path) => {
             openapi::document(state, &parts.method, &parts.headers, path, &Query::parse(parts.uri.query()))
         }
         Route::Resource(target) => {
             let query = Query::parse(parts.uri.query());
-            resource(state, &parts.method, &parts.headers, target, &query, body).await
+            let request = Incoming { user: &user, method: &parts.method, headers: &parts.headers, query: &query };
+            resource(state, request, target, body).await
         }
         Route::Unknown => Err(ApiError::unknown_url()),
     }
@@ -266,14 +371,21 @@ fn list_json(api_version: &str, kind: &str, metadata: Value, items: impl Iterato
     out
 }
 
+/// What a request to a resource brings besides its path and body.
+struct Incoming<'a> {
+    user: &'a User,
+    method: &'a Method,
+    headers: &'a HeaderMap,
+    query: &'a Query,
+}
+
 async fn resource(
     state: &AppState,
-    method: &Method,
-    headers: &HeaderMap,
+    request: Incoming<'_>,
     target: ResourcePath<'_>,
-    query: &Query,
     body: Body,
 ) -> Result<Response, ApiError> {
+    let Incoming { user, method, headers, query } = request;
     let cluster = &state.cluster;
     let catalog = cluster.catalog.snapshot();
     let namespace = target.namespace.unwrap_or_default();
@@ -286,6 +398,18 @@ async fn resource(
     };
     if !scoped_right {
         return Err(ApiError::unknown_url());
+    }
+    if scope.info.create_only {
+        return review(state, user, method, headers, &scope, body).await;
+    }
+    if let (Some("token"), Some(name), true) = (target.subresource, target.name, scope.info.key == "serviceaccounts") {
+        if method != Method::POST {
+            return Err(ApiError::method_not_allowed("this method", &scope.info));
+        }
+        let content_type = header_text(headers, header::CONTENT_TYPE);
+        let request = decode_object(&read_body(body).await?, content_type, &scope)?;
+        let answered = reviews::token_request(&state.auth, cluster, &scope.namespace, name, request)?;
+        return Ok(json_response(StatusCode::CREATED, answered.to_string(), &[]));
     }
     if target.subresource == Some("scale")
         && let (Some(paths), Some(name)) = (crate::scale::paths(&scope.info, scope.version()), target.name)
@@ -319,14 +443,17 @@ async fn resource(
             list(cluster, &scope, request, shape, &warnings)
         }
         (Method::POST, None) if endpoint == Endpoint::Main => {
-            let options = query::write_options(query, header_text(headers, header::USER_AGENT))?;
+            let mut options = admission::write_options(state, user, &scope, "", query, headers)?;
             let object = decode_object(&read_body(body).await?, content_type, &scope)?;
+            if scope.info.key == admission::PODS_KEY {
+                options.admission = Some(admission::pod_admission(cluster, &scope, &object).await?);
+            }
             let written = cluster.create(&scope, object, &options).await?;
             warnings.extend(written.warnings);
             Ok(json_response(StatusCode::CREATED, shape.value(&scope, written.object).to_string(), &warnings))
         }
         (Method::PUT, Some(name)) => {
-            let options = query::write_options(query, header_text(headers, header::USER_AGENT))?;
+            let options = admission::write_options(state, user, &scope, name, query, headers)?;
             let object = decode_object(&read_body(body).await?, content_type, &scope)?;
             let written = cluster.update(&scope, name, endpoint, object, &options).await?;
             warnings.extend(written.warnings);
@@ -343,8 +470,15 @@ async fn resource(
                     vec![crate::error::FieldError::forbidden("force", "may not be specified for non-apply patch")],
                 ));
             }
-            let options = query::write_options(query, header_text(headers, header::USER_AGENT))?;
+            let mut options = admission::write_options(state, user, &scope, name, query, headers)?;
             let bytes = read_body(body).await?;
+            let creates_pod = patch_type == PatchType::Apply
+                && scope.info.key == admission::PODS_KEY
+                && cluster.store.get(admission::PODS_KEY, &scope.namespace, name).is_none();
+            if creates_pod {
+                let applied = crate::patch::parse_apply(&bytes)?;
+                options.admission = Some(admission::pod_admission(cluster, &scope, &applied).await?);
+            }
             let written = cluster.patch(&scope, name, endpoint, patch_type, &bytes, &options).await?;
             warnings.extend(written.warnings);
             let code = if written.created { StatusCode::CREATED } else { StatusCode::OK };
@@ -386,6 +520,24 @@ async fn resource(
             Err(ApiError::method_not_allowed(verb, &scope.info))
         }
     }
+}
+
+/// A review (`SelfSubjectAccessReview`, `TokenReview`, …): only created, answered at once.
+async fn review(
+    state: &AppState,
+    user: &User,
+    method: &Method,
+    headers: &HeaderMap,
+    scope: &Scope,
+    body: Body,
+) -> Result<Response, ApiError> {
+    if method != Method::POST {
+        return Err(ApiError::method_not_allowed("this method", &scope.info));
+    }
+    let content_type = header_text(headers, header::CONTENT_TYPE);
+    let request = decode_object(&read_body(body).await?, content_type, scope)?;
+    let answered = reviews::review(&state.auth, &state.cluster, user, &scope.info.plural, &scope.namespace, request)?;
+    Ok(json_response(StatusCode::CREATED, answered.to_string(), &[]))
 }
 
 fn list(

@@ -10,7 +10,7 @@ use axum::{
     response::{IntoResponse, Response},
 };
 
-use super::{AppState, json_response, query::Query};
+use super::{AppState, query::Query, raw_json_response};
 use crate::{
     error::ApiError,
     openapi::{Documents, content_hash},
@@ -32,10 +32,39 @@ fn answer(headers: &HeaderMap, body: String, hash: &str) -> Response {
     let mut response = if not_modified(headers, hash) {
         StatusCode::NOT_MODIFIED.into_response()
     } else {
-        json_response(StatusCode::OK, body, &[])
+        raw_json_response(StatusCode::OK, body)
     };
     response.headers_mut().insert(header::ETAG, etag(hash));
     response
+}
+
+/// The media types clients ask the protobuf form of `/openapi/v2` by; upstream answers with
+/// the second (the first is not a valid media type for Go's parser).
+const V2_PROTOBUF: [&str; 2] = [
+    "application/com.github.proto-openapi.spec.v2@v1.0+protobuf",
+    "application/com.github.proto-openapi.spec.v2.v1.0+protobuf",
+];
+
+/// `GET /openapi/v2`: JSON, or gnostic's protobuf when the client asks for it (kubectl does).
+pub fn v2(state: &AppState, method: &Method, headers: &HeaderMap) -> Result<Response, ApiError> {
+    if method != Method::GET {
+        return Err(ApiError::unknown_url());
+    }
+    let documents = state.openapi.documents(&state.cluster.catalog.snapshot());
+    let document = documents.v2();
+    let accept = headers.get(header::ACCEPT).and_then(|v| v.to_str().ok()).unwrap_or_default();
+    let wants_protobuf =
+        accept.split(',').any(|part| V2_PROTOBUF.contains(&part.split(';').next().unwrap_or_default().trim()));
+    let mut response = if wants_protobuf && !not_modified(headers, &document.json.hash) {
+        let mut response = (StatusCode::OK, document.protobuf.clone()).into_response();
+        response.headers_mut().insert(header::CONTENT_TYPE, HeaderValue::from_static(V2_PROTOBUF[1]));
+        response.headers_mut().insert(header::ETAG, etag(&document.json.hash));
+        response
+    } else {
+        answer(headers, document.json.json.clone(), &document.json.hash)
+    };
+    response.headers_mut().insert(header::VARY, HeaderValue::from_static("Accept"));
+    Ok(response)
 }
 
 /// `GET /openapi/v3`.

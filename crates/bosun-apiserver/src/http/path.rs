@@ -20,6 +20,10 @@ pub enum Route<'a> {
         /// Version.
         version: &'a str,
     },
+    /// `/metrics`: the server's Prometheus metrics.
+    Metrics,
+    /// `/openapi/v2`: the OpenAPI v2 document.
+    OpenApiV2,
     /// `/openapi/v3`: the index of OpenAPI v3 documents.
     OpenApiIndex,
     /// `/openapi/v3/<api/v1 | apis/group/version>`: one group version's OpenAPI v3 document.
@@ -55,6 +59,8 @@ pub fn parse(path: &str) -> Route<'_> {
     let segments: Vec<&str> = path.trim_matches('/').split('/').filter(|s| !s.is_empty()).collect();
     match segments.as_slice() {
         ["version"] => Route::Version,
+        ["metrics"] => Route::Metrics,
+        ["openapi", "v2"] => Route::OpenApiV2,
         ["openapi", "v3"] => Route::OpenApiIndex,
         ["openapi", "v3", ..] => Route::OpenApi(path.trim_matches('/').trim_start_matches("openapi/v3/")),
         [health, ..] if matches!(*health, "healthz" | "livez" | "readyz") => Route::Health,
@@ -113,6 +119,7 @@ mod tests {
     fn paths_parse_into_routes() {
         let cases = [
             ("/version", Route::Version),
+            ("/metrics", Route::Metrics),
             ("/healthz", Route::Health),
             ("/readyz/ping", Route::Health),
             ("/api", Route::CoreVersions),
@@ -134,6 +141,7 @@ mod tests {
             ("/apis/apps/v1/deployments", res("apps", None, "deployments", None, None)),
             ("/apis/x.io/v1/widgets/w", res("x.io", None, "widgets", Some("w"), None)),
             ("/apis/apps/v1/namespaces/ns/deployments/a/status/extra", Route::Unknown),
+            ("/openapi/v2", Route::OpenApiV2),
             ("/openapi/v3", Route::OpenApiIndex),
             ("/openapi/v3/apis/apps/v1", Route::OpenApi("apis/apps/v1")),
             ("/openapi/v3/api/v1", Route::OpenApi("api/v1")),

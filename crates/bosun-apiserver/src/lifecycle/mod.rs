@@ -2,6 +2,7 @@
 //! object: system fields, generation rules, status handling, finalizers and deletion, schema
 //! pruning/defaulting/validation of custom resources, canonical form of built-ins.
 
+pub mod pods;
 pub mod services;
 
 use serde::Deserialize;
@@ -142,12 +143,18 @@ fn canonicalize(target: &Target, ctx: &mut Context, object: Value, name: &str) -
         let mut unknown = Vec::new();
         crate::types::Node::for_resource(info, target.version).unknown_fields(&object, &mut unknown);
         report_unknown(ctx, unknown)?;
-        return normalize(object).map_err(|e| {
+        let undecodable = |e: &str| {
             ApiError::bad_request(format!(
                 "{} in version \"{}\" cannot be handled as a {}: {e}",
                 info.kind, target.version.name, info.kind
             ))
-        });
+        };
+        if validation::unreadable_quantity(&info.group, &info.kind, &object) {
+            return Err(undecodable(validation::QUANTITY_FORMAT));
+        }
+        let mut object = normalize(object).map_err(|e| undecodable(&e))?;
+        crate::defaults::apply(&info.group, &info.kind, &mut object);
+        return Ok(object);
     }
     let mut object = object;
     let mut pruned = Vec::new();
@@ -189,15 +196,21 @@ fn report_unknown(ctx: &mut Context, mut unknown: Vec<String>) -> Result<(), Api
     }
 }
 
-/// Validates name and metadata; 422 listing every problem.
-fn check_metadata(info: &ResourceInfo, object: &Value, extra: Vec<FieldError>) -> Result<(), ApiError> {
-    let mut errors = extra;
+/// Validates name and metadata, then what `extra` found and the kind's own rules (of the
+/// main endpoint, `spec`: status writes are not checked here); 422 listing every problem in
+/// upstream's order.
+fn check_metadata(info: &ResourceInfo, object: &Value, extra: Vec<FieldError>, spec: bool) -> Result<(), ApiError> {
+    let mut errors = Vec::new();
     let name = object::name(object);
     for message in validation::name(info.name_rule, name) {
         errors.push(FieldError::invalid("metadata.name", json!(name), message));
     }
     if let Some(meta) = object::meta(object) {
         validation::object_meta(meta, &mut errors);
+    }
+    errors.extend(extra);
+    if spec && !info.custom {
+        errors.extend(validation::semantic(&info.group, &info.kind, object));
     }
     if errors.is_empty() { Ok(()) } else { Err(ApiError::invalid_object(info, name, errors)) }
 }
@@ -307,10 +320,13 @@ pub fn prepare_create(target: &Target, ctx: &mut Context, mut object: Value) -> 
     }
     let kind_errors = kind_rules(ctx, info, &mut object, None);
     let name = object::name(&object).to_string();
-    let object = canonicalize(target, ctx, object, &name)?;
-    check_metadata(info, &object, kind_errors)?;
-    let mut object = object;
+    let mut object = canonicalize(target, ctx, object, &name)?;
+    check_metadata(info, &object, kind_errors, true)?;
+    // The creator owns what it sent and the defaults; not what the registry sets on creation.
     track(target, ctx, None, &mut object, "");
+    if !info.custom {
+        crate::defaults::on_create(&info.group, &info.kind, &mut object);
+    }
     Ok(object)
 }
 
@@ -448,7 +464,7 @@ pub fn prepare_update(
             ));
         }
     }
-    check_metadata(info, &new, errors)?;
+    check_metadata(info, &new, errors, endpoint == Endpoint::Main)?;
     let subresource = if endpoint == Endpoint::Status { "status" } else { "" };
     track(target, ctx, Some(current), &mut new, subresource);
     keep_timestamps_of_a_no_op(current, &mut new);

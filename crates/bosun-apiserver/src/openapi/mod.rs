@@ -10,9 +10,11 @@
 //! from the merge table, which a test checks against upstream's documents; another test checks
 //! that every served kind's document has upstream's properties.
 
+pub mod v2;
+
 use std::{
     collections::{BTreeMap, BTreeSet},
-    sync::{Arc, LazyLock},
+    sync::{Arc, LazyLock, OnceLock},
 };
 
 use serde_json::{Map, Value, json};
@@ -30,6 +32,8 @@ const DELETE_OPTIONS: &str = "io.k8s.apimachinery.pkg.apis.meta.v1.DeleteOptions
 const PATCH: &str = "io.k8s.apimachinery.pkg.apis.meta.v1.Patch";
 /// The autoscaling/v1 `Scale` object of `/scale` subresources.
 pub const SCALE: &str = "io.k8s.api.autoscaling.v1.Scale";
+/// The body of `serviceaccounts/<name>/token`.
+const TOKEN_REQUEST: &str = "io.k8s.api.authentication.v1.TokenRequest";
 
 /// One group version's document, serialized, with its content hash.
 #[derive(Debug)]
@@ -48,16 +52,37 @@ impl Document {
     }
 }
 
-/// Every group version's document, by `api/v1` / `apis/<group>/<version>`.
+/// Every group version's document, by `api/v1` / `apis/<group>/<version>`, and the OpenAPI v2
+/// document made of them (on first use).
 #[derive(Debug, Default)]
 pub struct Documents {
     by_path: BTreeMap<String, Arc<Document>>,
+    v2: OnceLock<V2>,
+}
+
+/// The OpenAPI v2 document, in both encodings.
+#[derive(Debug)]
+pub struct V2 {
+    /// The JSON text, with its content hash.
+    pub json: Document,
+    /// gnostic's protobuf encoding.
+    pub protobuf: Vec<u8>,
 }
 
 impl Documents {
     /// The document of a group version path.
     pub fn get(&self, path: &str) -> Option<&Arc<Document>> {
         self.by_path.get(path)
+    }
+
+    /// The OpenAPI v2 document of everything served.
+    pub fn v2(&self) -> &V2 {
+        self.v2.get_or_init(|| {
+            let parsed: Vec<Value> =
+                self.by_path.values().filter_map(|document| serde_json::from_str(&document.json).ok()).collect();
+            let document = v2::document(&parsed);
+            V2 { protobuf: v2::protobuf(&document), json: Document::new(&document) }
+        })
     }
 
     /// The `/openapi/v3` index: each group version with a URL carrying its content hash.
@@ -116,7 +141,7 @@ pub fn documents(catalog: &Catalog) -> Documents {
         let document = Document::new(&document(catalog, &group, &version));
         by_path.insert(group_version_path(&group, &version), Arc::new(document));
     }
-    Documents { by_path }
+    Documents { by_path, v2: OnceLock::new() }
 }
 
 /// The OpenAPI v3 document of one group version.
@@ -127,10 +152,15 @@ pub fn document(catalog: &Catalog, group: &str, version: &str) -> Value {
         let Some(served) = info.version(version) else { continue };
         let (name, schema) = kind_schema(info, served);
         let list_name = format!("{name}List");
-        schemas.insert(list_name.clone(), list_schema(info, version, &name));
+        if !info.create_only {
+            schemas.insert(list_name.clone(), list_schema(info, version, &name));
+        }
         schemas.insert(name.clone(), schema);
         let resource = Resource { info, version: served, schema: &name, list_schema: &list_name };
         resource.add_paths(&mut paths);
+    }
+    if paths.keys().any(|path| path.ends_with("/token")) {
+        add_definition(&mut schemas, TOKEN_REQUEST);
     }
     for fixed in [STATUS, DELETE_OPTIONS, SCALE] {
         add_definition(&mut schemas, fixed);
@@ -427,6 +457,23 @@ impl Resource<'_> {
             pairs.into_iter().map(|(k, v)| (k.to_string(), v)).collect()
         };
         let object_types = ["application/json", "application/yaml"];
+        if info.create_only {
+            let create = self.operation(
+                "create",
+                "post",
+                "",
+                fields(vec![
+                    ("description", json!(format!("create a {}", info.kind))),
+                    ("parameters", json!(write_parameters(false))),
+                    ("requestBody", body(self.schema, &object_types)),
+                    ("responses", responses(&["200", "201", "202"], self.schema)),
+                ]),
+                self.kind(),
+            );
+            let parameters = with(scope_parameters, std::slice::from_ref(&pretty));
+            paths.insert(collection, json!({"post": create, "parameters": parameters}));
+            return;
+        }
         paths.insert(
             collection.clone(),
             json!({
@@ -498,6 +545,22 @@ impl Resource<'_> {
                 format!("{item}/status"),
                 self.subresource_path("Status", "status", self.schema, self.kind(), &item_parameters, &patch_types),
             );
+        }
+        if info.key == "serviceaccounts" {
+            let kind = gvk("authentication.k8s.io", "v1", "TokenRequest");
+            let create = self.operation(
+                "create",
+                "post",
+                "Token",
+                fields(vec![
+                    ("description", json!("create token of a ServiceAccount")),
+                    ("parameters", json!(write_parameters(false))),
+                    ("requestBody", body(TOKEN_REQUEST, &object_types)),
+                    ("responses", responses(&["200", "201", "202"], TOKEN_REQUEST)),
+                ]),
+                kind,
+            );
+            paths.insert(format!("{item}/token"), json!({"post": create, "parameters": item_parameters.clone()}));
         }
         if crate::scale::paths(info, self.version).is_some() {
             let scale_patches = patch_media_types(false)

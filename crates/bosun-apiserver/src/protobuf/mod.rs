@@ -12,6 +12,8 @@
 mod table;
 mod wire;
 
+pub use wire::Encoder;
+
 use base64::Engine;
 use serde_json::{Map, Number, Value};
 
@@ -60,8 +62,16 @@ pub enum ProtobufError {
     Encoding(String),
 }
 
+/// Kinds that travel only as the bodies of subresources (`serviceaccounts/token`), with their
+/// definitions.
+const SUBRESOURCE_BODIES: [(&str, &str, &str); 1] =
+    [("authentication.k8s.io/v1", "TokenRequest", "io.k8s.api.authentication.v1.TokenRequest")];
+
 /// The definition (message) name of a built-in kind.
 fn definition_for(api_version: &str, kind: &str) -> Option<&'static str> {
+    if let Some((_, _, definition)) = SUBRESOURCE_BODIES.iter().find(|(v, k, _)| *v == api_version && *k == kind) {
+        return Some(definition);
+    }
     let (group, version) = api_version.rsplit_once('/').unwrap_or(("", api_version));
     let resource = BUILTINS
         .resources

@@ -84,6 +84,60 @@ impl<'a> Iterator for Fields<'a> {
     }
 }
 
+/// Writes a message's fields in the wire format.
+#[derive(Debug, Default)]
+pub struct Encoder {
+    bytes: Vec<u8>,
+}
+
+impl Encoder {
+    fn varint(&mut self, mut value: u64) {
+        while value >= 0x80 {
+            self.bytes.push((value as u8) | 0x80);
+            value >>= 7;
+        }
+        self.bytes.push(value as u8);
+    }
+
+    fn key(&mut self, field: u32, wire_type: u32) {
+        self.varint(u64::from(field << 3 | wire_type));
+    }
+
+    /// A length-delimited field (string, bytes, message).
+    pub fn bytes(&mut self, field: u32, value: &[u8]) {
+        self.key(field, 2);
+        self.varint(value.len() as u64);
+        self.bytes.extend_from_slice(value);
+    }
+
+    /// A string field.
+    pub fn string(&mut self, field: u32, value: &str) {
+        self.bytes(field, value.as_bytes());
+    }
+
+    /// A nested message.
+    pub fn message(&mut self, field: u32, message: Encoder) {
+        self.bytes(field, &message.bytes);
+    }
+
+    /// A bool, int32 or int64 field (negative numbers as ten-byte varints, as protobuf does).
+    pub fn int(&mut self, field: u32, value: i64) {
+        self.key(field, 0);
+        self.varint(value as u64);
+    }
+
+    /// A double field.
+    pub fn double(&mut self, field: u32, value: f64) {
+        self.key(field, 1);
+        self.bytes.extend_from_slice(&value.to_le_bytes());
+    }
+
+    /// The encoded message.
+    pub fn finish(self) -> Vec<u8> {
+        self.bytes
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

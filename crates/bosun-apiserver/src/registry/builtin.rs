@@ -8,12 +8,14 @@ use std::{any::TypeId, collections::HashMap};
 use k8s_openapi::{
     ListableResource, NamespaceResourceScope, Resource,
     api::{
-        admissionregistration::v1 as admission, apps::v1 as apps, autoscaling::v2 as autoscaling, batch::v1 as batch,
+        admissionregistration::v1 as admission, apps::v1 as apps, authentication::v1 as authentication,
+        authorization::v1 as authorization, autoscaling::v2 as autoscaling, batch::v1 as batch,
         certificates::v1 as certificates, coordination::v1 as coordination, core::v1 as core,
         discovery::v1 as discovery, events::v1 as events, networking::v1 as networking, node::v1 as node,
         policy::v1 as policy, rbac::v1 as rbac, scheduling::v1 as scheduling, storage::v1 as storage,
     },
     apiextensions_apiserver::pkg::apis::apiextensions::v1 as apiextensions,
+    kube_aggregator::pkg::apis::apiregistration::v1 as apiregistration,
 };
 use schemars::{JsonSchema, SchemaGenerator, generate::SchemaSettings};
 use serde::{Serialize, de::DeserializeOwned};
@@ -117,6 +119,44 @@ where
         delete_returns_object: traits.delete_returns_object,
         allow_unconditional_update: true,
         terminating: false,
+        create_only: false,
+        key: ResourceInfo::key_for(K::GROUP, K::URL_PATH_SEGMENT),
+    }
+}
+
+/// A create-only resource (a review: asked and answered, never stored; no list kind).
+fn review<K>(generator: &mut SchemaGenerator, definitions: &mut HashMap<String, String>) -> ResourceInfo
+where
+    K: Resource + JsonSchema + 'static,
+{
+    generator.subschema_for::<K>();
+    definitions.insert(ResourceInfo::key_for(K::GROUP, K::URL_PATH_SEGMENT), K::schema_name().into_owned());
+    ResourceInfo {
+        group: K::GROUP.to_string(),
+        plural: K::URL_PATH_SEGMENT.to_string(),
+        singular: K::KIND.to_ascii_lowercase(),
+        kind: K::KIND.to_string(),
+        list_kind: String::new(),
+        namespaced: TypeId::of::<K::Scope>() == TypeId::of::<NamespaceResourceScope>(),
+        short_names: Vec::new(),
+        categories: Vec::new(),
+        versions: vec![VersionInfo {
+            name: K::VERSION.to_string(),
+            status: false,
+            schema: None,
+            deprecation_warning: None,
+            selectable_fields: Vec::new(),
+            normalizer: None,
+            definition: None,
+        }],
+        storage_version: K::VERSION.to_string(),
+        tracks_generation: false,
+        custom: false,
+        name_rule: NameRule::Subdomain,
+        delete_returns_object: false,
+        allow_unconditional_update: false,
+        terminating: false,
+        create_only: true,
         key: ResourceInfo::key_for(K::GROUP, K::URL_PATH_SEGMENT),
     }
 }
@@ -212,11 +252,18 @@ pub(super) fn builtins() -> Builtins {
             &mut d,
             Traits { short_names: &["crd", "crds"], ..API_EXTENSIONS },
         ),
+        info::<apiregistration::APIService>(&mut g, &mut d, Traits { categories: &["api-extensions"], ..PLAIN }),
         info::<apps::ControllerRevision>(&mut g, &mut d, PLAIN),
         info::<apps::DaemonSet>(&mut g, &mut d, workload(&["ds"])),
         info::<apps::Deployment>(&mut g, &mut d, workload(&["deploy"])),
         info::<apps::ReplicaSet>(&mut g, &mut d, workload(&["rs"])),
         info::<apps::StatefulSet>(&mut g, &mut d, workload(&["sts"])),
+        review::<authentication::SelfSubjectReview>(&mut g, &mut d),
+        review::<authentication::TokenReview>(&mut g, &mut d),
+        review::<authorization::LocalSubjectAccessReview>(&mut g, &mut d),
+        review::<authorization::SelfSubjectAccessReview>(&mut g, &mut d),
+        review::<authorization::SelfSubjectRulesReview>(&mut g, &mut d),
+        review::<authorization::SubjectAccessReview>(&mut g, &mut d),
         info::<autoscaling::HorizontalPodAutoscaler>(&mut g, &mut d, workload(&["hpa"])),
         info::<batch::CronJob>(&mut g, &mut d, workload(&["cj"])),
         info::<batch::Job>(&mut g, &mut d, workload(&[])),
@@ -252,6 +299,7 @@ pub(super) fn builtins() -> Builtins {
         g.subschema_for::<meta::Status>();
         g.subschema_for::<meta::DeleteOptions>();
         g.subschema_for::<k8s_openapi::api::autoscaling::v1::Scale>();
+        g.subschema_for::<authentication::TokenRequest>();
     }
     Builtins { resources, definitions: g.take_definitions(true), definition_of: d }
 }

@@ -74,6 +74,9 @@ pub struct ResourceInfo {
     pub allow_unconditional_update: bool,
     /// Whether the defining CRD is being deleted (no new objects accepted).
     pub terminating: bool,
+    /// Whether objects are only ever created and answered, never stored (the review APIs:
+    /// `SelfSubjectAccessReview`, `TokenReview`, …).
+    pub create_only: bool,
     /// Storage key of the resource, `group/plural` or `plural` for core.
     pub key: String,
 }
@@ -291,6 +294,7 @@ mod tests {
             delete_returns_object: false,
             allow_unconditional_update: false,
             terminating: false,
+            create_only: false,
             key: "example.com/widgets".into(),
         });
         let groups = Catalog::new([custom]).groups();

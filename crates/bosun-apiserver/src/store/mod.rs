@@ -300,6 +300,11 @@ impl Store {
         page
     }
 
+    /// How many objects of a resource are stored.
+    pub fn count(&self, resource: &str) -> usize {
+        self.lock().objects.get(resource).map_or(0, BTreeMap::len)
+    }
+
     /// Every object of a resource, any namespace (for in-process controllers).
     pub fn all(&self, resource: &str) -> Vec<Arc<StoredObject>> {
         self.list(resource, None, None, None, |_| true).items

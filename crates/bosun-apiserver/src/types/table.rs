@@ -213,6 +213,13 @@ pub const FIELDS: &[Field] = &[
         Some("merge"),
         Some("uid"),
     ),
+    field(
+        "io.k8s.kube-aggregator.pkg.apis.apiregistration.v1.APIServiceStatus",
+        "conditions",
+        Map(&["type"]),
+        Some("merge"),
+        Some("type"),
+    ),
 ];
 
 /// Structs merged as a whole (`x-kubernetes-map-type: atomic`).

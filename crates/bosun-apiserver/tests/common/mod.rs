@@ -46,6 +46,20 @@ pub async fn request(
     Answer { status, headers, body: String::from_utf8_lossy(&bytes).into_owned() }
 }
 
+/// Sends a request with the server's client and extra headers.
+pub async fn request_as(server: &RunningServer, method: &str, path: &str, headers: &[(&str, &str)]) -> Answer {
+    let mut builder = http::Request::builder().method(method).uri(path);
+    for (name, value) in headers {
+        builder = builder.header(*name, *value);
+    }
+    let request = builder.body(kube::client::Body::from(Vec::new())).expect("request");
+    let response = server.client().send(request).await.expect("transport works");
+    let status = response.status().as_u16();
+    let headers = response.headers().clone();
+    let bytes = response.into_body().collect().await.expect("body").to_bytes();
+    Answer { status, headers, body: String::from_utf8_lossy(&bytes).into_owned() }
+}
+
 /// GET a path.
 pub async fn get(server: &RunningServer, path: &str) -> Answer {
     request(server, "GET", path, None, Vec::new()).await

@@ -1,10 +1,37 @@
-//! Object metadata validation with upstream's rules and messages (apimachinery
-//! `validation/objectmeta.go` and `util/validation`): names, labels, annotations, finalizers,
-//! owner references.
+//! Validation with upstream's rules and messages: object metadata (apimachinery
+//! `validation/objectmeta.go` and `util/validation`: names, labels, annotations, finalizers,
+//! owner references) and the semantic rules of the common built-in kinds (`validation.go`:
+//! pod specs, workloads, Services).
+
+mod pods;
+mod workloads;
 
 use serde_json::{Map, Value};
 
 use crate::error::FieldError;
+pub use workloads::validate as semantic;
+
+/// The pod spec an object of a built-in kind carries, if any (a Pod's own, a template's).
+fn pod_spec<'a>(group: &str, kind: &str, object: &'a Value) -> Option<&'a Value> {
+    let pointer = match (group, kind) {
+        ("", "Pod") => "/spec",
+        ("", "PodTemplate") => "/template/spec",
+        ("batch", "CronJob") => "/spec/jobTemplate/spec/template/spec",
+        ("apps", _) | ("batch", "Job") | ("", "ReplicationController") => "/spec/template/spec",
+        _ => return None,
+    };
+    object.pointer(pointer)
+}
+
+/// Whether an object holds a resource quantity that cannot be read (upstream's decoding
+/// refuses such objects with a 400 before any rule runs).
+pub fn unreadable_quantity(group: &str, kind: &str, object: &Value) -> bool {
+    pod_spec(group, kind, object).is_some_and(pods::unreadable_quantity)
+}
+
+/// Upstream's message for an unreadable quantity.
+pub const QUANTITY_FORMAT: &str =
+    "quantities must match the regular expression '^([+-]?[0-9.]+)([eEinumkKMGTP]*[-+]?[0-9]*)$'";
 
 /// How object names of a resource are validated.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
