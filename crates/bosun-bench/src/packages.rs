@@ -36,7 +36,8 @@ pub struct Args {
     /// The controller's `--concurrency` (Flux's benchmark ran kustomize-controller with 20).
     #[arg(long, default_value_t = 20)]
     concurrency: usize,
-    /// The Packages' interval; the unchanged-resync cost is measured over one and a half.
+    /// The Packages' interval; the unchanged-resync cost is measured over one interval's
+    /// worth of resyncs (one per Package).
     #[arg(long, default_value = "30s")]
     interval: String,
 }
@@ -238,12 +239,14 @@ pub async fn run(args: Args) {
     let controller_requests = server.requests() - requests;
     let peak_ready = peak_mib(pid);
 
-    eprintln!("unchanged resyncs…");
-    let interval: f64 = args.interval.trim_end_matches('s').parse().unwrap_or(30.0);
+    eprintln!("unchanged resyncs (one interval's worth)…");
     let (requests, before) = (server.requests(), reconciles(&metrics).await);
-    tokio::time::sleep(Duration::from_secs_f64(interval * 1.5)).await;
+    let mut resyncs = 0.0;
+    while resyncs < args.packages as f64 {
+        tokio::time::sleep(Duration::from_millis(100)).await;
+        resyncs = reconciles(&metrics).await - before;
+    }
     let resync_requests = server.requests() - requests;
-    let resyncs = reconciles(&metrics).await - before;
     let peak_after = peak_mib(pid);
     let _ = controller.kill();
     let _ = controller.wait();
