@@ -83,10 +83,16 @@ impl Cache {
         self.root.join("git").join(hex_digest(&[url]))
     }
 
-    /// A new private scratch directory, removed when dropped.
-    pub fn scratch(&self) -> Result<tempfile::TempDir, SourceError> {
+    /// The scratch space, created when needed.
+    pub fn tmp(&self) -> Result<PathBuf, SourceError> {
         let tmp = self.root.join("tmp");
         std::fs::create_dir_all(&tmp).map_err(SourceError::io(&tmp, "creating the cache directory"))?;
+        Ok(tmp)
+    }
+
+    /// A new scratch directory, removed when dropped.
+    pub fn scratch(&self) -> Result<tempfile::TempDir, SourceError> {
+        let tmp = self.tmp()?;
         tempfile::Builder::new().tempdir_in(&tmp).map_err(SourceError::io(&tmp, "creating a scratch directory"))
     }
 

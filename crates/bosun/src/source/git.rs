@@ -83,12 +83,12 @@ fn fetch(job: &Job, remote: &Remote, cache: &Cache, interrupt: &AtomicBool) -> R
                 .map_err(|e| job.failed("cannot create the cache repository", &e))?
         }
     };
-    let scratch = cache.scratch()?;
     let session = match &job.credentials {
-        Some(Credentials { kind: Kind::Ssh { identity, known_hosts, passphrase }, .. }) => Some(
-            SshSession::start(identity, known_hosts, passphrase.as_deref(), scratch.path(), job.timeout)
-                .map_err(SourceError::io(scratch.path(), "writing the SSH key"))?,
-        ),
+        Some(Credentials { kind: Kind::Ssh { identity, known_hosts, passphrase }, .. }) => {
+            let tmp = cache.tmp()?;
+            let session = SshSession::start(identity, known_hosts, passphrase.as_deref(), &tmp, job.timeout);
+            Some(session.map_err(SourceError::io(&tmp, "writing the SSH key"))?)
+        }
         _ => None,
     };
     let session = session.as_ref();
@@ -313,6 +313,11 @@ impl Job {
         let cause = error.probable_cause().to_string();
         let outer = error.to_string();
         let message = if cause == outer { format!("{what}: {outer}") } else { format!("{what}: {outer}: {cause}") };
+        // The OS's error number says nothing to a reader.
+        let message = match message.find(" (os error ") {
+            Some(at) if message.ends_with(')') => message[..at].to_string(),
+            _ => message,
+        };
         SourceError::Fetch { url: self.shown.clone(), message: self.scrub(&message) }
     }
 
