@@ -29,7 +29,10 @@ fn non_negative(object: &Value, pointer: &str, field: &str, errors: &mut Vec<Fie
 }
 
 /// A workload's selector and pod template; `restart_policies` are those its template may have.
-fn workload(object: &Value, restart_policies: &[&str], errors: &mut Vec<FieldError>) {
+/// A StatefulSet's pod spec is not validated: upstream leaves it out
+/// (`ValidatePodTemplateSpecForStatefulSet`), since its volume mounts may name the
+/// `volumeClaimTemplates` rather than volumes.
+fn workload(object: &Value, kind: &str, restart_policies: &[&str], errors: &mut Vec<FieldError>) {
     non_negative(object, "/spec/replicas", "spec.replicas", errors);
     let labels = object.pointer("/spec/template/metadata/labels").and_then(Value::as_object);
     match object.pointer("/spec/selector").filter(|s| s.is_object()) {
@@ -45,7 +48,7 @@ fn workload(object: &Value, restart_policies: &[&str], errors: &mut Vec<FieldErr
             }
         }
     }
-    if let Some(spec) = object.pointer("/spec/template/spec") {
+    if let Some(spec) = object.pointer("/spec/template/spec").filter(|_| kind != "StatefulSet") {
         pods::pod_spec(spec, "spec.template.spec", errors);
         let policy = spec.get("restartPolicy").and_then(Value::as_str).unwrap_or_default();
         if !policy.is_empty() && !restart_policies.contains(&policy) && restart_policies.len() == 1 {
@@ -120,7 +123,7 @@ pub fn validate(group: &str, kind: &str, object: &Value) -> Vec<FieldError> {
             }
         }
         ("apps", "Deployment" | "ReplicaSet" | "DaemonSet" | "StatefulSet") | ("", "ReplicationController") => {
-            workload(object, &["Always"], &mut errors)
+            workload(object, kind, &["Always"], &mut errors)
         }
         ("batch", "Job") => job(object, &mut errors),
         ("", "Service") => service(object, &mut errors),
@@ -163,6 +166,17 @@ mod tests {
         assert_eq!(
             messages("apps", "Deployment", negative),
             ["spec.replicas: Invalid value: -1: must be greater than or equal to 0"]
+        );
+        // A StatefulSet's containers may mount its volumeClaimTemplates: its pod spec is not
+        // checked, as upstream.
+        let mut stateful = deployment(json!({"matchLabels": {"app": "db"}}), json!({"app": "db"}), "Always");
+        stateful["spec"]["template"]["spec"]["containers"][0]["volumeMounts"] =
+            json!([{"name": "data", "mountPath": "/data"}]);
+        stateful["spec"]["volumeClaimTemplates"] = json!([{"metadata": {"name": "data"}}]);
+        assert_eq!(messages("apps", "StatefulSet", stateful.clone()), Vec::<String>::new());
+        assert_eq!(
+            messages("apps", "Deployment", stateful),
+            [r#"spec.template.spec.containers[0].volumeMounts[0].name: Not found: "data""#]
         );
         let job = json!({"spec": {"template": {"spec": {"restartPolicy": "Always", "containers": [{"name": "c", "image": "i"}]}}}});
         assert_eq!(
