@@ -29,7 +29,7 @@ pub(crate) enum Scheme {
 
 /// `url` with any user information (`user:password@`, or a token used as user name) left out,
 /// so that it can appear in messages, logs and status.
-pub(crate) fn redact(url: &str) -> String {
+pub fn redact(url: &str) -> String {
     let (head, rest) = match url.find("://") {
         Some(at) => url.split_at(at + 3),
         None => ("", url),

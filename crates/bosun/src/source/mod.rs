@@ -44,6 +44,7 @@ use std::{
 
 pub use credentials::Credentials;
 pub use error::SourceError;
+pub use location::redact;
 
 use self::{
     cache::{Cache, Lease, hex_digest},

@@ -1,12 +1,20 @@
-//! Where a Package's files come from: its source fetched (a directory, a Git repository),
-//! `source.path` resolved inside it, and the package assembled from the directory's
-//! `bosun.yaml` (if any) under the resource's spec.
+//! Where a Package's files come from: its source fetched (a directory, a Git repository) into
+//! a snapshot, `source.path` resolved inside it, and the package assembled from the
+//! directory's `bosun.yaml` (if any) under the resource's spec.
 
-use std::path::{Component, Path, PathBuf};
+use std::{
+    collections::BTreeMap,
+    path::{Component, Path, PathBuf},
+};
 
+use k8s_openapi::api::core::v1::Secret;
+use kube::{Api, Client};
 use serde_json::Value;
 
-use crate::package::{Package, PackageError, PackageResource, PackageSpec, SourceSpec};
+use crate::{
+    package::{Package, PackageError, PackageResource, PackageSpec, SourceSpec},
+    source::{Credentials, Fetcher, Snapshot, SourceError},
+};
 
 /// Why a Package's files could not be had.
 #[derive(Debug, thiserror::Error)]
@@ -14,22 +22,101 @@ pub enum FetchError {
     /// The spec names no usable source (never retried: the spec must change).
     #[error("spec.source: {0}")]
     Invalid(String),
-    /// The source could not be fetched (retried).
-    #[error("{0}")]
-    Source(String),
+    /// The source could not be fetched.
+    #[error(transparent)]
+    Source(#[from] SourceError),
+    /// The credentials Secret could not be read.
+    #[error("spec.source.git.secretRef: Secret {namespace}/{name}: {message}")]
+    Secret {
+        /// Its namespace.
+        namespace: String,
+        /// Its name.
+        name: String,
+        /// Why.
+        message: String,
+    },
+    /// `source.path` is not a directory at this revision (a later one may add it).
+    #[error("spec.source.path {path:?}: no such directory at revision {revision}")]
+    MissingPath {
+        /// The path.
+        path: String,
+        /// The revision fetched.
+        revision: String,
+    },
     /// The package directory or its `bosun.yaml`.
     #[error(transparent)]
     Package(#[from] PackageError),
 }
 
 impl FetchError {
-    /// The condition reason: `InvalidSource` (stalled) or `ArtifactFailed`, as Flux says.
+    /// The condition reason, as Flux names them: `InvalidSource` (stalled),
+    /// `AuthenticationFailed` or `ArtifactFailed` (retried).
     pub fn reason(&self) -> &'static str {
         match self {
             FetchError::Invalid(_) => "InvalidSource",
-            FetchError::Source(_) | FetchError::Package(_) => "ArtifactFailed",
+            FetchError::Source(error) => error.reason(),
+            FetchError::Secret { .. } => "AuthenticationFailed",
+            FetchError::MissingPath { .. } | FetchError::Package(_) => "ArtifactFailed",
         }
     }
+
+    /// Whether only a spec change can help.
+    pub fn is_permanent(&self) -> bool {
+        match self {
+            FetchError::Invalid(_) => true,
+            FetchError::Source(error) => error.is_permanent(),
+            FetchError::Secret { .. } | FetchError::MissingPath { .. } | FetchError::Package(_) => false,
+        }
+    }
+}
+
+/// Fetches the Package's source: the snapshot (held for the run) and the package directory
+/// inside it. Credentials come from the Secret the Git source names, in the Package's
+/// namespace (read with `client`, the controller's own).
+pub async fn fetch(
+    fetcher: &Fetcher,
+    client: &Client,
+    resource: &PackageResource,
+    refetch: bool,
+) -> Result<(Snapshot, PathBuf), FetchError> {
+    let source = check(resource.spec.source.as_ref())?;
+    let inner = inner_path(source)?;
+    let ignore = source.ignore.as_deref();
+    let snapshot = match (&source.git, &source.dir) {
+        (Some(git), _) => {
+            let credentials = match &git.secret_ref {
+                Some(reference) => {
+                    let namespace = resource.metadata.namespace.clone().unwrap_or_default();
+                    Some(credentials(client, &namespace, &reference.name).await?)
+                }
+                None => None,
+            };
+            fetcher.git(git, credentials.as_ref(), ignore, refetch).await?
+        }
+        (None, Some(dir)) => fetcher.dir(Path::new(dir), ignore).await?,
+        (None, None) => return Err(FetchError::Invalid("set git or dir".into())),
+    };
+    let dir = snapshot.root.join(&inner);
+    if !dir.is_dir() {
+        let path = source.path.clone().unwrap_or_default();
+        return Err(FetchError::MissingPath { path, revision: snapshot.revision.clone() });
+    }
+    Ok((snapshot, dir))
+}
+
+/// Credentials from a Secret.
+async fn credentials(client: &Client, namespace: &str, name: &str) -> Result<Credentials, FetchError> {
+    let failed =
+        |message: String| FetchError::Secret { namespace: namespace.to_string(), name: name.to_string(), message };
+    let api: Api<Secret> = Api::namespaced(client.clone(), namespace);
+    let secret = api
+        .get_opt(name)
+        .await
+        .map_err(|e| failed(crate::cluster::ClusterError::from(e).to_string()))?
+        .ok_or_else(|| failed("not found".into()))?;
+    let data: BTreeMap<String, Vec<u8>> =
+        secret.data.unwrap_or_default().into_iter().map(|(key, value)| (key, value.0)).collect();
+    Ok(Credentials::from_secret(name, &data)?)
 }
 
 /// `source.path` as a relative path that stays inside the source.

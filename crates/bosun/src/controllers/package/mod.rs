@@ -31,7 +31,6 @@ use tokio_util::sync::CancellationToken;
 
 use self::{
     dependencies::{Key, Waiting},
-    fetch::FetchError,
     progress::{Tracker, fields_of},
     rollback::GoodSet,
     running::Running,
@@ -42,13 +41,17 @@ use crate::{
     inventory::Entry,
     kit::{self, Failure, Run},
     package::{
-        DeletionPolicy, Interval, Package, PackageResource,
-        resource::{DEFAULT_HISTORY, HistoryEntry, InventoryEntry, PackageStatus, REQUESTED_AT, record_history},
+        DeletionPolicy, Interval, Package, PackageResource, SourceSpec,
+        resource::{
+            DEFAULT_HISTORY, HistoryEntry, InventoryEntry, PackageStatus, REQUESTED_AT, SOURCE_REQUESTED_AT,
+            record_history,
+        },
     },
     pipeline::{self, RenderOptions},
     plan,
     render::Rendered,
     report::{Report, Silent, Stage},
+    source::Fetcher,
 };
 
 /// The controller's name: its field manager, finalizer (`kit.bosun.dev/package`) and event
@@ -97,6 +100,8 @@ pub struct PackageReconciler {
     running: Arc<Running>,
     /// The digest of the set last stored for rollback, by Package.
     stored: Mutex<HashMap<Key, String>>,
+    /// Fetches sources into the cache directory.
+    fetcher: Fetcher,
     /// Live objects and namespaces by watch: an unchanged resync asks the API server nothing.
     /// Only for runs as the controller itself: a run impersonating a ServiceAccount reads as
     /// that account, so it never learns from the cache what the account may not read.
@@ -122,6 +127,7 @@ pub fn controller(client: Client, settings: Settings) -> kit::Controller<Package
         running: running.clone(),
         stored: Mutex::default(),
         cache: Cache::new(client.clone()),
+        fetcher: Fetcher::new(settings.cache_dir.clone()),
     };
     let mut controller = kit::Controller::new(NAME, reconciler, client)
         .concurrency(settings.concurrency)
@@ -249,33 +255,18 @@ impl PackageReconciler {
         dependencies::cycle(own, &|k: &Key| known.get(k).cloned().flatten())
     }
 
-    /// The package directory: the source fetched and `source.path` inside it, with the
-    /// revision (`None` for a directory: the rendered digest stands for it).
-    async fn fetch(&self, resource: &PackageResource) -> Result<(PathBuf, Option<String>), FetchError> {
-        let source = fetch::check(resource.spec.source.as_ref())?;
-        let inner = fetch::inner_path(source)?;
-        if let Some(dir) = &source.dir {
-            let root = PathBuf::from(dir);
-            if !root.is_dir() {
-                return Err(FetchError::Source(format!("{dir}: no such directory on the controller")));
-            }
-            return Ok((root.join(inner), None));
-        }
-        Err(FetchError::Invalid("git: not supported by this build".into()))
-    }
-
     /// Renders the package unless the same revision and generation were rendered last time.
     async fn render(
         &self,
         package: &Package,
-        revision: Option<&str>,
+        revision: &str,
         resource: &PackageResource,
         client: &Client,
         resolver: &Resolver,
     ) -> Result<Arc<Rendered>, Failure> {
         let key = key(resource);
         let generation = resource.metadata.generation.unwrap_or_default();
-        if let Some(revision) = revision {
+        {
             let cache = self.rendered.lock().unwrap_or_else(|e| e.into_inner());
             if let Some(cached) = cache.get(&key)
                 && cached.revision == revision
@@ -293,11 +284,9 @@ impl PackageReconciler {
             .await
             .map_err(|e| Failure::retry(BUILD_FAILED, e.to_string()).within(resource.spec.retry_interval()))?;
         let rendered = Arc::new(rendered);
-        if let Some(revision) = revision {
-            let mut cache = self.rendered.lock().unwrap_or_else(|e| e.into_inner());
-            let entry = RenderedAt { revision: revision.to_string(), generation, rendered: rendered.clone() };
-            cache.insert(key, entry);
-        }
+        let mut cache = self.rendered.lock().unwrap_or_else(|e| e.into_inner());
+        let entry = RenderedAt { revision: revision.to_string(), generation, rendered: rendered.clone() };
+        cache.insert(key, entry);
         Ok(rendered)
     }
 
@@ -314,20 +303,22 @@ impl PackageReconciler {
         let started = Instant::now();
         let deadline = tokio::time::Instant::now() + resource.spec.run_timeout();
 
-        tracker.phase("Fetching", "fetching the source", status);
-        let (dir, revision) = self.fetch(&resource).await.map_err(|e| match e {
-            FetchError::Invalid(_) => Failure::give_up(e.reason(), e.to_string()),
-            _ => Failure::retry(e.reason(), e.to_string()).within(retry),
+        tracker.phase("Fetching", &fetching(&resource), status);
+        let fetched = fetch::fetch(&self.fetcher, run.client(), &resource, request.refetch).await;
+        // The snapshot is held until the run ends: its files are not removed meanwhile.
+        let (snapshot, dir) = fetched.map_err(|e| match e.is_permanent() {
+            true => Failure::give_up(e.reason(), e.to_string()),
+            false => Failure::retry(e.reason(), e.to_string()).within(retry),
         })?;
+        let revision = snapshot.revision.clone();
+        status.last_attempted_revision = Some(revision.clone());
         // A bad bosun.yaml is fixed by a new revision: retried, not stalled.
         let package =
             fetch::assemble(&dir, &resource).map_err(|e| Failure::retry(BUILD_FAILED, e.to_string()).within(retry))?;
         let client = self.client_for(run)?;
         tracker.phase("Rendering", "rendering", status);
-        let rendered = self.render(&package, revision.as_deref(), &resource, &client, run.resolver()).await?;
+        let rendered = self.render(&package, &revision, &resource, &client, run.resolver()).await?;
         let digest = pipeline::digest(&rendered);
-        let revision = revision.unwrap_or_else(|| digest.clone());
-        status.last_attempted_revision = Some(revision.clone());
         let rollback = resource.spec.rollback.as_ref().is_some_and(|r| r.on_failure);
         if rollback
             && !request.fresh
@@ -586,6 +577,28 @@ struct Set<'a> {
 struct Request {
     /// A `bosun.dev/requested-at` not handled before: try again even what failed.
     fresh: bool,
+    /// With it, `bosun.dev/source-requested-at`: fetch the source again.
+    refetch: bool,
+}
+
+impl Request {
+    /// What `resource` asks for.
+    fn of(resource: &PackageResource) -> Request {
+        let annotation = |name: &str| resource.metadata.annotations.as_ref().and_then(|a| a.get(name));
+        let handled = resource.status.as_ref().and_then(|s| s.last_handled_reconcile_at.as_ref());
+        let fresh = annotation(REQUESTED_AT).is_some_and(|at| Some(at) != handled);
+        let refetch = fresh && annotation(SOURCE_REQUESTED_AT) == annotation(REQUESTED_AT);
+        Request { fresh, refetch }
+    }
+}
+
+/// What the `Reconciling` message says while the source is fetched.
+fn fetching(resource: &PackageResource) -> String {
+    match resource.spec.source.as_ref() {
+        Some(SourceSpec { git: Some(git), .. }) => format!("fetching {}", crate::source::redact(&git.url)),
+        Some(SourceSpec { dir: Some(dir), .. }) => format!("reading {dir}"),
+        _ => "fetching the source".to_string(),
+    }
 }
 
 impl kit::Reconciler for PackageReconciler {
@@ -598,10 +611,7 @@ impl kit::Reconciler for PackageReconciler {
             return Ok(());
         }
         let mut status = resource.status.clone().unwrap_or_default();
-        let request = Request {
-            fresh: requested_at(&resource)
-                .is_some_and(|r| status.last_handled_reconcile_at.as_deref() != Some(r.as_str())),
-        };
+        let request = Request::of(&resource);
         status.last_handled_reconcile_at = requested_at(&resource);
         set_status(run, &status);
         if !resource.spec.depends_on.is_empty()
