@@ -18,11 +18,23 @@ use bosun_apiserver::{RunningServer, ServerOptions, Storage};
 
 /// Arguments of `bosun dev`.
 #[derive(Debug, clap::Args)]
-#[command(after_help = "Example:\n  bosun dev examples/quickstart\n  KUBECONFIG=.bosun/kubeconfig kubectl get all -A")]
+#[command(
+    after_help = "Examples:\n  bosun dev examples/quickstart\n  KUBECONFIG=.bosun/kubeconfig kubectl get all -A\n\n  bosun dev --gitops                # the Package controller and a Git repository seeded from examples/gitops\n  cd .bosun/gitops && git commit -am '…'   # rolled out at once"
+)]
 pub struct Args {
-    /// Package directories to apply (and watch).
-    #[arg(value_name = "DIR", required = true)]
+    /// Package directories to apply (and watch); with --gitops, the directory the Git
+    /// repository is seeded from (default examples/gitops).
+    #[arg(value_name = "DIR", required_unless_present = "gitops")]
     pub dirs: Vec<PathBuf>,
+
+    /// Continuous delivery from Git: run the Package controller, seed a Git repository from
+    /// DIR (once; it is kept), roll out its clusters/dev Packages, and roll out every commit.
+    #[arg(long)]
+    pub gitops: bool,
+
+    /// Where the --gitops repository lives (created when missing).
+    #[arg(long, value_name = "DIR", default_value = ".bosun/gitops", requires = "gitops")]
+    pub gitops_repo: PathBuf,
 
     /// Apply once and exit (0 if every package rolled out, else 1).
     #[arg(long)]
@@ -96,6 +108,13 @@ async fn apply_dir(server: &RunningServer, dir: &Path, args: &Args) -> bool {
 
 /// Runs `bosun dev`.
 pub async fn run(args: Args) -> ExitCode {
+    let seed = args.dirs.first().cloned().unwrap_or_else(|| PathBuf::from("examples/gitops"));
+    if args.gitops && (args.dirs.len() > 1 || !seed.is_dir()) {
+        return crate::bad_input(format!(
+            "{}: no such directory to seed the Git repository from; run from bosun's checkout, or pass one: bosun dev --gitops DIR",
+            seed.display()
+        ));
+    }
     if let Some(missing) = args.dirs.iter().find(|dir| !dir.is_dir()) {
         return crate::bad_input(format!("{}: no such package directory", missing.display()));
     }
@@ -113,6 +132,13 @@ pub async fn run(args: Args) -> ExitCode {
         Err(code) => return code,
     };
     println!("bosun dev: API server on {} (objects {stored}, workloads simulated)", server.url());
+    if args.gitops {
+        println!("kubeconfig: {}", args.kubeconfig.display());
+        let cache = args.gitops_repo.with_file_name("gitops-cache");
+        let code = crate::gitops::run(&server, &seed, &args.gitops_repo, cache).await;
+        server.shutdown().await;
+        return code;
+    }
     let mut all_ok = true;
     for dir in &args.dirs {
         all_ok &= apply_dir(&server, dir, &args).await;

@@ -6,6 +6,7 @@ mod cluster;
 mod controller;
 mod dev;
 mod diff;
+mod gitops;
 mod install;
 mod observe;
 mod packages;
@@ -25,6 +26,7 @@ const HELP_TEMPLATE: &str = "\
 
 Try it:
   dev         Try packages locally: an embedded API server, apply, wait, prune, re-apply on change
+              (--gitops: the Package controller rolling out a local Git repository)
   render      Print a package's manifests: files, jsonnet, kustomize or a command (no cluster)
 
 Deliver:
@@ -52,8 +54,9 @@ Options:
 
 /// bosun is declarative Kubernetes automation: it renders manifests (files, jsonnet, kustomize
 /// or any command), rolls them out in declared groups with server-side apply, health checks and
-/// prune, runs a script for every object of a kind, and ships an embedded Kubernetes-compatible
-/// API server to try it all without a cluster. It uses your kubeconfig like kubectl does.
+/// prune, delivers them continuously from Git (the Package controller), runs a script for every
+/// object of a kind, and ships an embedded Kubernetes-compatible API server to try it all
+/// without a cluster. It uses your kubeconfig like kubectl does.
 #[derive(Debug, Parser)]
 #[command(
     name = "bosun",
@@ -84,7 +87,8 @@ enum Command {
     Apply(apply::Args),
     /// Run a command for every object of a kind and on every change (a script controller).
     Observe(observe::Args),
-    /// Try packages locally: an embedded API server, apply with wait and prune, re-apply on change.
+    /// Try packages locally: an embedded API server, apply with wait and prune, re-apply on change
+    /// (--gitops: the Package controller rolling out a local Git repository).
     Dev(dev::Args),
     /// Run the embedded Kubernetes-compatible API server (for trying things and for tests).
     Apiserver(apiserver::Args),

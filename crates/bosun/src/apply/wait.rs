@@ -127,7 +127,7 @@ pub async fn healthy_cached(
                     Some(_) => Health { status: Status::InProgress, message: "waiting for the object".into() },
                     None => Health { status: Status::InProgress, message: "deleted".into() },
                 };
-                if verdict != verdicts[position] {
+                if verdict != verdicts[position] && verdict.status != Status::Current {
                     progress.waiting(&watched.described, &verdict.message);
                 }
                 if let Status::Failed { terminal: true } = verdict.status {
@@ -209,7 +209,7 @@ pub async fn healthy(client: &Client, objects: &[Watched], until: &Until, progre
             } else {
                 judge(&crate::object::to_value(object), &objects[position].checks)
             };
-            if verdict != verdicts[position] {
+            if verdict != verdicts[position] && verdict.status != Status::Current {
                 progress.waiting(&objects[position].described, &verdict.message);
             }
             if let Status::Failed { terminal: true } = verdict.status {

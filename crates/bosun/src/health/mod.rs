@@ -106,8 +106,22 @@ pub fn evaluate(object: &Value) -> Health {
             _ => Health::current("active"),
         },
         ("apiextensions.k8s.io", "CustomResourceDefinition") => crd(object),
+        ("bosun.dev", _) => bosun_resource(object),
         _ => by_conditions(object),
     }
+}
+
+/// bosun's own resources always get a status: until it says their generation is reconciled
+/// and `Ready`, they are in progress (a custom resource without conditions counts as ready —
+/// kstatus' rule — which would let a Package of Packages be Ready before its Packages are).
+fn bosun_resource(object: &Value) -> Health {
+    if object.pointer("/spec/suspend").and_then(Value::as_bool) == Some(true) {
+        return Health::current("suspended");
+    }
+    if object.pointer("/status/observedGeneration").is_none() || condition(object, "Ready").is_none() {
+        return Health::progressing("waiting for the bosun controller");
+    }
+    by_conditions(object)
 }
 
 fn deployment(object: &Value) -> Health {

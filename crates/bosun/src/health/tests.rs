@@ -167,6 +167,28 @@ fn kinds_are_judged_by_their_status() {
             json!({"apiVersion": "v1", "kind": "ConfigMap", "metadata": {"deletionTimestamp": "x"}}),
             Status::InProgress,
         ),
+        (
+            "a Package not reconciled yet",
+            json!({"apiVersion": "bosun.dev/v1alpha1", "kind": "Package", "metadata": {"generation": 1}, "spec": {}}),
+            Status::InProgress,
+        ),
+        (
+            "a suspended Package",
+            json!({"apiVersion": "bosun.dev/v1alpha1", "kind": "Package", "spec": {"suspend": true}}),
+            Status::Current,
+        ),
+        (
+            "a ready Package",
+            json!({"apiVersion": "bosun.dev/v1alpha1", "kind": "Package", "metadata": {"generation": 2},
+                   "status": {"observedGeneration": 2, "conditions": [condition("Ready", "True", "ReconciliationSucceeded")]}}),
+            Status::Current,
+        ),
+        (
+            "a rolled-back Package",
+            json!({"apiVersion": "bosun.dev/v1alpha1", "kind": "Package", "metadata": {"generation": 2},
+                   "status": {"observedGeneration": 2, "conditions": [condition("Ready", "False", "RolledBack"), condition("Stalled", "True", "RolledBack")]}}),
+            Status::Failed { terminal: true },
+        ),
     ];
     for (case, object, expected) in cases {
         let health = evaluate(&object);

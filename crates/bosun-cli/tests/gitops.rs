@@ -1,0 +1,122 @@
+//! `bosun dev --gitops` as a user runs it: the API server, the controller and a Git repository
+//! seeded from `examples/gitops`; the Packages roll out in dependency order, and a commit is
+//! rolled out without waiting for an interval.
+
+use std::{
+    path::Path,
+    process::{Command, Stdio},
+    time::{Duration, Instant},
+};
+
+use k8s_openapi::api::apps::v1::Deployment;
+use kube::{
+    Api,
+    api::{ApiResource, DynamicObject},
+    core::GroupVersionKind,
+};
+use serde_json::Value;
+
+const BOUND: Duration = Duration::from_secs(90);
+
+/// Stops `bosun dev` however the test ends.
+struct Dev(std::process::Child);
+
+impl Drop for Dev {
+    fn drop(&mut self) {
+        let _ = self.0.kill();
+        let _ = self.0.wait();
+    }
+}
+
+fn git(dir: &Path, args: &[&str]) {
+    let output = Command::new("git")
+        .args(["-c", "user.name=Test", "-c", "user.email=test@example.com"])
+        .args(args)
+        .current_dir(dir)
+        .output()
+        .expect("git runs");
+    assert!(output.status.success(), "git {args:?}: {}", String::from_utf8_lossy(&output.stderr));
+}
+
+async fn client(kubeconfig: &Path) -> kube::Client {
+    let deadline = Instant::now() + BOUND;
+    while !kubeconfig.is_file() {
+        assert!(Instant::now() < deadline, "bosun dev wrote no kubeconfig");
+        tokio::time::sleep(Duration::from_millis(50)).await;
+    }
+    let kubeconfig = kube::config::Kubeconfig::read_from(kubeconfig).expect("kubeconfig");
+    let config = kube::Config::from_custom_kubeconfig(kubeconfig, &Default::default()).await.expect("config");
+    kube::Client::try_from(config).expect("client")
+}
+
+/// Each Package's Ready status (for its current generation), by name.
+async fn readiness(packages: &Api<DynamicObject>) -> Vec<(String, bool)> {
+    let Ok(list) = packages.list(&Default::default()).await else { return Vec::new() };
+    let mut out: Vec<(String, bool)> = list
+        .items
+        .iter()
+        .map(|p| {
+            let value = serde_json::to_value(p).expect("json");
+            let observed = value.pointer("/status/observedGeneration") == value.pointer("/metadata/generation");
+            let ready = value
+                .pointer("/status/conditions")
+                .and_then(Value::as_array)
+                .is_some_and(|l| l.iter().any(|c| c["type"] == "Ready" && c["status"] == "True"));
+            (p.metadata.name.clone().unwrap_or_default(), observed && ready)
+        })
+        .collect();
+    out.sort();
+    out
+}
+
+#[tokio::test]
+async fn the_gitops_quickstart_rolls_out_its_packages_and_every_commit() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let seed = Path::new(env!("CARGO_MANIFEST_DIR")).join("../../examples/gitops");
+    let child = Command::new(env!("CARGO_BIN_EXE_bosun"))
+        .arg("dev")
+        .arg("--gitops")
+        .arg(&seed)
+        .args(["--port", "0", "--in-memory"])
+        .current_dir(dir.path())
+        .stdout(Stdio::null())
+        .stderr(Stdio::null())
+        .spawn()
+        .expect("bosun dev starts");
+    let _dev = Dev(child);
+    let client = client(&dir.path().join(".bosun/kubeconfig")).await;
+    let gvk = GroupVersionKind::gvk("bosun.dev", "v1alpha1", "Package");
+    let packages: Api<DynamicObject> = Api::default_namespaced_with(client.clone(), &ApiResource::from_gvk(&gvk));
+
+    let all_ready = [("gitops".to_string(), true), ("infrastructure".to_string(), true), ("web".to_string(), true)];
+    let deadline = Instant::now() + BOUND;
+    loop {
+        let now = readiness(&packages).await;
+        // The root is Ready only once the Packages it holds are: it waits for their health.
+        if now.iter().any(|(name, ready)| name == "gitops" && *ready) {
+            assert_eq!(now, all_ready, "the root was Ready before its Packages");
+            break;
+        }
+        assert!(Instant::now() < deadline, "never all Ready: {now:?}");
+        tokio::time::sleep(Duration::from_millis(50)).await;
+    }
+    let deployments: Api<Deployment> = Api::namespaced(client.clone(), "web");
+    let replicas = |d: &Deployment| d.spec.as_ref().and_then(|s| s.replicas);
+    assert_eq!(replicas(&deployments.get("web").await.expect("web")), Some(2));
+
+    // A commit is rolled out at once (the Packages' interval is a minute).
+    let repo = dir.path().join(".bosun/gitops");
+    let file = repo.join("apps/web/deployment.yaml");
+    let text = std::fs::read_to_string(&file).expect("read").replace("replicas: 2", "replicas: 3");
+    std::fs::write(&file, text).expect("write");
+    git(&repo, &["commit", "-q", "-am", "three replicas"]);
+    let committed = Instant::now();
+    loop {
+        if replicas(&deployments.get("web").await.expect("web")) == Some(3) {
+            break;
+        }
+        assert!(committed.elapsed() < Duration::from_secs(30), "the commit was not rolled out");
+        tokio::time::sleep(Duration::from_millis(50)).await;
+    }
+    println!("rolled out {:?} after the commit", committed.elapsed());
+}
