@@ -40,6 +40,8 @@ const FIRST_SYNC: Duration = Duration::from_secs(10);
 #[derive(Clone)]
 pub struct Cache {
     inner: Arc<Inner>,
+    /// Whether live objects are served (or only namespaces).
+    objects: bool,
 }
 
 struct Inner {
@@ -164,7 +166,15 @@ impl Cache {
                 tasks: Mutex::default(),
                 changes: watch::channel(0).0,
             }),
+            objects: true,
         }
+    }
+
+    /// The same cache answering only whether namespaces exist: for an apply as another
+    /// identity (impersonation), which must read objects as that identity — a decision made
+    /// from the controller's view would skip the checks the identity's permissions make.
+    pub fn namespaces_only(&self) -> Cache {
+        Cache { inner: self.inner.clone(), objects: false }
     }
 
     /// Feeds a new store from `events` in the background.
@@ -206,6 +216,9 @@ impl Cache {
     /// The live object (`Some(None)`: it does not exist), or `None` when the cache cannot say
     /// (the caller asks the server).
     pub async fn object(&self, kind: &Kind, namespace: &str, name: &str) -> Option<Option<Value>> {
+        if !self.objects {
+            return None;
+        }
         let texts = self.texts(&kind.resource).await?;
         let namespace = if kind.namespaced { namespace } else { "" };
         let Some(text) = texts.get(&(namespace.to_string(), name.to_string())) else { return Some(None) };

@@ -32,6 +32,11 @@ pub struct Harness {
 }
 
 pub async fn start() -> Harness {
+    start_with(|_| {}).await
+}
+
+/// [`start`], with the controller's settings changed by `adjust`.
+pub async fn start_with(adjust: impl FnOnce(&mut Settings)) -> Harness {
     // RUST_LOG=bosun=debug shows the controller's decisions when a test fails.
     let _ = tracing_subscriber::fmt()
         .with_env_filter(tracing_subscriber::EnvFilter::from_default_env())
@@ -43,7 +48,7 @@ pub async fn start() -> Harness {
         crd_api.create(&PostParams::default(), &crd).await.expect("CRD");
     }
     let cache = tempfile::tempdir().expect("cache");
-    let settings = Settings {
+    let mut settings = Settings {
         config: server.config(),
         cache_dir: cache.path().to_path_buf(),
         default_service_account: None,
@@ -52,6 +57,7 @@ pub async fn start() -> Harness {
         selector: None,
         stopping: Default::default(),
     };
+    adjust(&mut settings);
     let controller = controller(server.client(), settings);
     let metrics = controller.metrics();
     let (stop, stopped) = tokio::sync::oneshot::channel::<()>();

@@ -103,8 +103,8 @@ pub struct PackageReconciler {
     /// Fetches sources into the cache directory.
     fetcher: Fetcher,
     /// Live objects and namespaces by watch: an unchanged resync asks the API server nothing.
-    /// Only for runs as the controller itself: a run impersonating a ServiceAccount reads as
-    /// that account, so it never learns from the cache what the account may not read.
+    /// A run impersonating a ServiceAccount gets namespaces only: it reads objects as that
+    /// account, so the account's permissions decide, not the controller's view.
     cache: Cache,
 }
 
@@ -393,7 +393,10 @@ impl PackageReconciler {
             resolver: Some(run.resolver().clone()),
             deadline: Some(deadline),
             cancel: cancellable.then_some(cancel),
-            cache: (!self.impersonates(&resource)).then(|| self.cache.clone()),
+            cache: Some(match self.impersonates(&resource) {
+                true => self.cache.namespaces_only(),
+                false => self.cache.clone(),
+            }),
             ..Options::default()
         };
         let namespace = run.namespace().to_string();

@@ -1,0 +1,145 @@
+//! Multi-tenancy: a Package applies, waits and prunes as its ServiceAccount (impersonation),
+//! so the API server's RBAC decides what it may do; `--default-service-account` does the same
+//! for Packages that name none.
+
+use std::path::Path;
+
+use k8s_openapi::api::{
+    core::v1::{ConfigMap, Namespace, ServiceAccount},
+    rbac::v1::{Role, RoleBinding},
+};
+use kube::{
+    Api,
+    api::{ApiResource, DynamicObject, Patch, PatchParams, PostParams},
+};
+use serde_json::{Value, json};
+
+#[path = "support/package_harness.rs"]
+mod harness;
+
+use harness::*;
+
+const TEAM: &str = "team-a";
+const OTHER: &str = "team-b";
+
+async fn apply<K: kube::Resource<DynamicType = ()>>(h: &Harness, namespace: Option<&str>, body: Value) {
+    let resource = ApiResource::erase::<K>(&());
+    let api: Api<DynamicObject> = match namespace {
+        Some(namespace) => Api::namespaced_with(h.server.client(), namespace, &resource),
+        None => Api::all_with(h.server.client(), &resource),
+    };
+    let name = body["metadata"]["name"].as_str().expect("name").to_string();
+    api.patch(&name, &PatchParams::apply("test").force(), &Patch::Apply(&body)).await.expect("apply");
+}
+
+/// Two namespaces; the ServiceAccount `deployer` of team-a may manage ConfigMaps in team-a only.
+async fn tenants(h: &Harness) {
+    for name in [TEAM, OTHER] {
+        apply::<Namespace>(h, None, json!({"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": name}})).await;
+    }
+    apply::<ServiceAccount>(
+        h,
+        Some(TEAM),
+        json!({"apiVersion": "v1", "kind": "ServiceAccount", "metadata": {"name": "deployer"}}),
+    )
+    .await;
+    grant(h, TEAM).await;
+}
+
+/// Lets team-a's deployer manage ConfigMaps in `namespace`.
+async fn grant(h: &Harness, namespace: &str) {
+    apply::<Role>(h, Some(namespace), json!({
+        "apiVersion": "rbac.authorization.k8s.io/v1", "kind": "Role", "metadata": {"name": "configmaps"},
+        "rules": [{"apiGroups": [""], "resources": ["configmaps"], "verbs": ["get", "list", "watch", "create", "update", "patch", "delete"]}],
+    }))
+    .await;
+    apply::<RoleBinding>(
+        h,
+        Some(namespace),
+        json!({
+            "apiVersion": "rbac.authorization.k8s.io/v1", "kind": "RoleBinding", "metadata": {"name": "deployer"},
+            "roleRef": {"apiGroup": "rbac.authorization.k8s.io", "kind": "Role", "name": "configmaps"},
+            "subjects": [{"kind": "ServiceAccount", "name": "deployer", "namespace": TEAM}],
+        }),
+    )
+    .await;
+}
+
+fn configmap_in(namespace: &str, name: &str) -> String {
+    format!(
+        "apiVersion: v1\nkind: ConfigMap\nmetadata:\n  name: {name}\n  namespace: {namespace}\ndata:\n  value: \"1\"\n"
+    )
+}
+
+async fn create_in(h: &Harness, name: &str, spec: Value) -> Api<bosun::package::PackageResource> {
+    let api: Api<bosun::package::PackageResource> = Api::namespaced(h.server.client(), TEAM);
+    let package =
+        json!({"apiVersion": "bosun.dev/v1alpha1", "kind": "Package", "metadata": {"name": name}, "spec": spec});
+    api.create(&PostParams::default(), &serde_json::from_value(package).expect("package")).await.expect("create");
+    api
+}
+
+/// Waits until Package `name` of team-a is Ready with `status` and `reason` (any when empty).
+async fn wait_in(h: &Harness, name: &str, status: &str, reason: &str) -> (String, String) {
+    let api: Api<bosun::package::PackageResource> = Api::namespaced(h.server.client(), TEAM);
+    let deadline = tokio::time::Instant::now() + BOUND;
+    loop {
+        let package = api.get(name).await.expect("get");
+        if let Some((s, r, m)) = ready(&package)
+            && s == status
+            && (reason.is_empty() || r == reason)
+        {
+            return (r, m);
+        }
+        assert!(tokio::time::Instant::now() < deadline, "{name}: never {status}/{reason}: {:?}", package.status);
+        tokio::time::sleep(std::time::Duration::from_millis(20)).await;
+    }
+}
+
+fn source(dir: &Path) -> Value {
+    json!({"dir": dir})
+}
+
+#[tokio::test]
+async fn a_package_applies_as_its_service_account_and_gets_only_what_the_account_may_do() {
+    let h = start().await;
+    tenants(&h).await;
+    let own = tempfile::tempdir().expect("dir");
+    write(own.path(), "cm.yaml", &configmap_in(TEAM, "mine"));
+    create_in(&h, "allowed", json!({"source": source(own.path()), "serviceAccountName": "deployer"})).await;
+    wait_in(&h, "allowed", "True", "").await;
+    let team: Api<ConfigMap> = Api::namespaced(h.server.client(), TEAM);
+    assert!(team.get_opt("mine").await.expect("get").is_some());
+
+    // Writing into another team's namespace is the API server's 403, reported as AccessDenied
+    // naming the verb and the object; nothing is written there.
+    let foreign = tempfile::tempdir().expect("dir");
+    write(foreign.path(), "cm.yaml", &configmap_in(OTHER, "theirs"));
+    let spec = json!({"source": source(foreign.path()), "serviceAccountName": "deployer", "retryInterval": "1s"});
+    create_in(&h, "denied", spec).await;
+    let (_, message) = wait_in(&h, "denied", "False", "AccessDenied").await;
+    assert!(
+        message.contains(r#"User "system:serviceaccount:team-a:deployer" cannot"#)
+            && message.contains(r#"resource "configmaps""#)
+            && message.contains(r#"in the namespace "team-b""#),
+        "{message}"
+    );
+    let other: Api<ConfigMap> = Api::namespaced(h.server.client(), OTHER);
+    assert!(other.get_opt("theirs").await.expect("get").is_none());
+
+    // Granted: the retry goes through.
+    grant(&h, OTHER).await;
+    wait_in(&h, "denied", "True", "").await;
+    assert!(other.get_opt("theirs").await.expect("get").is_some());
+}
+
+#[tokio::test]
+async fn the_default_service_account_confines_packages_that_name_none() {
+    let h = start_with(|settings| settings.default_service_account = Some("deployer".into())).await;
+    tenants(&h).await;
+    let foreign = tempfile::tempdir().expect("dir");
+    write(foreign.path(), "cm.yaml", &configmap_in(OTHER, "theirs"));
+    create_in(&h, "unnamed", json!({"source": source(foreign.path())})).await;
+    let (_, message) = wait_in(&h, "unnamed", "False", "AccessDenied").await;
+    assert!(message.contains("system:serviceaccount:team-a:deployer"), "{message}");
+}
