@@ -164,3 +164,17 @@ async fn a_standby_takes_over_within_seconds_of_the_leader_stopping_and_writes_n
     );
     println!("handover in {handover:?}");
 }
+
+#[tokio::test]
+async fn json_logs_are_one_object_per_line() {
+    let cluster = start().await;
+    let crds = cluster.bosun(&["crds"]).await;
+    cluster.kubectl(&["apply", "-f", "-"], Some(&crds.stdout)).await;
+    let controller = cluster.controller("json", &["--log-format", "json"]);
+    let line = controller.logged("bosun controller starting").await;
+    let entry: Value = serde_json::from_str(&line).unwrap_or_else(|e| panic!("not JSON ({e}): {line}"));
+    assert_eq!(entry["level"], "INFO", "{entry}");
+    assert_eq!(entry["message"], "bosun controller starting", "{entry}");
+    assert_eq!(entry["scope"], "all namespaces", "fields are keys: {entry}");
+    assert!(entry["cluster"].as_str().is_some_and(|url| url.contains("://127.0.0.1:")), "{entry}");
+}
