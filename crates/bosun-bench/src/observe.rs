@@ -99,6 +99,11 @@ fn wait_lines(log: &Path, count: usize) -> bool {
     true
 }
 
+/// The selector of the benchmark's ConfigMaps (labelled `bench: observe`): both sides watch
+/// only those, not the namespace's `kube-root-ca.crt` the server makes (as a real control
+/// plane does).
+const BENCH_SELECTOR: &str = "bench=observe";
+
 struct Bench {
     server: RunningServer,
     dir: tempfile::TempDir,
@@ -129,7 +134,7 @@ impl Bench {
                 let api = api.clone();
                 async move {
                     let object =
-                        serde_json::from_value(json!({"metadata": {"name": format!("cm-{i:05}")}, "data": {"v": "0"}}))
+                        serde_json::from_value(json!({"metadata": {"name": format!("cm-{i:05}"), "labels": {"bench": "observe"}}, "data": {"v": "0"}}))
                             .expect("cm");
                     api.create(&PostParams::default(), &object).await.expect("create");
                 }
@@ -143,7 +148,7 @@ impl Bench {
     fn observe(&self, namespace: &str, log: &Path, extra: &[&str]) -> Command {
         let mut command = Command::new(bosun_binary());
         command
-            .args(["observe", "configmaps", "-n", namespace, "-q", "-a", "{.data.v}"])
+            .args(["observe", "configmaps", "-n", namespace, "-l", BENCH_SELECTOR, "-q", "-a", "{.data.v}"])
             .args(extra)
             .arg("--kubeconfig")
             .arg(&self.kubeconfig)
@@ -161,7 +166,7 @@ impl Bench {
     /// the gotchas of hand-made loops.
     fn shell_loop(&self, namespace: &str, log: &Path, watch_only: bool) -> Command {
         let script = format!(
-            "kubectl get configmaps -n {namespace} {} --chunk-size=0 -o jsonpath='{{.metadata.name}} {{.data.v}}{{\"\\n\"}}' | while read name value; do {} stamp {} {namespace} $name $value; done",
+            "kubectl get configmaps -n {namespace} -l {BENCH_SELECTOR} {} --chunk-size=0 -o jsonpath='{{.metadata.name}} {{.data.v}}{{\"\\n\"}}' | while read name value; do {} stamp {} {namespace} $name $value; done",
             if watch_only { "--watch-only" } else { "--watch" },
             self.me.display(),
             log.display()
@@ -303,7 +308,18 @@ pub async fn run(args: Args) {
     drop(observer);
     let kubectl = Running::start(
         Command::new("kubectl")
-            .args(["get", "configmaps", "-n", "memory", "--watch", "--chunk-size=0", "-o", "name"])
+            .args([
+                "get",
+                "configmaps",
+                "-n",
+                "memory",
+                "-l",
+                BENCH_SELECTOR,
+                "--watch",
+                "--chunk-size=0",
+                "-o",
+                "name",
+            ])
             .env("KUBECONFIG", &bench.kubeconfig)
             .env("KUBECACHEDIR", bench.dir.path().join("cache"))
             .stdout(Stdio::null()),

@@ -160,6 +160,7 @@ fn canonicalize(
         }
         let mut object = normalize(object).map_err(|e| undecodable(&e))?;
         crate::defaults::apply(&info.group, &info.kind, &mut object);
+        object::sort_fields(&mut object);
         return Ok(object);
     }
     let mut object = object;
@@ -336,6 +337,7 @@ pub fn prepare_create(target: &Target, ctx: &mut Context, mut object: Value) -> 
     track(target, ctx, None, &mut object, "");
     if !info.custom {
         crate::defaults::on_create(&info.group, &info.kind, &mut object);
+        object::sort_fields(&mut object);
     }
     Ok(object)
 }
