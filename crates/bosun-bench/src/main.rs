@@ -7,11 +7,13 @@
 //! target/release/bosun-bench render
 //! target/release/bosun-bench apply
 //! target/release/bosun-bench observe
+//! target/release/bosun-bench packages
 //! ```
 
 mod apiserver;
 mod apply;
 mod observe;
+mod packages;
 mod render;
 
 use std::path::PathBuf;
@@ -33,6 +35,8 @@ enum Bench {
     Render(render::Args),
     /// Applying 1,000 objects: bosun apply against kubectl apply, client-side and server-side.
     Apply(apply::Args),
+    /// The Package controller: N Packages of 4 objects until Ready, against one bosun apply.
+    Packages(packages::Args),
     /// bosun observe: initial sync, write-to-command latency, memory; against a kubectl shell loop.
     Observe(observe::Args),
     /// (The command the observe benchmark runs: appends its arguments and the time to LOG.)
@@ -58,6 +62,7 @@ fn main() {
             Bench::Render(args) => render::run(args),
             Bench::Apply(args) => apply::run(args).await,
             Bench::Observe(args) => observe::run(args).await,
+            Bench::Packages(args) => packages::run(args).await,
             Bench::Stamp { .. } => {}
         }
     });

@@ -99,11 +99,6 @@ fn wait_lines(log: &Path, count: usize) -> bool {
     true
 }
 
-/// The selector of the benchmark's ConfigMaps (labelled `bench: observe`): both sides watch
-/// only those, not the namespace's `kube-root-ca.crt` the server makes (as a real control
-/// plane does).
-const BENCH_SELECTOR: &str = "bench=observe";
-
 struct Bench {
     server: RunningServer,
     dir: tempfile::TempDir,
@@ -144,11 +139,12 @@ impl Bench {
             .await;
     }
 
-    /// `bosun observe configmaps -n NAMESPACE -q -a '{.data.v}' EXTRA... -- <stamp LOG>`.
+    /// `bosun observe configmaps -n NAMESPACE -l bench=observe -q -a '{.data.v}' EXTRA... --
+    /// <stamp LOG>`. (The label leaves out the `kube-root-ca.crt` every namespace holds.)
     fn observe(&self, namespace: &str, log: &Path, extra: &[&str]) -> Command {
         let mut command = Command::new(bosun_binary());
         command
-            .args(["observe", "configmaps", "-n", namespace, "-l", BENCH_SELECTOR, "-q", "-a", "{.data.v}"])
+            .args(["observe", "configmaps", "-n", namespace, "-l", "bench=observe", "-q", "-a", "{.data.v}"])
             .args(extra)
             .arg("--kubeconfig")
             .arg(&self.kubeconfig)
@@ -166,7 +162,7 @@ impl Bench {
     /// the gotchas of hand-made loops.
     fn shell_loop(&self, namespace: &str, log: &Path, watch_only: bool) -> Command {
         let script = format!(
-            "kubectl get configmaps -n {namespace} -l {BENCH_SELECTOR} {} --chunk-size=0 -o jsonpath='{{.metadata.name}} {{.data.v}}{{\"\\n\"}}' | while read name value; do {} stamp {} {namespace} $name $value; done",
+            "kubectl get configmaps -n {namespace} -l bench=observe {} --chunk-size=0 -o jsonpath='{{.metadata.name}} {{.data.v}}{{\"\\n\"}}' | while read name value; do {} stamp {} {namespace} $name $value; done",
             if watch_only { "--watch-only" } else { "--watch" },
             self.me.display(),
             log.display()
@@ -314,7 +310,7 @@ pub async fn run(args: Args) {
                 "-n",
                 "memory",
                 "-l",
-                BENCH_SELECTOR,
+                "bench=observe",
                 "--watch",
                 "--chunk-size=0",
                 "-o",

@@ -70,3 +70,9 @@ fn observe_benchmark_runs() {
     let out = bench(&["observe", "--objects", "5", "--writes", "3", "--burst", "3", "--memory-objects", "5"]);
     assert_table(&out, 5);
 }
+
+#[test]
+fn packages_benchmark_runs() {
+    let out = bench(&["packages", "--packages", "3", "--concurrency", "2", "--interval", "2s"]);
+    assert_table(&out, 6);
+}

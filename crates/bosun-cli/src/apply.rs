@@ -74,6 +74,7 @@ pub fn options(package: &Package, args: &Args) -> Options {
         prune: args.prune || package.spec.prune == Some(true),
         wait: args.wait || package.spec.wait == Some(true),
         timeout: args.timeout.or(package.spec.timeout).map_or(Duration::from_secs(300), |t| t.0),
+        ..Options::default()
     }
 }
 

@@ -26,6 +26,8 @@ pub struct Connection {
     pub namespace: String,
     /// The server's URL, for messages.
     pub url: String,
+    /// The configuration the client was made from (impersonating clients are made from it).
+    pub config: kube::Config,
 }
 
 impl Connection {
@@ -67,7 +69,7 @@ impl ClusterArgs {
         };
         let namespace = config.default_namespace.clone();
         let url = config.cluster_url.to_string().trim_end_matches('/').to_string();
-        let client = kube::Client::try_from(config).map_err(|e| format!("cannot build a client: {e}"))?;
-        Ok(Connection { client, namespace, url })
+        let client = kube::Client::try_from(config.clone()).map_err(|e| format!("cannot build a client: {e}"))?;
+        Ok(Connection { client, namespace, url, config })
     }
 }

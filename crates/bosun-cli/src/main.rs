@@ -3,9 +3,12 @@
 mod apiserver;
 mod apply;
 mod cluster;
+mod controller;
 mod dev;
 mod diff;
+mod install;
 mod observe;
+mod packages;
 mod render;
 mod signal;
 mod source;
@@ -21,20 +24,28 @@ const HELP_TEMPLATE: &str = "\
 {usage-heading} {usage}
 
 Try it:
-  dev        Try packages locally: an embedded API server, apply, wait, prune, re-apply on change
-  render     Print a package's manifests: files, jsonnet, kustomize or a command (no cluster)
+  dev         Try packages locally: an embedded API server, apply, wait, prune, re-apply on change
+  render      Print a package's manifests: files, jsonnet, kustomize or a command (no cluster)
 
 Deliver:
-  diff       Show what applying a package would change (server-side dry run)
-  apply      Roll a package out: planned groups, server-side apply, health waits, prune
+  diff        Show what applying a package would change (server-side dry run)
+  apply       Roll a package out: planned groups, server-side apply, health waits, prune
+
+Deliver continuously (the Package controller):
+  controller  Reconcile Package resources: fetch from Git, render, roll out, report in status
+  reconcile   Ask the controller to reconcile a Package now, and wait for the result
+  suspend     Stop reconciling a Package
+  resume      Reconcile a suspended Package again, and wait for the result
+  crds        Print bosun's CRDs (for kubectl apply)
+  install     Print everything to run the controller in a cluster (CRDs, RBAC, Deployment)
 
 Automate:
-  observe    Run a command for every object of a kind and on every change (a script controller)
+  observe     Run a command for every object of a kind and on every change (a script controller)
 
 Serve:
-  apiserver  Run the embedded Kubernetes-compatible API server
+  apiserver   Run the embedded Kubernetes-compatible API server
 
-  help       Print this message or the help of a command
+  help        Print this message or the help of a command
 
 Options:
 {options}{after-help}";
@@ -55,6 +66,10 @@ struct Cli {
     #[arg(short, long, global = true, action = clap::ArgAction::Count)]
     verbose: u8,
 
+    /// Log lines as text, or as JSON objects (one per line, for log collectors).
+    #[arg(long, global = true, value_enum, default_value_t = LogFormat::Text)]
+    log_format: LogFormat,
+
     #[command(subcommand)]
     command: Command,
 }
@@ -73,6 +88,27 @@ enum Command {
     Dev(dev::Args),
     /// Run the embedded Kubernetes-compatible API server (for trying things and for tests).
     Apiserver(apiserver::Args),
+    /// Reconcile Package resources: fetch from Git, render, roll out, report in status.
+    Controller(controller::Args),
+    /// Ask the controller to reconcile a Package now, and wait for the result.
+    Reconcile {
+        #[command(subcommand)]
+        target: packages::Target,
+    },
+    /// Stop reconciling a Package (its objects stay as they are).
+    Suspend {
+        #[command(subcommand)]
+        target: packages::Target,
+    },
+    /// Reconcile a suspended Package again, and wait for the result.
+    Resume {
+        #[command(subcommand)]
+        target: packages::Target,
+    },
+    /// Print bosun's CRDs, for `kubectl apply -f -`.
+    Crds,
+    /// Print everything to run the controller in a cluster (CRDs, RBAC, Deployment).
+    Install(install::Args),
 }
 
 /// Prints `error: MESSAGE` and gives exit code 2 (bad input, no cluster), as kubectl does.
@@ -81,10 +117,19 @@ fn bad_input(message: impl std::fmt::Display) -> ExitCode {
     ExitCode::from(2)
 }
 
+/// How log lines are written.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, clap::ValueEnum)]
+enum LogFormat {
+    /// For people.
+    Text,
+    /// One JSON object per line, with the fields as keys.
+    Json,
+}
+
 /// Logs go to stderr. By default only bosun's own warnings and progress are logged: libraries
 /// (kube, hyper, rustls…) say what went wrong through the error bosun prints, and their log
 /// lines only from `-v` on. Colour only on a terminal.
-fn init_logging(verbose: u8) {
+fn init_logging(verbose: u8, format: LogFormat) {
     let default = match verbose {
         0 => "bosun=info,bosun_cli=info,bosun_apiserver=info",
         1 => "info,bosun=debug,bosun_cli=debug,bosun_apiserver=debug",
@@ -92,16 +137,16 @@ fn init_logging(verbose: u8) {
     };
     let filter = tracing_subscriber::EnvFilter::try_from_default_env()
         .unwrap_or_else(|_| tracing_subscriber::EnvFilter::new(default));
-    tracing_subscriber::fmt()
-        .with_env_filter(filter)
-        .with_writer(std::io::stderr)
-        .with_ansi(std::io::stderr().is_terminal())
-        .init();
+    let builder = tracing_subscriber::fmt().with_env_filter(filter).with_writer(std::io::stderr);
+    match format {
+        LogFormat::Text => builder.with_ansi(std::io::stderr().is_terminal()).init(),
+        LogFormat::Json => builder.json().flatten_event(true).init(),
+    }
 }
 
 fn main() -> ExitCode {
     let cli = Cli::parse();
-    init_logging(cli.verbose);
+    init_logging(cli.verbose, cli.log_format);
     let runtime = match tokio::runtime::Builder::new_multi_thread().enable_all().build() {
         Ok(runtime) => runtime,
         Err(error) => {
@@ -117,6 +162,12 @@ fn main() -> ExitCode {
             Command::Observe(args) => observe::run(args).await,
             Command::Dev(args) => dev::run(args).await,
             Command::Apiserver(args) => apiserver::run(args).await,
+            Command::Controller(args) => controller::run(args).await,
+            Command::Reconcile { target } => packages::run(packages::Verb::Reconcile, target).await,
+            Command::Suspend { target } => packages::run(packages::Verb::Suspend, target).await,
+            Command::Resume { target } => packages::run(packages::Verb::Resume, target).await,
+            Command::Crds => install::crds(),
+            Command::Install(args) => install::run(args),
         }
     })
 }

@@ -125,7 +125,11 @@ impl Source {
     /// and tries the kubeconfig's) when it is reachable.
     pub async fn render(&self, cluster: Option<&kube::Client>) -> Result<(Package, Rendered), SourceError> {
         let package = self.package()?;
-        let options = RenderOptions { config_files: self.config.clone(), default_namespace: self.namespace.clone() };
+        let options = RenderOptions {
+            config_files: self.config.clone(),
+            default_namespace: self.namespace.clone(),
+            ..RenderOptions::default()
+        };
         let inferred = match cluster {
             None if package.spec.target_namespace.is_some() || self.namespace.is_some() => inferred_client().await,
             _ => None,

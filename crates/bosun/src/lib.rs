@@ -6,7 +6,8 @@
 //! pipeline order:
 //!
 //! - [`trigger`]: what starts a run (file changes for `bosun dev`).
-//! - [`package`]: the source — a package directory and its spec (`bosun.yaml`), with the rollout.
+//! - [`source`]: a Git repository or directory fetched into the cache, as a snapshot and revision.
+//! - [`package`]: a package directory and its spec (`bosun.yaml`), with the rollout.
 //! - [`config`]: the renderer's input, assembled from values and files.
 //! - [`render`]: manifests from files, jsonnet, kustomize or a command, post-processed and checked.
 //! - [`plan`]: the groups and steps objects roll out in.
@@ -25,6 +26,7 @@
 pub mod apply;
 pub mod cluster;
 pub mod config;
+pub mod controllers;
 pub mod diff;
 mod endpoints;
 pub mod health;
@@ -38,5 +40,6 @@ pub mod pipeline;
 pub mod plan;
 pub mod render;
 pub mod report;
+pub mod source;
 pub mod trigger;
 pub mod yaml;

@@ -39,6 +39,9 @@ pub struct RenderOptions {
     pub config_files: Vec<PathBuf>,
     /// Namespace for namespaced objects that name none (`kubectl apply -n`).
     pub default_namespace: Option<String>,
+    /// The cluster's kinds as already discovered (a controller's): scopes come from it
+    /// instead of a discovery request.
+    pub resolver: Option<crate::apply::Resolver>,
 }
 
 /// Why the pipeline stopped before or while applying.
@@ -86,9 +89,10 @@ pub async fn render(
 ) -> Result<Rendered, PipelineError> {
     let config = config::load(&package.spec.config, &package.dir, &options.config_files)?;
     let mut scopes = Scopes::builtin();
-    if (package.spec.target_namespace.is_some() || options.default_namespace.is_some())
-        && let Some(client) = cluster
-    {
+    let namespaces_set = package.spec.target_namespace.is_some() || options.default_namespace.is_some();
+    if namespaces_set && let Some(resolver) = &options.resolver {
+        scopes = resolver.scopes(scopes).await;
+    } else if namespaces_set && let Some(client) = cluster {
         let with_cluster = scopes.clone().with_cluster(client.clone());
         if let Ok(Ok(found)) = tokio::time::timeout(DISCOVERY_BOUND, with_cluster).await {
             scopes = found;

@@ -291,7 +291,7 @@ pub fn apply(live: Option<&Value>, applied: &Value, node: Node, request: &Apply)
     let mut removed = previous.difference(&applied_set).paths();
     removed.sort_by_key(|p| std::cmp::Reverse(p.len()));
     for path in removed {
-        if others.covers(&path) || applied_set.covers(&path) {
+        if others.covers(&path) || applied_set.covers(&path) || set::is_item_key(&path) {
             continue;
         }
         set::remove(&mut merged, &path);

@@ -264,6 +264,15 @@ pub fn get<'v>(value: &'v Value, path: &[Element]) -> Option<&'v Value> {
     path.iter().try_fold(value, |current, element| element.get(current))
 }
 
+/// Whether a path names a key field of a list item (`…[type="Ready"].type`): it goes with
+/// its item, never alone — removed first, the item could no longer be found by its key and
+/// would stay behind as an empty object.
+pub fn is_item_key(path: &[Element]) -> bool {
+    let [.., item, field] = path else { return false };
+    let (Some(key), Some(name)) = (item.0.strip_prefix("k:"), field.0.strip_prefix("f:")) else { return false };
+    serde_json::from_str::<Map<String, Value>>(key).is_ok_and(|key| key.contains_key(name))
+}
+
 /// Removes what a path names.
 pub fn remove(value: &mut Value, path: &[Element]) {
     let Some((last, parents)) = path.split_last() else { return };

@@ -111,6 +111,19 @@ fn lists_of_type_map_merge_items_from_different_managers() {
 }
 
 #[test]
+fn a_list_item_dropped_from_an_apply_goes_whole() {
+    let node = deployment_type();
+    let containers = |names: &[&str]| {
+        let list: Vec<Value> = names.iter().map(|n| json!({"name": n, "image": "nginx"})).collect();
+        deployment(json!({"template": {"spec": {"containers": list}}}))
+    };
+    let live = apply(None, &containers(&["app", "sidecar"]), node, &apply_as("alice", false, "t1")).expect("create");
+    let next = apply(Some(&live), &containers(&["app"]), node, &apply_as("alice", false, "t2")).expect("drop one");
+    // Its key field (`name`) is removed with the item, not first: no empty `{}` left behind.
+    assert_eq!(next["spec"]["template"]["spec"]["containers"], json!([{"name": "app", "image": "nginx"}]));
+}
+
+#[test]
 fn a_repeated_apply_changes_nothing_not_even_the_time() {
     let node = deployment_type();
     let config = deployment(json!({"replicas": 2}));

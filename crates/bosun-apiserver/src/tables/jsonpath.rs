@@ -1,5 +1,7 @@
-//! The simple JSONPaths of CRD printer columns (`.spec.replicas`, `.status.conditions[0].type`,
-//! `.metadata.labels['app.kubernetes.io/name']`), which is all upstream allows there.
+//! The JSONPaths of CRD printer columns: fields, indexes, quoted keys and filters
+//! (`.spec.replicas`, `.status.conditions[0].type`, `.metadata.labels['app.kubernetes.io/name']`,
+//! `.status.conditions[?(@.type=="Ready")].status` — the kstatus column most CRDs print). As
+//! upstream's table convertor does, the first result is the cell.
 
 use serde_json::Value;
 
@@ -21,6 +23,10 @@ pub fn find<'v>(object: &'v Value, path: &str) -> Option<&'v Value> {
             let inside = after[..end].trim();
             current = match inside.strip_prefix(['\'', '"']) {
                 Some(quoted) => current.get(quoted.trim_end_matches(['\'', '"']))?,
+                None if inside.starts_with("?(") => {
+                    let filter = Filter::parse(inside.strip_prefix("?(")?.strip_suffix(')')?)?;
+                    current.as_array()?.iter().find(|item| filter.matches(item))?
+                }
                 None => {
                     let index: i64 = inside.parse().ok()?;
                     let items = current.as_array()?;
@@ -40,6 +46,38 @@ pub fn find<'v>(object: &'v Value, path: &str) -> Option<&'v Value> {
     Some(current)
 }
 
+/// `@.field OP literal`, with OP `==` or `!=` and the literal quoted, a number, a boolean or
+/// null.
+struct Filter<'p> {
+    path: &'p str,
+    equal: bool,
+    literal: Value,
+}
+
+impl<'p> Filter<'p> {
+    fn parse(text: &'p str) -> Option<Filter<'p>> {
+        let (path, equal, literal) = match text.split_once("==") {
+            Some((path, literal)) => (path, true, literal),
+            None => {
+                let (path, literal) = text.split_once("!=")?;
+                (path, false, literal)
+            }
+        };
+        let path = path.trim().strip_prefix('@')?;
+        let literal = literal.trim();
+        let literal = match literal.strip_prefix(['\'', '"']) {
+            Some(quoted) => Value::String(quoted.strip_suffix(['\'', '"'])?.to_string()),
+            None => serde_json::from_str(literal).ok()?,
+        };
+        Some(Filter { path, equal, literal })
+    }
+
+    fn matches(&self, item: &Value) -> bool {
+        let found = if self.path.is_empty() { Some(item) } else { find(item, self.path) };
+        (found == Some(&self.literal)) == self.equal
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -57,6 +95,11 @@ mod tests {
             (".metadata.labels['app.kubernetes.io/name']", Some(json!("x"))),
             (".spec.missing", None),
             (".spec.list[5]", None),
+            (r#".spec.list[?(@.type=="b")].type"#, Some(json!("b"))),
+            (".spec.list[?(@.type=='a')]", Some(json!({"type": "a"}))),
+            (r#".spec.list[?(@.type!="a")].type"#, Some(json!("b"))),
+            (r#".spec.list[?(@.type=="c")].type"#, None),
+            (".spec.list[?(@.type==1)]", None),
         ];
         for (path, expected) in cases {
             assert_eq!(find(&object, path).cloned(), expected, "{path}");

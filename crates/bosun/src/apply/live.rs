@@ -12,7 +12,7 @@ use kube::{
 use serde_json::Value;
 
 use super::{
-    FIELD_MANAGER, Item,
+    Cache, FIELD_MANAGER, Item,
     decide::{DryRunFinding, Refusal},
 };
 use crate::{diff, object, package::Action};
@@ -104,33 +104,45 @@ pub(super) async fn dry_run(
 }
 
 /// Dry runs of many objects, `concurrency` at once, after reading their live state.
-pub(super) async fn dry_runs(client: &Client, items: &[(&Item, Action)], concurrency: usize) -> Vec<DryRun> {
+pub(super) async fn dry_runs(
+    client: &Client,
+    items: &[(&Item, Action)],
+    concurrency: usize,
+    cache: Option<&Cache>,
+) -> Vec<DryRun> {
     let objects: Vec<&Item> = items.iter().map(|(item, _)| *item).collect();
-    let live = live_objects(client, &objects, concurrency).await;
-    stream::iter(items.iter().zip(live).map(|((item, action), live)| dry_run(client, item, *action, live)))
-        .buffered(concurrency.max(1))
-        .collect()
-        .await
+    let live = live_objects(client, &objects, concurrency, cache).await;
+    // Futures collected first, for the `Send` proof (see runner.rs).
+    let runs: Vec<_> =
+        items.iter().zip(live).map(|((item, action), live)| dry_run(client, item, *action, live)).collect();
+    stream::iter(runs).buffered(concurrency.max(1)).collect().await
 }
 
 /// From how many objects of one resource in one namespace a list (paged) is cheaper than a
 /// read per object.
 const LIST_FROM: usize = 8;
 
-/// The live state of each item, in order: one paged list per resource and namespace holding
-/// many of them, single reads for the rest (and when listing is forbidden).
+/// The live state of each item, in order: from the cache where it has them, else one paged
+/// list per resource and namespace holding many of them, single reads for the rest (and when
+/// listing is forbidden).
 pub(super) async fn live_objects(
     client: &Client,
     items: &[&Item],
     concurrency: usize,
+    cache: Option<&Cache>,
 ) -> Vec<Result<Option<Value>, kube::Error>> {
+    let mut live: Vec<Option<Result<Option<Value>, kube::Error>>> = items.iter().map(|_| None).collect();
+    if let Some(cache) = cache {
+        for (index, item) in items.iter().enumerate() {
+            live[index] = cache.object(&item.kind, &item.namespace, &item.name).await.map(Ok);
+        }
+    }
     let mut by_place: HashMap<(&str, &str, &str), Vec<usize>> = HashMap::new();
-    for (index, item) in items.iter().enumerate() {
+    for (index, item) in items.iter().enumerate().filter(|(index, _)| live[*index].is_none()) {
         let resource = &item.kind.resource;
         let place = (resource.api_version.as_str(), resource.plural.as_str(), item.namespace.as_str());
         by_place.entry(place).or_default().push(index);
     }
-    let mut live: Vec<Option<Result<Option<Value>, kube::Error>>> = items.iter().map(|_| None).collect();
     for indexes in by_place.values().filter(|indexes| indexes.len() >= LIST_FROM) {
         let first = items[indexes[0]];
         let Ok(mut listed) = list_all(client, first).await else { continue };
@@ -144,15 +156,17 @@ pub(super) async fn live_objects(
             live[index] = Some(Ok(found));
         }
     }
-    let reads: Vec<(usize, Result<Option<Value>, kube::Error>)> =
-        stream::iter(live.iter().enumerate().filter(|(_, found)| found.is_none()).map(|(index, _)| async move {
+    let missing: Vec<usize> = live.iter().enumerate().filter(|(_, found)| found.is_none()).map(|(i, _)| i).collect();
+    let reads: Vec<_> = missing
+        .into_iter()
+        .map(|index| async move {
             let item = items[index];
             let read = item.api(client).get_opt(&item.name).await;
             (index, read.map(|found| found.as_ref().map(object::to_value)))
-        }))
-        .buffered(concurrency.max(1))
-        .collect()
-        .await;
+        })
+        .collect();
+    let reads: Vec<(usize, Result<Option<Value>, kube::Error>)> =
+        stream::iter(reads).buffered(concurrency.max(1)).collect().await;
     for (index, read) in reads {
         live[index] = Some(read);
     }

@@ -11,6 +11,7 @@
 //! `preview` (`bosun diff`), `namespaces` (missing-namespace check), `resolve` (kinds from
 //! discovery), `wait` (health waits).
 
+mod cache;
 mod decide;
 mod live;
 mod namespaces;
@@ -20,8 +21,9 @@ mod resolve;
 mod runner;
 pub mod wait;
 
-use std::time::Duration;
+use std::{fmt, sync::Arc, time::Duration};
 
+use futures::future::BoxFuture;
 use kube::{Api, Client, api::DynamicObject};
 use serde_json::Value;
 
@@ -32,6 +34,7 @@ use crate::{
     render::Rendered,
     report::{Change, ChangeEntry, Progress, Report},
 };
+pub use cache::Cache;
 use namespaces::{check_namespaces, created_namespaces, missing_namespaces_message};
 pub use preview::{DiffReport, ObjectDiff, diff};
 pub use resolve::{Kind, Resolver};
@@ -53,8 +56,35 @@ pub struct Options {
     pub prune: bool,
     /// Wait for every group's objects to become healthy.
     pub wait: bool,
+    /// Wait until pruned objects are gone (bounded by `timeout`).
+    pub wait_for_pruned: bool,
     /// Bound on each wait (groups may set their own).
     pub timeout: Duration,
+    /// Where the inventory of applied objects is kept.
+    pub inventory: Inventory,
+    /// The cluster's kinds, when the caller already has them (a controller); read from the
+    /// cluster otherwise.
+    pub resolver: Option<Resolver>,
+    /// No wait goes past this instant (a controller's bound on a whole run).
+    pub deadline: Option<tokio::time::Instant>,
+    /// Live objects and namespaces from watches instead of reads (a controller's; see
+    /// [`Cache`]).
+    pub cache: Option<Cache>,
+    /// Stops the waits (health, pruned objects going) early: the apply then ends with a
+    /// [`crate::report::Stage::Canceled`] failure and reports what it wrote.
+    pub cancel: Option<tokio_util::sync::CancellationToken>,
+}
+
+impl Options {
+    /// The bound of a wait that may last `timeout`: no later than the deadline, cancelled
+    /// with the apply.
+    fn until(&self, timeout: Duration) -> wait::Until {
+        let mut deadline = tokio::time::Instant::now() + timeout;
+        if let Some(bound) = self.deadline {
+            deadline = deadline.min(bound);
+        }
+        wait::Until { deadline, cancel: self.cancel.clone() }
+    }
 }
 
 impl Default for Options {
@@ -65,9 +95,53 @@ impl Default for Options {
             dry_run: false,
             prune: false,
             wait: false,
+            wait_for_pruned: true,
             timeout: Duration::from_secs(300),
+            inventory: Inventory::ConfigMap,
+            resolver: None,
+            deadline: None,
+            cancel: None,
+            cache: None,
         }
     }
+}
+
+/// Where the inventory (what the last apply applied, for pruning) is kept. Either way it is
+/// written ahead: objects about to be written for the first time are recorded before the
+/// writes, so an apply killed half-way leaves nothing the next prune does not know of.
+#[derive(Clone, Default)]
+pub enum Inventory {
+    /// In the ConfigMap `bosun-inventory-<package>` in the package's namespace, read before,
+    /// written ahead of new objects and after the apply (`bosun apply`).
+    #[default]
+    ConfigMap,
+    /// Kept by the caller (a controller keeps it in the resource's status): the previous
+    /// entries are given, the journal records ahead, and the next come back in
+    /// [`Report::inventory`].
+    Kept {
+        /// What the last apply applied.
+        previous: Vec<Entry>,
+        /// Records the inventory ahead of first writes (none: the caller accepts the risk).
+        journal: Option<Arc<dyn Journal>>,
+    },
+}
+
+impl fmt::Debug for Inventory {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            Inventory::ConfigMap => f.write_str("ConfigMap"),
+            Inventory::Kept { previous, journal } => {
+                write!(f, "Kept({} entries, journal: {})", previous.len(), journal.is_some())
+            }
+        }
+    }
+}
+
+/// Records an inventory before objects are written for the first time.
+pub trait Journal: Send + Sync {
+    /// Records `entries` — what was applied before and what is about to be written — and
+    /// returns once they are stored. An error stops the group before anything is written.
+    fn record<'a>(&'a self, entries: &'a [Entry]) -> BoxFuture<'a, Result<(), String>>;
 }
 
 /// The package being applied: its name, the namespace of its inventory, and the namespace for
@@ -127,6 +201,7 @@ impl Item {
             namespace: self.namespace.clone(),
             name: self.name.clone(),
             checks: checks.to_vec(),
+            written: None,
         }
     }
 }
@@ -188,6 +263,8 @@ struct Runner<'a> {
     report: Report,
     /// Inventory entries of what was written (or found unchanged), in order.
     applied: Vec<Entry>,
+    /// The inventory as stored now: the previous one, plus what was recorded ahead of writes.
+    recorded: Vec<Entry>,
 }
 
 /// Applies a rendered, planned package. The report says what changed and, when the rollout
@@ -200,18 +277,25 @@ pub async fn apply(
     options: &Options,
     progress: &dyn Progress,
 ) -> Result<Report, ApplyError> {
-    let resolver = Resolver::new(client.clone()).await.map_err(|e| ApplyError::Cluster(e.into()))?;
-    let previous = inventory::read(client, &target.name, &target.namespace).await?;
+    let resolver = match &options.resolver {
+        Some(resolver) => resolver.clone(),
+        None => Resolver::new(client.clone()).await.map_err(|e| ApplyError::Cluster(e.into()))?,
+    };
+    let previous = match &options.inventory {
+        Inventory::ConfigMap => inventory::read(client, &target.name, &target.namespace).await?,
+        Inventory::Kept { previous, .. } => previous.clone(),
+    };
     let report = Report {
         package: target.name.clone(),
         namespace: target.namespace.clone(),
         dry_run: options.dry_run,
         ..Report::default()
     };
-    let mut runner = Runner { client, resolver, target, options, progress, report, applied: Vec::new() };
+    let recorded = previous.clone();
+    let mut runner = Runner { client, resolver, target, options, progress, report, applied: Vec::new(), recorded };
     let namespaces = created_namespaces(rendered);
     let all: Vec<Item> = resolve_all(&runner.resolver, rendered, target).await;
-    check_namespaces(client, target, &all, &namespaces, !options.dry_run).await?;
+    check_namespaces(client, options.cache.as_ref(), target, &all, &namespaces, !options.dry_run).await?;
     for group in &plan.groups {
         if let Some(failure) = runner.run_group(group, rendered, &namespaces).await {
             runner.report.failure = Some(failure);
@@ -225,20 +309,23 @@ pub async fn apply(
             resolve_all(&runner.resolver, rendered, target).await.iter().map(|item| Entry::of(&item.object)).collect();
         runner.prune(&previous, &current).await;
     }
-    let Runner { report, applied, .. } = runner;
+    let Runner { mut report, applied, recorded, .. } = runner;
     if !options.dry_run {
         let pruned = options.prune && report.failure.is_none();
-        let entries = inventory::next(&previous, &applied, pruned);
-        // An unchanged inventory is not written again: a failed first apply leaves nothing
-        // behind, and an unchanged re-apply writes nothing at all.
+        // In apply order (pruning goes in reverse); what was recorded ahead and not written
+        // (a failed group) stays, so a later prune still knows it.
+        let entries = inventory::next(&recorded, &applied, pruned);
         let sorted = |entries: &[Entry]| {
             let mut sorted = entries.to_vec();
             sorted.sort();
             sorted
         };
-        if sorted(&entries) != sorted(&previous) {
+        // An unchanged inventory is not written again: a failed first apply leaves nothing
+        // behind, and an unchanged re-apply writes nothing at all.
+        if matches!(options.inventory, Inventory::ConfigMap) && sorted(&entries) != sorted(&recorded) {
             inventory::write(client, &target.name, &target.namespace, &entries).await?;
         }
+        report.inventory = entries;
     }
     progress.finished();
     Ok(report)

@@ -5,7 +5,7 @@ use std::collections::BTreeMap;
 
 use kube::{Api, Client};
 
-use super::{ApplyError, Item, Target};
+use super::{ApplyError, Cache, Item, Target};
 use crate::{object, render::Rendered};
 
 pub(super) fn missing_namespaces_message(package: &str, missing: &[(String, usize)]) -> String {
@@ -46,6 +46,7 @@ fn needed_namespaces<'a>(
 /// message, or worse, everything is applied and the inventory cannot be written.
 pub(super) async fn check_namespaces(
     client: &Client,
+    cache: Option<&Cache>,
     target: &Target,
     items: &[Item],
     created: &[String],
@@ -59,7 +60,15 @@ pub(super) async fn check_namespaces(
     let api: Api<k8s_openapi::api::core::v1::Namespace> = Api::all(client.clone());
     let mut missing = Vec::new();
     for (namespace, objects) in needed {
-        if api.get_opt(&namespace).await.map_err(|e| ApplyError::Cluster(e.into()))?.is_none() {
+        let cached = match cache {
+            Some(cache) => cache.namespace_exists(&namespace).await,
+            None => None,
+        };
+        let exists = match cached {
+            Some(exists) => exists,
+            None => api.get_opt(&namespace).await.map_err(|e| ApplyError::Cluster(e.into()))?.is_some(),
+        };
+        if !exists {
             missing.push((namespace, objects));
         }
     }

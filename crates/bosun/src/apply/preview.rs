@@ -54,7 +54,7 @@ pub async fn diff(
     let keys: Vec<String> = rendered.manifests.iter().map(|m| m.key.clone()).collect();
     let resolved = resolve_items(&resolver, rendered, &keys, target).await;
     let resolved_items: Vec<Item> = resolved.iter().filter_map(|r| r.as_ref().ok().cloned()).collect();
-    check_namespaces(client, target, &resolved_items, &created_namespaces(rendered), false).await?;
+    check_namespaces(client, None, target, &resolved_items, &created_namespaces(rendered), false).await?;
     let mut report = DiffReport::default();
     let items: Vec<Item> = resolved
         .into_iter()
@@ -74,7 +74,7 @@ pub async fn diff(
         })
         .collect();
     let planned: Vec<(&Item, Action)> = items.iter().map(|item| (item, Action::Apply)).collect();
-    let dry_runs = dry_runs(client, &planned, concurrency).await;
+    let dry_runs = dry_runs(client, &planned, concurrency, None).await;
     let created = created_namespaces(rendered);
     for (item, dry) in items.iter().zip(dry_runs) {
         let unchanged = dry.unchanged();

@@ -10,7 +10,7 @@ use super::{
 };
 use crate::{
     inventory::{self, Entry},
-    report::{Change, Failure},
+    report::{Change, Failure, Stage},
 };
 
 impl Runner<'_> {
@@ -66,7 +66,10 @@ impl Runner<'_> {
             self.progress.applied(&change);
             self.report.changes.push(change);
         }
-        let left = wait::gone(client, &deleted, options.timeout).await;
+        if !options.wait_for_pruned {
+            deleted.clear();
+        }
+        let left = wait::gone(client, &deleted, &options.until(options.timeout)).await;
         let failed: Vec<(String, String)> = self
             .report
             .changes
@@ -76,8 +79,12 @@ impl Runner<'_> {
             .chain(left.into_iter().map(|object| (object, "still present after the timeout".to_string())))
             .collect();
         if !failed.is_empty() {
-            self.report.failure =
-                Some(Failure { group: "prune".into(), reason: "pruning failed".into(), objects: failed });
+            self.report.failure = Some(Failure {
+                group: "prune".into(),
+                stage: Stage::Prune,
+                reason: "pruning failed".into(),
+                objects: failed,
+            });
         }
     }
 }

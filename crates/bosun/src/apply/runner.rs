@@ -6,7 +6,7 @@ use std::{collections::HashMap, time::Duration};
 use futures::{StreamExt, stream};
 
 use super::{
-    Item, Runner, decide,
+    Inventory, Item, Runner, decide,
     decide::{Planned, Write},
     entry,
     live::{delete, dry_runs, message, server_side_apply},
@@ -14,11 +14,11 @@ use super::{
     wait::{self, Outcome, Watched},
 };
 use crate::{
-    inventory::Entry,
+    inventory::{self, Entry},
     package::Action,
     plan::{GroupWait, PlanGroup, PlanStep},
     render::Rendered,
-    report::{Change, ChangeEntry, Failure},
+    report::{Change, ChangeEntry, Failure, Stage},
 };
 
 impl Runner<'_> {
@@ -39,28 +39,54 @@ impl Runner<'_> {
         self.progress.group(&group.name, keys.len());
         let items = self.resolve_group(group, rendered, &keys).await?;
         let plans = self.dry_run_group(group, &items, namespaces).await?;
+        if !self.options.dry_run {
+            let written: Vec<&Item> = group
+                .steps
+                .iter()
+                .filter(|step| !matches!(step.action, Action::Delete | Action::Wait))
+                .flat_map(|step| step.keys.iter().filter_map(|k| items.get(k)))
+                .collect();
+            if let Err(why) = self.record_ahead(&written).await {
+                return Some(Failure {
+                    group: group.name.clone(),
+                    stage: Stage::Apply,
+                    reason: format!(
+                        "recording the inventory before writing failed; nothing in this group was written: {why}"
+                    ),
+                    objects: Vec::new(),
+                });
+            }
+        }
         let mut waited: Vec<Watched> = Vec::new();
+        // The versions this group wrote objects at, by key: a cache must show them that new.
+        let mut written: HashMap<String, String> = HashMap::new();
         let batches: Vec<Vec<&PlanStep>> = if group.parallel {
             vec![group.steps.iter().collect()]
         } else {
             group.steps.iter().map(|s| vec![s]).collect()
         };
         let timeout = group.timeout.unwrap_or(self.options.timeout);
-        for batch in batches {
+        let steps = batches.len();
+        for (number, batch) in batches.into_iter().enumerate() {
+            self.progress.step(&group.name, number + 1, steps);
             let work: Vec<(&Item, Action)> = batch
                 .iter()
                 .flat_map(|step| step.keys.iter().filter_map(|k| items.get(k)).map(move |item| (item, step.action)))
                 .collect();
-            let results: Vec<ChangeEntry> = stream::iter(work.iter().map(|(item, action)| {
-                let planned = plans.get(&item.key).copied();
-                self.write(item, *action, planned, &group.name)
-            }))
-            .buffered(self.options.concurrency.max(1))
-            .collect()
-            .await;
+            // Futures collected first: a stream over a borrowing closure defeats the `Send`
+            // proof a spawned controller needs (rust-lang/rust#102211).
+            let writes: Vec<_> = work
+                .iter()
+                .map(|(item, action)| self.write(item, *action, plans.get(&item.key).copied(), &group.name))
+                .collect();
+            let results: Vec<(ChangeEntry, Option<String>)> =
+                stream::iter(writes).buffered(self.options.concurrency.max(1)).collect().await;
             let mut step_failures = Vec::new();
-            for ((item, action), result) in work.iter().zip(results) {
+            for ((item, action), (result, version)) in work.iter().zip(results) {
                 self.progress.applied(&result);
+                if let Some(version) = version {
+                    written.insert(item.key.clone(), version);
+                }
                 if result.change == Change::Failed {
                     step_failures.push((result.object.clone(), result.message.clone().unwrap_or_default()));
                 } else if *action != Action::Delete {
@@ -71,6 +97,7 @@ impl Runner<'_> {
             if !step_failures.is_empty() {
                 return Some(Failure {
                     group: group.name.clone(),
+                    stage: Stage::Apply,
                     reason: "applying failed".into(),
                     objects: step_failures,
                 });
@@ -78,10 +105,14 @@ impl Runner<'_> {
             if self.options.dry_run {
                 continue;
             }
+            let watched = |item: &Item, checks: &[crate::package::SuccessCheck]| Watched {
+                written: written.get(&item.key).cloned(),
+                ..item.watched(checks)
+            };
             let checked: Vec<Watched> = batch
                 .iter()
                 .filter(|step| !step.checks.is_empty() && step.action != Action::Delete)
-                .flat_map(|step| step.keys.iter().filter_map(|k| items.get(k)).map(|item| item.watched(&step.checks)))
+                .flat_map(|step| step.keys.iter().filter_map(|k| items.get(k)).map(|item| watched(item, &step.checks)))
                 .collect();
             if let Some(failure) = self.await_health(&checked, timeout, &group.name).await {
                 return Some(failure);
@@ -90,13 +121,42 @@ impl Runner<'_> {
                 batch
                     .iter()
                     .filter(|step| step.action != Action::Delete)
-                    .flat_map(|step| step.keys.iter().filter_map(|k| items.get(k)).map(|item| item.watched(&[]))),
+                    .flat_map(|step| step.keys.iter().filter_map(|k| items.get(k)).map(|item| watched(item, &[]))),
             );
         }
         if !self.options.dry_run && (group.wait == GroupWait::Always || self.options.wait) {
             return self.await_health(&waited, timeout, &group.name).await;
         }
         None
+    }
+
+    /// Adds the objects the inventory does not list yet to it, and stores it, before they are
+    /// written: a crash after the writes leaves no object the next prune does not know of.
+    async fn record_ahead(&mut self, items: &[&Item]) -> Result<(), String> {
+        let mut fresh: Vec<Entry> = Vec::new();
+        for item in items {
+            let entry = Entry::of(&item.object);
+            if !self.recorded.iter().chain(&fresh).any(|known| known.id == entry.id) {
+                fresh.push(entry);
+            }
+        }
+        if fresh.is_empty() {
+            return Ok(());
+        }
+        let mut entries = self.recorded.clone();
+        entries.extend(fresh);
+        match &self.options.inventory {
+            Inventory::ConfigMap => {
+                let target = self.target;
+                inventory::write(self.client, &target.name, &target.namespace, &entries)
+                    .await
+                    .map_err(|e| e.to_string())?;
+            }
+            Inventory::Kept { journal: Some(journal), .. } => journal.record(&entries).await?,
+            Inventory::Kept { journal: None, .. } => {}
+        }
+        self.recorded = entries;
+        Ok(())
     }
 
     /// The group's objects resolved against the cluster's kinds, by key; `None` (after
@@ -130,6 +190,7 @@ impl Runner<'_> {
         }
         self.report.failure = Some(Failure {
             group: group.name.clone(),
+            stage: Stage::Apply,
             reason: "unknown kinds; nothing in this group was written".into(),
             objects: failures,
         });
@@ -150,7 +211,7 @@ impl Runner<'_> {
             .flat_map(|step| step.keys.iter().filter_map(|k| items.get(k)).map(move |item| (item, step.action)))
             .filter(|(_, action)| matches!(action, Action::Apply | Action::CreateIfNotExist | Action::Recreate))
             .collect();
-        let dry_runs = dry_runs(self.client, &writes, self.options.concurrency).await;
+        let dry_runs = dry_runs(self.client, &writes, self.options.concurrency, self.options.cache.as_ref()).await;
         let mut plans: HashMap<String, Planned> = HashMap::new();
         let mut failures = Vec::new();
         for ((item, action), dry) in writes.iter().zip(dry_runs) {
@@ -171,86 +232,124 @@ impl Runner<'_> {
         }
         self.report.failure = Some(Failure {
             group: group.name.clone(),
+            stage: Stage::Apply,
             reason: "dry-run failed; nothing in this group was written".into(),
             objects: failures,
         });
         None
     }
 
-    /// Waits for health and records it in the report; returns the failure, if any.
+    /// Waits for health and records it in the report; returns the failure, if any. With a
+    /// cache, from the cache (no request), else by watches.
     async fn await_health(&mut self, objects: &[Watched], timeout: Duration, group: &str) -> Option<Failure> {
-        match wait::healthy(self.client, objects, timeout, self.progress).await {
+        let until = self.options.until(timeout);
+        // The run's deadline may bound the wait more than the group's timeout.
+        let limit = until.deadline.saturating_duration_since(tokio::time::Instant::now());
+        let cached = match &self.options.cache {
+            Some(cache) if !objects.is_empty() => wait::healthy_cached(cache, objects, &until, self.progress).await,
+            _ => None,
+        };
+        let outcome = match cached {
+            Some(outcome) => outcome,
+            None => wait::healthy(self.client, objects, &until, self.progress).await,
+        };
+        match outcome {
             Outcome::Healthy(messages) => {
-                for (object, message) in messages {
-                    if let Some(entry) = self.report.changes.iter_mut().rev().find(|e| e.object == object) {
-                        entry.health = Some(message);
-                    }
-                }
+                self.record_health(messages);
                 None
             }
             Outcome::Failed { object, message } => Some(Failure {
                 group: group.to_string(),
+                stage: Stage::Health,
                 reason: format!("{object} failed: {message}"),
                 objects: vec![(object, message)],
             }),
             Outcome::TimedOut(pending) => Some(Failure {
                 group: group.to_string(),
+                stage: Stage::Health,
                 reason: format!(
                     "timed out after {} waiting for {} object(s) to become healthy",
-                    crate::package::Interval(timeout),
+                    crate::package::Interval(Duration::from_secs(limit.as_secs_f64().round() as u64)),
                     pending.len()
                 ),
+                objects: pending,
+            }),
+            Outcome::Canceled(pending) => Some(Failure {
+                group: group.to_string(),
+                stage: Stage::Canceled,
+                reason: format!("canceled while waiting for {} object(s) to become healthy", pending.len()),
                 objects: pending,
             }),
         }
     }
 
-    /// Performs one object's action after a successful dry run.
-    async fn write(&self, item: &Item, action: Action, planned: Option<Planned>, group: &str) -> ChangeEntry {
+    /// Puts each object's health message into its report entry.
+    fn record_health(&mut self, messages: Vec<(String, String)>) {
+        for (object, message) in messages {
+            if let Some(entry) = self.report.changes.iter_mut().rev().find(|e| e.object == object) {
+                entry.health = Some(message);
+            }
+        }
+    }
+
+    /// Performs one object's action after a successful dry run; with the resourceVersion it
+    /// wrote the object at, if it applied it.
+    async fn write(
+        &self,
+        item: &Item,
+        action: Action,
+        planned: Option<Planned>,
+        group: &str,
+    ) -> (ChangeEntry, Option<String>) {
         let (client, options) = (self.client, self.options);
-        let failed = |why: String| entry(item, group, Change::Failed, Some(why));
+        let failed = |why: String| (entry(item, group, Change::Failed, Some(why)), None);
         match action {
-            Action::Wait => entry(item, group, Change::Unchanged, None),
+            Action::Wait => (entry(item, group, Change::Unchanged, None), None),
             Action::Delete => {
                 let exists = match item.api(client).get_opt(&item.name).await {
                     Ok(found) => found.is_some(),
                     Err(error) => return failed(format!("reading it failed: {}", message(&error))),
                 };
                 if !exists {
-                    return entry(item, group, Change::Unchanged, Some("already absent".into()));
+                    return (entry(item, group, Change::Unchanged, Some("already absent".into())), None);
                 }
                 if options.dry_run {
-                    return entry(item, group, Change::Deleted, None);
+                    return (entry(item, group, Change::Deleted, None), None);
                 }
                 if let Err(error) = delete(client, item).await {
                     return failed(format!("delete failed: {}", message(&error)));
                 }
-                let left = wait::gone(client, &[item.watched(&[])], options.timeout).await;
+                let left = wait::gone(client, &[item.watched(&[])], &options.until(options.timeout)).await;
                 if left.is_empty() {
-                    entry(item, group, Change::Deleted, None)
+                    (entry(item, group, Change::Deleted, None), None)
                 } else {
                     failed("still present after the timeout".into())
                 }
             }
             Action::Recreate | Action::Apply | Action::CreateIfNotExist => {
                 let (change, recreate) = match decide::write(action, planned.unwrap_or_default()) {
-                    Write::Skip(note) => return entry(item, group, Change::Unchanged, note.map(str::to_string)),
+                    Write::Skip(note) => {
+                        return (entry(item, group, Change::Unchanged, note.map(str::to_string)), None);
+                    }
                     Write::Apply { change, recreate } => (change, recreate),
                 };
                 if options.dry_run {
                     let note = recreate.then(|| "would be deleted and created again".to_string());
-                    return entry(item, group, change, note);
+                    return (entry(item, group, change, note), None);
                 }
                 if recreate {
                     if let Err(error) = delete(client, item).await {
                         return failed(format!("delete before recreate failed: {}", message(&error)));
                     }
-                    if !wait::gone(client, &[item.watched(&[])], options.timeout).await.is_empty() {
+                    if !wait::gone(client, &[item.watched(&[])], &options.until(options.timeout)).await.is_empty() {
                         return failed("the old object was not gone before the timeout".into());
                     }
                 }
                 match server_side_apply(client, item, false).await {
-                    Ok(_) => entry(item, group, change, recreate.then(|| "recreated".to_string())),
+                    Ok(applied) => {
+                        let version = crate::object::text(&applied, "/metadata/resourceVersion").to_string();
+                        (entry(item, group, change, recreate.then(|| "recreated".to_string())), Some(version))
+                    }
                     Err(error) => failed(format!("apply failed: {}", message(&error))),
                 }
             }

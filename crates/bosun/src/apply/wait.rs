@@ -10,6 +10,8 @@ use kube::{
     runtime::{WatchStreamExt, watcher},
 };
 use serde_json::Value;
+use tokio::time::Instant;
+use tokio_util::sync::CancellationToken;
 
 use super::resolve::Kind;
 use crate::{
@@ -31,6 +33,33 @@ pub struct Watched {
     pub name: String,
     /// User checks that must also hold.
     pub checks: Vec<SuccessCheck>,
+    /// The resourceVersion this apply wrote it at, if it wrote it: a cache must show it at
+    /// least that new.
+    pub written: Option<String>,
+}
+
+/// How long a wait may last: until a deadline, or until it is cancelled.
+#[derive(Debug, Clone)]
+pub struct Until {
+    /// When the wait gives up.
+    pub deadline: Instant,
+    /// Stops the wait early (a controller's run overtaken by a new revision).
+    pub cancel: Option<CancellationToken>,
+}
+
+impl Until {
+    /// Until `timeout` from now, not cancellable.
+    pub fn after(timeout: Duration) -> Until {
+        Until { deadline: Instant::now() + timeout, cancel: None }
+    }
+
+    /// Completes when cancelled (never, when not cancellable).
+    async fn cancelled(&self) {
+        match &self.cancel {
+            Some(cancel) => cancel.cancelled().await,
+            None => std::future::pending().await,
+        }
+    }
 }
 
 /// How a wait ended.
@@ -47,6 +76,8 @@ pub enum Outcome {
     },
     /// The deadline passed; what was still pending and why.
     TimedOut(Vec<(String, String)>),
+    /// The wait was cancelled; what was still pending and why.
+    Canceled(Vec<(String, String)>),
 }
 
 type Key = (usize, String);
@@ -62,6 +93,70 @@ fn judge(object: &Value, checks: &[SuccessCheck]) -> Health {
         }
     }
     health
+}
+
+/// Whether a cached object is at least as new as the version written (resourceVersions
+/// compared as the integers etcd and the embedded server make them; `None` when one is not).
+fn fresh(live: &Value, written: Option<&str>) -> Option<bool> {
+    let Some(written) = written else { return Some(true) };
+    let live: u64 = crate::object::text(live, "/metadata/resourceVersion").parse().ok()?;
+    Some(live >= written.parse::<u64>().ok()?)
+}
+
+/// Waits as [`healthy`] does, from a cache instead of watches of its own: woken by the cache's
+/// events, so thousands of waits cost the API server nothing. An object this apply wrote
+/// counts once the cache shows it at least as new as written. `None` when the cache cannot
+/// serve every object (the caller watches instead).
+pub async fn healthy_cached(
+    cache: &super::Cache,
+    objects: &[Watched],
+    until: &Until,
+    progress: &dyn Progress,
+) -> Option<Outcome> {
+    let mut changes = cache.changes();
+    let mut verdicts: Vec<Health> = objects
+        .iter()
+        .map(|_| Health { status: Status::InProgress, message: "waiting for the object".into() })
+        .collect();
+    let waiting = async {
+        loop {
+            for (position, watched) in objects.iter().enumerate() {
+                let live = cache.object(&watched.kind, &watched.namespace, &watched.name).await?;
+                let verdict = match live {
+                    Some(live) if fresh(&live, watched.written.as_deref())? => judge(&live, &watched.checks),
+                    Some(_) => Health { status: Status::InProgress, message: "waiting for the object".into() },
+                    None => Health { status: Status::InProgress, message: "deleted".into() },
+                };
+                if verdict != verdicts[position] {
+                    progress.waiting(&watched.described, &verdict.message);
+                }
+                if let Status::Failed { terminal: true } = verdict.status {
+                    return Some(Outcome::Failed { object: watched.described.clone(), message: verdict.message });
+                }
+                verdicts[position] = verdict;
+            }
+            if verdicts.iter().all(|v| v.status == Status::Current) {
+                let messages = objects.iter().zip(&verdicts).map(|(o, v)| (o.described.clone(), v.message.clone()));
+                return Some(Outcome::Healthy(messages.collect()));
+            }
+            changes.changed().await.ok()?;
+        }
+    };
+    let canceled = tokio::select! {
+        finished = tokio::time::timeout_at(until.deadline, waiting) => match finished {
+            // An outcome, or the cache could not serve (`None`).
+            Ok(outcome) => return outcome,
+            Err(_) => false,
+        },
+        () = until.cancelled() => true,
+    };
+    let pending: Vec<(String, String)> = objects
+        .iter()
+        .zip(&verdicts)
+        .filter(|(_, v)| v.status != Status::Current)
+        .map(|(o, v)| (o.described.clone(), v.message.clone()))
+        .collect();
+    Some(if canceled { Outcome::Canceled(pending) } else { Outcome::TimedOut(pending) })
 }
 
 /// Watches that together cover the objects: one per resource and namespace.
@@ -82,9 +177,9 @@ fn watches(objects: &[Watched]) -> (Vec<(Kind, String)>, HashMap<Key, usize>) {
     (scopes, index)
 }
 
-/// Waits until every object is healthy (with its checks), one fails terminally, or the
-/// deadline passes.
-pub async fn healthy(client: &Client, objects: &[Watched], timeout: Duration, progress: &dyn Progress) -> Outcome {
+/// Waits until every object is healthy (with its checks), one fails terminally, the deadline
+/// passes or the wait is cancelled.
+pub async fn healthy(client: &Client, objects: &[Watched], until: &Until, progress: &dyn Progress) -> Outcome {
     if objects.is_empty() {
         return Outcome::Healthy(Vec::new());
     }
@@ -129,22 +224,29 @@ pub async fn healthy(client: &Client, objects: &[Watched], timeout: Duration, pr
         }
         Outcome::TimedOut(Vec::new())
     };
-    let finished = tokio::time::timeout(timeout, waiting).await;
-    match finished {
-        Ok(outcome) => outcome,
-        Err(_) => Outcome::TimedOut(
-            objects
-                .iter()
-                .zip(&verdicts)
-                .filter(|(_, v)| v.status != Status::Current)
-                .map(|(o, v)| (o.described.clone(), v.message.clone()))
-                .collect(),
-        ),
+    let finished = tokio::select! {
+        finished = tokio::time::timeout_at(until.deadline, waiting) => finished.ok(),
+        () = until.cancelled() => None,
+    };
+    if let Some(outcome) = finished {
+        return outcome;
+    }
+    let pending = objects
+        .iter()
+        .zip(&verdicts)
+        .filter(|(_, v)| v.status != Status::Current)
+        .map(|(o, v)| (o.described.clone(), v.message.clone()))
+        .collect();
+    if until.cancel.as_ref().is_some_and(CancellationToken::is_cancelled) {
+        Outcome::Canceled(pending)
+    } else {
+        Outcome::TimedOut(pending)
     }
 }
 
-/// Waits until every object is gone; returns those still there at the deadline.
-pub async fn gone(client: &Client, objects: &[Watched], timeout: Duration) -> Vec<String> {
+/// Waits until every object is gone; returns those still there at the deadline (or when
+/// cancelled).
+pub async fn gone(client: &Client, objects: &[Watched], until: &Until) -> Vec<String> {
     if objects.is_empty() {
         return Vec::new();
     }
@@ -190,6 +292,9 @@ pub async fn gone(client: &Client, objects: &[Watched], timeout: Duration) -> Ve
             }
         }
     };
-    let _ = tokio::time::timeout(timeout, waiting).await;
+    tokio::select! {
+        _ = tokio::time::timeout_at(until.deadline, waiting) => {}
+        () = until.cancelled() => {}
+    }
     objects.iter().zip(&present).filter(|(_, p)| **p).map(|(o, _)| o.described.clone()).collect()
 }

@@ -35,6 +35,20 @@ pub fn set(
     now: Timestamp,
 ) -> bool {
     let status = if status { "True" } else { "False" };
+    set_status(conditions, type_, status, reason, message, observed_generation, now)
+}
+
+/// [`set`] with the status as written: `True`, `False` or `Unknown` (`Ready` while a long
+/// reconcile is under way, as kstatus expects).
+pub fn set_status(
+    conditions: &mut Vec<Condition>,
+    type_: &str,
+    status: &str,
+    reason: &str,
+    message: &str,
+    observed_generation: Option<i64>,
+    now: Timestamp,
+) -> bool {
     let wanted = |transition: Time| Condition {
         type_: type_.to_string(),
         status: status.to_string(),

@@ -13,10 +13,11 @@ use kube::{
     Api, Client, Resource,
     api::{ApiResource, DynamicObject},
     runtime::{
-        Controller as Runtime,
-        controller::Action,
+        Controller as Runtime, PredicateConfig, WatchStreamExt,
+        controller::{self, Action},
         events::{Recorder, Reporter},
         finalizer::{self, finalizer},
+        reflector::{self, ObjectRef, Store, reflector},
         watcher,
     },
 };
@@ -46,7 +47,14 @@ pub struct Controller<R: Reconciler> {
     owned: Vec<ApiResource>,
     backoff: Backoff,
     metrics: Arc<Metrics>,
+    selector: Option<String>,
+    concurrency: u16,
+    related: Option<Mapper<R::Resource>>,
+    on_status_changes: bool,
 }
+
+/// Maps a changed object to other objects of the same resource to reconcile.
+type Mapper<K> = Arc<dyn Fn(&K) -> Vec<ObjectRef<K>> + Send + Sync>;
 
 /// The reconcile's outcome, as kube-runtime's finalizer helper needs an error type: a failed
 /// finalize hook keeps the finalizer.
@@ -54,9 +62,11 @@ pub struct Controller<R: Reconciler> {
 #[error("{0}")]
 pub(super) struct FinalizeFailed(Failure);
 
-struct Context<R> {
+struct Context<R: Reconciler> {
     reconciler: Arc<R>,
     shared: Arc<Shared>,
+    /// The controller's cache of its objects.
+    store: Store<R::Resource>,
 }
 
 impl<R: Reconciler> Controller<R> {
@@ -71,7 +81,45 @@ impl<R: Reconciler> Controller<R> {
             owned: Vec::new(),
             backoff: Backoff::default(),
             metrics: Arc::new(Metrics::default()),
+            selector: None,
+            concurrency: 0,
+            related: None,
+            on_status_changes: false,
         }
+    }
+
+    /// Reconciles an object also when only its status changed. By default only a change of
+    /// its spec (generation), labels, annotations, finalizers or deletion does: the
+    /// controller's own status writes would otherwise reconcile every object twice, and a
+    /// failing object would be retried at once instead of after its backoff.
+    pub fn reconcile_on_status_changes(mut self) -> Self {
+        self.on_status_changes = true;
+        self
+    }
+
+    /// Only objects whose labels match this selector (`team=a`, `shard in (1,2)`): shards
+    /// several controllers over the objects of one resource.
+    pub fn selector(mut self, selector: &str) -> Self {
+        self.selector = Some(selector.to_string());
+        self
+    }
+
+    /// At most `n` reconciles at once (0: no limit). One object is never reconciled twice at
+    /// once.
+    pub fn concurrency(mut self, n: u16) -> Self {
+        self.concurrency = n;
+        self
+    }
+
+    /// When an object changes, also reconciles the objects `mapper` names (e.g. the
+    /// dependents waiting for an object that just became ready). The mapper sees the object
+    /// as the API server has it after the change.
+    pub fn related(
+        mut self,
+        mapper: impl Fn(&R::Resource) -> Vec<ObjectRef<R::Resource>> + Send + Sync + 'static,
+    ) -> Self {
+        self.related = Some(Arc::new(mapper));
+        self
     }
 
     /// Only objects (and children) in this namespace.
@@ -126,7 +174,22 @@ impl<R: Reconciler> Controller<R> {
             metrics: self.metrics.clone(),
             backoff: self.backoff,
         });
-        let mut runtime = Runtime::new(api.clone(), watcher::Config::default());
+        let mut config = watcher::Config::default();
+        if let Some(selector) = &self.selector {
+            config = config.labels(selector);
+        }
+        let (reader, writer) = reflector::store();
+        let objects = reflector(writer, watcher(api.clone(), config.clone())).default_backoff().applied_objects();
+        let objects = if self.on_status_changes {
+            objects.boxed()
+        } else {
+            objects.predicate_filter(wanted_change::<R::Resource>, PredicateConfig::default()).boxed()
+        };
+        let mut runtime = Runtime::for_stream(objects, reader)
+            .with_config(controller::Config::default().concurrency(self.concurrency));
+        if let Some(mapper) = self.related {
+            runtime = runtime.watches(api.clone(), config.clone(), move |object| mapper(&object));
+        }
         for resource in &self.owned {
             let children: Api<DynamicObject> = match &self.namespace {
                 Some(namespace) => Api::namespaced_with(client.clone(), namespace, resource),
@@ -136,9 +199,10 @@ impl<R: Reconciler> Controller<R> {
         }
         // Ready once the objects can be listed (kube-runtime's store readiness is not signalled
         // for a controller's own store in this version).
-        api.list_metadata(&kube::api::ListParams::default().limit(1)).await?;
+        let list = kube::api::ListParams { label_selector: config.label_selector, ..Default::default() };
+        api.list_metadata(&list.limit(1)).await?;
         self.metrics.set_ready();
-        let context = Arc::new(Context { reconciler: self.reconciler, shared });
+        let context = Arc::new(Context { reconciler: self.reconciler, shared, store: runtime.store() });
         runtime
             .graceful_shutdown_on(shutdown)
             .run(reconcile::<R>, error_policy::<R>, context)
@@ -150,6 +214,17 @@ impl<R: Reconciler> Controller<R> {
             .await;
         Ok(())
     }
+}
+
+/// What changes of an object call for a reconcile: all but its status (and resourceVersion,
+/// managedFields…).
+fn wanted_change<K: kube::Resource>(object: &K) -> Option<u64> {
+    use std::hash::{Hash, Hasher};
+    let meta = object.meta();
+    let mut hasher = std::collections::hash_map::DefaultHasher::new();
+    (&meta.uid, meta.generation, &meta.labels, &meta.annotations, &meta.finalizers).hash(&mut hasher);
+    meta.deletion_timestamp.is_some().hash(&mut hasher);
+    Some(hasher.finish())
 }
 
 async fn reconcile<R: Reconciler>(
@@ -172,12 +247,12 @@ async fn reconcile<R: Reconciler>(
     let outcome = finalizer(&api, &finalizer_name, object, |event| async {
         match event {
             finalizer::Event::Apply(object) => {
-                let mut run = Run::new(object, shared.clone());
+                let mut run = Run::new(object, shared.clone(), context.store.clone());
                 let result = context.reconciler.reconcile(&mut run).await;
                 Ok(decided(run.finish(result, false).await))
             }
             finalizer::Event::Cleanup(object) => {
-                let mut run = Run::new(object, shared.clone());
+                let mut run = Run::new(object, shared.clone(), context.store.clone());
                 let result = context.reconciler.finalize(&mut run).await;
                 match run.finish(result, true).await {
                     Decision::Retry(failure) | Decision::GiveUp(failure) => Err(FinalizeFailed(failure)),
@@ -214,14 +289,17 @@ fn action(shared: &Shared, key: &str, decision: Decision) -> (Action, &'static s
             (Action::requeue(after), "success")
         }
         Decision::Retry(failure) => {
-            let delay = shared.backoff.failed(key);
+            let backoff = shared.backoff.failed(key);
+            let delay = failure.retry_within.map_or(backoff, |within| backoff.min(within));
             tracing::info!(object = %key, %failure, retry_in = ?delay, "reconcile failed; retrying");
             (Action::requeue(delay), "error")
         }
         Decision::GiveUp(failure) => {
             shared.backoff.succeeded(key);
             tracing::warn!(object = %key, %failure, "gave up until the object changes");
-            (Action::await_change(), "gave_up")
+            // Stalled, but looked at again when asked (e.g. to keep what runs from drifting).
+            let action = failure.retry_within.map_or_else(Action::await_change, Action::requeue);
+            (action, "gave_up")
         }
     }
 }

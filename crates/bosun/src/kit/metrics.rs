@@ -97,7 +97,8 @@ impl Metrics {
         gauge.set(i64::try_from(objects).unwrap_or(i64::MAX));
     }
 
-    pub(super) fn set_ready(&self) {
+    /// Marks the process ready (`/readyz` answers 200).
+    pub fn set_ready(&self) {
         self.ready.store(true, Ordering::Relaxed);
     }
 

@@ -47,12 +47,14 @@ mod controller;
 pub mod digest;
 pub mod machine;
 mod metrics;
+mod progress;
 mod results;
 mod run;
 
 pub use children::{Children, Template};
 pub use controller::Controller;
 pub use metrics::{Metrics, serve};
+pub use progress::{Progress, ProgressHandle, ProgressWriter};
 pub use results::{Backoff, Decision, Failure, Record, backoff_delay, consolidate};
 pub use run::Run;
 

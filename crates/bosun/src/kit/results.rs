@@ -19,6 +19,9 @@ pub struct Failure {
     pub message: String,
     /// Do not retry.
     pub give_up: bool,
+    /// Retry no later than this, however long the backoff has grown (a resource's
+    /// `retryInterval`).
+    pub retry_within: Option<Duration>,
 }
 
 impl Failure {
@@ -29,12 +32,19 @@ impl Failure {
     /// assert!(!failure.give_up);
     /// ```
     pub fn retry(reason: impl Into<String>, message: impl Into<String>) -> Failure {
-        Failure { reason: reason.into(), message: message.into(), give_up: false }
+        Failure { reason: reason.into(), message: message.into(), give_up: false, retry_within: None }
     }
 
     /// A failure that ends the run without requeue (e.g. an invalid spec).
     pub fn give_up(reason: impl Into<String>, message: impl Into<String>) -> Failure {
-        Failure { reason: reason.into(), message: message.into(), give_up: true }
+        Failure { reason: reason.into(), message: message.into(), give_up: true, retry_within: None }
+    }
+
+    /// Bounds the retry delay: the backoff grows up to `within` and no further. A give-up
+    /// with a bound is looked at again after it (still stalled).
+    pub fn within(mut self, within: Duration) -> Failure {
+        self.retry_within = Some(within);
+        self
     }
 
     /// A failure from any error, retried, with reason `reason`.
@@ -164,7 +174,7 @@ mod tests {
     }
 
     fn failed(reason: &str, give_up: bool) -> Record {
-        let failure = Failure { reason: reason.into(), message: "m".into(), give_up };
+        let failure = Failure { reason: reason.into(), message: "m".into(), give_up, retry_within: None };
         Record { result: Err(failure), ..ok(None) }
     }
 

@@ -7,7 +7,10 @@ use k8s_openapi::{apimachinery::pkg::apis::meta::v1::Condition, jiff::Timestamp}
 use kube::{
     Api, Client, Resource,
     api::{Patch, PatchParams},
-    runtime::events::{Event, EventType},
+    runtime::{
+        events::{Event, EventType},
+        reflector::{ObjectRef, Store},
+    },
 };
 use serde::Serialize;
 use serde_json::{Map, Value, json};
@@ -23,22 +26,27 @@ use crate::object;
 
 /// The context of one reconcile: the object, a client, the children being planned, and what
 /// the reconcile records. Hooks take it as `&mut`.
-pub struct Run<K> {
+pub struct Run<K: Object> {
     object: Arc<K>,
     value: Value,
     described: String,
-    shared: Arc<Shared>,
+    pub(super) shared: Arc<Shared>,
+    store: Store<K>,
     /// The children this reconcile wants; [`Run::apply_children`] makes them so.
     pub children: Children,
     records: Vec<Record>,
     status: Map<String, Value>,
     progress: Option<(String, String)>,
+    ready: Option<(String, String)>,
+    extra: Vec<(String, bool, String, String)>,
+    removed: Vec<String>,
+    hold: bool,
     /// The stepper states this run went through, for logs.
     pub(super) path: Vec<State>,
 }
 
 impl<K: Object> Run<K> {
-    pub(super) fn new(object: Arc<K>, shared: Arc<Shared>) -> Run<K> {
+    pub(super) fn new(object: Arc<K>, shared: Arc<Shared>, store: Store<K>) -> Run<K> {
         let value = serde_json::to_value(&*object).unwrap_or_default();
         let mut value = value;
         value["apiVersion"] = json!(K::api_version(&()));
@@ -49,10 +57,15 @@ impl<K: Object> Run<K> {
             value,
             described,
             shared,
+            store,
             children: Children::default(),
             records: Vec::new(),
             status: Map::new(),
             progress: None,
+            ready: None,
+            extra: Vec::new(),
+            removed: Vec::new(),
+            hold: false,
             path: Vec::new(),
         }
     }
@@ -85,6 +98,17 @@ impl<K: Object> Run<K> {
     /// A client (the controller's).
     pub fn client(&self) -> &Client {
         &self.shared.client
+    }
+
+    /// The cluster's kinds, shared by every reconcile of the controller.
+    pub fn resolver(&self) -> &crate::apply::Resolver {
+        &self.shared.resolver
+    }
+
+    /// Another object of the same resource, from the controller's cache (no request): what the
+    /// controller last saw of it.
+    pub fn peer(&self, namespace: &str, name: &str) -> Option<Arc<K>> {
+        self.store.get(&ObjectRef::new(name).within(namespace))
     }
 
     /// An API for objects of `T` in the object's namespace.
@@ -127,6 +151,37 @@ impl<K: Object> Run<K> {
     /// `Ready=False` and `Reconciling=True` with this reason.
     pub fn progressing(&mut self, reason: &str, message: &str) {
         self.progress = Some((reason.to_string(), message.to_string()));
+    }
+
+    /// The reason and message of `Ready=True` when the run succeeds (default `Succeeded`,
+    /// `reconciled`).
+    pub fn succeeded(&mut self, reason: &str, message: &str) {
+        self.ready = Some((reason.to_string(), message.to_string()));
+    }
+
+    /// Sets a condition of the resource's own besides Ready/Reconciling/Stalled (e.g.
+    /// `Healthy`), written with the status.
+    pub fn condition(&mut self, type_: &str, status: bool, reason: &str, message: &str) {
+        self.extra.retain(|(t, ..)| t != type_);
+        self.extra.push((type_.to_string(), status, reason.to_string(), message.to_string()));
+    }
+
+    /// Removes a condition of the resource's own (e.g. `Healthy` when no longer checked).
+    pub fn remove_condition(&mut self, type_: &str) {
+        self.extra.retain(|(t, ..)| t != type_);
+        self.removed.push(type_.to_string());
+    }
+
+    /// Leaves the conditions and observed generation as they are (a suspended object); only
+    /// fields set with [`Run::set_status`] are written.
+    pub fn hold(&mut self) {
+        self.hold = true;
+    }
+
+    /// The status as last written during the run (by a progress writer): the final write
+    /// compares against it.
+    pub(super) fn written(&mut self, status: Value) {
+        self.value["status"] = status;
     }
 
     /// Applies the registered children and prunes those of the owned kinds no longer
@@ -205,9 +260,19 @@ impl<K: Object> Run<K> {
             .pointer("/status/conditions")
             .and_then(|conditions| serde_json::from_value(conditions.clone()).ok())
             .unwrap_or_default();
-        let generation = self.value.pointer("/metadata/generation").and_then(Value::as_i64);
-        let list = next_conditions(live, decision, self.progress.as_ref(), generation, Timestamp::now());
         let mut status = self.status.clone();
+        if self.hold {
+            return status;
+        }
+        let generation = self.value.pointer("/metadata/generation").and_then(Value::as_i64);
+        let now = Timestamp::now();
+        let mut list = next_conditions(live, decision, self.progress.as_ref(), self.ready.as_ref(), generation, now);
+        for (type_, value, reason, message) in &self.extra {
+            conditions::set(&mut list, type_, *value, reason, message, generation, now);
+        }
+        for type_ in &self.removed {
+            conditions::remove(&mut list, type_);
+        }
         status.insert("conditions".into(), serde_json::to_value(list).unwrap_or_default());
         if let Some(generation) = generation {
             status.insert("observedGeneration".into(), json!(generation));
@@ -251,6 +316,7 @@ pub fn next_conditions(
     mut list: Vec<Condition>,
     decision: &Decision,
     progress: Option<&(String, String)>,
+    success: Option<&(String, String)>,
     generation: Option<i64>,
     now: Timestamp,
 ) -> Vec<Condition> {
@@ -274,7 +340,8 @@ pub fn next_conditions(
             (true, false)
         }
         _ => {
-            set(READY, true, "Succeeded", "reconciled");
+            let (reason, message) = success.map_or(("Succeeded", "reconciled"), |(r, m)| (r.as_str(), m.as_str()));
+            set(READY, true, reason, message);
             (false, false)
         }
     };
@@ -339,7 +406,7 @@ mod tests {
             conditions::set(&mut start, READY, false, "Old", "", Some(1), at(1));
             conditions::set(&mut start, RECONCILING, true, "Old", "", Some(1), at(1));
             conditions::set(&mut start, STALLED, true, "Old", "", Some(1), at(1));
-            let list = next_conditions(start, &decision, progress, Some(2), at(9));
+            let list = next_conditions(start, &decision, progress, None, Some(2), at(9));
             assert_eq!(summary(&list), expected, "{decision:?}");
             assert!(list.iter().all(|c| c.observed_generation == Some(2)));
         }

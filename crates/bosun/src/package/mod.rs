@@ -1,6 +1,7 @@
 //! Packages: a directory plus its `Package` spec — read from `bosun.yaml`, or detected from
 //! the directory's contents. The same spec is the `spec` of the `Package` custom resource.
 
+pub mod resource;
 pub mod rollout;
 
 use std::{
@@ -11,10 +12,12 @@ use std::{
     time::Duration,
 };
 
+use schemars::JsonSchema;
 use serde::{Deserialize, Deserializer, Serialize, Serializer};
 use serde_json::Value;
 
 use crate::yaml;
+pub use resource::{PackageStatus, crds};
 pub use rollout::{Action, FieldComparison, Group, RolloutSpec, Selector, Step, SuccessCheck};
 
 /// The file that declares a package.
@@ -102,6 +105,30 @@ impl<'de> Deserialize<'de> for Interval {
     }
 }
 
+/// A duration is a string in the `Package` schema (`30s`, `5m`, `1h30m`).
+impl JsonSchema for Interval {
+    fn schema_name() -> std::borrow::Cow<'static, str> {
+        "Interval".into()
+    }
+
+    fn json_schema(_: &mut schemars::SchemaGenerator) -> schemars::Schema {
+        schemars::json_schema!({"type": "string", "description": "A duration: 30s, 5m, 1h30m."})
+    }
+}
+
+/// Any JSON value, kept as given (renderer input).
+fn any_value(_: &mut schemars::SchemaGenerator) -> schemars::Schema {
+    schemars::json_schema!({"x-kubernetes-preserve-unknown-fields": true})
+}
+
+/// A map of names to any JSON values.
+fn map_of_any_value(_: &mut schemars::SchemaGenerator) -> schemars::Schema {
+    schemars::json_schema!({
+        "type": "object",
+        "additionalProperties": {"x-kubernetes-preserve-unknown-fields": true},
+    })
+}
+
 /// `bosun.yaml`.
 #[derive(Debug, Clone, Deserialize, Serialize, PartialEq)]
 #[serde(rename_all = "camelCase", deny_unknown_fields)]
@@ -137,7 +164,26 @@ pub struct PackageMetadata {
 }
 
 /// What a package renders and how it rolls out. Every field is optional.
-#[derive(Debug, Clone, Default, Deserialize, Serialize, PartialEq)]
+///
+/// It is also the spec of the `Package` custom resource ([`PackageResource`]).
+// Each printer column repeats `type_`, which clippy takes for a duplicated attribute.
+#[allow(clippy::duplicated_attributes)]
+#[derive(Debug, Clone, Default, Deserialize, Serialize, PartialEq, JsonSchema, kube::CustomResource)]
+#[kube(
+    group = "bosun.dev",
+    version = "v1alpha1",
+    kind = "Package",
+    root = "PackageResource",
+    namespaced,
+    status = "PackageStatus",
+    shortname = "pkg",
+    category = "bosun",
+    doc = "A package rolled out continuously from its source by `bosun controller`.",
+    printcolumn(name = "Ready", type_ = "string", json_path = r#".status.conditions[?(@.type=="Ready")].status"#),
+    printcolumn(name = "Status", type_ = "string", json_path = r#".status.conditions[?(@.type=="Ready")].message"#),
+    printcolumn(name = "Revision", type_ = "string", json_path = ".status.lastAppliedRevision", priority = 1),
+    printcolumn(name = "Age", type_ = "date", json_path = ".metadata.creationTimestamp")
+)]
 #[serde(rename_all = "camelCase", deny_unknown_fields)]
 pub struct PackageSpec {
     /// Where the package comes from (custom resource only; the CLI uses the directory given).
@@ -185,6 +231,9 @@ pub struct PackageSpec {
     /// Apply as this service account (custom resource).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub service_account_name: Option<String>,
+    /// What happens to the applied objects when the `Package` is deleted (custom resource).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub deletion_policy: Option<DeletionPolicy>,
     /// Roll back to the last good revision on failure (custom resource).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub rollback: Option<RollbackSpec>,
@@ -203,13 +252,14 @@ impl PackageSpec {
             ("suspend", self.suspend.is_some()),
             ("serviceAccountName", self.service_account_name.is_some()),
             ("rollback", self.rollback.is_some()),
+            ("deletionPolicy", self.deletion_policy.is_some()),
         ];
         set.into_iter().filter(|(_, present)| *present).map(|(field, _)| field).collect()
     }
 }
 
 /// A reference to a namespaced object.
-#[derive(Debug, Clone, Default, Deserialize, Serialize, PartialEq)]
+#[derive(Debug, Clone, Default, Deserialize, Serialize, PartialEq, JsonSchema)]
 #[serde(deny_unknown_fields)]
 pub struct ObjectReference {
     /// Name.
@@ -220,19 +270,26 @@ pub struct ObjectReference {
 }
 
 /// `spec.source` (custom resource only).
-#[derive(Debug, Clone, Default, Deserialize, Serialize, PartialEq)]
+#[derive(Debug, Clone, Default, Deserialize, Serialize, PartialEq, JsonSchema)]
 #[serde(rename_all = "camelCase", deny_unknown_fields)]
 pub struct SourceSpec {
     /// A Git repository.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub git: Option<GitSource>,
+    /// A directory on the controller's file system (a workstation, tests, a mounted volume).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub dir: Option<String>,
     /// Path of the package within the source.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub path: Option<String>,
+    /// Files of the source left out, in `.gitignore` syntax, one pattern per line (added to
+    /// the source's `.sourceignore` files and the default exclusions).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub ignore: Option<String>,
 }
 
 /// A Git repository as a source.
-#[derive(Debug, Clone, Default, Deserialize, Serialize, PartialEq)]
+#[derive(Debug, Clone, Default, Deserialize, Serialize, PartialEq, JsonSchema)]
 #[serde(rename_all = "camelCase", deny_unknown_fields)]
 pub struct GitSource {
     /// Clone URL.
@@ -240,13 +297,26 @@ pub struct GitSource {
     /// Branch, tag or commit.
     #[serde(default, rename = "ref", skip_serializing_if = "Option::is_none")]
     pub reference: Option<GitReference>,
-    /// Secret with credentials.
+    /// Secret with credentials, in the Package's namespace: `username` and `password`, or
+    /// `bearerToken` (HTTP); `identity` and `known_hosts` (SSH).
     #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub secret_ref: Option<ObjectReference>,
+    pub secret_ref: Option<LocalObjectReference>,
+    /// Bound of one fetch (default 60s).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub timeout: Option<Interval>,
 }
 
-/// A Git reference.
-#[derive(Debug, Clone, Default, Deserialize, Serialize, PartialEq)]
+/// A reference to an object in the referrer's namespace.
+#[derive(Debug, Clone, Default, Deserialize, Serialize, PartialEq, JsonSchema)]
+#[serde(deny_unknown_fields)]
+pub struct LocalObjectReference {
+    /// Name.
+    pub name: String,
+}
+
+/// A Git reference. When several are set, the first of `commit`, `name`, `semver`, `tag`,
+/// `branch` wins (Flux's precedence); none: the remote's default branch (its `HEAD`).
+#[derive(Debug, Clone, Default, Deserialize, Serialize, PartialEq, JsonSchema)]
 #[serde(deny_unknown_fields)]
 pub struct GitReference {
     /// Branch name.
@@ -255,25 +325,48 @@ pub struct GitReference {
     /// Tag name.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub tag: Option<String>,
-    /// Commit SHA.
+    /// A semantic version range over the tags (`>=1.0.0 <2.0.0`, `^1.2`, `~1.2.3`, `1.x`): the
+    /// highest matching tag.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub semver: Option<String>,
+    /// Any reference by its full name (`refs/pull/42/head`).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub name: Option<String>,
+    /// Commit SHA (with `branch`: that commit, fetched from that branch).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub commit: Option<String>,
 }
 
+/// What deleting a `Package` does to the objects it applied (Flux's `deletionPolicy`).
+#[derive(Debug, Clone, Copy, Default, Deserialize, Serialize, PartialEq, Eq, JsonSchema)]
+pub enum DeletionPolicy {
+    /// Delete them if `prune` is on, else leave them.
+    #[default]
+    MirrorPrune,
+    /// Delete them.
+    Delete,
+    /// Delete them and wait until they are gone (bounded by `timeout`).
+    WaitForTermination,
+    /// Leave them.
+    Orphan,
+}
+
 /// `spec.rollback` (custom resource only).
-#[derive(Debug, Clone, Default, Deserialize, Serialize, PartialEq)]
+#[derive(Debug, Clone, Default, Deserialize, Serialize, PartialEq, JsonSchema)]
 #[serde(rename_all = "camelCase", deny_unknown_fields)]
 pub struct RollbackSpec {
-    /// Roll back when a rollout fails.
+    /// When a rollout fails, apply the last good rendered set again (and prune what the
+    /// failed one added); the failed revision is not tried again until the source or spec
+    /// changes, or a reconcile is requested.
     #[serde(default)]
     pub on_failure: bool,
-    /// Revisions kept for rollback.
+    /// Runs kept in `status.history` (default 5).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub keep: Option<u32>,
 }
 
 /// `spec.render`: exactly one renderer.
-#[derive(Debug, Clone, Deserialize, Serialize, PartialEq)]
+#[derive(Debug, Clone, Deserialize, Serialize, PartialEq, JsonSchema)]
 #[serde(rename_all = "camelCase", deny_unknown_fields)]
 pub enum RenderSpec {
     /// Every YAML/JSON file of a directory.
@@ -287,7 +380,7 @@ pub enum RenderSpec {
 }
 
 /// The files renderer.
-#[derive(Debug, Clone, Deserialize, Serialize, PartialEq)]
+#[derive(Debug, Clone, Deserialize, Serialize, PartialEq, JsonSchema)]
 #[serde(rename_all = "camelCase", deny_unknown_fields)]
 pub struct FilesSpec {
     /// Directory of manifests, relative to the package (default: the package itself).
@@ -303,7 +396,7 @@ fn current_dir() -> String {
 }
 
 /// The jsonnet renderer.
-#[derive(Debug, Clone, Deserialize, Serialize, PartialEq)]
+#[derive(Debug, Clone, Deserialize, Serialize, PartialEq, JsonSchema)]
 #[serde(rename_all = "camelCase", deny_unknown_fields)]
 pub struct JsonnetSpec {
     /// The program, relative to the package.
@@ -314,9 +407,11 @@ pub struct JsonnetSpec {
     pub jpath: Vec<String>,
     /// `std.extVar` values: strings stay strings, anything else is passed as a value.
     #[serde(default, skip_serializing_if = "BTreeMap::is_empty")]
+    #[schemars(schema_with = "map_of_any_value")]
     pub ext_vars: BTreeMap<String, Value>,
     /// Top-level arguments, when the program is a function.
     #[serde(default, skip_serializing_if = "BTreeMap::is_empty")]
+    #[schemars(schema_with = "map_of_any_value")]
     pub tlas: BTreeMap<String, Value>,
 }
 
@@ -325,7 +420,7 @@ fn main_jsonnet() -> String {
 }
 
 /// The kustomize renderer.
-#[derive(Debug, Clone, Deserialize, Serialize, PartialEq)]
+#[derive(Debug, Clone, Deserialize, Serialize, PartialEq, JsonSchema)]
 #[serde(rename_all = "camelCase", deny_unknown_fields)]
 pub struct KustomizeSpec {
     /// Directory with the `kustomization.yaml`, relative to the package.
@@ -334,7 +429,7 @@ pub struct KustomizeSpec {
 }
 
 /// The exec renderer.
-#[derive(Debug, Clone, Deserialize, Serialize, PartialEq)]
+#[derive(Debug, Clone, Deserialize, Serialize, PartialEq, JsonSchema)]
 #[serde(rename_all = "camelCase", deny_unknown_fields)]
 pub struct ExecSpec {
     /// Program and arguments; run in the package directory.
@@ -345,11 +440,12 @@ pub struct ExecSpec {
 }
 
 /// `spec.config`: the renderer's input.
-#[derive(Debug, Clone, Default, Deserialize, Serialize, PartialEq)]
+#[derive(Debug, Clone, Default, Deserialize, Serialize, PartialEq, JsonSchema)]
 #[serde(rename_all = "camelCase", deny_unknown_fields)]
 pub struct ConfigSpec {
     /// Inline values.
     #[serde(default, skip_serializing_if = "Option::is_none")]
+    #[schemars(schema_with = "any_value")]
     pub values: Option<Value>,
     /// A JSON or YAML file, relative to the package; overrides `values` key by key.
     #[serde(default, skip_serializing_if = "Option::is_none")]
@@ -363,7 +459,7 @@ impl ConfigSpec {
 }
 
 /// Labels and annotations for every object.
-#[derive(Debug, Clone, Default, Deserialize, Serialize, PartialEq)]
+#[derive(Debug, Clone, Default, Deserialize, Serialize, PartialEq, JsonSchema)]
 #[serde(rename_all = "camelCase", deny_unknown_fields)]
 pub struct CommonMetadata {
     /// Labels.

@@ -4,6 +4,7 @@
 
 use std::collections::BTreeMap;
 
+use schemars::JsonSchema;
 use serde::{Deserialize, Deserializer, Serialize};
 use serde_json::{Value, json};
 
@@ -26,7 +27,7 @@ pub struct RolloutError {
 }
 
 /// The ordered groups of a rollout.
-#[derive(Debug, Clone, Default, Deserialize, Serialize, PartialEq)]
+#[derive(Debug, Clone, Default, Deserialize, Serialize, PartialEq, JsonSchema)]
 #[serde(rename_all = "camelCase", deny_unknown_fields)]
 pub struct RolloutSpec {
     /// Groups, rolled out one after another.
@@ -37,7 +38,7 @@ pub struct RolloutSpec {
 }
 
 /// Treatment of objects no step covers.
-#[derive(Debug, Clone, Copy, Default, Deserialize, Serialize, PartialEq, Eq)]
+#[derive(Debug, Clone, Copy, Default, Deserialize, Serialize, PartialEq, Eq, JsonSchema)]
 #[serde(rename_all = "lowercase")]
 pub enum Rest {
     /// Refuse the rollout, naming the objects left out.
@@ -54,7 +55,7 @@ impl Rest {
 }
 
 /// One group of steps.
-#[derive(Debug, Clone, Default, Deserialize, Serialize, PartialEq)]
+#[derive(Debug, Clone, Default, Deserialize, Serialize, PartialEq, JsonSchema)]
 #[serde(rename_all = "camelCase", deny_unknown_fields)]
 pub struct Group {
     /// Name, shown in progress and status (Locutus groups may have none).
@@ -71,7 +72,7 @@ pub struct Group {
 }
 
 /// Waiting of a group.
-#[derive(Debug, Clone, Default, Deserialize, Serialize, PartialEq)]
+#[derive(Debug, Clone, Default, Deserialize, Serialize, PartialEq, JsonSchema)]
 #[serde(rename_all = "camelCase", deny_unknown_fields)]
 pub struct WaitSpec {
     /// Bound on the wait.
@@ -80,7 +81,7 @@ pub struct WaitSpec {
 }
 
 /// One step: which objects, what to do, how to tell it worked.
-#[derive(Debug, Clone, Default, Deserialize, Serialize, PartialEq)]
+#[derive(Debug, Clone, Default, Deserialize, Serialize, PartialEq, JsonSchema)]
 #[serde(rename_all = "camelCase", deny_unknown_fields)]
 pub struct Step {
     /// A manifest key (`grafana/deployment.json`); a key also names the objects rendered from
@@ -99,7 +100,7 @@ pub struct Step {
 }
 
 /// What a step does.
-#[derive(Debug, Clone, Copy, Default, Deserialize, Serialize, PartialEq, Eq)]
+#[derive(Debug, Clone, Copy, Default, Deserialize, Serialize, PartialEq, Eq, JsonSchema)]
 pub enum Action {
     /// Server-side apply (create or update).
     #[default]
@@ -116,7 +117,7 @@ pub enum Action {
 }
 
 /// Objects chosen by their identity and labels; every given field must match.
-#[derive(Debug, Clone, Default, Deserialize, Serialize, PartialEq)]
+#[derive(Debug, Clone, Default, Deserialize, Serialize, PartialEq, JsonSchema)]
 #[serde(rename_all = "camelCase", deny_unknown_fields)]
 pub struct Selector {
     /// Kind, e.g. `Deployment`.
@@ -195,6 +196,22 @@ impl<'de> Deserialize<'de> for SuccessCheck {
             }
         };
         Ok(SuccessCheck { field_comparisons, timeout })
+    }
+}
+
+/// Kept open in the `Package` schema: the Locutus shapes above are accepted as they are and
+/// checked when the rollout is read, with a message naming the field.
+impl JsonSchema for SuccessCheck {
+    fn schema_name() -> std::borrow::Cow<'static, str> {
+        "SuccessCheck".into()
+    }
+
+    fn json_schema(_: &mut schemars::SchemaGenerator) -> schemars::Schema {
+        schemars::json_schema!({
+            "type": "object",
+            "description": "Field comparisons that must hold (`fieldComparisons`, optional `timeout`).",
+            "x-kubernetes-preserve-unknown-fields": true,
+        })
     }
 }
 

@@ -188,6 +188,15 @@ impl Manifests {
         self.items.iter().map(|m| (m.key.clone(), m.object.clone())).collect()
     }
 
+    /// Manifests from key → object, in the map's order (the inverse of [`Manifests::to_map`]).
+    pub fn from_map(map: Map<String, Value>) -> Manifests {
+        let mut manifests = Manifests::default();
+        for (key, object) in map {
+            manifests.push(key, object);
+        }
+        manifests
+    }
+
     /// The objects as a `v1` `List`.
     pub fn to_list(&self) -> Value {
         let items: Vec<Value> = self.items.iter().map(|m| m.object.clone()).collect();

@@ -96,15 +96,9 @@ impl Scopes {
     }
 
     /// These scopes plus every kind a cluster serves (its discovery documents).
-    pub async fn with_cluster(mut self, client: kube::Client) -> Result<Scopes, kube::Error> {
-        let discovery = kube::Discovery::new(client).run_aggregated().await?;
-        for group in discovery.groups() {
-            for (resource, capabilities) in group.recommended_resources() {
-                let namespaced = capabilities.scope == kube::discovery::Scope::Namespaced;
-                self.insert(&resource.group, &resource.kind, namespaced);
-            }
-        }
-        Ok(self)
+    pub async fn with_cluster(self, client: kube::Client) -> Result<Scopes, kube::Error> {
+        let resolver = crate::apply::Resolver::new(client).await?;
+        Ok(resolver.scopes(self).await)
     }
 
     /// These scopes plus those declared by CustomResourceDefinitions among `objects`.

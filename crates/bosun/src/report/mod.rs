@@ -26,7 +26,8 @@ pub enum Change {
 }
 
 impl Change {
-    fn word(self) -> &'static str {
+    /// The word for it, as kubectl prints it (`created`, `configured`…).
+    pub fn word(self) -> &'static str {
         match self {
             Change::Created => "created",
             Change::Configured => "configured",
@@ -62,10 +63,26 @@ pub struct ChangeEntry {
 pub struct Failure {
     /// The group it stopped in (`prune` for pruning).
     pub group: String,
+    /// What it was doing.
+    pub stage: Stage,
     /// What went wrong, in a sentence.
     pub reason: String,
     /// The objects concerned and their messages.
     pub objects: Vec<(String, String)>,
+}
+
+/// The part of a rollout that failed.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize)]
+pub enum Stage {
+    /// Dry runs and writes.
+    #[default]
+    Apply,
+    /// Waiting for objects to become healthy.
+    Health,
+    /// Deleting objects no longer rendered.
+    Prune,
+    /// The apply was cancelled while it waited (what it wrote is reported).
+    Canceled,
 }
 
 /// The result of applying a package.
@@ -82,6 +99,9 @@ pub struct Report {
     /// Why it stopped early, if it did.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub failure: Option<Failure>,
+    /// The package's inventory after the apply, in apply order (empty in a dry run).
+    #[serde(skip)]
+    pub inventory: Vec<crate::inventory::Entry>,
 }
 
 impl Report {
@@ -144,6 +164,11 @@ fn collapse(failures: &[(String, String)]) -> Vec<(Vec<&str>, &str)> {
 pub trait Progress: Send + Sync {
     /// A group starts.
     fn group(&self, name: &str, objects: usize);
+    /// A step of a group starts (`number` from 1, of `steps`); groups whose steps run at
+    /// once have one.
+    fn step(&self, group: &str, number: usize, steps: usize) {
+        let _ = (group, number, steps);
+    }
     /// An object was applied (or failed, or was left alone).
     fn applied(&self, entry: &ChangeEntry);
     /// Waiting on an object, which says this.
@@ -225,10 +250,12 @@ mod tests {
             dry_run: false,
             changes: vec![entry("ConfigMap/a", Change::Created), entry("Deployment/b", Change::Failed)],
             failure: Some(Failure {
+                stage: Stage::Apply,
                 group: "app".into(),
                 reason: "dry-run failed".into(),
                 objects: vec![("Deployment/b".into(), "bad".into())],
             }),
+            ..Report::default()
         };
         let table = report.table();
         assert!(table.starts_with("OBJECT"), "{table}");
@@ -248,7 +275,12 @@ mod tests {
         assert_eq!(collapse(&failures), vec![(vec!["A", "C"], "quota exceeded"), (vec!["B"], "bad")]);
         let report = Report {
             package: "web".into(),
-            failure: Some(Failure { group: "app".into(), reason: "dry-run failed".into(), objects: failures }),
+            failure: Some(Failure {
+                group: "app".into(),
+                stage: Stage::Apply,
+                reason: "dry-run failed".into(),
+                objects: failures,
+            }),
             ..Report::default()
         };
         assert!(report.table().ends_with("  2 objects: quota exceeded\n    A, C\n  B: bad\n"), "{}", report.table());

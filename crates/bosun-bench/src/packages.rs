@@ -1,0 +1,305 @@
+//! The `Package` controller at scale, in the shape of Flux's published benchmark (apps of four
+//! objects — a Deployment scaled to zero, a ServiceAccount, a Service and an Ingress — each
+//! its own Kustomization): N Packages are created at once on the embedded API server (SQLite)
+//! and timed until every one is Ready, with `bosun controller` as a separate process (its peak
+//! memory read from the kernel). Beside it, in the same run and on the same server, one `bosun
+//! apply --wait` of the same 4×N objects as a single package: the lower bound a controller can
+//! approach. Then the cost of an unchanged resync: API requests per Package per interval.
+
+use std::{
+    collections::HashMap,
+    fmt::Write as _,
+    path::Path,
+    process::{Command, Stdio},
+    time::{Duration, Instant},
+};
+
+use bosun_apiserver::ApiServer;
+use futures::{StreamExt, TryStreamExt, stream};
+use k8s_openapi::api::core::v1::Namespace;
+use kube::{
+    Api,
+    api::{ApiResource, DynamicObject, ObjectMeta, PostParams},
+    core::GroupVersionKind,
+    runtime::{WatchStreamExt, watcher},
+};
+use serde_json::{Value, json};
+
+use crate::bosun_binary;
+
+/// Arguments of the packages benchmark.
+#[derive(Debug, clap::Args)]
+pub struct Args {
+    /// Packages (of four objects each).
+    #[arg(long, default_value_t = 1000)]
+    packages: usize,
+    /// The controller's `--concurrency` (Flux's benchmark ran kustomize-controller with 20).
+    #[arg(long, default_value_t = 20)]
+    concurrency: usize,
+    /// The Packages' interval; the unchanged-resync cost is measured over one interval's
+    /// worth of resyncs (one per Package).
+    #[arg(long, default_value = "30s")]
+    interval: String,
+}
+
+const NAMESPACE: &str = "bench-packages";
+const LOWER_BOUND_NAMESPACE: &str = "bench-apply";
+
+/// The four objects of app `name` in `namespace`, as users keep them: one file each.
+fn write_app(dir: &Path, name: &str, namespace: &str) {
+    std::fs::create_dir_all(dir).expect("app directory");
+    let meta = |kind: &str| {
+        format!("kind: {kind}\nmetadata:\n  name: {name}\n  namespace: {namespace}\n  labels: {{app: {name}}}\n")
+    };
+    let files = [
+        ("serviceaccount.yaml", format!("apiVersion: v1\n{}", meta("ServiceAccount"))),
+        (
+            "deployment.yaml",
+            format!(
+                "apiVersion: apps/v1\n{}spec:\n  replicas: 0\n  selector:\n    matchLabels: {{app: {name}}}\n  template:\n    metadata:\n      labels: {{app: {name}}}\n    spec:\n      serviceAccountName: {name}\n      containers:\n      - name: web\n        image: ghcr.io/stefanprodan/podinfo:6.7.0\n        ports:\n        - {{containerPort: 9898, name: http}}\n",
+                meta("Deployment")
+            ),
+        ),
+        (
+            "service.yaml",
+            format!(
+                "apiVersion: v1\n{}spec:\n  selector: {{app: {name}}}\n  ports:\n  - {{port: 80, targetPort: http, name: http}}\n",
+                meta("Service")
+            ),
+        ),
+        (
+            "ingress.yaml",
+            format!(
+                "apiVersion: networking.k8s.io/v1\n{}spec:\n  rules:\n  - host: {name}.example.com\n    http:\n      paths:\n      - path: /\n        pathType: Prefix\n        backend:\n          service: {{name: {name}, port: {{number: 80}}}}\n",
+                meta("Ingress")
+            ),
+        ),
+    ];
+    for (file, text) in files {
+        std::fs::write(dir.join(file), text).expect("manifest");
+    }
+}
+
+fn app_name(index: usize) -> String {
+    format!("app-{index:04}")
+}
+
+fn kubectl(kubeconfig: &Path, args: &[&str], stdin: &[u8]) {
+    use std::io::Write;
+    let mut child = Command::new("kubectl")
+        .args(args)
+        .arg("--kubeconfig")
+        .arg(kubeconfig)
+        .stdin(Stdio::piped())
+        .stdout(Stdio::null())
+        .spawn()
+        .expect("kubectl runs");
+    child.stdin.take().expect("stdin").write_all(stdin).expect("stdin");
+    assert!(child.wait().expect("kubectl").success(), "kubectl {args:?} failed");
+}
+
+/// The peak resident memory of a process, from `/proc` (Linux), in MiB.
+fn peak_mib(pid: u32) -> Option<f64> {
+    let status = std::fs::read_to_string(format!("/proc/{pid}/status")).ok()?;
+    let line = status.lines().find(|l| l.starts_with("VmHWM:"))?;
+    let kib: f64 = line.split_whitespace().nth(1)?.parse().ok()?;
+    Some(kib / 1024.0)
+}
+
+/// Reconciles counted by the controller, from its `/metrics`.
+async fn reconciles(address: &str) -> f64 {
+    use tokio::io::{AsyncReadExt, AsyncWriteExt};
+    let Ok(mut stream) = tokio::net::TcpStream::connect(address).await else { return 0.0 };
+    let request = format!("GET /metrics HTTP/1.1\r\nHost: {address}\r\nConnection: close\r\n\r\n");
+    if stream.write_all(request.as_bytes()).await.is_err() {
+        return 0.0;
+    }
+    let mut response = String::new();
+    let _ = stream.read_to_string(&mut response).await;
+    response
+        .lines()
+        .filter(|l| l.starts_with("bosun_kit_reconciles_total{"))
+        .filter_map(|l| l.rsplit(' ').next()?.parse::<f64>().ok())
+        .sum()
+}
+
+fn is_ready(package: &DynamicObject) -> bool {
+    let value = serde_json::to_value(package).unwrap_or_default();
+    let observed = value.pointer("/status/observedGeneration") == value.pointer("/metadata/generation");
+    let ready = value
+        .pointer("/status/conditions")
+        .and_then(Value::as_array)
+        .is_some_and(|list| list.iter().any(|c| c["type"] == "Ready" && c["status"] == "True"));
+    observed && ready
+}
+
+/// Waits (by a watch) until `count` Packages are Ready.
+async fn all_ready(api: &Api<DynamicObject>, count: usize) {
+    let mut ready: HashMap<String, bool> = HashMap::new();
+    let mut events = watcher(api.clone(), watcher::Config::default()).default_backoff().applied_objects().boxed();
+    while let Some(package) = events.try_next().await.expect("watch packages") {
+        ready.insert(package.metadata.name.clone().unwrap_or_default(), is_ready(&package));
+        if ready.values().filter(|r| **r).count() >= count {
+            return;
+        }
+    }
+}
+
+/// Runs the packages benchmark and prints the Markdown table.
+pub async fn run(args: Args) {
+    let scratch = tempfile::tempdir().expect("tempdir");
+    let server = ApiServer::data_dir(scratch.path().join("apiserver"))
+        .simulate_workloads(Duration::from_millis(100))
+        .start()
+        .await
+        .expect("server");
+    let kubeconfig = scratch.path().join("kubeconfig");
+    server.write_kubeconfig(&kubeconfig).expect("kubeconfig");
+    let crds = Command::new(bosun_binary()).arg("crds").output().expect("bosun crds");
+    kubectl(&kubeconfig, &["apply", "-f", "-"], &crds.stdout);
+    let namespaces: Api<Namespace> = Api::all(server.client());
+    for name in [NAMESPACE, LOWER_BOUND_NAMESPACE] {
+        let namespace =
+            Namespace { metadata: ObjectMeta { name: Some(name.into()), ..Default::default() }, ..Default::default() };
+        namespaces.create(&PostParams::default(), &namespace).await.expect("namespace");
+    }
+    let lower_bound = scratch.path().join("all-in-one");
+    for index in 0..args.packages {
+        let name = app_name(index);
+        write_app(&scratch.path().join("apps").join(&name), &name, NAMESPACE);
+        write_app(&lower_bound.join(&name), &name, LOWER_BOUND_NAMESPACE);
+    }
+    let objects = args.packages * 4;
+
+    eprintln!("lower bound: bosun apply --wait of {objects} objects as one package…");
+    let (requests, started) = (server.requests(), Instant::now());
+    let apply = Command::new(bosun_binary())
+        .args(["apply", "--wait", "--timeout", "30m", "--kubeconfig"])
+        .arg(&kubeconfig)
+        .arg(&lower_bound)
+        .stdout(Stdio::null())
+        .stderr(Stdio::piped())
+        .output()
+        .expect("bosun apply");
+    assert!(apply.status.success(), "bosun apply failed: {}", String::from_utf8_lossy(&apply.stderr));
+    let apply_seconds = started.elapsed().as_secs_f64();
+    let apply_requests = server.requests() - requests;
+
+    eprintln!("bosun controller, {} Packages, concurrency {}…", args.packages, args.concurrency);
+    let log = std::fs::File::create(scratch.path().join("controller.log")).expect("log");
+    let port = std::net::TcpListener::bind("127.0.0.1:0").expect("a free port").local_addr().expect("addr").port();
+    let metrics = format!("127.0.0.1:{port}");
+    let mut controller = Command::new(bosun_binary())
+        .args([
+            "controller",
+            "--concurrency",
+            &args.concurrency.to_string(),
+            "--metrics-addr",
+            &metrics,
+            "--kubeconfig",
+        ])
+        .arg(&kubeconfig)
+        .arg("--cache-dir")
+        .arg(scratch.path().join("cache"))
+        .stdout(Stdio::null())
+        .stderr(log)
+        .spawn()
+        .expect("bosun controller");
+    let pid = controller.id();
+    let gvk = GroupVersionKind::gvk("bosun.dev", "v1alpha1", "Package");
+    let packages: Api<DynamicObject> = Api::namespaced_with(server.client(), NAMESPACE, &ApiResource::from_gvk(&gvk));
+    let watching = tokio::spawn({
+        let packages = packages.clone();
+        let count = args.packages;
+        async move { all_ready(&packages, count).await }
+    });
+    let (requests, started) = (server.requests(), Instant::now());
+    let apps = scratch.path().join("apps");
+    stream::iter(0..args.packages)
+        .map(|index| {
+            let name = app_name(index);
+            let dir = apps.join(&name);
+            let packages = packages.clone();
+            let interval = args.interval.clone();
+            async move {
+                let package: DynamicObject = serde_json::from_value(json!({
+                    "apiVersion": "bosun.dev/v1alpha1", "kind": "Package",
+                    "metadata": {"name": name, "namespace": NAMESPACE},
+                    "spec": {"source": {"dir": dir}, "interval": interval, "timeout": "5m"},
+                }))
+                .expect("package");
+                packages.create(&PostParams::default(), &package).await.expect("create package");
+            }
+        })
+        .buffer_unordered(16)
+        .collect::<Vec<()>>()
+        .await;
+    watching.await.expect("watch");
+    let controller_seconds = started.elapsed().as_secs_f64();
+    let controller_requests = server.requests() - requests;
+    let peak_ready = peak_mib(pid);
+
+    eprintln!("unchanged resyncs (one interval's worth)…");
+    let (requests, before) = (server.requests(), reconciles(&metrics).await);
+    let mut resyncs = 0.0;
+    while resyncs < args.packages as f64 {
+        tokio::time::sleep(Duration::from_millis(100)).await;
+        resyncs = reconciles(&metrics).await - before;
+    }
+    let resync_requests = server.requests() - requests;
+    let peak_after = peak_mib(pid);
+    let _ = controller.kill();
+    let _ = controller.wait();
+    print_table(&Figures {
+        args: &args,
+        objects,
+        apply_seconds,
+        apply_requests,
+        controller_seconds,
+        controller_requests,
+        // The high-water mark: the later reading covers the earlier.
+        peak: peak_after.or(peak_ready),
+        resyncs,
+        resync_requests,
+    });
+}
+
+struct Figures<'a> {
+    args: &'a Args,
+    objects: usize,
+    apply_seconds: f64,
+    apply_requests: u64,
+    controller_seconds: f64,
+    controller_requests: u64,
+    peak: Option<f64>,
+    resyncs: f64,
+    resync_requests: u64,
+}
+
+fn print_table(f: &Figures) {
+    let packages = f.args.packages as f64;
+    let mut out = String::new();
+    writeln!(out, "| {} Packages × 4 objects | bosun controller (concurrency {}) | bosun apply --wait, one package of {} objects | Flux kustomize-controller (published, 1,000 apps) |", f.args.packages, f.args.concurrency, f.objects).unwrap();
+    writeln!(out, "|---|---|---|---|").unwrap();
+    writeln!(out, "| time until all Ready | {:.1} s | {:.1} s | 253 s |", f.controller_seconds, f.apply_seconds)
+        .unwrap();
+    writeln!(out, "| controller ÷ lower bound | {:.2}× | 1× | |", f.controller_seconds / f.apply_seconds).unwrap();
+    writeln!(out, "| Packages per second | {:.1} | | 4.0 |", packages / f.controller_seconds).unwrap();
+    writeln!(
+        out,
+        "| API requests per object | {:.2} | {:.2} | |",
+        f.controller_requests as f64 / f.objects as f64,
+        f.apply_requests as f64 / f.objects as f64
+    )
+    .unwrap();
+    let peak = f.peak.map_or_else(|| "—".to_string(), |mib| format!("{mib:.0} MiB"));
+    writeln!(out, "| controller peak memory (VmHWM) | {peak} | | 223 MiB |").unwrap();
+    let per_resync = if f.resyncs > 0.0 { f.resync_requests as f64 / f.resyncs } else { f64::NAN };
+    writeln!(
+        out,
+        "| unchanged resync: API requests per Package per interval | {per_resync:.2} ({} requests, {:.0} resyncs) | | |",
+        f.resync_requests, f.resyncs
+    )
+    .unwrap();
+    print!("{out}");
+}

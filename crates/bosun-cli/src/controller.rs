@@ -1,0 +1,116 @@
+//! `bosun controller`: reconcile `Package` resources until stopped.
+
+use std::{net::SocketAddr, path::PathBuf, process::ExitCode};
+
+use bosun::controllers::{self, HostError, HostSettings, leader, package};
+
+use crate::cluster::ClusterArgs;
+
+/// Arguments of `bosun controller`.
+#[derive(Debug, clap::Args)]
+#[command(
+    after_help = "Packages are fetched from their source, rendered, rolled out in order with health checks and\nprune, and reported in their status; again every spec.interval, at once when their spec changes or\na dependency becomes ready. See docs/controller.md.\n\nExamples:\n  bosun controller                                   # the cluster of your kubeconfig, all namespaces\n  bosun controller --namespace team-a --concurrency 8\n  bosun controller --leader-elect --watch-label-selector sharding.bosun.dev/key=shard1"
+)]
+pub struct Args {
+    #[command(flatten)]
+    cluster: ClusterArgs,
+
+    /// Packages reconciled at once.
+    #[arg(long, value_name = "N", default_value_t = 4)]
+    concurrency: u16,
+
+    /// Only Packages in this namespace (default: all namespaces).
+    #[arg(short = 'n', long, value_name = "NAMESPACE")]
+    namespace: Option<String>,
+
+    /// Only Packages whose labels match (shard several controllers: `sharding.bosun.dev/key=shard1`).
+    #[arg(long, value_name = "SELECTOR")]
+    watch_label_selector: Option<String>,
+
+    /// Reconcile only while holding a coordination.k8s.io Lease: one of several instances works,
+    /// the others stand by and take over within seconds when it stops.
+    #[arg(long)]
+    leader_elect: bool,
+
+    /// Namespace of the Lease (default: the controller's own namespace in a cluster, else the
+    /// kubeconfig's).
+    #[arg(long, value_name = "NAMESPACE", requires = "leader_elect")]
+    leader_election_namespace: Option<String>,
+
+    /// Name of the Lease (default: bosun-controller, plus a hash of --watch-label-selector).
+    #[arg(long, value_name = "NAME", requires = "leader_elect")]
+    leader_election_id: Option<String>,
+
+    /// Serve /metrics, /healthz and /readyz here (`off`: don't).
+    #[arg(long, value_name = "ADDR", default_value = "127.0.0.1:8080")]
+    metrics_addr: String,
+
+    /// Where sources are fetched to.
+    #[arg(long, value_name = "DIR", default_value = ".bosun/cache")]
+    cache_dir: PathBuf,
+
+    /// Apply as this ServiceAccount (of each Package's namespace) when a Package names none.
+    #[arg(long, value_name = "NAME")]
+    default_service_account: Option<String>,
+}
+
+/// The namespace a pod runs in (the service account's), when in a cluster.
+fn pod_namespace() -> Option<String> {
+    std::fs::read_to_string("/var/run/secrets/kubernetes.io/serviceaccount/namespace")
+        .ok()
+        .map(|text| text.trim().to_string())
+        .filter(|text| !text.is_empty())
+}
+
+/// Runs `bosun controller`.
+pub async fn run(args: Args) -> ExitCode {
+    let endpoints = match args.metrics_addr.as_str() {
+        "off" | "" => None,
+        text => match text.parse::<SocketAddr>() {
+            Ok(address) => Some(address),
+            Err(_) => return crate::bad_input(format!("--metrics-addr {text}: not an address (HOST:PORT, or off)")),
+        },
+    };
+    let connection = match args.cluster.connect().await {
+        Ok(connection) => connection,
+        Err(message) => return crate::bad_input(message),
+    };
+    let leader = args.leader_elect.then(|| {
+        let namespace = args
+            .leader_election_namespace
+            .clone()
+            .or_else(pod_namespace)
+            .unwrap_or_else(|| connection.namespace.clone());
+        let name =
+            args.leader_election_id.clone().unwrap_or_else(|| leader::lease_name(args.watch_label_selector.as_deref()));
+        leader::LeaseSettings::new(&namespace, &name, &leader::identity())
+    });
+    let settings = HostSettings {
+        package: package::Settings {
+            config: connection.config.clone(),
+            cache_dir: args.cache_dir.clone(),
+            default_service_account: args.default_service_account.clone(),
+            concurrency: args.concurrency,
+            namespace: args.namespace.clone(),
+            selector: args.watch_label_selector.clone(),
+            stopping: Default::default(),
+        },
+        endpoints,
+        leader,
+    };
+    let scope = args.namespace.as_deref().map_or("all namespaces".to_string(), |ns| format!("namespace {ns}"));
+    tracing::info!(cluster = %connection.url, %scope, selector = args.watch_label_selector.as_deref().unwrap_or(""), "bosun controller starting");
+    let result = controllers::run(connection.client.clone(), settings, crate::signal::shutdown(), |address| {
+        tracing::info!(%address, "serving /metrics, /healthz and /readyz");
+    })
+    .await;
+    match result {
+        Ok(()) => ExitCode::SUCCESS,
+        Err(HostError::Cluster(error)) => crate::bad_input(connection.explain(&error)),
+        Err(error @ (HostError::MissingCrd(_) | HostError::Endpoints { .. })) => crate::bad_input(error),
+        Err(error @ HostError::LostLeadership(_)) => {
+            eprintln!("error: {error}");
+            ExitCode::FAILURE
+        }
+    }
+}

@@ -1,0 +1,166 @@
+//! `bosun controller`, `bosun install`, `bosun crds` and `bosun reconcile|suspend|resume
+//! package` as processes against the embedded API server (in this test process), with kubectl
+//! and kube-rs as the user's tools.
+
+use std::time::{Duration, Instant};
+
+use bosun_apiserver::ApiServer;
+use k8s_openapi::api::{apps::v1::Deployment, coordination::v1::Lease, core::v1::ConfigMap};
+use kube::{Api, ResourceExt};
+use serde_json::Value;
+
+mod common;
+#[path = "support/controller.rs"]
+mod support;
+
+use common::Cluster;
+use support::{BOUND, configmap, http_get, package_yaml, text};
+
+async fn start() -> Cluster {
+    let server = ApiServer::in_memory().simulate_workloads(Duration::from_millis(100)).start().await.expect("server");
+    Cluster::around(server)
+}
+
+#[tokio::test]
+async fn installed_with_kubectl_the_controller_reconciles_and_the_commands_drive_it() {
+    let cluster = start().await;
+    // What a real cluster gets, applied by kubectl: accepted as a whole.
+    let install = cluster.bosun(&["install", "--image", "example.com/bosun:test"]).await;
+    assert!(install.status.success(), "{}", text(&install));
+    cluster.kubectl(&["apply", "--server-side", "-f", "-"], Some(&install.stdout)).await;
+    let deployment: Api<Deployment> = Api::namespaced(cluster.server.client(), "bosun-system");
+    let deployed = deployment.get("bosun-controller").await.expect("the controller's Deployment");
+    let args = deployed.spec.and_then(|s| s.template.spec).map(|s| s.containers[0].args.clone().unwrap_or_default());
+    assert!(args.is_some_and(|a| a.contains(&"--leader-elect".to_string())));
+
+    // Without a controller, `bosun reconcile` says what is wrong within its timeout.
+    let dir = cluster.package_dir("web", &[("a.yaml", &configmap("web-a", "1"))]);
+    let manifest = package_yaml("web", &dir, "  interval: 1m\n");
+    cluster.kubectl(&["apply", "-f", "-"], Some(manifest.as_bytes())).await;
+    let waited = cluster.bosun(&["reconcile", "package", "web", "--timeout", "1s"]).await;
+    assert_eq!(waited.status.code(), Some(1), "{}", text(&waited));
+    assert!(text(&waited).contains("is `bosun controller` running"), "{}", text(&waited));
+
+    let mut controller = cluster.controller("controller", &[]);
+    let endpoints = controller.endpoints().await;
+    let ready = cluster.wait_ready("web", "True").await;
+    let revision = ready.pointer("/status/lastAppliedRevision").and_then(Value::as_str).expect("revision").to_string();
+    let configmaps: Api<ConfigMap> = Api::default_namespaced(cluster.server.client());
+    assert_eq!(configmaps.get("web-a").await.expect("applied").data.expect("data")["value"], "1");
+
+    // kubectl shows the printer columns a real API server would.
+    let table = cluster.kubectl(&["get", "packages"], None).await;
+    let table = String::from_utf8_lossy(&table.stdout).into_owned();
+    let header: Vec<&str> = table.lines().next().expect("header").split_whitespace().collect();
+    assert_eq!(header, ["NAME", "READY", "STATUS", "AGE"], "{table}");
+    let row = table.lines().nth(1).expect("row");
+    assert!(
+        row.starts_with("web") && row.contains("True") && row.contains(&format!("Applied revision: {revision}")),
+        "{table}"
+    );
+    let short = cluster.kubectl(&["get", "pkg", "web", "-o", "name"], None).await;
+    assert_eq!(String::from_utf8_lossy(&short.stdout).trim(), "package.bosun.dev/web");
+
+    // A manual reconcile waits for the run and prints its result; the file changed meanwhile.
+    std::fs::write(dir.join("a.yaml"), configmap("web-a", "2")).expect("write");
+    let reconciled = cluster.bosun(&["reconcile", "package", "web"]).await;
+    assert_eq!(reconciled.status.code(), Some(0), "{}", text(&reconciled));
+    assert!(text(&reconciled).contains("✔ applied revision sha256:"), "{}", text(&reconciled));
+    assert_eq!(configmaps.get("web-a").await.expect("applied").data.expect("data")["value"], "2");
+
+    // Suspended: changes wait, and a manual reconcile is refused with what to do.
+    let suspended = cluster.bosun(&["suspend", "package", "web"]).await;
+    assert_eq!(suspended.status.code(), Some(0), "{}", text(&suspended));
+    std::fs::write(dir.join("a.yaml"), configmap("web-a", "3")).expect("write");
+    let refused = cluster.bosun(&["reconcile", "package", "web"]).await;
+    assert_eq!(refused.status.code(), Some(2));
+    assert!(text(&refused).contains("bosun resume package web"), "{}", text(&refused));
+    assert_eq!(configmaps.get("web-a").await.expect("there").data.expect("data")["value"], "2");
+    let resumed = cluster.bosun(&["resume", "package", "web"]).await;
+    assert_eq!(resumed.status.code(), Some(0), "{}", text(&resumed));
+    assert_eq!(configmaps.get("web-a").await.expect("there").data.expect("data")["value"], "3");
+
+    // A failing run: `bosun reconcile` prints the reason and exits 1.
+    std::fs::write(dir.join("a.yaml"), "apiVersion: v1\nkind: ConfigMap\nmetadata: [x\n").expect("write");
+    let failed = cluster.bosun(&["reconcile", "package", "web"]).await;
+    assert_eq!(failed.status.code(), Some(1), "{}", text(&failed));
+    assert!(text(&failed).contains("✗ Package reconciliation failed: BuildFailed: "), "{}", text(&failed));
+    assert!(text(&failed).contains("a.yaml"), "names the file: {}", text(&failed));
+
+    let (code, metrics) = http_get(&endpoints, "/metrics").await;
+    assert_eq!(code, 200);
+    assert!(metrics.contains("bosun_kit_reconciles_total{controller=\"package\",result=\"success\"}"), "{metrics}");
+    assert_eq!(http_get(&endpoints, "/readyz").await.0, 200);
+    assert_eq!(http_get(&endpoints, "/healthz").await.0, 200);
+    assert_eq!(controller.terminate().await, Some(0), "SIGTERM stops it cleanly:\n{}", controller.log());
+}
+
+#[tokio::test]
+async fn the_controller_refuses_to_start_without_its_crd() {
+    let cluster = start().await;
+    let output = cluster.bosun(&["controller", "--metrics-addr", "off"]).await;
+    assert_eq!(output.status.code(), Some(2), "{}", text(&output));
+    assert!(
+        text(&output).contains("error: the cluster has no packages.bosun.dev CRD: install bosun's CRDs first (`bosun crds | kubectl apply -f -`)"),
+        "{}",
+        text(&output)
+    );
+    let crds = cluster.bosun(&["crds"]).await;
+    cluster.kubectl(&["apply", "-f", "-"], Some(&crds.stdout)).await;
+    let explained = cluster.kubectl(&["explain", "package.spec.source"], None).await;
+    assert!(String::from_utf8_lossy(&explained.stdout).contains("git"), "the schema is served to kubectl explain");
+}
+
+#[tokio::test]
+async fn a_standby_takes_over_within_seconds_of_the_leader_stopping_and_writes_nothing_twice() {
+    let cluster = start().await;
+    let crds = cluster.bosun(&["crds"]).await;
+    cluster.kubectl(&["apply", "-f", "-"], Some(&crds.stdout)).await;
+    let dir = cluster.package_dir("app", &[("a.yaml", &configmap("app-a", "1"))]);
+    let manifest = package_yaml("app", &dir, "  interval: 1s\n");
+    cluster.kubectl(&["apply", "-f", "-"], Some(manifest.as_bytes())).await;
+
+    let flags = ["--leader-elect", "--leader-election-namespace", "default"];
+    let mut first = cluster.controller("first", &flags);
+    first.logged("became the leader").await;
+    let second = cluster.controller("second", &flags);
+    second.logged("another instance leads; standing by").await;
+    let ready = cluster.wait_ready("app", "True").await;
+    let configmaps: Api<ConfigMap> = Api::default_namespaced(cluster.server.client());
+    let applied = configmaps.get("app-a").await.expect("applied");
+    let second_metrics = second.endpoints().await;
+    let reconciles = |text: &str| -> f64 {
+        text.lines()
+            .filter(|l| l.starts_with("bosun_kit_reconciles_total{"))
+            .filter_map(|l| l.rsplit(' ').next()?.parse::<f64>().ok())
+            .sum()
+    };
+    assert_eq!(reconciles(&http_get(&second_metrics, "/metrics").await.1), 0.0, "the standby reconciles nothing");
+    assert_eq!(http_get(&second_metrics, "/readyz").await.0, 200, "a standby is ready");
+
+    let stopped = Instant::now();
+    assert_eq!(first.terminate().await, Some(0), "{}", first.log());
+    assert!(first.log().contains("gave up the lease"), "{}", first.log());
+    second.logged("became the leader").await;
+    let handover = stopped.elapsed();
+    assert!(handover < Duration::from_secs(10), "handover took {handover:?}");
+    let leases: Api<Lease> = Api::default_namespaced(cluster.server.client());
+    let holder = leases.get("bosun-controller").await.expect("lease").spec.and_then(|s| s.holder_identity);
+    let holder = holder.expect("held");
+    assert!(second.log().contains(&format!("identity={holder}")), "the second holds the lease: {holder}");
+
+    // The new leader resyncs (interval 1s) and finds nothing to write.
+    let deadline = Instant::now() + BOUND;
+    while reconciles(&http_get(&second_metrics, "/metrics").await.1) < 2.0 {
+        assert!(Instant::now() < deadline, "the new leader does not reconcile");
+        tokio::time::sleep(Duration::from_millis(100)).await;
+    }
+    let after = configmaps.get("app-a").await.expect("still there");
+    assert_eq!(after.resource_version(), applied.resource_version(), "not applied twice");
+    let package = cluster.packages().get("app").await.expect("package");
+    assert_eq!(
+        serde_json::to_value(&package).expect("json").pointer("/status/lastAppliedRevision"),
+        ready.pointer("/status/lastAppliedRevision")
+    );
+    println!("handover in {handover:?}");
+}

@@ -1,0 +1,302 @@
+//! A watch-fed cache of the live objects packages applied (those carrying bosun's owner
+//! label) and of the cluster's namespaces, for a long-running applier such as the `Package`
+//! controller: an unchanged resync decides from the cache alone, with no request to the API
+//! server. Each resource is watched cluster-wide from its first use.
+//!
+//! A cache can lag a write by the time its watch event takes: a decision it makes is the one a
+//! moment ago would have made. So it only ever saves requests: an object the cache shows
+//! changed is dry-run against the server as before, and an object written in this very apply
+//! counts as healthy only once the cache shows it at the version written.
+//!
+//! Objects are kept as their JSON text, not as parsed trees: a tree takes several times the
+//! memory, and a run reads only its own few objects. (kube-runtime's reflector stores keep
+//! trees, and their readiness wakes only the last of several waiting tasks; the store here is
+//! the few lines that avoid both.)
+
+use std::{
+    collections::HashMap,
+    sync::{Arc, Mutex, RwLock},
+    time::Duration,
+};
+
+use futures::{Stream, StreamExt};
+use k8s_openapi::api::core::v1::Namespace;
+use kube::{
+    Api, Client, Resource,
+    api::{ApiResource, DynamicObject},
+    core::PartialObjectMeta,
+    runtime::{WatchStreamExt, watcher},
+};
+use serde_json::Value;
+use tokio::{sync::watch, task::JoinHandle};
+
+use super::{FIELD_MANAGER, resolve::Kind};
+use crate::inventory::PACKAGE_LABEL;
+
+/// How long the first use of a resource waits for its watch to list everything.
+const FIRST_SYNC: Duration = Duration::from_secs(10);
+
+/// The cache; clones share it. Its watches stop when the last clone is dropped.
+#[derive(Clone)]
+pub struct Cache {
+    inner: Arc<Inner>,
+}
+
+struct Inner {
+    client: Client,
+    /// Objects by `apiVersion/plural`.
+    objects: tokio::sync::Mutex<HashMap<String, Arc<Texts>>>,
+    namespaces: tokio::sync::OnceCell<Arc<Texts>>,
+    tasks: Mutex<Vec<JoinHandle<()>>>,
+    /// Counts every event any store took in: what waiters wake on.
+    changes: watch::Sender<u64>,
+}
+
+impl Drop for Inner {
+    fn drop(&mut self) {
+        for task in self.tasks.lock().unwrap_or_else(|e| e.into_inner()).drain(..) {
+            task.abort();
+        }
+    }
+}
+
+impl std::fmt::Debug for Cache {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str("Cache")
+    }
+}
+
+/// `(namespace, name)`; the namespace is empty for cluster-scoped objects.
+type Key = (String, String);
+
+/// The objects of one resource as JSON text, and whether they have all been listed.
+struct Texts {
+    objects: RwLock<HashMap<Key, Arc<str>>>,
+    synced: watch::Sender<bool>,
+}
+
+impl Texts {
+    fn new() -> Texts {
+        Texts { objects: RwLock::default(), synced: watch::channel(false).0 }
+    }
+
+    fn is_synced(&self) -> bool {
+        *self.synced.borrow()
+    }
+
+    /// Waits (a bounded while) until everything has been listed.
+    async fn synced(&self) -> bool {
+        let mut synced = self.synced.subscribe();
+        matches!(tokio::time::timeout(FIRST_SYNC, synced.wait_for(|s| *s)).await, Ok(Ok(_)))
+    }
+
+    fn get(&self, key: &Key) -> Option<Arc<str>> {
+        self.objects.read().unwrap_or_else(|e| e.into_inner()).get(key).cloned()
+    }
+}
+
+fn key_of<K: Resource>(object: &K) -> Key {
+    let meta = object.meta();
+    (meta.namespace.clone().unwrap_or_default(), meta.name.clone().unwrap_or_default())
+}
+
+/// Keeps what decisions need and drops the rest (memory): other managers' field sets and
+/// the last-applied annotation.
+fn slim(object: &mut DynamicObject) {
+    if let Some(entries) = object.metadata.managed_fields.as_mut() {
+        entries.retain(|entry| {
+            entry.manager.as_deref() == Some(FIELD_MANAGER)
+                && entry.operation.as_deref() == Some("Apply")
+                && entry.subresource.is_none()
+        });
+    }
+    if let Some(annotations) = object.metadata.annotations.as_mut() {
+        annotations.remove("kubectl.kubernetes.io/last-applied-configuration");
+    }
+}
+
+/// Applies watch events to `texts` (a relist replaces everything at once, when it is done),
+/// counting each in `changes`.
+async fn feed<K: Resource + serde::Serialize>(
+    events: impl Stream<Item = watcher::Result<watcher::Event<K>>>,
+    texts: Arc<Texts>,
+    changes: watch::Sender<u64>,
+    text: fn(&K) -> Arc<str>,
+) {
+    let mut relisted: Option<HashMap<Key, Arc<str>>> = None;
+    let mut events = std::pin::pin!(events);
+    while let Some(event) = events.next().await {
+        let Ok(event) = event else { continue };
+        let objects = || texts.objects.write().unwrap_or_else(|e| e.into_inner());
+        match event {
+            watcher::Event::Init => relisted = Some(HashMap::new()),
+            watcher::Event::InitApply(object) => {
+                if let Some(relisted) = relisted.as_mut() {
+                    relisted.insert(key_of(&object), text(&object));
+                }
+            }
+            watcher::Event::InitDone => {
+                if let Some(relisted) = relisted.take() {
+                    *objects() = relisted;
+                }
+                texts.synced.send_replace(true);
+            }
+            watcher::Event::Apply(object) => {
+                objects().insert(key_of(&object), text(&object));
+            }
+            watcher::Event::Delete(object) => {
+                objects().remove(&key_of(&object));
+            }
+        }
+        changes.send_modify(|count| *count += 1);
+    }
+}
+
+impl Cache {
+    /// A cache reading through `client` (which must be allowed to list and watch what
+    /// packages apply; where it is not, lookups miss and callers ask the server).
+    pub fn new(client: Client) -> Cache {
+        Cache {
+            inner: Arc::new(Inner {
+                client,
+                objects: tokio::sync::Mutex::default(),
+                namespaces: tokio::sync::OnceCell::new(),
+                tasks: Mutex::default(),
+                changes: watch::channel(0).0,
+            }),
+        }
+    }
+
+    /// Feeds a new store from `events` in the background.
+    fn start<K: Resource + serde::Serialize + Send + 'static>(
+        &self,
+        events: impl Stream<Item = watcher::Result<watcher::Event<K>>> + Send + 'static,
+        text: fn(&K) -> Arc<str>,
+    ) -> Arc<Texts> {
+        let texts = Arc::new(Texts::new());
+        let task = feed(events, texts.clone(), self.inner.changes.clone(), text);
+        self.inner.tasks.lock().unwrap_or_else(|e| e.into_inner()).push(tokio::spawn(task));
+        texts
+    }
+
+    /// The objects of a resource, watched from first use; `None` while not listed yet.
+    async fn texts(&self, resource: &ApiResource) -> Option<Arc<Texts>> {
+        let key = format!("{}/{}", resource.api_version, resource.plural);
+        let texts = {
+            let mut all = self.inner.objects.lock().await;
+            if let Some(texts) = all.get(&key) {
+                return texts.is_synced().then(|| texts.clone());
+            }
+            let api: Api<DynamicObject> = Api::all_with(self.inner.client.clone(), resource);
+            let config = watcher::Config::default().labels(PACKAGE_LABEL);
+            let events = watcher(api, config).default_backoff().modify(slim);
+            let texts =
+                self.start(events, |object: &DynamicObject| serde_json::to_string(object).unwrap_or_default().into());
+            all.insert(key, texts.clone());
+            texts
+        };
+        texts.synced().await.then_some(texts)
+    }
+
+    /// Changes whenever any store takes in an event (for waiting on what the cache shows).
+    pub fn changes(&self) -> watch::Receiver<u64> {
+        self.inner.changes.subscribe()
+    }
+
+    /// The live object (`Some(None)`: it does not exist), or `None` when the cache cannot say
+    /// (the caller asks the server).
+    pub async fn object(&self, kind: &Kind, namespace: &str, name: &str) -> Option<Option<Value>> {
+        let texts = self.texts(&kind.resource).await?;
+        let namespace = if kind.namespaced { namespace } else { "" };
+        let Some(text) = texts.get(&(namespace.to_string(), name.to_string())) else { return Some(None) };
+        let mut value: Value = serde_json::from_str(&text).ok()?;
+        value["apiVersion"] = Value::from(kind.resource.api_version.clone());
+        value["kind"] = Value::from(kind.resource.kind.clone());
+        Some(Some(value))
+    }
+
+    /// Whether a namespace exists, or `None` when the cache cannot say.
+    pub async fn namespace_exists(&self, name: &str) -> Option<bool> {
+        let texts = self
+            .inner
+            .namespaces
+            .get_or_init(|| async {
+                let api: Api<PartialObjectMeta<Namespace>> = Api::all(self.inner.client.clone());
+                let events = watcher(api, watcher::Config::default()).default_backoff();
+                // Only existence matters: no text kept.
+                self.start(events, |_: &PartialObjectMeta<Namespace>| Arc::from(""))
+            })
+            .await;
+        if !texts.synced().await {
+            return None;
+        }
+        Some(texts.get(&(String::new(), name.to_string())).is_some())
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use k8s_openapi::apimachinery::pkg::apis::meta::v1::ManagedFieldsEntry;
+
+    use super::*;
+
+    #[test]
+    fn cached_objects_keep_only_what_decisions_read() {
+        let entry = |manager: &str, operation: &str, subresource: Option<&str>| ManagedFieldsEntry {
+            manager: Some(manager.into()),
+            operation: Some(operation.into()),
+            subresource: subresource.map(str::to_string),
+            ..ManagedFieldsEntry::default()
+        };
+        let mut object = DynamicObject::new("a", &ApiResource::erase::<k8s_openapi::api::core::v1::ConfigMap>(&()));
+        object.metadata.managed_fields = Some(vec![
+            entry("bosun", "Apply", None),
+            entry("bosun", "Apply", Some("status")),
+            entry("kubectl", "Update", None),
+            entry("bosun", "Update", None),
+        ]);
+        object.metadata.annotations = Some(
+            [
+                ("kubectl.kubernetes.io/last-applied-configuration".to_string(), "{}".to_string()),
+                ("team".into(), "a".into()),
+            ]
+            .into(),
+        );
+        slim(&mut object);
+        let kept = object.metadata.managed_fields.expect("entries");
+        assert_eq!(kept.len(), 1);
+        assert_eq!((kept[0].manager.as_deref(), kept[0].operation.as_deref()), (Some("bosun"), Some("Apply")));
+        assert_eq!(object.metadata.annotations.expect("annotations").keys().collect::<Vec<_>>(), ["team"]);
+    }
+
+    #[tokio::test]
+    async fn a_relist_replaces_the_objects_and_every_event_is_counted() {
+        let config_map = |name: &str| {
+            let mut object =
+                DynamicObject::new(name, &ApiResource::erase::<k8s_openapi::api::core::v1::ConfigMap>(&()));
+            object.metadata.namespace = Some("ns".into());
+            object
+        };
+        let events = futures::stream::iter(vec![
+            Ok(watcher::Event::Init),
+            Ok(watcher::Event::InitApply(config_map("a"))),
+            Ok(watcher::Event::InitDone),
+            Ok(watcher::Event::Apply(config_map("b"))),
+            Ok(watcher::Event::Delete(config_map("a"))),
+            Ok(watcher::Event::Init),
+            Ok(watcher::Event::InitApply(config_map("c"))),
+            Ok(watcher::Event::InitDone),
+        ]);
+        let texts = Arc::new(Texts::new());
+        let (changes, counted) = watch::channel(0);
+        feed(events, texts.clone(), changes, |object: &DynamicObject| {
+            serde_json::to_string(object).unwrap_or_default().into()
+        })
+        .await;
+        assert!(texts.is_synced());
+        let mut names: Vec<String> = texts.objects.read().expect("lock").keys().map(|(_, name)| name.clone()).collect();
+        names.sort();
+        assert_eq!(names, ["c"], "the relist replaced what was there");
+        assert_eq!(*counted.borrow(), 8);
+    }
+}

@@ -1,0 +1,165 @@
+//! What a real cluster needs to run `bosun controller` (`bosun install`): the CRDs, a
+//! namespace, a ServiceAccount bound to `cluster-admin` (the controller applies whatever
+//! Packages hold, as Flux's kustomize-controller does; tenants are confined by
+//! `serviceAccountName` / `--default-service-account`), and a Deployment with leader election,
+//! probes, a metrics port, a source cache and a locked-down security context.
+
+use serde_json::{Value, json};
+
+/// What `bosun install` prints.
+#[derive(Debug, Clone)]
+pub struct InstallOptions {
+    /// Namespace of the controller.
+    pub namespace: String,
+    /// Container image.
+    pub image: String,
+    /// Packages reconciled at once.
+    pub concurrency: u16,
+    /// Only Packages whose labels match (one installation per shard).
+    pub watch_label_selector: Option<String>,
+    /// Apply as this ServiceAccount when a Package names none.
+    pub default_service_account: Option<String>,
+}
+
+/// The image of this version.
+pub fn default_image() -> String {
+    format!("ghcr.io/bosun-dev/bosun:v{}", env!("CARGO_PKG_VERSION"))
+}
+
+/// The port of `/metrics`, `/healthz` and `/readyz` in the pod.
+const METRICS_PORT: u16 = 8080;
+
+/// Everything to apply, CRDs first.
+pub fn manifests(options: &InstallOptions) -> Vec<Value> {
+    let mut objects: Vec<Value> = crate::package::crds()
+        .iter()
+        .map(|crd| {
+            let mut value = serde_json::to_value(crd).unwrap_or_default();
+            value["apiVersion"] = json!("apiextensions.k8s.io/v1");
+            value["kind"] = json!("CustomResourceDefinition");
+            value
+        })
+        .collect();
+    let namespace = options.namespace.as_str();
+    let name = shard_name(options);
+    let labels = json!({"app.kubernetes.io/name": "bosun", "app.kubernetes.io/component": "controller", "app.kubernetes.io/instance": name});
+    objects.push(json!({
+        "apiVersion": "v1", "kind": "Namespace",
+        "metadata": {"name": namespace, "labels": {"app.kubernetes.io/name": "bosun"}},
+    }));
+    objects.push(json!({
+        "apiVersion": "v1", "kind": "ServiceAccount",
+        "metadata": {"name": name, "namespace": namespace, "labels": labels},
+    }));
+    objects.push(json!({
+        "apiVersion": "rbac.authorization.k8s.io/v1", "kind": "ClusterRoleBinding",
+        "metadata": {"name": name, "labels": labels},
+        "roleRef": {"apiGroup": "rbac.authorization.k8s.io", "kind": "ClusterRole", "name": "cluster-admin"},
+        "subjects": [{"kind": "ServiceAccount", "name": name, "namespace": namespace}],
+    }));
+    objects.push(deployment(options, &name, &labels));
+    objects
+}
+
+/// `bosun-controller`, or `bosun-controller-<hash>` for a shard (so shards install side by side).
+fn shard_name(options: &InstallOptions) -> String {
+    super::leader::lease_name(options.watch_label_selector.as_deref())
+}
+
+fn deployment(options: &InstallOptions, name: &str, labels: &Value) -> Value {
+    let mut args = vec![
+        "controller".to_string(),
+        "--leader-elect".to_string(),
+        format!("--metrics-addr=0.0.0.0:{METRICS_PORT}"),
+        "--log-format=json".to_string(),
+        "--cache-dir=/cache".to_string(),
+        format!("--concurrency={}", options.concurrency),
+    ];
+    if let Some(selector) = &options.watch_label_selector {
+        args.push(format!("--watch-label-selector={selector}"));
+    }
+    if let Some(account) = &options.default_service_account {
+        args.push(format!("--default-service-account={account}"));
+    }
+    let probe = |path: &str| json!({"httpGet": {"path": path, "port": "http-metrics"}, "periodSeconds": 10});
+    json!({
+        "apiVersion": "apps/v1", "kind": "Deployment",
+        "metadata": {"name": name, "namespace": options.namespace, "labels": labels},
+        "spec": {
+            // Leader election makes a second replica a standby; one is enough for most clusters.
+            "replicas": 1,
+            "selector": {"matchLabels": {"app.kubernetes.io/instance": name}},
+            "template": {
+                "metadata": {
+                    "labels": labels,
+                    "annotations": {"prometheus.io/scrape": "true", "prometheus.io/port": METRICS_PORT.to_string()},
+                },
+                "spec": {
+                    "serviceAccountName": name,
+                    "terminationGracePeriodSeconds": 30,
+                    "securityContext": {"runAsNonRoot": true, "runAsUser": 65532, "fsGroup": 65532, "seccompProfile": {"type": "RuntimeDefault"}},
+                    "containers": [{
+                        "name": "controller",
+                        "image": options.image,
+                        "args": args,
+                        "ports": [{"name": "http-metrics", "containerPort": METRICS_PORT, "protocol": "TCP"}],
+                        "readinessProbe": probe("/readyz"),
+                        "livenessProbe": probe("/healthz"),
+                        "resources": {"requests": {"cpu": "100m", "memory": "64Mi"}, "limits": {"memory": "512Mi"}},
+                        "securityContext": {
+                            "allowPrivilegeEscalation": false,
+                            "readOnlyRootFilesystem": true,
+                            "capabilities": {"drop": ["ALL"]},
+                        },
+                        "volumeMounts": [{"name": "cache", "mountPath": "/cache"}, {"name": "tmp", "mountPath": "/tmp"}],
+                    }],
+                    "volumes": [{"name": "cache", "emptyDir": {}}, {"name": "tmp", "emptyDir": {}}],
+                },
+            },
+        },
+    })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn options(selector: Option<&str>) -> InstallOptions {
+        InstallOptions {
+            namespace: "bosun-system".into(),
+            image: "example.com/bosun:test".into(),
+            concurrency: 8,
+            watch_label_selector: selector.map(str::to_string),
+            default_service_account: Some("deployer".into()),
+        }
+    }
+
+    #[test]
+    fn the_installation_is_crds_then_namespace_account_binding_and_deployment() {
+        let objects = manifests(&options(None));
+        let kinds: Vec<&str> = objects.iter().map(|o| o["kind"].as_str().unwrap_or_default()).collect();
+        assert_eq!(
+            kinds,
+            ["CustomResourceDefinition", "Namespace", "ServiceAccount", "ClusterRoleBinding", "Deployment"]
+        );
+        let deployment = &objects[4];
+        let container = &deployment["spec"]["template"]["spec"]["containers"][0];
+        assert_eq!(container["image"], "example.com/bosun:test");
+        let args: Vec<&str> = container["args"].as_array().expect("args").iter().filter_map(Value::as_str).collect();
+        for expected in ["controller", "--leader-elect", "--concurrency=8", "--default-service-account=deployer"] {
+            assert!(args.contains(&expected), "{expected} in {args:?}");
+        }
+        assert_eq!(container["readinessProbe"]["httpGet"]["path"], "/readyz");
+        assert_eq!(objects[3]["subjects"][0]["name"], "bosun-controller");
+    }
+
+    #[test]
+    fn shards_install_side_by_side() {
+        let one = manifests(&options(Some("sharding.bosun.dev/key=shard1")));
+        let deployment = &one[4];
+        let name = deployment["metadata"]["name"].as_str().expect("name");
+        assert_ne!(name, "bosun-controller");
+        let args = deployment["spec"]["template"]["spec"]["containers"][0]["args"].to_string();
+        assert!(args.contains("--watch-label-selector=sharding.bosun.dev/key=shard1"), "{args}");
+    }
+}

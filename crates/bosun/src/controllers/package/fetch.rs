@@ -1,0 +1,143 @@
+//! Where a Package's files come from: its source fetched (a directory, a Git repository),
+//! `source.path` resolved inside it, and the package assembled from the directory's
+//! `bosun.yaml` (if any) under the resource's spec.
+
+use std::path::{Component, Path, PathBuf};
+
+use serde_json::Value;
+
+use crate::package::{Package, PackageError, PackageResource, PackageSpec, SourceSpec};
+
+/// Why a Package's files could not be had.
+#[derive(Debug, thiserror::Error)]
+pub enum FetchError {
+    /// The spec names no usable source (never retried: the spec must change).
+    #[error("spec.source: {0}")]
+    Invalid(String),
+    /// The source could not be fetched (retried).
+    #[error("{0}")]
+    Source(String),
+    /// The package directory or its `bosun.yaml`.
+    #[error(transparent)]
+    Package(#[from] PackageError),
+}
+
+impl FetchError {
+    /// The condition reason: `InvalidSource` (stalled) or `ArtifactFailed`, as Flux says.
+    pub fn reason(&self) -> &'static str {
+        match self {
+            FetchError::Invalid(_) => "InvalidSource",
+            FetchError::Source(_) | FetchError::Package(_) => "ArtifactFailed",
+        }
+    }
+}
+
+/// `source.path` as a relative path that stays inside the source.
+pub fn inner_path(source: &SourceSpec) -> Result<PathBuf, FetchError> {
+    let Some(path) = source.path.as_deref().filter(|p| !p.is_empty()) else { return Ok(PathBuf::new()) };
+    let path = Path::new(path);
+    let escapes =
+        path.components().any(|c| matches!(c, Component::ParentDir | Component::RootDir | Component::Prefix(_)));
+    if escapes {
+        return Err(FetchError::Invalid(format!(
+            "path: {:?} must be relative and stay inside the source",
+            path.display()
+        )));
+    }
+    Ok(path.components().filter(|c| !matches!(c, Component::CurDir)).collect())
+}
+
+/// Exactly one source kind must be set.
+pub fn check(source: Option<&SourceSpec>) -> Result<&SourceSpec, FetchError> {
+    let Some(source) = source else {
+        return Err(FetchError::Invalid("required: set git or dir".into()));
+    };
+    match (source.git.is_some(), source.dir.is_some()) {
+        (true, true) => Err(FetchError::Invalid("set one of git and dir, not both".into())),
+        (false, false) => Err(FetchError::Invalid("set git or dir".into())),
+        _ => {
+            inner_path(source)?;
+            Ok(source)
+        }
+    }
+}
+
+/// The package in `dir` as the resource declares it: the directory's `bosun.yaml` (when
+/// there is one) with every field the resource's spec sets taking precedence, named and
+/// placed as the resource.
+pub fn assemble(dir: &Path, resource: &PackageResource) -> Result<Package, FetchError> {
+    let name = resource.metadata.name.clone().unwrap_or_default();
+    let namespace = resource.metadata.namespace.clone();
+    let from_file = Package::load(dir)?;
+    let spec = overlay(&from_file.spec, &resource.spec)?;
+    Ok(Package { dir: dir.to_path_buf(), name, namespace, spec, origin: from_file.origin })
+}
+
+/// `base` with every top-level field `over` sets replacing it.
+fn overlay(base: &PackageSpec, over: &PackageSpec) -> Result<PackageSpec, FetchError> {
+    let to_map = |spec: &PackageSpec| match serde_json::to_value(spec) {
+        Ok(Value::Object(map)) => map,
+        _ => serde_json::Map::new(),
+    };
+    let mut merged = to_map(base);
+    merged.extend(to_map(over));
+    serde_json::from_value(Value::Object(merged)).map_err(|e| FetchError::Invalid(format!("merging bosun.yaml: {e}")))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::package::RenderSpec;
+
+    #[test]
+    fn paths_stay_inside_the_source() {
+        let source =
+            |path: &str| SourceSpec { dir: Some("/src".into()), path: Some(path.into()), ..SourceSpec::default() };
+        for (path, expected) in [
+            ("", Some("")),
+            ("./deploy", Some("deploy")),
+            ("apps/web/", Some("apps/web")),
+            ("../x", None),
+            ("/etc", None),
+            ("a/../../b", None),
+        ] {
+            let result = inner_path(&source(path));
+            match expected {
+                Some(inner) => assert_eq!(result.expect(path), PathBuf::from(inner), "{path}"),
+                None => assert!(result.is_err_and(|e| e.to_string().contains("spec.source: path")), "{path}"),
+            }
+        }
+    }
+
+    #[test]
+    fn one_source_kind_is_required() {
+        let git = crate::package::GitSource { url: "https://example.com/r.git".into(), ..Default::default() };
+        assert!(check(None).is_err());
+        assert!(check(Some(&SourceSpec::default())).is_err());
+        let both = SourceSpec { git: Some(git.clone()), dir: Some("/x".into()), ..SourceSpec::default() };
+        assert!(check(Some(&both)).is_err_and(|e| e.to_string() == "spec.source: set one of git and dir, not both"));
+        assert!(check(Some(&SourceSpec { git: Some(git), ..SourceSpec::default() })).is_ok());
+    }
+
+    #[test]
+    fn the_resource_spec_wins_over_bosun_yaml_field_by_field() {
+        let dir = tempfile::tempdir().expect("tempdir");
+        std::fs::write(
+            dir.path().join("bosun.yaml"),
+            "apiVersion: bosun.dev/v1alpha1\nkind: Package\nmetadata: {name: file-name}\nspec:\n  targetNamespace: from-file\n  substitute: {a: \"1\"}\n  render:\n    files: {dir: manifests}\n",
+        )
+        .expect("write");
+        let mut resource = PackageResource::new("web", PackageSpec::default());
+        resource.metadata.namespace = Some("team".into());
+        resource.spec.target_namespace = Some("from-resource".into());
+        let package = assemble(dir.path(), &resource).expect("assemble");
+        assert_eq!((package.name.as_str(), package.namespace.as_deref()), ("web", Some("team")));
+        assert_eq!(package.spec.target_namespace.as_deref(), Some("from-resource"));
+        assert_eq!(package.spec.substitute.get("a").map(String::as_str), Some("1"), "kept from bosun.yaml");
+        assert!(matches!(package.spec.render, Some(RenderSpec::Files(ref f)) if f.dir == "manifests"));
+        let bare = tempfile::tempdir().expect("tempdir");
+        std::fs::write(bare.path().join("main.jsonnet"), "{}").expect("write");
+        let package = assemble(bare.path(), &resource).expect("assemble");
+        assert!(matches!(package.spec.render, Some(RenderSpec::Jsonnet(_))), "detected from the directory");
+    }
+}

@@ -1,0 +1,309 @@
+//! The `Package` custom resource (`bosun.dev/v1alpha1`): the spec is `bosun.yaml`'s spec, the
+//! status is what the `Package` controller reports. [`crds`] gives the definitions a cluster
+//! needs (`bosun crds`).
+
+use std::time::Duration;
+
+use k8s_openapi::{
+    apiextensions_apiserver::pkg::apis::apiextensions::v1::CustomResourceDefinition,
+    apimachinery::pkg::apis::meta::v1::Condition,
+};
+use kube::CustomResourceExt;
+use schemars::JsonSchema;
+use serde::{Deserialize, Serialize};
+
+use super::{Interval, PackageResource, PackageSpec};
+use crate::inventory::Entry;
+
+/// Annotation that asks for a reconcile now; its value is echoed in
+/// `status.lastHandledReconcileAt` once handled (`bosun reconcile package`).
+pub const REQUESTED_AT: &str = "bosun.dev/requested-at";
+
+/// Set to the same value as [`REQUESTED_AT`]: that run fetches the source again even if its
+/// revision is known (`bosun reconcile package --with-source`).
+pub const SOURCE_REQUESTED_AT: &str = "bosun.dev/source-requested-at";
+
+/// A fresh value for [`REQUESTED_AT`]: the current time (RFC 3339), as `flux reconcile` writes.
+pub fn request_token() -> String {
+    k8s_openapi::jiff::Timestamp::now().to_string()
+}
+
+/// Default `interval` of a Package that sets none.
+pub const DEFAULT_INTERVAL: Duration = Duration::from_secs(600);
+
+/// Runs kept in `status.history` unless `rollback.keep` says otherwise.
+pub const DEFAULT_HISTORY: usize = 5;
+
+/// What the `Package` controller reports.
+#[derive(Debug, Clone, Default, Deserialize, Serialize, PartialEq, JsonSchema)]
+#[serde(rename_all = "camelCase")]
+pub struct PackageStatus {
+    /// `Ready`, `Reconciling`, `Stalled`, `Healthy`.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    #[schemars(schema_with = "conditions_schema")]
+    pub conditions: Vec<Condition>,
+    /// The generation the status describes.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub observed_generation: Option<i64>,
+    /// The revision last rolled out successfully (`main@sha1:…`).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub last_applied_revision: Option<String>,
+    /// The revision last tried.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub last_attempted_revision: Option<String>,
+    /// The last `bosun.dev/requested-at` value handled.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub last_handled_reconcile_at: Option<String>,
+    /// The objects applied by the last successful run.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub inventory: Vec<InventoryEntry>,
+    /// Where the running (or last) rollout is.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub progress: Option<RolloutProgress>,
+    /// The last runs, newest first.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub history: Vec<HistoryEntry>,
+}
+
+/// `metav1.Condition` as upstream's schema has it (k8s-openapi's schemars feature would
+/// generate it for every type in the API: too much build for one list).
+fn conditions_schema(_: &mut schemars::SchemaGenerator) -> schemars::Schema {
+    schemars::json_schema!({
+        "type": "array",
+        "x-kubernetes-list-type": "map",
+        "x-kubernetes-list-map-keys": ["type"],
+        "items": {
+            "type": "object",
+            "required": ["type", "status", "lastTransitionTime", "reason", "message"],
+            "properties": {
+                "type": {"type": "string"},
+                "status": {"type": "string", "enum": ["True", "False", "Unknown"]},
+                "observedGeneration": {"type": "integer", "format": "int64"},
+                "lastTransitionTime": {"type": "string", "format": "date-time"},
+                "reason": {"type": "string"},
+                "message": {"type": "string"},
+            },
+        },
+    })
+}
+
+/// One applied object: `<group>_<Kind>_<namespace>_<name>` and its API version.
+#[derive(Debug, Clone, Default, Deserialize, Serialize, PartialEq, Eq, JsonSchema)]
+pub struct InventoryEntry {
+    /// The identity.
+    pub id: String,
+    /// The API version it was applied with.
+    pub v: String,
+}
+
+impl From<&Entry> for InventoryEntry {
+    fn from(entry: &Entry) -> Self {
+        InventoryEntry { id: entry.id.clone(), v: entry.v.clone() }
+    }
+}
+
+impl From<&InventoryEntry> for Entry {
+    fn from(entry: &InventoryEntry) -> Self {
+        Entry { id: entry.id.clone(), v: entry.v.clone() }
+    }
+}
+
+/// Where a rollout is (or where the last one ended).
+#[derive(Debug, Clone, Default, Deserialize, Serialize, PartialEq, Eq, JsonSchema)]
+#[serde(rename_all = "camelCase")]
+pub struct RolloutProgress {
+    /// `Fetching`, `Rendering`, `Applying`, `Waiting`, `Pruning`, then `Succeeded` or `Failed`.
+    pub phase: String,
+    /// The group's name (or its number when it has none).
+    #[serde(default, skip_serializing_if = "String::is_empty")]
+    pub group: String,
+    /// Its number, from 1.
+    #[serde(default, skip_serializing_if = "is_zero")]
+    pub group_number: u32,
+    /// Groups in the rollout.
+    #[serde(default, skip_serializing_if = "is_zero")]
+    pub groups: u32,
+    /// The step of the group, from 1.
+    #[serde(default, skip_serializing_if = "is_zero")]
+    pub step: u32,
+    /// Steps in the group.
+    #[serde(default, skip_serializing_if = "is_zero")]
+    pub steps: u32,
+}
+
+fn is_zero(value: &u32) -> bool {
+    *value == 0
+}
+
+/// One distinct run: a rendered set (by digest) and how rolling it out ended.
+#[derive(Debug, Clone, Default, Deserialize, Serialize, PartialEq, Eq, JsonSchema)]
+#[serde(rename_all = "camelCase")]
+pub struct HistoryEntry {
+    /// The source revision.
+    pub revision: String,
+    /// `sha256:` of the rendered objects.
+    pub digest: String,
+    /// `Succeeded`, `Failed` or `RolledBack`.
+    pub result: String,
+    /// When this digest and result were first seen (RFC 3339).
+    pub first_reconciled: String,
+    /// When last seen.
+    pub last_reconciled: String,
+    /// How long the last run took (`1m2s`).
+    pub last_duration: String,
+    /// Runs with this digest and result.
+    pub count: u64,
+}
+
+/// Adds a run to the history: an entry with the same digest and result is updated in place
+/// and moved to the front; otherwise a new entry goes in front. At most `keep` are kept.
+pub fn record_history(history: &mut Vec<HistoryEntry>, run: HistoryEntry, keep: usize) {
+    let existing = history.iter().position(|entry| entry.digest == run.digest && entry.result == run.result);
+    let entry = match existing {
+        Some(index) => {
+            let mut entry = history.remove(index);
+            entry.revision = run.revision;
+            entry.last_reconciled = run.last_reconciled;
+            entry.last_duration = run.last_duration;
+            entry.count += 1;
+            entry
+        }
+        None => HistoryEntry { count: 1, ..run },
+    };
+    history.insert(0, entry);
+    history.truncate(keep.max(1));
+}
+
+/// The definitions of bosun's custom resources.
+pub fn crds() -> Vec<CustomResourceDefinition> {
+    vec![PackageResource::crd()]
+}
+
+impl PackageSpec {
+    /// How often the Package is reconciled when nothing happens.
+    pub fn interval(&self) -> Duration {
+        self.interval.map_or(DEFAULT_INTERVAL, |Interval(d)| d)
+    }
+
+    /// How soon a failed run is retried at the latest (the backoff grows up to it).
+    pub fn retry_interval(&self) -> Duration {
+        self.retry_interval.map_or_else(|| self.interval(), |Interval(d)| d)
+    }
+
+    /// The bound of one whole run: `timeout`, else the interval minus 30 s as Flux does, never
+    /// below 30 s.
+    pub fn run_timeout(&self) -> Duration {
+        self.timeout.map_or_else(
+            || self.interval().saturating_sub(Duration::from_secs(30)).max(Duration::from_secs(30)),
+            |Interval(d)| d,
+        )
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use serde_json::{Value, json};
+
+    use super::*;
+
+    fn run(digest: &str, result: &str, at: &str) -> HistoryEntry {
+        HistoryEntry {
+            revision: format!("main@sha1:{digest}"),
+            digest: digest.into(),
+            result: result.into(),
+            first_reconciled: at.into(),
+            last_reconciled: at.into(),
+            last_duration: "1s".into(),
+            count: 1,
+        }
+    }
+
+    #[test]
+    fn history_counts_repeats_and_keeps_the_newest() {
+        let mut history = Vec::new();
+        record_history(&mut history, run("a", "Succeeded", "t1"), 2);
+        record_history(&mut history, run("a", "Succeeded", "t2"), 2);
+        assert_eq!(history.len(), 1);
+        assert_eq!((history[0].count, history[0].first_reconciled.as_str()), (2, "t1"));
+        assert_eq!(history[0].last_reconciled, "t2");
+        record_history(&mut history, run("b", "Failed", "t3"), 2);
+        record_history(&mut history, run("a", "Succeeded", "t4"), 2);
+        let order: Vec<_> = history.iter().map(|e| (e.digest.as_str(), e.count)).collect();
+        assert_eq!(order, [("a", 3), ("b", 1)], "a repeat moves to the front");
+        record_history(&mut history, run("c", "Succeeded", "t5"), 2);
+        let order: Vec<_> = history.iter().map(|e| e.digest.as_str()).collect();
+        assert_eq!(order, ["c", "a"], "at most `keep`");
+    }
+
+    #[test]
+    fn intervals_default_as_flux() {
+        let spec = |text: &str| -> PackageSpec { serde_json::from_value(serde_json::from_str(text).unwrap()).unwrap() };
+        let cases = [
+            ("{}", 600, 600, 570),
+            (r#"{"interval": "1m"}"#, 60, 60, 30),
+            (r#"{"interval": "20s"}"#, 20, 20, 30),
+            (r#"{"interval": "5m", "retryInterval": "30s", "timeout": "2m"}"#, 300, 30, 120),
+        ];
+        for (text, interval, retry, timeout) in cases {
+            let spec = spec(text);
+            assert_eq!(spec.interval().as_secs(), interval, "{text}");
+            assert_eq!(spec.retry_interval().as_secs(), retry, "{text}");
+            assert_eq!(spec.run_timeout().as_secs(), timeout, "{text}");
+        }
+    }
+
+    /// Rules a real API server enforces on a structural schema, checked on the whole tree.
+    fn check_structural(schema: &Value, path: &str, problems: &mut Vec<String>) {
+        let Some(object) = schema.as_object() else { return };
+        let open = object.get("x-kubernetes-preserve-unknown-fields") == Some(&json!(true));
+        if !open && !object.contains_key("type") && !object.contains_key("x-kubernetes-int-or-string") {
+            problems.push(format!("{path}: no type"));
+        }
+        if object.contains_key("properties") && object.get("additionalProperties").is_some() {
+            problems.push(format!("{path}: properties and additionalProperties"));
+        }
+        for key in ["$ref", "definitions", "$defs", "anyOf"] {
+            if object.contains_key(key) {
+                problems.push(format!("{path}: {key}"));
+            }
+        }
+        if let Some(properties) = object.get("properties").and_then(Value::as_object) {
+            for (name, child) in properties {
+                check_structural(child, &format!("{path}.{name}"), problems);
+            }
+        }
+        for key in ["items", "additionalProperties"] {
+            if let Some(child) = object.get(key) {
+                check_structural(child, &format!("{path}[{key}]"), problems);
+            }
+        }
+    }
+
+    #[test]
+    fn the_crd_has_a_structural_schema_columns_and_a_short_name() {
+        let crd = serde_json::to_value(&crds()[0]).expect("json");
+        assert_eq!(crd["metadata"]["name"], "packages.bosun.dev");
+        assert_eq!(crd["spec"]["names"]["shortNames"], json!(["pkg"]));
+        let version = &crd["spec"]["versions"][0];
+        assert_eq!(version["name"], "v1alpha1");
+        assert_eq!(version["subresources"]["status"], json!({}));
+        let columns: Vec<&str> = version["additionalPrinterColumns"]
+            .as_array()
+            .expect("columns")
+            .iter()
+            .map(|c| c["name"].as_str().unwrap_or_default())
+            .collect();
+        assert_eq!(columns, ["Ready", "Status", "Revision", "Age"]);
+        let schema = &version["schema"]["openAPIV3Schema"];
+        let mut problems = Vec::new();
+        check_structural(schema, "", &mut problems);
+        assert!(problems.is_empty(), "{problems:#?}");
+        let spec = &schema["properties"]["spec"]["properties"];
+        for field in ["source", "render", "config", "rollout", "dependsOn", "interval", "serviceAccountName"] {
+            assert!(spec.get(field).is_some(), "spec.{field} missing");
+        }
+        assert_eq!(spec["interval"]["type"], "string");
+        let render = &spec["render"]["properties"];
+        assert!(["files", "jsonnet", "kustomize", "exec"].iter().all(|r| render.get(*r).is_some()), "{render}");
+    }
+}

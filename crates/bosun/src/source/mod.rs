@@ -1,0 +1,235 @@
+//! Sources: a directory snapshot plus a revision string, fetched in-process into a
+//! content-addressed cache (there is no separate source server).
+//!
+//! [`Fetcher::git`] fetches a Git repository over HTTP(S), `git://` or SSH with gix (no `git`
+//! binary), or opens a local repository directly; [`Fetcher::dir`] takes a directory on this
+//! machine. Both apply the ignore rules (Flux's defaults, `.sourceignore` files, the spec's
+//! `ignore`) and return a [`Snapshot`]: a directory with the files and the revision
+//! (`main@sha1:<commit>`, `sha256:<digest>`).
+//!
+//! # Guarantees
+//!
+//! - An unchanged remote costs one round trip (the reference listed) and downloads nothing.
+//! - The same commit (and ignore rules) is the same snapshot directory, written once and
+//!   atomically; a snapshot is not removed while a [`Snapshot`] holds it.
+//! - Fetches of one repository run one at a time; different repositories in parallel.
+//! - Credentials never appear in errors or logs.
+//!
+//! # Caveats
+//!
+//! SSH runs the system's `ssh` client (through `sh`), with the key and `known_hosts` written
+//! to a private directory for the fetch, never the user's own `~/.ssh`. Submodules are not
+//! fetched. One process per cache directory.
+
+mod cache;
+mod credentials;
+mod dir;
+mod error;
+mod extract;
+mod files;
+mod git;
+mod ignore;
+mod location;
+mod range;
+mod reference;
+
+use std::{
+    path::{Path, PathBuf},
+    sync::{
+        Arc,
+        atomic::{AtomicBool, Ordering},
+    },
+    time::Duration,
+};
+
+pub use credentials::Credentials;
+pub use error::SourceError;
+
+use self::{
+    cache::{Cache, Lease, hex_digest},
+    credentials::Kind,
+    location::{Location, Scheme},
+    reference::Wanted,
+};
+use crate::package::GitSource;
+
+/// How long a Git fetch may take when the source sets no `timeout` (Flux's default).
+pub const DEFAULT_TIMEOUT: Duration = Duration::from_secs(60);
+
+/// A fetched source: a directory with the source's files (ignore rules applied) and its
+/// revision. The directory stays while this lives.
+#[derive(Debug)]
+pub struct Snapshot {
+    /// The directory with the files. Read-only by convention: it is shared by every source with
+    /// the same content.
+    pub root: PathBuf,
+    /// `main@sha1:<commit>` (Git, as Flux writes it) or `sha256:<digest>` (a directory).
+    pub revision: String,
+    _lease: Lease,
+}
+
+/// Fetches sources into a cache directory. Cheap to clone; the clones share the cache, so one
+/// `Fetcher` serves every Package of a controller.
+#[derive(Clone)]
+pub struct Fetcher {
+    cache: Arc<Cache>,
+}
+
+impl Fetcher {
+    /// A fetcher caching in `cache_dir` (created when needed; its scratch space is emptied, so
+    /// give each process its own).
+    pub fn new(cache_dir: PathBuf) -> Fetcher {
+        // gix's HTTP client takes rustls' process-wide provider; bosun uses ring throughout. An
+        // error means one is installed already, which is as good.
+        let _ = rustls::crypto::ring::default_provider().install_default();
+        Fetcher { cache: Arc::new(Cache::new(cache_dir)) }
+    }
+
+    /// The commit `source` refers to, as a snapshot.
+    ///
+    /// Lists the reference on the remote (one round trip) and downloads (depth 1) only when the
+    /// commit is not in the cache; `refetch` downloads again regardless. A local repository
+    /// (absolute path or `file://` URL) is read directly. The whole call is bounded by the
+    /// source's `timeout`.
+    ///
+    /// # Errors
+    ///
+    /// [`SourceError`], with a [`reason`](SourceError::reason) for the Package's condition.
+    pub async fn git(
+        &self,
+        source: &GitSource,
+        credentials: Option<&Credentials>,
+        ignore: Option<&str>,
+        refetch: bool,
+    ) -> Result<Snapshot, SourceError> {
+        let job = job(source, credentials, refetch)?;
+        let timeout = job.timeout;
+        let ignore = ignore.map(str::to_string);
+        let source_id =
+            format!("git\0{}\0{}\0{}", job.shown, job.wanted.describe(), ignore.as_deref().unwrap_or_default());
+        let lock = self.cache.lock(&lock_key(&job));
+        let cache = self.cache.clone();
+        let interrupt = Arc::new(AtomicBool::new(false));
+        let flag = interrupt.clone();
+        let url = job.shown.clone();
+        let run = async move {
+            let guard = lock.lock_owned().await;
+            tokio::task::spawn_blocking(move || {
+                // Held until the blocking work ends, even when the caller gave up waiting.
+                let _guard = guard;
+                snapshot_commit(&cache, &job, ignore.as_deref(), &source_id, &flag)
+            })
+            .await
+        };
+        match tokio::time::timeout(timeout, run).await {
+            Ok(Ok(result)) => result,
+            Ok(Err(panicked)) => Err(SourceError::Fetch { url, message: format!("the fetch failed: {panicked}") }),
+            Err(_) => {
+                interrupt.store(true, Ordering::Relaxed);
+                Err(SourceError::Timeout { url, after: timeout })
+            }
+        }
+    }
+
+    /// The files under `dir` (a directory on this machine), with the revision
+    /// `sha256:<digest>` over their relative paths, modes and contents after the ignore rules:
+    /// the same files give the same revision, any change a new one.
+    ///
+    /// # Errors
+    ///
+    /// [`SourceError::Io`] when the directory cannot be read or the cache written.
+    pub async fn dir(&self, dir: &Path, ignore: Option<&str>) -> Result<Snapshot, SourceError> {
+        let cache = self.cache.clone();
+        let dir = dir.to_path_buf();
+        let ignore = ignore.map(str::to_string);
+        let shown = dir.display().to_string();
+        tokio::task::spawn_blocking(move || snapshot_dir(&cache, &dir, ignore.as_deref())).await.unwrap_or_else(
+            |panicked| Err(SourceError::Fetch { url: shown, message: format!("reading failed: {panicked}") }),
+        )
+    }
+}
+
+/// The fetch `source` asks for, or why it cannot work.
+fn job(source: &GitSource, credentials: Option<&Credentials>, refetch: bool) -> Result<git::Job, SourceError> {
+    let shown = location::redact(&source.url);
+    let invalid = |message: String| SourceError::Invalid { source_name: shown.clone(), message };
+    let location = location::locate(&source.url).map_err(invalid)?;
+    let wanted = Wanted::from_spec(source.reference.as_ref()).map_err(invalid)?;
+    if let Location::Remote(remote) = &location {
+        let mismatch = match (remote.scheme, credentials.map(|c| &c.kind)) {
+            (Scheme::Ssh, None) => Some("ssh:// URLs need a secretRef with identity and known_hosts".to_string()),
+            (Scheme::Ssh, Some(Kind::Ssh { .. }))
+            | (Scheme::Http, Some(Kind::Basic { .. } | Kind::Bearer(_)) | None) => None,
+            (Scheme::Git, None) => None,
+            (Scheme::Git, Some(_)) => Some("git:// has no authentication: remove the secretRef".into()),
+            (Scheme::Ssh, Some(_)) => Some("ssh:// URLs need identity and known_hosts in the Secret".into()),
+            (Scheme::Http, Some(Kind::Ssh { .. })) => Some("an SSH identity needs an ssh:// URL".into()),
+        };
+        if let Some(message) = mismatch {
+            return Err(invalid(message));
+        }
+    }
+    Ok(git::Job {
+        shown,
+        location,
+        wanted,
+        credentials: credentials.cloned(),
+        timeout: source.timeout.map_or(DEFAULT_TIMEOUT, |t| t.0),
+        refetch,
+    })
+}
+
+/// What serializes fetches: the cache repository of a URL, or a local repository.
+fn lock_key(job: &git::Job) -> String {
+    match &job.location {
+        Location::Local(path) => path.display().to_string(),
+        Location::Remote(_) => job.shown.clone(),
+    }
+}
+
+/// Finds the commit and leases its snapshot, extracting it when it is not there yet.
+fn snapshot_commit(
+    cache: &Arc<Cache>,
+    job: &git::Job,
+    ignore: Option<&str>,
+    source_id: &str,
+    interrupt: &AtomicBool,
+) -> Result<Snapshot, SourceError> {
+    let found = git::find(job, cache, interrupt)?;
+    let commit = found.commit.to_string();
+    let key = format!("git-{}", hex_digest(&["v1", &commit, ignore.unwrap_or_default()]));
+    let cached = if job.refetch { None } else { cache.claim(source_id, &key) };
+    let lease = match cached {
+        Some(lease) => lease,
+        None => {
+            let files = cache.scratch()?;
+            let mut rules = ignore::Rules::new(ignore);
+            extract::extract(&found.repo, found.commit, &mut rules, files.path(), &job.shown)?;
+            cache.publish(source_id, &key, files, job.refetch)?
+        }
+    };
+    Ok(Snapshot { root: cache.snapshot(&key), revision: found.revision, _lease: lease })
+}
+
+/// Digests the directory and leases its snapshot, copying it when that content has none yet.
+fn snapshot_dir(cache: &Arc<Cache>, dir: &Path, ignore: Option<&str>) -> Result<Snapshot, SourceError> {
+    if !dir.is_dir() {
+        let error = std::io::Error::new(std::io::ErrorKind::NotFound, "no such directory");
+        return Err(SourceError::io(dir, "reading the source")(error));
+    }
+    let source_id = format!("dir\0{}\0{}", dir.display(), ignore.unwrap_or_default());
+    let digest = dir::walk(dir, ignore, None)?;
+    if let Some(lease) = cache.claim(&source_id, &format!("dir-{digest}")) {
+        return Ok(Snapshot {
+            root: cache.snapshot(&format!("dir-{digest}")),
+            revision: format!("sha256:{digest}"),
+            _lease: lease,
+        });
+    }
+    // The copy's own digest names it: the directory may have changed since the first pass.
+    let files = cache.scratch()?;
+    let digest = dir::walk(dir, ignore, Some(files.path()))?;
+    let key = format!("dir-{digest}");
+    let lease = cache.publish(&source_id, &key, files, false)?;
+    Ok(Snapshot { root: cache.snapshot(&key), revision: format!("sha256:{digest}"), _lease: lease })
+}
