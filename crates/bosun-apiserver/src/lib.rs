@@ -31,6 +31,7 @@
 pub const KUBERNETES_MINOR: &str = "33";
 
 mod auth;
+mod cel;
 mod cluster;
 mod controllers;
 mod crd;

@@ -113,6 +113,27 @@ pub fn describe(object: &Value) -> String {
     }
 }
 
+/// Puts the fields of a built-in object (all but its metadata, which the server assembles) in
+/// the order its typed form writes them, sorted. Defaulting and admission add fields to an
+/// object that came from that form; sorted again, the object reads the same as after any later
+/// write (clients comparing fields as text see no change where there is none).
+pub fn sort_fields(object: &mut Value) {
+    fn sort(value: &mut Value) {
+        match value {
+            Value::Object(map) => {
+                map.sort_keys();
+                map.values_mut().for_each(sort);
+            }
+            Value::Array(items) => items.iter_mut().for_each(sort),
+            _ => {}
+        }
+    }
+    if let Some(map) = object.as_object_mut() {
+        map.sort_keys();
+        map.iter_mut().filter(|(key, _)| *key != "metadata").for_each(|(_, value)| sort(value));
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -133,5 +154,16 @@ mod tests {
         set_resource_version(&mut object, 7);
         assert_eq!(resource_version(&object), "7");
         assert_eq!(describe(&object), "ConfigMap/");
+    }
+
+    #[test]
+    fn fields_are_sorted_below_the_top_but_metadata_is_left_as_it_is() {
+        let mut object =
+            json!({"spec": {"b": 1, "a": [{"y": 1, "x": 2}]}, "metadata": {"name": "n", "labels": {}}, "kind": "K"});
+        sort_fields(&mut object);
+        assert_eq!(
+            object.to_string(),
+            r#"{"kind":"K","metadata":{"name":"n","labels":{}},"spec":{"a":[{"x":2,"y":1}],"b":1}}"#
+        );
     }
 }

@@ -58,6 +58,10 @@ pub struct Schema {
     /// `x-kubernetes-map-type`
     pub map_type: Option<String>,
     all_of: Vec<Schema>,
+    /// `x-kubernetes-validations`, compiled.
+    rules: Vec<crate::cel::Rule>,
+    /// Whether this node or one below it has CEL rules (others are not walked for them).
+    has_rules: bool,
     any_of: Vec<Schema>,
     one_of: Vec<Schema>,
     not: Option<Box<Schema>>,
@@ -188,9 +192,59 @@ impl Schema {
             schema.not = Some(Box::new(Self::parse_node(not, &format!("{path}.not"), true, errors)));
         }
         if !in_junctor {
+            schema.rules = crate::cel::compile(map.get("x-kubernetes-validations"), path, errors);
             schema.check_structural(path, errors);
         }
+        let children =
+            schema.properties.values().chain(schema.additional_properties.as_deref()).chain(schema.items.as_deref());
+        schema.has_rules = !schema.rules.is_empty() || children.into_iter().any(|child| child.has_rules);
         schema
+    }
+
+    /// Evaluates the CEL rules of this node and the ones below it on `value`, which replaces
+    /// `old` on updates (items of map lists are matched by their keys, of sets by value).
+    pub fn validate_rules(&self, value: &Value, old: Option<&Value>, path: &str, errors: &mut Vec<FieldError>) {
+        if !self.has_rules {
+            return;
+        }
+        crate::cel::evaluate(&self.rules, value, old, self.kind.as_deref().unwrap_or_default(), path, errors);
+        match value {
+            Value::Object(map) => {
+                for (key, child, schema, child_path) in self.fields(map, path) {
+                    schema.validate_rules(child, old.and_then(|o| o.get(key)), &child_path, errors);
+                }
+            }
+            Value::Array(items) => {
+                let Some(schema) = &self.items else { return };
+                let old_items = old.and_then(Value::as_array);
+                for (i, item) in items.iter().enumerate() {
+                    let old_item = old_items.and_then(|old| match self.list_type.as_deref() {
+                        Some("map") => old.iter().find(|o| self.list_map_keys.iter().all(|k| o.get(k) == item.get(k))),
+                        Some("set") => old.iter().find(|o| *o == item),
+                        _ => None,
+                    });
+                    schema.validate_rules(item, old_item, &format!("{path}[{i}]"), errors);
+                }
+            }
+            _ => {}
+        }
+    }
+
+    /// The fields of `map` this schema describes, each with its schema and path; the root's
+    /// apiVersion, kind and metadata are left out as the server checks them itself.
+    fn fields<'a>(
+        &'a self,
+        map: &'a Map<String, Value>,
+        path: &'a str,
+    ) -> impl Iterator<Item = (&'a str, &'a Value, &'a Schema, String)> {
+        map.iter().filter_map(move |(key, child)| {
+            if path.is_empty() && matches!(key.as_str(), "apiVersion" | "kind" | "metadata") {
+                return None;
+            }
+            let schema = self.properties.get(key).or(self.additional_properties.as_deref())?;
+            let child_path = if path.is_empty() { key.clone() } else { format!("{path}.{key}") };
+            Some((key.as_str(), child, schema, child_path))
+        })
     }
 
     fn check_structural(&self, path: &str, errors: &mut Vec<FieldError>) {
@@ -363,14 +417,8 @@ impl Schema {
         }
         match value {
             Value::Object(map) => {
-                for (key, child) in map {
-                    if path.is_empty() && matches!(key.as_str(), "apiVersion" | "kind" | "metadata") {
-                        continue;
-                    }
-                    let child_path = if path.is_empty() { key.clone() } else { format!("{path}.{key}") };
-                    if let Some(schema) = self.properties.get(key).or(self.additional_properties.as_deref()) {
-                        schema.validate(child, &child_path, errors);
-                    }
+                for (_, child, schema, child_path) in self.fields(map, path) {
+                    schema.validate(child, &child_path, errors);
                 }
             }
             Value::Array(items) => {

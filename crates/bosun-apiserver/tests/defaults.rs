@@ -1,6 +1,7 @@
 //! Defaulting checked against upstream: each manifest under `tests/upstream/defaults` is created
 //! through kube-rs, and the object the server then serves must equal the one a real 1.33 API
-//! server stores for it (see the README there for how the expected objects were written).
+//! server stores for it (see the README there for how the expected objects were written), and
+//! still equal it after a later write that changes only a label.
 
 mod common;
 
@@ -8,11 +9,11 @@ use std::path::{Path, PathBuf};
 
 use kube::{
     Api,
-    api::{DynamicObject, PostParams},
+    api::{DynamicObject, Patch, PatchParams, PostParams},
     core::GroupVersionKind,
     discovery,
 };
-use serde_json::Value;
+use serde_json::{Value, json};
 
 fn fixtures() -> PathBuf {
     Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/upstream/defaults")
@@ -76,14 +77,24 @@ async fn stored_objects_equal_what_upstream_stores() {
         let created = api.create(&PostParams::default(), &object).await.expect("created");
         let name = created.metadata.name.clone().expect("name");
         let served = serde_json::to_value(api.get(&name).await.expect("get")).expect("json");
-        let served = comparable(served);
-        if served != expected {
-            differences.push(format!(
-                "{}:\nserved   {}\nexpected {}",
-                manifest_path.display(),
-                serde_json::to_string_pretty(&served).expect("json"),
-                serde_json::to_string_pretty(&expected).expect("json")
-            ));
+        let label = Patch::Merge(json!({"metadata": {"labels": {"touched": "yes"}}}));
+        let mut touched = serde_json::to_value(api.patch(&name, &PatchParams::default(), &label).await.expect("patch"))
+            .expect("json");
+        let labels = touched["metadata"]["labels"].as_object_mut().expect("labels");
+        labels.remove("touched");
+        if labels.is_empty() {
+            touched["metadata"].as_object_mut().expect("metadata").remove("labels");
+        }
+        for (when, served) in [("created", served), ("after a label changed", touched)] {
+            let served = comparable(served);
+            if served != expected {
+                differences.push(format!(
+                    "{} ({when}):\nserved   {}\nexpected {}",
+                    manifest_path.display(),
+                    serde_json::to_string_pretty(&served).expect("json"),
+                    serde_json::to_string_pretty(&expected).expect("json")
+                ));
+            }
         }
     }
     assert!(differences.is_empty(), "{}", differences.join("\n\n"));

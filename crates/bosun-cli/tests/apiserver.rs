@@ -83,7 +83,7 @@ async fn acknowledged_writes_survive_sigkill_and_versions_keep_growing() {
     assert_eq!(credentials(&first_kubeconfig), credentials(&second_kubeconfig));
     let api: Api<ConfigMap> = Api::default_namespaced(client(dir.path()).await);
     let listed = api.list(&ListParams::default()).await.expect("list after restart");
-    // The namespace's kube-root-ca.crt is the server's own, not one of the writes.
+    // The namespace's kube-root-ca.crt (made by the server, as on a real cluster) is not ours.
     let mut found: Vec<(String, String)> = listed
         .iter()
         .filter(|c| c.name_any() != "kube-root-ca.crt")

@@ -24,6 +24,10 @@ use tokio::{
 
 const NAMESPACE: &str = "obs";
 
+/// The ConfigMaps the tests make carry this label; observers select them by it, leaving out
+/// the namespace's `kube-root-ca.crt`, which the server makes as a real control plane does.
+const OURS: &str = "--selector=made-by=test";
+
 /// A script that appends `$TYPE <arguments>` to `$LOG`, then, while the file `hold` exists,
 /// waits (at most a minute), so tests can keep a run going until they have made their changes.
 const RECORD: &str = "#!/bin/sh\necho \"$TYPE $*\" >> \"$LOG\"\ni=0\nwhile [ -f hold ] && [ $i -lt 1200 ]; do sleep 0.05; i=$((i+1)); done\n";
@@ -111,7 +115,10 @@ impl Fixture {
     }
 
     async fn configmap(&self, name: &str, value: &str) {
-        let object = serde_json::from_value(json!({"metadata": {"name": name}, "data": {"k": value}})).expect("cm");
+        let object = serde_json::from_value(
+            json!({"metadata": {"name": name, "labels": {"made-by": "test"}}, "data": {"k": value}}),
+        )
+        .expect("cm");
         self.configmaps().create(&PostParams::default(), &object).await.expect("create");
     }
 
@@ -141,7 +148,7 @@ async fn existing_objects_run_once_changes_again_and_deletions_with_their_last_a
     fixture.configmap("b", "1").await;
     let names = fixture.script("names.sh", "#!/bin/sh\n");
     let observer =
-        fixture.start_recording("configmaps", &["-a", "{.data.k}", "--delete", "./record.sh", "--names", &names]);
+        fixture.start_recording("configmaps", &[OURS, "-a", "{.data.k}", "--delete", "./record.sh", "--names", &names]);
     fixture.wait_for("Sync obs a 1").await;
     fixture.wait_for("Sync obs b 1").await;
     fixture.set("a", "2").await;
@@ -166,7 +173,7 @@ async fn deletions_while_stopped_are_found_through_names_at_the_next_start() {
     std::fs::write(fixture.path("registry"), "").expect("registry");
     fixture.configmap("x", "1").await;
     fixture.configmap("y", "1").await;
-    let args = ["cm", "-n", NAMESPACE, "--once", "-q", "--delete", &remove, "--names", &names, "--", &add];
+    let args = ["cm", "-n", NAMESPACE, OURS, "--once", "-q", "--delete", &remove, "--names", &names, "--", &add];
     let first = fixture.run(&args).await;
     assert_eq!(first.status.code(), Some(0), "{:?}", text(&first));
     let registry = || std::fs::read_to_string(fixture.path("registry")).expect("registry");
@@ -187,7 +194,7 @@ async fn a_burst_of_changes_during_a_run_coalesces_into_one_run_with_the_newest_
     // after the burst runs beside it (--concurrency 2) and, as one watch delivers events in
     // order, its run proves the burst's events have all arrived.
     std::fs::write(fixture.path("hold"), "").expect("hold");
-    let observer = fixture.start_recording("cm", &["-a", "{.data.k}", "--concurrency", "2"]);
+    let observer = fixture.start_recording("cm", &[OURS, "-a", "{.data.k}", "--concurrency", "2"]);
     fixture.wait_for("Sync obs burst 0").await;
     for value in 1..=20 {
         fixture.set("burst", &value.to_string()).await;
@@ -218,7 +225,7 @@ async fn runs_of_one_object_never_overlap_while_objects_run_in_parallel() {
         "#!/bin/sh\necho \"start $2 $3\" >> \"$LOG\"\ni=0\nwhile [ \"$(grep -c '^start' \"$LOG\")\" -lt 2 ] && [ $i -lt 100 ]; do sleep 0.1; i=$((i+1)); done\necho \"end $2 $3\" >> \"$LOG\"\n",
     );
     let observer =
-        fixture.start(&["cm", "-n", NAMESPACE, "-q", "-a", "{.data.k}", "--concurrency", "8", "--", &script]);
+        fixture.start(&["cm", "-n", NAMESPACE, OURS, "-q", "-a", "{.data.k}", "--concurrency", "8", "--", &script]);
     for name in &names {
         fixture.wait_for(&format!("end {name} 0")).await;
     }
@@ -264,7 +271,7 @@ async fn failed_runs_retry_with_backoff_and_once_reports_failures_in_its_exit_co
     );
     let retrying = |count: &'static str, backoff: &'static str| {
         let retry = ["--retry-on-exit-code", "3", "--retry-count", count, "--retry-backoff", backoff];
-        let mut args = vec!["cm", "-n", NAMESPACE, "--once"];
+        let mut args = vec!["cm", "-n", NAMESPACE, OURS, "--once"];
         args.extend_from_slice(&retry);
         args.extend_from_slice(&["--", flaky.as_str()]);
         fixture.run_owned(args.into_iter().map(str::to_string).collect())
@@ -282,7 +289,7 @@ async fn failed_runs_retry_with_backoff_and_once_reports_failures_in_its_exit_co
     assert_eq!(output.status.code(), Some(1), "still failing after its retry: {:?}", text(&output));
     assert!(text(&output).1.contains("Sync obs/flaky: command failed: exit code 3"), "{:?}", text(&output));
 
-    let output = fixture.run(&["cm", "-n", NAMESPACE, "--once", "--maximum-errors", "0", "--", "false"]).await;
+    let output = fixture.run(&["cm", "-n", NAMESPACE, OURS, "--once", "--maximum-errors", "0", "--", "false"]).await;
     assert_eq!(output.status.code(), Some(1), "{:?}", text(&output));
 }
 
@@ -330,7 +337,7 @@ async fn metrics_and_health_are_served() {
     let fixture = Fixture::new().await;
     fixture.configmap("m1", "1").await;
     fixture.configmap("m2", "1").await;
-    let mut observer = fixture.start_recording("cm", &["--listen-addr", "127.0.0.1:0"]);
+    let mut observer = fixture.start_recording("cm", &[OURS, "--listen-addr", "127.0.0.1:0"]);
     let mut stderr = BufReader::new(observer.stderr.take().expect("stderr")).lines();
     let line = tokio::time::timeout(Duration::from_secs(10), stderr.next_line())
         .await
@@ -354,7 +361,8 @@ async fn metrics_and_health_are_served() {
     assert_eq!(get(&address, "/healthz").await.0, 200, "ready after the initial sync");
     terminate(observer).await;
 
-    let output = fixture.run(&["cm", "-n", NAMESPACE, "-q", "--once", "--print-metrics-on-exit", "--", "true"]).await;
+    let output =
+        fixture.run(&["cm", "-n", NAMESPACE, OURS, "-q", "--once", "--print-metrics-on-exit", "--", "true"]).await;
     assert!(text(&output).0.lines().any(|l| l == "bosun_observe_objects 2"), "{:?}", text(&output));
 }
 
@@ -385,7 +393,7 @@ async fn the_object_reaches_the_command_through_the_environment_and_stdin() {
     fixture.configmap("shown", "42").await;
     let script = fixture.script("show.sh", "#!/bin/sh\nprintf '%s' \"$OBJ\" > env.json\ncat > stdin.json\n");
     let output = fixture
-        .run(&["cm", "-n", NAMESPACE, "--once", "--object-env-var", "OBJ", "--object-stdin", "--", &script])
+        .run(&["cm", "-n", NAMESPACE, OURS, "--once", "--object-env-var", "OBJ", "--object-stdin", "--", &script])
         .await;
     assert_eq!(output.status.code(), Some(0), "{:?}", text(&output));
     for file in ["env.json", "stdin.json"] {
@@ -405,6 +413,7 @@ async fn resync_runs_every_object_again_and_exit_after_lets_running_commands_fin
             "cm",
             "-n",
             NAMESPACE,
+            OURS,
             "-q",
             "--resync-period",
             "300ms",
@@ -426,6 +435,7 @@ async fn resync_runs_every_object_again_and_exit_after_lets_running_commands_fin
         "cm",
         "-n",
         NAMESPACE,
+        OURS,
         "-q",
         "--exit-after",
         "200ms",
@@ -453,7 +463,8 @@ async fn a_restarted_server_is_relisted_without_running_unchanged_objects_again(
         fixture.configmap(name, "1").await;
     }
     let names = fixture.script("names.sh", "#!/bin/sh\n");
-    let observer = fixture.start_recording("cm", &["-a", "{.data.k}", "--delete", "./record.sh", "--names", &names]);
+    let observer =
+        fixture.start_recording("cm", &[OURS, "-a", "{.data.k}", "--delete", "./record.sh", "--names", &names]);
     fixture.wait_for("Sync obs c 1").await;
     let Fixture { server, dir, kubeconfig } = fixture;
     server.shutdown().await;

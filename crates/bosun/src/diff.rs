@@ -112,8 +112,27 @@ pub fn apply_is_noop(live: &Value, desired: &Value, manager: &str) -> bool {
         && children(owned).filter(|(key, _)| key.as_str() != "f:metadata").count() == top().count()
         && top().all(|(field, value)| {
             owned.get(&format!("f:{field}")).and_then(Value::as_object).is_some_and(|node| owned_exactly(node, value))
-                && live.get(field).is_some_and(|l| values_live(value, l))
+                && is_live(desired, live, field, value)
         })
+}
+
+/// Whether the top-level `field` of `desired` holds `value` in `live`. A Secret's `stringData`
+/// is never stored: the API server folds it into `data`, base64-encoded, where it is looked for.
+fn is_live(desired: &serde_json::Map<String, Value>, live: &Value, field: &str, value: &Value) -> bool {
+    let secret =
+        desired.get("apiVersion").is_some_and(|v| v == "v1") && desired.get("kind").is_some_and(|k| k == "Secret");
+    if !(secret && field == "stringData") {
+        return live.get(field).is_some_and(|l| values_live(value, l));
+    }
+    use base64::Engine;
+    let (Some(strings), Some(data)) = (value.as_object(), live.get("data").and_then(Value::as_object)) else {
+        return false;
+    };
+    strings.iter().all(|(key, text)| {
+        text.as_str().is_some_and(|text| {
+            data.get(key).and_then(Value::as_str) == Some(&base64::engine::general_purpose::STANDARD.encode(text))
+        })
+    })
 }
 
 /// Children of a `fieldsV1` node, without its `.` (the node itself) marker.
@@ -372,5 +391,16 @@ mod tests {
         assert!(apply_is_noop(&live, &desired, "bosun"));
         live["metadata"]["managedFields"][0]["fieldsV1"]["f:metadata"]["f:finalizers"] = json!({"v:\"a\"": {}});
         assert!(!apply_is_noop(&live, &desired, "bosun"));
+    }
+
+    #[test]
+    fn a_secrets_string_data_is_looked_for_in_its_data() {
+        let desired = json!({"apiVersion": "v1", "kind": "Secret", "metadata": {"name": "s"}, "stringData": {"password": "hunter2"}});
+        let mut live = json!({"apiVersion": "v1", "kind": "Secret", "metadata": {"name": "s"}, "data": {"password": "aHVudGVyMg=="}});
+        live["metadata"]["managedFields"] = json!([{"manager": "bosun", "operation": "Apply", "apiVersion": "v1",
+            "fieldsV1": {"f:stringData": {"f:password": {}}}}]);
+        assert!(apply_is_noop(&live, &desired, "bosun"));
+        live["data"]["password"] = json!("b3RoZXI=");
+        assert!(!apply_is_noop(&live, &desired, "bosun"), "another password");
     }
 }

@@ -89,6 +89,11 @@ pub fn apply(group: &str, kind: &str, object: &mut Value) {
             if let Some(spec) = spec(object) {
                 horizontal_pod_autoscaler(spec);
             }
+            // Go writes the status's nil `currentMetrics` (no omitempty) as null; the typed
+            // form this server decodes into drops it, so it is put back on every write.
+            if let Some(status) = object.as_object_mut().and_then(|map| object_at(map, "status")) {
+                default_value(status, "currentMetrics", Value::Null);
+            }
         }
         ("networking.k8s.io", "NetworkPolicy") => {
             if let Some(spec) = spec(object) {

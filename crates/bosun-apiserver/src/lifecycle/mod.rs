@@ -137,7 +137,13 @@ fn set(meta: &mut Map<String, Value>, key: &str, value: Option<&Value>) {
 /// Brings an object into the form it is stored in: built-ins through their typed struct,
 /// custom resources through their schema (prune, default, validate). Unknown fields are handled
 /// by `fieldValidation`; validation failures are 422 with one cause per field.
-fn canonicalize(target: &Target, ctx: &mut Context, object: Value, name: &str) -> Result<Value, ApiError> {
+fn canonicalize(
+    target: &Target,
+    ctx: &mut Context,
+    object: Value,
+    old: Option<&Value>,
+    name: &str,
+) -> Result<Value, ApiError> {
     let info = target.info;
     if let Some(normalize) = target.version.normalizer {
         let mut unknown = Vec::new();
@@ -154,6 +160,7 @@ fn canonicalize(target: &Target, ctx: &mut Context, object: Value, name: &str) -
         }
         let mut object = normalize(object).map_err(|e| undecodable(&e))?;
         crate::defaults::apply(&info.group, &info.kind, &mut object);
+        object::sort_fields(&mut object);
         return Ok(object);
     }
     let mut object = object;
@@ -173,8 +180,12 @@ fn canonicalize(target: &Target, ctx: &mut Context, object: Value, name: &str) -
     schema.apply_defaults(&mut object);
     let mut errors = Vec::new();
     schema.validate(&object, "", &mut errors);
+    errors.sort_by(|a, b| a.field.cmp(&b.field));
+    // CEL rules run, in their order, on objects that passed the schema, as upstream's do.
+    if errors.is_empty() {
+        schema.validate_rules(&object, old, "", &mut errors);
+    }
     if !errors.is_empty() {
-        errors.sort_by(|a, b| a.field.cmp(&b.field));
         return Err(ApiError::invalid_object(info, name, errors));
     }
     Ok(object)
@@ -320,12 +331,13 @@ pub fn prepare_create(target: &Target, ctx: &mut Context, mut object: Value) -> 
     }
     let kind_errors = kind_rules(ctx, info, &mut object, None);
     let name = object::name(&object).to_string();
-    let mut object = canonicalize(target, ctx, object, &name)?;
+    let mut object = canonicalize(target, ctx, object, None, &name)?;
     check_metadata(info, &object, kind_errors, true)?;
     // The creator owns what it sent and the defaults; not what the registry sets on creation.
     track(target, ctx, None, &mut object, "");
     if !info.custom {
         crate::defaults::on_create(&info.group, &info.kind, &mut object);
+        object::sort_fields(&mut object);
     }
     Ok(object)
 }
@@ -444,7 +456,7 @@ pub fn prepare_update(
     }
     let kind_errors =
         if endpoint == Endpoint::Main { kind_rules(ctx, info, &mut new, Some(current)) } else { Vec::new() };
-    let mut new = canonicalize(target, ctx, new, &name)?;
+    let mut new = canonicalize(target, ctx, new, Some(current), &name)?;
     if endpoint == Endpoint::Main && changes_generation(info, current, &new) {
         let generation = object::generation(current) + 1;
         object::meta_mut(&mut new).insert("generation".into(), json!(generation));

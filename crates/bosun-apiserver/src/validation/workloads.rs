@@ -29,10 +29,9 @@ fn non_negative(object: &Value, pointer: &str, field: &str, errors: &mut Vec<Fie
 }
 
 /// A workload's selector and pod template; `restart_policies` are those its template may have.
-/// A StatefulSet's pod spec is not validated: upstream leaves it out
-/// (`ValidatePodTemplateSpecForStatefulSet`), since its volume mounts may name the
-/// `volumeClaimTemplates` rather than volumes.
-fn workload(object: &Value, kind: &str, restart_policies: &[&str], errors: &mut Vec<FieldError>) {
+/// A StatefulSet's pod spec is not validated (upstream leaves it out, as its volume mounts may
+/// name volume claim templates), only its restart policy and `activeDeadlineSeconds`.
+fn workload(object: &Value, restart_policies: &[&str], stateful: bool, errors: &mut Vec<FieldError>) {
     non_negative(object, "/spec/replicas", "spec.replicas", errors);
     let labels = object.pointer("/spec/template/metadata/labels").and_then(Value::as_object);
     match object.pointer("/spec/selector").filter(|s| s.is_object()) {
@@ -48,13 +47,21 @@ fn workload(object: &Value, kind: &str, restart_policies: &[&str], errors: &mut 
             }
         }
     }
-    if let Some(spec) = object.pointer("/spec/template/spec").filter(|_| kind != "StatefulSet") {
-        pods::pod_spec(spec, "spec.template.spec", errors);
+    if let Some(spec) = object.pointer("/spec/template/spec") {
+        if !stateful {
+            pods::pod_spec(spec, "spec.template.spec", errors);
+        }
         let policy = spec.get("restartPolicy").and_then(Value::as_str).unwrap_or_default();
         if !policy.is_empty() && !restart_policies.contains(&policy) && restart_policies.len() == 1 {
             let supported: Vec<Value> = restart_policies.iter().map(|p| json!(p)).collect();
             errors.retain(|e| e.field != "spec.template.spec.restartPolicy");
             errors.push(FieldError::not_supported("spec.template.spec.restartPolicy", json!(policy), &supported));
+        }
+        if stateful && spec.get("activeDeadlineSeconds").is_some_and(|v| !v.is_null()) {
+            errors.push(FieldError::forbidden(
+                "spec.template.spec.activeDeadlineSeconds",
+                "activeDeadlineSeconds in StatefulSet is not Supported",
+            ));
         }
     }
 }
@@ -122,9 +129,10 @@ pub fn validate(group: &str, kind: &str, object: &Value) -> Vec<FieldError> {
                 pods::pod_spec(spec, "spec", &mut errors);
             }
         }
-        ("apps", "Deployment" | "ReplicaSet" | "DaemonSet" | "StatefulSet") | ("", "ReplicationController") => {
-            workload(object, kind, &["Always"], &mut errors)
+        ("apps", "Deployment" | "ReplicaSet" | "DaemonSet") | ("", "ReplicationController") => {
+            workload(object, &["Always"], false, &mut errors)
         }
+        ("apps", "StatefulSet") => workload(object, &["Always"], true, &mut errors),
         ("batch", "Job") => job(object, &mut errors),
         ("", "Service") => service(object, &mut errors),
         _ => {}
@@ -182,6 +190,22 @@ mod tests {
         assert_eq!(
             messages("batch", "Job", job),
             [r#"spec.template.spec.restartPolicy: Required value: valid values: "OnFailure", "Never""#]
+        );
+    }
+
+    #[test]
+    fn stateful_sets_pod_specs_are_left_to_their_pods_as_upstream_leaves_them() {
+        let mut set = deployment(json!({"matchLabels": {"app": "db"}}), json!({"app": "db"}), "Always");
+        set["spec"]["template"]["spec"]["containers"][0]["volumeMounts"] = json!([{"name": "data", "mountPath": "/d"}]);
+        set["spec"]["volumeClaimTemplates"] = json!([{"metadata": {"name": "data"}}]);
+        assert_eq!(messages("apps", "StatefulSet", set.clone()), Vec::<String>::new(), "mounts of claim templates");
+        assert_eq!(messages("apps", "Deployment", set.clone()).len(), 1, "a Deployment has no claim templates");
+        set["spec"]["template"]["spec"]["activeDeadlineSeconds"] = json!(30);
+        assert_eq!(
+            messages("apps", "StatefulSet", set),
+            [
+                "spec.template.spec.activeDeadlineSeconds: Forbidden: activeDeadlineSeconds in StatefulSet is not Supported"
+            ]
         );
     }
 
