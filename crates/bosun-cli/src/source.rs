@@ -5,6 +5,7 @@
 use std::path::{Path, PathBuf};
 
 use bosun::{
+    decrypt::Keys,
     package::{Origin, PACKAGE_MARKERS, Package, PackageError, RenderSpec, is_marked_package},
     pipeline::{self, PipelineError, RenderOptions},
     render::Rendered,
@@ -42,6 +43,11 @@ pub struct Source {
     /// `kubectl apply -n`; the package's inventory goes there too unless it names its own.
     #[arg(short = 'n', long, value_name = "NAMESPACE")]
     pub namespace: Option<String>,
+
+    /// Decrypt SOPS-encrypted manifests with the age keys in FILE (as `age-keygen` writes them;
+    /// repeatable). Without it, an encrypted manifest is an error.
+    #[arg(long = "decrypt-key", value_name = "FILE", env = "SOPS_AGE_KEY_FILE")]
+    pub decrypt_keys: Vec<PathBuf>,
 }
 
 /// Why a package could not be loaded or rendered (all bad input: exit code 2).
@@ -59,6 +65,9 @@ pub enum SourceError {
     /// The rollout cannot be planned.
     #[error(transparent)]
     Plan(#[from] bosun::plan::PlanError),
+    /// A `--decrypt-key` file.
+    #[error(transparent)]
+    Keys(#[from] bosun::decrypt::DecryptError),
     /// `spec.suspend: true` for a command that writes.
     #[error("{file}: spec.suspend is true: the package is suspended; set it to false (or remove it) to apply")]
     Suspended {
@@ -105,6 +114,23 @@ impl Source {
         Ok(package)
     }
 
+    /// The age keys of the `--decrypt-key` files, if any.
+    fn keys(&self) -> Result<Option<Keys>, SourceError> {
+        let mut all: Option<Keys> = None;
+        for file in &self.decrypt_keys {
+            let origin = file.display().to_string();
+            let text = std::fs::read_to_string(file).map_err(|e| {
+                SourceError::Arguments(format!("--decrypt-key {origin}: {}", bosun::cluster::root_cause(&e)))
+            })?;
+            let keys = Keys::parse(&text, &origin)?;
+            match all.as_mut() {
+                Some(all) => all.extend(keys),
+                None => all = Some(keys),
+            }
+        }
+        Ok(all)
+    }
+
     /// The namespace for objects without one: `-n`, else the kubeconfig's.
     pub fn default_namespace<'a>(&'a self, kubeconfig: &'a str) -> &'a str {
         self.namespace.as_deref().unwrap_or(kubeconfig)
@@ -128,6 +154,7 @@ impl Source {
         let options = RenderOptions {
             config_files: self.config.clone(),
             default_namespace: self.namespace.clone(),
+            decryption: self.keys()?,
             ..RenderOptions::default()
         };
         let inferred = match cluster {

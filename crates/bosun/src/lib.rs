@@ -10,6 +10,7 @@
 //! - [`package`]: a package directory and its spec (`bosun.yaml`), with the rollout.
 //! - [`config`]: the renderer's input, assembled from values and files.
 //! - [`render`]: manifests from files, jsonnet, kustomize or a command, post-processed and checked.
+//! - [`decrypt`]: SOPS-encrypted manifests decrypted with age keys (inside rendering, first).
 //! - [`plan`]: the groups and steps objects roll out in.
 //! - [`apply`]: the rollout — dry run, server-side apply, health waits, prune.
 //! - [`diff`]: whether applying would change an object, and unified diffs.
@@ -17,7 +18,8 @@
 //! - [`inventory`]: what a package applied, for pruning.
 //! - [`report`]: change sets, progress, tables and JSON.
 //!
-//! Beside the pipeline: [`kit`] (a reconciler library for operators: engines, conditions,
+//! Beside the pipeline: [`controllers`] (the `Package` controller and the process that hosts
+//! controllers), [`kit`] (a reconciler library for operators: engines, conditions,
 //! finalizers, idempotent children, a lifecycle state machine, metrics), [`observe`] (a command for every object of a kind and every change),
 //! [`cluster`] (why a request failed, in terms a user acts on), [`object`] (accessors and names
 //! of untyped objects), [`jsonpath`] (kubectl's
@@ -27,6 +29,7 @@ pub mod apply;
 pub mod cluster;
 pub mod config;
 pub mod controllers;
+pub mod decrypt;
 pub mod diff;
 mod endpoints;
 pub mod health;

@@ -42,6 +42,8 @@ pub struct RenderOptions {
     /// The cluster's kinds as already discovered (a controller's): scopes come from it
     /// instead of a discovery request.
     pub resolver: Option<crate::apply::Resolver>,
+    /// Age keys for SOPS-encrypted manifests.
+    pub decryption: Option<crate::decrypt::Keys>,
 }
 
 /// Why the pipeline stopped before or while applying.
@@ -100,9 +102,10 @@ pub async fn render(
     }
     let package = package.clone();
     let namespace = options.default_namespace.clone();
+    let keys = options.decryption.clone();
     // Renderers run programs and evaluate jsonnet: off the async threads.
     let rendered = tokio::task::spawn_blocking(move || {
-        let mut rendered = render::render(&package, &config, &scopes)?;
+        let mut rendered = render::render_decrypting(&package, &config, &scopes, keys.as_ref())?;
         if let Some(namespace) = namespace {
             rendered.default_namespace(&namespace, &scopes);
         }

@@ -234,6 +234,10 @@ pub struct PackageSpec {
     /// What happens to the applied objects when the `Package` is deleted (custom resource).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub deletion_policy: Option<DeletionPolicy>,
+    /// SOPS decryption of encrypted manifests with age keys from a Secret (custom resource;
+    /// `bosun render/diff/apply --decrypt-key` locally).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub decryption: Option<DecryptionSpec>,
     /// Roll back to the last good revision on failure (custom resource).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub rollback: Option<RollbackSpec>,
@@ -253,6 +257,7 @@ impl PackageSpec {
             ("serviceAccountName", self.service_account_name.is_some()),
             ("rollback", self.rollback.is_some()),
             ("deletionPolicy", self.deletion_policy.is_some()),
+            ("decryption", self.decryption.is_some()),
         ];
         set.into_iter().filter(|(_, present)| *present).map(|(field, _)| field).collect()
     }
@@ -335,6 +340,26 @@ pub struct GitReference {
     /// Commit SHA (with `branch`: that commit, fetched from that branch).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub commit: Option<String>,
+}
+
+/// `spec.decryption` (Flux's shape).
+#[derive(Debug, Clone, Default, Deserialize, Serialize, PartialEq, JsonSchema)]
+#[serde(rename_all = "camelCase", deny_unknown_fields)]
+pub struct DecryptionSpec {
+    /// `sops`, the only provider.
+    pub provider: DecryptionProvider,
+    /// The Secret (in the Package's namespace) whose `*.agekey` entries hold age private keys.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub secret_ref: Option<LocalObjectReference>,
+}
+
+/// Who encrypted the manifests.
+#[derive(Debug, Clone, Copy, Default, Deserialize, Serialize, PartialEq, Eq, JsonSchema)]
+#[serde(rename_all = "lowercase")]
+pub enum DecryptionProvider {
+    /// SOPS, with age keys.
+    #[default]
+    Sops,
 }
 
 /// What deleting a `Package` does to the objects it applied (Flux's `deletionPolicy`).

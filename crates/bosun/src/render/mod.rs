@@ -109,6 +109,9 @@ pub enum RenderError {
     /// The rollout is malformed.
     #[error(transparent)]
     Rollout(#[from] RolloutError),
+    /// A SOPS-encrypted manifest could not be decrypted.
+    #[error(transparent)]
+    Decrypt(#[from] crate::decrypt::DecryptError),
     /// A rollout step names a manifest key that was not rendered.
     #[error("rollout group {group:?} step {step}: no manifest has the key {key:?}{hint}")]
     UnknownKey {
@@ -152,6 +155,11 @@ impl Manifests {
     /// Every manifest, in order.
     pub fn iter(&self) -> impl Iterator<Item = &Manifest> {
         self.items.iter()
+    }
+
+    /// Every manifest, in order, to change in place (keys stay).
+    pub fn items_mut(&mut self) -> impl Iterator<Item = &mut Manifest> {
+        self.items.iter_mut()
     }
 
     /// Number of objects.
@@ -296,12 +304,28 @@ fn read_dir_error(path: &Path) -> impl FnOnce(std::io::Error) -> RenderError + '
 /// Any renderer failure, malformed output, an object without kind/apiVersion/name, an identity
 /// rendered twice, an unset variable, or a rollout step naming a key that was not rendered.
 pub fn render(package: &Package, config: &Value, scopes: &Scopes) -> Result<Rendered, RenderError> {
+    render_decrypting(package, config, scopes, None)
+}
+
+/// [`render`], decrypting SOPS-encrypted manifests with `keys` first (before substitution and
+/// common metadata change what their MAC covers). Without keys, an encrypted manifest is an
+/// error: it is never applied encrypted.
+///
+/// # Errors
+/// As [`render`], and [`crate::decrypt::DecryptError`]s.
+pub fn render_decrypting(
+    package: &Package,
+    config: &Value,
+    scopes: &Scopes,
+    keys: Option<&crate::decrypt::Keys>,
+) -> Result<Rendered, RenderError> {
     let (mut manifests, produced_rollout) = match package.renderer() {
         RenderSpec::Files(spec) => files::render(&package.dir, &spec)?,
         RenderSpec::Jsonnet(spec) => jsonnet::render(&package.dir, &spec, config)?,
         RenderSpec::Kustomize(spec) => (kustomize::render(&package.dir, &spec)?, None),
         RenderSpec::Exec(spec) => (exec::render(&package.dir, &spec, config)?, None),
     };
+    crate::decrypt::manifests(&mut manifests, keys)?;
     let mut warnings = Vec::new();
     let rollout = match (&package.spec.rollout, produced_rollout) {
         (Some(declared), Some(_)) => {

@@ -16,12 +16,13 @@ mod running;
 pub mod status;
 
 use std::{
-    collections::HashMap,
+    collections::{BTreeMap, HashMap},
     path::PathBuf,
     sync::{Arc, Mutex},
     time::{Duration, Instant},
 };
 
+use k8s_openapi::api::core::v1::Secret;
 use k8s_openapi::jiff::Timestamp;
 use kube::{
     Api, Client,
@@ -38,6 +39,7 @@ use self::{
 };
 use crate::{
     apply::{Cache, Inventory, Options, Resolver},
+    decrypt::Keys,
     inventory::Entry,
     kit::{self, Failure, Run},
     package::{
@@ -255,6 +257,30 @@ impl PackageReconciler {
         dependencies::cycle(own, &|k: &Key| known.get(k).cloned().flatten())
     }
 
+    /// The age keys `spec.decryption` names, read from its Secret (with the controller's own
+    /// identity, as the Secret is the controller's configuration, not the tenant's output).
+    async fn keys(&self, run: &Run<PackageResource>) -> Result<Option<Keys>, Failure> {
+        let resource = run.object();
+        let Some(decryption) = &resource.spec.decryption else { return Ok(None) };
+        let Some(reference) = &decryption.secret_ref else {
+            let message = "spec.decryption.secretRef: required (a Secret with age keys in *.agekey entries)";
+            return Err(Failure::give_up("InvalidDecryption", message));
+        };
+        let retry = resource.spec.retry_interval();
+        let secrets: Api<Secret> = run.api();
+        let failed = |message: String| {
+            Failure::retry(BUILD_FAILED, format!("spec.decryption.secretRef: {message}")).within(retry)
+        };
+        let secret = secrets
+            .get_opt(&reference.name)
+            .await
+            .map_err(|e| failed(format!("Secret {}: {}", reference.name, crate::cluster::ClusterError::from(e))))?
+            .ok_or_else(|| failed(format!("Secret {} not found", reference.name)))?;
+        let data: BTreeMap<String, Vec<u8>> =
+            secret.data.unwrap_or_default().into_iter().map(|(key, value)| (key, value.0)).collect();
+        Keys::from_secret(&reference.name, &data).map(Some).map_err(|e| failed(e.to_string()))
+    }
+
     /// Renders the package unless the same revision and generation were rendered last time.
     async fn render(
         &self,
@@ -263,6 +289,7 @@ impl PackageReconciler {
         resource: &PackageResource,
         client: &Client,
         resolver: &Resolver,
+        keys: Option<Keys>,
     ) -> Result<Arc<Rendered>, Failure> {
         let key = key(resource);
         let generation = resource.metadata.generation.unwrap_or_default();
@@ -278,6 +305,7 @@ impl PackageReconciler {
         let options = RenderOptions {
             default_namespace: package.namespace.clone(),
             resolver: Some(resolver.clone()),
+            decryption: keys,
             ..RenderOptions::default()
         };
         let rendered = pipeline::render(package, &options, Some(client))
@@ -317,7 +345,8 @@ impl PackageReconciler {
             fetch::assemble(&dir, &resource).map_err(|e| Failure::retry(BUILD_FAILED, e.to_string()).within(retry))?;
         let client = self.client_for(run)?;
         tracker.phase("Rendering", "rendering", status);
-        let rendered = self.render(&package, &revision, &resource, &client, run.resolver()).await?;
+        let keys = self.keys(run).await?;
+        let rendered = self.render(&package, &revision, &resource, &client, run.resolver(), keys).await?;
         let digest = pipeline::digest(&rendered);
         let rollback = resource.spec.rollback.as_ref().is_some_and(|r| r.on_failure);
         if rollback
@@ -434,7 +463,7 @@ impl PackageReconciler {
         tracker: &mut Tracker,
     ) -> Result<(), Failure> {
         let resource = run.object().clone();
-        let good = match rollback::load(run.client(), &resource).await {
+        let good = match rollback::load(run.client(), &resource, self.keys(run).await?.as_ref()).await {
             Ok(Some(good)) if good.digest != failed_set.digest => good,
             Ok(_) => return Err(failure),
             Err(error) => {
@@ -483,7 +512,8 @@ impl PackageReconciler {
     ) -> Result<(), Failure> {
         let resource = run.object().clone();
         let retry = resource.spec.retry_interval();
-        let good = rollback::load(run.client(), &resource)
+        let keys = self.keys(run).await?;
+        let good = rollback::load(run.client(), &resource, keys.as_ref())
             .await
             .map_err(|e| Failure::retry(FAILED, e.to_string()).within(retry))?
             .ok_or_else(|| Failure::retry(FAILED, "the rolled-back set is gone".to_string()).within(retry))?;
@@ -556,7 +586,14 @@ impl PackageReconciler {
             digest: set.digest.to_string(),
             rendered: set.rendered.clone(),
         };
-        match rollback::store(run.client(), resource, &good).await {
+        let keys = match self.keys(run).await {
+            Ok(keys) => keys,
+            Err(failure) => {
+                run.publish(EventType::Warning, "RollbackStoreFailed", &failure.message, "Apply").await;
+                return;
+            }
+        };
+        match rollback::store(run.client(), resource, &good, keys.as_ref()).await {
             Ok(()) => {
                 self.stored.lock().unwrap_or_else(|e| e.into_inner()).insert(key, set.digest.to_string());
             }

@@ -16,12 +16,16 @@ use serde::{Deserialize, Serialize};
 use serde_json::{Map, Value};
 
 use crate::{
+    decrypt::Keys,
     package::{PackageResource, RolloutSpec},
     render::{Manifests, Rendered},
 };
 
 /// The key of the compressed set in the Secret's data.
 const DATA_KEY: &str = "rendered.json.gz";
+/// The key of the compressed set sealed for the Package's decryption keys: a set with
+/// decrypted SOPS values is never stored in the clear.
+const SEALED_KEY: &str = "rendered.json.gz.age";
 /// The Secret's type, so tools and people can tell it apart.
 const SECRET_TYPE: &str = "bosun.dev/rollback";
 
@@ -101,20 +105,37 @@ pub fn decode(bytes: &[u8]) -> Result<GoodSet, String> {
     Ok(GoodSet { revision: stored.revision, digest: stored.digest, rendered })
 }
 
-/// The Package's last good set, if one was stored.
-pub async fn load(client: &Client, package: &PackageResource) -> Result<Option<GoodSet>, RollbackError> {
+/// The Package's last good set, if one was stored (opened with `keys` when it was sealed).
+pub async fn load(
+    client: &Client,
+    package: &PackageResource,
+    keys: Option<&Keys>,
+) -> Result<Option<GoodSet>, RollbackError> {
     let (namespace, name) = place(package);
     let api: Api<Secret> = Api::namespaced(client.clone(), &namespace);
     let cluster =
         |e: kube::Error| RollbackError::Cluster { namespace: namespace.clone(), name: name.clone(), source: e.into() };
     let Some(secret) = api.get_opt(&name).await.map_err(cluster)? else { return Ok(None) };
     let corrupt = |reason: String| RollbackError::Corrupt { namespace: namespace.clone(), name: name.clone(), reason };
-    let data = secret.data.as_ref().and_then(|d| d.get(DATA_KEY)).ok_or_else(|| corrupt(format!("no {DATA_KEY}")))?;
-    decode(&data.0).map(Some).map_err(corrupt)
+    let data = secret.data.unwrap_or_default();
+    if let Some(sealed) = data.get(SEALED_KEY) {
+        let opened = keys
+            .and_then(|keys| keys.open(&sealed.0))
+            .ok_or_else(|| corrupt("sealed for decryption keys this Package no longer has".into()))?;
+        return decode(&opened).map(Some).map_err(corrupt);
+    }
+    let plain = data.get(DATA_KEY).ok_or_else(|| corrupt(format!("no {DATA_KEY}")))?;
+    decode(&plain.0).map(Some).map_err(corrupt)
 }
 
-/// Stores a good set, replacing the one before (server-side apply by the controller).
-pub async fn store(client: &Client, package: &PackageResource, set: &GoodSet) -> Result<(), RollbackError> {
+/// Stores a good set, replacing the one before (server-side apply by the controller); sealed
+/// for `keys` when given (the set came from SOPS-encrypted files).
+pub async fn store(
+    client: &Client,
+    package: &PackageResource,
+    set: &GoodSet,
+    keys: Option<&Keys>,
+) -> Result<(), RollbackError> {
     let (namespace, name) = place(package);
     let owner = OwnerReference {
         api_version: PackageResource::api_version(&()).into(),
@@ -139,7 +160,13 @@ pub async fn store(client: &Client, package: &PackageResource, set: &GoodSet) ->
             ..ObjectMeta::default()
         },
         type_: Some(SECRET_TYPE.into()),
-        data: Some([(DATA_KEY.to_string(), ByteString(encode(set)))].into()),
+        data: Some(
+            [match keys {
+                Some(keys) => (SEALED_KEY.to_string(), ByteString(keys.seal(&encode(set)))),
+                None => (DATA_KEY.to_string(), ByteString(encode(set))),
+            }]
+            .into(),
+        ),
         ..Secret::default()
     };
     let mut body = serde_json::to_value(&secret).unwrap_or_default();
