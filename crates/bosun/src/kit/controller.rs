@@ -12,6 +12,7 @@ use futures::StreamExt;
 use kube::{
     Api, Client, Resource,
     api::{ApiResource, DynamicObject},
+    core::PartialObjectMeta,
     runtime::{
         Controller as Runtime, PredicateConfig, WatchStreamExt,
         controller::{self, Action},
@@ -51,7 +52,13 @@ pub struct Controller<R: Reconciler> {
     concurrency: u16,
     related: Option<Mapper<R::Resource>>,
     on_status_changes: bool,
+    /// Watches of other kinds, added to the runtime when it runs.
+    triggers: Vec<Trigger<R::Resource>>,
 }
+
+/// Adds a watch of another kind to the runtime: given the runtime, the client, the namespace
+/// and the controller's cache of its objects.
+type Trigger<K> = Box<dyn FnOnce(Runtime<K>, Client, Option<&str>, Store<K>) -> Runtime<K> + Send>;
 
 /// Maps a changed object to other objects of the same resource to reconcile.
 type Mapper<K> = Arc<dyn Fn(&K) -> Vec<ObjectRef<K>> + Send + Sync>;
@@ -85,6 +92,7 @@ impl<R: Reconciler> Controller<R> {
             concurrency: 0,
             related: None,
             on_status_changes: false,
+            triggers: Vec::new(),
         }
     }
 
@@ -119,6 +127,43 @@ impl<R: Reconciler> Controller<R> {
         mapper: impl Fn(&R::Resource) -> Vec<ObjectRef<R::Resource>> + Send + Sync + 'static,
     ) -> Self {
         self.related = Some(Arc::new(mapper));
+        self
+    }
+
+    /// When an object of kind `T` changes (is created, updated or deleted), reconciles the
+    /// objects `mapper` picks from the controller's cache: e.g. the Packages whose source is a
+    /// ConfigMap that changed. Only metadata is watched, so large objects cost little.
+    ///
+    /// ```ignore
+    /// controller.triggered_by::<ConfigMap>(|config_map, packages| {
+    ///     packages.iter().filter(|p| uses(p, config_map)).map(|p| ObjectRef::from_obj(&**p)).collect()
+    /// })
+    /// ```
+    pub fn triggered_by<T>(
+        mut self,
+        mapper: impl Fn(&PartialObjectMeta<T>, &[Arc<R::Resource>]) -> Vec<ObjectRef<R::Resource>> + Send + Sync + 'static,
+    ) -> Self
+    where
+        T: Resource<DynamicType = (), Scope = k8s_openapi::NamespaceResourceScope>
+            + Clone
+            + std::fmt::Debug
+            + serde::de::DeserializeOwned
+            + Send
+            + Sync
+            + 'static,
+    {
+        self.triggers.push(Box::new(move |runtime, client, namespace, store| {
+            // An Api of PartialObjectMeta asks for metadata only.
+            let api: Api<PartialObjectMeta<T>> = match namespace {
+                Some(namespace) => Api::namespaced(client, namespace),
+                None => Api::all(client),
+            };
+            let changes = watcher(api, watcher::Config::default())
+                .default_backoff()
+                .touched_objects()
+                .predicate_filter(kube::runtime::predicates::resource_version, PredicateConfig::default());
+            runtime.watches_stream(changes, move |object| mapper(&object, &store.state()))
+        }));
         self
     }
 
@@ -189,6 +234,10 @@ impl<R: Reconciler> Controller<R> {
             .with_config(controller::Config::default().concurrency(self.concurrency));
         if let Some(mapper) = self.related {
             runtime = runtime.watches(api.clone(), config.clone(), move |object| mapper(&object));
+        }
+        for trigger in self.triggers {
+            let store = runtime.store();
+            runtime = trigger(runtime, client.clone(), self.namespace.as_deref(), store);
         }
         for resource in &self.owned {
             let children: Api<DynamicObject> = match &self.namespace {

@@ -284,6 +284,12 @@ pub struct SourceSpec {
     /// A directory on the controller's file system (a workstation, tests, a mounted volume).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub dir: Option<String>,
+    /// A `.tar.gz` or `.zip` archive downloaded over HTTP(S).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub archive: Option<ArchiveSource>,
+    /// A ConfigMap in the Package's namespace: each key of its `data` and `binaryData` is a file.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub config_map: Option<LocalObjectReference>,
     /// Path of the package within the source.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub path: Option<String>,
@@ -307,6 +313,24 @@ pub struct GitSource {
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub secret_ref: Option<LocalObjectReference>,
     /// Bound of one fetch (default 60s).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub timeout: Option<Interval>,
+}
+
+/// An archive downloaded over HTTP(S) as a source.
+#[derive(Debug, Clone, Default, Deserialize, Serialize, PartialEq, JsonSchema)]
+#[serde(rename_all = "camelCase", deny_unknown_fields)]
+pub struct ArchiveSource {
+    /// `http(s)://…` of a `.tar.gz` (`.tgz`) or `.zip` file.
+    pub url: String,
+    /// The archive's expected SHA-256 (hex): any other content is refused.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub sha256: Option<String>,
+    /// Secret with credentials, in the Package's namespace: `username` and `password`, or
+    /// `bearerToken`.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub secret_ref: Option<LocalObjectReference>,
+    /// Bound of one download (default 60s).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub timeout: Option<Interval>,
 }

@@ -34,6 +34,32 @@ pub(crate) fn walk(root: &Path, ignore: Option<&str>, copy: Option<&Path>) -> Re
     Ok(hasher.finish())
 }
 
+/// Like [`walk`], for files given by name and content (a ConfigMap's keys): one flat
+/// directory, a `.sourceignore` among them applying to the others.
+pub(crate) fn contents(
+    files: &std::collections::BTreeMap<String, Vec<u8>>,
+    ignore: Option<&str>,
+    copy: Option<&Path>,
+) -> Result<String, SourceError> {
+    let mut hasher = Hasher::default();
+    let mut rules = Rules::new(ignore);
+    rules.enter("", files.get(IGNORE_FILE).map(Vec::as_slice));
+    // A BTreeMap iterates in name order, as `visit` sorts.
+    for (name, content) in files {
+        if !safe_name(name.as_bytes()) || rules.is_ignored(name, false) {
+            continue;
+        }
+        let entry = Entry::File { executable: false, content };
+        hasher.add(name, &entry);
+        if let Some(copy) = copy {
+            let at = copy.join(name);
+            entry.write(&at).map_err(SourceError::io(&at, "writing the snapshot"))?;
+        }
+    }
+    rules.leave();
+    Ok(hasher.finish())
+}
+
 type Visitor<'a> = dyn FnMut(&str, &Entry<'_>) -> Result<(), SourceError> + 'a;
 
 fn visit(root: &Path, dir: &str, rules: &mut Rules, visitor: &mut Visitor<'_>) -> Result<(), SourceError> {

@@ -5,7 +5,9 @@
 //! binary), or opens a local repository directly; [`Fetcher::dir`] takes a directory on this
 //! machine. Both apply the ignore rules (Flux's defaults, `.sourceignore` files, the spec's
 //! `ignore`) and return a [`Snapshot`]: a directory with the files and the revision
-//! (`main@sha1:<commit>`, `sha256:<digest>`).
+//! (`main@sha1:<commit>`, `sha256:<digest>`). [`Fetcher::archive`] downloads a `.tar.gz`/`.zip`
+//! over HTTP(S) (conditionally: an unchanged archive is not downloaded again), and
+//! [`Fetcher::contents`] takes files given by content (a ConfigMap's keys).
 //!
 //! # Guarantees
 //!
@@ -21,6 +23,7 @@
 //! to a private directory for the fetch, never the user's own `~/.ssh`. Submodules are not
 //! fetched. One process per cache directory.
 
+mod archive;
 mod cache;
 mod credentials;
 mod dir;
@@ -34,9 +37,10 @@ mod range;
 mod reference;
 
 use std::{
+    collections::{BTreeMap, HashMap},
     path::{Path, PathBuf},
     sync::{
-        Arc,
+        Arc, Mutex,
         atomic::{AtomicBool, Ordering},
     },
     time::Duration,
@@ -52,7 +56,7 @@ use self::{
     location::{Location, Scheme},
     reference::Wanted,
 };
-use crate::package::GitSource;
+use crate::package::{ArchiveSource, GitSource};
 
 /// How long a Git fetch may take when the source sets no `timeout` (Flux's default).
 pub const DEFAULT_TIMEOUT: Duration = Duration::from_secs(60);
@@ -74,6 +78,11 @@ pub struct Snapshot {
 #[derive(Clone)]
 pub struct Fetcher {
     cache: Arc<Cache>,
+    /// The HTTP client of archive sources.
+    http: reqwest::Client,
+    /// What each archive URL's last download left to ask the server with (kept in memory: after
+    /// a restart the first fetch downloads again).
+    archives: Arc<Mutex<HashMap<String, archive::Remembered>>>,
 }
 
 impl Fetcher {
@@ -83,7 +92,12 @@ impl Fetcher {
         // gix's HTTP client takes rustls' process-wide provider; bosun uses ring throughout. An
         // error means one is installed already, which is as good.
         let _ = rustls::crypto::ring::default_provider().install_default();
-        Fetcher { cache: Arc::new(Cache::new(cache_dir)) }
+        let http = reqwest::Client::builder()
+            .user_agent(concat!("bosun/", env!("CARGO_PKG_VERSION")))
+            .connect_timeout(Duration::from_secs(30))
+            .build()
+            .unwrap_or_default();
+        Fetcher { cache: Arc::new(Cache::new(cache_dir)), http, archives: Arc::default() }
     }
 
     /// The commit `source` refers to, as a snapshot.
@@ -147,6 +161,155 @@ impl Fetcher {
         tokio::task::spawn_blocking(move || snapshot_dir(&cache, &dir, ignore.as_deref())).await.unwrap_or_else(
             |panicked| Err(SourceError::Fetch { url: shown, message: format!("reading failed: {panicked}") }),
         )
+    }
+}
+
+impl Fetcher {
+    /// The archive `source` names, as a snapshot with the revision `sha256:<digest of the
+    /// archive>`.
+    ///
+    /// The request carries the `ETag` / `Last-Modified` of the last download of the URL, and
+    /// a `304 Not Modified` reuses its snapshot; `refetch` downloads regardless. A `.tar.gz`,
+    /// `.tar` or `.zip` is told by its content; the whole call is bounded by the source's
+    /// `timeout`.
+    ///
+    /// # Errors
+    ///
+    /// [`SourceError`]: a bad URL or pin is `Invalid`; refused credentials `Authentication`; a
+    /// digest other than the pinned one, an HTTP error or a broken archive `Fetch`.
+    pub async fn archive(
+        &self,
+        source: &ArchiveSource,
+        credentials: Option<&Credentials>,
+        ignore: Option<&str>,
+        refetch: bool,
+    ) -> Result<Snapshot, SourceError> {
+        let shown = redact(&source.url);
+        let invalid = |message: &str| SourceError::Invalid { source_name: shown.clone(), message: message.into() };
+        if !(source.url.starts_with("https://") || source.url.starts_with("http://")) {
+            return Err(invalid("an archive URL is http:// or https://"));
+        }
+        if source.sha256.as_deref().is_some_and(|pin| !archive::valid_pin(pin)) {
+            return Err(invalid("sha256: not a SHA-256 in hex (64 characters)"));
+        }
+        if credentials.is_some_and(|c| matches!(c.kind, Kind::Ssh { .. })) {
+            return Err(invalid(
+                "an SSH identity needs a Git source: archives take username and password or bearerToken",
+            ));
+        }
+        let timeout = source.timeout.map_or(DEFAULT_TIMEOUT, |t| t.0);
+        let lock = self.cache.lock(&format!("archive\0{shown}"));
+        let run = async {
+            let _guard = lock.lock().await;
+            self.archive_locked(source, &shown, credentials, ignore, refetch).await
+        };
+        tokio::time::timeout(timeout, run)
+            .await
+            .unwrap_or(Err(SourceError::Timeout { url: shown.clone(), after: timeout }))
+    }
+
+    async fn archive_locked(
+        &self,
+        source: &ArchiveSource,
+        shown: &str,
+        credentials: Option<&Credentials>,
+        ignore: Option<&str>,
+        refetch: bool,
+    ) -> Result<Snapshot, SourceError> {
+        let source_id = format!("archive\0{shown}\0{}", ignore.unwrap_or_default());
+        let key = |digest: &str| format!("archive-{}", hex_digest(&["v1", digest, ignore.unwrap_or_default()]));
+        let snapshot = |digest: &str, lease| Snapshot {
+            root: self.cache.snapshot(&key(digest)),
+            revision: format!("sha256:{digest}"),
+            _lease: lease,
+        };
+        let known = if refetch { None } else { self.remembered(&source.url) };
+        // Ask conditionally only while the snapshot to reuse is still there.
+        let held = known.as_ref().and_then(|k| Some((k, self.cache.claim(&source_id, &key(&k.digest))?)));
+        let scratch = self.cache.scratch()?;
+        let download =
+            archive::download(&self.http, &source.url, shown, credentials, held.as_ref().map(|h| h.0), scratch.path())
+                .await?;
+        let pinned = |digest: &str| match &source.sha256 {
+            Some(pin) if !pin.eq_ignore_ascii_case(digest) => Err(SourceError::Fetch {
+                url: shown.to_string(),
+                message: format!("the archive's SHA-256 is {digest}, not the pinned {pin}"),
+            }),
+            _ => Ok(()),
+        };
+        let (path, remembered) = match download {
+            archive::Download::NotModified => {
+                let (known, lease) = held.expect("a 304 answers a conditional request only");
+                pinned(&known.digest)?;
+                return Ok(snapshot(&known.digest, lease));
+            }
+            archive::Download::Fetched { path, remembered } => (path, remembered),
+        };
+        drop(held);
+        pinned(&remembered.digest)?;
+        let digest = remembered.digest.clone();
+        let lease = match self.cache.claim(&source_id, &key(&digest)).filter(|_| !refetch) {
+            Some(lease) => lease,
+            None => {
+                let (cache, url, ignore, key) =
+                    (self.cache.clone(), shown.to_string(), ignore.map(str::to_string), key(&digest));
+                tokio::task::spawn_blocking(move || {
+                    let unpacked = scratch.path().join("unpacked");
+                    std::fs::create_dir(&unpacked).map_err(SourceError::io(&unpacked, "unpacking"))?;
+                    archive::unpack(&path, &unpacked, &url)?;
+                    let files = cache.scratch()?;
+                    dir::walk(&unpacked, ignore.as_deref(), Some(files.path()))?;
+                    cache.publish(&source_id, &key, files, refetch)
+                })
+                .await
+                .unwrap_or_else(|panicked| {
+                    Err(SourceError::Fetch { url: shown.to_string(), message: format!("unpacking failed: {panicked}") })
+                })?
+            }
+        };
+        self.archives.lock().unwrap_or_else(|e| e.into_inner()).insert(source.url.clone(), remembered);
+        Ok(snapshot(&digest, lease))
+    }
+
+    fn remembered(&self, url: &str) -> Option<archive::Remembered> {
+        self.archives.lock().unwrap_or_else(|e| e.into_inner()).get(url).cloned()
+    }
+
+    /// Files given by name and content (a ConfigMap's keys) as a snapshot, with the revision
+    /// `sha256:<digest>` computed as for a directory. `origin` names them in errors and keys
+    /// the cache (`ConfigMap/ns/name`).
+    ///
+    /// # Errors
+    ///
+    /// [`SourceError::Io`] when the cache cannot be written.
+    pub async fn contents(
+        &self,
+        origin: &str,
+        files: BTreeMap<String, Vec<u8>>,
+        ignore: Option<&str>,
+    ) -> Result<Snapshot, SourceError> {
+        let cache = self.cache.clone();
+        let (origin, ignore) = (origin.to_string(), ignore.map(str::to_string));
+        let shown = origin.clone();
+        tokio::task::spawn_blocking(move || {
+            let ignore = ignore.as_deref();
+            let source_id = format!("contents\0{origin}\0{}", ignore.unwrap_or_default());
+            let digest = dir::contents(&files, ignore, None)?;
+            let key = format!("dir-{digest}");
+            let lease = match cache.claim(&source_id, &key) {
+                Some(lease) => lease,
+                None => {
+                    let copy = cache.scratch()?;
+                    dir::contents(&files, ignore, Some(copy.path()))?;
+                    cache.publish(&source_id, &key, copy, false)?
+                }
+            };
+            Ok(Snapshot { root: cache.snapshot(&key), revision: format!("sha256:{digest}"), _lease: lease })
+        })
+        .await
+        .unwrap_or_else(|panicked| {
+            Err(SourceError::Fetch { url: shown, message: format!("reading failed: {panicked}") })
+        })
     }
 }
 

@@ -1,18 +1,18 @@
-//! Where a Package's files come from: its source fetched (a directory, a Git repository) into
-//! a snapshot, `source.path` resolved inside it, and the package assembled from the
-//! directory's `bosun.yaml` (if any) under the resource's spec.
+//! Where a Package's files come from: its source fetched (a Git repository, an archive, a
+//! ConfigMap, a directory) into a snapshot, `source.path` resolved inside it, and the package
+//! assembled from the directory's `bosun.yaml` (if any) under the resource's spec.
 
 use std::{
     collections::BTreeMap,
     path::{Component, Path, PathBuf},
 };
 
-use k8s_openapi::api::core::v1::Secret;
+use k8s_openapi::api::core::v1::{ConfigMap, Secret};
 use kube::{Api, Client};
 use serde_json::Value;
 
 use crate::{
-    package::{Package, PackageError, PackageResource, PackageSpec, SourceSpec},
+    package::{ArchiveSource, GitSource, Package, PackageError, PackageResource, PackageSpec, SourceSpec},
     source::{Credentials, Fetcher, Snapshot, SourceError},
 };
 
@@ -26,8 +26,20 @@ pub enum FetchError {
     #[error(transparent)]
     Source(#[from] SourceError),
     /// The credentials Secret could not be read.
-    #[error("spec.source.git.secretRef: Secret {namespace}/{name}: {message}")]
+    #[error("{field}: Secret {namespace}/{name}: {message}")]
     Secret {
+        /// The field naming it.
+        field: String,
+        /// Its namespace.
+        namespace: String,
+        /// Its name.
+        name: String,
+        /// Why.
+        message: String,
+    },
+    /// The ConfigMap of a `configMap` source could not be read.
+    #[error("spec.source.configMap: ConfigMap {namespace}/{name}: {message}")]
+    ConfigMap {
         /// Its namespace.
         namespace: String,
         /// Its name.
@@ -56,7 +68,7 @@ impl FetchError {
             FetchError::Invalid(_) => "InvalidSource",
             FetchError::Source(error) => error.reason(),
             FetchError::Secret { .. } => "AuthenticationFailed",
-            FetchError::MissingPath { .. } | FetchError::Package(_) => "ArtifactFailed",
+            FetchError::ConfigMap { .. } | FetchError::MissingPath { .. } | FetchError::Package(_) => "ArtifactFailed",
         }
     }
 
@@ -65,14 +77,18 @@ impl FetchError {
         match self {
             FetchError::Invalid(_) => true,
             FetchError::Source(error) => error.is_permanent(),
-            FetchError::Secret { .. } | FetchError::MissingPath { .. } | FetchError::Package(_) => false,
+            FetchError::Secret { .. }
+            | FetchError::ConfigMap { .. }
+            | FetchError::MissingPath { .. }
+            | FetchError::Package(_) => false,
         }
     }
 }
 
 /// Fetches the Package's source: the snapshot (held for the run) and the package directory
-/// inside it. Credentials come from the Secret the Git source names, in the Package's
-/// namespace (read with `client`, the controller's own).
+/// inside it. Credentials come from the Secret the Git or archive source names, and a
+/// `configMap` source's files from its ConfigMap, both in the Package's namespace (read with
+/// `client`, the controller's own).
 pub async fn fetch(
     fetcher: &Fetcher,
     client: &Client,
@@ -82,19 +98,27 @@ pub async fn fetch(
     let source = check(resource.spec.source.as_ref())?;
     let inner = inner_path(source)?;
     let ignore = source.ignore.as_deref();
-    let snapshot = match (&source.git, &source.dir) {
-        (Some(git), _) => {
+    let namespace = resource.metadata.namespace.clone().unwrap_or_default();
+    let snapshot = match kind(source) {
+        Kind::Git(git) => {
             let credentials = match &git.secret_ref {
-                Some(reference) => {
-                    let namespace = resource.metadata.namespace.clone().unwrap_or_default();
-                    Some(credentials(client, &namespace, &reference.name).await?)
-                }
+                Some(reference) => Some(credentials(client, &namespace, &reference.name, "git").await?),
                 None => None,
             };
             fetcher.git(git, credentials.as_ref(), ignore, refetch).await?
         }
-        (None, Some(dir)) => fetcher.dir(Path::new(dir), ignore).await?,
-        (None, None) => return Err(FetchError::Invalid("set git or dir".into())),
+        Kind::Archive(archive) => {
+            let credentials = match &archive.secret_ref {
+                Some(reference) => Some(credentials(client, &namespace, &reference.name, "archive").await?),
+                None => None,
+            };
+            fetcher.archive(archive, credentials.as_ref(), ignore, refetch).await?
+        }
+        Kind::ConfigMap(name) => {
+            let files = config_map(client, &namespace, name).await?;
+            fetcher.contents(&format!("ConfigMap/{namespace}/{name}"), files, ignore).await?
+        }
+        Kind::Dir(dir) => fetcher.dir(Path::new(dir), ignore).await?,
     };
     let dir = snapshot.root.join(&inner);
     if !dir.is_dir() {
@@ -104,10 +128,14 @@ pub async fn fetch(
     Ok((snapshot, dir))
 }
 
-/// Credentials from a Secret.
-async fn credentials(client: &Client, namespace: &str, name: &str) -> Result<Credentials, FetchError> {
-    let failed =
-        |message: String| FetchError::Secret { namespace: namespace.to_string(), name: name.to_string(), message };
+/// Credentials from a Secret named by `spec.source.<field>.secretRef`.
+async fn credentials(client: &Client, namespace: &str, name: &str, field: &str) -> Result<Credentials, FetchError> {
+    let failed = |message: String| FetchError::Secret {
+        field: format!("spec.source.{field}.secretRef"),
+        namespace: namespace.to_string(),
+        name: name.to_string(),
+        message,
+    };
     let api: Api<Secret> = Api::namespaced(client.clone(), namespace);
     let secret = api
         .get_opt(name)
@@ -117,6 +145,38 @@ async fn credentials(client: &Client, namespace: &str, name: &str) -> Result<Cre
     let data: BTreeMap<String, Vec<u8>> =
         secret.data.unwrap_or_default().into_iter().map(|(key, value)| (key, value.0)).collect();
     Ok(Credentials::from_secret(name, &data)?)
+}
+
+/// The files of a `configMap` source: each key of `data` and `binaryData`.
+async fn config_map(client: &Client, namespace: &str, name: &str) -> Result<BTreeMap<String, Vec<u8>>, FetchError> {
+    let failed =
+        |message: String| FetchError::ConfigMap { namespace: namespace.to_string(), name: name.to_string(), message };
+    let api: Api<ConfigMap> = Api::namespaced(client.clone(), namespace);
+    let config_map = api
+        .get_opt(name)
+        .await
+        .map_err(|e| failed(crate::cluster::ClusterError::from(e).to_string()))?
+        .ok_or_else(|| failed("not found".into()))?;
+    let text = config_map.data.unwrap_or_default().into_iter().map(|(key, value)| (key, value.into_bytes()));
+    let binary = config_map.binary_data.unwrap_or_default().into_iter().map(|(key, value)| (key, value.0));
+    Ok(text.chain(binary).collect())
+}
+
+/// The one kind of source a checked spec sets.
+enum Kind<'a> {
+    Git(&'a GitSource),
+    Dir(&'a str),
+    Archive(&'a ArchiveSource),
+    ConfigMap(&'a str),
+}
+
+fn kind(source: &SourceSpec) -> Kind<'_> {
+    match source {
+        SourceSpec { git: Some(git), .. } => Kind::Git(git),
+        SourceSpec { archive: Some(archive), .. } => Kind::Archive(archive),
+        SourceSpec { config_map: Some(config_map), .. } => Kind::ConfigMap(&config_map.name),
+        SourceSpec { dir, .. } => Kind::Dir(dir.as_deref().unwrap_or_default()),
+    }
 }
 
 /// `source.path` as a relative path that stays inside the source.
@@ -136,16 +196,26 @@ pub fn inner_path(source: &SourceSpec) -> Result<PathBuf, FetchError> {
 
 /// Exactly one source kind must be set.
 pub fn check(source: Option<&SourceSpec>) -> Result<&SourceSpec, FetchError> {
+    const KINDS: &str = "git, archive, configMap or dir";
     let Some(source) = source else {
-        return Err(FetchError::Invalid("required: set git or dir".into()));
+        return Err(FetchError::Invalid(format!("required: set {KINDS}")));
     };
-    match (source.git.is_some(), source.dir.is_some()) {
-        (true, true) => Err(FetchError::Invalid("set one of git and dir, not both".into())),
-        (false, false) => Err(FetchError::Invalid("set git or dir".into())),
-        _ => {
+    let set: Vec<&str> = [
+        ("git", source.git.is_some()),
+        ("archive", source.archive.is_some()),
+        ("configMap", source.config_map.is_some()),
+        ("dir", source.dir.is_some()),
+    ]
+    .into_iter()
+    .filter_map(|(field, present)| present.then_some(field))
+    .collect();
+    match set.len() {
+        0 => Err(FetchError::Invalid(format!("set {KINDS}"))),
+        1 => {
             inner_path(source)?;
             Ok(source)
         }
+        _ => Err(FetchError::Invalid(format!("set one of {KINDS}, not {}", set.join(" and ")))),
     }
 }
 
@@ -202,7 +272,16 @@ mod tests {
         assert!(check(None).is_err());
         assert!(check(Some(&SourceSpec::default())).is_err());
         let both = SourceSpec { git: Some(git.clone()), dir: Some("/x".into()), ..SourceSpec::default() };
-        assert!(check(Some(&both)).is_err_and(|e| e.to_string() == "spec.source: set one of git and dir, not both"));
+        assert!(
+            check(Some(&both)).is_err_and(
+                |e| e.to_string() == "spec.source: set one of git, archive, configMap or dir, not git and dir"
+            )
+        );
+        let config_map = SourceSpec {
+            config_map: Some(crate::package::LocalObjectReference { name: "files".into() }),
+            ..SourceSpec::default()
+        };
+        assert!(check(Some(&config_map)).is_ok());
         assert!(check(Some(&SourceSpec { git: Some(git), ..SourceSpec::default() })).is_ok());
     }
 

@@ -22,10 +22,11 @@ use std::{
     time::{Duration, Instant},
 };
 
-use k8s_openapi::api::core::v1::Secret;
+use k8s_openapi::api::core::v1::{ConfigMap, Secret};
 use k8s_openapi::jiff::Timestamp;
 use kube::{
     Api, Client,
+    core::PartialObjectMeta,
     runtime::{events::EventType, reflector::ObjectRef},
 };
 use tokio_util::sync::CancellationToken;
@@ -137,6 +138,9 @@ pub fn controller(client: Client, settings: Settings) -> kit::Controller<Package
         .related(move |changed| {
             running.changed(changed);
             waiting.woken(changed)
+        })
+        .triggered_by::<ConfigMap>(|config_map, packages| {
+            packages.iter().filter(|p| sourced_from(p, config_map)).map(|p| ObjectRef::from_obj(&**p)).collect()
         });
     if let Some(namespace) = &settings.namespace {
         controller = controller.namespace(namespace);
@@ -145,6 +149,13 @@ pub fn controller(client: Client, settings: Settings) -> kit::Controller<Package
         controller = controller.selector(selector);
     }
     controller
+}
+
+/// Whether the Package's source is this ConfigMap (its changes are the source's).
+fn sourced_from(package: &PackageResource, config_map: &PartialObjectMeta<ConfigMap>) -> bool {
+    let source = package.spec.source.as_ref().and_then(|s| s.config_map.as_ref());
+    source.is_some_and(|s| Some(&s.name) == config_map.metadata.name.as_ref())
+        && package.metadata.namespace == config_map.metadata.namespace
 }
 
 fn key(resource: &PackageResource) -> Key {
@@ -636,6 +647,10 @@ impl Request {
 fn fetching(resource: &PackageResource) -> String {
     match resource.spec.source.as_ref() {
         Some(SourceSpec { git: Some(git), .. }) => format!("fetching {}", crate::source::redact(&git.url)),
+        Some(SourceSpec { archive: Some(archive), .. }) => {
+            format!("downloading {}", crate::source::redact(&archive.url))
+        }
+        Some(SourceSpec { config_map: Some(config_map), .. }) => format!("reading ConfigMap {}", config_map.name),
         Some(SourceSpec { dir: Some(dir), .. }) => format!("reading {dir}"),
         _ => "fetching the source".to_string(),
     }
