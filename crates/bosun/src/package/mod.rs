@@ -287,6 +287,9 @@ pub struct SourceSpec {
     /// A `.tar.gz` or `.zip` archive downloaded over HTTP(S).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub archive: Option<ArchiveSource>,
+    /// The objects under a prefix of an S3-compatible bucket.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub bucket: Option<BucketSource>,
     /// A ConfigMap in the Package's namespace: each key of its `data` and `binaryData` is a file.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub config_map: Option<LocalObjectReference>,
@@ -331,6 +334,30 @@ pub struct ArchiveSource {
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub secret_ref: Option<LocalObjectReference>,
     /// Bound of one download (default 60s).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub timeout: Option<Interval>,
+}
+
+/// An S3-compatible bucket as a source.
+#[derive(Debug, Clone, Default, Deserialize, Serialize, PartialEq, JsonSchema)]
+#[serde(rename_all = "camelCase", deny_unknown_fields)]
+pub struct BucketSource {
+    /// The S3 endpoint: `https://s3.eu-west-1.amazonaws.com`, `http://minio.storage:9000`; a
+    /// bare host means HTTPS.
+    pub endpoint: String,
+    /// The bucket's name.
+    pub bucket: String,
+    /// Only the objects whose keys start with this; it is left out of their paths.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub prefix: Option<String>,
+    /// The region requests are signed for (default `us-east-1`).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub region: Option<String>,
+    /// Secret with `accesskey` and `secretkey`, in the Package's namespace; none for a public
+    /// bucket.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub secret_ref: Option<LocalObjectReference>,
+    /// Bound of one fetch (default 60s).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub timeout: Option<Interval>,
 }

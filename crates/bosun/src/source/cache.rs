@@ -83,6 +83,11 @@ impl Cache {
         self.root.join("git").join(hex_digest(&[url]))
     }
 
+    /// The mirror directory of a bucket (and prefix).
+    pub fn mirror(&self, bucket: &str) -> PathBuf {
+        self.root.join("buckets").join(hex_digest(&[bucket]))
+    }
+
     /// The scratch space, created when needed.
     pub fn tmp(&self) -> Result<PathBuf, SourceError> {
         let tmp = self.root.join("tmp");

@@ -24,6 +24,7 @@
 //! fetched. One process per cache directory.
 
 mod archive;
+mod bucket;
 mod cache;
 mod credentials;
 mod dir;
@@ -46,6 +47,7 @@ use std::{
     time::Duration,
 };
 
+pub use bucket::BucketCredentials;
 pub use credentials::Credentials;
 pub use error::SourceError;
 pub use location::redact;
@@ -56,7 +58,7 @@ use self::{
     location::{Location, Scheme},
     reference::Wanted,
 };
-use crate::package::{ArchiveSource, GitSource};
+use crate::package::{ArchiveSource, BucketSource, GitSource};
 
 /// How long a Git fetch may take when the source sets no `timeout` (Flux's default).
 pub const DEFAULT_TIMEOUT: Duration = Duration::from_secs(60);
@@ -273,6 +275,68 @@ impl Fetcher {
 
     fn remembered(&self, url: &str) -> Option<archive::Remembered> {
         self.archives.lock().unwrap_or_else(|e| e.into_inner()).get(url).cloned()
+    }
+
+    /// The objects under the prefix of the bucket `source` names, as a snapshot with the
+    /// revision `sha256:<digest of the listing>` (each object's key and ETag).
+    ///
+    /// Lists the objects (one request per 1000), and when the listing differs from the last
+    /// one, downloads only the objects whose ETag changed into the bucket's mirror; `refetch`
+    /// downloads every object again. Bounded by the source's `timeout`.
+    ///
+    /// # Errors
+    ///
+    /// [`SourceError`]: a bad endpoint is `Invalid`; refused keys `Authentication`; an S3
+    /// error (`NoSuchBucket`) or an unreachable endpoint `Fetch`.
+    pub async fn bucket(
+        &self,
+        source: &BucketSource,
+        credentials: Option<&BucketCredentials>,
+        ignore: Option<&str>,
+        refetch: bool,
+    ) -> Result<Snapshot, SourceError> {
+        let shown = bucket::shown(source);
+        let s3 = bucket::bucket(source, &shown)?;
+        let timeout = source.timeout.map_or(DEFAULT_TIMEOUT, |t| t.0);
+        let lock = self.cache.lock(&format!("bucket\0{shown}"));
+        let run = async {
+            let _guard = lock.lock().await;
+            let prefix = source.prefix.as_deref().unwrap_or_default();
+            let listed = bucket::list(&self.http, &s3, credentials, prefix, &shown).await?;
+            let revision = bucket::revision(&listed);
+            let source_id = format!("bucket\0{shown}\0{}", ignore.unwrap_or_default());
+            let key = format!("bucket-{}", hex_digest(&["v1", &revision, ignore.unwrap_or_default()]));
+            let snapshot =
+                |lease| Snapshot { root: self.cache.snapshot(&key), revision: revision.clone(), _lease: lease };
+            if !refetch && let Some(lease) = self.cache.claim(&source_id, &key) {
+                return Ok(snapshot(lease));
+            }
+            let mirror = self.cache.mirror(&shown);
+            let objects = mirror.join("objects");
+            if refetch {
+                let _ = std::fs::remove_dir_all(&mirror);
+            }
+            std::fs::create_dir_all(&objects).map_err(SourceError::io(&objects, "creating the bucket's mirror"))?;
+            let downloaded =
+                bucket::sync(&self.http, &s3, credentials, &listed, &objects, &mirror.join("index.json"), &shown)
+                    .await?;
+            tracing::debug!(bucket = %shown, objects = listed.len(), downloaded, "bucket mirrored");
+            let (cache, ignore, id, at) =
+                (self.cache.clone(), ignore.map(str::to_string), source_id.clone(), key.clone());
+            let lease = tokio::task::spawn_blocking(move || {
+                let files = cache.scratch()?;
+                dir::walk(&objects, ignore.as_deref(), Some(files.path()))?;
+                cache.publish(&id, &at, files, refetch)
+            })
+            .await
+            .unwrap_or_else(|panicked| {
+                Err(SourceError::Fetch { url: shown.clone(), message: format!("copying failed: {panicked}") })
+            })?;
+            Ok(snapshot(lease))
+        };
+        tokio::time::timeout(timeout, run)
+            .await
+            .unwrap_or_else(|_| Err(SourceError::Timeout { url: bucket::shown(source), after: timeout }))
     }
 
     /// Files given by name and content (a ConfigMap's keys) as a snapshot, with the revision

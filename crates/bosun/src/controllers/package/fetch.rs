@@ -1,5 +1,5 @@
 //! Where a Package's files come from: its source fetched (a Git repository, an archive, a
-//! ConfigMap, a directory) into a snapshot, `source.path` resolved inside it, and the package
+//! bucket, a ConfigMap, a directory) into a snapshot, `source.path` resolved inside it, and the package
 //! assembled from the directory's `bosun.yaml` (if any) under the resource's spec.
 
 use std::{
@@ -12,8 +12,10 @@ use kube::{Api, Client};
 use serde_json::Value;
 
 use crate::{
-    package::{ArchiveSource, GitSource, Package, PackageError, PackageResource, PackageSpec, SourceSpec},
-    source::{Credentials, Fetcher, Snapshot, SourceError},
+    package::{
+        ArchiveSource, BucketSource, GitSource, Package, PackageError, PackageResource, PackageSpec, SourceSpec,
+    },
+    source::{BucketCredentials, Credentials, Fetcher, Snapshot, SourceError},
 };
 
 /// Why a Package's files could not be had.
@@ -102,17 +104,33 @@ pub async fn fetch(
     let snapshot = match kind(source) {
         Kind::Git(git) => {
             let credentials = match &git.secret_ref {
-                Some(reference) => Some(credentials(client, &namespace, &reference.name, "git").await?),
+                Some(reference) => {
+                    let data = secret_data(client, &namespace, &reference.name, "git").await?;
+                    Some(Credentials::from_secret(&reference.name, &data)?)
+                }
                 None => None,
             };
             fetcher.git(git, credentials.as_ref(), ignore, refetch).await?
         }
         Kind::Archive(archive) => {
             let credentials = match &archive.secret_ref {
-                Some(reference) => Some(credentials(client, &namespace, &reference.name, "archive").await?),
+                Some(reference) => {
+                    let data = secret_data(client, &namespace, &reference.name, "archive").await?;
+                    Some(Credentials::from_secret(&reference.name, &data)?)
+                }
                 None => None,
             };
             fetcher.archive(archive, credentials.as_ref(), ignore, refetch).await?
+        }
+        Kind::Bucket(bucket) => {
+            let credentials = match &bucket.secret_ref {
+                Some(reference) => {
+                    let data = secret_data(client, &namespace, &reference.name, "bucket").await?;
+                    Some(BucketCredentials::from_secret(&reference.name, &data)?)
+                }
+                None => None,
+            };
+            fetcher.bucket(bucket, credentials.as_ref(), ignore, refetch).await?
         }
         Kind::ConfigMap(name) => {
             let files = config_map(client, &namespace, name).await?;
@@ -128,8 +146,13 @@ pub async fn fetch(
     Ok((snapshot, dir))
 }
 
-/// Credentials from a Secret named by `spec.source.<field>.secretRef`.
-async fn credentials(client: &Client, namespace: &str, name: &str, field: &str) -> Result<Credentials, FetchError> {
+/// The data of the credentials Secret `spec.source.<field>.secretRef` names.
+async fn secret_data(
+    client: &Client,
+    namespace: &str,
+    name: &str,
+    field: &str,
+) -> Result<BTreeMap<String, Vec<u8>>, FetchError> {
     let failed = |message: String| FetchError::Secret {
         field: format!("spec.source.{field}.secretRef"),
         namespace: namespace.to_string(),
@@ -142,9 +165,7 @@ async fn credentials(client: &Client, namespace: &str, name: &str, field: &str) 
         .await
         .map_err(|e| failed(crate::cluster::ClusterError::from(e).to_string()))?
         .ok_or_else(|| failed("not found".into()))?;
-    let data: BTreeMap<String, Vec<u8>> =
-        secret.data.unwrap_or_default().into_iter().map(|(key, value)| (key, value.0)).collect();
-    Ok(Credentials::from_secret(name, &data)?)
+    Ok(secret.data.unwrap_or_default().into_iter().map(|(key, value)| (key, value.0)).collect())
 }
 
 /// The files of a `configMap` source: each key of `data` and `binaryData`.
@@ -167,6 +188,7 @@ enum Kind<'a> {
     Git(&'a GitSource),
     Dir(&'a str),
     Archive(&'a ArchiveSource),
+    Bucket(&'a BucketSource),
     ConfigMap(&'a str),
 }
 
@@ -174,6 +196,7 @@ fn kind(source: &SourceSpec) -> Kind<'_> {
     match source {
         SourceSpec { git: Some(git), .. } => Kind::Git(git),
         SourceSpec { archive: Some(archive), .. } => Kind::Archive(archive),
+        SourceSpec { bucket: Some(bucket), .. } => Kind::Bucket(bucket),
         SourceSpec { config_map: Some(config_map), .. } => Kind::ConfigMap(&config_map.name),
         SourceSpec { dir, .. } => Kind::Dir(dir.as_deref().unwrap_or_default()),
     }
@@ -196,13 +219,14 @@ pub fn inner_path(source: &SourceSpec) -> Result<PathBuf, FetchError> {
 
 /// Exactly one source kind must be set.
 pub fn check(source: Option<&SourceSpec>) -> Result<&SourceSpec, FetchError> {
-    const KINDS: &str = "git, archive, configMap or dir";
+    const KINDS: &str = "git, archive, bucket, configMap or dir";
     let Some(source) = source else {
         return Err(FetchError::Invalid(format!("required: set {KINDS}")));
     };
     let set: Vec<&str> = [
         ("git", source.git.is_some()),
         ("archive", source.archive.is_some()),
+        ("bucket", source.bucket.is_some()),
         ("configMap", source.config_map.is_some()),
         ("dir", source.dir.is_some()),
     ]
@@ -272,11 +296,9 @@ mod tests {
         assert!(check(None).is_err());
         assert!(check(Some(&SourceSpec::default())).is_err());
         let both = SourceSpec { git: Some(git.clone()), dir: Some("/x".into()), ..SourceSpec::default() };
-        assert!(
-            check(Some(&both)).is_err_and(
-                |e| e.to_string() == "spec.source: set one of git, archive, configMap or dir, not git and dir"
-            )
-        );
+        assert!(check(Some(&both)).is_err_and(
+            |e| e.to_string() == "spec.source: set one of git, archive, bucket, configMap or dir, not git and dir"
+        ));
         let config_map = SourceSpec {
             config_map: Some(crate::package::LocalObjectReference { name: "files".into() }),
             ..SourceSpec::default()

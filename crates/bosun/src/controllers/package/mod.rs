@@ -650,6 +650,7 @@ fn fetching(resource: &PackageResource) -> String {
         Some(SourceSpec { archive: Some(archive), .. }) => {
             format!("downloading {}", crate::source::redact(&archive.url))
         }
+        Some(SourceSpec { bucket: Some(bucket), .. }) => format!("listing bucket {}", bucket.bucket),
         Some(SourceSpec { config_map: Some(config_map), .. }) => format!("reading ConfigMap {}", config_map.name),
         Some(SourceSpec { dir: Some(dir), .. }) => format!("reading {dir}"),
         _ => "fetching the source".to_string(),
