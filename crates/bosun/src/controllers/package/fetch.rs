@@ -13,7 +13,8 @@ use serde_json::Value;
 
 use crate::{
     package::{
-        ArchiveSource, BucketSource, GitSource, Package, PackageError, PackageResource, PackageSpec, SourceSpec,
+        ArchiveSource, BucketSource, GitSource, LocalObjectReference, Package, PackageError, PackageResource,
+        PackageSpec, SourceSpec,
     },
     source::{BucketCredentials, Credentials, Fetcher, Snapshot, SourceError},
 };
@@ -103,33 +104,18 @@ pub async fn fetch(
     let namespace = resource.metadata.namespace.clone().unwrap_or_default();
     let snapshot = match kind(source) {
         Kind::Git(git) => {
-            let credentials = match &git.secret_ref {
-                Some(reference) => {
-                    let data = secret_data(client, &namespace, &reference.name, "git").await?;
-                    Some(Credentials::from_secret(&reference.name, &data)?)
-                }
-                None => None,
-            };
+            let credentials =
+                secret(client, &namespace, git.secret_ref.as_ref(), "git", Credentials::from_secret).await?;
             fetcher.git(git, credentials.as_ref(), ignore, refetch).await?
         }
         Kind::Archive(archive) => {
-            let credentials = match &archive.secret_ref {
-                Some(reference) => {
-                    let data = secret_data(client, &namespace, &reference.name, "archive").await?;
-                    Some(Credentials::from_secret(&reference.name, &data)?)
-                }
-                None => None,
-            };
+            let reference = archive.secret_ref.as_ref();
+            let credentials = secret(client, &namespace, reference, "archive", Credentials::from_secret).await?;
             fetcher.archive(archive, credentials.as_ref(), ignore, refetch).await?
         }
         Kind::Bucket(bucket) => {
-            let credentials = match &bucket.secret_ref {
-                Some(reference) => {
-                    let data = secret_data(client, &namespace, &reference.name, "bucket").await?;
-                    Some(BucketCredentials::from_secret(&reference.name, &data)?)
-                }
-                None => None,
-            };
+            let reference = bucket.secret_ref.as_ref();
+            let credentials = secret(client, &namespace, reference, "bucket", BucketCredentials::from_secret).await?;
             fetcher.bucket(bucket, credentials.as_ref(), ignore, refetch).await?
         }
         Kind::ConfigMap(name) => {
@@ -144,6 +130,20 @@ pub async fn fetch(
         return Err(FetchError::MissingPath { path, revision: snapshot.revision.clone() });
     }
     Ok((snapshot, dir))
+}
+
+/// The credentials in the Secret `spec.source.<field>.secretRef` names, if it names one, read
+/// by `parse`.
+async fn secret<T>(
+    client: &Client,
+    namespace: &str,
+    reference: Option<&LocalObjectReference>,
+    field: &str,
+    parse: impl Fn(&str, &BTreeMap<String, Vec<u8>>) -> Result<T, SourceError>,
+) -> Result<Option<T>, FetchError> {
+    let Some(reference) = reference else { return Ok(None) };
+    let data = secret_data(client, namespace, &reference.name, field).await?;
+    Ok(Some(parse(&reference.name, &data)?))
 }
 
 /// The data of the credentials Secret `spec.source.<field>.secretRef` names.
