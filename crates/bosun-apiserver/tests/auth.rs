@@ -602,7 +602,7 @@ async fn static_token_files_and_named_users_tokens_that_survive_restarts() {
     #[cfg(unix)]
     {
         use std::os::unix::fs::PermissionsExt;
-        for file in ["user-tokens.csv", "sa.key"] {
+        for file in ["user-tokens.csv", "sa.key", "store.db", "store.db-wal"] {
             let mode = std::fs::metadata(dir.path().join("data").join(file)).expect(file).permissions().mode();
             assert_eq!(mode & 0o777, 0o600, "{file}");
         }

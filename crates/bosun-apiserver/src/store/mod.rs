@@ -32,6 +32,15 @@ pub enum StoreError {
         #[source]
         source: std::io::Error,
     },
+    /// The database file could not be created.
+    #[error("storage: cannot create {path}: {source}")]
+    CreateFile {
+        /// The file.
+        path: String,
+        /// Why.
+        #[source]
+        source: std::io::Error,
+    },
     /// Another process uses the data directory.
     #[error("{owner} is using {dir}; stop it or pass --data-dir")]
     InUse {

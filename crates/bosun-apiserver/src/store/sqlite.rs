@@ -6,6 +6,7 @@
 //! killed (the WAL is written before the commit returns); only an operating-system crash or
 //! power loss can lose the last commits, which is the trade-off a development server wants.
 
+use std::os::unix::fs::OpenOptionsExt as _;
 use std::{
     path::Path,
     sync::{Arc, Mutex, mpsc},
@@ -83,6 +84,15 @@ pub(super) fn open(dir: &Path) -> Result<(u64, Vec<Row>, Connection, std::fs::Fi
     let fail = |source| StoreError::Open { path: path.display().to_string(), source };
     std::fs::create_dir_all(dir).map_err(|source| StoreError::CreateDir { path: dir.display().to_string(), source })?;
     let lock = lock(dir)?;
+    // The database holds Secrets: only its owner may read it. SQLite gives the -wal and -shm
+    // files the database's mode, so creating it 0600 covers them too.
+    std::fs::OpenOptions::new()
+        .write(true)
+        .create(true)
+        .truncate(false)
+        .mode(0o600)
+        .open(&path)
+        .map_err(|source| StoreError::CreateFile { path: path.display().to_string(), source })?;
     let connection = Connection::open(&path).map_err(fail)?;
     connection
         .execute_batch(
