@@ -44,6 +44,8 @@ mod metrics;
 mod object;
 mod openapi;
 mod patch;
+#[cfg(test)]
+mod properties;
 mod protobuf;
 mod quantity;
 mod registry;
