@@ -57,6 +57,26 @@ fn argument(value: &Value) -> TlaArg {
     }
 }
 
+/// `trace` with runs of the same line (a runaway recursion's frames) shown once with a count:
+/// a stack overflow would otherwise print the same frame hundreds of times.
+fn collapse_repeats(trace: &str) -> String {
+    let mut out: Vec<String> = Vec::new();
+    let mut lines = trace.lines().peekable();
+    while let Some(line) = lines.next() {
+        let mut repeats = 0;
+        while lines.peek() == Some(&line) {
+            lines.next();
+            repeats += 1;
+        }
+        out.push(line.to_string());
+        if repeats > 0 {
+            let indent = &line[..line.len() - line.trim_start().len()];
+            out.push(format!("{indent}… the line above {repeats} more times"));
+        }
+    }
+    out.join("\n")
+}
+
 /// Evaluates the program to JSON text; errors come back with their jsonnet stack trace.
 fn evaluate(dir: &Path, spec: &JsonnetSpec, config: &Value) -> Result<String, String> {
     let mut library: Vec<PathBuf> = spec.jpath.iter().map(|p| dir.join(p)).collect();
@@ -76,7 +96,9 @@ fn evaluate(dir: &Path, spec: &JsonnetSpec, config: &Value) -> Result<String, St
     let state = builder.build();
     let _entered = state.enter();
     let trace = CompactFormat { resolver: PathResolver::Relative(dir.to_path_buf()), max_trace: 20, padding: 4 };
-    let shown = |error: jrsonnet_evaluator::Error| trace.format(&error).unwrap_or_else(|_| error.to_string());
+    let shown = |error: jrsonnet_evaluator::Error| {
+        collapse_repeats(&trace.format(&error).unwrap_or_else(|_| error.to_string()))
+    };
     let entrypoint = dir.join(&spec.entrypoint);
     let value = state.import(entrypoint.as_path()).map_err(shown)?;
     // IStr is an interned string whose hash never changes; clippy cannot know that.
@@ -212,4 +234,24 @@ pub fn render(
         message: format!("invalid JSON from jsonnet: {e}"),
     })?;
     interpret(output, &spec.entrypoint)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::collapse_repeats;
+
+    #[test]
+    fn repeated_trace_lines_are_counted_not_repeated() {
+        for (trace, expected) in [
+            ("a\nb", "a\nb"),
+            (
+                "err\n    f call\n    f call\n    f call\n    g",
+                "err\n    f call\n    … the line above 2 more times\n    g",
+            ),
+            ("x\nx", "x\n… the line above 1 more times"),
+            ("", ""),
+        ] {
+            assert_eq!(collapse_repeats(trace), expected, "{trace:?}");
+        }
+    }
 }
