@@ -1,7 +1,8 @@
 //! Alerts out and webhooks in, against the embedded API server with `bosun controller`'s
 //! whole host (`controllers::run`: Package, Alert and Receiver controllers, the webhook
 //! server, /metrics) and real HTTP servers on loopback: a receiver that records what Alerts
-//! deliver (and answers 500 when told), and GitHub- and GitLab-shaped webhook calls.
+//! deliver (and answers 500 when told) as a generic, HMAC-signed, Slack or Alertmanager endpoint,
+//! and GitHub- and GitLab-shaped webhook calls.
 
 use std::{
     collections::VecDeque,
@@ -550,4 +551,47 @@ async fn gitlab_calls_reconcile_packages_at_once_with_the_token_and_are_refused_
         assert!(Instant::now() < deadline, "the suspended Receiver still answers");
         tokio::time::sleep(Duration::from_millis(20)).await;
     }
+}
+
+#[tokio::test]
+async fn slack_and_alertmanager_providers_receive_their_own_shapes() {
+    let host = start(Duration::from_secs(300)).await;
+    let (slack, slack_address) = Recorder::start().await;
+    let (alertmanager, alertmanager_address) = Recorder::start().await;
+    for (name, provider) in [
+        ("slack", json!({"type": "slack", "address": slack_address, "channel": "#deploys"})),
+        ("alertmanager", json!({"type": "alertmanager", "address": alertmanager_address})),
+    ] {
+        create(
+            &host,
+            json!({"apiVersion": "bosun.dev/v1alpha1", "kind": "Alert", "metadata": {"name": name},
+            "spec": {"provider": provider, "eventSources": [{"kind": "Package", "name": "web"}]}}),
+        )
+        .await;
+        wait_alert_ready(&host, name).await;
+    }
+    let dir = tempfile::tempdir().expect("dir");
+    write(dir.path(), "a.yaml", &configmap("a", "1"));
+    package(&host, "web", dir.path(), json!({})).await;
+    let revision = wait_package_ready(&host, "web").await["lastAppliedRevision"].clone();
+
+    let message = slack.wait_for("to Slack", |_| true).await.json();
+    assert_eq!(message["channel"], "#deploys");
+    assert_eq!(message["username"], "bosun");
+    let attachment = &message["attachments"][0];
+    assert_eq!(attachment["color"], "good");
+    assert_eq!(attachment["author_name"], "Package/default/web");
+    assert_eq!(attachment["title"], "Progressing");
+    assert_eq!(attachment["text"], "ConfigMap/default/a created");
+    let fields = attachment["fields"].as_array().expect("fields");
+    assert!(fields.contains(&json!({"title": "revision", "value": revision, "short": false})), "{fields:?}");
+
+    let alerts = alertmanager.wait_for("to Alertmanager", |_| true).await.json();
+    let alert = &alerts[0];
+    assert_eq!(alert["status"], "firing");
+    assert_eq!(alert["labels"]["alertname"], "BosunPackageProgressing");
+    assert_eq!(alert["labels"]["severity"], "info");
+    assert_eq!(alert["labels"]["name"], "web");
+    assert_eq!(alert["labels"]["revision"], revision);
+    assert_eq!(alert["annotations"], json!({"message": "ConfigMap/default/a created", "summary": "1 created"}));
 }
