@@ -2,7 +2,10 @@
 
 use std::{net::SocketAddr, path::PathBuf, process::ExitCode};
 
-use bosun::controllers::{self, HostError, HostSettings, leader, package};
+use bosun::{
+    controllers::{self, HostError, HostSettings, Listening, leader, package},
+    package::Interval,
+};
 
 use crate::cluster::ClusterArgs;
 
@@ -52,6 +55,15 @@ pub struct Args {
     /// Apply as this ServiceAccount (of each Package's namespace) when a Package names none.
     #[arg(long, value_name = "NAME")]
     default_service_account: Option<String>,
+
+    /// Serve the Receivers' webhooks (`POST /hook/…`) here (default: not served).
+    #[arg(long, value_name = "ADDR")]
+    webhook_addr: Option<SocketAddr>,
+
+    /// An Alert does not send an event equal to one sent within this window (same object,
+    /// reason, message and metadata).
+    #[arg(long, value_name = "DURATION", default_value = "5m")]
+    alert_dedup_window: Interval,
 }
 
 /// The namespace a pod runs in (the service account's), when in a cluster.
@@ -97,13 +109,17 @@ pub async fn run(args: Args) -> ExitCode {
         },
         endpoints,
         leader,
+        webhook: args.webhook_addr,
+        dedup_window: args.alert_dedup_window.0,
     };
     let scope = args.namespace.as_deref().map_or("all namespaces".to_string(), |ns| format!("namespace {ns}"));
     tracing::info!(cluster = %connection.url, %scope, selector = args.watch_label_selector.as_deref().unwrap_or(""), "bosun controller starting");
-    let result = controllers::run(connection.client.clone(), settings, crate::signal::shutdown(), |address| {
-        tracing::info!(%address, "serving /metrics, /healthz and /readyz");
-    })
-    .await;
+    let result =
+        controllers::run(connection.client.clone(), settings, crate::signal::shutdown(), |listening| match listening {
+            Listening::Endpoints(address) => tracing::info!(%address, "serving /metrics, /healthz and /readyz"),
+            Listening::Webhook(address) => tracing::info!(%address, "serving the Receivers' webhooks"),
+        })
+        .await;
     match result {
         Ok(()) => ExitCode::SUCCESS,
         Err(HostError::Cluster(error)) => crate::bad_input(connection.explain(&error)),

@@ -170,6 +170,8 @@ pub async fn run(server: &RunningServer, seed: &Path, repo: &Path, cache: PathBu
         },
         endpoints: None,
         leader: None,
+        webhook: None,
+        dedup_window: std::time::Duration::from_secs(300),
     };
     let (stop, stopped) = tokio::sync::oneshot::channel::<()>();
     let controller = tokio::spawn(controllers::run(

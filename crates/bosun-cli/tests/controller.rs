@@ -14,7 +14,7 @@ mod common;
 mod support;
 
 use common::Cluster;
-use support::{BOUND, configmap, http_get, package_yaml, text};
+use support::{BOUND, configmap, http_get, http_post, package_yaml, text};
 
 async fn start() -> Cluster {
     let server = ApiServer::in_memory().simulate_workloads(Duration::from_millis(100)).start().await.expect("server");
@@ -177,4 +177,54 @@ async fn json_logs_are_one_object_per_line() {
     assert_eq!(entry["message"], "bosun controller starting", "{entry}");
     assert_eq!(entry["scope"], "all namespaces", "fields are keys: {entry}");
     assert!(entry["cluster"].as_str().is_some_and(|url| url.contains("://127.0.0.1:")), "{entry}");
+}
+
+#[tokio::test]
+async fn the_controller_serves_receivers_on_the_webhook_address() {
+    let cluster = start().await;
+    let crds = cluster.bosun(&["crds"]).await;
+    let kinds = String::from_utf8_lossy(&crds.stdout).matches("kind: CustomResourceDefinition").count();
+    assert_eq!(kinds, 4, "Package, Alert, Provider, Receiver");
+    cluster.kubectl(&["apply", "-f", "-"], Some(&crds.stdout)).await;
+    let dir = cluster.package_dir("hooked", &[("a.yaml", &configmap("hooked-a", "1"))]);
+    let manifest = package_yaml("hooked", &dir, "  interval: 1h\n");
+    let receiver = "apiVersion: v1\nkind: Secret\nmetadata: {name: gitlab-token}\nstringData: {token: t0ken-value}\n---\n\
+        apiVersion: bosun.dev/v1alpha1\nkind: Receiver\nmetadata: {name: gitlab}\nspec:\n  type: gitlab\n  secretRef: {name: gitlab-token}\n  \
+        resources: [{kind: Package, name: hooked}]\n";
+    cluster.kubectl(&["apply", "-f", "-"], Some(format!("{manifest}---\n{receiver}").as_bytes())).await;
+    let controller = cluster.controller("webhooks", &["--webhook-addr", "127.0.0.1:0", "--alert-dedup-window", "1m"]);
+    let line = controller.logged("serving the Receivers' webhooks").await;
+    let address = line.split("address=").nth(1).and_then(|a| a.split_whitespace().next()).expect("address").to_string();
+    let before = cluster.wait_ready("hooked", "True").await;
+    let path = {
+        let deadline = Instant::now() + BOUND;
+        loop {
+            let shown =
+                cluster.kubectl(&["get", "receiver", "gitlab", "-o", "jsonpath={.status.webhookPath}"], None).await;
+            let path = String::from_utf8_lossy(&shown.stdout).trim().to_string();
+            if path.starts_with("/hook/") {
+                break path;
+            }
+            assert!(Instant::now() < deadline, "no webhook path:\n{}", controller.log());
+            tokio::time::sleep(Duration::from_millis(50)).await;
+        }
+    };
+    std::fs::write(dir.join("a.yaml"), configmap("hooked-a", "2")).expect("write");
+    let refused = http_post(&address, &path, &[("X-Gitlab-Token", "wrong")], "{}").await;
+    assert_eq!(refused.0, 401);
+    let logged = controller.logged("webhook call refused").await;
+    assert!(logged.contains("Receiver/default/gitlab") && !logged.contains("t0ken-value"), "{logged}");
+    assert_eq!(http_post(&address, "/hook/nothing", &[("X-Gitlab-Token", "t0ken-value")], "{}").await.0, 404);
+    let accepted = http_post(&address, &path, &[("X-Gitlab-Token", "t0ken-value")], "{}").await;
+    assert_eq!(accepted, (200, r#"{"reconciling":["default/hooked"]}"#.to_string()));
+    let configmaps: Api<ConfigMap> = Api::default_namespaced(cluster.server.client());
+    let deadline = Instant::now() + BOUND;
+    while configmaps.get("hooked-a").await.expect("applied").data.expect("data")["value"] != "2" {
+        assert!(Instant::now() < deadline, "not reconciled:\n{}", controller.log());
+        tokio::time::sleep(Duration::from_millis(20)).await;
+    }
+    let after = cluster.packages().get("hooked").await.expect("package");
+    let handled = serde_json::to_value(&after).expect("json")["status"]["lastHandledReconcileAt"].clone();
+    assert_ne!(handled, before["status"]["lastHandledReconcileAt"]);
+    assert!(!controller.log().contains("t0ken-value"), "the token is never logged");
 }

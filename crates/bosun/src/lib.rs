@@ -36,6 +36,7 @@ pub mod health;
 pub mod inventory;
 pub mod jsonpath;
 pub mod kit;
+pub mod notification;
 pub mod object;
 pub mod observe;
 pub mod package;

@@ -169,8 +169,21 @@ impl Drop for Controller {
 
 /// `GET path` on a plain-HTTP endpoint: status code and body.
 pub async fn http_get(address: &str, path: &str) -> (u16, String) {
+    exchange(address, format!("GET {path} HTTP/1.1\r\nHost: {address}\r\nConnection: close\r\n\r\n")).await
+}
+
+/// `POST path` with headers and a body on a plain-HTTP endpoint: status code and body.
+pub async fn http_post(address: &str, path: &str, headers: &[(&str, &str)], body: &str) -> (u16, String) {
+    let extra: String = headers.iter().map(|(k, v)| format!("{k}: {v}\r\n")).collect();
+    let length = body.len();
+    let request = format!(
+        "POST {path} HTTP/1.1\r\nHost: {address}\r\nConnection: close\r\nContent-Length: {length}\r\n{extra}\r\n{body}"
+    );
+    exchange(address, request).await
+}
+
+async fn exchange(address: &str, request: String) -> (u16, String) {
     let mut stream = tokio::net::TcpStream::connect(address).await.expect("connect");
-    let request = format!("GET {path} HTTP/1.1\r\nHost: {address}\r\nConnection: close\r\n\r\n");
     stream.write_all(request.as_bytes()).await.expect("request");
     let mut response = String::new();
     stream.read_to_string(&mut response).await.expect("response");

@@ -2,7 +2,8 @@
 //! namespace, a ServiceAccount bound to `cluster-admin` (the controller applies whatever
 //! Packages hold, as Flux's kustomize-controller does; tenants are confined by
 //! `serviceAccountName` / `--default-service-account`), and a Deployment with leader election,
-//! probes, a metrics port, a source cache and a locked-down security context.
+//! probes, a metrics port, a source cache and a locked-down security context, and a Service for
+//! the Receivers' webhooks (`http://<service>/hook/…`; expose it with an Ingress of your own).
 
 use serde_json::{Value, json};
 
@@ -28,6 +29,8 @@ pub fn default_image() -> String {
 
 /// The port of `/metrics`, `/healthz` and `/readyz` in the pod.
 const METRICS_PORT: u16 = 8080;
+/// The port of the Receivers' webhooks in the pod.
+const WEBHOOK_PORT: u16 = 9292;
 
 /// Everything to apply, CRDs first.
 pub fn manifests(options: &InstallOptions) -> Vec<Value> {
@@ -58,6 +61,14 @@ pub fn manifests(options: &InstallOptions) -> Vec<Value> {
         "subjects": [{"kind": "ServiceAccount", "name": name, "namespace": namespace}],
     }));
     objects.push(deployment(options, &name, &labels));
+    objects.push(json!({
+        "apiVersion": "v1", "kind": "Service",
+        "metadata": {"name": format!("{name}-webhook"), "namespace": namespace, "labels": labels},
+        "spec": {
+            "selector": {"app.kubernetes.io/instance": name},
+            "ports": [{"name": "http-webhook", "port": 80, "targetPort": "http-webhook", "protocol": "TCP"}],
+        },
+    }));
     objects
 }
 
@@ -71,6 +82,7 @@ fn deployment(options: &InstallOptions, name: &str, labels: &Value) -> Value {
         "controller".to_string(),
         "--leader-elect".to_string(),
         format!("--metrics-addr=0.0.0.0:{METRICS_PORT}"),
+        format!("--webhook-addr=0.0.0.0:{WEBHOOK_PORT}"),
         "--log-format=json".to_string(),
         "--cache-dir=/cache".to_string(),
         format!("--concurrency={}", options.concurrency),
@@ -102,7 +114,10 @@ fn deployment(options: &InstallOptions, name: &str, labels: &Value) -> Value {
                         "name": "controller",
                         "image": options.image,
                         "args": args,
-                        "ports": [{"name": "http-metrics", "containerPort": METRICS_PORT, "protocol": "TCP"}],
+                        "ports": [
+                            {"name": "http-metrics", "containerPort": METRICS_PORT, "protocol": "TCP"},
+                            {"name": "http-webhook", "containerPort": WEBHOOK_PORT, "protocol": "TCP"},
+                        ],
                         "readinessProbe": probe("/readyz"),
                         "livenessProbe": probe("/healthz"),
                         "resources": {"requests": {"cpu": "100m", "memory": "64Mi"}, "limits": {"memory": "512Mi"}},
@@ -140,23 +155,43 @@ mod tests {
         let kinds: Vec<&str> = objects.iter().map(|o| o["kind"].as_str().unwrap_or_default()).collect();
         assert_eq!(
             kinds,
-            ["CustomResourceDefinition", "Namespace", "ServiceAccount", "ClusterRoleBinding", "Deployment"]
+            [
+                "CustomResourceDefinition",
+                "CustomResourceDefinition",
+                "CustomResourceDefinition",
+                "CustomResourceDefinition",
+                "Namespace",
+                "ServiceAccount",
+                "ClusterRoleBinding",
+                "Deployment",
+                "Service"
+            ]
         );
-        let deployment = &objects[4];
+        let crds: Vec<&str> = objects[..4].iter().filter_map(|o| o["metadata"]["name"].as_str()).collect();
+        assert_eq!(crds, ["packages.bosun.dev", "alerts.bosun.dev", "providers.bosun.dev", "receivers.bosun.dev"]);
+        let deployment = &objects[7];
         let container = &deployment["spec"]["template"]["spec"]["containers"][0];
         assert_eq!(container["image"], "example.com/bosun:test");
         let args: Vec<&str> = container["args"].as_array().expect("args").iter().filter_map(Value::as_str).collect();
-        for expected in ["controller", "--leader-elect", "--concurrency=8", "--default-service-account=deployer"] {
+        let expected_args = [
+            "controller",
+            "--leader-elect",
+            "--concurrency=8",
+            "--default-service-account=deployer",
+            "--webhook-addr=0.0.0.0:9292",
+        ];
+        for expected in expected_args {
             assert!(args.contains(&expected), "{expected} in {args:?}");
         }
         assert_eq!(container["readinessProbe"]["httpGet"]["path"], "/readyz");
-        assert_eq!(objects[3]["subjects"][0]["name"], "bosun-controller");
+        assert_eq!(objects[6]["subjects"][0]["name"], "bosun-controller");
+        assert_eq!(objects[8]["spec"]["ports"][0]["targetPort"], "http-webhook");
     }
 
     #[test]
     fn shards_install_side_by_side() {
         let one = manifests(&options(Some("sharding.bosun.dev/key=shard1")));
-        let deployment = &one[4];
+        let deployment = &one[7];
         let name = deployment["metadata"]["name"].as_str().expect("name");
         assert_ne!(name, "bosun-controller");
         let args = deployment["spec"]["template"]["spec"]["containers"][0]["args"].to_string();

@@ -1,12 +1,15 @@
 //! bosun's controllers, each a [`crate::kit`] reconciler for one of bosun's resources, and
 //! [`run`], which hosts them in one process (`bosun controller`): one client, the `/metrics`,
-//! `/healthz` and `/readyz` endpoints, and leader election.
+//! `/healthz` and `/readyz` endpoints, the webhook receiver, and leader election. The Package
+//! controller's events reach the Alerts in-process.
 
+pub mod alert;
 pub mod install;
 pub mod leader;
 pub mod package;
+pub mod receiver;
 
-use std::{net::SocketAddr, sync::Arc};
+use std::{net::SocketAddr, sync::Arc, time::Duration};
 
 use k8s_openapi::apiextensions_apiserver::pkg::apis::apiextensions::v1::CustomResourceDefinition;
 use kube::{Api, Client};
@@ -23,6 +26,19 @@ pub struct HostSettings {
     pub endpoints: Option<SocketAddr>,
     /// Leader election (none: this process reconciles at once).
     pub leader: Option<leader::LeaseSettings>,
+    /// Where the Receivers' webhooks are served (none: not served).
+    pub webhook: Option<SocketAddr>,
+    /// Events equal to one sent within this window are not sent again.
+    pub dedup_window: Duration,
+}
+
+/// An address `run` listens on, once bound.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Listening {
+    /// `/metrics`, `/healthz`, `/readyz`.
+    Endpoints(SocketAddr),
+    /// The Receivers' webhooks (`/hook/…`).
+    Webhook(SocketAddr),
 }
 
 /// Why the controllers could not run (or stopped).
@@ -34,9 +50,11 @@ pub enum HostError {
     /// The cluster refused or could not be reached.
     #[error(transparent)]
     Cluster(#[from] ClusterError),
-    /// The endpoints could not listen.
-    #[error("cannot serve /metrics on {address}: {source}")]
+    /// The endpoints or the webhook server could not listen.
+    #[error("cannot serve {what} on {address}: {source}")]
     Endpoints {
+        /// `/metrics` or the webhooks.
+        what: &'static str,
         /// The address asked for.
         address: SocketAddr,
         /// Why.
@@ -49,9 +67,9 @@ pub enum HostError {
     LostLeadership(String),
 }
 
-/// Runs the controllers until `shutdown` completes (then lets running reconciles record what
-/// they did, and gives up the Lease); returns the bound endpoint address through `bound` as
-/// soon as it is known.
+/// Runs the controllers (Package, Alert, Receiver) until `shutdown` completes (then lets
+/// running reconciles record what they did, and gives up the Lease); tells `bound` each
+/// address listened on as soon as it is known. The webhooks are served by the leader only.
 ///
 /// # Errors
 /// See [`HostError`].
@@ -59,7 +77,7 @@ pub async fn run(
     client: Client,
     settings: HostSettings,
     shutdown: impl Future<Output = ()> + Send + 'static,
-    bound: impl FnOnce(SocketAddr),
+    mut bound: impl FnMut(Listening),
 ) -> Result<(), HostError> {
     let crds: Api<CustomResourceDefinition> = Api::all(client.clone());
     for crd in crate::package::crds() {
@@ -75,14 +93,21 @@ pub async fn run(
         shutdown.await;
         trigger.cancel();
     });
-    let controller = package::controller(client.clone(), settings.package.clone());
+    let alert_settings = alert::Settings {
+        dedup_window: settings.dedup_window,
+        namespace: settings.package.namespace.clone(),
+        ..alert::Settings::default()
+    };
+    let alerts = alert::Alerts::new(client.clone(), alert_settings);
+    let controller = package::controller(client.clone(), settings.package.clone()).on_event(alerts.listener());
+    let (receivers, routes) = receiver::controller(client.clone(), settings.package.namespace.as_deref());
     let metrics = controller.metrics();
     let _endpoints = match settings.endpoints {
         Some(address) => {
             let (address_bound, task) = crate::kit::serve(metrics.clone(), address)
                 .await
-                .map_err(|source| HostError::Endpoints { address, source })?;
-            bound(address_bound);
+                .map_err(|source| HostError::Endpoints { what: "/metrics", address, source })?;
+            bound(Listening::Endpoints(address_bound));
             Some(AbortOnDrop(task))
         }
         None => None,
@@ -102,6 +127,16 @@ pub async fn run(
         }
         None => None,
     };
+    let _webhook = match settings.webhook {
+        Some(address) => {
+            let (address_bound, task) = receiver::serve(address, routes, client.clone())
+                .await
+                .map_err(|source| HostError::Endpoints { what: "webhooks", address, source })?;
+            bound(Listening::Webhook(address_bound));
+            Some(AbortOnDrop(task))
+        }
+        None => None,
+    };
     let lost = CancellationToken::new();
     let stop = {
         let (shutting_down, lost, leadership) = (shutting_down.clone(), lost.clone(), leadership.clone());
@@ -117,7 +152,19 @@ pub async fn run(
             stopping.cancel();
         }
     };
-    controller.run(stop).await.map_err(ClusterError::from)?;
+    // The Alert and Receiver controllers stop with the Package controller.
+    let others = CancellationToken::new();
+    let (alerts_stop, receivers_stop) = (others.clone(), others.clone());
+    let (packages, alerts, receivers) = tokio::join!(
+        async {
+            let result = controller.run(stop).await;
+            others.cancel();
+            result
+        },
+        alerts.run(alerts_stop),
+        receivers.run(async move { receivers_stop.cancelled().await }),
+    );
+    packages.and(alerts).and(receivers).map_err(ClusterError::from)?;
     if lost.is_cancelled() {
         let name = settings.leader.map(|l| l.name).unwrap_or_default();
         return Err(HostError::LostLeadership(name));

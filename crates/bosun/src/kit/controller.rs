@@ -36,7 +36,13 @@ pub(super) struct Shared {
     pub(super) recorder: Recorder,
     pub(super) metrics: Arc<Metrics>,
     pub(super) backoff: Backoff,
+    /// Told of every event the controller publishes (notifications).
+    pub(super) listener: Option<Listener>,
 }
+
+/// Told of every event a controller publishes, in the reconcile that publishes it: it must not
+/// block (hand the event to a queue).
+pub type Listener = Arc<dyn Fn(super::Published) + Send + Sync>;
 
 /// A controller: a [`Reconciler`] run for every object of its resource, and again when an
 /// owned child changes.
@@ -52,13 +58,18 @@ pub struct Controller<R: Reconciler> {
     concurrency: u16,
     related: Option<Mapper<R::Resource>>,
     on_status_changes: bool,
-    /// Watches of other kinds, added to the runtime when it runs.
+    listener: Option<Listener>,
     triggers: Vec<Trigger<R::Resource>>,
+    /// Watches of other kinds, added to the runtime when it runs.
+    watches: Vec<Watch<R::Resource>>,
 }
+
+/// Objects to reconcile now, named from outside the controller.
+type Trigger<K> = futures::stream::BoxStream<'static, ObjectRef<K>>;
 
 /// Adds a watch of another kind to the runtime: given the runtime, the client, the namespace
 /// and the controller's cache of its objects.
-type Trigger<K> = Box<dyn FnOnce(Runtime<K>, Client, Option<&str>, Store<K>) -> Runtime<K> + Send>;
+type Watch<K> = Box<dyn FnOnce(Runtime<K>, Client, Option<&str>, Store<K>) -> Runtime<K> + Send>;
 
 /// Maps a changed object to other objects of the same resource to reconcile.
 type Mapper<K> = Arc<dyn Fn(&K) -> Vec<ObjectRef<K>> + Send + Sync>;
@@ -92,8 +103,27 @@ impl<R: Reconciler> Controller<R> {
             concurrency: 0,
             related: None,
             on_status_changes: false,
+            listener: None,
             triggers: Vec::new(),
+            watches: Vec::new(),
         }
+    }
+
+    /// Tells `listener` of every event the controller publishes (besides recording it as a
+    /// Kubernetes Event), with the object's identity and labels and the run's event metadata.
+    pub fn on_event(mut self, listener: Listener) -> Self {
+        self.listener = Some(listener);
+        self
+    }
+
+    /// Reconciles the objects `trigger` names, when it names them (something outside the
+    /// cluster changed: a delivery failed, a webhook was called).
+    pub fn reconcile_on(
+        mut self,
+        trigger: impl futures::Stream<Item = ObjectRef<R::Resource>> + Send + 'static,
+    ) -> Self {
+        self.triggers.push(trigger.boxed());
+        self
     }
 
     /// Reconciles an object also when only its status changed. By default only a change of
@@ -152,7 +182,7 @@ impl<R: Reconciler> Controller<R> {
             + Sync
             + 'static,
     {
-        self.triggers.push(Box::new(move |runtime, client, namespace, store| {
+        self.watches.push(Box::new(move |runtime, client, namespace, store| {
             // An Api of PartialObjectMeta asks for metadata only.
             let api: Api<PartialObjectMeta<T>> = match namespace {
                 Some(namespace) => Api::namespaced(client, namespace),
@@ -218,6 +248,7 @@ impl<R: Reconciler> Controller<R> {
             recorder: Recorder::new(client.clone(), Reporter { controller: self.name.clone(), instance: None }),
             metrics: self.metrics.clone(),
             backoff: self.backoff,
+            listener: self.listener.clone(),
         });
         let mut config = watcher::Config::default();
         if let Some(selector) = &self.selector {
@@ -236,8 +267,11 @@ impl<R: Reconciler> Controller<R> {
             runtime = runtime.watches(api.clone(), config.clone(), move |object| mapper(&object));
         }
         for trigger in self.triggers {
+            runtime = runtime.reconcile_on(trigger);
+        }
+        for watch in self.watches {
             let store = runtime.store();
-            runtime = trigger(runtime, client.clone(), self.namespace.as_deref(), store);
+            runtime = watch(runtime, client.clone(), self.namespace.as_deref(), store);
         }
         for resource in &self.owned {
             let children: Api<DynamicObject> = match &self.namespace {

@@ -52,11 +52,11 @@ mod results;
 mod run;
 
 pub use children::{Children, Template};
-pub use controller::Controller;
+pub use controller::{Controller, Listener};
 pub use metrics::{Metrics, serve};
 pub use progress::{Progress, ProgressHandle, ProgressWriter};
 pub use results::{Backoff, Decision, Failure, Record, backoff_delay, consolidate};
-pub use run::Run;
+pub use run::{Published, Run};
 
 use std::{fmt, future::Future};
 

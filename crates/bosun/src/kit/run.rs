@@ -41,6 +41,8 @@ pub struct Run<K: Object> {
     extra: Vec<(String, bool, String, String)>,
     removed: Vec<String>,
     hold: bool,
+    /// Context added to the events the run publishes (`revision`, `summary`).
+    event_metadata: std::collections::BTreeMap<String, String>,
     /// The stepper states this run went through, for logs.
     pub(super) path: Vec<State>,
 }
@@ -66,6 +68,7 @@ impl<K: Object> Run<K> {
             extra: Vec::new(),
             removed: Vec::new(),
             hold: false,
+            event_metadata: std::collections::BTreeMap::new(),
             path: Vec::new(),
         }
     }
@@ -214,9 +217,30 @@ impl<K: Object> Run<K> {
         failure.map_or(Ok(()), Err)
     }
 
+    /// Adds `key: value` to the metadata of the events this run publishes from now on (what
+    /// notifications carry besides the message: the revision, the change set summary).
+    pub fn event_metadata(&mut self, key: &str, value: &str) {
+        self.event_metadata.insert(key.to_string(), value.to_string());
+    }
+
     /// Publishes a Kubernetes Event about the object (failures to publish are logged only:
-    /// events are best effort, as upstream's recorder).
+    /// events are best effort, as upstream's recorder), and tells the controller's listener.
     pub async fn publish(&self, type_: EventType, reason: &str, note: &str, action: &str) {
+        if let Some(listener) = &self.shared.listener {
+            listener(Published {
+                api_version: object::api_version(&self.value).to_string(),
+                kind: object::kind(&self.value).to_string(),
+                namespace: self.namespace().to_string(),
+                name: self.name().to_string(),
+                labels: string_map(self.value.pointer("/metadata/labels")),
+                annotations: string_map(self.value.pointer("/metadata/annotations")),
+                warning: type_ == EventType::Warning,
+                reason: reason.to_string(),
+                message: note.to_string(),
+                metadata: self.event_metadata.clone(),
+                controller: self.shared.name.clone(),
+            });
+        }
         let event = Event {
             type_,
             reason: reason.to_string(),
@@ -307,6 +331,38 @@ impl<K: Object> Run<K> {
             }
         }
     }
+}
+
+/// An event a controller published, as its listener sees it.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Published {
+    /// The object's `apiVersion`.
+    pub api_version: String,
+    /// The object's kind.
+    pub kind: String,
+    /// The object's namespace.
+    pub namespace: String,
+    /// The object's name.
+    pub name: String,
+    /// The object's labels.
+    pub labels: std::collections::BTreeMap<String, String>,
+    /// The object's annotations.
+    pub annotations: std::collections::BTreeMap<String, String>,
+    /// A Warning event (else Normal).
+    pub warning: bool,
+    /// Why (`Progressing`, `BuildFailed`, …).
+    pub reason: String,
+    /// What happened.
+    pub message: String,
+    /// Context the run added ([`Run::event_metadata`]).
+    pub metadata: std::collections::BTreeMap<String, String>,
+    /// The controller that published it.
+    pub controller: String,
+}
+
+fn string_map(value: Option<&Value>) -> std::collections::BTreeMap<String, String> {
+    let Some(Value::Object(map)) = value else { return Default::default() };
+    map.iter().filter_map(|(k, v)| Some((k.clone(), v.as_str()?.to_string()))).collect()
 }
 
 /// The conditions after a reconcile: success → `Ready=True`; progressing → `Ready=False` and

@@ -67,7 +67,7 @@ pub struct PackageStatus {
 
 /// `metav1.Condition` as upstream's schema has it (k8s-openapi's schemars feature would
 /// generate it for every type in the API: too much build for one list).
-fn conditions_schema(_: &mut schemars::SchemaGenerator) -> schemars::Schema {
+pub(crate) fn conditions_schema(_: &mut schemars::SchemaGenerator) -> schemars::Schema {
     schemars::json_schema!({
         "type": "array",
         "x-kubernetes-list-type": "map",
@@ -174,9 +174,12 @@ pub fn record_history(history: &mut Vec<HistoryEntry>, run: HistoryEntry, keep: 
     history.truncate(keep.max(1));
 }
 
-/// The definitions of bosun's custom resources.
+/// The definitions of bosun's custom resources: `Package` first, then the notification
+/// resources (`Alert`, `Provider`, `Receiver`).
 pub fn crds() -> Vec<CustomResourceDefinition> {
-    vec![PackageResource::crd()]
+    let mut crds = vec![PackageResource::crd()];
+    crds.extend(crate::notification::crds());
+    crds
 }
 
 impl PackageSpec {
@@ -297,6 +300,15 @@ mod tests {
         let schema = &version["schema"]["openAPIV3Schema"];
         let mut problems = Vec::new();
         check_structural(schema, "", &mut problems);
+        assert!(problems.is_empty(), "{problems:#?}");
+        for crd in &crds()[1..] {
+            let crd = serde_json::to_value(crd).expect("json");
+            let name = crd["metadata"]["name"].as_str().unwrap_or_default().to_string();
+            let version = &crd["spec"]["versions"][0];
+            check_structural(&version["schema"]["openAPIV3Schema"], &name, &mut problems);
+            let has_status = name != "providers.bosun.dev";
+            assert_eq!(version["subresources"].get("status").is_some(), has_status, "{name}");
+        }
         assert!(problems.is_empty(), "{problems:#?}");
         let spec = &schema["properties"]["spec"]["properties"];
         for field in ["source", "render", "config", "rollout", "dependsOn", "interval", "serviceAccountName"] {

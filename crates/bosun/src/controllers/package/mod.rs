@@ -351,6 +351,7 @@ impl PackageReconciler {
         })?;
         let revision = snapshot.revision.clone();
         status.last_attempted_revision = Some(revision.clone());
+        run.event_metadata("revision", &revision);
         // A bad bosun.yaml is fixed by a new revision: retried, not stalled.
         let package =
             fetch::assemble(&dir, &resource).map_err(|e| Failure::retry(BUILD_FAILED, e.to_string()).within(retry))?;
@@ -452,6 +453,7 @@ impl PackageReconciler {
         };
         status.inventory = report.inventory.iter().map(InventoryEntry::from).collect();
         let changes = status::change_set(&report);
+        run.event_metadata("summary", &status::summary(&report));
         if !changes.is_empty() {
             run.publish(EventType::Normal, "Progressing", &changes, "Apply").await;
         }

@@ -91,6 +91,20 @@ pub fn change_set(report: &Report) -> String {
         .join("\n")
 }
 
+/// The change set counted, for notifications: `1 created, 2 configured, 3 unchanged` (the
+/// kinds of change that happened, in apply order of importance; `nothing applied` for none).
+pub fn summary(report: &Report) -> String {
+    let kinds = [Change::Created, Change::Configured, Change::Deleted, Change::Failed, Change::Unchanged];
+    let parts: Vec<String> = kinds
+        .into_iter()
+        .filter_map(|change| {
+            let n = report.count(change);
+            (n > 0).then(|| format!("{n} {}", change.word()))
+        })
+        .collect();
+    if parts.is_empty() { "nothing applied".to_string() } else { parts.join(", ") }
+}
+
 /// Whether a run goes into the history: when it wrote something, or ended differently from the
 /// newest entry (another digest, revision or result). A resync that found everything as it was
 /// leaves the history — and so the status — alone, and writes nothing.
@@ -183,6 +197,8 @@ mod tests {
             ..Report::default()
         };
         assert_eq!(change_set(&report), "Deployment/ns/web configured\nService/ns/old deleted");
+        assert_eq!(summary(&report), "1 configured, 1 deleted, 1 unchanged");
+        assert_eq!(summary(&Report::default()), "nothing applied");
     }
 
     #[test]

@@ -1,0 +1,267 @@
+//! Webhooks in: the path a Receiver is served at, whether a call is genuine, whether its event
+//! triggers, and which Packages it reconciles. Pure.
+
+use std::collections::BTreeMap;
+
+use axum::http::HeaderMap;
+use hmac::{Hmac, KeyInit, Mac};
+use sha2::{Digest, Sha256};
+use subtle::ConstantTimeEq;
+
+use super::{ReceiverType, ResourceSelector};
+
+/// The path of a Receiver: `/hook/<hex sha256 of token, name and namespace>` (Flux's), so it
+/// cannot be guessed without the token and changes when the token does.
+pub fn webhook_path(token: &str, name: &str, namespace: &str) -> String {
+    let digest = Sha256::digest(format!("{token}{name}{namespace}").as_bytes());
+    format!("/hook/{}", hex::encode(digest))
+}
+
+/// Why a call was refused (401). Says which check failed, never the expected value.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+pub enum Rejection {
+    /// The header that proves the call is missing.
+    #[error("no {0} header")]
+    Unsigned(&'static str),
+    /// The header is not `algorithm=hex` with a known algorithm.
+    #[error("the {0} header is malformed")]
+    Malformed(&'static str),
+    /// The signature (or token) does not match.
+    #[error("the {0} header does not match")]
+    Mismatch(&'static str),
+}
+
+fn header<'a>(headers: &'a HeaderMap, name: &str) -> Option<&'a str> {
+    headers.get(name).and_then(|v| v.to_str().ok()).map(str::trim)
+}
+
+/// Whether `signature` (`sha1=…`, `sha256=…`, `sha512=…`, hex) is the HMAC of `body` with
+/// `key` (compared in constant time). `None`: not of that form.
+pub fn hmac_matches(signature: &str, key: &[u8], body: &[u8]) -> Option<bool> {
+    let (algorithm, hex_digest) = signature.split_once('=')?;
+    let given = hex::decode(hex_digest.trim()).ok()?;
+    fn check<M: Mac + KeyInit>(key: &[u8], body: &[u8], given: &[u8]) -> bool {
+        let mut mac = <M as KeyInit>::new_from_slice(key).expect("HMAC takes keys of any length");
+        mac.update(body);
+        mac.verify_slice(given).is_ok()
+    }
+    Some(match algorithm.trim().to_ascii_lowercase().as_str() {
+        "sha1" => check::<Hmac<sha1::Sha1>>(key, body, &given),
+        "sha256" => check::<Hmac<Sha256>>(key, body, &given),
+        "sha512" => check::<Hmac<sha2::Sha512>>(key, body, &given),
+        _ => return None,
+    })
+}
+
+/// Whether a call to a Receiver of `type_` with `token` is genuine: generic (the path is the
+/// secret), generic-hmac (`X-Signature`), github (`X-Hub-Signature-256`, else the older
+/// `X-Hub-Signature`), gitlab (`X-Gitlab-Token`).
+///
+/// # Errors
+/// Which check failed.
+pub fn verify(type_: ReceiverType, headers: &HeaderMap, body: &[u8], token: &str) -> Result<(), Rejection> {
+    let signed = |name: &'static str, value: Option<&str>| {
+        let value = value.ok_or(Rejection::Unsigned(name))?;
+        match hmac_matches(value, token.as_bytes(), body) {
+            Some(true) => Ok(()),
+            Some(false) => Err(Rejection::Mismatch(name)),
+            None => Err(Rejection::Malformed(name)),
+        }
+    };
+    match type_ {
+        ReceiverType::Generic => Ok(()),
+        ReceiverType::GenericHmac => signed("X-Signature", header(headers, "x-signature")),
+        ReceiverType::Github => match header(headers, "x-hub-signature-256") {
+            Some(value) => signed("X-Hub-Signature-256", Some(value)),
+            None => signed("X-Hub-Signature-256", header(headers, "x-hub-signature")),
+        },
+        ReceiverType::Gitlab => {
+            let given = header(headers, "x-gitlab-token").ok_or(Rejection::Unsigned("X-Gitlab-Token"))?;
+            match bool::from(given.as_bytes().ct_eq(token.as_bytes())) {
+                true => Ok(()),
+                false => Err(Rejection::Mismatch("X-Gitlab-Token")),
+            }
+        }
+    }
+}
+
+/// Whether a genuine call triggers: `Err(why not)` for an event the Receiver does not take
+/// (GitHub's `ping` never triggers; `events` filters `X-GitHub-Event` / `X-Gitlab-Event`,
+/// case-insensitively; generic types take every call).
+pub fn triggers(type_: ReceiverType, events: &[String], headers: &HeaderMap) -> Result<(), String> {
+    let name = match type_ {
+        ReceiverType::Generic | ReceiverType::GenericHmac => return Ok(()),
+        ReceiverType::Github => "X-GitHub-Event",
+        ReceiverType::Gitlab => "X-Gitlab-Event",
+    };
+    let event = header(headers, name).unwrap_or_default();
+    if type_ == ReceiverType::Github && event == "ping" {
+        return Err("a ping".to_string());
+    }
+    if events.is_empty() || events.iter().any(|e| e.eq_ignore_ascii_case(event)) {
+        return Ok(());
+    }
+    Err(format!("event {event:?} is not in spec.events"))
+}
+
+/// Whether `selector` (of a Receiver in `namespace`) selects the Package `package_namespace`/
+/// `name` with `labels`.
+pub fn selects(
+    selector: &ResourceSelector,
+    namespace: &str,
+    package_namespace: &str,
+    name: &str,
+    labels: &BTreeMap<String, String>,
+) -> bool {
+    selector.kind == "Package"
+        && selector.api_version.as_deref().is_none_or(|v| v == "bosun.dev/v1alpha1")
+        && selector.namespace.as_deref().unwrap_or(namespace) == package_namespace
+        && (selector.name == "*" || selector.name == name)
+        && selector.match_labels.iter().all(|(k, v)| labels.get(k) == Some(v))
+}
+
+/// The label selector (`a=b,c=d`) that lists the Packages `selector` may select.
+pub fn label_selector(selector: &ResourceSelector) -> String {
+    selector.match_labels.iter().map(|(k, v)| format!("{k}={v}")).collect::<Vec<_>>().join(",")
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn headers(pairs: &[(&'static str, &str)]) -> HeaderMap {
+        let mut map = HeaderMap::new();
+        for (name, value) in pairs {
+            map.insert(*name, value.parse().expect("header"));
+        }
+        map
+    }
+
+    fn hmac256(key: &str, body: &[u8]) -> String {
+        crate::notification::provider::sign(key.as_bytes(), body)
+    }
+
+    #[test]
+    fn the_path_is_fluxs_digest_of_token_name_and_namespace() {
+        let path = webhook_path("token", "github", "apps");
+        let expected = hex::encode(Sha256::digest(b"tokengithubapps"));
+        assert_eq!(path, format!("/hook/{expected}"));
+        assert_eq!(path.len(), "/hook/".len() + 64);
+        assert_ne!(webhook_path("other", "github", "apps"), path, "another token, another path");
+        assert_ne!(webhook_path("token", "github", "ops"), path);
+    }
+
+    #[test]
+    fn signatures_are_checked_per_type() {
+        let body = br#"{"ref":"refs/heads/main"}"#;
+        let good = hmac256("s3cret", body);
+        let sha1 = {
+            let mut mac = <Hmac<sha1::Sha1> as KeyInit>::new_from_slice(b"s3cret").expect("key");
+            mac.update(body);
+            format!("sha1={}", hex::encode(mac.finalize().into_bytes()))
+        };
+        let sha512 = {
+            let mut mac = <Hmac<sha2::Sha512> as KeyInit>::new_from_slice(b"s3cret").expect("key");
+            mac.update(body);
+            format!("sha512={}", hex::encode(mac.finalize().into_bytes()))
+        };
+        let wrong = hmac256("other", body);
+        use ReceiverType::*;
+        let cases: Vec<(ReceiverType, HeaderMap, Result<(), Rejection>)> = vec![
+            (Generic, headers(&[]), Ok(())),
+            (GenericHmac, headers(&[("x-signature", &good)]), Ok(())),
+            (GenericHmac, headers(&[("x-signature", &sha1)]), Ok(())),
+            (GenericHmac, headers(&[("x-signature", &sha512)]), Ok(())),
+            (GenericHmac, headers(&[("x-signature", &wrong)]), Err(Rejection::Mismatch("X-Signature"))),
+            (GenericHmac, headers(&[("x-signature", "md5=abcd")]), Err(Rejection::Malformed("X-Signature"))),
+            (GenericHmac, headers(&[("x-signature", "sha256=zz")]), Err(Rejection::Malformed("X-Signature"))),
+            (GenericHmac, headers(&[]), Err(Rejection::Unsigned("X-Signature"))),
+            (Github, headers(&[("x-hub-signature-256", &good)]), Ok(())),
+            (Github, headers(&[("x-hub-signature", &sha1)]), Ok(())),
+            (Github, headers(&[("x-hub-signature-256", &wrong)]), Err(Rejection::Mismatch("X-Hub-Signature-256"))),
+            (Github, headers(&[("x-signature", &good)]), Err(Rejection::Unsigned("X-Hub-Signature-256"))),
+            (Gitlab, headers(&[("x-gitlab-token", "s3cret")]), Ok(())),
+            (Gitlab, headers(&[("x-gitlab-token", "s3cre")]), Err(Rejection::Mismatch("X-Gitlab-Token"))),
+            (Gitlab, headers(&[]), Err(Rejection::Unsigned("X-Gitlab-Token"))),
+        ];
+        for (type_, headers, expected) in cases {
+            assert_eq!(verify(type_, &headers, body, "s3cret"), expected, "{type_:?} {headers:?}");
+        }
+        let tampered = verify(Github, &headers(&[("x-hub-signature-256", &good)]), b"tampered", "s3cret");
+        assert_eq!(tampered, Err(Rejection::Mismatch("X-Hub-Signature-256")));
+        let message = Rejection::Mismatch("X-Hub-Signature-256").to_string();
+        assert!(!message.contains("s3cret") && !message.contains(&good[7..]), "{message}");
+    }
+
+    #[test]
+    fn events_filter_github_and_gitlab_calls() {
+        use ReceiverType::*;
+        let push = vec!["push".to_string()];
+        let gitlab_push = vec!["Push Hook".to_string()];
+        let cases = [
+            (Github, vec![], headers(&[("x-github-event", "push")]), true),
+            (Github, push.clone(), headers(&[("x-github-event", "push")]), true),
+            (Github, push.clone(), headers(&[("x-github-event", "issues")]), false),
+            (Github, vec![], headers(&[("x-github-event", "ping")]), false),
+            (Gitlab, gitlab_push.clone(), headers(&[("x-gitlab-event", "push hook")]), true),
+            (Gitlab, gitlab_push, headers(&[("x-gitlab-event", "Tag Push Hook")]), false),
+            (Generic, push.clone(), headers(&[]), true),
+            (GenericHmac, push, headers(&[("x-github-event", "issues")]), true),
+        ];
+        for (type_, events, headers, expected) in cases {
+            assert_eq!(triggers(type_, &events, &headers).is_ok(), expected, "{type_:?} {events:?} {headers:?}");
+        }
+    }
+
+    #[test]
+    fn resources_select_packages_by_name_namespace_and_labels() {
+        let selector =
+            |json: serde_json::Value| -> ResourceSelector { serde_json::from_value(json).expect("selector") };
+        let team_a: BTreeMap<String, String> = [("team".to_string(), "a".to_string())].into();
+        let none = BTreeMap::new();
+        let cases = [
+            (selector(serde_json::json!({"kind": "Package", "name": "web"})), "apps", "web", &none, true),
+            (selector(serde_json::json!({"kind": "Package", "name": "web"})), "apps", "db", &none, false),
+            (selector(serde_json::json!({"kind": "Package", "name": "web"})), "ops", "web", &none, false),
+            (
+                selector(serde_json::json!({"kind": "Package", "name": "web", "namespace": "ops"})),
+                "ops",
+                "web",
+                &none,
+                true,
+            ),
+            (
+                selector(serde_json::json!({"kind": "Package", "name": "*", "matchLabels": {"team": "a"}})),
+                "apps",
+                "db",
+                &team_a,
+                true,
+            ),
+            (
+                selector(serde_json::json!({"kind": "Package", "name": "*", "matchLabels": {"team": "a"}})),
+                "apps",
+                "db",
+                &none,
+                false,
+            ),
+            (selector(serde_json::json!({"kind": "Canary", "name": "*"})), "apps", "db", &none, false),
+            (
+                selector(serde_json::json!({"apiVersion": "bosun.dev/v1", "kind": "Package", "name": "*"})),
+                "apps",
+                "db",
+                &none,
+                false,
+            ),
+        ];
+        for (selector, namespace, name, labels, expected) in cases {
+            assert_eq!(
+                selects(&selector, "apps", namespace, name, labels),
+                expected,
+                "{selector:?} {namespace}/{name}"
+            );
+        }
+        let labelled =
+            selector(serde_json::json!({"kind": "Package", "name": "*", "matchLabels": {"a": "1", "b": "2"}}));
+        assert_eq!(label_selector(&labelled), "a=1,b=2");
+    }
+}
