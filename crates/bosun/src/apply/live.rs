@@ -134,7 +134,11 @@ pub(super) async fn live_objects(
     let mut live: Vec<Option<Result<Option<Value>, kube::Error>>> = items.iter().map(|_| None).collect();
     if let Some(cache) = cache {
         for (index, item) in items.iter().enumerate() {
-            live[index] = cache.object(&item.kind, &item.namespace, &item.name).await.map(Ok);
+            // Only what the cache has is taken from it: an object it lacks may be one this
+            // process wrote a moment ago and the watch has not brought yet, so the server is
+            // asked (a read per new object; an unchanged resync still asks nothing).
+            let found = cache.object(&item.kind, &item.namespace, &item.name).await;
+            live[index] = found.filter(|found| found.is_some()).map(Ok);
         }
     }
     let mut by_place: HashMap<(&str, &str, &str), Vec<usize>> = HashMap::new();
