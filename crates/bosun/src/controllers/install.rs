@@ -31,7 +31,7 @@ const METRICS_PORT: u16 = 8080;
 
 /// Everything to apply, CRDs first.
 pub fn manifests(options: &InstallOptions) -> Vec<Value> {
-    let mut objects: Vec<Value> = crate::package::crds()
+    let mut objects: Vec<Value> = crate::crds()
         .iter()
         .map(|crd| {
             let mut value = serde_json::to_value(crd).unwrap_or_default();
@@ -140,9 +140,18 @@ mod tests {
         let kinds: Vec<&str> = objects.iter().map(|o| o["kind"].as_str().unwrap_or_default()).collect();
         assert_eq!(
             kinds,
-            ["CustomResourceDefinition", "Namespace", "ServiceAccount", "ClusterRoleBinding", "Deployment"]
+            [
+                "CustomResourceDefinition",
+                "CustomResourceDefinition",
+                "Namespace",
+                "ServiceAccount",
+                "ClusterRoleBinding",
+                "Deployment"
+            ]
         );
-        let deployment = &objects[4];
+        let names: Vec<&str> = objects[..2].iter().filter_map(|o| o["metadata"]["name"].as_str()).collect();
+        assert_eq!(names, ["packages.bosun.dev", "operators.bosun.dev"]);
+        let deployment = &objects[5];
         let container = &deployment["spec"]["template"]["spec"]["containers"][0];
         assert_eq!(container["image"], "example.com/bosun:test");
         let args: Vec<&str> = container["args"].as_array().expect("args").iter().filter_map(Value::as_str).collect();
@@ -150,13 +159,13 @@ mod tests {
             assert!(args.contains(&expected), "{expected} in {args:?}");
         }
         assert_eq!(container["readinessProbe"]["httpGet"]["path"], "/readyz");
-        assert_eq!(objects[3]["subjects"][0]["name"], "bosun-controller");
+        assert_eq!(objects[4]["subjects"][0]["name"], "bosun-controller");
     }
 
     #[test]
     fn shards_install_side_by_side() {
         let one = manifests(&options(Some("sharding.bosun.dev/key=shard1")));
-        let deployment = &one[4];
+        let deployment = one.iter().find(|o| o["kind"] == "Deployment").expect("deployment");
         let name = deployment["metadata"]["name"].as_str().expect("name");
         assert_ne!(name, "bosun-controller");
         let args = deployment["spec"]["template"]["spec"]["containers"][0]["args"].to_string();

@@ -4,6 +4,7 @@
 
 pub mod install;
 pub mod leader;
+pub mod operator;
 pub mod package;
 
 use std::{net::SocketAddr, sync::Arc};
@@ -62,7 +63,7 @@ pub async fn run(
     bound: impl FnOnce(SocketAddr),
 ) -> Result<(), HostError> {
     let crds: Api<CustomResourceDefinition> = Api::all(client.clone());
-    for crd in crate::package::crds() {
+    for crd in crate::crds() {
         let name = crd.metadata.name.clone().unwrap_or_default();
         if crds.get_opt(&name).await.map_err(ClusterError::from)?.is_none() {
             return Err(HostError::MissingCrd(name));

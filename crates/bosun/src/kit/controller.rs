@@ -1,6 +1,8 @@
 //! Running a reconciler: a kube-runtime `Controller` for the resource and the kinds it owns,
 //! the finalizer (kube-runtime's helper), the engine's decision turned into a requeue, and
-//! metrics.
+//! metrics. The resource is a Rust type known at compile time, or one found at run time
+//! (`DynamicObject` with its `ApiResource`, namespaced or cluster-scoped: an operator for any
+//! custom resource).
 
 use std::{
     future::Future,
@@ -8,10 +10,11 @@ use std::{
     time::{Duration, Instant},
 };
 
-use futures::StreamExt;
+use futures::{Stream, StreamExt, stream::BoxStream};
 use kube::{
     Api, Client, Resource,
     api::{ApiResource, DynamicObject},
+    core::NamespaceResourceScope,
     runtime::{
         Controller as Runtime, PredicateConfig, WatchStreamExt,
         controller::{self, Action},
@@ -22,7 +25,7 @@ use kube::{
     },
 };
 
-use super::{Backoff, Decision, Failure, Metrics, Reconciler, Run};
+use super::{Backoff, Decision, Failure, Metrics, Object, Reconciler, Run};
 use crate::apply::Resolver;
 
 /// What every reconcile of a controller shares.
@@ -35,7 +38,39 @@ pub(super) struct Shared {
     pub(super) recorder: Recorder,
     pub(super) metrics: Arc<Metrics>,
     pub(super) backoff: Backoff,
+    /// The reconciled resource, for status writes and finalizer patches.
+    pub(super) resource: ApiResource,
+    /// Whether its objects live in namespaces.
+    pub(super) namespaced: bool,
+    /// Whether status is written (a resource without a status subresource has none).
+    pub(super) writes_status: bool,
+    /// `kit.bosun.dev/<name>`.
+    pub(super) finalizer: String,
 }
+
+impl Shared {
+    /// An API for objects of the reconciled resource in `namespace` (ignored when
+    /// cluster-scoped).
+    pub(super) fn api(&self, namespace: &str) -> Api<DynamicObject> {
+        match self.namespaced {
+            true => Api::namespaced_with(self.client.clone(), namespace, &self.resource),
+            false => Api::all_with(self.client.clone(), &self.resource),
+        }
+    }
+}
+
+/// When the controller's finalizer is put on objects.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum FinalizerPolicy {
+    /// On every object, at its first reconcile (kube-runtime's helper).
+    Always,
+    /// Only when a reconcile asks ([`Run::add_finalizer`]); objects without it are deleted
+    /// without a finalize run.
+    OnDemand,
+}
+
+/// Builds on the kube-runtime controller before it runs (watches of other kinds, triggers).
+type Extension<K> = Box<dyn FnOnce(Runtime<K>) -> Runtime<K> + Send>;
 
 /// A controller: a [`Reconciler`] run for every object of its resource, and again when an
 /// owned child changes.
@@ -43,6 +78,8 @@ pub struct Controller<R: Reconciler> {
     name: String,
     reconciler: Arc<R>,
     client: Client,
+    dyntype: <R::Resource as Resource>::DynamicType,
+    namespaced: bool,
     namespace: Option<String>,
     owned: Vec<ApiResource>,
     backoff: Backoff,
@@ -51,6 +88,10 @@ pub struct Controller<R: Reconciler> {
     concurrency: u16,
     related: Option<Mapper<R::Resource>>,
     on_status_changes: bool,
+    finalizer: FinalizerPolicy,
+    writes_status: bool,
+    resolver: Option<Resolver>,
+    extensions: Vec<Extension<R::Resource>>,
 }
 
 /// Maps a changed object to other objects of the same resource to reconcile.
@@ -67,16 +108,37 @@ struct Context<R: Reconciler> {
     shared: Arc<Shared>,
     /// The controller's cache of its objects.
     store: Store<R::Resource>,
+    dyntype: <R::Resource as Resource>::DynamicType,
+    policy: FinalizerPolicy,
+}
+
+impl<R: Reconciler> Controller<R>
+where
+    R::Resource: Resource<DynamicType = (), Scope = NamespaceResourceScope>,
+{
+    /// A controller named `name` for a namespaced resource type: its field manager, finalizer
+    /// (`kit.bosun.dev/<name>`), event reporter and metrics label.
+    pub fn new(name: &str, reconciler: R, client: Client) -> Controller<R> {
+        Controller::for_resource(name, reconciler, client, (), true)
+    }
 }
 
 impl<R: Reconciler> Controller<R> {
-    /// A controller named `name`: its field manager, finalizer (`kit.bosun.dev/<name>`),
-    /// event reporter and metrics label.
-    pub fn new(name: &str, reconciler: R, client: Client) -> Controller<R> {
+    /// A controller for a resource given at run time: `resource` is its dynamic type (the
+    /// `ApiResource` of a `DynamicObject`, `()` for a Rust type), `namespaced` its scope.
+    pub fn for_resource(
+        name: &str,
+        reconciler: R,
+        client: Client,
+        resource: <R::Resource as Resource>::DynamicType,
+        namespaced: bool,
+    ) -> Controller<R> {
         Controller {
             name: name.to_string(),
             reconciler: Arc::new(reconciler),
             client,
+            dyntype: resource,
+            namespaced,
             namespace: None,
             owned: Vec::new(),
             backoff: Backoff::default(),
@@ -85,7 +147,60 @@ impl<R: Reconciler> Controller<R> {
             concurrency: 0,
             related: None,
             on_status_changes: false,
+            finalizer: FinalizerPolicy::Always,
+            writes_status: true,
+            resolver: None,
+            extensions: Vec::new(),
         }
+    }
+
+    /// Puts the finalizer only on objects whose reconcile asks for it ([`Run::add_finalizer`]):
+    /// the others are deleted without a finalize run (their children go by garbage
+    /// collection), and are not stuck while the controller is not running.
+    pub fn finalizer_on_demand(mut self) -> Self {
+        self.finalizer = FinalizerPolicy::OnDemand;
+        self
+    }
+
+    /// Writes no status (the resource has no status subresource): conditions and fields set
+    /// by reconciles are dropped.
+    pub fn without_status(mut self) -> Self {
+        self.writes_status = false;
+        self
+    }
+
+    /// Shares metrics with other controllers (one registry served for all; the series are
+    /// labelled by controller).
+    pub fn with_metrics(mut self, metrics: Arc<Metrics>) -> Self {
+        self.metrics = metrics;
+        self
+    }
+
+    /// Uses an existing discovery of the cluster instead of reading it at start.
+    pub fn with_resolver(mut self, resolver: Resolver) -> Self {
+        self.resolver = Some(resolver);
+        self
+    }
+
+    /// Objects of another kind, from a watch the caller runs (through a reflector whose store
+    /// it reads, for example): each event reconciles the objects `mapper` names. Deletions
+    /// count: the mapper sees the last state of a deleted object.
+    pub fn watches(
+        mut self,
+        resource: ApiResource,
+        events: impl Stream<Item = Result<DynamicObject, watcher::Error>> + Send + 'static,
+        mapper: impl Fn(DynamicObject) -> Vec<ObjectRef<R::Resource>> + Send + Sync + 'static,
+    ) -> Self {
+        self.extensions.push(Box::new(move |runtime| runtime.watches_stream_with(events, mapper, resource)));
+        self
+    }
+
+    /// Reconciles the objects a stream names, whenever it names them (changes the controller
+    /// learns of some other way).
+    pub fn trigger(mut self, requests: impl Stream<Item = ObjectRef<R::Resource>> + Send + 'static) -> Self {
+        let requests: BoxStream<'static, ObjectRef<R::Resource>> = requests.boxed();
+        self.extensions.push(Box::new(move |runtime| runtime.reconcile_on(requests)));
+        self
     }
 
     /// Reconciles an object also when only its status changed. By default only a change of
@@ -152,7 +267,7 @@ impl<R: Reconciler> Controller<R> {
 
     /// The finalizer the controller puts on objects.
     pub fn finalizer(&self) -> String {
-        format!("kit.bosun.dev/{}", self.name)
+        finalizer_name(&self.name)
     }
 
     /// Reconciles until `shutdown` completes (then lets running reconciles finish).
@@ -161,34 +276,45 @@ impl<R: Reconciler> Controller<R> {
     /// The cluster's discovery, or listing the resource, fails at start.
     pub async fn run(self, shutdown: impl Future<Output = ()> + Send + Sync + 'static) -> Result<(), kube::Error> {
         let client = self.client.clone();
-        let api: Api<R::Resource> = match &self.namespace {
-            Some(namespace) => Api::namespaced(client.clone(), namespace),
-            None => Api::all(client.clone()),
+        let dyntype = self.dyntype.clone();
+        let scope = self.namespace.as_deref().filter(|_| self.namespaced);
+        let api: Api<R::Resource> = api_of(&client, &dyntype, scope);
+        let resolver = match self.resolver {
+            Some(resolver) => resolver,
+            None => Resolver::new(client.clone()).await?,
         };
         let shared = Arc::new(Shared {
             name: self.name.clone(),
             client: client.clone(),
-            resolver: Resolver::new(client.clone()).await?,
+            resolver,
             owned: self.owned.iter().map(|r| (r.api_version.clone(), r.kind.clone())).collect(),
             recorder: Recorder::new(client.clone(), Reporter { controller: self.name.clone(), instance: None }),
             metrics: self.metrics.clone(),
             backoff: self.backoff,
+            resource: ApiResource::erase::<R::Resource>(&dyntype),
+            namespaced: self.namespaced,
+            writes_status: self.writes_status,
+            finalizer: finalizer_name(&self.name),
         });
         let mut config = watcher::Config::default();
         if let Some(selector) = &self.selector {
             config = config.labels(selector);
         }
-        let (reader, writer) = reflector::store();
+        let writer = reflector::store::Writer::new(dyntype.clone());
+        let reader = writer.as_reader();
         let objects = reflector(writer, watcher(api.clone(), config.clone())).default_backoff().applied_objects();
         let objects = if self.on_status_changes {
             objects.boxed()
         } else {
             objects.predicate_filter(wanted_change::<R::Resource>, PredicateConfig::default()).boxed()
         };
-        let mut runtime = Runtime::for_stream(objects, reader)
+        let mut runtime = Runtime::for_stream_with(objects, reader, dyntype.clone())
             .with_config(controller::Config::default().concurrency(self.concurrency));
         if let Some(mapper) = self.related {
-            runtime = runtime.watches(api.clone(), config.clone(), move |object| mapper(&object));
+            runtime = runtime.watches_with(api.clone(), dyntype.clone(), config.clone(), move |object| mapper(&object));
+        }
+        for extend in self.extensions {
+            runtime = extend(runtime);
         }
         for resource in &self.owned {
             let children: Api<DynamicObject> = match &self.namespace {
@@ -202,7 +328,13 @@ impl<R: Reconciler> Controller<R> {
         let list = kube::api::ListParams { label_selector: config.label_selector, ..Default::default() };
         api.list_metadata(&list.limit(1)).await?;
         self.metrics.set_ready();
-        let context = Arc::new(Context { reconciler: self.reconciler, shared, store: runtime.store() });
+        let context = Arc::new(Context {
+            reconciler: self.reconciler,
+            shared,
+            store: runtime.store(),
+            dyntype,
+            policy: self.finalizer,
+        });
         runtime
             .graceful_shutdown_on(shutdown)
             .run(reconcile::<R>, error_policy::<R>, context)
@@ -214,6 +346,20 @@ impl<R: Reconciler> Controller<R> {
             .await;
         Ok(())
     }
+}
+
+/// An API for objects of `K` in `namespace`, or in all namespaces (and cluster-scoped kinds).
+fn api_of<K: Object>(client: &Client, dyntype: &K::DynamicType, namespace: Option<&str>) -> Api<K> {
+    let api = Api::all_with(client.clone(), dyntype);
+    match namespace {
+        Some(namespace) => api.constrain(namespace),
+        None => api,
+    }
+}
+
+/// The finalizer of the controller named `name`.
+pub(super) fn finalizer_name(name: &str) -> String {
+    format!("kit.bosun.dev/{name}")
 }
 
 /// What changes of an object call for a reconcile: all but its status (and resourceVersion,
@@ -235,8 +381,8 @@ async fn reconcile<R: Reconciler>(
     let shared = &context.shared;
     let namespace = object.meta().namespace.clone().unwrap_or_default();
     let key = format!("{namespace}/{}", object.meta().name.clone().unwrap_or_default());
-    let api: Api<R::Resource> = Api::namespaced(shared.client.clone(), &namespace);
-    let finalizer_name = format!("kit.bosun.dev/{}", shared.name);
+    let api: Api<R::Resource> =
+        api_of(&shared.client, &context.dyntype, shared.namespaced.then_some(namespace.as_str()));
     // The finalizer helper wants an `Action`; the metrics label travels beside it.
     let label = Mutex::new("success");
     let decided = |decision| {
@@ -244,24 +390,36 @@ async fn reconcile<R: Reconciler>(
         *label.lock().unwrap_or_else(|e| e.into_inner()) = result;
         action
     };
-    let outcome = finalizer(&api, &finalizer_name, object, |event| async {
-        match event {
-            finalizer::Event::Apply(object) => {
-                let mut run = Run::new(object, shared.clone(), context.store.clone());
-                let result = context.reconciler.reconcile(&mut run).await;
-                Ok(decided(run.finish(result, false).await))
-            }
-            finalizer::Event::Cleanup(object) => {
-                let mut run = Run::new(object, shared.clone(), context.store.clone());
-                let result = context.reconciler.finalize(&mut run).await;
-                match run.finish(result, true).await {
-                    Decision::Retry(failure) | Decision::GiveUp(failure) => Err(FinalizeFailed(failure)),
-                    decision => Ok(decided(decision)),
+    let new_run = |object| Run::new(object, shared.clone(), context.store.clone(), context.dyntype.clone());
+    let outcome = match finalizing(context.policy, object.meta(), &shared.finalizer) {
+        Finalizing::Helper => {
+            finalizer(&api, &shared.finalizer, object, |event| async {
+                match event {
+                    finalizer::Event::Apply(object) => {
+                        let mut run = new_run(object);
+                        let result = context.reconciler.reconcile(&mut run).await;
+                        Ok(decided(run.finish(result, false).await))
+                    }
+                    finalizer::Event::Cleanup(object) => {
+                        let mut run = new_run(object);
+                        let result = context.reconciler.finalize(&mut run).await;
+                        match run.finish(result, true).await {
+                            Decision::Retry(failure) | Decision::GiveUp(failure) => Err(FinalizeFailed(failure)),
+                            decision => Ok(decided(decision)),
+                        }
+                    }
                 }
-            }
+            })
+            .await
         }
-    })
-    .await;
+        Finalizing::Without => {
+            let mut run = new_run(object);
+            let result = context.reconciler.reconcile(&mut run).await;
+            Ok(decided(run.finish(result, false).await))
+        }
+        // Deleted without the finalizer: garbage collection's (and nobody else's) work.
+        Finalizing::Gone => Ok(Action::await_change()),
+    };
     let (action, result) = match outcome {
         Ok(action) => (action, *label.lock().unwrap_or_else(|e| e.into_inner())),
         Err(error) => {
@@ -274,6 +432,31 @@ async fn reconcile<R: Reconciler>(
     shared.metrics.reconciled(&shared.name, result, started.elapsed().as_secs_f64());
     shared.metrics.failing(&shared.name, shared.backoff.failing());
     Ok(action)
+}
+
+/// How a reconcile deals with the finalizer.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Finalizing {
+    /// Through kube-runtime's helper: it adds the finalizer, or runs finalize and removes it.
+    Helper,
+    /// A plain reconcile (the reconcile adds the finalizer if it wants one).
+    Without,
+    /// Nothing: the object is being deleted and carries no finalizer of ours.
+    Gone,
+}
+
+/// What the policy and the object's metadata call for.
+fn finalizing(
+    policy: FinalizerPolicy,
+    meta: &k8s_openapi::apimachinery::pkg::apis::meta::v1::ObjectMeta,
+    finalizer: &str,
+) -> Finalizing {
+    let carries = meta.finalizers.iter().flatten().any(|f| f == finalizer);
+    match (policy, carries, meta.deletion_timestamp.is_some()) {
+        (FinalizerPolicy::Always, ..) | (FinalizerPolicy::OnDemand, true, _) => Finalizing::Helper,
+        (FinalizerPolicy::OnDemand, false, false) => Finalizing::Without,
+        (FinalizerPolicy::OnDemand, false, true) => Finalizing::Gone,
+    }
 }
 
 /// The decision as kube-runtime's action and a metrics label; the object's backoff grows on
