@@ -41,12 +41,16 @@ struct Harness {
 
 impl Harness {
     async fn start(crd: &str) -> Harness {
+        Harness::start_with(crd, Duration::from_millis(100)).await
+    }
+
+    /// [`Harness::start`] with Deployments' pods becoming ready after `workload_delay`.
+    async fn start_with(crd: &str, workload_delay: Duration) -> Harness {
         let _ = tracing_subscriber::fmt()
             .with_env_filter(tracing_subscriber::EnvFilter::from_default_env())
             .with_test_writer()
             .try_init();
-        let server =
-            ApiServer::in_memory().simulate_workloads(Duration::from_millis(100)).start().await.expect("server");
+        let server = ApiServer::in_memory().simulate_workloads(workload_delay).start().await.expect("server");
         let crds: Api<CustomResourceDefinition> = Api::all(server.client());
         let crd: CustomResourceDefinition = bosun::yaml::parse_document(crd, "crd.yaml").expect("crd");
         crds.create(&PostParams::default(), &crd).await.expect("create CRD");
@@ -68,6 +72,15 @@ impl Harness {
                 .expect("the operator runs");
         }));
         self.stop = Some(stop);
+    }
+
+    /// Stops the operator at once, as a killed process would: nothing it does is finished.
+    async fn kill(&mut self) {
+        if let Some(task) = self.task.take() {
+            task.abort();
+            let _ = task.await;
+        }
+        self.stop = None;
     }
 
     async fn stop(&mut self) {
@@ -354,5 +367,139 @@ async fn widgets_get_status_related_inputs_pruning_errors_and_finalize() {
         configmaps.get_opt("goodbye-w").await.expect("get").is_none().then_some(())
     })
     .await;
+    h.stop().await;
+}
+
+#[tokio::test]
+async fn bosun_controller_runs_operator_resources() {
+    let h = Harness::start(WIDGET_CRD).await;
+    let crds: Api<CustomResourceDefinition> = Api::all(h.server.client());
+    for crd in bosun::crds() {
+        crds.create(&PostParams::default(), &crd).await.expect("bosun's CRDs");
+    }
+    let dir = widget_dir();
+    let cache = tempfile::tempdir().expect("cache");
+    let settings = bosun::controllers::HostSettings {
+        package: bosun::controllers::package::Settings {
+            config: h.server.config(),
+            cache_dir: cache.path().to_path_buf(),
+            default_service_account: None,
+            concurrency: 4,
+            namespace: None,
+            selector: None,
+            stopping: Default::default(),
+        },
+        endpoints: None,
+        leader: None,
+    };
+    let (stop, stopped) = tokio::sync::oneshot::channel::<()>();
+    let host = tokio::spawn(bosun::controllers::run(
+        h.server.client(),
+        settings,
+        async move {
+            let _ = stopped.await;
+        },
+        |_| {},
+    ));
+    let operators = Api::<DynamicObject>::namespaced_with(
+        h.server.client(),
+        "default",
+        &ApiResource::from_gvk_with_plural(&GroupVersionKind::gvk("bosun.dev", "v1alpha1", "Operator"), "operators"),
+    );
+    let operator = json!({"apiVersion": "bosun.dev/v1alpha1", "kind": "Operator", "metadata": {"name": "widgets"},
+        "spec": {"source": {"dir": dir.path().display().to_string()},
+            "watch": {"apiVersion": "example.com/v1", "kind": "Widget"},
+            "related": [{"name": "settings", "apiVersion": "v1", "kind": "ConfigMap", "label": "widget"},
+                        {"name": "release", "apiVersion": "v1", "kind": "ConfigMap", "labelSelector": "release=yes"}]}});
+    operators
+        .create(&PostParams::default(), &serde_json::from_value(operator).expect("operator"))
+        .await
+        .expect("create");
+    let (_, reason, message) = eventually("the Operator Ready", || async {
+        let object = operators.get("widgets").await.expect("get");
+        ready(&object).filter(|(status, ..)| status == "True")
+    })
+    .await;
+    assert_eq!(reason, "Running");
+    assert!(message.starts_with("watching Widget example.com/v1 at revision "), "{message}");
+    let widgets = h.objects("example.com", "Widget", "widgets");
+    widgets.create(&PostParams::default(), &widget("x", json!({"names": ["a"]}))).await.expect("create");
+    let configmaps = h.configmaps();
+    eventually("x-a", || async { configmaps.get_opt("x-a").await.expect("get").map(|_| ()) }).await;
+    let object = eventually("Widget Ready", || async {
+        let object = widgets.get("x").await.expect("get");
+        ready(&object).filter(|(status, ..)| status == "True").map(|_| object)
+    })
+    .await;
+    assert_eq!(object.data["status"]["children"], json!(1));
+    drop(stop);
+    host.await.expect("joined").expect("the controllers stop cleanly");
+}
+
+#[tokio::test]
+async fn a_restart_in_the_middle_of_a_rollout_resumes_without_duplicates() {
+    // Pods take 3 s to become ready: the rollout is still waiting when the operator is killed.
+    let mut h =
+        Harness::start_with(&std::fs::read_to_string(example().join("crd.yaml")).expect("crd"), Duration::from_secs(3))
+            .await;
+    h.run(Definition::load(&example()).expect("operator.yaml")).await;
+    let grafanas = h.objects("monitoring.coreos.com", "Grafana", "grafanas");
+    let deployments: Api<Deployment> = Api::default_namespaced(h.server.client());
+    let grafana = json!({"apiVersion": "monitoring.coreos.com/v1", "kind": "Grafana", "metadata": {"name": "main"}, "spec": {"replicas": 2}});
+    grafanas.create(&PostParams::default(), &serde_json::from_value(grafana).expect("object")).await.expect("create");
+    let first =
+        eventually("grafana-main created", || async { deployments.get_opt("grafana-main").await.expect("get") }).await;
+    let waiting = grafanas.get("main").await.expect("get");
+    assert!(
+        ready(&waiting).is_none_or(|(status, ..)| status != "True"),
+        "still rolling out: {:?}",
+        waiting.data.get("status")
+    );
+    h.kill().await;
+
+    h.run(Definition::load(&example()).expect("operator.yaml")).await;
+    eventually("Grafana Ready after the restart", || async {
+        let object = grafanas.get("main").await.expect("get");
+        ready(&object).filter(|(status, ..)| status == "True")
+    })
+    .await;
+    let listed = deployments.list(&Default::default()).await.expect("list");
+    let names: Vec<String> = listed.items.iter().filter_map(|d| d.metadata.name.clone()).collect();
+    assert_eq!(names, ["grafana-main"], "one Deployment");
+    assert_eq!(listed.items[0].metadata.uid, first.metadata.uid, "the same Deployment, not recreated");
+    let inventory = h.configmaps().get("bosun-inventory-grafana.main").await.expect("inventory");
+    let entries = serde_json::to_string(&inventory.data).expect("json");
+    assert_eq!(entries.matches("grafana-main").count(), 1, "one inventory entry: {entries}");
+    h.stop().await;
+}
+
+#[tokio::test]
+async fn five_hundred_objects_converge() {
+    let mut h = Harness::start(WIDGET_CRD).await;
+    let dir = widget_dir();
+    h.run(Definition::load(dir.path()).expect("operator.yaml")).await;
+    let widgets = h.objects("example.com", "Widget", "widgets");
+    let started = Instant::now();
+    for index in 0..500 {
+        let name = format!("w{index:03}");
+        widgets.create(&PostParams::default(), &widget(&name, json!({"names": ["c"]}))).await.expect("create");
+    }
+    let created = started.elapsed();
+    let configmaps = h.configmaps();
+    let deadline = Instant::now() + Duration::from_secs(600);
+    loop {
+        let listed = widgets.list(&Default::default()).await.expect("list");
+        let ready_count = listed.items.iter().filter(|w| ready(w).is_some_and(|(status, ..)| status == "True")).count();
+        if ready_count == 500 {
+            break;
+        }
+        assert!(Instant::now() < deadline, "{ready_count} of 500 Widgets Ready after 600 s");
+        tokio::time::sleep(Duration::from_millis(200)).await;
+    }
+    let converged = started.elapsed();
+    let children = configmaps.list(&Default::default()).await.expect("list");
+    let count = children.items.iter().filter(|c| c.metadata.name.as_deref().is_some_and(|n| n.ends_with("-c"))).count();
+    assert_eq!(count, 500, "one child each");
+    eprintln!("500 Widgets: created in {created:?}, all Ready after {converged:?}");
     h.stop().await;
 }

@@ -1,4 +1,5 @@
-//! bosun's controllers, each a [`crate::kit`] reconciler for one of bosun's resources, and
+//! bosun's controllers, each a [`crate::kit`] reconciler for one of bosun's resources (`Package`,
+//! `Operator`), and
 //! [`run`], which hosts them in one process (`bosun controller`): one client, the `/metrics`,
 //! `/healthz` and `/readyz` endpoints, and leader election.
 
@@ -118,7 +119,22 @@ pub async fn run(
             stopping.cancel();
         }
     };
-    controller.run(stop).await.map_err(ClusterError::from)?;
+    // Operators run beside Packages, with the same scope, cache directory and metrics.
+    let operators = operator::resource::controller(
+        client.clone(),
+        operator::resource::HostSettings {
+            cache_dir: settings.package.cache_dir.join("operators"),
+            namespace: settings.package.namespace.clone(),
+            selector: settings.package.selector.clone(),
+            stopping: settings.package.stopping.clone(),
+            metrics: Some(metrics.clone()),
+        },
+    );
+    let operators_stop = settings.package.stopping.clone();
+    let (packages, operators) =
+        tokio::join!(controller.run(stop), operators.run(async move { operators_stop.cancelled().await }));
+    packages.map_err(ClusterError::from)?;
+    operators.map_err(ClusterError::from)?;
     if lost.is_cancelled() {
         let name = settings.leader.map(|l| l.name).unwrap_or_default();
         return Err(HostError::LostLeadership(name));

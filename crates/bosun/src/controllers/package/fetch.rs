@@ -79,16 +79,26 @@ pub async fn fetch(
     resource: &PackageResource,
     refetch: bool,
 ) -> Result<(Snapshot, PathBuf), FetchError> {
-    let source = check(resource.spec.source.as_ref())?;
+    let namespace = resource.metadata.namespace.clone().unwrap_or_default();
+    fetch_source(fetcher, client, resource.spec.source.as_ref(), &namespace, refetch).await
+}
+
+/// Fetches a source of a resource in `namespace` (where its credentials Secret is): the
+/// snapshot and the directory `source.path` names inside it.
+pub async fn fetch_source(
+    fetcher: &Fetcher,
+    client: &Client,
+    source: Option<&SourceSpec>,
+    namespace: &str,
+    refetch: bool,
+) -> Result<(Snapshot, PathBuf), FetchError> {
+    let source = check(source)?;
     let inner = inner_path(source)?;
     let ignore = source.ignore.as_deref();
     let snapshot = match (&source.git, &source.dir) {
         (Some(git), _) => {
             let credentials = match &git.secret_ref {
-                Some(reference) => {
-                    let namespace = resource.metadata.namespace.clone().unwrap_or_default();
-                    Some(credentials(client, &namespace, &reference.name).await?)
-                }
+                Some(reference) => Some(credentials(client, namespace, &reference.name).await?),
                 None => None,
             };
             fetcher.git(git, credentials.as_ref(), ignore, refetch).await?

@@ -11,6 +11,8 @@
 //! runs one reconcile per object at a time and, when an object changes meanwhile, once more
 //! with its newest state.
 
+pub mod resource;
+
 use std::{
     collections::{BTreeMap, HashMap},
     sync::{Arc, Mutex},
