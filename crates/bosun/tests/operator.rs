@@ -35,6 +35,7 @@ fn example() -> PathBuf {
 
 struct Harness {
     server: RunningServer,
+    metrics: Option<std::sync::Arc<bosun::kit::Metrics>>,
     stop: Option<tokio::sync::oneshot::Sender<()>>,
     task: Option<tokio::task::JoinHandle<()>>,
 }
@@ -54,7 +55,7 @@ impl Harness {
         let crds: Api<CustomResourceDefinition> = Api::all(server.client());
         let crd: CustomResourceDefinition = bosun::yaml::parse_document(crd, "crd.yaml").expect("crd");
         crds.create(&PostParams::default(), &crd).await.expect("create CRD");
-        Harness { server, stop: None, task: None }
+        Harness { server, metrics: None, stop: None, task: None }
     }
 
     /// Runs the operator in the background (until [`Harness::stop`] or the end of the test).
@@ -63,6 +64,7 @@ impl Harness {
         let client = self.server.client();
         let controller =
             operator::controller(client, definition, Settings::default()).await.expect("the operator starts");
+        self.metrics = Some(controller.metrics());
         self.task = Some(tokio::spawn(async move {
             controller
                 .run(async move {
@@ -501,5 +503,37 @@ async fn five_hundred_objects_converge() {
     let count = children.items.iter().filter(|c| c.metadata.name.as_deref().is_some_and(|n| n.ends_with("-c"))).count();
     assert_eq!(count, 500, "one child each");
     eprintln!("500 Widgets: created in {created:?}, all Ready after {converged:?}");
+    h.stop().await;
+}
+
+/// Reconciles the operator's controller counted, from its metrics.
+fn reconciles(h: &Harness) -> f64 {
+    let text = h.metrics.as_ref().expect("running").text();
+    text.lines()
+        .filter(|l| l.starts_with("bosun_kit_reconciles_total{"))
+        .filter_map(|l| l.rsplit(' ').next()?.parse::<f64>().ok())
+        .sum()
+}
+
+#[tokio::test]
+async fn resync_period_renders_objects_again_without_changes() {
+    let mut h = Harness::start(WIDGET_CRD).await;
+    let dir = widget_dir();
+    let operator = WIDGET_OPERATOR.replace("finalize: {}", "resyncPeriod: 1s");
+    std::fs::write(dir.path().join("operator.yaml"), operator).expect("operator.yaml");
+    h.run(Definition::load(dir.path()).expect("operator.yaml")).await;
+    let widgets = h.objects("example.com", "Widget", "widgets");
+    widgets.create(&PostParams::default(), &widget("r", json!({"names": ["a"]}))).await.expect("create");
+    eventually("Widget Ready", || async {
+        let object = widgets.get("r").await.expect("get");
+        ready(&object).filter(|(status, ..)| status == "True")
+    })
+    .await;
+    let settled = reconciles(&h);
+    eventually("two more reconciles from the resync alone", || async {
+        (reconciles(&h) >= settled + 2.0).then_some(())
+    })
+    .await;
+    assert!(h.configmaps().get_opt("r-a").await.expect("get").is_some());
     h.stop().await;
 }
