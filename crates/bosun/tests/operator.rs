@@ -222,6 +222,7 @@ spec:
             properties:
               names: {type: array, items: {type: string}}
               fail: {type: boolean}
+              invalid: {type: boolean}
           status: {type: object, x-kubernetes-preserve-unknown-fields: true}
 "#;
 
@@ -235,6 +236,8 @@ local greeting = std.join(',', [s.data.greeting for s in related.settings]);
 local cm(name, data) = {apiVersion: 'v1', kind: 'ConfigMap', metadata: {name: name}, data: data};
 if std.objectHas(widget.spec, 'fail') && widget.spec.fail then
   error 'widget ' + widget.metadata.name + ' asked to fail'
+else if std.objectHas(widget.spec, 'invalid') && widget.spec.invalid then
+  {children: [{apiVersion: 'v1', kind: 'ConfigMap', metadata: {}}]}
 else if finalizing then {
   children: [cm('goodbye-' + widget.metadata.name, {})],
   finalized: std.length(related.release) > 0,
@@ -535,5 +538,44 @@ async fn resync_period_renders_objects_again_without_changes() {
     })
     .await;
     assert!(h.configmaps().get_opt("r-a").await.expect("get").is_some());
+    h.stop().await;
+}
+
+#[tokio::test]
+async fn the_newest_state_wins_and_an_invalid_child_is_reported() {
+    let mut h = Harness::start(WIDGET_CRD).await;
+    let dir = widget_dir();
+    h.run(Definition::load(dir.path()).expect("operator.yaml")).await;
+    let widgets = h.objects("example.com", "Widget", "widgets");
+    let configmaps = h.configmaps();
+    widgets.create(&PostParams::default(), &widget("n", json!({"names": ["v0"]}))).await.expect("create");
+    // Twenty changes in a row, without waiting: the last state is the one rolled out (and the
+    // children of the states in between are pruned).
+    for version in 1..=20 {
+        let patch = json!({"spec": {"names": [format!("v{version}")]}});
+        widgets.patch("n", &PatchParams::default(), &Patch::Merge(&patch)).await.expect("change");
+    }
+    let generation = widgets.get("n").await.expect("get").metadata.generation;
+    eventually("Ready for the last generation", || async {
+        let object = widgets.get("n").await.expect("get");
+        ready(&object).filter(|(status, ..)| status == "True").filter(|_| object.metadata.generation == generation)
+    })
+    .await;
+    let listed = configmaps.list(&Default::default()).await.expect("list");
+    let children: Vec<String> =
+        listed.items.iter().filter_map(|c| c.metadata.name.clone()).filter(|n| n.starts_with("n-")).collect();
+    assert_eq!(children, ["n-v20"], "only the newest state's child is left");
+
+    // An invalid child: reported on the object, nothing deleted.
+    let patch = json!({"spec": {"invalid": true}});
+    widgets.patch("n", &PatchParams::default(), &Patch::Merge(&patch)).await.expect("invalid");
+    let (_, reason, message) = eventually("Ready=False for the invalid child", || async {
+        let object = widgets.get("n").await.expect("get");
+        ready(&object).filter(|(status, ..)| status == "False")
+    })
+    .await;
+    assert_eq!(reason, "RenderFailed");
+    assert!(message.contains("ConfigMap has no metadata.name"), "{message}");
+    assert!(configmaps.get_opt("n-v20").await.expect("get").is_some(), "nothing deleted");
     h.stop().await;
 }
