@@ -437,6 +437,25 @@ async fn bosun_controller_runs_operator_resources() {
     })
     .await;
     assert_eq!(object.data["status"]["children"], json!(1));
+
+    // Suspended, the operator stops; resumed, it starts again and renders what came meanwhile.
+    let suspend = |suspend: bool| json!({"spec": {"suspend": suspend}});
+    let until_ready = |reason: &'static str| {
+        let operators = operators.clone();
+        async move {
+            eventually(&format!("the Operator Ready ({reason})"), || async {
+                let object = operators.get("widgets").await.expect("get");
+                ready(&object).filter(|(status, why, _)| status == "True" && why == reason)
+            })
+            .await
+        }
+    };
+    operators.patch("widgets", &PatchParams::default(), &Patch::Merge(&suspend(true))).await.expect("suspend");
+    until_ready("Suspended").await;
+    widgets.create(&PostParams::default(), &widget("y", json!({"names": ["a"]}))).await.expect("create");
+    operators.patch("widgets", &PatchParams::default(), &Patch::Merge(&suspend(false))).await.expect("resume");
+    until_ready("Running").await;
+    eventually("y-a after the resume", || async { configmaps.get_opt("y-a").await.expect("get").map(|_| ()) }).await;
     drop(stop);
     host.await.expect("joined").expect("the controllers stop cleanly");
 }

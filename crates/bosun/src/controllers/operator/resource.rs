@@ -45,6 +45,8 @@ struct Running {
     revision: String,
     generation: i64,
     stop: CancellationToken,
+    /// The task running it.
+    task: tokio::task::JoinHandle<()>,
     /// Its files stay while it runs.
     _snapshot: Snapshot,
 }
@@ -88,9 +90,20 @@ pub fn operator_name(namespace: &str, name: &str) -> String {
     format!("{namespace}.{name}")
 }
 
+/// How long a stopping operator may take to let its running reconciles end.
+const STOP_BOUND: Duration = Duration::from_secs(30);
+
 impl OperatorHost {
-    fn stop(&self, key: &(String, String)) {
-        self.running.lock().unwrap_or_else(|e| e.into_inner()).remove(key);
+    /// Stops the operator of `key` (if any) and waits, within a bound, until it has: the next
+    /// one never writes beside it.
+    async fn stop(&self, key: &(String, String)) {
+        let running = self.running.lock().unwrap_or_else(|e| e.into_inner()).remove(key);
+        if let Some(mut running) = running {
+            running.stop.cancel();
+            if tokio::time::timeout(STOP_BOUND, &mut running.task).await.is_err() {
+                running.task.abort();
+            }
+        }
     }
 }
 
@@ -102,7 +115,7 @@ impl kit::Reconciler for OperatorHost {
         let key = (run.namespace().to_string(), run.name().to_string());
         let generation = resource.metadata.generation.unwrap_or_default();
         if resource.spec.suspend == Some(true) {
-            self.stop(&key);
+            self.stop(&key).await;
             run.succeeded("Suspended", "suspended: the operator does not run");
             return Ok(());
         }
@@ -138,7 +151,7 @@ impl kit::Reconciler for OperatorHost {
         let definition = Definition::new(name, Some(key.0.clone()), &dir, resource.spec.clone(), &origin)
             .map_err(|e| Failure::give_up("InvalidSpec", e.to_string()))?;
         // The old operator stops before the new one starts (one writer per object).
-        self.stop(&key);
+        self.stop(&key).await;
         let stop = self.settings.stopping.child_token();
         let settings = Settings { stopping: stop.clone(), metrics: self.settings.metrics.clone() };
         let controller = super::controller(run.client().clone(), definition, settings).await.map_err(|e| match e {
@@ -147,12 +160,12 @@ impl kit::Reconciler for OperatorHost {
         })?;
         let stopped = stop.clone();
         let described = run.describe().to_string();
-        tokio::spawn(async move {
+        let task = tokio::spawn(async move {
             if let Err(error) = controller.run(async move { stopped.cancelled().await }).await {
                 tracing::warn!(operator = %described, %error, "the operator stopped");
             }
         });
-        let running = Running { revision: revision.clone(), generation, stop, _snapshot: snapshot };
+        let running = Running { revision: revision.clone(), generation, stop, task, _snapshot: snapshot };
         self.running.lock().unwrap_or_else(|e| e.into_inner()).insert(key, running);
         run.set_status("lastAppliedRevision", &revision);
         run.succeeded("Running", &format!("watching {watching} at revision {revision}"));
@@ -161,7 +174,7 @@ impl kit::Reconciler for OperatorHost {
 
     async fn finalize(&self, run: &mut Run<OperatorResource>) -> Result<(), Failure> {
         // The operator stops; the children of its objects stay (they are owned by those).
-        self.stop(&(run.namespace().to_string(), run.name().to_string()));
+        self.stop(&(run.namespace().to_string(), run.name().to_string())).await;
         Ok(())
     }
 }
