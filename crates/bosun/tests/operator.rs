@@ -517,7 +517,22 @@ async fn five_hundred_objects_converge() {
         if ready_count == 500 {
             break;
         }
-        assert!(Instant::now() < deadline, "{ready_count} of 500 Widgets Ready after 600 s");
+        if Instant::now() >= deadline {
+            let waiting: Vec<String> = listed
+                .items
+                .iter()
+                .filter(|w| ready(w).is_none_or(|(status, ..)| status != "True"))
+                .take(3)
+                .map(|w| {
+                    format!(
+                        "{}: {}",
+                        w.metadata.name.as_deref().unwrap_or(""),
+                        w.data.get("status").unwrap_or(&Value::Null)
+                    )
+                })
+                .collect();
+            panic!("{ready_count} of 500 Widgets Ready after 600 s; for example {waiting:#?}");
+        }
         tokio::time::sleep(Duration::from_millis(200)).await;
     }
     let converged = started.elapsed();

@@ -147,40 +147,56 @@ impl<K: Object> Run<K> {
         if self.has_finalizer() {
             return Ok(());
         }
-        let finalizers = self.object.meta().finalizers.clone().unwrap_or_default();
-        // A `test` first: finalizers are a list, and another writer may have added one since.
-        let patch = match finalizers.is_empty() {
-            true => json!([
-                {"op": "test", "path": "/metadata/finalizers", "value": null},
-                {"op": "add", "path": "/metadata/finalizers", "value": [self.shared.finalizer]},
-            ]),
-            false => json!([
-                {"op": "test", "path": "/metadata/finalizers", "value": finalizers},
-                {"op": "add", "path": "/metadata/finalizers/-", "value": self.shared.finalizer},
-            ]),
-        };
-        let patch: json_patch::Patch =
-            serde_json::from_value(patch).map_err(|e| Failure::retry("FinalizerFailed", e.to_string()))?;
         let api = self.shared.api(self.namespace());
-        match api.patch(self.name(), &PatchParams::default(), &Patch::<()>::Json(patch)).await {
-            Ok(_) => {
-                let mut meta = self.object.meta().clone();
-                meta.finalizers.get_or_insert_with(Vec::new).push(self.shared.finalizer.clone());
-                let mut object = (*self.object).clone();
-                *object.meta_mut() = meta;
-                self.object = Arc::new(object);
-                Ok(())
+        let mut finalizers = self.object.meta().finalizers.clone().unwrap_or_default();
+        let mut last_error = String::new();
+        // The controller's cache may be behind the object (a finalizer added by the run
+        // before): a refused patch is checked against the object as the server has it.
+        for _ in 0..3 {
+            if finalizers.contains(&self.shared.finalizer) {
+                self.set_finalizers(finalizers);
+                return Ok(());
             }
-            Err(error) => Err(Failure::retry(
-                "FinalizerFailed",
-                format!(
-                    "{}: adding the finalizer {} failed: {}",
-                    self.described,
-                    self.shared.finalizer,
-                    crate::cluster::ClusterError::from(error)
-                ),
-            )),
+            // A `test` first: finalizers are a list, and another writer may have added one since.
+            let patch = match finalizers.is_empty() {
+                true => json!([
+                    {"op": "test", "path": "/metadata/finalizers", "value": null},
+                    {"op": "add", "path": "/metadata/finalizers", "value": [self.shared.finalizer]},
+                ]),
+                false => json!([
+                    {"op": "test", "path": "/metadata/finalizers", "value": finalizers},
+                    {"op": "add", "path": "/metadata/finalizers/-", "value": self.shared.finalizer},
+                ]),
+            };
+            let patch: json_patch::Patch =
+                serde_json::from_value(patch).map_err(|e| Failure::retry("FinalizerFailed", e.to_string()))?;
+            match api.patch(self.name(), &PatchParams::default(), &Patch::<()>::Json(patch)).await {
+                Ok(_) => {
+                    finalizers.push(self.shared.finalizer.clone());
+                    self.set_finalizers(finalizers);
+                    return Ok(());
+                }
+                Err(error) => last_error = crate::cluster::ClusterError::from(error).to_string(),
+            }
+            match api.get(self.name()).await {
+                Ok(live) => finalizers = live.metadata.finalizers.unwrap_or_default(),
+                Err(error) => {
+                    last_error = crate::cluster::ClusterError::from(error).to_string();
+                    break;
+                }
+            }
         }
+        Err(Failure::retry(
+            "FinalizerFailed",
+            format!("{}: adding the finalizer {} failed: {last_error}", self.described, self.shared.finalizer),
+        ))
+    }
+
+    /// The object's finalizers as the server now has them.
+    fn set_finalizers(&mut self, finalizers: Vec<String>) {
+        let mut object = (*self.object).clone();
+        object.meta_mut().finalizers = Some(finalizers);
+        self.object = Arc::new(object);
     }
 
     /// An API for objects of `T` in the object's namespace.
