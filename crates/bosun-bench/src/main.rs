@@ -8,11 +8,13 @@
 //! target/release/bosun-bench apply
 //! target/release/bosun-bench observe
 //! target/release/bosun-bench packages
+//! target/release/bosun-bench operator
 //! ```
 
 mod apiserver;
 mod apply;
 mod observe;
+mod operator;
 mod packages;
 mod render;
 
@@ -37,6 +39,8 @@ enum Bench {
     Apply(apply::Args),
     /// The Package controller: N Packages of 4 objects until Ready, against one bosun apply.
     Packages(packages::Args),
+    /// bosun operator: N custom resources until Ready, change → child latency; against one bosun apply.
+    Operator(operator::Args),
     /// bosun observe: initial sync, write-to-command latency, memory; against a kubectl shell loop.
     Observe(observe::Args),
     /// (The command the observe benchmark runs: appends its arguments and the time to LOG.)
@@ -63,6 +67,7 @@ fn main() {
             Bench::Apply(args) => apply::run(args).await,
             Bench::Observe(args) => observe::run(args).await,
             Bench::Packages(args) => packages::run(args).await,
+            Bench::Operator(args) => operator::run(args).await,
             Bench::Stamp { .. } => {}
         }
     });

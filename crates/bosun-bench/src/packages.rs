@@ -84,7 +84,7 @@ fn app_name(index: usize) -> String {
     format!("app-{index:04}")
 }
 
-fn kubectl(kubeconfig: &Path, args: &[&str], stdin: &[u8]) {
+pub fn kubectl(kubeconfig: &Path, args: &[&str], stdin: &[u8]) {
     use std::io::Write;
     let mut child = Command::new("kubectl")
         .args(args)
@@ -123,7 +123,7 @@ async fn reconciles(address: &str) -> f64 {
         .sum()
 }
 
-fn is_ready(package: &DynamicObject) -> bool {
+pub fn is_ready(package: &DynamicObject) -> bool {
     let value = serde_json::to_value(package).unwrap_or_default();
     let observed = value.pointer("/status/observedGeneration") == value.pointer("/metadata/generation");
     let ready = value
@@ -133,8 +133,8 @@ fn is_ready(package: &DynamicObject) -> bool {
     observed && ready
 }
 
-/// Waits (by a watch) until `count` Packages are Ready.
-async fn all_ready(api: &Api<DynamicObject>, count: usize) {
+/// Waits (by a watch) until `count` objects (Packages, an operator's objects) are Ready.
+pub async fn all_ready(api: &Api<DynamicObject>, count: usize) {
     let mut ready: HashMap<String, bool> = HashMap::new();
     let mut events = watcher(api.clone(), watcher::Config::default()).default_backoff().applied_objects().boxed();
     while let Some(package) = events.try_next().await.expect("watch packages") {

@@ -76,3 +76,9 @@ fn packages_benchmark_runs() {
     let out = bench(&["packages", "--packages", "3", "--concurrency", "2", "--interval", "2s"]);
     assert_table(&out, 6);
 }
+
+#[test]
+fn operator_benchmark_runs() {
+    let out = bench(&["operator", "--objects", "5", "--changes", "3", "--concurrency", "2"]);
+    assert_table(&out, 4);
+}

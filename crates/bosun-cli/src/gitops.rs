@@ -149,7 +149,7 @@ pub async fn run(server: &RunningServer, seed: &Path, repo: &Path, cache: PathBu
     let repo = repo.canonicalize().unwrap_or_else(|_| repo.to_path_buf());
     let url = format!("file://{}", repo.display());
     let crds: Api<CustomResourceDefinition> = Api::all(server.client());
-    for crd in bosun::package::crds() {
+    for crd in bosun::crds() {
         let mut body = serde_json::to_value(&crd).unwrap_or_default();
         body["apiVersion"] = json!("apiextensions.k8s.io/v1");
         body["kind"] = json!("CustomResourceDefinition");

@@ -9,6 +9,7 @@ mod diff;
 mod gitops;
 mod install;
 mod observe;
+mod operator;
 mod packages;
 mod render;
 mod signal;
@@ -94,6 +95,9 @@ enum Command {
     Apiserver(apiserver::Args),
     /// Reconcile Package resources: fetch from Git, render, roll out, report in status.
     Controller(controller::Args),
+    /// Run one Operator from a local directory until Ctrl-C: children rendered from every object
+    /// of a kind, rolled out and kept (Locutus' resource trigger).
+    Operator(operator::Args),
     /// Ask the controller to reconcile a Package now, and wait for the result.
     Reconcile {
         #[command(subcommand)]
@@ -167,6 +171,7 @@ fn main() -> ExitCode {
             Command::Dev(args) => dev::run(args).await,
             Command::Apiserver(args) => apiserver::run(args).await,
             Command::Controller(args) => controller::run(args).await,
+            Command::Operator(args) => operator::run(args).await,
             Command::Reconcile { target } => packages::run(packages::Verb::Reconcile, target).await,
             Command::Suspend { target } => packages::run(packages::Verb::Suspend, target).await,
             Command::Resume { target } => packages::run(packages::Verb::Resume, target).await,

@@ -18,8 +18,9 @@
 //! - [`inventory`]: what a package applied, for pruning.
 //! - [`report`]: change sets, progress, tables and JSON.
 //!
-//! Beside the pipeline: [`controllers`] (the `Package` controller and the process that hosts
-//! controllers), [`kit`] (a reconciler library for operators: engines, conditions,
+//! Beside the pipeline: [`controllers`] (the `Package` and `Operator` controllers and the
+//! process that hosts controllers), [`operator`] (the `Operator` spec: an operator for any
+//! resource without code), [`kit`] (a reconciler library for operators: engines, conditions,
 //! finalizers, idempotent children, a lifecycle state machine, metrics), [`observe`] (a command for every object of a kind and every change),
 //! [`cluster`] (why a request failed, in terms a user acts on), [`object`] (accessors and names
 //! of untyped objects), [`jsonpath`] (kubectl's
@@ -39,6 +40,7 @@ pub mod kit;
 pub mod notification;
 pub mod object;
 pub mod observe;
+pub mod operator;
 pub mod package;
 pub mod pipeline;
 pub mod plan;
@@ -47,3 +49,13 @@ pub mod report;
 pub mod source;
 pub mod trigger;
 pub mod yaml;
+
+/// The custom resource definitions of bosun's resources (`Package`, `Operator`, then the
+/// notification resources `Alert`, `Provider`, `Receiver`), as `bosun crds` prints them and
+/// `bosun controller` requires them.
+pub fn crds() -> Vec<k8s_openapi::apiextensions_apiserver::pkg::apis::apiextensions::v1::CustomResourceDefinition> {
+    use kube::CustomResourceExt;
+    let mut crds = vec![package::PackageResource::crd(), operator::OperatorResource::crd()];
+    crds.extend(notification::crds());
+    crds
+}

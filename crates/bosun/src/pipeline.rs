@@ -16,8 +16,9 @@
 //! # }
 //! ```
 
-use std::{path::PathBuf, time::Duration};
+use std::{collections::BTreeMap, path::PathBuf, time::Duration};
 
+use serde_json::Value;
 use sha2::{Digest, Sha256};
 
 use crate::{
@@ -44,6 +45,14 @@ pub struct RenderOptions {
     pub resolver: Option<crate::apply::Resolver>,
     /// Age keys for SOPS-encrypted manifests.
     pub decryption: Option<crate::decrypt::Keys>,
+    /// Inputs besides the configuration (an operator's `related` and `finalizing`; see
+    /// [`render::Input`]).
+    pub extra: BTreeMap<String, Value>,
+    /// Rendering no objects is fine (an operator's program may want none).
+    pub allow_empty: bool,
+    /// The configuration itself, instead of the package's configuration files (an
+    /// operator's: the watched object).
+    pub config: Option<Value>,
 }
 
 /// Why the pipeline stopped before or while applying.
@@ -89,7 +98,10 @@ pub async fn render(
     options: &RenderOptions,
     cluster: Option<&kube::Client>,
 ) -> Result<Rendered, PipelineError> {
-    let config = config::load(&package.spec.config, &package.dir, &options.config_files)?;
+    let config = match &options.config {
+        Some(config) => config.clone(),
+        None => config::load(&package.spec.config, &package.dir, &options.config_files)?,
+    };
     let mut scopes = Scopes::builtin();
     let namespaces_set = package.spec.target_namespace.is_some() || options.default_namespace.is_some();
     if namespaces_set && let Some(resolver) = &options.resolver {
@@ -102,10 +114,11 @@ pub async fn render(
     }
     let package = package.clone();
     let namespace = options.default_namespace.clone();
-    let keys = options.decryption.clone();
+    let (extra, allow_empty, keys) = (options.extra.clone(), options.allow_empty, options.decryption.clone());
     // Renderers run programs and evaluate jsonnet: off the async threads.
     let rendered = tokio::task::spawn_blocking(move || {
-        let mut rendered = render::render_decrypting(&package, &config, &scopes, keys.as_ref())?;
+        let input = render::Input { config: &config, extra: &extra, allow_empty, keys: keys.as_ref() };
+        let mut rendered = render::render_with(&package, &input, &scopes)?;
         if let Some(namespace) = namespace {
             rendered.default_namespace(&namespace, &scopes);
         }

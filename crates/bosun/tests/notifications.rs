@@ -15,8 +15,9 @@ use std::{
 use axum::{body::Bytes, extract::State, http::HeaderMap, http::StatusCode, routing::post};
 use bosun::{
     controllers::{self, HostSettings, Listening, package},
+    crds,
     notification::{AlertResource, ReceiverResource},
-    package::{PackageResource, crds},
+    package::PackageResource,
 };
 use bosun_apiserver::{ApiServer, RunningServer};
 use hmac::{KeyInit, Mac};

@@ -12,7 +12,7 @@ use age::secrecy::ExposeSecret;
 use bosun::{
     decrypt::{DecryptError, Keys},
     package::Package,
-    render::{RenderError, Rendered, Scopes, render_decrypting},
+    render::{Input, RenderError, Rendered, Scopes, render_with},
 };
 use serde_json::{Value, json};
 
@@ -44,7 +44,8 @@ fn encrypt(dir: &Path, name: &str, plain: &str, recipient: &str, extra: &[&str])
 
 fn render(dir: &Path, keys: Option<&Keys>) -> Result<Rendered, RenderError> {
     let package = Package::load(dir).expect("package");
-    render_decrypting(&package, &json!({}), &Scopes::builtin(), keys)
+    let (config, extra) = (json!({}), Default::default());
+    render_with(&package, &Input { config: &config, extra: &extra, allow_empty: false, keys }, &Scopes::builtin())
 }
 
 fn object<'a>(rendered: &'a Rendered, key: &str) -> &'a Value {

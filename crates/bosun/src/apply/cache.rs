@@ -8,13 +8,16 @@
 //! changed is dry-run against the server as before, and an object written in this very apply
 //! counts as healthy only once the cache shows it at the version written.
 //!
+//! Whoever wants to know which objects changed (an operator correcting a child edited or
+//! deleted by hand) subscribes to [`Cache::subscribe`].
+//!
 //! Objects are kept as their JSON text, not as parsed trees: a tree takes several times the
 //! memory, and a run reads only its own few objects. (kube-runtime's reflector stores keep
 //! trees, and their readiness wakes only the last of several waiting tasks; the store here is
 //! the few lines that avoid both.)
 
 use std::{
-    collections::HashMap,
+    collections::{BTreeMap, HashMap},
     sync::{Arc, Mutex, RwLock},
     time::Duration,
 };
@@ -28,13 +31,34 @@ use kube::{
     runtime::{WatchStreamExt, watcher},
 };
 use serde_json::Value;
-use tokio::{sync::watch, task::JoinHandle};
+use tokio::{
+    sync::{broadcast, watch},
+    task::JoinHandle,
+};
 
 use super::{FIELD_MANAGER, resolve::Kind};
 use crate::inventory::PACKAGE_LABEL;
 
 /// How long the first use of a resource waits for its watch to list everything.
 const FIRST_SYNC: Duration = Duration::from_secs(10);
+/// Changes buffered for a subscriber that has not read them yet; one that falls further
+/// behind is told it missed some.
+const SUBSCRIBER_BUFFER: usize = 4096;
+
+/// An object a watch of the cache saw created, changed or deleted.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Changed {
+    /// Its `apiVersion`.
+    pub api_version: String,
+    /// Its kind.
+    pub kind: String,
+    /// Its namespace (`""` when cluster-scoped).
+    pub namespace: String,
+    /// Its name.
+    pub name: String,
+    /// Its labels (bosun's owner labels say what applied it).
+    pub labels: BTreeMap<String, String>,
+}
 
 /// The cache; clones share it. Its watches stop when the last clone is dropped.
 #[derive(Clone)]
@@ -52,6 +76,8 @@ struct Inner {
     tasks: Mutex<Vec<JoinHandle<()>>>,
     /// Counts every event any store took in: what waiters wake on.
     changes: watch::Sender<u64>,
+    /// Each object changed, for subscribers.
+    changed: broadcast::Sender<Arc<Changed>>,
 }
 
 impl Drop for Inner {
@@ -117,14 +143,39 @@ fn slim(object: &mut DynamicObject) {
     }
 }
 
+/// Where a store tells of the objects that changed: the sender, and the resource's
+/// `apiVersion` and kind.
+type Notify = (broadcast::Sender<Arc<Changed>>, ApiResource);
+
+/// What subscribers are told of an object that changed.
+fn changed<K: Resource>(object: &K, resource: &ApiResource) -> Arc<Changed> {
+    let meta = object.meta();
+    Arc::new(Changed {
+        api_version: resource.api_version.clone(),
+        kind: resource.kind.clone(),
+        namespace: meta.namespace.clone().unwrap_or_default(),
+        name: meta.name.clone().unwrap_or_default(),
+        labels: meta.labels.clone().unwrap_or_default(),
+    })
+}
+
 /// Applies watch events to `texts` (a relist replaces everything at once, when it is done),
-/// counting each in `changes`.
+/// counting each in `changes` and telling subscribers through `notify` of each object
+/// created, changed or deleted after the first list.
 async fn feed<K: Resource + serde::Serialize>(
     events: impl Stream<Item = watcher::Result<watcher::Event<K>>>,
     texts: Arc<Texts>,
     changes: watch::Sender<u64>,
     text: fn(&K) -> Arc<str>,
+    notify: Option<Notify>,
 ) {
+    let tell = |object: &K| {
+        if let Some((sender, resource)) = &notify
+            && sender.receiver_count() > 0
+        {
+            let _ = sender.send(changed(object, resource));
+        }
+    };
     let mut relisted: Option<HashMap<Key, Arc<str>>> = None;
     let mut events = std::pin::pin!(events);
     while let Some(event) = events.next().await {
@@ -145,9 +196,11 @@ async fn feed<K: Resource + serde::Serialize>(
             }
             watcher::Event::Apply(object) => {
                 objects().insert(key_of(&object), text(&object));
+                tell(&object);
             }
             watcher::Event::Delete(object) => {
                 objects().remove(&key_of(&object));
+                tell(&object);
             }
         }
         changes.send_modify(|count| *count += 1);
@@ -165,6 +218,7 @@ impl Cache {
                 namespaces: tokio::sync::OnceCell::new(),
                 tasks: Mutex::default(),
                 changes: watch::channel(0).0,
+                changed: broadcast::channel(SUBSCRIBER_BUFFER).0,
             }),
             objects: true,
         }
@@ -177,14 +231,22 @@ impl Cache {
         Cache { inner: self.inner.clone(), objects: false }
     }
 
+    /// Every object of the resources the cache watches (what packages and operators applied)
+    /// that is created, changed or deleted from now on. A subscriber that falls far behind
+    /// gets `Lagged` and should look at everything it cares about again.
+    pub fn subscribe(&self) -> broadcast::Receiver<Arc<Changed>> {
+        self.inner.changed.subscribe()
+    }
+
     /// Feeds a new store from `events` in the background.
     fn start<K: Resource + serde::Serialize + Send + 'static>(
         &self,
         events: impl Stream<Item = watcher::Result<watcher::Event<K>>> + Send + 'static,
         text: fn(&K) -> Arc<str>,
+        notify: Option<Notify>,
     ) -> Arc<Texts> {
         let texts = Arc::new(Texts::new());
-        let task = feed(events, texts.clone(), self.inner.changes.clone(), text);
+        let task = feed(events, texts.clone(), self.inner.changes.clone(), text, notify);
         self.inner.tasks.lock().unwrap_or_else(|e| e.into_inner()).push(tokio::spawn(task));
         texts
     }
@@ -200,8 +262,12 @@ impl Cache {
             let api: Api<DynamicObject> = Api::all_with(self.inner.client.clone(), resource);
             let config = watcher::Config::default().labels(PACKAGE_LABEL);
             let events = watcher(api, config).default_backoff().modify(slim);
-            let texts =
-                self.start(events, |object: &DynamicObject| serde_json::to_string(object).unwrap_or_default().into());
+            let notify = Some((self.inner.changed.clone(), resource.clone()));
+            let texts = self.start(
+                events,
+                |object: &DynamicObject| serde_json::to_string(object).unwrap_or_default().into(),
+                notify,
+            );
             all.insert(key, texts.clone());
             texts
         };
@@ -237,7 +303,7 @@ impl Cache {
                 let api: Api<PartialObjectMeta<Namespace>> = Api::all(self.inner.client.clone());
                 let events = watcher(api, watcher::Config::default()).default_backoff();
                 // Only existence matters: no text kept.
-                self.start(events, |_: &PartialObjectMeta<Namespace>| Arc::from(""))
+                self.start(events, |_: &PartialObjectMeta<Namespace>| Arc::from(""), None)
             })
             .await;
         if !texts.synced().await {
@@ -302,14 +368,25 @@ mod tests {
         ]);
         let texts = Arc::new(Texts::new());
         let (changes, counted) = watch::channel(0);
-        feed(events, texts.clone(), changes, |object: &DynamicObject| {
-            serde_json::to_string(object).unwrap_or_default().into()
-        })
+        let (sender, mut told) = broadcast::channel(16);
+        let resource = ApiResource::erase::<k8s_openapi::api::core::v1::ConfigMap>(&());
+        feed(
+            events,
+            texts.clone(),
+            changes,
+            |object: &DynamicObject| serde_json::to_string(object).unwrap_or_default().into(),
+            Some((sender, resource)),
+        )
         .await;
         assert!(texts.is_synced());
         let mut names: Vec<String> = texts.objects.read().expect("lock").keys().map(|(_, name)| name.clone()).collect();
         names.sort();
         assert_eq!(names, ["c"], "the relist replaced what was there");
         assert_eq!(*counted.borrow(), 8);
+        let mut changed = Vec::new();
+        while let Ok(change) = told.try_recv() {
+            changed.push(format!("{} {}/{}", change.kind, change.namespace, change.name));
+        }
+        assert_eq!(changed, ["ConfigMap ns/b", "ConfigMap ns/a"], "changes after a list are told, not the lists");
     }
 }

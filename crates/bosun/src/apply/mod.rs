@@ -34,7 +34,7 @@ use crate::{
     render::Rendered,
     report::{Change, ChangeEntry, Progress, Report},
 };
-pub use cache::Cache;
+pub use cache::{Cache, Changed};
 use namespaces::{check_namespaces, created_namespaces, missing_namespaces_message};
 pub use preview::{DiffReport, ObjectDiff, diff};
 pub use resolve::{Kind, Resolver};

@@ -165,7 +165,7 @@ impl Alerts {
         let triggered = futures::stream::unfold(triggered, |mut rx| async { rx.recv().await.map(|r| (r, rx)) });
         let mut controller = kit::Controller::new(NAME, AlertReconciler { health: health.clone() }, client.clone())
             .backoff(Duration::from_secs(1), Duration::from_secs(300))
-            .reconcile_on(triggered);
+            .trigger(triggered);
         if let Some(namespace) = &settings.namespace {
             controller = controller.namespace(namespace);
         }

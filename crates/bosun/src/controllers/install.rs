@@ -34,7 +34,7 @@ const WEBHOOK_PORT: u16 = 9292;
 
 /// Everything to apply, CRDs first.
 pub fn manifests(options: &InstallOptions) -> Vec<Value> {
-    let mut objects: Vec<Value> = crate::package::crds()
+    let mut objects: Vec<Value> = crate::crds()
         .iter()
         .map(|crd| {
             let mut value = serde_json::to_value(crd).unwrap_or_default();
@@ -160,6 +160,7 @@ mod tests {
                 "CustomResourceDefinition",
                 "CustomResourceDefinition",
                 "CustomResourceDefinition",
+                "CustomResourceDefinition",
                 "Namespace",
                 "ServiceAccount",
                 "ClusterRoleBinding",
@@ -167,9 +168,19 @@ mod tests {
                 "Service"
             ]
         );
-        let crds: Vec<&str> = objects[..4].iter().filter_map(|o| o["metadata"]["name"].as_str()).collect();
-        assert_eq!(crds, ["packages.bosun.dev", "alerts.bosun.dev", "providers.bosun.dev", "receivers.bosun.dev"]);
-        let deployment = &objects[7];
+        let names: Vec<&str> = objects[..5].iter().filter_map(|o| o["metadata"]["name"].as_str()).collect();
+        assert_eq!(
+            names,
+            [
+                "packages.bosun.dev",
+                "operators.bosun.dev",
+                "alerts.bosun.dev",
+                "providers.bosun.dev",
+                "receivers.bosun.dev"
+            ]
+        );
+        let by_kind = |kind: &str| objects.iter().find(|o| o["kind"] == kind).expect(kind);
+        let deployment = by_kind("Deployment");
         let container = &deployment["spec"]["template"]["spec"]["containers"][0];
         assert_eq!(container["image"], "example.com/bosun:test");
         let args: Vec<&str> = container["args"].as_array().expect("args").iter().filter_map(Value::as_str).collect();
@@ -184,14 +195,14 @@ mod tests {
             assert!(args.contains(&expected), "{expected} in {args:?}");
         }
         assert_eq!(container["readinessProbe"]["httpGet"]["path"], "/readyz");
-        assert_eq!(objects[6]["subjects"][0]["name"], "bosun-controller");
-        assert_eq!(objects[8]["spec"]["ports"][0]["targetPort"], "http-webhook");
+        assert_eq!(by_kind("ClusterRoleBinding")["subjects"][0]["name"], "bosun-controller");
+        assert_eq!(by_kind("Service")["spec"]["ports"][0]["targetPort"], "http-webhook");
     }
 
     #[test]
     fn shards_install_side_by_side() {
         let one = manifests(&options(Some("sharding.bosun.dev/key=shard1")));
-        let deployment = &one[7];
+        let deployment = one.iter().find(|o| o["kind"] == "Deployment").expect("deployment");
         let name = deployment["metadata"]["name"].as_str().expect("name");
         assert_ne!(name, "bosun-controller");
         let args = deployment["spec"]["template"]["spec"]["containers"][0]["args"].to_string();

@@ -1,4 +1,5 @@
-//! bosun's controllers, each a [`crate::kit`] reconciler for one of bosun's resources, and
+//! bosun's controllers, each a [`crate::kit`] reconciler for one of bosun's resources (`Package`,
+//! `Operator`), and
 //! [`run`], which hosts them in one process (`bosun controller`): one client, the `/metrics`,
 //! `/healthz` and `/readyz` endpoints, the webhook receiver, and leader election. The Package
 //! controller's events reach the Alerts in-process.
@@ -6,6 +7,7 @@
 pub mod alert;
 pub mod install;
 pub mod leader;
+pub mod operator;
 pub mod package;
 pub mod receiver;
 
@@ -67,7 +69,7 @@ pub enum HostError {
     LostLeadership(String),
 }
 
-/// Runs the controllers (Package, Alert, Receiver) until `shutdown` completes (then lets
+/// Runs the controllers (Package, Operator, Alert, Receiver) until `shutdown` completes (then lets
 /// running reconciles record what they did, and gives up the Lease); tells `bound` each
 /// address listened on as soon as it is known. The webhooks are served by the leader only.
 ///
@@ -80,7 +82,7 @@ pub async fn run(
     mut bound: impl FnMut(Listening),
 ) -> Result<(), HostError> {
     let crds: Api<CustomResourceDefinition> = Api::all(client.clone());
-    for crd in crate::package::crds() {
+    for crd in crate::crds() {
         let name = crd.metadata.name.clone().unwrap_or_default();
         if crds.get_opt(&name).await.map_err(ClusterError::from)?.is_none() {
             return Err(HostError::MissingCrd(name));
@@ -152,10 +154,23 @@ pub async fn run(
             stopping.cancel();
         }
     };
-    // The Alert and Receiver controllers stop with the Package controller.
+    // Operators run beside Packages, with the same scope, cache directory and metrics, and
+    // stop when they do; the Alert and Receiver controllers stop once the Package controller
+    // has (its last events still reach the Alerts).
+    let operators = operator::resource::controller(
+        client.clone(),
+        operator::resource::HostSettings {
+            cache_dir: settings.package.cache_dir.join("operators"),
+            namespace: settings.package.namespace.clone(),
+            selector: settings.package.selector.clone(),
+            stopping: settings.package.stopping.clone(),
+            metrics: Some(metrics.clone()),
+        },
+    );
+    let operators_stop = settings.package.stopping.clone();
     let others = CancellationToken::new();
     let (alerts_stop, receivers_stop) = (others.clone(), others.clone());
-    let (packages, alerts, receivers) = tokio::join!(
+    let (packages, alerts, receivers, operators) = tokio::join!(
         async {
             let result = controller.run(stop).await;
             others.cancel();
@@ -163,8 +178,9 @@ pub async fn run(
         },
         alerts.run(alerts_stop),
         receivers.run(async move { receivers_stop.cancelled().await }),
+        operators.run(async move { operators_stop.cancelled().await }),
     );
-    packages.and(alerts).and(receivers).map_err(ClusterError::from)?;
+    packages.and(alerts).and(receivers).and(operators).map_err(ClusterError::from)?;
     if lost.is_cancelled() {
         let name = settings.leader.map(|l| l.name).unwrap_or_default();
         return Err(HostError::LostLeadership(name));

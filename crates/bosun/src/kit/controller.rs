@@ -1,6 +1,8 @@
 //! Running a reconciler: a kube-runtime `Controller` for the resource and the kinds it owns,
 //! the finalizer (kube-runtime's helper), the engine's decision turned into a requeue, and
-//! metrics.
+//! metrics. The resource is a Rust type known at compile time, or one found at run time
+//! (`DynamicObject` with its `ApiResource`, namespaced or cluster-scoped: an operator for any
+//! custom resource).
 
 use std::{
     future::Future,
@@ -8,11 +10,11 @@ use std::{
     time::{Duration, Instant},
 };
 
-use futures::StreamExt;
+use futures::{Stream, StreamExt, stream::BoxStream};
 use kube::{
     Api, Client, Resource,
     api::{ApiResource, DynamicObject},
-    core::PartialObjectMeta,
+    core::{NamespaceResourceScope, PartialObjectMeta},
     runtime::{
         Controller as Runtime, PredicateConfig, WatchStreamExt,
         controller::{self, Action},
@@ -23,7 +25,7 @@ use kube::{
     },
 };
 
-use super::{Backoff, Decision, Failure, Metrics, Reconciler, Run};
+use super::{Backoff, Decision, Failure, Metrics, Object, Reconciler, Run};
 use crate::apply::Resolver;
 
 /// What every reconcile of a controller shares.
@@ -36,6 +38,14 @@ pub(super) struct Shared {
     pub(super) recorder: Recorder,
     pub(super) metrics: Arc<Metrics>,
     pub(super) backoff: Backoff,
+    /// The reconciled resource, for status writes and finalizer patches.
+    pub(super) resource: ApiResource,
+    /// Whether its objects live in namespaces.
+    pub(super) namespaced: bool,
+    /// Whether status is written (a resource without a status subresource has none).
+    pub(super) writes_status: bool,
+    /// `kit.bosun.dev/<name>`.
+    pub(super) finalizer: String,
     /// Told of every event the controller publishes (notifications).
     pub(super) listener: Option<Listener>,
 }
@@ -44,12 +54,39 @@ pub(super) struct Shared {
 /// block (hand the event to a queue).
 pub type Listener = Arc<dyn Fn(super::Published) + Send + Sync>;
 
+impl Shared {
+    /// An API for objects of the reconciled resource in `namespace` (ignored when
+    /// cluster-scoped).
+    pub(super) fn api(&self, namespace: &str) -> Api<DynamicObject> {
+        match self.namespaced {
+            true => Api::namespaced_with(self.client.clone(), namespace, &self.resource),
+            false => Api::all_with(self.client.clone(), &self.resource),
+        }
+    }
+}
+
+/// When the controller's finalizer is put on objects.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum FinalizerPolicy {
+    /// On every object, at its first reconcile (kube-runtime's helper).
+    Always,
+    /// Only when a reconcile asks ([`Run::add_finalizer`]); objects without it are deleted
+    /// without a finalize run.
+    OnDemand,
+}
+
+/// Builds on the kube-runtime controller before it runs (watches of other kinds, triggers),
+/// given the client and the namespace the controller is confined to.
+type Extension<K> = Box<dyn FnOnce(Runtime<K>, &Client, Option<&str>) -> Runtime<K> + Send>;
+
 /// A controller: a [`Reconciler`] run for every object of its resource, and again when an
 /// owned child changes.
 pub struct Controller<R: Reconciler> {
     name: String,
     reconciler: Arc<R>,
     client: Client,
+    dyntype: <R::Resource as Resource>::DynamicType,
+    namespaced: bool,
     namespace: Option<String>,
     owned: Vec<ApiResource>,
     backoff: Backoff,
@@ -58,18 +95,12 @@ pub struct Controller<R: Reconciler> {
     concurrency: u16,
     related: Option<Mapper<R::Resource>>,
     on_status_changes: bool,
+    finalizer: FinalizerPolicy,
+    writes_status: bool,
+    resolver: Option<Resolver>,
+    extensions: Vec<Extension<R::Resource>>,
     listener: Option<Listener>,
-    triggers: Vec<Trigger<R::Resource>>,
-    /// Watches of other kinds, added to the runtime when it runs.
-    watches: Vec<Watch<R::Resource>>,
 }
-
-/// Objects to reconcile now, named from outside the controller.
-type Trigger<K> = futures::stream::BoxStream<'static, ObjectRef<K>>;
-
-/// Adds a watch of another kind to the runtime: given the runtime, the client, the namespace
-/// and the controller's cache of its objects.
-type Watch<K> = Box<dyn FnOnce(Runtime<K>, Client, Option<&str>, Store<K>) -> Runtime<K> + Send>;
 
 /// Maps a changed object to other objects of the same resource to reconcile.
 type Mapper<K> = Arc<dyn Fn(&K) -> Vec<ObjectRef<K>> + Send + Sync>;
@@ -85,16 +116,37 @@ struct Context<R: Reconciler> {
     shared: Arc<Shared>,
     /// The controller's cache of its objects.
     store: Store<R::Resource>,
+    dyntype: <R::Resource as Resource>::DynamicType,
+    policy: FinalizerPolicy,
+}
+
+impl<R: Reconciler> Controller<R>
+where
+    R::Resource: Resource<DynamicType = (), Scope = NamespaceResourceScope>,
+{
+    /// A controller named `name` for a namespaced resource type: its field manager, finalizer
+    /// (`kit.bosun.dev/<name>`), event reporter and metrics label.
+    pub fn new(name: &str, reconciler: R, client: Client) -> Controller<R> {
+        Controller::for_resource(name, reconciler, client, (), true)
+    }
 }
 
 impl<R: Reconciler> Controller<R> {
-    /// A controller named `name`: its field manager, finalizer (`kit.bosun.dev/<name>`),
-    /// event reporter and metrics label.
-    pub fn new(name: &str, reconciler: R, client: Client) -> Controller<R> {
+    /// A controller for a resource given at run time: `resource` is its dynamic type (the
+    /// `ApiResource` of a `DynamicObject`, `()` for a Rust type), `namespaced` its scope.
+    pub fn for_resource(
+        name: &str,
+        reconciler: R,
+        client: Client,
+        resource: <R::Resource as Resource>::DynamicType,
+        namespaced: bool,
+    ) -> Controller<R> {
         Controller {
             name: name.to_string(),
             reconciler: Arc::new(reconciler),
             client,
+            dyntype: resource,
+            namespaced,
             namespace: None,
             owned: Vec::new(),
             backoff: Backoff::default(),
@@ -103,9 +155,11 @@ impl<R: Reconciler> Controller<R> {
             concurrency: 0,
             related: None,
             on_status_changes: false,
+            finalizer: FinalizerPolicy::Always,
+            writes_status: true,
+            resolver: None,
+            extensions: Vec::new(),
             listener: None,
-            triggers: Vec::new(),
-            watches: Vec::new(),
         }
     }
 
@@ -116,13 +170,52 @@ impl<R: Reconciler> Controller<R> {
         self
     }
 
-    /// Reconciles the objects `trigger` names, when it names them (something outside the
-    /// cluster changed: a delivery failed, a webhook was called).
-    pub fn reconcile_on(
+    /// Puts the finalizer only on objects whose reconcile asks for it ([`Run::add_finalizer`]):
+    /// the others are deleted without a finalize run (their children go by garbage
+    /// collection), and are not stuck while the controller is not running.
+    pub fn finalizer_on_demand(mut self) -> Self {
+        self.finalizer = FinalizerPolicy::OnDemand;
+        self
+    }
+
+    /// Writes no status (the resource has no status subresource): conditions and fields set
+    /// by reconciles are dropped.
+    pub fn without_status(mut self) -> Self {
+        self.writes_status = false;
+        self
+    }
+
+    /// Shares metrics with other controllers (one registry served for all; the series are
+    /// labelled by controller).
+    pub fn with_metrics(mut self, metrics: Arc<Metrics>) -> Self {
+        self.metrics = metrics;
+        self
+    }
+
+    /// Uses an existing discovery of the cluster instead of reading it at start.
+    pub fn with_resolver(mut self, resolver: Resolver) -> Self {
+        self.resolver = Some(resolver);
+        self
+    }
+
+    /// Objects of another kind, from a watch the caller runs (through a reflector whose store
+    /// it reads, for example): each event reconciles the objects `mapper` names. Deletions
+    /// count: the mapper sees the last state of a deleted object.
+    pub fn watches(
         mut self,
-        trigger: impl futures::Stream<Item = ObjectRef<R::Resource>> + Send + 'static,
+        resource: ApiResource,
+        events: impl Stream<Item = Result<DynamicObject, watcher::Error>> + Send + 'static,
+        mapper: impl Fn(DynamicObject) -> Vec<ObjectRef<R::Resource>> + Send + Sync + 'static,
     ) -> Self {
-        self.triggers.push(trigger.boxed());
+        self.extensions.push(Box::new(move |runtime, _, _| runtime.watches_stream_with(events, mapper, resource)));
+        self
+    }
+
+    /// Reconciles the objects a stream names, whenever it names them (changes the controller
+    /// learns of some other way).
+    pub fn trigger(mut self, requests: impl Stream<Item = ObjectRef<R::Resource>> + Send + 'static) -> Self {
+        let requests: BoxStream<'static, ObjectRef<R::Resource>> = requests.boxed();
+        self.extensions.push(Box::new(move |runtime, _, _| runtime.reconcile_on(requests)));
         self
     }
 
@@ -174,7 +267,7 @@ impl<R: Reconciler> Controller<R> {
         mapper: impl Fn(&PartialObjectMeta<T>, &[Arc<R::Resource>]) -> Vec<ObjectRef<R::Resource>> + Send + Sync + 'static,
     ) -> Self
     where
-        T: Resource<DynamicType = (), Scope = k8s_openapi::NamespaceResourceScope>
+        T: Resource<DynamicType = (), Scope = NamespaceResourceScope>
             + Clone
             + std::fmt::Debug
             + serde::de::DeserializeOwned
@@ -182,11 +275,12 @@ impl<R: Reconciler> Controller<R> {
             + Sync
             + 'static,
     {
-        self.watches.push(Box::new(move |runtime, client, namespace, store| {
+        self.extensions.push(Box::new(move |runtime, client, namespace| {
+            let store = runtime.store();
             // An Api of PartialObjectMeta asks for metadata only.
             let api: Api<PartialObjectMeta<T>> = match namespace {
-                Some(namespace) => Api::namespaced(client, namespace),
-                None => Api::all(client),
+                Some(namespace) => Api::namespaced(client.clone(), namespace),
+                None => Api::all(client.clone()),
             };
             let changes = watcher(api, watcher::Config::default())
                 .default_backoff()
@@ -227,7 +321,7 @@ impl<R: Reconciler> Controller<R> {
 
     /// The finalizer the controller puts on objects.
     pub fn finalizer(&self) -> String {
-        format!("kit.bosun.dev/{}", self.name)
+        finalizer_name(&self.name)
     }
 
     /// Reconciles until `shutdown` completes (then lets running reconciles finish).
@@ -236,42 +330,46 @@ impl<R: Reconciler> Controller<R> {
     /// The cluster's discovery, or listing the resource, fails at start.
     pub async fn run(self, shutdown: impl Future<Output = ()> + Send + Sync + 'static) -> Result<(), kube::Error> {
         let client = self.client.clone();
-        let api: Api<R::Resource> = match &self.namespace {
-            Some(namespace) => Api::namespaced(client.clone(), namespace),
-            None => Api::all(client.clone()),
+        let dyntype = self.dyntype.clone();
+        let scope = self.namespace.as_deref().filter(|_| self.namespaced);
+        let api: Api<R::Resource> = api_of(&client, &dyntype, scope);
+        let resolver = match self.resolver {
+            Some(resolver) => resolver,
+            None => Resolver::new(client.clone()).await?,
         };
         let shared = Arc::new(Shared {
             name: self.name.clone(),
             client: client.clone(),
-            resolver: Resolver::new(client.clone()).await?,
+            resolver,
             owned: self.owned.iter().map(|r| (r.api_version.clone(), r.kind.clone())).collect(),
             recorder: Recorder::new(client.clone(), Reporter { controller: self.name.clone(), instance: None }),
             metrics: self.metrics.clone(),
             backoff: self.backoff,
+            resource: ApiResource::erase::<R::Resource>(&dyntype),
+            namespaced: self.namespaced,
+            writes_status: self.writes_status,
+            finalizer: finalizer_name(&self.name),
             listener: self.listener.clone(),
         });
         let mut config = watcher::Config::default();
         if let Some(selector) = &self.selector {
             config = config.labels(selector);
         }
-        let (reader, writer) = reflector::store();
+        let writer = reflector::store::Writer::new(dyntype.clone());
+        let reader = writer.as_reader();
         let objects = reflector(writer, watcher(api.clone(), config.clone())).default_backoff().applied_objects();
         let objects = if self.on_status_changes {
             objects.boxed()
         } else {
             objects.predicate_filter(wanted_change::<R::Resource>, PredicateConfig::default()).boxed()
         };
-        let mut runtime = Runtime::for_stream(objects, reader)
+        let mut runtime = Runtime::for_stream_with(objects, reader, dyntype.clone())
             .with_config(controller::Config::default().concurrency(self.concurrency));
         if let Some(mapper) = self.related {
-            runtime = runtime.watches(api.clone(), config.clone(), move |object| mapper(&object));
+            runtime = runtime.watches_with(api.clone(), dyntype.clone(), config.clone(), move |object| mapper(&object));
         }
-        for trigger in self.triggers {
-            runtime = runtime.reconcile_on(trigger);
-        }
-        for watch in self.watches {
-            let store = runtime.store();
-            runtime = watch(runtime, client.clone(), self.namespace.as_deref(), store);
+        for extend in self.extensions {
+            runtime = extend(runtime, &client, scope);
         }
         for resource in &self.owned {
             let children: Api<DynamicObject> = match &self.namespace {
@@ -285,7 +383,13 @@ impl<R: Reconciler> Controller<R> {
         let list = kube::api::ListParams { label_selector: config.label_selector, ..Default::default() };
         api.list_metadata(&list.limit(1)).await?;
         self.metrics.set_ready();
-        let context = Arc::new(Context { reconciler: self.reconciler, shared, store: runtime.store() });
+        let context = Arc::new(Context {
+            reconciler: self.reconciler,
+            shared,
+            store: runtime.store(),
+            dyntype,
+            policy: self.finalizer,
+        });
         runtime
             .graceful_shutdown_on(shutdown)
             .run(reconcile::<R>, error_policy::<R>, context)
@@ -297,6 +401,20 @@ impl<R: Reconciler> Controller<R> {
             .await;
         Ok(())
     }
+}
+
+/// An API for objects of `K` in `namespace`, or in all namespaces (and cluster-scoped kinds).
+fn api_of<K: Object>(client: &Client, dyntype: &K::DynamicType, namespace: Option<&str>) -> Api<K> {
+    let api = Api::all_with(client.clone(), dyntype);
+    match namespace {
+        Some(namespace) => api.constrain(namespace),
+        None => api,
+    }
+}
+
+/// The finalizer of the controller named `name`.
+pub(super) fn finalizer_name(name: &str) -> String {
+    format!("kit.bosun.dev/{name}")
 }
 
 /// What changes of an object call for a reconcile: all but its status (and resourceVersion,
@@ -318,8 +436,8 @@ async fn reconcile<R: Reconciler>(
     let shared = &context.shared;
     let namespace = object.meta().namespace.clone().unwrap_or_default();
     let key = format!("{namespace}/{}", object.meta().name.clone().unwrap_or_default());
-    let api: Api<R::Resource> = Api::namespaced(shared.client.clone(), &namespace);
-    let finalizer_name = format!("kit.bosun.dev/{}", shared.name);
+    let api: Api<R::Resource> =
+        api_of(&shared.client, &context.dyntype, shared.namespaced.then_some(namespace.as_str()));
     // The finalizer helper wants an `Action`; the metrics label travels beside it.
     let label = Mutex::new("success");
     let decided = |decision| {
@@ -327,24 +445,36 @@ async fn reconcile<R: Reconciler>(
         *label.lock().unwrap_or_else(|e| e.into_inner()) = result;
         action
     };
-    let outcome = finalizer(&api, &finalizer_name, object, |event| async {
-        match event {
-            finalizer::Event::Apply(object) => {
-                let mut run = Run::new(object, shared.clone(), context.store.clone());
-                let result = context.reconciler.reconcile(&mut run).await;
-                Ok(decided(run.finish(result, false).await))
-            }
-            finalizer::Event::Cleanup(object) => {
-                let mut run = Run::new(object, shared.clone(), context.store.clone());
-                let result = context.reconciler.finalize(&mut run).await;
-                match run.finish(result, true).await {
-                    Decision::Retry(failure) | Decision::GiveUp(failure) => Err(FinalizeFailed(failure)),
-                    decision => Ok(decided(decision)),
+    let new_run = |object| Run::new(object, shared.clone(), context.store.clone(), context.dyntype.clone());
+    let outcome = match finalizing(context.policy, object.meta(), &shared.finalizer) {
+        Finalizing::Helper => {
+            finalizer(&api, &shared.finalizer, object, |event| async {
+                match event {
+                    finalizer::Event::Apply(object) => {
+                        let mut run = new_run(object);
+                        let result = context.reconciler.reconcile(&mut run).await;
+                        Ok(decided(run.finish(result, false).await))
+                    }
+                    finalizer::Event::Cleanup(object) => {
+                        let mut run = new_run(object);
+                        let result = context.reconciler.finalize(&mut run).await;
+                        match run.finish(result, true).await {
+                            Decision::Retry(failure) | Decision::GiveUp(failure) => Err(FinalizeFailed(failure)),
+                            decision => Ok(decided(decision)),
+                        }
+                    }
                 }
-            }
+            })
+            .await
         }
-    })
-    .await;
+        Finalizing::Without => {
+            let mut run = new_run(object);
+            let result = context.reconciler.reconcile(&mut run).await;
+            Ok(decided(run.finish(result, false).await))
+        }
+        // Deleted without the finalizer: garbage collection's (and nobody else's) work.
+        Finalizing::Gone => Ok(Action::await_change()),
+    };
     let (action, result) = match outcome {
         Ok(action) => (action, *label.lock().unwrap_or_else(|e| e.into_inner())),
         Err(error) => {
@@ -357,6 +487,31 @@ async fn reconcile<R: Reconciler>(
     shared.metrics.reconciled(&shared.name, result, started.elapsed().as_secs_f64());
     shared.metrics.failing(&shared.name, shared.backoff.failing());
     Ok(action)
+}
+
+/// How a reconcile deals with the finalizer.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Finalizing {
+    /// Through kube-runtime's helper: it adds the finalizer, or runs finalize and removes it.
+    Helper,
+    /// A plain reconcile (the reconcile adds the finalizer if it wants one).
+    Without,
+    /// Nothing: the object is being deleted and carries no finalizer of ours.
+    Gone,
+}
+
+/// What the policy and the object's metadata call for.
+fn finalizing(
+    policy: FinalizerPolicy,
+    meta: &k8s_openapi::apimachinery::pkg::apis::meta::v1::ObjectMeta,
+    finalizer: &str,
+) -> Finalizing {
+    let carries = meta.finalizers.iter().flatten().any(|f| f == finalizer);
+    match (policy, carries, meta.deletion_timestamp.is_some()) {
+        (FinalizerPolicy::Always, ..) | (FinalizerPolicy::OnDemand, true, _) => Finalizing::Helper,
+        (FinalizerPolicy::OnDemand, false, false) => Finalizing::Without,
+        (FinalizerPolicy::OnDemand, false, true) => Finalizing::Gone,
+    }
 }
 
 /// The decision as kube-runtime's action and a metrics label; the object's backoff grows on

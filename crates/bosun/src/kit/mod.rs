@@ -58,16 +58,19 @@ pub use progress::{Progress, ProgressHandle, ProgressWriter};
 pub use results::{Backoff, Decision, Failure, Record, backoff_delay, consolidate};
 pub use run::{Published, Run};
 
-use std::{fmt, future::Future};
+use std::{fmt, future::Future, hash::Hash};
 
-use kube::core::NamespaceResourceScope;
 use serde::{Serialize, de::DeserializeOwned};
 
-/// What kit reconciles: a namespaced resource type known at compile time (a `CustomResource`
-/// derive, or a `k8s-openapi` type).
+/// What kit reconciles: a resource type known at compile time (a `CustomResource` derive, a
+/// `k8s-openapi` type) or at run time (`DynamicObject`, whose dynamic type is its
+/// `ApiResource`). [`Controller::new`] takes namespaced Rust types; [`Controller::for_resource`]
+/// also a dynamic resource, namespaced or cluster-scoped.
 pub trait Object:
-    kube::Resource<DynamicType = (), Scope = NamespaceResourceScope>
-    + Clone
+    kube::Resource<
+        DynamicType: Clone + fmt::Debug + Eq + Hash + Unpin + Send + Sync + 'static,
+        Scope: kube::core::NamespaceScope,
+    > + Clone
     + Serialize
     + DeserializeOwned
     + fmt::Debug
@@ -78,8 +81,10 @@ pub trait Object:
 }
 
 impl<T> Object for T where
-    T: kube::Resource<DynamicType = (), Scope = NamespaceResourceScope>
-        + Clone
+    T: kube::Resource<
+            DynamicType: Clone + fmt::Debug + Eq + Hash + Unpin + Send + Sync + 'static,
+            Scope: kube::core::NamespaceScope,
+        > + Clone
         + Serialize
         + DeserializeOwned
         + fmt::Debug

@@ -9,7 +9,7 @@ use std::{sync::Arc, time::Duration};
 use k8s_openapi::{apimachinery::pkg::apis::meta::v1::Condition, jiff::Timestamp};
 use kube::{
     Api,
-    api::{ApiResource, DynamicObject, Patch, PatchParams},
+    api::{DynamicObject, Patch, PatchParams},
 };
 use serde_json::{Map, Value, json};
 use tokio::{
@@ -55,6 +55,8 @@ struct Shared {
     api: Api<DynamicObject>,
     name: String,
     manager: String,
+    /// Whether anything is written (the resource may have no status).
+    writes: bool,
     base: Value,
     conditions: Vec<Condition>,
     generation: Option<i64>,
@@ -70,16 +72,20 @@ impl<K: Object> Run<K> {
     /// then at most once per `every`.
     pub fn progress_writer(&self, after: Duration, every: Duration) -> ProgressWriter {
         let value = self.value();
-        let resource = ApiResource::erase::<K>(&());
+        let mut base = json!({
+            "apiVersion": value["apiVersion"],
+            "kind": value["kind"],
+            "metadata": {"name": self.name()},
+        });
+        if self.shared.namespaced {
+            base["metadata"]["namespace"] = json!(self.namespace());
+        }
         let shared = Arc::new(Shared {
-            api: Api::namespaced_with(self.client().clone(), self.namespace(), &resource),
+            api: self.shared.api(self.namespace()),
             name: self.name().to_string(),
             manager: self.shared.name.clone(),
-            base: json!({
-                "apiVersion": value["apiVersion"],
-                "kind": value["kind"],
-                "metadata": {"name": self.name(), "namespace": self.namespace()},
-            }),
+            writes: self.shared.writes_status,
+            base,
             conditions: value
                 .pointer("/status/conditions")
                 .and_then(|list| serde_json::from_value(list.clone()).ok())
@@ -137,6 +143,9 @@ impl ProgressHandle {
 impl Shared {
     /// Writes a state unless it is what was written last.
     async fn write(&self, progress: &Progress) -> Result<(), String> {
+        if !self.writes {
+            return Ok(());
+        }
         let mut written = self.written.lock().await;
         let status =
             progress_status(&self.conditions, progress, self.generation, self.observed.as_ref(), Timestamp::now());

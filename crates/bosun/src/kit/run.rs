@@ -32,6 +32,7 @@ pub struct Run<K: Object> {
     described: String,
     pub(super) shared: Arc<Shared>,
     store: Store<K>,
+    dyntype: K::DynamicType,
     /// The children this reconcile wants; [`Run::apply_children`] makes them so.
     pub children: Children,
     records: Vec<Record>,
@@ -48,11 +49,10 @@ pub struct Run<K: Object> {
 }
 
 impl<K: Object> Run<K> {
-    pub(super) fn new(object: Arc<K>, shared: Arc<Shared>, store: Store<K>) -> Run<K> {
-        let value = serde_json::to_value(&*object).unwrap_or_default();
-        let mut value = value;
-        value["apiVersion"] = json!(K::api_version(&()));
-        value["kind"] = json!(K::kind(&()));
+    pub(super) fn new(object: Arc<K>, shared: Arc<Shared>, store: Store<K>, dyntype: K::DynamicType) -> Run<K> {
+        let mut value = serde_json::to_value(&*object).unwrap_or_default();
+        value["apiVersion"] = json!(K::api_version(&dyntype));
+        value["kind"] = json!(K::kind(&dyntype));
         let described = object::describe(&value);
         Run {
             object,
@@ -60,6 +60,7 @@ impl<K: Object> Run<K> {
             described,
             shared,
             store,
+            dyntype,
             children: Children::default(),
             records: Vec::new(),
             status: Map::new(),
@@ -111,7 +112,94 @@ impl<K: Object> Run<K> {
     /// Another object of the same resource, from the controller's cache (no request): what the
     /// controller last saw of it.
     pub fn peer(&self, namespace: &str, name: &str) -> Option<Arc<K>> {
-        self.store.get(&ObjectRef::new(name).within(namespace))
+        let mut reference = ObjectRef::new_with(name, self.dyntype.clone());
+        if self.shared.namespaced {
+            reference = reference.within(namespace);
+        }
+        self.store.get(&reference)
+    }
+
+    /// A reference to the object, as the controller's queue names it.
+    pub fn reference(&self) -> ObjectRef<K> {
+        ObjectRef::from_obj_with(&*self.object, self.dyntype.clone())
+    }
+
+    /// Whether the object is being deleted.
+    pub fn has_deletion(&self) -> bool {
+        self.object.meta().deletion_timestamp.is_some()
+    }
+
+    /// The controller's name (its field manager, event reporter and metrics label).
+    pub fn controller(&self) -> &str {
+        &self.shared.name
+    }
+
+    /// Whether the object carries the controller's finalizer.
+    pub fn has_finalizer(&self) -> bool {
+        self.object.meta().finalizers.iter().flatten().any(|f| *f == self.shared.finalizer)
+    }
+
+    /// Puts the controller's finalizer on the object now (a controller with
+    /// [`super::Controller::finalizer_on_demand`]: before the reconcile does what deleting the
+    /// object must undo), so that finalize runs before the object goes. Nothing when it is
+    /// already there.
+    ///
+    /// # Errors
+    /// The patch failed (the object changed meanwhile: the next reconcile tries again).
+    pub async fn add_finalizer(&mut self) -> Result<(), Failure> {
+        if self.has_finalizer() {
+            return Ok(());
+        }
+        let api = self.shared.api(self.namespace());
+        let mut finalizers = self.object.meta().finalizers.clone().unwrap_or_default();
+        let mut last_error = String::new();
+        // The controller's cache may be behind the object (a finalizer added by the run
+        // before): a refused patch is checked against the object as the server has it.
+        for _ in 0..3 {
+            if finalizers.contains(&self.shared.finalizer) {
+                self.set_finalizers(finalizers);
+                return Ok(());
+            }
+            // A `test` first: finalizers are a list, and another writer may have added one since.
+            let patch = match finalizers.is_empty() {
+                true => json!([
+                    {"op": "test", "path": "/metadata/finalizers", "value": null},
+                    {"op": "add", "path": "/metadata/finalizers", "value": [self.shared.finalizer]},
+                ]),
+                false => json!([
+                    {"op": "test", "path": "/metadata/finalizers", "value": finalizers},
+                    {"op": "add", "path": "/metadata/finalizers/-", "value": self.shared.finalizer},
+                ]),
+            };
+            let patch: json_patch::Patch =
+                serde_json::from_value(patch).map_err(|e| Failure::retry("FinalizerFailed", e.to_string()))?;
+            match api.patch(self.name(), &PatchParams::default(), &Patch::<()>::Json(patch)).await {
+                Ok(_) => {
+                    finalizers.push(self.shared.finalizer.clone());
+                    self.set_finalizers(finalizers);
+                    return Ok(());
+                }
+                Err(error) => last_error = crate::cluster::ClusterError::from(error).to_string(),
+            }
+            match api.get(self.name()).await {
+                Ok(live) => finalizers = live.metadata.finalizers.unwrap_or_default(),
+                Err(error) => {
+                    last_error = crate::cluster::ClusterError::from(error).to_string();
+                    break;
+                }
+            }
+        }
+        Err(Failure::retry(
+            "FinalizerFailed",
+            format!("{}: adding the finalizer {} failed: {last_error}", self.described, self.shared.finalizer),
+        ))
+    }
+
+    /// The object's finalizers as the server now has them.
+    fn set_finalizers(&mut self, finalizers: Vec<String>) {
+        let mut object = (*self.object).clone();
+        object.meta_mut().finalizers = Some(finalizers);
+        self.object = Arc::new(object);
     }
 
     /// An API for objects of `T` in the object's namespace.
@@ -248,7 +336,7 @@ impl<K: Object> Run<K> {
             action: action.to_string(),
             secondary: None,
         };
-        if let Err(error) = self.shared.recorder.publish(&event, &self.object.object_ref(&())).await {
+        if let Err(error) = self.shared.recorder.publish(&event, &self.object.object_ref(&self.dyntype)).await {
             tracing::debug!(object = %self.described, %error, "publishing an event failed");
         }
     }
@@ -264,7 +352,7 @@ impl<K: Object> Run<K> {
         if let Decision::Retry(failure) | Decision::GiveUp(failure) = &decision {
             self.publish(EventType::Warning, &failure.reason, &failure.message, "Reconcile").await;
         }
-        if !deleting {
+        if !deleting && self.shared.writes_status {
             let status = self.desired_status(&decision);
             if let Err(failure) = self.write_status(status).await
                 && !matches!(decision, Decision::Retry(_) | Decision::GiveUp(_))
@@ -312,13 +400,16 @@ impl<K: Object> Run<K> {
         if contains(&live, &status) {
             return Ok(());
         }
-        let body = json!({
+        let mut body = json!({
             "apiVersion": object::api_version(&self.value),
             "kind": object::kind(&self.value),
-            "metadata": {"name": self.name(), "namespace": self.namespace()},
+            "metadata": {"name": self.name()},
             "status": status,
         });
-        let api: Api<K> = self.api();
+        if self.shared.namespaced {
+            body["metadata"]["namespace"] = json!(self.namespace());
+        }
+        let api = self.shared.api(self.namespace());
         let params = PatchParams::apply(&self.shared.name).force();
         let result = api.patch_status(self.name(), &params, &Patch::Apply(&body)).await;
         self.shared.metrics.status_write(&self.shared.name, result.is_ok());

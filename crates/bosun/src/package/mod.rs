@@ -17,7 +17,7 @@ use serde::{Deserialize, Deserializer, Serialize, Serializer};
 use serde_json::Value;
 
 use crate::yaml;
-pub use resource::{PackageStatus, crds};
+pub use resource::PackageStatus;
 pub use rollout::{Action, FieldComparison, Group, RolloutSpec, Selector, Step, SuccessCheck};
 
 /// The file that declares a package.

@@ -1,18 +1,14 @@
 //! The `Package` custom resource (`bosun.dev/v1alpha1`): the spec is `bosun.yaml`'s spec, the
-//! status is what the `Package` controller reports. [`crds`] gives the definitions a cluster
-//! needs (`bosun crds`).
+//! status is what the `Package` controller reports. [`crate::crds`] gives the definitions a
+//! cluster needs (`bosun crds`).
 
 use std::time::Duration;
 
-use k8s_openapi::{
-    apiextensions_apiserver::pkg::apis::apiextensions::v1::CustomResourceDefinition,
-    apimachinery::pkg::apis::meta::v1::Condition,
-};
-use kube::CustomResourceExt;
+use k8s_openapi::apimachinery::pkg::apis::meta::v1::Condition;
 use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
 
-use super::{Interval, PackageResource, PackageSpec};
+use super::{Interval, PackageSpec};
 use crate::inventory::Entry;
 
 /// Annotation that asks for a reconcile now; its value is echoed in
@@ -174,14 +170,6 @@ pub fn record_history(history: &mut Vec<HistoryEntry>, run: HistoryEntry, keep: 
     history.truncate(keep.max(1));
 }
 
-/// The definitions of bosun's custom resources: `Package` first, then the notification
-/// resources (`Alert`, `Provider`, `Receiver`).
-pub fn crds() -> Vec<CustomResourceDefinition> {
-    let mut crds = vec![PackageResource::crd()];
-    crds.extend(crate::notification::crds());
-    crds
-}
-
 impl PackageSpec {
     /// How often the Package is reconciled when nothing happens.
     pub fn interval(&self) -> Duration {
@@ -205,8 +193,10 @@ impl PackageSpec {
 
 #[cfg(test)]
 mod tests {
+    use kube::CustomResourceExt;
     use serde_json::{Value, json};
 
+    use super::super::PackageResource;
     use super::*;
 
     fn run(digest: &str, result: &str, at: &str) -> HistoryEntry {
@@ -283,8 +273,23 @@ mod tests {
     }
 
     #[test]
+    fn every_crd_is_structural_with_status_and_columns() {
+        // The notification resources are checked beside the Package below (a Provider has no
+        // status).
+        for crd in [PackageResource::crd(), crate::operator::OperatorResource::crd()] {
+            let crd = serde_json::to_value(&crd).expect("json");
+            let version = &crd["spec"]["versions"][0];
+            assert_eq!(version["subresources"]["status"], json!({}), "{}", crd["metadata"]["name"]);
+            assert!(version["additionalPrinterColumns"].as_array().is_some_and(|c| c.len() >= 3));
+            let mut problems = Vec::new();
+            check_structural(&version["schema"]["openAPIV3Schema"], "", &mut problems);
+            assert!(problems.is_empty(), "{}: {problems:#?}", crd["metadata"]["name"]);
+        }
+    }
+
+    #[test]
     fn the_crd_has_a_structural_schema_columns_and_a_short_name() {
-        let crd = serde_json::to_value(&crds()[0]).expect("json");
+        let crd = serde_json::to_value(PackageResource::crd()).expect("json");
         assert_eq!(crd["metadata"]["name"], "packages.bosun.dev");
         assert_eq!(crd["spec"]["names"]["shortNames"], json!(["pkg"]));
         let version = &crd["spec"]["versions"][0];
@@ -301,7 +306,7 @@ mod tests {
         let mut problems = Vec::new();
         check_structural(schema, "", &mut problems);
         assert!(problems.is_empty(), "{problems:#?}");
-        for crd in &crds()[1..] {
+        for crd in &crate::notification::crds() {
             let crd = serde_json::to_value(crd).expect("json");
             let name = crd["metadata"]["name"].as_str().unwrap_or_default().to_string();
             let version = &crd["spec"]["versions"][0];

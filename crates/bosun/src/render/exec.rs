@@ -9,9 +9,11 @@ use std::{
     time::Duration,
 };
 
-use serde_json::Value;
-
-use super::{Manifests, RenderError, push_stream};
+use super::{
+    Input, Manifests, RenderError,
+    output::{self, Output},
+    push_stream,
+};
 use crate::{package::ExecSpec, yaml};
 
 /// Default bound on an exec renderer.
@@ -99,8 +101,10 @@ pub fn run(
     Ok(Finished { stdout })
 }
 
-/// Runs the exec renderer: config as JSON on stdin and in `BOSUN_CONFIG`, objects from stdout.
-pub fn render(package_dir: &Path, spec: &ExecSpec, config: &Value) -> Result<Manifests, RenderError> {
+/// Runs the exec renderer: the configuration as JSON on stdin and in `BOSUN_CONFIG`, further
+/// inputs as JSON in `BOSUN_<NAME>` (`BOSUN_RELATED`, `BOSUN_FINALIZING`); objects from stdout.
+/// One JSON document in the response form ([`output::is_response`]) is read as such.
+pub fn render(package_dir: &Path, spec: &ExecSpec, input: &Input<'_>) -> Result<Output, RenderError> {
     let Some((program, args)) = spec.command.split_first() else {
         return Err(RenderError::Command {
             command: "exec".into(),
@@ -117,19 +121,19 @@ pub fn render(package_dir: &Path, spec: &ExecSpec, config: &Value) -> Result<Man
             message: format!("{program} is not on PATH"),
         })?
     };
-    let config_json = config.to_string();
+    let config_json = input.config.to_string();
+    let extra: Vec<(String, String)> =
+        input.extra.iter().map(|(name, value)| (format!("BOSUN_{}", name.to_uppercase()), value.to_string())).collect();
+    let mut env: Vec<(&str, &str)> = vec![("BOSUN_CONFIG", &config_json)];
+    env.extend(extra.iter().map(|(name, value)| (name.as_str(), value.as_str())));
     let timeout = spec.timeout.map_or(DEFAULT_TIMEOUT, |t| t.0);
-    let finished = run(
-        &program_path,
-        args,
-        package_dir,
-        config_json.as_bytes(),
-        &[("BOSUN_CONFIG", &config_json)],
-        timeout,
-        &shown,
-    )?;
-    let documents = yaml::parse_stream(&finished.stdout, &format!("output of `{shown}`"))?;
+    let finished = run(&program_path, args, package_dir, config_json.as_bytes(), &env, timeout, &shown)?;
+    let origin = format!("output of `{shown}`");
+    let mut documents = yaml::parse_stream(&finished.stdout, &origin)?;
+    if documents.len() == 1 && output::is_response(&documents[0]) {
+        return output::interpret(documents.remove(0), &origin);
+    }
     let mut manifests = Manifests::default();
     push_stream(&mut manifests, documents);
-    Ok(manifests)
+    Ok(Output { manifests, ..Output::default() })
 }

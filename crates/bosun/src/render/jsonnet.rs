@@ -1,10 +1,10 @@
 //! The jsonnet renderer, in-process with jrsonnet. The configuration is `std.extVar('config')`
-//! and `import 'generic-operator/config'` (as Locutus provides it). The program may return one
-//! object, a list of objects, a map (nested maps allowed) of keys to objects, or the Locutus
-//! form `{objects: {key: object}, rollout: {...}}`.
+//! and `import 'generic-operator/config'` (as Locutus provides it); further inputs (an
+//! operator's `related` and `finalizing`) are external variables too. What the program may
+//! return is in [`super::output`].
 
 use std::{
-    collections::HashMap,
+    collections::{BTreeMap, HashMap},
     path::{Path, PathBuf},
 };
 
@@ -15,10 +15,13 @@ use jrsonnet_evaluator::{
     trace::{CompactFormat, PathResolver, TraceFormat},
 };
 use jrsonnet_gcmodule::Acyclic;
-use serde_json::{Map, Value};
+use serde_json::Value;
 
-use super::{Manifests, RenderError, push_source};
-use crate::package::{JsonnetSpec, RolloutSpec};
+use super::{
+    Input, RenderError,
+    output::{self, Output},
+};
+use crate::package::JsonnetSpec;
 
 /// The import path under which programs find their configuration (Locutus' name for it).
 pub const CONFIG_IMPORT: &str = "generic-operator/config";
@@ -78,7 +81,7 @@ fn collapse_repeats(trace: &str) -> String {
 }
 
 /// Evaluates the program to JSON text; errors come back with their jsonnet stack trace.
-fn evaluate(dir: &Path, spec: &JsonnetSpec, config: &Value) -> Result<String, String> {
+fn evaluate(dir: &Path, spec: &JsonnetSpec, config: &Value, extra: &BTreeMap<String, Value>) -> Result<String, String> {
     let mut library: Vec<PathBuf> = spec.jpath.iter().map(|p| dir.join(p)).collect();
     library.push(dir.join("vendor"));
     let config_json = config.to_string();
@@ -87,7 +90,7 @@ fn evaluate(dir: &Path, spec: &JsonnetSpec, config: &Value) -> Result<String, St
     {
         let mut settings = stdlib.settings_mut();
         settings.ext_vars.insert("config".into(), TlaArg::InlineCode(config_json));
-        for (name, value) in &spec.ext_vars {
+        for (name, value) in spec.ext_vars.iter().chain(extra) {
             settings.ext_vars.insert(name.as_str().into(), argument(value));
         }
     }
@@ -108,104 +111,8 @@ fn evaluate(dir: &Path, spec: &JsonnetSpec, config: &Value) -> Result<String, St
     value.manifest(JsonFormat::minify()).map_err(shown)
 }
 
-fn is_object(value: &Value) -> bool {
-    value.get("apiVersion").is_some_and(Value::is_string) && value.get("kind").is_some_and(Value::is_string)
-}
-
-fn type_name(value: &Value) -> &'static str {
-    match value {
-        Value::Null => "null",
-        Value::Bool(_) => "a boolean",
-        Value::Number(_) => "a number",
-        Value::String(_) => "a string",
-        Value::Array(_) => "an array",
-        Value::Object(_) => "an object",
-    }
-}
-
-/// Adds every object of a (nested) map, keyed by field path (`prometheus/deployment`).
-fn flatten_map(
-    manifests: &mut Manifests,
-    prefix: &str,
-    map: Map<String, Value>,
-    origin: &str,
-) -> Result<(), RenderError> {
-    for (field, value) in map {
-        let key = if prefix.is_empty() { field } else { format!("{prefix}/{field}") };
-        match value {
-            Value::Null => {}
-            object if is_object(&object) => push_source(manifests, &key, vec![object]),
-            Value::Object(inner) => flatten_map(manifests, &key, inner, origin)?,
-            Value::Array(items) => {
-                if let Some(bad) = items.iter().find(|i| !is_object(i)) {
-                    return Err(RenderError::Output {
-                        origin: origin.to_string(),
-                        message: format!(
-                            "field {key:?} holds {} where a Kubernetes object was expected",
-                            type_name(bad)
-                        ),
-                    });
-                }
-                push_source(manifests, &key, items);
-            }
-            other => {
-                return Err(RenderError::Output {
-                    origin: origin.to_string(),
-                    message: format!("field {key:?} is {}, not a Kubernetes object", type_name(&other)),
-                });
-            }
-        }
-    }
-    Ok(())
-}
-
-/// Turns the program's output into manifests and, for the Locutus form, a rollout.
-fn interpret(output: Value, entrypoint: &str) -> Result<(Manifests, Option<RolloutSpec>), RenderError> {
-    let mut manifests = Manifests::default();
-    match output {
-        object if is_object(&object) => push_source(&mut manifests, entrypoint, vec![object]),
-        Value::Object(mut map)
-            if map.get("objects").is_some_and(Value::is_object)
-                && map.keys().all(|k| k == "objects" || k == "rollout") =>
-        {
-            let rollout = match map.remove("rollout") {
-                None | Some(Value::Null) => None,
-                Some(rollout) => Some(RolloutSpec::from_value(&rollout, &format!("{entrypoint} (rollout)"))?),
-            };
-            if let Some(Value::Object(objects)) = map.remove("objects") {
-                flatten_map(&mut manifests, "", objects, entrypoint)?;
-            }
-            return Ok((manifests, rollout));
-        }
-        Value::Object(map) => flatten_map(&mut manifests, "", map, entrypoint)?,
-        Value::Array(items) => {
-            if let Some(bad) = items.iter().find(|i| !is_object(i)) {
-                return Err(RenderError::Output {
-                    origin: entrypoint.to_string(),
-                    message: format!("the array holds {} where a Kubernetes object was expected", type_name(bad)),
-                });
-            }
-            push_source(&mut manifests, entrypoint, items);
-        }
-        other => {
-            return Err(RenderError::Output {
-                origin: entrypoint.to_string(),
-                message: format!(
-                    "the program returned {}; return an object, an array or a map of objects",
-                    type_name(&other)
-                ),
-            });
-        }
-    }
-    Ok((manifests, None))
-}
-
-/// Renders the jsonnet program of a package.
-pub fn render(
-    package_dir: &Path,
-    spec: &JsonnetSpec,
-    config: &Value,
-) -> Result<(Manifests, Option<RolloutSpec>), RenderError> {
+/// Renders the jsonnet program of a package with its inputs.
+pub fn render(package_dir: &Path, spec: &JsonnetSpec, input: &Input<'_>) -> Result<Output, RenderError> {
     // Traces show paths relative to the package, which jrsonnet computes from a canonical base.
     let dir = package_dir
         .canonicalize()
@@ -217,11 +124,11 @@ pub fn render(
             source: std::io::Error::new(std::io::ErrorKind::NotFound, "the jsonnet entrypoint does not exist"),
         });
     }
-    let (spec_owned, config_owned) = (spec.clone(), config.clone());
+    let (spec_owned, config, extra) = (spec.clone(), input.config.clone(), input.extra.clone());
     let json = std::thread::Builder::new()
         .name("bosun-jsonnet".into())
         .stack_size(EVALUATION_STACK)
-        .spawn(move || evaluate(&dir, &spec_owned, &config_owned))
+        .spawn(move || evaluate(&dir, &spec_owned, &config, &extra))
         .map_err(|source| RenderError::Io { path: entry.display().to_string(), source })?
         .join()
         .map_err(|_| RenderError::Jsonnet {
@@ -233,7 +140,7 @@ pub fn render(
         origin: spec.entrypoint.clone(),
         message: format!("invalid JSON from jsonnet: {e}"),
     })?;
-    interpret(output, &spec.entrypoint)
+    output::interpret(output, &spec.entrypoint)
 }
 
 #[cfg(test)]

@@ -7,6 +7,7 @@ mod exec;
 mod files;
 mod jsonnet;
 mod kustomize;
+pub mod output;
 mod scopes;
 mod substitute;
 
@@ -22,6 +23,7 @@ use crate::{
     package::{Package, RenderSpec, RolloutSpec, rollout::RolloutError},
     yaml,
 };
+pub use output::Response;
 pub use scopes::Scopes;
 pub(crate) use substitute::substitute_text;
 
@@ -162,6 +164,11 @@ impl Manifests {
         self.items.iter_mut()
     }
 
+    /// Every object, in order, to change in place (their keys stay).
+    pub fn objects_mut(&mut self) -> impl Iterator<Item = &mut Value> {
+        self.items.iter_mut().map(|m| &mut m.object)
+    }
+
     /// Number of objects.
     pub fn len(&self) -> usize {
         self.items.len()
@@ -231,6 +238,26 @@ pub struct Rendered {
     pub rollout: Option<RolloutSpec>,
     /// Things worth telling the user that did not stop rendering.
     pub warnings: Vec<String>,
+    /// What the program said besides objects (an operator's status, resync, finalized).
+    pub response: Response,
+}
+
+/// What a renderer is given.
+#[derive(Debug, Clone, Copy)]
+pub struct Input<'a> {
+    /// The configuration: jsonnet's `std.extVar('config')` and `import
+    /// 'generic-operator/config'`, an exec command's stdin and `BOSUN_CONFIG`.
+    pub config: &'a Value,
+    /// Further named inputs: jsonnet's `std.extVar(name)`, an exec command's `BOSUN_<NAME>`
+    /// (JSON). Files and kustomize take none.
+    pub extra: &'a BTreeMap<String, Value>,
+    /// Rendering no objects is fine (an operator's program may want no children), not an
+    /// error.
+    pub allow_empty: bool,
+    /// Age keys for SOPS-encrypted manifests, decrypted right after the renderer (before
+    /// substitution and common metadata change what their MAC covers). Without keys, an
+    /// encrypted manifest is an error: it is never applied encrypted.
+    pub keys: Option<&'a crate::decrypt::Keys>,
 }
 
 impl Rendered {
@@ -304,28 +331,31 @@ fn read_dir_error(path: &Path) -> impl FnOnce(std::io::Error) -> RenderError + '
 /// Any renderer failure, malformed output, an object without kind/apiVersion/name, an identity
 /// rendered twice, an unset variable, or a rollout step naming a key that was not rendered.
 pub fn render(package: &Package, config: &Value, scopes: &Scopes) -> Result<Rendered, RenderError> {
-    render_decrypting(package, config, scopes, None)
+    render_with(package, &Input { config, extra: &BTreeMap::new(), allow_empty: false, keys: None }, scopes)
 }
 
-/// [`render`], decrypting SOPS-encrypted manifests with `keys` first (before substitution and
-/// common metadata change what their MAC covers). Without keys, an encrypted manifest is an
-/// error: it is never applied encrypted.
+/// [`render`] with further inputs (see [`Input`]).
 ///
 /// # Errors
-/// As [`render`], and [`crate::decrypt::DecryptError`]s.
-pub fn render_decrypting(
-    package: &Package,
-    config: &Value,
-    scopes: &Scopes,
-    keys: Option<&crate::decrypt::Keys>,
-) -> Result<Rendered, RenderError> {
-    let (mut manifests, produced_rollout) = match package.renderer() {
-        RenderSpec::Files(spec) => files::render(&package.dir, &spec)?,
-        RenderSpec::Jsonnet(spec) => jsonnet::render(&package.dir, &spec, config)?,
-        RenderSpec::Kustomize(spec) => (kustomize::render(&package.dir, &spec)?, None),
-        RenderSpec::Exec(spec) => (exec::render(&package.dir, &spec, config)?, None),
+/// As [`render`] (and [`crate::decrypt::DecryptError`]s); no objects is an error only when
+/// `input.allow_empty` is false.
+pub fn render_with(package: &Package, input: &Input<'_>, scopes: &Scopes) -> Result<Rendered, RenderError> {
+    let (mut manifests, produced_rollout, response) = match package.renderer() {
+        RenderSpec::Files(spec) => {
+            let (manifests, rollout) = files::render(&package.dir, &spec)?;
+            (manifests, rollout, Response::default())
+        }
+        RenderSpec::Jsonnet(spec) => {
+            let out = jsonnet::render(&package.dir, &spec, input)?;
+            (out.manifests, out.rollout, out.response)
+        }
+        RenderSpec::Kustomize(spec) => (kustomize::render(&package.dir, &spec)?, None, Response::default()),
+        RenderSpec::Exec(spec) => {
+            let out = exec::render(&package.dir, &spec, input)?;
+            (out.manifests, out.rollout, out.response)
+        }
     };
-    crate::decrypt::manifests(&mut manifests, keys)?;
+    crate::decrypt::manifests(&mut manifests, input.keys)?;
     let mut warnings = Vec::new();
     let rollout = match (&package.spec.rollout, produced_rollout) {
         (Some(declared), Some(_)) => {
@@ -339,7 +369,7 @@ pub fn render_decrypting(
     if !spec.substitute.is_empty() {
         substitute::apply(&mut manifests, &spec.substitute)?;
     }
-    if manifests.items.is_empty() {
+    if manifests.items.is_empty() && !input.allow_empty {
         return Err(RenderError::Empty { package: package.dir.display().to_string() });
     }
     for manifest in &manifests.items {
@@ -393,7 +423,7 @@ pub fn render_decrypting(
     if let Some(rollout) = &rollout {
         check_rollout_keys(rollout, &manifests)?;
     }
-    Ok(Rendered { manifests, rollout, warnings })
+    Ok(Rendered { manifests, rollout, warnings, response })
 }
 
 fn check_shape(manifest: &Manifest) -> Result<(), RenderError> {

@@ -205,6 +205,44 @@ fn exec_gets_the_configuration_and_its_output_is_keyed_by_identity() {
 }
 
 #[test]
+fn operator_inputs_reach_exec_and_jsonnet_and_the_response_form_comes_back() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    // exec: related and finalizing as BOSUN_<NAME>; one JSON document in the response form.
+    write(
+        dir.path(),
+        "sync.sh",
+        r##"#!/bin/sh
+related=$(printf '%s' "$BOSUN_RELATED" | tr -d '"')
+cat <<EOF
+{"children": [{"apiVersion": "v1", "kind": "ConfigMap", "metadata": {"name": "c"}, "data": {"related": "$related"}}], "status": {"finalizing": "$BOSUN_FINALIZING"}, "resyncAfterSeconds": 2}
+EOF
+"##,
+    );
+    std::process::Command::new("chmod").args(["+x", "sync.sh"]).current_dir(dir.path()).status().expect("chmod");
+    let extra = BTreeMap::from([("related".to_string(), json!({"cm": []})), ("finalizing".to_string(), json!(true))]);
+    let input = Input { config: &json!({}), extra: &extra, allow_empty: false, keys: None };
+    let exec = RenderSpec::Exec(ExecSpec { command: vec!["./sync.sh".into()], timeout: None });
+    let rendered = render_with(&package(dir.path(), exec), &input, &Scopes::builtin()).expect("exec");
+    assert_eq!(keys(&rendered), ["ConfigMap/c"]);
+    assert_eq!(rendered.manifests.iter().next().expect("one").object["data"]["related"], "{cm:[]}");
+    assert_eq!(rendered.response.status, Some(serde_json::Map::from_iter([("finalizing".into(), json!("true"))])));
+    assert_eq!(rendered.response.resync_after, Some(std::time::Duration::from_secs(2)));
+    // jsonnet: std.extVar; no children at all is fine when allowed.
+    write(
+        dir.path(),
+        "main.jsonnet",
+        "{children: [], status: {n: std.length(std.extVar('related').cm), f: std.extVar('finalizing')}}",
+    );
+    let rendered =
+        render_with(&package(dir.path(), jsonnet()), &Input { allow_empty: true, ..input }, &Scopes::builtin())
+            .expect("jsonnet");
+    assert!(rendered.manifests.is_empty());
+    assert_eq!(rendered.response.status.expect("status")["f"], json!(true));
+    let err = render_with(&package(dir.path(), jsonnet()), &input, &Scopes::builtin()).expect_err("empty");
+    assert!(matches!(err, RenderError::Empty { .. }), "{err}");
+}
+
+#[test]
 fn target_namespace_applies_to_namespaced_kinds_only() {
     let dir = tempfile::tempdir().expect("tempdir");
     write(dir.path(), "cm.yaml", &CM.replace("NAME", "cm"));

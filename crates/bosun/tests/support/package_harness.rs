@@ -7,7 +7,8 @@ use std::{path::Path, time::Duration};
 
 use bosun::{
     controllers::package::{Settings, controller},
-    package::{PackageResource, crds},
+    crds,
+    package::PackageResource,
 };
 use bosun_apiserver::{ApiServer, RunningServer};
 use k8s_openapi::{

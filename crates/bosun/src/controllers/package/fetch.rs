@@ -98,28 +98,40 @@ pub async fn fetch(
     resource: &PackageResource,
     refetch: bool,
 ) -> Result<(Snapshot, PathBuf), FetchError> {
-    let source = check(resource.spec.source.as_ref())?;
+    let namespace = resource.metadata.namespace.clone().unwrap_or_default();
+    fetch_source(fetcher, client, resource.spec.source.as_ref(), &namespace, refetch).await
+}
+
+/// Fetches a source of a resource in `namespace` (where its credentials Secret and its
+/// ConfigMap are): the snapshot and the directory `source.path` names inside it.
+pub async fn fetch_source(
+    fetcher: &Fetcher,
+    client: &Client,
+    source: Option<&SourceSpec>,
+    namespace: &str,
+    refetch: bool,
+) -> Result<(Snapshot, PathBuf), FetchError> {
+    let source = check(source)?;
     let inner = inner_path(source)?;
     let ignore = source.ignore.as_deref();
-    let namespace = resource.metadata.namespace.clone().unwrap_or_default();
     let snapshot = match kind(source) {
         Kind::Git(git) => {
             let credentials =
-                secret(client, &namespace, git.secret_ref.as_ref(), "git", Credentials::from_secret).await?;
+                secret(client, namespace, git.secret_ref.as_ref(), "git", Credentials::from_secret).await?;
             fetcher.git(git, credentials.as_ref(), ignore, refetch).await?
         }
         Kind::Archive(archive) => {
             let reference = archive.secret_ref.as_ref();
-            let credentials = secret(client, &namespace, reference, "archive", Credentials::from_secret).await?;
+            let credentials = secret(client, namespace, reference, "archive", Credentials::from_secret).await?;
             fetcher.archive(archive, credentials.as_ref(), ignore, refetch).await?
         }
         Kind::Bucket(bucket) => {
             let reference = bucket.secret_ref.as_ref();
-            let credentials = secret(client, &namespace, reference, "bucket", BucketCredentials::from_secret).await?;
+            let credentials = secret(client, namespace, reference, "bucket", BucketCredentials::from_secret).await?;
             fetcher.bucket(bucket, credentials.as_ref(), ignore, refetch).await?
         }
         Kind::ConfigMap(name) => {
-            let files = config_map(client, &namespace, name).await?;
+            let files = config_map(client, namespace, name).await?;
             fetcher.contents(&format!("ConfigMap/{namespace}/{name}"), files, ignore).await?
         }
         Kind::Dir(dir) => fetcher.dir(Path::new(dir), ignore).await?,

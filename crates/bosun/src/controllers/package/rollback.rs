@@ -101,7 +101,7 @@ pub fn decode(bytes: &[u8]) -> Result<GoodSet, String> {
     GzDecoder::new(bytes).read_to_end(&mut json).map_err(|e| format!("not gzip: {e}"))?;
     let stored: Stored = serde_json::from_slice(&json).map_err(|e| format!("not a rendered set: {e}"))?;
     let rendered =
-        Rendered { manifests: Manifests::from_map(stored.manifests), rollout: stored.rollout, warnings: Vec::new() };
+        Rendered { manifests: Manifests::from_map(stored.manifests), rollout: stored.rollout, ..Rendered::default() };
     Ok(GoodSet { revision: stored.revision, digest: stored.digest, rendered })
 }
 
@@ -204,7 +204,7 @@ mod tests {
         let set = GoodSet {
             revision: "main@sha1:0c1d".into(),
             digest: "sha256:ab".into(),
-            rendered: Rendered { manifests: Manifests::from_map(map), rollout: Some(rollout), warnings: Vec::new() },
+            rendered: Rendered { manifests: Manifests::from_map(map), rollout: Some(rollout), ..Rendered::default() },
         };
         let bytes = encode(&set);
         assert_eq!(&bytes[..2], [0x1f, 0x8b], "gzip");

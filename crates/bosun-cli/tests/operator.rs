@@ -1,0 +1,108 @@
+//! `bosun operator` as a process against the embedded API server (in this test process), with
+//! kubectl as the user's tool: Locutus' CRD-as-config example, run with Locutus' flags.
+
+use std::{
+    path::{Path, PathBuf},
+    process::Stdio,
+    time::{Duration, Instant},
+};
+
+use bosun_apiserver::ApiServer;
+use k8s_openapi::api::apps::v1::Deployment;
+use kube::Api;
+use tokio::process::Command;
+
+mod common;
+#[path = "support/controller.rs"]
+mod support;
+
+use common::Cluster;
+use support::{BOUND, text};
+
+fn example() -> PathBuf {
+    Path::new(env!("CARGO_MANIFEST_DIR")).join("../../examples/operator")
+}
+
+async fn replicas(deployments: &Api<Deployment>) -> Option<i32> {
+    deployments.get_opt("grafana-main").await.expect("get")?.spec?.replicas
+}
+
+/// Waits until the Deployment has `expected` replicas (`None`: until it is gone).
+async fn wait_replicas(deployments: &Api<Deployment>, expected: Option<i32>, log: &Path) {
+    let deadline = Instant::now() + BOUND;
+    while replicas(deployments).await != expected {
+        let log = std::fs::read_to_string(log).unwrap_or_default();
+        assert!(Instant::now() < deadline, "grafana-main never had {expected:?} replicas; bosun operator said:\n{log}");
+        tokio::time::sleep(Duration::from_millis(50)).await;
+    }
+}
+
+#[tokio::test]
+async fn locutus_flags_run_the_grafana_example_until_interrupted() {
+    let server = ApiServer::in_memory().simulate_workloads(Duration::from_millis(100)).start().await.expect("server");
+    let cluster = Cluster::around(server);
+    let example = example();
+    let crd = example.join("crd.yaml").display().to_string();
+    cluster.kubectl(&["apply", "-f", &crd], None).await;
+    let log = cluster.dir.path().join("operator.log");
+    let mut operator = Command::new(env!("CARGO_BIN_EXE_bosun"))
+        .args(["operator", "--jsonnet"])
+        .arg(example.join("main.jsonnet"))
+        .arg("--trigger-config")
+        .arg(example.join("config.yaml"))
+        .env("KUBECONFIG", &cluster.kubeconfig)
+        .current_dir(cluster.dir.path())
+        .stdout(Stdio::null())
+        .stderr(std::fs::File::create(&log).expect("log"))
+        .kill_on_drop(true)
+        .spawn()
+        .expect("bosun operator starts");
+    let grafana = example.join("grafana.yaml").display().to_string();
+    cluster.kubectl(&["apply", "-f", &grafana], None).await;
+    let deployments: Api<Deployment> = Api::default_namespaced(cluster.server.client());
+    wait_replicas(&deployments, Some(3), &log).await;
+    cluster.kubectl(&["patch", "grafana", "main", "--type", "merge", "-p", r#"{"spec":{"replicas":7}}"#], None).await;
+    wait_replicas(&deployments, Some(7), &log).await;
+    let shown = cluster
+        .kubectl(
+            &["get", "grafana", "main", "-o", "jsonpath={.status.conditions[0].type}={.status.conditions[0].status}"],
+            None,
+        )
+        .await;
+    assert_eq!(text(&shown).trim(), "Ready=True");
+    cluster.kubectl(&["delete", "grafana", "main"], None).await;
+    wait_replicas(&deployments, None, &log).await;
+
+    // Ctrl-C: it stops, successfully.
+    let pid = operator.id().expect("pid").to_string();
+    let sent = std::process::Command::new("kill").args(["-INT", &pid]).status().expect("kill runs");
+    assert!(sent.success());
+    let status = tokio::time::timeout(BOUND, operator.wait()).await.expect("stops in time").expect("wait");
+    assert_eq!(status.code(), Some(0), "{}", std::fs::read_to_string(&log).unwrap_or_default());
+}
+
+#[tokio::test]
+async fn a_missing_crd_and_bad_flags_are_named() {
+    let server = ApiServer::in_memory().start().await.expect("server");
+    let cluster = Cluster::around(server);
+    let example = example();
+    let (jsonnet, config) = (example.join("main.jsonnet"), example.join("config.yaml"));
+    let output = cluster
+        .bosun(&[
+            "operator",
+            "--jsonnet",
+            &jsonnet.display().to_string(),
+            "--trigger-config",
+            &config.display().to_string(),
+        ])
+        .await;
+    assert_eq!(output.status.code(), Some(2), "{}", text(&output));
+    assert!(
+        text(&output).contains("spec.watch: the cluster serves no Grafana in monitoring.coreos.com/v1"),
+        "{}",
+        text(&output)
+    );
+    let output = cluster.bosun(&["operator", cluster.dir.path().to_str().expect("utf-8")]).await;
+    assert_eq!(output.status.code(), Some(2));
+    assert!(text(&output).contains("operator.yaml"), "{}", text(&output));
+}
