@@ -8,6 +8,7 @@
 //! target/release/bosun-bench apply
 //! target/release/bosun-bench observe
 //! target/release/bosun-bench packages
+//! target/release/bosun-bench workloads
 //! ```
 
 mod apiserver;
@@ -15,6 +16,7 @@ mod apply;
 mod observe;
 mod packages;
 mod render;
+mod workloads;
 
 use std::path::PathBuf;
 
@@ -39,6 +41,9 @@ enum Bench {
     Packages(packages::Args),
     /// bosun observe: initial sync, write-to-command latency, memory; against a kubectl shell loop.
     Observe(observe::Args),
+    /// Workload simulation: create throughput with it off and on, and a fleet of Deployments
+    /// until available with endpoints.
+    Workloads(workloads::Args),
     /// (The command the observe benchmark runs: appends its arguments and the time to LOG.)
     #[command(hide = true)]
     Stamp {
@@ -63,6 +68,7 @@ fn main() {
             Bench::Apply(args) => apply::run(args).await,
             Bench::Observe(args) => observe::run(args).await,
             Bench::Packages(args) => packages::run(args).await,
+            Bench::Workloads(args) => workloads::run(args).await,
             Bench::Stamp { .. } => {}
         }
     });
