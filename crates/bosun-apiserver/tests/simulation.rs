@@ -587,3 +587,77 @@ async fn logs_and_exec_answer_400_for_containers_that_do_not_run() {
     assert!(!output.status.success());
     assert!(stderr.contains("runs no process"), "{stderr}");
 }
+
+#[tokio::test]
+async fn a_cron_job_fires_at_the_next_minute_and_its_job_completes() {
+    let server = simulated(1).await;
+    let cron_jobs: Api<k8s_openapi::api::batch::v1::CronJob> = Api::default_namespaced(server.client());
+    let cron_job = serde_json::from_value(json!({
+        "metadata": {"name": "tick"},
+        "spec": {"schedule": "* * * * *", "jobTemplate": {"spec": {"template": {"spec": {
+            "restartPolicy": "Never", "containers": [{"name": "tick", "image": "busybox"}]}}}}}
+    }))
+    .expect("cronjob");
+    cron_jobs.create(&PostParams::default(), &cron_job).await.expect("create");
+    let jobs: Api<Job> = Api::default_namespaced(server.client());
+    // The schedule fires at the next whole minute: up to a minute away.
+    let fired = tokio::time::timeout(Duration::from_secs(120), async {
+        let mut stream = watcher(jobs.clone(), watcher::Config::default()).applied_objects().boxed();
+        loop {
+            let job = stream.try_next().await.expect("watch").expect("stream");
+            if job.owner_references().first().is_some_and(|o| o.kind == "CronJob" && o.name == "tick") {
+                return job;
+            }
+        }
+    })
+    .await
+    .expect("the CronJob firing within two minutes");
+    assert!(fired.name_any().starts_with("tick-"), "{}", fired.name_any());
+    within("the fired Job completing", await_condition(jobs.clone(), &fired.name_any(), job_condition("Complete")))
+        .await
+        .expect("watch");
+    let scheduled = await_condition(cron_jobs.clone(), "tick", |c: Option<&k8s_openapi::api::batch::v1::CronJob>| {
+        c.and_then(|c| c.status.as_ref())
+            .is_some_and(|s| s.last_schedule_time.is_some() && s.last_successful_time.is_some())
+    });
+    within("the CronJob's status", scheduled).await.expect("watch");
+}
+
+#[tokio::test]
+async fn a_stages_file_makes_matching_pods_never_ready_and_their_rollout_fail() {
+    let dir = tempfile::tempdir().expect("dir");
+    let stages = dir.path().join("stages.yaml");
+    std::fs::write(&stages, "stages:\n- name: flaky web\n  selector: tier=flaky\n  behaviour: not-ready\n")
+        .expect("write");
+    let server = ApiServer::in_memory()
+        .simulate_workloads(Duration::from_millis(200))
+        .stages_file(&stages)
+        .start()
+        .await
+        .expect("server");
+    let kubectl = Kubectl::new(&server);
+    let flaky = deployment("flaky", 1, "nginx").replace("labels: {app: flaky}", "labels: {app: flaky, tier: flaky}");
+    kubectl_ok(&kubectl, &["apply", "-f", "-"], &flaky).await;
+    kubectl_ok(&kubectl, &["apply", "-f", "-"], &deployment("steady", 1, "nginx")).await;
+    let pods: Api<Pod> = Api::default_namespaced(server.client());
+    all_pods(&pods, "app=steady", 1, running_and_ready).await;
+    let unready = all_pods(&pods, "app=flaky", 1, |p| {
+        p.status.as_ref().and_then(|s| s.phase.as_deref()) == Some("Running") && !running_and_ready(p)
+    })
+    .await;
+    let ready = unready[0].status.as_ref().and_then(|s| s.conditions.clone()).expect("conditions");
+    let ready = ready.iter().find(|c| c.type_ == "Ready").expect("Ready");
+    assert_eq!(
+        (ready.reason.as_deref(), ready.message.as_deref()),
+        (Some("ContainersNotReady"), Some("containers with unready status: [web]"))
+    );
+    let output = kubectl.run(&["rollout", "status", "deployment/flaky", "--timeout=60s"]).await;
+    let (stdout, stderr) = texts(&output);
+    assert!(!output.status.success() && stderr.contains("exceeded its progress deadline"), "{stdout}\n{stderr}");
+    let bad = ApiServer::in_memory()
+        .simulate_workloads(Duration::from_millis(200))
+        .stages_file(dir.path().join("missing.yaml"))
+        .start()
+        .await;
+    assert!(bad.is_err_and(|e| e.to_string().contains("missing.yaml")), "an unreadable stages file stops the server");
+}

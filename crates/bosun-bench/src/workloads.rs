@@ -12,7 +12,7 @@ use bosun_apiserver::{ApiServer, RunningServer};
 use futures::{StreamExt, TryStreamExt};
 use k8s_openapi::api::{
     apps::v1::Deployment,
-    core::v1::{ConfigMap, Endpoints, Service},
+    core::v1::{Endpoints, Service},
 };
 use kube::{
     Api, ResourceExt,
@@ -21,7 +21,7 @@ use kube::{
 };
 use serde_json::json;
 
-use crate::median;
+use crate::{apiserver::create_throughput, median};
 
 /// Arguments of the workload simulation benchmark.
 #[derive(Debug, clap::Args)]
@@ -46,38 +46,10 @@ pub struct Args {
     rounds: usize,
 }
 
-fn configmap(name: &str) -> ConfigMap {
-    let data: serde_json::Map<String, serde_json::Value> = (0..10)
-        .map(|i| (format!("key-{i}"), json!(format!("value {i} of {name}, padded to a typical size"))))
-        .collect();
-    serde_json::from_value(json!({"metadata": {"name": name}, "data": data})).expect("configmap")
-}
-
 async fn server(simulate: bool, nodes: usize) -> RunningServer {
     let builder = ApiServer::in_memory().nodes(nodes);
     let builder = if simulate { builder.simulate_workloads(Duration::from_millis(500)) } else { builder };
     builder.start().await.expect("server")
-}
-
-/// ConfigMaps created per second by `clients` concurrent clients.
-async fn create_rate(server: &RunningServer, total: usize, clients: usize, prefix: &str) -> f64 {
-    let per_client = total / clients;
-    let started = Instant::now();
-    let tasks: Vec<_> = (0..clients)
-        .map(|c| {
-            let api: Api<ConfigMap> = Api::default_namespaced(kube::Client::try_from(server.config()).expect("client"));
-            let prefix = prefix.to_string();
-            tokio::spawn(async move {
-                for i in 0..per_client {
-                    api.create(&PostParams::default(), &configmap(&format!("{prefix}-{c}-{i}"))).await.expect("create");
-                }
-            })
-        })
-        .collect();
-    for task in tasks {
-        task.await.expect("task");
-    }
-    (per_client * clients) as f64 / started.elapsed().as_secs_f64()
 }
 
 fn deployment(name: &str, replicas: usize) -> Deployment {
@@ -160,10 +132,10 @@ pub async fn run(args: Args) {
     let (mut off, mut on, mut busy) = (Vec::new(), Vec::new(), Vec::new());
     for round in 0..args.rounds {
         let plain = server(false, args.nodes).await;
-        off.push(create_rate(&plain, args.creates, args.clients, &format!("off{round}")).await);
+        off.push(create_throughput(&plain, args.creates, args.clients, &format!("off{round}")).await);
         plain.shutdown().await;
         let simulated = server(true, args.nodes).await;
-        on.push(create_rate(&simulated, args.creates, args.clients, &format!("on{round}")).await);
+        on.push(create_throughput(&simulated, args.creates, args.clients, &format!("on{round}")).await);
         simulated.shutdown().await;
     }
     let simulated = server(true, args.nodes).await;
@@ -176,7 +148,7 @@ pub async fn run(args: Args) {
         .items
         .len();
     for round in 0..args.rounds {
-        busy.push(create_rate(&simulated, args.creates, args.clients, &format!("busy{round}")).await);
+        busy.push(create_throughput(&simulated, args.creates, args.clients, &format!("busy{round}")).await);
     }
     simulated.shutdown().await;
     let (off, on, busy) = (median(&mut off), median(&mut on), median(&mut busy));

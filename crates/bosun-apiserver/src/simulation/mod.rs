@@ -10,6 +10,7 @@
 //! which start again after a restart.
 
 mod controllers;
+mod cron;
 mod endpoints;
 mod kubelet;
 mod nodes;
@@ -53,6 +54,7 @@ const REPLICA_SETS: &str = "apps/replicasets";
 const STATEFUL_SETS: &str = "apps/statefulsets";
 const DAEMON_SETS: &str = "apps/daemonsets";
 const JOBS: &str = "batch/jobs";
+const CRON_JOBS: &str = "batch/cronjobs";
 /// The revision annotation a Deployment's ReplicaSets carry.
 const REVISION: &str = "deployment.kubernetes.io/revision";
 
@@ -168,6 +170,7 @@ fn kind_of(resource: &str) -> Option<Kind> {
         STATEFUL_SETS => Kind::StatefulSet,
         DAEMON_SETS => Kind::DaemonSet,
         JOBS => Kind::Job,
+        CRON_JOBS => Kind::CronJob,
         SERVICES => Kind::Service,
         CLAIMS => Kind::Claim,
         _ => return None,
@@ -181,6 +184,7 @@ fn owner_kind(kind: &str) -> Option<Kind> {
         "StatefulSet" => Kind::StatefulSet,
         "DaemonSet" => Kind::DaemonSet,
         "Job" => Kind::Job,
+        "CronJob" => Kind::CronJob,
         _ => return None,
     })
 }
@@ -233,7 +237,9 @@ impl Simulation {
 
     /// Notes every object (at start, or after missing events).
     pub fn observe_all(&mut self, cluster: &Cluster) {
-        for resource in [NODES, SERVICES, REPLICA_SETS, PODS, DEPLOYMENTS, STATEFUL_SETS, DAEMON_SETS, JOBS, CLAIMS] {
+        for resource in
+            [NODES, SERVICES, REPLICA_SETS, PODS, DEPLOYMENTS, STATEFUL_SETS, DAEMON_SETS, JOBS, CRON_JOBS, CLAIMS]
+        {
             for stored in cluster.store.all(resource) {
                 self.note(resource, EventKind::Added, &stored.value);
             }
@@ -364,6 +370,7 @@ impl Simulation {
                 Kind::StatefulSet => self.stateful_set(cluster, &key.namespace, &key.name).await,
                 Kind::DaemonSet => self.daemon_set(cluster, &key.namespace, &key.name).await,
                 Kind::Job => self.job(cluster, &key.namespace, &key.name).await,
+                Kind::CronJob => self.cron_job(cluster, &key.namespace, &key.name).await,
                 Kind::Service => self.service(cluster, &key.namespace, &key.name).await,
                 Kind::Claim => self.claim(cluster, &key.namespace, &key.name).await,
             };
@@ -804,14 +811,11 @@ impl Simulation {
         let mut deadline = Duration::from_secs(
             deployment.pointer("/spec/progressDeadlineSeconds").and_then(Value::as_u64).unwrap_or(600),
         );
-        let stage = stages::Stage::parse(
-            deployment
-                .pointer("/metadata/annotations")
-                .and_then(|a| a.get(stages::ANNOTATION))
-                .and_then(Value::as_str)
-                .unwrap_or(""),
-        )
-        .unwrap_or_default();
+        // What its pods are made to do: the template's annotation, the Deployment's, the rules.
+        let mut template_pod =
+            json!({"metadata": deployment["spec"]["template"].get("metadata").cloned().unwrap_or_else(|| json!({}))});
+        template_pod["metadata"]["namespace"] = json!(namespace);
+        let stage = stages::stage_of(&template_pod, Some(deployment), &self.settings.rules).unwrap_or_default();
         if failing(&stage) {
             let start = stage.start.unwrap_or(self.settings.delay);
             deadline = deadline.min(start + start.max(Duration::from_secs(1)));
@@ -1133,6 +1137,142 @@ impl Simulation {
         wake
     }
 
+    async fn cron_job(&mut self, cluster: &Cluster, namespace: &str, name: &str) -> Option<Duration> {
+        let stored = cluster.store.get(CRON_JOBS, namespace, name)?;
+        let cron_job = &stored.value;
+        if object::deletion_timestamp(cron_job).is_some() {
+            return None;
+        }
+        let schedule_text = cron_job.pointer("/spec/schedule").and_then(Value::as_str).unwrap_or_default();
+        let schedule = match cron::Schedule::parse(schedule_text) {
+            Ok(schedule) => schedule,
+            Err(error) => {
+                self.record(
+                    cluster,
+                    cron_job,
+                    None,
+                    "UnparseableSchedule",
+                    &error.to_string(),
+                    true,
+                    "cronjob-controller",
+                )
+                .await;
+                return None;
+            }
+        };
+        let zone = cron_job
+            .pointer("/spec/timeZone")
+            .and_then(Value::as_str)
+            .and_then(|name| jiff::tz::TimeZone::get(name).ok())
+            .unwrap_or(jiff::tz::TimeZone::UTC);
+        let owned = self.owned(cluster, object::uid(cron_job), JOBS);
+        let finished = |job: &Value| {
+            job.pointer("/status/conditions").and_then(Value::as_array).and_then(|list| {
+                list.iter()
+                    .find(|c| (c["type"] == "Complete" || c["type"] == "Failed") && c["status"] == "True")
+                    .map(|c| c["type"] == "Complete")
+            })
+        };
+        let mut active: Vec<Value> = owned.iter().map(|j| j.value.clone()).filter(|j| finished(j).is_none()).collect();
+        let now = jiff::Timestamp::now();
+        let base = cron_job
+            .pointer("/status/lastScheduleTime")
+            .or_else(|| cron_job.pointer("/metadata/creationTimestamp"))
+            .and_then(Value::as_str)
+            .and_then(|t| t.parse::<jiff::Timestamp>().ok())
+            .unwrap_or(now);
+        // The latest missed start time, as upstream's `mostRecentScheduleTime`.
+        let mut due = None;
+        let mut at = base;
+        while let Some(next) = schedule.next_after(at, &zone) {
+            if next > now {
+                break;
+            }
+            due = Some(next);
+            at = next;
+        }
+        let suspended = cron_job.pointer("/spec/suspend").and_then(Value::as_bool) == Some(true);
+        let deadline = cron_job.pointer("/spec/startingDeadlineSeconds").and_then(Value::as_i64);
+        let mut last_schedule = cron_job.pointer("/status/lastScheduleTime").cloned();
+        if let Some(due) = due.filter(|_| !suspended)
+            && deadline.is_none_or(|seconds| now.duration_since(due).as_secs() <= seconds)
+        {
+            let policy = cron_job.pointer("/spec/concurrencyPolicy").and_then(Value::as_str).unwrap_or("Allow");
+            let forbidden = policy == "Forbid" && !active.is_empty();
+            if !forbidden {
+                if policy == "Replace" {
+                    for job in active.drain(..) {
+                        self.delete(cluster, JOBS, namespace, object::name(&job), Some("Background")).await;
+                    }
+                }
+                let job_name = format!("{name}-{}", due.as_second() / 60);
+                let template = cron_job.pointer("/spec/jobTemplate").cloned().unwrap_or_else(|| json!({}));
+                let mut metadata = template.get("metadata").cloned().unwrap_or_else(|| json!({}));
+                metadata["name"] = json!(job_name);
+                metadata["namespace"] = json!(namespace);
+                metadata["annotations"]["batch.kubernetes.io/cronjob-scheduled-timestamp"] =
+                    json!(due.strftime("%Y-%m-%dT%H:%M:%SZ").to_string());
+                metadata["ownerReferences"] = json!([{"apiVersion": "batch/v1", "kind": "CronJob", "name": name,
+                    "uid": object::uid(cron_job), "controller": true, "blockOwnerDeletion": true}]);
+                let job = json!({"apiVersion": "batch/v1", "kind": "Job", "metadata": metadata,
+                                 "spec": template.get("spec").cloned().unwrap_or_else(|| json!({}))});
+                if cluster.store.get(JOBS, namespace, &job_name).is_none()
+                    && let Some(scope) = scope(cluster, JOBS, namespace)
+                    && let Some(written) = report(cluster.create(&scope, job, &options()).await, "Job")
+                {
+                    let message = format!("Created job {job_name}");
+                    self.record(cluster, cron_job, None, "SuccessfulCreate", &message, false, "cronjob-controller")
+                        .await;
+                    active.push(written.object);
+                }
+            }
+            last_schedule = Some(json!(due.strftime("%Y-%m-%dT%H:%M:%SZ").to_string()));
+        }
+        // History limits: the oldest finished Jobs beyond them go.
+        for (successful, limit) in [(true, "successfulJobsHistoryLimit"), (false, "failedJobsHistoryLimit")] {
+            let keep = cron_job.pointer(&format!("/spec/{limit}")).and_then(Value::as_u64).unwrap_or(if successful {
+                3
+            } else {
+                1
+            });
+            let mut done: Vec<&Value> =
+                owned.iter().map(|j| &j.value).filter(|j| finished(j) == Some(successful)).collect();
+            done.sort_by_key(|j| {
+                j.pointer("/metadata/creationTimestamp").and_then(Value::as_str).unwrap_or_default().to_string()
+            });
+            let excess = done.len().saturating_sub(usize::try_from(keep).unwrap_or(usize::MAX));
+            for job in done.into_iter().take(excess) {
+                self.delete(cluster, JOBS, namespace, object::name(job), Some("Background")).await;
+            }
+        }
+        let last_successful = owned
+            .iter()
+            .filter(|j| finished(&j.value) == Some(true))
+            .filter_map(|j| j.value.pointer("/status/completionTime").and_then(Value::as_str))
+            .max()
+            .map(|t| json!(t));
+        let mut status = json!({});
+        let refs: Vec<Value> = active
+            .iter()
+            .map(|j| {
+                json!({"apiVersion": "batch/v1", "kind": "Job", "name": object::name(j), "namespace": namespace,
+                            "uid": object::uid(j), "resourceVersion": object::resource_version(j)})
+            })
+            .collect();
+        if !refs.is_empty() {
+            status["active"] = json!(refs);
+        }
+        if let Some(last) = last_schedule {
+            status["lastScheduleTime"] = last;
+        }
+        if let Some(last) = last_successful {
+            status["lastSuccessfulTime"] = last;
+        }
+        write_status(cluster, CRON_JOBS, cron_job, status).await;
+        let next = schedule.next_after(now, &zone)?;
+        Some(Duration::try_from(next.duration_since(now)).unwrap_or_default() + Duration::from_millis(10))
+    }
+
     async fn service(&mut self, cluster: &Cluster, namespace: &str, name: &str) -> Option<Duration> {
         let service = cluster.store.get(SERVICES, namespace, name);
         let selector = self.services.get(namespace).and_then(|s| s.get(name));
@@ -1220,6 +1360,7 @@ fn resource_name(resource: &str) -> &'static str {
     match resource {
         PODS => PODS,
         REPLICA_SETS => REPLICA_SETS,
+        JOBS => JOBS,
         _ => "",
     }
 }

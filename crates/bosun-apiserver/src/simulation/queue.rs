@@ -23,6 +23,8 @@ pub enum Kind {
     DaemonSet,
     /// A Job's pods.
     Job,
+    /// A CronJob's Jobs.
+    CronJob,
     /// A Service's Endpoints and EndpointSlices.
     Service,
     /// A PersistentVolumeClaim's volume.
