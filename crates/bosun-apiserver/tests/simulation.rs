@@ -463,6 +463,9 @@ async fn endpoints_and_endpoint_slices_follow_pod_readiness() {
     let server = simulated(1).await;
     let kubectl = Kubectl::new(&server);
     kubectl_ok(&kubectl, &["apply", "-f", "-"], &deployment("web", 2, "nginx")).await;
+    // Pods the Service does not select are not listed (the counts below are exact).
+    kubectl_ok(&kubectl, &["apply", "-f", "-"], &deployment("other", 2, "nginx")).await;
+    all_pods(&Api::default_namespaced(server.client()), "app=other", 2, running_and_ready).await;
     let service = "apiVersion: v1
 kind: Service
 metadata: {name: web}

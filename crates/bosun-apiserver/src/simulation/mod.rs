@@ -115,6 +115,7 @@ impl Clock {
 struct Placement {
     node: String,
     requests: scheduler::Resources,
+    scored: scheduler::Resources,
     ports: Vec<scheduler::HostPort>,
     summary: scheduler::Placed,
 }
@@ -282,7 +283,8 @@ impl Simulation {
             Kind::Service => {
                 let selector = value.pointer("/spec/selector").filter(|s| s.as_object().is_some_and(|m| !m.is_empty()));
                 let services = self.services.entry(namespace.clone()).or_default();
-                match selector.map(LabelSelector::from_object) {
+                // A Service's selector is a plain map of labels.
+                match selector.map(|labels| LabelSelector::from_object(&json!({"matchLabels": labels}))) {
                     Some(Ok(selector)) if !gone => {
                         services.insert(name.clone(), selector);
                     }
@@ -334,6 +336,7 @@ impl Simulation {
             let placement = Placement {
                 node: node.clone(),
                 requests: scheduler::pod_requests(pod),
+                scored: scheduler::nonzero_requests(pod),
                 ports: scheduler::host_ports(pod),
                 summary: scheduler::Placed::of(pod),
             };
@@ -461,6 +464,7 @@ impl Simulation {
                 let candidate = scheduler::Candidate {
                     node: &n.value,
                     used: scheduler::Resources::new(),
+                    scored: scheduler::Resources::new(),
                     ports: Vec::new(),
                     pods: Vec::new(),
                 };
@@ -471,6 +475,9 @@ impl Simulation {
             if let Some(candidate) = by_node.get_mut(placement.node.as_str()) {
                 for (resource, amount) in &placement.requests {
                     *candidate.used.entry(resource.clone()).or_default() += amount;
+                }
+                for (resource, amount) in &placement.scored {
+                    *candidate.scored.entry(resource.clone()).or_default() += amount;
                 }
                 candidate.ports.extend(placement.ports.iter().cloned());
                 if with_pods {
@@ -996,6 +1003,7 @@ impl Simulation {
             let candidate = scheduler::Candidate {
                 node: &node.value,
                 used: scheduler::Resources::new(),
+                scored: scheduler::Resources::new(),
                 ports: Vec::new(),
                 pods: Vec::new(),
             };

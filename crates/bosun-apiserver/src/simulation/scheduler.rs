@@ -136,6 +136,9 @@ pub struct Candidate<'a> {
     pub node: &'a Value,
     /// The sum of its pods' requests.
     pub used: Resources,
+    /// The sum of its pods' CPU and memory requests as the scorer counts them
+    /// ([`nonzero_requests`]).
+    pub scored: Resources,
     /// The host ports its pods hold.
     pub ports: Vec<HostPort>,
     /// Its pods.
@@ -385,15 +388,29 @@ pub fn filter(pod: &Value, requests: &Resources, node: &Candidate, nodes: &[Cand
     pod_affinity(pod, node, nodes)
 }
 
+/// A pod's CPU and memory as upstream's scorer counts them: each container's request, or 100m
+/// and 200 MB for a container that requests none (so empty pods still spread).
+pub fn nonzero_requests(pod: &Value) -> Resources {
+    let mut total = Resources::new();
+    for container in containers(pod, "containers") {
+        let requests = quantities(container.pointer("/resources/requests"));
+        for (resource, default) in [("cpu", DEFAULT_CPU), ("memory", DEFAULT_MEMORY)] {
+            let amount = requests.get(resource).copied().filter(|r| *r > 0).unwrap_or(default);
+            *total.entry(resource.to_string()).or_default() += amount;
+        }
+    }
+    total
+}
+
 /// How much a node is worth for a pod (higher is better): least allocated CPU and memory after
 /// placing it (0–100), plus twice its preferred node affinity (0–100 across the weights).
-fn score(pod: &Value, requests: &Resources, node: &Candidate) -> i128 {
+fn score(pod: &Value, node: &Candidate) -> i128 {
     let allocatable = quantities(node.node.pointer("/status/allocatable"));
+    let asked = nonzero_requests(pod);
     let mut total = 0;
-    for (resource, default) in [("cpu", DEFAULT_CPU), ("memory", DEFAULT_MEMORY)] {
+    for resource in ["cpu", "memory"] {
         let capacity = allocatable.get(resource).copied().unwrap_or(0);
-        let asked = requests.get(resource).copied().filter(|r| *r > 0).unwrap_or(default);
-        let used = node.used.get(resource).copied().unwrap_or(0) + asked;
+        let used = node.scored.get(resource).copied().unwrap_or(0) + asked.get(resource).copied().unwrap_or(0);
         if capacity > 0 && used <= capacity {
             total += (capacity - used) * 100 / capacity;
         }
@@ -435,7 +452,7 @@ pub fn schedule(pod: &Value, nodes: &[Candidate]) -> Decision {
         match filter(pod, &requests, node, nodes) {
             Some(unfit) => failures.push(unfit),
             None => {
-                let value = score(pod, &requests, node);
+                let value = score(pod, node);
                 // Ties go to the first by name, so that decisions are reproducible.
                 if best.is_none_or(|(b, _)| value > b) {
                     best = Some((value, node.name()));

@@ -10,7 +10,7 @@ fn roomy(name: &str) -> Value {
 }
 
 fn candidate(node: &Value) -> Candidate<'_> {
-    Candidate { node, used: Resources::new(), ports: Vec::new(), pods: Vec::new() }
+    Candidate { node, used: Resources::new(), scored: Resources::new(), ports: Vec::new(), pods: Vec::new() }
 }
 
 fn pod(spec: Value) -> Value {
@@ -135,6 +135,7 @@ fn the_least_allocated_node_wins() {
     let (a, b) = (roomy("a"), roomy("b"));
     let mut busy = candidate(&a);
     busy.used.insert("cpu".into(), 2 * BILLION);
+    busy.scored.insert("cpu".into(), 2 * BILLION);
     assert_eq!(schedule(&pod(json!({})), &[busy, candidate(&b)]), Decision::Bind("b".into()));
     assert_eq!(schedule(&pod(json!({})), &[candidate(&a), candidate(&b)]), Decision::Bind("a".into()), "ties by name");
 }
@@ -158,4 +159,14 @@ fn an_unschedulable_pod_gets_upstreams_message() {
         )
     );
     assert_eq!(schedule(&big, &[]), Decision::Unschedulable("no nodes available to schedule pods".into()));
+}
+
+#[test]
+fn pods_that_request_nothing_still_spread_over_nodes() {
+    let (a, b) = (roomy("a"), roomy("b"));
+    let empty = pod(json!({}));
+    let mut busy = candidate(&a);
+    busy.scored = nonzero_requests(&empty);
+    assert_eq!(nonzero_requests(&empty)["cpu"], DEFAULT_CPU);
+    assert_eq!(schedule(&empty, &[busy, candidate(&b)]), Decision::Bind("b".into()));
 }
