@@ -664,3 +664,21 @@ async fn a_stages_file_makes_matching_pods_never_ready_and_their_rollout_fail() 
         .await;
     assert!(bad.is_err_and(|e| e.to_string().contains("missing.yaml")), "an unreadable stages file stops the server");
 }
+
+#[tokio::test]
+async fn replicas_spread_over_the_nodes_with_addresses_from_each_nodes_range() {
+    let server = simulated(3).await;
+    let kubectl = Kubectl::new(&server);
+    kubectl_ok(&kubectl, &["apply", "-f", "-"], &deployment("spread", 6, "nginx")).await;
+    let pods: Api<Pod> = Api::default_namespaced(server.client());
+    let running = all_pods(&pods, "app=spread", 6, running_and_ready).await;
+    let mut per_node: BTreeMap<String, usize> = BTreeMap::new();
+    for pod in &running {
+        let node = pod.spec.as_ref().and_then(|s| s.node_name.clone()).expect("node");
+        let ip = pod.status.as_ref().and_then(|s| s.pod_ip.clone()).expect("ip");
+        let index: usize = node.trim_start_matches("bosun-node-").parse().expect("index");
+        assert!(ip.starts_with(&format!("10.244.{}.", index * 4)), "{ip} on {node}");
+        *per_node.entry(node).or_default() += 1;
+    }
+    assert_eq!(per_node.values().copied().collect::<Vec<_>>(), [2, 2, 2], "{per_node:?}");
+}

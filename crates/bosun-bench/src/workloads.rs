@@ -78,6 +78,8 @@ async fn fleet(server: &RunningServer, deployments: usize, replicas: usize, clie
     let available = watcher(deployments_api.clone(), watcher::Config::default()).applied_objects().boxed();
     let endpoints = watcher(endpoints_api, watcher::Config::default()).applied_objects().boxed();
     let started = Instant::now();
+    let probe: Api<Endpoints> = Api::default_namespaced(client.clone());
+    let pods_probe: Api<k8s_openapi::api::core::v1::Pod> = Api::default_namespaced(client.clone());
     let waiting = tokio::spawn(async move {
         let mut done_deployments = HashSet::new();
         let mut done_endpoints = HashSet::new();
@@ -90,7 +92,32 @@ async fn fleet(server: &RunningServer, deployments: usize, replicas: usize, clie
                 (false, e.name_any(), ready == replicas)
             }),
         );
-        while let Some((is_deployment, name, done)) = events.try_next().await.expect("watch") {
+        let mut report = tokio::time::interval(Duration::from_secs(10));
+        loop {
+            let event = tokio::select! {
+                event = events.next() => event,
+                _ = report.tick() => {
+                    eprintln!("… {} Deployments available, {} Endpoints complete", done_deployments.len(), done_endpoints.len());
+                    if done_deployments.len() == deployments {
+                        let all = probe.list(&Default::default()).await.expect("list");
+                        let ready = |e: &Endpoints| e.subsets.iter().flatten().map(|s| s.addresses.as_ref().map_or(0, Vec::len)).sum::<usize>();
+                        if let Some(stuck) = all.items.iter().find(|e| e.name_any() != "kubernetes" && ready(e) != replicas) {
+                            eprintln!("stuck: {}", serde_json::to_string(stuck).expect("json"));
+                            let pods = pods_probe.list(&kube::api::ListParams::default().labels(&format!("app={}", stuck.name_any()))).await.expect("pods");
+                            for pod in pods.items { eprintln!("pod {} {:?} ip {:?}", pod.name_any(), pod.status.as_ref().and_then(|s| s.conditions.clone()).map(|c| c.iter().map(|c| format!("{}={}", c.type_, c.status)).collect::<Vec<_>>()), pod.status.as_ref().and_then(|s| s.pod_ip.clone())); }
+                        }
+                    }
+                    continue;
+                }
+            };
+            let (is_deployment, name, done) = match event {
+                Some(Ok(event)) => event,
+                Some(Err(error)) => {
+                    eprintln!("watch: {error} (the watcher resumes)");
+                    continue;
+                }
+                None => return,
+            };
             let set = if is_deployment { &mut done_deployments } else { &mut done_endpoints };
             if done {
                 set.insert(name);

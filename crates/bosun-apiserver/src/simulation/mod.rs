@@ -120,6 +120,18 @@ struct Placement {
     summary: scheduler::Placed,
 }
 
+impl Placement {
+    fn of(pod: &Value, node: &str) -> Placement {
+        Placement {
+            node: node.to_string(),
+            requests: scheduler::pod_requests(pod),
+            scored: scheduler::nonzero_requests(pod),
+            ports: scheduler::host_ports(pod),
+            summary: scheduler::Placed::of(pod),
+        }
+    }
+}
+
 /// The simulation's state.
 pub struct Simulation {
     settings: Settings,
@@ -333,14 +345,7 @@ impl Simulation {
                 self.retry_unscheduled(now);
             }
         } else if !self.placed.contains_key(&key) {
-            let placement = Placement {
-                node: node.clone(),
-                requests: scheduler::pod_requests(pod),
-                scored: scheduler::nonzero_requests(pod),
-                ports: scheduler::host_ports(pod),
-                summary: scheduler::Placed::of(pod),
-            };
-            self.placed.insert(key.clone(), placement);
+            self.placed.insert(key.clone(), Placement::of(pod, &node));
             self.unscheduled.remove(&key);
         }
         self.queue.push(Key::new(Kind::Pod, &key.0, &key.1), now);
@@ -510,6 +515,9 @@ impl Simulation {
                     return;
                 };
                 self.unscheduled.remove(&key);
+                // Counted at once: the pods scheduled next in this round see it (the event of the
+                // binding is noted only after the round).
+                self.placed.insert(key.clone(), Placement::of(pod, &node));
                 let mut status = bound.object.get("status").cloned().unwrap_or_else(|| json!({}));
                 status["phase"] = json!("Pending");
                 status["conditions"] = json!([{"type": "PodScheduled", "status": "True", "lastProbeTime": null, "lastTransitionTime": now}]);
@@ -566,7 +574,16 @@ impl Simulation {
             _ if pod.pointer("/spec/hostNetwork").and_then(Value::as_bool) == Some(true) => {
                 self.addresses.node_ip(node).to_string()
             }
-            _ => self.addresses.take(node).map(|ip| ip.to_string()).unwrap_or_default(),
+            _ => match self.addresses.take(node) {
+                Some(ip) => ip.to_string(),
+                None => {
+                    // As a kubelet whose CNI has no address left: the sandbox is not made.
+                    let message =
+                        format!("Failed to create pod sandbox: no IP addresses available in range set for node {node}");
+                    self.record(cluster, pod, None, "FailedCreatePodSandBox", &message, true, "kubelet").await;
+                    return Some(Duration::from_secs(10));
+                }
+            },
         };
         let now = Instant::now();
         let ages = self.clocks.entry(key.clone()).or_default().ages(pod, now);

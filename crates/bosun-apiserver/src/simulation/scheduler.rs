@@ -431,6 +431,19 @@ fn score(pod: &Value, node: &Candidate) -> i128 {
     least_allocated + 2 * affinity
 }
 
+/// The share of CPU and memory a node has left, in millionths (the tie-breaker).
+fn room(node: &Candidate) -> i128 {
+    let allocatable = quantities(node.node.pointer("/status/allocatable"));
+    ["cpu", "memory"]
+        .iter()
+        .filter_map(|resource| {
+            let capacity = allocatable.get(*resource).copied().filter(|c| *c > 0)?;
+            let used = node.scored.get(*resource).copied().unwrap_or(0);
+            Some((capacity - used) * 1_000_000 / capacity)
+        })
+        .sum()
+}
+
 /// Where a pod goes, or why nowhere.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub enum Decision {
@@ -446,14 +459,16 @@ pub fn schedule(pod: &Value, nodes: &[Candidate]) -> Decision {
         return Decision::Unschedulable("no nodes available to schedule pods".into());
     }
     let requests = pod_requests(pod);
-    let mut best: Option<(i128, &str)> = None;
+    let mut best: Option<((i128, i128), &str)> = None;
     let mut failures = Vec::new();
     for node in nodes {
         match filter(pod, &requests, node, nodes) {
             Some(unfit) => failures.push(unfit),
             None => {
-                let value = score(pod, node);
-                // Ties go to the first by name, so that decisions are reproducible.
+                // Upstream picks at random among the nodes with the best (whole-number) score;
+                // here the one with the most room left wins, then the first by name, so that
+                // equal pods spread over equal nodes and decisions are reproducible.
+                let value = (score(pod, node), room(node));
                 if best.is_none_or(|(b, _)| value > b) {
                     best = Some((value, node.name()));
                 }
