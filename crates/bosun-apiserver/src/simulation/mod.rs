@@ -1,6 +1,6 @@
 //! Workload simulation with pods (`--simulate-workloads`): simulated Nodes with Leases, a
 //! scheduler, a kubelet per node, the workload controllers that make pods (ReplicaSets,
-//! Deployments through ReplicaSets, StatefulSets, DaemonSets, Jobs), claims bound at once, and
+//! Deployments through ReplicaSets, StatefulSets, DaemonSets, Jobs, CronJobs), claims bound at once, and
 //! Endpoints and EndpointSlices for Services. What pods do is data ([`stages`]).
 //!
 //! The decisions are pure functions in the submodules; this module is the engine that reads
