@@ -54,6 +54,7 @@ mod schema;
 mod secrets;
 mod selector;
 mod server;
+mod simulation;
 mod store;
 mod tables;
 mod tls;

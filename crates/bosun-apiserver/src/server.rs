@@ -98,6 +98,10 @@ pub struct ServerOptions {
     /// Simulate workloads (Deployments, StatefulSets, DaemonSets, Jobs), becoming ready this
     /// long after each change; `None` leaves them alone.
     pub simulate_workloads: Option<Duration>,
+    /// How many simulated nodes workload simulation makes (`bosun-node-0`, …).
+    pub nodes: usize,
+    /// A stages file saying what simulated pods do (see `docs/apiserver.md`).
+    pub stages_file: Option<PathBuf>,
     /// Serve HTTPS and require a bearer token, as a real API server does. The certificate
     /// authority and token are generated; with [`Storage::Directory`] they are kept there
     /// (`ca.crt`, `ca.key`, `token`) so kubeconfigs stay valid across restarts. Off by default
@@ -144,6 +148,8 @@ impl Default for ServerOptions {
             watch_history: 100_000,
             bookmark_interval: Duration::from_secs(60),
             simulate_workloads: None,
+            nodes: 1,
+            stages_file: None,
             tls: false,
             authorization: AuthorizationMode::Rbac,
             users: Vec::new(),
@@ -167,6 +173,9 @@ pub enum ServerError {
         #[source]
         source: std::io::Error,
     },
+    /// The stages file could not be read.
+    #[error(transparent)]
+    Stages(#[from] crate::simulation::stages::StageError),
     /// Bootstrapping the cluster failed.
     #[error("bootstrap: {0}")]
     Bootstrap(String),
@@ -238,10 +247,24 @@ impl ApiServer {
         self
     }
 
-    /// Simulate workloads: Deployments, StatefulSets, DaemonSets and Jobs become ready (or, with
-    /// the annotation `bosun.dev/simulate: fail`, fail) `delay` after each change.
+    /// Simulate workloads with nodes, pods and a kubelet: the controllers of ReplicaSets,
+    /// Deployments, StatefulSets, DaemonSets and Jobs make pods, which are scheduled and start
+    /// `delay` after they are bound (or, as the annotation `bosun.dev/simulate` or a stages
+    /// file says, fail, crash-loop or never become ready).
     pub fn simulate_workloads(mut self, delay: Duration) -> Self {
         self.options.simulate_workloads = Some(delay);
+        self
+    }
+
+    /// Make this many simulated nodes (1 by default; with [`ApiServer::simulate_workloads`]).
+    pub fn nodes(mut self, nodes: usize) -> Self {
+        self.options.nodes = nodes;
+        self
+    }
+
+    /// Read what simulated pods do from this stages file.
+    pub fn stages_file(mut self, path: impl AsRef<Path>) -> Self {
+        self.options.stages_file = Some(path.as_ref().to_path_buf());
         self
     }
 
@@ -331,7 +354,21 @@ impl ApiServer {
                 tokio::spawn(async move { report(axum::serve(listener, router).with_graceful_shutdown(stopped).await) })
             }
         };
-        let settings = controllers::Settings { workload_delay: options.simulate_workloads, root_ca };
+        let rules = match &options.stages_file {
+            Some(path) => crate::simulation::stages::read_rules(path)?,
+            None => Vec::new(),
+        };
+        let simulation =
+            options.simulate_workloads.map(|delay| crate::simulation::Settings { delay, nodes: options.nodes, rules });
+        let simulation = match simulation {
+            Some(settings) => {
+                let mut simulation = crate::simulation::Simulation::new(settings);
+                simulation.start(&cluster).await;
+                Some(simulation)
+            }
+            None => None,
+        };
+        let settings = controllers::Settings { simulation, root_ca };
         let controllers = tokio::spawn(controllers::run(cluster.clone(), shutdown_signal, settings));
         let url = format!("{}://{address}", if credentials.is_some() { "https" } else { "http" });
         let mut config = kube::Config::new(url.parse().map_err(|e| ServerError::Bootstrap(format!("url {url}: {e}")))?);

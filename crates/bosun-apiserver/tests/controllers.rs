@@ -182,8 +182,14 @@ async fn simulated_deployments_become_available_through_a_replica_set() {
         .await
         .expect("new template");
     let updated = await_condition(deployments.clone(), "web", |d: Option<&Deployment>| {
-        d.and_then(|d| d.status.as_ref())
-            .is_some_and(|s| s.observed_generation == Some(2) && s.available_replicas == Some(2))
+        d.and_then(|d| d.status.as_ref()).is_some_and(|s| {
+            // Rolled out as `kubectl rollout status` sees it: every replica updated and
+            // available, none of the old revision left.
+            s.observed_generation == Some(2)
+                && s.updated_replicas == Some(2)
+                && s.replicas == Some(2)
+                && s.available_replicas == Some(2)
+        })
     });
     within("the new revision becoming available", updated).await.expect("watch");
     let replica_sets_now = replica_sets.list(&ListParams::default()).await.expect("list").items;

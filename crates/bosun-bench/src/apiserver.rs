@@ -65,7 +65,7 @@ fn clients(config: &kube::Config, count: usize) -> Vec<Api<ConfigMap>> {
 }
 
 /// Creates `total` ConfigMaps from `count` clients at once; returns creates per second.
-async fn create_throughput(server: &RunningServer, total: usize, count: usize, prefix: &str) -> f64 {
+pub async fn create_throughput(server: &RunningServer, total: usize, count: usize, prefix: &str) -> f64 {
     create_throughput_as(&server.config(), total, count, prefix).await
 }
 

@@ -9,6 +9,7 @@
 //! target/release/bosun-bench observe
 //! target/release/bosun-bench packages
 //! target/release/bosun-bench operator
+//! target/release/bosun-bench workloads
 //! ```
 
 mod apiserver;
@@ -17,6 +18,7 @@ mod observe;
 mod operator;
 mod packages;
 mod render;
+mod workloads;
 
 use std::path::PathBuf;
 
@@ -43,6 +45,9 @@ enum Bench {
     Operator(operator::Args),
     /// bosun observe: initial sync, write-to-command latency, memory; against a kubectl shell loop.
     Observe(observe::Args),
+    /// Workload simulation: create throughput with it off and on, and a fleet of Deployments
+    /// until available with endpoints.
+    Workloads(workloads::Args),
     /// (The command the observe benchmark runs: appends its arguments and the time to LOG.)
     #[command(hide = true)]
     Stamp {
@@ -68,6 +73,7 @@ fn main() {
             Bench::Observe(args) => observe::run(args).await,
             Bench::Packages(args) => packages::run(args).await,
             Bench::Operator(args) => operator::run(args).await,
+            Bench::Workloads(args) => workloads::run(args).await,
             Bench::Stamp { .. } => {}
         }
     });

@@ -49,10 +49,19 @@ pub struct Args {
     #[arg(long, value_name = "EVENTS", default_value_t = 100_000)]
     watch_history: usize,
 
-    /// Make Deployments, StatefulSets, DaemonSets and Jobs progress to ready/complete without
-    /// nodes (annotate one `bosun.dev/simulate: fail` to make it fail).
+    /// Simulate nodes, a scheduler and kubelets: ReplicaSets (and so Deployments), StatefulSets,
+    /// DaemonSets and Jobs make Pods that go Pending → Running (annotate a workload or pod
+    /// `bosun.dev/simulate: fail`, `crash-loop`, `not-ready`, … to make its pods misbehave).
     #[arg(long)]
     simulate_workloads: bool,
+
+    /// How many simulated nodes to make (bosun-node-0, …).
+    #[arg(long, value_name = "N", default_value_t = 1, requires = "simulate_workloads")]
+    nodes: usize,
+
+    /// A stages file: which simulated pods fail, crash-loop, never become ready or start late.
+    #[arg(long, value_name = "FILE", requires = "simulate_workloads")]
+    stages: Option<PathBuf>,
 
     /// Serve plain HTTP with no token instead of HTTPS (for tests and local tools that want it).
     #[arg(long)]
@@ -71,7 +80,7 @@ pub struct Args {
     #[arg(long, value_name = "FILE")]
     token_auth_file: Option<PathBuf>,
 
-    /// How long simulated workloads take to become ready.
+    /// How long simulated containers take to start (and a Job's containers to run).
     #[arg(long, value_name = "DURATION", default_value = "2s", requires = "simulate_workloads")]
     workload_delay: bosun::package::Interval,
 }
@@ -111,6 +120,8 @@ pub async fn run(args: Args) -> ExitCode {
         port: args.port,
         watch_history: args.watch_history,
         simulate_workloads: args.simulate_workloads.then_some(args.workload_delay.0),
+        nodes: args.nodes,
+        stages_file: args.stages.clone(),
         tls: !args.insecure_http,
         authorization: match args.authorization {
             Authorization::Rbac => AuthorizationMode::Rbac,

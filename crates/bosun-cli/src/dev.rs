@@ -56,9 +56,13 @@ pub struct Args {
     #[arg(long, value_name = "FILE", default_value = ".bosun/kubeconfig")]
     pub kubeconfig: PathBuf,
 
-    /// How long simulated workloads take to become ready.
+    /// How long simulated containers take to start (and a Job's containers to run).
     #[arg(long, value_name = "DURATION", default_value = "1s")]
     pub workload_delay: Interval,
+
+    /// How many simulated nodes to make.
+    #[arg(long, value_name = "N", default_value_t = 1)]
+    pub nodes: usize,
 
     /// Namespace for namespaced objects that name none (default: `default`).
     #[arg(short = 'n', long, value_name = "NAMESPACE")]
@@ -123,6 +127,7 @@ pub async fn run(args: Args) -> ExitCode {
         storage,
         port: args.port,
         simulate_workloads: Some(args.workload_delay.0),
+        nodes: args.nodes,
         // HTTPS with a token, like `bosun apiserver` and a real cluster; the kubeconfig has both.
         tls: true,
         ..ServerOptions::default()
@@ -146,9 +151,7 @@ pub async fn run(args: Args) -> ExitCode {
     let kubeconfig = args.kubeconfig.display();
     println!("\nkubeconfig: {kubeconfig}");
     println!("try:\n  export KUBECONFIG={kubeconfig}\n  kubectl get all -A");
-    println!(
-        "(workloads are simulated: Deployments, StatefulSets and Jobs report ready without running Pods, so no Pods or Events appear)"
-    );
+    println!("(workloads are simulated: Pods are scheduled to simulated nodes and reported running; no process runs)");
     if args.once {
         server.shutdown().await;
         return if all_ok { ExitCode::SUCCESS } else { ExitCode::from(1) };

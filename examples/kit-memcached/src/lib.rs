@@ -198,8 +198,11 @@ impl Lifecycle for Operator {
         let size = memcached.spec.size;
         let upgrades = run.live_status("/upgrades").and_then(|u| u.as_u64()).unwrap_or(0) as u32;
         let mut rollout = Rollout {
+            // Rolled out as `kubectl rollout status` says: every replica updated and available,
+            // and no old one left (while a surge pod starts, the old pod is still available).
             available: status.observed_generation == generation
                 && status.updated_replicas == Some(size)
+                && status.replicas == Some(size)
                 && status.available_replicas == Some(size),
             upgrades,
         };

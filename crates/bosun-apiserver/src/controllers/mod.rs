@@ -8,9 +8,9 @@ mod aggregate;
 mod gc;
 pub mod namespaces;
 mod terminate;
-mod workloads;
+pub(crate) mod workloads;
 
-use std::{sync::Arc, time::Duration};
+use std::sync::Arc;
 
 use tokio::sync::watch;
 
@@ -23,10 +23,10 @@ pub use aggregate::aggregate as aggregate_cluster_roles;
 pub use workloads::FAIL_ANNOTATION;
 
 /// What the controllers do besides the always-on ones.
-#[derive(Debug, Clone, Default)]
+#[derive(Default)]
 pub struct Settings {
-    /// Simulate workloads, becoming ready this long after each change.
-    pub workload_delay: Option<Duration>,
+    /// Simulate nodes, pods and workloads (started: its nodes are made).
+    pub simulation: Option<crate::simulation::Simulation>,
     /// The certificate authority published in every namespace's `kube-root-ca.crt` (PEM; empty
     /// over plain HTTP).
     pub root_ca: String,
@@ -36,14 +36,11 @@ pub struct Settings {
 pub async fn run(cluster: Arc<Cluster>, mut shutdown: watch::Receiver<bool>, settings: Settings) {
     let mut visible = cluster.store.subscribe();
     let mut cursor = *visible.borrow_and_update();
-    let mut simulator = settings.workload_delay.map(workloads::Simulator::new);
-    if let Some(simulator) = &mut simulator {
-        simulator.observe_all(&cluster);
-    }
+    let mut simulator = settings.simulation;
     let mut terminating = terminate::reconcile(&cluster).await;
     let mut collecting = gc::collect(&cluster).await;
     loop {
-        let due = simulator.as_ref().and_then(workloads::Simulator::next_due);
+        let due = simulator.as_ref().and_then(crate::simulation::Simulation::next_due);
         tokio::select! {
             changed = visible.changed() => if changed.is_err() { return },
             _ = async { match due { Some(at) => tokio::time::sleep_until(at).await, None => std::future::pending().await } } => {}

@@ -5,6 +5,7 @@ mod admission;
 mod discovery;
 pub mod openapi;
 mod path;
+mod pods;
 mod query;
 mod scale;
 mod shape;
@@ -416,6 +417,16 @@ async fn resource(
     {
         let target = scale::Target { scope: &scope, paths: &paths, name };
         return scale::handle(state, method, headers, target, query, body).await;
+    }
+    if let (Some(subresource), Some(name)) = (target.subresource, target.name)
+        && scope.info.key == "pods"
+        && pods::SUBRESOURCES.contains(&subresource)
+    {
+        let stored = cluster.get(&scope, name)?;
+        pods::answer(&stored.value, subresource, query.get("container"))?;
+        let mut response = Response::new(Body::empty());
+        response.headers_mut().insert(header::CONTENT_TYPE, HeaderValue::from_static("text/plain"));
+        return Ok(response);
     }
     let endpoint = match target.subresource {
         None => Endpoint::Main,

@@ -252,6 +252,20 @@ fn printer(info: &ResourceInfo) -> Option<Printer> {
             ],
             service_cells,
         ),
+        ("", "Node") => printer(
+            &[
+                NAME,
+                ("Status", "string", "", 0, "The status of the node"),
+                ("Roles", "string", "", 0, "The roles of the node"),
+                AGE,
+                ("Version", "string", "", 0, "Kubelet Version reported by the node."),
+                ("Internal-IP", "string", "", 1, "List of addresses reachable to the node."),
+            ],
+            node_cells,
+        ),
+        ("", "Endpoints") => {
+            printer(&[NAME, ("Endpoints", "string", "", 0, "Endpoints of the service"), AGE], endpoints_cells)
+        }
         ("", "Event") | ("events.k8s.io", "Event") => printer(
             &[
                 (
@@ -631,6 +645,68 @@ fn event_cells(event: &Value, now: Timestamp) -> Vec<Value> {
         json!(count),
         name(event),
     ]
+}
+
+/// kubectl's node row: Ready or NotReady (and SchedulingDisabled when cordoned), roles from
+/// `node-role.kubernetes.io/*` labels.
+fn node_cells(node: &Value, now: Timestamp) -> Vec<Value> {
+    let ready = node
+        .pointer("/status/conditions")
+        .and_then(Value::as_array)
+        .and_then(|list| list.iter().find(|c| c["type"] == "Ready"))
+        .map(|c| if c["status"] == "True" { "Ready" } else { "NotReady" })
+        .unwrap_or("Unknown");
+    let mut status = ready.to_string();
+    if node.pointer("/spec/unschedulable").and_then(Value::as_bool) == Some(true) {
+        status.push_str(",SchedulingDisabled");
+    }
+    let mut roles: Vec<&str> = crate::object::labels(node)
+        .into_iter()
+        .flatten()
+        .filter_map(|(key, _)| key.strip_prefix("node-role.kubernetes.io/"))
+        .collect();
+    roles.sort_unstable();
+    let roles = if roles.is_empty() { "<none>".to_string() } else { roles.join(",") };
+    let internal = node
+        .pointer("/status/addresses")
+        .and_then(Value::as_array)
+        .and_then(|list| list.iter().find(|a| a["type"] == "InternalIP"))
+        .map_or("<none>", |a| text(a, "/address"));
+    vec![
+        name(node),
+        json!(status),
+        json!(roles),
+        age(node, now),
+        json!(text(node, "/status/nodeInfo/kubeletVersion")),
+        json!(internal),
+    ]
+}
+
+/// kubectl's endpoints row: up to three `ip:port` pairs, then `+ N more...`.
+fn endpoints_cells(endpoints: &Value, now: Timestamp) -> Vec<Value> {
+    let mut pairs = Vec::new();
+    for subset in endpoints.pointer("/subsets").and_then(Value::as_array).into_iter().flatten() {
+        let ports: Vec<i64> = subset
+            .pointer("/ports")
+            .and_then(Value::as_array)
+            .into_iter()
+            .flatten()
+            .filter_map(|p| p.get("port").and_then(Value::as_i64))
+            .collect();
+        for address in subset.pointer("/addresses").and_then(Value::as_array).into_iter().flatten() {
+            let ip = text(address, "/ip");
+            if ports.is_empty() {
+                pairs.push(ip.to_string());
+            }
+            pairs.extend(ports.iter().map(|port| format!("{ip}:{port}")));
+        }
+    }
+    let shown = match pairs.len() {
+        0 => "<none>".to_string(),
+        1..=3 => pairs.join(","),
+        more => format!("{} + {} more...", pairs[..3].join(","), more - 3),
+    };
+    vec![name(endpoints), json!(shown), age(endpoints, now)]
 }
 
 fn service_cells(service: &Value, now: Timestamp) -> Vec<Value> {

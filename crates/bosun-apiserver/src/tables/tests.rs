@@ -68,8 +68,31 @@ fn built_in_kinds_have_upstreams_columns_and_cells() {
     );
     let (names, _) = row("", "namespaces", json!({"metadata": {"name": "n"}, "status": {"phase": "Active"}}));
     assert_eq!(names, ["Name", "Status", "Age"]);
-    let (names, _) = row("", "endpoints", json!({"metadata": {"name": "e"}}));
+    let (names, _) = row("", "limitranges", json!({"metadata": {"name": "l"}}));
     assert_eq!(names, ["Name", "Age"], "kinds without a printer here show name and age");
+
+    let endpoints = json!({"metadata": {"name": "e"}, "subsets": [
+        {"addresses": [{"ip": "10.0.0.1"}, {"ip": "10.0.0.2"}], "ports": [{"port": 80}, {"port": 443}]}]});
+    let (names, cells) = row("", "endpoints", endpoints);
+    assert_eq!(names, ["Name", "Endpoints", "Age"]);
+    assert_eq!(cells[1], "10.0.0.1:80,10.0.0.1:443,10.0.0.2:80 + 1 more...");
+    let node = json!({"metadata": {"name": "n", "labels": {"node-role.kubernetes.io/control-plane": ""}},
+        "spec": {"unschedulable": true},
+        "status": {"conditions": [{"type": "Ready", "status": "True"}], "nodeInfo": {"kubeletVersion": "v1.33.0"},
+                   "addresses": [{"type": "InternalIP", "address": "172.18.0.2"}]}});
+    let (names, cells) = row("", "nodes", node);
+    assert_eq!(names, ["Name", "Status", "Roles", "Age", "Version", "Internal-IP"]);
+    assert_eq!(
+        &cells[..],
+        [
+            json!("n"),
+            json!("Ready,SchedulingDisabled"),
+            json!("control-plane"),
+            json!("<unknown>"),
+            json!("v1.33.0"),
+            json!("172.18.0.2")
+        ]
+    );
 }
 
 #[test]

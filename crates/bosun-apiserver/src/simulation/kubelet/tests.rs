@@ -1,0 +1,215 @@
+use super::*;
+
+const START: Duration = Duration::from_secs(2);
+
+fn pod(spec: Value) -> Value {
+    let mut spec = spec;
+    if spec.get("containers").is_none() {
+        spec["containers"] = json!([{"name": "web", "image": "nginx:1.27"}]);
+    }
+    json!({"metadata": {"name": "web-1", "namespace": "default", "uid": "u1"}, "spec": spec,
+           "status": {"phase": "Pending", "qosClass": "BestEffort",
+                      "conditions": [{"type": "PodScheduled", "status": "True", "lastProbeTime": null, "lastTransitionTime": "2025-01-01T00:00:00Z"}]}})
+}
+
+fn moment(pod_age: Duration, container_age: Duration) -> Moment {
+    let ages = HashMap::from([(String::new(), pod_age), ("web".to_string(), container_age)]);
+    Moment {
+        now: "2025-01-01T00:00:10Z".into(),
+        start: START,
+        run: Duration::from_secs(3),
+        ages,
+        host_ip: "172.18.0.2".into(),
+        pod_ip: "10.244.0.5".into(),
+        job_pod: false,
+    }
+}
+
+/// Takes a step and stores its status in the pod.
+fn advance(pod: &mut Value, stage: &Stage, moment: &Moment) -> Step {
+    let step = step(pod, stage, moment);
+    if let Some(status) = &step.status {
+        pod["status"] = status.clone();
+    }
+    step
+}
+
+fn condition<'a>(pod: &'a Value, kind: &str) -> &'a Value {
+    pod["status"]["conditions"].as_array().and_then(|l| l.iter().find(|c| c["type"] == kind)).expect(kind)
+}
+
+fn web(pod: &Value) -> &Value {
+    &pod["status"]["containerStatuses"][0]
+}
+
+#[test]
+fn a_pod_is_created_then_runs_and_is_ready() {
+    let mut pod = pod(json!({}));
+    let first = advance(&mut pod, &Stage::default(), &moment(Duration::ZERO, Duration::ZERO));
+    assert_eq!(first.wake, Some(START));
+    assert_eq!(pod["status"]["phase"], "Pending");
+    assert_eq!(pod["status"]["podIP"], "10.244.0.5");
+    assert_eq!(pod["status"]["hostIPs"], json!([{"ip": "172.18.0.2"}]));
+    assert_eq!(web(&pod)["state"]["waiting"]["reason"], "ContainerCreating");
+    assert_eq!(web(&pod)["image"], "docker.io/library/nginx:1.27");
+    assert_eq!(condition(&pod, "Ready")["reason"], "ContainersNotReady");
+    assert_eq!(condition(&pod, "Ready")["message"], "containers with unready status: [web]");
+    assert_eq!(condition(&pod, "PodScheduled")["lastTransitionTime"], "2025-01-01T00:00:00Z");
+
+    let early = advance(&mut pod, &Stage::default(), &moment(Duration::from_secs(1), Duration::from_secs(1)));
+    assert_eq!((early.status.is_some(), early.wake), (false, Some(Duration::from_secs(1))), "not yet");
+
+    let started = advance(&mut pod, &Stage::default(), &moment(START, START));
+    let reasons: Vec<&str> = started.notes.iter().map(|n| n.reason).collect();
+    assert_eq!(reasons, ["Pulled", "Created", "Started"]);
+    assert_eq!(started.notes[1].message, "Created container: web");
+    assert_eq!(started.notes[0].field_path.as_deref(), Some("spec.containers{web}"));
+    assert_eq!(pod["status"]["phase"], "Running");
+    assert_eq!((web(&pod)["ready"].clone(), web(&pod)["started"].clone()), (json!(true), json!(true)));
+    assert!(web(&pod)["containerID"].as_str().is_some_and(|id| id.starts_with("containerd://")));
+    assert!(web(&pod)["imageID"].as_str().is_some_and(|id| id.starts_with("docker.io/library/nginx@sha256:")));
+    for kind in ["PodReadyToStartContainers", "Initialized", "Ready", "ContainersReady", "PodScheduled"] {
+        assert_eq!(condition(&pod, kind)["status"], "True", "{kind}");
+    }
+    assert_eq!(started.wake, None, "a running, ready container needs nothing more");
+    let again = step(&pod, &Stage::default(), &moment(Duration::from_secs(60), Duration::from_secs(60)));
+    assert_eq!(again, Step::default(), "nothing changes once running");
+}
+
+#[test]
+fn a_jobs_pod_completes_and_a_failing_one_keeps_its_exit_code() {
+    for (stage, code, phase, reason) in [
+        (Stage::default(), 0, "Succeeded", "Completed"),
+        (Stage::parse("fail exit-code=3 after=1s").expect("stage"), 3, "Failed", "Error"),
+    ] {
+        let mut pod = pod(json!({"restartPolicy": "Never"}));
+        let job = |pod_age, age| Moment { job_pod: true, ..moment(pod_age, age) };
+        advance(&mut pod, &stage, &job(Duration::ZERO, Duration::ZERO));
+        let running = advance(&mut pod, &stage, &job(START, START));
+        assert_eq!(pod["status"]["phase"], "Running");
+        assert!(running.wake.is_some());
+        advance(&mut pod, &stage, &job(START * 3, Duration::from_secs(4)));
+        assert_eq!(pod["status"]["phase"], phase);
+        assert_eq!(web(&pod)["state"]["terminated"]["exitCode"], code);
+        assert_eq!(web(&pod)["state"]["terminated"]["reason"], reason);
+        assert_eq!(condition(&pod, "Ready")["reason"], "PodCompleted");
+        assert_eq!(condition(&pod, "PodReadyToStartContainers")["status"], "False");
+        assert_eq!(step(&pod, &stage, &job(START * 9, START * 9)), Step::default(), "a finished pod stays");
+    }
+}
+
+#[test]
+fn a_failing_container_that_restarts_crash_loops_with_a_growing_back_off() {
+    let mut pod = pod(json!({"restartPolicy": "Always"}));
+    let stage = Stage::parse("fail").expect("stage");
+    advance(&mut pod, &stage, &moment(Duration::ZERO, Duration::ZERO));
+    let crashed = advance(&mut pod, &stage, &moment(START, START));
+    assert_eq!(pod["status"]["phase"], "Running");
+    assert_eq!(web(&pod)["restartCount"], 1, "the first restart is immediate");
+    assert_eq!(web(&pod)["state"]["waiting"]["reason"], "CrashLoopBackOff");
+    assert_eq!(
+        web(&pod)["state"]["waiting"]["message"],
+        "back-off 10s restarting failed container=web pod=web-1_default(u1)"
+    );
+    assert_eq!(web(&pod)["lastState"]["terminated"]["exitCode"], 1);
+    assert_eq!(crashed.wake, Some(Duration::from_secs(10)));
+    assert!(crashed.notes.iter().any(|n| n.reason == "BackOff" && n.warning));
+
+    let waiting = advance(&mut pod, &stage, &moment(START * 3, Duration::from_secs(4)));
+    assert_eq!(waiting.wake, Some(Duration::from_secs(6)), "still backing off");
+    advance(&mut pod, &stage, &moment(START * 9, Duration::from_secs(10)));
+    assert_eq!(web(&pod)["restartCount"], 2);
+    assert_eq!(web(&pod)["state"]["waiting"]["message"].as_str().map(|m| m.starts_with("back-off 20s")), Some(true));
+    assert_eq!(condition(&pod, "Ready")["status"], "False");
+}
+
+#[test]
+fn a_crash_loop_runs_ready_for_a_while_between_crashes() {
+    let mut pod = pod(json!({}));
+    let stage = Stage::parse("crash-loop after=5s").expect("stage");
+    advance(&mut pod, &stage, &moment(Duration::ZERO, Duration::ZERO));
+    let running = advance(&mut pod, &stage, &moment(START, START));
+    assert_eq!(web(&pod)["ready"], true);
+    assert_eq!(running.wake, Some(Duration::from_secs(5)));
+    advance(&mut pod, &stage, &moment(START * 4, Duration::from_secs(5)));
+    assert_eq!(web(&pod)["restartCount"], 1);
+    assert!(web(&pod)["state"]["running"].is_object(), "restarted at once, running again");
+}
+
+#[test]
+fn containers_that_never_get_ready_keep_the_pod_unready() {
+    let mut pod = pod(json!({}));
+    let stage = Stage::parse("not-ready").expect("stage");
+    advance(&mut pod, &stage, &moment(Duration::ZERO, Duration::ZERO));
+    let step = advance(&mut pod, &stage, &moment(START, START));
+    assert_eq!((pod["status"]["phase"].clone(), web(&pod)["ready"].clone()), (json!("Running"), json!(false)));
+    assert_eq!(condition(&pod, "ContainersReady")["reason"], "ContainersNotReady");
+    assert_eq!(step.wake, None);
+}
+
+#[test]
+fn readiness_probes_delay_readiness_and_gates_hold_it() {
+    let mut pod =
+        pod(json!({"containers": [{"name": "web", "image": "nginx", "readinessProbe": {"initialDelaySeconds": 5}}],
+                             "readinessGates": [{"conditionType": "example.com/lb"}]}));
+    advance(&mut pod, &Stage::default(), &moment(Duration::ZERO, Duration::ZERO));
+    let started = advance(&mut pod, &Stage::default(), &moment(START, START));
+    assert_eq!((web(&pod)["ready"].clone(), started.wake), (json!(false), Some(Duration::from_secs(5))));
+    advance(&mut pod, &Stage::default(), &moment(START * 4, Duration::from_secs(5)));
+    assert_eq!(web(&pod)["ready"], true);
+    assert_eq!(condition(&pod, "ContainersReady")["status"], "True");
+    assert_eq!(condition(&pod, "Ready")["reason"], "ReadinessGatesNotReady");
+    assert_eq!(
+        condition(&pod, "Ready")["message"],
+        "corresponding condition of pod readiness gate \"example.com/lb\" does not exist."
+    );
+    let mut conditions = pod["status"]["conditions"].as_array().cloned().expect("conditions");
+    conditions.push(json!({"type": "example.com/lb", "status": "True"}));
+    pod["status"]["conditions"] = json!(conditions);
+    advance(&mut pod, &Stage::default(), &moment(START * 5, Duration::from_secs(8)));
+    assert_eq!(condition(&pod, "Ready")["status"], "True");
+    assert_eq!(condition(&pod, "example.com/lb")["status"], "True", "conditions of others stay");
+}
+
+#[test]
+fn an_image_that_cannot_be_pulled_backs_off_and_the_pod_stays_pending() {
+    let mut pod = pod(json!({}));
+    let stage = Stage::parse("image-pull-error").expect("stage");
+    advance(&mut pod, &stage, &moment(Duration::ZERO, Duration::ZERO));
+    let failed = advance(&mut pod, &stage, &moment(START, START));
+    assert_eq!(web(&pod)["state"]["waiting"]["reason"], "ErrImagePull");
+    assert_eq!(failed.notes.iter().filter(|n| n.reason == "Failed").count(), 2);
+    advance(&mut pod, &stage, &moment(START * 7, Duration::from_secs(10)));
+    assert_eq!(web(&pod)["state"]["waiting"]["reason"], "ImagePullBackOff");
+    assert_eq!(pod["status"]["phase"], "Pending");
+}
+
+#[test]
+fn init_containers_complete_before_containers_start() {
+    let mut pod = pod(json!({"initContainers": [{"name": "setup", "image": "busybox"},
+                                                {"name": "proxy", "image": "envoy", "restartPolicy": "Always"}]}));
+    advance(&mut pod, &Stage::default(), &moment(Duration::ZERO, Duration::ZERO));
+    assert_eq!(condition(&pod, "Initialized")["reason"], "ContainersNotInitialized");
+    assert_eq!(web(&pod)["state"]["waiting"]["reason"], "PodInitializing");
+    advance(&mut pod, &Stage::default(), &moment(START, START));
+    let inits = &pod["status"]["initContainerStatuses"];
+    assert_eq!(inits[0]["state"]["terminated"]["reason"], "Completed");
+    assert!(inits[1]["state"]["running"].is_object(), "a sidecar keeps running");
+    assert_eq!(condition(&pod, "Initialized")["status"], "True");
+    assert_eq!(pod["status"]["phase"], "Running");
+}
+
+#[test]
+fn images_are_reported_fully_qualified() {
+    let cases = [
+        ("nginx", "docker.io/library/nginx:latest"),
+        ("nginx:1.27", "docker.io/library/nginx:1.27"),
+        ("bitnami/redis:7", "docker.io/bitnami/redis:7"),
+        ("ghcr.io/org/app", "ghcr.io/org/app:latest"),
+        ("localhost:5000/app:v1", "localhost:5000/app:v1"),
+        ("registry.k8s.io/pause@sha256:abc", "registry.k8s.io/pause@sha256:abc"),
+    ];
+    for (image, expected) in cases {
+        assert_eq!(qualified_image(image), expected, "{image}");
+    }
+}
