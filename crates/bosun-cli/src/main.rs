@@ -35,7 +35,8 @@ Deliver:
   apply       Roll a package out: planned groups, server-side apply, health waits, prune
 
 Deliver continuously (the Package controller):
-  controller  Reconcile Package resources: fetch from Git, render, roll out, report in status
+  controller  Reconcile Package and Operator resources, Alerts and Receivers: fetch, render, roll out,
+              report in status
   reconcile   Ask the controller to reconcile a Package now, and wait for the result
   suspend     Stop reconciling a Package
   resume      Reconcile a suspended Package again, and wait for the result
@@ -44,6 +45,8 @@ Deliver continuously (the Package controller):
 
 Automate:
   observe     Run a command for every object of a kind and on every change (a script controller)
+  operator    Run one Operator from a local directory: children rendered from every object of a
+              kind (Locutus' flags work too)
 
 Serve:
   apiserver   Run the embedded Kubernetes-compatible API server
@@ -93,7 +96,8 @@ enum Command {
     Dev(dev::Args),
     /// Run the embedded Kubernetes-compatible API server (for trying things and for tests).
     Apiserver(apiserver::Args),
-    /// Reconcile Package resources: fetch from Git, render, roll out, report in status.
+    /// Reconcile Package and Operator resources, Alerts and Receivers: fetch, render, roll out,
+    /// report in status.
     Controller(controller::Args),
     /// Run one Operator from a local directory until Ctrl-C: children rendered from every object
     /// of a kind, rolled out and kept (Locutus' resource trigger).
