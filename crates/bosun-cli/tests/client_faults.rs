@@ -2,110 +2,50 @@
 //! `429 Too Many Requests` with `Retry-After` and `503` storms are retried (honouring the
 //! header) and every object is written exactly once; a persistent `500` fails the run with the
 //! object named in the report (not retried: the write may have happened) — and a second run
-//! completes.
+//! completes; a write whose answer is lost with its connection is sent again, harmlessly
+//! (server-side apply of the same configuration changes nothing).
 
 use std::{
-    collections::BTreeMap,
     process::Output,
-    sync::{Arc, Mutex},
+    sync::Arc,
     time::{Duration, Instant},
 };
 
-use axum::{
-    Router,
-    body::Bytes,
-    extract::State,
-    http::{HeaderMap, Method, StatusCode, Uri, header},
-    response::{IntoResponse, Response},
-};
 use bosun_apiserver::ApiServer;
+use futures::{StreamExt, TryStreamExt};
+use hyper::StatusCode;
 use k8s_openapi::api::core::v1::ConfigMap;
-use kube::Api;
+use kube::{
+    Api,
+    runtime::{WatchStreamExt, watcher},
+};
 
-/// A fault for the `n`-th (from 0) non-dry-run write of an object.
-type Plan = dyn Fn(&str, usize) -> Option<StatusCode> + Send + Sync;
+#[path = "support/fault_proxy.rs"]
+mod fault_proxy;
 
-#[derive(Clone)]
-struct Proxy {
-    target: String,
-    http: reqwest::Client,
-    plan: Arc<Plan>,
-    /// Writes (not dry runs) per object path: those answered by a fault, and those forwarded.
-    faulted: Arc<Mutex<BTreeMap<String, usize>>>,
-    forwarded: Arc<Mutex<BTreeMap<String, usize>>>,
-}
-
-async fn forward(State(proxy): State<Proxy>, method: Method, uri: Uri, headers: HeaderMap, body: Bytes) -> Response {
-    let write = matches!(method, Method::POST | Method::PUT | Method::PATCH | Method::DELETE);
-    let dry_run = uri.query().is_some_and(|q| q.contains("dryRun"));
-    if write && !dry_run {
-        // bosun applies with server-side apply: a PATCH of the object's own path.
-        let path = uri.path().to_string();
-        let attempt = {
-            let faulted = proxy.faulted.lock().expect("lock");
-            let forwarded = proxy.forwarded.lock().expect("lock");
-            faulted.get(&path).copied().unwrap_or(0) + forwarded.get(&path).copied().unwrap_or(0)
-        };
-        if let Some(status) = (proxy.plan)(&path, attempt) {
-            *proxy.faulted.lock().expect("lock").entry(path).or_default() += 1;
-            let body = format!(
-                r#"{{"kind":"Status","apiVersion":"v1","status":"Failure","message":"injected {}","code":{}}}"#,
-                status.as_u16(),
-                status.as_u16()
-            );
-            return (status, [(header::RETRY_AFTER, "1"), (header::CONTENT_TYPE, "application/json")], body)
-                .into_response();
-        }
-        *proxy.forwarded.lock().expect("lock").entry(path).or_default() += 1;
-    }
-    let url = format!("{}{}", proxy.target, uri.path_and_query().map(|p| p.as_str()).unwrap_or("/"));
-    let mut request = proxy.http.request(method, url).body(body);
-    for (name, value) in &headers {
-        if name != header::HOST {
-            request = request.header(name, value);
-        }
-    }
-    match request.send().await {
-        Ok(response) => {
-            let status = response.status();
-            let content_type = response.headers().get(header::CONTENT_TYPE).cloned();
-            let bytes = response.bytes().await.unwrap_or_default();
-            let mut answer = (status, bytes).into_response();
-            if let Some(content_type) = content_type {
-                answer.headers_mut().insert(header::CONTENT_TYPE, content_type);
-            }
-            answer
-        }
-        Err(error) => (StatusCode::BAD_GATEWAY, error.to_string()).into_response(),
-    }
-}
+use fault_proxy::{Counts, Fault, FaultProxy, Seen};
 
 struct Setup {
     server: bosun_apiserver::RunningServer,
-    proxy: Proxy,
+    proxy: FaultProxy,
     dir: tempfile::TempDir,
 }
 
-async fn setup(plan: impl Fn(&str, usize) -> Option<StatusCode> + Send + Sync + 'static) -> Setup {
+const BASE: &str = "/api/v1/namespaces/default/configmaps";
+
+/// A server, a proxy asking `plan` about each non-dry-run write (with the object's name and
+/// the attempt), and a package of three ConfigMaps `a`, `b`, `c`.
+async fn setup(plan: impl Fn(&str, usize) -> Option<Fault> + Send + Sync + 'static) -> Setup {
     // reqwest takes rustls' process-wide provider; bosun uses ring.
     let _ = rustls::crypto::ring::default_provider().install_default();
     let server = ApiServer::in_memory().start().await.expect("server");
-    let proxy = Proxy {
-        target: server.url().trim_end_matches('/').to_string(),
-        http: reqwest::Client::new(),
-        plan: Arc::new(plan),
-        faulted: Arc::default(),
-        forwarded: Arc::default(),
-    };
-    let router = Router::new().fallback(forward).with_state(proxy.clone());
-    let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.expect("bind");
-    let url = format!("http://{}", listener.local_addr().expect("address"));
-    tokio::spawn(async move { axum::serve(listener, router).await });
+    let proxy = FaultProxy::start(server.url(), None, move |seen: &Seen| {
+        let name = seen.path.strip_prefix(BASE)?.strip_prefix('/')?;
+        if seen.write { plan(name, seen.attempt) } else { None }
+    })
+    .await;
     let dir = tempfile::tempdir().expect("dir");
-    let kubeconfig = format!(
-        "apiVersion: v1\nkind: Config\nclusters:\n- name: c\n  cluster: {{server: \"{url}\"}}\nusers:\n- name: u\n  user: {{}}\ncontexts:\n- name: x\n  context: {{cluster: c, user: u, namespace: default}}\ncurrent-context: x\n"
-    );
-    std::fs::write(dir.path().join("kubeconfig"), kubeconfig).expect("kubeconfig");
+    proxy.write_kubeconfig(dir.path());
     let package = dir.path().join("package");
     std::fs::create_dir(&package).expect("package");
     for name in ["a", "b", "c"] {
@@ -124,13 +64,9 @@ async fn apply(setup: &Setup) -> Output {
         .expect("bosun runs")
 }
 
-fn counts(map: &Mutex<BTreeMap<String, usize>>) -> BTreeMap<String, usize> {
-    map.lock()
-        .expect("lock")
-        .iter()
-        .filter(|(path, _)| path.contains("/configmaps/"))
-        .map(|(k, v)| (k.clone(), *v))
-        .collect()
+/// The count for the server-side apply of ConfigMap `name`.
+fn applies(counts: &Counts, name: &str) -> Option<usize> {
+    counts.get(&format!("PATCH {BASE}/{name}")).copied()
 }
 
 async fn values(setup: &Setup) -> Vec<Option<String>> {
@@ -145,9 +81,9 @@ async fn values(setup: &Setup) -> Vec<Option<String>> {
 #[tokio::test]
 async fn throttling_and_unavailability_are_retried_and_each_object_written_once() {
     // Object a: two 429s (Retry-After: 1); object b: two 503s; c: nothing.
-    let setup = setup(|path, attempt| match (path.rsplit('/').next(), attempt) {
-        (Some("a"), 0 | 1) => Some(StatusCode::TOO_MANY_REQUESTS),
-        (Some("b"), 0 | 1) => Some(StatusCode::SERVICE_UNAVAILABLE),
+    let setup = setup(|name, attempt| match (name, attempt) {
+        ("a", 0 | 1) => Some(Fault::Answer(StatusCode::TOO_MANY_REQUESTS)),
+        ("b", 0 | 1) => Some(Fault::Answer(StatusCode::SERVICE_UNAVAILABLE)),
         _ => None,
     })
     .await;
@@ -156,14 +92,13 @@ async fn throttling_and_unavailability_are_retried_and_each_object_written_once(
     let elapsed = started.elapsed();
     assert!(output.status.success(), "{}", String::from_utf8_lossy(&output.stderr));
     assert_eq!(values(&setup).await, [Some("a".into()), Some("b".into()), Some("c".into())]);
-    let base = "/api/v1/namespaces/default/configmaps";
-    let faulted = counts(&setup.proxy.faulted);
-    assert_eq!(faulted.get(&format!("{base}/a")), Some(&2), "{faulted:?}");
-    assert_eq!(faulted.get(&format!("{base}/b")), Some(&2), "{faulted:?}");
+    let faulted = setup.proxy.faulted();
+    assert_eq!(applies(&faulted, "a"), Some(2), "{faulted:?}");
+    assert_eq!(applies(&faulted, "b"), Some(2), "{faulted:?}");
     // Retried until accepted, and then never again: one write each reached the server.
-    let forwarded = counts(&setup.proxy.forwarded);
+    let forwarded = setup.proxy.forwarded_writes();
     for name in ["a", "b", "c"] {
-        assert_eq!(forwarded.get(&format!("{base}/{name}")), Some(&1), "{name}: {forwarded:?}");
+        assert_eq!(applies(&forwarded, name), Some(1), "{name}: {forwarded:?}");
     }
     // Retry-After: 1 was honoured for a's two refusals.
     assert!(elapsed >= Duration::from_secs(2), "retried before Retry-After: {elapsed:?}");
@@ -173,9 +108,9 @@ async fn throttling_and_unavailability_are_retried_and_each_object_written_once(
 async fn a_persistent_server_error_stops_the_run_naming_the_object_and_a_rerun_completes() {
     let failing = Arc::new(std::sync::atomic::AtomicBool::new(true));
     let switch = failing.clone();
-    let setup = setup(move |path, _| {
-        (path.ends_with("/b") && switch.load(std::sync::atomic::Ordering::Relaxed))
-            .then_some(StatusCode::INTERNAL_SERVER_ERROR)
+    let setup = setup(move |name, _| {
+        (name == "b" && switch.load(std::sync::atomic::Ordering::Relaxed))
+            .then_some(Fault::Answer(StatusCode::INTERNAL_SERVER_ERROR))
     })
     .await;
     let output = apply(&setup).await;
@@ -186,11 +121,49 @@ async fn a_persistent_server_error_stops_the_run_naming_the_object_and_a_rerun_c
     assert!(stdout.contains("ConfigMap/default/b: apply failed: injected 500"), "stdout: {stdout}\nstderr: {stderr}");
     assert!(stdout.contains("2 created") && stdout.contains("1 failed"), "{stdout}");
     // A 500 is not retried by the client (the write may have happened): one attempt.
-    assert_eq!(counts(&setup.proxy.faulted).get("/api/v1/namespaces/default/configmaps/b"), Some(&1));
+    assert_eq!(applies(&setup.proxy.faulted(), "b"), Some(1));
     assert_eq!(values(&setup).await[1], None, "b was refused");
 
     failing.store(false, std::sync::atomic::Ordering::Relaxed);
     let output = apply(&setup).await;
     assert!(output.status.success(), "{}", String::from_utf8_lossy(&output.stderr));
     assert_eq!(values(&setup).await, [Some("a".into()), Some("b".into()), Some("c".into())]);
+}
+
+#[tokio::test]
+async fn a_write_whose_answer_is_lost_is_sent_again_and_changes_nothing_the_second_time() {
+    // b's first apply reaches the server, which creates b; the connection is then closed
+    // before the answer gets back.
+    let setup = setup(|name, attempt| (name == "b" && attempt == 0).then_some(Fault::LoseAnswer)).await;
+    // Every change to a ConfigMap, seen from the server's side.
+    let api: Api<ConfigMap> = Api::default_namespaced(setup.server.client());
+    let mut changes = watcher(api.clone(), watcher::Config::default()).touched_objects().boxed();
+    // The watch has listed (the namespace's kube-root-ca.crt, made by the server) before bosun runs.
+    let first = changes.try_next().await.expect("watch").expect("an object");
+    assert_eq!(first.metadata.name.as_deref(), Some("kube-root-ca.crt"));
+    // Every change up to the marker made after the run.
+    let changes = tokio::spawn(async move {
+        let mut names = Vec::new();
+        while let Some(change) = changes.try_next().await? {
+            let name = change.metadata.name.unwrap_or_default();
+            if name == "marker" {
+                return Ok::<_, watcher::Error>(names);
+            }
+            names.push(name);
+        }
+        Ok(names)
+    });
+    let output = apply(&setup).await;
+    assert!(output.status.success(), "{}", String::from_utf8_lossy(&output.stderr));
+    assert_eq!(values(&setup).await, [Some("a".into()), Some("b".into()), Some("c".into())]);
+    assert_eq!(applies(&setup.proxy.faulted(), "b"), Some(1), "the answer was lost once");
+    assert_eq!(applies(&setup.proxy.forwarded_writes(), "b"), Some(2), "and the apply sent again");
+    // The second apply was a no-op: between the watch's start and the marker made now, b
+    // changed once (its creation), as a and c did.
+    let marker = serde_json::from_value(serde_json::json!({"metadata": {"name": "marker"}})).expect("marker");
+    api.create(&Default::default(), &marker).await.expect("marker");
+    let changes =
+        tokio::time::timeout(Duration::from_secs(30), changes).await.expect("in time").expect("join").expect("watch");
+    let count = |name: &str| changes.iter().filter(|n| *n == name).count();
+    assert_eq!([count("a"), count("b"), count("c")], [1, 1, 1], "{changes:?}");
 }

@@ -1,5 +1,6 @@
 //! The `Package` controller under faults, as processes: SIGKILLed in the middle of a rollout and
-//! started again; the API server (SQLite) restarted while a rollout waits.
+//! started again; the API server (SQLite) restarted while a rollout waits; conflicts,
+//! throttling, lost answers and cut watches from a fault proxy.
 
 use std::{
     path::Path,
@@ -20,6 +21,8 @@ use tokio::{
 };
 
 mod common;
+#[path = "support/fault_proxy.rs"]
+mod fault_proxy;
 #[path = "support/controller.rs"]
 mod support;
 
@@ -200,5 +203,83 @@ async fn a_rollout_waiting_while_the_api_server_restarts_carries_on() {
     })
     .await;
     assert!(configmaps.get_opt("second").await.expect("get").is_some(), "{done}\n{}", controller.log());
+    drop(controller);
+}
+
+#[tokio::test]
+async fn through_conflicts_throttling_lost_answers_and_cut_watches_each_object_is_written_once() {
+    use fault_proxy::{Fault, FaultProxy};
+    use futures::{StreamExt, TryStreamExt};
+    use hyper::StatusCode;
+    use kube::runtime::{WatchStreamExt, watcher};
+
+    let server = ApiServer::in_memory().start().await.expect("server");
+    let mut cluster = Cluster::around(server);
+    let crds = cluster.bosun(&["crds"]).await;
+    cluster.kubectl(&["apply", "-f", "-"], Some(&crds.stdout)).await;
+    let objects = [
+        ("one.yaml", configmap("one", "1")),
+        ("two.yaml", configmap("two", "2")),
+        ("three.yaml", configmap("three", "3")),
+    ];
+    let objects: Vec<(&str, &str)> = objects.iter().map(|(file, text)| (*file, text.as_str())).collect();
+    let dir = cluster.package_dir("faulty", &objects);
+    let manifest = package_yaml("faulty", &dir, "");
+    cluster.kubectl(&["apply", "-f", "-"], Some(manifest.as_bytes())).await;
+
+    // Every change to a ConfigMap, from the server's side, after the namespace's own one.
+    let configmaps: Api<ConfigMap> = Api::default_namespaced(cluster.server.client());
+    let mut changes = watcher(configmaps.clone(), watcher::Config::default()).touched_objects().boxed();
+    let first = changes.try_next().await.expect("watch").expect("an object");
+    assert_eq!(first.metadata.name.as_deref(), Some("kube-root-ca.crt"));
+
+    // The controller talks through the proxy: the Package's first three status writes are
+    // refused with 409; each ConfigMap's first write gets 429, its second is done by the
+    // server but its answer lost; every watch is cut after half a second.
+    let proxy = FaultProxy::start(cluster.server.url(), Some(Duration::from_millis(500)), |seen| {
+        if !seen.write {
+            return None;
+        }
+        if seen.path.ends_with("/packages/faulty/status") && seen.attempt < 3 {
+            return Some(Fault::Answer(StatusCode::CONFLICT));
+        }
+        match (seen.path.contains("/configmaps/"), seen.attempt) {
+            (true, 0) => Some(Fault::Answer(StatusCode::TOO_MANY_REQUESTS)),
+            (true, 1) => Some(Fault::LoseAnswer),
+            _ => None,
+        }
+    })
+    .await;
+    let proxied = cluster.dir.path().join("proxied");
+    std::fs::create_dir(&proxied).expect("mkdir");
+    cluster.kubeconfig = proxy.write_kubeconfig(&proxied);
+    let controller = cluster.controller("faulty", &[]);
+    cluster.wait_ready("faulty", "True").await;
+
+    let faulted = proxy.faulted();
+    let status_conflicts: usize =
+        faulted.iter().filter(|(key, _)| key.ends_with("/packages/faulty/status")).map(|(_, n)| n).sum();
+    assert_eq!(status_conflicts, 3, "{faulted:?}");
+    for name in ["one", "two", "three"] {
+        let key = format!("PATCH /api/v1/namespaces/default/configmaps/{name}");
+        assert_eq!(faulted.get(&key), Some(&2), "{name}: a 429 and a lost answer: {faulted:?}");
+    }
+    assert!(proxy.cut_watches() >= 1, "watches were cut");
+    // Each ConfigMap changed once on the server: the write sent again after the lost answer
+    // changed nothing. A marker ends the record.
+    let marker = serde_json::from_value(json!({"metadata": {"name": "marker"}})).expect("marker");
+    configmaps.create(&Default::default(), &marker).await.expect("marker");
+    let mut names = Vec::new();
+    let collected = tokio::time::timeout(BOUND, async {
+        while let Some(change) = changes.try_next().await.expect("watch") {
+            match change.metadata.name.unwrap_or_default() {
+                name if name == "marker" => break,
+                name => names.push(name),
+            }
+        }
+    });
+    collected.await.expect("the marker is seen in time");
+    names.sort();
+    assert_eq!(names, ["one", "three", "two"], "each written once");
     drop(controller);
 }

@@ -33,6 +33,8 @@ const OURS: &str = "--selector=made-by=test";
 const RECORD: &str = "#!/bin/sh\necho \"$TYPE $*\" >> \"$LOG\"\ni=0\nwhile [ -f hold ] && [ $i -lt 1200 ]; do sleep 0.05; i=$((i+1)); done\n";
 
 mod common;
+#[path = "support/fault_proxy.rs"]
+mod fault_proxy;
 
 use common::Cluster as Fixture;
 
@@ -643,4 +645,41 @@ async fn example_every_service_gets_an_ingress_that_goes_with_it() {
     let output = fixture.run(&once).await;
     assert_eq!(output.status.code(), Some(0), "{:?}", text(&output));
     assert!(ingresses.get_opt("gone").await.expect("get").is_none(), "the stray Ingress was deleted");
+}
+
+#[tokio::test]
+async fn through_cut_watches_and_a_refused_list_every_change_runs_once() {
+    let mut fixture = Fixture::new().await;
+    // The first list is answered 503 (the client retries it); every watch is cut after 300 ms.
+    let proxy = fault_proxy::FaultProxy::start(fixture.server.url(), Some(Duration::from_millis(300)), |seen| {
+        let list = seen.method == hyper::Method::GET && seen.path.ends_with("/configmaps") && !seen.watch;
+        (list && seen.attempt == 0).then_some(fault_proxy::Fault::Answer(hyper::StatusCode::SERVICE_UNAVAILABLE))
+    })
+    .await;
+    std::fs::create_dir(fixture.path("proxy")).expect("mkdir");
+    fixture.kubeconfig = proxy.write_kubeconfig(&fixture.path("proxy"));
+    fixture.configmap("a", "0").await;
+    let names = fixture.script("names.sh", "#!/bin/sh\n");
+    let observer =
+        fixture.start_recording("configmaps", &[OURS, "-a", "{.data.k}", "--delete", "./record.sh", "--names", &names]);
+    fixture.wait_for("Sync obs a 0").await;
+    // Each change made after another cut, so the watch that sees it is a resumed one.
+    for value in 1..=4 {
+        let cuts = proxy.cut_watches();
+        let deadline = Instant::now() + Duration::from_secs(30);
+        while proxy.cut_watches() == cuts {
+            assert!(Instant::now() < deadline, "the proxy cuts watches");
+            tokio::time::sleep(Duration::from_millis(20)).await;
+        }
+        fixture.set("a", &value.to_string()).await;
+        fixture.wait_for(&format!("Updated obs a {value}")).await;
+    }
+    fixture.configmaps().delete("a", &DeleteParams::default()).await.expect("delete");
+    fixture.wait_for("Deleted obs a 4").await;
+    assert_eq!(terminate(observer).await, Some(0));
+    let expected =
+        ["Sync obs a 0", "Updated obs a 1", "Updated obs a 2", "Updated obs a 3", "Updated obs a 4", "Deleted obs a 4"];
+    assert_eq!(fixture.log(), expected, "each change ran exactly once, none twice");
+    assert!(proxy.faulted().values().sum::<usize>() >= 1, "the list was refused once: {:?}", proxy.faulted());
+    assert!(proxy.cut_watches() >= 4);
 }

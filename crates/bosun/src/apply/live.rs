@@ -2,7 +2,7 @@
 //! paged list where a resource holds many of the package's objects), server-side apply and
 //! delete.
 
-use std::collections::HashMap;
+use std::{collections::HashMap, future::Future, time::Duration};
 
 use futures::{StreamExt, stream};
 use kube::{
@@ -75,10 +75,40 @@ pub(super) fn immutable(error: &kube::Error) -> bool {
     matches!(error, kube::Error::Api(status) if status.code == 422 && status.message.contains("field is immutable"))
 }
 
+/// How many times a request is sent when its connection is lost before the answer arrives.
+const CONNECTION_ATTEMPTS: u32 = 4;
+
+/// Sends `request` again (after 0.2, 0.4, 0.8 s) when the connection was lost before its answer.
+///
+/// kube-rs' client retries the answers that say "try again" (429 with `Retry-After`, 503, 504)
+/// but not a lost connection, since the request may or may not have reached the server. Every
+/// request of this module is idempotent — reads, server-side apply (the same configuration
+/// applied again changes nothing, not even the `resourceVersion`) and delete (a second one
+/// finds nothing, which counts as done) — so sending it again is safe, and lets a rollout ride
+/// out a dropped connection instead of failing the object.
+async fn idempotent<T, F, Fut>(mut request: F) -> Result<T, kube::Error>
+where
+    F: FnMut() -> Fut,
+    Fut: Future<Output = Result<T, kube::Error>>,
+{
+    let mut delay = Duration::from_millis(200);
+    for _ in 1..CONNECTION_ATTEMPTS {
+        match request().await {
+            Err(kube::Error::HyperError(_) | kube::Error::Service(_)) => {
+                tokio::time::sleep(delay).await;
+                delay *= 2;
+            }
+            answered => return answered,
+        }
+    }
+    request().await
+}
+
 pub(super) async fn server_side_apply(client: &Client, item: &Item, dry_run: bool) -> Result<Value, kube::Error> {
     let mut params = PatchParams::apply(FIELD_MANAGER).force();
     params.dry_run = dry_run;
-    let applied = item.api(client).patch(&item.name, &params, &Patch::Apply(&item.object)).await?;
+    let (api, patch) = (item.api(client), Patch::Apply(&item.object));
+    let applied = idempotent(|| api.patch(&item.name, &params, &patch)).await?;
     Ok(object::to_value(&applied))
 }
 
@@ -165,7 +195,8 @@ pub(super) async fn live_objects(
         .into_iter()
         .map(|index| async move {
             let item = items[index];
-            let read = item.api(client).get_opt(&item.name).await;
+            let api = item.api(client);
+            let read = idempotent(|| api.get_opt(&item.name)).await;
             (index, read.map(|found| found.as_ref().map(object::to_value)))
         })
         .collect();
@@ -185,7 +216,8 @@ pub(super) async fn list_all(client: &Client, item: &Item) -> Result<HashMap<Str
     let mut objects = HashMap::new();
     let mut params = ListParams::default().limit(500);
     loop {
-        let mut page: Value = client.request(request.list(&params).map_err(kube::Error::BuildRequest)?).await?;
+        let page_request = || async { client.request(request.list(&params).map_err(kube::Error::BuildRequest)?).await };
+        let mut page: Value = idempotent(page_request).await?;
         if let Some(Value::Array(items)) = page.get_mut("items").map(Value::take) {
             for object in items {
                 let name = object::name(&object).to_string();
@@ -200,7 +232,8 @@ pub(super) async fn list_all(client: &Client, item: &Item) -> Result<HashMap<Str
 }
 
 pub(super) async fn delete(client: &Client, item: &Item) -> Result<(), kube::Error> {
-    match item.api(client).delete(&item.name, &DeleteParams::background()).await {
+    let (api, params) = (item.api(client), DeleteParams::background());
+    match idempotent(|| api.delete(&item.name, &params)).await {
         Ok(_) => Ok(()),
         Err(kube::Error::Api(status)) if status.code == 404 => Ok(()),
         Err(error) => Err(error),
