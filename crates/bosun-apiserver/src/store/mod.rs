@@ -50,7 +50,7 @@ pub enum StoreError {
         owner: String,
     },
     /// The data directory's lock file could not be used.
-    #[error("storage: cannot lock {path}: {source}")]
+    #[error("storage: cannot lock {path} (the data directory must be writable): {source}")]
     Lock {
         /// The lock file.
         path: String,
@@ -205,6 +205,8 @@ struct State {
     revision: u64,
     objects: HashMap<Arc<str>, BTreeMap<String, Arc<StoredObject>>>,
     log: EventLog,
+    /// Why writing stopped, after a commit failed: every later write is refused with it.
+    failure: Option<String>,
 }
 
 /// The object store shared by every request.
@@ -231,19 +233,19 @@ impl Store {
             let stored = StoredObject { value, json: Arc::from(row.json), revision: row.revision };
             objects.entry(Arc::from(row.resource)).or_default().insert(row.key, Arc::new(stored));
         }
-        Ok(Self::from_parts(revision, objects, history, Some((connection, lock))))
+        Ok(Self::from_parts(revision, objects, history, Some((dir.join("store.db"), connection, lock))))
     }
 
     fn from_parts(
         revision: u64,
         objects: HashMap<Arc<str>, BTreeMap<String, Arc<StoredObject>>>,
         history: usize,
-        connection: Option<(rusqlite::Connection, std::fs::File)>,
+        connection: Option<(std::path::PathBuf, rusqlite::Connection, std::fs::File)>,
     ) -> Self {
         let visible = Arc::new(watch::channel(revision).0);
-        let persister = connection.map(|(c, lock)| sqlite::Persister::start(c, lock, visible.clone()));
+        let persister = connection.map(|(path, c, lock)| sqlite::Persister::start(&path, c, lock, visible.clone()));
         let log = EventLog { events: VecDeque::new(), capacity: history.max(1), complete_after: revision };
-        Self { state: Mutex::new(State { revision, objects, log }), visible, persister }
+        Self { state: Mutex::new(State { revision, objects, log, failure: None }), visible, persister }
     }
 
     fn lock(&self) -> MutexGuard<'_, State> {
@@ -332,6 +334,9 @@ impl Store {
     ) -> Result<Outcome, E> {
         let (outcome, durable) = {
             let mut state = self.lock();
+            if let Some(failure) = &state.failure {
+                return Err(StoreError::Commit(failure.clone()).into());
+            }
             let key = object_key(namespace, name);
             let current = state.objects.get(resource).and_then(|m| m.get(&key)).cloned();
             let Some(mutation) = decide(current.as_ref())? else {
@@ -344,12 +349,32 @@ impl Store {
             self.apply(&mut state, resource, key, current, mutation)
         };
         if let Some(durable) = durable {
-            durable
-                .await
-                .map_err(|_| StoreError::Commit("the storage writer stopped".into()))?
-                .map_err(StoreError::Commit)?;
+            let committed = durable.await.unwrap_or_else(|_| Err("the storage writer stopped".into()));
+            if let Err(error) = committed {
+                self.forget_uncommitted(&error);
+                return Err(StoreError::Commit(error).into());
+            }
         }
         Ok(outcome)
+    }
+
+    /// After a failed commit: puts the objects back as the database has them (undoing, newest
+    /// first, every change above the last committed revision, which no watcher has seen) and
+    /// refuses writes from now on, so what clients read is what a restart will load.
+    fn forget_uncommitted(&self, error: &str) {
+        let mut state = self.lock();
+        state.failure.get_or_insert_with(|| error.to_string());
+        let committed = *self.visible.borrow();
+        while let Some(event) = state.log.events.back().filter(|event| event.revision > committed).cloned() {
+            state.log.events.pop_back();
+            let objects = state.objects.entry(event.resource.clone()).or_default();
+            let key = object_key(object::namespace(&event.object.value), object::name(&event.object.value));
+            match &event.previous {
+                Some(previous) => objects.insert(key, previous.clone()),
+                None => objects.remove(&key),
+            };
+        }
+        state.revision = state.revision.min(committed);
     }
 
     fn apply(

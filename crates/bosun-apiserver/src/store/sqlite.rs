@@ -156,6 +156,17 @@ fn commit(connection: &mut Connection, batch: &[Job]) -> rusqlite::Result<()> {
     transaction.commit()
 }
 
+/// What a user should look at when SQLite cannot write.
+fn hint(error: &rusqlite::Error) -> &'static str {
+    use rusqlite::ErrorCode::{CannotOpen, DiskFull, ReadOnly, SystemIoFailure};
+    match error.sqlite_error_code() {
+        Some(DiskFull | SystemIoFailure | ReadOnly | CannotOpen) => {
+            " (is the disk full, or the data directory read-only?)"
+        }
+        _ => "",
+    }
+}
+
 /// The writer thread and the queue to it.
 pub(super) struct Persister {
     sender: Mutex<Option<mpsc::Sender<Job>>>,
@@ -165,12 +176,24 @@ pub(super) struct Persister {
 impl Persister {
     /// Starts the writer; after each commit it publishes the committed revision to `visible`.
     /// The writer keeps the data directory's `lock` until it stops.
-    pub(super) fn start(mut connection: Connection, lock: std::fs::File, visible: Arc<watch::Sender<u64>>) -> Self {
+    ///
+    /// A failed commit (disk full, a read-only or vanished file, an I/O error) stops all
+    /// writing: SQLite has rolled the transaction back, and committing later writes would
+    /// leave a gap in the revisions. Every later write gets the same error, and `visible`
+    /// stays at the last committed revision, so no watcher sees what was not stored.
+    pub(super) fn start(
+        path: &Path,
+        mut connection: Connection,
+        lock: std::fs::File,
+        visible: Arc<watch::Sender<u64>>,
+    ) -> Self {
         let (sender, receiver) = mpsc::channel::<Job>();
+        let path = path.display().to_string();
         let thread = std::thread::Builder::new()
             .name("bosun-store-writer".into())
             .spawn(move || {
                 let _lock = lock;
+                let mut failure: Option<String> = None;
                 while let Ok(first) = receiver.recv() {
                     let mut batch = vec![first];
                     while batch.len() < MAX_BATCH {
@@ -179,11 +202,19 @@ impl Persister {
                             Err(_) => break,
                         }
                     }
-                    let result = commit(&mut connection, &batch).map_err(|e| e.to_string());
-                    if let Err(error) = &result {
-                        tracing::error!(%error, "storage commit failed; the writes of this batch are not durable");
-                    }
-                    if let Some(last) = batch.last() {
+                    let result = match &failure {
+                        Some(error) => Err(error.clone()),
+                        None => commit(&mut connection, &batch).map_err(|error| {
+                            let error = format!(
+                                "cannot write {path}: {error}{}; the server refuses writes until it is restarted (reads still work)",
+                                hint(&error)
+                            );
+                            tracing::error!(%error, "storage commit failed");
+                            failure = Some(error.clone());
+                            error
+                        }),
+                    };
+                    if let (Ok(()), Some(last)) = (&result, batch.last()) {
                         visible.send_replace(last.write.revision);
                     }
                     for job in batch {
