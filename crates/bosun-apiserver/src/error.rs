@@ -426,6 +426,17 @@ impl ApiError {
         Self::new(401, "Unauthorized", "Unauthorized")
     }
 
+    /// 429 for a watch beyond `--max-watches`; clients retry after the second it names.
+    pub fn too_many_watches(max: usize) -> Self {
+        let details = StatusDetails { retry_after_seconds: Some(1), ..Default::default() };
+        Self::new(
+            429,
+            "TooManyRequests",
+            format!("Too many requests, please try again later: {max} watches are open, the most this server allows (--max-watches)"),
+        )
+        .with_details(details)
+    }
+
     /// 504 for a read that asks for a resourceVersion the server has not reached.
     pub fn too_large_resource_version(asked: u64, current: u64) -> Self {
         let mut details = StatusDetails::default();
@@ -478,10 +489,15 @@ impl ApiError {
 impl IntoResponse for ApiError {
     fn into_response(self) -> Response {
         let code = StatusCode::from_u16(self.code).unwrap_or(StatusCode::INTERNAL_SERVER_ERROR);
+        let retry_after = self.details.as_ref().and_then(|details| details.retry_after_seconds);
         // Go's JSON encoder ends every document with a newline.
         let body = format!("{}\n", self.to_status());
         let mut response = (code, body).into_response();
         response.headers_mut().insert(header::CONTENT_TYPE, HeaderValue::from_static("application/json"));
+        // As upstream: the header says what the Status's retryAfterSeconds says.
+        if let Some(seconds) = retry_after {
+            response.headers_mut().insert(header::RETRY_AFTER, HeaderValue::from(seconds));
+        }
         response
     }
 }

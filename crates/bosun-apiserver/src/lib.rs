@@ -63,4 +63,4 @@ mod validation;
 
 pub use auth::AuthorizationMode;
 pub use controllers::FAIL_ANNOTATION;
-pub use server::{ApiServer, NamedUser, RunningServer, ServerError, ServerOptions, Storage};
+pub use server::{ApiServer, DEFAULT_MAX_WATCHES, NamedUser, RunningServer, ServerError, ServerOptions, Storage};

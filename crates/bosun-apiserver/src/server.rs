@@ -82,6 +82,11 @@ pub enum Storage {
     Directory(PathBuf),
 }
 
+/// Watches open at once by default: far above what controllers and kubectl open on a
+/// development cluster (each kube-rs controller opens one per watched kind), and low enough
+/// that their tasks and buffers stay bounded.
+pub const DEFAULT_MAX_WATCHES: usize = 10_000;
+
 /// Settings of a server.
 #[derive(Debug, Clone)]
 pub struct ServerOptions {
@@ -95,6 +100,8 @@ pub struct ServerOptions {
     pub watch_history: usize,
     /// How often idle watches get a bookmark.
     pub bookmark_interval: Duration,
+    /// How many watches may be open at once; more are answered `429` with `Retry-After`.
+    pub max_watches: usize,
     /// Simulate workloads (Deployments, StatefulSets, DaemonSets, Jobs), becoming ready this
     /// long after each change; `None` leaves them alone.
     pub simulate_workloads: Option<Duration>,
@@ -147,6 +154,7 @@ impl Default for ServerOptions {
             port: 0,
             watch_history: 100_000,
             bookmark_interval: Duration::from_secs(60),
+            max_watches: DEFAULT_MAX_WATCHES,
             simulate_workloads: None,
             nodes: 1,
             stages_file: None,
@@ -232,6 +240,12 @@ impl ApiServer {
     /// Listen on this address.
     pub fn address(mut self, address: IpAddr) -> Self {
         self.options.address = address;
+        self
+    }
+
+    /// Allow this many watches open at once (default [`DEFAULT_MAX_WATCHES`]).
+    pub fn max_watches(mut self, watches: usize) -> Self {
+        self.options.max_watches = watches;
         self
     }
 
@@ -332,7 +346,7 @@ impl ApiServer {
         let state = Arc::new(AppState {
             cluster: cluster.clone(),
             server_address: address.to_string(),
-            watch: WatchSettings { bookmark_interval: options.bookmark_interval },
+            watch: WatchSettings::new(options.bookmark_interval, options.max_watches),
             shutdown: shutdown_signal.clone(),
             requests: AtomicU64::new(0),
             auth: Auth::new(authenticator, options.authorization, credentials.is_some()),

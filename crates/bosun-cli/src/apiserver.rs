@@ -49,6 +49,11 @@ pub struct Args {
     #[arg(long, value_name = "EVENTS", default_value_t = 100_000)]
     watch_history: usize,
 
+    /// How many watches may be open at once; more are answered 429 Too Many Requests with
+    /// Retry-After (clients such as kubectl and kube-rs retry).
+    #[arg(long, value_name = "N", default_value_t = bosun_apiserver::DEFAULT_MAX_WATCHES)]
+    max_watches: usize,
+
     /// Simulate nodes, a scheduler and kubelets: ReplicaSets (and so Deployments), StatefulSets,
     /// DaemonSets and Jobs make Pods that go Pending → Running (annotate a workload or pod
     /// `bosun.dev/simulate: fail`, `crash-loop`, `not-ready`, … to make its pods misbehave).
@@ -119,6 +124,7 @@ pub async fn run(args: Args) -> ExitCode {
         address: args.address,
         port: args.port,
         watch_history: args.watch_history,
+        max_watches: args.max_watches,
         simulate_workloads: args.simulate_workloads.then_some(args.workload_delay.0),
         nodes: args.nodes,
         stages_file: args.stages.clone(),

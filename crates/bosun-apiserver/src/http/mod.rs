@@ -446,7 +446,7 @@ async fn resource(
             let watching = query.flag("watch");
             let request = query::read_request(query, scope.version(), watching)?;
             if watching {
-                let body = watch::start(cluster.clone(), scope, request, shape, state.watch, state.shutdown.clone());
+                let body = watch::start(cluster.clone(), scope, request, shape, &state.watch, state.shutdown.clone())?;
                 let mut response = Response::new(body);
                 response.headers_mut().insert(header::CONTENT_TYPE, HeaderValue::from_static("application/json"));
                 return Ok(response);

@@ -7,7 +7,7 @@ use std::{sync::Arc, time::Duration};
 use axum::body::{Body, Bytes};
 use serde_json::{Value, json};
 use tokio::{
-    sync::{mpsc, watch},
+    sync::{OwnedSemaphorePermit, Semaphore, mpsc, watch},
     time::Instant,
 };
 
@@ -24,10 +24,21 @@ use crate::{
 const DEFAULT_TIMEOUT: Duration = Duration::from_secs(1800);
 
 /// Settings shared by all watches.
-#[derive(Debug, Clone, Copy)]
+#[derive(Debug, Clone)]
 pub struct WatchSettings {
     /// How often an idle watch sends a bookmark (when the client allows bookmarks).
     pub bookmark_interval: Duration,
+    /// One permit per watch that may be open at once; a watch holds its permit until it ends.
+    pub slots: Arc<Semaphore>,
+    /// How many permits there are, for the refusal's message.
+    pub max_watches: usize,
+}
+
+impl WatchSettings {
+    /// Settings allowing `max_watches` watches open at once.
+    pub fn new(bookmark_interval: Duration, max_watches: usize) -> Self {
+        Self { bookmark_interval, slots: Arc::new(Semaphore::new(max_watches)), max_watches }
+    }
 }
 
 struct Watcher {
@@ -38,22 +49,26 @@ struct Watcher {
     sender: mpsc::Sender<Bytes>,
 }
 
-/// Starts a watch and returns the streaming body.
+/// Starts a watch and returns the streaming body, or `429 Too Many Requests` (retry after a
+/// second) when `settings.max_watches` are open already: each watch costs a task and a
+/// buffer, so their number is bounded as their buffers are.
 pub fn start(
     cluster: Arc<Cluster>,
     scope: Scope,
     request: ReadRequest,
     shape: Shape,
-    settings: WatchSettings,
+    settings: &WatchSettings,
     shutdown: watch::Receiver<bool>,
-) -> Body {
+) -> Result<Body, ApiError> {
+    let permit =
+        settings.slots.clone().try_acquire_owned().map_err(|_| ApiError::too_many_watches(settings.max_watches))?;
     let (sender, mut receiver) = mpsc::channel::<Bytes>(256);
     let watcher = Watcher { cluster, scope, request, shape, sender };
-    tokio::spawn(watcher.run(settings, shutdown));
+    tokio::spawn(watcher.run(settings.bookmark_interval, shutdown, permit));
     let stream = futures::stream::poll_fn(move |cx| {
         receiver.poll_recv(cx).map(|chunk| chunk.map(Ok::<_, std::convert::Infallible>))
     });
-    Body::from_stream(stream)
+    Ok(Body::from_stream(stream))
 }
 
 impl Watcher {
@@ -108,7 +123,14 @@ impl Watcher {
         }
     }
 
-    async fn run(self, settings: WatchSettings, mut shutdown: watch::Receiver<bool>) {
+    /// Streams events until the deadline, shutdown or the client leaving; the permit is
+    /// returned when it ends.
+    async fn run(
+        self,
+        bookmark_interval: Duration,
+        mut shutdown: watch::Receiver<bool>,
+        _permit: OwnedSemaphorePermit,
+    ) {
         let store = &self.cluster.store;
         let mut visible = store.subscribe();
         let deadline = Instant::now() + self.request.timeout.unwrap_or(DEFAULT_TIMEOUT);
@@ -134,7 +156,7 @@ impl Watcher {
             }
         };
         let key = self.scope.info.store_key();
-        let mut next_bookmark = Instant::now() + settings.bookmark_interval;
+        let mut next_bookmark = Instant::now() + bookmark_interval;
         loop {
             let upto = *visible.borrow_and_update();
             if upto > cursor {
@@ -161,7 +183,7 @@ impl Watcher {
                 changed = visible.changed() => if changed.is_err() { return },
                 _ = tokio::time::sleep_until(deadline) => return,
                 _ = tokio::time::sleep_until(next_bookmark) => {
-                    next_bookmark = Instant::now() + settings.bookmark_interval;
+                    next_bookmark = Instant::now() + bookmark_interval;
                     if self.request.bookmarks && !self.send(self.bookmark_line(cursor, false)).await {
                         return;
                     }
