@@ -172,6 +172,22 @@ fn jsonnet_errors_name_file_and_line_with_the_stack() {
 }
 
 #[test]
+fn a_runaway_jsonnet_program_is_stopped_at_the_memory_limit_with_its_name() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    std::fs::write(dir.path().join("main.jsonnet"), "std.makeArray(100000000, function(i) {n: i})\n").expect("write");
+    let output = Command::new(env!("CARGO_BIN_EXE_bosun"))
+        .args(["render", "."])
+        .current_dir(dir.path())
+        .env("BOSUN_JSONNET_MEMORY_LIMIT", "300MiB")
+        .output()
+        .expect("bosun runs");
+    let err = stderr(&output);
+    assert_eq!(output.status.code(), Some(1), "{err}");
+    assert!(err.contains("main.jsonnet: evaluation stopped") && err.contains("over the limit of 300 MiB"), "{err}");
+    assert!(stdout(&output).is_empty(), "nothing rendered: {}", stdout(&output));
+}
+
+#[test]
 fn a_manifest_without_kind_is_refused() {
     let err = fails(&[("cm.yaml", "apiVersion: v1\nmetadata: {name: a}\n")]);
     assert_eq!(err.trim(), "error: cm.yaml: kind is missing (every object needs apiVersion, kind and metadata.name)");

@@ -125,6 +125,7 @@ pub fn render(package_dir: &Path, spec: &JsonnetSpec, input: &Input<'_>) -> Resu
         });
     }
     let (spec_owned, config, extra) = (spec.clone(), input.config.clone(), input.extra.clone());
+    let _watched = super::memory::watch(&package_dir.join(&spec.entrypoint).display().to_string());
     let json = std::thread::Builder::new()
         .name("bosun-jsonnet".into())
         .stack_size(EVALUATION_STACK)

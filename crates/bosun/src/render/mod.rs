@@ -7,6 +7,7 @@ mod exec;
 mod files;
 mod jsonnet;
 mod kustomize;
+mod memory;
 pub mod output;
 mod scopes;
 mod substitute;
@@ -23,6 +24,7 @@ use crate::{
     package::{Package, RenderSpec, RolloutSpec, rollout::RolloutError},
     yaml,
 };
+pub use memory::LIMIT_VARIABLE as JSONNET_MEMORY_LIMIT_VARIABLE;
 pub use output::Response;
 pub use scopes::Scopes;
 pub(crate) use substitute::substitute_text;
