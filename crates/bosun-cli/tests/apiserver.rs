@@ -184,3 +184,28 @@ async fn named_users_get_a_context_and_rbac_decides_what_they_may_do() {
     assert!(allowed.status.success(), "{}", String::from_utf8_lossy(&allowed.stderr));
     server.start_kill().expect("stop");
 }
+
+#[tokio::test]
+async fn the_token_never_appears_in_the_servers_log_even_at_trace_level() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let (mut server, _) = start(dir.path(), &["-vv"]).await;
+    let api: Api<ConfigMap> = Api::default_namespaced(client(dir.path()).await);
+    api.create(&PostParams::default(), &configmap("logged")).await.expect("create");
+    api.list(&ListParams::default()).await.expect("list");
+    // A wrong token too: refused requests are logged, their credentials are not.
+    let wrong = Command::new("kubectl")
+        .args(["--kubeconfig"])
+        .arg(dir.path().join("kubeconfig"))
+        .args(["--token", "wr0ng-t0ken-value", "get", "configmaps"])
+        .output()
+        .await
+        .expect("kubectl runs");
+    assert!(!wrong.status.success());
+    server.start_kill().expect("stop");
+    let output = server.wait_with_output().await.expect("stopped");
+    let log = String::from_utf8_lossy(&output.stderr);
+    let token = std::fs::read_to_string(dir.path().join("token")).expect("token");
+    assert!(log.contains("/api/v1/namespaces/default/configmaps"), "requests are logged at this level: {log}");
+    assert!(!log.contains(token.trim()), "the token is in the log");
+    assert!(!log.contains("wr0ng-t0ken-value"), "a wrong token is in the log");
+}
