@@ -63,6 +63,19 @@ pub struct Args {
     #[arg(long, value_name = "FILE", requires = "simulate_workloads")]
     stages: Option<PathBuf>,
 
+    /// Run pods for real (implies --simulate-workloads): each container whose command exists on
+    /// this host runs as a local child process with the pod's env, args and working directory
+    /// (the image is ignored); `kubectl logs`, `exec` and `port-forward` reach it. Anyone allowed
+    /// to create pods runs commands as your user, with no isolation: refused on an address other
+    /// than loopback unless --run-pods-on-network is given too.
+    #[arg(long)]
+    run_pods: bool,
+
+    /// Allow --run-pods while listening on an address other than loopback (anyone who can reach
+    /// the server and create pods can then run commands on this machine).
+    #[arg(long, requires = "run_pods")]
+    run_pods_on_network: bool,
+
     /// Serve plain HTTP with no token instead of HTTPS (for tests and local tools that want it).
     #[arg(long)]
     insecure_http: bool,
@@ -119,9 +132,11 @@ pub async fn run(args: Args) -> ExitCode {
         address: args.address,
         port: args.port,
         watch_history: args.watch_history,
-        simulate_workloads: args.simulate_workloads.then_some(args.workload_delay.0),
+        simulate_workloads: (args.simulate_workloads || args.run_pods).then_some(args.workload_delay.0),
         nodes: args.nodes,
         stages_file: args.stages.clone(),
+        run_pods: args.run_pods,
+        run_pods_on_network: args.run_pods_on_network,
         tls: !args.insecure_http,
         authorization: match args.authorization {
             Authorization::Rbac => AuthorizationMode::Rbac,

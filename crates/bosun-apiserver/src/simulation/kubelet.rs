@@ -52,11 +52,38 @@ pub struct Moment {
     pub pod_ip: String,
     /// Whether a Job owns the pod (its containers complete when they just run).
     pub job_pod: bool,
+    /// The containers that run as local processes (`--run-pods`), by name; their process,
+    /// not the stage, says when they exit.
+    pub local: HashMap<String, Local>,
+}
+
+/// A container that runs as a local process, as its current instance is.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Local {
+    /// The program it runs (named in the Event that says the image is not used).
+    pub program: String,
+    /// The exit code of the current instance, once it has exited.
+    pub exit: Option<i32>,
 }
 
 impl Moment {
     fn age(&self, name: &str) -> Duration {
         self.ages.get(name).copied().unwrap_or_default()
+    }
+
+    /// What a container does: a local process just runs; others as the stage says.
+    fn behaviour(&self, stage: &Stage, name: &str) -> Behaviour {
+        if self.local.contains_key(name) { Behaviour::Run } else { stage.for_container(name) }
+    }
+
+    /// When a container's current instance exits and with which code: a local process when
+    /// it has (never on starting: its exit is the previous instance's), others as planned.
+    fn exit(&self, stage: &Stage, name: &str, starting: bool) -> Option<(Duration, i32)> {
+        match self.local.get(name) {
+            Some(local) if !starting => local.exit.map(|code| (Duration::ZERO, code)),
+            Some(_) => None,
+            None => planned_exit(stage.for_container(name), stage, self),
+        }
     }
 }
 
@@ -162,15 +189,26 @@ fn status_of(spec: &Value, pod: &Value, ready: bool, restarts: i64, state: Value
     status
 }
 
-fn starting_notes(spec: &Value, init: bool) -> Vec<Note> {
+fn starting_notes(spec: &Value, init: bool, local: Option<&Local>) -> Vec<Note> {
     let name = text(spec, "/name");
     let field_path = container_ref(name, init);
     let note = |reason, message: String| Note { reason, message, warning: false, field_path: field_path.clone() };
-    vec![
-        note("Pulled", format!("Container image \"{}\" already present on machine", text(spec, "/image"))),
-        note("Created", format!("Created container: {name}")),
-        note("Started", format!("Started container {name}")),
-    ]
+    let image = text(spec, "/image");
+    match local {
+        Some(local) => vec![
+            note(
+                "Pulled",
+                format!("Image \"{image}\" not used: --run-pods runs {:?} on the host instead", local.program),
+            ),
+            note("Created", format!("Created container: {name}")),
+            note("Started", format!("Started container {name} as a local process")),
+        ],
+        None => vec![
+            note("Pulled", format!("Container image \"{image}\" already present on machine")),
+            note("Created", format!("Created container: {name}")),
+            note("Started", format!("Started container {name}")),
+        ],
+    }
 }
 
 /// How long after starting a container exits, and with which code, if it does.
@@ -205,7 +243,7 @@ struct ContainerStep {
 /// The next state of one main container: start it, let it exit, restart it, make it ready.
 fn container_step(pod: &Value, spec: &Value, current: Option<&Value>, stage: &Stage, moment: &Moment) -> ContainerStep {
     let name = text(spec, "/name");
-    let behaviour = stage.for_container(name);
+    let behaviour = moment.behaviour(stage, name);
     let restarts = current.and_then(|c| c.get("restartCount")).and_then(Value::as_i64).unwrap_or(0);
     let last = current.and_then(|c| c.get("lastState")).cloned().unwrap_or_else(|| json!({}));
     let age = moment.age(name);
@@ -279,7 +317,7 @@ fn container_step(pod: &Value, spec: &Value, current: Option<&Value>, stage: &St
             let started = text(current, "/state/running/startedAt").to_string();
             let ready = current.get("ready").and_then(Value::as_bool) == Some(true);
             let readiness = ready_after(spec, behaviour);
-            let exit = planned_exit(behaviour, stage, moment);
+            let exit = moment.exit(stage, name, false);
             if let Some((after, code)) = exit
                 && age >= after
             {
@@ -311,12 +349,12 @@ fn start_container(
     last: Value,
 ) -> ContainerStep {
     let name = text(spec, "/name");
-    let behaviour = stage.for_container(name);
-    let notes = starting_notes(spec, false);
+    let behaviour = moment.behaviour(stage, name);
+    let notes = starting_notes(spec, false, moment.local.get(name));
     let ready = ready_after(spec, behaviour) == Some(Duration::ZERO);
     let state = json!({"running": {"startedAt": moment.now}});
     let restart_policy = pod.pointer("/spec/restartPolicy").and_then(Value::as_str).unwrap_or("Always");
-    if let Some((after, code)) = planned_exit(behaviour, stage, moment)
+    if let Some((after, code)) = moment.exit(stage, name, true)
         && after.is_zero()
     {
         let exit = Exit { restarts, started: &moment.now, code, policy: restart_policy };
@@ -326,7 +364,7 @@ fn start_container(
         step.notes = all;
         return step;
     }
-    let exit = planned_exit(behaviour, stage, moment).map(|(after, _)| after);
+    let exit = moment.exit(stage, name, true).map(|(after, _)| after);
     let readiness = ready_after(spec, behaviour).filter(|d| !d.is_zero());
     let wake = match (exit, readiness) {
         (Some(a), Some(b)) => Some(a.min(b)),
@@ -558,7 +596,7 @@ pub fn step(pod: &Value, stage: &Stage, moment: &Moment) -> Step {
             init_statuses = inits
                 .iter()
                 .map(|spec| {
-                    notes.extend(starting_notes(spec, true));
+                    notes.extend(starting_notes(spec, true, None));
                     let sidecar = spec.get("restartPolicy").and_then(Value::as_str) == Some("Always");
                     let state = if sidecar {
                         json!({"running": {"startedAt": moment.now}})
@@ -587,7 +625,7 @@ pub fn step(pod: &Value, stage: &Stage, moment: &Moment) -> Step {
         });
         if waiting_to_start {
             if initialized && starting {
-                let step = if stage.for_container(name) == Behaviour::ImagePullError {
+                let step = if moment.behaviour(stage, name) == Behaviour::ImagePullError {
                     let creating = json!({"waiting": {"reason": "ContainerCreating"}});
                     container_step(pod, spec, Some(&status_of(spec, pod, false, 0, creating, json!({}))), stage, moment)
                 } else {

@@ -1,0 +1,265 @@
+//! `--run-pods`: containers whose command exists on the host run as local processes, with
+//! real kubectl (logs, exec over WebSocket, port-forward) and kube-rs against the embedded
+//! server.
+
+mod common;
+
+use std::time::Duration;
+
+use bosun_apiserver::{ApiServer, RunningServer, ServerError};
+use common::{Kubectl, texts};
+use futures::{StreamExt, TryStreamExt};
+use k8s_openapi::api::core::v1::{ContainerStatus, Event, Pod};
+use kube::{
+    Api,
+    api::{DeleteParams, ListParams, PostParams},
+    runtime::watcher,
+};
+use serde_json::json;
+use tokio::io::{AsyncBufReadExt, BufReader};
+
+const BOUND: Duration = Duration::from_secs(60);
+
+async fn within<T>(what: &str, future: impl std::future::Future<Output = T>) -> T {
+    tokio::time::timeout(BOUND, future).await.unwrap_or_else(|_| panic!("{what} did not happen in time"))
+}
+
+async fn running_pods() -> RunningServer {
+    ApiServer::in_memory().simulate_workloads(Duration::from_millis(100)).run_pods(true).start().await.expect("server")
+}
+
+/// Creates a pod with one container `main` and the given fields.
+async fn create(api: &Api<Pod>, name: &str, container: serde_json::Value, policy: &str) -> Pod {
+    let mut container = container;
+    container["name"] = json!("main");
+    container["image"] = json!("busybox:1.36");
+    let pod = json!({"apiVersion": "v1", "kind": "Pod", "metadata": {"name": name},
+                     "spec": {"restartPolicy": policy, "terminationGracePeriodSeconds": 5, "containers": [container]}});
+    api.create(&PostParams::default(), &serde_json::from_value(pod).expect("pod")).await.expect("create pod")
+}
+
+/// Waits until the pod satisfies `condition`; returns it.
+async fn pod_where(api: &Api<Pod>, name: &str, what: &str, condition: impl Fn(&Pod) -> bool) -> Pod {
+    within(&format!("pod {name}: {what}"), async {
+        let config = watcher::Config::default().fields(&format!("metadata.name={name}"));
+        let mut changes = watcher(api.clone(), config).boxed();
+        loop {
+            if let Some(pod) = api.get_opt(name).await.expect("get")
+                && condition(&pod)
+            {
+                return pod;
+            }
+            changes.try_next().await.expect("watch");
+        }
+    })
+    .await
+}
+
+fn main_status(pod: &Pod) -> Option<&ContainerStatus> {
+    pod.status.as_ref()?.container_statuses.as_ref()?.iter().find(|s| s.name == "main")
+}
+
+fn running(pod: &Pod) -> bool {
+    main_status(pod).is_some_and(|s| s.state.as_ref().is_some_and(|state| state.running.is_some()))
+}
+
+fn phase(pod: &Pod) -> &str {
+    pod.status.as_ref().and_then(|s| s.phase.as_deref()).unwrap_or_default()
+}
+
+#[tokio::test]
+async fn exec_passes_stdin_stdout_stderr_environment_and_exit_codes() {
+    let server = running_pods().await;
+    let client = server.client();
+    let config_maps: Api<k8s_openapi::api::core::v1::ConfigMap> = Api::default_namespaced(client.clone());
+    let settings = json!({"apiVersion": "v1", "kind": "ConfigMap", "metadata": {"name": "settings"}, "data": {"GREETING": "hello"}});
+    config_maps.create(&PostParams::default(), &serde_json::from_value(settings).expect("cm")).await.expect("cm");
+    let pods: Api<Pod> = Api::default_namespaced(client);
+    let workdir = tempfile::tempdir().expect("tempdir");
+    let container = json!({"command": ["sleep", "600"], "workingDir": workdir.path(),
+        "env": [{"name": "GREETING", "valueFrom": {"configMapKeyRef": {"name": "settings", "key": "GREETING"}}},
+                {"name": "POD", "valueFrom": {"fieldRef": {"fieldPath": "metadata.name"}}}]});
+    create(&pods, "shell", container, "Always").await;
+    pod_where(&pods, "shell", "running", running).await;
+    let kubectl = Kubectl::new(&server);
+
+    let output = kubectl.run(&["exec", "shell", "--", "sh", "-c", "echo out; echo err >&2; exit 3"]).await;
+    let (stdout, stderr) = texts(&output);
+    assert_eq!(output.status.code(), Some(3), "kubectl exits with the command's code:\n{stdout}\n{stderr}");
+    assert_eq!(stdout, "out\n");
+    assert!(stderr.starts_with("err\n"), "{stderr}");
+
+    let output = kubectl.run_with_input(&["exec", "-i", "shell", "--", "cat"], "hi\nthere\n").await;
+    let (stdout, stderr) = texts(&output);
+    assert!(output.status.success(), "{stderr}");
+    assert_eq!(stdout, "hi\nthere\n");
+
+    let seen = kubectl.ok(&["exec", "shell", "--", "sh", "-c", "echo $GREETING $POD $HOSTNAME; pwd"]).await;
+    let expected_dir = workdir.path().canonicalize().expect("dir");
+    assert_eq!(seen, format!("hello shell shell\n{}\n", expected_dir.display()));
+
+    let output = kubectl.run(&["exec", "shell", "--", "no-such-program-here"]).await;
+    assert!(!output.status.success());
+    assert!(texts(&output).1.contains("executable file not found"), "{}", texts(&output).1);
+}
+
+#[tokio::test]
+async fn logs_follow_tail_timestamps_and_container_selection() {
+    let server = running_pods().await;
+    let pods: Api<Pod> = Api::default_namespaced(server.client());
+    let script = "i=0; while true; do echo line $i; i=$((i+1)); sleep 0.1; done";
+    create(&pods, "ticker", json!({"command": ["sh", "-c", script]}), "Always").await;
+    pod_where(&pods, "ticker", "running", running).await;
+    let kubectl = Kubectl::new(&server);
+
+    let mut follow = kubectl
+        .command(&["logs", "-f", "ticker", "-c", "main"])
+        .stdout(std::process::Stdio::piped())
+        .spawn()
+        .expect("kubectl logs -f");
+    let mut lines = BufReader::new(follow.stdout.take().expect("stdout")).lines();
+    let seen = within("kubectl logs -f shows line 20", async {
+        let mut seen = Vec::new();
+        while let Some(line) = lines.next_line().await.expect("read") {
+            let done = line == "line 20";
+            seen.push(line);
+            if done {
+                return seen;
+            }
+        }
+        panic!("kubectl logs -f ended early: {seen:?}");
+    })
+    .await;
+    assert_eq!(seen[0], "line 0", "follow starts at the beginning");
+    follow.kill().await.expect("stop following");
+
+    let tail = kubectl.ok(&["logs", "ticker", "--tail=2", "--timestamps"]).await;
+    let tail: Vec<&str> = tail.lines().collect();
+    assert_eq!(tail.len(), 2, "{tail:?}");
+    for line in &tail {
+        let (time, text) = line.split_once(' ').expect("timestamped");
+        time.parse::<jiff::Timestamp>().unwrap_or_else(|e| panic!("{time}: {e}"));
+        assert!(text.starts_with("line "), "{line}");
+    }
+    let recent = kubectl.ok(&["logs", "ticker", "--since=1h"]).await;
+    assert!(recent.starts_with("line 0\n"), "{recent}");
+    let wrong = kubectl.run(&["logs", "ticker", "-c", "other"]).await;
+    assert!(texts(&wrong).1.contains("container other is not valid for pod ticker"), "{}", texts(&wrong).1);
+}
+
+#[tokio::test]
+async fn a_command_exiting_3_fails_the_pod_with_exit_code_3() {
+    let server = running_pods().await;
+    let pods: Api<Pod> = Api::default_namespaced(server.client());
+    create(&pods, "quitter", json!({"command": ["sh", "-c", "echo bye; exit 3"]}), "Never").await;
+    let pod = pod_where(&pods, "quitter", "finished", |p| matches!(phase(p), "Failed" | "Succeeded")).await;
+    assert_eq!(phase(&pod), "Failed");
+    let terminated = main_status(&pod).and_then(|s| s.state.as_ref()?.terminated.clone()).expect("terminated");
+    assert_eq!((terminated.exit_code, terminated.reason.as_deref()), (3, Some("Error")));
+    let kubectl = Kubectl::new(&server);
+    assert_eq!(kubectl.ok(&["logs", "quitter"]).await, "bye\n");
+
+    let events: Api<Event> = Api::default_namespaced(server.client());
+    let said = events.list(&ListParams::default().fields("involvedObject.name=quitter")).await.expect("events");
+    assert!(
+        said.items.iter().any(|e| e.reason.as_deref() == Some("Pulled")
+            && e.message.as_deref().is_some_and(|m| m.contains("\"busybox:1.36\" not used"))),
+        "an Event says the image is not used: {:?}",
+        said.items.iter().map(|e| e.message.clone()).collect::<Vec<_>>()
+    );
+}
+
+#[tokio::test]
+async fn restart_always_restarts_and_keeps_the_previous_logs() {
+    let server = running_pods().await;
+    let pods: Api<Pod> = Api::default_namespaced(server.client());
+    create(&pods, "crasher", json!({"command": ["sh", "-c", "echo run at $(date +%s%N); exit 1"]}), "Always").await;
+    let pod = pod_where(&pods, "crasher", "restarted", |p| main_status(p).is_some_and(|s| s.restart_count >= 1)).await;
+    let status = main_status(&pod).expect("status");
+    let last = status.last_state.as_ref().and_then(|s| s.terminated.as_ref()).expect("last state");
+    assert_eq!((last.exit_code, last.reason.as_deref()), (1, Some("Error")));
+    assert_eq!(phase(&pod), "Running");
+    let kubectl = Kubectl::new(&server);
+    let previous = kubectl.ok(&["logs", "crasher", "--previous"]).await;
+    assert!(previous.starts_with("run at "), "{previous}");
+    // The second exit waits out the back-off, as the kubelet's.
+    let pod = pod_where(&pods, "crasher", "crash-looping", |p| {
+        main_status(p).and_then(|s| s.state.as_ref()?.waiting.as_ref()?.reason.clone()).as_deref()
+            == Some("CrashLoopBackOff")
+    })
+    .await;
+    assert_eq!(main_status(&pod).map(|s| s.restart_count), Some(1));
+    let current = kubectl.ok(&["logs", "crasher"]).await;
+    assert!(current.starts_with("run at ") && current != previous, "{current} / {previous}");
+}
+
+fn alive(pid: &str) -> bool {
+    std::path::Path::new(&format!("/proc/{pid}")).exists()
+}
+
+#[tokio::test]
+async fn deleting_the_pod_ends_its_processes() {
+    let server = running_pods().await;
+    let pods: Api<Pod> = Api::default_namespaced(server.client());
+    let dir = tempfile::tempdir().expect("tempdir");
+    // The shell ignores SIGTERM: SIGKILL must follow after the grace period. (`$$$$` is `$$`
+    // once the kubelet's `$(VAR)` expansion has unescaped it.)
+    let script = "trap '' TERM; sleep 600 & echo $! > child; echo $$$$ > pid; wait";
+    create(&pods, "sleeper", json!({"command": ["sh", "-c", script], "workingDir": dir.path()}), "Always").await;
+    pod_where(&pods, "sleeper", "running", running).await;
+    let read = |file: &str| {
+        let path = dir.path().join(file);
+        async move {
+            loop {
+                if let Ok(text) = tokio::fs::read_to_string(&path).await
+                    && text.ends_with('\n')
+                {
+                    return text.trim().to_string();
+                }
+                tokio::task::yield_now().await;
+            }
+        }
+    };
+    let shell = within("the shell's pid", read("pid")).await;
+    let child = within("the child's pid", read("child")).await;
+    assert!(alive(&shell) && alive(&child), "shell {shell} {} child {child} {}", alive(&shell), alive(&child));
+    pods.delete("sleeper", &DeleteParams::default()).await.expect("delete");
+    within("the pod's processes end", async {
+        while alive(&shell) || alive(&child) {
+            tokio::time::sleep(Duration::from_millis(50)).await;
+        }
+    })
+    .await;
+}
+
+#[tokio::test]
+async fn containers_without_a_runnable_command_are_simulated_and_said_so() {
+    let server = running_pods().await;
+    let pods: Api<Pod> = Api::default_namespaced(server.client());
+    create(&pods, "imaged", json!({"args": ["--port", "80"]}), "Always").await;
+    pod_where(&pods, "imaged", "running", running).await;
+    let events: Api<Event> = Api::default_namespaced(server.client());
+    let said = events.list(&ListParams::default().fields("involvedObject.name=imaged")).await.expect("events");
+    let simulated = said.items.iter().find(|e| e.reason.as_deref() == Some("Simulated")).expect("Simulated event");
+    assert!(simulated.message.as_deref().is_some_and(|m| m.contains("has no command")), "{simulated:?}");
+    let kubectl = Kubectl::new(&server);
+    let output = kubectl.run(&["exec", "imaged", "--", "true"]).await;
+    assert!(texts(&output).1.contains("is simulated and runs no process"), "{}", texts(&output).1);
+}
+
+#[tokio::test]
+async fn run_pods_refuses_a_network_address_unless_allowed() {
+    let server = ApiServer::in_memory()
+        .simulate_workloads(Duration::from_millis(100))
+        .run_pods(true)
+        .address("0.0.0.0".parse().expect("address"))
+        .start()
+        .await;
+    match server {
+        Err(ServerError::RunPods(message)) => assert!(message.contains("--run-pods-on-network"), "{message}"),
+        Err(other) => panic!("unexpected error: {other}"),
+        Ok(_) => panic!("--run-pods on 0.0.0.0 was accepted"),
+    }
+    let without_simulation = ApiServer::in_memory().run_pods(true).start().await;
+    assert!(matches!(without_simulation, Err(ServerError::RunPods(_))));
+}
