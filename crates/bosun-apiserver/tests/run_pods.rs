@@ -263,3 +263,59 @@ async fn run_pods_refuses_a_network_address_unless_allowed() {
     let without_simulation = ApiServer::in_memory().run_pods(true).start().await;
     assert!(matches!(without_simulation, Err(ServerError::RunPods(_))));
 }
+
+/// A port nothing listens on now.
+fn free_port() -> u16 {
+    std::net::TcpListener::bind("127.0.0.1:0").expect("bind").local_addr().expect("address").port()
+}
+
+/// GET `path` from a local port over HTTP/1.0; returns the whole answer.
+async fn http_get(port: u16, path: &str) -> std::io::Result<String> {
+    use tokio::io::{AsyncReadExt, AsyncWriteExt};
+    let mut stream = tokio::net::TcpStream::connect(("127.0.0.1", port)).await?;
+    stream.write_all(format!("GET {path} HTTP/1.0\r\nHost: localhost\r\n\r\n").as_bytes()).await?;
+    let mut answer = String::new();
+    stream.read_to_string(&mut answer).await?;
+    Ok(answer)
+}
+
+#[tokio::test]
+async fn port_forward_reaches_an_http_server_run_as_a_pod() {
+    let server = running_pods().await;
+    let pods: Api<Pod> = Api::default_namespaced(server.client());
+    let site = tempfile::tempdir().expect("tempdir");
+    std::fs::write(site.path().join("hello.txt"), "hello from the pod\n").expect("write");
+    let port = free_port();
+    let command = json!(["python3", "-m", "http.server", port.to_string(), "--bind", "127.0.0.1"]);
+    create(&pods, "web", json!({"command": command, "workingDir": site.path()}), "Always").await;
+    pod_where(&pods, "web", "running", running).await;
+    within("the pod's server listens", async {
+        while tokio::net::TcpStream::connect(("127.0.0.1", port)).await.is_err() {
+            tokio::time::sleep(Duration::from_millis(50)).await;
+        }
+    })
+    .await;
+    let kubectl = Kubectl::new(&server);
+    let mut forward = kubectl
+        .command(&["port-forward", "pod/web", &format!(":{port}")])
+        .stdout(std::process::Stdio::piped())
+        .spawn()
+        .expect("kubectl port-forward");
+    let mut lines = BufReader::new(forward.stdout.take().expect("stdout")).lines();
+    let local: u16 = within("kubectl port-forward listens", async {
+        while let Some(line) = lines.next_line().await.expect("read") {
+            // "Forwarding from 127.0.0.1:PORT -> REMOTE"
+            if let Some(rest) = line.strip_prefix("Forwarding from 127.0.0.1:") {
+                return rest.split_whitespace().next().expect("port").parse().expect("port number");
+            }
+        }
+        panic!("kubectl port-forward ended");
+    })
+    .await;
+    for round in 0..2 {
+        let answer = within("an answer through the forward", http_get(local, "/hello.txt")).await.expect("GET");
+        assert!(answer.starts_with("HTTP/1.0 200"), "round {round}: {answer}");
+        assert!(answer.ends_with("hello from the pod\n"), "round {round}: {answer}");
+    }
+    forward.kill().await.expect("stop forwarding");
+}

@@ -8,9 +8,11 @@ mod logs;
 pub mod openapi;
 mod path;
 mod pods;
+mod portforward;
 mod query;
 mod scale;
 mod shape;
+mod spdy;
 pub mod watch;
 
 use std::sync::{
@@ -304,6 +306,9 @@ fn local_process(
     query: &Query,
     upgrade: Option<axum::extract::ws::WebSocketUpgrade>,
 ) -> Result<Response, ApiError> {
+    if subresource == "portforward" {
+        return port_forward(runtime, pod, upgrade);
+    }
     let previous = subresource == "log" && query.flag("previous");
     let container = pods::check(pod, subresource, query.get("container"))?;
     let instance = runtime.instance(object::uid(pod), &container, previous);
@@ -334,6 +339,30 @@ fn local_process(
         ))),
         (_, None) => Err(pods::simulated(pod, subresource, &container)),
     }
+}
+
+/// Port-forward to a pod with a running local process: its ports are on the host's loopback.
+/// Refused (as upstream) for a pod without a host or one that has finished, and for one
+/// without local processes.
+fn port_forward(
+    runtime: &crate::simulation::runtime::Runtime,
+    pod: &Value,
+    upgrade: Option<axum::extract::ws::WebSocketUpgrade>,
+) -> Result<Response, ApiError> {
+    let first = pod.pointer("/spec/containers/0/name").and_then(Value::as_str);
+    pods::check(pod, "portforward", first)?;
+    let names = pod.pointer("/spec/containers").and_then(Value::as_array).into_iter().flatten();
+    let running = names
+        .filter_map(|c| c.get("name").and_then(Value::as_str))
+        .filter_map(|name| runtime.instance(object::uid(pod), name, false))
+        .any(|instance| instance.exit_code().is_none());
+    if !running {
+        return Err(pods::simulated(pod, "portforward", first.unwrap_or_default()));
+    }
+    let upgrade = upgrade.ok_or_else(|| {
+        ApiError::bad_request(format!("port-forward needs a WebSocket upgrade ({})", portforward::PROTOCOL))
+    })?;
+    Ok(portforward::serve(upgrade, object::name(pod).to_string()))
 }
 
 /// The WebSocket upgrade a request asks for (exec and port-forward with `--run-pods`).
