@@ -21,6 +21,7 @@ enum Authorization {
 
 /// Arguments of `bosun apiserver`.
 #[derive(Debug, clap::Args)]
+#[command(group = clap::ArgGroup::new("simulation").args(["simulate_workloads", "run_pods"]).multiple(true))]
 #[command(
     after_help = "HTTPS: the server generates a certificate authority and a bearer token (kept in the data\ndirectory, so the kubeconfig stays valid across restarts) and writes both into the kubeconfig.\nThat token acts as kubernetes-admin in system:masters. Requests without a token are\nsystem:anonymous (RBAC lets them see /healthz, /livez, /readyz and /version); a wrong token gets 401.\nOver --insecure-http a request without a token acts as the admin.\n\nUsers: --user alice:dev,ops gives alice (groups dev, ops) a token and a context `alice` in the\nkubeconfig (kubectl --context alice …); ServiceAccount tokens come from `kubectl create token`.\n\nDefaults differ from `bosun dev` (port 7443, .bosun/apiserver, .bosun/kubeconfig), so both can run at once.\n\nExample:\n  bosun apiserver --in-memory\n  KUBECONFIG=.bosun/server.kubeconfig kubectl get namespaces"
 )]
@@ -56,11 +57,11 @@ pub struct Args {
     simulate_workloads: bool,
 
     /// How many simulated nodes to make (bosun-node-0, …).
-    #[arg(long, value_name = "N", default_value_t = 1, requires = "simulate_workloads")]
+    #[arg(long, value_name = "N", default_value_t = 1, requires = "simulation")]
     nodes: usize,
 
     /// A stages file: which simulated pods fail, crash-loop, never become ready or start late.
-    #[arg(long, value_name = "FILE", requires = "simulate_workloads")]
+    #[arg(long, value_name = "FILE", requires = "simulation")]
     stages: Option<PathBuf>,
 
     /// Run pods for real (implies --simulate-workloads): each container whose command exists on
@@ -94,7 +95,7 @@ pub struct Args {
     token_auth_file: Option<PathBuf>,
 
     /// How long simulated containers take to start (and a Job's containers to run).
-    #[arg(long, value_name = "DURATION", default_value = "2s", requires = "simulate_workloads")]
+    #[arg(long, value_name = "DURATION", default_value = "2s", requires = "simulation")]
     workload_delay: bosun::package::Interval,
 }
 
