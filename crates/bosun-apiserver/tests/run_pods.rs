@@ -38,6 +38,15 @@ async fn create(api: &Api<Pod>, name: &str, container: serde_json::Value, policy
     api.create(&PostParams::default(), &serde_json::from_value(pod).expect("pod")).await.expect("create pod")
 }
 
+/// A server with `--run-pods` and a pod `name` (restart policy `Always`) whose container runs.
+async fn with_running_pod(name: &str, container: serde_json::Value) -> (RunningServer, Api<Pod>) {
+    let server = running_pods().await;
+    let pods: Api<Pod> = Api::default_namespaced(server.client());
+    create(&pods, name, container, "Always").await;
+    pod_where(&pods, name, "running", running).await;
+    (server, pods)
+}
+
 /// Waits until the pod satisfies `condition`; returns it.
 async fn pod_where(api: &Api<Pod>, name: &str, what: &str, condition: impl Fn(&Pod) -> bool) -> Pod {
     within(&format!("pod {name}: {what}"), async {
@@ -105,11 +114,8 @@ async fn exec_passes_stdin_stdout_stderr_environment_and_exit_codes() {
 
 #[tokio::test]
 async fn logs_follow_tail_timestamps_and_container_selection() {
-    let server = running_pods().await;
-    let pods: Api<Pod> = Api::default_namespaced(server.client());
     let script = "i=0; while true; do echo line $i; i=$((i+1)); sleep 0.1; done";
-    create(&pods, "ticker", json!({"command": ["sh", "-c", script]}), "Always").await;
-    pod_where(&pods, "ticker", "running", running).await;
+    let (server, _pods) = with_running_pod("ticker", json!({"command": ["sh", "-c", script]})).await;
     let kubectl = Kubectl::new(&server);
 
     let mut follow = kubectl
@@ -199,14 +205,12 @@ fn alive(pid: &str) -> bool {
 
 #[tokio::test]
 async fn deleting_the_pod_ends_its_processes() {
-    let server = running_pods().await;
-    let pods: Api<Pod> = Api::default_namespaced(server.client());
     let dir = tempfile::tempdir().expect("tempdir");
     // The shell ignores SIGTERM: SIGKILL must follow after the grace period. (`$$$$` is `$$`
     // once the kubelet's `$(VAR)` expansion has unescaped it.)
     let script = "trap '' TERM; sleep 600 & echo $! > child; echo $$$$ > pid; wait";
-    create(&pods, "sleeper", json!({"command": ["sh", "-c", script], "workingDir": dir.path()}), "Always").await;
-    pod_where(&pods, "sleeper", "running", running).await;
+    let container = json!({"command": ["sh", "-c", script], "workingDir": dir.path()});
+    let (_server, pods) = with_running_pod("sleeper", container).await;
     let read = |file: &str| {
         let path = dir.path().join(file);
         async move {
@@ -234,10 +238,7 @@ async fn deleting_the_pod_ends_its_processes() {
 
 #[tokio::test]
 async fn containers_without_a_runnable_command_are_simulated_and_said_so() {
-    let server = running_pods().await;
-    let pods: Api<Pod> = Api::default_namespaced(server.client());
-    create(&pods, "imaged", json!({"args": ["--port", "80"]}), "Always").await;
-    pod_where(&pods, "imaged", "running", running).await;
+    let (server, _pods) = with_running_pod("imaged", json!({"args": ["--port", "80"]})).await;
     let events: Api<Event> = Api::default_namespaced(server.client());
     let said = events.list(&ListParams::default().fields("involvedObject.name=imaged")).await.expect("events");
     let simulated = said.items.iter().find(|e| e.reason.as_deref() == Some("Simulated")).expect("Simulated event");
@@ -279,30 +280,17 @@ async fn http_get(port: u16, path: &str) -> std::io::Result<String> {
     Ok(answer)
 }
 
-#[tokio::test]
-async fn port_forward_reaches_an_http_server_run_as_a_pod() {
-    let server = running_pods().await;
-    let pods: Api<Pod> = Api::default_namespaced(server.client());
-    let site = tempfile::tempdir().expect("tempdir");
-    std::fs::write(site.path().join("hello.txt"), "hello from the pod\n").expect("write");
-    let port = free_port();
-    let command = json!(["python3", "-m", "http.server", port.to_string(), "--bind", "127.0.0.1"]);
-    create(&pods, "web", json!({"command": command, "workingDir": site.path()}), "Always").await;
-    pod_where(&pods, "web", "running", running).await;
-    within("the pod's server listens", async {
-        while tokio::net::TcpStream::connect(("127.0.0.1", port)).await.is_err() {
-            tokio::time::sleep(Duration::from_millis(50)).await;
-        }
-    })
-    .await;
-    let kubectl = Kubectl::new(&server);
+/// Starts `kubectl port-forward pod/NAME :PORT`; returns it (stderr piped) and the local port
+/// it listens on.
+async fn port_forward(kubectl: &Kubectl, pod: &str, port: u16) -> (tokio::process::Child, u16) {
     let mut forward = kubectl
-        .command(&["port-forward", "pod/web", &format!(":{port}")])
+        .command(&["port-forward", &format!("pod/{pod}"), &format!(":{port}")])
         .stdout(std::process::Stdio::piped())
+        .stderr(std::process::Stdio::piped())
         .spawn()
         .expect("kubectl port-forward");
     let mut lines = BufReader::new(forward.stdout.take().expect("stdout")).lines();
-    let local: u16 = within("kubectl port-forward listens", async {
+    let local = within("kubectl port-forward listens", async {
         while let Some(line) = lines.next_line().await.expect("read") {
             // "Forwarding from 127.0.0.1:PORT -> REMOTE"
             if let Some(rest) = line.strip_prefix("Forwarding from 127.0.0.1:") {
@@ -312,10 +300,52 @@ async fn port_forward_reaches_an_http_server_run_as_a_pod() {
         panic!("kubectl port-forward ended");
     })
     .await;
+    // kubectl reports every connection on stdout: keep reading, or it dies of a broken pipe.
+    tokio::spawn(async move { while let Ok(Some(_)) = lines.next_line().await {} });
+    (forward, local)
+}
+
+#[tokio::test]
+async fn port_forward_reaches_an_http_server_run_as_a_pod() {
+    let site = tempfile::tempdir().expect("tempdir");
+    std::fs::write(site.path().join("hello.txt"), "hello from the pod\n").expect("write");
+    let port = free_port();
+    let command = json!(["python3", "-m", "http.server", port.to_string(), "--bind", "127.0.0.1"]);
+    let (server, _pods) = with_running_pod("web", json!({"command": command, "workingDir": site.path()})).await;
+    within("the pod's server listens", async {
+        while tokio::net::TcpStream::connect(("127.0.0.1", port)).await.is_err() {
+            tokio::time::sleep(Duration::from_millis(50)).await;
+        }
+    })
+    .await;
+    let kubectl = Kubectl::new(&server);
+    let (mut forward, local) = port_forward(&kubectl, "web", port).await;
     for round in 0..2 {
         let answer = within("an answer through the forward", http_get(local, "/hello.txt")).await.expect("GET");
         assert!(answer.starts_with("HTTP/1.0 200"), "round {round}: {answer}");
         assert!(answer.ends_with("hello from the pod\n"), "round {round}: {answer}");
     }
+    forward.kill().await.expect("stop forwarding");
+}
+
+#[tokio::test]
+async fn port_forward_to_a_port_nothing_listens_on_reports_why() {
+    let (server, _pods) = with_running_pod("idle", json!({"command": ["sleep", "600"]})).await;
+    let closed = free_port();
+    let kubectl = Kubectl::new(&server);
+    let (mut forward, local) = port_forward(&kubectl, "idle", closed).await;
+    let answer = within("the forwarded connection ends", http_get(local, "/")).await;
+    assert!(answer.as_deref().unwrap_or_default().is_empty(), "{answer:?}");
+    let mut errors = BufReader::new(forward.stderr.take().expect("stderr")).lines();
+    let said = within("kubectl reports the error", async {
+        while let Some(line) = errors.next_line().await.expect("read") {
+            if line.contains("an error occurred forwarding") {
+                return line;
+            }
+        }
+        panic!("kubectl said nothing about the failed connection");
+    })
+    .await;
+    assert!(said.contains(&format!("127.0.0.1:{closed}")) && said.contains("refused"), "{said}");
     forward.kill().await.expect("stop forwarding");
 }
