@@ -349,3 +349,59 @@ async fn port_forward_to_a_port_nothing_listens_on_reports_why() {
     assert!(said.contains(&format!("127.0.0.1:{closed}")) && said.contains("refused"), "{said}");
     forward.kill().await.expect("stop forwarding");
 }
+
+/// Runs `sh -c SCRIPT` in pod `shell` over a WebSocket with `protocol`; returns the protocol
+/// the server chose, what came on each channel, and whether the server closed normally.
+async fn exec_over(server: &RunningServer, protocol: &str, script: &str) -> (String, [Vec<u8>; 4], bool) {
+    use tokio_tungstenite::tungstenite::{Message, client::IntoClientRequest, protocol::frame::coding::CloseCode};
+    let script: String = url_escape(script);
+    let url = format!(
+        "ws://{}/api/v1/namespaces/default/pods/shell/exec?command=sh&command=-c&command={script}&stdout=true&stderr=true",
+        server.address()
+    );
+    let mut request = url.into_client_request().expect("request");
+    request.headers_mut().insert("Sec-WebSocket-Protocol", protocol.parse().expect("header"));
+    let (mut socket, response) = tokio_tungstenite::connect_async(request).await.expect("upgrade");
+    let chosen = response.headers().get("sec-websocket-protocol").map(|v| v.to_str().unwrap_or_default().to_string());
+    let mut channels: [Vec<u8>; 4] = Default::default();
+    let mut normal = false;
+    within("the exec ends", async {
+        while let Some(message) = socket.next().await {
+            match message.expect("message") {
+                Message::Binary(data) => {
+                    let (channel, bytes) = data.split_first().expect("channel byte");
+                    channels[usize::from(*channel)].extend_from_slice(bytes);
+                }
+                Message::Close(frame) => {
+                    normal = frame.is_some_and(|f| f.code == CloseCode::Normal);
+                    break;
+                }
+                _ => {}
+            }
+        }
+    })
+    .await;
+    (chosen.unwrap_or_default(), channels, normal)
+}
+
+fn url_escape(text: &str) -> String {
+    text.bytes()
+        .map(|b| if b.is_ascii_alphanumeric() { char::from(b).to_string() } else { format!("%{b:02X}") })
+        .collect()
+}
+
+#[tokio::test]
+async fn exec_speaks_the_v4_channel_protocol_too() {
+    let (server, _pods) = with_running_pod("shell", json!({"command": ["sleep", "600"]})).await;
+    let (protocol, channels, normal) = exec_over(&server, "v4.channel.k8s.io", "echo out; echo err >&2; exit 3").await;
+    assert_eq!(protocol, "v4.channel.k8s.io");
+    assert_eq!((channels[1].as_slice(), channels[2].as_slice()), (&b"out\n"[..], &b"err\n"[..]));
+    let status: serde_json::Value = serde_json::from_slice(&channels[3]).expect("a Status on the error channel");
+    assert_eq!(status["status"], "Failure");
+    assert_eq!(status["reason"], "NonZeroExitCode");
+    assert_eq!(status["details"]["causes"], json!([{"reason": "ExitCode", "message": "3"}]));
+    assert!(normal, "the server closes normally");
+    let (_, channels, _) = exec_over(&server, "v4.channel.k8s.io", "true").await;
+    let status: serde_json::Value = serde_json::from_slice(&channels[3]).expect("status");
+    assert_eq!(status, json!({"metadata": {}, "status": "Success"}));
+}
