@@ -405,3 +405,34 @@ async fn exec_speaks_the_v4_channel_protocol_too() {
     let status: serde_json::Value = serde_json::from_slice(&channels[3]).expect("status");
     assert_eq!(status, json!({"metadata": {}, "status": "Success"}));
 }
+
+#[tokio::test]
+async fn init_containers_run_in_order_before_the_containers() {
+    let server = running_pods().await;
+    let pods: Api<Pod> = Api::default_namespaced(server.client());
+    let dir = tempfile::tempdir().expect("tempdir");
+    let step = |name: &str, script: &str| json!({"name": name, "image": "busybox", "command": ["sh", "-c", script], "workingDir": dir.path()});
+    let pod = json!({"apiVersion": "v1", "kind": "Pod", "metadata": {"name": "staged"}, "spec": {
+        "initContainers": [step("first", "echo one > order; echo first done"), step("second", "echo two >> order")],
+        "containers": [step("main", "cat order; exec sleep 600")]}});
+    pods.create(&PostParams::default(), &serde_json::from_value(pod).expect("pod")).await.expect("create");
+    let pod = pod_where(&pods, "staged", "running", running).await;
+    let inits = pod.status.and_then(|s| s.init_container_statuses).expect("init statuses");
+    for init in &inits {
+        let terminated = init.state.as_ref().and_then(|s| s.terminated.as_ref()).expect("terminated");
+        assert_eq!((terminated.exit_code, terminated.reason.as_deref()), (0, Some("Completed")), "{}", init.name);
+    }
+    let kubectl = Kubectl::new(&server);
+    assert_eq!(kubectl.ok(&["logs", "staged", "-c", "first"]).await, "first done\n");
+    let main = within("main's output", async {
+        loop {
+            let text = kubectl.ok(&["logs", "staged", "-c", "main"]).await;
+            if !text.is_empty() {
+                return text;
+            }
+            tokio::task::yield_now().await;
+        }
+    })
+    .await;
+    assert_eq!(main, "one\ntwo\n", "init containers ran in order, before main");
+}

@@ -233,6 +233,35 @@ fn ready_after(spec: &Value, behaviour: Behaviour) -> Option<Duration> {
     Some(Duration::from_secs(delay))
 }
 
+/// How a container is restarted and where it stands in the spec.
+#[derive(Debug, Clone, Copy)]
+struct Role<'a> {
+    /// The restart policy that applies to it (an init container's differs from the pod's).
+    policy: &'a str,
+    /// Whether it is an init container.
+    init: bool,
+}
+
+impl<'a> Role<'a> {
+    /// A main container: the pod's restart policy.
+    fn main(pod: &'a Value) -> Role<'a> {
+        Role { policy: pod.pointer("/spec/restartPolicy").and_then(Value::as_str).unwrap_or("Always"), init: false }
+    }
+
+    /// An init container: one that completes is never restarted, a sidecar always is, and one
+    /// that fails is unless the pod's policy is `Never`.
+    fn init(pod: &Value, spec: &Value) -> Role<'a> {
+        let policy = if spec.get("restartPolicy").and_then(Value::as_str) == Some("Always") {
+            "Always"
+        } else if pod.pointer("/spec/restartPolicy").and_then(Value::as_str) == Some("Never") {
+            "Never"
+        } else {
+            "OnFailure"
+        };
+        Role { policy, init: true }
+    }
+}
+
 /// One container's next status, notes and wake-up.
 struct ContainerStep {
     status: Value,
@@ -241,13 +270,19 @@ struct ContainerStep {
 }
 
 /// The next state of one main container: start it, let it exit, restart it, make it ready.
-fn container_step(pod: &Value, spec: &Value, current: Option<&Value>, stage: &Stage, moment: &Moment) -> ContainerStep {
+fn container_step(
+    pod: &Value,
+    spec: &Value,
+    current: Option<&Value>,
+    stage: &Stage,
+    moment: &Moment,
+    role: Role,
+) -> ContainerStep {
     let name = text(spec, "/name");
     let behaviour = moment.behaviour(stage, name);
     let restarts = current.and_then(|c| c.get("restartCount")).and_then(Value::as_i64).unwrap_or(0);
     let last = current.and_then(|c| c.get("lastState")).cloned().unwrap_or_else(|| json!({}));
     let age = moment.age(name);
-    let restart_policy = pod.pointer("/spec/restartPolicy").and_then(Value::as_str).unwrap_or("Always");
     let unchanged = |wake: Option<Duration>| ContainerStep {
         status: current.cloned().unwrap_or(Value::Null),
         notes: Vec::new(),
@@ -276,7 +311,7 @@ fn container_step(pod: &Value, spec: &Value, current: Option<&Value>, stage: &St
                             reason: "BackOff",
                             message,
                             warning: true,
-                            field_path: container_ref(name, false),
+                            field_path: container_ref(name, role.init),
                         }],
                         wake: None,
                     };
@@ -285,7 +320,7 @@ fn container_step(pod: &Value, spec: &Value, current: Option<&Value>, stage: &St
                     "failed to pull and unpack image \"{image}\": failed to resolve reference \"{image}\": not found (simulated)"
                 );
                 let state = json!({"waiting": {"reason": "ErrImagePull", "message": message.clone()}});
-                let field_path = container_ref(name, false);
+                let field_path = container_ref(name, role.init);
                 return ContainerStep {
                     status: status_of(spec, pod, false, restarts, state, last),
                     notes: vec![
@@ -311,7 +346,7 @@ fn container_step(pod: &Value, spec: &Value, current: Option<&Value>, stage: &St
                 return unchanged(Some(due - age));
             }
             let restarts = if reason == "CrashLoopBackOff" { restarts + 1 } else { restarts };
-            start_container(pod, spec, stage, moment, restarts, last)
+            start_container(pod, spec, stage, moment, Restart { restarts, last }, role)
         }
         State::Running => {
             let started = text(current, "/state/running/startedAt").to_string();
@@ -321,7 +356,7 @@ fn container_step(pod: &Value, spec: &Value, current: Option<&Value>, stage: &St
             if let Some((after, code)) = exit
                 && age >= after
             {
-                let exit = Exit { restarts, started: &started, code, policy: restart_policy };
+                let exit = Exit { restarts, started: &started, code, role };
                 return exited(exit, pod, spec, stage, moment);
             }
             let mut wake = exit.map(|(after, _)| after - age);
@@ -345,19 +380,19 @@ fn start_container(
     spec: &Value,
     stage: &Stage,
     moment: &Moment,
-    restarts: i64,
-    last: Value,
+    restart: Restart,
+    role: Role,
 ) -> ContainerStep {
     let name = text(spec, "/name");
     let behaviour = moment.behaviour(stage, name);
-    let notes = starting_notes(spec, false, moment.local.get(name));
+    let Restart { restarts, last } = restart;
+    let notes = starting_notes(spec, role.init, moment.local.get(name));
     let ready = ready_after(spec, behaviour) == Some(Duration::ZERO);
     let state = json!({"running": {"startedAt": moment.now}});
-    let restart_policy = pod.pointer("/spec/restartPolicy").and_then(Value::as_str).unwrap_or("Always");
     if let Some((after, code)) = moment.exit(stage, name, true)
         && after.is_zero()
     {
-        let exit = Exit { restarts, started: &moment.now, code, policy: restart_policy };
+        let exit = Exit { restarts, started: &moment.now, code, role };
         let mut step = exited(exit, pod, spec, stage, moment);
         let mut all = notes;
         all.append(&mut step.notes);
@@ -381,14 +416,21 @@ struct Exit<'a> {
     started: &'a str,
     /// Its exit code.
     code: i32,
-    /// The pod's restart policy.
-    policy: &'a str,
+    /// How it is restarted.
+    role: Role<'a>,
+}
+
+/// The restart a container starts with: its count and the state it last ended in.
+struct Restart {
+    restarts: i64,
+    last: Value,
 }
 
 /// A container that exits with `code`: restarted (at once the first time, then after a
 /// back-off) or left terminated, as the restart policy says.
 fn exited(exit: Exit, pod: &Value, spec: &Value, stage: &Stage, moment: &Moment) -> ContainerStep {
-    let Exit { restarts, started, code, policy } = exit;
+    let Exit { restarts, started, code, role } = exit;
+    let policy = role.policy;
     let name = text(spec, "/name");
     let terminated = json!({"terminated": {
         "containerID": container_id(pod, name, restarts),
@@ -407,7 +449,7 @@ fn exited(exit: Exit, pod: &Value, spec: &Value, stage: &Stage, moment: &Moment)
     }
     if restarts == 0 {
         // The first restart is immediate: the kubelet's back-off starts after it.
-        return start_container(pod, spec, stage, moment, 1, terminated);
+        return start_container(pod, spec, stage, moment, Restart { restarts: 1, last: terminated }, role);
     }
     let pause = back_off(restarts);
     let message = format!("back-off {} restarting failed container={name} pod={}", seconds(pause), pod_ref(pod));
@@ -418,7 +460,7 @@ fn exited(exit: Exit, pod: &Value, spec: &Value, stage: &Stage, moment: &Moment)
             reason: "BackOff",
             message: format!("Back-off restarting failed container {name} in pod {}", pod_ref(pod)),
             warning: true,
-            field_path: container_ref(name, false),
+            field_path: container_ref(name, role.init),
         }],
         wake: Some(pause),
     }
@@ -566,6 +608,79 @@ fn first_status(pod: &Value, moment: &Moment) -> Value {
     status
 }
 
+/// Whether an init container no longer holds the next back: it completed, or it is a sidecar
+/// that runs.
+fn init_done(status: &Value, spec: &Value) -> bool {
+    let sidecar = spec.get("restartPolicy").and_then(Value::as_str) == Some("Always");
+    match state_of(status) {
+        State::Terminated => status.pointer("/state/terminated/exitCode").and_then(Value::as_i64) == Some(0),
+        State::Running => sidecar,
+        State::Waiting => false,
+    }
+}
+
+/// The init containers' next statuses.
+#[derive(Default)]
+struct InitStep {
+    statuses: Vec<Value>,
+    /// All are done.
+    initialized: bool,
+    /// One failed and is not restarted: the pod fails.
+    failed: bool,
+    notes: Vec<Note>,
+    wake: Option<Duration>,
+}
+
+/// Steps the init containers in order until one is not done.
+fn init_step(pod: &Value, inits: &[&Value], previous: &[Value], stage: &Stage, moment: &Moment) -> InitStep {
+    let mut out = InitStep { initialized: true, ..InitStep::default() };
+    for spec in inits {
+        let name = text(spec, "/name");
+        let existing = previous.iter().find(|s| s["name"] == name);
+        if !out.initialized {
+            let waiting =
+                || status_of(spec, pod, false, 0, json!({"waiting": {"reason": "PodInitializing"}}), json!({}));
+            out.statuses.push(existing.cloned().unwrap_or_else(waiting));
+            continue;
+        }
+        if let Some(done) = existing.filter(|s| init_done(s, spec)) {
+            out.statuses.push(done.clone());
+            continue;
+        }
+        if !moment.local.contains_key(name) {
+            out.notes.extend(starting_notes(spec, true, None));
+            let sidecar = spec.get("restartPolicy").and_then(Value::as_str) == Some("Always");
+            let state = if sidecar {
+                json!({"running": {"startedAt": moment.now}})
+            } else {
+                json!({"terminated": {"containerID": container_id(pod, name, 0), "exitCode": 0,
+                    "finishedAt": moment.now, "reason": "Completed", "startedAt": moment.now}})
+            };
+            out.statuses.push(status_of(spec, pod, sidecar, 0, state, json!({})));
+            continue;
+        }
+        let role = Role::init(pod, spec);
+        let fresh = existing.is_none_or(|s| {
+            state_of(s) == State::Waiting && matches!(text(s, "/state/waiting/reason"), "PodInitializing" | "")
+        });
+        let step = if fresh {
+            start_container(pod, spec, stage, moment, Restart { restarts: 0, last: json!({}) }, role)
+        } else {
+            container_step(pod, spec, existing, stage, moment, role)
+        };
+        out.notes.extend(step.notes);
+        if let Some(wake) = step.wake {
+            out.wake = Some(out.wake.map_or(wake, |w| w.min(wake)));
+        }
+        if !init_done(&step.status, spec) {
+            out.initialized = false;
+            out.failed = state_of(&step.status) == State::Terminated;
+        }
+        out.statuses.push(step.status);
+    }
+    out
+}
+
 /// The kubelet's next step for a pod on its node.
 pub fn step(pod: &Value, stage: &Stage, moment: &Moment) -> Step {
     let current = pod.get("status").cloned().unwrap_or_else(|| json!({}));
@@ -585,29 +700,26 @@ pub fn step(pod: &Value, stage: &Stage, moment: &Moment) -> Step {
             wake = Some(wake.map_or(w, |current: Duration| current.min(w)));
         }
     };
-    // Init containers: all done (sidecars running) once the start time has passed.
+    // Init containers, in order: simulated ones complete (sidecars keep running) once the start
+    // time has passed; one that runs as a local process holds back the next until it completes.
     let inits = containers(pod, "initContainers");
-    let mut init_statuses: Vec<Value> =
+    let previous_inits: Vec<Value> =
         current.get("initContainerStatuses").and_then(Value::as_array).cloned().unwrap_or_default();
-    let mut initialized = init_statuses.iter().all(|s| state_of(s) != State::Waiting) || inits.is_empty();
+    let mut init_statuses = previous_inits.clone();
+    let mut initialized = inits.iter().all(|spec| {
+        let name = text(spec, "/name");
+        previous_inits.iter().find(|s| s["name"] == name).is_some_and(|s| init_done(s, spec))
+    });
+    let mut init_failed = false;
     let starting = pod_age >= moment.start;
     if !initialized {
         if starting {
-            init_statuses = inits
-                .iter()
-                .map(|spec| {
-                    notes.extend(starting_notes(spec, true, None));
-                    let sidecar = spec.get("restartPolicy").and_then(Value::as_str) == Some("Always");
-                    let state = if sidecar {
-                        json!({"running": {"startedAt": moment.now}})
-                    } else {
-                        json!({"terminated": {"containerID": container_id(pod, text(spec, "/name"), 0), "exitCode": 0,
-                            "finishedAt": moment.now, "reason": "Completed", "startedAt": moment.now}})
-                    };
-                    status_of(spec, pod, sidecar, 0, state, json!({}))
-                })
-                .collect();
-            initialized = true;
+            let step = init_step(pod, &inits, &previous_inits, stage, moment);
+            notes.extend(step.notes);
+            soonest(step.wake);
+            init_statuses = step.statuses;
+            initialized = step.initialized;
+            init_failed = step.failed;
         } else {
             soonest(Some(moment.start - pod_age));
         }
@@ -627,9 +739,10 @@ pub fn step(pod: &Value, stage: &Stage, moment: &Moment) -> Step {
             if initialized && starting {
                 let step = if moment.behaviour(stage, name) == Behaviour::ImagePullError {
                     let creating = json!({"waiting": {"reason": "ContainerCreating"}});
-                    container_step(pod, spec, Some(&status_of(spec, pod, false, 0, creating, json!({}))), stage, moment)
+                    let creating = status_of(spec, pod, false, 0, creating, json!({}));
+                    container_step(pod, spec, Some(&creating), stage, moment, Role::main(pod))
                 } else {
-                    start_container(pod, spec, stage, moment, 0, json!({}))
+                    start_container(pod, spec, stage, moment, Restart { restarts: 0, last: json!({}) }, Role::main(pod))
                 };
                 notes.extend(step.notes);
                 soonest(step.wake);
@@ -643,13 +756,13 @@ pub fn step(pod: &Value, stage: &Stage, moment: &Moment) -> Step {
             }
             continue;
         }
-        let step = container_step(pod, spec, existing, stage, moment);
+        let step = container_step(pod, spec, existing, stage, moment, Role::main(pod));
         notes.extend(step.notes);
         soonest(step.wake);
         statuses.push(step.status);
     }
     statuses.sort_by(|a, b| a["name"].as_str().cmp(&b["name"].as_str()));
-    let phase = phase_of(&statuses, initialized, &policy);
+    let phase = if init_failed { "Failed" } else { phase_of(&statuses, initialized, &policy) };
     let mut status = current.clone();
     status["phase"] = json!(phase);
     status["containerStatuses"] = json!(statuses);

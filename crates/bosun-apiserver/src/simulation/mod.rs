@@ -654,17 +654,14 @@ impl Simulation {
         let (plans, new) = runtime.plans(object::uid(pod), &key, Duration::from_secs(grace), || {
             let sources = StoreSources { cluster, namespace: &key.0 };
             container_specs(pod)
-                .map(|spec| {
-                    let env = process::environment(pod, spec, &sources).unwrap_or_default();
-                    let plan = process::plan(spec, &env, |name| which::which(name).ok());
-                    (spec["name"].as_str().unwrap_or_default().to_string(), plan)
+                .map(|(spec, _)| {
+                    (spec["name"].as_str().unwrap_or_default().to_string(), plan_container(pod, spec, &sources))
                 })
                 .collect()
         });
         if new {
-            for (name, plan) in &plans {
-                if let process::Plan::Simulated(why) = plan {
-                    let field_path = format!("spec.containers{{{name}}}");
+            for (spec, field_path) in container_specs(pod) {
+                if let Some(process::Plan::Simulated(why)) = spec["name"].as_str().and_then(|name| plans.get(name)) {
                     self.record(cluster, pod, Some(&field_path), "Simulated", why, false, "kubelet").await;
                 }
             }
@@ -1451,12 +1448,33 @@ impl Simulation {
     }
 }
 
-fn container_specs(pod: &Value) -> impl Iterator<Item = &Value> {
-    pod.pointer("/spec/containers").and_then(Value::as_array).into_iter().flatten()
+/// A pod's init containers and containers, each with its field path.
+fn container_specs(pod: &Value) -> impl Iterator<Item = (&Value, String)> {
+    ["initContainers", "containers"].into_iter().flat_map(move |field| {
+        let specs = pod.pointer(&format!("/spec/{field}")).and_then(Value::as_array).into_iter().flatten();
+        specs.map(move |spec| (spec, format!("spec.{field}{{{}}}", spec["name"].as_str().unwrap_or_default())))
+    })
 }
 
 fn container_status<'a>(pod: &'a Value, name: &str) -> Option<&'a Value> {
-    pod.pointer("/status/containerStatuses").and_then(Value::as_array)?.iter().find(|s| s["name"] == name)
+    ["initContainerStatuses", "containerStatuses"]
+        .iter()
+        .filter_map(|field| pod.pointer(&format!("/status/{field}")).and_then(Value::as_array))
+        .flatten()
+        .find(|s| s["name"] == name)
+}
+
+/// How a container runs under `--run-pods`: sidecars are simulated (their restarts are not
+/// followed), others run locally if their command exists here.
+fn plan_container(pod: &Value, spec: &Value, sources: &StoreSources) -> process::Plan {
+    if spec.get("restartPolicy").and_then(Value::as_str) == Some("Always") {
+        let name = spec["name"].as_str().unwrap_or_default();
+        return process::Plan::Simulated(format!(
+            "sidecar container {name} is simulated: --run-pods runs init containers and containers"
+        ));
+    }
+    let env = process::environment(pod, spec, sources).unwrap_or_default();
+    process::plan(spec, &env, |name| which::which(name).ok())
 }
 
 /// Starts the local process of every container whose status says it runs (instance by restart
@@ -1464,7 +1482,7 @@ fn container_status<'a>(pod: &'a Value, name: &str) -> Option<&'a Value> {
 fn start_processes(cluster: &Cluster, runtime: &Arc<runtime::Runtime>, pod: &Value) {
     let uid = object::uid(pod);
     let sources = StoreSources { cluster, namespace: object::namespace(pod) };
-    for spec in container_specs(pod) {
+    for (spec, _) in container_specs(pod) {
         let name = spec["name"].as_str().unwrap_or_default();
         let Some(status) = container_status(pod, name).filter(|s| s.pointer("/state/running").is_some()) else {
             continue;

@@ -277,3 +277,32 @@ fn a_local_process_that_keeps_failing_backs_off() {
     assert!(restarted.status.is_some());
     assert_eq!((web(&pod)["restartCount"].clone(), web(&pod)["state"].get("running").is_some()), (json!(2), true));
 }
+
+fn init_status(pod: &Value) -> &Value {
+    &pod["status"]["initContainerStatuses"][0]
+}
+
+#[test]
+fn a_local_init_container_holds_the_containers_back_until_it_completes() {
+    let setup = |exit: Option<i32>| HashMap::from([("setup".to_string(), Local { program: "/bin/sh".into(), exit })]);
+    // (restart policy, the init container's exit) → (phase, init state, web state)
+    let cases = [
+        ("Always", 0, "Running", "terminated", "running"),
+        ("Never", 2, "Failed", "terminated", "waiting"),
+        ("OnFailure", 2, "Pending", "running", "waiting"),
+    ];
+    for (policy, code, phase, init_state, web_state) in cases {
+        let mut pod = pod(json!({"restartPolicy": policy, "initContainers": [{"name": "setup", "image": "busybox"}]}));
+        advance(&mut pod, &Stage::default(), &Moment { local: setup(None), ..moment(Duration::ZERO, Duration::ZERO) });
+        advance(&mut pod, &Stage::default(), &Moment { local: setup(None), ..moment(START, START) });
+        assert!(init_status(&pod)["state"].get("running").is_some(), "{policy}: {}", init_status(&pod));
+        assert_eq!(web(&pod)["state"]["waiting"]["reason"], "PodInitializing", "{policy}");
+        assert_eq!(pod["status"]["phase"], "Pending", "{policy}");
+        assert_eq!(condition(&pod, "Initialized")["status"], "False", "{policy}");
+        advance(&mut pod, &Stage::default(), &Moment { local: setup(Some(code)), ..moment(START, START) });
+        let what = format!("{policy}, init exits {code}");
+        assert_eq!(pod["status"]["phase"], phase, "{what}");
+        assert!(init_status(&pod)["state"].get(init_state).is_some(), "{what}: {}", init_status(&pod));
+        assert!(web(&pod)["state"].get(web_state).is_some(), "{what}: {}", web(&pod));
+    }
+}
