@@ -107,6 +107,9 @@ async fn exec_passes_stdin_stdout_stderr_environment_and_exit_codes() {
     let expected_dir = workdir.path().canonicalize().expect("dir");
     assert_eq!(seen, format!("hello shell shell\n{}\n", expected_dir.display()));
 
+    let attached = kubectl.run(&["attach", "shell"]).await;
+    assert!(texts(&attached).1.contains("attach is not available"), "{}", texts(&attached).1);
+
     let output = kubectl.run(&["exec", "shell", "--", "no-such-program-here"]).await;
     assert!(!output.status.success());
     assert!(texts(&output).1.contains("executable file not found"), "{}", texts(&output).1);
@@ -435,4 +438,22 @@ async fn init_containers_run_in_order_before_the_containers() {
     })
     .await;
     assert_eq!(main, "one\ntwo\n", "init containers ran in order, before main");
+}
+
+#[tokio::test]
+async fn a_job_completes_when_its_command_exits_0_and_long_lines_are_kept() {
+    let server = running_pods().await;
+    let kubectl = Kubectl::new(&server);
+    // A 40,000-byte line: longer than a log line's part (16 KiB), kept whole in the output.
+    let script = "head -c 40000 /dev/zero | tr '\\0' x; echo";
+    let job = json!({"apiVersion": "batch/v1", "kind": "Job", "metadata": {"name": "report"},
+        "spec": {"backoffLimit": 0, "template": {"spec": {"restartPolicy": "Never",
+            "containers": [{"name": "main", "image": "busybox", "command": ["sh", "-c", script]}]}}}});
+    let jobs: Api<k8s_openapi::api::batch::v1::Job> = Api::default_namespaced(server.client());
+    jobs.create(&PostParams::default(), &serde_json::from_value(job).expect("job")).await.expect("create");
+    let waited = kubectl.run(&["wait", "--for=condition=Complete", "job/report", "--timeout=60s"]).await;
+    assert!(waited.status.success(), "{}", texts(&waited).1);
+    let logs = kubectl.ok(&["logs", "job/report"]).await;
+    assert_eq!(logs.len(), 40_001);
+    assert!(logs.trim_end().bytes().all(|b| b == b'x'), "{}", &logs[..80]);
 }

@@ -37,6 +37,12 @@ pub struct ExecRequest {
     pub command: Vec<String>,
     /// Whether the client sends stdin.
     pub stdin: bool,
+    /// Whether the client wants stdout.
+    pub stdout: bool,
+    /// Whether the client wants stderr (with a TTY it goes to stdout, as a terminal's would).
+    pub stderr: bool,
+    /// Whether the client asked for a terminal (none is made).
+    pub tty: bool,
     /// The pod's name (the command's `HOSTNAME`).
     pub hostname: String,
 }
@@ -111,7 +117,12 @@ async fn execute(
         return start_failure(&format!("exec: {first:?}: executable file not found in $PATH"));
     };
     let mut command = runtime::command(&program, args, &instance.env, instance.working_dir.as_ref(), &request.hostname);
-    command.stdin(if request.stdin { std::process::Stdio::piped() } else { std::process::Stdio::null() });
+    let wanted = |yes: bool| if yes { std::process::Stdio::piped() } else { std::process::Stdio::null() };
+    command.stdin(wanted(request.stdin));
+    command.stdout(wanted(request.stdout));
+    command.stderr(wanted(request.stderr || request.tty));
+    // kubectl opens only the streams it asked for; with a TTY, stderr is part of stdout.
+    let stderr_channel = if request.stderr { STDERR } else { STDOUT };
     let mut child = match command.spawn() {
         Ok(child) => child,
         Err(error) => return start_failure(&format!("exec: {first:?}: {error}")),
@@ -119,7 +130,7 @@ async fn execute(
     let mut stdin = child.stdin.take();
     let (stdout, stderr) = (child.stdout.take(), child.stderr.take());
     let output = async {
-        tokio::join!(forward(stdout, STDOUT, outgoing), forward(stderr, STDERR, outgoing));
+        tokio::join!(forward(stdout, STDOUT, outgoing), forward(stderr, stderr_channel, outgoing));
     };
     let input = async {
         while let Some(Ok(message)) = incoming.next().await {

@@ -329,10 +329,17 @@ fn local_process(
             let request = exec::ExecRequest {
                 command: query.all("command").map(str::to_string).collect(),
                 stdin: query.flag("stdin"),
+                stdout: query.flag("stdout"),
+                stderr: query.flag("stderr"),
+                tty: query.flag("tty"),
                 hostname: object::name(pod).to_string(),
             };
             Ok(exec::serve(upgrade, instance, request))
         }
+        ("attach", Some(_)) => Err(ApiError::bad_request(format!(
+            "attach is not available: container \"{container}\" in pod \"{}\" runs as a local process without stdin or a terminal (use kubectl logs -f, or kubectl exec)",
+            object::name(pod)
+        ))),
         (_, Some(_)) => Err(ApiError::bad_request(format!(
             "container \"{container}\" in pod \"{}\" is not running",
             object::name(pod)

@@ -13,7 +13,7 @@ use std::{
 };
 
 use tokio::{
-    io::{AsyncBufReadExt, AsyncRead, BufReader},
+    io::{AsyncBufReadExt, AsyncRead, AsyncReadExt, BufReader},
     process::{Child, Command},
     sync::{Notify, watch},
 };
@@ -22,6 +22,9 @@ use super::process::{LogLine, Plan};
 
 /// The most a container instance's log keeps; older lines are dropped.
 const LOG_BYTES: usize = 4 * 1024 * 1024;
+
+/// The longest line a log keeps whole.
+const MAX_LINE: u64 = 16 * 1024;
 
 /// How long shutdown waits for processes to end after SIGTERM before SIGKILL.
 const SHUTDOWN_GRACE: Duration = Duration::from_secs(5);
@@ -390,12 +393,14 @@ pub async fn wait_draining(child: &mut Child, draining: impl Future<Output = ()>
     }
 }
 
+/// Copies output into a log line by line; a line longer than [`MAX_LINE`] is cut in parts, as
+/// the kubelet's log does.
 async fn copy_lines(stream: Option<impl AsyncRead + Unpin>, log: &Log) {
     let Some(stream) = stream else { return };
     let mut reader = BufReader::new(stream);
     loop {
         let mut line = Vec::new();
-        match reader.read_until(b'\n', &mut line).await {
+        match (&mut reader).take(MAX_LINE).read_until(b'\n', &mut line).await {
             Ok(0) | Err(_) => return,
             Ok(_) => log.push(line),
         }
