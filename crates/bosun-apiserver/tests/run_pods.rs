@@ -12,7 +12,7 @@ use futures::{StreamExt, TryStreamExt};
 use k8s_openapi::api::core::v1::{ContainerStatus, Event, Pod};
 use kube::{
     Api,
-    api::{DeleteParams, ListParams, PostParams},
+    api::{DeleteParams, ListParams, LogParams, PostParams},
     runtime::watcher,
 };
 use serde_json::json;
@@ -167,6 +167,7 @@ async fn a_command_exiting_3_fails_the_pod_with_exit_code_3() {
     assert_eq!((terminated.exit_code, terminated.reason.as_deref()), (3, Some("Error")));
     let kubectl = Kubectl::new(&server);
     assert_eq!(kubectl.ok(&["logs", "quitter"]).await, "bye\n");
+    assert_eq!(pods.logs("quitter", &LogParams::default()).await.expect("kube-rs logs"), "bye\n");
 
     let events: Api<Event> = Api::default_namespaced(server.client());
     let said = events.list(&ListParams::default().fields("involvedObject.name=quitter")).await.expect("events");
@@ -191,6 +192,8 @@ async fn restart_always_restarts_and_keeps_the_previous_logs() {
     let kubectl = Kubectl::new(&server);
     let previous = kubectl.ok(&["logs", "crasher", "--previous"]).await;
     assert!(previous.starts_with("run at "), "{previous}");
+    let through_kube = pods.logs("crasher", &LogParams { previous: true, ..LogParams::default() }).await;
+    assert_eq!(through_kube.expect("kube-rs logs"), previous);
     // The second exit waits out the back-off, as the kubelet's.
     let pod = pod_where(&pods, "crasher", "crash-looping", |p| {
         main_status(p).and_then(|s| s.state.as_ref()?.waiting.as_ref()?.reason.clone()).as_deref()
