@@ -460,3 +460,78 @@ async fn a_job_completes_when_its_command_exits_0_and_long_lines_are_kept() {
     assert_eq!(logs.len(), 40_001);
     assert!(logs.trim_end().bytes().all(|b| b == b'x'), "{}", &logs[..80]);
 }
+
+#[tokio::test]
+async fn following_logs_ends_when_the_process_exits() {
+    let server = running_pods().await;
+    let pods: Api<Pod> = Api::default_namespaced(server.client());
+    let dir = tempfile::tempdir().expect("tempdir");
+    // The process waits for the test's go-ahead, so kubectl follows it while it runs.
+    let script = "echo before; while [ ! -e go ]; do sleep 0.05; done; echo after";
+    create(&pods, "waiter", json!({"command": ["sh", "-c", script], "workingDir": dir.path()}), "Never").await;
+    pod_where(&pods, "waiter", "running", running).await;
+    let kubectl = Kubectl::new(&server);
+    let follow = kubectl
+        .command(&["logs", "-f", "waiter"])
+        .stdout(std::process::Stdio::piped())
+        .spawn()
+        .expect("kubectl logs -f");
+    let mut stdout = follow.stdout.expect("stdout");
+    let mut first = [0u8; 7];
+    within("the first line", tokio::io::AsyncReadExt::read_exact(&mut stdout, &mut first)).await.expect("read");
+    assert_eq!(&first, b"before\n");
+    std::fs::write(dir.path().join("go"), "").expect("go-ahead");
+    let mut rest = String::new();
+    within("kubectl logs -f ends", tokio::io::AsyncReadExt::read_to_string(&mut stdout, &mut rest))
+        .await
+        .expect("read");
+    assert_eq!(rest, "after\n");
+}
+
+#[tokio::test]
+async fn a_restarted_server_starts_the_processes_its_pods_say_are_running() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let start = || {
+        ApiServer::data_dir(dir.path().join("data"))
+            .simulate_workloads(Duration::from_millis(100))
+            .run_pods(true)
+            .start()
+    };
+    let pids = dir.path().join("pids");
+    let read_pids = || async {
+        let text = tokio::fs::read_to_string(&pids).await.unwrap_or_default();
+        text.lines().map(str::to_string).collect::<Vec<_>>()
+    };
+    let server = start().await.expect("server");
+    let pods: Api<Pod> = Api::default_namespaced(server.client());
+    let script = "echo $$$$ >> pids; exec sleep 600";
+    create(&pods, "lasting", json!({"command": ["sh", "-c", script], "workingDir": dir.path()}), "Always").await;
+    pod_where(&pods, "lasting", "running", running).await;
+    let first = within("the first process", async {
+        loop {
+            if let Some(pid) = read_pids().await.first() {
+                return pid.clone();
+            }
+            tokio::time::sleep(Duration::from_millis(20)).await;
+        }
+    })
+    .await;
+    server.shutdown().await;
+    assert!(!alive(&first), "shutdown ends the process");
+    let server = start().await.expect("server again");
+    let second = within("the process started again", async {
+        loop {
+            if let Some(pid) = read_pids().await.get(1) {
+                return pid.clone();
+            }
+            tokio::time::sleep(Duration::from_millis(20)).await;
+        }
+    })
+    .await;
+    assert!(alive(&second));
+    let pods: Api<Pod> = Api::default_namespaced(server.client());
+    let pod = pods.get("lasting").await.expect("pod");
+    assert!(running(&pod), "{:?}", pod.status);
+    server.shutdown().await;
+    assert!(!alive(&second));
+}
