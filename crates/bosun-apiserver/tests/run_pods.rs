@@ -535,3 +535,26 @@ async fn a_restarted_server_starts_the_processes_its_pods_say_are_running() {
     server.shutdown().await;
     assert!(!alive(&second));
 }
+
+#[tokio::test]
+async fn shutdown_ends_commands_run_by_exec() {
+    let (server, _pods) = with_running_pod("shell", json!({"command": ["sleep", "600"]})).await;
+    let kubectl = Kubectl::new(&server);
+    let exec = kubectl
+        .command(&["exec", "shell", "--", "sh", "-c", "sleep 600 & echo $! $$; wait"])
+        .stdout(std::process::Stdio::piped())
+        .stderr(std::process::Stdio::piped())
+        .spawn()
+        .expect("kubectl exec");
+    let mut lines = BufReader::new(exec.stdout.expect("stdout")).lines();
+    let pids = within("the exec'd shell says its pids", lines.next_line()).await.expect("read").expect("a line");
+    let pids: Vec<&str> = pids.split_whitespace().collect();
+    assert!(pids.iter().all(|pid| alive(pid)), "{pids:?}");
+    server.shutdown().await;
+    within("the exec'd processes end", async {
+        while pids.iter().any(|pid| alive(pid)) {
+            tokio::time::sleep(Duration::from_millis(20)).await;
+        }
+    })
+    .await;
+}

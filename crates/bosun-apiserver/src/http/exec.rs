@@ -15,7 +15,7 @@ use futures::{SinkExt, StreamExt};
 use serde_json::{Value, json};
 use tokio::{
     io::{AsyncRead, AsyncReadExt, AsyncWriteExt},
-    sync::mpsc,
+    sync::{mpsc, watch},
 };
 
 use crate::simulation::runtime::{self, Instance};
@@ -71,8 +71,13 @@ fn start_failure(message: &str) -> Value {
 }
 
 /// Upgrades to a WebSocket that runs the command beside the container's process.
-pub fn serve(upgrade: WebSocketUpgrade, instance: Arc<Instance>, request: ExecRequest) -> Response {
-    upgrade.protocols(PROTOCOLS).on_upgrade(move |socket| run(socket, instance, request))
+pub fn serve(
+    upgrade: WebSocketUpgrade,
+    instance: Arc<Instance>,
+    request: ExecRequest,
+    shutdown: watch::Receiver<bool>,
+) -> Response {
+    upgrade.protocols(PROTOCOLS).on_upgrade(move |socket| run(socket, instance, request, shutdown))
 }
 
 fn frame(channel: u8, data: &[u8]) -> Message {
@@ -82,7 +87,7 @@ fn frame(channel: u8, data: &[u8]) -> Message {
     Message::Binary(bytes.into())
 }
 
-async fn run(socket: WebSocket, instance: Arc<Instance>, request: ExecRequest) {
+async fn run(socket: WebSocket, instance: Arc<Instance>, request: ExecRequest, shutdown: watch::Receiver<bool>) {
     let (mut sink, mut incoming) = socket.split();
     let (outgoing, mut to_send) = mpsc::channel::<Message>(64);
     let writer = tokio::spawn(async move {
@@ -96,7 +101,7 @@ async fn run(socket: WebSocket, instance: Arc<Instance>, request: ExecRequest) {
         let normal = axum::extract::ws::CloseFrame { code: axum::extract::ws::close_code::NORMAL, reason: "".into() };
         let _ = sink.send(Message::Close(Some(normal))).await;
     });
-    let status = execute(&instance, &request, &mut incoming, &outgoing).await;
+    let status = execute(&instance, &request, (&mut incoming, &outgoing), shutdown).await;
     let _ = outgoing.send(frame(ERROR, status.to_string().as_bytes())).await;
     drop(outgoing);
     let _ = writer.await;
@@ -107,8 +112,8 @@ async fn run(socket: WebSocket, instance: Arc<Instance>, request: ExecRequest) {
 async fn execute(
     instance: &Instance,
     request: &ExecRequest,
-    incoming: &mut futures::stream::SplitStream<WebSocket>,
-    outgoing: &mpsc::Sender<Message>,
+    (incoming, outgoing): (&mut futures::stream::SplitStream<WebSocket>, &mpsc::Sender<Message>),
+    mut shutdown: watch::Receiver<bool>,
 ) -> Value {
     let Some((first, args)) = request.command.split_first() else {
         return start_failure("no command given");
@@ -127,6 +132,7 @@ async fn execute(
         Ok(child) => child,
         Err(error) => return start_failure(&format!("exec: {first:?}: {error}")),
     };
+    let group = child.id();
     let mut stdin = child.stdin.take();
     let (stdout, stderr) = (child.stdout.take(), child.stderr.take());
     let output = async {
@@ -158,14 +164,16 @@ async fn execute(
     };
     let finished = runtime::wait_draining(&mut child, output);
     tokio::pin!(finished);
-    let code = tokio::select! {
-        code = &mut finished => code,
-        // The command is killed when `child` drops.
-        _ = input => {
-            return json!({"metadata": {}, "status": "Failure", "message": "the client went away"});
-        }
+    let ended = tokio::select! {
+        code = &mut finished => return exit_status(&request.command, code),
+        _ = input => "the client went away",
+        _ = shutdown.wait_for(|stopping| *stopping) => "the server is shutting down",
     };
-    exit_status(&request.command, code)
+    // Whatever the command started goes with it.
+    if let Some(group) = group {
+        runtime::signal_group(group, rustix::process::Signal::KILL);
+    }
+    json!({"metadata": {}, "status": "Failure", "message": ended})
 }
 
 async fn forward(stream: Option<impl AsyncRead + Unpin>, channel: u8, outgoing: &mpsc::Sender<Message>) {

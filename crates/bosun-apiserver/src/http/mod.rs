@@ -334,7 +334,7 @@ fn local_process(
                 tty: query.flag("tty"),
                 hostname: object::name(pod).to_string(),
             };
-            Ok(exec::serve(upgrade, instance, request))
+            Ok(exec::serve(upgrade, instance, request, state.shutdown.clone()))
         }
         ("attach", Some(_)) => Err(ApiError::bad_request(format!(
             "attach is not available: container \"{container}\" in pod \"{}\" runs as a local process without stdin or a terminal (use kubectl logs -f, or kubectl exec)",

@@ -125,10 +125,8 @@ impl Instance {
         if self.exit_code().is_some() {
             return;
         }
-        let group = self.group.and_then(|pid| rustix::process::Pid::from_raw(i32::try_from(pid).ok()?));
-        if let Some(group) = group {
-            // The group may be gone already; nothing to do then.
-            let _ = rustix::process::kill_process_group(group, signal);
+        if let Some(group) = self.group {
+            signal_group(group, signal);
         }
     }
 
@@ -302,6 +300,14 @@ impl Runtime {
 impl Drop for Runtime {
     fn drop(&mut self) {
         self.kill_all();
+    }
+}
+
+/// Sends a signal to a process group (a process started by [`command`] leads its own).
+pub fn signal_group(group: u32, signal: rustix::process::Signal) {
+    if let Some(group) = i32::try_from(group).ok().and_then(rustix::process::Pid::from_raw) {
+        // The group may be gone already; nothing to do then.
+        let _ = rustix::process::kill_process_group(group, signal);
     }
 }
 
