@@ -558,3 +558,28 @@ async fn shutdown_ends_commands_run_by_exec() {
     })
     .await;
 }
+
+#[tokio::test]
+async fn dropping_the_server_kills_its_pods_processes() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let container = json!({"command": ["sh", "-c", "echo $$$$ > pid; exec sleep 600"], "workingDir": dir.path()});
+    let (server, _pods) = with_running_pod("doomed", container).await;
+    let pid_file = dir.path().join("pid");
+    let pid = within("the process writes its pid", async {
+        loop {
+            match tokio::fs::read_to_string(&pid_file).await {
+                Ok(text) if text.ends_with('\n') => return text.trim().to_string(),
+                _ => tokio::time::sleep(Duration::from_millis(20)).await,
+            }
+        }
+    })
+    .await;
+    assert!(alive(&pid));
+    drop(server);
+    within("the process ends", async {
+        while alive(&pid) {
+            tokio::time::sleep(Duration::from_millis(20)).await;
+        }
+    })
+    .await;
+}

@@ -183,6 +183,9 @@ pub struct Runtime {
     exits: Mutex<Vec<PodKey>>,
     /// Wakes the simulation when a process exits.
     exited: Arc<Notify>,
+    /// The server is stopping: nothing more starts (the simulation may still see exits and
+    /// want restarts).
+    stopping: std::sync::atomic::AtomicBool,
 }
 
 impl Runtime {
@@ -233,6 +236,9 @@ impl Runtime {
     /// Starts instance `restart` of a container unless it exists.
     pub fn start(self: &Arc<Self>, uid: &str, container: &str, restart: i64, launch: Launch) {
         let mut pods = self.pods();
+        if self.stopping.load(std::sync::atomic::Ordering::SeqCst) {
+            return;
+        }
         let Some(pod) = pods.get_mut(uid) else { return };
         let key = pod.key.clone();
         let slot = pod.containers.entry(container.to_string()).or_default();
@@ -243,7 +249,8 @@ impl Runtime {
         let instance = Arc::new(instance);
         slot.previous = slot.current.replace(instance.clone());
         drop(pods);
-        let runtime = self.clone();
+        // Weak, so that the runtime goes (and kills what still runs) when the server does.
+        let runtime = Arc::downgrade(self);
         tokio::spawn(async move {
             let code = match child {
                 Some(child) => watch_process(child, &instance).await,
@@ -251,8 +258,10 @@ impl Runtime {
             };
             instance.log.close();
             instance.exit.send_replace(Some(code));
-            runtime.exits.lock().unwrap_or_else(std::sync::PoisonError::into_inner).push(key);
-            runtime.exited.notify_one();
+            if let Some(runtime) = runtime.upgrade() {
+                runtime.exits.lock().unwrap_or_else(std::sync::PoisonError::into_inner).push(key);
+                runtime.exited.notify_one();
+            }
         });
     }
 
@@ -268,6 +277,7 @@ impl Runtime {
 
     /// Stops every process: SIGTERM, then SIGKILL for what still runs after a short grace.
     pub async fn shutdown(&self) {
+        self.stopping.store(true, std::sync::atomic::Ordering::SeqCst);
         let instances = self.running();
         for instance in &instances {
             instance.signal(rustix::process::Signal::TERM);
@@ -291,6 +301,7 @@ impl Runtime {
 
     /// SIGKILLs every process group at once (when the server goes away without shutdown).
     pub fn kill_all(&self) {
+        self.stopping.store(true, std::sync::atomic::Ordering::SeqCst);
         for instance in self.running() {
             instance.signal(rustix::process::Signal::KILL);
         }
