@@ -583,3 +583,45 @@ async fn dropping_the_server_kills_its_pods_processes() {
     })
     .await;
 }
+
+#[tokio::test]
+async fn exec_over_websocket_needs_create_on_pods_exec_as_upstream() {
+    let server = ApiServer::in_memory()
+        .tls(true)
+        .user("alice", &[])
+        .simulate_workloads(Duration::from_millis(100))
+        .run_pods(true)
+        .start()
+        .await
+        .expect("server");
+    let pods: Api<Pod> = Api::default_namespaced(server.client());
+    create(&pods, "shell", json!({"command": ["sleep", "600"]}), "Always").await;
+    pod_where(&pods, "shell", "running", running).await;
+    let kubectl = Kubectl::new(&server);
+    let role = |verbs: &str| {
+        format!(
+            "apiVersion: rbac.authorization.k8s.io/v1
+kind: Role
+metadata: {{name: exec}}
+rules:
+- {{apiGroups: [''], resources: [pods], verbs: [get]}}
+- {{apiGroups: [''], resources: [pods/exec], verbs: [{verbs}]}}
+---
+apiVersion: rbac.authorization.k8s.io/v1
+kind: RoleBinding
+metadata: {{name: exec}}
+roleRef: {{apiGroup: rbac.authorization.k8s.io, kind: Role, name: exec}}
+subjects: [{{kind: User, name: alice}}]
+"
+        )
+    };
+    let applied = kubectl.run_with_input(&["apply", "-f", "-"], &role("get")).await;
+    assert!(applied.status.success(), "{}", texts(&applied).1);
+    let refused = kubectl.run(&["--context", "alice", "exec", "shell", "--", "true"]).await;
+    assert!(!refused.status.success());
+    let stderr = texts(&refused).1;
+    assert!(stderr.contains(r#"cannot create resource "pods/exec""#), "{stderr}");
+    let applied = kubectl.run_with_input(&["apply", "-f", "-"], &role("get, create")).await;
+    assert!(applied.status.success(), "{}", texts(&applied).1);
+    assert_eq!(kubectl.ok(&["--context", "alice", "exec", "shell", "--", "echo", "allowed"]).await, "allowed\n");
+}

@@ -187,7 +187,12 @@ async fn authorize(State(state): State<Arc<AppState>>, request: Request, next: N
         query.flag("watch"),
         query.get("fieldSelector"),
     );
-    match state.auth.check(&user, &attributes, &state.cluster) {
+    let checked =
+        state.auth.check(&user, &attributes, &state.cluster).and_then(|()| match attributes.streaming_create() {
+            Some(create) => state.auth.check(&user, &create, &state.cluster),
+            None => Ok(()),
+        });
+    match checked {
         Ok(()) => next.run(request).await,
         Err(error) => error.into_response(),
     }
