@@ -109,6 +109,12 @@ pub struct ServerOptions {
     pub nodes: usize,
     /// A stages file saying what simulated pods do (see `docs/apiserver.md`).
     pub stages_file: Option<PathBuf>,
+    /// With workload simulation, run each container whose command exists on this host as a
+    /// local process, as the server's user and without isolation (see `docs/apiserver.md`).
+    pub run_pods: bool,
+    /// Allow [`ServerOptions::run_pods`] on an address other than loopback, which lets anyone
+    /// who can reach the server and create pods run commands here.
+    pub run_pods_on_network: bool,
     /// Serve HTTPS and require a bearer token, as a real API server does. The certificate
     /// authority and token are generated; with [`Storage::Directory`] they are kept there
     /// (`ca.crt`, `ca.key`, `token`) so kubeconfigs stay valid across restarts. Off by default
@@ -158,6 +164,8 @@ impl Default for ServerOptions {
             simulate_workloads: None,
             nodes: 1,
             stages_file: None,
+            run_pods: false,
+            run_pods_on_network: false,
             tls: false,
             authorization: AuthorizationMode::Rbac,
             users: Vec::new(),
@@ -199,6 +207,9 @@ pub enum ServerError {
     /// The static token file could not be read.
     #[error(transparent)]
     TokenFile(#[from] AuthenticationError),
+    /// `run_pods` asked for in a way that is refused.
+    #[error("--run-pods: {0}")]
+    RunPods(String),
 }
 
 /// Builder of an embedded API server.
@@ -282,6 +293,14 @@ impl ApiServer {
         self
     }
 
+    /// Run each container whose command exists on this host as a local child process (with
+    /// [`ApiServer::simulate_workloads`]): anyone allowed to create pods runs commands as this
+    /// process's user.
+    pub fn run_pods(mut self, enabled: bool) -> Self {
+        self.options.run_pods = enabled;
+        self
+    }
+
     /// Serve HTTPS with a generated certificate and require a bearer token (see
     /// [`ServerOptions::tls`]); [`RunningServer::client`] and [`RunningServer::kubeconfig`]
     /// carry both.
@@ -306,6 +325,9 @@ impl ApiServer {
     /// Opens the storage, bootstraps namespaces, starts listening and serving.
     pub async fn start(self) -> Result<RunningServer, ServerError> {
         let options = self.options;
+        if options.run_pods {
+            check_run_pods(&options)?;
+        }
         let store = match &options.storage {
             Storage::InMemory => Store::in_memory(options.watch_history),
             Storage::Directory(dir) => {
@@ -343,7 +365,9 @@ impl ApiServer {
         let admin_token = credentials.as_ref().map(|credentials| credentials.token.clone());
         let authenticator = Authenticator::new(admin_token, static_users, Signer::load_or_create(directory)?);
         let (shutdown, shutdown_signal) = watch::channel(false);
+        let runtime = options.run_pods.then(|| Arc::new(crate::simulation::runtime::Runtime::default()));
         let state = Arc::new(AppState {
+            runtime: runtime.clone(),
             cluster: cluster.clone(),
             server_address: address.to_string(),
             watch: WatchSettings::new(options.bookmark_interval, options.max_watches),
@@ -372,8 +396,12 @@ impl ApiServer {
             Some(path) => crate::simulation::stages::read_rules(path)?,
             None => Vec::new(),
         };
-        let simulation =
-            options.simulate_workloads.map(|delay| crate::simulation::Settings { delay, nodes: options.nodes, rules });
+        let simulation = options.simulate_workloads.map(|delay| crate::simulation::Settings {
+            delay,
+            nodes: options.nodes,
+            rules,
+            runtime: runtime.clone(),
+        });
         let simulation = match simulation {
             Some(settings) => {
                 let mut simulation = crate::simulation::Simulation::new(settings);
@@ -401,9 +429,24 @@ impl ApiServer {
             credentials,
             users,
             shutdown,
+            runtime,
             tasks: vec![serve, controllers],
         })
     }
+}
+
+/// `run_pods` needs workload simulation and, unless explicitly allowed, a loopback address.
+fn check_run_pods(options: &ServerOptions) -> Result<(), ServerError> {
+    if options.simulate_workloads.is_none() {
+        return Err(ServerError::RunPods("needs workload simulation (--simulate-workloads)".into()));
+    }
+    if !options.address.is_loopback() && !options.run_pods_on_network {
+        return Err(ServerError::RunPods(format!(
+            "refusing to run pods' commands on this host while listening on {}: anyone who can reach the server and create pods could run commands as this user; listen on 127.0.0.1 or add --run-pods-on-network",
+            options.address
+        )));
+    }
+    Ok(())
 }
 
 fn report(served: std::io::Result<()>) {
@@ -526,6 +569,8 @@ pub struct RunningServer {
     credentials: Option<Credentials>,
     users: Vec<StaticUser>,
     shutdown: watch::Sender<bool>,
+    /// With `run_pods`: the local processes, ended with the server.
+    runtime: Option<Arc<crate::simulation::runtime::Runtime>>,
     tasks: Vec<JoinHandle<()>>,
 }
 
@@ -654,6 +699,9 @@ impl RunningServer {
 
     async fn stop(&mut self) {
         self.shutdown.send_replace(true);
+        if let Some(runtime) = &self.runtime {
+            runtime.shutdown().await;
+        }
         for task in self.tasks.drain(..) {
             let _ = tokio::time::timeout(Duration::from_secs(10), task).await;
         }
@@ -665,5 +713,8 @@ impl RunningServer {
 impl Drop for RunningServer {
     fn drop(&mut self) {
         self.shutdown.send_replace(true);
+        if let Some(runtime) = &self.runtime {
+            runtime.kill_all();
+        }
     }
 }

@@ -21,6 +21,7 @@ enum Authorization {
 
 /// Arguments of `bosun apiserver`.
 #[derive(Debug, clap::Args)]
+#[command(group = clap::ArgGroup::new("simulation").args(["simulate_workloads", "run_pods"]).multiple(true))]
 #[command(
     after_help = "HTTPS: the server generates a certificate authority and a bearer token (kept in the data\ndirectory, so the kubeconfig stays valid across restarts) and writes both into the kubeconfig.\nThat token acts as kubernetes-admin in system:masters. Requests without a token are\nsystem:anonymous (RBAC lets them see /healthz, /livez, /readyz and /version); a wrong token gets 401.\nOver --insecure-http a request without a token acts as the admin.\n\nUsers: --user alice:dev,ops gives alice (groups dev, ops) a token and a context `alice` in the\nkubeconfig (kubectl --context alice …); ServiceAccount tokens come from `kubectl create token`.\n\nDefaults differ from `bosun dev` (port 7443, .bosun/apiserver, .bosun/kubeconfig), so both can run at once.\n\nExample:\n  bosun apiserver --in-memory\n  KUBECONFIG=.bosun/server.kubeconfig kubectl get namespaces"
 )]
@@ -61,12 +62,25 @@ pub struct Args {
     simulate_workloads: bool,
 
     /// How many simulated nodes to make (bosun-node-0, …).
-    #[arg(long, value_name = "N", default_value_t = 1, requires = "simulate_workloads")]
+    #[arg(long, value_name = "N", default_value_t = 1, requires = "simulation")]
     nodes: usize,
 
     /// A stages file: which simulated pods fail, crash-loop, never become ready or start late.
-    #[arg(long, value_name = "FILE", requires = "simulate_workloads")]
+    #[arg(long, value_name = "FILE", requires = "simulation")]
     stages: Option<PathBuf>,
+
+    /// Run pods for real (implies --simulate-workloads): each container whose command exists on
+    /// this host runs as a local child process with the pod's env, args and working directory
+    /// (the image is ignored); `kubectl logs`, `exec` and `port-forward` reach it. Anyone allowed
+    /// to create pods runs commands as your user, with no isolation: refused on an address other
+    /// than loopback unless --run-pods-on-network is given too.
+    #[arg(long)]
+    run_pods: bool,
+
+    /// Allow --run-pods while listening on an address other than loopback (anyone who can reach
+    /// the server and create pods can then run commands on this machine).
+    #[arg(long, requires = "run_pods")]
+    run_pods_on_network: bool,
 
     /// Serve plain HTTP with no token instead of HTTPS (for tests and local tools that want it).
     #[arg(long)]
@@ -86,7 +100,7 @@ pub struct Args {
     token_auth_file: Option<PathBuf>,
 
     /// How long simulated containers take to start (and a Job's containers to run).
-    #[arg(long, value_name = "DURATION", default_value = "2s", requires = "simulate_workloads")]
+    #[arg(long, value_name = "DURATION", default_value = "2s", requires = "simulation")]
     workload_delay: bosun::package::Interval,
 }
 
@@ -125,9 +139,11 @@ pub async fn run(args: Args) -> ExitCode {
         port: args.port,
         watch_history: args.watch_history,
         max_watches: args.max_watches,
-        simulate_workloads: args.simulate_workloads.then_some(args.workload_delay.0),
+        simulate_workloads: (args.simulate_workloads || args.run_pods).then_some(args.workload_delay.0),
         nodes: args.nodes,
         stages_file: args.stages.clone(),
+        run_pods: args.run_pods,
+        run_pods_on_network: args.run_pods_on_network,
         tls: !args.insecure_http,
         authorization: match args.authorization {
             Authorization::Rbac => AuthorizationMode::Rbac,

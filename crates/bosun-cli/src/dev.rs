@@ -64,6 +64,12 @@ pub struct Args {
     #[arg(long, value_name = "N", default_value_t = 1)]
     pub nodes: usize,
 
+    /// Run each container whose command exists on this machine as a local process (the image is
+    /// ignored): `kubectl logs`, `exec` and `port-forward` reach it. Anything that can create
+    /// pods runs commands as your user, with no isolation (see docs/apiserver.md).
+    #[arg(long)]
+    pub run_pods: bool,
+
     /// Namespace for namespaced objects that name none (default: `default`).
     #[arg(short = 'n', long, value_name = "NAMESPACE")]
     pub namespace: Option<String>,
@@ -128,6 +134,7 @@ pub async fn run(args: Args) -> ExitCode {
         port: args.port,
         simulate_workloads: Some(args.workload_delay.0),
         nodes: args.nodes,
+        run_pods: args.run_pods,
         // HTTPS with a token, like `bosun apiserver` and a real cluster; the kubeconfig has both.
         tls: true,
         ..ServerOptions::default()
@@ -151,7 +158,15 @@ pub async fn run(args: Args) -> ExitCode {
     let kubeconfig = args.kubeconfig.display();
     println!("\nkubeconfig: {kubeconfig}");
     println!("try:\n  export KUBECONFIG={kubeconfig}\n  kubectl get all -A");
-    println!("(workloads are simulated: Pods are scheduled to simulated nodes and reported running; no process runs)");
+    if args.run_pods {
+        println!(
+            "(pods run for real: containers whose command exists here run as local processes; the others are simulated)"
+        );
+    } else {
+        println!(
+            "(workloads are simulated: Pods are scheduled to simulated nodes and reported running; no process runs unless --run-pods)"
+        );
+    }
     if args.once {
         server.shutdown().await;
         return if all_ok { ExitCode::SUCCESS } else { ExitCode::from(1) };

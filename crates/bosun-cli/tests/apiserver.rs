@@ -209,3 +209,52 @@ async fn the_token_never_appears_in_the_servers_log_even_at_trace_level() {
     assert!(!log.contains(token.trim()), "the token is in the log");
     assert!(!log.contains("wr0ng-t0ken-value"), "a wrong token is in the log");
 }
+
+#[test]
+fn run_pods_is_refused_on_a_network_address_and_explained_in_help() {
+    let refused = std::process::Command::new(env!("CARGO_BIN_EXE_bosun"))
+        .args(["apiserver", "--in-memory", "--port", "0", "--run-pods", "--address", "0.0.0.0"])
+        .output()
+        .expect("runs");
+    let stderr = String::from_utf8_lossy(&refused.stderr);
+    assert_eq!(refused.status.code(), Some(2), "{stderr}");
+    assert!(stderr.contains("--run-pods-on-network"), "{stderr}");
+    let output =
+        std::process::Command::new(env!("CARGO_BIN_EXE_bosun")).args(["apiserver", "--help"]).output().expect("runs");
+    let help = String::from_utf8_lossy(&output.stdout);
+    assert!(help.contains("--run-pods") && help.contains("no isolation"), "{help}");
+}
+
+#[tokio::test]
+async fn sigint_ends_the_processes_of_run_pods() {
+    use k8s_openapi::api::core::v1::Pod;
+    let dir = tempfile::tempdir().expect("tempdir");
+    // --nodes needs simulation, which --run-pods brings.
+    let (server, _) =
+        start(dir.path(), &["--insecure-http", "--run-pods", "--nodes", "2", "--workload-delay", "100ms"]).await;
+    let pods: Api<Pod> = Api::default_namespaced(client(dir.path()).await);
+    let pod = json!({"metadata": {"name": "sleeper"}, "spec": {"containers": [{"name": "main", "image": "busybox",
+        "command": ["sh", "-c", "echo $$$$ > pid; exec sleep 600"], "workingDir": dir.path()}]}});
+    pods.create(&PostParams::default(), &serde_json::from_value(pod).expect("pod")).await.expect("create");
+    let pid_file = dir.path().join("pid");
+    let pid = tokio::time::timeout(Duration::from_secs(30), async {
+        loop {
+            if let Ok(text) = tokio::fs::read_to_string(&pid_file).await
+                && text.ends_with('\n')
+            {
+                return text.trim().to_string();
+            }
+            tokio::time::sleep(Duration::from_millis(20)).await;
+        }
+    })
+    .await
+    .expect("the pod's process starts");
+    let alive = |pid: &str| Path::new(&format!("/proc/{pid}")).exists();
+    assert!(alive(&pid));
+    let server_pid = server.id().expect("pid").to_string();
+    assert!(std::process::Command::new("kill").args(["-INT", &server_pid]).status().expect("kill").success());
+    let output =
+        tokio::time::timeout(Duration::from_secs(20), server.wait_with_output()).await.expect("exits").expect("wait");
+    assert!(output.status.success(), "exit status {:?}", output.status);
+    assert!(!alive(&pid), "the pod's process {pid} outlived the server");
+}

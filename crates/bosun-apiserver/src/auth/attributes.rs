@@ -110,6 +110,18 @@ impl Attributes {
         attributes
     }
 
+    /// The extra check upstream makes (since 1.30) for a WebSocket `get` of a pod's `exec`,
+    /// `attach` or `portforward`: these run commands or open connections, so they need
+    /// `create` too, as their SPDY `POST` does.
+    pub fn streaming_create(&self) -> Option<Attributes> {
+        let streaming = self.resource_request
+            && self.group.is_empty()
+            && self.resource == "pods"
+            && matches!(self.subresource.as_str(), "exec" | "attach" | "portforward")
+            && self.verb == "get";
+        streaming.then(|| Attributes { verb: "create".into(), ..self.clone() })
+    }
+
     /// Upstream's message for a refused request (`User "x" cannot list resource "pods" in API
     /// group "" in the namespace "y"`), with HTML special characters escaped as upstream does.
     pub fn refusal(&self, user: &str) -> String {
@@ -254,5 +266,17 @@ mod tests {
         );
         let error = Attributes::non_resource("get", "/metrics").forbidden("x", "");
         assert_eq!(error.message, r#"forbidden: User "x" cannot get path "/metrics""#);
+    }
+
+    #[test]
+    fn streaming_gets_of_pods_need_create_too() {
+        let of = |method: &str, path: &str| Attributes::of_request(method, path, false, None).streaming_create();
+        for sub in ["exec", "attach", "portforward"] {
+            let path = format!("/api/v1/namespaces/a/pods/web/{sub}");
+            assert_eq!(of("GET", &path), Some(res("create", "", "pods", sub, "a", "web")), "{sub}");
+            assert_eq!(of("POST", &path), None, "{sub}: a POST is a create already");
+        }
+        assert_eq!(of("GET", "/api/v1/namespaces/a/pods/web/log"), None);
+        assert_eq!(of("GET", "/apis/x.io/v1/namespaces/a/pods/web/exec"), None);
     }
 }

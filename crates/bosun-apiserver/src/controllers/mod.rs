@@ -39,9 +39,11 @@ pub async fn run(cluster: Arc<Cluster>, mut shutdown: watch::Receiver<bool>, set
     let mut simulator = settings.simulation;
     let mut terminating = terminate::reconcile(&cluster).await;
     let mut collecting = gc::collect(&cluster).await;
+    let processes_exited = simulator.as_ref().and_then(crate::simulation::Simulation::wakeup);
     loop {
         let due = simulator.as_ref().and_then(crate::simulation::Simulation::next_due);
         tokio::select! {
+            _ = async { match &processes_exited { Some(exited) => exited.notified().await, None => std::future::pending().await } } => {}
             changed = visible.changed() => if changed.is_err() { return },
             _ = async { match due { Some(at) => tokio::time::sleep_until(at).await, None => std::future::pending().await } } => {}
             _ = shutdown.changed() => return,

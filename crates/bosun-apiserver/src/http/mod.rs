@@ -3,12 +3,16 @@
 
 mod admission;
 mod discovery;
+mod exec;
+mod logs;
 pub mod openapi;
 mod path;
 mod pods;
+mod portforward;
 mod query;
 mod scale;
 mod shape;
+mod spdy;
 pub mod watch;
 
 use std::sync::{
@@ -72,6 +76,9 @@ pub struct AppState {
     /// The OpenAPI documents of the newest catalogue they were asked for (built on first use,
     /// and again after CRDs change what is served).
     pub openapi: openapi::Cache,
+    /// With `--run-pods`: the containers running as local processes (logs, exec,
+    /// port-forward).
+    pub runtime: Option<Arc<crate::simulation::runtime::Runtime>>,
 }
 
 /// The router: every path goes through [`handle`], behind five layers (outermost first):
@@ -180,7 +187,12 @@ async fn authorize(State(state): State<Arc<AppState>>, request: Request, next: N
         query.flag("watch"),
         query.get("fieldSelector"),
     );
-    match state.auth.check(&user, &attributes, &state.cluster) {
+    let checked =
+        state.auth.check(&user, &attributes, &state.cluster).and_then(|()| match attributes.streaming_create() {
+            Some(create) => state.auth.check(&user, &create, &state.cluster),
+            None => Ok(()),
+        });
+    match checked {
         Ok(()) => next.run(request).await,
         Err(error) => error.into_response(),
     }
@@ -231,7 +243,8 @@ fn version_info() -> Value {
 
 async fn dispatch(state: &AppState, request: Request) -> Result<Response, ApiError> {
     let user = user_of(&request);
-    let (parts, body) = request.into_parts();
+    let (mut parts, body) = request.into_parts();
+    let upgrade = websocket_upgrade(&mut parts).await;
     let path = parts.uri.path().to_string();
     let route = path::parse(&path);
     let accept = header_text(&parts.headers, header::ACCEPT);
@@ -280,11 +293,98 @@ async fn dispatch(state: &AppState, request: Request) -> Result<Response, ApiErr
         }
         Route::Resource(target) => {
             let query = Query::parse(parts.uri.query());
-            let request = Incoming { user: &user, method: &parts.method, headers: &parts.headers, query: &query };
+            let request =
+                Incoming { user: &user, method: &parts.method, headers: &parts.headers, query: &query, upgrade };
             resource(state, request, target, body).await
         }
         Route::Unknown => Err(ApiError::unknown_url()),
     }
+}
+
+/// A pod's log, exec or port-forward with `--run-pods`: served by the container's local
+/// process, if it has one, else as for a simulated container.
+fn local_process(
+    state: &AppState,
+    runtime: &crate::simulation::runtime::Runtime,
+    pod: &Value,
+    subresource: &str,
+    query: &Query,
+    upgrade: Option<axum::extract::ws::WebSocketUpgrade>,
+) -> Result<Response, ApiError> {
+    if subresource == "portforward" {
+        return port_forward(runtime, pod, upgrade);
+    }
+    let previous = subresource == "log" && query.flag("previous");
+    let container = pods::check(pod, subresource, query.get("container"))?;
+    let instance = runtime.instance(object::uid(pod), &container, previous);
+    match (subresource, instance) {
+        ("log", Some(instance)) => {
+            let options = logs::options(query)?;
+            Ok(logs::serve(instance, &options, query.flag("follow"), state.shutdown.clone()))
+        }
+        ("log", None) if previous => Err(ApiError::bad_request(format!(
+            "previous terminated container \"{container}\" in pod \"{}\" not found",
+            object::name(pod)
+        ))),
+        ("log", None) => Ok(Response::new(Body::empty())),
+        ("exec", Some(instance)) if instance.exit_code().is_none() => {
+            let upgrade = upgrade.ok_or_else(|| {
+                ApiError::bad_request("exec needs a WebSocket upgrade (v5.channel.k8s.io or v4.channel.k8s.io)")
+            })?;
+            let request = exec::ExecRequest {
+                command: query.all("command").map(str::to_string).collect(),
+                stdin: query.flag("stdin"),
+                stdout: query.flag("stdout"),
+                stderr: query.flag("stderr"),
+                tty: query.flag("tty"),
+                hostname: object::name(pod).to_string(),
+            };
+            Ok(exec::serve(upgrade, instance, request, state.shutdown.clone()))
+        }
+        ("attach", Some(_)) => Err(ApiError::bad_request(format!(
+            "attach is not available: container \"{container}\" in pod \"{}\" runs as a local process without stdin or a terminal (use kubectl logs -f, or kubectl exec)",
+            object::name(pod)
+        ))),
+        (_, Some(_)) => Err(ApiError::bad_request(format!(
+            "container \"{container}\" in pod \"{}\" is not running",
+            object::name(pod)
+        ))),
+        (_, None) => Err(pods::simulated(pod, subresource, &container)),
+    }
+}
+
+/// Port-forward to a pod with a running local process: its ports are on the host's loopback.
+/// Refused (as upstream) for a pod without a host or one that has finished, and for one
+/// without local processes.
+fn port_forward(
+    runtime: &crate::simulation::runtime::Runtime,
+    pod: &Value,
+    upgrade: Option<axum::extract::ws::WebSocketUpgrade>,
+) -> Result<Response, ApiError> {
+    let first = pod.pointer("/spec/containers/0/name").and_then(Value::as_str);
+    pods::check(pod, "portforward", first)?;
+    let names = pod.pointer("/spec/containers").and_then(Value::as_array).into_iter().flatten();
+    let running = names
+        .filter_map(|c| c.get("name").and_then(Value::as_str))
+        .filter_map(|name| runtime.instance(object::uid(pod), name, false))
+        .any(|instance| instance.exit_code().is_none());
+    if !running {
+        return Err(pods::simulated(pod, "portforward", first.unwrap_or_default()));
+    }
+    let upgrade = upgrade.ok_or_else(|| {
+        ApiError::bad_request(format!("port-forward needs a WebSocket upgrade ({})", portforward::PROTOCOL))
+    })?;
+    Ok(portforward::serve(upgrade, object::name(pod).to_string()))
+}
+
+/// The WebSocket upgrade a request asks for (exec and port-forward with `--run-pods`).
+async fn websocket_upgrade(parts: &mut axum::http::request::Parts) -> Option<axum::extract::ws::WebSocketUpgrade> {
+    use axum::extract::FromRequestParts;
+    let asks = header_text(&parts.headers, header::UPGRADE).eq_ignore_ascii_case("websocket");
+    if !asks {
+        return None;
+    }
+    axum::extract::ws::WebSocketUpgrade::from_request_parts(parts, &()).await.ok()
 }
 
 /// Reads a body up to [`MAX_BODY_BYTES`].
@@ -378,6 +478,8 @@ struct Incoming<'a> {
     method: &'a Method,
     headers: &'a HeaderMap,
     query: &'a Query,
+    /// The WebSocket the request asks to upgrade to, if any.
+    upgrade: Option<axum::extract::ws::WebSocketUpgrade>,
 }
 
 async fn resource(
@@ -386,7 +488,7 @@ async fn resource(
     target: ResourcePath<'_>,
     body: Body,
 ) -> Result<Response, ApiError> {
-    let Incoming { user, method, headers, query } = request;
+    let Incoming { user, method, headers, query, upgrade } = request;
     let cluster = &state.cluster;
     let catalog = cluster.catalog.snapshot();
     let namespace = target.namespace.unwrap_or_default();
@@ -423,6 +525,9 @@ async fn resource(
         && pods::SUBRESOURCES.contains(&subresource)
     {
         let stored = cluster.get(&scope, name)?;
+        if let Some(runtime) = &state.runtime {
+            return local_process(state, runtime, &stored.value, subresource, query, upgrade);
+        }
         pods::answer(&stored.value, subresource, query.get("container"))?;
         let mut response = Response::new(Body::empty());
         response.headers_mut().insert(header::CONTENT_TYPE, HeaderValue::from_static("text/plain"));

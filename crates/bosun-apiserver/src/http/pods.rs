@@ -1,8 +1,10 @@
-//! A pod's `log`, `exec`, `attach` and `portforward` subresources. No container runs (pods are
-//! simulated at most), so these answer as upstream does for a container that is not running —
-//! 400 with the apiserver's or kubelet's message — and, for a container the simulation reports
-//! running, logs are empty (it wrote nothing) while exec, attach and port-forward are refused
-//! with a 400 that says why.
+//! A pod's `log`, `exec`, `attach` and `portforward` subresources: the checks upstream makes
+//! before a request reaches a kubelet — 400 with the apiserver's or kubelet's message for a
+//! container that is not running — and, for a simulated container the simulation reports
+//! running, empty logs (it wrote nothing) and a 400 that says why exec, attach and
+//! port-forward are refused. With `--run-pods`, containers running as local processes have
+//! their logs served here, and exec and port-forward in [`super::exec`] and
+//! [`super::portforward`].
 
 use serde_json::Value;
 
@@ -20,8 +22,27 @@ fn names(pod: &Value, field: &str) -> Vec<String> {
         .collect()
 }
 
-/// Checks a request for a pod's subresource; `Ok` means the logs of a running container (empty).
+/// Checks a request for a pod's subresource of a simulated container; `Ok` means the logs of a
+/// running container (empty).
 pub fn answer(pod: &Value, subresource: &str, container: Option<&str>) -> Result<(), ApiError> {
+    let container = check(pod, subresource, container)?;
+    if subresource == "log" {
+        return Ok(());
+    }
+    Err(simulated(pod, subresource, &container))
+}
+
+/// The refusal of exec, attach and port-forward for a container that runs no process.
+pub fn simulated(pod: &Value, subresource: &str, container: &str) -> ApiError {
+    ApiError::bad_request(format!(
+        "{subresource} is not available: container \"{container}\" in pod \"{}\" is simulated and runs no process (start bosun's API server with --run-pods to run commands that exist on this host)",
+        object::name(pod)
+    ))
+}
+
+/// Checks a request for a pod's subresource as upstream does before it reaches the kubelet;
+/// returns the container it is about.
+pub fn check(pod: &Value, subresource: &str, container: Option<&str>) -> Result<String, ApiError> {
     let name = object::name(pod);
     let containers = names(pod, "containers");
     let container = match container.filter(|c| !c.is_empty()) {
@@ -57,6 +78,11 @@ pub fn answer(pod: &Value, subresource: &str, container: Option<&str>) -> Result
         .flatten()
         .find(|s| s.get("name").and_then(Value::as_str) == Some(container.as_str()));
     let state = status.and_then(|s| s.get("state"));
+    // A container waiting to be restarted has the logs of its last run.
+    let ran = status.is_some_and(|s| s.pointer("/lastState/terminated").is_some());
+    if subresource == "log" && ran {
+        return Ok(container);
+    }
     if let Some(waiting) =
         state.and_then(|s| s.get("waiting")).or(if status.is_none() { Some(&Value::Null) } else { None })
     {
@@ -65,12 +91,7 @@ pub fn answer(pod: &Value, subresource: &str, container: Option<&str>) -> Result
             "container \"{container}\" in pod \"{name}\" is waiting to start: {reason}"
         )));
     }
-    if subresource == "log" {
-        return Ok(());
-    }
-    Err(ApiError::bad_request(format!(
-        "{subresource} is not available: container \"{container}\" in pod \"{name}\" is simulated and runs no process (bosun's API server does not run pods)"
-    )))
+    Ok(container)
 }
 
 #[cfg(test)]
@@ -105,6 +126,14 @@ mod tests {
         let done = pod("n", json!({"terminated": {"exitCode": 0}}), "Succeeded");
         assert!(answer(&done, "log", None).is_ok(), "a finished container's logs (empty)");
         assert!(message(answer(&done, "exec", None)).1.contains("completed pod; current phase is Succeeded"));
+    }
+
+    #[test]
+    fn a_container_waiting_to_restart_has_logs_but_no_exec() {
+        let mut crashing = pod("n", json!({"waiting": {"reason": "CrashLoopBackOff"}}), "Running");
+        crashing["status"]["containerStatuses"][0]["lastState"] = json!({"terminated": {"exitCode": 1}});
+        assert_eq!(check(&crashing, "log", None).expect("logs"), "web");
+        assert!(message(answer(&crashing, "exec", None)).1.contains("is waiting to start: CrashLoopBackOff"));
     }
 
     #[test]

@@ -52,11 +52,38 @@ pub struct Moment {
     pub pod_ip: String,
     /// Whether a Job owns the pod (its containers complete when they just run).
     pub job_pod: bool,
+    /// The containers that run as local processes (`--run-pods`), by name; their process,
+    /// not the stage, says when they exit.
+    pub local: HashMap<String, Local>,
+}
+
+/// A container that runs as a local process, as its current instance is.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Local {
+    /// The program it runs (named in the Event that says the image is not used).
+    pub program: String,
+    /// The exit code of the current instance, once it has exited.
+    pub exit: Option<i32>,
 }
 
 impl Moment {
     fn age(&self, name: &str) -> Duration {
         self.ages.get(name).copied().unwrap_or_default()
+    }
+
+    /// What a container does: a local process just runs; others as the stage says.
+    fn behaviour(&self, stage: &Stage, name: &str) -> Behaviour {
+        if self.local.contains_key(name) { Behaviour::Run } else { stage.for_container(name) }
+    }
+
+    /// When a container's current instance exits and with which code: a local process when
+    /// it has (never on starting: its exit is the previous instance's), others as planned.
+    fn exit(&self, stage: &Stage, name: &str, starting: bool) -> Option<(Duration, i32)> {
+        match self.local.get(name) {
+            Some(local) if !starting => local.exit.map(|code| (Duration::ZERO, code)),
+            Some(_) => None,
+            None => planned_exit(stage.for_container(name), stage, self),
+        }
     }
 }
 
@@ -162,15 +189,26 @@ fn status_of(spec: &Value, pod: &Value, ready: bool, restarts: i64, state: Value
     status
 }
 
-fn starting_notes(spec: &Value, init: bool) -> Vec<Note> {
+fn starting_notes(spec: &Value, init: bool, local: Option<&Local>) -> Vec<Note> {
     let name = text(spec, "/name");
     let field_path = container_ref(name, init);
     let note = |reason, message: String| Note { reason, message, warning: false, field_path: field_path.clone() };
-    vec![
-        note("Pulled", format!("Container image \"{}\" already present on machine", text(spec, "/image"))),
-        note("Created", format!("Created container: {name}")),
-        note("Started", format!("Started container {name}")),
-    ]
+    let image = text(spec, "/image");
+    match local {
+        Some(local) => vec![
+            note(
+                "Pulled",
+                format!("Image \"{image}\" not used: --run-pods runs {:?} on the host instead", local.program),
+            ),
+            note("Created", format!("Created container: {name}")),
+            note("Started", format!("Started container {name} as a local process")),
+        ],
+        None => vec![
+            note("Pulled", format!("Container image \"{image}\" already present on machine")),
+            note("Created", format!("Created container: {name}")),
+            note("Started", format!("Started container {name}")),
+        ],
+    }
 }
 
 /// How long after starting a container exits, and with which code, if it does.
@@ -195,6 +233,35 @@ fn ready_after(spec: &Value, behaviour: Behaviour) -> Option<Duration> {
     Some(Duration::from_secs(delay))
 }
 
+/// How a container is restarted and where it stands in the spec.
+#[derive(Debug, Clone, Copy)]
+struct Role<'a> {
+    /// The restart policy that applies to it (an init container's differs from the pod's).
+    policy: &'a str,
+    /// Whether it is an init container.
+    init: bool,
+}
+
+impl<'a> Role<'a> {
+    /// A main container: the pod's restart policy.
+    fn main(pod: &'a Value) -> Role<'a> {
+        Role { policy: pod.pointer("/spec/restartPolicy").and_then(Value::as_str).unwrap_or("Always"), init: false }
+    }
+
+    /// An init container: one that completes is never restarted, a sidecar always is, and one
+    /// that fails is unless the pod's policy is `Never`.
+    fn init(pod: &Value, spec: &Value) -> Role<'a> {
+        let policy = if spec.get("restartPolicy").and_then(Value::as_str) == Some("Always") {
+            "Always"
+        } else if pod.pointer("/spec/restartPolicy").and_then(Value::as_str) == Some("Never") {
+            "Never"
+        } else {
+            "OnFailure"
+        };
+        Role { policy, init: true }
+    }
+}
+
 /// One container's next status, notes and wake-up.
 struct ContainerStep {
     status: Value,
@@ -203,13 +270,19 @@ struct ContainerStep {
 }
 
 /// The next state of one main container: start it, let it exit, restart it, make it ready.
-fn container_step(pod: &Value, spec: &Value, current: Option<&Value>, stage: &Stage, moment: &Moment) -> ContainerStep {
+fn container_step(
+    pod: &Value,
+    spec: &Value,
+    current: Option<&Value>,
+    stage: &Stage,
+    moment: &Moment,
+    role: Role,
+) -> ContainerStep {
     let name = text(spec, "/name");
-    let behaviour = stage.for_container(name);
+    let behaviour = moment.behaviour(stage, name);
     let restarts = current.and_then(|c| c.get("restartCount")).and_then(Value::as_i64).unwrap_or(0);
     let last = current.and_then(|c| c.get("lastState")).cloned().unwrap_or_else(|| json!({}));
     let age = moment.age(name);
-    let restart_policy = pod.pointer("/spec/restartPolicy").and_then(Value::as_str).unwrap_or("Always");
     let unchanged = |wake: Option<Duration>| ContainerStep {
         status: current.cloned().unwrap_or(Value::Null),
         notes: Vec::new(),
@@ -238,7 +311,7 @@ fn container_step(pod: &Value, spec: &Value, current: Option<&Value>, stage: &St
                             reason: "BackOff",
                             message,
                             warning: true,
-                            field_path: container_ref(name, false),
+                            field_path: container_ref(name, role.init),
                         }],
                         wake: None,
                     };
@@ -247,7 +320,7 @@ fn container_step(pod: &Value, spec: &Value, current: Option<&Value>, stage: &St
                     "failed to pull and unpack image \"{image}\": failed to resolve reference \"{image}\": not found (simulated)"
                 );
                 let state = json!({"waiting": {"reason": "ErrImagePull", "message": message.clone()}});
-                let field_path = container_ref(name, false);
+                let field_path = container_ref(name, role.init);
                 return ContainerStep {
                     status: status_of(spec, pod, false, restarts, state, last),
                     notes: vec![
@@ -273,17 +346,17 @@ fn container_step(pod: &Value, spec: &Value, current: Option<&Value>, stage: &St
                 return unchanged(Some(due - age));
             }
             let restarts = if reason == "CrashLoopBackOff" { restarts + 1 } else { restarts };
-            start_container(pod, spec, stage, moment, restarts, last)
+            start_container(pod, spec, stage, moment, Restart { restarts, last }, role)
         }
         State::Running => {
             let started = text(current, "/state/running/startedAt").to_string();
             let ready = current.get("ready").and_then(Value::as_bool) == Some(true);
             let readiness = ready_after(spec, behaviour);
-            let exit = planned_exit(behaviour, stage, moment);
+            let exit = moment.exit(stage, name, false);
             if let Some((after, code)) = exit
                 && age >= after
             {
-                let exit = Exit { restarts, started: &started, code, policy: restart_policy };
+                let exit = Exit { restarts, started: &started, code, role };
                 return exited(exit, pod, spec, stage, moment);
             }
             let mut wake = exit.map(|(after, _)| after - age);
@@ -307,26 +380,26 @@ fn start_container(
     spec: &Value,
     stage: &Stage,
     moment: &Moment,
-    restarts: i64,
-    last: Value,
+    restart: Restart,
+    role: Role,
 ) -> ContainerStep {
     let name = text(spec, "/name");
-    let behaviour = stage.for_container(name);
-    let notes = starting_notes(spec, false);
+    let behaviour = moment.behaviour(stage, name);
+    let Restart { restarts, last } = restart;
+    let notes = starting_notes(spec, role.init, moment.local.get(name));
     let ready = ready_after(spec, behaviour) == Some(Duration::ZERO);
     let state = json!({"running": {"startedAt": moment.now}});
-    let restart_policy = pod.pointer("/spec/restartPolicy").and_then(Value::as_str).unwrap_or("Always");
-    if let Some((after, code)) = planned_exit(behaviour, stage, moment)
+    if let Some((after, code)) = moment.exit(stage, name, true)
         && after.is_zero()
     {
-        let exit = Exit { restarts, started: &moment.now, code, policy: restart_policy };
+        let exit = Exit { restarts, started: &moment.now, code, role };
         let mut step = exited(exit, pod, spec, stage, moment);
         let mut all = notes;
         all.append(&mut step.notes);
         step.notes = all;
         return step;
     }
-    let exit = planned_exit(behaviour, stage, moment).map(|(after, _)| after);
+    let exit = moment.exit(stage, name, true).map(|(after, _)| after);
     let readiness = ready_after(spec, behaviour).filter(|d| !d.is_zero());
     let wake = match (exit, readiness) {
         (Some(a), Some(b)) => Some(a.min(b)),
@@ -343,14 +416,21 @@ struct Exit<'a> {
     started: &'a str,
     /// Its exit code.
     code: i32,
-    /// The pod's restart policy.
-    policy: &'a str,
+    /// How it is restarted.
+    role: Role<'a>,
+}
+
+/// The restart a container starts with: its count and the state it last ended in.
+struct Restart {
+    restarts: i64,
+    last: Value,
 }
 
 /// A container that exits with `code`: restarted (at once the first time, then after a
 /// back-off) or left terminated, as the restart policy says.
 fn exited(exit: Exit, pod: &Value, spec: &Value, stage: &Stage, moment: &Moment) -> ContainerStep {
-    let Exit { restarts, started, code, policy } = exit;
+    let Exit { restarts, started, code, role } = exit;
+    let policy = role.policy;
     let name = text(spec, "/name");
     let terminated = json!({"terminated": {
         "containerID": container_id(pod, name, restarts),
@@ -369,7 +449,7 @@ fn exited(exit: Exit, pod: &Value, spec: &Value, stage: &Stage, moment: &Moment)
     }
     if restarts == 0 {
         // The first restart is immediate: the kubelet's back-off starts after it.
-        return start_container(pod, spec, stage, moment, 1, terminated);
+        return start_container(pod, spec, stage, moment, Restart { restarts: 1, last: terminated }, role);
     }
     let pause = back_off(restarts);
     let message = format!("back-off {} restarting failed container={name} pod={}", seconds(pause), pod_ref(pod));
@@ -380,7 +460,7 @@ fn exited(exit: Exit, pod: &Value, spec: &Value, stage: &Stage, moment: &Moment)
             reason: "BackOff",
             message: format!("Back-off restarting failed container {name} in pod {}", pod_ref(pod)),
             warning: true,
-            field_path: container_ref(name, false),
+            field_path: container_ref(name, role.init),
         }],
         wake: Some(pause),
     }
@@ -528,6 +608,79 @@ fn first_status(pod: &Value, moment: &Moment) -> Value {
     status
 }
 
+/// Whether an init container no longer holds the next back: it completed, or it is a sidecar
+/// that runs.
+fn init_done(status: &Value, spec: &Value) -> bool {
+    let sidecar = spec.get("restartPolicy").and_then(Value::as_str) == Some("Always");
+    match state_of(status) {
+        State::Terminated => status.pointer("/state/terminated/exitCode").and_then(Value::as_i64) == Some(0),
+        State::Running => sidecar,
+        State::Waiting => false,
+    }
+}
+
+/// The init containers' next statuses.
+#[derive(Default)]
+struct InitStep {
+    statuses: Vec<Value>,
+    /// All are done.
+    initialized: bool,
+    /// One failed and is not restarted: the pod fails.
+    failed: bool,
+    notes: Vec<Note>,
+    wake: Option<Duration>,
+}
+
+/// Steps the init containers in order until one is not done.
+fn init_step(pod: &Value, inits: &[&Value], previous: &[Value], stage: &Stage, moment: &Moment) -> InitStep {
+    let mut out = InitStep { initialized: true, ..InitStep::default() };
+    for spec in inits {
+        let name = text(spec, "/name");
+        let existing = previous.iter().find(|s| s["name"] == name);
+        if !out.initialized {
+            let waiting =
+                || status_of(spec, pod, false, 0, json!({"waiting": {"reason": "PodInitializing"}}), json!({}));
+            out.statuses.push(existing.cloned().unwrap_or_else(waiting));
+            continue;
+        }
+        if let Some(done) = existing.filter(|s| init_done(s, spec)) {
+            out.statuses.push(done.clone());
+            continue;
+        }
+        if !moment.local.contains_key(name) {
+            out.notes.extend(starting_notes(spec, true, None));
+            let sidecar = spec.get("restartPolicy").and_then(Value::as_str) == Some("Always");
+            let state = if sidecar {
+                json!({"running": {"startedAt": moment.now}})
+            } else {
+                json!({"terminated": {"containerID": container_id(pod, name, 0), "exitCode": 0,
+                    "finishedAt": moment.now, "reason": "Completed", "startedAt": moment.now}})
+            };
+            out.statuses.push(status_of(spec, pod, sidecar, 0, state, json!({})));
+            continue;
+        }
+        let role = Role::init(pod, spec);
+        let fresh = existing.is_none_or(|s| {
+            state_of(s) == State::Waiting && matches!(text(s, "/state/waiting/reason"), "PodInitializing" | "")
+        });
+        let step = if fresh {
+            start_container(pod, spec, stage, moment, Restart { restarts: 0, last: json!({}) }, role)
+        } else {
+            container_step(pod, spec, existing, stage, moment, role)
+        };
+        out.notes.extend(step.notes);
+        if let Some(wake) = step.wake {
+            out.wake = Some(out.wake.map_or(wake, |w| w.min(wake)));
+        }
+        if !init_done(&step.status, spec) {
+            out.initialized = false;
+            out.failed = state_of(&step.status) == State::Terminated;
+        }
+        out.statuses.push(step.status);
+    }
+    out
+}
+
 /// The kubelet's next step for a pod on its node.
 pub fn step(pod: &Value, stage: &Stage, moment: &Moment) -> Step {
     let current = pod.get("status").cloned().unwrap_or_else(|| json!({}));
@@ -547,29 +700,26 @@ pub fn step(pod: &Value, stage: &Stage, moment: &Moment) -> Step {
             wake = Some(wake.map_or(w, |current: Duration| current.min(w)));
         }
     };
-    // Init containers: all done (sidecars running) once the start time has passed.
+    // Init containers, in order: simulated ones complete (sidecars keep running) once the start
+    // time has passed; one that runs as a local process holds back the next until it completes.
     let inits = containers(pod, "initContainers");
-    let mut init_statuses: Vec<Value> =
+    let previous_inits: Vec<Value> =
         current.get("initContainerStatuses").and_then(Value::as_array).cloned().unwrap_or_default();
-    let mut initialized = init_statuses.iter().all(|s| state_of(s) != State::Waiting) || inits.is_empty();
+    let mut init_statuses = previous_inits.clone();
+    let mut initialized = inits.iter().all(|spec| {
+        let name = text(spec, "/name");
+        previous_inits.iter().find(|s| s["name"] == name).is_some_and(|s| init_done(s, spec))
+    });
+    let mut init_failed = false;
     let starting = pod_age >= moment.start;
     if !initialized {
         if starting {
-            init_statuses = inits
-                .iter()
-                .map(|spec| {
-                    notes.extend(starting_notes(spec, true));
-                    let sidecar = spec.get("restartPolicy").and_then(Value::as_str) == Some("Always");
-                    let state = if sidecar {
-                        json!({"running": {"startedAt": moment.now}})
-                    } else {
-                        json!({"terminated": {"containerID": container_id(pod, text(spec, "/name"), 0), "exitCode": 0,
-                            "finishedAt": moment.now, "reason": "Completed", "startedAt": moment.now}})
-                    };
-                    status_of(spec, pod, sidecar, 0, state, json!({}))
-                })
-                .collect();
-            initialized = true;
+            let step = init_step(pod, &inits, &previous_inits, stage, moment);
+            notes.extend(step.notes);
+            soonest(step.wake);
+            init_statuses = step.statuses;
+            initialized = step.initialized;
+            init_failed = step.failed;
         } else {
             soonest(Some(moment.start - pod_age));
         }
@@ -587,11 +737,12 @@ pub fn step(pod: &Value, stage: &Stage, moment: &Moment) -> Step {
         });
         if waiting_to_start {
             if initialized && starting {
-                let step = if stage.for_container(name) == Behaviour::ImagePullError {
+                let step = if moment.behaviour(stage, name) == Behaviour::ImagePullError {
                     let creating = json!({"waiting": {"reason": "ContainerCreating"}});
-                    container_step(pod, spec, Some(&status_of(spec, pod, false, 0, creating, json!({}))), stage, moment)
+                    let creating = status_of(spec, pod, false, 0, creating, json!({}));
+                    container_step(pod, spec, Some(&creating), stage, moment, Role::main(pod))
                 } else {
-                    start_container(pod, spec, stage, moment, 0, json!({}))
+                    start_container(pod, spec, stage, moment, Restart { restarts: 0, last: json!({}) }, Role::main(pod))
                 };
                 notes.extend(step.notes);
                 soonest(step.wake);
@@ -605,13 +756,13 @@ pub fn step(pod: &Value, stage: &Stage, moment: &Moment) -> Step {
             }
             continue;
         }
-        let step = container_step(pod, spec, existing, stage, moment);
+        let step = container_step(pod, spec, existing, stage, moment, Role::main(pod));
         notes.extend(step.notes);
         soonest(step.wake);
         statuses.push(step.status);
     }
     statuses.sort_by(|a, b| a["name"].as_str().cmp(&b["name"].as_str()));
-    let phase = phase_of(&statuses, initialized, &policy);
+    let phase = if init_failed { "Failed" } else { phase_of(&statuses, initialized, &policy) };
     let mut status = current.clone();
     status["phase"] = json!(phase);
     status["containerStatuses"] = json!(statuses);

@@ -14,7 +14,9 @@ mod cron;
 mod endpoints;
 mod kubelet;
 mod nodes;
+pub mod process;
 mod queue;
+pub mod runtime;
 mod scheduler;
 pub mod stages;
 
@@ -68,6 +70,9 @@ pub struct Settings {
     pub nodes: usize,
     /// The rules of the stages file.
     pub rules: Vec<Rule>,
+    /// With `--run-pods`: where containers whose command exists on the host run as local
+    /// processes.
+    pub runtime: Option<Arc<runtime::Runtime>>,
 }
 
 type PodKey = (String, String);
@@ -319,6 +324,11 @@ impl Simulation {
         let node = pod.pointer("/spec/nodeName").and_then(Value::as_str).unwrap_or_default().to_string();
         let ip = pod.pointer("/status/podIP").and_then(Value::as_str).unwrap_or_default();
         let gone = kind == EventKind::Deleted;
+        if let Some(runtime) = &self.settings.runtime
+            && (gone || object::deletion_timestamp(pod).is_some())
+        {
+            runtime.stop_pod(object::uid(pod));
+        }
         if let Some(services) = self.services.get(&key.0) {
             for (service, selector) in services {
                 if selector.matches(object::labels(pod)) {
@@ -362,9 +372,19 @@ impl Simulation {
         Some(self.queue.next_due().map_or(self.next_lease, |due| due.min(self.next_lease)))
     }
 
+    /// What wakes the simulation when a local process exits (with `--run-pods`).
+    pub fn wakeup(&self) -> Option<Arc<tokio::sync::Notify>> {
+        self.settings.runtime.as_ref().map(|runtime| runtime.exited())
+    }
+
     /// Does everything that is due.
     pub async fn run_due(&mut self, cluster: &Cluster) {
         let now = Instant::now();
+        if let Some(runtime) = &self.settings.runtime {
+            for (namespace, name) in runtime.take_exits() {
+                self.queue.push(Key::new(Kind::Pod, &namespace, &name), now);
+            }
+        }
         if now >= self.next_lease {
             self.renew_leases(cluster).await;
             self.next_lease = now + Duration::from_secs(nodes::LEASE_SECONDS / 4);
@@ -588,6 +608,10 @@ impl Simulation {
         let now = Instant::now();
         let ages = self.clocks.entry(key.clone()).or_default().ages(pod, now);
         let job_pod = controllers::controller_of(pod).is_some_and(|o| o["kind"] == "Job");
+        let local = match self.settings.runtime.clone() {
+            Some(runtime) => self.local_processes(cluster, &runtime, pod).await,
+            None => HashMap::new(),
+        };
         let moment = kubelet::Moment {
             now: object::now(),
             start: stage.start.unwrap_or(self.settings.delay),
@@ -596,12 +620,16 @@ impl Simulation {
             host_ip: self.addresses.node_ip(node).to_string(),
             pod_ip,
             job_pod,
+            local,
         };
         let step = kubelet::step(pod, &stage, &moment);
         if let Some(status) = step.status {
             let mut written = pod.clone();
             written["status"] = status.clone();
             self.clocks.entry(key.clone()).or_default().ages(&written, now);
+            if let Some(runtime) = &self.settings.runtime {
+                start_processes(cluster, runtime, &written);
+            }
             write_status(cluster, PODS, pod, status).await;
         }
         for note in step.notes {
@@ -609,6 +637,49 @@ impl Simulation {
                 .await;
         }
         step.wake
+    }
+
+    /// The containers of a pod that run as local processes, with their current instances
+    /// started (after a server restart the status may say running before any process does)
+    /// and their exits. The first time, how each container runs is decided and containers that
+    /// cannot run locally are said to be simulated in an Event.
+    async fn local_processes(
+        &self,
+        cluster: &Cluster,
+        runtime: &Arc<runtime::Runtime>,
+        pod: &Value,
+    ) -> HashMap<String, kubelet::Local> {
+        let key: PodKey = (object::namespace(pod).to_string(), object::name(pod).to_string());
+        let grace = pod.pointer("/spec/terminationGracePeriodSeconds").and_then(Value::as_u64).unwrap_or(30);
+        let (plans, new) = runtime.plans(object::uid(pod), &key, Duration::from_secs(grace), || {
+            let sources = StoreSources { cluster, namespace: &key.0 };
+            container_specs(pod)
+                .map(|(spec, _)| {
+                    (spec["name"].as_str().unwrap_or_default().to_string(), plan_container(pod, spec, &sources))
+                })
+                .collect()
+        });
+        if new {
+            for (spec, field_path) in container_specs(pod) {
+                if let Some(process::Plan::Simulated(why)) = spec["name"].as_str().and_then(|name| plans.get(name)) {
+                    self.record(cluster, pod, Some(&field_path), "Simulated", why, false, "kubelet").await;
+                }
+            }
+        }
+        start_processes(cluster, runtime, pod);
+        let uid = object::uid(pod);
+        plans
+            .into_iter()
+            .filter_map(|(name, plan)| {
+                let process::Plan::Local { program, .. } = plan else { return None };
+                let restarts = container_status(pod, &name).and_then(|s| s["restartCount"].as_i64()).unwrap_or(0);
+                let exit = runtime
+                    .instance(uid, &name, false)
+                    .filter(|instance| instance.restart == restarts)
+                    .and_then(|instance| instance.exit_code());
+                Some((name, kubelet::Local { program: program.display().to_string(), exit }))
+            })
+            .collect()
     }
 
     /// Records an Event about an object, as its controller would.
@@ -1374,6 +1445,79 @@ impl Simulation {
             Some(_) => {}
         }
         None
+    }
+}
+
+/// A pod's init containers and containers, each with its field path.
+fn container_specs(pod: &Value) -> impl Iterator<Item = (&Value, String)> {
+    ["initContainers", "containers"].into_iter().flat_map(move |field| {
+        let specs = pod.pointer(&format!("/spec/{field}")).and_then(Value::as_array).into_iter().flatten();
+        specs.map(move |spec| (spec, format!("spec.{field}{{{}}}", spec["name"].as_str().unwrap_or_default())))
+    })
+}
+
+fn container_status<'a>(pod: &'a Value, name: &str) -> Option<&'a Value> {
+    ["initContainerStatuses", "containerStatuses"]
+        .iter()
+        .filter_map(|field| pod.pointer(&format!("/status/{field}")).and_then(Value::as_array))
+        .flatten()
+        .find(|s| s["name"] == name)
+}
+
+/// How a container runs under `--run-pods`: sidecars are simulated (their restarts are not
+/// followed), others run locally if their command exists here.
+fn plan_container(pod: &Value, spec: &Value, sources: &StoreSources) -> process::Plan {
+    if spec.get("restartPolicy").and_then(Value::as_str) == Some("Always") {
+        let name = spec["name"].as_str().unwrap_or_default();
+        return process::Plan::Simulated(format!(
+            "sidecar container {name} is simulated: --run-pods runs init containers and containers"
+        ));
+    }
+    let env = process::environment(pod, spec, sources).unwrap_or_default();
+    process::plan(spec, &env, |name| which::which(name).ok())
+}
+
+/// Starts the local process of every container whose status says it runs (instance by restart
+/// count) and that has none.
+fn start_processes(cluster: &Cluster, runtime: &Arc<runtime::Runtime>, pod: &Value) {
+    let uid = object::uid(pod);
+    let sources = StoreSources { cluster, namespace: object::namespace(pod) };
+    for (spec, _) in container_specs(pod) {
+        let name = spec["name"].as_str().unwrap_or_default();
+        let Some(status) = container_status(pod, name).filter(|s| s.pointer("/state/running").is_some()) else {
+            continue;
+        };
+        let restarts = status["restartCount"].as_i64().unwrap_or(0);
+        if runtime.instance(uid, name, false).is_some_and(|i| i.restart >= restarts) {
+            continue;
+        }
+        let Some(process::Plan::Local { program, args }) = runtime.plan(uid, name) else { continue };
+        let launch = runtime::Launch {
+            program,
+            args,
+            env: process::environment(pod, spec, &sources),
+            working_dir: spec.get("workingDir").and_then(Value::as_str).map(std::path::PathBuf::from),
+            hostname: object::name(pod).to_string(),
+        };
+        runtime.start(uid, name, restarts, launch);
+    }
+}
+
+/// ConfigMaps and Secrets of a namespace, for containers' environments.
+struct StoreSources<'a> {
+    cluster: &'a Cluster,
+    namespace: &'a str,
+}
+
+impl process::Sources for StoreSources<'_> {
+    fn config_map(&self, name: &str) -> Option<BTreeMap<String, String>> {
+        let stored = self.cluster.store.get("configmaps", self.namespace, name)?;
+        Some(process::config_map_data(&stored.value))
+    }
+
+    fn secret(&self, name: &str) -> Option<BTreeMap<String, String>> {
+        let stored = self.cluster.store.get("secrets", self.namespace, name)?;
+        Some(process::secret_data(&stored.value))
     }
 }
 

@@ -22,6 +22,7 @@ fn moment(pod_age: Duration, container_age: Duration) -> Moment {
         host_ip: "172.18.0.2".into(),
         pod_ip: "10.244.0.5".into(),
         job_pod: false,
+        local: HashMap::new(),
     }
 }
 
@@ -211,5 +212,97 @@ fn images_are_reported_fully_qualified() {
     ];
     for (image, expected) in cases {
         assert_eq!(qualified_image(image), expected, "{image}");
+    }
+}
+
+fn local(exit: Option<i32>) -> HashMap<String, Local> {
+    HashMap::from([("web".to_string(), Local { program: "/bin/sh".into(), exit })])
+}
+
+/// A pod whose container runs as a local process, started.
+fn started_local(policy: &str) -> Value {
+    let mut pod = pod(json!({"restartPolicy": policy}));
+    advance(&mut pod, &Stage::default(), &Moment { local: local(None), ..moment(Duration::ZERO, Duration::ZERO) });
+    let started = advance(&mut pod, &Stage::default(), &Moment { local: local(None), ..moment(START, START) });
+    assert_eq!(started.wake, None, "a local process is watched, not timed");
+    let pulled = &started.notes[0];
+    assert_eq!(pulled.reason, "Pulled");
+    assert!(pulled.message.contains("not used: --run-pods runs \"/bin/sh\""), "{}", pulled.message);
+    assert_eq!(web(&pod)["state"]["running"]["startedAt"], "2025-01-01T00:00:10Z");
+    pod
+}
+
+#[test]
+fn local_processes_drive_the_status_by_restart_policy() {
+    let long = Duration::from_secs(3600);
+    // (restart policy, exit code) → (phase, state of the container, restart count)
+    let cases = [
+        ("Never", 3, "Failed", "terminated", 0),
+        ("Never", 0, "Succeeded", "terminated", 0),
+        ("OnFailure", 0, "Succeeded", "terminated", 0),
+        ("OnFailure", 2, "Running", "running", 1),
+        ("Always", 0, "Running", "running", 1),
+        ("Always", 1, "Running", "running", 1),
+    ];
+    for (policy, code, phase, state, restarts) in cases {
+        let mut pod = started_local(policy);
+        let still = advance(&mut pod, &Stage::default(), &Moment { local: local(None), ..moment(long, long) });
+        assert_eq!(still.status, None, "{policy}: running processes never exit by the clock");
+        advance(&mut pod, &Stage::default(), &Moment { local: local(Some(code)), ..moment(long, long) });
+        let what = format!("{policy} exit {code}");
+        assert_eq!(pod["status"]["phase"], phase, "{what}");
+        assert!(web(&pod)["state"].get(state).is_some(), "{what}: {}", web(&pod));
+        assert_eq!(web(&pod)["restartCount"], restarts, "{what}");
+        let terminated =
+            if restarts == 0 { &web(&pod)["state"]["terminated"] } else { &web(&pod)["lastState"]["terminated"] };
+        assert_eq!(terminated["exitCode"], code, "{what}");
+        assert_eq!(terminated["reason"], if code == 0 { "Completed" } else { "Error" }, "{what}");
+    }
+}
+
+#[test]
+fn a_local_process_that_keeps_failing_backs_off() {
+    let mut pod = started_local("Always");
+    let at = Duration::from_secs(5);
+    advance(&mut pod, &Stage::default(), &Moment { local: local(Some(1)), ..moment(at, at) });
+    assert_eq!(web(&pod)["restartCount"], 1);
+    // The restarted instance is running: the previous exit does not count again.
+    let running = advance(&mut pod, &Stage::default(), &Moment { local: local(None), ..moment(at, Duration::ZERO) });
+    assert_eq!(running.status, None);
+    let crashed = advance(&mut pod, &Stage::default(), &Moment { local: local(Some(1)), ..moment(at, at) });
+    assert_eq!(web(&pod)["state"]["waiting"]["reason"], "CrashLoopBackOff");
+    assert_eq!(crashed.wake, Some(Duration::from_secs(10)));
+    let restarted =
+        advance(&mut pod, &Stage::default(), &Moment { local: local(Some(1)), ..moment(at, Duration::from_secs(10)) });
+    assert!(restarted.status.is_some());
+    assert_eq!((web(&pod)["restartCount"].clone(), web(&pod)["state"].get("running").is_some()), (json!(2), true));
+}
+
+fn init_status(pod: &Value) -> &Value {
+    &pod["status"]["initContainerStatuses"][0]
+}
+
+#[test]
+fn a_local_init_container_holds_the_containers_back_until_it_completes() {
+    let setup = |exit: Option<i32>| HashMap::from([("setup".to_string(), Local { program: "/bin/sh".into(), exit })]);
+    // (restart policy, the init container's exit) → (phase, init state, web state)
+    let cases = [
+        ("Always", 0, "Running", "terminated", "running"),
+        ("Never", 2, "Failed", "terminated", "waiting"),
+        ("OnFailure", 2, "Pending", "running", "waiting"),
+    ];
+    for (policy, code, phase, init_state, web_state) in cases {
+        let mut pod = pod(json!({"restartPolicy": policy, "initContainers": [{"name": "setup", "image": "busybox"}]}));
+        advance(&mut pod, &Stage::default(), &Moment { local: setup(None), ..moment(Duration::ZERO, Duration::ZERO) });
+        advance(&mut pod, &Stage::default(), &Moment { local: setup(None), ..moment(START, START) });
+        assert!(init_status(&pod)["state"].get("running").is_some(), "{policy}: {}", init_status(&pod));
+        assert_eq!(web(&pod)["state"]["waiting"]["reason"], "PodInitializing", "{policy}");
+        assert_eq!(pod["status"]["phase"], "Pending", "{policy}");
+        assert_eq!(condition(&pod, "Initialized")["status"], "False", "{policy}");
+        advance(&mut pod, &Stage::default(), &Moment { local: setup(Some(code)), ..moment(START, START) });
+        let what = format!("{policy}, init exits {code}");
+        assert_eq!(pod["status"]["phase"], phase, "{what}");
+        assert!(init_status(&pod)["state"].get(init_state).is_some(), "{what}: {}", init_status(&pod));
+        assert!(web(&pod)["state"].get(web_state).is_some(), "{what}: {}", web(&pod));
     }
 }
