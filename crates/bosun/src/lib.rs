@@ -27,6 +27,7 @@
 //! templates) and [`yaml`] (streams with error positions, deterministic output).
 
 pub mod apply;
+pub mod canary;
 pub mod cluster;
 pub mod config;
 pub mod controllers;
@@ -51,11 +52,12 @@ pub mod trigger;
 pub mod yaml;
 
 /// The custom resource definitions of bosun's resources (`Package`, `Operator`, then the
-/// notification resources `Alert`, `Provider`, `Receiver`), as `bosun crds` prints them and
+/// notification resources `Alert`, `Provider`, `Receiver`, then `Canary`), as `bosun crds` prints them and
 /// `bosun controller` requires them.
 pub fn crds() -> Vec<k8s_openapi::apiextensions_apiserver::pkg::apis::apiextensions::v1::CustomResourceDefinition> {
     use kube::CustomResourceExt;
     let mut crds = vec![package::PackageResource::crd(), operator::OperatorResource::crd()];
     crds.extend(notification::crds());
+    crds.push(canary::CanaryResource::crd());
     crds
 }
