@@ -208,13 +208,10 @@ pub struct WebhookSpec {
 #[derive(Debug, Clone, Default, Deserialize, Serialize, PartialEq, JsonSchema)]
 #[serde(rename_all = "camelCase")]
 pub struct CanaryStatus {
-    /// `Progressing`, `Paused`, `Healthy` or `Degraded`.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub phase: Option<String>,
     /// The step being worked on, `2/4` (printer column).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub step: Option<String>,
-    /// The state the controller continues from (restart-safe).
+    /// The state the controller continues from (restart-safe), `phase` among it.
     #[serde(flatten)]
     pub progress: plan::Progress,
     /// What is going on, as the Deployer says it: `60% has been deployed, 30s till next step`.

@@ -441,8 +441,14 @@ impl<'a> Deciding<'a> {
                 return self.roll_back(stable, "AnalysisFailed", format!("background analysis: {why}"));
             }
         }
-        let live = self.live(version);
-        let available = live.map_or(0, |live| live.available);
+        let Some(live) = self.live(version) else {
+            // The canary starts at zero replicas beside the stable version (the Deployer's way).
+            let (_, old) = split(rollout.replicas, self.progress.weight.unwrap_or(0)).unwrap_or_default();
+            self.desired = vec![(stable.to_string(), old), (version.to_string(), 0)];
+            self.message = format!("canary {version} created at 0 replicas");
+            return;
+        };
+        let available = live.available;
         if available > self.progress.canary_available.unwrap_or(0) {
             self.progress.progress_at = self.now();
         }
@@ -478,7 +484,7 @@ impl<'a> Deciding<'a> {
             }
             let (new, _) = self.scale(stable, version, weight);
             self.progress.weight = Some(weight);
-            let reached = live.is_some_and(|live| live.current && live.replicas == new && live.available >= new);
+            let reached = live.current && live.replicas == new && live.available >= new;
             if !reached {
                 let stalled = self.since(self.progress.progress_at.as_deref());
                 if stalled >= rollout.progress_deadline {

@@ -187,8 +187,11 @@ fn the_deployer_scenario_step_by_step() {
     world.rollout = deployer("1.7.8", steps);
     let started = world.step(&[live("1.7.7", 10, 10)], none, at(10));
     assert!(started.started);
-    assert_eq!(started.desired, desired(&[("1.7.7", 9), ("1.7.8", 1)]));
-    assert_eq!(started.message, "10%: waiting for 1 replicas of 1.7.8 to be available (0 are)");
+    assert_eq!(started.desired, desired(&[("1.7.7", 10), ("1.7.8", 0)]), "the new Deployment starts at zero");
+    assert_eq!(started.message, "canary 1.7.8 created at 0 replicas");
+    let ten = world.step(&[live("1.7.7", 10, 10), live("1.7.8", 0, 0)], none, at(11));
+    assert_eq!(ten.desired, desired(&[("1.7.7", 9), ("1.7.8", 1)]));
+    assert_eq!(ten.message, "10%: waiting for 1 replicas of 1.7.8 to be available (0 are)");
     let waiting = world.step(&[live("1.7.7", 9, 9), live("1.7.8", 1, 1)], none, at(12));
     assert_eq!(waiting.message, "10% has been deployed, 30s till next step");
     assert_eq!(waiting.requeue, Some(Duration::from_secs(30)));
@@ -272,7 +275,7 @@ fn abort_rolls_back_and_the_version_is_not_tried_again_until_retried() {
     let retry = Requests { retry: true, ..Requests::default() };
     let again = world.step(&[live("1", 10, 10)], retry, at(5));
     assert!(again.started);
-    assert_eq!(again.desired, desired(&[("1", 8), ("2", 2)]));
+    assert_eq!(again.desired, desired(&[("1", 10), ("2", 0)]));
 }
 
 /// Version 1 stable, version 2 asked for, with a progress deadline of 5 s.
@@ -289,7 +292,8 @@ fn deadline_world() -> World {
 #[test]
 fn a_canary_that_never_becomes_available_is_rolled_back_after_the_deadline() {
     let mut world = deadline_world();
-    let started = world.step(&[live("1", 10, 10)], Requests::default(), at(10));
+    world.step(&[live("1", 10, 10)], Requests::default(), at(10));
+    let started = world.step(&[live("1", 10, 10), live("2", 0, 0)], Requests::default(), at(10));
     assert_eq!(started.requeue, Some(Duration::from_secs(5)));
     let waiting = world.step(&[live("1", 5, 5), live("2", 5, 0)], Requests::default(), at(13));
     assert_eq!(waiting.requeue, Some(Duration::from_secs(2)));
@@ -317,7 +321,7 @@ fn a_new_version_during_a_canary_supersedes_it() {
     world.rollout = deployer("3", steps);
     let outcome = world.step(&[live("1", 5, 5), live("2", 5, 5)], Requests::default(), at(3));
     assert!(outcome.started);
-    assert_eq!(outcome.desired, desired(&[("1", 5), ("3", 5)]), "the middle version is not wanted: deleted");
+    assert_eq!(outcome.desired, desired(&[("1", 10), ("3", 0)]), "the middle version is not wanted: deleted");
     assert!(outcome.notes.iter().any(|n| n.reason == "Superseded"));
     assert_eq!(outcome.progress.stable_version.as_deref(), Some("1"));
 }

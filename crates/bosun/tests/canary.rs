@@ -1,0 +1,367 @@
+//! The `Canary` controller against the embedded API server over HTTP, with simulated workloads
+//! (Deployments → ReplicaSets → pods that become available): the Deployer's scenario step by
+//! step, pauses and promotion, abort and retry, analyses failing through a local HTTP server and a
+//! Prometheus-compatible endpoint, a canary that never becomes available, a superseded version,
+//! and a controller restarted mid-step.
+
+use std::{
+    collections::BTreeMap,
+    sync::{Arc, Mutex},
+    time::Duration,
+};
+
+use bosun::{
+    canary::CanaryResource,
+    controllers::canary::{self, Settings},
+};
+use bosun_apiserver::{ApiServer, RunningServer};
+use futures::StreamExt;
+use k8s_openapi::{
+    api::{apps::v1::Deployment, core::v1::Event},
+    apiextensions_apiserver::pkg::apis::apiextensions::v1::CustomResourceDefinition,
+};
+use kube::{
+    Api, CustomResourceExt,
+    api::{ListParams, Patch, PatchParams, PostParams},
+    runtime::{WatchStreamExt, watcher},
+};
+use serde_json::{Value, json};
+use tokio::time::Instant;
+
+#[path = "support/kit_test.rs"]
+mod kit_test;
+use kit_test::{BOUND, ControllerTask, eventually};
+
+struct Harness {
+    server: RunningServer,
+    task: ControllerTask,
+    kubeconfig: tempfile::NamedTempFile,
+}
+
+impl Harness {
+    async fn start() -> Harness {
+        let _ = tracing_subscriber::fmt()
+            .with_env_filter(tracing_subscriber::EnvFilter::from_default_env())
+            .with_test_writer()
+            .try_init();
+        let server =
+            ApiServer::in_memory().simulate_workloads(Duration::from_millis(100)).start().await.expect("server");
+        let crds: Api<CustomResourceDefinition> = Api::all(server.client());
+        crds.create(&PostParams::default(), &CanaryResource::crd()).await.expect("the Canary CRD is accepted");
+        let kubeconfig = tempfile::NamedTempFile::new().expect("kubeconfig");
+        server.write_kubeconfig(kubeconfig.path()).expect("write kubeconfig");
+        let mut harness = Harness { server, task: ControllerTask::default(), kubeconfig };
+        harness.run();
+        harness
+    }
+
+    fn run(&mut self) {
+        self.task = ControllerTask::spawn(canary::controller(self.server.client(), Settings::default()));
+    }
+
+    fn canaries(&self) -> Api<CanaryResource> {
+        Api::default_namespaced(self.server.client())
+    }
+
+    fn deployments(&self) -> Api<Deployment> {
+        Api::default_namespaced(self.server.client())
+    }
+
+    async fn create(&self, spec: Value) {
+        let canary: CanaryResource = serde_json::from_value(json!({
+            "apiVersion": "bosun.dev/v1alpha1", "kind": "Canary", "metadata": {"name": "nginx"}, "spec": spec,
+        }))
+        .expect("a Canary");
+        self.canaries().create(&PostParams::default(), &canary).await.expect("create the Canary");
+    }
+
+    async fn set_version(&self, version: &str) {
+        let patch = json!({"spec": {"deployment": {"version": version}}});
+        self.canaries().patch("nginx", &PatchParams::default(), &Patch::Merge(&patch)).await.expect("patch version");
+    }
+
+    async fn status(&self) -> Value {
+        let canary = self.canaries().get("nginx").await.expect("get the Canary");
+        serde_json::to_value(canary.status).expect("json")
+    }
+
+    /// Waits until the status' phase is `phase`; returns the status.
+    async fn phase(&self, phase: &str) -> Value {
+        let deadline = Instant::now() + BOUND;
+        loop {
+            let status = self.status().await;
+            if status["phase"] == phase {
+                return status;
+            }
+            assert!(Instant::now() < deadline, "not {phase} within {BOUND:?}: {status:#}");
+            tokio::time::sleep(Duration::from_millis(50)).await;
+        }
+    }
+
+    /// Waits until the Deployments of the Canary are exactly `wanted` (name → spec.replicas).
+    async fn deployments_are(&self, wanted: &[(&str, i32)]) {
+        let wanted: BTreeMap<String, i32> = wanted.iter().map(|(n, r)| (n.to_string(), *r)).collect();
+        let mut last = BTreeMap::new();
+        let deadline = Instant::now() + BOUND;
+        while Instant::now() < deadline {
+            last = self.replicas().await;
+            if last == wanted {
+                return;
+            }
+            tokio::time::sleep(Duration::from_millis(50)).await;
+        }
+        panic!("the Deployments are {last:?}, not {wanted:?}");
+    }
+
+    async fn replicas(&self) -> BTreeMap<String, i32> {
+        let listed =
+            self.deployments().list(&ListParams::default().labels("bosun.dev/canary=nginx")).await.expect("list");
+        listed
+            .items
+            .into_iter()
+            .filter(|d| d.metadata.deletion_timestamp.is_none())
+            .map(|d| (d.metadata.name.unwrap_or_default(), d.spec.and_then(|s| s.replicas).unwrap_or(1)))
+            .collect()
+    }
+
+    async fn kubectl(&self, args: &[&str]) -> String {
+        let output = tokio::process::Command::new("kubectl")
+            .args(args)
+            .env("KUBECONFIG", self.kubeconfig.path())
+            .output()
+            .await
+            .expect("kubectl runs");
+        assert!(output.status.success(), "kubectl {args:?}: {}", String::from_utf8_lossy(&output.stderr));
+        String::from_utf8_lossy(&output.stdout).into_owned()
+    }
+
+    async fn event_reasons(&self) -> Vec<String> {
+        let events: Api<Event> = Api::default_namespaced(self.server.client());
+        let listed = events.list(&ListParams::default()).await.expect("events");
+        listed
+            .items
+            .into_iter()
+            .filter(|e| e.involved_object.kind.as_deref() == Some("Canary"))
+            .filter_map(|e| e.reason)
+            .collect()
+    }
+}
+
+fn deployer(version: &str, replicas: i32, steps: Value) -> Value {
+    json!({
+        "deployment": {"name": "nginx", "image": "nginx", "version": version, "labels": {"app": "nginx"}, "replicas": replicas},
+        "steps": steps,
+    })
+}
+
+/// Every change of the Canary's Deployments' replicas, as `(name, replicas)` snapshots of all
+/// of them, in the order the watch saw them.
+fn record_replicas(h: &Harness) -> Arc<Mutex<Vec<BTreeMap<String, i32>>>> {
+    let seen = Arc::new(Mutex::new(Vec::new()));
+    let record = seen.clone();
+    let config = watcher::Config::default().labels("bosun.dev/canary=nginx");
+    let stream = watcher(h.deployments(), config).default_backoff();
+    tokio::spawn(async move {
+        let mut current = BTreeMap::new();
+        let mut stream = std::pin::pin!(stream);
+        while let Some(Ok(event)) = stream.next().await {
+            match event {
+                watcher::Event::Apply(d) | watcher::Event::InitApply(d) => {
+                    let replicas = d.spec.and_then(|s| s.replicas).unwrap_or(1);
+                    current.insert(d.metadata.name.unwrap_or_default(), replicas);
+                }
+                watcher::Event::Delete(d) => {
+                    current.remove(&d.metadata.name.unwrap_or_default());
+                }
+                _ => continue,
+            }
+            let mut seen = record.lock().expect("lock");
+            if seen.last() != Some(&current) {
+                seen.push(current.clone());
+            }
+        }
+    });
+    seen
+}
+
+/// Whether `wanted` appear in `seen` in this order (other snapshots between them).
+fn in_order(seen: &[BTreeMap<String, i32>], wanted: &[BTreeMap<String, i32>]) -> bool {
+    let mut rest = seen.iter();
+    wanted.iter().all(|w| rest.any(|s| s == w))
+}
+
+fn pair(old: i32, new: i32) -> BTreeMap<String, i32> {
+    BTreeMap::from([("nginx-1.7.7".to_string(), old), ("nginx-1.7.8".to_string(), new)])
+}
+
+#[tokio::test]
+async fn the_deployer_scenario_moves_the_replicas_step_by_step() {
+    let h = Harness::start().await;
+    let steps = json!([{"percent": 10, "sleep": 1}, {"percent": 30, "sleep": 1}, {"percent": 60, "sleep": 1}, {"percent": 100, "sleep": 0}]);
+    h.create(deployer("1.7.7", 10, steps)).await;
+    let status = h.phase("Healthy").await;
+    assert_eq!(status["stableVersion"], "1.7.7");
+    assert_eq!(status["message"], "1.7.7 is stable: 10/10 replicas available");
+    h.deployments_are(&[("nginx-1.7.7", 10)]).await;
+    let deployment = h.deployments().get("nginx-1.7.7").await.expect("the stable Deployment");
+    let container = &deployment.spec.as_ref().expect("spec").template.spec.as_ref().expect("pod spec").containers[0];
+    assert_eq!(container.image.as_deref(), Some("nginx:1.7.7"));
+
+    let seen = record_replicas(&h);
+    h.set_version("1.7.8").await;
+    let messages = Arc::new(Mutex::new(Vec::<String>::new()));
+    let status = eventually("1.7.8 promoted", || async {
+        let status = h.status().await;
+        let message = status["message"].as_str().unwrap_or_default().to_string();
+        let mut messages = messages.lock().expect("lock");
+        if messages.last() != Some(&message) {
+            messages.push(message);
+        }
+        (status["phase"] == "Healthy" && status["stableVersion"] == "1.7.8").then_some(status)
+    })
+    .await;
+    h.deployments_are(&[("nginx-1.7.8", 10)]).await;
+    let seen = seen.lock().expect("lock").clone();
+    let wanted = [pair(10, 0), pair(9, 1), pair(7, 3), pair(4, 6), pair(0, 10)];
+    assert!(in_order(&seen, &wanted), "the replicas moved as {seen:?}");
+    let last = BTreeMap::from([("nginx-1.7.8".to_string(), 10)]);
+    assert_eq!(seen.last(), Some(&last), "the old Deployment is deleted at the end");
+    assert_eq!((status["step"].as_str(), status["weight"].as_i64()), (Some("4/4"), Some(100)));
+    assert!(status.get("canaryVersion").is_none(), "{status}");
+    let messages = messages.lock().expect("lock").clone();
+    for percent in [10, 30, 60] {
+        assert!(
+            messages
+                .iter()
+                .any(|m| m.starts_with(&format!("{percent}% has been deployed, ")) && m.ends_with("s till next step")),
+            "a message for {percent}%: {messages:?}"
+        );
+    }
+    let reasons = h.event_reasons().await;
+    for reason in ["CanaryStarted", "WeightSet", "Promoted"] {
+        assert!(reasons.iter().any(|r| r == reason), "{reason} in {reasons:?}");
+    }
+    let table = h.kubectl(&["get", "canary", "nginx"]).await;
+    let header: Vec<&str> = table.lines().next().unwrap_or_default().split_whitespace().collect();
+    assert_eq!(header, ["NAME", "PHASE", "STEP", "WEIGHT", "STABLE", "CANARY", "AGE"], "{table}");
+    let row: Vec<&str> = table.lines().nth(1).unwrap_or_default().split_whitespace().collect();
+    assert_eq!(row[..5], ["nginx", "Healthy", "4/4", "100", "1.7.8"], "{table}");
+}
+
+/// A Canary at version 1 (4 replicas) with `steps`, Healthy, then asked for version 2.
+async fn canary_of_two(h: &Harness, steps: Value) {
+    h.create(json!({
+        "deployment": {"name": "nginx", "image": "nginx", "version": "1", "labels": {"app": "nginx"}, "replicas": 4},
+        "steps": steps,
+    }))
+    .await;
+    h.phase("Healthy").await;
+    h.set_version("2").await;
+}
+
+#[tokio::test]
+async fn an_indefinite_pause_waits_until_promoted_with_an_annotation() {
+    let h = Harness::start().await;
+    canary_of_two(&h, json!([{"setWeight": 50}, {"pause": {}}, {"setWeight": 75}, {"pause": {}}])).await;
+    let status = h.phase("Paused").await;
+    assert_eq!(status["message"], "50% has been deployed, paused until promoted (bosun promote canary)");
+    assert_eq!(status["step"], "2/5", "a final 100% step is added after 75%");
+    h.deployments_are(&[("nginx-1", 2), ("nginx-2", 2)]).await;
+    // What `bosun promote canary` writes, as a kubectl-only user writes it.
+    h.kubectl(&["annotate", "canary", "nginx", "bosun.dev/promote=first"]).await;
+    eventually("paused at 75%", || async {
+        let status = h.status().await;
+        (status["phase"] == "Paused" && status["step"] == "4/5").then_some(())
+    })
+    .await;
+    h.deployments_are(&[("nginx-1", 1), ("nginx-2", 3)]).await;
+    h.kubectl(&["annotate", "--overwrite", "canary", "nginx", "bosun.dev/promote=second"]).await;
+    let status = h.phase("Healthy").await;
+    assert_eq!(status["stableVersion"], "2");
+    assert_eq!(status["handled"]["bosun.dev/promote"], "second");
+    h.deployments_are(&[("nginx-2", 4)]).await;
+}
+
+#[tokio::test]
+async fn abort_rolls_back_and_retry_starts_again() {
+    let h = Harness::start().await;
+    canary_of_two(&h, json!([{"setWeight": 50}, {"pause": {}}])).await;
+    h.phase("Paused").await;
+    h.kubectl(&["annotate", "canary", "nginx", "bosun.dev/abort=now"]).await;
+    let status = h.phase("Degraded").await;
+    assert_eq!(status["message"], "rolled back to 1: aborted by request");
+    assert_eq!(status["failedVersion"], "2");
+    h.deployments_are(&[("nginx-1", 4)]).await;
+    let canary = h.canaries().get("nginx").await.expect("get");
+    assert_eq!(canary.spec.deployment.expect("deployer").version, "2", "the spec's version stays");
+    assert!(h.event_reasons().await.iter().any(|r| r == "Aborted"));
+    h.kubectl(&["annotate", "canary", "nginx", "bosun.dev/retry=again"]).await;
+    h.phase("Paused").await;
+    h.deployments_are(&[("nginx-1", 2), ("nginx-2", 2)]).await;
+}
+
+#[tokio::test]
+async fn a_canary_that_never_becomes_available_is_rolled_back_after_the_deadline() {
+    let h = Harness::start().await;
+    let mut spec = deployer("1", 4, json!([{"setWeight": 50}, {"pause": {}}]));
+    spec["progressDeadline"] = json!("2s");
+    h.create(spec).await;
+    h.phase("Healthy").await;
+    // Version 2's pods run but never become ready (the simulation's failure injection).
+    let patch =
+        json!({"spec": {"deployment": {"version": "2", "podAnnotations": {"bosun.dev/simulate": "not-ready"}}}});
+    h.canaries().patch("nginx", &PatchParams::default(), &Patch::Merge(&patch)).await.expect("patch");
+    let status = h.phase("Degraded").await;
+    let message = status["message"].as_str().unwrap_or_default();
+    assert!(message.starts_with("rolled back to 1: nginx-2 has 0/2 available replicas"), "{message}");
+    h.deployments_are(&[("nginx-1", 4)]).await;
+    assert!(h.event_reasons().await.iter().any(|r| r == "ProgressDeadlineExceeded"));
+}
+
+#[tokio::test]
+async fn a_new_version_supersedes_the_running_canary() {
+    let h = Harness::start().await;
+    canary_of_two(&h, json!([{"setWeight": 50}, {"pause": {}}])).await;
+    h.phase("Paused").await;
+    h.deployments_are(&[("nginx-1", 2), ("nginx-2", 2)]).await;
+    h.set_version("3").await;
+    eventually("canary 3 paused", || async {
+        let status = h.status().await;
+        (status["phase"] == "Paused" && status["canaryVersion"] == "3").then_some(())
+    })
+    .await;
+    h.deployments_are(&[("nginx-1", 2), ("nginx-3", 2)]).await;
+    assert_eq!(h.status().await["stableVersion"], "1");
+    assert!(h.event_reasons().await.iter().any(|r| r == "Superseded"));
+}
+
+#[tokio::test]
+async fn a_restarted_controller_continues_the_step_it_was_in() {
+    let mut h = Harness::start().await;
+    h.create(deployer("1", 4, json!([{"percent": 50, "sleep": 3}]))).await;
+    h.phase("Healthy").await;
+    let seen = record_replicas(&h);
+    h.set_version("2").await;
+    let before = eventually("waiting at 50%", || async {
+        let status = h.status().await;
+        let waiting = status["message"].as_str().is_some_and(|m| m.starts_with("50% has been deployed, "));
+        waiting.then_some(status)
+    })
+    .await;
+    h.task.kill().await;
+    h.run();
+    // The new controller counts the wait from when the step was reached, not from its start.
+    let status = h.phase("Healthy").await;
+    assert_eq!(status["stableVersion"], "2");
+    h.deployments_are(&[("nginx-2", 4)]).await;
+    let seen = seen.lock().expect("lock").clone();
+    let half = BTreeMap::from([("nginx-1".to_string(), 2), ("nginx-2".to_string(), 2)]);
+    let reached = seen.iter().position(|s| *s == half).expect("the 50% step was reached");
+    assert!(
+        seen[reached..].iter().all(|s| s.get("nginx-2").is_none_or(|r| *r >= 2)),
+        "after the restart the canary did not start over: {seen:?}"
+    );
+    let started: jiff::Timestamp = before["stepStartedAt"].as_str().expect("stepStartedAt").parse().expect("time");
+    let waited = jiff::Timestamp::now().duration_since(started);
+    assert!(waited >= jiff::SignedDuration::from_secs(3), "the sleep was served: {waited:?}");
+}
