@@ -518,10 +518,16 @@ impl<'a> Deciding<'a> {
                 return self.promote(stable);
             }
             let elapsed = self.since(self.progress.step_started_at.as_deref());
+            // Whether the step would wait now: a promote request ends that wait (and only one).
+            let mut waits = true;
             let done = match &rollout.steps[index as usize] {
-                Step::Weight { sleep: None, .. } => true,
+                Step::Weight { sleep: None, .. } => {
+                    waits = false;
+                    true
+                }
                 Step::Weight { sleep: Some(wait), .. } | Step::Pause(Some(wait)) => {
-                    let done = promote || elapsed >= *wait;
+                    waits = elapsed < *wait;
+                    let done = promote || !waits;
                     if !done {
                         let left = *wait - elapsed;
                         self.message = format!("{weight}% has been deployed, {} till next step", seconds(left));
@@ -540,7 +546,10 @@ impl<'a> Deciding<'a> {
                 Step::Analysis(analysis) => {
                     let name = analysis.name.clone().unwrap_or_else(|| format!("step-{index}"));
                     match inputs.verdicts.get(&Wanted::Step(index)) {
-                        Some(Verdict::Successful) => true,
+                        Some(Verdict::Successful) => {
+                            waits = false;
+                            true
+                        }
                         Some(Verdict::Failed(why)) => {
                             return self.roll_back(stable, "AnalysisFailed", format!("analysis {name}: {why}"));
                         }
@@ -564,8 +573,9 @@ impl<'a> Deciding<'a> {
             if !done {
                 return;
             }
-            // A promote request ends one wait.
-            promote = false;
+            if waits {
+                promote = false;
+            }
             if self.phase == Phase::Paused {
                 self.fire(Event::Resume);
             }

@@ -247,6 +247,18 @@ fn an_indefinite_pause_waits_for_promotion() {
 }
 
 #[test]
+fn a_promote_ends_the_wait_it_was_made_for_not_a_step_that_did_not_wait() {
+    let mut world = stable_world(json!([{"setWeight": 20}, {"pause": {}}, {"setWeight": 50}, {"pause": {}}]));
+    world.step(&[live("1", 10, 10)], Requests::default(), at(1));
+    world.step(&[live("1", 10, 10), live("2", 0, 0)], Requests::default(), at(2));
+    // Promoted while the 20% step was still being reached (or seen so by a late status).
+    let promote = Requests { promote: true, ..Requests::default() };
+    let outcome = world.step(&[live("1", 8, 8), live("2", 2, 2)], promote, at(3));
+    assert_eq!(outcome.progress.current_step, Some(2), "the pause at 20% was ended by the promote");
+    assert_eq!(outcome.desired, desired(&[("1", 5), ("2", 5)]));
+}
+
+#[test]
 fn promote_full_skips_the_remaining_steps() {
     let mut world = stable_world(json!([{"setWeight": 20}, {"pause": {}}, {"setWeight": 50}, {"pause": {}}]));
     world.step(&[live("1", 10, 10)], Requests::default(), at(1));

@@ -56,22 +56,24 @@ pub fn controller(client: Client, settings: Settings) -> kit::Controller<Stepper
     super::hosted(controller, settings.namespace.as_deref(), settings.selector.as_deref(), settings.metrics)
 }
 
-fn rollout(run: &Run<CanaryResource>) -> Result<Rollout, Failure> {
-    run.object().rollout().map_err(|error| Failure::give_up("InvalidSpec", error.to_string()))
+fn rollout(canary: &CanaryResource) -> Result<Rollout, Failure> {
+    canary.rollout().map_err(|error| Failure::give_up("InvalidSpec", error.to_string()))
 }
 
 impl Lifecycle for Canaries {
     type Resource = CanaryResource;
 
     async fn validate(&self, run: &mut Run<CanaryResource>) -> Result<(), Failure> {
-        rollout(run).map(drop)
+        rollout(run.object()).map(drop)
     }
 
     /// Observes, measures, decides, and applies the Deployments wanted — here rather than in
     /// Apply, because Events and the post-promotion webhooks must follow the change.
     async fn plan(&self, run: &mut Run<CanaryResource>) -> Result<(), Failure> {
-        let rollout = rollout(run)?;
-        let canary = run.object().clone();
+        // The status as the server has it: the cache may not have seen the last reconcile's
+        // write yet, and a request must be decided on the state it was made in.
+        let canary = run.api::<CanaryResource>().get(run.name()).await?;
+        let rollout = rollout(&canary)?;
         let status = canary.status.clone().unwrap_or_default();
         let uid = canary.metadata.uid.clone().unwrap_or_default();
         let listed =
