@@ -365,3 +365,167 @@ async fn a_restarted_controller_continues_the_step_it_was_in() {
     let waited = jiff::Timestamp::now().duration_since(started);
     assert!(waited >= jiff::SignedDuration::from_secs(3), "the sleep was served: {waited:?}");
 }
+
+/// Serves `router` on a free local port; gives its base URL.
+async fn serve(router: axum::Router) -> String {
+    let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.expect("bind");
+    let address = listener.local_addr().expect("address");
+    tokio::spawn(async move { axum::serve(listener, router).await.expect("serve") });
+    format!("http://{address}")
+}
+
+#[tokio::test]
+async fn an_http_analysis_passes_then_fails_and_rolls_back() {
+    let h = Harness::start().await;
+    let health = Arc::new(Mutex::new("ok"));
+    let answer = health.clone();
+    let url = serve(axum::Router::new().route(
+        "/health",
+        axum::routing::get(move || {
+            let status = *answer.lock().expect("lock");
+            async move { json!({"status": status, "version": "x"}).to_string() }
+        }),
+    ))
+    .await;
+    let analysis = json!({"interval": "100ms", "count": 3, "failureLimit": 1, "checks": [
+        {"name": "health", "http": {"url": format!("{url}/health"), "jsonPath": "{.status}", "expect": "== ok"}},
+    ]});
+    canary_of_two(&h, json!([{"setWeight": 50}, {"analysis": analysis}])).await;
+    let status = eventually("2 promoted", || async {
+        let status = h.status().await;
+        (status["phase"] == "Healthy" && status["stableVersion"] == "2").then_some(status)
+    })
+    .await;
+    let run = &status["analysisRuns"][0];
+    assert_eq!(
+        (run["key"].as_str(), run["phase"].as_str(), run["successful"].as_i64()),
+        (Some("step-1"), Some("Successful"), Some(3)),
+        "{run}"
+    );
+
+    *health.lock().expect("lock") = "degraded";
+    h.set_version("3").await;
+    let status = h.phase("Degraded").await;
+    let message = status["message"].as_str().unwrap_or_default();
+    assert!(
+        message.starts_with("rolled back to 2: analysis step-1: 2 failed measurements, more than the 1 allowed; last: health: {.status} of http://"),
+        "{message}"
+    );
+    assert!(message.ends_with("/health is degraded, wanted == ok"), "{message}");
+    let run = &status["analysisRuns"][0];
+    assert_eq!(
+        (run["phase"].as_str(), run["failed"].as_i64(), run["version"].as_str()),
+        (Some("Failed"), Some(2), Some("3")),
+        "{run}"
+    );
+    assert_eq!(run["measurements"][0]["value"], "degraded", "{run}");
+    h.deployments_are(&[("nginx-2", 4)]).await;
+    assert!(h.event_reasons().await.iter().any(|r| r == "AnalysisFailed"));
+}
+
+#[tokio::test]
+async fn a_prometheus_query_over_its_threshold_rolls_back_in_the_background() {
+    let h = Harness::start().await;
+    let queries = Arc::new(Mutex::new(Vec::<String>::new()));
+    let seen = queries.clone();
+    let prometheus = serve(axum::Router::new().route(
+        "/api/v1/query",
+        axum::routing::get(move |axum::extract::Query(params): axum::extract::Query<BTreeMap<String, String>>| {
+            seen.lock().expect("lock").push(params.get("query").cloned().unwrap_or_default());
+            async move {
+                json!({"status": "success", "data": {"resultType": "vector", "result": [
+                    {"metric": {"version": "2"}, "value": [1_800_000_000.0, "0.3"]},
+                ]}})
+                .to_string()
+            }
+        }),
+    ))
+    .await;
+    let query = r#"sum(rate(http_requests_total{code=~"5..",version="2"}[1m])) / sum(rate(http_requests_total{version="2"}[1m]))"#;
+    let mut spec = deployer("1", 4, json!([{"setWeight": 50}, {"pause": {"duration": "1h"}}]));
+    spec["analysis"] = json!({"interval": "100ms", "checks": [
+        {"name": "error-rate", "prometheus": {"address": prometheus, "query": query, "expect": "< 0.05"}},
+    ]});
+    h.create(spec).await;
+    h.phase("Healthy").await;
+    h.set_version("2").await;
+    let status = h.phase("Degraded").await;
+    let message = status["message"].as_str().unwrap_or_default();
+    assert!(message.starts_with("rolled back to 1: background analysis: 1 failed measurements"), "{message}");
+    assert!(message.ends_with("is 0.3, wanted < 0.05"), "{message}");
+    assert_eq!(status["analysisRuns"][0]["measurements"][0]["value"], "0.3");
+    assert_eq!(queries.lock().expect("lock").first().map(String::as_str), Some(query), "the query as written");
+    h.deployments_are(&[("nginx-1", 4)]).await;
+}
+
+#[tokio::test]
+async fn webhooks_gate_the_promotion_and_hear_of_it() {
+    let h = Harness::start().await;
+    let gate = Arc::new(Mutex::new(200u16));
+    let calls = Arc::new(Mutex::new(Vec::<Value>::new()));
+    let (answer, record) = (gate.clone(), calls.clone());
+    let hooks = serve(
+        axum::Router::new()
+            .route(
+                "/gate",
+                axum::routing::post(move || {
+                    let code = *answer.lock().expect("lock");
+                    async move { axum::http::StatusCode::from_u16(code).expect("code") }
+                }),
+            )
+            .route(
+                "/done",
+                axum::routing::post(move |body: axum::body::Bytes| {
+                    record.lock().expect("lock").push(serde_json::from_slice(&body).unwrap_or_default());
+                    async { "thanks" }
+                }),
+            ),
+    )
+    .await;
+    let mut spec = deployer("1", 4, json!([{"setWeight": 50}]));
+    spec["webhooks"] = json!([
+        {"name": "gate", "type": "pre-promotion", "url": format!("{hooks}/gate")},
+        {"name": "done", "type": "post-promotion", "url": format!("{hooks}/done"), "metadata": {"team": "web"}},
+    ]);
+    h.create(spec).await;
+    h.phase("Healthy").await;
+    h.set_version("2").await;
+    eventually("2 promoted", || async {
+        let status = h.status().await;
+        (status["phase"] == "Healthy" && status["stableVersion"] == "2").then_some(())
+    })
+    .await;
+    let told =
+        eventually("the post-promotion webhook called", || async { calls.lock().expect("lock").first().cloned() })
+            .await;
+    assert_eq!((told["phase"].as_str(), told["canaryVersion"].as_str()), (Some("post-promotion"), Some("2")), "{told}");
+    assert_eq!(told["metadata"]["team"], "web");
+
+    *gate.lock().expect("lock") = 403;
+    h.set_version("3").await;
+    let status = h.phase("Degraded").await;
+    let message = status["message"].as_str().unwrap_or_default();
+    assert!(message.starts_with("rolled back to 2: 1 failed measurements"), "{message}");
+    assert!(message.contains("/gate: status 403"), "{message}");
+    assert!(h.event_reasons().await.iter().any(|r| r == "PrePromotionFailed"));
+    h.deployments_are(&[("nginx-2", 4)]).await;
+}
+
+#[tokio::test]
+async fn a_pods_analysis_catches_a_crash_looping_canary() {
+    let h = Harness::start().await;
+    let analysis = json!({"interval": "300ms", "count": 10, "checks": [{"name": "pods", "pods": {"maxRestarts": 0}}]});
+    h.create(deployer("1", 4, json!([{"setWeight": 50}, {"analysis": analysis}]))).await;
+    h.phase("Healthy").await;
+    // Version 2's containers are ready for a second, then exit, again and again.
+    let patch = json!({"spec": {"deployment": {"version": "2", "podAnnotations": {"bosun.dev/simulate": "crash-loop after=1s"}}}});
+    h.canaries().patch("nginx", &PatchParams::default(), &Patch::Merge(&patch)).await.expect("patch");
+    let status = h.phase("Degraded").await;
+    let run = &status["analysisRuns"][0];
+    assert_eq!((run["key"].as_str(), run["phase"].as_str()), (Some("step-1"), Some("Failed")), "{run}");
+    assert!(run["successful"].as_i64() >= Some(1), "healthy at first: {run}");
+    let message = status["message"].as_str().unwrap_or_default();
+    assert!(message.starts_with("rolled back to 1: analysis step-1: 1 failed measurements"), "{message}");
+    assert!(message.contains("wanted: all available, at most 0 restarts"), "{message}");
+    h.deployments_are(&[("nginx-1", 4)]).await;
+}
