@@ -209,9 +209,13 @@ impl fmt::Display for Expectation {
 }
 
 impl Expectation {
-    /// Whether `actual` meets it; `None` when it cannot be compared (not a number).
+    /// Whether `actual` meets it; `None` when it cannot be compared (not a number, or NaN: what
+    /// Prometheus gives for a ratio without traffic).
     pub fn met(&self, actual: &str) -> Option<bool> {
         let numbers = (actual.trim().parse::<f64>(), self.value.parse::<f64>());
+        if numbers.0.as_ref().is_ok_and(|a| a.is_nan()) {
+            return None;
+        }
         Some(match (self.op, numbers) {
             (Op::Eq, (Ok(a), Ok(b))) => a == b,
             (Op::Ne, (Ok(a), Ok(b))) => a != b,
@@ -380,6 +384,8 @@ mod tests {
             ("!= down", "ok", Some(true)),
             ("== 1", "1.0", Some(true)),
             ("< 5", "NaN-ish", None),
+            ("< 0.05", "NaN", None),
+            ("!= 1", "NaN", None),
         ];
         for (expect, actual, met) in cases {
             let expectation: Expectation = expect.parse().expect(expect);

@@ -210,30 +210,11 @@ async fn prometheus(client: &reqwest::Client, check: &PrometheusCheck) -> Measur
         },
         Err(error) => return inconclusive(format!("{base}: {error}")),
     };
-    if body["status"] != "success" {
-        let error = body["error"].as_str().unwrap_or("no status success");
-        return inconclusive(format!("query {:?}: {error}", check.query));
-    }
-    let values = match body.pointer("/data/resultType").and_then(Value::as_str) {
-        Some("vector") => body
-            .pointer("/data/result")
-            .and_then(Value::as_array)
-            .cloned()
-            .unwrap_or_default()
-            .iter()
-            .filter_map(|sample| sample.pointer("/value/1").and_then(Value::as_str).map(str::to_string))
-            .collect(),
-        Some("scalar") => {
-            body.pointer("/data/result/1").and_then(Value::as_str).map(str::to_string).into_iter().collect()
-        }
-        other => {
-            return inconclusive(format!("query {:?}: result type {other:?}, wanted vector or scalar", check.query));
-        }
+    let values = match samples(&body) {
+        Ok(values) if values.is_empty() => return inconclusive(format!("query {:?} returned no data", check.query)),
+        Ok(values) => values,
+        Err(why) => return inconclusive(format!("query {:?}: {why}", check.query)),
     };
-    let values: Vec<String> = values;
-    if values.is_empty() {
-        return inconclusive(format!("query {:?} returned no data", check.query));
-    }
     let what = format!("query {:?}", check.query);
     let judged: Vec<Measured> = values.iter().map(|value| judge(value, &check.expect, &what)).collect();
     let worst = judged
@@ -242,6 +223,25 @@ async fn prometheus(client: &reqwest::Client, check: &PrometheusCheck) -> Measur
         .or_else(|| judged.iter().find(|m| m.0 == Outcome::Inconclusive))
         .unwrap_or(&judged[0]);
     (worst.0, Some(values.join(",")), worst.2.clone())
+}
+
+/// The sample values of a Prometheus API answer (`vector` or `scalar`), as written.
+fn samples(body: &Value) -> Result<Vec<String>, String> {
+    if body["status"] != "success" {
+        return Err(body["error"].as_str().unwrap_or("the answer's status is not success").to_string());
+    }
+    let text = |value: Option<&Value>| value.and_then(Value::as_str).map(str::to_string);
+    match body.pointer("/data/resultType").and_then(Value::as_str) {
+        Some("vector") => Ok(body
+            .pointer("/data/result")
+            .and_then(Value::as_array)
+            .into_iter()
+            .flatten()
+            .filter_map(|sample| text(sample.pointer("/value/1")))
+            .collect()),
+        Some("scalar") => Ok(text(body.pointer("/data/result/1")).into_iter().collect()),
+        other => Err(format!("result type {other:?}, wanted vector or scalar")),
+    }
 }
 
 /// POSTs the Canary's state to a webhook; a 2xx answer is success.
@@ -274,4 +274,43 @@ pub async fn webhook(
         Err(error) => (Outcome::Failed, None, Some(format!("{}: {error}", hook.url))),
     };
     measurement(&hook.name, outcome, value, message)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn prometheus_answers_give_their_samples() {
+        let vector = json!({"status": "success", "data": {"resultType": "vector", "result": [
+            {"metric": {"a": "1"}, "value": [1.0, "0.3"]}, {"metric": {"a": "2"}, "value": [1.0, "NaN"]}]}});
+        let scalar = json!({"status": "success", "data": {"resultType": "scalar", "result": [1.0, "42"]}});
+        let empty = json!({"status": "success", "data": {"resultType": "vector", "result": []}});
+        let matrix = json!({"status": "success", "data": {"resultType": "matrix", "result": []}});
+        let error = json!({"status": "error", "errorType": "bad_data", "error": "parse error at char 4"});
+        let cases = [
+            (vector, Ok(vec!["0.3".to_string(), "NaN".to_string()])),
+            (scalar, Ok(vec!["42".to_string()])),
+            (empty, Ok(vec![])),
+            (matrix, Err("result type Some(\"matrix\"), wanted vector or scalar".to_string())),
+            (error, Err("parse error at char 4".to_string())),
+        ];
+        for (body, expected) in cases {
+            assert_eq!(samples(&body), expected, "{body}");
+        }
+    }
+
+    #[test]
+    fn values_are_judged_against_the_expectation() {
+        let cases = [
+            ("0.01", "< 0.05", Outcome::Successful),
+            ("0.3", "< 0.05", Outcome::Failed),
+            ("NaN", "< 0.05", Outcome::Inconclusive),
+            ("ok", "== ok", Outcome::Successful),
+        ];
+        for (actual, expect, outcome) in cases {
+            assert_eq!(judge(actual, expect, "q").0, outcome, "{actual} {expect}");
+        }
+        assert_eq!(judge("0.3", "< 0.05", "q").2.as_deref(), Some("q is 0.3, wanted < 0.05"));
+    }
 }
