@@ -200,11 +200,13 @@ fn report(run: &mut Run<CanaryResource>, progress: &Progress, outcome: &Outcome,
     let phase = progress.phase.clone().unwrap_or_default();
     match phase.as_str() {
         "Healthy" => run.succeeded("Healthy", &outcome.message),
-        "Degraded" => run.condition("Degraded", true, "RolledBack", &outcome.message),
+        // Rolled back: nothing more happens until the version changes or a retry, which
+        // kstatus (and `bosun apply --wait`) read as Stalled.
+        "Degraded" => {
+            run.condition(kit::conditions::READY, false, "RolledBack", &outcome.message);
+            run.condition(kit::conditions::STALLED, true, "RolledBack", &outcome.message);
+        }
         _ => run.progressing(&phase, &outcome.message),
-    }
-    if phase != "Degraded" {
-        run.remove_condition("Degraded");
     }
 }
 
