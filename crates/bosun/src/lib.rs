@@ -18,9 +18,10 @@
 //! - [`inventory`]: what a package applied, for pruning.
 //! - [`report`]: change sets, progress, tables and JSON.
 //!
-//! Beside the pipeline: [`controllers`] (the `Package` and `Operator` controllers and the
-//! process that hosts controllers), [`operator`] (the `Operator` spec: an operator for any
-//! resource without code), [`kit`] (a reconciler library for operators: engines, conditions,
+//! Beside the pipeline: [`controllers`] (the `Package`, `Operator` and `Canary` controllers and
+//! the process that hosts controllers), [`operator`] (the `Operator` spec: an operator for any
+//! resource without code), [`canary`] (the `Canary` spec and its decisions: progressive delivery
+//! by replica share), [`kit`] (a reconciler library for operators: engines, conditions,
 //! finalizers, idempotent children, a lifecycle state machine, metrics), [`observe`] (a command for every object of a kind and every change),
 //! [`cluster`] (why a request failed, in terms a user acts on), [`object`] (accessors and names
 //! of untyped objects), [`jsonpath`] (kubectl's

@@ -227,6 +227,7 @@ async fn the_deployer_scenario_moves_the_replicas_step_by_step() {
     let last = BTreeMap::from([("nginx-1.7.8".to_string(), 10)]);
     assert_eq!(seen.last(), Some(&last), "the old Deployment is deleted at the end");
     assert_eq!((status["step"].as_str(), status["weight"].as_i64()), (Some("4/4"), Some(100)));
+    assert_eq!(status["replicasPerStep"], json!(["1/9", "3/7", "6/4", "10/0"]));
     assert!(status.get("canaryVersion").is_none(), "{status}");
     let messages = messages.lock().expect("lock").clone();
     for percent in [10, 30, 60] {
@@ -528,4 +529,43 @@ async fn a_pods_analysis_catches_a_crash_looping_canary() {
     assert!(message.starts_with("rolled back to 1: analysis step-1: 1 failed measurements"), "{message}");
     assert!(message.contains("wanted: all available, at most 0 restarts"), "{message}");
     h.deployments_are(&[("nginx-1", 4)]).await;
+}
+
+#[tokio::test]
+async fn a_template_canary_takes_its_version_from_a_label() {
+    let h = Harness::start().await;
+    let template = |version: &str| {
+        json!({"metadata": {"name": "nginx", "labels": {"team": "web"}}, "spec": {"replicas": 3,
+            "selector": {"matchLabels": {"app": "nginx"}},
+            "template": {"metadata": {"labels": {"app": "nginx", "app.kubernetes.io/version": version}},
+                "spec": {"containers": [{"name": "nginx", "image": format!("nginx:{version}")}]}}}})
+    };
+    h.create(json!({"template": template("1.25"), "steps": [{"setWeight": 34}, {"pause": {}}]})).await;
+    h.phase("Healthy").await;
+    h.deployments_are(&[("nginx-1.25", 3)]).await;
+    let patch = json!({"spec": {"template": template("1.26")}});
+    h.canaries().patch("nginx", &PatchParams::default(), &Patch::Merge(&patch)).await.expect("patch");
+    let status = h.phase("Paused").await;
+    assert_eq!((status["stableVersion"].as_str(), status["canaryVersion"].as_str()), (Some("1.25"), Some("1.26")));
+    h.deployments_are(&[("nginx-1.25", 1), ("nginx-1.26", 2)]).await;
+    let canary = h.deployments().get("nginx-1.26").await.expect("the canary");
+    let labels = canary.metadata.labels.clone().unwrap_or_default();
+    assert_eq!(labels.get("team").map(String::as_str), Some("web"), "the template's labels");
+    let selector = canary.spec.expect("spec").selector.match_labels.unwrap_or_default();
+    assert_eq!(selector.get("bosun.dev/version").map(String::as_str), Some("1.26"), "its own pods only");
+}
+
+#[tokio::test]
+async fn an_impossible_spec_is_stalled_with_the_field_named() {
+    let h = Harness::start().await;
+    h.create(deployer("1", 4, json!([{"setWeight": 50}, {"setWeight": 150}]))).await;
+    let stalled = eventually("Stalled", || async {
+        let status = h.status().await;
+        let conditions = status["conditions"].as_array().cloned().unwrap_or_default();
+        conditions.into_iter().find(|c| c["type"] == "Stalled" && c["status"] == "True")
+    })
+    .await;
+    assert_eq!(stalled["reason"], "InvalidSpec");
+    assert_eq!(stalled["message"], "Canary/default/nginx: spec.steps[1].setWeight: 150 must be from 0 to 100");
+    assert!(h.replicas().await.is_empty(), "nothing deployed");
 }

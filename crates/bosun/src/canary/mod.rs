@@ -217,6 +217,9 @@ pub struct CanaryStatus {
     /// What is going on, as the Deployer says it: `60% has been deployed, 30s till next step`.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub message: Option<String>,
+    /// The replicas of each step, `new/old` (`1/9`, `3/7`, …): what the canary will go through.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub replicas_per_step: Vec<String>,
     /// Analysis runs of the current (or last) canary, with their measurements.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub analysis_runs: Vec<analysis::AnalysisRun>,

@@ -121,6 +121,8 @@ impl Lifecycle for Canaries {
             run.requeue_after(after.max(Duration::from_millis(200)));
         }
         report(run, &progress, &outcome, runs.into_status(&outcome));
+        let pairs = plan::replicas_per_step(rollout.replicas, &rollout.steps).unwrap_or_default();
+        run.set_status("replicasPerStep", pairs.iter().map(|(new, old)| format!("{new}/{old}")).collect::<Vec<_>>());
         Ok(())
     }
 
