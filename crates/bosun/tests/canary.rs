@@ -556,9 +556,12 @@ async fn a_template_canary_takes_its_version_from_a_label() {
 }
 
 #[tokio::test]
-async fn an_impossible_spec_is_stalled_with_the_field_named() {
+async fn an_impossible_spec_is_stalled_with_the_field_named_and_the_state_kept() {
     let h = Harness::start().await;
-    h.create(deployer("1", 4, json!([{"setWeight": 50}, {"setWeight": 150}]))).await;
+    h.create(deployer("1", 4, json!([{"setWeight": 50}]))).await;
+    h.phase("Healthy").await;
+    let patch = json!({"spec": {"steps": [{"setWeight": 50}, {"setWeight": 150}], "deployment": {"version": "2"}}});
+    h.canaries().patch("nginx", &PatchParams::default(), &Patch::Merge(&patch)).await.expect("patch");
     let stalled = eventually("Stalled", || async {
         let status = h.status().await;
         let conditions = status["conditions"].as_array().cloned().unwrap_or_default();
@@ -567,5 +570,7 @@ async fn an_impossible_spec_is_stalled_with_the_field_named() {
     .await;
     assert_eq!(stalled["reason"], "InvalidSpec");
     assert_eq!(stalled["message"], "Canary/default/nginx: spec.steps[1].setWeight: 150 must be from 0 to 100");
-    assert!(h.replicas().await.is_empty(), "nothing deployed");
+    let status = h.status().await;
+    assert_eq!((status["phase"].as_str(), status["stableVersion"].as_str()), (Some("Healthy"), Some("1")), "{status}");
+    h.deployments_are(&[("nginx-1", 4)]).await;
 }

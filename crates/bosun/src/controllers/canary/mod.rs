@@ -131,10 +131,14 @@ impl Lifecycle for Canaries {
         Ok(())
     }
 
-    /// A failed reconcile leaves the status as it was (the next one decides again), instead of
-    /// writing conditions alone, which would drop the phase and step.
+    /// A failed reconcile leaves the status as the server has it (the next one decides again),
+    /// instead of writing conditions alone, which would drop the phase and step.
     async fn error(&self, run: &mut Run<CanaryResource>, _failure: &Failure) -> Result<(), Failure> {
-        let live = run.value().get("status").and_then(Value::as_object).cloned().unwrap_or_default();
+        let fresh = run.api::<CanaryResource>().get_opt(run.name()).await.ok().flatten();
+        let live = match fresh.and_then(|canary| serde_json::to_value(canary.status).ok()) {
+            Some(Value::Object(status)) => status,
+            _ => run.value().get("status").and_then(Value::as_object).cloned().unwrap_or_default(),
+        };
         for (field, value) in live {
             if !matches!(field.as_str(), "conditions" | "observedGeneration") {
                 run.set_status(&field, value);
