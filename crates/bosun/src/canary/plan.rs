@@ -498,8 +498,7 @@ impl<'a> Deciding<'a> {
                 if self.phase == Phase::Paused {
                     self.fire(Event::Resume);
                 }
-                self.message =
-                    format!("{weight}%: waiting for {new} replicas of {version} to be available ({available} are)");
+                self.message = format!("{weight}%: waiting for {version} to be available: {available}/{new} replicas");
                 self.requeue = Some(rollout.progress_deadline - stalled);
                 return;
             }

@@ -191,7 +191,7 @@ fn the_deployer_scenario_step_by_step() {
     assert_eq!(started.message, "canary 1.7.8 created at 0 replicas");
     let ten = world.step(&[live("1.7.7", 10, 10), live("1.7.8", 0, 0)], none, at(11));
     assert_eq!(ten.desired, desired(&[("1.7.7", 9), ("1.7.8", 1)]));
-    assert_eq!(ten.message, "10%: waiting for 1 replicas of 1.7.8 to be available (0 are)");
+    assert_eq!(ten.message, "10%: waiting for 1.7.8 to be available: 0/1 replicas");
     let waiting = world.step(&[live("1.7.7", 9, 9), live("1.7.8", 1, 1)], none, at(12));
     assert_eq!(waiting.message, "10% has been deployed, 30s till next step");
     assert_eq!(waiting.requeue, Some(Duration::from_secs(30)));
@@ -405,4 +405,19 @@ fn the_crd_has_the_printer_columns_and_a_status_subresource() {
     let sleep = &version["schema"]["openAPIV3Schema"]["properties"]["spec"]["properties"]["steps"]["items"]["properties"]
         ["sleep"];
     assert_eq!(sleep["x-kubernetes-int-or-string"], true, "{sleep}");
+}
+
+#[test]
+fn an_inconclusive_analysis_pauses_until_promoted() {
+    let steps = json!([{"setWeight": 10}, {"analysis": {"checks": [{"name": "pods", "pods": {}}]}}, {"setWeight": 50}]);
+    let mut world = stable_world(steps);
+    world.step(&[live("1", 10, 10)], Requests::default(), at(1));
+    world.verdicts.insert(Wanted::Step(1), Verdict::Inconclusive("no data".into()));
+    let paused = world.step(&[live("1", 9, 9), live("2", 1, 1)], Requests::default(), at(2));
+    assert_eq!(paused.progress.phase.as_deref(), Some("Paused"));
+    assert_eq!(paused.message, "10% has been deployed, analysis step-1 inconclusive (no data): promote or abort");
+    let promote = Requests { promote: true, ..Requests::default() };
+    let resumed = world.step(&[live("1", 9, 9), live("2", 1, 1)], promote, at(3));
+    assert_eq!(resumed.progress.phase.as_deref(), Some("Progressing"));
+    assert_eq!(resumed.desired, desired(&[("1", 5), ("2", 5)]));
 }
