@@ -17,7 +17,10 @@ use bosun::{
 use bosun_apiserver::{ApiServer, RunningServer};
 use futures::StreamExt;
 use k8s_openapi::{
-    api::{apps::v1::Deployment, core::v1::Event},
+    api::{
+        apps::v1::Deployment,
+        core::v1::{Endpoints, Event},
+    },
     apiextensions_apiserver::pkg::apis::apiextensions::v1::CustomResourceDefinition,
 };
 use kube::{
@@ -133,6 +136,12 @@ impl Harness {
             .expect("kubectl runs");
         assert!(output.status.success(), "kubectl {args:?}: {}", String::from_utf8_lossy(&output.stderr));
         String::from_utf8_lossy(&output.stdout).into_owned()
+    }
+
+    async fn kubectl_apply(&self, object: &Value) {
+        let path = tempfile::NamedTempFile::new().expect("manifest");
+        std::fs::write(path.path(), object.to_string()).expect("write");
+        self.kubectl(&["apply", "-f", &path.path().display().to_string()]).await;
     }
 
     async fn event_reasons(&self) -> Vec<String> {
@@ -268,6 +277,24 @@ async fn an_indefinite_pause_waits_until_promoted_with_an_annotation() {
     assert_eq!(status["message"], "50% has been deployed, paused until promoted (bosun promote canary)");
     assert_eq!(status["step"], "2/5", "a final 100% step is added after 75%");
     h.deployments_are(&[("nginx-1", 2), ("nginx-2", 2)]).await;
+    // A Service on the shared labels sends traffic to both versions by their replica share.
+    let service = json!({"apiVersion": "v1", "kind": "Service", "metadata": {"name": "nginx"},
+        "spec": {"selector": {"app": "nginx"}, "ports": [{"port": 80}]}});
+    h.kubectl_apply(&service).await;
+    let shares = eventually("both versions behind the Service", || async {
+        let endpoints: Api<Endpoints> = Api::default_namespaced(h.server.client());
+        let subsets = endpoints.get_opt("nginx").await.expect("endpoints")?.subsets.unwrap_or_default();
+        let mut shares = BTreeMap::<String, usize>::new();
+        for address in subsets.iter().flat_map(|s| s.addresses.iter().flatten()) {
+            let pod = address.target_ref.as_ref().and_then(|r| r.name.clone()).unwrap_or_default();
+            // Pods are named after their ReplicaSet, `nginx-<version>-<hash>-<suffix>`.
+            let version = pod.strip_prefix("nginx-").and_then(|rest| rest.split('-').next()).unwrap_or_default();
+            *shares.entry(version.to_string()).or_default() += 1;
+        }
+        (shares.values().sum::<usize>() == 4).then_some(shares)
+    })
+    .await;
+    assert_eq!(shares, BTreeMap::from([("1".to_string(), 2), ("2".to_string(), 2)]));
     // What `bosun promote canary` writes, as a kubectl-only user writes it.
     h.kubectl(&["annotate", "canary", "nginx", "bosun.dev/promote=first"]).await;
     eventually("paused at 75%", || async {
