@@ -303,6 +303,19 @@ pub fn decide(inputs: &Inputs) -> Outcome {
     decision.finish()
 }
 
+/// How a step's wait stands.
+enum Wait {
+    /// Over; `promoted`: a promote request ended it (and is used up).
+    Over {
+        /// Ended by a promote request.
+        promoted: bool,
+    },
+    /// Still on (message, requeue and phase set).
+    On,
+    /// The canary was rolled back.
+    RolledBack,
+}
+
 /// One decision being made.
 struct Deciding<'a> {
     inputs: &'a Inputs<'a>,
@@ -516,64 +529,10 @@ impl<'a> Deciding<'a> {
             if index >= total {
                 return self.promote(stable);
             }
-            let elapsed = self.since(self.progress.step_started_at.as_deref());
-            // Whether the step would wait now: a promote request ends that wait (and only one).
-            let mut waits = true;
-            let done = match &rollout.steps[index as usize] {
-                Step::Weight { sleep: None, .. } => {
-                    waits = false;
-                    true
-                }
-                Step::Weight { sleep: Some(wait), .. } | Step::Pause(Some(wait)) => {
-                    waits = elapsed < *wait;
-                    let done = promote || !waits;
-                    if !done {
-                        let left = *wait - elapsed;
-                        self.message = format!("{weight}% has been deployed, {} till next step", seconds(left));
-                        self.requeue = Some(left);
-                    }
-                    done
-                }
-                Step::Pause(None) => {
-                    if !promote {
-                        self.fire(Event::Pause);
-                        self.message =
-                            format!("{weight}% has been deployed, paused until promoted (bosun promote canary)");
-                    }
-                    promote
-                }
-                Step::Analysis(analysis) => {
-                    let name = analysis.name.clone().unwrap_or_else(|| format!("step-{index}"));
-                    match inputs.verdicts.get(&Wanted::Step(index)) {
-                        Some(Verdict::Successful) => {
-                            waits = false;
-                            true
-                        }
-                        Some(Verdict::Failed(why)) => {
-                            return self.roll_back(stable, "AnalysisFailed", format!("analysis {name}: {why}"));
-                        }
-                        Some(Verdict::Inconclusive(why)) if !promote => {
-                            self.fire(Event::Pause);
-                            self.message = format!(
-                                "{weight}% has been deployed, analysis {name} inconclusive ({why}): promote or abort"
-                            );
-                            false
-                        }
-                        Some(Verdict::Inconclusive(_)) => true,
-                        Some(Verdict::Running) | None if promote => true,
-                        Some(Verdict::Running) | None => {
-                            self.analyses.push(Wanted::Step(index));
-                            self.message = format!("{weight}% has been deployed, analysis {name} running");
-                            false
-                        }
-                    }
-                }
-            };
-            if !done {
-                return;
-            }
-            if waits {
-                promote = false;
+            match self.wait(stable, index, weight, promote) {
+                Wait::On | Wait::RolledBack => return,
+                // A promote request ends one wait, the one it was made for.
+                Wait::Over { promoted } => promote &= !promoted,
             }
             if self.phase == Phase::Paused {
                 self.fire(Event::Resume);
@@ -581,6 +540,55 @@ impl<'a> Deciding<'a> {
             self.progress.current_step = Some(index + 1);
             self.progress.step_started_at = None;
             self.progress.progress_at = self.now();
+        }
+    }
+
+    /// The wait of step `index` (its weight reached): a sleep, a pause, an analysis.
+    fn wait(&mut self, stable: &str, index: u32, weight: u32, promote: bool) -> Wait {
+        let inputs = self.inputs;
+        let elapsed = self.since(self.progress.step_started_at.as_deref());
+        match &inputs.rollout.steps[index as usize] {
+            Step::Weight { sleep: None, .. } => Wait::Over { promoted: false },
+            Step::Weight { sleep: Some(wait), .. } | Step::Pause(Some(wait)) if elapsed >= *wait => {
+                Wait::Over { promoted: false }
+            }
+            Step::Weight { .. } | Step::Pause(_) if promote => Wait::Over { promoted: true },
+            Step::Weight { sleep: Some(wait), .. } | Step::Pause(Some(wait)) => {
+                let left = *wait - elapsed;
+                self.message = format!("{weight}% has been deployed, {} till next step", seconds(left));
+                self.requeue = Some(left);
+                Wait::On
+            }
+            Step::Pause(None) => {
+                self.fire(Event::Pause);
+                self.message = format!("{weight}% has been deployed, paused until promoted (bosun promote canary)");
+                Wait::On
+            }
+            Step::Analysis(analysis) => {
+                let name = analysis.name.clone().unwrap_or_else(|| format!("step-{index}"));
+                match inputs.verdicts.get(&Wanted::Step(index)) {
+                    Some(Verdict::Successful) => Wait::Over { promoted: false },
+                    Some(Verdict::Failed(why)) => {
+                        self.roll_back(stable, "AnalysisFailed", format!("analysis {name}: {why}"));
+                        Wait::RolledBack
+                    }
+                    Some(Verdict::Inconclusive(_) | Verdict::Running) | None if promote => {
+                        Wait::Over { promoted: true }
+                    }
+                    Some(Verdict::Inconclusive(why)) => {
+                        self.fire(Event::Pause);
+                        self.message = format!(
+                            "{weight}% has been deployed, analysis {name} inconclusive ({why}): promote or abort"
+                        );
+                        Wait::On
+                    }
+                    Some(Verdict::Running) | None => {
+                        self.analyses.push(Wanted::Step(index));
+                        self.message = format!("{weight}% has been deployed, analysis {name} running");
+                        Wait::On
+                    }
+                }
+            }
         }
     }
 
