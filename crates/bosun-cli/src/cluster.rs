@@ -18,6 +18,20 @@ pub struct ClusterArgs {
     pub context: Option<String>,
 }
 
+/// Arguments naming one object (`bosun reconcile package NAME -n NS`).
+#[derive(Debug, clap::Args)]
+pub struct Named {
+    /// The object's name.
+    pub name: String,
+
+    /// Its namespace (default: the kubeconfig's).
+    #[arg(short = 'n', long, value_name = "NAMESPACE")]
+    pub namespace: Option<String>,
+
+    #[command(flatten)]
+    pub cluster: ClusterArgs,
+}
+
 /// A connected client and the namespace objects without one go to.
 pub struct Connection {
     /// The client.

@@ -1,6 +1,7 @@
 //! `bosun dev`: the quickstart. Starts the embedded API server (persistent, with workload
-//! simulation), applies each package with wait and prune, prints what happened and how to look
-//! at it with kubectl, then applies again whenever files in the packages change.
+//! simulation) with bosun's CRDs and the Canary controller, applies each package with wait and
+//! prune, prints what happened and how to look at it with kubectl, then applies again whenever
+//! files in the packages change.
 
 use std::{
     path::{Path, PathBuf},
@@ -15,6 +16,12 @@ use bosun::{
     trigger::FileTrigger,
 };
 use bosun_apiserver::{RunningServer, ServerOptions, Storage};
+use k8s_openapi::apiextensions_apiserver::pkg::apis::apiextensions::v1::CustomResourceDefinition;
+use kube::{
+    Api,
+    api::{Patch, PatchParams},
+};
+use serde_json::json;
 
 /// Arguments of `bosun dev`.
 #[derive(Debug, clap::Args)]
@@ -116,6 +123,46 @@ async fn apply_dir(server: &RunningServer, dir: &Path, args: &Args) -> bool {
     }
 }
 
+/// Installs bosun's CRDs on the dev server (server-side apply, so a restart updates them).
+///
+/// # Errors
+/// The CRD that could not be applied, and why.
+pub async fn install_crds(server: &RunningServer) -> Result<(), String> {
+    let crds: Api<CustomResourceDefinition> = Api::all(server.client());
+    for crd in bosun::crds() {
+        let mut body = serde_json::to_value(&crd).unwrap_or_default();
+        body["apiVersion"] = json!("apiextensions.k8s.io/v1");
+        body["kind"] = json!("CustomResourceDefinition");
+        let name = crd.metadata.name.clone().unwrap_or_default();
+        if let Err(error) = crds.patch(&name, &PatchParams::apply("bosun-dev").force(), &Patch::Apply(&body)).await {
+            return Err(format!("installing the CRD {name}: {error}"));
+        }
+    }
+    Ok(())
+}
+
+/// Runs the Canary controller beside the packages (a `Canary` in a package rolls out as it
+/// would under `bosun controller`); stopped when dropped.
+async fn canaries(server: &RunningServer) -> Result<AbortOnDrop, String> {
+    install_crds(server).await?;
+    let controller = bosun::controllers::canary::controller(server.client(), Default::default());
+    let task = tokio::spawn(async move {
+        if let Err(error) = controller.run(std::future::pending()).await {
+            tracing::warn!(%error, "the Canary controller stopped");
+        }
+    });
+    Ok(AbortOnDrop(task))
+}
+
+/// Stops a task when dropped.
+struct AbortOnDrop(tokio::task::JoinHandle<()>);
+
+impl Drop for AbortOnDrop {
+    fn drop(&mut self) {
+        self.0.abort();
+    }
+}
+
 /// Runs `bosun dev`.
 pub async fn run(args: Args) -> ExitCode {
     let seed = args.dirs.first().cloned().unwrap_or_else(|| PathBuf::from("examples/gitops"));
@@ -151,6 +198,13 @@ pub async fn run(args: Args) -> ExitCode {
         server.shutdown().await;
         return code;
     }
+    let _canaries = match canaries(&server).await {
+        Ok(running) => running,
+        Err(message) => {
+            server.shutdown().await;
+            return crate::bad_input(message);
+        }
+    };
     let mut all_ok = true;
     for dir in &args.dirs {
         all_ok &= apply_dir(&server, dir, &args).await;

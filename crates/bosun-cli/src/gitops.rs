@@ -22,7 +22,6 @@ use bosun::{
 };
 use bosun_apiserver::RunningServer;
 use futures::StreamExt;
-use k8s_openapi::apiextensions_apiserver::pkg::apis::apiextensions::v1::CustomResourceDefinition;
 use kube::{
     Api,
     api::{ListParams, Patch, PatchParams},
@@ -148,15 +147,8 @@ pub async fn run(server: &RunningServer, seed: &Path, repo: &Path, cache: PathBu
     };
     let repo = repo.canonicalize().unwrap_or_else(|_| repo.to_path_buf());
     let url = format!("file://{}", repo.display());
-    let crds: Api<CustomResourceDefinition> = Api::all(server.client());
-    for crd in bosun::crds() {
-        let mut body = serde_json::to_value(&crd).unwrap_or_default();
-        body["apiVersion"] = json!("apiextensions.k8s.io/v1");
-        body["kind"] = json!("CustomResourceDefinition");
-        let name = crd.metadata.name.clone().unwrap_or_default();
-        if let Err(error) = crds.patch(&name, &PatchParams::apply("bosun-dev").force(), &Patch::Apply(&body)).await {
-            return crate::bad_input(format!("installing the CRD {name}: {error}"));
-        }
+    if let Err(message) = crate::dev::install_crds(server).await {
+        return crate::bad_input(message);
     }
     let settings = HostSettings {
         package: package::Settings {

@@ -2,6 +2,7 @@
 
 mod apiserver;
 mod apply;
+mod canaries;
 mod cluster;
 mod controller;
 mod dev;
@@ -34,12 +35,15 @@ Deliver:
   diff        Show what applying a package would change (server-side dry run)
   apply       Roll a package out: planned groups, server-side apply, health waits, prune
 
-Deliver continuously (the Package controller):
-  controller  Reconcile Package and Operator resources, Alerts and Receivers: fetch, render, roll out,
-              report in status
+Deliver continuously (bosun controller):
+  controller  Reconcile Package, Operator and Canary resources, Alerts and Receivers: fetch, render,
+              roll out, report in status
   reconcile   Ask the controller to reconcile a Package now, and wait for the result
   suspend     Stop reconciling a Package
   resume      Reconcile a suspended Package again, and wait for the result
+  promote     End a Canary's pause (--full: skip to 100%), and wait until the controller took it
+  abort       Roll a Canary back to its stable version
+  retry       Start a rolled-back Canary again
   crds        Print bosun's CRDs (for kubectl apply)
   install     Print everything to run the controller in a cluster (CRDs, RBAC, Deployment)
 
@@ -96,8 +100,8 @@ enum Command {
     Dev(dev::Args),
     /// Run the embedded Kubernetes-compatible API server (for trying things and for tests).
     Apiserver(apiserver::Args),
-    /// Reconcile Package and Operator resources, Alerts and Receivers: fetch, render, roll out,
-    /// report in status.
+    /// Reconcile Package, Operator and Canary resources, Alerts and Receivers: fetch, render,
+    /// roll out, report in status.
     Controller(controller::Args),
     /// Run one Operator from a local directory until Ctrl-C: children rendered from every object
     /// of a kind, rolled out and kept (Locutus' resource trigger).
@@ -117,6 +121,22 @@ enum Command {
         #[command(subcommand)]
         target: packages::Target,
     },
+    /// End a Canary's pause or wait (--full: skip the remaining steps), and wait until the
+    /// controller took it.
+    Promote {
+        #[command(subcommand)]
+        target: canaries::Target,
+    },
+    /// Roll a Canary back: its stable version at full size, the canary Deployment removed.
+    Abort {
+        #[command(subcommand)]
+        target: canaries::Target,
+    },
+    /// Start a rolled-back (Degraded) Canary again.
+    Retry {
+        #[command(subcommand)]
+        target: canaries::Target,
+    },
     /// Print bosun's CRDs, for `kubectl apply -f -`.
     Crds,
     /// Print everything to run the controller in a cluster (CRDs, RBAC, Deployment).
@@ -127,6 +147,12 @@ enum Command {
 fn bad_input(message: impl std::fmt::Display) -> ExitCode {
     eprintln!("error: {message}");
     ExitCode::from(2)
+}
+
+/// Prints a failure the way the progress lines look, and gives exit code 1.
+fn failed(message: String) -> ExitCode {
+    eprintln!("✗ {message}");
+    ExitCode::FAILURE
 }
 
 /// How log lines are written.
@@ -179,6 +205,9 @@ fn main() -> ExitCode {
             Command::Reconcile { target } => packages::run(packages::Verb::Reconcile, target).await,
             Command::Suspend { target } => packages::run(packages::Verb::Suspend, target).await,
             Command::Resume { target } => packages::run(packages::Verb::Resume, target).await,
+            Command::Promote { target } => canaries::run(canaries::Verb::Promote, target).await,
+            Command::Abort { target } => canaries::run(canaries::Verb::Abort, target).await,
+            Command::Retry { target } => canaries::run(canaries::Verb::Retry, target).await,
             Command::Crds => install::crds(),
             Command::Install(args) => install::run(args),
         }

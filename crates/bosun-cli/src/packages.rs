@@ -18,7 +18,7 @@ use kube::{
 };
 use serde_json::json;
 
-use crate::cluster::ClusterArgs;
+use crate::cluster::Named;
 
 /// What the command acts on (`package`, for now the only kind).
 #[derive(Debug, clap::Subcommand)]
@@ -31,12 +31,8 @@ pub enum Target {
 /// Arguments naming one Package.
 #[derive(Debug, clap::Args)]
 pub struct Args {
-    /// The Package's name.
-    name: String,
-
-    /// Its namespace (default: the kubeconfig's).
-    #[arg(short = 'n', long, value_name = "NAMESPACE")]
-    namespace: Option<String>,
+    #[command(flatten)]
+    object: Named,
 
     /// Fetch the source again even if its revision is known (reconcile only).
     #[arg(long)]
@@ -45,9 +41,6 @@ pub struct Args {
     /// How long to wait for the controller's run.
     #[arg(long, value_name = "DURATION", default_value = "5m")]
     timeout: Interval,
-
-    #[command(flatten)]
-    cluster: ClusterArgs,
 }
 
 /// What to do.
@@ -66,13 +59,13 @@ pub async fn run(verb: Verb, Target::Package(args): Target) -> ExitCode {
     if args.with_source && verb != Verb::Reconcile {
         return crate::bad_input("--with-source is for `bosun reconcile`");
     }
-    let connection = match args.cluster.connect().await {
+    let connection = match args.object.cluster.connect().await {
         Ok(connection) => connection,
         Err(message) => return crate::bad_input(message),
     };
-    let namespace = args.namespace.clone().unwrap_or_else(|| connection.namespace.clone());
+    let namespace = args.object.namespace.clone().unwrap_or_else(|| connection.namespace.clone());
     let api: Api<PackageResource> = Api::namespaced(connection.client.clone(), &namespace);
-    let name = args.name.as_str();
+    let name = args.object.name.as_str();
     let package = match api.get_opt(name).await {
         Ok(Some(package)) => package,
         Ok(None) => return crate::bad_input(format!("Package {name} not found in namespace {namespace}")),
@@ -115,10 +108,10 @@ pub async fn run(verb: Verb, Target::Package(args): Target) -> ExitCode {
     });
     let package = match tokio::time::timeout(args.timeout.0, finished).await {
         Ok(Ok(Some(package))) => package,
-        Ok(Ok(None)) => return fail(format!("Package {name} was deleted while waiting")),
-        Ok(Err(error)) => return fail(format!("waiting for Package {name}: {error}")),
+        Ok(Ok(None)) => return crate::failed(format!("Package {name} was deleted while waiting")),
+        Ok(Err(error)) => return crate::failed(format!("waiting for Package {name}: {error}")),
         Err(_) => {
-            return fail(format!(
+            return crate::failed(format!(
                 "Package {name} was not reconciled within {}: is `bosun controller` running for namespace {namespace}?",
                 args.timeout
             ));
@@ -130,13 +123,7 @@ pub async fn run(verb: Verb, Target::Package(args): Target) -> ExitCode {
             println!("✔ applied revision {revision}");
             ExitCode::SUCCESS
         }
-        Some(Err(why)) => fail(format!("Package reconciliation failed: {why}")),
-        None => fail("Package reconciliation did not finish".to_string()),
+        Some(Err(why)) => crate::failed(format!("Package reconciliation failed: {why}")),
+        None => crate::failed("Package reconciliation did not finish".to_string()),
     }
-}
-
-/// Prints a failure the way the progress lines look, and gives exit code 1.
-fn fail(message: String) -> ExitCode {
-    eprintln!("✗ {message}");
-    ExitCode::FAILURE
 }

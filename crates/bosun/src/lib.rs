@@ -18,15 +18,17 @@
 //! - [`inventory`]: what a package applied, for pruning.
 //! - [`report`]: change sets, progress, tables and JSON.
 //!
-//! Beside the pipeline: [`controllers`] (the `Package` and `Operator` controllers and the
-//! process that hosts controllers), [`operator`] (the `Operator` spec: an operator for any
-//! resource without code), [`kit`] (a reconciler library for operators: engines, conditions,
+//! Beside the pipeline: [`controllers`] (the `Package`, `Operator` and `Canary` controllers and
+//! the process that hosts controllers), [`operator`] (the `Operator` spec: an operator for any
+//! resource without code), [`canary`] (the `Canary` spec and its decisions: progressive delivery
+//! by replica share), [`kit`] (a reconciler library for operators: engines, conditions,
 //! finalizers, idempotent children, a lifecycle state machine, metrics), [`observe`] (a command for every object of a kind and every change),
 //! [`cluster`] (why a request failed, in terms a user acts on), [`object`] (accessors and names
 //! of untyped objects), [`jsonpath`] (kubectl's
 //! templates) and [`yaml`] (streams with error positions, deterministic output).
 
 pub mod apply;
+pub mod canary;
 pub mod cluster;
 pub mod config;
 pub mod controllers;
@@ -51,11 +53,12 @@ pub mod trigger;
 pub mod yaml;
 
 /// The custom resource definitions of bosun's resources (`Package`, `Operator`, then the
-/// notification resources `Alert`, `Provider`, `Receiver`), as `bosun crds` prints them and
+/// notification resources `Alert`, `Provider`, `Receiver`, then `Canary`), as `bosun crds` prints them and
 /// `bosun controller` requires them.
 pub fn crds() -> Vec<k8s_openapi::apiextensions_apiserver::pkg::apis::apiextensions::v1::CustomResourceDefinition> {
     use kube::CustomResourceExt;
     let mut crds = vec![package::PackageResource::crd(), operator::OperatorResource::crd()];
     crds.extend(notification::crds());
+    crds.push(canary::CanaryResource::crd());
     crds
 }

@@ -1,5 +1,5 @@
 //! Alerts out and webhooks in, against the embedded API server with `bosun controller`'s
-//! whole host (`controllers::run`: Package, Alert and Receiver controllers, the webhook
+//! whole host (`controllers::run`: Package, Canary, Alert and Receiver controllers, the webhook
 //! server, /metrics) and real HTTP servers on loopback: a receiver that records what Alerts
 //! deliver (and answers 500 when told) as a generic, HMAC-signed, Slack or Alertmanager endpoint,
 //! and GitHub- and GitLab-shaped webhook calls.
@@ -45,11 +45,16 @@ struct Host {
 
 /// The embedded API server with bosun's CRDs, and `bosun controller`'s host on it.
 async fn start(dedup_window: Duration) -> Host {
+    start_on(ApiServer::in_memory(), dedup_window).await
+}
+
+/// [`start`] on a server built as the test wants (with workloads simulated).
+async fn start_on(server: ApiServer, dedup_window: Duration) -> Host {
     let _ = tracing_subscriber::fmt()
         .with_env_filter(tracing_subscriber::EnvFilter::from_default_env())
         .with_test_writer()
         .try_init();
-    let server = ApiServer::in_memory().start().await.expect("server");
+    let server = server.start().await.expect("server");
     let crd_api: Api<CustomResourceDefinition> = Api::all(server.client());
     for crd in crds() {
         crd_api.create(&PostParams::default(), &crd).await.expect("CRD");
@@ -588,4 +593,42 @@ async fn slack_and_alertmanager_providers_receive_their_own_shapes() {
     assert_eq!(alert["labels"]["name"], "web");
     assert_eq!(alert["labels"]["revision"], revision);
     assert_eq!(alert["annotations"], json!({"message": "ConfigMap/default/a created", "summary": "1 created"}));
+}
+
+#[tokio::test]
+async fn alerts_deliver_canary_events() {
+    let host =
+        start_on(ApiServer::in_memory().simulate_workloads(Duration::from_millis(100)), Duration::from_secs(300)).await;
+    let (recorder, address) = Recorder::start().await;
+    create(
+        &host,
+        json!({"apiVersion": "bosun.dev/v1alpha1", "kind": "Provider", "metadata": {"name": "hook"},
+        "spec": {"type": "generic", "address": address}}),
+    )
+    .await;
+    create(
+        &host,
+        json!({"apiVersion": "bosun.dev/v1alpha1", "kind": "Alert", "metadata": {"name": "rollouts"},
+        "spec": {"providerRef": {"name": "hook"}, "eventSources": [{"kind": "Canary", "name": "*"}]}}),
+    )
+    .await;
+    wait_alert_ready(&host, "rollouts").await;
+    let deployment = |version: &str| json!({"name": "web", "image": "nginx", "version": version, "labels": {"app": "web"}, "replicas": 2});
+    create(
+        &host,
+        json!({"apiVersion": "bosun.dev/v1alpha1", "kind": "Canary", "metadata": {"name": "web"},
+        "spec": {"deployment": deployment("1"), "steps": [{"setWeight": 50}]}}),
+    )
+    .await;
+    recorder.wait_for("1 available", |r| r.json()["reason"] == "Available").await;
+    let api: Api<bosun::canary::CanaryResource> = Api::default_namespaced(host.server.client());
+    let patch = json!({"spec": {"deployment": deployment("2")}});
+    api.patch("web", &PatchParams::default(), &Patch::Merge(&patch)).await.expect("version 2");
+    let promoted = recorder.wait_for("2 promoted", |r| r.json()["reason"] == "Promoted").await.json();
+    assert_eq!(promoted["involvedObject"]["kind"], "Canary");
+    assert_eq!(promoted["message"], "2 is stable: web-1 deleted");
+    assert_eq!(promoted["reportingController"], "canaries");
+    let reasons: Vec<String> =
+        recorder.bodies().iter().map(|b| b["reason"].as_str().unwrap_or_default().to_string()).collect();
+    assert!(reasons.iter().any(|r| r == "CanaryStarted") && reasons.iter().any(|r| r == "WeightSet"), "{reasons:?}");
 }

@@ -3,7 +3,6 @@
 //! status, related objects, pruning, finalize and errors.
 
 use std::{
-    future::Future,
     path::{Path, PathBuf},
     time::Duration,
 };
@@ -27,7 +26,9 @@ use kube::{
 use serde_json::{Value, json};
 use tokio::time::Instant;
 
-const BOUND: Duration = Duration::from_secs(60);
+#[path = "support/kit_test.rs"]
+mod kit_test;
+use kit_test::{ControllerTask, eventually};
 
 fn example() -> PathBuf {
     Path::new(env!("CARGO_MANIFEST_DIR")).join("../../examples/operator")
@@ -36,8 +37,7 @@ fn example() -> PathBuf {
 struct Harness {
     server: RunningServer,
     metrics: Option<std::sync::Arc<bosun::kit::Metrics>>,
-    stop: Option<tokio::sync::oneshot::Sender<()>>,
-    task: Option<tokio::task::JoinHandle<()>>,
+    task: ControllerTask,
 }
 
 impl Harness {
@@ -55,41 +55,25 @@ impl Harness {
         let crds: Api<CustomResourceDefinition> = Api::all(server.client());
         let crd: CustomResourceDefinition = bosun::yaml::parse_document(crd, "crd.yaml").expect("crd");
         crds.create(&PostParams::default(), &crd).await.expect("create CRD");
-        Harness { server, metrics: None, stop: None, task: None }
+        Harness { server, metrics: None, task: ControllerTask::default() }
     }
 
     /// Runs the operator in the background (until [`Harness::stop`] or the end of the test).
     async fn run(&mut self, definition: Definition) {
-        let (stop, stopped) = tokio::sync::oneshot::channel::<()>();
         let client = self.server.client();
         let controller =
             operator::controller(client, definition, Settings::default()).await.expect("the operator starts");
         self.metrics = Some(controller.metrics());
-        self.task = Some(tokio::spawn(async move {
-            controller
-                .run(async move {
-                    let _ = stopped.await;
-                })
-                .await
-                .expect("the operator runs");
-        }));
-        self.stop = Some(stop);
+        self.task = ControllerTask::spawn(controller);
     }
 
     /// Stops the operator at once, as a killed process would: nothing it does is finished.
     async fn kill(&mut self) {
-        if let Some(task) = self.task.take() {
-            task.abort();
-            let _ = task.await;
-        }
-        self.stop = None;
+        self.task.kill().await;
     }
 
     async fn stop(&mut self) {
-        drop(self.stop.take());
-        if let Some(task) = self.task.take() {
-            task.await.expect("stopped");
-        }
+        self.task.stop().await;
     }
 
     fn objects(&self, group: &str, kind: &str, plural: &str) -> Api<DynamicObject> {
@@ -99,18 +83,6 @@ impl Harness {
 
     fn configmaps(&self) -> Api<ConfigMap> {
         Api::default_namespaced(self.server.client())
-    }
-}
-
-/// Waits until `probe` gives something, for at most [`BOUND`]; `what` says what was awaited.
-async fn eventually<T, F: Future<Output = Option<T>>>(what: &str, mut probe: impl FnMut() -> F) -> T {
-    let deadline = Instant::now() + BOUND;
-    loop {
-        if let Some(found) = probe().await {
-            return found;
-        }
-        assert!(Instant::now() < deadline, "not reached within {BOUND:?}: {what}");
-        tokio::time::sleep(Duration::from_millis(50)).await;
     }
 }
 

@@ -161,6 +161,7 @@ mod tests {
                 "CustomResourceDefinition",
                 "CustomResourceDefinition",
                 "CustomResourceDefinition",
+                "CustomResourceDefinition",
                 "Namespace",
                 "ServiceAccount",
                 "ClusterRoleBinding",
@@ -168,7 +169,7 @@ mod tests {
                 "Service"
             ]
         );
-        let names: Vec<&str> = objects[..5].iter().filter_map(|o| o["metadata"]["name"].as_str()).collect();
+        let names: Vec<&str> = objects[..6].iter().filter_map(|o| o["metadata"]["name"].as_str()).collect();
         assert_eq!(
             names,
             [
@@ -176,7 +177,8 @@ mod tests {
                 "operators.bosun.dev",
                 "alerts.bosun.dev",
                 "providers.bosun.dev",
-                "receivers.bosun.dev"
+                "receivers.bosun.dev",
+                "canaries.bosun.dev"
             ]
         );
         let by_kind = |kind: &str| objects.iter().find(|o| o["kind"] == kind).expect(kind);

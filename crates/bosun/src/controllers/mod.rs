@@ -1,10 +1,11 @@
 //! bosun's controllers, each a [`crate::kit`] reconciler for one of bosun's resources (`Package`,
-//! `Operator`), and
+//! `Operator`, `Canary`), and
 //! [`run`], which hosts them in one process (`bosun controller`): one client, the `/metrics`,
-//! `/healthz` and `/readyz` endpoints, the webhook receiver, and leader election. The Package
-//! controller's events reach the Alerts in-process.
+//! `/healthz` and `/readyz` endpoints, the webhook receiver, and leader election. The Package and
+//! Canary controllers' events reach the Alerts in-process.
 
 pub mod alert;
+pub mod canary;
 pub mod install;
 pub mod leader;
 pub mod operator;
@@ -69,7 +70,7 @@ pub enum HostError {
     LostLeadership(String),
 }
 
-/// Runs the controllers (Package, Operator, Alert, Receiver) until `shutdown` completes (then lets
+/// Runs the controllers (Package, Operator, Canary, Alert, Receiver) until `shutdown` completes (then lets
 /// running reconciles record what they did, and gives up the Lease); tells `bound` each
 /// address listened on as soon as it is known. The webhooks are served by the leader only.
 ///
@@ -167,10 +168,20 @@ pub async fn run(
             metrics: Some(metrics.clone()),
         },
     );
+    let canaries = canary::controller(
+        client.clone(),
+        canary::Settings {
+            namespace: settings.package.namespace.clone(),
+            selector: settings.package.selector.clone(),
+            metrics: Some(metrics.clone()),
+        },
+    )
+    .on_event(alerts.listener());
+    let canaries_stop = settings.package.stopping.clone();
     let operators_stop = settings.package.stopping.clone();
     let others = CancellationToken::new();
     let (alerts_stop, receivers_stop) = (others.clone(), others.clone());
-    let (packages, alerts, receivers, operators) = tokio::join!(
+    let (packages, alerts, receivers, operators, canaries) = tokio::join!(
         async {
             let result = controller.run(stop).await;
             others.cancel();
@@ -179,8 +190,9 @@ pub async fn run(
         alerts.run(alerts_stop),
         receivers.run(async move { receivers_stop.cancelled().await }),
         operators.run(async move { operators_stop.cancelled().await }),
+        canaries.run(async move { canaries_stop.cancelled().await }),
     );
-    packages.and(alerts).and(receivers).and(operators).map_err(ClusterError::from)?;
+    packages.and(alerts).and(receivers).and(operators).and(canaries).map_err(ClusterError::from)?;
     if lost.is_cancelled() {
         let name = settings.leader.map(|l| l.name).unwrap_or_default();
         return Err(HostError::LostLeadership(name));
@@ -189,6 +201,30 @@ pub async fn run(
         leadership.release().await;
     }
     Ok(())
+}
+
+/// A controller confined as `bosun controller` is told (one namespace, a label selector), with
+/// the metrics it shares with the other controllers.
+pub(crate) fn hosted<R>(
+    mut controller: crate::kit::Controller<R>,
+    namespace: Option<&str>,
+    selector: Option<&str>,
+    metrics: Option<Arc<crate::kit::Metrics>>,
+) -> crate::kit::Controller<R>
+where
+    R: crate::kit::Reconciler,
+    R::Resource: kube::Resource<DynamicType = (), Scope = kube::core::NamespaceResourceScope>,
+{
+    if let Some(namespace) = namespace {
+        controller = controller.namespace(namespace);
+    }
+    if let Some(selector) = selector {
+        controller = controller.selector(selector);
+    }
+    match metrics {
+        Some(metrics) => controller.with_metrics(metrics),
+        None => controller,
+    }
 }
 
 /// Stops a task when dropped (the endpoints end with the controllers).

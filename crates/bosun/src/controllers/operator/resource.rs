@@ -71,18 +71,8 @@ pub fn controller(client: Client, settings: HostSettings) -> kit::Controller<Ope
         settings: settings.clone(),
         running: Mutex::default(),
     };
-    let mut controller =
-        kit::Controller::new(NAME, host, client).backoff(Duration::from_secs(1), Duration::from_secs(300));
-    if let Some(namespace) = &settings.namespace {
-        controller = controller.namespace(namespace);
-    }
-    if let Some(selector) = &settings.selector {
-        controller = controller.selector(selector);
-    }
-    if let Some(metrics) = settings.metrics {
-        controller = controller.with_metrics(metrics);
-    }
-    controller
+    let controller = kit::Controller::new(NAME, host, client).backoff(Duration::from_secs(1), Duration::from_secs(300));
+    super::super::hosted(controller, settings.namespace.as_deref(), settings.selector.as_deref(), settings.metrics)
 }
 
 /// The operator name of an Operator resource: `<namespace>.<name>` (unique in the cluster).

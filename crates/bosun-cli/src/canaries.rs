@@ -1,0 +1,101 @@
+//! `bosun promote|abort|retry canary NAME`, as `kubectl argo rollouts promote|abort|retry` do:
+//! annotate the Canary with a fresh token (what a kubectl-only user can write with `kubectl
+//! annotate`), wait until the controller has handled it, and print where the canary stands.
+
+use std::process::ExitCode;
+
+use bosun::{
+    canary::{ABORT, CanaryResource, PROMOTE, PROMOTE_FULL, RETRY},
+    package::{Interval, resource::request_token},
+};
+use kube::{
+    Api,
+    api::{Patch, PatchParams},
+    runtime::wait::await_condition,
+};
+use serde_json::json;
+
+use crate::cluster::Named;
+
+/// What the command acts on.
+#[derive(Debug, clap::Subcommand)]
+pub enum Target {
+    /// A `Canary` resource.
+    #[command(visible_alias = "canaries")]
+    Canary(Args),
+}
+
+/// Arguments naming one Canary.
+#[derive(Debug, clap::Args)]
+pub struct Args {
+    #[command(flatten)]
+    object: Named,
+
+    /// Skip the remaining steps: straight to 100% (promote only).
+    #[arg(long)]
+    full: bool,
+
+    /// How long to wait for the controller to handle the request.
+    #[arg(long, value_name = "DURATION", default_value = "1m")]
+    timeout: Interval,
+}
+
+/// What to ask.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Verb {
+    /// End the current pause or wait (or, `--full`, skip to 100%).
+    Promote,
+    /// Roll the canary back.
+    Abort,
+    /// Start a rolled-back canary again.
+    Retry,
+}
+
+/// Runs the command.
+pub async fn run(verb: Verb, Target::Canary(args): Target) -> ExitCode {
+    let annotation = match (verb, args.full) {
+        (Verb::Promote, true) => PROMOTE_FULL,
+        (Verb::Promote, false) => PROMOTE,
+        (_, true) => return crate::bad_input("--full is for `bosun promote`"),
+        (Verb::Abort, false) => ABORT,
+        (Verb::Retry, false) => RETRY,
+    };
+    let connection = match args.object.cluster.connect().await {
+        Ok(connection) => connection,
+        Err(message) => return crate::bad_input(message),
+    };
+    let namespace = args.object.namespace.clone().unwrap_or_else(|| connection.namespace.clone());
+    let api: Api<CanaryResource> = Api::namespaced(connection.client.clone(), &namespace);
+    let name = args.object.name.as_str();
+    match api.get_opt(name).await {
+        Ok(Some(_)) => {}
+        Ok(None) => return crate::bad_input(format!("Canary {name} not found in namespace {namespace}")),
+        Err(error) => return crate::bad_input(connection.explain(&error.into())),
+    }
+    let token = request_token();
+    println!("► annotating Canary {name} in namespace {namespace} with {annotation}={token}");
+    let patch = json!({"metadata": {"annotations": {annotation: token}}});
+    if let Err(error) = api.patch(name, &PatchParams::default(), &Patch::Merge(&patch)).await {
+        return crate::bad_input(connection.explain(&error.into()));
+    }
+    println!("◎ waiting for the Canary controller");
+    let handled = |canary: &CanaryResource| {
+        canary.status.as_ref().and_then(|s| s.progress.handled.get(annotation)).is_some_and(|value| *value == token)
+    };
+    let awaited = await_condition(api, name, move |canary: Option<&CanaryResource>| canary.is_none_or(handled));
+    let canary = match tokio::time::timeout(args.timeout.0, awaited).await {
+        Ok(Ok(Some(canary))) => canary,
+        Ok(Ok(None)) => return crate::failed(format!("Canary {name} was deleted while waiting")),
+        Ok(Err(error)) => return crate::failed(format!("waiting for Canary {name}: {error}")),
+        Err(_) => {
+            return crate::failed(format!(
+                "the request was not handled within {}: is `bosun controller` running for namespace {namespace}?",
+                args.timeout
+            ));
+        }
+    };
+    let status = canary.status.unwrap_or_default();
+    let phase = status.progress.phase.unwrap_or_default();
+    println!("✔ {phase}: {}", status.message.unwrap_or_default());
+    ExitCode::SUCCESS
+}

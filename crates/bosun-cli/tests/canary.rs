@@ -1,0 +1,190 @@
+//! `bosun promote|abort|retry canary` as processes against a `bosun controller` process and the
+//! embedded API server with simulated workloads, with kubectl as the user's tool; and the
+//! Deployer's example under `bosun dev`.
+
+use std::{
+    collections::BTreeMap,
+    path::Path,
+    process::Stdio,
+    time::{Duration, Instant},
+};
+
+use bosun_apiserver::ApiServer;
+use tokio::io::{AsyncBufReadExt, BufReader};
+
+mod common;
+#[path = "support/controller.rs"]
+mod support;
+
+use common::Cluster;
+use support::{BOUND, Controller, text};
+
+const CANARY: &str = "apiVersion: bosun.dev/v1alpha1
+kind: Canary
+metadata: {name: web}
+spec:
+  deployment: {name: web, image: nginx, version: '1', labels: {app: web}, replicas: 4}
+  steps:
+  - setWeight: 50
+  - pause: {}
+";
+
+async fn field(cluster: &Cluster, path: &str) -> String {
+    let output = cluster.kubectl(&["get", "canary", "web", "-o", &format!("jsonpath={{{path}}}")], None).await;
+    String::from_utf8_lossy(&output.stdout).into_owned()
+}
+
+/// Waits until the Canary's `path` is `wanted` (the controller's log says why not).
+async fn until(cluster: &Cluster, controller: &Controller, path: &str, wanted: &str) {
+    let deadline = Instant::now() + BOUND;
+    loop {
+        let found = field(cluster, path).await;
+        if found == wanted {
+            return;
+        }
+        if Instant::now() > deadline {
+            let canary = cluster.kubectl(&["get", "canary", "web", "-o", "yaml"], None).await;
+            panic!(
+                "{path} is {found:?}, not {wanted:?}, after {BOUND:?}:\n{}\nthe controller logged:\n{}",
+                text(&canary),
+                controller.log()
+            );
+        }
+        tokio::time::sleep(Duration::from_millis(100)).await;
+    }
+}
+
+async fn set_version(cluster: &Cluster, version: &str) {
+    let patch = format!(r#"{{"spec":{{"deployment":{{"version":"{version}"}}}}}}"#);
+    cluster.kubectl(&["patch", "canary", "web", "--type", "merge", "-p", &patch], None).await;
+}
+
+#[tokio::test]
+async fn promote_abort_and_retry_drive_the_canary_through_the_controller() {
+    let server = ApiServer::in_memory().simulate_workloads(Duration::from_millis(100)).start().await.expect("server");
+    let cluster = Cluster::around(server);
+    let crds = cluster.bosun(&["crds"]).await;
+    cluster.kubectl(&["apply", "-f", "-"], Some(&crds.stdout)).await;
+    let controller = cluster.controller("canaries", &[]);
+    cluster.kubectl(&["apply", "-f", "-"], Some(CANARY.as_bytes())).await;
+    until(&cluster, &controller, ".status.phase", "Healthy").await;
+
+    set_version(&cluster, "2").await;
+    until(&cluster, &controller, ".status.phase", "Paused").await;
+    let promoted = cluster.bosun(&["promote", "canary", "web"]).await;
+    assert!(promoted.status.success(), "{}", text(&promoted));
+    assert!(text(&promoted).contains("bosun.dev/promote="), "{}", text(&promoted));
+    until(&cluster, &controller, ".status.stableVersion", "2").await;
+    until(&cluster, &controller, ".status.phase", "Healthy").await;
+
+    set_version(&cluster, "3").await;
+    until(&cluster, &controller, ".status.phase", "Paused").await;
+    let aborted = cluster.bosun(&["abort", "canary", "web"]).await;
+    assert!(aborted.status.success(), "{}", text(&aborted));
+    assert!(text(&aborted).contains("✔ Degraded: rolled back to 2: aborted by request"), "{}", text(&aborted));
+    assert_eq!(field(&cluster, ".spec.deployment.version").await, "3", "the spec's version stays");
+
+    let retried = cluster.bosun(&["retry", "canary", "web"]).await;
+    assert!(retried.status.success(), "{}", text(&retried));
+    until(&cluster, &controller, ".status.phase", "Paused").await;
+    let full = cluster.bosun(&["promote", "canary", "web", "--full"]).await;
+    assert!(full.status.success(), "{}", text(&full));
+    until(&cluster, &controller, ".status.stableVersion", "3").await;
+    until(&cluster, &controller, ".status.phase", "Healthy").await;
+    let deployments = cluster.kubectl(&["get", "deploy", "-l", "bosun.dev/canary=web", "-o", "name"], None).await;
+    assert_eq!(String::from_utf8_lossy(&deployments.stdout).trim(), "deployment.apps/web-3");
+
+    let missing = cluster.bosun(&["promote", "canary", "nope"]).await;
+    assert_eq!(missing.status.code(), Some(2), "{}", text(&missing));
+    assert!(text(&missing).contains("Canary nope not found in namespace default"), "{}", text(&missing));
+    let wrong = cluster.bosun(&["abort", "canary", "web", "--full"]).await;
+    assert_eq!(wrong.status.code(), Some(2), "{}", text(&wrong));
+}
+
+/// Kills a `bosun dev` however the test ends.
+struct Killed(tokio::process::Child);
+
+impl Drop for Killed {
+    fn drop(&mut self) {
+        let _ = self.0.start_kill();
+    }
+}
+
+/// The replicas of the Deployments, by name, as `kubectl get deploy` shows them.
+async fn replicas(kubeconfig: &Path) -> BTreeMap<String, i32> {
+    let output = tokio::process::Command::new("kubectl")
+        .args(["get", "deploy", "-o", r#"jsonpath={range .items[*]}{.metadata.name}={.spec.replicas}{"\n"}{end}"#])
+        .env("KUBECONFIG", kubeconfig)
+        .output()
+        .await
+        .expect("kubectl runs");
+    assert!(output.status.success(), "{}", String::from_utf8_lossy(&output.stderr));
+    String::from_utf8_lossy(&output.stdout)
+        .lines()
+        .filter_map(|line| line.split_once('='))
+        .map(|(name, replicas)| (name.to_string(), replicas.parse().unwrap_or(-1)))
+        .collect()
+}
+
+#[tokio::test]
+async fn the_example_runs_with_bosun_dev_and_moves_the_replicas_in_four_steps() {
+    let dir = tempfile::tempdir().expect("dir");
+    let example = Path::new(env!("CARGO_MANIFEST_DIR")).join("../../examples/canary");
+    let package = dir.path().join("canary");
+    std::fs::create_dir(&package).expect("mkdir");
+    for file in ["canary.yaml", "service.yaml"] {
+        let text = std::fs::read_to_string(example.join(file)).expect("example");
+        // The example waits 10 s per step; a test has no time for that.
+        std::fs::write(package.join(file), text.replace("sleep: 10", "sleep: 1")).expect("write");
+    }
+    let kubeconfig = dir.path().join("kubeconfig");
+    let mut dev = Killed(
+        tokio::process::Command::new(env!("CARGO_BIN_EXE_bosun"))
+            .args(["dev", "canary", "--port", "0", "--in-memory", "--workload-delay", "100ms", "--kubeconfig"])
+            .arg(&kubeconfig)
+            .current_dir(dir.path())
+            .stdout(Stdio::piped())
+            .stderr(Stdio::null())
+            .spawn()
+            .expect("bosun dev"),
+    );
+    let mut lines = BufReader::new(dev.0.stdout.take().expect("stdout")).lines();
+    let mut printed = String::new();
+    let watching = tokio::time::timeout(BOUND, async {
+        while let Ok(Some(line)) = lines.next_line().await {
+            printed.push_str(&line);
+            printed.push('\n');
+            if line.starts_with("watching ") {
+                return true;
+            }
+        }
+        false
+    })
+    .await;
+    assert_eq!(watching, Ok(true), "bosun dev printed:\n{printed}");
+    assert!(printed.contains("Healthy: 1.7.7 is stable: 10/10 replicas available"), "{printed}");
+    let canary = package.join("canary.yaml");
+    let text = std::fs::read_to_string(&canary).expect("read");
+    std::fs::write(&canary, text.replace("version: 1.7.7", "version: 1.7.8")).expect("write");
+    let pair =
+        |old: i32, new: i32| BTreeMap::from([("nginx-1.7.7".to_string(), old), ("nginx-1.7.8".to_string(), new)]);
+    let mut wanted = vec![pair(9, 1), pair(7, 3), pair(4, 6), pair(0, 10)].into_iter().peekable();
+    let done = BTreeMap::from([("nginx-1.7.8".to_string(), 10)]);
+    let deadline = Instant::now() + BOUND;
+    let mut seen = Vec::new();
+    loop {
+        let now = replicas(&kubeconfig).await;
+        if wanted.peek() == Some(&now) {
+            wanted.next();
+        }
+        if seen.last() != Some(&now) {
+            seen.push(now.clone());
+        }
+        if now == done {
+            break;
+        }
+        assert!(Instant::now() < deadline, "the replicas moved as {seen:?}");
+        tokio::time::sleep(Duration::from_millis(100)).await;
+    }
+    assert_eq!(wanted.next(), None, "every step was seen, in order: {seen:?}");
+}
