@@ -257,7 +257,7 @@ impl<R: Reconciler> Controller<R> {
     /// objects `mapper` picks from the controller's cache: e.g. the Packages whose source is a
     /// ConfigMap that changed. Only metadata is watched, so large objects cost little.
     ///
-    /// ```ignore
+    /// ```text
     /// controller.triggered_by::<ConfigMap>(|config_map, packages| {
     ///     packages.iter().filter(|p| uses(p, config_map)).map(|p| ObjectRef::from_obj(&**p)).collect()
     /// })
