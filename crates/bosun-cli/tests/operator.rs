@@ -1,5 +1,6 @@
 //! `bosun operator` as a process against the embedded API server (in this test process), with
-//! kubectl as the user's tool: Locutus' CRD-as-config example, run with Locutus' flags.
+//! kubectl as the user's tool: Locutus' CRD-as-config example, run with Locutus' flags — and
+//! the same behind a proxy injecting conflicts, throttling, lost answers and cut watches.
 
 use std::{
     path::{Path, PathBuf},
@@ -13,6 +14,8 @@ use kube::Api;
 use tokio::process::Command;
 
 mod common;
+#[path = "support/fault_proxy.rs"]
+mod fault_proxy;
 #[path = "support/controller.rs"]
 mod support;
 
@@ -37,6 +40,23 @@ async fn wait_replicas(deployments: &Api<Deployment>, expected: Option<i32>, log
     }
 }
 
+/// `bosun operator` with Locutus' flags on the example, through `kubeconfig`, logging to `log`.
+fn start_operator(kubeconfig: &Path, dir: &Path, log: &Path) -> tokio::process::Child {
+    let example = example();
+    Command::new(env!("CARGO_BIN_EXE_bosun"))
+        .args(["operator", "--jsonnet"])
+        .arg(example.join("main.jsonnet"))
+        .arg("--trigger-config")
+        .arg(example.join("config.yaml"))
+        .env("KUBECONFIG", kubeconfig)
+        .current_dir(dir)
+        .stdout(Stdio::null())
+        .stderr(std::fs::File::create(log).expect("log"))
+        .kill_on_drop(true)
+        .spawn()
+        .expect("bosun operator starts")
+}
+
 #[tokio::test]
 async fn locutus_flags_run_the_grafana_example_until_interrupted() {
     let server = ApiServer::in_memory().simulate_workloads(Duration::from_millis(100)).start().await.expect("server");
@@ -45,18 +65,7 @@ async fn locutus_flags_run_the_grafana_example_until_interrupted() {
     let crd = example.join("crd.yaml").display().to_string();
     cluster.kubectl(&["apply", "-f", &crd], None).await;
     let log = cluster.dir.path().join("operator.log");
-    let mut operator = Command::new(env!("CARGO_BIN_EXE_bosun"))
-        .args(["operator", "--jsonnet"])
-        .arg(example.join("main.jsonnet"))
-        .arg("--trigger-config")
-        .arg(example.join("config.yaml"))
-        .env("KUBECONFIG", &cluster.kubeconfig)
-        .current_dir(cluster.dir.path())
-        .stdout(Stdio::null())
-        .stderr(std::fs::File::create(&log).expect("log"))
-        .kill_on_drop(true)
-        .spawn()
-        .expect("bosun operator starts");
+    let mut operator = start_operator(&cluster.kubeconfig, cluster.dir.path(), &log);
     let grafana = example.join("grafana.yaml").display().to_string();
     cluster.kubectl(&["apply", "-f", &grafana], None).await;
     let deployments: Api<Deployment> = Api::default_namespaced(cluster.server.client());
@@ -105,4 +114,63 @@ async fn a_missing_crd_and_bad_flags_are_named() {
     let output = cluster.bosun(&["operator", cluster.dir.path().to_str().expect("utf-8")]).await;
     assert_eq!(output.status.code(), Some(2));
     assert!(text(&output).contains("operator.yaml"), "{}", text(&output));
+}
+
+#[tokio::test]
+async fn through_conflicts_throttling_lost_answers_and_cut_watches_the_children_are_written_once() {
+    use fault_proxy::{Fault, FaultProxy};
+    use hyper::StatusCode;
+
+    let server = ApiServer::in_memory().simulate_workloads(Duration::from_millis(100)).start().await.expect("server");
+    let cluster = Cluster::around(server);
+    let example = example();
+    cluster.kubectl(&["apply", "-f", &example.join("crd.yaml").display().to_string()], None).await;
+    // The Grafana's first three status writes get 409; the Deployment's first write 429, its
+    // second is made by the server with the answer lost; every watch is cut after 500 ms.
+    let proxy = FaultProxy::start(cluster.server.url(), Some(Duration::from_millis(500)), |seen| {
+        if !seen.write {
+            return None;
+        }
+        if seen.path.ends_with("/grafanas/main/status") && seen.attempt < 3 {
+            return Some(Fault::Answer(StatusCode::CONFLICT));
+        }
+        match (seen.path.ends_with("/deployments/grafana-main"), seen.attempt) {
+            (true, 0) => Some(Fault::Answer(StatusCode::TOO_MANY_REQUESTS)),
+            (true, 1) => Some(Fault::LoseAnswer),
+            _ => None,
+        }
+    })
+    .await;
+    let proxied = cluster.dir.path().join("proxied");
+    std::fs::create_dir(&proxied).expect("mkdir");
+    let kubeconfig = proxy.write_kubeconfig(&proxied);
+    let log = cluster.dir.path().join("operator.log");
+    let _operator = start_operator(&kubeconfig, cluster.dir.path(), &log);
+    cluster.kubectl(&["apply", "-f", &example.join("grafana.yaml").display().to_string()], None).await;
+    let deployments: Api<Deployment> = Api::default_namespaced(cluster.server.client());
+    wait_replicas(&deployments, Some(3), &log).await;
+    let deadline = Instant::now() + BOUND;
+    loop {
+        let ready = cluster
+            .kubectl(
+                &["get", "grafana", "main", "-o", "jsonpath={.status.conditions[?(@.type=='Ready')].status}"],
+                None,
+            )
+            .await;
+        if text(&ready).trim() == "True" {
+            break;
+        }
+        let log = std::fs::read_to_string(&log).unwrap_or_default();
+        assert!(Instant::now() < deadline, "the Grafana never became Ready; bosun operator said:\n{log}");
+        tokio::time::sleep(Duration::from_millis(100)).await;
+    }
+    let faulted = proxy.faulted();
+    let count = |suffix: &str| faulted.iter().filter(|(key, _)| key.ends_with(suffix)).map(|(_, n)| n).sum::<usize>();
+    assert_eq!(count("/grafanas/main/status"), 3, "{faulted:?}");
+    assert_eq!(count("/deployments/grafana-main"), 2, "a 429 and a lost answer: {faulted:?}");
+    assert!(proxy.cut_watches() >= 1, "watches were cut");
+    // The Deployment's spec was written once: the write sent again after the lost answer
+    // changed nothing (its generation would have moved).
+    let deployment = deployments.get("grafana-main").await.expect("deployment");
+    assert_eq!(deployment.metadata.generation, Some(1));
 }
