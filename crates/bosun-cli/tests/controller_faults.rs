@@ -208,9 +208,8 @@ async fn a_rollout_waiting_while_the_api_server_restarts_carries_on() {
 
 #[tokio::test]
 async fn through_conflicts_throttling_lost_answers_and_cut_watches_each_object_is_written_once() {
-    use fault_proxy::{Fault, FaultProxy};
+    use fault_proxy::FaultProxy;
     use futures::{StreamExt, TryStreamExt};
-    use hyper::StatusCode;
     use kube::runtime::{WatchStreamExt, watcher};
 
     let server = ApiServer::in_memory().start().await.expect("server");
@@ -236,23 +235,11 @@ async fn through_conflicts_throttling_lost_answers_and_cut_watches_each_object_i
     // The controller talks through the proxy: the Package's first three status writes are
     // refused with 409; each ConfigMap's first write gets 429, its second is done by the
     // server but its answer lost; every watch is cut after half a second.
-    let proxy = FaultProxy::start(cluster.server.url(), Some(Duration::from_millis(500)), |seen| {
-        if !seen.write {
-            return None;
-        }
-        if seen.path.ends_with("/packages/faulty/status") && seen.attempt < 3 {
-            return Some(Fault::Answer(StatusCode::CONFLICT));
-        }
-        match (seen.path.contains("/configmaps/"), seen.attempt) {
-            (true, 0) => Some(Fault::Answer(StatusCode::TOO_MANY_REQUESTS)),
-            (true, 1) => Some(Fault::LoseAnswer),
-            _ => None,
-        }
+    let proxy = FaultProxy::controller_storm(cluster.server.url(), "/packages/faulty/status", |path| {
+        path.contains("/configmaps/")
     })
     .await;
-    let proxied = cluster.dir.path().join("proxied");
-    std::fs::create_dir(&proxied).expect("mkdir");
-    cluster.kubeconfig = proxy.write_kubeconfig(&proxied);
+    cluster.kubeconfig = proxy.write_kubeconfig(&cluster.dir.path().join("proxied"));
     let controller = cluster.controller("faulty", &[]);
     cluster.wait_ready("faulty", "True").await;
 

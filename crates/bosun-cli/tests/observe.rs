@@ -656,7 +656,6 @@ async fn through_cut_watches_and_a_refused_list_every_change_runs_once() {
         (list && seen.attempt == 0).then_some(fault_proxy::Fault::Answer(hyper::StatusCode::SERVICE_UNAVAILABLE))
     })
     .await;
-    std::fs::create_dir(fixture.path("proxy")).expect("mkdir");
     fixture.kubeconfig = proxy.write_kubeconfig(&fixture.path("proxy"));
     fixture.configmap("a", "0").await;
     let names = fixture.script("names.sh", "#!/bin/sh\n");

@@ -118,8 +118,7 @@ async fn a_missing_crd_and_bad_flags_are_named() {
 
 #[tokio::test]
 async fn through_conflicts_throttling_lost_answers_and_cut_watches_the_children_are_written_once() {
-    use fault_proxy::{Fault, FaultProxy};
-    use hyper::StatusCode;
+    use fault_proxy::FaultProxy;
 
     let server = ApiServer::in_memory().simulate_workloads(Duration::from_millis(100)).start().await.expect("server");
     let cluster = Cluster::around(server);
@@ -127,23 +126,11 @@ async fn through_conflicts_throttling_lost_answers_and_cut_watches_the_children_
     cluster.kubectl(&["apply", "-f", &example.join("crd.yaml").display().to_string()], None).await;
     // The Grafana's first three status writes get 409; the Deployment's first write 429, its
     // second is made by the server with the answer lost; every watch is cut after 500 ms.
-    let proxy = FaultProxy::start(cluster.server.url(), Some(Duration::from_millis(500)), |seen| {
-        if !seen.write {
-            return None;
-        }
-        if seen.path.ends_with("/grafanas/main/status") && seen.attempt < 3 {
-            return Some(Fault::Answer(StatusCode::CONFLICT));
-        }
-        match (seen.path.ends_with("/deployments/grafana-main"), seen.attempt) {
-            (true, 0) => Some(Fault::Answer(StatusCode::TOO_MANY_REQUESTS)),
-            (true, 1) => Some(Fault::LoseAnswer),
-            _ => None,
-        }
+    let proxy = FaultProxy::controller_storm(cluster.server.url(), "/grafanas/main/status", |path| {
+        path.ends_with("/deployments/grafana-main")
     })
     .await;
-    let proxied = cluster.dir.path().join("proxied");
-    std::fs::create_dir(&proxied).expect("mkdir");
-    let kubeconfig = proxy.write_kubeconfig(&proxied);
+    let kubeconfig = proxy.write_kubeconfig(&cluster.dir.path().join("proxied"));
     let log = cluster.dir.path().join("operator.log");
     let _operator = start_operator(&kubeconfig, cluster.dir.path(), &log);
     cluster.kubectl(&["apply", "-f", &example.join("grafana.yaml").display().to_string()], None).await;

@@ -109,9 +109,34 @@ impl FaultProxy {
         proxy
     }
 
+    /// A proxy for a controller's storm: the first three writes to a path ending in
+    /// `status` answered `409 Conflict`; for every path `child` picks, the first write `429`
+    /// and the second made by the server with its answer lost; every watch cut after 500 ms.
+    pub async fn controller_storm(
+        target: &str,
+        status: &'static str,
+        child: impl Fn(&str) -> bool + Send + Sync + 'static,
+    ) -> FaultProxy {
+        FaultProxy::start(target, Some(Duration::from_millis(500)), move |seen| {
+            if !seen.write {
+                return None;
+            }
+            if seen.path.ends_with(status) && seen.attempt < 3 {
+                return Some(Fault::Answer(StatusCode::CONFLICT));
+            }
+            match (child(seen.path), seen.attempt) {
+                (true, 0) => Some(Fault::Answer(StatusCode::TOO_MANY_REQUESTS)),
+                (true, 1) => Some(Fault::LoseAnswer),
+                _ => None,
+            }
+        })
+        .await
+    }
+
     /// Writes `dir/kubeconfig` (no credentials: the embedded server's default) pointing at
-    /// the proxy, and returns its path.
+    /// the proxy, creating `dir`, and returns its path.
     pub fn write_kubeconfig(&self, dir: &Path) -> std::path::PathBuf {
+        std::fs::create_dir_all(dir).expect("kubeconfig directory");
         let path = dir.join("kubeconfig");
         let text = format!(
             "apiVersion: v1\nkind: Config\nclusters:\n- name: c\n  cluster: {{server: \"{}\"}}\nusers:\n- name: u\n  user: {{}}\ncontexts:\n- name: x\n  context: {{cluster: c, user: u, namespace: default}}\ncurrent-context: x\n",
