@@ -1,6 +1,7 @@
 //! `bosun promote|abort|retry canary` as processes against a `bosun controller` process and the
 //! embedded API server with simulated workloads, with kubectl as the user's tool; and the
-//! Deployer's example under `bosun dev`.
+//! Deployer's example under `bosun dev`; and a canary through a proxy injecting conflicts,
+//! throttling, lost answers and cut watches.
 
 use std::{
     collections::BTreeMap,
@@ -13,10 +14,13 @@ use bosun_apiserver::ApiServer;
 use tokio::io::{AsyncBufReadExt, BufReader};
 
 mod common;
+#[path = "support/fault_proxy.rs"]
+mod fault_proxy;
 #[path = "support/controller.rs"]
 mod support;
 
 use common::Cluster;
+use fault_proxy::FaultProxy;
 use support::{BOUND, Controller, text};
 
 const CANARY: &str = "apiVersion: bosun.dev/v1alpha1
@@ -99,6 +103,56 @@ async fn promote_abort_and_retry_drive_the_canary_through_the_controller() {
     assert!(text(&missing).contains("Canary nope not found in namespace default"), "{}", text(&missing));
     let wrong = cluster.bosun(&["abort", "canary", "web", "--full"]).await;
     assert_eq!(wrong.status.code(), Some(2), "{}", text(&wrong));
+}
+
+#[tokio::test]
+async fn through_conflicts_throttling_lost_answers_and_cut_watches_a_canary_completes() {
+    let server = ApiServer::in_memory().simulate_workloads(Duration::from_millis(100)).start().await.expect("server");
+    let mut cluster = Cluster::around(server);
+    let crds = cluster.bosun(&["crds"]).await;
+    cluster.kubectl(&["apply", "-f", "-"], Some(&crds.stdout)).await;
+    let canary = CANARY.replace("  - pause: {}\n", "");
+    cluster.kubectl(&["apply", "-f", "-"], Some(canary.as_bytes())).await;
+    // The controller talks through the proxy: the Canary's first three status writes get
+    // 409; each Deployment's first write 429, its second is made with the answer lost; every
+    // watch is cut after 500 ms. kubectl (the user) goes straight to the server.
+    let proxy = FaultProxy::controller_storm(cluster.server.url(), "/canaries/web/status", |path| {
+        path.contains("/deployments/web-")
+    })
+    .await;
+    let direct = cluster.kubeconfig.clone();
+    cluster.kubeconfig = proxy.write_kubeconfig(&cluster.dir.path().join("proxied"));
+    let controller = cluster.controller("canaries", &[]);
+    cluster.kubeconfig = direct;
+    until(&cluster, &controller, ".status.phase", "Healthy").await;
+    set_version(&cluster, "2").await;
+    until(&cluster, &controller, ".status.stableVersion", "2").await;
+    until(&cluster, &controller, ".status.phase", "Healthy").await;
+    let deployments = cluster
+        .kubectl(
+            &[
+                "get",
+                "deploy",
+                "-l",
+                "bosun.dev/canary=web",
+                "-o",
+                "jsonpath={.items[*].metadata.name}={.items[*].spec.replicas}",
+            ],
+            None,
+        )
+        .await;
+    assert_eq!(String::from_utf8_lossy(&deployments.stdout), "web-2=4");
+    let faulted = proxy.faulted();
+    let deployment = "/apis/apps/v1/namespaces/default/deployments";
+    let expected = [
+        ("PATCH /apis/bosun.dev/v1alpha1/namespaces/default/canaries/web/status".to_string(), 3),
+        // Applying web-1, applying web-2 and deleting web-1 each met a 429 and a lost answer.
+        (format!("PATCH {deployment}/web-1"), 2),
+        (format!("PATCH {deployment}/web-2"), 2),
+        (format!("DELETE {deployment}/web-1"), 2),
+    ];
+    assert_eq!(faulted, expected.into_iter().collect(), "{faulted:?}");
+    assert!(proxy.cut_watches() >= 1, "watches were cut");
 }
 
 /// Kills a `bosun dev` however the test ends.
