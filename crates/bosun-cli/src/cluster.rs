@@ -3,7 +3,7 @@
 
 use std::path::PathBuf;
 
-use bosun::cluster::ClusterError;
+use bosun::cluster::{ClusterError, root_cause};
 use kube::config::{KubeConfigOptions, Kubeconfig};
 
 /// Flags that choose the cluster.
@@ -60,26 +60,50 @@ pub fn explain(url: &str, error: &ClusterError) -> String {
     }
 }
 
+/// The innermost cause of a configuration error, without the source snippet some YAML errors
+/// add below it (the line and column are in the first line).
+fn first_line(error: &(dyn std::error::Error + 'static)) -> String {
+    root_cause(error).lines().next().unwrap_or_default().to_string()
+}
+
+/// Why no cluster configuration was found, in one line a user can act on: the `KUBECONFIG`
+/// files that do not exist, or that none of the usual places has one.
+fn no_cluster(error: &kube::config::InferConfigError) -> String {
+    let variable = std::env::var_os("KUBECONFIG").filter(|value| !value.is_empty());
+    let missing: Vec<String> = variable
+        .iter()
+        .flat_map(std::env::split_paths)
+        .filter(|path| !path.as_os_str().is_empty() && !path.exists())
+        .map(|path| path.display().to_string())
+        .collect();
+    let home_config = std::env::var_os("HOME").map(|home| PathBuf::from(home).join(".kube/config"));
+    let why = if !missing.is_empty() {
+        format!("KUBECONFIG names {}, which does not exist", missing.join(", "))
+    } else if variable.is_none() && !home_config.is_some_and(|path| path.exists()) {
+        "no KUBECONFIG, no ~/.kube/config, and not running inside a cluster".to_string()
+    } else if let Some(variable) = &variable {
+        format!("KUBECONFIG {}: {}", variable.to_string_lossy(), first_line(error))
+    } else {
+        first_line(error)
+    };
+    format!("no cluster found: {why}; set KUBECONFIG or pass --kubeconfig, or run `bosun dev` for a local one")
+}
+
 impl ClusterArgs {
     /// Connects, or says why not in words a user can act on.
     pub async fn connect(&self) -> Result<Connection, String> {
         let options = KubeConfigOptions { context: self.context.clone(), ..Default::default() };
         let config = match &self.kubeconfig {
             Some(path) => {
-                let kubeconfig =
-                    Kubeconfig::read_from(path).map_err(|e| format!("kubeconfig {}: {e}", path.display()))?;
-                kube::Config::from_custom_kubeconfig(kubeconfig, &options)
-                    .await
-                    .map_err(|e| format!("kubeconfig {}: {e}", path.display()))?
+                let failed =
+                    |e: &(dyn std::error::Error + 'static)| format!("kubeconfig {}: {}", path.display(), first_line(e));
+                let kubeconfig = Kubeconfig::read_from(path).map_err(|e| failed(&e))?;
+                kube::Config::from_custom_kubeconfig(kubeconfig, &options).await.map_err(|e| failed(&e))?
             }
             None if self.context.is_some() => {
                 kube::Config::from_kubeconfig(&options).await.map_err(|e| format!("kubeconfig: {e}"))?
             }
-            None => kube::Config::infer().await.map_err(|e| {
-                format!(
-                    "no cluster found ({e}); set KUBECONFIG or pass --kubeconfig, or run `bosun dev` for a local one"
-                )
-            })?,
+            None => kube::Config::infer().await.map_err(|e| no_cluster(&e))?,
         };
         let namespace = config.default_namespace.clone();
         let url = config.cluster_url.to_string().trim_end_matches('/').to_string();

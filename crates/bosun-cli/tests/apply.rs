@@ -336,7 +336,20 @@ async fn no_cluster_is_exit_code_2_with_a_hint() {
         .expect("runs");
     assert_eq!(output.status.code(), Some(2));
     let stderr = String::from_utf8_lossy(&output.stderr);
-    assert!(stderr.contains("no cluster found") && stderr.contains("bosun dev"), "{stderr}");
+    assert_eq!(
+        stderr,
+        "error: no cluster found: KUBECONFIG names /nonexistent/kubeconfig, which does not exist; \
+         set KUBECONFIG or pass --kubeconfig, or run `bosun dev` for a local one\n"
+    );
+    // A --kubeconfig that does not exist: the file and the cause, in one line.
+    let output = tokio::process::Command::new(env!("CARGO_BIN_EXE_bosun"))
+        .args(["apply", package.to_str().expect("utf-8"), "--kubeconfig", "/nonexistent/kubeconfig"])
+        .output()
+        .await
+        .expect("runs");
+    assert_eq!(output.status.code(), Some(2));
+    let stderr = String::from_utf8_lossy(&output.stderr);
+    assert_eq!(stderr, "error: kubeconfig /nonexistent/kubeconfig: no such file or directory\n");
 }
 
 #[tokio::test]
