@@ -155,6 +155,22 @@ async fn through_conflicts_throttling_lost_answers_and_cut_watches_a_canary_comp
     assert!(proxy.cut_watches() >= 1, "watches were cut");
 }
 
+#[tokio::test]
+async fn a_duration_the_controller_could_not_read_is_refused_when_applied() {
+    let server = ApiServer::in_memory().start().await.expect("server");
+    let cluster = Cluster::around(server);
+    let crds = cluster.bosun(&["crds"]).await;
+    cluster.kubectl(&["apply", "-f", "-"], Some(&crds.stdout)).await;
+    let typo = CANARY.replace("  - pause: {}", "  - pause: {duration: 5x}");
+    let output = cluster.run("kubectl", &["apply", "-f", "-"], Some(typo.as_bytes())).await;
+    assert!(!output.status.success());
+    assert!(
+        text(&output).contains(r#"spec.steps[1].pause.duration: Invalid value: "5x""#),
+        "the field and the value are named: {}",
+        text(&output)
+    );
+}
+
 /// Kills a `bosun dev` however the test ends.
 struct Killed(tokio::process::Child);
 

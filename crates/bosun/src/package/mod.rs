@@ -105,14 +105,18 @@ impl<'de> Deserialize<'de> for Interval {
     }
 }
 
-/// A duration is a string in the `Package` schema (`30s`, `5m`, `1h30m`).
+/// A duration is a string in the schemas (`30s`, `5m`, `1h30m`), in Go's form as Kubernetes
+/// and Flux write them. The pattern lets the API server refuse `5x` when the object is
+/// applied: an object the controller cannot read would otherwise be skipped without a word.
+pub const INTERVAL_PATTERN: &str = r"^([0-9]+(\.[0-9]+)?(ns|us|µs|ms|s|m|h))+$";
+
 impl JsonSchema for Interval {
     fn schema_name() -> std::borrow::Cow<'static, str> {
         "Interval".into()
     }
 
     fn json_schema(_: &mut schemars::SchemaGenerator) -> schemars::Schema {
-        schemars::json_schema!({"type": "string", "description": "A duration: 30s, 5m, 1h30m."})
+        schemars::json_schema!({"type": "string", "pattern": INTERVAL_PATTERN, "description": "A duration: 30s, 5m, 1h30m."})
     }
 }
 
@@ -705,6 +709,21 @@ mod tests {
         let path = dir.join(name);
         std::fs::create_dir_all(path.parent().expect("parent")).expect("mkdir");
         std::fs::write(path, text).expect("write");
+    }
+
+    #[test]
+    fn the_schema_pattern_takes_every_duration_go_writes_and_what_intervals_print() {
+        let pattern = regex::Regex::new(INTERVAL_PATTERN).expect("pattern");
+        for text in ["30s", "5m", "1h30m", "500ms", "1.5h", "0s", "10m0s", "1h30m0s"] {
+            assert!(pattern.is_match(text), "{text}");
+            assert!(text.parse::<Interval>().is_ok(), "{text}");
+        }
+        for interval in [Duration::from_millis(500), Duration::from_secs(90), Duration::from_secs(5400)] {
+            assert!(pattern.is_match(&Interval(interval).to_string()), "{interval:?}");
+        }
+        for text in ["5x", "", "10", "1 hour", "-5m", "PT1H", "5m "] {
+            assert!(!pattern.is_match(text), "{text:?}");
+        }
     }
 
     #[test]
