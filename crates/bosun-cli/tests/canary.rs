@@ -169,6 +169,14 @@ async fn a_duration_the_controller_could_not_read_is_refused_when_applied() {
         "the field and the value are named: {}",
         text(&output)
     );
+    // The Deployer's sleep: seconds or a duration, both checked.
+    for (sleep, refusal) in
+        [("5x", r#"spec.steps[1].sleep: Invalid value: "5x""#), ("-5", "greater than or equal to 0")]
+    {
+        let typo = CANARY.replace("  - pause: {}", &format!("  - {{percent: 60, sleep: {sleep}}}"));
+        let output = cluster.run("kubectl", &["apply", "-f", "-"], Some(typo.as_bytes())).await;
+        assert!(!output.status.success() && text(&output).contains(refusal), "{sleep}: {}", text(&output));
+    }
 }
 
 /// Kills a `bosun dev` however the test ends.

@@ -181,7 +181,14 @@ impl JsonSchema for Sleep {
     }
 
     fn json_schema(_: &mut schemars::SchemaGenerator) -> schemars::Schema {
-        schemars::json_schema!({"x-kubernetes-int-or-string": true, "description": "Seconds, or a duration: 30s, 5m."})
+        // Both forms checked by the API server, so a typo is refused when applied: `pattern`
+        // applies to strings only, `minimum` to numbers only.
+        schemars::json_schema!({
+            "x-kubernetes-int-or-string": true,
+            "minimum": 0,
+            "pattern": crate::package::INTERVAL_PATTERN,
+            "description": "Seconds, or a duration: 30s, 5m."
+        })
     }
 }
 

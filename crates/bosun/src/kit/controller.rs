@@ -394,8 +394,15 @@ impl<R: Reconciler> Controller<R> {
             .graceful_shutdown_on(shutdown)
             .run(reconcile::<R>, error_policy::<R>, context)
             .for_each(|result| async move {
-                if let Err(error) = result {
-                    tracing::debug!(%error, "controller event");
+                match result {
+                    // A watch that fails — most often an object this program cannot read, such
+                    // as a value the schema let through — must be seen: its objects are not
+                    // reconciled until it is fixed.
+                    Err(kube::runtime::controller::Error::QueueError(error)) => {
+                        tracing::warn!(%error, "watch failed; retrying")
+                    }
+                    Err(error) => tracing::debug!(%error, "controller event"),
+                    Ok(_) => {}
                 }
             })
             .await;
