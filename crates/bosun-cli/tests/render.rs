@@ -185,6 +185,16 @@ fn a_runaway_jsonnet_program_is_stopped_at_the_memory_limit_with_its_name() {
     assert_eq!(output.status.code(), Some(1), "{err}");
     assert!(err.contains("main.jsonnet: evaluation stopped") && err.contains("over the limit of 300 MiB"), "{err}");
     assert!(stdout(&output).is_empty(), "nothing rendered: {}", stdout(&output));
+
+    // A limit that is not a size is bad input (exit 2), naming the variable.
+    let output = Command::new(env!("CARGO_BIN_EXE_bosun"))
+        .args(["render", "."])
+        .current_dir(dir.path())
+        .env("BOSUN_JSONNET_MEMORY_LIMIT", "lots")
+        .output()
+        .expect("bosun runs");
+    assert_eq!(output.status.code(), Some(2), "{}", stderr(&output));
+    assert!(stderr(&output).contains(r#"BOSUN_JSONNET_MEMORY_LIMIT="lots" is not a size"#), "{}", stderr(&output));
 }
 
 #[test]

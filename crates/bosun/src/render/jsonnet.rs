@@ -125,7 +125,8 @@ pub fn render(package_dir: &Path, spec: &JsonnetSpec, input: &Input<'_>) -> Resu
         });
     }
     let (spec_owned, config, extra) = (spec.clone(), input.config.clone(), input.extra.clone());
-    let _watched = super::memory::watch(&package_dir.join(&spec.entrypoint).display().to_string());
+    let _watched = super::memory::watch(&package_dir.join(&spec.entrypoint).display().to_string())
+        .map_err(|trace| RenderError::Jsonnet { entrypoint: spec.entrypoint.clone(), trace })?;
     let json = std::thread::Builder::new()
         .name("bosun-jsonnet".into())
         .stack_size(EVALUATION_STACK)

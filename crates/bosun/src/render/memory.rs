@@ -44,28 +44,30 @@ fn running() -> std::sync::MutexGuard<'static, BTreeMap<u64, String>> {
     RUNNING.lock().unwrap_or_else(|e| e.into_inner())
 }
 
-/// Watches the process's memory while `entrypoint` is evaluated.
-pub(super) fn watch(entrypoint: &str) -> Watched {
+/// The limit the watchdog holds the process to (set at each evaluation's start).
+static LIMIT: AtomicU64 = AtomicU64::new(DEFAULT_LIMIT);
+
+/// Watches the process's memory while `entrypoint` is evaluated; refuses a limit variable that
+/// is not a size, naming it.
+pub(super) fn watch(entrypoint: &str) -> Result<Watched, String> {
+    let limit = match std::env::var(LIMIT_VARIABLE) {
+        Err(_) => DEFAULT_LIMIT,
+        Ok(text) => parse_size(&text)
+            .ok_or_else(|| format!("{LIMIT_VARIABLE}={text:?} is not a size (examples: 512MiB, 4GiB)"))?,
+    };
+    LIMIT.store(limit, Ordering::Relaxed);
     WATCHDOG.call_once(|| {
-        let limit = std::env::var(LIMIT_VARIABLE).ok().map(|text| (parse_size(&text), text));
-        let limit = match limit {
-            None => DEFAULT_LIMIT,
-            Some((Some(bytes), _)) => bytes,
-            Some((None, text)) => {
-                tracing::warn!("{LIMIT_VARIABLE}={text:?} is not a size (e.g. 2GiB); using {}", size(DEFAULT_LIMIT));
-                DEFAULT_LIMIT
-            }
-        };
-        let _ = std::thread::Builder::new().name("bosun-jsonnet-memory".into()).spawn(move || watchdog(limit));
+        let _ = std::thread::Builder::new().name("bosun-jsonnet-memory".into()).spawn(watchdog);
     });
     let id = NEXT_ID.fetch_add(1, Ordering::Relaxed);
     running().insert(id, entrypoint.to_string());
-    Watched(id)
+    Ok(Watched(id))
 }
 
-fn watchdog(limit: u64) {
+fn watchdog() {
     loop {
         std::thread::sleep(SAMPLE_EVERY);
+        let limit = LIMIT.load(Ordering::Relaxed);
         let programs: Vec<String> = running().values().cloned().collect();
         if programs.is_empty() {
             continue;
