@@ -9,7 +9,6 @@ use bosun::{
     package::{Interval, resource::request_token},
 };
 use kube::{
-    Api,
     api::{Patch, PatchParams},
     runtime::wait::await_condition,
 };
@@ -60,18 +59,11 @@ pub async fn run(verb: Verb, Target::Canary(args): Target) -> ExitCode {
         (Verb::Abort, false) => ABORT,
         (Verb::Retry, false) => RETRY,
     };
-    let connection = match args.object.cluster.connect().await {
-        Ok(connection) => connection,
+    let (connection, api, _) = match args.object.find::<CanaryResource>().await {
+        Ok(found) => found,
         Err(message) => return crate::bad_input(message),
     };
-    let namespace = args.object.namespace.clone().unwrap_or_else(|| connection.namespace.clone());
-    let api: Api<CanaryResource> = Api::namespaced(connection.client.clone(), &namespace);
-    let name = args.object.name.as_str();
-    match api.get_opt(name).await {
-        Ok(Some(_)) => {}
-        Ok(None) => return crate::bad_input(format!("Canary {name} not found in namespace {namespace}")),
-        Err(error) => return crate::bad_input(connection.explain(&error.into())),
-    }
+    let (name, namespace) = (args.object.name.as_str(), api.namespace().unwrap_or_default().to_string());
     let token = request_token();
     println!("► annotating Canary {name} in namespace {namespace} with {annotation}={token}");
     let patch = json!({"metadata": {"annotations": {annotation: token}}});

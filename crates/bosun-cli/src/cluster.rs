@@ -4,7 +4,10 @@
 use std::path::PathBuf;
 
 use bosun::cluster::{ClusterError, root_cause};
-use kube::config::{KubeConfigOptions, Kubeconfig};
+use kube::{
+    Api,
+    config::{KubeConfigOptions, Kubeconfig},
+};
 
 /// Flags that choose the cluster.
 #[derive(Debug, Clone, clap::Args)]
@@ -30,6 +33,39 @@ pub struct Named {
 
     #[command(flatten)]
     pub cluster: ClusterArgs,
+}
+
+impl Named {
+    /// Connects and reads the named object of a bosun kind, or says in one line why not: the
+    /// cluster unreachable, the object missing, or the cluster not serving the kind at all
+    /// (bosun's CRDs not installed).
+    pub async fn find<K>(&self) -> Result<(Connection, Api<K>, K), String>
+    where
+        K: kube::Resource<Scope = kube::core::NamespaceResourceScope, DynamicType = ()>
+            + Clone
+            + k8s_openapi::serde::de::DeserializeOwned
+            + std::fmt::Debug,
+    {
+        let connection = self.cluster.connect().await?;
+        let namespace = self.namespace.clone().unwrap_or_else(|| connection.namespace.clone());
+        let api: Api<K> = Api::namespaced(connection.client.clone(), &namespace);
+        let (kind, name) = (K::kind(&()), self.name.as_str());
+        match api.get(name).await {
+            Ok(object) => Ok((connection, api, object)),
+            // A missing object's 404 names it; a kind the cluster does not serve gets a 404
+            // without details.
+            Err(kube::Error::Api(status))
+                if status.code == 404 && status.details.as_ref().is_some_and(|details| !details.name.is_empty()) =>
+            {
+                Err(format!("{kind} {name} not found in namespace {namespace}"))
+            }
+            Err(kube::Error::Api(status)) if status.code == 404 => Err(format!(
+                "the cluster serves no {kind} ({}): install bosun's CRDs with `bosun crds | kubectl apply -f -`",
+                K::api_version(&())
+            )),
+            Err(error) => Err(connection.explain(&error.into())),
+        }
+    }
 }
 
 /// A connected client and the namespace objects without one go to.

@@ -12,7 +12,6 @@ use bosun::{
     },
 };
 use kube::{
-    Api,
     api::{Patch, PatchParams},
     runtime::wait::await_condition,
 };
@@ -59,18 +58,11 @@ pub async fn run(verb: Verb, Target::Package(args): Target) -> ExitCode {
     if args.with_source && verb != Verb::Reconcile {
         return crate::bad_input("--with-source is for `bosun reconcile`");
     }
-    let connection = match args.object.cluster.connect().await {
-        Ok(connection) => connection,
+    let (connection, api, package) = match args.object.find::<PackageResource>().await {
+        Ok(found) => found,
         Err(message) => return crate::bad_input(message),
     };
-    let namespace = args.object.namespace.clone().unwrap_or_else(|| connection.namespace.clone());
-    let api: Api<PackageResource> = Api::namespaced(connection.client.clone(), &namespace);
-    let name = args.object.name.as_str();
-    let package = match api.get_opt(name).await {
-        Ok(Some(package)) => package,
-        Ok(None) => return crate::bad_input(format!("Package {name} not found in namespace {namespace}")),
-        Err(error) => return crate::bad_input(connection.explain(&error.into())),
-    };
+    let (name, namespace) = (args.object.name.as_str(), api.namespace().unwrap_or_default().to_string());
     let suspended = package.spec.suspend == Some(true);
     let mut token = None;
     let (patch, doing, done) = match verb {

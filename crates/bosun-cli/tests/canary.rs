@@ -159,6 +159,13 @@ async fn through_conflicts_throttling_lost_answers_and_cut_watches_a_canary_comp
 async fn a_duration_the_controller_could_not_read_is_refused_when_applied() {
     let server = ApiServer::in_memory().start().await.expect("server");
     let cluster = Cluster::around(server);
+    // Before bosun's CRDs are installed, the commands say so rather than "not found".
+    let early = cluster.bosun(&["promote", "canary", "web"]).await;
+    assert_eq!(early.status.code(), Some(2));
+    assert_eq!(
+        text(&early),
+        "error: the cluster serves no Canary (bosun.dev/v1alpha1): install bosun's CRDs with `bosun crds | kubectl apply -f -`\n"
+    );
     let crds = cluster.bosun(&["crds"]).await;
     cluster.kubectl(&["apply", "-f", "-"], Some(&crds.stdout)).await;
     let typo = CANARY.replace("  - pause: {}", "  - pause: {duration: 5x}");
