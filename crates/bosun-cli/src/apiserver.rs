@@ -1,5 +1,7 @@
 //! `bosun apiserver`: serve the embedded API server until Ctrl-C.
 
+use crate::stdout::outln;
+
 use std::{
     net::IpAddr,
     path::{Path, PathBuf},
@@ -111,7 +113,15 @@ pub async fn start(options: ServerOptions, kubeconfig: &Path) -> Result<(Running
         Storage::InMemory => "in memory".to_string(),
         Storage::Directory(dir) => format!("in {}", dir.display()),
     };
+    // A server that cannot start leaves no directory behind that it made.
+    let made = match &options.storage {
+        Storage::Directory(dir) => first_missing_ancestor(dir),
+        Storage::InMemory => None,
+    };
     let server = ApiServer::new(options).start().await.map_err(|error| {
+        if let Some(made) = &made {
+            let _ = std::fs::remove_dir_all(made);
+        }
         match &error {
             ServerError::Bind { source, .. } if source.kind() == std::io::ErrorKind::AddrInUse => {
                 eprintln!(
@@ -128,6 +138,19 @@ pub async fn start(options: ServerOptions, kubeconfig: &Path) -> Result<(Running
         return Err(ExitCode::from(2));
     }
     Ok((server, stored))
+}
+
+/// The outermost directory of `dir` that does not exist yet (what creating `dir` would make).
+fn first_missing_ancestor(dir: &Path) -> Option<std::path::PathBuf> {
+    let absolute = std::path::absolute(dir).ok()?;
+    let mut missing = None;
+    for ancestor in absolute.ancestors() {
+        if ancestor.exists() {
+            break;
+        }
+        missing = Some(ancestor.to_path_buf());
+    }
+    missing
 }
 
 /// Runs the server until Ctrl-C or SIGTERM.
@@ -157,12 +180,12 @@ pub async fn run(args: Args) -> ExitCode {
         Ok(started) => started,
         Err(code) => return code,
     };
-    println!("bosun apiserver listening on {} (objects {stored})", server.url());
-    println!("kubeconfig: {}", args.kubeconfig.display());
+    outln!("bosun apiserver listening on {} (objects {stored})", server.url());
+    outln!("kubeconfig: {}", args.kubeconfig.display());
     for user in &args.users {
-        println!("user {}: kubectl --context {} …", user.name, user.name);
+        outln!("user {}: kubectl --context {} …", user.name, user.name);
     }
-    println!("try: KUBECONFIG={} kubectl get namespaces", args.kubeconfig.display());
+    outln!("try: KUBECONFIG={} kubectl get namespaces", args.kubeconfig.display());
     crate::signal::shutdown().await;
     eprintln!("shutting down");
     server.shutdown().await;

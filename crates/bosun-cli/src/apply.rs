@@ -1,12 +1,14 @@
 //! `bosun apply`: render, plan, apply in groups with server-side apply, wait, prune, report.
 
+use crate::stdout::{out, outln};
+
 use std::{io::IsTerminal, process::ExitCode, time::Duration};
 
 use bosun::{
     apply::{ApplyError, Options},
     package::{Interval, Package},
     pipeline::{self, PipelineError},
-    report::{Progress, Report, Silent, Terminal},
+    report::{Change, Progress, Report, Silent, Terminal},
 };
 
 use crate::{cluster::ClusterArgs, source::Source};
@@ -40,7 +42,8 @@ pub struct Args {
     #[arg(long)]
     pub wait: bool,
 
-    /// Bound on each wait (default: the package's `timeout`, else 5m).
+    /// Bound on each wait, the groups' own `wait.timeout` included (default: a group's
+    /// `wait.timeout`, else the package's `timeout`, else 5m).
     #[arg(long, value_name = "DURATION")]
     pub timeout: Option<Interval>,
 
@@ -74,6 +77,7 @@ pub fn options(package: &Package, args: &Args) -> Options {
         prune: args.prune || package.spec.prune == Some(true),
         wait: args.wait || package.spec.wait == Some(true),
         timeout: args.timeout.or(package.spec.timeout).map_or(Duration::from_secs(300), |t| t.0),
+        timeout_overrides_groups: args.timeout.is_some(),
         ..Options::default()
     }
 }
@@ -96,8 +100,8 @@ fn progress(package: &str, output: Output) -> Box<dyn Progress> {
 
 fn print(report: &Report, output: Output) {
     match output {
-        Output::Table => print!("{}", report.table()),
-        Output::Json => println!("{}", serde_json::to_string_pretty(report).unwrap_or_default()),
+        Output::Table => out!("{}", report.table()),
+        Output::Json => outln!("{}", serde_json::to_string_pretty(report).unwrap_or_default()),
     }
 }
 
@@ -109,12 +113,16 @@ async fn round(args: &Args, connection: &crate::cluster::Connection) -> ExitCode
     if let Err(message) = crate::source::check_not_suspended(&package) {
         return crate::bad_input(message);
     }
-    let options = options(&package, args);
+    let interrupt = crate::signal::Interrupt::listen();
+    let options = Options { cancel: Some(interrupt.token()), ..options(&package, args) };
     let progress = progress(&package.name, args.output);
     let namespace = args.source.default_namespace(&connection.namespace);
     match pipeline::apply(&connection.client, &package, &rendered, namespace, &options, progress.as_ref()).await {
         Ok(outcome) => {
             print(&outcome.report, args.output);
+            if interrupt.happened() {
+                return interrupted(&outcome.report);
+            }
             if outcome.report.succeeded() { ExitCode::SUCCESS } else { ExitCode::from(1) }
         }
         Err(error) => {
@@ -122,6 +130,20 @@ async fn round(args: &Args, connection: &crate::cluster::Connection) -> ExitCode
             crate::bad_input(explain(&connection.url, &error))
         }
     }
+}
+
+/// Says where a rollout stopped on Ctrl-C: what the report above lists was written and stays.
+pub fn interrupted(report: &Report) -> ExitCode {
+    let written = report
+        .changes
+        .iter()
+        .filter(|c| matches!(c.change, Change::Created | Change::Configured | Change::Deleted))
+        .count();
+    eprintln!(
+        "interrupted: {}: stopped before its next step; {written} object(s) written before that stay as they are",
+        report.package
+    );
+    ExitCode::from(crate::signal::INTERRUPTED_EXIT)
 }
 
 /// Runs `bosun apply`.
@@ -138,6 +160,9 @@ pub async fn run(args: Args) -> ExitCode {
     };
     loop {
         let last = round(&args, &connection).await;
+        if last == ExitCode::from(crate::signal::INTERRUPTED_EXIT) {
+            return last;
+        }
         tokio::select! {
             _ = tokio::time::sleep(interval.0) => {}
             () = crate::signal::shutdown() => {

@@ -2,6 +2,8 @@
 //! annotate the Canary with a fresh token (what a kubectl-only user can write with `kubectl
 //! annotate`), wait until the controller has handled it, and print where the canary stands.
 
+use crate::stdout::outln;
+
 use std::process::ExitCode;
 
 use bosun::{
@@ -65,12 +67,12 @@ pub async fn run(verb: Verb, Target::Canary(args): Target) -> ExitCode {
     };
     let (name, namespace) = (args.object.name.as_str(), api.namespace().unwrap_or_default().to_string());
     let token = request_token();
-    println!("► annotating Canary {name} in namespace {namespace} with {annotation}={token}");
+    outln!("► annotating Canary {name} in namespace {namespace} with {annotation}={token}");
     let patch = json!({"metadata": {"annotations": {annotation: token}}});
     if let Err(error) = api.patch(name, &PatchParams::default(), &Patch::Merge(&patch)).await {
         return crate::bad_input(connection.explain(&error.into()));
     }
-    println!("◎ waiting for the Canary controller");
+    outln!("◎ waiting for the Canary controller");
     let handled = |canary: &CanaryResource| {
         canary.status.as_ref().and_then(|s| s.progress.handled.get(annotation)).is_some_and(|value| *value == token)
     };
@@ -88,6 +90,6 @@ pub async fn run(verb: Verb, Target::Canary(args): Target) -> ExitCode {
     };
     let status = canary.status.unwrap_or_default();
     let phase = status.progress.phase.unwrap_or_default();
-    println!("✔ {phase}: {}", status.message.unwrap_or_default());
+    outln!("✔ {phase}: {}", status.message.unwrap_or_default());
     ExitCode::SUCCESS
 }

@@ -3,6 +3,11 @@
 //! prune, prints what happened and how to look at it with kubectl, then applies again whenever
 //! files in the packages change.
 
+use crate::{
+    signal::Interrupt,
+    stdout::{out, outln},
+};
+
 use std::{
     path::{Path, PathBuf},
     process::ExitCode,
@@ -31,7 +36,7 @@ use serde_json::json;
 pub struct Args {
     /// Package directories to apply (and watch); with --gitops, the directory the Git
     /// repository is seeded from (default examples/gitops).
-    #[arg(value_name = "DIR", required_unless_present = "gitops")]
+    #[arg(value_name = "DIR")]
     pub dirs: Vec<PathBuf>,
 
     /// Continuous delivery from Git: run the Package controller, seed a Git repository from
@@ -42,6 +47,10 @@ pub struct Args {
     /// Where the --gitops repository lives (created when missing).
     #[arg(long, value_name = "DIR", default_value = ".bosun/gitops", requires = "gitops")]
     pub gitops_repo: PathBuf,
+
+    /// Where the --gitops controller keeps the sources it fetched (its snapshots).
+    #[arg(long, value_name = "DIR", default_value = ".bosun/gitops-cache", requires = "gitops")]
+    pub gitops_cache: PathBuf,
 
     /// Apply once and exit (0 if every package rolled out, else 1).
     #[arg(long)]
@@ -81,47 +90,86 @@ pub struct Args {
     #[arg(short = 'n', long, value_name = "NAMESPACE")]
     pub namespace: Option<String>,
 
-    /// Bound on each package's waits.
-    #[arg(long, value_name = "DURATION", default_value = "2m")]
-    pub timeout: Interval,
+    /// Bound on each wait, the groups' own `wait.timeout` included (default: a group's
+    /// `wait.timeout`, else the package's `timeout`, else 2m).
+    #[arg(long, value_name = "DURATION")]
+    pub timeout: Option<Interval>,
 }
 
-async fn apply_dir(server: &RunningServer, dir: &Path, args: &Args) -> bool {
+/// How one package's rollout ended.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Rollout {
+    Succeeded,
+    Failed,
+    /// Ctrl-C stopped it at a safe point (it said where).
+    Interrupted,
+}
+
+async fn apply_dir(server: &RunningServer, dir: &Path, args: &Args, interrupt: &Interrupt) -> Rollout {
+    let rollout = apply_dir_once(server, dir, args, interrupt).await;
+    if interrupt.happened() { Rollout::Interrupted } else { rollout }
+}
+
+async fn apply_dir_once(server: &RunningServer, dir: &Path, args: &Args, interrupt: &Interrupt) -> Rollout {
     let client = server.client();
     let package = match Package::load(dir) {
         Ok(package) => package,
         Err(error) => {
             eprintln!("error: {error}");
-            return false;
+            return Rollout::Failed;
         }
     };
     if let Err(error) = crate::source::check_not_suspended(&package) {
         eprintln!("error: {error}");
-        return false;
+        return Rollout::Failed;
     }
     let render_options = RenderOptions { default_namespace: args.namespace.clone(), ..RenderOptions::default() };
     let rendered = match pipeline::render(&package, &render_options, Some(&client)).await {
         Ok(rendered) => rendered,
         Err(error) => {
-            eprintln!("error: {}: {error}", dir.display());
-            return false;
+            eprintln!("error: {}", in_package(dir, &error.to_string()));
+            return Rollout::Failed;
         }
     };
     crate::source::print_warnings(&package, &rendered);
-    let options = Options { prune: true, wait: true, timeout: args.timeout.0, ..Options::default() };
+    let options = Options {
+        prune: true,
+        wait: true,
+        timeout: args.timeout.or(package.spec.timeout).map_or(DEFAULT_TIMEOUT, |t| t.0),
+        timeout_overrides_groups: args.timeout.is_some(),
+        cancel: Some(interrupt.token()),
+        ..Options::default()
+    };
     let progress = Terminal::new(&package.name);
     let namespace = args.namespace.as_deref().unwrap_or("default");
     match pipeline::apply(&client, &package, &rendered, namespace, &options, &progress).await {
         Ok(outcome) => {
-            print!("{}", outcome.report.table());
-            outcome.report.succeeded()
+            out!("{}", outcome.report.table());
+            if interrupt.happened() {
+                crate::apply::interrupted(&outcome.report);
+                Rollout::Interrupted
+            } else if outcome.report.succeeded() {
+                Rollout::Succeeded
+            } else {
+                Rollout::Failed
+            }
         }
         Err(error) => {
-            eprintln!("error: {}: {}", dir.display(), crate::apply::explain(server.url(), &error));
-            false
+            eprintln!("error: {}", in_package(dir, &crate::apply::explain(server.url(), &error)));
+            Rollout::Failed
         }
     }
 }
+
+/// An error about a package, prefixed with its directory unless it already names a file in it
+/// (`examples/quickstart/service.yaml: line 3: …` is not said twice).
+fn in_package(dir: &Path, message: &str) -> String {
+    let dir = dir.display().to_string();
+    if message.starts_with(&dir) { message.to_string() } else { format!("{dir}: {message}") }
+}
+
+/// How long `bosun dev` waits for a package's objects unless told otherwise.
+const DEFAULT_TIMEOUT: std::time::Duration = std::time::Duration::from_secs(120);
 
 /// Installs bosun's CRDs on the dev server (server-side apply, so a restart updates them).
 ///
@@ -141,30 +189,44 @@ pub async fn install_crds(server: &RunningServer) -> Result<(), String> {
     Ok(())
 }
 
-/// Runs the Canary controller beside the packages (a `Canary` in a package rolls out as it
-/// would under `bosun controller`); stopped when dropped.
-async fn canaries(server: &RunningServer) -> Result<AbortOnDrop, String> {
-    install_crds(server).await?;
-    let controller = bosun::controllers::canary::controller(server.client(), Default::default());
-    let task = tokio::spawn(async move {
-        if let Err(error) = controller.run(std::future::pending()).await {
-            tracing::warn!(%error, "the Canary controller stopped");
-        }
-    });
-    Ok(AbortOnDrop(task))
+/// The Canary controller running beside the packages (a `Canary` in a package rolls out as it
+/// would under `bosun controller`).
+struct Canaries {
+    stop: tokio::sync::oneshot::Sender<()>,
+    task: tokio::task::JoinHandle<()>,
 }
 
-/// Stops a task when dropped.
-struct AbortOnDrop(tokio::task::JoinHandle<()>);
+impl Canaries {
+    async fn start(server: &RunningServer) -> Result<Canaries, String> {
+        install_crds(server).await?;
+        let controller = bosun::controllers::canary::controller(server.client(), Default::default());
+        let (stop, stopped) = tokio::sync::oneshot::channel::<()>();
+        let task = tokio::spawn(async move {
+            let stopped = async move {
+                let _ = stopped.await;
+            };
+            if let Err(error) = controller.run(stopped).await {
+                tracing::warn!(%error, "the Canary controller stopped");
+            }
+        });
+        Ok(Canaries { stop, task })
+    }
 
-impl Drop for AbortOnDrop {
-    fn drop(&mut self) {
-        self.0.abort();
+    /// Stops the controller and waits until it has: before the server goes, so its watches
+    /// do not see the server vanish.
+    async fn stop(self) {
+        let _ = self.stop.send(());
+        let _ = self.task.await;
     }
 }
 
 /// Runs `bosun dev`.
 pub async fn run(args: Args) -> ExitCode {
+    if args.dirs.is_empty() && !args.gitops {
+        return crate::bad_input(
+            "bosun dev needs a package directory: bosun dev examples/quickstart (or bosun dev --gitops for continuous delivery from Git)",
+        );
+    }
     let seed = args.dirs.first().cloned().unwrap_or_else(|| PathBuf::from("examples/gitops"));
     if args.gitops && (args.dirs.len() > 1 || !seed.is_dir()) {
         return crate::bad_input(format!(
@@ -190,39 +252,50 @@ pub async fn run(args: Args) -> ExitCode {
         Ok(started) => started,
         Err(code) => return code,
     };
-    println!("bosun dev: API server on {} (objects {stored}, workloads simulated)", server.url());
+    outln!("bosun dev: API server on {} (objects {stored}, workloads simulated)", server.url());
     if args.gitops {
-        println!("kubeconfig: {}", args.kubeconfig.display());
-        let cache = args.gitops_repo.with_file_name("gitops-cache");
-        let code = crate::gitops::run(&server, &seed, &args.gitops_repo, cache).await;
+        outln!("kubeconfig: {}", args.kubeconfig.display());
+        let code = crate::gitops::run(&server, &seed, &args.gitops_repo, args.gitops_cache.clone()).await;
         server.shutdown().await;
         return code;
     }
-    let _canaries = match canaries(&server).await {
+    let canaries = match Canaries::start(&server).await {
         Ok(running) => running,
         Err(message) => {
             server.shutdown().await;
             return crate::bad_input(message);
         }
     };
+    let code = roll_out_and_watch(&server, &args).await;
+    canaries.stop().await;
+    server.shutdown().await;
+    code
+}
+
+/// Applies every package, then again whenever its files change, until Ctrl-C.
+async fn roll_out_and_watch(server: &RunningServer, args: &Args) -> ExitCode {
+    let interrupt = Interrupt::listen();
     let mut all_ok = true;
     for dir in &args.dirs {
-        all_ok &= apply_dir(&server, dir, &args).await;
+        match apply_dir(server, dir, args, &interrupt).await {
+            Rollout::Succeeded => {}
+            Rollout::Failed => all_ok = false,
+            Rollout::Interrupted => return ExitCode::from(crate::signal::INTERRUPTED_EXIT),
+        }
     }
     let kubeconfig = args.kubeconfig.display();
-    println!("\nkubeconfig: {kubeconfig}");
-    println!("try:\n  export KUBECONFIG={kubeconfig}\n  kubectl get all -A");
+    outln!("\nkubeconfig: {kubeconfig}");
+    outln!("try:\n  export KUBECONFIG={kubeconfig}\n  kubectl get all -A");
     if args.run_pods {
-        println!(
+        outln!(
             "(pods run for real: containers whose command exists here run as local processes; the others are simulated)"
         );
     } else {
-        println!(
+        outln!(
             "(workloads are simulated: Pods are scheduled to simulated nodes and reported running; no process runs unless --run-pods)"
         );
     }
     if args.once {
-        server.shutdown().await;
         return if all_ok { ExitCode::SUCCESS } else { ExitCode::from(1) };
     }
     // What this command writes never counts as a change of a package.
@@ -232,28 +305,27 @@ pub async fn run(args: Args) -> ExitCode {
     }
     let mut trigger = match FileTrigger::watch(&args.dirs, &ignored) {
         Ok(trigger) => trigger,
-        Err(error) => {
-            server.shutdown().await;
-            return crate::bad_input(error);
-        }
+        Err(error) => return crate::bad_input(error),
     };
-    println!(
+    outln!(
         "\nwatching {} for changes{}; Ctrl-C to stop",
         args.dirs.iter().map(|d| d.display().to_string()).collect::<Vec<_>>().join(", "),
         if trigger.polling() { " (polling: file events are unavailable here)" } else { "" }
     );
+    let cancel = interrupt.token();
     loop {
         let changed = tokio::select! {
             changed = trigger.changed() => changed,
-            () = crate::signal::shutdown() => break,
+            () = cancel.cancelled() => break,
         };
         let Some(changed) = changed else { break };
         for dir in changed.into_iter().filter_map(|index| args.dirs.get(index)) {
-            println!("\n{} changed: applying", dir.display());
-            apply_dir(&server, dir, &args).await;
+            outln!("\n{} changed: applying", dir.display());
+            if apply_dir(server, dir, args, &interrupt).await == Rollout::Interrupted {
+                return ExitCode::from(crate::signal::INTERRUPTED_EXIT);
+            }
         }
     }
     eprintln!("shutting down");
-    server.shutdown().await;
     ExitCode::SUCCESS
 }

@@ -1,5 +1,7 @@
 //! `bosun diff`: what applying would change, as unified diffs from a server-side dry run.
 
+use crate::stdout::{out, outln};
+
 use std::process::ExitCode;
 
 use bosun::{pipeline, report::Change};
@@ -41,13 +43,17 @@ pub async fn run(args: Args) -> ExitCode {
     for object in &report.objects {
         match object.change {
             Change::Unchanged => {}
-            Change::Created => print!("+ {} (new)\n{}", object.object, object.diff),
-            Change::Failed => print!("! {}: {}", object.object, object.diff),
-            _ => print!("~ {}\n{}", object.object, object.diff),
+            Change::Created => out!("+ {} (new)\n{}", object.object, object.diff),
+            Change::Failed => out!("! {}: {}", object.object, object.diff),
+            _ => out!("~ {}\n{}", object.object, object.diff),
         }
     }
     for pruned in &report.prune {
-        println!("- {pruned} (would be pruned)");
+        outln!("- {pruned} (would be pruned)");
+    }
+    if crate::stdout::broken() {
+        // The reader has gone: a summary after the diff it did not read would be noise.
+        return ExitCode::SUCCESS;
     }
     let changed = report.objects.iter().filter(|o| o.change != Change::Unchanged).count();
     eprintln!("{}: {changed} object(s) would change, {} would be pruned", package.name, report.prune.len());

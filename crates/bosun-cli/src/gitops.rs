@@ -7,6 +7,8 @@
 //! The repository is created with the `git` command (the user commits with it anyway); the
 //! controller reads it with gix, as it reads any Git source.
 
+use crate::stdout::outln;
+
 use std::{
     path::{Path, PathBuf},
     process::{Command, ExitCode},
@@ -69,6 +71,12 @@ fn seed_repository(seed: &Path, repo: &Path) -> Result<bool, String> {
     }
     copy_tree(seed, repo).map_err(|e| format!("copying {} to {}: {e}", seed.display(), repo.display()))?;
     git(repo, &["init", "-q", "-b", "main"])?;
+    // Commits here must work on a machine where git has no identity yet (a fresh one): the
+    // repository gets a local one then, which the user's own settings would override anyway.
+    if git(repo, &["config", "user.email"]).is_err() {
+        git(repo, &["config", "user.name", "bosun dev"])?;
+        git(repo, &["config", "user.email", "bosun-dev@localhost"])?;
+    }
     git(repo, &["add", "-A"])?;
     // An identity for the seed commit only; the user's own commits use theirs.
     let commit = ["-c", "user.name=bosun", "-c", "user.email=bosun@localhost", "commit", "-q", "-m"];
@@ -123,15 +131,23 @@ async fn print_progress(client: kube::Client) {
             package.metadata.namespace.as_deref().unwrap_or(""),
             package.metadata.name.as_deref().unwrap_or("")
         );
-        let line = match ready.status.as_str() {
-            "True" => format!("✔ {name}: {}", ready.message),
-            "False" => format!("✗ {name}: {}: {}", ready.reason, ready.message.lines().next().unwrap_or("")),
-            _ => format!("◎ {name}: {}", ready.message),
-        };
+        let line = progress_line(&name, &ready.status, &ready.reason, &ready.message);
         if seen.get(&name) != Some(&line) {
-            println!("{line}");
+            outln!("{line}");
             seen.insert(name, line);
         }
+    }
+}
+
+/// A Package's Ready condition as one line: ✔ ready, ◎ on its way (waiting for what it
+/// depends on counts), ✗ failed.
+fn progress_line(name: &str, status: &str, reason: &str, message: &str) -> String {
+    let first = message.lines().next().unwrap_or("");
+    match status {
+        "True" => format!("✔ {name}: {first}"),
+        "False" if reason == package::status::DEPENDENCY_NOT_READY => format!("◎ {name}: {first}"),
+        "False" => format!("✗ {name}: {reason}: {first}"),
+        _ => format!("◎ {name}: {first}"),
     }
 }
 
@@ -185,16 +201,16 @@ pub async fn run(server: &RunningServer, seed: &Path, repo: &Path, cache: PathBu
         Err(error) => return crate::bad_input(error),
     };
     let what = if created { "created from" } else { "kept; it was seeded from" };
-    println!("Git repository {} ({what} {})", repo.display(), seed.display());
-    println!("root Package default/{ROOT} rolls out clusters/dev of it; the Packages there follow");
-    println!("\ntry:\n  kubectl get packages -w");
-    println!("  cd {} && $EDITOR apps/web/deployment.yaml && git commit -am 'a change'\n", repo.display());
+    outln!("Git repository {} ({what} {})", repo.display(), seed.display());
+    outln!("root Package default/{ROOT} rolls out clusters/dev of it; the Packages there follow");
+    outln!("\ntry:\n  kubectl get packages -w");
+    outln!("  cd {} && $EDITOR apps/web/deployment.yaml && git commit -am 'a change'\n", repo.display());
     let progress = tokio::spawn(print_progress(server.client()));
     loop {
         tokio::select! {
             changed = trigger.changed() => {
                 if changed.is_none() { break }
-                println!("\na commit in {}: reconciling its Packages", repo.display());
+                outln!("\na commit in {}: reconciling its Packages", repo.display());
                 request_runs(server, &url).await;
             }
             () = crate::signal::shutdown() => break,

@@ -1,5 +1,7 @@
 //! `bosun crds` and `bosun install`: print what a real cluster needs, for `kubectl apply -f -`.
 
+use crate::stdout::out;
+
 use std::process::ExitCode;
 
 use bosun::controllers::install::{InstallOptions, default_image, manifests};
@@ -32,7 +34,7 @@ pub struct Args {
 }
 
 fn print(objects: &[serde_json::Value]) {
-    print!("{}", bosun::yaml::to_stream(objects.iter().map(|object| (None, object))));
+    out!("{}", bosun::yaml::to_stream(objects.iter().map(|object| (None, object))));
 }
 
 /// Runs `bosun crds`.

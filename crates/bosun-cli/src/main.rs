@@ -15,6 +15,7 @@ mod packages;
 mod render;
 mod signal;
 mod source;
+mod stdout;
 
 use std::{io::IsTerminal, process::ExitCode};
 
@@ -192,7 +193,7 @@ fn main() -> ExitCode {
             return ExitCode::from(2);
         }
     };
-    runtime.block_on(async {
+    let code = runtime.block_on(async {
         match cli.command {
             Command::Render(args) => render::run(args).await,
             Command::Diff(args) => diff::run(args).await,
@@ -211,7 +212,8 @@ fn main() -> ExitCode {
             Command::Crds => install::crds(),
             Command::Install(args) => install::run(args),
         }
-    })
+    });
+    if stdout::broken() { ExitCode::from(stdout::BROKEN_PIPE_EXIT) } else { code }
 }
 
 #[cfg(test)]

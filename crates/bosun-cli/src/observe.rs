@@ -1,9 +1,11 @@
 //! `bosun observe`: run a command for every object of a kind and on every change.
 
+use crate::stdout::{out, outln};
+
 use std::{net::SocketAddr, process::ExitCode, sync::Arc};
 
 use bosun::{
-    observe::{Event, Namespaces, ObserveError, Observer, Output, Spec, Stop, command},
+    observe::{Event, Namespaces, ObserveError, Observer, Output, RunError, Spec, Stop, command, command::SIGPIPE},
     package::Interval,
 };
 
@@ -142,9 +144,17 @@ struct Printer {
 
 impl Output for Printer {
     fn event(&self, event: &Event<'_>) {
+        // A command killed by SIGPIPE wrote to our stdout (it inherits it) after its reader
+        // went: stop as if we had written there. After that, failures are that, not news.
+        if let Event::Error(RunError::Killed { signal: SIGPIPE, .. }) = event {
+            crate::stdout::reader_gone();
+        }
+        if crate::stdout::broken() {
+            return;
+        }
         match event {
             Event::Running { event, resource_version, line, .. } if !self.quiet => {
-                println!("{}", command::header(*event, resource_version, line));
+                outln!("{}", command::header(*event, resource_version, line));
             }
             Event::Running { .. } => {}
             Event::Retrying { event, key, code, attempt, of, wait } => {
@@ -201,9 +211,10 @@ pub async fn run(args: Args) -> ExitCode {
     let metrics = observer.metrics();
     let outcome = observer.run(crate::signal::shutdown()).await;
     if args.print_metrics_on_exit {
-        print!("{}", metrics.text());
+        out!("{}", metrics.text());
     }
     match outcome.stop {
+        _ if crate::stdout::broken() => ExitCode::from(crate::stdout::BROKEN_PIPE_EXIT),
         Stop::TooManyErrors => ExitCode::from(1),
         Stop::Once if outcome.errors > 0 => {
             eprintln!("bosun observe: {} run(s), {} error(s)", outcome.runs, outcome.errors);

@@ -2,6 +2,8 @@
 //! kustomization` do: annotate or patch the Package, then (reconcile, resume) wait for the
 //! controller's run and print how it ended.
 
+use crate::stdout::outln;
+
 use std::process::ExitCode;
 
 use bosun::{
@@ -83,17 +85,17 @@ pub async fn run(verb: Verb, Target::Package(args): Target) -> ExitCode {
         Verb::Suspend => (json!({"spec": {"suspend": true}}), "suspending", "suspended"),
         Verb::Resume => (json!({"spec": {"suspend": false}}), "resuming", "resumed"),
     };
-    println!("► {doing} Package {name} in namespace {namespace}");
+    outln!("► {doing} Package {name} in namespace {namespace}");
     let patched = match api.patch(name, &PatchParams::default(), &Patch::Merge(&patch)).await {
         Ok(patched) => patched,
         Err(error) => return crate::bad_input(connection.explain(&error.into())),
     };
-    println!("✔ Package {done}");
+    outln!("✔ Package {done}");
     if verb == Verb::Suspend {
         return ExitCode::SUCCESS;
     }
     let generation = patched.metadata.generation;
-    println!("◎ waiting for Package reconciliation");
+    outln!("◎ waiting for Package reconciliation");
     let awaited = token.clone();
     let finished = await_condition(api, name, move |package: Option<&PackageResource>| {
         package.is_none_or(|p| p.metadata.generation == generation && run_outcome(p, awaited.as_deref()).is_some())
@@ -112,7 +114,7 @@ pub async fn run(verb: Verb, Target::Package(args): Target) -> ExitCode {
     match run_outcome(&package, token.as_deref()) {
         Some(Ok(_)) => {
             let revision = package.status.as_ref().and_then(|s| s.last_applied_revision.clone()).unwrap_or_default();
-            println!("✔ applied revision {revision}");
+            outln!("✔ applied revision {revision}");
             ExitCode::SUCCESS
         }
         Some(Err(why)) => crate::failed(format!("Package reconciliation failed: {why}")),

@@ -1,5 +1,7 @@
 //! `bosun render`: print a package's manifests (no cluster needed).
 
+use crate::stdout::{out, outln};
+
 use std::process::ExitCode;
 
 use bosun::{package::Package, render::Rendered};
@@ -39,7 +41,7 @@ pub struct Args {
 fn print_plan(package: &Package, rendered: &Rendered) -> Result<(), SourceError> {
     let plan = bosun::plan::plan(&rendered.manifests, rendered.rollout.as_ref())?;
     let source = if rendered.rollout.is_some() { "declared rollout" } else { "default plan" };
-    println!("{}: {} group(s), {source}", package.name, plan.groups.len());
+    outln!("{}: {} group(s), {source}", package.name, plan.groups.len());
     for (index, group) in plan.groups.iter().enumerate() {
         let mut notes = Vec::new();
         if group.parallel {
@@ -52,14 +54,14 @@ fn print_plan(package: &Package, rendered: &Rendered) -> Result<(), SourceError>
             notes.push(format!("timeout {}", bosun::package::Interval(timeout)));
         }
         let notes = if notes.is_empty() { String::new() } else { format!(" ({})", notes.join(", ")) };
-        println!("{}. {}{notes}", index + 1, group.name);
+        outln!("{}. {}{notes}", index + 1, group.name);
         for step in &group.steps {
             let checks: usize = step.checks.iter().map(|c| c.field_comparisons.len()).sum();
             let checks = if checks > 0 { format!(" [{checks} success check(s)]") } else { String::new() };
-            println!("   {:?}{checks}", step.action);
+            outln!("   {:?}{checks}", step.action);
             for key in &step.keys {
                 let object = rendered.manifests.get(key).map(|m| m.describe()).unwrap_or_default();
-                println!("     {object}  ({key})");
+                outln!("     {object}  ({key})");
             }
         }
     }
@@ -86,6 +88,6 @@ pub async fn run(args: Args) -> ExitCode {
             format!("{:#}\n", json!({"objects": rendered.manifests.to_map(), "rollout": rollout}))
         }
     };
-    print!("{text}");
+    out!("{text}");
     ExitCode::SUCCESS
 }

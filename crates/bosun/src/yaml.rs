@@ -25,9 +25,23 @@ pub fn parse_stream(text: &str, origin: &str) -> Result<Vec<Value>, ParseError> 
     if origin.ends_with(".json") {
         return parse_json_stream(text, origin);
     }
-    let documents: Vec<Value> = serde_saphyr::from_multiple(text)
+    let documents: Vec<Value> = serde_saphyr::from_multiple_with_options(text, manifest_options())
         .map_err(|e| ParseError { origin: origin.to_string(), message: yaml_message(&e.to_string(), origin) })?;
     Ok(documents.into_iter().filter(|d| !d.is_null()).collect())
+}
+
+/// The parser's limits for manifests. Its defaults (1,024 documents, 250,000 nodes) guard
+/// configuration files against hostile input, but a rendered package or a `helm template`
+/// output of thousands of objects is ordinary here: documents, nodes and events are bounded by
+/// the input size instead (256 MiB), and the defences against alias bombs stay.
+fn manifest_options() -> serde_saphyr::Options {
+    let mut budget = serde_saphyr::Budget::default();
+    budget.max_documents = usize::MAX;
+    budget.max_nodes = usize::MAX;
+    budget.max_events = usize::MAX;
+    let mut options = serde_saphyr::Options::default();
+    options.budget = Some(budget);
+    options
 }
 
 /// A `.json` file is read as JSON (one or more values), so that its errors are JSON's
@@ -67,13 +81,34 @@ pub fn parse_document<T: serde::de::DeserializeOwned>(text: &str, origin: &str) 
         })
     })
     .map_err(|e| {
-        let message = yaml_message(&e.to_string(), origin);
+        let message = with_suggestion(&yaml_message(&e.to_string(), origin));
         let message = match field {
             Some(field) => format!("{field}: {message}"),
             None => message,
         };
         ParseError { origin: origin.to_string(), message }
     })
+}
+
+/// serde's "unknown field `sorce`, expected one of `source`, …" with the closest field named:
+/// `…; did you mean `source`?`. serde reports the fields only in its message text, so they
+/// are read from there.
+fn with_suggestion(message: &str) -> String {
+    let Some((_, rest)) = message.split_once("unknown field `") else { return message.to_string() };
+    let Some((unknown, rest)) = rest.split_once('`') else { return message.to_string() };
+    let Some((_, expected)) = rest.split_once("expected one of ") else { return message.to_string() };
+    let fields = expected.lines().next().unwrap_or_default().split(", ").map(|f| f.trim_matches('`'));
+    let closest = fields
+        .map(|field| (strsim::levenshtein(&unknown.to_lowercase(), &field.to_lowercase()), field))
+        .filter(|(distance, field)| *distance <= (field.len() / 3).max(2))
+        .min_by_key(|(distance, _)| *distance);
+    match closest {
+        Some((_, field)) => match message.split_once('\n') {
+            Some((first, others)) => format!("{first}; did you mean `{field}`?\n{others}"),
+            None => format!("{message}; did you mean `{field}`?"),
+        },
+        None => message.to_string(),
+    }
 }
 
 /// Writes values as a YAML stream: each document preceded by `---` and, when given, a
@@ -118,6 +153,12 @@ mod tests {
     }
 
     #[test]
+    fn a_stream_of_thousands_of_objects_is_read_whole() {
+        let text: String = (0..3000).map(|i| format!("---\nkind: ConfigMap\nmetadata: {{name: c{i}}}\n")).collect();
+        assert_eq!(parse_stream(&text, "many.yaml").expect("valid").len(), 3000);
+    }
+
+    #[test]
     fn json_is_a_yaml_document() {
         let docs = parse_stream(r#"{"apiVersion": "v1", "kind": "List", "items": []}"#, "f.json").expect("valid");
         assert_eq!(docs[0]["kind"], "List");
@@ -129,6 +170,22 @@ mod tests {
         assert!(err.to_string().starts_with("broken.yaml: "), "{err}");
         assert!(err.message.contains("line 3 column"), "{err}");
         assert!(err.message.contains("broken.yaml:3:"), "the snippet names the file: {err}");
+    }
+
+    #[test]
+    fn unknown_fields_name_the_closest_known_one() {
+        #[derive(Debug, serde::Deserialize)]
+        #[serde(deny_unknown_fields)]
+        #[allow(dead_code)]
+        struct Spec {
+            source: Option<String>,
+            render: Option<String>,
+        }
+        let error = parse_document::<Spec>("sorce: x\n", "bosun.yaml").expect_err("unknown field");
+        assert!(error.message.contains("unknown field `sorce`"), "{error}");
+        assert!(error.message.contains("did you mean `source`?"), "{error}");
+        let error = parse_document::<Spec>("zzzzzz: x\n", "bosun.yaml").expect_err("unknown field");
+        assert!(!error.message.contains("did you mean"), "nothing is close: {error}");
     }
 
     #[test]

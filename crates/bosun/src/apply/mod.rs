@@ -60,6 +60,9 @@ pub struct Options {
     pub wait_for_pruned: bool,
     /// Bound on each wait (groups may set their own).
     pub timeout: Duration,
+    /// `timeout` bounds the groups' waits too, over their own `wait.timeout` (it came from the
+    /// command line: the person running it decides).
+    pub timeout_overrides_groups: bool,
     /// Where the inventory of applied objects is kept.
     pub inventory: Inventory,
     /// The cluster's kinds, when the caller already has them (a controller); read from the
@@ -97,6 +100,7 @@ impl Default for Options {
             wait: false,
             wait_for_pruned: true,
             timeout: Duration::from_secs(300),
+            timeout_overrides_groups: false,
             inventory: Inventory::ConfigMap,
             resolver: None,
             deadline: None,
@@ -297,6 +301,10 @@ pub async fn apply(
     let all: Vec<Item> = resolve_all(&runner.resolver, rendered, target).await;
     check_namespaces(client, options.cache.as_ref(), target, &all, &namespaces, !options.dry_run).await?;
     for group in &plan.groups {
+        if let Some(failure) = runner.canceled_before(&group.name) {
+            runner.report.failure = Some(failure);
+            break;
+        }
         if let Some(failure) = runner.run_group(group, rendered, &namespaces).await {
             runner.report.failure = Some(failure);
             break;

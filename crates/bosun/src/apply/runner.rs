@@ -22,6 +22,18 @@ use crate::{
 };
 
 impl Runner<'_> {
+    /// The failure that ends the rollout when it was canceled (Ctrl-C) before this group or
+    /// step: what was written so far stays, nothing more is started.
+    pub(super) fn canceled_before(&self, group: &str) -> Option<Failure> {
+        let canceled = self.options.cancel.as_ref().is_some_and(tokio_util::sync::CancellationToken::is_cancelled);
+        canceled.then(|| Failure {
+            group: group.to_string(),
+            stage: Stage::Canceled,
+            reason: "canceled before this step started; nothing of it was written".into(),
+            objects: Vec::new(),
+        })
+    }
+
     /// One group: resolve, dry run, writes step by step, waits. Returns the failure that stops
     /// the rollout.
     pub(super) async fn run_group(
@@ -65,9 +77,17 @@ impl Runner<'_> {
         } else {
             group.steps.iter().map(|s| vec![s]).collect()
         };
-        let timeout = group.timeout.unwrap_or(self.options.timeout);
+        let timeout = match group.timeout {
+            Some(own) if !self.options.timeout_overrides_groups => own,
+            _ => self.options.timeout,
+        };
         let steps = batches.len();
         for (number, batch) in batches.into_iter().enumerate() {
+            if number > 0
+                && let Some(failure) = self.canceled_before(&group.name)
+            {
+                return Some(failure);
+            }
             self.progress.step(&group.name, number + 1, steps);
             let work: Vec<(&Item, Action)> = batch
                 .iter()
@@ -245,6 +265,7 @@ impl Runner<'_> {
         let until = self.options.until(timeout);
         // The run's deadline may bound the wait more than the group's timeout.
         let limit = until.deadline.saturating_duration_since(tokio::time::Instant::now());
+        self.progress.waiting_until(until.deadline.into_std());
         let cached = match &self.options.cache {
             Some(cache) if !objects.is_empty() => wait::healthy_cached(cache, objects, &until, self.progress).await,
             _ => None,

@@ -124,6 +124,30 @@ fn bosun_resource(object: &Value) -> Health {
     by_conditions(object)
 }
 
+/// A workload no controller has reported on yet. Against a cluster that runs none (the
+/// embedded API server without workload simulation) that never changes, so the message says so.
+fn no_controller_yet(kind: &str) -> String {
+    format!(
+        "waiting for the {kind} controller: none has reported on it yet (a cluster without controllers, such as `bosun apiserver` without --simulate-workloads, never will)"
+    )
+}
+
+/// Why pods take long to be ready when their template says so: the longest readiness probe
+/// delay (` (readiness probes start 180s after a container starts)`), else nothing.
+fn probe_delay(object: &Value) -> String {
+    let delay = ["containers", "initContainers"]
+        .iter()
+        .filter_map(|list| object.pointer(&format!("/spec/template/spec/{list}")).and_then(Value::as_array))
+        .flatten()
+        .filter_map(|container| container.pointer("/readinessProbe/initialDelaySeconds").and_then(Value::as_i64))
+        .max()
+        .unwrap_or(0);
+    match delay {
+        0 => String::new(),
+        seconds => format!(" (readiness probes start {seconds}s after a container starts)"),
+    }
+}
+
 fn deployment(object: &Value) -> Health {
     if let Some(progressing) = condition(object, "Progressing")
         && progressing["status"] == "False"
@@ -132,7 +156,7 @@ fn deployment(object: &Value) -> Health {
         return Health::failed(true, reason_and_message(progressing));
     }
     if object.pointer("/status/observedGeneration").is_none() {
-        return Health::progressing("waiting for the deployment controller");
+        return Health::progressing(no_controller_yet("deployment"));
     }
     if object.pointer("/spec/paused").and_then(Value::as_bool) == Some(true) {
         return Health::current("paused");
@@ -148,14 +172,14 @@ fn deployment(object: &Value) -> Health {
         return Health::progressing(format!("{} old replicas pending termination", replicas - updated));
     }
     if available < updated {
-        return Health::progressing(format!("available {available}/{updated} replicas"));
+        return Health::progressing(format!("available {available}/{updated} replicas{}", probe_delay(object)));
     }
     Health::current(format!("{available}/{wanted} replicas available"))
 }
 
 fn stateful_set(object: &Value) -> Health {
     if object.pointer("/status/observedGeneration").is_none() {
-        return Health::progressing("waiting for the statefulset controller");
+        return Health::progressing(no_controller_yet("statefulset"));
     }
     if text(object, "/spec/updateStrategy/type") == "OnDelete" {
         return Health::current("updates happen on delete");
@@ -163,7 +187,7 @@ fn stateful_set(object: &Value) -> Health {
     let wanted = int(object, "/spec/replicas").unwrap_or(1);
     let ready = int(object, "/status/readyReplicas").unwrap_or(0);
     if ready < wanted {
-        return Health::progressing(format!("ready {ready}/{wanted} replicas"));
+        return Health::progressing(format!("ready {ready}/{wanted} replicas{}", probe_delay(object)));
     }
     let partition = int(object, "/spec/updateStrategy/rollingUpdate/partition").unwrap_or(0);
     let updated = int(object, "/status/updatedReplicas").unwrap_or(0);
@@ -186,7 +210,7 @@ fn stateful_set(object: &Value) -> Health {
 
 fn daemon_set(object: &Value) -> Health {
     if object.pointer("/status/observedGeneration").is_none() {
-        return Health::progressing("waiting for the daemonset controller");
+        return Health::progressing(no_controller_yet("daemonset"));
     }
     let desired = int(object, "/status/desiredNumberScheduled").unwrap_or(0);
     let updated = int(object, "/status/updatedNumberScheduled").unwrap_or(0);
@@ -195,7 +219,7 @@ fn daemon_set(object: &Value) -> Health {
         return Health::progressing(format!("updated {updated}/{desired} pods"));
     }
     if available < desired {
-        return Health::progressing(format!("available {available}/{desired} pods"));
+        return Health::progressing(format!("available {available}/{desired} pods{}", probe_delay(object)));
     }
     Health::current(format!("{available}/{desired} pods available"))
 }

@@ -231,3 +231,22 @@ fn field_comparisons_compare_paths_constants_and_defaults() {
     .expect_err("not equal");
     assert_eq!(failure, "updated: {.status.updatedReplicas} is nothing, expected 3");
 }
+
+#[test]
+fn waiting_messages_say_what_is_awaited_and_why_it_takes_long() {
+    let never_observed = json!({"apiVersion": "apps/v1", "kind": "Deployment", "metadata": {"name": "web"},
+                                "spec": {"replicas": 1}});
+    assert!(evaluate(&never_observed).message.contains("without --simulate-workloads, never will"));
+    let mut slow = deployment(1, json!({"observedGeneration": 1, "replicas": 1, "updatedReplicas": 1}));
+    slow["spec"]["replicas"] = json!(1);
+    slow["spec"]["template"] = json!({"spec": {"containers": [
+        {"name": "a", "readinessProbe": {"initialDelaySeconds": 180}},
+        {"name": "b", "readinessProbe": {"initialDelaySeconds": 5}},
+    ]}});
+    assert_eq!(
+        evaluate(&slow).message,
+        "available 0/1 replicas (readiness probes start 180s after a container starts)"
+    );
+    let quick = deployment(1, json!({"observedGeneration": 1, "replicas": 3, "updatedReplicas": 3}));
+    assert_eq!(evaluate(&quick).message, "available 0/3 replicas");
+}

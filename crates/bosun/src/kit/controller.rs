@@ -536,7 +536,13 @@ fn action(shared: &Shared, key: &str, decision: Decision) -> (Action, &'static s
         Decision::Retry(failure) => {
             let backoff = shared.backoff.failed(key);
             let delay = failure.retry_within.map_or(backoff, |within| backoff.min(within));
-            tracing::info!(object = %key, %failure, retry_in = ?delay, "reconcile failed; retrying");
+            // One line, and once per run of failures: the status and Events carry every retry.
+            let failure = one_line(&failure.to_string());
+            if shared.backoff.attempts(key) == 1 {
+                tracing::info!(object = %key, %failure, retry_in = ?delay, "reconcile failed; retrying");
+            } else {
+                tracing::debug!(object = %key, %failure, retry_in = ?delay, "reconcile failed again; retrying");
+            }
             (Action::requeue(delay), "error")
         }
         Decision::GiveUp(failure) => {
@@ -547,6 +553,11 @@ fn action(shared: &Shared, key: &str, decision: Decision) -> (Action, &'static s
             (action, "gave_up")
         }
     }
+}
+
+/// A multi-line message as one log line.
+fn one_line(message: &str) -> String {
+    message.lines().map(str::trim).filter(|line| !line.is_empty()).collect::<Vec<_>>().join("; ")
 }
 
 /// Never reached: [`reconcile`] answers every failure with its own requeue.

@@ -142,6 +142,11 @@ impl Backoff {
         backoff_delay(*attempt, self.base, self.max, rand::random::<f64>())
     }
 
+    /// How many times in a row `object` has failed.
+    pub fn attempts(&self, object: &str) -> u32 {
+        self.attempts.lock().unwrap_or_else(|e| e.into_inner()).get(object).copied().unwrap_or(0)
+    }
+
     /// Forgets `object`'s failures.
     pub fn succeeded(&self, object: &str) {
         self.attempts.lock().unwrap_or_else(|e| e.into_inner()).remove(object);

@@ -53,9 +53,13 @@ pub struct Extras {
 pub enum Exit {
     /// It exited with this code.
     Code(i32),
-    /// A signal ended it.
-    Signal,
+    /// This signal ended it.
+    Signal(i32),
 }
+
+/// SIGPIPE: a command ended by it wrote to a reader that had gone — with its output going to
+/// ours, that our stdout's reader has gone.
+pub const SIGPIPE: i32 = 13;
 
 /// Runs a command to its end, its output going to ours.
 pub async fn execute(line: &[String], extras: Extras) -> std::io::Result<Exit> {
@@ -68,7 +72,10 @@ pub async fn execute(line: &[String], extras: Extras) -> std::io::Result<Exit> {
         let _ = stdin.write_all(&bytes).await;
     }
     let status = child.wait().await?;
-    Ok(status.code().map_or(Exit::Signal, Exit::Code))
+    Ok(match (status.code(), std::os::unix::process::ExitStatusExt::signal(&status)) {
+        (Some(code), _) => Exit::Code(code),
+        (None, signal) => Exit::Signal(signal.unwrap_or_default()),
+    })
 }
 
 /// Checks that a command can be started: a path that is an executable file, or a name found

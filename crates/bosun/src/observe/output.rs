@@ -32,12 +32,14 @@ pub enum RunError {
         code: i32,
     },
     /// The command was killed by a signal.
-    #[error("{event} {key}: command failed: killed by a signal")]
+    #[error("{event} {key}: command failed: killed by signal {signal}")]
     Killed {
         /// Why it ran.
         event: EventType,
         /// The object.
         key: Key,
+        /// The signal's number.
+        signal: i32,
     },
     /// The command could not be started.
     #[error("{event} {key}: command failed: cannot run {program:?}: {source}")]

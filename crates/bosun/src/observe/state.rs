@@ -181,7 +181,7 @@ impl Loop<'_> {
                 }
                 match exit {
                     Exit::Code(code) => RunError::Exit { event: run.event, key: run.key, code },
-                    Exit::Signal => RunError::Killed { event: run.event, key: run.key },
+                    Exit::Signal(signal) => RunError::Killed { event: run.event, key: run.key, signal },
                 }
             }
             Err(error) => {

@@ -2,9 +2,12 @@
 //! unchanged / deleted / failed per object, with health), the failure if any, live progress on a
 //! terminal, a final table, and JSON.
 
-use std::time::Duration;
+use std::{
+    sync::{Arc, Mutex},
+    time::Duration,
+};
 
-use indicatif::{ProgressBar, ProgressStyle};
+use indicatif::{ProgressBar, ProgressState, ProgressStyle};
 use serde::Serialize;
 
 /// What happened to one object.
@@ -124,8 +127,17 @@ impl Report {
             out.push_str(&format!("{:<width$}  {:<10}  {detail}\n", entry.object, entry.change.word()));
         }
         let verb = if self.dry_run { "would be " } else { "" };
+        // Objects written but not healthy in time are no failed writes, but neither are they
+        // done: the summary says so before the failure below explains it.
+        let unhealthy = match &self.failure {
+            Some(failure) if failure.stage == Stage::Health => format!(", {} not healthy", failure.objects.len()),
+            Some(failure) if failure.stage == Stage::Canceled && !failure.objects.is_empty() => {
+                format!(", {} not yet healthy", failure.objects.len())
+            }
+            _ => String::new(),
+        };
         out.push_str(&format!(
-            "{}: {} {verb}created, {} {verb}configured, {} unchanged, {} {verb}deleted, {} failed{}\n",
+            "{}: {} {verb}created, {} {verb}configured, {} unchanged, {} {verb}deleted, {} failed{unhealthy}{}\n",
             self.package,
             self.count(Change::Created),
             self.count(Change::Configured),
@@ -173,6 +185,10 @@ pub trait Progress: Send + Sync {
     fn applied(&self, entry: &ChangeEntry);
     /// Waiting on an object, which says this.
     fn waiting(&self, object: &str, message: &str);
+    /// The waits that follow end by `deadline` at the latest (shown as the time left).
+    fn waiting_until(&self, deadline: std::time::Instant) {
+        let _ = deadline;
+    }
     /// All done.
     fn finished(&self);
 }
@@ -191,24 +207,41 @@ impl Progress for Silent {
 /// draws nothing when stderr is not a terminal.
 pub struct Terminal {
     bar: ProgressBar,
+    /// The end of the current wait, shown as the time left.
+    deadline: Arc<Mutex<Option<std::time::Instant>>>,
 }
 
 impl Terminal {
     /// A progress line for a package.
     pub fn new(package: &str) -> Terminal {
         let bar = ProgressBar::new(0);
+        let deadline: Arc<Mutex<Option<std::time::Instant>>> = Arc::default();
+        let shown = deadline.clone();
+        let left = move |_: &ProgressState, out: &mut dyn std::fmt::Write| {
+            let deadline = *shown.lock().unwrap_or_else(|e| e.into_inner());
+            if let Some(deadline) = deadline {
+                let left = deadline.saturating_duration_since(std::time::Instant::now());
+                let _ = write!(out, " ({} left)", crate::package::Interval(Duration::from_secs(left.as_secs())));
+            }
+        };
         bar.set_style(
-            ProgressStyle::with_template("{spinner} {prefix} [{pos}/{len}] {msg}")
+            ProgressStyle::with_template("{spinner} {prefix} [{pos}/{len}] {msg}{left}")
+                .map(|style| style.with_key("left", left))
                 .unwrap_or_else(|_| ProgressStyle::default_spinner()),
         );
         bar.set_prefix(package.to_string());
         bar.enable_steady_tick(Duration::from_millis(120));
-        Terminal { bar }
+        Terminal { bar, deadline }
+    }
+
+    fn set_deadline(&self, deadline: Option<std::time::Instant>) {
+        *self.deadline.lock().unwrap_or_else(|e| e.into_inner()) = deadline;
     }
 }
 
 impl Progress for Terminal {
     fn group(&self, name: &str, objects: usize) {
+        self.set_deadline(None);
         self.bar.set_length(objects as u64);
         self.bar.set_position(0);
         self.bar.set_message(format!("group {name}: applying"));
@@ -221,6 +254,9 @@ impl Progress for Terminal {
     }
     fn waiting(&self, object: &str, message: &str) {
         self.bar.set_message(format!("waiting on {object}: {message}"));
+    }
+    fn waiting_until(&self, deadline: std::time::Instant) {
+        self.set_deadline(Some(deadline));
     }
     fn finished(&self) {
         self.bar.finish_and_clear();
@@ -264,6 +300,26 @@ mod tests {
         assert!(!report.succeeded());
         let json = serde_json::to_value(&report).expect("json");
         assert_eq!(json["changes"][0]["change"], "created");
+    }
+
+    #[test]
+    fn objects_not_healthy_in_time_are_counted_in_the_summary() {
+        let report = Report {
+            package: "quickstart".into(),
+            changes: vec![entry("Deployment/web", Change::Created)],
+            failure: Some(Failure {
+                stage: Stage::Health,
+                group: "app".into(),
+                reason: "timed out after 10s waiting for 1 object(s) to become healthy".into(),
+                objects: vec![("Deployment/web".into(), "available 0/1 replicas".into())],
+            }),
+            ..Report::default()
+        };
+        let table = report.table();
+        assert!(
+            table.contains("quickstart: 1 created, 0 configured, 0 unchanged, 0 deleted, 0 failed, 1 not healthy\n"),
+            "{table}"
+        );
     }
 
     #[test]

@@ -443,6 +443,7 @@ impl OperatorReconciler {
             prune: prune_all || spec.prune.unwrap_or(true),
             wait: !prune_all && spec.wait.unwrap_or(true),
             timeout,
+            timeout_overrides_groups: false,
             inventory: Inventory::ConfigMap,
             resolver: Some(run.resolver().clone()),
             deadline: Some(tokio::time::Instant::now() + timeout),

@@ -277,10 +277,36 @@ fn overlay(base: &PackageSpec, over: &PackageSpec) -> Result<PackageSpec, FetchE
     serde_json::from_value(Value::Object(merged)).map_err(|e| FetchError::Invalid(format!("merging bosun.yaml: {e}")))
 }
 
+/// `message` with the snapshot directory left out of the paths it names, so they read as
+/// paths in the source (`apps/web/deployment.yaml`).
+pub fn in_source(message: &str, root: &Path) -> String {
+    let prefix = format!("{}/", root.display());
+    message.replace(&prefix, "")
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
     use crate::package::RenderSpec;
+
+    #[test]
+    fn messages_name_files_as_the_source_has_them() {
+        let root = Path::new("/cache/snapshots/git-0123");
+        for (message, expected) in [
+            (
+                "/cache/snapshots/git-0123/apps/web/deployment.yaml: line 3: mapping values are not allowed",
+                "apps/web/deployment.yaml: line 3: mapping values are not allowed",
+            ),
+            ("jsonnet /cache/snapshots/git-0123/main.jsonnet: boom", "jsonnet main.jsonnet: boom"),
+            (
+                "/cache/snapshots/git-01234/x.yaml: another snapshot",
+                "/cache/snapshots/git-01234/x.yaml: another snapshot",
+            ),
+            ("no path here", "no path here"),
+        ] {
+            assert_eq!(in_source(message, root), expected);
+        }
+    }
 
     #[test]
     fn paths_stay_inside_the_source() {

@@ -353,12 +353,17 @@ impl PackageReconciler {
         status.last_attempted_revision = Some(revision.clone());
         run.event_metadata("revision", &revision);
         // A bad bosun.yaml is fixed by a new revision: retried, not stalled.
-        let package =
-            fetch::assemble(&dir, &resource).map_err(|e| Failure::retry(BUILD_FAILED, e.to_string()).within(retry))?;
+        // Files are named as they are in the source (`apps/web/deployment.yaml`), not by
+        // where the cache keeps them.
+        let in_source =
+            |failure: Failure| Failure { message: fetch::in_source(&failure.message, &snapshot.root), ..failure };
+        let package = fetch::assemble(&dir, &resource)
+            .map_err(|e| in_source(Failure::retry(BUILD_FAILED, e.to_string()).within(retry)))?;
         let client = self.client_for(run)?;
         tracker.phase("Rendering", "rendering", status);
         let keys = self.keys(run).await?;
-        let rendered = self.render(&package, &revision, &resource, &client, run.resolver(), keys).await?;
+        let rendered =
+            self.render(&package, &revision, &resource, &client, run.resolver(), keys).await.map_err(in_source)?;
         let digest = pipeline::digest(&rendered);
         let rollback = resource.spec.rollback.as_ref().is_some_and(|r| r.on_failure);
         if rollback
@@ -427,6 +432,7 @@ impl PackageReconciler {
             prune: resource.spec.prune.unwrap_or(true),
             wait: resource.spec.wait.unwrap_or(true),
             timeout: resource.spec.run_timeout(),
+            timeout_overrides_groups: false,
             inventory: Inventory::Kept {
                 previous: status.inventory.iter().map(Entry::from).collect(),
                 journal: Some(tracker.journal()),
