@@ -2,8 +2,10 @@
 //! milliseconds, needs no cluster, container runtime or download, and speaks the REST API
 //! faithfully enough that kubectl and kube-rs behave against it as against a real one.
 //!
-//! It is not a production control plane: there are no nodes, no scheduler and no admission
-//! webhooks. See `docs/apiserver.md` for what is and is not implemented.
+//! It is not a production control plane: it is single-node, has no admission webhooks, and its
+//! nodes, scheduler and kubelets are simulated (`simulation`, opt-in): pods are scheduled and
+//! reported running without containers, or run as local processes with `run_pods`. See
+//! `docs/apiserver.md` for what is and is not implemented.
 //!
 //! # Example
 //!

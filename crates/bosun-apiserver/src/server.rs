@@ -623,6 +623,11 @@ impl RunningServer {
         self.cluster.store.revision()
     }
 
+    /// Watches open now (what a test waits for before it writes what a watcher must see).
+    pub fn open_watches(&self) -> usize {
+        self.state.watch.max_watches - self.state.watch.slots.available_permits()
+    }
+
     /// HTTP requests received since the server started.
     pub fn requests(&self) -> u64 {
         self.state.requests.load(Ordering::Relaxed)

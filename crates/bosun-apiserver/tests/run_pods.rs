@@ -32,7 +32,9 @@ async fn running_pods() -> RunningServer {
 async fn create(api: &Api<Pod>, name: &str, container: serde_json::Value, policy: &str) -> Pod {
     let mut container = container;
     container["name"] = json!("main");
-    container["image"] = json!("busybox:1.36");
+    if container.get("image").is_none() {
+        container["image"] = json!("busybox:1.36");
+    }
     let pod = json!({"apiVersion": "v1", "kind": "Pod", "metadata": {"name": name},
                      "spec": {"restartPolicy": policy, "terminationGracePeriodSeconds": 5, "containers": [container]}});
     api.create(&PostParams::default(), &serde_json::from_value(pod).expect("pod")).await.expect("create pod")
@@ -244,11 +246,13 @@ async fn deleting_the_pod_ends_its_processes() {
 
 #[tokio::test]
 async fn containers_without_a_runnable_command_are_simulated_and_said_so() {
-    let (server, _pods) = with_running_pod("imaged", json!({"args": ["--port", "80"]})).await;
+    let image = json!({"image": "example.com/web:1", "args": ["--port", "80"]});
+    let (server, _pods) = with_running_pod("imaged", image).await;
     let events: Api<Event> = Api::default_namespaced(server.client());
     let said = events.list(&ListParams::default().fields("involvedObject.name=imaged")).await.expect("events");
     let simulated = said.items.iter().find(|e| e.reason.as_deref() == Some("Simulated")).expect("Simulated event");
-    assert!(simulated.message.as_deref().is_some_and(|m| m.contains("has no command")), "{simulated:?}");
+    let message = simulated.message.as_deref().unwrap_or_default();
+    assert!(message.contains("has no command and --run-pods does not know what image"), "{simulated:?}");
     let kubectl = Kubectl::new(&server);
     let output = kubectl.run(&["exec", "imaged", "--", "true"]).await;
     assert!(texts(&output).1.contains("is simulated and runs no process"), "{}", texts(&output).1);
@@ -624,4 +628,43 @@ subjects: [{{kind: User, name: alice}}]
     let applied = kubectl.run_with_input(&["apply", "-f", "-"], &role("get, create")).await;
     assert!(applied.status.success(), "{}", texts(&applied).1);
     assert_eq!(kubectl.ok(&["--context", "alice", "exec", "shell", "--", "echo", "allowed"]).await, "allowed\n");
+}
+
+/// `kubectl run NAME --image=busybox -- sh -c '…'` (what people and the Python client's e2e
+/// tests create): no `command`, the arguments are the command line, as the image has no
+/// entrypoint.
+#[tokio::test]
+async fn kubectl_run_with_arguments_only_runs_them_with_logs_exec_and_the_exit_code() {
+    let server = running_pods().await;
+    let kubectl = Kubectl::new(&server);
+    let pods: Api<Pod> = Api::default_namespaced(server.client());
+    kubectl.ok(&["run", "once", "--image=busybox", "--restart=Never", "--", "sh", "-c", "echo started; exit 3"]).await;
+    let pod = pod_where(&pods, "once", "failed", |pod| phase(pod) == "Failed").await;
+    let container = pod.spec.as_ref().map(|s| &s.containers[0]).expect("container");
+    assert!(container.command.is_none(), "kubectl run -- puts the line in args: {container:?}");
+    let exit_code = main_status(&pod)
+        .or_else(|| pod.status.as_ref()?.container_statuses.as_ref()?.first())
+        .and_then(|s| s.state.as_ref()?.terminated.as_ref())
+        .map(|t| t.exit_code);
+    assert_eq!(exit_code, Some(3), "{pod:?}");
+    assert_eq!(kubectl.ok(&["logs", "once"]).await, "started\n");
+
+    kubectl
+        .ok(&["run", "shell", "--image=docker.io/library/busybox:1.36", "--", "sh", "-c", "echo up; sleep 3600"])
+        .await;
+    pod_where(&pods, "shell", "running", |pod| {
+        pod.status.as_ref().and_then(|s| s.container_statuses.as_ref()).is_some_and(|statuses| {
+            statuses.iter().any(|s| s.state.as_ref().is_some_and(|state| state.running.is_some()))
+        })
+    })
+    .await;
+    let output = kubectl.run(&["exec", "shell", "--", "sh", "-c", "echo inside; exit 4"]).await;
+    assert_eq!(output.status.code(), Some(4), "{:?}", texts(&output));
+    assert_eq!(texts(&output).0, "inside\n");
+    within("the first log line", async {
+        while kubectl.ok(&["logs", "shell"]).await != "up\n" {
+            tokio::time::sleep(Duration::from_millis(50)).await;
+        }
+    })
+    .await;
 }

@@ -220,10 +220,59 @@ async fn a_deployment_rolls_out_with_surge_through_replica_sets_and_kubectl_sees
     .await;
 }
 
+/// `kubectl rollout undo` patches the Deployment's annotations with the revision it goes back
+/// to, so the Deployment must carry one; the old ReplicaSet becomes the newest revision again,
+/// and every resize is a `ScalingReplicaSet` Event, as upstream's deployment controller does.
+#[tokio::test]
+async fn rollout_undo_goes_back_a_revision_and_history_and_events_show_it() {
+    let server = simulated(1).await;
+    let kubectl = Kubectl::new(&server);
+    let image = |deployment: &Deployment| {
+        deployment.spec.as_ref().and_then(|s| s.template.spec.as_ref()).map(|s| s.containers[0].image.clone())
+    };
+    let deployments: Api<Deployment> = Api::default_namespaced(server.client());
+    for version in ["nginx:1.27", "nginx:1.28"] {
+        kubectl_ok(&kubectl, &["apply", "-f", "-"], &deployment("web", 2, version)).await;
+        kubectl_ok(&kubectl, &["rollout", "status", "deployment/web", "--timeout=60s"], "").await;
+    }
+    let revision = |d: &Deployment| d.annotations().get("deployment.kubernetes.io/revision").cloned();
+    assert_eq!(revision(&deployments.get("web").await.expect("get")).as_deref(), Some("2"));
+
+    let undone = kubectl_ok(&kubectl, &["rollout", "undo", "deployment/web"], "").await;
+    assert!(undone.contains("rolled back"), "{undone}");
+    kubectl_ok(&kubectl, &["rollout", "status", "deployment/web", "--timeout=60s"], "").await;
+    let web = deployments.get("web").await.expect("get");
+    assert_eq!(image(&web), Some(Some("nginx:1.27".to_string())));
+    assert_eq!(revision(&web).as_deref(), Some("3"), "the old ReplicaSet is the newest revision now");
+    let history = kubectl_ok(&kubectl, &["rollout", "history", "deployment/web"], "").await;
+    let listed: Vec<&str> = history.lines().skip(1).filter_map(|l| l.split_whitespace().next()).collect();
+    assert_eq!(listed, ["REVISION", "2", "3"], "{history}");
+    let older = kubectl_ok(&kubectl, &["rollout", "history", "deployment/web", "--revision=2"], "").await;
+    assert!(older.contains("nginx:1.28"), "{older}");
+
+    let events = kubectl_ok(
+        &kubectl,
+        &[
+            "get",
+            "events",
+            "--field-selector",
+            "reason=ScalingReplicaSet",
+            "-o",
+            "jsonpath={range .items[*]}{.message}{\"\\n\"}{end}",
+        ],
+        "",
+    )
+    .await;
+    let scaled_down = events.lines().filter(|l| l.starts_with("Scaled down replica set")).count();
+    let scaled_up = events.lines().filter(|l| l.starts_with("Scaled up replica set")).count();
+    assert!(scaled_up >= 3 && scaled_down >= 2, "every resize is an Event:\n{events}");
+}
+
 #[tokio::test]
 async fn kubectl_get_pods_watch_shows_pending_then_running() {
     let server = simulated(1).await;
     let kubectl = Kubectl::new(&server);
+    let watching = server.open_watches() + 1;
     let mut watch = kubectl
         .command(&["get", "pods", "-w", "--output-watch-events"])
         .stdout(std::process::Stdio::piped())
@@ -237,8 +286,14 @@ async fn kubectl_get_pods_watch_shows_pending_then_running() {
         "spec": {"containers": [{"name": "app", "image": "busybox"}]}
     }))
     .expect("pod");
-    // kubectl's watch is established once it prints the (empty) list; give it a moment by
-    // waiting for the server to see its watch instead of sleeping: create and read on.
+    // The pod is created only once kubectl's watch is open on the server, so kubectl sees it
+    // from Pending on (created earlier, it may first be listed already Running).
+    within("kubectl's watch to open", async {
+        while server.open_watches() < watching {
+            tokio::time::sleep(std::time::Duration::from_millis(10)).await;
+        }
+    })
+    .await;
     pods.create(&PostParams::default(), &pod).await.expect("create");
     let lines = within("kubectl showing the pod running", async {
         use tokio::io::AsyncBufReadExt;

@@ -358,6 +358,10 @@ fn without_metadata(object: &Value) -> Value {
     copy
 }
 
+fn is_deployment(info: &ResourceInfo) -> bool {
+    info.kind == "Deployment" && info.group == "apps"
+}
+
 /// Whether an update of `old` into `new` bumps `metadata.generation`.
 fn changes_generation(info: &ResourceInfo, old: &Value, new: &Value) -> bool {
     if !info.tracks_generation {
@@ -367,7 +371,7 @@ fn changes_generation(info: &ResourceInfo, old: &Value, new: &Value) -> bool {
         return without_metadata(old) != without_metadata(new);
     }
     // Deployments also count annotation changes: they are copied to ReplicaSets.
-    let annotations_count = info.kind == "Deployment" && info.group == "apps";
+    let annotations_count = is_deployment(info);
     old.get("spec") != new.get("spec")
         || (annotations_count && old.pointer("/metadata/annotations") != new.pointer("/metadata/annotations"))
 }
@@ -435,6 +439,12 @@ pub fn prepare_update(
             let mut new = current.clone();
             set(new.as_object_mut().expect("stored objects are maps"), "status", body.get("status"));
             set(object::meta_mut(&mut new), "managedFields", object::meta(&body).and_then(|m| m.get("managedFields")));
+            // Upstream's Deployment status strategy keeps only the spec and labels: its
+            // controller records `deployment.kubernetes.io/revision` through /status, so the
+            // generation does not move.
+            if is_deployment(info) {
+                set(object::meta_mut(&mut new), "annotations", object::meta(&body).and_then(|m| m.get("annotations")));
+            }
             new
         }
         Endpoint::Finalize => {

@@ -367,6 +367,19 @@ pub fn stateful_set_plan(set: &Value, pods: &[&Value], revision: &str) -> (Vec<i
     (create, delete)
 }
 
+/// A ReplicaSet's `deployment.kubernetes.io/revision-history` once its revision `old` is
+/// replaced: the earlier history, then `old` (comma-separated, as upstream writes it).
+pub fn revision_history(replica_set: &Value, old: i64) -> String {
+    let earlier = replica_set
+        .pointer("/metadata/annotations/deployment.kubernetes.io~1revision-history")
+        .and_then(Value::as_str)
+        .unwrap_or_default();
+    match earlier {
+        "" => old.to_string(),
+        earlier => format!("{earlier},{old}"),
+    }
+}
+
 /// The `controller-revision-hash` label of a pod.
 pub fn revision_of(pod: &Value) -> &str {
     object::labels(pod).and_then(|l| l.get("controller-revision-hash")).and_then(Value::as_str).unwrap_or_default()
@@ -484,6 +497,16 @@ mod tests {
 
     fn set(name: &str, replicas: i64, available: i64) -> Set {
         Set { name: name.into(), replicas, available }
+    }
+
+    #[test]
+    fn revision_history_appends_the_replaced_revision() {
+        let with = |history: Option<&str>| match history {
+            Some(h) => json!({"metadata": {"annotations": {"deployment.kubernetes.io/revision-history": h}}}),
+            None => json!({"metadata": {}}),
+        };
+        assert_eq!(revision_history(&with(None), 1), "1");
+        assert_eq!(revision_history(&with(Some("1")), 3), "1,3");
     }
 
     #[test]

@@ -59,6 +59,7 @@ const JOBS: &str = "batch/jobs";
 const CRON_JOBS: &str = "batch/cronjobs";
 /// The revision annotation a Deployment's ReplicaSets carry.
 const REVISION: &str = "deployment.kubernetes.io/revision";
+const REVISION_HISTORY: &str = "deployment.kubernetes.io/revision-history";
 
 /// What the simulation is asked to do.
 #[derive(Debug, Clone)]
@@ -825,14 +826,23 @@ impl Simulation {
                 created
             }
         };
+        // A template that went back to an older ReplicaSet's (`kubectl rollout undo`) makes that
+        // set the newest revision again, its old number kept in the history, as upstream does.
+        let newest = sets.iter().map(revision).max().unwrap_or(0);
+        let reused = revision(&new) < newest;
         // The Deployment's annotations reach its new ReplicaSet (and so its pods' stage), as
         // upstream copies them on every sync.
         let annotation =
             |o: &Value| o.pointer("/metadata/annotations").and_then(|a| a.get(stages::ANNOTATION)).cloned();
-        let new = if annotation(deployment) == annotation(&new) {
+        let new = if annotation(deployment) == annotation(&new) && !reused {
             new
         } else {
             let mut body = scope.view(new.clone());
+            if reused {
+                let history = controllers::revision_history(&new, revision(&new));
+                body["metadata"]["annotations"][REVISION] = json!((newest + 1).to_string());
+                body["metadata"]["annotations"][REVISION_HISTORY] = json!(history);
+            }
             match annotation(deployment) {
                 Some(text) => body["metadata"]["annotations"][stages::ANNOTATION] = text,
                 None => {
@@ -871,12 +881,27 @@ impl Simulation {
                 if let Some(set) = sets.iter().find(|s| object::name(s) == set_name)
                     && controllers::replicas(set) != size
                 {
+                    let before = controllers::replicas(set);
                     let mut body = scope.view(set.clone());
                     body["spec"]["replicas"] = json!(size);
-                    report(
+                    let scaled = report(
                         cluster.update(&scope, &set_name, Endpoint::Main, body, &options()).await,
                         "ReplicaSet scale",
                     );
+                    if scaled.is_some() {
+                        let direction = if size > before { "up" } else { "down" };
+                        let message = format!("Scaled {direction} replica set {set_name} from {before} to {size}");
+                        self.record(
+                            cluster,
+                            deployment,
+                            None,
+                            "ScalingReplicaSet",
+                            &message,
+                            false,
+                            "deployment-controller",
+                        )
+                        .await;
+                    }
                 }
             }
             // Old ReplicaSets beyond the history limit go, oldest first.
@@ -915,12 +940,35 @@ impl Simulation {
             let start = stage.start.unwrap_or(self.settings.delay);
             deadline = deadline.min(start + start.max(Duration::from_secs(1)));
         }
+        // The Deployment carries its newest revision (what `kubectl rollout undo` patches and
+        // `rollout history` reads).
+        let marked = self.mark_revision(cluster, deployment, revision(&new)).await;
+        let deployment = marked.as_ref().unwrap_or(deployment);
         let exceeded = now.saturating_duration_since(since) >= deadline;
         let view = controllers::DeploymentView { deployment, new: &new, all: &refs, deadline_exceeded: exceeded };
         let status = controllers::deployment_status(&view, &object::now());
         let complete = status["conditions"][1]["reason"] == "NewReplicaSetAvailable";
         write_status(cluster, DEPLOYMENTS, deployment, status).await;
         (!complete && !exceeded && !paused).then(|| deadline.saturating_sub(now.saturating_duration_since(since)))
+    }
+
+    /// Sets the Deployment's `deployment.kubernetes.io/revision` to `revision`; the Deployment
+    /// as written, or `None` when it already had it (or the write failed).
+    async fn mark_revision(&self, cluster: &Cluster, deployment: &Value, revision: i64) -> Option<Value> {
+        let text = revision.to_string();
+        let current = deployment.pointer("/metadata/annotations").and_then(|a| a.get(REVISION));
+        if revision == 0 || current.and_then(Value::as_str) == Some(text.as_str()) {
+            return None;
+        }
+        let scope = scope(cluster, DEPLOYMENTS, object::namespace(deployment))?;
+        let mut body = scope.view(deployment.clone());
+        body["metadata"]["annotations"][REVISION] = json!(text);
+        // Through /status, as upstream's controller writes it: the generation stays.
+        let written = report(
+            cluster.update(&scope, object::name(deployment), Endpoint::Status, body, &options()).await,
+            "Deployment revision",
+        )?;
+        Some(written.object)
     }
 
     async fn new_replica_set(

@@ -3,6 +3,8 @@
 //! ConfigMaps, Secrets and the pod's fields), the exit code a finished process reports, and
 //! which lines of a container's log a request asks for. The acting layer is [`super::runtime`].
 
+mod images;
+
 use std::{collections::BTreeMap, path::PathBuf};
 
 use base64::Engine;
@@ -22,10 +24,11 @@ pub enum Plan {
     Simulated(String),
 }
 
-/// How a container runs: Kubernetes runs `command` + `args`; with no `command` the image's
-/// entrypoint would run, which bosun cannot know (it never pulls images), so the container is
-/// simulated. `find` resolves a program name as a shell would (absolute paths and `PATH`).
-/// `$(VAR)` references in the command and arguments are expanded from `env`.
+/// How a container runs: Kubernetes runs `command` + `args`; with no `command`, the image's
+/// entrypoint with `args` (else its `CMD`). bosun never pulls images: for well-known ones the
+/// [`images`] table says what they run, others are simulated. `find` resolves a program name
+/// as a shell would (absolute paths and `PATH`). `$(VAR)` references in the command and
+/// arguments are expanded from `env`.
 pub fn plan(spec: &Value, env: &[(String, String)], find: impl Fn(&str) -> Option<PathBuf>) -> Plan {
     let name = spec.get("name").and_then(Value::as_str).unwrap_or_default();
     let strings = |field: &str| -> Vec<String> {
@@ -38,17 +41,24 @@ pub fn plan(spec: &Value, env: &[(String, String)], find: impl Fn(&str) -> Optio
             .collect()
     };
     let command = strings("command");
-    let Some((first, rest)) = command.split_first() else {
-        return Plan::Simulated(format!(
-            "container {name} has no command: --run-pods cannot run the image's entrypoint (images are not used), so the container is simulated"
-        ));
+    let line = if command.is_empty() {
+        let image = spec.get("image").and_then(Value::as_str).unwrap_or_default();
+        match images::command_line(image, &strings("args")) {
+            Some(line) => line,
+            None => {
+                return Plan::Simulated(format!(
+                    "container {name} has no command and --run-pods does not know what image {image:?} runs (images are not used; docs/apiserver.md lists the images it knows), so the container is simulated"
+                ));
+            }
+        }
+    } else {
+        [command, strings("args")].concat()
+    };
+    let Some((first, rest)) = line.split_first() else {
+        return Plan::Simulated(format!("container {name} has nothing to run, so it is simulated"));
     };
     match find(first) {
-        Some(program) => {
-            let mut args = rest.to_vec();
-            args.extend(strings("args"));
-            Plan::Local { program, args }
-        }
+        Some(program) => Plan::Local { program, args: rest.to_vec() },
         None => Plan::Simulated(format!(
             "container {name}: command {first:?} is not found on this host, so the container is simulated"
         )),

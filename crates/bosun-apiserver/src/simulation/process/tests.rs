@@ -34,7 +34,16 @@ fn plans_follow_command_and_args() {
         Plan::Simulated(why) => why,
         other => panic!("{spec} runs: {other:?}"),
     };
-    assert!(simulated(json!({"name": "web", "args": ["-v"]})).contains("container web has no command"));
+    assert!(
+        simulated(json!({"name": "web", "image": "example.com/web:1", "args": ["-v"]})).contains(
+            "container web has no command and --run-pods does not know what image \"example.com/web:1\" runs"
+        )
+    );
+    // `kubectl run x --image=busybox -- sh -c '…'`: the arguments are the command line.
+    assert_eq!(
+        plan(&json!({"name": "x", "image": "busybox", "args": ["sh", "-c", "exit 3"]}), &[], find),
+        local("/bin/sh", &["-c", "exit 3"])
+    );
     assert!(simulated(json!({"name": "web", "command": ["nginx"]})).contains("\"nginx\" is not found on this host"));
 }
 
