@@ -128,7 +128,7 @@ impl Harness {
     }
 
     async fn kubectl(&self, args: &[&str]) -> String {
-        let output = tokio::process::Command::new("kubectl")
+        let output = tokio::process::Command::new(bosun_test_tools::require("kubectl"))
             .args(args)
             .env("KUBECONFIG", self.kubeconfig.path())
             .output()
@@ -600,4 +600,92 @@ async fn an_impossible_spec_is_stalled_with_the_field_named_and_the_state_kept()
     let status = h.status().await;
     assert_eq!((status["phase"].as_str(), status["stableVersion"].as_str()), (Some("Healthy"), Some("1")), "{status}");
     h.deployments_are(&[("nginx-1", 4)]).await;
+}
+
+/// The Deployer demo's own object, with its `type: canary` and `deployment.namespace`, applied
+/// as written by kubectl (strict field validation): accepted, and its whole scenario runs. A
+/// `type` bosun does not have is refused by the API server; another namespace is refused by
+/// the controller with the reason.
+#[tokio::test]
+async fn the_deployers_object_as_written_is_accepted_and_runs() {
+    let h = Harness::start().await;
+    let deployer_object = |version: &str, namespace: &str, type_: &str| {
+        format!(
+            "apiVersion: bosun.dev/v1alpha1
+kind: Canary
+metadata:
+  name: nginx
+spec:
+  type: {type_}
+  deployment:
+    name: nginx
+    namespace: {namespace}
+    image: nginx
+    version: {version}
+    labels:
+      app: nginx
+    replicas: 10
+    port: 80
+  steps:
+  - percent: 10
+    sleep: 1
+  - percent: 30
+    sleep: 1
+  - percent: 60
+    sleep: 1
+  - percent: 100
+    sleep: 0
+"
+        )
+    };
+    let kubeconfig = h.kubeconfig.path().to_path_buf();
+    let apply = |text: String| {
+        let kubeconfig = kubeconfig.clone();
+        async move {
+            let path = tempfile::NamedTempFile::new().expect("manifest");
+            std::fs::write(path.path(), text).expect("write");
+            tokio::process::Command::new(bosun_test_tools::require("kubectl"))
+                .args(["apply", "--validate=strict", "-f", &path.path().display().to_string()])
+                .env("KUBECONFIG", kubeconfig)
+                .output()
+                .await
+                .expect("kubectl runs")
+        }
+    };
+    let refused = apply(deployer_object("1.7.7", "default", "bluegreen")).await;
+    assert!(!refused.status.success(), "only `canary` is a type");
+    let said = String::from_utf8_lossy(&refused.stderr);
+    assert!(said.contains("spec.type") && said.contains("\"canary\""), "{said}");
+
+    let applied = apply(deployer_object("1.7.7", "default", "canary")).await;
+    assert!(applied.status.success(), "{}", String::from_utf8_lossy(&applied.stderr));
+    h.phase("Healthy").await;
+    h.deployments_are(&[("nginx-1.7.7", 10)]).await;
+    let seen = record_replicas(&h);
+    let applied = apply(deployer_object("1.7.8", "default", "canary")).await;
+    assert!(applied.status.success(), "{}", String::from_utf8_lossy(&applied.stderr));
+    eventually("1.7.8 promoted", || async {
+        let status = h.status().await;
+        (status["phase"] == "Healthy" && status["stableVersion"] == "1.7.8").then_some(())
+    })
+    .await;
+    let seen = seen.lock().expect("lock").clone();
+    let wanted = [pair(9, 1), pair(7, 3), pair(4, 6)];
+    assert!(in_order(&seen, &wanted), "the replicas moved as {seen:?}");
+
+    let elsewhere = apply(deployer_object("1.7.9", "production", "canary")).await;
+    assert!(
+        elsewhere.status.success(),
+        "the schema accepts any namespace: {}",
+        String::from_utf8_lossy(&elsewhere.stderr)
+    );
+    let stalled = eventually("Stalled", || async {
+        let status = h.status().await;
+        let conditions = status["conditions"].as_array().cloned().unwrap_or_default();
+        conditions.into_iter().find(|c| c["type"] == "Stalled" && c["status"] == "True")
+    })
+    .await;
+    let message = stalled["message"].as_str().unwrap_or_default();
+    assert!(message.starts_with("Canary/default/nginx: spec.deployment.namespace: \"production\""), "{message}");
+    h.deployments_are(&[("nginx-1.7.8", 10)]).await;
 }

@@ -63,6 +63,10 @@ pub const DEFAULT_PROGRESS_DEADLINE: Duration = Duration::from_secs(600);
 )]
 #[serde(rename_all = "camelCase", deny_unknown_fields)]
 pub struct CanarySpec {
+    /// The Deployer's `type`: how the new version is delivered. `canary` (by replica share) is
+    /// the one there is, and what an omitted `type` means.
+    #[serde(default, rename = "type", skip_serializing_if = "Option::is_none")]
+    pub type_: Option<Strategy>,
     /// The Deployer's shape: `<name>-<version>` Deployments of one container.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub deployment: Option<DeployerSpec>,
@@ -93,12 +97,25 @@ pub struct CanarySpec {
     pub webhooks: Vec<WebhookSpec>,
 }
 
+/// The Deployer's `spec.type`: the one delivery strategy, kept so its objects apply as written.
+#[derive(Debug, Clone, Copy, Default, Deserialize, Serialize, PartialEq, Eq, JsonSchema)]
+pub enum Strategy {
+    /// A new version takes a growing share of the replicas.
+    #[default]
+    #[serde(rename = "canary")]
+    Canary,
+}
+
 /// The Deployer's `spec.deployment`.
 #[derive(Debug, Clone, Default, Deserialize, Serialize, PartialEq, JsonSchema)]
 #[serde(rename_all = "camelCase", deny_unknown_fields)]
 pub struct DeployerSpec {
     /// The Deployments' name prefix.
     pub name: String,
+    /// The Deployments' namespace, as the Deployer writes it: it must be the Canary's own (a
+    /// Canary manages Deployments beside it only).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub namespace: Option<String>,
     /// The image without tag (`nginx`); the version is its tag.
     pub image: String,
     /// The version: the image tag and the Deployment name's suffix.
@@ -311,6 +328,16 @@ impl CanaryResource {
             message,
         };
         let spec = &self.spec;
+        if let Some(other) = spec.deployment.as_ref().and_then(|d| d.namespace.as_ref())
+            && *other != namespace
+        {
+            return Err(fail(
+                "spec.deployment.namespace",
+                format!(
+                    "{other:?}: a Canary manages Deployments in its own namespace ({namespace:?}); leave it out or create the Canary in {other:?}"
+                ),
+            ));
+        }
         let (prefix, version, replicas, mut deployment) = match (&spec.deployment, &spec.template) {
             (Some(deployer), None) => deployer_deployment(deployer).map_err(|(f, m)| fail(f, m))?,
             (None, Some(template)) => {
