@@ -132,7 +132,7 @@ async fn https_by_default_and_requests_without_the_token_are_refused() {
     let (mut server, url) = start(dir.path(), &[]).await;
     let kubeconfig = dir.path().join("kubeconfig");
     let kubectl = |args: &[&str]| {
-        std::process::Command::new("kubectl")
+        std::process::Command::new(bosun_test_tools::require("kubectl"))
             .args(args)
             .env("KUBECONFIG", &kubeconfig)
             .env("KUBECACHEDIR", dir.path().join("cache"))
@@ -160,7 +160,7 @@ async fn named_users_get_a_context_and_rbac_decides_what_they_may_do() {
     let dir = tempfile::tempdir().expect("tempdir");
     let (mut server, _) = start(dir.path(), &["--user", "alice:dev"]).await;
     let kubectl = |args: &[&str]| {
-        std::process::Command::new("kubectl")
+        std::process::Command::new(bosun_test_tools::require("kubectl"))
             .args(args)
             .env("KUBECONFIG", dir.path().join("kubeconfig"))
             .env("KUBECACHEDIR", dir.path().join("cache"))
@@ -193,7 +193,7 @@ async fn the_token_never_appears_in_the_servers_log_even_at_trace_level() {
     api.create(&PostParams::default(), &configmap("logged")).await.expect("create");
     api.list(&ListParams::default()).await.expect("list");
     // A wrong token too: refused requests are logged, their credentials are not.
-    let wrong = Command::new("kubectl")
+    let wrong = Command::new(bosun_test_tools::require("kubectl"))
         .args(["--kubeconfig"])
         .arg(dir.path().join("kubeconfig"))
         .args(["--token", "wr0ng-t0ken-value", "get", "configmaps"])

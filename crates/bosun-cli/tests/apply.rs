@@ -417,7 +417,7 @@ async fn a_microservice_kustomization_into_a_missing_namespace_writes_nothing_th
     );
     assert_eq!(fixture.server.revision(), before, "nothing written");
 
-    let created = tokio::process::Command::new("kubectl")
+    let created = tokio::process::Command::new(bosun_test_tools::require("kubectl"))
         .args(["create", "namespace", "shop"])
         .env("KUBECONFIG", &fixture.kubeconfig)
         .output()

@@ -197,7 +197,7 @@ impl Drop for Killed {
 
 /// The replicas of the Deployments, by name, as `kubectl get deploy` shows them.
 async fn replicas(kubeconfig: &Path) -> BTreeMap<String, i32> {
-    let output = tokio::process::Command::new("kubectl")
+    let output = tokio::process::Command::new(bosun_test_tools::require("kubectl"))
         .args(["get", "deploy", "-o", r#"jsonpath={range .items[*]}{.metadata.name}={.spec.replicas}{"\n"}{end}"#])
         .env("KUBECONFIG", kubeconfig)
         .output()

@@ -163,7 +163,7 @@ async fn a_rollout_waiting_while_the_api_server_restarts_carries_on() {
     let data = scratch.path();
     let (mut server, port) = apiserver(data, 0).await;
     let kubectl = |args: &[&str], stdin: Option<Vec<u8>>| {
-        let mut command = std::process::Command::new("kubectl");
+        let mut command = std::process::Command::new(bosun_test_tools::require("kubectl"));
         command.args(args).env("KUBECONFIG", data.join("kubeconfig")).stdin(Stdio::piped()).stdout(Stdio::piped());
         let mut child = command.spawn().expect("kubectl");
         if let Some(input) = stdin {

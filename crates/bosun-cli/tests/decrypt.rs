@@ -23,7 +23,7 @@ fn render_decrypts_with_key_files_and_refuses_without() {
     let secret = package.join("secret.yaml");
     std::fs::write(&secret, "apiVersion: v1\nkind: Secret\nmetadata:\n  name: db\nstringData:\n  password: hunter2\n")
         .expect("write");
-    let sops = Command::new("sops")
+    let sops = Command::new(bosun_test_tools::require("sops"))
         .args(["--disable-version-check", "--encrypt", "--in-place", "--encrypted-regex", "^stringData$", "--age"])
         .arg(identity.to_public().to_string())
         .arg(&secret)

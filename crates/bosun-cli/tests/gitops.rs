@@ -29,7 +29,7 @@ impl Drop for Dev {
 }
 
 fn git(dir: &Path, args: &[&str]) {
-    let output = Command::new("git")
+    let output = Command::new(bosun_test_tools::require("git"))
         .args(["-c", "user.name=Test", "-c", "user.email=test@example.com"])
         .args(args)
         .current_dir(dir)

@@ -42,12 +42,12 @@ impl Drop for Moto {
 impl Moto {
     async fn start() -> Moto {
         let port = std::net::TcpListener::bind("127.0.0.1:0").expect("port").local_addr().expect("addr").port();
-        let child = Command::new("moto_server")
+        let child = Command::new(bosun_test_tools::require("moto_server"))
             .args(["-H", "127.0.0.1", "-p", &port.to_string()])
             .stdout(Stdio::null())
             .stderr(Stdio::null())
             .spawn()
-            .expect("moto_server (pip install 'moto[server]')");
+            .expect("moto_server starts");
         let moto = Moto { child, base: format!("http://127.0.0.1:{port}") };
         let deadline = Instant::now() + BOUND;
         while reqwest::get(&moto.base).await.is_err() {

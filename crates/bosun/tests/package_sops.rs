@@ -25,7 +25,7 @@ async fn encrypted_secrets_are_applied_decrypted_and_never_stored_in_the_clear()
     let path = dir.path().join("secret.yaml");
     std::fs::write(&path, "apiVersion: v1\nkind: Secret\nmetadata:\n  name: db\nstringData:\n  password: hunter2\n")
         .expect("write");
-    let output = Command::new("sops")
+    let output = Command::new(bosun_test_tools::require("sops"))
         .args(["--disable-version-check", "--encrypt", "--in-place", "--encrypted-regex", "^stringData$", "--age"])
         .arg(identity.to_public().to_string())
         .arg(&path)

@@ -23,7 +23,7 @@ fn age_key() -> (String, String) {
 }
 
 fn sops() -> Command {
-    let mut command = Command::new("sops");
+    let mut command = Command::new(bosun_test_tools::require("sops"));
     command.arg("--disable-version-check");
     command
 }

