@@ -43,6 +43,7 @@ mod fields;
 mod http;
 mod lifecycle;
 mod metrics;
+mod names;
 mod object;
 mod openapi;
 mod patch;

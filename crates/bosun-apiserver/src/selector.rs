@@ -3,7 +3,7 @@
 
 use serde_json::{Map, Value};
 
-use crate::validation;
+use crate::names;
 
 /// A parsed label selector; the empty selector matches everything.
 #[derive(Debug, Clone, Default, PartialEq)]
@@ -59,11 +59,11 @@ fn split_terms(input: &str) -> Result<Vec<&str>, String> {
 }
 
 fn check_key(key: &str) -> Result<(), String> {
-    validation::qualified_name(key).map_err(|msg| format!("invalid label key \"{key}\": {msg}"))
+    names::qualified_name(key).map_err(|msg| format!("invalid label key \"{key}\": {msg}"))
 }
 
 fn check_value(value: &str) -> Result<(), String> {
-    validation::label_value(value).map_err(|msg| format!("invalid label value: \"{value}\": {msg}"))
+    names::label_value(value).map_err(|msg| format!("invalid label value: \"{value}\": {msg}"))
 }
 
 impl LabelSelector {

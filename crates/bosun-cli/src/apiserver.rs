@@ -103,7 +103,7 @@ pub struct Args {
 
     /// How long simulated containers take to start (and a Job's containers to run).
     #[arg(long, value_name = "DURATION", default_value = "2s", requires = "simulation")]
-    workload_delay: bosun::package::Interval,
+    workload_delay: bosun_core::duration::Interval,
 }
 
 /// Starts a server and writes its kubeconfig; returns it with where it keeps objects (`in

@@ -4,12 +4,13 @@ use crate::stdout::{out, outln};
 
 use std::{io::IsTerminal, process::ExitCode, time::Duration};
 
-use bosun::{
-    apply::{ApplyError, Options},
-    package::{Interval, Package},
-    pipeline::{self, PipelineError},
-    report::{Change, Progress, Report, Silent, Terminal},
-};
+use bosun::apply::{ApplyError, Options};
+
+use bosun::package::{Interval, Package};
+
+use bosun::pipeline::{self, PipelineError};
+
+use bosun::report::{Change, Progress, Report, Silent, Terminal};
 
 use crate::{cluster::ClusterArgs, source::Source};
 

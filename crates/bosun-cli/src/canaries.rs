@@ -6,10 +6,9 @@ use crate::stdout::outln;
 
 use std::process::ExitCode;
 
-use bosun::{
-    canary::{ABORT, CanaryResource, PROMOTE, PROMOTE_FULL, RETRY},
-    package::{Interval, resource::request_token},
-};
+use bosun_controllers::canary::{ABORT, CanaryResource, PROMOTE, PROMOTE_FULL, RETRY};
+
+use bosun::package::{Interval, resource::request_token};
 use kube::{
     api::{Patch, PatchParams},
     runtime::wait::await_condition,

@@ -3,7 +3,7 @@
 
 use std::path::PathBuf;
 
-use bosun::cluster::{ClusterError, root_cause};
+use bosun_core::cluster::{ClusterError, root_cause};
 use kube::{
     Api,
     config::{KubeConfigOptions, Kubeconfig},

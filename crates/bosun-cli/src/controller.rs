@@ -2,10 +2,9 @@
 
 use std::{net::SocketAddr, path::PathBuf, process::ExitCode};
 
-use bosun::{
-    controllers::{self, HostError, HostSettings, Listening, leader, package},
-    package::Interval,
-};
+use bosun_controllers::{self as controllers, HostError, HostSettings, Listening, leader, package};
+
+use bosun_core::duration::Interval;
 
 use crate::cluster::ClusterArgs;
 

@@ -13,20 +13,17 @@ use std::{
     process::ExitCode,
 };
 
-use bosun::{
-    apply::Options,
-    package::{Interval, Package},
-    pipeline::{self, RenderOptions},
-    report::Terminal,
-    trigger::FileTrigger,
-};
+use bosun::apply::Options;
+
+use bosun::package::{Interval, Package};
+
+use bosun::pipeline::{self, RenderOptions};
+
+use bosun::report::Terminal;
+
+use bosun::trigger::FileTrigger;
 use bosun_apiserver::{RunningServer, ServerOptions, Storage};
-use k8s_openapi::apiextensions_apiserver::pkg::apis::apiextensions::v1::CustomResourceDefinition;
-use kube::{
-    Api,
-    api::{Patch, PatchParams},
-};
-use serde_json::json;
+use bosun_controllers::install::install_crds;
 
 /// Arguments of `bosun dev`.
 #[derive(Debug, clap::Args)]
@@ -171,24 +168,6 @@ fn in_package(dir: &Path, message: &str) -> String {
 /// How long `bosun dev` waits for a package's objects unless told otherwise.
 const DEFAULT_TIMEOUT: std::time::Duration = std::time::Duration::from_secs(120);
 
-/// Installs bosun's CRDs on the dev server (server-side apply, so a restart updates them).
-///
-/// # Errors
-/// The CRD that could not be applied, and why.
-pub async fn install_crds(server: &RunningServer) -> Result<(), String> {
-    let crds: Api<CustomResourceDefinition> = Api::all(server.client());
-    for crd in bosun::crds() {
-        let mut body = serde_json::to_value(&crd).unwrap_or_default();
-        body["apiVersion"] = json!("apiextensions.k8s.io/v1");
-        body["kind"] = json!("CustomResourceDefinition");
-        let name = crd.metadata.name.clone().unwrap_or_default();
-        if let Err(error) = crds.patch(&name, &PatchParams::apply("bosun-dev").force(), &Patch::Apply(&body)).await {
-            return Err(format!("installing the CRD {name}: {error}"));
-        }
-    }
-    Ok(())
-}
-
 /// The Canary controller running beside the packages (a `Canary` in a package rolls out as it
 /// would under `bosun controller`).
 struct Canaries {
@@ -198,8 +177,8 @@ struct Canaries {
 
 impl Canaries {
     async fn start(server: &RunningServer) -> Result<Canaries, String> {
-        install_crds(server).await?;
-        let controller = bosun::controllers::canary::controller(server.client(), Default::default());
+        install_crds(&server.client(), "bosun-dev").await.map_err(|e| e.to_string())?;
+        let controller = bosun_controllers::canary::controller::controller(server.client(), Default::default());
         let (stop, stopped) = tokio::sync::oneshot::channel::<()>();
         let task = tokio::spawn(async move {
             let stopped = async move {

@@ -4,7 +4,9 @@ use crate::stdout::{out, outln};
 
 use std::process::ExitCode;
 
-use bosun::{pipeline, report::Change};
+use bosun::pipeline;
+
+use bosun::report::Change;
 
 use crate::{cluster::ClusterArgs, source::Source};
 

@@ -14,15 +14,16 @@ use std::{
     process::{Command, ExitCode},
 };
 
-use bosun::{
-    controllers::{self, HostSettings, package},
-    package::{
-        PackageResource,
-        resource::{REQUESTED_AT, request_token},
-    },
-    trigger::FileTrigger,
+use bosun_controllers::{self as controllers, HostSettings, package};
+
+use bosun::package::{
+    PackageResource,
+    resource::{REQUESTED_AT, request_token},
 };
+
+use bosun::trigger::FileTrigger;
 use bosun_apiserver::RunningServer;
+use bosun_controllers::install::install_crds;
 use futures::StreamExt;
 use kube::{
     Api,
@@ -163,7 +164,7 @@ pub async fn run(server: &RunningServer, seed: &Path, repo: &Path, cache: PathBu
     };
     let repo = repo.canonicalize().unwrap_or_else(|_| repo.to_path_buf());
     let url = format!("file://{}", repo.display());
-    if let Err(message) = crate::dev::install_crds(server).await {
+    if let Err(message) = install_crds(&server.client(), "bosun-dev").await {
         return crate::bad_input(message);
     }
     let settings = HostSettings {

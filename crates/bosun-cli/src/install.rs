@@ -4,7 +4,7 @@ use crate::stdout::out;
 
 use std::process::ExitCode;
 
-use bosun::controllers::install::{InstallOptions, default_image, manifests};
+use bosun_controllers::install::{InstallOptions, default_image, manifests};
 
 /// Arguments of `bosun install`.
 #[derive(Debug, clap::Args)]
@@ -34,7 +34,7 @@ pub struct Args {
 }
 
 fn print(objects: &[serde_json::Value]) {
-    out!("{}", bosun::yaml::to_stream(objects.iter().map(|object| (None, object))));
+    out!("{}", bosun_core::yaml::to_stream(objects.iter().map(|object| (None, object))));
 }
 
 /// Runs `bosun crds`.

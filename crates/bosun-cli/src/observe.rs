@@ -4,10 +4,11 @@ use crate::stdout::{out, outln};
 
 use std::{net::SocketAddr, process::ExitCode, sync::Arc};
 
-use bosun::{
-    observe::{Event, Namespaces, ObserveError, Observer, Output, RunError, Spec, Stop, command, command::SIGPIPE},
-    package::Interval,
+use bosun::observe::{
+    Event, Namespaces, ObserveError, Observer, Output, RunError, Spec, Stop, command, command::SIGPIPE,
 };
+
+use bosun_core::duration::Interval;
 
 use crate::cluster::ClusterArgs;
 

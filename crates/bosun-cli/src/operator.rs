@@ -3,10 +3,9 @@
 
 use std::{path::PathBuf, process::ExitCode};
 
-use bosun::{
-    controllers::operator::{self, OperatorRunError, Settings},
-    operator::Definition,
-};
+use bosun_controllers::operator::controller::{self as operator, OperatorRunError, Settings};
+
+use bosun_controllers::operator::Definition;
 
 use crate::cluster::ClusterArgs;
 

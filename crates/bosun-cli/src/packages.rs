@@ -6,12 +6,11 @@ use crate::stdout::outln;
 
 use std::process::ExitCode;
 
-use bosun::{
-    controllers::package::status::run_outcome,
-    package::{
-        Interval, PackageResource,
-        resource::{REQUESTED_AT, SOURCE_REQUESTED_AT, request_token},
-    },
+use bosun_controllers::package::status::run_outcome;
+
+use bosun::package::{
+    Interval, PackageResource,
+    resource::{REQUESTED_AT, SOURCE_REQUESTED_AT, request_token},
 };
 use kube::{
     api::{Patch, PatchParams},

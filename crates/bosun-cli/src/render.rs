@@ -4,7 +4,9 @@ use crate::stdout::{out, outln};
 
 use std::process::ExitCode;
 
-use bosun::{package::Package, render::Rendered};
+use bosun::package::Package;
+
+use bosun::render::Rendered;
 use serde_json::json;
 
 use crate::source::{Source, SourceError};
@@ -51,7 +53,7 @@ fn print_plan(package: &Package, rendered: &Rendered) -> Result<(), SourceError>
             notes.push("waits for health before the next group".to_string());
         }
         if let Some(timeout) = group.timeout {
-            notes.push(format!("timeout {}", bosun::package::Interval(timeout)));
+            notes.push(format!("timeout {}", bosun_core::duration::Interval(timeout)));
         }
         let notes = if notes.is_empty() { String::new() } else { format!(" ({})", notes.join(", ")) };
         outln!("{}. {}{notes}", index + 1, group.name);

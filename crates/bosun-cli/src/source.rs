@@ -4,12 +4,13 @@
 
 use std::path::{Path, PathBuf};
 
-use bosun::{
-    decrypt::Keys,
-    package::{Origin, PACKAGE_MARKERS, Package, PackageError, RenderSpec, is_marked_package},
-    pipeline::{self, PipelineError, RenderOptions},
-    render::Rendered,
-};
+use bosun::decrypt::Keys;
+
+use bosun::package::{Origin, PACKAGE_MARKERS, Package, PackageError, RenderSpec, is_marked_package};
+
+use bosun::pipeline::{self, PipelineError, RenderOptions};
+
+use bosun::render::Rendered;
 
 /// Where the manifests come from: a package directory, or Locutus-style flags.
 #[derive(Debug, Clone, clap::Args)]
@@ -120,7 +121,7 @@ impl Source {
         for file in &self.decrypt_keys {
             let origin = file.display().to_string();
             let text = std::fs::read_to_string(file).map_err(|e| {
-                SourceError::Arguments(format!("--decrypt-key {origin}: {}", bosun::cluster::root_cause(&e)))
+                SourceError::Arguments(format!("--decrypt-key {origin}: {}", bosun_core::cluster::root_cause(&e)))
             })?;
             let keys = Keys::parse(&text, &origin)?;
             match all.as_mut() {

@@ -1,6 +1,6 @@
 //! The re-apply property, over every example package and a corpus of real-looking workloads
 //! (`tests/fixtures/`): applying twice writes nothing the second time, and bosun's proof that
-//! an apply would change nothing (`bosun::diff::apply_is_noop`) agrees with the server's own
+//! an apply would change nothing (`bosun_core::ssa::apply_is_noop`) agrees with the server's own
 //! answer, a server-side dry-run apply — both for the unchanged objects and for changed ones.
 
 use std::{collections::BTreeSet, path::Path, process::Output, time::Duration};
@@ -110,11 +110,11 @@ async fn check(server: &RunningServer, kubeconfig: &Path, source: &[String]) {
         let (api, live, dry) = live_and_dry_run(server, &mut desired).await;
         let described = format!("{what}: {}/{}", desired["kind"], desired["metadata"]["name"]);
         assert_eq!(dry, live, "{described}: the server says re-applying changes it");
-        assert!(bosun::diff::apply_is_noop(&live, &desired, "bosun"), "{described}: no-op not proven");
+        assert!(bosun_core::ssa::apply_is_noop(&live, &desired, "bosun"), "{described}: no-op not proven");
 
         // A real change: the proof must not claim a no-op, and the server must agree.
         desired["metadata"]["labels"]["bosun.dev/test-change"] = json!("1");
-        assert!(!bosun::diff::apply_is_noop(&live, &desired, "bosun"), "{described}: a change taken for a no-op");
+        assert!(!bosun_core::ssa::apply_is_noop(&live, &desired, "bosun"), "{described}: a change taken for a no-op");
         let name = desired["metadata"]["name"].as_str().expect("name").to_string();
         assert_ne!(dry_run(&api, &name, &desired).await, live, "{described}: the server ignored a change");
     }

@@ -4,9 +4,14 @@
 //! `every_program_the_tests_use_is_installed` lists everything missing at once, so a fresh
 //! machine learns in one place what to install (`.ci/run` installs all of it as root).
 //!
+//! [`git_server`] runs real Git servers (git://, HTTP with authentication, SSH) on loopback for
+//! the source tests.
+//!
 //! Depends on nothing of bosun's; every test crate may use it.
 
 #![warn(missing_docs)]
+
+pub mod git_server;
 
 use std::path::PathBuf;
 

@@ -5,7 +5,9 @@ use std::path::Path;
 
 use serde_json::{Map, Value};
 
-use crate::{package::ConfigSpec, yaml};
+use crate::package::ConfigSpec;
+
+use bosun_core::yaml;
 
 /// Errors assembling the configuration.
 #[derive(Debug, thiserror::Error)]

@@ -21,14 +21,18 @@ use std::{collections::BTreeMap, path::PathBuf, time::Duration};
 use serde_json::Value;
 use sha2::{Digest, Sha256};
 
-use crate::{
-    apply::{self, ApplyError, DiffReport, Options, Target},
-    config::{self, ConfigError},
-    package::{Package, PackageError},
-    plan::{self, PlanError},
-    render::{self, RenderError, Rendered, Scopes},
-    report::{Progress, Report},
-};
+use crate::apply::{self, ApplyError, DiffReport, Options, Target};
+
+use crate::config::{self, ConfigError};
+
+use crate::package::{Package, PackageError};
+
+use crate::plan::{self, PlanError};
+
+use crate::render::{self, RenderError, Rendered};
+use bosun_core::scopes::Scopes;
+
+use crate::report::{Progress, Report};
 
 /// How long looking up kinds in a cluster may take before rendering goes on without it.
 const DISCOVERY_BOUND: Duration = Duration::from_secs(3);
@@ -42,7 +46,7 @@ pub struct RenderOptions {
     pub default_namespace: Option<String>,
     /// The cluster's kinds as already discovered (a controller's): scopes come from it
     /// instead of a discovery request.
-    pub resolver: Option<crate::apply::Resolver>,
+    pub resolver: Option<bosun_core::discovery::Resolver>,
     /// Age keys for SOPS-encrypted manifests.
     pub decryption: Option<crate::decrypt::Keys>,
     /// Inputs besides the configuration (an operator's `related` and `finalizing`; see
@@ -105,7 +109,7 @@ pub async fn render(
     let mut scopes = Scopes::builtin();
     let namespaces_set = package.spec.target_namespace.is_some() || options.default_namespace.is_some();
     if namespaces_set && let Some(resolver) = &options.resolver {
-        scopes = resolver.scopes(scopes).await;
+        scopes = scopes.with_served(resolver).await;
     } else if namespaces_set && let Some(client) = cluster {
         let with_cluster = scopes.clone().with_cluster(client.clone());
         if let Ok(Ok(found)) = tokio::time::timeout(DISCOVERY_BOUND, with_cluster).await {

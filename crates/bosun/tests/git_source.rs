@@ -3,8 +3,7 @@
 //! credentials, host keys, unreachable hosts and timeouts, ignore rules, file modes and
 //! directory sources.
 
-#[path = "support/git_server.rs"]
-mod git_server;
+use bosun_test_tools::git_server;
 
 use std::{
     collections::BTreeMap,
@@ -12,10 +11,9 @@ use std::{
     time::{Duration, Instant},
 };
 
-use bosun::{
-    package::{GitReference, GitSource, Interval},
-    source::{Credentials, Fetcher, Snapshot, SourceError},
-};
+use bosun::package::{GitReference, GitSource, Interval};
+
+use bosun::source::{Credentials, Fetcher, Snapshot, SourceError};
 use git_server::{GitDaemon, HttpAuth, HttpServer, Repo, Repos, Silent, SshServer, unused_port};
 
 /// Generous bound for anything a test waits for.

@@ -64,7 +64,7 @@ fn json_value() -> impl Strategy<Value = Value> {
 proptest! {
     #[test]
     fn manifest_streams_parse_or_refuse_naming_the_file(text in prop_oneof![yaml_like(), "[ -~\n\t]{0,80}"]) {
-        if let Err(error) = bosun::yaml::parse_stream(&text, "deploy/app.yaml") {
+        if let Err(error) = bosun_core::yaml::parse_stream(&text, "deploy/app.yaml") {
             prop_assert!(error.to_string().contains("deploy/app.yaml"), "{}", error);
         }
     }
@@ -77,7 +77,7 @@ proptest! {
         ],
         object in json_value(),
     ) {
-        if let Ok(parsed) = bosun::jsonpath::Template::parse(&template) {
+        if let Ok(parsed) = bosun_core::jsonpath::Template::parse(&template) {
             let _ = parsed.render(&object, false);
             let _ = parsed.render(&object, true);
             let _ = parsed.values(&object);
@@ -96,7 +96,7 @@ fn alias_bombs_are_refused_not_expanded() {
         text.push_str(&format!("a{level}: &a{level} [{list}]\n"));
     }
     let started = std::time::Instant::now();
-    let result = bosun::yaml::parse_stream(&text, "bomb.yaml");
+    let result = bosun_core::yaml::parse_stream(&text, "bomb.yaml");
     assert!(started.elapsed() < std::time::Duration::from_secs(5), "took {:?}", started.elapsed());
     let error = result.expect_err("an alias bomb must be refused");
     assert!(error.to_string().contains("bomb.yaml"), "{error}");

@@ -9,11 +9,10 @@ use std::{
 };
 
 use age::secrecy::ExposeSecret;
-use bosun::{
-    decrypt::{DecryptError, Keys},
-    package::Package,
-    render::{Input, RenderError, Rendered, Scopes, render_with},
-};
+use bosun::decrypt::{DecryptError, Keys};
+use bosun::package::Package;
+use bosun::render::{Input, RenderError, Rendered, render_with};
+use bosun_core::scopes::Scopes;
 use serde_json::{Value, json};
 
 /// A new age key: its identity file's text and its recipient.

@@ -1,12 +1,12 @@
 //! The memcached operator (operator-sdk's "hello world", and OKT's sample), written with
-//! `bosun::kit`'s stepper engine: a `Memcached` custom resource with `size` gets a Deployment
+//! `bosun_kit`'s stepper engine: a `Memcached` custom resource with `size` gets a Deployment
 //! and a Service, `status.nodes` lists its pods, a finalizer reports the deletion, and a
 //! lifecycle state machine moves the object through `Pending → Deploying → Running →
 //! Upgrading → Running`, persisted in `status.phase` so that a restarted operator resumes.
 
 use std::{collections::BTreeMap, fmt, str::FromStr, time::Duration};
 
-use bosun::kit::{
+use bosun_kit::{
     Controller, Failure, Lifecycle, Run, Stepper, Template,
     machine::{self, Machine},
 };

@@ -43,7 +43,7 @@ async fn main() -> ExitCode {
     };
     let controller = kit_memcached::controller(client);
     let address: SocketAddr = ([127, 0, 0, 1], 8080).into();
-    match bosun::kit::serve(controller.metrics(), address).await {
+    match bosun_kit::serve(controller.metrics(), address).await {
         Ok((bound, _task)) => eprintln!("metrics on http://{bound}/metrics, health on /healthz and /readyz"),
         Err(error) => eprintln!("warning: cannot serve metrics on {address}: {error}"),
     }
@@ -53,7 +53,7 @@ async fn main() -> ExitCode {
     match controller.run(shutdown).await {
         Ok(()) => ExitCode::SUCCESS,
         Err(error) => {
-            eprintln!("error: {}", bosun::cluster::ClusterError::from(error));
+            eprintln!("error: {}", bosun_core::cluster::ClusterError::from(error));
             ExitCode::from(2)
         }
     }

@@ -1,10 +1,10 @@
 //! The memcached operator against the embedded API server, over real HTTP with kube-rs: what a
-//! user of the operator sees, and what its author relies on from `bosun::kit`.
+//! user of the operator sees, and what its author relies on from `bosun_kit`.
 
 use std::{sync::Arc, time::Duration};
 
-use bosun::kit::Metrics;
 use bosun_apiserver::{ApiServer, RunningServer};
+use bosun_kit::Metrics;
 use k8s_openapi::{
     api::{
         apps::v1::Deployment,

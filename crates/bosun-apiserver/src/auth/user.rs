@@ -84,8 +84,8 @@ pub fn service_account_groups(namespace: &str) -> Vec<String> {
 pub fn split_service_account(user: &str) -> Option<(&str, &str)> {
     let rest = user.strip_prefix(SERVICE_ACCOUNT_PREFIX)?;
     let (namespace, name) = rest.split_once(':')?;
-    let valid = crate::validation::dns1123_label(namespace).is_empty()
-        && crate::validation::dns1123_subdomain(name).is_empty()
+    let valid = crate::names::dns1123_label(namespace).is_empty()
+        && crate::names::dns1123_subdomain(name).is_empty()
         && !name.contains(':');
     valid.then_some((namespace, name))
 }

@@ -9,15 +9,13 @@ use serde_json::{Value, json};
 
 use crate::{
     cluster::{Cluster, NAMESPACE_KEY, Scope, WriteOptions},
-    lifecycle::Endpoint,
+    lifecycle::{Endpoint, pods::DEFAULT_SERVICE_ACCOUNT},
     object,
     store::{Event, EventKind},
 };
 
 /// The ConfigMap holding the cluster's certificate authority.
 pub const ROOT_CA_CONFIGMAP: &str = "kube-root-ca.crt";
-/// The ServiceAccount pods run as when they name none.
-pub const DEFAULT_SERVICE_ACCOUNT: &str = "default";
 
 const DESCRIPTION: &str = "Contains a CA bundle that can be used to verify the kube-apiserver when using internal endpoints such as the internal service IP or kubernetes.default.svc. No other usage is guaranteed across distributions of Kubernetes clusters.";
 

@@ -8,9 +8,8 @@ use serde_json::{Value, json};
 
 use crate::{
     error::FieldError,
-    object,
+    names, object,
     registry::{NameRule, ResourceInfo, VersionInfo, compare_versions},
-    validation,
 };
 
 use crate::schema::Schema;
@@ -62,19 +61,19 @@ pub fn validate(crd: &Value, old: Option<&Value>) -> Vec<FieldError> {
         errors.push(FieldError::required("spec.group", ""));
     } else if !group.contains('.') {
         errors.push(FieldError::invalid("spec.group", json!(group), "should be a domain with at least one dot"));
-    } else if let Some(msg) = validation::dns1123_subdomain(group).first() {
+    } else if let Some(msg) = names::dns1123_subdomain(group).first() {
         errors.push(FieldError::invalid("spec.group", json!(group), msg.clone()));
     }
     if plural.is_empty() {
         errors.push(FieldError::required("spec.names.plural", ""));
-    } else if let Some(msg) = validation::dns1123_label(plural).first() {
+    } else if let Some(msg) = names::dns1123_label(plural).first() {
         errors.push(FieldError::invalid("spec.names.plural", json!(plural), msg.clone()));
     }
     if name != format!("{plural}.{group}") {
         errors.push(FieldError::invalid("metadata.name", json!(name), "must be spec.names.plural+\".\"+spec.group"));
     }
     let singular = text(spec, "/names/singular");
-    if let Some(msg) = validation::dns1123_label(singular).first() {
+    if let Some(msg) = names::dns1123_label(singular).first() {
         errors.push(FieldError::invalid("spec.names.singular", json!(singular), msg.clone()));
     }
     if kind.is_empty() {
@@ -93,7 +92,7 @@ pub fn validate(crd: &Value, old: Option<&Value>) -> Vec<FieldError> {
     }
     for (i, short) in spec.pointer("/names/shortNames").and_then(Value::as_array).into_iter().flatten().enumerate() {
         let short = short.as_str().unwrap_or_default();
-        if let Some(msg) = validation::dns1123_label(short).first() {
+        if let Some(msg) = names::dns1123_label(short).first() {
             errors.push(FieldError::invalid(format!("spec.names.shortNames[{i}]"), json!(short), msg.clone()));
         }
     }
@@ -149,7 +148,7 @@ fn validate_versions(crd: &Value, errors: &mut Vec<FieldError>) {
     for (i, version) in list.iter().enumerate() {
         let path = format!("spec.versions[{i}]");
         let name = text(version, "/name");
-        if let Some(msg) = validation::dns1123_label(name).first() {
+        if let Some(msg) = names::dns1123_label(name).first() {
             errors.push(FieldError::invalid(format!("{path}.name"), json!(name), msg.clone()));
         }
         if !seen.insert(name) {

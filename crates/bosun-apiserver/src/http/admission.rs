@@ -10,9 +10,9 @@ use super::{AppState, header_text, query, query::Query};
 use crate::{
     auth::{AuthorizationMode, escalation, user::User},
     cluster::{Admission, Cluster, RBAC_KEYS, Scope, WriteOptions},
-    controllers::namespaces::DEFAULT_SERVICE_ACCOUNT,
     error::ApiError,
     lifecycle::pods,
+    lifecycle::pods::DEFAULT_SERVICE_ACCOUNT,
     object,
 };
 

@@ -213,7 +213,7 @@ fn report_unknown(ctx: &mut Context, mut unknown: Vec<String>) -> Result<(), Api
 fn check_metadata(info: &ResourceInfo, object: &Value, extra: Vec<FieldError>, spec: bool) -> Result<(), ApiError> {
     let mut errors = Vec::new();
     let name = object::name(object);
-    for message in validation::name(info.name_rule, name) {
+    for message in crate::names::name(info.name_rule, name) {
         errors.push(FieldError::invalid("metadata.name", json!(name), message));
     }
     if let Some(meta) = object::meta(object) {

@@ -16,6 +16,9 @@ const VOLUME_PREFIX: &str = "kube-api-access-";
 /// The lifetime of the projected token (upstream's warn-only bound token expiry).
 const TOKEN_SECONDS: i64 = 3607;
 
+/// The ServiceAccount pods run as when they name none.
+pub const DEFAULT_SERVICE_ACCOUNT: &str = "default";
+
 /// The ServiceAccount a pod runs as: `spec.serviceAccountName`, else the deprecated
 /// `spec.serviceAccount`, else `default`.
 pub fn service_account_name(pod: &Value) -> &str {
@@ -23,7 +26,7 @@ pub fn service_account_name(pod: &Value) -> &str {
         .iter()
         .filter_map(|pointer| pod.pointer(pointer).and_then(Value::as_str))
         .find(|name| !name.is_empty())
-        .unwrap_or(crate::controllers::namespaces::DEFAULT_SERVICE_ACCOUNT)
+        .unwrap_or(DEFAULT_SERVICE_ACCOUNT)
 }
 
 /// Whether a pod created through a kubelet's static manifest (a mirror pod), which the

@@ -11,8 +11,8 @@ use std::{
 
 use serde_json::Value;
 
+pub use crate::names::NameRule;
 use crate::schema::Schema;
-pub use crate::validation::NameRule;
 
 /// Turns a built-in object into its canonical form by decoding it into its typed struct and
 /// encoding it again (unknown fields dropped, quantities and int-or-strings as upstream encodes

@@ -7,7 +7,7 @@ use std::collections::HashSet;
 
 use serde_json::{Value, json};
 
-use super::dns1123_label;
+use crate::names::dns1123_label;
 use crate::{error::FieldError, quantity::Quantity};
 
 const PORT_RANGE: &str = "must be between 1 and 65535, inclusive";

@@ -103,7 +103,7 @@ fn service(object: &Value, errors: &mut Vec<FieldError>) {
         if name.is_empty() && ports.len() > 1 {
             errors.push(FieldError::required(format!("{at}.name"), ""));
         } else if !name.is_empty() {
-            for problem in super::dns1123_label(name) {
+            for problem in crate::names::dns1123_label(name) {
                 errors.push(FieldError::invalid(format!("{at}.name"), json!(name), problem));
             }
             if !names.insert(name) {

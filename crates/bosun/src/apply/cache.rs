@@ -36,8 +36,9 @@ use tokio::{
     task::JoinHandle,
 };
 
-use super::{FIELD_MANAGER, resolve::Kind};
+use super::FIELD_MANAGER;
 use crate::inventory::PACKAGE_LABEL;
+use bosun_core::discovery::Kind;
 
 /// How long the first use of a resource waits for its watch to list everything.
 const FIRST_SYNC: Duration = Duration::from_secs(10);

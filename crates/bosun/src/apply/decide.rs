@@ -2,7 +2,9 @@
 //! may be written, and what writing it means (skip, create, configure, recreate). The runner in
 //! `mod.rs` only performs what these say.
 
-use crate::{package::Action, report::Change};
+use crate::package::Action;
+
+use crate::report::Change;
 
 /// What one object's dry run found, in the terms the decisions need.
 #[derive(Debug, Clone, PartialEq, Eq)]

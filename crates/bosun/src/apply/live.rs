@@ -15,7 +15,9 @@ use super::{
     Cache, FIELD_MANAGER, Item,
     decide::{DryRunFinding, Refusal},
 };
-use crate::{diff, object, package::Action};
+use crate::package::Action;
+use bosun_core::object;
+use bosun_core::ssa;
 
 /// What a dry run found for one object.
 pub(super) struct DryRun {
@@ -30,7 +32,7 @@ impl DryRun {
     pub(super) fn unchanged(&self) -> bool {
         match (&self.live, &self.result) {
             (Some(_), Ok(None)) => true,
-            (Some(live), Ok(Some(result))) => !diff::would_change(live, result, FIELD_MANAGER),
+            (Some(live), Ok(Some(result))) => !ssa::would_change(live, result, FIELD_MANAGER),
             _ => false,
         }
     }
@@ -125,7 +127,7 @@ pub(super) async fn dry_run(
         Err(error) => DryRun { live: None, result: Err(error) },
         Ok(Some(live))
             if action == Action::CreateIfNotExist
-                || (action == Action::Apply && diff::apply_is_noop(&live, &item.object, FIELD_MANAGER)) =>
+                || (action == Action::Apply && ssa::apply_is_noop(&live, &item.object, FIELD_MANAGER)) =>
         {
             DryRun { live: Some(live), result: Ok(None) }
         }

@@ -8,8 +8,8 @@
 //!
 //! Files: `decide` (pure: what a dry run means, what to write), `runner` (one group's
 //! rollout, acting on those decisions), `live` (reads, dry runs, apply, delete), `prune`,
-//! `preview` (`bosun diff`), `namespaces` (missing-namespace check), `resolve` (kinds from
-//! discovery), `wait` (health waits).
+//! `preview` (`bosun diff`), `namespaces` (missing-namespace check), `wait` (health waits);
+//! kinds come from discovery (`bosun_core::discovery`).
 
 mod cache;
 mod decide;
@@ -17,7 +17,6 @@ mod live;
 mod namespaces;
 mod preview;
 mod prune;
-mod resolve;
 mod runner;
 pub mod wait;
 
@@ -27,17 +26,19 @@ use futures::future::BoxFuture;
 use kube::{Api, Client, api::DynamicObject};
 use serde_json::Value;
 
-use crate::{
-    inventory::{self, Entry},
-    object::{self, describe},
-    plan::{Plan, PlanError},
-    render::Rendered,
-    report::{Change, ChangeEntry, Progress, Report},
-};
+use crate::inventory::{self, Entry};
+
+use bosun_core::object::{self, describe};
+
+use crate::plan::{Plan, PlanError};
+
+use crate::render::Rendered;
+
+use crate::report::{Change, ChangeEntry, Progress, Report};
+pub use bosun_core::discovery::{Kind, Resolver};
 pub use cache::{Cache, Changed};
 use namespaces::{check_namespaces, created_namespaces, missing_namespaces_message};
 pub use preview::{DiffReport, ObjectDiff, diff};
-pub use resolve::{Kind, Resolver};
 use wait::Watched;
 
 /// The field manager bosun applies with.
@@ -165,7 +166,7 @@ pub struct Target {
 pub enum ApplyError {
     /// The cluster could not be asked which kinds it serves (unreachable, credentials, permissions).
     #[error(transparent)]
-    Cluster(#[from] crate::cluster::ClusterError),
+    Cluster(#[from] bosun_core::cluster::ClusterError),
     /// The rollout cannot be planned.
     #[error(transparent)]
     Plan(#[from] PlanError),

@@ -6,7 +6,8 @@ use std::collections::BTreeMap;
 use kube::{Api, Client};
 
 use super::{ApplyError, Cache, Item, Target};
-use crate::{object, render::Rendered};
+use crate::render::Rendered;
+use bosun_core::object;
 
 pub(super) fn missing_namespaces_message(package: &str, missing: &[(String, usize)]) -> String {
     let names: Vec<String> = missing.iter().map(|(name, _)| format!("{name:?}")).collect();

@@ -6,14 +6,12 @@ use kube::Client;
 use super::{
     ApplyError, Item, Resolver, Target, check_namespaces, created_namespaces, decide, live::dry_runs, resolve_items,
 };
-use crate::{
-    diff,
-    inventory::{self, Entry},
-    object,
-    package::Action,
-    render::Rendered,
-    report::Change,
-};
+use crate::diff;
+use crate::inventory::{self, Entry};
+use crate::package::Action;
+use crate::render::Rendered;
+use crate::report::Change;
+use bosun_core::object;
 
 /// One object's view for `bosun diff`.
 #[derive(Debug, Clone, PartialEq, Eq)]

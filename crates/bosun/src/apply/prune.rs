@@ -8,10 +8,8 @@ use super::{
     live::{delete, message},
     wait::{self, Watched},
 };
-use crate::{
-    inventory::{self, Entry},
-    report::{Change, Failure, Stage},
-};
+use crate::inventory::{self, Entry};
+use crate::report::{Change, Failure, Stage};
 
 impl Runner<'_> {
     /// Deletes objects of the previous inventory that are no longer rendered, in reverse order,
@@ -31,7 +29,7 @@ impl Runner<'_> {
                 name: name.to_string(),
             };
             let live = match item.api(client).get_opt(&item.name).await {
-                Ok(Some(live)) => crate::object::to_value(&live),
+                Ok(Some(live)) => bosun_core::object::to_value(&live),
                 Ok(None) => continue,
                 Err(error) => {
                     self.report.changes.push(entry(

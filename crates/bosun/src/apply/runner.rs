@@ -13,13 +13,11 @@ use super::{
     resolve_items, unresolved,
     wait::{self, Outcome, Watched},
 };
-use crate::{
-    inventory::{self, Entry},
-    package::Action,
-    plan::{GroupWait, PlanGroup, PlanStep},
-    render::Rendered,
-    report::{Change, ChangeEntry, Failure, Stage},
-};
+use crate::inventory::{self, Entry};
+use crate::package::Action;
+use crate::plan::{GroupWait, PlanGroup, PlanStep};
+use crate::render::Rendered;
+use crate::report::{Change, ChangeEntry, Failure, Stage};
 
 impl Runner<'_> {
     /// The failure that ends the rollout when it was canceled (Ctrl-C) before this group or
@@ -290,7 +288,7 @@ impl Runner<'_> {
                 stage: Stage::Health,
                 reason: format!(
                     "timed out after {} waiting for {} object(s) to become healthy",
-                    crate::package::Interval(Duration::from_secs(limit.as_secs_f64().round() as u64)),
+                    bosun_core::duration::Interval(Duration::from_secs(limit.as_secs_f64().round() as u64)),
                     pending.len()
                 ),
                 objects: pending,
@@ -368,7 +366,7 @@ impl Runner<'_> {
                 }
                 match server_side_apply(client, item, false).await {
                     Ok(applied) => {
-                        let version = crate::object::text(&applied, "/metadata/resourceVersion").to_string();
+                        let version = bosun_core::object::text(&applied, "/metadata/resourceVersion").to_string();
                         (entry(item, group, change, recreate.then(|| "recreated".to_string())), Some(version))
                     }
                     Err(error) => failed(format!("apply failed: {}", message(&error))),

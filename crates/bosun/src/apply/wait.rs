@@ -13,12 +13,10 @@ use serde_json::Value;
 use tokio::time::Instant;
 use tokio_util::sync::CancellationToken;
 
-use super::resolve::Kind;
-use crate::{
-    health::{self, Health, Status},
-    package::SuccessCheck,
-    report::Progress,
-};
+use crate::health::{self, Health, Status};
+use crate::package::SuccessCheck;
+use crate::report::Progress;
+use bosun_core::discovery::Kind;
 
 /// An object to wait for.
 #[derive(Debug, Clone)]
@@ -99,7 +97,7 @@ fn judge(object: &Value, checks: &[SuccessCheck]) -> Health {
 /// compared as the integers etcd and the embedded server make them; `None` when one is not).
 fn fresh(live: &Value, written: Option<&str>) -> Option<bool> {
     let Some(written) = written else { return Some(true) };
-    let live: u64 = crate::object::text(live, "/metadata/resourceVersion").parse().ok()?;
+    let live: u64 = bosun_core::object::text(live, "/metadata/resourceVersion").parse().ok()?;
     Some(live >= written.parse::<u64>().ok()?)
 }
 
@@ -219,7 +217,7 @@ pub async fn healthy(client: &Client, objects: &[Watched], until: &Until, progre
             let verdict = if gone {
                 Health { status: Status::InProgress, message: "deleted".into() }
             } else {
-                judge(&crate::object::to_value(object), &objects[position].checks)
+                judge(&bosun_core::object::to_value(object), &objects[position].checks)
             };
             if verdict != verdicts[position] && verdict.status != Status::Current {
                 progress.waiting(&objects[position].described, &verdict.message);

@@ -11,8 +11,6 @@ pub mod sops;
 
 use std::collections::BTreeMap;
 
-use crate::render::Manifests;
-
 /// Age private keys to decrypt with.
 #[derive(Clone)]
 pub struct Keys {
@@ -169,24 +167,23 @@ impl Keys {
     }
 }
 
-/// Decrypts every SOPS-encrypted manifest in place.
+/// Decrypts every SOPS-encrypted object in place; each comes with the key (file path,
+/// output key) errors name it by.
 ///
 /// # Errors
-/// A manifest is encrypted and `keys` is `None`, or it does not decrypt (see [`DecryptError`]).
-pub fn manifests(manifests: &mut Manifests, keys: Option<&Keys>) -> Result<(), DecryptError> {
-    for manifest in manifests.items_mut() {
-        if !sops::is_encrypted(&manifest.object) {
+/// An object is encrypted and `keys` is `None`, or it does not decrypt (see [`DecryptError`]).
+pub fn objects<'a>(
+    objects: impl Iterator<Item = (&'a str, &'a mut serde_json::Value)>,
+    keys: Option<&Keys>,
+) -> Result<(), DecryptError> {
+    for (key, object) in objects {
+        if !sops::is_encrypted(object) {
             continue;
         }
-        let keys = keys.ok_or_else(|| DecryptError::NoKeys { manifest: manifest.key.clone() })?;
-        manifest.object = sops::decrypt(&manifest.object, keys, &manifest.key)?;
+        let keys = keys.ok_or_else(|| DecryptError::NoKeys { manifest: key.to_string() })?;
+        *object = sops::decrypt(object, keys, key)?;
     }
     Ok(())
-}
-
-/// Whether any manifest is SOPS-encrypted.
-pub fn any_encrypted(manifests: &Manifests) -> bool {
-    manifests.iter().any(|manifest| sops::is_encrypted(&manifest.object))
 }
 
 #[cfg(test)]

@@ -6,7 +6,9 @@
 
 use serde_json::Value;
 
-use crate::{jsonpath::Template, package::SuccessCheck};
+use bosun_core::jsonpath::Template;
+
+use crate::package::SuccessCheck;
 
 /// How healthy an object is.
 #[derive(Debug, Clone, PartialEq, Eq)]

@@ -14,7 +14,7 @@ use kube::{
 use serde::{Deserialize, Serialize};
 use serde_json::{Value, json};
 
-use crate::object::{self, group_of};
+use bosun_core::object::{self, group_of};
 
 /// Label naming the package that applied an object.
 pub const PACKAGE_LABEL: &str = "bosun.dev/package";

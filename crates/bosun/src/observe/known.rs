@@ -10,8 +10,6 @@ use std::{
 
 use serde_json::Value;
 
-use super::output::{BadName, Expected, TemplateMissed};
-
 /// An object's identity: namespace (empty for cluster-scoped objects) and name.
 #[derive(Debug, Clone, PartialEq, Eq, Hash, PartialOrd, Ord)]
 pub struct Key {
@@ -24,7 +22,10 @@ pub struct Key {
 impl Key {
     /// The key of an object.
     pub fn of(object: &Value) -> Key {
-        Key { namespace: crate::object::namespace(object).to_string(), name: crate::object::name(object).to_string() }
+        Key {
+            namespace: bosun_core::object::namespace(object).to_string(),
+            name: bosun_core::object::name(object).to_string(),
+        }
     }
 }
 
@@ -269,6 +270,45 @@ pub fn parse_names(output: &str, namespaced: bool, namespace: Option<&str>) -> R
     keys.sort();
     keys.dedup();
     Ok(keys)
+}
+
+/// A strict template (`--strict-templates`) found nothing in an object.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[error("{object}: template {template:?}: {missing}")]
+pub struct TemplateMissed {
+    /// `Kind/namespace/name`.
+    pub object: String,
+    /// The template as given.
+    pub template: String,
+    /// What it missed.
+    pub missing: String,
+}
+
+/// A line of `--names` output that is not a name in the observed scope.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[error("line {line}: {text:?}{}", match .expected {
+    Expected::NoNamespace => ": a cluster-scoped resource has names without a namespace",
+    Expected::WithNamespace => ": with --all-namespaces every name needs its namespace (namespace/name)",
+    Expected::NamespaceSlashName => " is not namespace/name",
+})]
+pub struct BadName {
+    /// 1-based line number.
+    pub line: usize,
+    /// The line.
+    pub text: String,
+    /// What the line should have been.
+    pub expected: Expected,
+}
+
+/// The shape a `--names` line must have.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Expected {
+    /// `name` (cluster-scoped resources).
+    NoNamespace,
+    /// `namespace/name` (every namespace observed).
+    WithNamespace,
+    /// `namespace/name` or, for one observed namespace, `name`.
+    NamespaceSlashName,
 }
 
 #[cfg(test)]

@@ -148,7 +148,7 @@ pub async fn serve(
 ) -> std::io::Result<(SocketAddr, tokio::task::JoinHandle<()>)> {
     let router =
         Router::new().route("/metrics", get(self::metrics)).route("/healthz", get(healthz)).with_state(metrics);
-    crate::endpoints::serve(address, router).await
+    bosun_core::endpoints::serve(address, router).await
 }
 
 #[cfg(test)]

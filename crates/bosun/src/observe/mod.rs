@@ -44,10 +44,11 @@ use kube::{
 use serde_json::Value;
 use tokio::task::JoinSet;
 
-use crate::jsonpath::{Template, TemplateError};
+use bosun_core::jsonpath::{Template, TemplateError};
+pub use known::{BadName, Expected, TemplateMissed};
 use known::{EventType, Key, Known, ObjectSource, Rendered, Run};
 use metrics::Metrics;
-pub use output::{BadName, Event, Expected, Log, Output, RunError, TemplateMissed};
+pub use output::{Event, Log, Output, RunError};
 use queue::Queue;
 use resource::{Candidate, UnknownResource};
 use state::{Exec, Loop};
@@ -179,7 +180,7 @@ pub enum ObserveError {
     NamesWithoutDelete,
     /// Discovery failed (unreachable, credentials, permissions).
     #[error(transparent)]
-    Cluster(#[from] crate::cluster::ClusterError),
+    Cluster(#[from] bosun_core::cluster::ClusterError),
     /// The metrics address cannot be bound.
     #[error("--listen-addr {address}: {source}")]
     Listen {
@@ -329,7 +330,7 @@ impl Observer {
     }
 
     fn run_for(&self, key: Key, event: EventType, args: Result<Vec<String>, TemplateMissed>, object: Value) -> Run {
-        let resource_version = crate::object::resource_version(&object).to_string();
+        let resource_version = bosun_core::object::resource_version(&object).to_string();
         let object = if self.wants_object() { ObjectSource::Inline(Arc::new(object)) } else { ObjectSource::None };
         Run { key, event, args, resource_version, object, attempt: 0 }
     }

@@ -4,7 +4,7 @@
 
 use std::time::Duration;
 
-use super::known::{EventType, Key};
+use super::known::{BadName, EventType, Key, TemplateMissed};
 
 /// Why one run (or one `--names` pass, or the watch) failed. Each counts toward
 /// `--maximum-errors`.
@@ -104,45 +104,6 @@ pub enum RunError {
     /// A command's task panicked or was cancelled.
     #[error("a command task failed: {0}")]
     Task(#[from] tokio::task::JoinError),
-}
-
-/// A strict template (`--strict-templates`) found nothing in an object.
-#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
-#[error("{object}: template {template:?}: {missing}")]
-pub struct TemplateMissed {
-    /// `Kind/namespace/name`.
-    pub object: String,
-    /// The template as given.
-    pub template: String,
-    /// What it missed.
-    pub missing: String,
-}
-
-/// A line of `--names` output that is not a name in the observed scope.
-#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
-#[error("line {line}: {text:?}{}", match .expected {
-    Expected::NoNamespace => ": a cluster-scoped resource has names without a namespace",
-    Expected::WithNamespace => ": with --all-namespaces every name needs its namespace (namespace/name)",
-    Expected::NamespaceSlashName => " is not namespace/name",
-})]
-pub struct BadName {
-    /// 1-based line number.
-    pub line: usize,
-    /// The line.
-    pub text: String,
-    /// What the line should have been.
-    pub expected: Expected,
-}
-
-/// The shape a `--names` line must have.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum Expected {
-    /// `name` (cluster-scoped resources).
-    NoNamespace,
-    /// `namespace/name` (every namespace observed).
-    WithNamespace,
-    /// `namespace/name` or, for one observed namespace, `name`.
-    NamespaceSlashName,
 }
 
 /// Something an observer did or met.

@@ -88,9 +88,9 @@ impl Loop<'_> {
         match event {
             watcher::Event::Init => self.known.begin_list(),
             watcher::Event::InitApply(object) | watcher::Event::Apply(object) => {
-                let object = crate::object::to_value(&object);
+                let object = bosun_core::object::to_value(&object);
                 let key = Key::of(&object);
-                let version = crate::object::resource_version(&object).to_string();
+                let version = bosun_core::object::resource_version(&object).to_string();
                 let rendered = observer.render(&key, &object);
                 let new_version = self.known.version(&key).is_some_and(|known| known != version);
                 let decided = if self.known.is_listing() {
@@ -115,7 +115,7 @@ impl Loop<'_> {
                 }
             }
             watcher::Event::Delete(object) => {
-                let object = crate::object::to_value(&object);
+                let object = bosun_core::object::to_value(&object);
                 let key = Key::of(&object);
                 let args = match self.known.deleted(&key) {
                     Some(args) => Ok(args),
@@ -286,7 +286,7 @@ async fn perform_inner(run: &Run, exec: &Exec) -> Result<Option<Exit>, RunError>
                 exec.api.clone()
             };
             match api.get_opt(&run.key.name).await {
-                Ok(Some(object)) => Some(Arc::new(crate::object::to_value(&object))),
+                Ok(Some(object)) => Some(Arc::new(bosun_core::object::to_value(&object))),
                 // Deleted since: the watch brings the deletion.
                 Ok(None) => return Ok(None),
                 Err(source) => return Err(RunError::Read { event, key, kind: exec.resource.kind.clone(), source }),

@@ -36,7 +36,7 @@ pub const DEFAULT_HISTORY: usize = 5;
 pub struct PackageStatus {
     /// `Ready`, `Reconciling`, `Stalled`, `Healthy`.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
-    #[schemars(schema_with = "conditions_schema")]
+    #[schemars(schema_with = "bosun_core::schema::conditions")]
     pub conditions: Vec<Condition>,
     /// The generation the status describes.
     #[serde(default, skip_serializing_if = "Option::is_none")]
@@ -59,28 +59,6 @@ pub struct PackageStatus {
     /// The last runs, newest first.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub history: Vec<HistoryEntry>,
-}
-
-/// `metav1.Condition` as upstream's schema has it (k8s-openapi's schemars feature would
-/// generate it for every type in the API: too much build for one list).
-pub(crate) fn conditions_schema(_: &mut schemars::SchemaGenerator) -> schemars::Schema {
-    schemars::json_schema!({
-        "type": "array",
-        "x-kubernetes-list-type": "map",
-        "x-kubernetes-list-map-keys": ["type"],
-        "items": {
-            "type": "object",
-            "required": ["type", "status", "lastTransitionTime", "reason", "message"],
-            "properties": {
-                "type": {"type": "string"},
-                "status": {"type": "string", "enum": ["True", "False", "Unknown"]},
-                "observedGeneration": {"type": "integer", "format": "int64"},
-                "lastTransitionTime": {"type": "string", "format": "date-time"},
-                "reason": {"type": "string"},
-                "message": {"type": "string"},
-            },
-        },
-    })
 }
 
 /// One applied object: `<group>_<Kind>_<namespace>_<name>` and its API version.
@@ -193,10 +171,7 @@ impl PackageSpec {
 
 #[cfg(test)]
 mod tests {
-    use kube::CustomResourceExt;
-    use serde_json::{Value, json};
 
-    use super::super::PackageResource;
     use super::*;
 
     fn run(digest: &str, result: &str, at: &str) -> HistoryEntry {
@@ -243,86 +218,5 @@ mod tests {
             assert_eq!(spec.retry_interval().as_secs(), retry, "{text}");
             assert_eq!(spec.run_timeout().as_secs(), timeout, "{text}");
         }
-    }
-
-    /// Rules a real API server enforces on a structural schema, checked on the whole tree.
-    fn check_structural(schema: &Value, path: &str, problems: &mut Vec<String>) {
-        let Some(object) = schema.as_object() else { return };
-        let open = object.get("x-kubernetes-preserve-unknown-fields") == Some(&json!(true));
-        if !open && !object.contains_key("type") && !object.contains_key("x-kubernetes-int-or-string") {
-            problems.push(format!("{path}: no type"));
-        }
-        if object.contains_key("properties") && object.get("additionalProperties").is_some() {
-            problems.push(format!("{path}: properties and additionalProperties"));
-        }
-        for key in ["$ref", "definitions", "$defs", "anyOf"] {
-            if object.contains_key(key) {
-                problems.push(format!("{path}: {key}"));
-            }
-        }
-        if let Some(properties) = object.get("properties").and_then(Value::as_object) {
-            for (name, child) in properties {
-                check_structural(child, &format!("{path}.{name}"), problems);
-            }
-        }
-        for key in ["items", "additionalProperties"] {
-            if let Some(child) = object.get(key) {
-                check_structural(child, &format!("{path}[{key}]"), problems);
-            }
-        }
-    }
-
-    #[test]
-    fn every_crd_is_structural_with_status_and_columns() {
-        // The notification resources are checked beside the Package below (a Provider has no
-        // status).
-        for crd in [PackageResource::crd(), crate::operator::OperatorResource::crd()] {
-            let crd = serde_json::to_value(&crd).expect("json");
-            let version = &crd["spec"]["versions"][0];
-            assert_eq!(version["subresources"]["status"], json!({}), "{}", crd["metadata"]["name"]);
-            assert!(version["additionalPrinterColumns"].as_array().is_some_and(|c| c.len() >= 3));
-            let mut problems = Vec::new();
-            check_structural(&version["schema"]["openAPIV3Schema"], "", &mut problems);
-            assert!(problems.is_empty(), "{}: {problems:#?}", crd["metadata"]["name"]);
-        }
-    }
-
-    #[test]
-    fn the_crd_has_a_structural_schema_columns_and_a_short_name() {
-        let crd = serde_json::to_value(PackageResource::crd()).expect("json");
-        assert_eq!(crd["metadata"]["name"], "packages.bosun.dev");
-        assert_eq!(crd["spec"]["names"]["shortNames"], json!(["pkg"]));
-        let version = &crd["spec"]["versions"][0];
-        assert_eq!(version["name"], "v1alpha1");
-        assert_eq!(version["subresources"]["status"], json!({}));
-        let columns: Vec<&str> = version["additionalPrinterColumns"]
-            .as_array()
-            .expect("columns")
-            .iter()
-            .map(|c| c["name"].as_str().unwrap_or_default())
-            .collect();
-        assert_eq!(columns, ["Ready", "Status", "Revision", "Age"]);
-        let schema = &version["schema"]["openAPIV3Schema"];
-        let mut problems = Vec::new();
-        check_structural(schema, "", &mut problems);
-        assert!(problems.is_empty(), "{problems:#?}");
-        let mut others = crate::notification::crds();
-        others.push(<crate::canary::CanaryResource as kube::CustomResourceExt>::crd());
-        for crd in &others {
-            let crd = serde_json::to_value(crd).expect("json");
-            let name = crd["metadata"]["name"].as_str().unwrap_or_default().to_string();
-            let version = &crd["spec"]["versions"][0];
-            check_structural(&version["schema"]["openAPIV3Schema"], &name, &mut problems);
-            let has_status = name != "providers.bosun.dev";
-            assert_eq!(version["subresources"].get("status").is_some(), has_status, "{name}");
-        }
-        assert!(problems.is_empty(), "{problems:#?}");
-        let spec = &schema["properties"]["spec"]["properties"];
-        for field in ["source", "render", "config", "rollout", "dependsOn", "interval", "serviceAccountName"] {
-            assert!(spec.get(field).is_some(), "spec.{field} missing");
-        }
-        assert_eq!(spec["interval"]["type"], "string");
-        let render = &spec["render"]["properties"];
-        assert!(["files", "jsonnet", "kustomize", "exec"].iter().all(|r| render.get(*r).is_some()), "{render}");
     }
 }

@@ -9,7 +9,7 @@ use serde::{Deserialize, Deserializer, Serialize};
 use serde_json::{Value, json};
 
 use super::Interval;
-use crate::object;
+use bosun_core::object;
 
 /// `apiVersion` of Locutus rollout files.
 pub const LOCUTUS_API_VERSION: &str = "workflow.kubernetes.io/v1alpha1";
@@ -282,7 +282,8 @@ impl RolloutSpec {
     pub fn from_file(path: &std::path::Path) -> Result<RolloutSpec, RolloutError> {
         let origin = path.display().to_string();
         let text = std::fs::read_to_string(path).map_err(|e| fail(&origin, "", e.to_string()))?;
-        let value: Value = crate::yaml::parse_document(&text, &origin).map_err(|e| fail(&origin, "", e.message))?;
+        let value: Value =
+            bosun_core::yaml::parse_document(&text, &origin).map_err(|e| fail(&origin, "", e.message))?;
         Self::from_value(&value, &origin)
     }
 
@@ -350,7 +351,7 @@ mod tests {
     #[test]
     fn locutus_rollout_files_are_read_in_yaml_and_json() {
         let yaml = "apiVersion: workflow.kubernetes.io/v1alpha1\nkind: Rollout\nmetadata:\n  name: grafana-rollout-0\nspec:\n  groups:\n  - steps:\n    - object: \"grafana/deployment.json\"\n      action: \"CreateOrUpdate\"\n";
-        let value: Value = crate::yaml::parse_document(yaml, "rollout.yaml").expect("yaml");
+        let value: Value = bosun_core::yaml::parse_document(yaml, "rollout.yaml").expect("yaml");
         let from_yaml = RolloutSpec::from_value(&value, "rollout.yaml").expect("valid");
         let json = r#"{"apiVersion":"workflow.kubernetes.io/v1alpha1","kind":"Rollout","metadata":{"name":"jsonnet"},"spec":{"groups":[{"steps":[{"action":"CreateOrUpdate","object":"grafana/deployment.json"}]}]}}"#;
         let value: Value = serde_json::from_str(json).expect("json");

@@ -5,10 +5,9 @@
 
 use std::time::Duration;
 
-use crate::{
-    package::{Action, RolloutSpec, SuccessCheck, rollout::Rest},
-    render::Manifests,
-};
+use crate::package::{Action, RolloutSpec, SuccessCheck, rollout::Rest};
+
+use crate::render::Manifests;
 
 /// Errors planning a rollout.
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]

@@ -1,7 +1,8 @@
 use serde_json::json;
 
 use super::*;
-use crate::{package::RolloutSpec, render::Manifests};
+use crate::package::RolloutSpec;
+use crate::render::Manifests;
 
 fn manifests(objects: &[(&str, &str, &str)]) -> Manifests {
     let dir = tempfile::tempdir().expect("tempdir");
@@ -19,7 +20,7 @@ fn manifests(objects: &[(&str, &str, &str)]) -> Manifests {
             .expect("write");
     }
     let package = crate::package::Package::from_files(dir.path(), None);
-    crate::render::render(&package, &json!({}), &crate::render::Scopes::builtin()).expect("render").manifests
+    crate::render::render(&package, &json!({}), &bosun_core::scopes::Scopes::builtin()).expect("render").manifests
 }
 
 #[test]

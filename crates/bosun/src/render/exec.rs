@@ -14,7 +14,8 @@ use super::{
     output::{self, Output},
     push_stream,
 };
-use crate::{package::ExecSpec, yaml};
+use crate::package::ExecSpec;
+use bosun_core::yaml;
 
 /// Default bound on an exec renderer.
 pub const DEFAULT_TIMEOUT: Duration = Duration::from_secs(60);
@@ -84,7 +85,7 @@ pub fn run(
         Err(_) => {
             let _ = child.kill();
             let _ = child.wait();
-            let shown_timeout = crate::package::Interval(timeout);
+            let shown_timeout = bosun_core::duration::Interval(timeout);
             return Err(failed(format!("timed out after {shown_timeout} and was stopped")));
         }
     };

@@ -7,10 +7,8 @@ use std::path::{Path, PathBuf};
 use serde_json::Value;
 
 use super::{Manifests, RenderError, push_source, read_dir_error};
-use crate::{
-    package::{FilesSpec, PACKAGE_FILE, RolloutSpec, rollout::LOCUTUS_API_VERSION},
-    yaml,
-};
+use crate::package::{FilesSpec, PACKAGE_FILE, RolloutSpec, rollout::LOCUTUS_API_VERSION};
+use bosun_core::yaml;
 
 const EXTENSIONS: [&str; 3] = ["yaml", "yml", "json"];
 

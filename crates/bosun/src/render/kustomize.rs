@@ -4,7 +4,8 @@
 use std::{path::Path, time::Duration};
 
 use super::{Manifests, RenderError, exec, push_stream};
-use crate::{package::KustomizeSpec, yaml};
+use crate::package::KustomizeSpec;
+use bosun_core::yaml;
 
 /// Bound on one kustomize run.
 const TIMEOUT: Duration = Duration::from_secs(300);

@@ -9,7 +9,6 @@ mod jsonnet;
 mod kustomize;
 mod memory;
 pub mod output;
-mod scopes;
 mod substitute;
 
 use std::{
@@ -19,21 +18,20 @@ use std::{
 
 use serde_json::{Map, Value, json};
 
-use crate::{
-    object,
-    package::{Package, RenderSpec, RolloutSpec, rollout::RolloutError},
-    yaml,
-};
+use bosun_core::object;
+
+use crate::package::{Package, RenderSpec, RolloutSpec, rollout::RolloutError};
+
+use bosun_core::scopes::Scopes;
+use bosun_core::yaml;
 pub use memory::LIMIT_VARIABLE as JSONNET_MEMORY_LIMIT_VARIABLE;
 pub use output::Response;
-pub use scopes::Scopes;
-pub(crate) use substitute::substitute_text;
 
 /// Errors of rendering. Each names the file, object or command at fault.
 #[derive(Debug, thiserror::Error)]
 pub enum RenderError {
     /// A file or directory could not be read.
-    #[error("{path}: {}", crate::cluster::root_cause(source))]
+    #[error("{path}: {}", bosun_core::cluster::root_cause(source))]
     Io {
         /// The path.
         path: String,
@@ -357,7 +355,7 @@ pub fn render_with(package: &Package, input: &Input<'_>, scopes: &Scopes) -> Res
             (out.manifests, out.rollout, out.response)
         }
     };
-    crate::decrypt::manifests(&mut manifests, input.keys)?;
+    crate::decrypt::objects(manifests.items_mut().map(|m| (m.key.as_str(), &mut m.object)), input.keys)?;
     let mut warnings = Vec::new();
     let rollout = match (&package.spec.rollout, produced_rollout) {
         (Some(declared), Some(_)) => {

@@ -221,7 +221,7 @@ impl Terminal {
             let deadline = *shown.lock().unwrap_or_else(|e| e.into_inner());
             if let Some(deadline) = deadline {
                 let left = deadline.saturating_duration_since(std::time::Instant::now());
-                let _ = write!(out, " ({} left)", crate::package::Interval(Duration::from_secs(left.as_secs())));
+                let _ = write!(out, " ({} left)", bosun_core::duration::Interval(Duration::from_secs(left.as_secs())));
             }
         };
         bar.set_style(

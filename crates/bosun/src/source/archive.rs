@@ -66,7 +66,7 @@ pub(crate) async fn download(
         }
     }
     // Without the URL: it may carry credentials.
-    let failed = |e: reqwest::Error| fetch(crate::cluster::root_cause(&e.without_url()));
+    let failed = |e: reqwest::Error| fetch(bosun_core::cluster::root_cause(&e.without_url()));
     let mut response = request.send().await.map_err(failed)?;
     let status = response.status();
     if status == StatusCode::NOT_MODIFIED && known.is_some() {

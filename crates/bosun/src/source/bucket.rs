@@ -203,9 +203,10 @@ async fn send(
 ) -> Result<Vec<u8>, SourceError> {
     let failed = |message: String| SourceError::Fetch { url: shown.to_string(), message: format!("{what}: {message}") };
     // Without the URL: it carries the signature.
-    let response = client.get(url).send().await.map_err(|e| failed(crate::cluster::root_cause(&e.without_url())))?;
+    let response =
+        client.get(url).send().await.map_err(|e| failed(bosun_core::cluster::root_cause(&e.without_url())))?;
     let status = response.status();
-    let body = response.bytes().await.map_err(|e| failed(crate::cluster::root_cause(&e.without_url())))?;
+    let body = response.bytes().await.map_err(|e| failed(bosun_core::cluster::root_cause(&e.without_url())))?;
     if status.is_success() {
         return Ok(body.to_vec());
     }

@@ -74,7 +74,7 @@ pub enum SourceError {
         message: String,
     },
     /// Reading a directory source or writing the cache failed.
-    #[error("{path}: {what}: {}", crate::cluster::root_cause(source))]
+    #[error("{path}: {what}: {}", bosun_core::cluster::root_cause(source))]
     Io {
         /// The file or directory.
         path: String,

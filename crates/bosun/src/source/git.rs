@@ -225,7 +225,7 @@ impl Job {
                 let port = url.port.unwrap_or(9418);
                 let unreachable = |e: std::io::Error| SourceError::Fetch {
                     url: self.shown.clone(),
-                    message: format!("cannot connect to {host}:{port}: {}", crate::cluster::root_cause(&e)),
+                    message: format!("cannot connect to {host}:{port}: {}", bosun_core::cluster::root_cause(&e)),
                 };
                 let address = (host.as_str(), port)
                     .to_socket_addrs()

@@ -1,0 +1,210 @@
+//! The process that hosts the controllers (`bosun controller`): [`run`] starts them with one
+//! client, the `/metrics`, `/healthz` and `/readyz` endpoints, the webhook receiver, and leader
+//! election. The Package and Canary controllers' events reach the Alerts in-process.
+
+use std::{net::SocketAddr, sync::Arc, time::Duration};
+
+use k8s_openapi::apiextensions_apiserver::pkg::apis::apiextensions::v1::CustomResourceDefinition;
+use kube::{Api, Client};
+use tokio_util::sync::CancellationToken;
+
+use bosun_core::cluster::ClusterError;
+
+use crate::{
+    canary::controller as canary,
+    leader,
+    notification::controllers::{alert, receiver},
+    operator, package,
+};
+
+/// How `bosun controller` runs.
+#[derive(Clone)]
+pub struct HostSettings {
+    /// The `Package` controller's settings.
+    pub package: package::Settings,
+    /// Where `/metrics`, `/healthz` and `/readyz` are served (none: not served).
+    pub endpoints: Option<SocketAddr>,
+    /// Leader election (none: this process reconciles at once).
+    pub leader: Option<leader::LeaseSettings>,
+    /// Where the Receivers' webhooks are served (none: not served).
+    pub webhook: Option<SocketAddr>,
+    /// Events equal to one sent within this window are not sent again.
+    pub dedup_window: Duration,
+}
+
+/// An address `run` listens on, once bound.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Listening {
+    /// `/metrics`, `/healthz`, `/readyz`.
+    Endpoints(SocketAddr),
+    /// The Receivers' webhooks (`/hook/…`).
+    Webhook(SocketAddr),
+}
+
+/// Why the controllers could not run (or stopped).
+#[derive(Debug, thiserror::Error)]
+pub enum HostError {
+    /// A CRD the controllers need is not installed.
+    #[error("the cluster has no {0} CRD: install bosun's CRDs first (`bosun crds | kubectl apply -f -`)")]
+    MissingCrd(String),
+    /// The cluster refused or could not be reached.
+    #[error(transparent)]
+    Cluster(#[from] ClusterError),
+    /// The endpoints or the webhook server could not listen.
+    #[error("cannot serve {what} on {address}: {source}")]
+    Endpoints {
+        /// `/metrics` or the webhooks.
+        what: &'static str,
+        /// The address asked for.
+        address: SocketAddr,
+        /// Why.
+        #[source]
+        source: std::io::Error,
+    },
+    /// Another instance took the Lease, or it could not be renewed: this one stopped
+    /// reconciling at once, and exits so that it starts over as a standby.
+    #[error("lost the leader election lease {0}")]
+    LostLeadership(String),
+}
+
+/// Runs the controllers (Package, Operator, Canary, Alert, Receiver) until `shutdown` completes (then lets
+/// running reconciles record what they did, and gives up the Lease); tells `bound` each
+/// address listened on as soon as it is known. The webhooks are served by the leader only.
+///
+/// # Errors
+/// See [`HostError`].
+pub async fn run(
+    client: Client,
+    settings: HostSettings,
+    shutdown: impl Future<Output = ()> + Send + 'static,
+    mut bound: impl FnMut(Listening),
+) -> Result<(), HostError> {
+    let crds: Api<CustomResourceDefinition> = Api::all(client.clone());
+    for crd in crate::crds() {
+        let name = crd.metadata.name.clone().unwrap_or_default();
+        if crds.get_opt(&name).await.map_err(ClusterError::from)?.is_none() {
+            return Err(HostError::MissingCrd(name));
+        }
+    }
+    let stopping = settings.package.stopping.clone();
+    let shutting_down = CancellationToken::new();
+    let trigger = shutting_down.clone();
+    tokio::spawn(async move {
+        shutdown.await;
+        trigger.cancel();
+    });
+    let alert_settings = alert::Settings {
+        dedup_window: settings.dedup_window,
+        namespace: settings.package.namespace.clone(),
+        ..alert::Settings::default()
+    };
+    let alerts = alert::Alerts::new(client.clone(), alert_settings);
+    let controller = package::controller(client.clone(), settings.package.clone()).on_event(alerts.listener());
+    let (receivers, routes) = receiver::controller(client.clone(), settings.package.namespace.as_deref());
+    let metrics = controller.metrics();
+    let _endpoints = match settings.endpoints {
+        Some(address) => {
+            let (address_bound, task) = bosun_kit::serve(metrics.clone(), address)
+                .await
+                .map_err(|source| HostError::Endpoints { what: "/metrics", address, source })?;
+            bound(Listening::Endpoints(address_bound));
+            Some(AbortOnDrop(task))
+        }
+        None => None,
+    };
+    let leadership = match &settings.leader {
+        Some(lease) => {
+            // A standby is ready (it serves and would take over); only the leader reconciles.
+            metrics.set_ready();
+            let waiting = shutting_down.clone();
+            let acquired = leader::acquire(client.clone(), lease.clone(), async move { waiting.cancelled().await })
+                .await
+                .map_err(ClusterError::from)?;
+            match acquired {
+                Some(leadership) => Some(Arc::new(leadership)),
+                None => return Ok(()),
+            }
+        }
+        None => None,
+    };
+    let _webhook = match settings.webhook {
+        Some(address) => {
+            let (address_bound, task) = receiver::serve(address, routes, client.clone())
+                .await
+                .map_err(|source| HostError::Endpoints { what: "webhooks", address, source })?;
+            bound(Listening::Webhook(address_bound));
+            Some(AbortOnDrop(task))
+        }
+        None => None,
+    };
+    let lost = CancellationToken::new();
+    let stop = {
+        let (shutting_down, lost, leadership) = (shutting_down.clone(), lost.clone(), leadership.clone());
+        async move {
+            match leadership {
+                Some(leadership) => tokio::select! {
+                    () = shutting_down.cancelled() => {}
+                    () = leadership.lost() => lost.cancel(),
+                },
+                None => shutting_down.cancelled().await,
+            }
+            // Running rollouts stop waiting and record what they wrote.
+            stopping.cancel();
+        }
+    };
+    // Operators run beside Packages, with the same scope, cache directory and metrics, and
+    // stop when they do; the Alert and Receiver controllers stop once the Package controller
+    // has (its last events still reach the Alerts).
+    let operators = operator::resource::controller(
+        client.clone(),
+        operator::resource::HostSettings {
+            cache_dir: settings.package.cache_dir.join("operators"),
+            namespace: settings.package.namespace.clone(),
+            selector: settings.package.selector.clone(),
+            stopping: settings.package.stopping.clone(),
+            metrics: Some(metrics.clone()),
+        },
+    );
+    let canaries = canary::controller(
+        client.clone(),
+        canary::Settings {
+            namespace: settings.package.namespace.clone(),
+            selector: settings.package.selector.clone(),
+            metrics: Some(metrics.clone()),
+        },
+    )
+    .on_event(alerts.listener());
+    let canaries_stop = settings.package.stopping.clone();
+    let operators_stop = settings.package.stopping.clone();
+    let others = CancellationToken::new();
+    let (alerts_stop, receivers_stop) = (others.clone(), others.clone());
+    let (packages, alerts, receivers, operators, canaries) = tokio::join!(
+        async {
+            let result = controller.run(stop).await;
+            others.cancel();
+            result
+        },
+        alerts.run(alerts_stop),
+        receivers.run(async move { receivers_stop.cancelled().await }),
+        operators.run(async move { operators_stop.cancelled().await }),
+        canaries.run(async move { canaries_stop.cancelled().await }),
+    );
+    packages.and(alerts).and(receivers).and(operators).and(canaries).map_err(ClusterError::from)?;
+    if lost.is_cancelled() {
+        let name = settings.leader.map(|l| l.name).unwrap_or_default();
+        return Err(HostError::LostLeadership(name));
+    }
+    if let Some(leadership) = leadership {
+        leadership.release().await;
+    }
+    Ok(())
+}
+
+/// Stops a task when dropped (the endpoints end with the controllers).
+struct AbortOnDrop(tokio::task::JoinHandle<()>);
+
+impl Drop for AbortOnDrop {
+    fn drop(&mut self) {
+        self.0.abort();
+    }
+}

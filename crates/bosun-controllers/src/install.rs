@@ -1,0 +1,245 @@
+//! What a real cluster needs to run `bosun controller` (`bosun install`): the CRDs, a
+//! namespace, a ServiceAccount bound to `cluster-admin` (the controller applies whatever
+//! Packages hold, as Flux's kustomize-controller does; tenants are confined by
+//! `serviceAccountName` / `--default-service-account`), and a Deployment with leader election,
+//! probes, a metrics port, a source cache and a locked-down security context, and a Service for
+//! the Receivers' webhooks (`http://<service>/hook/…`; expose it with an Ingress of your own).
+
+use serde_json::{Value, json};
+
+/// What `bosun install` prints.
+#[derive(Debug, Clone)]
+pub struct InstallOptions {
+    /// Namespace of the controller.
+    pub namespace: String,
+    /// Container image.
+    pub image: String,
+    /// Packages reconciled at once.
+    pub concurrency: u16,
+    /// Only Packages whose labels match (one installation per shard).
+    pub watch_label_selector: Option<String>,
+    /// Apply as this ServiceAccount when a Package names none.
+    pub default_service_account: Option<String>,
+}
+
+/// The image of this version.
+pub fn default_image() -> String {
+    format!("ghcr.io/bosun-dev/bosun:v{}", env!("CARGO_PKG_VERSION"))
+}
+
+/// The port of `/metrics`, `/healthz` and `/readyz` in the pod.
+const METRICS_PORT: u16 = 8080;
+/// The port of the Receivers' webhooks in the pod.
+const WEBHOOK_PORT: u16 = 9292;
+
+/// Everything to apply, CRDs first.
+pub fn manifests(options: &InstallOptions) -> Vec<Value> {
+    let mut objects: Vec<Value> = crate::crds()
+        .iter()
+        .map(|crd| {
+            let mut value = serde_json::to_value(crd).unwrap_or_default();
+            value["apiVersion"] = json!("apiextensions.k8s.io/v1");
+            value["kind"] = json!("CustomResourceDefinition");
+            value
+        })
+        .collect();
+    let namespace = options.namespace.as_str();
+    let name = shard_name(options);
+    let labels = json!({"app.kubernetes.io/name": "bosun", "app.kubernetes.io/component": "controller", "app.kubernetes.io/instance": name});
+    objects.push(json!({
+        "apiVersion": "v1", "kind": "Namespace",
+        "metadata": {"name": namespace, "labels": {"app.kubernetes.io/name": "bosun"}},
+    }));
+    objects.push(json!({
+        "apiVersion": "v1", "kind": "ServiceAccount",
+        "metadata": {"name": name, "namespace": namespace, "labels": labels},
+    }));
+    objects.push(json!({
+        "apiVersion": "rbac.authorization.k8s.io/v1", "kind": "ClusterRoleBinding",
+        "metadata": {"name": name, "labels": labels},
+        "roleRef": {"apiGroup": "rbac.authorization.k8s.io", "kind": "ClusterRole", "name": "cluster-admin"},
+        "subjects": [{"kind": "ServiceAccount", "name": name, "namespace": namespace}],
+    }));
+    objects.push(deployment(options, &name, &labels));
+    objects.push(json!({
+        "apiVersion": "v1", "kind": "Service",
+        "metadata": {"name": format!("{name}-webhook"), "namespace": namespace, "labels": labels},
+        "spec": {
+            "selector": {"app.kubernetes.io/instance": name},
+            "ports": [{"name": "http-webhook", "port": 80, "targetPort": "http-webhook", "protocol": "TCP"}],
+        },
+    }));
+    objects
+}
+
+/// `bosun-controller`, or `bosun-controller-<hash>` for a shard (so shards install side by side).
+fn shard_name(options: &InstallOptions) -> String {
+    crate::leader::lease_name(options.watch_label_selector.as_deref())
+}
+
+fn deployment(options: &InstallOptions, name: &str, labels: &Value) -> Value {
+    let mut args = vec![
+        "controller".to_string(),
+        "--leader-elect".to_string(),
+        format!("--metrics-addr=0.0.0.0:{METRICS_PORT}"),
+        format!("--webhook-addr=0.0.0.0:{WEBHOOK_PORT}"),
+        "--log-format=json".to_string(),
+        "--cache-dir=/cache".to_string(),
+        format!("--concurrency={}", options.concurrency),
+    ];
+    if let Some(selector) = &options.watch_label_selector {
+        args.push(format!("--watch-label-selector={selector}"));
+    }
+    if let Some(account) = &options.default_service_account {
+        args.push(format!("--default-service-account={account}"));
+    }
+    let probe = |path: &str| json!({"httpGet": {"path": path, "port": "http-metrics"}, "periodSeconds": 10});
+    json!({
+        "apiVersion": "apps/v1", "kind": "Deployment",
+        "metadata": {"name": name, "namespace": options.namespace, "labels": labels},
+        "spec": {
+            // Leader election makes a second replica a standby; one is enough for most clusters.
+            "replicas": 1,
+            "selector": {"matchLabels": {"app.kubernetes.io/instance": name}},
+            "template": {
+                "metadata": {
+                    "labels": labels,
+                    "annotations": {"prometheus.io/scrape": "true", "prometheus.io/port": METRICS_PORT.to_string()},
+                },
+                "spec": {
+                    "serviceAccountName": name,
+                    "terminationGracePeriodSeconds": 30,
+                    "securityContext": {"runAsNonRoot": true, "runAsUser": 65532, "fsGroup": 65532, "seccompProfile": {"type": "RuntimeDefault"}},
+                    "containers": [{
+                        "name": "controller",
+                        "image": options.image,
+                        "args": args,
+                        "ports": [
+                            {"name": "http-metrics", "containerPort": METRICS_PORT, "protocol": "TCP"},
+                            {"name": "http-webhook", "containerPort": WEBHOOK_PORT, "protocol": "TCP"},
+                        ],
+                        "readinessProbe": probe("/readyz"),
+                        "livenessProbe": probe("/healthz"),
+                        "resources": {"requests": {"cpu": "100m", "memory": "64Mi"}, "limits": {"memory": "512Mi"}},
+                        "securityContext": {
+                            "allowPrivilegeEscalation": false,
+                            "readOnlyRootFilesystem": true,
+                            "capabilities": {"drop": ["ALL"]},
+                        },
+                        "volumeMounts": [{"name": "cache", "mountPath": "/cache"}, {"name": "tmp", "mountPath": "/tmp"}],
+                    }],
+                    "volumes": [{"name": "cache", "emptyDir": {}}, {"name": "tmp", "emptyDir": {}}],
+                },
+            },
+        },
+    })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn options(selector: Option<&str>) -> InstallOptions {
+        InstallOptions {
+            namespace: "bosun-system".into(),
+            image: "example.com/bosun:test".into(),
+            concurrency: 8,
+            watch_label_selector: selector.map(str::to_string),
+            default_service_account: Some("deployer".into()),
+        }
+    }
+
+    #[test]
+    fn the_installation_is_crds_then_namespace_account_binding_and_deployment() {
+        let objects = manifests(&options(None));
+        let kinds: Vec<&str> = objects.iter().map(|o| o["kind"].as_str().unwrap_or_default()).collect();
+        assert_eq!(
+            kinds,
+            [
+                "CustomResourceDefinition",
+                "CustomResourceDefinition",
+                "CustomResourceDefinition",
+                "CustomResourceDefinition",
+                "CustomResourceDefinition",
+                "CustomResourceDefinition",
+                "Namespace",
+                "ServiceAccount",
+                "ClusterRoleBinding",
+                "Deployment",
+                "Service"
+            ]
+        );
+        let names: Vec<&str> = objects[..6].iter().filter_map(|o| o["metadata"]["name"].as_str()).collect();
+        assert_eq!(
+            names,
+            [
+                "packages.bosun.dev",
+                "operators.bosun.dev",
+                "alerts.bosun.dev",
+                "providers.bosun.dev",
+                "receivers.bosun.dev",
+                "canaries.bosun.dev"
+            ]
+        );
+        let by_kind = |kind: &str| objects.iter().find(|o| o["kind"] == kind).expect(kind);
+        let deployment = by_kind("Deployment");
+        let container = &deployment["spec"]["template"]["spec"]["containers"][0];
+        assert_eq!(container["image"], "example.com/bosun:test");
+        let args: Vec<&str> = container["args"].as_array().expect("args").iter().filter_map(Value::as_str).collect();
+        let expected_args = [
+            "controller",
+            "--leader-elect",
+            "--concurrency=8",
+            "--default-service-account=deployer",
+            "--webhook-addr=0.0.0.0:9292",
+        ];
+        for expected in expected_args {
+            assert!(args.contains(&expected), "{expected} in {args:?}");
+        }
+        assert_eq!(container["readinessProbe"]["httpGet"]["path"], "/readyz");
+        assert_eq!(by_kind("ClusterRoleBinding")["subjects"][0]["name"], "bosun-controller");
+        assert_eq!(by_kind("Service")["spec"]["ports"][0]["targetPort"], "http-webhook");
+    }
+
+    #[test]
+    fn shards_install_side_by_side() {
+        let one = manifests(&options(Some("sharding.bosun.dev/key=shard1")));
+        let deployment = one.iter().find(|o| o["kind"] == "Deployment").expect("deployment");
+        let name = deployment["metadata"]["name"].as_str().expect("name");
+        assert_ne!(name, "bosun-controller");
+        let args = deployment["spec"]["template"]["spec"]["containers"][0]["args"].to_string();
+        assert!(args.contains("--watch-label-selector=sharding.bosun.dev/key=shard1"), "{args}");
+    }
+}
+
+/// Installs (or updates) bosun's CRDs with server-side apply as `manager`, so running it again
+/// after an upgrade updates them.
+///
+/// # Errors
+/// The CRD that could not be applied, and why.
+pub async fn install_crds(client: &kube::Client, manager: &str) -> Result<(), InstallError> {
+    use k8s_openapi::apiextensions_apiserver::pkg::apis::apiextensions::v1::CustomResourceDefinition;
+    use kube::api::{Api, Patch, PatchParams};
+    let crds: Api<CustomResourceDefinition> = Api::all(client.clone());
+    for crd in crate::crds() {
+        let mut body = serde_json::to_value(&crd).unwrap_or_default();
+        body["apiVersion"] = json!("apiextensions.k8s.io/v1");
+        body["kind"] = json!("CustomResourceDefinition");
+        let name = crd.metadata.name.clone().unwrap_or_default();
+        crds.patch(&name, &PatchParams::apply(manager).force(), &Patch::Apply(&body))
+            .await
+            .map_err(|source| InstallError { crd: name, source: source.into() })?;
+    }
+    Ok(())
+}
+
+/// A CRD the cluster did not take.
+#[derive(Debug, thiserror::Error)]
+#[error("installing the CRD {crd}: {source}")]
+pub struct InstallError {
+    /// The CRD's name.
+    pub crd: String,
+    /// Why.
+    #[source]
+    pub source: bosun_core::cluster::ClusterError,
+}

@@ -1,0 +1,119 @@
+//! bosun-controllers: bosun's resources and the controllers that reconcile them, each a
+//! [`bosun_kit`] reconciler — [`package`] (the `Package` controller; the spec itself is
+//! `bosun::package`, shared with `bosun.yaml`), [`operator`] (operators without code),
+//! [`canary`] (progressive delivery by replica share), [`notification`] (`Alert`, `Provider`,
+//! `Receiver`) — and [`host`], the process that runs them together (`bosun controller`), with
+//! [`leader`] election and the manifests of [`install`].
+//!
+//! Each resource's folder holds its spec, its pure decisions and its controller. It depends on
+//! `bosun` (the pipeline), `bosun-kit` and `bosun-core`; nothing depends on it but the command.
+
+#![warn(missing_docs)]
+
+pub mod canary;
+pub mod host;
+pub mod install;
+pub mod leader;
+pub mod notification;
+pub mod operator;
+pub mod package;
+
+pub use host::{HostError, HostSettings, Listening, run};
+
+/// The custom resource definitions of bosun's resources (`Package`, `Operator`, then the
+/// notification resources `Alert`, `Provider`, `Receiver`, then `Canary`), as `bosun crds`
+/// prints them and `bosun controller` requires them.
+pub fn crds() -> Vec<k8s_openapi::apiextensions_apiserver::pkg::apis::apiextensions::v1::CustomResourceDefinition> {
+    use kube::CustomResourceExt;
+    let mut crds = vec![bosun::package::PackageResource::crd(), operator::OperatorResource::crd()];
+    crds.extend(notification::crds());
+    crds.push(canary::CanaryResource::crd());
+    crds
+}
+
+#[cfg(test)]
+mod tests {
+    use kube::CustomResourceExt;
+    use serde_json::{Value, json};
+
+    /// Rules a real API server enforces on a structural schema, checked on the whole tree.
+    fn check_structural(schema: &Value, path: &str, problems: &mut Vec<String>) {
+        let Some(object) = schema.as_object() else { return };
+        let open = object.get("x-kubernetes-preserve-unknown-fields") == Some(&json!(true));
+        if !open && !object.contains_key("type") && !object.contains_key("x-kubernetes-int-or-string") {
+            problems.push(format!("{path}: no type"));
+        }
+        if object.contains_key("properties") && object.get("additionalProperties").is_some() {
+            problems.push(format!("{path}: properties and additionalProperties"));
+        }
+        for key in ["$ref", "definitions", "$defs", "anyOf"] {
+            if object.contains_key(key) {
+                problems.push(format!("{path}: {key}"));
+            }
+        }
+        if let Some(properties) = object.get("properties").and_then(Value::as_object) {
+            for (name, child) in properties {
+                check_structural(child, &format!("{path}.{name}"), problems);
+            }
+        }
+        for key in ["items", "additionalProperties"] {
+            if let Some(child) = object.get(key) {
+                check_structural(child, &format!("{path}[{key}]"), problems);
+            }
+        }
+    }
+
+    #[test]
+    fn every_crd_is_structural_with_status_and_columns() {
+        // The notification resources are checked beside the Package below (a Provider has no
+        // status).
+        for crd in [bosun::package::PackageResource::crd(), crate::operator::OperatorResource::crd()] {
+            let crd = serde_json::to_value(&crd).expect("json");
+            let version = &crd["spec"]["versions"][0];
+            assert_eq!(version["subresources"]["status"], json!({}), "{}", crd["metadata"]["name"]);
+            assert!(version["additionalPrinterColumns"].as_array().is_some_and(|c| c.len() >= 3));
+            let mut problems = Vec::new();
+            check_structural(&version["schema"]["openAPIV3Schema"], "", &mut problems);
+            assert!(problems.is_empty(), "{}: {problems:#?}", crd["metadata"]["name"]);
+        }
+    }
+
+    #[test]
+    fn the_crd_has_a_structural_schema_columns_and_a_short_name() {
+        let crd = serde_json::to_value(bosun::package::PackageResource::crd()).expect("json");
+        assert_eq!(crd["metadata"]["name"], "packages.bosun.dev");
+        assert_eq!(crd["spec"]["names"]["shortNames"], json!(["pkg"]));
+        let version = &crd["spec"]["versions"][0];
+        assert_eq!(version["name"], "v1alpha1");
+        assert_eq!(version["subresources"]["status"], json!({}));
+        let columns: Vec<&str> = version["additionalPrinterColumns"]
+            .as_array()
+            .expect("columns")
+            .iter()
+            .map(|c| c["name"].as_str().unwrap_or_default())
+            .collect();
+        assert_eq!(columns, ["Ready", "Status", "Revision", "Age"]);
+        let schema = &version["schema"]["openAPIV3Schema"];
+        let mut problems = Vec::new();
+        check_structural(schema, "", &mut problems);
+        assert!(problems.is_empty(), "{problems:#?}");
+        let mut others = crate::notification::crds();
+        others.push(<crate::canary::CanaryResource as kube::CustomResourceExt>::crd());
+        for crd in &others {
+            let crd = serde_json::to_value(crd).expect("json");
+            let name = crd["metadata"]["name"].as_str().unwrap_or_default().to_string();
+            let version = &crd["spec"]["versions"][0];
+            check_structural(&version["schema"]["openAPIV3Schema"], &name, &mut problems);
+            let has_status = name != "providers.bosun.dev";
+            assert_eq!(version["subresources"].get("status").is_some(), has_status, "{name}");
+        }
+        assert!(problems.is_empty(), "{problems:#?}");
+        let spec = &schema["properties"]["spec"]["properties"];
+        for field in ["source", "render", "config", "rollout", "dependsOn", "interval", "serviceAccountName"] {
+            assert!(spec.get(field).is_some(), "spec.{field} missing");
+        }
+        assert_eq!(spec["interval"]["type"], "string");
+        let render = &spec["render"]["properties"];
+        assert!(["files", "jsonnet", "kustomize", "exec"].iter().all(|r| render.get(*r).is_some()), "{render}");
+    }
+}

@@ -1,0 +1,606 @@
+//! Running an [`Operator`](crate::operator): a [`kit`] controller for the watched kind (found
+//! at run time), whose reconcile renders the object's children with the package pipeline (the
+//! object is the configuration, `related` and `finalizing` further inputs), applies them with
+//! owner references, an inventory and pruning, and writes the conditions and the program's
+//! `status` back to the object.
+//!
+//! What reconciles an object again: its own change (spec, labels, finalizers, deletion), a
+//! change of one of its children (a hand edit or deletion is corrected; the apply cache's
+//! watches tell of it), a change of a related object that maps to it, the program's
+//! `resyncAfterSeconds`, the Operator's `resyncPeriod`, and a failure's backoff. kube-runtime
+//! runs one reconcile per object at a time and, when an object changes meanwhile, once more
+//! with its newest state.
+
+use std::{
+    collections::{BTreeMap, HashMap},
+    sync::{Arc, Mutex},
+    time::Duration,
+};
+
+use futures::StreamExt;
+use k8s_openapi::apiextensions_apiserver::pkg::apis::apiextensions::v1::CustomResourceDefinition;
+use kube::{
+    Api, Client,
+    api::{ApiResource, DynamicObject, Patch, PatchParams},
+    runtime::{WatchStreamExt, reflector, reflector::ObjectRef, watcher},
+};
+use serde_json::{Value, json};
+use sha2::{Digest, Sha256};
+use tokio_util::sync::CancellationToken;
+
+use bosun::apply::{Cache, Inventory, Kind, Options, Resolver};
+
+use bosun_core::cluster::ClusterError;
+
+use bosun::inventory::{PACKAGE_LABEL, PACKAGE_NAMESPACE_LABEL, configmap_name};
+
+use bosun_kit::{self as kit, Failure, Run};
+
+use bosun_core::object;
+
+use crate::operator::{
+    Definition, RelatedSpec,
+    related::{Mapping, Targets, Watched},
+    substitutions,
+};
+
+use bosun::package::{Package, PackageSpec};
+
+use bosun::pipeline::{self, RenderOptions};
+
+use bosun::render::Rendered;
+
+use bosun::report::{Report, Silent};
+
+/// `Ready=False` reasons, and the Event reasons of failures.
+pub const RENDER_FAILED: &str = "RenderFailed";
+/// The children could not be applied, or did not become healthy.
+pub const APPLY_FAILED: &str = "ApplyFailed";
+/// Finalizing failed (the finalizer stays; retried).
+pub const FINALIZE_FAILED: &str = "FinalizeFailed";
+/// Objects of one watched object applied at once.
+const APPLY_CONCURRENCY: usize = 4;
+/// The label values bosun puts on children must fit Kubernetes' 63 characters.
+const LABEL_VALUE_MAX: usize = 63;
+
+/// Why an operator could not start.
+#[derive(Debug, thiserror::Error)]
+pub enum OperatorRunError {
+    /// The cluster serves no such kind.
+    #[error("{field}: the cluster serves no {kind} in {api_version} (create its CustomResourceDefinition first)")]
+    UnknownKind {
+        /// `spec.watch` or `spec.related[i]`.
+        field: String,
+        /// The kind.
+        kind: String,
+        /// Its apiVersion.
+        api_version: String,
+    },
+    /// The cluster refused or could not be reached.
+    #[error(transparent)]
+    Cluster(#[from] ClusterError),
+}
+
+impl From<kube::Error> for OperatorRunError {
+    fn from(error: kube::Error) -> Self {
+        OperatorRunError::Cluster(ClusterError::from(error))
+    }
+}
+
+/// How an operator runs besides its definition.
+#[derive(Clone, Default)]
+pub struct Settings {
+    /// Cancelled when the operator stops: running rollouts stop waiting.
+    pub stopping: CancellationToken,
+    /// Metrics shared with other controllers (none: the operator's own).
+    pub metrics: Option<Arc<kit::Metrics>>,
+}
+
+/// One kind of related objects, as the reconciler reads them.
+struct Related {
+    spec: RelatedSpec,
+    mapping: Mapping,
+    store: reflector::Store<DynamicObject>,
+}
+
+/// The watched objects seen so far: by the `(namespace, name)` of their apply target (what
+/// their children's labels say), and all of them (a related object mapping to all).
+#[derive(Default)]
+struct Known {
+    by_target: Mutex<HashMap<(String, String), ObjectRef<DynamicObject>>>,
+}
+
+impl Known {
+    fn insert(&self, target: (String, String), object: ObjectRef<DynamicObject>) {
+        self.by_target.lock().unwrap_or_else(|e| e.into_inner()).insert(target, object);
+    }
+
+    fn get(&self, target: &(String, String)) -> Option<ObjectRef<DynamicObject>> {
+        self.by_target.lock().unwrap_or_else(|e| e.into_inner()).get(target).cloned()
+    }
+
+    fn all(&self) -> Vec<ObjectRef<DynamicObject>> {
+        self.by_target.lock().unwrap_or_else(|e| e.into_inner()).values().cloned().collect()
+    }
+}
+
+/// The reconciler of one Operator's watched objects.
+pub struct OperatorReconciler {
+    definition: Definition,
+    watched: Watched,
+    related: Vec<Related>,
+    known: Arc<Known>,
+    cache: Cache,
+    stopping: CancellationToken,
+}
+
+/// The name of the kit controller running the Operator `name`: its field manager for status,
+/// Event reporter and finalizer (`kit.bosun.dev/operator-<name>`).
+pub fn controller_name(name: &str) -> String {
+    format!("operator-{name}")
+}
+
+/// The apply target (owner label, inventory `bosun-inventory-<name>`) of one watched object:
+/// `<operator>.<object>`, shortened with a hash when longer than a label value may be.
+pub fn target_name(operator: &str, object: &str) -> String {
+    let name = format!("{operator}.{object}");
+    if name.len() <= LABEL_VALUE_MAX {
+        return name;
+    }
+    let hash = Sha256::digest(name.as_bytes());
+    let hex: String = hash.iter().take(5).map(|b| format!("{b:02x}")).collect();
+    let mut cut = LABEL_VALUE_MAX - hex.len() - 1;
+    while !name.is_char_boundary(cut) {
+        cut -= 1;
+    }
+    format!("{}-{hex}", name[..cut].trim_end_matches(['.', '-']))
+}
+
+/// Sets the watched object as controller owner of every rendered child it may own (namespaced,
+/// in its namespace); an owner reference the program wrote to the same object is replaced.
+pub fn set_owner(rendered: &mut Rendered, owner: &Value, namespaced_owner: bool, scopes: &bosun_core::scopes::Scopes) {
+    let uid = object::text(owner, "/metadata/uid").to_string();
+    if uid.is_empty() {
+        return;
+    }
+    let reference = json!({
+        "apiVersion": object::api_version(owner),
+        "kind": object::kind(owner),
+        "name": object::name(owner),
+        "uid": uid,
+        "controller": true,
+        "blockOwnerDeletion": true,
+    });
+    for child in rendered.manifests.objects_mut() {
+        let same_namespace = match scopes.namespaced(child) {
+            Some(false) => !namespaced_owner,
+            _ => namespaced_owner && object::namespace(child) == object::namespace(owner),
+        };
+        if !same_namespace {
+            continue;
+        }
+        let mut references: Vec<Value> = child
+            .pointer("/metadata/ownerReferences")
+            .and_then(Value::as_array)
+            .cloned()
+            .unwrap_or_default()
+            .into_iter()
+            .filter(|r| object::text(r, "/uid") != uid && r.get("controller").and_then(Value::as_bool) != Some(true))
+            .collect();
+        references.push(reference.clone());
+        child["metadata"]["ownerReferences"] = Value::Array(references);
+    }
+}
+
+/// Whether a CRD serves `kind` of `api_version` with a status subresource (built-in kinds:
+/// no; bosun writes no status to them).
+async fn has_status(client: &Client, resource: &ApiResource) -> bool {
+    if resource.group.is_empty() || !resource.group.contains('.') {
+        return false;
+    }
+    let crds: Api<CustomResourceDefinition> = Api::all(client.clone());
+    let Ok(Some(crd)) = crds.get_opt(&format!("{}.{}", resource.plural, resource.group)).await else {
+        return false;
+    };
+    crd.spec
+        .versions
+        .iter()
+        .find(|v| v.name == resource.version)
+        .is_some_and(|v| v.subresources.as_ref().is_some_and(|s| s.status.is_some()))
+}
+
+/// Finds a kind, discovering the cluster again once if it is not known (a CRD created after
+/// the resolver's discovery).
+async fn find_kind(
+    client: &Client,
+    resolver: &mut Resolver,
+    api_version: &str,
+    kind: &str,
+    field: &str,
+) -> Result<Kind, OperatorRunError> {
+    if let Some(found) = resolver.kind(api_version, kind).await {
+        return Ok(found);
+    }
+    *resolver = Resolver::new(client.clone()).await?;
+    resolver.kind(api_version, kind).await.ok_or_else(|| OperatorRunError::UnknownKind {
+        field: field.to_string(),
+        kind: kind.to_string(),
+        api_version: api_version.to_string(),
+    })
+}
+
+/// Runs `definition` against the cluster until `shutdown` completes.
+///
+/// # Errors
+/// The watched or a related kind is not served, or the cluster fails at start.
+pub async fn run(
+    client: Client,
+    definition: Definition,
+    settings: Settings,
+    shutdown: impl Future<Output = ()> + Send + Sync + 'static,
+) -> Result<(), OperatorRunError> {
+    let controller = controller(client, definition, settings).await?;
+    controller.run(shutdown).await?;
+    Ok(())
+}
+
+/// The kit controller of `definition`, ready to run.
+///
+/// # Errors
+/// As [`run`].
+pub async fn controller(
+    client: Client,
+    definition: Definition,
+    settings: Settings,
+) -> Result<kit::Controller<OperatorReconciler>, OperatorRunError> {
+    let spec = &definition.spec;
+    let mut resolver = Resolver::new(client.clone()).await?;
+    let kind = find_kind(&client, &mut resolver, &spec.watch.api_version, &spec.watch.kind, "spec.watch").await?;
+    let watched = Watched {
+        api_version: spec.watch.api_version.clone(),
+        kind: spec.watch.kind.clone(),
+        namespaced: kind.namespaced,
+    };
+    let known = Arc::new(Known::default());
+    let mut related = Vec::new();
+    let mut watches = Vec::new();
+    for (index, related_spec) in spec.related.iter().enumerate() {
+        let field = format!("spec.related[{index}]");
+        let related_kind =
+            find_kind(&client, &mut resolver, &related_spec.api_version, &related_spec.kind, &field).await?;
+        let mapping = Mapping::of(related_spec).unwrap_or(Mapping::All);
+        let namespace = related_spec.namespace.as_deref().or(spec.watch.namespace.as_deref());
+        let api: Api<DynamicObject> = match (related_kind.namespaced, namespace) {
+            (true, Some(namespace)) => Api::namespaced_with(client.clone(), namespace, &related_kind.resource),
+            _ => Api::all_with(client.clone(), &related_kind.resource),
+        };
+        let mut config = watcher::Config::default();
+        if let Some(selector) = &related_spec.label_selector {
+            config = config.labels(selector);
+        }
+        let writer = reflector::store::Writer::new(related_kind.resource.clone());
+        let store = writer.as_reader();
+        let events = reflector(writer, watcher(api, config)).default_backoff().touched_objects();
+        let (mapper_mapping, mapper_watched, mapper_known) = (mapping.clone(), watched.clone(), known.clone());
+        let resource = kind.resource.clone();
+        let mapper = move |changed: DynamicObject| {
+            let value = object::to_value(&changed);
+            match mapper_mapping.targets(&value, &mapper_watched) {
+                Targets::All => mapper_known.all(),
+                Targets::Objects(objects) => objects
+                    .into_iter()
+                    .map(|(namespace, name)| {
+                        let reference = ObjectRef::new_with(&name, resource.clone());
+                        if namespace.is_empty() { reference } else { reference.within(&namespace) }
+                    })
+                    .collect(),
+            }
+        };
+        watches.push((related_kind.resource.clone(), events, mapper));
+        related.push(Related { spec: related_spec.clone(), mapping, store });
+    }
+    let cache = Cache::new(client.clone());
+    // A child changed (edited or deleted by hand, or its status moved): its object again.
+    let trigger_known = known.clone();
+    let children_changed = futures::stream::unfold(cache.subscribe(), move |mut changes| {
+        let known = trigger_known.clone();
+        async move {
+            let objects = match changes.recv().await {
+                Ok(changed) => {
+                    let name = changed.labels.get(PACKAGE_LABEL).cloned().unwrap_or_default();
+                    let namespace = changed.labels.get(PACKAGE_NAMESPACE_LABEL).cloned().unwrap_or_default();
+                    known.get(&(namespace, name)).into_iter().collect()
+                }
+                // Changes were missed: every object is looked at again.
+                Err(tokio::sync::broadcast::error::RecvError::Lagged(_)) => known.all(),
+                Err(tokio::sync::broadcast::error::RecvError::Closed) => return None,
+            };
+            Some((futures::stream::iter(objects), changes))
+        }
+    })
+    .flatten();
+    let writes_status = has_status(&client, &kind.resource).await;
+    let name = controller_name(&definition.name);
+    let concurrency = spec.concurrency();
+    let retry = spec.retry_interval();
+    let (namespace, selector) = (spec.watch.namespace.clone(), spec.watch.label_selector.clone());
+    let reconciler =
+        OperatorReconciler { definition, watched, related, known, cache, stopping: settings.stopping.clone() };
+    let mut controller = kit::Controller::for_resource(&name, reconciler, client, kind.resource, kind.namespaced)
+        .finalizer_on_demand()
+        .concurrency(concurrency)
+        .backoff(Duration::from_secs(1), retry)
+        .with_resolver(resolver)
+        .trigger(children_changed);
+    for (resource, events, mapper) in watches {
+        controller = controller.watches(resource, events, mapper);
+    }
+    if !writes_status {
+        controller = controller.without_status();
+    }
+    if let Some(metrics) = settings.metrics {
+        controller = controller.with_metrics(metrics);
+    }
+    if let Some(namespace) = &namespace {
+        controller = controller.namespace(namespace);
+    }
+    if let Some(selector) = &selector {
+        controller = controller.selector(selector);
+    }
+    Ok(controller)
+}
+
+impl OperatorReconciler {
+    /// The package the program is, for one object: the Operator's renderer and rollout, the
+    /// object's substitutions, and the object's apply target.
+    fn package(&self, object: &Value, finalizing: bool) -> Result<Package, Failure> {
+        let spec = &self.definition.spec;
+        let mut render = spec.render.clone();
+        let mut rollout = spec.rollout.clone();
+        if finalizing && let Some(finalize) = &spec.finalize {
+            render = finalize.render.clone().or(render);
+            rollout = finalize.rollout.clone().or(rollout);
+        }
+        let substitute = match spec.substitute.is_empty() {
+            true => BTreeMap::new(),
+            false => substitutions(&spec.substitute, object).map_err(|(variable, message)| {
+                Failure::retry(RENDER_FAILED, format!("spec.substitute.{variable}: {message}"))
+            })?,
+        };
+        let namespace = self.target_namespace(object);
+        Ok(Package {
+            dir: self.definition.dir.clone(),
+            name: target_name(&self.definition.name, object::name(object)),
+            namespace: Some(namespace),
+            spec: PackageSpec { render, rollout, substitute, ..PackageSpec::default() },
+            origin: bosun::package::Origin::Detected,
+        })
+    }
+
+    /// Where an object's inventory is kept: its namespace, else the Operator's, else
+    /// `default`.
+    fn target_namespace(&self, object: &Value) -> String {
+        match object::namespace(object) {
+            "" => self.definition.namespace.clone().unwrap_or_else(|| "default".to_string()),
+            namespace => namespace.to_string(),
+        }
+    }
+
+    /// The related objects the program of `object` receives: `{name: [objects]}`.
+    fn related_of(&self, object: &Value) -> Value {
+        let mut related = serde_json::Map::new();
+        for kind in &self.related {
+            let mut items: Vec<Value> = kind
+                .store
+                .state()
+                .iter()
+                .map(|o| object::to_value(o.as_ref()))
+                .filter(|o| kind.mapping.concerns(o, object, &self.watched))
+                .collect();
+            items.sort_by(|a, b| (object::namespace(a), object::name(a)).cmp(&(object::namespace(b), object::name(b))));
+            related.insert(kind.spec.name.clone(), Value::Array(items));
+        }
+        Value::Object(related)
+    }
+
+    /// Renders the children of `object`.
+    async fn render(&self, run: &Run<DynamicObject>, finalizing: bool) -> Result<(Package, Rendered), Failure> {
+        let object = run.value().clone();
+        let package = self.package(&object, finalizing)?;
+        let extra = BTreeMap::from([
+            ("related".to_string(), self.related_of(&object)),
+            ("finalizing".to_string(), Value::Bool(finalizing)),
+        ]);
+        let namespace = object::namespace(&object);
+        let options = RenderOptions {
+            default_namespace: (!namespace.is_empty()).then(|| namespace.to_string()),
+            resolver: Some(run.resolver().clone()),
+            extra,
+            allow_empty: true,
+            config: Some(object.clone()),
+            ..RenderOptions::default()
+        };
+        let described = run.describe().to_string();
+        let mut rendered = pipeline::render(&package, &options, Some(run.client()))
+            .await
+            .map_err(|e| Failure::retry(RENDER_FAILED, format!("rendering {described}: {e}")))?;
+        let scopes = bosun_core::scopes::Scopes::builtin().with_served(run.resolver()).await;
+        set_owner(&mut rendered, &object, self.watched.namespaced, &scopes);
+        Ok((package, rendered))
+    }
+
+    /// Applies a rendering (pruning what the object's inventory has and it has not) and gives
+    /// the inventory ConfigMap the object as owner, so that it goes with the object.
+    async fn apply(
+        &self,
+        run: &Run<DynamicObject>,
+        package: &Package,
+        rendered: &Rendered,
+        prune_all: bool,
+    ) -> Result<Report, Failure> {
+        let spec = &self.definition.spec;
+        let timeout = match (prune_all, &spec.finalize) {
+            (false, Some(finalize)) if run.has_deletion() => finalize.timeout.map_or(spec.timeout(), |t| t.0),
+            _ => spec.timeout(),
+        };
+        let options = Options {
+            concurrency: APPLY_CONCURRENCY,
+            prune: prune_all || spec.prune.unwrap_or(true),
+            wait: !prune_all && spec.wait.unwrap_or(true),
+            timeout,
+            timeout_overrides_groups: false,
+            inventory: Inventory::ConfigMap,
+            resolver: Some(run.resolver().clone()),
+            deadline: Some(tokio::time::Instant::now() + timeout),
+            cancel: Some(self.stopping.clone()),
+            cache: Some(self.cache.clone()),
+            ..Options::default()
+        };
+        let namespace = package.namespace.clone().unwrap_or_default();
+        let outcome = pipeline::apply(run.client(), package, rendered, &namespace, &options, &Silent)
+            .await
+            .map_err(|e| Failure::retry(APPLY_FAILED, format!("{}: {e}", run.describe())))?;
+        if !prune_all && self.watched.namespaced {
+            self.own_inventory(run, package).await;
+        }
+        Ok(outcome.report)
+    }
+
+    /// Puts the object's owner reference on its inventory ConfigMap (once).
+    async fn own_inventory(&self, run: &Run<DynamicObject>, package: &Package) {
+        let object = run.value();
+        let uid = object::text(object, "/metadata/uid");
+        let name = configmap_name(&package.name);
+        let api: Api<k8s_openapi::api::core::v1::ConfigMap> = Api::namespaced(run.client().clone(), run.namespace());
+        let Ok(Some(live)) = api.get_opt(&name).await else { return };
+        if live.metadata.owner_references.iter().flatten().any(|r| r.uid == uid) {
+            return;
+        }
+        let patch = json!({"metadata": {"ownerReferences": [{
+            "apiVersion": object::api_version(object), "kind": object::kind(object),
+            "name": object::name(object), "uid": uid,
+        }]}});
+        if let Err(error) = api.patch(&name, &PatchParams::default(), &Patch::Merge(&patch)).await {
+            tracing::debug!(object = %run.describe(), %error, "owning the inventory failed");
+        }
+    }
+}
+
+/// The failure of a rollout that did not succeed.
+fn rollout_failure(report: &Report) -> Failure {
+    Failure::retry(crate::package::status::failure_reason(report), crate::package::status::failure_message(report))
+}
+
+impl kit::Reconciler for OperatorReconciler {
+    type Resource = DynamicObject;
+
+    async fn reconcile(&self, run: &mut Run<DynamicObject>) -> Result<(), Failure> {
+        let spec = &self.definition.spec;
+        let object = run.value().clone();
+        let target = (self.target_namespace(&object), target_name(&self.definition.name, object::name(&object)));
+        self.known.insert(target, run.reference());
+        if spec.suspend == Some(true) {
+            run.hold();
+            return Ok(());
+        }
+        if spec.finalize.is_some() {
+            run.add_finalizer().await?;
+        }
+        let (package, rendered) = self.render(run, false).await?;
+        let response = rendered.response.clone();
+        let children = rendered.manifests.len();
+        let report = self.apply(run, &package, &rendered, false).await?;
+        let changes = crate::package::status::change_set(&report);
+        if !changes.is_empty() {
+            run.publish(kube::runtime::events::EventType::Normal, "Progressing", &changes, "Apply").await;
+        }
+        if let Some(status) = response.status {
+            for (field, value) in status {
+                if !matches!(field.as_str(), "conditions" | "observedGeneration") {
+                    run.set_status(&field, value);
+                }
+            }
+        }
+        if let Some(after) = response.resync_after.or(spec.resync_period()) {
+            run.requeue_after(after);
+        }
+        if !report.succeeded() {
+            return Err(rollout_failure(&report));
+        }
+        run.succeeded("Succeeded", &format!("{children} children applied"));
+        Ok(())
+    }
+
+    async fn finalize(&self, run: &mut Run<DynamicObject>) -> Result<(), Failure> {
+        let (package, rendered) =
+            self.render(run, true).await.map_err(|f| Failure { reason: FINALIZE_FAILED.into(), ..f })?;
+        let done = rendered.response.finalized;
+        if !rendered.manifests.is_empty() || rendered.rollout.is_some() {
+            let report = self.apply(run, &package, &rendered, false).await?;
+            if !report.succeeded() {
+                let failure = rollout_failure(&report);
+                return Err(Failure::retry(FINALIZE_FAILED, failure.message));
+            }
+        }
+        if done == Some(false) {
+            let after = rendered.response.resync_after.unwrap_or(Duration::from_secs(1));
+            return Err(Failure::retry("Finalizing", "the program answered finalized: false").within(after));
+        }
+        // Every child goes: applying nothing with prune deletes what the inventory lists.
+        let report = self.apply(run, &package, &Rendered::default(), true).await?;
+        if !report.succeeded() {
+            let failure = rollout_failure(&report);
+            return Err(Failure::retry(FINALIZE_FAILED, failure.message));
+        }
+        let configmaps: Api<k8s_openapi::api::core::v1::ConfigMap> =
+            Api::namespaced(run.client().clone(), package.namespace.as_deref().unwrap_or("default"));
+        let _ = configmaps.delete(&configmap_name(&package.name), &Default::default()).await;
+        Ok(())
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use bosun_core::scopes::Scopes;
+
+    #[test]
+    fn target_names_fit_a_label_value() {
+        assert_eq!(target_name("grafana", "main"), "grafana.main");
+        let long = target_name("grafana", &"x".repeat(80));
+        assert_eq!(long.len(), LABEL_VALUE_MAX);
+        assert_ne!(long, target_name("grafana", &"x".repeat(81)), "the hash tells them apart");
+    }
+
+    #[test]
+    fn children_in_the_object_namespace_get_it_as_controller_owner() {
+        let owner = json!({"apiVersion": "monitoring.coreos.com/v1", "kind": "Grafana",
+            "metadata": {"name": "main", "namespace": "web", "uid": "u-1"}});
+        let child = |namespace: &str| {
+            json!({"apiVersion": "apps/v1", "kind": "Deployment", "metadata": {"name": "grafana-main", "namespace": namespace,
+                "ownerReferences": [{"apiVersion": "monitoring.coreos.com/v1", "kind": "Grafana", "name": "main", "uid": "u-1",
+                    "controller": true, "blockOwnerdeletion": true}]}})
+        };
+        let manifests = bosun::render::Manifests::from_map(serde_json::Map::from_iter([
+            ("here".to_string(), child("web")),
+            ("there".to_string(), child("other")),
+            ("cluster".to_string(), json!({"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": "x"}})),
+        ]));
+        let mut rendered = Rendered { manifests, ..Rendered::default() };
+        set_owner(&mut rendered, &owner, true, &Scopes::builtin());
+        let map = rendered.manifests.to_map();
+        let references = &map["here"]["metadata"]["ownerReferences"];
+        assert_eq!(
+            references.as_array().map(Vec::len),
+            Some(1),
+            "the program's own reference is replaced: {references}"
+        );
+        assert_eq!(references[0]["controller"], json!(true));
+        assert_eq!(references[0]["blockOwnerDeletion"], json!(true));
+        assert_eq!(map["there"]["metadata"]["ownerReferences"][0]["blockOwnerdeletion"], json!(true), "left alone");
+        assert!(
+            map["cluster"]["metadata"].get("ownerReferences").is_none(),
+            "a namespaced owner owns no cluster object"
+        );
+    }
+}

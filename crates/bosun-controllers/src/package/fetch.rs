@@ -1,0 +1,368 @@
+//! Where a Package's files come from: its source fetched (a Git repository, an archive, a
+//! bucket, a ConfigMap, a directory) into a snapshot, `source.path` resolved inside it, and the package
+//! assembled from the directory's `bosun.yaml` (if any) under the resource's spec.
+
+use std::{
+    collections::BTreeMap,
+    path::{Component, Path, PathBuf},
+};
+
+use k8s_openapi::api::core::v1::{ConfigMap, Secret};
+use kube::{Api, Client};
+use serde_json::Value;
+
+use bosun::package::{
+    ArchiveSource, BucketSource, GitSource, LocalObjectReference, Package, PackageError, PackageResource, PackageSpec,
+    SourceSpec,
+};
+
+use bosun::source::{BucketCredentials, Credentials, Fetcher, Snapshot, SourceError};
+
+/// Why a Package's files could not be had.
+#[derive(Debug, thiserror::Error)]
+pub enum FetchError {
+    /// The spec names no usable source (never retried: the spec must change).
+    #[error("spec.source: {0}")]
+    Invalid(String),
+    /// The source could not be fetched.
+    #[error(transparent)]
+    Source(#[from] SourceError),
+    /// The credentials Secret could not be read.
+    #[error("{field}: Secret {namespace}/{name}: {message}")]
+    Secret {
+        /// The field naming it.
+        field: String,
+        /// Its namespace.
+        namespace: String,
+        /// Its name.
+        name: String,
+        /// Why.
+        message: String,
+    },
+    /// The ConfigMap of a `configMap` source could not be read.
+    #[error("spec.source.configMap: ConfigMap {namespace}/{name}: {message}")]
+    ConfigMap {
+        /// Its namespace.
+        namespace: String,
+        /// Its name.
+        name: String,
+        /// Why.
+        message: String,
+    },
+    /// `source.path` is not a directory at this revision (a later one may add it).
+    #[error("spec.source.path {path:?}: no such directory at revision {revision}")]
+    MissingPath {
+        /// The path.
+        path: String,
+        /// The revision fetched.
+        revision: String,
+    },
+    /// The package directory or its `bosun.yaml`.
+    #[error(transparent)]
+    Package(#[from] PackageError),
+}
+
+impl FetchError {
+    /// The condition reason, as Flux names them: `InvalidSource` (stalled),
+    /// `AuthenticationFailed` or `ArtifactFailed` (retried).
+    pub fn reason(&self) -> &'static str {
+        match self {
+            FetchError::Invalid(_) => "InvalidSource",
+            FetchError::Source(error) => error.reason(),
+            FetchError::Secret { .. } => "AuthenticationFailed",
+            FetchError::ConfigMap { .. } | FetchError::MissingPath { .. } | FetchError::Package(_) => "ArtifactFailed",
+        }
+    }
+
+    /// Whether only a spec change can help.
+    pub fn is_permanent(&self) -> bool {
+        match self {
+            FetchError::Invalid(_) => true,
+            FetchError::Source(error) => error.is_permanent(),
+            FetchError::Secret { .. }
+            | FetchError::ConfigMap { .. }
+            | FetchError::MissingPath { .. }
+            | FetchError::Package(_) => false,
+        }
+    }
+}
+
+/// Fetches the Package's source: the snapshot (held for the run) and the package directory
+/// inside it. Credentials come from the Secret the Git or archive source names, and a
+/// `configMap` source's files from its ConfigMap, both in the Package's namespace (read with
+/// `client`, the controller's own).
+pub async fn fetch(
+    fetcher: &Fetcher,
+    client: &Client,
+    resource: &PackageResource,
+    refetch: bool,
+) -> Result<(Snapshot, PathBuf), FetchError> {
+    let namespace = resource.metadata.namespace.clone().unwrap_or_default();
+    fetch_source(fetcher, client, resource.spec.source.as_ref(), &namespace, refetch).await
+}
+
+/// Fetches a source of a resource in `namespace` (where its credentials Secret and its
+/// ConfigMap are): the snapshot and the directory `source.path` names inside it.
+pub async fn fetch_source(
+    fetcher: &Fetcher,
+    client: &Client,
+    source: Option<&SourceSpec>,
+    namespace: &str,
+    refetch: bool,
+) -> Result<(Snapshot, PathBuf), FetchError> {
+    let source = check(source)?;
+    let inner = inner_path(source)?;
+    let ignore = source.ignore.as_deref();
+    let snapshot = match kind(source) {
+        Kind::Git(git) => {
+            let credentials =
+                secret(client, namespace, git.secret_ref.as_ref(), "git", Credentials::from_secret).await?;
+            fetcher.git(git, credentials.as_ref(), ignore, refetch).await?
+        }
+        Kind::Archive(archive) => {
+            let reference = archive.secret_ref.as_ref();
+            let credentials = secret(client, namespace, reference, "archive", Credentials::from_secret).await?;
+            fetcher.archive(archive, credentials.as_ref(), ignore, refetch).await?
+        }
+        Kind::Bucket(bucket) => {
+            let reference = bucket.secret_ref.as_ref();
+            let credentials = secret(client, namespace, reference, "bucket", BucketCredentials::from_secret).await?;
+            fetcher.bucket(bucket, credentials.as_ref(), ignore, refetch).await?
+        }
+        Kind::ConfigMap(name) => {
+            let files = config_map(client, namespace, name).await?;
+            fetcher.contents(&format!("ConfigMap/{namespace}/{name}"), files, ignore).await?
+        }
+        Kind::Dir(dir) => fetcher.dir(Path::new(dir), ignore).await?,
+    };
+    let dir = snapshot.root.join(&inner);
+    if !dir.is_dir() {
+        let path = source.path.clone().unwrap_or_default();
+        return Err(FetchError::MissingPath { path, revision: snapshot.revision.clone() });
+    }
+    Ok((snapshot, dir))
+}
+
+/// The credentials in the Secret `spec.source.<field>.secretRef` names, if it names one, read
+/// by `parse`.
+async fn secret<T>(
+    client: &Client,
+    namespace: &str,
+    reference: Option<&LocalObjectReference>,
+    field: &str,
+    parse: impl Fn(&str, &BTreeMap<String, Vec<u8>>) -> Result<T, SourceError>,
+) -> Result<Option<T>, FetchError> {
+    let Some(reference) = reference else { return Ok(None) };
+    let data = secret_data(client, namespace, &reference.name, field).await?;
+    Ok(Some(parse(&reference.name, &data)?))
+}
+
+/// The data of the credentials Secret `spec.source.<field>.secretRef` names.
+async fn secret_data(
+    client: &Client,
+    namespace: &str,
+    name: &str,
+    field: &str,
+) -> Result<BTreeMap<String, Vec<u8>>, FetchError> {
+    let failed = |message: String| FetchError::Secret {
+        field: format!("spec.source.{field}.secretRef"),
+        namespace: namespace.to_string(),
+        name: name.to_string(),
+        message,
+    };
+    let api: Api<Secret> = Api::namespaced(client.clone(), namespace);
+    let secret = api
+        .get_opt(name)
+        .await
+        .map_err(|e| failed(bosun_core::cluster::ClusterError::from(e).to_string()))?
+        .ok_or_else(|| failed("not found".into()))?;
+    Ok(secret.data.unwrap_or_default().into_iter().map(|(key, value)| (key, value.0)).collect())
+}
+
+/// The files of a `configMap` source: each key of `data` and `binaryData`.
+async fn config_map(client: &Client, namespace: &str, name: &str) -> Result<BTreeMap<String, Vec<u8>>, FetchError> {
+    let failed =
+        |message: String| FetchError::ConfigMap { namespace: namespace.to_string(), name: name.to_string(), message };
+    let api: Api<ConfigMap> = Api::namespaced(client.clone(), namespace);
+    let config_map = api
+        .get_opt(name)
+        .await
+        .map_err(|e| failed(bosun_core::cluster::ClusterError::from(e).to_string()))?
+        .ok_or_else(|| failed("not found".into()))?;
+    let text = config_map.data.unwrap_or_default().into_iter().map(|(key, value)| (key, value.into_bytes()));
+    let binary = config_map.binary_data.unwrap_or_default().into_iter().map(|(key, value)| (key, value.0));
+    Ok(text.chain(binary).collect())
+}
+
+/// The one kind of source a checked spec sets.
+enum Kind<'a> {
+    Git(&'a GitSource),
+    Dir(&'a str),
+    Archive(&'a ArchiveSource),
+    Bucket(&'a BucketSource),
+    ConfigMap(&'a str),
+}
+
+fn kind(source: &SourceSpec) -> Kind<'_> {
+    match source {
+        SourceSpec { git: Some(git), .. } => Kind::Git(git),
+        SourceSpec { archive: Some(archive), .. } => Kind::Archive(archive),
+        SourceSpec { bucket: Some(bucket), .. } => Kind::Bucket(bucket),
+        SourceSpec { config_map: Some(config_map), .. } => Kind::ConfigMap(&config_map.name),
+        SourceSpec { dir, .. } => Kind::Dir(dir.as_deref().unwrap_or_default()),
+    }
+}
+
+/// `source.path` as a relative path that stays inside the source.
+pub fn inner_path(source: &SourceSpec) -> Result<PathBuf, FetchError> {
+    let Some(path) = source.path.as_deref().filter(|p| !p.is_empty()) else { return Ok(PathBuf::new()) };
+    let path = Path::new(path);
+    let escapes =
+        path.components().any(|c| matches!(c, Component::ParentDir | Component::RootDir | Component::Prefix(_)));
+    if escapes {
+        return Err(FetchError::Invalid(format!(
+            "path: {:?} must be relative and stay inside the source",
+            path.display()
+        )));
+    }
+    Ok(path.components().filter(|c| !matches!(c, Component::CurDir)).collect())
+}
+
+/// Exactly one source kind must be set.
+pub fn check(source: Option<&SourceSpec>) -> Result<&SourceSpec, FetchError> {
+    const KINDS: &str = "git, archive, bucket, configMap or dir";
+    let Some(source) = source else {
+        return Err(FetchError::Invalid(format!("required: set {KINDS}")));
+    };
+    let set: Vec<&str> = [
+        ("git", source.git.is_some()),
+        ("archive", source.archive.is_some()),
+        ("bucket", source.bucket.is_some()),
+        ("configMap", source.config_map.is_some()),
+        ("dir", source.dir.is_some()),
+    ]
+    .into_iter()
+    .filter_map(|(field, present)| present.then_some(field))
+    .collect();
+    match set.len() {
+        0 => Err(FetchError::Invalid(format!("set {KINDS}"))),
+        1 => {
+            inner_path(source)?;
+            Ok(source)
+        }
+        _ => Err(FetchError::Invalid(format!("set one of {KINDS}, not {}", set.join(" and ")))),
+    }
+}
+
+/// The package in `dir` as the resource declares it: the directory's `bosun.yaml` (when
+/// there is one) with every field the resource's spec sets taking precedence, named and
+/// placed as the resource.
+pub fn assemble(dir: &Path, resource: &PackageResource) -> Result<Package, FetchError> {
+    let name = resource.metadata.name.clone().unwrap_or_default();
+    let namespace = resource.metadata.namespace.clone();
+    let from_file = Package::load(dir)?;
+    let spec = overlay(&from_file.spec, &resource.spec)?;
+    Ok(Package { dir: dir.to_path_buf(), name, namespace, spec, origin: from_file.origin })
+}
+
+/// `base` with every top-level field `over` sets replacing it.
+fn overlay(base: &PackageSpec, over: &PackageSpec) -> Result<PackageSpec, FetchError> {
+    let to_map = |spec: &PackageSpec| match serde_json::to_value(spec) {
+        Ok(Value::Object(map)) => map,
+        _ => serde_json::Map::new(),
+    };
+    let mut merged = to_map(base);
+    merged.extend(to_map(over));
+    serde_json::from_value(Value::Object(merged)).map_err(|e| FetchError::Invalid(format!("merging bosun.yaml: {e}")))
+}
+
+/// `message` with the snapshot directory left out of the paths it names, so they read as
+/// paths in the source (`apps/web/deployment.yaml`).
+pub fn in_source(message: &str, root: &Path) -> String {
+    let prefix = format!("{}/", root.display());
+    message.replace(&prefix, "")
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use bosun::package::RenderSpec;
+
+    #[test]
+    fn messages_name_files_as_the_source_has_them() {
+        let root = Path::new("/cache/snapshots/git-0123");
+        for (message, expected) in [
+            (
+                "/cache/snapshots/git-0123/apps/web/deployment.yaml: line 3: mapping values are not allowed",
+                "apps/web/deployment.yaml: line 3: mapping values are not allowed",
+            ),
+            ("jsonnet /cache/snapshots/git-0123/main.jsonnet: boom", "jsonnet main.jsonnet: boom"),
+            (
+                "/cache/snapshots/git-01234/x.yaml: another snapshot",
+                "/cache/snapshots/git-01234/x.yaml: another snapshot",
+            ),
+            ("no path here", "no path here"),
+        ] {
+            assert_eq!(in_source(message, root), expected);
+        }
+    }
+
+    #[test]
+    fn paths_stay_inside_the_source() {
+        let source =
+            |path: &str| SourceSpec { dir: Some("/src".into()), path: Some(path.into()), ..SourceSpec::default() };
+        for (path, expected) in [
+            ("", Some("")),
+            ("./deploy", Some("deploy")),
+            ("apps/web/", Some("apps/web")),
+            ("../x", None),
+            ("/etc", None),
+            ("a/../../b", None),
+        ] {
+            let result = inner_path(&source(path));
+            match expected {
+                Some(inner) => assert_eq!(result.expect(path), PathBuf::from(inner), "{path}"),
+                None => assert!(result.is_err_and(|e| e.to_string().contains("spec.source: path")), "{path}"),
+            }
+        }
+    }
+
+    #[test]
+    fn one_source_kind_is_required() {
+        let git = bosun::package::GitSource { url: "https://example.com/r.git".into(), ..Default::default() };
+        assert!(check(None).is_err());
+        assert!(check(Some(&SourceSpec::default())).is_err());
+        let both = SourceSpec { git: Some(git.clone()), dir: Some("/x".into()), ..SourceSpec::default() };
+        assert!(check(Some(&both)).is_err_and(
+            |e| e.to_string() == "spec.source: set one of git, archive, bucket, configMap or dir, not git and dir"
+        ));
+        let config_map = SourceSpec {
+            config_map: Some(bosun::package::LocalObjectReference { name: "files".into() }),
+            ..SourceSpec::default()
+        };
+        assert!(check(Some(&config_map)).is_ok());
+        assert!(check(Some(&SourceSpec { git: Some(git), ..SourceSpec::default() })).is_ok());
+    }
+
+    #[test]
+    fn the_resource_spec_wins_over_bosun_yaml_field_by_field() {
+        let dir = tempfile::tempdir().expect("tempdir");
+        std::fs::write(
+            dir.path().join("bosun.yaml"),
+            "apiVersion: bosun.dev/v1alpha1\nkind: Package\nmetadata: {name: file-name}\nspec:\n  targetNamespace: from-file\n  substitute: {a: \"1\"}\n  render:\n    files: {dir: manifests}\n",
+        )
+        .expect("write");
+        let mut resource = PackageResource::new("web", PackageSpec::default());
+        resource.metadata.namespace = Some("team".into());
+        resource.spec.target_namespace = Some("from-resource".into());
+        let package = assemble(dir.path(), &resource).expect("assemble");
+        assert_eq!((package.name.as_str(), package.namespace.as_deref()), ("web", Some("team")));
+        assert_eq!(package.spec.target_namespace.as_deref(), Some("from-resource"));
+        assert_eq!(package.spec.substitute.get("a").map(String::as_str), Some("1"), "kept from bosun.yaml");
+        assert!(matches!(package.spec.render, Some(RenderSpec::Files(ref f)) if f.dir == "manifests"));
+        let bare = tempfile::tempdir().expect("tempdir");
+        std::fs::write(bare.path().join("main.jsonnet"), "{}").expect("write");
+        let package = assemble(bare.path(), &resource).expect("assemble");
+        assert!(matches!(package.spec.render, Some(RenderSpec::Jsonnet(_))), "detected from the directory");
+    }
+}

@@ -1,0 +1,761 @@
+//! The `Package` controller: each `Package` resource is fetched from its source, rendered,
+//! rolled out with the same plan/apply/verify/prune as `bosun apply`, and reported in its
+//! status — again every `interval`, at once when its spec or a dependency changes.
+//!
+//! Built on [`bosun_kit`]: kube-runtime's controller, the finalizer (deletion policy),
+//! conditions, events and metrics come from there; this module decides what one run does.
+//! Files: `dependencies` (dependsOn), `fetch` (sources), `status` (what outcomes mean for the
+//! status, pure), `progress` (the status while a run goes on), `running` (runs under way, and
+//! stopping their waits when a newer revision or spec arrives).
+
+pub mod dependencies;
+pub mod fetch;
+mod progress;
+pub mod rollback;
+mod running;
+pub mod status;
+
+use std::{
+    collections::{BTreeMap, HashMap},
+    path::PathBuf,
+    sync::{Arc, Mutex},
+    time::{Duration, Instant},
+};
+
+use k8s_openapi::api::core::v1::{ConfigMap, Secret};
+use k8s_openapi::jiff::Timestamp;
+use kube::{
+    Api, Client,
+    core::PartialObjectMeta,
+    runtime::{events::EventType, reflector::ObjectRef},
+};
+use tokio_util::sync::CancellationToken;
+
+use self::{
+    dependencies::{Key, Waiting},
+    progress::{Tracker, fields_of},
+    rollback::GoodSet,
+    running::Running,
+    status::{ACCESS_DENIED, BUILD_FAILED, DEPENDENCY_NOT_READY, FAILED, HEALTH_CHECK_CANCELED, SUCCEEDED},
+};
+use bosun::apply::{Cache, Inventory, Options, Resolver};
+use bosun::decrypt::Keys;
+use bosun::inventory::Entry;
+use bosun::package::{
+    DeletionPolicy, Interval, Package, PackageResource, SourceSpec,
+    resource::{
+        DEFAULT_HISTORY, HistoryEntry, InventoryEntry, PackageStatus, REQUESTED_AT, SOURCE_REQUESTED_AT, record_history,
+    },
+};
+use bosun::pipeline::{self, RenderOptions};
+use bosun::plan;
+use bosun::render::Rendered;
+use bosun::report::{Report, Silent, Stage};
+use bosun::source::Fetcher;
+use bosun_kit::{self as kit, Failure, Run};
+
+/// The controller's name: its field manager, finalizer (`kit.bosun.dev/package`) and event
+/// reporter.
+pub const NAME: &str = "package";
+
+/// A run writes its progress to the status only once it has lasted this long: quick runs
+/// write their final status alone.
+const PROGRESS_AFTER: Duration = Duration::from_millis(500);
+/// And then at most this often.
+const PROGRESS_EVERY: Duration = Duration::from_secs(1);
+/// The condition saying whether what the Package applied is healthy.
+const HEALTHY: &str = "Healthy";
+/// Objects of one Package dry-run and applied at once.
+const APPLY_CONCURRENCY: usize = 4;
+
+/// How the controller runs.
+#[derive(Clone)]
+pub struct Settings {
+    /// The configuration the client was made from: impersonating clients are made from it.
+    pub config: kube::Config,
+    /// Where sources are fetched to.
+    pub cache_dir: PathBuf,
+    /// The ServiceAccount (in the Package's namespace) used for Packages that set none.
+    pub default_service_account: Option<String>,
+    /// Packages reconciled at once.
+    pub concurrency: u16,
+    /// Only Packages in this namespace.
+    pub namespace: Option<String>,
+    /// Only Packages whose labels match (sharding).
+    pub selector: Option<String>,
+    /// Cancelled when the controller stops: running rollouts stop waiting and record what
+    /// they did, so the process (and a leader's handover) ends in seconds.
+    pub stopping: CancellationToken,
+}
+
+/// The `Package` reconciler.
+pub struct PackageReconciler {
+    settings: Settings,
+    /// Clients impersonating ServiceAccounts, by user name.
+    clients: Mutex<HashMap<String, Client>>,
+    /// The last rendering of each Package: an unchanged source and spec are not rendered
+    /// again.
+    rendered: Mutex<HashMap<Key, RenderedAt>>,
+    waiting: Arc<Waiting>,
+    running: Arc<Running>,
+    /// The digest of the set last stored for rollback, by Package.
+    stored: Mutex<HashMap<Key, String>>,
+    /// Fetches sources into the cache directory.
+    fetcher: Fetcher,
+    /// Live objects and namespaces by watch: an unchanged resync asks the API server nothing.
+    /// A run impersonating a ServiceAccount gets namespaces only: it reads objects as that
+    /// account, so the account's permissions decide, not the controller's view.
+    cache: Cache,
+}
+
+/// A rendering and what it was rendered from: the source revision and the spec's generation.
+struct RenderedAt {
+    revision: String,
+    generation: i64,
+    rendered: Arc<Rendered>,
+}
+
+/// The `Package` controller, ready to [`kit::Controller::run`].
+pub fn controller(client: Client, settings: Settings) -> kit::Controller<PackageReconciler> {
+    let waiting = Arc::new(Waiting::default());
+    let running = Arc::new(Running::new(settings.stopping.clone()));
+    let reconciler = PackageReconciler {
+        settings: settings.clone(),
+        clients: Mutex::default(),
+        rendered: Mutex::default(),
+        waiting: waiting.clone(),
+        running: running.clone(),
+        stored: Mutex::default(),
+        cache: Cache::new(client.clone()),
+        fetcher: Fetcher::new(settings.cache_dir.clone()),
+    };
+    let mut controller = kit::Controller::new(NAME, reconciler, client)
+        .concurrency(settings.concurrency)
+        .backoff(Duration::from_secs(1), Duration::from_secs(300))
+        .related(move |changed| {
+            running.changed(changed);
+            waiting.woken(changed)
+        })
+        .triggered_by::<ConfigMap>(|config_map, packages| {
+            packages.iter().filter(|p| sourced_from(p, config_map)).map(|p| ObjectRef::from_obj(&**p)).collect()
+        });
+    if let Some(namespace) = &settings.namespace {
+        controller = controller.namespace(namespace);
+    }
+    if let Some(selector) = &settings.selector {
+        controller = controller.selector(selector);
+    }
+    controller
+}
+
+/// Whether the Package's source is this ConfigMap (its changes are the source's).
+fn sourced_from(package: &PackageResource, config_map: &PartialObjectMeta<ConfigMap>) -> bool {
+    let source = package.spec.source.as_ref().and_then(|s| s.config_map.as_ref());
+    source.is_some_and(|s| Some(&s.name) == config_map.metadata.name.as_ref())
+        && package.metadata.namespace == config_map.metadata.namespace
+}
+
+fn key(resource: &PackageResource) -> Key {
+    (resource.metadata.namespace.clone().unwrap_or_default(), resource.metadata.name.clone().unwrap_or_default())
+}
+
+/// The value of the reconcile request annotation, if any.
+fn requested_at(resource: &PackageResource) -> Option<String> {
+    resource.metadata.annotations.as_ref().and_then(|a| a.get(REQUESTED_AT)).cloned()
+}
+
+/// `ns/name` of the Package's ServiceAccount, if it applies as one.
+fn service_account(resource: &PackageResource, default: Option<&str>) -> Option<(String, String)> {
+    let name = resource.spec.service_account_name.as_deref().or(default)?;
+    Some((resource.metadata.namespace.clone().unwrap_or_default(), name.to_string()))
+}
+
+/// The interval spread by up to ±5 % (Flux's jitter), so Packages created together do not
+/// reconcile together forever.
+fn jittered(interval: Duration) -> Duration {
+    interval.mul_f64(0.95 + 0.1 * rand::random::<f64>())
+}
+
+/// The keys of a Package's dependencies.
+fn dependency_keys(resource: &PackageResource) -> Vec<Key> {
+    let namespace = resource.metadata.namespace.clone().unwrap_or_default();
+    resource.spec.depends_on.iter().map(|d| dependencies::key_of(d, &namespace)).collect()
+}
+
+/// Sets every status field the controller keeps (the status is applied whole: a field left
+/// out would be removed).
+fn set_status(run: &mut Run<PackageResource>, status: &PackageStatus) {
+    for (field, value) in fields_of(status) {
+        run.set_status(&field, value);
+    }
+}
+
+impl PackageReconciler {
+    /// Whether the Package applies as a ServiceAccount.
+    fn impersonates(&self, resource: &PackageResource) -> bool {
+        service_account(resource, self.settings.default_service_account.as_deref()).is_some()
+    }
+
+    /// The client to apply with: the controller's, or one impersonating the ServiceAccount.
+    fn client_for(&self, run: &Run<PackageResource>) -> Result<Client, Failure> {
+        let Some((namespace, name)) = service_account(run.object(), self.settings.default_service_account.as_deref())
+        else {
+            return Ok(run.client().clone());
+        };
+        let user = format!("system:serviceaccount:{namespace}:{name}");
+        let mut clients = self.clients.lock().unwrap_or_else(|e| e.into_inner());
+        if let Some(client) = clients.get(&user) {
+            return Ok(client.clone());
+        }
+        let mut config = self.settings.config.clone();
+        config.auth_info.impersonate = Some(user.clone());
+        let client = Client::try_from(config)
+            .map_err(|e| Failure::retry(FAILED, format!("a client impersonating {user}: {e}")))?;
+        clients.insert(user, client.clone());
+        Ok(client)
+    }
+
+    /// `Some(why)` when a dependency is not ready: the Package waits, and is woken the moment
+    /// it is. A cycle stalls the Package. Dependencies are read from the controller's cache;
+    /// one that looks unready there is read again from the cluster (the cache may lag the
+    /// event that woke this run).
+    async fn unready_dependency(&self, run: &Run<PackageResource>) -> Result<Option<String>, Failure> {
+        let resource = run.object();
+        let own = key(resource);
+        let mut known: HashMap<Key, Option<Vec<Key>>> = HashMap::new();
+        known.insert(own.clone(), Some(dependency_keys(resource)));
+        for dependency in dependency_keys(resource) {
+            // Registered before reading: a dependency that turns ready in between still wakes us.
+            self.waiting.wait(dependency.clone(), ObjectRef::from_obj(resource));
+            let mut found = run.peer(&dependency.0, &dependency.1).map(|p| (*p).clone());
+            if dependencies::ready(&dependency, found.as_ref()).is_err() {
+                let api = Api::<PackageResource>::namespaced(run.client().clone(), &dependency.0);
+                let retry = resource.spec.retry_interval();
+                found = api.get_opt(&dependency.1).await.map_err(|e| Failure::from(e).within(retry))?;
+            }
+            known.insert(dependency.clone(), found.as_ref().map(dependency_keys));
+            if let Err(why) = dependencies::ready(&dependency, found.as_ref()) {
+                if let Some(cycle) = self.find_cycle(run, &own, &mut known) {
+                    return Err(Failure::give_up("DependencyCycle", format!("dependency cycle: {cycle}")));
+                }
+                return Ok(Some(why));
+            }
+            self.waiting.forget(&dependency, &ObjectRef::from_obj(resource));
+        }
+        Ok(None)
+    }
+
+    /// Reads `dependsOn` of the Packages reachable from `own` (from the cache) and names a
+    /// cycle through it.
+    fn find_cycle(
+        &self,
+        run: &Run<PackageResource>,
+        own: &Key,
+        known: &mut HashMap<Key, Option<Vec<Key>>>,
+    ) -> Option<String> {
+        let mut pending: Vec<Key> = known.values().flatten().flatten().cloned().collect();
+        while let Some(next) = pending.pop() {
+            if known.contains_key(&next) {
+                continue;
+            }
+            let edges = run.peer(&next.0, &next.1).map(|p| dependency_keys(&p));
+            pending.extend(edges.iter().flatten().cloned());
+            known.insert(next, edges);
+        }
+        dependencies::cycle(own, &|k: &Key| known.get(k).cloned().flatten())
+    }
+
+    /// The age keys `spec.decryption` names, read from its Secret (with the controller's own
+    /// identity, as the Secret is the controller's configuration, not the tenant's output).
+    async fn keys(&self, run: &Run<PackageResource>) -> Result<Option<Keys>, Failure> {
+        let resource = run.object();
+        let Some(decryption) = &resource.spec.decryption else { return Ok(None) };
+        let Some(reference) = &decryption.secret_ref else {
+            let message = "spec.decryption.secretRef: required (a Secret with age keys in *.agekey entries)";
+            return Err(Failure::give_up("InvalidDecryption", message));
+        };
+        let retry = resource.spec.retry_interval();
+        let secrets: Api<Secret> = run.api();
+        let failed = |message: String| {
+            Failure::retry(BUILD_FAILED, format!("spec.decryption.secretRef: {message}")).within(retry)
+        };
+        let secret = secrets
+            .get_opt(&reference.name)
+            .await
+            .map_err(|e| failed(format!("Secret {}: {}", reference.name, bosun_core::cluster::ClusterError::from(e))))?
+            .ok_or_else(|| failed(format!("Secret {} not found", reference.name)))?;
+        let data: BTreeMap<String, Vec<u8>> =
+            secret.data.unwrap_or_default().into_iter().map(|(key, value)| (key, value.0)).collect();
+        Keys::from_secret(&reference.name, &data).map(Some).map_err(|e| failed(e.to_string()))
+    }
+
+    /// Renders the package unless the same revision and generation were rendered last time.
+    async fn render(
+        &self,
+        package: &Package,
+        revision: &str,
+        resource: &PackageResource,
+        client: &Client,
+        resolver: &Resolver,
+        keys: Option<Keys>,
+    ) -> Result<Arc<Rendered>, Failure> {
+        let key = key(resource);
+        let generation = resource.metadata.generation.unwrap_or_default();
+        {
+            let cache = self.rendered.lock().unwrap_or_else(|e| e.into_inner());
+            if let Some(cached) = cache.get(&key)
+                && cached.revision == revision
+                && cached.generation == generation
+            {
+                return Ok(cached.rendered.clone());
+            }
+        }
+        let options = RenderOptions {
+            default_namespace: package.namespace.clone(),
+            resolver: Some(resolver.clone()),
+            decryption: keys,
+            ..RenderOptions::default()
+        };
+        let rendered = pipeline::render(package, &options, Some(client))
+            .await
+            .map_err(|e| Failure::retry(BUILD_FAILED, e.to_string()).within(resource.spec.retry_interval()))?;
+        let rendered = Arc::new(rendered);
+        let mut cache = self.rendered.lock().unwrap_or_else(|e| e.into_inner());
+        let entry = RenderedAt { revision: revision.to_string(), generation, rendered: rendered.clone() };
+        cache.insert(key, entry);
+        Ok(rendered)
+    }
+
+    /// Fetches, renders and rolls out; the status (fields and conditions) says how it went.
+    async fn roll_out(
+        &self,
+        run: &mut Run<PackageResource>,
+        status: &mut PackageStatus,
+        tracker: &mut Tracker,
+        request: Request,
+    ) -> Result<(), Failure> {
+        let resource = run.object().clone();
+        let retry = resource.spec.retry_interval();
+        let started = Instant::now();
+        let deadline = tokio::time::Instant::now() + resource.spec.run_timeout();
+
+        tracker.phase("Fetching", &fetching(&resource), status);
+        let fetched = fetch::fetch(&self.fetcher, run.client(), &resource, request.refetch).await;
+        // The snapshot is held until the run ends: its files are not removed meanwhile.
+        let (snapshot, dir) = fetched.map_err(|e| match e.is_permanent() {
+            true => Failure::give_up(e.reason(), e.to_string()),
+            false => Failure::retry(e.reason(), e.to_string()).within(retry),
+        })?;
+        let revision = snapshot.revision.clone();
+        status.last_attempted_revision = Some(revision.clone());
+        run.event_metadata("revision", &revision);
+        // A bad bosun.yaml is fixed by a new revision: retried, not stalled.
+        // Files are named as they are in the source (`apps/web/deployment.yaml`), not by
+        // where the cache keeps them.
+        let in_source =
+            |failure: Failure| Failure { message: fetch::in_source(&failure.message, &snapshot.root), ..failure };
+        let package = fetch::assemble(&dir, &resource)
+            .map_err(|e| in_source(Failure::retry(BUILD_FAILED, e.to_string()).within(retry)))?;
+        let client = self.client_for(run)?;
+        tracker.phase("Rendering", "rendering", status);
+        let keys = self.keys(run).await?;
+        let rendered =
+            self.render(&package, &revision, &resource, &client, run.resolver(), keys).await.map_err(in_source)?;
+        let digest = pipeline::digest(&rendered);
+        let rollback = resource.spec.rollback.as_ref().is_some_and(|r| r.on_failure);
+        if rollback
+            && !request.fresh
+            && let Some(failed) = status::rolled_back_from(&status.history)
+            && failed.digest == digest
+        {
+            let failed = failed.revision.clone();
+            return self.stay_rolled_back(run, status, &package, &client, &failed, tracker).await;
+        }
+        let set = Set { revision: &revision, digest: &digest, rendered: &rendered };
+        let report = self.apply_set(run, status, &package, &client, &set, deadline, tracker, true).await?;
+        let changes = status::change_set(&report);
+        if report.failure.as_ref().is_some_and(|f| f.stage == Stage::Canceled) {
+            // Overtaken by a newer revision or spec: not a failure; the newer run follows.
+            status.progress = Some(tracker.finish("Canceled"));
+            run.progressing(HEALTH_CHECK_CANCELED, &status::failure_message(&report));
+            run.requeue_after(Duration::from_millis(100));
+            return Ok(());
+        }
+        let succeeded = report.succeeded();
+        status.progress = Some(tracker.finish(if succeeded { "Succeeded" } else { "Failed" }));
+        let result = if succeeded { status::SUCCEEDED_RUN } else { status::FAILED_RUN };
+        self.add_history(status, &resource, &set, result, !changes.is_empty(), started);
+        self.set_health(run, &resource, &report);
+        if succeeded {
+            status.last_applied_revision = Some(revision.clone());
+            if rollback {
+                self.keep_good_set(run, &resource, &set).await;
+            }
+            run.succeeded(SUCCEEDED, &format!("Applied revision: {revision}"));
+            run.requeue_after(jittered(resource.spec.interval()));
+            return Ok(());
+        }
+        let failure = Failure::retry(status::failure_reason(&report), status::failure_message(&report)).within(retry);
+        if rollback {
+            return self.roll_back(run, status, &package, &client, &set, failure, tracker).await;
+        }
+        Err(failure)
+    }
+
+    /// Applies a rendered set with the Package's options, pruning what the status' inventory
+    /// has and the set does not; the change set goes out as an event, the inventory into the
+    /// status. `Err` when the apply could not start.
+    #[allow(clippy::too_many_arguments)]
+    async fn apply_set(
+        &self,
+        run: &mut Run<PackageResource>,
+        status: &mut PackageStatus,
+        package: &Package,
+        client: &Client,
+        set: &Set<'_>,
+        deadline: tokio::time::Instant,
+        tracker: &mut Tracker,
+        cancellable: bool,
+    ) -> Result<Report, Failure> {
+        let resource = run.object().clone();
+        let plan = plan::plan(&set.rendered.manifests, set.rendered.rollout.as_ref())
+            .map_err(|e| Failure::retry(BUILD_FAILED, e.to_string()).within(resource.spec.retry_interval()))?;
+        tracker.planned(plan.groups.iter().map(|g| g.name.clone()).collect());
+        tracker.phase("Applying", &format!("applying revision {}", set.revision), status);
+        let key = key(&resource);
+        let cancel = self.running.start(&key, resource.metadata.generation, requested_at(&resource));
+        let options = Options {
+            concurrency: APPLY_CONCURRENCY,
+            prune: resource.spec.prune.unwrap_or(true),
+            wait: resource.spec.wait.unwrap_or(true),
+            timeout: resource.spec.run_timeout(),
+            timeout_overrides_groups: false,
+            inventory: Inventory::Kept {
+                previous: status.inventory.iter().map(Entry::from).collect(),
+                journal: Some(tracker.journal()),
+            },
+            resolver: Some(run.resolver().clone()),
+            deadline: Some(deadline),
+            cancel: cancellable.then_some(cancel),
+            cache: Some(match self.impersonates(&resource) {
+                true => self.cache.namespaces_only(),
+                false => self.cache.clone(),
+            }),
+            ..Options::default()
+        };
+        let namespace = run.namespace().to_string();
+        let applied = pipeline::apply(client, package, set.rendered, &namespace, &options, tracker).await;
+        self.running.end(&key);
+        let report = match applied {
+            Ok(outcome) => outcome.report,
+            Err(error) => {
+                let text = error.to_string();
+                let reason = if status::is_forbidden(&text) { ACCESS_DENIED } else { FAILED };
+                return Err(Failure::retry(reason, text).within(resource.spec.retry_interval()));
+            }
+        };
+        status.inventory = report.inventory.iter().map(InventoryEntry::from).collect();
+        let changes = status::change_set(&report);
+        run.event_metadata("summary", &status::summary(&report));
+        if !changes.is_empty() {
+            run.publish(EventType::Normal, "Progressing", &changes, "Apply").await;
+        }
+        Ok(report)
+    }
+
+    /// The failed rollout of `failed_set` is undone: the last good set applied again (pruning
+    /// what the failed one added). Stalled with `RolledBack`: the failed revision is not tried
+    /// again until the source or spec changes or a reconcile is requested; what runs is still
+    /// kept from drifting every interval.
+    #[allow(clippy::too_many_arguments)]
+    async fn roll_back(
+        &self,
+        run: &mut Run<PackageResource>,
+        status: &mut PackageStatus,
+        package: &Package,
+        client: &Client,
+        failed_set: &Set<'_>,
+        failure: Failure,
+        tracker: &mut Tracker,
+    ) -> Result<(), Failure> {
+        let resource = run.object().clone();
+        let good = match rollback::load(run.client(), &resource, self.keys(run).await?.as_ref()).await {
+            Ok(Some(good)) if good.digest != failed_set.digest => good,
+            Ok(_) => return Err(failure),
+            Err(error) => {
+                let message = format!("{}; and rolling back failed: {error}", failure.message);
+                return Err(Failure::retry(failure.reason, message).within(resource.spec.retry_interval()));
+            }
+        };
+        let started = Instant::now();
+        let deadline = tokio::time::Instant::now() + resource.spec.run_timeout();
+        let set = Set { revision: &good.revision, digest: &good.digest, rendered: &good.rendered };
+        let report = self.apply_set(run, status, package, client, &set, deadline, tracker, false).await?;
+        self.set_health(run, &resource, &report);
+        if !report.succeeded() {
+            status.progress = Some(tracker.finish("Failed"));
+            let message = format!(
+                "revision {} failed ({}: {}); rolling back to {} failed too: {}",
+                failed_set.revision,
+                failure.reason,
+                failure.message,
+                good.revision,
+                status::failure_message(&report)
+            );
+            return Err(Failure::retry(status::failure_reason(&report), message).within(resource.spec.retry_interval()));
+        }
+        status.progress = Some(tracker.finish(status::ROLLED_BACK));
+        self.add_history(status, &resource, &set, status::ROLLED_BACK, true, started);
+        status.last_applied_revision = Some(good.revision.clone());
+        let message = format!(
+            "revision {} failed ({}: {}); rolled back to {}",
+            failed_set.revision, failure.reason, failure.message, good.revision
+        );
+        run.publish(EventType::Warning, status::ROLLED_BACK, &message, "Rollback").await;
+        Err(Failure::give_up(status::ROLLED_BACK, message).within(resource.spec.interval()))
+    }
+
+    /// A run after a rollback, with the failed set rendered again: the good set stays (its
+    /// drift corrected), the Package stays stalled.
+    async fn stay_rolled_back(
+        &self,
+        run: &mut Run<PackageResource>,
+        status: &mut PackageStatus,
+        package: &Package,
+        client: &Client,
+        failed: &str,
+        tracker: &mut Tracker,
+    ) -> Result<(), Failure> {
+        let resource = run.object().clone();
+        let retry = resource.spec.retry_interval();
+        let keys = self.keys(run).await?;
+        let good = rollback::load(run.client(), &resource, keys.as_ref())
+            .await
+            .map_err(|e| Failure::retry(FAILED, e.to_string()).within(retry))?
+            .ok_or_else(|| Failure::retry(FAILED, "the rolled-back set is gone".to_string()).within(retry))?;
+        let deadline = tokio::time::Instant::now() + resource.spec.run_timeout();
+        let set = Set { revision: &good.revision, digest: &good.digest, rendered: &good.rendered };
+        let report = self.apply_set(run, status, package, client, &set, deadline, tracker, true).await?;
+        self.set_health(run, &resource, &report);
+        if !report.succeeded() {
+            status.progress = Some(tracker.finish("Failed"));
+            let reason = status::failure_reason(&report);
+            return Err(Failure::retry(reason, status::failure_message(&report)).within(retry));
+        }
+        status.progress = Some(tracker.finish(status::ROLLED_BACK));
+        let message = format!(
+            "revision {failed} failed and was rolled back to {}; push a fix, or run `bosun reconcile package {}` to try it again",
+            good.revision,
+            run.name()
+        );
+        Err(Failure::give_up(status::ROLLED_BACK, message).within(resource.spec.interval()))
+    }
+
+    /// Records a run in the history when it wrote something or ended differently.
+    fn add_history(
+        &self,
+        status: &mut PackageStatus,
+        resource: &PackageResource,
+        set: &Set<'_>,
+        result: &str,
+        wrote: bool,
+        started: Instant,
+    ) {
+        let now = Timestamp::now().to_string();
+        let entry = HistoryEntry {
+            revision: set.revision.to_string(),
+            digest: set.digest.to_string(),
+            result: result.to_string(),
+            first_reconciled: now.clone(),
+            last_reconciled: now,
+            last_duration: Interval(Duration::from_secs(started.elapsed().as_secs())).to_string(),
+            count: 1,
+        };
+        if status::worth_recording(&status.history, &entry, wrote) {
+            let keep = resource.spec.rollback.as_ref().and_then(|r| r.keep).map_or(DEFAULT_HISTORY, |k| k as usize);
+            record_history(&mut status.history, entry, keep);
+        }
+    }
+
+    /// `Healthy`, when the Package waits for health.
+    fn set_health(&self, run: &mut Run<PackageResource>, resource: &PackageResource, report: &Report) {
+        if !resource.spec.wait.unwrap_or(true) {
+            run.remove_condition(HEALTHY);
+        } else if report.succeeded() {
+            let objects = report.inventory.len();
+            run.condition(HEALTHY, true, "Succeeded", &format!("{objects} objects are healthy"));
+        } else if report.failure.as_ref().is_some_and(|f| f.stage == Stage::Health) {
+            run.condition(HEALTHY, false, status::HEALTH_CHECK_FAILED, &status::failure_message(report));
+        }
+    }
+
+    /// Stores a successful set for rollback, once per digest per controller run (an unchanged
+    /// resync writes nothing; a restarted controller writes each once, a no-op for the server
+    /// when nothing changed).
+    async fn keep_good_set(&self, run: &Run<PackageResource>, resource: &PackageResource, set: &Set<'_>) {
+        let key = key(resource);
+        if self.stored.lock().unwrap_or_else(|e| e.into_inner()).get(&key).is_some_and(|d| d == set.digest) {
+            return;
+        }
+        let good = GoodSet {
+            revision: set.revision.to_string(),
+            digest: set.digest.to_string(),
+            rendered: set.rendered.clone(),
+        };
+        let keys = match self.keys(run).await {
+            Ok(keys) => keys,
+            Err(failure) => {
+                run.publish(EventType::Warning, "RollbackStoreFailed", &failure.message, "Apply").await;
+                return;
+            }
+        };
+        match rollback::store(run.client(), resource, &good, keys.as_ref()).await {
+            Ok(()) => {
+                self.stored.lock().unwrap_or_else(|e| e.into_inner()).insert(key, set.digest.to_string());
+            }
+            Err(error) => {
+                let note = format!("storing the set to roll back to failed: {error}");
+                run.publish(EventType::Warning, "RollbackStoreFailed", &note, "Apply").await;
+            }
+        }
+    }
+}
+
+/// A rendered set and where it came from.
+struct Set<'a> {
+    revision: &'a str,
+    digest: &'a str,
+    rendered: &'a Rendered,
+}
+
+/// What the run was asked for, beside the spec.
+#[derive(Debug, Clone, Copy)]
+struct Request {
+    /// A `bosun.dev/requested-at` not handled before: try again even what failed.
+    fresh: bool,
+    /// With it, `bosun.dev/source-requested-at`: fetch the source again.
+    refetch: bool,
+}
+
+impl Request {
+    /// What `resource` asks for.
+    fn of(resource: &PackageResource) -> Request {
+        let annotation = |name: &str| resource.metadata.annotations.as_ref().and_then(|a| a.get(name));
+        let handled = resource.status.as_ref().and_then(|s| s.last_handled_reconcile_at.as_ref());
+        let fresh = annotation(REQUESTED_AT).is_some_and(|at| Some(at) != handled);
+        let refetch = fresh && annotation(SOURCE_REQUESTED_AT) == annotation(REQUESTED_AT);
+        Request { fresh, refetch }
+    }
+}
+
+/// What the `Reconciling` message says while the source is fetched.
+fn fetching(resource: &PackageResource) -> String {
+    match resource.spec.source.as_ref() {
+        Some(SourceSpec { git: Some(git), .. }) => format!("fetching {}", bosun::source::redact(&git.url)),
+        Some(SourceSpec { archive: Some(archive), .. }) => {
+            format!("downloading {}", bosun::source::redact(&archive.url))
+        }
+        Some(SourceSpec { bucket: Some(bucket), .. }) => format!("listing bucket {}", bucket.bucket),
+        Some(SourceSpec { config_map: Some(config_map), .. }) => format!("reading ConfigMap {}", config_map.name),
+        Some(SourceSpec { dir: Some(dir), .. }) => format!("reading {dir}"),
+        _ => "fetching the source".to_string(),
+    }
+}
+
+impl kit::Reconciler for PackageReconciler {
+    type Resource = PackageResource;
+
+    async fn reconcile(&self, run: &mut Run<PackageResource>) -> Result<(), Failure> {
+        let resource = run.object().clone();
+        if resource.spec.suspend == Some(true) {
+            run.hold();
+            return Ok(());
+        }
+        let mut status = resource.status.clone().unwrap_or_default();
+        let request = Request::of(&resource);
+        status.last_handled_reconcile_at = requested_at(&resource);
+        set_status(run, &status);
+        if !resource.spec.depends_on.is_empty()
+            && let Some(why) = self.unready_dependency(run).await?
+        {
+            // Not a failure: no backoff. The dependency's becoming ready wakes this Package;
+            // the requeue is only a safety net.
+            run.progressing(DEPENDENCY_NOT_READY, &why);
+            run.requeue_after(resource.spec.retry_interval());
+            return Ok(());
+        }
+        let writer = run.progress_writer(PROGRESS_AFTER, PROGRESS_EVERY);
+        let mut tracker = Tracker::new(writer.handle(), &status);
+        let result = self.roll_out(run, &mut status, &mut tracker, request).await;
+        drop(tracker);
+        writer.finish(run).await;
+        set_status(run, &status);
+        result
+    }
+
+    async fn finalize(&self, run: &mut Run<PackageResource>) -> Result<(), Failure> {
+        let resource = run.object().clone();
+        let policy = resource.spec.deletion_policy.unwrap_or_default();
+        let delete = match policy {
+            DeletionPolicy::MirrorPrune => resource.spec.prune.unwrap_or(true),
+            DeletionPolicy::Delete | DeletionPolicy::WaitForTermination => true,
+            DeletionPolicy::Orphan => false,
+        };
+        let inventory: Vec<Entry> =
+            resource.status.as_ref().map(|s| s.inventory.iter().map(Entry::from).collect()).unwrap_or_default();
+        if !delete || resource.spec.suspend == Some(true) || inventory.is_empty() {
+            return Ok(());
+        }
+        let client = self.client_for(run)?;
+        let package = Package {
+            dir: PathBuf::new(),
+            name: run.name().to_string(),
+            namespace: Some(run.namespace().to_string()),
+            spec: resource.spec.clone(),
+            origin: bosun::package::Origin::Detected,
+        };
+        // Applying nothing with prune deletes everything the inventory lists that still
+        // carries this Package's owner labels.
+        let wait = policy == DeletionPolicy::WaitForTermination;
+        let options = Options {
+            prune: true,
+            wait_for_pruned: wait,
+            timeout: resource.spec.run_timeout(),
+            inventory: Inventory::Kept { previous: inventory, journal: None },
+            resolver: Some(run.resolver().clone()),
+            ..Options::default()
+        };
+        let namespace = run.namespace().to_string();
+        let outcome = pipeline::apply(&client, &package, &Rendered::default(), &namespace, &options, &Silent)
+            .await
+            .map_err(|e| Failure::retry(status::PRUNE_FAILED, e.to_string()))?;
+        let deleted = status::change_set(&outcome.report);
+        if !deleted.is_empty() {
+            run.publish(EventType::Normal, "Pruned", &deleted, "Delete").await;
+        }
+        let Some(failure) = &outcome.report.failure else { return Ok(()) };
+        let still_there = failure.objects.iter().all(|(_, why)| why.starts_with("still present"));
+        if wait && still_there {
+            // Deleted, but not gone within the timeout (a finalizer of their own): the Package
+            // goes anyway, as Flux's does, rather than being stuck; the event names them.
+            let objects: Vec<&str> = failure.objects.iter().map(|(object, _)| object.as_str()).collect();
+            let note = format!("still terminating after {}: {}", Interval(options.timeout), objects.join(", "));
+            run.publish(EventType::Warning, "TerminationTimedOut", &note, "Delete").await;
+            return Ok(());
+        }
+        Err(Failure::retry(status::failure_reason(&outcome.report), status::failure_message(&outcome.report)))
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn jitter_stays_within_five_percent() {
+        for _ in 0..100 {
+            let value = jittered(Duration::from_secs(100)).as_secs_f64();
+            assert!((95.0..=105.0).contains(&value), "{value}");
+        }
+    }
+}

@@ -1,0 +1,217 @@
+//! The last good rendered set of a Package, kept for `rollback.onFailure`: a Secret
+//! `bosun-rollback-<package>` owned by the Package (collected with it), holding the rendered
+//! objects and rollout gzip-compressed, with the revision and digest they came from. A Secret,
+//! not a ConfigMap, because rendered sets hold Secrets; in the cluster, not in the controller,
+//! so a restarted controller can still roll back.
+
+use std::io::{Read, Write};
+
+use flate2::{Compression, read::GzDecoder, write::GzEncoder};
+use k8s_openapi::{ByteString, api::core::v1::Secret, apimachinery::pkg::apis::meta::v1::OwnerReference};
+use kube::{
+    Api, Client, Resource,
+    api::{ObjectMeta, Patch, PatchParams},
+};
+use serde::{Deserialize, Serialize};
+use serde_json::{Map, Value};
+
+use bosun::decrypt::Keys;
+
+use bosun::package::{PackageResource, RolloutSpec};
+
+use bosun::render::{Manifests, Rendered};
+
+/// The key of the compressed set in the Secret's data.
+const DATA_KEY: &str = "rendered.json.gz";
+/// The key of the compressed set sealed for the Package's decryption keys: a set with
+/// decrypted SOPS values is never stored in the clear.
+const SEALED_KEY: &str = "rendered.json.gz.age";
+/// The Secret's type, so tools and people can tell it apart.
+const SECRET_TYPE: &str = "bosun.dev/rollback";
+
+/// A rendered set that rolled out successfully.
+#[derive(Debug, Clone, PartialEq)]
+pub struct GoodSet {
+    /// The source revision it was rendered from.
+    pub revision: String,
+    /// `sha256:` of the rendered objects.
+    pub digest: String,
+    /// The objects and rollout.
+    pub rendered: Rendered,
+}
+
+/// Why the stored set could not be read or written.
+#[derive(Debug, thiserror::Error)]
+pub enum RollbackError {
+    /// The Secret could not be read or written.
+    #[error("Secret {namespace}/{name}: {source}")]
+    Cluster {
+        /// Its namespace.
+        namespace: String,
+        /// Its name.
+        name: String,
+        /// Why.
+        #[source]
+        source: bosun_core::cluster::ClusterError,
+    },
+    /// The Secret holds something else.
+    #[error("Secret {namespace}/{name}: not a rollback set: {reason}")]
+    Corrupt {
+        /// Its namespace.
+        namespace: String,
+        /// Its name.
+        name: String,
+        /// What is wrong.
+        reason: String,
+    },
+}
+
+#[derive(Serialize, Deserialize)]
+struct Stored {
+    revision: String,
+    digest: String,
+    manifests: Map<String, Value>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    rollout: Option<RolloutSpec>,
+}
+
+/// The Secret holding a Package's last good set.
+pub fn secret_name(package: &str) -> String {
+    format!("bosun-rollback-{package}")
+}
+
+/// The set, compressed.
+pub fn encode(set: &GoodSet) -> Vec<u8> {
+    let stored = Stored {
+        revision: set.revision.clone(),
+        digest: set.digest.clone(),
+        manifests: set.rendered.manifests.to_map(),
+        rollout: set.rendered.rollout.clone(),
+    };
+    let json = serde_json::to_vec(&stored).unwrap_or_default();
+    let mut encoder = GzEncoder::new(Vec::new(), Compression::default());
+    // Writing to a Vec cannot fail.
+    let _ = encoder.write_all(&json);
+    encoder.finish().unwrap_or_default()
+}
+
+/// The set from its compressed form.
+pub fn decode(bytes: &[u8]) -> Result<GoodSet, String> {
+    let mut json = Vec::new();
+    GzDecoder::new(bytes).read_to_end(&mut json).map_err(|e| format!("not gzip: {e}"))?;
+    let stored: Stored = serde_json::from_slice(&json).map_err(|e| format!("not a rendered set: {e}"))?;
+    let rendered =
+        Rendered { manifests: Manifests::from_map(stored.manifests), rollout: stored.rollout, ..Rendered::default() };
+    Ok(GoodSet { revision: stored.revision, digest: stored.digest, rendered })
+}
+
+/// The Package's last good set, if one was stored (opened with `keys` when it was sealed).
+pub async fn load(
+    client: &Client,
+    package: &PackageResource,
+    keys: Option<&Keys>,
+) -> Result<Option<GoodSet>, RollbackError> {
+    let (namespace, name) = place(package);
+    let api: Api<Secret> = Api::namespaced(client.clone(), &namespace);
+    let cluster =
+        |e: kube::Error| RollbackError::Cluster { namespace: namespace.clone(), name: name.clone(), source: e.into() };
+    let Some(secret) = api.get_opt(&name).await.map_err(cluster)? else { return Ok(None) };
+    let corrupt = |reason: String| RollbackError::Corrupt { namespace: namespace.clone(), name: name.clone(), reason };
+    let data = secret.data.unwrap_or_default();
+    if let Some(sealed) = data.get(SEALED_KEY) {
+        let opened = keys
+            .and_then(|keys| keys.open(&sealed.0))
+            .ok_or_else(|| corrupt("sealed for decryption keys this Package no longer has".into()))?;
+        return decode(&opened).map(Some).map_err(corrupt);
+    }
+    let plain = data.get(DATA_KEY).ok_or_else(|| corrupt(format!("no {DATA_KEY}")))?;
+    decode(&plain.0).map(Some).map_err(corrupt)
+}
+
+/// Stores a good set, replacing the one before (server-side apply by the controller); sealed
+/// for `keys` when given (the set came from SOPS-encrypted files).
+pub async fn store(
+    client: &Client,
+    package: &PackageResource,
+    set: &GoodSet,
+    keys: Option<&Keys>,
+) -> Result<(), RollbackError> {
+    let (namespace, name) = place(package);
+    let owner = OwnerReference {
+        api_version: PackageResource::api_version(&()).into(),
+        kind: PackageResource::kind(&()).into(),
+        name: package.metadata.name.clone().unwrap_or_default(),
+        uid: package.metadata.uid.clone().unwrap_or_default(),
+        controller: Some(true),
+        block_owner_deletion: Some(true),
+    };
+    let secret = Secret {
+        metadata: ObjectMeta {
+            name: Some(name.clone()),
+            namespace: Some(namespace.clone()),
+            owner_references: Some(vec![owner]),
+            annotations: Some(
+                [
+                    ("bosun.dev/revision".to_string(), set.revision.clone()),
+                    ("bosun.dev/digest".to_string(), set.digest.clone()),
+                ]
+                .into(),
+            ),
+            ..ObjectMeta::default()
+        },
+        type_: Some(SECRET_TYPE.into()),
+        data: Some(
+            [match keys {
+                Some(keys) => (SEALED_KEY.to_string(), ByteString(keys.seal(&encode(set)))),
+                None => (DATA_KEY.to_string(), ByteString(encode(set))),
+            }]
+            .into(),
+        ),
+        ..Secret::default()
+    };
+    let mut body = serde_json::to_value(&secret).unwrap_or_default();
+    body["apiVersion"] = "v1".into();
+    body["kind"] = "Secret".into();
+    let api: Api<Secret> = Api::namespaced(client.clone(), &namespace);
+    let params = PatchParams::apply(super::NAME).force();
+    api.patch(&name, &params, &Patch::Apply(&body)).await.map_err(|e| RollbackError::Cluster {
+        namespace,
+        name,
+        source: e.into(),
+    })?;
+    Ok(())
+}
+
+fn place(package: &PackageResource) -> (String, String) {
+    let namespace = package.metadata.namespace.clone().unwrap_or_default();
+    (namespace, secret_name(package.metadata.name.as_deref().unwrap_or_default()))
+}
+
+#[cfg(test)]
+mod tests {
+    use serde_json::json;
+
+    use super::*;
+
+    #[test]
+    fn a_set_survives_compression_with_its_order_and_rollout() {
+        let mut map = Map::new();
+        map.insert("b.yaml".into(), json!({"apiVersion": "v1", "kind": "ConfigMap", "metadata": {"name": "b"}}));
+        map.insert("a.yaml".into(), json!({"apiVersion": "v1", "kind": "ConfigMap", "metadata": {"name": "a"}}));
+        let rollout: RolloutSpec =
+            serde_json::from_value(json!({"groups": [{"name": "all", "steps": [{"object": "b.yaml"}]}]}))
+                .expect("rollout");
+        let set = GoodSet {
+            revision: "main@sha1:0c1d".into(),
+            digest: "sha256:ab".into(),
+            rendered: Rendered { manifests: Manifests::from_map(map), rollout: Some(rollout), ..Rendered::default() },
+        };
+        let bytes = encode(&set);
+        assert_eq!(&bytes[..2], [0x1f, 0x8b], "gzip");
+        let back = decode(&bytes).expect("decode");
+        assert_eq!(back, set);
+        let keys: Vec<&str> = back.rendered.manifests.iter().map(|m| m.key.as_str()).collect();
+        assert_eq!(keys, ["b.yaml", "a.yaml"], "order kept");
+        assert!(decode(b"not gzip").is_err_and(|e| e.starts_with("not gzip")));
+    }
+}

@@ -1,0 +1,261 @@
+//! What a run's outcome means for the `Package` status: the condition reason (Flux's names),
+//! the message, the change set of the events, and whether the history gains an entry. Pure:
+//! table-tested here, acted on by the reconciler.
+
+use bosun_kit::conditions;
+
+use bosun::package::{PackageResource, resource::HistoryEntry};
+
+use bosun::report::{Change, Report, Stage};
+
+/// `Ready=True`.
+pub const SUCCEEDED: &str = "ReconciliationSucceeded";
+/// Writes, dry runs or the cluster refused the rollout.
+pub const FAILED: &str = "ReconciliationFailed";
+/// The source could not be fetched.
+pub const ARTIFACT_FAILED: &str = "ArtifactFailed";
+/// The package could not be rendered or planned.
+pub const BUILD_FAILED: &str = "BuildFailed";
+/// An applied object did not become healthy.
+pub const HEALTH_CHECK_FAILED: &str = "HealthCheckFailed";
+/// The health wait was stopped by a newer revision or spec.
+pub const HEALTH_CHECK_CANCELED: &str = "HealthCheckCanceled";
+/// Deleting what is no longer rendered failed.
+pub const PRUNE_FAILED: &str = "PruneFailed";
+/// The Package's identity may not do what the rollout needs.
+pub const ACCESS_DENIED: &str = "AccessDenied";
+/// A dependency is not ready yet.
+pub const DEPENDENCY_NOT_READY: &str = "DependencyNotReady";
+/// The rollout failed and the last good revision was applied again.
+pub const ROLLED_BACK: &str = "RolledBack";
+
+/// `status.history` results.
+pub const SUCCEEDED_RUN: &str = "Succeeded";
+/// A rollout that failed.
+pub const FAILED_RUN: &str = "Failed";
+
+/// The failed run a rollback undid, when the newest history entry is that rollback.
+pub fn rolled_back_from(history: &[HistoryEntry]) -> Option<&HistoryEntry> {
+    match history {
+        [newest, failed, ..] if newest.result == ROLLED_BACK && failed.result == FAILED_RUN => Some(failed),
+        _ => None,
+    }
+}
+
+/// Whether an error message is the API server's refusal to authorize (403): upstream's
+/// messages say `… is forbidden: User "…" cannot <verb> resource …`.
+pub fn is_forbidden(message: &str) -> bool {
+    message.contains("is forbidden") || message.contains("cannot ") && message.contains("User \"")
+}
+
+/// The `Ready=False` reason for a failed rollout.
+pub fn failure_reason(report: &Report) -> &'static str {
+    let Some(failure) = &report.failure else { return SUCCEEDED };
+    if failure.objects.iter().any(|(_, message)| is_forbidden(message)) || is_forbidden(&failure.reason) {
+        return ACCESS_DENIED;
+    }
+    match failure.stage {
+        Stage::Health => HEALTH_CHECK_FAILED,
+        Stage::Canceled => HEALTH_CHECK_CANCELED,
+        Stage::Prune => PRUNE_FAILED,
+        Stage::Apply => FAILED,
+    }
+}
+
+/// Objects named in a failure message before the rest is summed up.
+const NAMED_OBJECTS: usize = 5;
+
+/// The failure on one line (it is the `Status` column of `kubectl get packages`): what
+/// stopped the rollout, then each object and its message.
+pub fn failure_message(report: &Report) -> String {
+    let Some(failure) = &report.failure else { return String::new() };
+    let mut parts = vec![format!("group {:?}: {}", failure.group, failure.reason)];
+    for (object, why) in failure.objects.iter().take(NAMED_OBJECTS) {
+        parts.push(format!("{object}: {}", why.replace('\n', " ")));
+    }
+    if failure.objects.len() > NAMED_OBJECTS {
+        parts.push(format!("and {} more", failure.objects.len() - NAMED_OBJECTS));
+    }
+    parts.join("; ")
+}
+
+/// The change set as Flux's events list it, one line per written object:
+/// `Deployment/team/web configured`.
+pub fn change_set(report: &Report) -> String {
+    report
+        .changes
+        .iter()
+        .filter(|c| matches!(c.change, Change::Created | Change::Configured | Change::Deleted))
+        .map(|c| format!("{} {}", c.object, c.change.word()))
+        .collect::<Vec<_>>()
+        .join("\n")
+}
+
+/// The change set counted, for notifications: `1 created, 2 configured, 3 unchanged` (the
+/// kinds of change that happened, in apply order of importance; `nothing applied` for none).
+pub fn summary(report: &Report) -> String {
+    let kinds = [Change::Created, Change::Configured, Change::Deleted, Change::Failed, Change::Unchanged];
+    let parts: Vec<String> = kinds
+        .into_iter()
+        .filter_map(|change| {
+            let n = report.count(change);
+            (n > 0).then(|| format!("{n} {}", change.word()))
+        })
+        .collect();
+    if parts.is_empty() { "nothing applied".to_string() } else { parts.join(", ") }
+}
+
+/// Whether a run goes into the history: when it wrote something, or ended differently from the
+/// newest entry (another digest, revision or result). A resync that found everything as it was
+/// leaves the history — and so the status — alone, and writes nothing.
+pub fn worth_recording(history: &[HistoryEntry], run: &HistoryEntry, wrote: bool) -> bool {
+    wrote
+        || history.first().is_none_or(|newest| {
+            (&newest.revision, &newest.digest, &newest.result) != (&run.revision, &run.digest, &run.result)
+        })
+}
+
+/// How a run the Package was asked for ended, once it has: `Ok(message)` when `Ready=True`,
+/// `Err(reason: message)` otherwise; `None` while it is not handled yet (`token` is the
+/// request's `bosun.dev/requested-at`; `None` waits for the current generation instead).
+pub fn run_outcome(package: &PackageResource, token: Option<&str>) -> Option<Result<String, String>> {
+    let status = package.status.as_ref()?;
+    if token.is_some() && status.last_handled_reconcile_at.as_deref() != token {
+        return None;
+    }
+    if package.metadata.generation.is_some() && status.observed_generation != package.metadata.generation {
+        return None;
+    }
+    let ready = conditions::get(&status.conditions, conditions::READY)?;
+    match ready.status.as_str() {
+        "True" => Some(Ok(ready.message.clone())),
+        "False" => Some(Err(format!("{}: {}", ready.reason, ready.message))),
+        _ => None,
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use bosun::report::{ChangeEntry, Failure};
+
+    fn failed(stage: Stage, messages: &[&str]) -> Report {
+        let objects = messages.iter().map(|m| ("Deployment/ns/web".to_string(), m.to_string())).collect();
+        Report {
+            failure: Some(Failure { group: "app".into(), stage, reason: "applying failed".into(), objects }),
+            ..Report::default()
+        }
+    }
+
+    #[test]
+    fn failures_get_flux_reasons() {
+        let forbidden = r#"deployments.apps "web" is forbidden: User "system:serviceaccount:ns:a" cannot patch resource "deployments" in API group "apps" in the namespace "ns""#;
+        let cases = [
+            (failed(Stage::Apply, &["field is immutable"]), FAILED),
+            (failed(Stage::Health, &["Progressing: ProgressDeadlineExceeded"]), HEALTH_CHECK_FAILED),
+            (failed(Stage::Canceled, &["waiting"]), HEALTH_CHECK_CANCELED),
+            (failed(Stage::Prune, &["conflict"]), PRUNE_FAILED),
+            (failed(Stage::Apply, &[forbidden]), ACCESS_DENIED),
+            (failed(Stage::Prune, &[forbidden]), ACCESS_DENIED),
+            (Report::default(), SUCCEEDED),
+        ];
+        for (report, reason) in cases {
+            assert_eq!(failure_reason(&report), reason, "{report:?}");
+        }
+    }
+
+    #[test]
+    fn failure_messages_name_the_group_and_at_most_five_objects() {
+        let messages: Vec<String> = (0..7).map(|i| format!("bad {i}")).collect();
+        let refs: Vec<&str> = messages.iter().map(String::as_str).collect();
+        let message = failure_message(&failed(Stage::Apply, &refs));
+        let parts: Vec<&str> = message.split("; ").collect();
+        assert_eq!(parts[0], r#"group "app": applying failed"#);
+        assert_eq!(parts[1], "Deployment/ns/web: bad 0");
+        assert_eq!(parts.len(), 7);
+        assert_eq!(parts[6], "and 2 more");
+        assert!(!message.contains('\n'));
+        assert_eq!(failure_message(&Report::default()), "");
+    }
+
+    #[test]
+    fn the_change_set_lists_writes_only() {
+        let entry = |object: &str, change| ChangeEntry {
+            object: object.into(),
+            key: String::new(),
+            group: "app".into(),
+            change,
+            message: None,
+            health: None,
+        };
+        let report = Report {
+            changes: vec![
+                entry("ConfigMap/ns/a", Change::Unchanged),
+                entry("Deployment/ns/web", Change::Configured),
+                entry("Service/ns/old", Change::Deleted),
+            ],
+            ..Report::default()
+        };
+        assert_eq!(change_set(&report), "Deployment/ns/web configured\nService/ns/old deleted");
+        assert_eq!(summary(&report), "1 configured, 1 deleted, 1 unchanged");
+        assert_eq!(summary(&Report::default()), "nothing applied");
+    }
+
+    #[test]
+    fn a_requested_run_is_over_when_handled_observed_and_ready_is_known() {
+        use k8s_openapi::{apimachinery::pkg::apis::meta::v1::Condition, jiff::Timestamp};
+        let package = |handled: Option<&str>, observed: i64, ready: &str| {
+            let mut package = PackageResource::new("web", bosun::package::PackageSpec::default());
+            package.metadata.generation = Some(2);
+            let condition = Condition {
+                type_: "Ready".into(),
+                status: ready.into(),
+                reason: if ready == "True" { SUCCEEDED } else { FAILED }.into(),
+                message: "m".into(),
+                observed_generation: Some(observed),
+                last_transition_time: k8s_openapi::apimachinery::pkg::apis::meta::v1::Time(Timestamp::UNIX_EPOCH),
+            };
+            package.status = Some(bosun::package::PackageStatus {
+                conditions: vec![condition],
+                observed_generation: Some(observed),
+                last_handled_reconcile_at: handled.map(str::to_string),
+                ..Default::default()
+            });
+            package
+        };
+        let cases = [
+            (package(Some("t1"), 2, "True"), Some("t2"), None),
+            (package(Some("t2"), 1, "True"), Some("t2"), None),
+            (package(Some("t2"), 2, "Unknown"), Some("t2"), None),
+            (package(Some("t2"), 2, "True"), Some("t2"), Some(Ok("m".to_string()))),
+            (package(Some("t2"), 2, "False"), Some("t2"), Some(Err(format!("{FAILED}: m")))),
+            (package(None, 2, "True"), None, Some(Ok("m".to_string()))),
+            (package(None, 1, "True"), None, None),
+        ];
+        for (package, token, expected) in cases {
+            assert_eq!(run_outcome(&package, token), expected, "{:?} {token:?}", package.status);
+        }
+    }
+
+    #[test]
+    fn only_runs_that_wrote_or_ended_differently_are_recorded() {
+        let run = |revision: &str, digest: &str, result: &str| HistoryEntry {
+            revision: revision.into(),
+            digest: digest.into(),
+            result: result.into(),
+            ..HistoryEntry::default()
+        };
+        let history = vec![run("main@sha1:a", "sha256:1", "Succeeded")];
+        let cases = [
+            (run("main@sha1:a", "sha256:1", "Succeeded"), false, false),
+            (run("main@sha1:a", "sha256:1", "Succeeded"), true, true),
+            (run("main@sha1:b", "sha256:1", "Succeeded"), false, true),
+            (run("main@sha1:a", "sha256:2", "Succeeded"), false, true),
+            (run("main@sha1:a", "sha256:1", "Failed"), false, true),
+        ];
+        for (entry, wrote, expected) in cases {
+            assert_eq!(worth_recording(&history, &entry, wrote), expected, "{entry:?} wrote={wrote}");
+        }
+        assert!(worth_recording(&[], &run("r", "d", "Succeeded"), false), "the first run");
+    }
+}

@@ -1,0 +1,138 @@
+//! Reading and naming untyped Kubernetes objects (`serde_json::Value`): the accessors every
+//! stage needs, in one place, so that no stage re-writes `pointer("/metadata/name")`.
+//!
+//! ```
+//! use serde_json::json;
+//! use bosun_core::object;
+//!
+//! let deployment = json!({
+//!     "apiVersion": "apps/v1", "kind": "Deployment",
+//!     "metadata": {"name": "web", "namespace": "shop", "labels": {"app": "web"}},
+//! });
+//! assert_eq!(object::name(&deployment), "web");
+//! assert_eq!(object::label(&deployment, "app"), Some("web"));
+//! assert_eq!(object::describe(&deployment), "Deployment/shop/web");
+//! assert_eq!(object::group_of(object::api_version(&deployment)), "apps");
+//! ```
+
+use kube::api::DynamicObject;
+use serde_json::{Value, json};
+
+/// The string at a JSON pointer, or `""` when it is absent or not a string.
+pub fn text<'a>(object: &'a Value, pointer: &str) -> &'a str {
+    object.pointer(pointer).and_then(Value::as_str).unwrap_or_default()
+}
+
+/// `apiVersion`.
+pub fn api_version(object: &Value) -> &str {
+    text(object, "/apiVersion")
+}
+
+/// `kind`.
+pub fn kind(object: &Value) -> &str {
+    text(object, "/kind")
+}
+
+/// `metadata.name`.
+pub fn name(object: &Value) -> &str {
+    text(object, "/metadata/name")
+}
+
+/// `metadata.namespace` (`""` for cluster-scoped objects and objects that name none).
+pub fn namespace(object: &Value) -> &str {
+    text(object, "/metadata/namespace")
+}
+
+/// `metadata.resourceVersion`.
+pub fn resource_version(object: &Value) -> &str {
+    text(object, "/metadata/resourceVersion")
+}
+
+/// One label's value.
+pub fn label<'a>(object: &'a Value, key: &str) -> Option<&'a str> {
+    object.pointer("/metadata/labels")?.get(key)?.as_str()
+}
+
+/// Sets one label, creating `metadata.labels` when needed.
+pub fn set_label(object: &mut Value, key: &str, value: &str) {
+    let metadata = &mut object["metadata"];
+    if !metadata.get("labels").is_some_and(Value::is_object) {
+        metadata["labels"] = json!({});
+    }
+    metadata["labels"][key] = json!(value);
+}
+
+/// Sets `metadata.namespace`, or removes it when `namespace` is `None`.
+pub fn set_namespace(object: &mut Value, namespace: Option<&str>) {
+    match namespace {
+        Some(namespace) => object["metadata"]["namespace"] = json!(namespace),
+        None => {
+            if let Some(metadata) = object.get_mut("metadata").and_then(Value::as_object_mut) {
+                metadata.remove("namespace");
+            }
+        }
+    }
+}
+
+/// `Kind/namespace/name` (or `Kind/name`), the way every message names an object.
+pub fn describe(object: &Value) -> String {
+    let kind = match kind(object) {
+        "" => "object",
+        kind => kind,
+    };
+    match namespace(object) {
+        "" => format!("{kind}/{}", name(object)),
+        namespace => format!("{kind}/{namespace}/{}", name(object)),
+    }
+}
+
+/// The API group of an `apiVersion` (`apps/v1` → `apps`, `v1` → ``).
+pub fn group_of(api_version: &str) -> &str {
+    api_version.rsplit_once('/').map_or("", |(group, _)| group)
+}
+
+/// A kube-rs object as plain JSON. A `DynamicObject` always serializes (its fields are JSON
+/// already), so this cannot fail.
+pub fn to_value(object: &DynamicObject) -> Value {
+    serde_json::to_value(object).unwrap_or_default()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn describes_objects_as_messages_name_them() {
+        let cases = [
+            (json!({"kind": "ConfigMap", "metadata": {"name": "a", "namespace": "n"}}), "ConfigMap/n/a"),
+            (json!({"kind": "Namespace", "metadata": {"name": "n"}}), "Namespace/n"),
+            (json!({"metadata": {"name": "x"}}), "object/x"),
+            (json!({"kind": "Secret", "metadata": {"name": "s", "namespace": ""}}), "Secret/s"),
+        ];
+        for (object, expected) in cases {
+            assert_eq!(describe(&object), expected, "{object}");
+        }
+    }
+
+    #[test]
+    fn labels_and_namespaces_are_set_and_removed() {
+        let mut object = json!({"kind": "ConfigMap", "metadata": {"name": "a", "labels": null}});
+        set_label(&mut object, "team", "blue");
+        assert_eq!(label(&object, "team"), Some("blue"));
+        assert_eq!(label(&object, "other"), None);
+        set_namespace(&mut object, Some("shop"));
+        assert_eq!(namespace(&object), "shop");
+        set_namespace(&mut object, None);
+        assert!(object["metadata"].get("namespace").is_none());
+        let mut bare = json!({});
+        set_namespace(&mut bare, None);
+        assert_eq!(bare, json!({}));
+    }
+
+    #[test]
+    fn groups_of_api_versions() {
+        for (api_version, group) in [("apps/v1", "apps"), ("v1", ""), ("bosun.dev/v1alpha1", "bosun.dev"), ("", "")] {
+            assert_eq!(group_of(api_version), group);
+        }
+    }
+}
