@@ -68,7 +68,7 @@ fn length(item: &Value) -> Result<Value, FuncError> {
     match &item {
         Value::String(s) => Ok(int_value(s.len())),
         Value::List(l) => Ok(int_value(l.items.len())),
-        Value::Map(m) => Ok(int_value(m.entries.len())),
+        Value::Map(m) => Ok(int_value(m.len())),
         Value::Object(o) if o.length().is_some() => Ok(int_value(o.length().unwrap_or(0))),
         Value::Missing => Err(FuncError::new("reflect: call of reflect.Value.Type on zero Value")),
         other => Err(FuncError::new(format!("len of type {}", other.type_of()))),
@@ -99,7 +99,7 @@ fn index(item: &Value, indexes: &[Value]) -> Result<Value, FuncError> {
                 string_byte(s, x)
             }
             Value::Map(m) => match &index {
-                Value::String(key) => m.entries.get(&**key).cloned().unwrap_or_else(|| m.elem.zero()),
+                Value::String(key) => m.get(key).unwrap_or_else(|| m.elem().zero()),
                 Value::Missing => return Err(FuncError::new("value is nil; should be of type string")),
                 other => {
                     return Err(FuncError::new(format!("value has type {}; should be string", other.type_of())));

@@ -201,7 +201,7 @@ pub(crate) fn assignable(value: &Value, typ: &Type) -> bool {
         (Type::Int(k), Value::Int(_, vk)) => k == vk,
         (Type::Uint(k), Value::Uint(_, vk)) => k == vk,
         (Type::Slice(elem), Value::List(l)) => **elem == l.elem,
-        (Type::Map(elem), Value::Map(m)) => **elem == m.elem,
+        (Type::Map(elem), Value::Map(m)) => **elem == *m.elem(),
         (Type::Named(name), Value::Object(o)) => o.type_name() == **name || o.implements(name),
         _ => false,
     }
@@ -305,7 +305,7 @@ impl<'t> State<'t, '_> {
         let mark = self.vars.len();
         let pairs: Vec<(Value, Value)> = match &value {
             Value::List(l) => l.items.iter().enumerate().map(|(i, v)| (Value::int(i as i64), v.clone())).collect(),
-            Value::Map(m) => m.entries.iter().map(|(k, v)| (Value::from(k.as_str()), v.clone())).collect(),
+            Value::Map(m) => m.snapshot().into_iter().map(|(k, v)| (Value::from(k), v)).collect(),
             Value::Int(n, kind) => {
                 self.check_range_int_vars(r, &value)?;
                 (0..(*n).max(0)).map(|i| (Value::Missing, Value::Int(i, *kind))).collect()
@@ -594,11 +594,11 @@ impl<'t> State<'t, '_> {
                 if has_args {
                     return self.err(format!("{field} is not a method but has arguments"));
                 }
-                return match m.entries.get(field) {
-                    Some(v) => Ok(v.clone()),
+                return match m.get(field) {
+                    Some(v) => Ok(v),
                     None => match self.set.missing_key() {
                         MissingKey::Default => Ok(Value::Missing),
-                        MissingKey::Zero => Ok(m.elem.zero()),
+                        MissingKey::Zero => Ok(m.elem().zero()),
                         MissingKey::Error => self.err(format!("map has no entry for key {}", quote(field, false))),
                     },
                 };

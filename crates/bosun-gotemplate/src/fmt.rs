@@ -524,7 +524,7 @@ impl Printer {
             }
             Value::Map(m) => {
                 self.buf.push_str("map[");
-                for (i, (k, v)) in m.entries.iter().enumerate() {
+                for (i, (k, v)) in m.snapshot().iter().enumerate() {
                     if i > 0 {
                         self.buf.push(' ');
                     }

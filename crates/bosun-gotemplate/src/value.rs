@@ -7,7 +7,7 @@
 
 use std::collections::BTreeMap;
 use std::fmt;
-use std::sync::Arc;
+use std::sync::{Arc, PoisonError, RwLock, RwLockReadGuard, RwLockWriteGuard};
 
 use crate::error::FuncError;
 use crate::exec::Context;
@@ -138,7 +138,7 @@ impl Type {
             Type::Complex128 => Value::Complex(0.0, 0.0),
             Type::String => Value::from(""),
             Type::Slice(elem) => Value::List(Arc::new(List { elem: (**elem).clone(), items: Vec::new() })),
-            Type::Map(elem) => Value::Map(Arc::new(Map { elem: (**elem).clone(), entries: BTreeMap::new() })),
+            Type::Map(elem) => Value::Map(Arc::new(Map::new((**elem).clone(), BTreeMap::new()))),
         }
     }
 }
@@ -172,12 +172,88 @@ pub struct List {
 }
 
 /// A Go map with string keys, iterated and printed in key order as Go does.
-#[derive(Clone, Debug, PartialEq)]
+///
+/// Go maps are references: sprig's `set`, `unset` and `merge` change a map in place and every
+/// holder of it sees the change (charts rely on `{{ $_ := set $d "k" "v" }}`). So a map's entries
+/// sit behind a lock and every clone of a [`Value::Map`] shares them.
 pub struct Map {
+    elem: Type,
+    entries: RwLock<BTreeMap<String, Value>>,
+}
+
+impl Map {
+    /// A map with the given value type and entries.
+    pub fn new(elem: Type, entries: BTreeMap<String, Value>) -> Map {
+        Map { elem, entries: RwLock::new(entries) }
+    }
+
     /// The value type: [`Type::Any`] for `map[string]interface{}`.
-    pub elem: Type,
-    /// The entries, sorted by key (Go sorts string keys bytewise, as `BTreeMap<String, _>` does).
-    pub entries: BTreeMap<String, Value>,
+    pub fn elem(&self) -> &Type {
+        &self.elem
+    }
+
+    /// The entries, for reading. Do not hold the guard across calls that may change the map.
+    pub fn read(&self) -> RwLockReadGuard<'_, BTreeMap<String, Value>> {
+        self.entries.read().unwrap_or_else(PoisonError::into_inner)
+    }
+
+    fn write(&self) -> RwLockWriteGuard<'_, BTreeMap<String, Value>> {
+        self.entries.write().unwrap_or_else(PoisonError::into_inner)
+    }
+
+    /// The value at `key`.
+    pub fn get(&self, key: &str) -> Option<Value> {
+        self.read().get(key).cloned()
+    }
+
+    /// Whether the map has `key`.
+    pub fn contains_key(&self, key: &str) -> bool {
+        self.read().contains_key(key)
+    }
+
+    /// Sets `key` (visible to every holder of the map).
+    pub fn insert(&self, key: String, value: Value) {
+        self.write().insert(key, value);
+    }
+
+    /// Removes `key` (visible to every holder of the map).
+    pub fn remove(&self, key: &str) {
+        self.write().remove(key);
+    }
+
+    /// The number of entries.
+    pub fn len(&self) -> usize {
+        self.read().len()
+    }
+
+    /// Whether the map is empty.
+    pub fn is_empty(&self) -> bool {
+        self.read().is_empty()
+    }
+
+    /// A copy of the entries in key order (values are shared, not deep-copied).
+    pub fn snapshot(&self) -> Vec<(String, Value)> {
+        self.read().iter().map(|(k, v)| (k.clone(), v.clone())).collect()
+    }
+}
+
+impl Clone for Map {
+    /// A new map with the same entries (a shallow copy, not a shared one).
+    fn clone(&self) -> Map {
+        Map::new(self.elem.clone(), self.read().clone())
+    }
+}
+
+impl PartialEq for Map {
+    fn eq(&self, other: &Map) -> bool {
+        std::ptr::eq(self, other) || (self.elem == other.elem && *self.read() == *other.read())
+    }
+}
+
+impl fmt::Debug for Map {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_map().entries(self.read().iter()).finish()
+    }
 }
 
 /// A value a template works on.
@@ -236,12 +312,12 @@ impl Value {
 
     /// A `map[string]interface{}`.
     pub fn map(entries: BTreeMap<String, Value>) -> Value {
-        Value::Map(Arc::new(Map { elem: Type::Any, entries }))
+        Value::Map(Arc::new(Map::new(Type::Any, entries)))
     }
 
     /// A map with the given value type.
     pub fn typed_map(elem: Type, entries: BTreeMap<String, Value>) -> Value {
-        Value::Map(Arc::new(Map { elem, entries }))
+        Value::Map(Arc::new(Map::new(elem, entries)))
     }
 
     /// A host object.
@@ -260,7 +336,7 @@ impl Value {
             Value::Complex(..) => Type::Complex128,
             Value::String(_) => Type::String,
             Value::List(l) => Type::Slice(Arc::new(l.elem.clone())),
-            Value::Map(m) => Type::Map(Arc::new(m.elem.clone())),
+            Value::Map(m) => Type::Map(Arc::new(m.elem().clone())),
             Value::Object(o) => Type::Named(o.type_name().into()),
             Value::Func(_) => Type::Func,
         }
@@ -316,7 +392,7 @@ impl Value {
             Value::Complex(re, im) => *re != 0.0 || *im != 0.0,
             Value::String(s) => !s.is_empty(),
             Value::List(l) => !l.items.is_empty(),
-            Value::Map(m) => !m.entries.is_empty(),
+            Value::Map(m) => !m.is_empty(),
             Value::Object(o) => o.truth(),
             Value::Func(_) => true,
         }
@@ -359,7 +435,7 @@ impl Value {
             Value::String(s) => serde_json::Value::String(s.to_string()),
             Value::List(l) => serde_json::Value::Array(l.items.iter().map(Value::to_json).collect::<Result<_, _>>()?),
             Value::Map(m) => serde_json::Value::Object(
-                m.entries.iter().map(|(k, v)| Ok((k.clone(), v.to_json()?))).collect::<Result<_, FuncError>>()?,
+                m.read().iter().map(|(k, v)| Ok((k.clone(), v.to_json()?))).collect::<Result<_, FuncError>>()?,
             ),
             Value::Object(o) => o.to_json()?,
             Value::Func(f) => return Err(FuncError::new(format!("json: unsupported type: {}", f.type_name()))),
@@ -434,7 +510,7 @@ impl PartialEq for Value {
             (Value::Complex(a, b), Value::Complex(c, d)) => a == c && b == d,
             (Value::String(a), Value::String(b)) => a == b,
             (Value::List(a), Value::List(b)) => a == b,
-            (Value::Map(a), Value::Map(b)) => a == b,
+            (Value::Map(a), Value::Map(b)) => Arc::ptr_eq(a, b) || a == b,
             (Value::Object(a), Value::Object(b)) => match (a.value_key(), b.value_key()) {
                 (Some(ka), Some(kb)) => a.type_name() == b.type_name() && ka == kb,
                 _ => same_object(a, b),
@@ -465,7 +541,7 @@ pub enum Field {
 /// Helm's `.Release`, `.Chart`, `.Files` and `.Capabilities` are objects: `.Files.Get "x"`
 /// calls the method `Get`, `.Release.Name` reads a field. Every method has a default so an
 /// implementation says only what its type has.
-pub trait Object: Send + Sync {
+pub trait Object: std::any::Any + Send + Sync {
     /// Go's name of the type, for `%T` and error messages (`*chart.Metadata`).
     fn type_name(&self) -> String;
 
