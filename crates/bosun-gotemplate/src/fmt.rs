@@ -203,12 +203,6 @@ pub fn format_float_v(f: f64) -> String {
     format_float(f, 'g', -1)
 }
 
-fn format_complex(re: f64, im: f64, verb: char, prec: i32) -> String {
-    let im_s = format_float(im, verb, prec);
-    let im_s = if im_s.starts_with(['-', '+']) { im_s } else { format!("+{im_s}") };
-    format!("({}{}i)", format_float(re, verb, prec), im_s)
-}
-
 #[derive(Clone, Copy, Default)]
 struct Flags {
     plus: bool,
@@ -500,14 +494,14 @@ impl Printer {
             Value::Uint(u, _) => self.fmt_integer(*u, false, false, verb, arg),
             Value::Float(f) => self.fmt_float_verb(*f, verb, arg),
             Value::Complex(re, im) => match verb {
-                'v' | 'b' | 'g' | 'G' | 'x' | 'X' | 'f' | 'F' | 'e' | 'E' => {
-                    let (v, prec) = match verb {
-                        'v' => ('g', -1),
-                        'f' | 'F' | 'e' | 'E' => (verb, self.f.prec.map_or(6, |p| p as i32)),
-                        _ => (verb, self.f.prec.map_or(-1, |p| p as i32)),
-                    };
-                    let s = format_complex(*re, *im, v, prec);
-                    self.pad(&s);
+                'v' | 'g' | 'G' | 'f' | 'F' | 'e' | 'E' => {
+                    // Go formats each part with the flags; the imaginary part always has a sign.
+                    self.buf.push('(');
+                    self.fmt_float_verb(*re, verb, arg);
+                    let plus = std::mem::replace(&mut self.f.plus, true);
+                    self.fmt_float_verb(*im, verb, arg);
+                    self.f.plus = plus;
+                    self.buf.push_str("i)");
                 }
                 _ => self.bad_verb(verb, arg),
             },
