@@ -23,6 +23,7 @@ fn c(re: f64, im: f64) -> Value {
 }
 
 #[test]
+#[allow(clippy::excessive_precision)] // Go's literals, kept as Go's test writes them.
 fn go_fmt_cases() {
     let cases: Vec<(&str, Vec<Value>, &str)> = vec![
         ("%d", vec![i(12345)], "12345"),
