@@ -468,7 +468,7 @@ impl<'t> State<'t, '_> {
             Expr::Dot { .. } => Ok(dot.clone()),
             Expr::Nil { .. } => self.err("nil is not a command"),
             Expr::Number { number, .. } => self.ideal_constant(first, number),
-            Expr::String { text, .. } => Ok(Value::from(text.as_str())),
+            Expr::String { value, .. } => Ok(value.clone()),
             _ => self.err(format!("can't evaluate command {}", quote(&first.to_string(), false))),
         }
     }
@@ -765,11 +765,11 @@ impl<'t> State<'t, '_> {
             (Type::Int(_), _) => self.err(format!("expected integer; found {n}")),
             (Type::Uint(k), Expr::Number { number, .. }) if number.is_uint => Ok(Value::Uint(number.uint, *k)),
             (Type::Uint(_), _) => self.err(format!("expected unsigned integer; found {n}")),
-            (Type::String, Expr::String { text, .. }) => Ok(Value::from(text.as_str())),
+            (Type::String, Expr::String { value, .. }) => Ok(value.clone()),
             (Type::String, _) => self.err(format!("expected string; found {n}")),
             (Type::Any | Type::Reflect, Expr::Bool { value, .. }) => Ok(Value::Bool(*value)),
             (Type::Any | Type::Reflect, Expr::Number { number, .. }) => self.ideal_constant(n, number),
-            (Type::Any | Type::Reflect, Expr::String { text, .. }) => Ok(Value::from(text.as_str())),
+            (Type::Any | Type::Reflect, Expr::String { value, .. }) => Ok(value.clone()),
             _ => self.err(format!("can't handle {n} for arg of type {typ}")),
         }
     }

@@ -399,14 +399,22 @@ impl Lexer<'_> {
         Some(State::InsideAction)
     }
 
-    fn lex_identifier(&mut self) -> Option<State> {
+    /// Scans alphanumerics up to a terminator; the error for a bad character after them.
+    fn scan_word(&mut self) -> Result<(), String> {
         let mut c = self.next();
         while c.is_some_and(is_alphanumeric) {
             c = self.next();
         }
         self.backup(c);
         if !self.at_terminator() {
-            return self.error(format!("bad character {}", unicode_name(c.unwrap_or('\0'))));
+            return Err(format!("bad character {}", unicode_name(c.unwrap_or('\0'))));
+        }
+        Ok(())
+    }
+
+    fn lex_identifier(&mut self) -> Option<State> {
+        if let Err(message) = self.scan_word() {
+            return self.error(message);
         }
         let typ = match &self.input[self.start..self.pos] {
             "block" => ItemType::Block,
@@ -432,13 +440,8 @@ impl Lexer<'_> {
             self.emit(if typ == ItemType::Variable { ItemType::Variable } else { ItemType::Dot });
             return Some(State::InsideAction);
         }
-        let mut c = self.next();
-        while c.is_some_and(is_alphanumeric) {
-            c = self.next();
-        }
-        self.backup(c);
-        if !self.at_terminator() {
-            return self.error(format!("bad character {}", unicode_name(c.unwrap_or('\0'))));
+        if let Err(message) = self.scan_word() {
+            return self.error(message);
         }
         self.emit(typ);
         Some(State::InsideAction)

@@ -7,6 +7,7 @@ use std::sync::Arc;
 
 use crate::error::Error;
 use crate::lex::{Item, ItemType, lex};
+use crate::value::Value;
 
 /// One parsed template: a `{{define}}`d one or a whole file.
 #[derive(Debug)]
@@ -105,10 +106,11 @@ pub(crate) enum Expr {
         pos: usize,
         number: Box<Number>,
     },
+    /// A string constant: its source form (for messages) and its value, built once.
     String {
         pos: usize,
         quoted: String,
-        text: String,
+        value: Value,
     },
     Pipe(Box<Pipe>),
 }
@@ -195,6 +197,38 @@ impl fmt::Display for Expr {
             Expr::Number { number, .. } => f.write_str(&number.text),
             Expr::String { quoted, .. } => f.write_str(quoted),
             Expr::Pipe(pipe) => write!(f, "{pipe}"),
+        }
+    }
+}
+
+impl fmt::Display for ListNode {
+    /// Go's `ListNode.String()` with text shown quoted (Go's tests set `textFormat = "%q"`).
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        self.nodes.iter().try_for_each(|node| write!(f, "{node}"))
+    }
+}
+
+impl fmt::Display for Node {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        let branch = |f: &mut fmt::Formatter<'_>, name: &str, b: &Branch| {
+            write!(f, "{{{{{name} {}}}}}{}", b.pipe, b.list)?;
+            if let Some(else_list) = &b.else_list {
+                write!(f, "{{{{else}}}}{else_list}")?;
+            }
+            f.write_str("{{end}}")
+        };
+        match self {
+            Node::Text(text) => f.write_str(&crate::fmt::quote(text, false)),
+            Node::Action(pipe) => write!(f, "{{{{{pipe}}}}}"),
+            Node::If(b) => branch(f, "if", b),
+            Node::With(b) => branch(f, "with", b),
+            Node::Range(b) => branch(f, "range", b),
+            Node::Template { name, pipe: None, .. } => write!(f, "{{{{template {}}}}}", crate::fmt::quote(name, false)),
+            Node::Template { name, pipe: Some(pipe), .. } => {
+                write!(f, "{{{{template {} {pipe}}}}}", crate::fmt::quote(name, false))
+            }
+            Node::Break => f.write_str("{{break}}"),
+            Node::Continue => f.write_str("{{continue}}"),
         }
     }
 }
@@ -691,8 +725,8 @@ impl Parser<'_> {
                 Expr::Pipe(Box::new(pipe?))
             }
             ItemType::String | ItemType::RawString => {
-                let text = self.unquote(&token.val)?;
-                Expr::String { pos, quoted: token.val, text }
+                let value = Value::from(self.unquote(&token.val)?);
+                Expr::String { pos, quoted: token.val, value }
             }
             _ => {
                 self.backup();

@@ -155,6 +155,12 @@ impl Template {
         names
     }
 
+    /// The parse tree of a template as Go's `Tree.Root.String()` prints it (text nodes quoted),
+    /// for debugging and for comparing parses with Go's.
+    pub fn parse_tree(&self, name: &str) -> Option<String> {
+        self.trees.get(name).map(|tree| tree.root.to_string())
+    }
+
     pub(crate) fn tree(&self, name: &str) -> Option<Arc<Tree>> {
         self.trees.get(name).cloned()
     }
