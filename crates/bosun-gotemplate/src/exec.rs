@@ -13,6 +13,13 @@ use crate::parse::{Branch, Command, Expr, ListNode, Node, Number, Pipe, Tree};
 use crate::template::{MissingKey, Template};
 use crate::value::{Field, Function, IntKind, List, Type, UintKind, Value};
 
+/// Runs `f` with at least a comfortable amount of stack, growing it on the heap when the thread's
+/// own is nearly used up: templates nest as deeply as their authors like, as Go's growable
+/// stacks allow.
+pub(crate) fn grow_stack<R>(f: impl FnOnce() -> R) -> R {
+    stacker::maybe_grow(256 * 1024, 2 * 1024 * 1024, f)
+}
+
 /// State shared by one execution and every execution nested in it (Helm's `include`, `tpl`).
 #[derive(Default)]
 pub(crate) struct Shared {
@@ -248,10 +255,12 @@ impl<'t> State<'t, '_> {
     // Walking.
 
     fn walk_list(&mut self, dot: &Value, list: &'t ListNode) -> Result<(), Flow> {
-        for node in &list.nodes {
-            self.walk(dot, node)?;
-        }
-        Ok(())
+        grow_stack(|| {
+            for node in &list.nodes {
+                self.walk(dot, node)?;
+            }
+            Ok(())
+        })
     }
 
     fn walk(&mut self, dot: &Value, node: &'t Node) -> Result<(), Flow> {
@@ -415,6 +424,10 @@ impl<'t> State<'t, '_> {
     // Evaluation.
 
     fn eval_pipeline(&mut self, dot: &Value, pipe: &'t Pipe) -> EvalResult {
+        grow_stack(|| self.eval_pipeline_inner(dot, pipe))
+    }
+
+    fn eval_pipeline_inner(&mut self, dot: &Value, pipe: &'t Pipe) -> EvalResult {
         self.at = At::Pipe(pipe);
         let mut value = None;
         for cmd in &pipe.cmds {

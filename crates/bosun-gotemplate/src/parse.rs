@@ -146,10 +146,32 @@ pub(crate) struct Number {
     pub complex: (f64, f64),
 }
 
+// Nested lists and pipes are dropped with stack to spare: a tree may nest thousands deep.
+
+impl Drop for ListNode {
+    fn drop(&mut self) {
+        let nodes = std::mem::take(&mut self.nodes);
+        crate::exec::grow_stack(move || drop(nodes));
+    }
+}
+
+impl Drop for Pipe {
+    fn drop(&mut self) {
+        let cmds = std::mem::take(&mut self.cmds);
+        crate::exec::grow_stack(move || drop(cmds));
+    }
+}
+
 // String forms of nodes, as Go's `String()` methods: error messages quote them.
 
 impl fmt::Display for Pipe {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        crate::exec::grow_stack(|| self.write_to(f))
+    }
+}
+
+impl Pipe {
+    fn write_to(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         if !self.decl.is_empty() {
             write!(f, "{} {} ", self.decl.join(", "), if self.is_assign { "=" } else { ":=" })?;
         }
@@ -204,7 +226,7 @@ impl fmt::Display for Expr {
 impl fmt::Display for ListNode {
     /// Go's `ListNode.String()` with text shown quoted (Go's tests set `textFormat = "%q"`).
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        self.nodes.iter().try_for_each(|node| write!(f, "{node}"))
+        crate::exec::grow_stack(|| self.nodes.iter().try_for_each(|node| write!(f, "{node}")))
     }
 }
 
@@ -429,6 +451,10 @@ impl Parser<'_> {
     }
 
     fn item_list(&mut self) -> ParseResult<(ListNode, ListEnd)> {
+        crate::exec::grow_stack(|| self.item_list_inner())
+    }
+
+    fn item_list_inner(&mut self) -> ParseResult<(ListNode, ListEnd)> {
         let mut list = ListNode::default();
         while self.peek_non_space().typ != ItemType::Eof {
             match self.text_or_action()? {
@@ -558,6 +584,10 @@ impl Parser<'_> {
     }
 
     fn pipeline(&mut self, context: &str, end: ItemType) -> ParseResult<Pipe> {
+        crate::exec::grow_stack(|| self.pipeline_inner(context, end))
+    }
+
+    fn pipeline_inner(&mut self, context: &str, end: ItemType) -> ParseResult<Pipe> {
         let token = self.peek_non_space();
         let mut pipe = Pipe { pos: token.pos, is_assign: false, decl: Vec::new(), cmds: Vec::new() };
         // Declarations or assignments first.

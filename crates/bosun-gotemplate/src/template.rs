@@ -22,7 +22,8 @@ pub enum MissingKey {
 }
 
 /// Nesting allowed by default for template calls and nested executions: Helm's limit on
-/// nested `include`s. Go's own limit is 100000, which a Rust stack cannot hold.
+/// nested `include`s. Go's own limit is 100000; a runaway recursion that deep holds gigabytes of
+/// stack before it fails, so the default here is lower ([`Template::set_max_depth`] raises it).
 pub const DEFAULT_MAX_DEPTH: usize = 1000;
 
 /// A set of named templates with their functions and options, as Go's `*template.Template`
@@ -107,8 +108,8 @@ impl Template {
     }
 
     /// Sets how deeply template calls and nested executions may nest (default
-    /// [`DEFAULT_MAX_DEPTH`]). Each level uses stack: a host allowing deep nesting runs
-    /// executions on a thread with a large stack.
+    /// [`DEFAULT_MAX_DEPTH`]). Deep nesting is safe on any thread: the engine grows its stack on
+    /// the heap as it goes.
     pub fn set_max_depth(&mut self, depth: usize) -> &mut Template {
         self.max_depth = depth;
         self
