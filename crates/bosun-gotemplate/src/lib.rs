@@ -31,9 +31,10 @@
 //!
 //! # Dependencies
 //!
-//! This crate depends on no bosun crate, so anything may use it. It uses `serde_json` (values
-//! from and to JSON), `regex`, `jiff` (dates), `sha1`/`sha2`, `base64`, `semver`, `rand` and
-//! `uuid` for sprig; nothing else.
+//! This crate depends on no bosun crate, so anything may use it. It uses `thiserror`,
+//! `serde_json` (values from and to JSON) and `stacker` (templates nest as deeply as in Go without
+//! overflowing a thread's stack), and for sprig `regex`, `jiff` (dates), `sha1`/`sha2`/`hmac`,
+//! `base64`, `rand`, `uuid`, `scrypt` and `aes`; nothing else.
 
 #![warn(missing_docs)]
 

@@ -10,6 +10,7 @@ use crate::error::FuncError;
 use crate::exec::Context;
 use crate::value::{Function, Type, Value};
 
+mod crypto;
 mod dates;
 mod dicts;
 mod encoding;
@@ -19,12 +20,12 @@ mod semver;
 mod strings;
 
 /// Sprig functions this crate does not provide; calling one is an error naming it. They need
-/// crypto this crate does not carry (bcrypt, scrypt, AES-CBC, X.509 generation) or the network.
+/// crypto this crate does not carry (bcrypt, and RSA key generation, which sprig's keys and
+/// certificates use) or the network.
 pub const UNSUPPORTED: &[&str] = &[
     "bcrypt",
     "htpasswd",
     "genPrivateKey",
-    "derivePassword",
     "buildCustomCert",
     "genCA",
     "genCAWithKey",
@@ -32,8 +33,6 @@ pub const UNSUPPORTED: &[&str] = &[
     "genSelfSignedCertWithKey",
     "genSignedCert",
     "genSignedCertWithKey",
-    "encryptAES",
-    "decryptAES",
     "getHostByName",
 ];
 
@@ -47,6 +46,7 @@ pub fn functions() -> Vec<(String, Function)> {
     encoding::register(&mut r);
     dates::register(&mut r);
     semver::register(&mut r);
+    crypto::register(&mut r);
     for name in UNSUPPORTED {
         r.variadic(name, &[], Type::Any, Type::Any, move |_| {
             Err(FuncError::new(format!("{name} is not supported by bosun's template engine")))
