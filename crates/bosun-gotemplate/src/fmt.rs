@@ -152,6 +152,8 @@ pub fn format_float(f: f64, verb: char, prec: i32) -> String {
     let sign = if f.is_sign_negative() { "-" } else { "" };
     let a = f.abs();
     let body = match verb {
+        'b' => format_binary(a),
+        'x' | 'X' => format_hex(a, prec, verb),
         'e' | 'E' => {
             if prec < 0 {
                 let d = Decimal::shortest(a);
@@ -196,6 +198,102 @@ pub fn format_float(f: f64, verb: char, prec: i32) -> String {
         }
     };
     format!("{sign}{body}")
+}
+
+/// The float's mantissa (with its implicit bit) and binary exponent, as Go's `strconv` splits it.
+fn mantissa_exponent(a: f64) -> (u64, i32) {
+    let bits = a.to_bits();
+    let mut exp = ((bits >> 52) & 0x7ff) as i32;
+    let mut mant = bits & ((1 << 52) - 1);
+    if exp == 0 {
+        exp = 1;
+    } else {
+        mant |= 1 << 52;
+    }
+    (mant, exp - 1023)
+}
+
+/// `%b`: decimal mantissa and binary exponent, `4503599627370496p-52`.
+fn format_binary(a: f64) -> String {
+    let (mant, exp) = mantissa_exponent(a);
+    let exp = exp - 52;
+    format!("{mant}p{}{exp}", if exp >= 0 { "+" } else { "" })
+}
+
+/// `%x`: hexadecimal mantissa and binary exponent, `0x1.8p+01`, rounded to `prec` hex digits.
+fn format_hex(a: f64, prec: i32, verb: char) -> String {
+    let (mut mant, mut exp) = mantissa_exponent(a);
+    if mant == 0 {
+        exp = 0;
+    }
+    // The leading 1 at bit 60.
+    mant <<= 60 - 52;
+    while mant != 0 && mant & (1 << 60) == 0 {
+        mant <<= 1;
+        exp -= 1;
+    }
+    if (0..15).contains(&prec) {
+        let shift = (prec * 4) as u32;
+        let extra = (mant << shift) & ((1 << 60) - 1);
+        mant >>= 60 - shift;
+        if extra | (mant & 1) > 1 << 59 {
+            mant += 1;
+        }
+        mant <<= 60 - shift;
+        if mant & (1 << 61) != 0 {
+            mant >>= 1;
+            exp += 1;
+        }
+    }
+    let digits: &[u8; 16] = if verb == 'X' { b"0123456789ABCDEF" } else { b"0123456789abcdef" };
+    let mut out = format!("0{verb}{}", (mant >> 60) & 1);
+    mant <<= 4;
+    if prec < 0 && mant != 0 {
+        out.push('.');
+        while mant != 0 {
+            out.push(digits[((mant >> 60) & 15) as usize] as char);
+            mant <<= 4;
+        }
+    } else if prec > 0 {
+        out.push('.');
+        for _ in 0..prec {
+            out.push(digits[((mant >> 60) & 15) as usize] as char);
+            mant <<= 4;
+        }
+    }
+    out.push(if verb == 'X' { 'P' } else { 'p' });
+    out.push(if exp < 0 { '-' } else { '+' });
+    out.push_str(&format!("{:02}", exp.abs()));
+    out
+}
+
+/// Go's `#` flag on floats: always a decimal point, and for `%g` (and `%x`) trailing zeros up
+/// to the precision (6 when none was given).
+fn sharp_float(body: &str, verb: char, prec: i32) -> String {
+    let mut digits = if matches!(verb, 'v' | 'g' | 'G' | 'x') { if prec < 0 { 6 } else { prec } } else { 0 };
+    let hex = matches!(verb, 'x' | 'X');
+    let tail_at = body.find(|c: char| matches!(c, 'p' | 'P') || (!hex && matches!(c, 'e' | 'E')));
+    let (num, tail) = body.split_at(tail_at.unwrap_or(body.len()));
+    let mut num = num.to_string();
+    let mut seen_nonzero = false;
+    for c in num.chars().filter(|&c| c != '.') {
+        if c != '0' {
+            seen_nonzero = true;
+        }
+        if seen_nonzero {
+            digits -= 1;
+        }
+    }
+    if !num.contains('.') {
+        if num == "0" {
+            digits -= 1;
+        }
+        num.push('.');
+    }
+    for _ in 0..digits.max(0) {
+        num.push('0');
+    }
+    num + tail
 }
 
 /// What `%v` prints for a `float64`.
@@ -494,7 +592,7 @@ impl Printer {
             Value::Uint(u, _) => self.fmt_integer(*u, false, false, verb, arg),
             Value::Float(f) => self.fmt_float_verb(*f, verb, arg),
             Value::Complex(re, im) => match verb {
-                'v' | 'g' | 'G' | 'f' | 'F' | 'e' | 'E' => {
+                'v' | 'b' | 'g' | 'G' | 'x' | 'X' | 'f' | 'F' | 'e' | 'E' => {
                     // Go formats each part with the flags; the imaginary part always has a sign.
                     self.buf.push('(');
                     self.fmt_float_verb(*re, verb, arg);
@@ -695,16 +793,19 @@ impl Printer {
     fn fmt_float_verb(&mut self, f: f64, verb: char, arg: &Value) {
         let (verb, default_prec) = match verb {
             'v' => ('g', -1),
-            'g' | 'G' => (verb, -1),
+            'b' | 'g' | 'G' | 'x' | 'X' => (verb, -1),
             'f' | 'F' | 'e' | 'E' => (verb, 6),
             _ => return self.bad_verb(verb, arg),
         };
         let prec = self.f.prec.map_or(default_prec, |p| p as i32);
         let num = format_float(f, verb, prec);
-        let (mut sign, body) = match num.strip_prefix('-') {
+        let (mut sign, mut body) = match num.strip_prefix('-') {
             Some(rest) => ('-', rest.to_string()),
             None => ('+', num.strip_prefix('+').unwrap_or(&num).to_string()),
         };
+        if self.f.sharp && verb != 'b' && body != "Inf" && body != "NaN" {
+            body = sharp_float(&body, verb, prec);
+        }
         if self.f.space && sign == '+' && !self.f.plus {
             sign = ' ';
         }
