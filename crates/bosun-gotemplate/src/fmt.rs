@@ -589,6 +589,12 @@ impl Printer {
                 _ => self.bad_verb(verb, arg),
             },
             Value::Int(i, _) => self.fmt_integer(i.unsigned_abs(), *i < 0, true, verb, arg),
+            Value::Uint(u, _) if verb == 'v' && self.f.sharp_v => {
+                // Go syntax writes unsigned integers in hex.
+                let sharp = std::mem::replace(&mut self.f.sharp, true);
+                self.fmt_integer(*u, false, false, 'x', arg);
+                self.f.sharp = sharp;
+            }
             Value::Uint(u, _) => self.fmt_integer(*u, false, false, verb, arg),
             Value::Float(f) => self.fmt_float_verb(*f, verb, arg),
             Value::Complex(re, im) => match verb {
@@ -605,32 +611,50 @@ impl Printer {
             },
             Value::String(s) => self.fmt_string(s, verb, arg),
             Value::List(l) => {
-                self.buf.push('[');
+                // Go syntax (`%#v`) is `[]T{a, b}`; otherwise `[a b]`.
+                let (open, separator, close) = if self.f.sharp_v { ("{", ", ", "}") } else { ("[", " ", "]") };
+                if self.f.sharp_v {
+                    self.buf.push_str(&arg.type_name());
+                }
+                self.buf.push_str(open);
                 for (i, item) in l.items.iter().enumerate() {
                     if i > 0 {
-                        self.buf.push(' ');
+                        self.buf.push_str(separator);
                     }
-                    self.print_arg(item, verb, depth + 1);
+                    self.print_element(item, &l.elem, verb, depth);
                 }
-                self.buf.push(']');
+                self.buf.push_str(close);
             }
             Value::Map(m) => {
-                self.buf.push_str("map[");
+                let (open, separator, close) = if self.f.sharp_v { ("{", ", ", "}") } else { ("[", " ", "]") };
+                let name = if self.f.sharp_v { arg.type_name() } else { "map".to_string() };
+                self.buf.push_str(&name);
+                self.buf.push_str(open);
                 for (i, (k, v)) in m.snapshot().iter().enumerate() {
                     if i > 0 {
-                        self.buf.push(' ');
+                        self.buf.push_str(separator);
                     }
                     self.fmt_string(k, verb, &Value::from(k.as_str()));
                     self.buf.push(':');
-                    self.print_arg(v, verb, depth + 1);
+                    self.print_element(v, m.elem(), verb, depth);
                 }
-                self.buf.push(']');
+                self.buf.push_str(close);
             }
             Value::Object(o) => self.print_object(&**o, verb, arg, depth),
             Value::Func(f) => {
                 let s = format!("{f:?}");
                 self.pad(&s);
             }
+        }
+    }
+
+    /// An element of a slice or map: a nil `interface{}` element is `interface {}(nil)` in Go
+    /// syntax.
+    fn print_element(&mut self, item: &Value, elem: &crate::value::Type, verb: char, depth: usize) {
+        if self.f.sharp_v && item.is_nil() {
+            self.buf.push_str(&format!("{elem}(nil)"));
+        } else {
+            self.print_arg(item, verb, depth + 1);
         }
     }
 
