@@ -477,6 +477,20 @@ impl From<f64> for Value {
     }
 }
 
+impl From<Vec<Value>> for Value {
+    /// A `[]interface{}`.
+    fn from(items: Vec<Value>) -> Value {
+        Value::list(items)
+    }
+}
+
+impl From<BTreeMap<String, Value>> for Value {
+    /// A `map[string]interface{}`.
+    fn from(entries: BTreeMap<String, Value>) -> Value {
+        Value::map(entries)
+    }
+}
+
 impl From<serde_json::Value> for Value {
     /// JSON numbers become `float64`, as for Helm values.
     fn from(json: serde_json::Value) -> Value {

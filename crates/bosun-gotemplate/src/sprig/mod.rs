@@ -7,7 +7,6 @@
 //! see [`UNSUPPORTED`].
 
 use crate::error::FuncError;
-use crate::exec::Context;
 use crate::value::{Function, Type, Value};
 
 mod crypto;
@@ -88,18 +87,6 @@ impl Registry {
         if let Some(function) = function {
             self.0.push((name.to_string(), function));
         }
-    }
-
-    /// A function that needs the execution context.
-    #[allow(dead_code)]
-    pub fn with_context(
-        &mut self,
-        name: &str,
-        params: &[Type],
-        result: Type,
-        body: impl Fn(&mut Context<'_>, Vec<Value>) -> Result<Value, FuncError> + Send + Sync + 'static,
-    ) {
-        self.0.push((name.to_string(), Function::new(params.to_vec(), result, body)));
     }
 }
 
