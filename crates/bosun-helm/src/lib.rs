@@ -16,5 +16,9 @@
 
 #![warn(missing_docs)]
 
+pub mod chart;
 pub mod golang;
+pub mod ignore;
+pub mod pattern;
+pub mod semver;
 pub mod yaml;

@@ -370,40 +370,22 @@ impl Emitter {
         if !self.whitespace {
             self.put(' ');
         }
-        let chars: Vec<char> = value.chars().collect();
-        let (mut spaces, mut breaks) = (false, false);
-        for (i, &c) in chars.iter().enumerate() {
-            if c == ' ' {
-                let next_is_space = chars.get(i + 1) == Some(&' ');
-                if allow_breaks && !spaces && self.column > BEST_WIDTH && !next_is_space {
-                    self.write_indent();
-                } else {
-                    self.put(c);
-                }
-                spaces = true;
-            } else if is_break(c) {
-                if !breaks && c == '\n' {
-                    self.put_break();
-                }
-                self.write_break(c);
-                self.indention = true;
-                breaks = true;
-            } else {
-                if breaks {
-                    self.write_indent();
-                }
-                self.put(c);
-                self.indention = false;
-                spaces = false;
-                breaks = false;
-            }
-        }
+        self.write_folded_text(value, allow_breaks, false);
         self.whitespace = false;
         self.indention = false;
     }
 
     fn write_single_quoted(&mut self, value: &str, allow_breaks: bool) {
         self.write_indicator("'", true, false, false);
+        self.write_folded_text(value, allow_breaks, true);
+        self.write_indicator("'", false, false, false);
+        self.whitespace = false;
+        self.indention = false;
+    }
+
+    /// The text of a plain or single-quoted scalar: a space past the line width becomes a line
+    /// break; a quoted scalar doubles its quotes and never breaks at its first or last byte.
+    fn write_folded_text(&mut self, value: &str, allow_breaks: bool, quoted: bool) {
         let chars: Vec<char> = value.chars().collect();
         let last = value.len().saturating_sub(1);
         let (mut spaces, mut breaks) = (false, false);
@@ -411,7 +393,8 @@ impl Emitter {
         for (i, &c) in chars.iter().enumerate() {
             if c == ' ' {
                 let next_is_space = chars.get(i + 1) == Some(&' ');
-                if allow_breaks && !spaces && self.column > BEST_WIDTH && byte > 0 && byte < last && !next_is_space {
+                let inside = !quoted || (byte > 0 && byte < last);
+                if allow_breaks && !spaces && self.column > BEST_WIDTH && inside && !next_is_space {
                     self.write_indent();
                 } else {
                     self.put(c);
@@ -428,7 +411,7 @@ impl Emitter {
                 if breaks {
                     self.write_indent();
                 }
-                if c == '\'' {
+                if quoted && c == '\'' {
                     self.put('\'');
                 }
                 self.put(c);
@@ -438,9 +421,6 @@ impl Emitter {
             }
             byte += c.len_utf8();
         }
-        self.write_indicator("'", false, false, false);
-        self.whitespace = false;
-        self.indention = false;
     }
 
     fn write_double_quoted(&mut self, value: &str, allow_breaks: bool) {
