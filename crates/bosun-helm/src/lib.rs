@@ -21,4 +21,5 @@ pub mod golang;
 pub mod ignore;
 pub mod pattern;
 pub mod semver;
+pub mod strvals;
 pub mod yaml;
