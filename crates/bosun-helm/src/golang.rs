@@ -192,6 +192,23 @@ pub fn to_json_indent(value: &Value, indent: &str) -> String {
     out
 }
 
+/// `fmt.Sprint(v)` (`%v`) of a value decoded from JSON or YAML: `<nil>`, `[a b]`,
+/// `map[a:1 b:2]` (keys sorted), floats in `g` format. What a template prints for a value.
+pub fn sprint(value: &Value) -> String {
+    match value {
+        Value::Null => "<nil>".to_string(),
+        Value::Bool(b) => b.to_string(),
+        Value::Number(n) => format_number(n),
+        Value::String(s) => s.clone(),
+        Value::Array(items) => format!("[{}]", items.iter().map(sprint).collect::<Vec<_>>().join(" ")),
+        Value::Object(map) => {
+            let entries: Vec<String> =
+                sorted_entries(map).into_iter().map(|(k, v)| format!("{k}:{}", sprint(v))).collect();
+            format!("map[{}]", entries.join(" "))
+        }
+    }
+}
+
 /// Every number as a Go `float64`, as `json.Unmarshal` into `any` gives them (`--set-json`,
 /// `fromJson`, values files). An integer beyond 2^53 loses precision as it does in Go.
 pub fn numbers_to_float(value: Value) -> Value {
@@ -279,6 +296,12 @@ mod tests {
             to_json_indent(&value, "  "),
             "{\n  \"a\": {\n    \"c\": \"d\"\n  },\n  \"b\": [\n    1,\n    {}\n  ]\n}"
         );
+    }
+
+    #[test]
+    fn sprint_is_go_percent_v() {
+        let value = json!({"b": [1, "x", null], "a": {"c": 1e6, "d": true}});
+        assert_eq!(sprint(&value), "map[a:map[c:1e+06 d:true] b:[1 x <nil>]]");
     }
 
     #[test]

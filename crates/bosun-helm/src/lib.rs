@@ -22,4 +22,5 @@ pub mod ignore;
 pub mod pattern;
 pub mod semver;
 pub mod strvals;
+pub mod values;
 pub mod yaml;
