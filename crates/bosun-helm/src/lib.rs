@@ -17,8 +17,10 @@
 #![warn(missing_docs)]
 
 pub mod chart;
+pub mod dependencies;
 pub mod golang;
 pub mod ignore;
+pub mod load;
 pub mod pattern;
 pub mod semver;
 pub mod strvals;
