@@ -240,16 +240,9 @@ pub fn process_import_values(
 mod tests {
     use super::*;
     use crate::load::load;
+    use crate::test_files::write;
     use serde_json::json;
     use std::path::Path;
-
-    fn write(dir: &Path, files: &[(&str, &str)]) {
-        for (name, content) in files {
-            let path = dir.join(name);
-            std::fs::create_dir_all(path.parent().unwrap()).unwrap();
-            std::fs::write(path, content).unwrap();
-        }
-    }
 
     const SUBCHART1_DEPENDENCIES: &str = "
 dependencies:

@@ -26,3 +26,18 @@ pub mod semver;
 pub mod strvals;
 pub mod values;
 pub mod yaml;
+
+/// Chart fixtures the unit tests write into temporary directories.
+#[cfg(test)]
+mod test_files {
+    use std::path::Path;
+
+    /// Writes `files` (path, content) below `dir`.
+    pub fn write(dir: &Path, files: &[(&str, &str)]) {
+        for (name, content) in files {
+            let path = dir.join(name);
+            std::fs::create_dir_all(path.parent().unwrap()).unwrap();
+            std::fs::write(path, content).unwrap();
+        }
+    }
+}

@@ -362,14 +362,7 @@ pub fn load_files(files: Vec<File>, display: &str) -> Result<Chart, LoadError> {
 #[cfg(test)]
 mod tests {
     use super::*;
-
-    fn write(dir: &Path, files: &[(&str, &str)]) {
-        for (name, content) in files {
-            let path = dir.join(name);
-            std::fs::create_dir_all(path.parent().unwrap()).unwrap();
-            std::fs::write(path, content).unwrap();
-        }
-    }
+    use crate::test_files::write;
 
     #[test]
     fn directories_load_as_helm_loads_them() {
