@@ -41,3 +41,4 @@ mod test_files {
         }
     }
 }
+pub mod manifest;
