@@ -42,3 +42,4 @@ mod test_files {
     }
 }
 pub mod manifest;
+pub mod schema;
