@@ -41,5 +41,8 @@ mod test_files {
         }
     }
 }
+pub mod files;
 pub mod manifest;
+pub mod release;
+pub mod render;
 pub mod schema;
