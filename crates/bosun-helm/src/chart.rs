@@ -223,14 +223,14 @@ fn sanitize(text: &str) -> String {
 /// A mapping read into a Go struct by sigs.k8s.io/yaml: a key matches a field by its exact
 /// name, else case-insensitively; a number or bool read into a string field becomes its text
 /// (`appVersion: 1.10` is `"1.1"`); unknown keys are ignored.
-struct Fields<'a> {
+pub(crate) struct Fields<'a> {
     file: &'a str,
     prefix: String,
     map: &'a Map<String, Value>,
 }
 
 impl<'a> Fields<'a> {
-    fn new(file: &'a str, prefix: String, map: &'a Map<String, Value>) -> Self {
+    pub(crate) fn new(file: &'a str, prefix: String, map: &'a Map<String, Value>) -> Self {
         Fields { file, prefix, map }
     }
 
@@ -238,7 +238,7 @@ impl<'a> Fields<'a> {
         if self.prefix.is_empty() { field.to_string() } else { format!("{}.{field}", self.prefix) }
     }
 
-    fn invalid(&self, field: &str, message: impl Into<String>) -> ChartError {
+    pub(crate) fn invalid(&self, field: &str, message: impl Into<String>) -> ChartError {
         ChartError::Invalid { file: self.file.to_string(), field: self.path(field), message: message.into() }
     }
 
@@ -259,11 +259,11 @@ impl<'a> Fields<'a> {
         }
     }
 
-    fn string(&self, field: &str) -> Result<Option<String>, ChartError> {
+    pub(crate) fn string(&self, field: &str) -> Result<Option<String>, ChartError> {
         self.get(field).map(|v| self.scalar_text(field, v)).transpose()
     }
 
-    fn strings(&self, field: &str) -> Result<Option<Vec<String>>, ChartError> {
+    pub(crate) fn strings(&self, field: &str) -> Result<Option<Vec<String>>, ChartError> {
         match self.get(field) {
             None => Ok(None),
             Some(Value::Null) => Ok(Some(Vec::new())),
@@ -277,7 +277,7 @@ impl<'a> Fields<'a> {
         }
     }
 
-    fn boolean(&self, field: &str) -> Result<Option<bool>, ChartError> {
+    pub(crate) fn boolean(&self, field: &str) -> Result<Option<bool>, ChartError> {
         match self.get(field) {
             None => Ok(None),
             Some(Value::Null) => Ok(Some(false)),
@@ -286,7 +286,7 @@ impl<'a> Fields<'a> {
         }
     }
 
-    fn list(&self, field: &str) -> Result<Option<&'a Vec<Value>>, ChartError> {
+    pub(crate) fn list(&self, field: &str) -> Result<Option<&'a Vec<Value>>, ChartError> {
         match self.get(field) {
             None | Some(Value::Null) => Ok(None),
             Some(Value::Array(items)) => Ok(Some(items)),
@@ -295,7 +295,7 @@ impl<'a> Fields<'a> {
     }
 
     /// The mappings of a list field; `null` items are refused as Helm's validation refuses them.
-    fn mappings(&self, field: &str) -> Result<Option<Vec<Fields<'a>>>, ChartError> {
+    pub(crate) fn mappings(&self, field: &str) -> Result<Option<Vec<Fields<'a>>>, ChartError> {
         let Some(items) = self.list(field)? else { return Ok(None) };
         items
             .iter()
@@ -348,7 +348,7 @@ fn read_dependencies(fields: &Fields) -> Result<Option<Vec<Dependency>>, ChartEr
     fields.mappings("dependencies")?.map(|items| items.iter().map(read_dependency).collect()).transpose()
 }
 
-fn mapping_of(file: &str, text: &str) -> Result<Map<String, Value>, ChartError> {
+pub(crate) fn mapping_of(file: &str, text: &str) -> Result<Map<String, Value>, ChartError> {
     let to_error = |source| ChartError::Yaml { file: file.to_string(), source };
     // Typed as go-yaml types them: a string field keeps `1` as "1", not "1.0".
     match yaml::documents(text, true).map_err(to_error)?.into_iter().next() {
@@ -362,7 +362,11 @@ fn mapping_of(file: &str, text: &str) -> Result<Map<String, Value>, ChartError> 
 /// set, as Go's decoder does. `file` names the file in errors.
 pub fn read_metadata_into(metadata: &mut Metadata, file: &str, text: &str) -> Result<(), ChartError> {
     let map = mapping_of(file, text)?;
-    let fields = Fields::new(file, String::new(), &map);
+    read_metadata_fields(metadata, &Fields::new(file, String::new(), &map))
+}
+
+/// Sets the metadata fields present in `fields`.
+pub(crate) fn read_metadata_fields(metadata: &mut Metadata, fields: &Fields) -> Result<(), ChartError> {
     set(&mut metadata.name, fields.string("name")?);
     set(&mut metadata.home, fields.string("home")?);
     set(&mut metadata.sources, fields.strings("sources")?);
@@ -391,7 +395,7 @@ pub fn read_metadata_into(metadata: &mut Metadata, file: &str, text: &str) -> Re
         metadata.annotations = Some(annotations);
     }
     set(&mut metadata.kube_version, fields.string("kubeVersion")?);
-    set(&mut metadata.dependencies, read_dependencies(&fields)?);
+    set(&mut metadata.dependencies, read_dependencies(fields)?);
     set(&mut metadata.chart_type, fields.string("type")?);
     Ok(())
 }

@@ -45,4 +45,5 @@ pub mod files;
 pub mod manifest;
 pub mod release;
 pub mod render;
+pub mod repo;
 pub mod schema;
