@@ -433,6 +433,7 @@ exports: {SCBexported1: {SCBexported1A: {SCBexported1B: 1965}}, SCBexported2: {S
 
     /// Helm's `TestProcessDependencyImportValues` expectations.
     #[test]
+    #[allow(clippy::approx_constant)] // Helm's test data: 3.14 is a value, not π.
     fn import_values_as_helm() {
         let root = tempfile::tempdir().unwrap();
         let loaded = population(root.path());

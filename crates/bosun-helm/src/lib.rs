@@ -47,3 +47,4 @@ pub mod release;
 pub mod render;
 pub mod repo;
 pub mod schema;
+pub mod toml;

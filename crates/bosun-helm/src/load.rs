@@ -457,7 +457,8 @@ mod tests {
         let chart_yaml: &[u8] = b"apiVersion: v2\nname: c\nversion: 1.0.0\n";
         let good = tgz(&[("c/Chart.yaml", chart_yaml), ("c/templates/a.yaml", b"kind: A")]);
         assert_eq!(load_archive(&good, "c.tgz").unwrap().templates[0].name, "templates/a.yaml");
-        let cases: &[(&[(&str, &[u8])], &str)] = &[
+        type Entries<'a> = &'a [(&'a str, &'a [u8])];
+        let cases: &[(Entries, &str)] = &[
             (&[("c/Chart.yaml", chart_yaml), ("c/../../etc/x", b"x")], "chart illegally references parent directory"),
             (&[("Chart.yaml", chart_yaml)], "chart illegally contains content outside the base directory"),
             (

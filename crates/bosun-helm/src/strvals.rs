@@ -72,10 +72,12 @@ fn typed_value(text: &str) -> Value {
     if text == "0" {
         return Value::from(0i64);
     }
-    if !text.is_empty() && !text.starts_with('0') && is_go_decimal(text) {
-        if let Ok(i) = text.parse::<i64>() {
-            return Value::from(i);
-        }
+    if !text.is_empty()
+        && !text.starts_with('0')
+        && is_go_decimal(text)
+        && let Ok(i) = text.parse::<i64>()
+    {
+        return Value::from(i);
     }
     Value::String(text.to_string())
 }

@@ -110,7 +110,7 @@ fn in_range(text: &str, low: u32, high: u32) -> bool {
 fn days_in_month(year: &str, month: &str) -> u32 {
     let year: u32 = year.parse().unwrap_or(0);
     match month.parse::<u32>().unwrap_or(0) {
-        2 if year % 4 == 0 && (year % 100 != 0 || year % 400 == 0) => 29,
+        2 if year.is_multiple_of(4) && (!year.is_multiple_of(100) || year.is_multiple_of(400)) => 29,
         2 => 28,
         4 | 6 | 9 | 11 => 30,
         _ => 31,
