@@ -222,6 +222,42 @@ pub fn numbers_to_float(value: Value) -> Value {
     }
 }
 
+fn parse_json(text: &str) -> Result<Value, String> {
+    serde_json::from_str::<Value>(text).map(numbers_to_float).map_err(|e| e.to_string())
+}
+
+/// Helm's `fromJson`: the object (numbers as floats), or on error an object holding the
+/// message under `Error` (serde_json's wording, not Go's).
+pub fn from_json(text: &str) -> Map<String, Value> {
+    let parsed = parse_json(text).and_then(|value| match value {
+        Value::Null => Ok(Map::new()),
+        Value::Object(map) => Ok(map),
+        other => Err(format!(
+            "json: cannot unmarshal {} into Go value of type map[string]interface {{}}",
+            crate::yaml::type_name(&other)
+        )),
+    });
+    parsed.unwrap_or_else(|message| {
+        let mut map = Map::new();
+        map.insert("Error".into(), Value::String(message));
+        map
+    })
+}
+
+/// Helm's `fromJsonArray`: the list (numbers as floats), or on error a list holding the
+/// message.
+pub fn from_json_array(text: &str) -> Vec<Value> {
+    let parsed = parse_json(text).and_then(|value| match value {
+        Value::Null => Ok(Vec::new()),
+        Value::Array(items) => Ok(items),
+        other => Err(format!(
+            "json: cannot unmarshal {} into Go value of type []interface {{}}",
+            crate::yaml::type_name(&other)
+        )),
+    });
+    parsed.unwrap_or_else(|message| vec![Value::String(message)])
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -304,6 +340,23 @@ mod tests {
     fn sprint_is_go_percent_v() {
         let value = json!({"b": [1, "x", null], "a": {"c": 1e6, "d": true}});
         assert_eq!(sprint(&value), "map[a:map[c:1e+06 d:true] b:[1 x <nil>]]");
+    }
+
+    #[test]
+    fn from_json_reports_errors_as_helm_does() {
+        assert_eq!(Value::Object(from_json(r#"{"a": 1, "b": [2]}"#)), json!({"a": 1.0, "b": [2.0]}));
+        assert!(from_json(r#"{"a": 1}"#)["a"].as_number().unwrap().is_f64());
+        assert_eq!(from_json("null"), Map::new());
+        assert_eq!(
+            from_json("[1]")["Error"],
+            "json: cannot unmarshal array into Go value of type map[string]interface {}"
+        );
+        assert!(from_json("{").contains_key("Error"));
+        assert_eq!(from_json_array("[1, \"a\"]"), vec![json!(1.0), json!("a")]);
+        assert_eq!(
+            from_json_array("{}"),
+            vec![json!("json: cannot unmarshal object into Go value of type []interface {}")]
+        );
     }
 
     #[test]

@@ -13,6 +13,7 @@ use std::collections::BTreeMap;
 use std::sync::LazyLock;
 
 use crate::chart::{Chart, Crd};
+use crate::pattern::Pattern;
 use crate::yaml::{self, YamlError};
 
 /// `helm.sh/hook`: the events a hook runs at.
@@ -123,6 +124,9 @@ pub enum ManifestError {
         /// What is wrong.
         message: String,
     },
+    /// A `--show-only` pattern that matches no template.
+    #[error("could not find template {0} in chart")]
+    ShowOnly(String),
 }
 
 /// A rendered object that is not a hook.
@@ -380,6 +384,31 @@ pub fn print(rendered: &Rendered, options: PrintOptions) -> String {
         }
     }
     out
+}
+
+static SOURCE: LazyLock<Regex> = LazyLock::new(|| Regex::new(r"# Source: [^/]+/(.+)").expect("source regex"));
+
+/// `helm template --show-only`: the documents of `printed` (the output of [`print`]) whose
+/// template path below the chart (`templates/x.yaml`, `charts/sub/templates/x.yaml`) matches
+/// a `filepath.Match` pattern, pattern by pattern; a pattern matching none is an error.
+pub fn show_only(printed: &str, patterns: &[&str]) -> Result<String, ManifestError> {
+    let documents = split_manifests(printed);
+    let mut out = String::new();
+    for pattern in patterns {
+        let matcher = Pattern::filepath(pattern).ok();
+        let mut found = false;
+        for document in &documents {
+            let Some(path) = SOURCE.captures(document).map(|c| c[1].to_string()) else { continue };
+            if matcher.as_ref().is_some_and(|m| m.matches(&path)) {
+                out.push_str(&format!("---\n{document}\n"));
+                found = true;
+            }
+        }
+        if !found {
+            return Err(ManifestError::ShowOnly(pattern.to_string()));
+        }
+    }
+    Ok(out)
 }
 
 #[cfg(test)]

@@ -7,7 +7,7 @@
 
 use bosun_helm::chart::Chart;
 use bosun_helm::load::{LoadError, load};
-use bosun_helm::manifest::{AssembleOptions, PrintOptions, assemble, print};
+use bosun_helm::manifest::{AssembleOptions, PrintOptions, assemble, print, show_only};
 use bosun_helm::release::{Capabilities, KubeVersion, ReleaseOptions};
 use bosun_helm::render::{Prepared, RenderError, prepare};
 use bosun_helm::values::{ValueSources, Values, path_value};
@@ -360,4 +360,22 @@ fn templates_are_named_and_scoped_as_helm() {
     let root = prepared.templates.iter().find(|t| t.name == "subchart/templates/service.yaml").unwrap();
     assert_eq!(prepared.data(root)["Subcharts"]["subcharta"]["Chart"]["Name"], "subcharta");
     assert!(matches!(load(&testdata().join("testcharts/nothing")), Err(LoadError::Io { .. })));
+}
+
+/// `--show-only`, from `template.txt`'s output.
+#[test]
+fn show_only_matches_helms_golden_files() {
+    let printed = golden("template.txt");
+    let cases: &[(&[&str], &str)] = &[
+        (&["templates/service.yaml"], "template-show-only-one.txt"),
+        (&["templates/service.yaml", "charts/subcharta/templates/service.yaml"], "template-show-only-multiple.txt"),
+        (&["templates/subdir/role*"], "template-show-only-glob.txt"),
+    ];
+    for (patterns, output) in cases {
+        assert_eq!(show_only(&printed, patterns).unwrap(), golden(output), "{output}");
+    }
+    assert_eq!(
+        show_only(&printed, &["templates/none.yaml"]).unwrap_err().to_string(),
+        "could not find template templates/none.yaml in chart"
+    );
 }
