@@ -388,7 +388,7 @@ pub fn print(rendered: &Rendered, options: PrintOptions) -> String {
 
 static SOURCE: LazyLock<Regex> = LazyLock::new(|| Regex::new(r"# Source: [^/]+/(.+)").expect("source regex"));
 
-/// `helm template --show-only`: the documents of `printed` (the output of [`print`]) whose
+/// `helm template --show-only`: the documents of `printed` (the output of [`print()`]) whose
 /// template path below the chart (`templates/x.yaml`, `charts/sub/templates/x.yaml`) matches
 /// a `filepath.Match` pattern, pattern by pattern; a pattern matching none is an error.
 pub fn show_only(printed: &str, patterns: &[&str]) -> Result<String, ManifestError> {

@@ -8,7 +8,9 @@
 //! prints as `1e+06` in a template. The serde-saphyr crate the workspace uses reads YAML 1.2;
 //! only its event parser is used here, with go-yaml v2's typing on top.
 //!
-//! Writing ([`to_yaml`]): what `toYaml` prints (see [`emit`]).
+//! Writing ([`to_yaml`]): what `toYaml` prints: keys in go-yaml's order, sequences not indented
+//! under their key, strings quoted only where a YAML 1.1 reader would take them for something
+//! else, multi-line strings as `|` blocks, long lines folded at column 80.
 
 mod emit;
 mod parse;
