@@ -11,6 +11,11 @@
 //! `--set-string`, `--set-file`, `--set-literal`, each kind in order (Helm applies the kinds
 //! in this fixed order, not in command-line order). `global` is copied into every subchart.
 //! A `null` deletes a default (it stays only where there was no default to delete).
+//!
+//! One divergence, on purpose: when a parent and a subchart both define a `global` table two
+//! levels deep, Helm's shallow copy lets the subchart's entries leak into the parent's
+//! `global` (and which ones depends on Go's map order); here each chart's globals stay its
+//! own, as Helm intends.
 
 use serde_json::{Map, Value};
 
