@@ -172,6 +172,11 @@ mod tests {
                 json!({"a": long}),
                 "a: 'abcdefghijklmnopqrstuvwxyz ABCDEFGHIJKLMNOPQRSTUVWXYZ 1234567890 abcdefghijklmnopqrstuvwxyz\n  ABCDEFGHIJKLMNOPQRSTUVWXYZ 1234567890 '",
             ),
+            // The same text without its trailing space is plain, folded at the same place.
+            (
+                json!({"a": long.trim_end()}),
+                "a: abcdefghijklmnopqrstuvwxyz ABCDEFGHIJKLMNOPQRSTUVWXYZ 1234567890 abcdefghijklmnopqrstuvwxyz\n  ABCDEFGHIJKLMNOPQRSTUVWXYZ 1234567890",
+            ),
             // Helm's own cases: floats that are whole print as integers after the JSON step.
             (
                 json!({"replicas": 1e6, "ratio": 0.5, "big": 1e21, "tiny": 1e-7}),
