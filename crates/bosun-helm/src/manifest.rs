@@ -134,8 +134,8 @@ pub enum ManifestError {
 pub struct Manifest {
     /// The template it came from (`chart/templates/x.yaml`).
     pub source: String,
-    /// The parsed document (numbers as Helm reads them; `null` for a document holding only
-    /// comments, which Helm keeps and prints).
+    /// The parsed document, integers kept as integers (see [`yaml::parse_object`]); `null`
+    /// for a document holding only comments, which Helm keeps and prints.
     pub object: Value,
     /// The document's text as rendered (leading white space removed, as Helm does).
     pub text: String,
@@ -300,7 +300,7 @@ pub fn assemble(
         for (index, document) in split_manifests(text).into_iter().enumerate() {
             let parse_error =
                 |message: String| ManifestError::Parse { source_file: source.clone(), document: index, message };
-            let object = yaml::parse_document(&document)
+            let object = yaml::parse_object(&document)
                 .map_err(|e: YamlError| parse_error(format!("error converting YAML to JSON: {e}")))?;
             let head = head(&object).map_err(parse_error)?;
             let Some(hook_types) = head.annotations.get(HOOK_ANNOTATION) else {
@@ -527,6 +527,7 @@ metadata:
         );
         assert_eq!(result.manifests.len(), 1);
         assert_eq!(result.manifests[0].object["metadata"]["name"], json!("plain"));
+        assert_eq!(result.hooks[0].object["kind"], json!("ConfigMap"));
         let pre_install: Vec<&str> =
             hooks_for_event(&result.hooks, HookEvent::PreInstall).iter().map(|h| h.name.as_str()).collect();
         assert_eq!(pre_install, ["b", "a"], "by weight, then name");
@@ -540,6 +541,7 @@ metadata:
                 "YAML parse error on c/templates/x.yaml (document 1): error converting YAML to JSON: yaml: line",
             ),
             ("kind: 5\n", "cannot unmarshal number into Go struct field SimpleHead.kind of type string"),
+            ("kind: [a]\n", "cannot unmarshal array into Go struct field SimpleHead.kind of type string"),
             (
                 "kind: A\nmetadata:\n  annotations:\n    helm.sh/hook-weight: 5\n",
                 "cannot unmarshal number into Go struct field SimpleHead.metadata.annotations of type string",

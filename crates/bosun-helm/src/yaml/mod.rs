@@ -90,6 +90,13 @@ pub fn parse_document(text: &str) -> Result<Value, YamlError> {
     Ok(numbers_to_float(first))
 }
 
+/// A Kubernetes object's text as kubectl and Helm read it (sigs.k8s.io/yaml's YAML-to-JSON):
+/// the first document, typed by go-yaml v2, integers kept as integers (`replicas: 3` is the
+/// integer 3, which the API server needs for integer fields).
+pub fn parse_object(text: &str) -> Result<Value, YamlError> {
+    Ok(documents(text, true)?.into_iter().next().unwrap_or(Value::Null))
+}
+
 /// The first document as a mapping (`null` and empty give an empty one).
 pub fn parse_mapping(text: &str) -> Result<Map<String, Value>, YamlError> {
     match parse_document(text)? {
@@ -229,6 +236,15 @@ mod tests {
                 "i": null, "j": 1.1, "1.1": "k", "true": "l", "5": "m"})
         );
         assert!(value["c"].as_number().unwrap().is_f64(), "numbers from YAML are floats");
+    }
+
+    #[test]
+    fn objects_keep_their_integers() {
+        let object = parse_object("spec: {replicas: 3, ratio: 0.5, port: 0x50}\n---\nignored: true\n").unwrap();
+        assert!(object["spec"]["replicas"].is_i64());
+        assert_eq!(object["spec"]["port"], json!(80));
+        assert!(object["spec"]["ratio"].is_f64());
+        assert_eq!(parse_object("").unwrap(), Value::Null);
     }
 
     #[test]
