@@ -300,6 +300,17 @@ impl Client {
         Ok(Resolved { revision: revision(&reference, &head.digest), reference, digest: head.digest })
     }
 
+    /// The manifest `reference` names and its digest (for inspecting an artifact's media types
+    /// and annotations).
+    ///
+    /// # Errors
+    ///
+    /// [`Error::Registry`] (`NotFound` naming the tag), [`Error::Manifest`] for an image index.
+    pub async fn manifest(&self, reference: &Reference) -> Result<(Manifest, String), Error> {
+        let (bytes, head) = self.get_manifest(reference).await?;
+        Ok((Manifest::parse(&bytes, &head.media_type, &reference.to_string())?, head.digest))
+    }
+
     /// Pulls the artifact `resolved` names into `into` (a directory that is empty or does not
     /// exist yet): reads the manifest, checks the signature when `options.verify` asks, then
     /// downloads the selected layer to a file beside `into` (hashing, within the size limit)
@@ -311,10 +322,9 @@ impl Client {
     /// limit, a refused archive entry.
     pub async fn pull(&self, resolved: &Resolved, into: &Path, options: &PullOptions) -> Result<Pulled, Error> {
         let reference = &resolved.reference;
-        let (bytes, head) = self.get_manifest(reference).await?;
-        let manifest = Manifest::parse(&bytes, &head.media_type, &reference.to_string())?;
+        let (manifest, digest) = self.manifest(reference).await?;
         if let Some(verify) = &options.verify {
-            self.verify(reference, &head.digest, verify).await?;
+            self.verify(reference, &digest, verify).await?;
         }
         let layer = select_layer(&manifest, &options.layer.media_type)
             .map_err(|message| ManifestError { reference: reference.to_string(), message })?
@@ -339,13 +349,7 @@ impl Client {
                 file
             }
         };
-        Ok(Pulled {
-            revision: resolved.revision.clone(),
-            digest: head.digest,
-            annotations: manifest.annotations,
-            layer,
-            path,
-        })
+        Ok(Pulled { revision: resolved.revision.clone(), digest, annotations: manifest.annotations, layer, path })
     }
 
     /// The tags of `reference`'s repository (cosign's signature tags left out) with their
@@ -358,11 +362,9 @@ impl Client {
     pub async fn list(&self, reference: &Reference) -> Result<Vec<Listed>, Error> {
         let tags = self.tags(reference).await?;
         let fetches = tags.into_iter().filter(|tag| !is_cosign_tag(tag)).map(|tag| async move {
-            let tagged = reference.with_tag(&tag);
-            let (bytes, head) = self.get_manifest(&tagged).await?;
-            let annotations = Manifest::parse(&bytes, &head.media_type, &tagged.to_string())
-                .map(|m| m.annotations)
-                .unwrap_or_default();
+            let (bytes, head) = self.get_manifest(&reference.with_tag(&tag)).await?;
+            // An image index (no annotations of an artifact) is listed all the same.
+            let annotations = Manifest::parse(&bytes, &head.media_type, "").map(|m| m.annotations).unwrap_or_default();
             let get = |key: &str| annotations.get(key).cloned();
             Ok::<_, Error>(Listed {
                 digest: head.digest,
@@ -411,15 +413,14 @@ impl Client {
         };
         let shown = format!("{}@{digest}", reference.repository_url());
         let signatures = Reference { digest: None, ..reference.with_tag(&cosign::signature_tag(digest)) };
-        let (bytes, head) = match self.get_manifest(&signatures).await {
+        let (manifest, _) = match self.manifest(&signatures).await {
             Ok(found) => found,
-            Err(RegistryError::NotFound { .. }) => {
+            Err(Error::Registry(RegistryError::NotFound { .. })) => {
                 let reason = format!("no signature manifest at tag {}", cosign::signature_tag(digest));
                 return Err(SignatureError::Unsigned { reference: shown, reason }.into());
             }
-            Err(e) => return Err(e.into()),
+            Err(e) => return Err(e),
         };
-        let manifest = Manifest::parse(&bytes, &head.media_type, &signatures.to_string())?;
         let scratch = tempfile::tempdir().map_err(Error::io(&std::env::temp_dir()))?;
         let mut layers = Vec::new();
         let signed = manifest.layers.iter().filter(|l| l.media_type == COSIGN_SIMPLE_SIGNING && l.size <= MAX_PAYLOAD);

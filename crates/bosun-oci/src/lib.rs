@@ -56,5 +56,5 @@ pub use artifact::{Error, Listed, PullOptions, Pulled, PushOptions, Pushed, Reso
 pub use credentials::{CredentialSource, Credentials, CredentialsError, DockerConfig, Lookup};
 pub use helm::{Chart, ChartError, ChartVersion, chart_tag, read_chart};
 pub use reference::{Reference, ReferenceError};
-pub use registry::{Client, ClientOptions, DEFAULT_MAX_BLOB_SIZE, RegistryError};
+pub use registry::{Client, ClientOptions, DEFAULT_MAX_BLOB_SIZE, Protocol, RegistryError};
 pub use select::{Select, TagRange, choose_tag};

@@ -51,8 +51,8 @@ pub struct ClientOptions {
     pub insecure: bool,
     /// More CA certificates to trust (PEM, one or several), besides the system's.
     pub ca_pem: Option<Vec<u8>>,
-    /// Plain HTTP for every registry, not only loopback ones (`--insecure-registry` style).
-    pub plain_http: bool,
+    /// HTTP or HTTPS: by default plain HTTP for loopback registries only.
+    pub protocol: Protocol,
     /// The largest blob downloaded, in bytes.
     pub max_blob_size: u64,
     /// How long connecting to a registry may take.
@@ -69,13 +69,26 @@ impl Default for ClientOptions {
             credentials: CredentialSource::Anonymous,
             insecure: false,
             ca_pem: None,
-            plain_http: false,
+            protocol: Protocol::Auto,
             max_blob_size: DEFAULT_MAX_BLOB_SIZE,
             connect_timeout: Duration::from_secs(30),
             read_timeout: Duration::from_secs(60),
             concurrency: 4,
         }
     }
+}
+
+/// How registries are spoken to.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub enum Protocol {
+    /// Plain HTTP for loopback registries (`localhost`, `127.0.0.0/8`, `::1`), as Docker
+    /// allows them; HTTPS for the others.
+    #[default]
+    Auto,
+    /// HTTPS for every registry, loopback ones too (a local registry with TLS).
+    Https,
+    /// Plain HTTP for every registry (an insecure registry on the network).
+    Http,
 }
 
 /// A registry request failed. Every message names the registry, reference or blob; none
@@ -239,7 +252,11 @@ impl Client {
 
     /// `http(s)://HOST/v2/REPO/` + `path`.
     fn url(&self, reference: &Reference, path: &str) -> String {
-        let scheme = if self.options.plain_http { "http" } else { reference.scheme() };
+        let scheme = match self.options.protocol {
+            Protocol::Auto => reference.scheme(),
+            Protocol::Https => "https",
+            Protocol::Http => "http",
+        };
         format!("{scheme}://{}/v2/{}/{path}", reference.registry, reference.repository)
     }
 
