@@ -350,8 +350,9 @@ impl Client {
                 self.remember(registry, "*", &value);
                 Ok(value)
             }
-            Challenge::Bearer { realm, service, scope: asked } => {
-                let scope = asked.as_deref().unwrap_or(scope);
+            // The scope asked for is what this request needs (`pull,push` for uploads), whatever
+            // the challenge names: a `HEAD` of a blob before an upload is challenged for `pull`.
+            Challenge::Bearer { realm, service } => {
                 let mut query: Vec<(&str, &str)> = vec![("scope", scope)];
                 if let Some(service) = service {
                     query.push(("service", service));
@@ -761,12 +762,12 @@ fn next_link(link: &str) -> Option<String> {
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub(crate) enum Challenge {
     Basic,
-    Bearer { realm: String, service: Option<String>, scope: Option<String> },
+    Bearer { realm: String, service: Option<String> },
 }
 
 impl Challenge {
     /// Parses `Basic realm="…"` or `Bearer realm="…",service="…",scope="…"` (quoted values may
-    /// hold commas); `None` for other schemes or a Bearer without a realm.
+    /// hold commas; the scope is not kept); `None` for other schemes or a Bearer without a realm.
     pub fn parse(header: &str) -> Option<Challenge> {
         let header = header.trim();
         let (scheme, rest) = header.split_once(' ').unwrap_or((header, ""));
@@ -790,11 +791,7 @@ impl Challenge {
             params.insert(key, value.to_string());
             rest = after.trim_start_matches([',', ' ']);
         }
-        Some(Challenge::Bearer {
-            realm: params.remove("realm")?,
-            service: params.remove("service"),
-            scope: params.remove("scope"),
-        })
+        Some(Challenge::Bearer { realm: params.remove("realm")?, service: params.remove("service") })
     }
 }
 
@@ -804,22 +801,19 @@ mod tests {
 
     #[test]
     fn challenges_parse_with_quoted_commas() {
-        let bearer = |realm: &str, service: Option<&str>, scope: Option<&str>| {
-            Some(Challenge::Bearer {
-                realm: realm.into(),
-                service: service.map(str::to_string),
-                scope: scope.map(str::to_string),
-            })
+        let bearer = |realm: &str, service: Option<&str>| {
+            Some(Challenge::Bearer { realm: realm.into(), service: service.map(str::to_string) })
         };
         for (header, expected) in [
             (r#"Basic realm="registry""#, Some(Challenge::Basic)),
             ("basic", Some(Challenge::Basic)),
             (
                 r#"Bearer realm="https://auth.docker.io/token",service="registry.docker.io",scope="repository:a/b:pull,push""#,
-                bearer("https://auth.docker.io/token", Some("registry.docker.io"), Some("repository:a/b:pull,push")),
+                bearer("https://auth.docker.io/token", Some("registry.docker.io")),
             ),
-            (r#"Bearer realm="https://ghcr.io/token", scope="x""#, bearer("https://ghcr.io/token", None, Some("x"))),
-            (r#"Bearer service=s,realm=https://r/t"#, bearer("https://r/t", Some("s"), None)),
+            (r#"Bearer realm="https://ghcr.io/token", scope="x""#, bearer("https://ghcr.io/token", None)),
+            (r#"Bearer service=s,realm=https://r/t"#, bearer("https://r/t", Some("s"))),
+            (r#"Bearer scope="a,b",realm="https://r/t""#, bearer("https://r/t", None)),
             (r#"Bearer service="s""#, None),
             (r#"Bearer realm="unterminated"#, None),
             ("Negotiate abc", None),

@@ -11,7 +11,7 @@ use bosun_oci::{
     cosign::{SignatureError, SigningKey, Verify},
     manifest::{FLUX_CONFIG, FLUX_CONTENT, HELM_CHART_CONTENT, HELM_CONFIG, LayerSelector, OCI_MANIFEST, Operation},
 };
-use support::{Registry, files, write_files};
+use support::{Auth, Registry, TokenService, files, write_files};
 
 const USER: &str = "ci";
 const PASSWORD: &str = "s3cret-pass";
@@ -251,6 +251,49 @@ async fn credentials_are_checked_and_a_refusal_names_registry_and_user() {
     let pushed = client.push_artifact(&reference, dir.path(), keep_all(), &PushOptions::default()).await.expect("push");
     let resolved = client.resolve(&reference, &Select::Reference).await.expect("resolve");
     assert_eq!(resolved.digest, pushed.digest);
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn bearer_tokens_come_from_the_registrys_token_service_and_are_reused() {
+    use std::sync::atomic::Ordering::SeqCst;
+    let tokens = TokenService::start(USER, PASSWORD, "refresh-me").await;
+    let registry = Registry::start_with(
+        true,
+        Some(Auth::Token { realm: tokens.realm.clone(), signer_pem: tokens.signer_pem.clone() }),
+    );
+    let client = registry.client(basic());
+    let dir = manifests_dir("1.0");
+    let reference = registry.reference("team/app:v1");
+    let pushed = client.push_artifact(&reference, dir.path(), keep_all(), &PushOptions::default()).await.expect("push");
+    let resolved = client.resolve(&reference, &Select::Reference).await.expect("resolve");
+    assert_eq!(resolved.digest, pushed.digest);
+    let issued = tokens.issued.load(SeqCst);
+    assert!((1..=2).contains(&issued), "one token per scope (push, then pull): {issued}");
+    for _ in 0..3 {
+        client.resolve(&reference, &Select::Reference).await.expect("resolve");
+    }
+    let into = tempfile::tempdir().expect("tempdir");
+    client.pull(&resolved, &into.path().join("f"), &PullOptions::default()).await.expect("pull");
+    assert_eq!(tokens.issued.load(SeqCst), issued, "tokens are reused");
+
+    // A Docker config's identitytoken is exchanged as an OAuth2 refresh token.
+    let json = format!(r#"{{"auths": {{"{}": {{"identitytoken": "refresh-me"}}}}}}"#, registry.host);
+    let config = DockerConfig::from_json(json.as_bytes(), "config.json").expect("config");
+    let options =
+        ClientOptions { credentials: CredentialSource::Docker(config), ..registry.options(Credentials::Anonymous) };
+    let by_refresh = Client::new(options).expect("client");
+    assert_eq!(by_refresh.resolve(&reference, &Select::Reference).await.expect("resolve").digest, pushed.digest);
+
+    for (credentials, user) in [
+        (Credentials::Basic { username: USER.into(), password: "wrong-password".into() }, USER),
+        (Credentials::IdentityToken("stale".into()), "<identity token>"),
+        (Credentials::Anonymous, "anonymous"),
+    ] {
+        let error = registry.client(credentials).resolve(&reference, &Select::Reference).await.expect_err(user);
+        let text = error.to_string();
+        assert!(matches!(error, Error::Registry(RegistryError::Unauthorized { .. })), "{text}");
+        assert!(text.contains(&registry.host) && text.contains(user) && !text.contains("wrong-password"), "{text}");
+    }
 }
 
 fn base64_encode(text: &str) -> String {
