@@ -322,6 +322,10 @@ impl Client {
     /// limit, a refused archive entry.
     pub async fn pull(&self, resolved: &Resolved, into: &Path, options: &PullOptions) -> Result<Pulled, Error> {
         let reference = &resolved.reference;
+        if std::fs::read_dir(into).is_ok_and(|mut entries| entries.next().is_some()) {
+            let message = "the directory to pull into is not empty".to_string();
+            return Err(Error::Io { path: into.to_path_buf(), message });
+        }
         let (manifest, digest) = self.manifest(reference).await?;
         if let Some(verify) = &options.verify {
             self.verify(reference, &digest, verify).await?;

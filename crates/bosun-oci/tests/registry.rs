@@ -106,6 +106,9 @@ async fn push_list_tag_and_pull_round_trip_over_tls_with_basic_auth() {
     expected.retain(|(path, _, _)| !path.ends_with(".md"));
     assert_eq!(files(&pulled.path), expected, "the same bytes and executable bits, without the filtered file");
 
+    let error = client.pull(&resolved, &pulled.path, &PullOptions::default()).await.expect_err("not empty");
+    assert!(error.to_string().contains("not empty"), "{error}");
+
     let copied = client
         .pull(
             &resolved,
