@@ -20,6 +20,26 @@
 //! - [`Client::verify`] checks cosign key-pair signatures (ECDSA P-256); [`Client::sign`] makes
 //!   them.
 //!
+//! The CLI's `bosun push artifact oci://ghcr.io/org/manifests:v1.2.0 --path=./deploy --creds
+//! user:token --source=… --revision=…`:
+//!
+//! ```no_run
+//! # async fn run() -> Result<(), Box<dyn std::error::Error>> {
+//! use bosun_oci::{Client, ClientOptions, CredentialSource, Credentials, PushOptions, Reference, archive};
+//! let credentials = CredentialSource::Fixed(Credentials::from_creds("user:token")?);
+//! let client = Client::new(ClientOptions { credentials, ..ClientOptions::default() })?;
+//! let reference = Reference::parse("oci://ghcr.io/org/manifests:v1.2.0")?;
+//! let options = PushOptions {
+//!     tags: vec!["latest".into()],
+//!     source: Some("https://github.com/org/fleet".into()),
+//!     revision: Some("main@sha1:0123abcd".into()),
+//!     ..PushOptions::default()
+//! };
+//! let pushed = client.push_artifact(&reference, "./deploy".as_ref(), archive::keep_all(), &options).await?;
+//! println!("pushed {}", pushed.revision); // v1.2.0@sha256:…
+//! # Ok(()) }
+//! ```
+//!
 //! A controller's loop: resolve, compare, pull only when changed.
 //!
 //! ```no_run
