@@ -1,0 +1,835 @@
+//! The registry client: the OCI Distribution API (manifests, blobs, tags) over reqwest, and the
+//! authentication it asks for (`WWW-Authenticate: Basic` or `Bearer` with a token service).
+//!
+//! Written on reqwest directly rather than on `oci-client`: that crate needs reqwest's `stream`
+//! feature, which brings `wasm-streams` 0.5 → `wasm-bindgen` ≥ 0.2.108 into the lock file, while
+//! the workspace's `jrsonnet-evaluator` pins `wasm-bindgen = "=0.2.106"`: the two cannot resolve
+//! in one workspace (and its older releases use reqwest 0.12, a second major version). The API
+//! used here is small (a dozen endpoints), and doing it by hand also gives what `oci-client`
+//! lacks: a size limit on downloads, streaming to disk, and errors that name the registry and
+//! user.
+
+use std::{
+    collections::HashMap,
+    path::{Path, PathBuf},
+    sync::Mutex,
+    time::Duration,
+};
+
+use base64::Engine;
+use reqwest::{
+    Method, RequestBuilder, Response, StatusCode, Url,
+    header::{self, HeaderMap},
+};
+use sha2::{Digest, Sha256};
+use tokio::io::{AsyncReadExt, AsyncWriteExt};
+
+use crate::{
+    credentials::{CredentialSource, Credentials, CredentialsError},
+    reference::Reference,
+};
+
+/// The largest layer downloaded unless [`ClientOptions::max_blob_size`] says otherwise:
+/// artifacts hold configuration, and a bound keeps a wrong reference from filling the disk.
+pub const DEFAULT_MAX_BLOB_SIZE: u64 = 256 << 20;
+/// The largest manifest read (as CNCF distribution's own limit).
+pub(crate) const MAX_MANIFEST_SIZE: u64 = 4 << 20;
+/// Blobs up to this size are uploaded in one request; larger ones in chunks of it.
+const CHUNK: usize = 8 << 20;
+/// The manifest media types asked for.
+const ACCEPT_MANIFESTS: &str = "application/vnd.oci.image.manifest.v1+json, \
+     application/vnd.oci.image.index.v1+json, \
+     application/vnd.docker.distribution.manifest.v2+json, \
+     application/vnd.docker.distribution.manifest.list.v2+json";
+
+/// How a [`Client`] reaches registries.
+#[derive(Debug, Clone)]
+pub struct ClientOptions {
+    /// Credentials per registry.
+    pub credentials: CredentialSource,
+    /// Skip TLS certificate verification (a registry with a self-signed certificate).
+    pub insecure: bool,
+    /// More CA certificates to trust (PEM, one or several), besides the system's.
+    pub ca_pem: Option<Vec<u8>>,
+    /// HTTP or HTTPS: by default plain HTTP for loopback registries only.
+    pub protocol: Protocol,
+    /// The largest blob downloaded, in bytes.
+    pub max_blob_size: u64,
+    /// How long connecting to a registry may take.
+    pub connect_timeout: Duration,
+    /// How long a response may stay silent.
+    pub read_timeout: Duration,
+    /// How many manifests [`Client::list`](crate::Client::list) fetches at once.
+    pub concurrency: usize,
+}
+
+impl Default for ClientOptions {
+    fn default() -> ClientOptions {
+        ClientOptions {
+            credentials: CredentialSource::Anonymous,
+            insecure: false,
+            ca_pem: None,
+            protocol: Protocol::Auto,
+            max_blob_size: DEFAULT_MAX_BLOB_SIZE,
+            connect_timeout: Duration::from_secs(30),
+            read_timeout: Duration::from_secs(60),
+            concurrency: 4,
+        }
+    }
+}
+
+/// How registries are spoken to.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub enum Protocol {
+    /// Plain HTTP for loopback registries (`localhost`, `127.0.0.0/8`, `::1`), as Docker
+    /// allows them; HTTPS for the others.
+    #[default]
+    Auto,
+    /// HTTPS for every registry, loopback ones too (a local registry with TLS).
+    Https,
+    /// Plain HTTP for every registry (an insecure registry on the network).
+    Http,
+}
+
+/// A registry request failed. Every message names the registry, reference or blob; none
+/// carries a password or token.
+#[derive(Debug, thiserror::Error)]
+pub enum RegistryError {
+    /// `401`/`403`: the registry refused the credentials (or wants some).
+    #[error("registry {registry} refused user {user}: {reason}")]
+    Unauthorized {
+        /// `HOST[:PORT]`.
+        registry: String,
+        /// The user name, `anonymous`, or the kind of token.
+        user: String,
+        /// What the registry said.
+        reason: String,
+    },
+    /// No such manifest (tag or digest) or repository.
+    #[error("{what} not found: {reference}")]
+    NotFound {
+        /// `tag v1`, `digest sha256:…`, `repository`.
+        what: String,
+        /// The reference asked for.
+        reference: String,
+    },
+    /// Any other answer than the one expected.
+    #[error("{method} {url}: HTTP {status}: {message}")]
+    Http {
+        /// The request's method.
+        method: String,
+        /// The request's URL (registry URLs carry no credentials).
+        url: String,
+        /// The answer's status.
+        status: u16,
+        /// The registry's error codes and messages.
+        message: String,
+    },
+    /// The registry could not be reached, or the connection broke.
+    #[error("registry {registry}: {message}")]
+    Connection {
+        /// `HOST[:PORT]`.
+        registry: String,
+        /// The cause, down to its root.
+        message: String,
+    },
+    /// A blob or manifest is not what its digest says.
+    #[error("{what} {digest} from {registry}: the content's digest is {actual}")]
+    DigestMismatch {
+        /// `blob`, `manifest`.
+        what: String,
+        /// The digest asked for.
+        digest: String,
+        /// The registry.
+        registry: String,
+        /// The digest of what came.
+        actual: String,
+    },
+    /// A blob or manifest larger than allowed.
+    #[error("{what} {digest} from {registry} is {size} bytes, over the limit of {limit} bytes")]
+    TooLarge {
+        /// `blob`, `manifest`.
+        what: String,
+        /// Its digest.
+        digest: String,
+        /// The registry.
+        registry: String,
+        /// Its size (as announced, or as far as it was read).
+        size: u64,
+        /// The limit.
+        limit: u64,
+    },
+    /// The credentials could not be had.
+    #[error(transparent)]
+    Credentials(#[from] CredentialsError),
+    /// A local file could not be read or written.
+    #[error("{path}: {message}")]
+    Io {
+        /// The file.
+        path: PathBuf,
+        /// What failed.
+        message: String,
+    },
+    /// A client option or a registry answer that cannot be used (a bad CA, a bad header).
+    #[error("registry {registry}: {message}")]
+    Invalid {
+        /// The registry, or `client` for options.
+        registry: String,
+        /// What is wrong.
+        message: String,
+    },
+}
+
+impl RegistryError {
+    pub(crate) fn io(path: &Path) -> impl Fn(std::io::Error) -> RegistryError + '_ {
+        move |e| RegistryError::Io { path: path.to_path_buf(), message: e.to_string() }
+    }
+}
+
+/// A client for OCI registries. Cheap to clone; clones share tokens and credentials, so one
+/// serves a whole controller.
+#[derive(Clone)]
+pub struct Client {
+    pub(crate) http: reqwest::Client,
+    pub(crate) options: std::sync::Arc<ClientOptions>,
+    /// `Authorization` values per `registry \0 scope` (`*` for registries taking Basic).
+    authorizations: std::sync::Arc<Mutex<HashMap<String, String>>>,
+    /// Credentials per registry, once looked up (helpers run once).
+    credentials: std::sync::Arc<tokio::sync::Mutex<HashMap<String, Credentials>>>,
+}
+
+impl std::fmt::Debug for Client {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Client").field("options", &self.options).finish_non_exhaustive()
+    }
+}
+
+/// What a manifest `HEAD` tells.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub(crate) struct ManifestHead {
+    pub digest: String,
+    pub media_type: String,
+}
+
+/// Whether a request reads or writes the repository (the token scope asked for).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum Access {
+    Pull,
+    Push,
+}
+
+impl Client {
+    /// A client with `options`. TLS is rustls with the ring provider (installed process-wide
+    /// when no provider is yet).
+    ///
+    /// # Errors
+    ///
+    /// [`RegistryError::Invalid`] when `ca_pem` holds no usable certificate.
+    pub fn new(options: ClientOptions) -> Result<Client, RegistryError> {
+        let _ = rustls::crypto::ring::default_provider().install_default();
+        let invalid = |message: String| RegistryError::Invalid { registry: "client".into(), message };
+        let mut builder = reqwest::Client::builder()
+            .user_agent(concat!("bosun/", env!("CARGO_PKG_VERSION")))
+            .connect_timeout(options.connect_timeout)
+            .read_timeout(options.read_timeout)
+            .tls_danger_accept_invalid_certs(options.insecure);
+        if let Some(pem) = &options.ca_pem {
+            let certificates = reqwest::Certificate::from_pem_bundle(pem)
+                .map_err(|e| invalid(format!("the CA bundle is not PEM certificates: {e}")))?;
+            if certificates.is_empty() {
+                return Err(invalid("the CA bundle holds no certificate".into()));
+            }
+            builder = builder.tls_certs_merge(certificates);
+        }
+        let http = builder.build().map_err(|e| invalid(chain(&e)))?;
+        Ok(Client {
+            http,
+            options: std::sync::Arc::new(options),
+            authorizations: std::sync::Arc::default(),
+            credentials: std::sync::Arc::default(),
+        })
+    }
+
+    /// `http(s)://HOST/v2/REPO/` + `path`.
+    fn url(&self, reference: &Reference, path: &str) -> String {
+        let scheme = match self.options.protocol {
+            Protocol::Auto => reference.scheme(),
+            Protocol::Https => "https",
+            Protocol::Http => "http",
+        };
+        format!("{scheme}://{}/v2/{}/{path}", reference.registry, reference.repository)
+    }
+
+    async fn credentials_for(&self, registry: &str) -> Result<Credentials, RegistryError> {
+        let mut known = self.credentials.lock().await;
+        if let Some(credentials) = known.get(registry) {
+            return Ok(credentials.clone());
+        }
+        let credentials = self.options.credentials.credentials(registry).await?;
+        known.insert(registry.to_string(), credentials.clone());
+        Ok(credentials)
+    }
+
+    fn remembered(&self, registry: &str, scope: &str) -> Option<String> {
+        let known = self.authorizations.lock().unwrap_or_else(|e| e.into_inner());
+        known.get(&format!("{registry}\0{scope}")).or_else(|| known.get(&format!("{registry}\0*"))).cloned()
+    }
+
+    fn remember(&self, registry: &str, scope: &str, value: &str) {
+        let mut known = self.authorizations.lock().unwrap_or_else(|e| e.into_inner());
+        known.insert(format!("{registry}\0{scope}"), value.to_string());
+    }
+
+    /// Sends the request `build` makes, authenticating as the registry asks: on a `401`, gets
+    /// an `Authorization` for its challenge and sends once more.
+    pub(crate) async fn send(
+        &self,
+        reference: &Reference,
+        access: Access,
+        build: impl Fn(&reqwest::Client) -> RequestBuilder,
+    ) -> Result<Response, RegistryError> {
+        let registry = &reference.registry;
+        let scope = match access {
+            Access::Pull => format!("repository:{}:pull", reference.repository),
+            Access::Push => format!("repository:{}:pull,push", reference.repository),
+        };
+        let credentials = self.credentials_for(registry).await?;
+        let attempt = |authorization: Option<String>| {
+            let mut request = build(&self.http);
+            if let Some(value) = authorization {
+                request = request.header(header::AUTHORIZATION, value);
+            }
+            async move { request.send().await.map_err(|e| connection(registry, &e)) }
+        };
+        let refused = |reason: String| RegistryError::Unauthorized {
+            registry: registry.clone(),
+            user: credentials.user().to_string(),
+            reason,
+        };
+        let remembered = match &credentials {
+            Credentials::Bearer(token) => Some(format!("Bearer {token}")),
+            _ => self.remembered(registry, &scope),
+        };
+        let response = attempt(remembered).await?;
+        if response.status() != StatusCode::UNAUTHORIZED {
+            return Ok(response);
+        }
+        let challenge = response.headers().get(header::WWW_AUTHENTICATE).and_then(|v| v.to_str().ok());
+        let challenge = match (challenge.and_then(Challenge::parse), &credentials) {
+            (Some(challenge), credentials) if !matches!(credentials, Credentials::Bearer(_)) => challenge,
+            _ => return Err(refused(format!("HTTP 401: {}", error_message(response).await))),
+        };
+        let authorization = self.authorize(registry, &scope, &credentials, &challenge).await?;
+        let response = attempt(Some(authorization)).await?;
+        if response.status() == StatusCode::UNAUTHORIZED {
+            return Err(refused(format!("HTTP 401: {}", error_message(response).await)));
+        }
+        Ok(response)
+    }
+
+    /// The `Authorization` answering `challenge`, remembered for the next requests.
+    async fn authorize(
+        &self,
+        registry: &str,
+        scope: &str,
+        credentials: &Credentials,
+        challenge: &Challenge,
+    ) -> Result<String, RegistryError> {
+        let refused = |reason: String| RegistryError::Unauthorized {
+            registry: registry.to_string(),
+            user: credentials.user().to_string(),
+            reason,
+        };
+        match challenge {
+            Challenge::Basic => {
+                let Credentials::Basic { username, password } = credentials else {
+                    return Err(refused("the registry wants a user name and password (HTTP Basic)".into()));
+                };
+                let pair = base64::engine::general_purpose::STANDARD.encode(format!("{username}:{password}"));
+                let value = format!("Basic {pair}");
+                self.remember(registry, "*", &value);
+                Ok(value)
+            }
+            // The scope asked for is what this request needs (`pull,push` for uploads), whatever
+            // the challenge names: a `HEAD` of a blob before an upload is challenged for `pull`.
+            Challenge::Bearer { realm, service } => {
+                let mut query: Vec<(&str, &str)> = vec![("scope", scope)];
+                if let Some(service) = service {
+                    query.push(("service", service));
+                }
+                let request = match credentials {
+                    Credentials::IdentityToken(token) => {
+                        let mut form = query.clone();
+                        form.extend([
+                            ("grant_type", "refresh_token"),
+                            ("refresh_token", token),
+                            ("client_id", "bosun"),
+                        ]);
+                        self.http.post(realm).form(&form)
+                    }
+                    Credentials::Basic { username, password } => {
+                        self.http.get(realm).query(&query).basic_auth(username, Some(password))
+                    }
+                    Credentials::Anonymous | Credentials::Bearer(_) => self.http.get(realm).query(&query),
+                };
+                let response = request.send().await.map_err(|e| connection(registry, &e))?;
+                let status = response.status();
+                if status == StatusCode::UNAUTHORIZED || status == StatusCode::FORBIDDEN {
+                    return Err(refused(format!("the token service answered HTTP {status}")));
+                }
+                if !status.is_success() {
+                    return Err(refused(format!("the token service {realm} answered HTTP {status}")));
+                }
+                #[derive(serde::Deserialize)]
+                struct Token {
+                    token: Option<String>,
+                    access_token: Option<String>,
+                }
+                let token: Token = response
+                    .json()
+                    .await
+                    .map_err(|e| refused(format!("the token service's answer is not a token: {e}")))?;
+                let token = token
+                    .token
+                    .or(token.access_token)
+                    .ok_or_else(|| refused("the token service's answer has no token".into()))?;
+                let value = format!("Bearer {token}");
+                self.remember(registry, scope, &value);
+                Ok(value)
+            }
+        }
+    }
+
+    /// The digest and media type of the manifest `reference` names, by a `HEAD` request (no
+    /// body is downloaded). A registry that sends no `Docker-Content-Digest` is asked with `GET`.
+    pub(crate) async fn head_manifest(&self, reference: &Reference) -> Result<ManifestHead, RegistryError> {
+        let url = self.url(reference, &format!("manifests/{}", reference.manifest_reference()));
+        let response =
+            self.send(reference, Access::Pull, |http| http.head(&url).header(header::ACCEPT, ACCEPT_MANIFESTS)).await?;
+        let response = expect(response, reference, Method::HEAD, &url, StatusCode::OK).await?;
+        match digest_header(response.headers()) {
+            Some(digest) => {
+                let media_type = content_type(response.headers());
+                if let Some(wanted) = reference.digest.as_deref().filter(|wanted| *wanted != digest) {
+                    return Err(mismatch("manifest", wanted, &reference.registry, &digest));
+                }
+                Ok(ManifestHead { digest, media_type })
+            }
+            None => self.get_manifest(reference).await.map(|(_, head)| head),
+        }
+    }
+
+    /// The manifest `reference` names, its bytes checked against its digest.
+    pub(crate) async fn get_manifest(&self, reference: &Reference) -> Result<(Vec<u8>, ManifestHead), RegistryError> {
+        let url = self.url(reference, &format!("manifests/{}", reference.manifest_reference()));
+        let response =
+            self.send(reference, Access::Pull, |http| http.get(&url).header(header::ACCEPT, ACCEPT_MANIFESTS)).await?;
+        let mut response = expect(response, reference, Method::GET, &url, StatusCode::OK).await?;
+        let media_type = content_type(response.headers());
+        let announced = digest_header(response.headers());
+        let what = reference.manifest_reference().to_string();
+        let mut bytes = Vec::new();
+        while let Some(chunk) = response.chunk().await.map_err(|e| connection(&reference.registry, &e))? {
+            bytes.extend_from_slice(&chunk);
+            if bytes.len() as u64 > MAX_MANIFEST_SIZE {
+                return Err(RegistryError::TooLarge {
+                    what: "manifest".into(),
+                    digest: what,
+                    registry: reference.registry.clone(),
+                    size: bytes.len() as u64,
+                    limit: MAX_MANIFEST_SIZE,
+                });
+            }
+        }
+        let digest = sha256_digest(&bytes);
+        if let Some(wanted) = reference.digest.as_deref().or(announced.as_deref()).filter(|w| *w != digest) {
+            return Err(mismatch("manifest", wanted, &reference.registry, &digest));
+        }
+        Ok((bytes, ManifestHead { digest, media_type }))
+    }
+
+    /// Stores `bytes` as a manifest of `media_type` under `reference`'s tag (or digest);
+    /// returns its digest.
+    pub(crate) async fn put_manifest(
+        &self,
+        reference: &Reference,
+        bytes: &[u8],
+        media_type: &str,
+    ) -> Result<String, RegistryError> {
+        let url = self.url(reference, &format!("manifests/{}", reference.manifest_reference()));
+        let response = self
+            .send(reference, Access::Push, |http| {
+                http.put(&url).header(header::CONTENT_TYPE, media_type).body(bytes.to_vec())
+            })
+            .await?;
+        expect(response, reference, Method::PUT, &url, StatusCode::CREATED).await?;
+        Ok(sha256_digest(bytes))
+    }
+
+    /// Whether the repository has blob `digest`.
+    async fn has_blob(&self, reference: &Reference, digest: &str) -> Result<bool, RegistryError> {
+        let url = self.url(reference, &format!("blobs/{digest}"));
+        let response = self.send(reference, Access::Push, |http| http.head(&url)).await?;
+        match response.status() {
+            StatusCode::OK => Ok(true),
+            StatusCode::NOT_FOUND => Ok(false),
+            _ => expect(response, reference, Method::HEAD, &url, StatusCode::OK).await.map(|_| true),
+        }
+    }
+
+    /// Uploads `blob` (unless the repository has it): in one request up to 8 MiB, in chunks
+    /// above, reading the file as it goes.
+    pub(crate) async fn push_blob(&self, reference: &Reference, blob: &Blob) -> Result<(), RegistryError> {
+        if self.has_blob(reference, &blob.digest).await? {
+            return Ok(());
+        }
+        let start = self.url(reference, "blobs/uploads/");
+        let response = self.send(reference, Access::Push, |http| http.post(&start)).await?;
+        let response = expect(response, reference, Method::POST, &start, StatusCode::ACCEPTED).await?;
+        let mut location = upload_location(&response, &start, reference)?;
+        let mut reader = blob.open().await?;
+        let mut offset = 0u64;
+        let whole = blob.size <= CHUNK as u64;
+        while offset < blob.size && !whole {
+            let mut chunk = Vec::with_capacity(CHUNK);
+            (&mut reader).take(CHUNK as u64).read_to_end(&mut chunk).await.map_err(RegistryError::io(&blob.path))?;
+            if chunk.is_empty() {
+                return Err(RegistryError::Io { path: blob.path.clone(), message: "the file shrank".into() });
+            }
+            let range = format!("{offset}-{}", offset + chunk.len() as u64 - 1);
+            let url = location.to_string();
+            let response = self
+                .send(reference, Access::Push, |http| {
+                    http.patch(&url)
+                        .header(header::CONTENT_TYPE, "application/octet-stream")
+                        .header(header::CONTENT_RANGE, &range)
+                        .body(chunk.clone())
+                })
+                .await?;
+            let response = expect(response, reference, Method::PATCH, &url, StatusCode::ACCEPTED).await?;
+            location = upload_location(&response, &url, reference)?;
+            offset += chunk.len() as u64;
+        }
+        let body = if whole {
+            let mut all = Vec::with_capacity(blob.size as usize);
+            reader.read_to_end(&mut all).await.map_err(RegistryError::io(&blob.path))?;
+            all
+        } else {
+            Vec::new()
+        };
+        location.query_pairs_mut().append_pair("digest", &blob.digest);
+        let url = location.to_string();
+        let response = self
+            .send(reference, Access::Push, |http| {
+                http.put(&url).header(header::CONTENT_TYPE, "application/octet-stream").body(body.clone())
+            })
+            .await?;
+        expect(response, reference, Method::PUT, &url, StatusCode::CREATED).await?;
+        Ok(())
+    }
+
+    /// Downloads blob `digest` (announced as `size` bytes) into the file `into`, hashing as it
+    /// goes: refused before the download when `size` is over the limit, and after it when the
+    /// bytes are more than announced or not what the digest says.
+    pub(crate) async fn pull_blob(
+        &self,
+        reference: &Reference,
+        digest: &str,
+        size: u64,
+        into: &Path,
+    ) -> Result<(), RegistryError> {
+        let limit = self.options.max_blob_size;
+        let too_large = |size: u64| RegistryError::TooLarge {
+            what: "blob".into(),
+            digest: digest.to_string(),
+            registry: reference.registry.clone(),
+            size,
+            limit,
+        };
+        if size > limit {
+            return Err(too_large(size));
+        }
+        let url = self.url(reference, &format!("blobs/{digest}"));
+        let response = self.send(reference, Access::Pull, |http| http.get(&url)).await?;
+        let mut response = expect(response, reference, Method::GET, &url, StatusCode::OK).await?;
+        let mut file = tokio::fs::File::create(into).await.map_err(RegistryError::io(into))?;
+        let mut hasher = Sha256::new();
+        let mut read = 0u64;
+        while let Some(chunk) = response.chunk().await.map_err(|e| connection(&reference.registry, &e))? {
+            read += chunk.len() as u64;
+            if read > limit {
+                return Err(too_large(read));
+            }
+            if read > size {
+                let actual = format!("unknown: more than the {size} bytes its descriptor says");
+                return Err(mismatch("blob", digest, &reference.registry, &actual));
+            }
+            hasher.update(&chunk);
+            file.write_all(&chunk).await.map_err(RegistryError::io(into))?;
+        }
+        file.flush().await.map_err(RegistryError::io(into))?;
+        let actual = format!("sha256:{}", hex::encode(hasher.finalize()));
+        if actual != digest {
+            return Err(mismatch("blob", digest, &reference.registry, &actual));
+        }
+        Ok(())
+    }
+
+    /// Every tag of the repository, following the registry's pages.
+    pub(crate) async fn tags(&self, reference: &Reference) -> Result<Vec<String>, RegistryError> {
+        #[derive(serde::Deserialize)]
+        struct Page {
+            tags: Option<Vec<String>>,
+        }
+        let mut tags = Vec::new();
+        let mut next = Some(self.url(reference, "tags/list?n=1000"));
+        while let Some(url) = next.take() {
+            let response = self.send(reference, Access::Pull, |http| http.get(&url)).await?;
+            let response = expect(response, reference, Method::GET, &url, StatusCode::OK).await?;
+            let link = response.headers().get(header::LINK).and_then(|v| v.to_str().ok()).and_then(next_link);
+            next = link
+                .map(|link| Url::parse(&url).and_then(|base| base.join(&link)).map(String::from))
+                .transpose()
+                .map_err(|e| RegistryError::Invalid {
+                    registry: reference.registry.clone(),
+                    message: format!("a bad Link header: {e}"),
+                })?;
+            let page: Page = response.json().await.map_err(|e| connection(&reference.registry, &e))?;
+            tags.extend(page.tags.unwrap_or_default());
+        }
+        Ok(tags)
+    }
+}
+
+/// A blob to upload: a file and its digest and size.
+#[derive(Debug, Clone)]
+pub(crate) struct Blob {
+    pub path: PathBuf,
+    pub digest: String,
+    pub size: u64,
+}
+
+impl Blob {
+    /// Writes `bytes` to `path` and describes it.
+    pub async fn write(path: PathBuf, bytes: &[u8]) -> Result<Blob, RegistryError> {
+        tokio::fs::write(&path, bytes).await.map_err(RegistryError::io(&path))?;
+        Ok(Blob { digest: sha256_digest(bytes), size: bytes.len() as u64, path })
+    }
+
+    /// Describes the file at `path`, reading it through (blocking).
+    pub fn hash(path: PathBuf) -> Result<Blob, RegistryError> {
+        use std::io::Read;
+        let mut file = std::fs::File::open(&path).map_err(RegistryError::io(&path))?;
+        let mut hasher = Sha256::new();
+        let mut buffer = vec![0u8; 64 << 10];
+        let mut size = 0u64;
+        loop {
+            let read = file.read(&mut buffer).map_err(RegistryError::io(&path))?;
+            if read == 0 {
+                break;
+            }
+            hasher.update(&buffer[..read]);
+            size += read as u64;
+        }
+        Ok(Blob { digest: format!("sha256:{}", hex::encode(hasher.finalize())), size, path })
+    }
+
+    async fn open(&self) -> Result<tokio::fs::File, RegistryError> {
+        tokio::fs::File::open(&self.path).await.map_err(RegistryError::io(&self.path))
+    }
+}
+
+/// `sha256:<hex>` of `bytes`.
+pub(crate) fn sha256_digest(bytes: &[u8]) -> String {
+    format!("sha256:{}", hex::encode(Sha256::digest(bytes)))
+}
+
+fn mismatch(what: &str, digest: &str, registry: &str, actual: &str) -> RegistryError {
+    RegistryError::DigestMismatch {
+        what: what.into(),
+        digest: digest.into(),
+        registry: registry.into(),
+        actual: actual.into(),
+    }
+}
+
+fn connection(registry: &str, error: &reqwest::Error) -> RegistryError {
+    RegistryError::Connection { registry: registry.to_string(), message: chain(error) }
+}
+
+/// An error and its causes, `: `-separated.
+fn chain(error: &dyn std::error::Error) -> String {
+    let mut text = error.to_string();
+    let mut source = error.source();
+    while let Some(cause) = source {
+        let shown = cause.to_string();
+        if !text.contains(&shown) {
+            text = format!("{text}: {shown}");
+        }
+        source = cause.source();
+    }
+    text
+}
+
+/// `response` if its status is `wanted`, else the error it means.
+async fn expect(
+    response: Response,
+    reference: &Reference,
+    method: Method,
+    url: &str,
+    wanted: StatusCode,
+) -> Result<Response, RegistryError> {
+    let status = response.status();
+    if status == wanted || (wanted == StatusCode::OK && status.is_success() && method != Method::PUT) {
+        return Ok(response);
+    }
+    if status == StatusCode::NOT_FOUND && url.contains("/manifests/") {
+        let what = match &reference.digest {
+            Some(digest) => format!("digest {digest}"),
+            None => format!("tag {}", reference.manifest_reference()),
+        };
+        return Err(RegistryError::NotFound { what, reference: reference.to_string() });
+    }
+    if status == StatusCode::FORBIDDEN {
+        return Err(RegistryError::Unauthorized {
+            registry: reference.registry.clone(),
+            user: "(as authenticated)".into(),
+            reason: format!("HTTP 403 for {method} {url}: {}", error_message(response).await),
+        });
+    }
+    Err(RegistryError::Http {
+        method: method.to_string(),
+        url: url.to_string(),
+        status: status.as_u16(),
+        message: error_message(response).await,
+    })
+}
+
+/// The registry's `{"errors": [{"code", "message"}]}` as text, or the body's start.
+async fn error_message(response: Response) -> String {
+    let body = response.bytes().await.unwrap_or_default();
+    #[derive(serde::Deserialize)]
+    struct Errors {
+        errors: Vec<ErrorEntry>,
+    }
+    #[derive(serde::Deserialize)]
+    struct ErrorEntry {
+        code: Option<String>,
+        message: Option<String>,
+    }
+    match serde_json::from_slice::<Errors>(&body) {
+        Ok(errors) if !errors.errors.is_empty() => errors
+            .errors
+            .iter()
+            .map(|e| format!("{} {}", e.code.as_deref().unwrap_or_default(), e.message.as_deref().unwrap_or_default()))
+            .collect::<Vec<_>>()
+            .join("; "),
+        _ if body.is_empty() => "(no body)".into(),
+        _ => String::from_utf8_lossy(&body[..body.len().min(200)]).trim().to_string(),
+    }
+}
+
+fn digest_header(headers: &HeaderMap) -> Option<String> {
+    headers.get("docker-content-digest").and_then(|v| v.to_str().ok()).map(str::to_string)
+}
+
+fn content_type(headers: &HeaderMap) -> String {
+    let value = headers.get(header::CONTENT_TYPE).and_then(|v| v.to_str().ok()).unwrap_or_default();
+    value.split(';').next().unwrap_or_default().trim().to_string()
+}
+
+/// Where an upload goes on: the `Location` header, relative to `base`.
+fn upload_location(response: &Response, base: &str, reference: &Reference) -> Result<Url, RegistryError> {
+    let invalid = |message: String| RegistryError::Invalid { registry: reference.registry.clone(), message };
+    let location = response
+        .headers()
+        .get(header::LOCATION)
+        .and_then(|v| v.to_str().ok())
+        .ok_or_else(|| invalid("an upload answer without a Location header".into()))?;
+    Url::parse(base).and_then(|base| base.join(location)).map_err(|e| invalid(format!("a bad upload Location: {e}")))
+}
+
+/// The `rel="next"` target of a `Link` header.
+fn next_link(link: &str) -> Option<String> {
+    link.split(',').find(|part| part.contains("rel=\"next\"")).and_then(|part| {
+        let start = part.find('<')? + 1;
+        let end = part.find('>')?;
+        (start <= end).then(|| part[start..end].to_string())
+    })
+}
+
+/// A `WWW-Authenticate` challenge.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub(crate) enum Challenge {
+    Basic,
+    Bearer { realm: String, service: Option<String> },
+}
+
+impl Challenge {
+    /// Parses `Basic realm="…"` or `Bearer realm="…",service="…",scope="…"` (quoted values may
+    /// hold commas; the scope is not kept); `None` for other schemes or a Bearer without a realm.
+    pub fn parse(header: &str) -> Option<Challenge> {
+        let header = header.trim();
+        let (scheme, rest) = header.split_once(' ').unwrap_or((header, ""));
+        if scheme.eq_ignore_ascii_case("basic") {
+            return Some(Challenge::Basic);
+        }
+        if !scheme.eq_ignore_ascii_case("bearer") {
+            return None;
+        }
+        let mut params: HashMap<String, String> = HashMap::new();
+        let mut rest = rest.trim_start();
+        while let Some((key, after)) = rest.split_once('=') {
+            let key = key.trim().trim_start_matches(',').trim().to_ascii_lowercase();
+            let (value, after) = match after.strip_prefix('"') {
+                Some(quoted) => {
+                    let end = quoted.find('"')?;
+                    (&quoted[..end], &quoted[end + 1..])
+                }
+                None => after.split_at(after.find(',').unwrap_or(after.len())),
+            };
+            params.insert(key, value.to_string());
+            rest = after.trim_start_matches([',', ' ']);
+        }
+        Some(Challenge::Bearer { realm: params.remove("realm")?, service: params.remove("service") })
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn challenges_parse_with_quoted_commas() {
+        let bearer = |realm: &str, service: Option<&str>| {
+            Some(Challenge::Bearer { realm: realm.into(), service: service.map(str::to_string) })
+        };
+        for (header, expected) in [
+            (r#"Basic realm="registry""#, Some(Challenge::Basic)),
+            ("basic", Some(Challenge::Basic)),
+            (
+                r#"Bearer realm="https://auth.docker.io/token",service="registry.docker.io",scope="repository:a/b:pull,push""#,
+                bearer("https://auth.docker.io/token", Some("registry.docker.io")),
+            ),
+            (r#"Bearer realm="https://ghcr.io/token", scope="x""#, bearer("https://ghcr.io/token", None)),
+            (r#"Bearer service=s,realm=https://r/t"#, bearer("https://r/t", Some("s"))),
+            (r#"Bearer scope="a,b",realm="https://r/t""#, bearer("https://r/t", None)),
+            (r#"Bearer service="s""#, None),
+            (r#"Bearer realm="unterminated"#, None),
+            ("Negotiate abc", None),
+        ] {
+            assert_eq!(Challenge::parse(header), expected, "{header}");
+        }
+    }
+
+    #[test]
+    fn next_pages_come_from_the_link_header() {
+        for (link, expected) in [
+            (r#"</v2/app/tags/list?last=b&n=2>; rel="next""#, Some("/v2/app/tags/list?last=b&n=2")),
+            (r#"<https://r/v2/x?a=1>; rel="prev", </next>; rel="next""#, Some("/next")),
+            (r#"</v2/app/tags/list?last=b>; rel="prev""#, None),
+        ] {
+            assert_eq!(next_link(link).as_deref(), expected, "{link}");
+        }
+    }
+}
