@@ -1,22 +1,26 @@
 //! Packages: a directory plus its `Package` spec — read from `bosun.yaml`, or detected from
 //! the directory's contents. The same spec is the `spec` of the `Package` custom resource.
 
+mod renderers;
 pub mod resource;
 pub mod rollout;
+mod sources;
+mod spec;
 
 use std::{
     collections::BTreeMap,
     path::{Path, PathBuf},
 };
 
-use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
-use serde_json::Value;
 
 pub use bosun_core::duration::{INTERVAL_PATTERN, Interval};
 use bosun_core::yaml;
+pub use renderers::*;
 pub use resource::PackageStatus;
 pub use rollout::{Action, FieldComparison, Group, RolloutSpec, Selector, Step, SuccessCheck};
+pub use sources::*;
+pub use spec::*;
 
 /// The file that declares a package.
 pub const PACKAGE_FILE: &str = "bosun.yaml";
@@ -56,19 +60,6 @@ pub enum PackageError {
     },
 }
 
-/// Any JSON value, kept as given (renderer input).
-fn any_value(_: &mut schemars::SchemaGenerator) -> schemars::Schema {
-    schemars::json_schema!({"x-kubernetes-preserve-unknown-fields": true})
-}
-
-/// A map of names to any JSON values.
-fn map_of_any_value(_: &mut schemars::SchemaGenerator) -> schemars::Schema {
-    schemars::json_schema!({
-        "type": "object",
-        "additionalProperties": {"x-kubernetes-preserve-unknown-fields": true},
-    })
-}
-
 /// `bosun.yaml`.
 #[derive(Debug, Clone, Deserialize, Serialize, PartialEq)]
 #[serde(rename_all = "camelCase", deny_unknown_fields)]
@@ -103,389 +94,6 @@ pub struct PackageMetadata {
     pub annotations: BTreeMap<String, String>,
 }
 
-/// What a package renders and how it rolls out. Every field is optional.
-///
-/// It is also the spec of the `Package` custom resource ([`PackageResource`]).
-// Each printer column repeats `type_`, which clippy takes for a duplicated attribute.
-#[allow(clippy::duplicated_attributes)]
-#[derive(Debug, Clone, Default, Deserialize, Serialize, PartialEq, JsonSchema, kube::CustomResource)]
-#[kube(
-    group = "bosun.dev",
-    version = "v1alpha1",
-    kind = "Package",
-    root = "PackageResource",
-    namespaced,
-    status = "PackageStatus",
-    shortname = "pkg",
-    category = "bosun",
-    doc = "A package rolled out continuously from its source by `bosun controller`.",
-    printcolumn(name = "Ready", type_ = "string", json_path = r#".status.conditions[?(@.type=="Ready")].status"#),
-    printcolumn(name = "Status", type_ = "string", json_path = r#".status.conditions[?(@.type=="Ready")].message"#),
-    printcolumn(name = "Revision", type_ = "string", json_path = ".status.lastAppliedRevision", priority = 1),
-    printcolumn(name = "Age", type_ = "date", json_path = ".metadata.creationTimestamp")
-)]
-#[serde(rename_all = "camelCase", deny_unknown_fields)]
-pub struct PackageSpec {
-    /// Where the package comes from (custom resource only; the CLI uses the directory given).
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub source: Option<SourceSpec>,
-    /// The renderer; detected from the directory when absent.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub render: Option<RenderSpec>,
-    /// The renderer's input.
-    #[serde(default, skip_serializing_if = "ConfigSpec::is_empty")]
-    pub config: ConfigSpec,
-    /// Values for `${VAR}` in rendered manifests.
-    #[serde(default, skip_serializing_if = "BTreeMap::is_empty")]
-    pub substitute: BTreeMap<String, String>,
-    /// Namespace set on every namespaced object.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub target_namespace: Option<String>,
-    /// Labels and annotations added to every object.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub common_metadata: Option<CommonMetadata>,
-    /// Groups and steps of the rollout; the default plan when absent.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub rollout: Option<RolloutSpec>,
-    /// Delete objects applied before and no longer rendered.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub prune: Option<bool>,
-    /// Wait for applied objects to become healthy.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub wait: Option<bool>,
-    /// Bound of apply plus wait.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub timeout: Option<Interval>,
-    /// Reconcile again this often (custom resource; `bosun apply --interval`).
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub interval: Option<Interval>,
-    /// Retry this soon after a failure.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub retry_interval: Option<Interval>,
-    /// Packages that must be ready first (custom resource).
-    #[serde(default, skip_serializing_if = "Vec::is_empty")]
-    pub depends_on: Vec<ObjectReference>,
-    /// Stop reconciling (custom resource).
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub suspend: Option<bool>,
-    /// Apply as this service account (custom resource).
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub service_account_name: Option<String>,
-    /// What happens to the applied objects when the `Package` is deleted (custom resource).
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub deletion_policy: Option<DeletionPolicy>,
-    /// SOPS decryption of encrypted manifests with age keys from a Secret (custom resource;
-    /// `bosun render/diff/apply --decrypt-key` locally).
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub decryption: Option<DecryptionSpec>,
-    /// Roll back to the last good revision on failure (custom resource).
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub rollback: Option<RollbackSpec>,
-}
-
-impl PackageSpec {
-    /// The fields set here that only the `Package` controller acts on: `bosun apply`, `diff`
-    /// and `dev` roll out the directory they are given, once, as the caller. Listed so that
-    /// the commands can say they ignore them instead of silently doing something else.
-    pub fn controller_only_fields(&self) -> Vec<&'static str> {
-        let set = [
-            ("source", self.source.is_some()),
-            ("interval", self.interval.is_some()),
-            ("retryInterval", self.retry_interval.is_some()),
-            ("dependsOn", !self.depends_on.is_empty()),
-            ("suspend", self.suspend.is_some()),
-            ("serviceAccountName", self.service_account_name.is_some()),
-            ("rollback", self.rollback.is_some()),
-            ("deletionPolicy", self.deletion_policy.is_some()),
-            ("decryption", self.decryption.is_some()),
-        ];
-        set.into_iter().filter(|(_, present)| *present).map(|(field, _)| field).collect()
-    }
-}
-
-/// A reference to a namespaced object.
-#[derive(Debug, Clone, Default, Deserialize, Serialize, PartialEq, JsonSchema)]
-#[serde(deny_unknown_fields)]
-pub struct ObjectReference {
-    /// Name.
-    pub name: String,
-    /// Namespace (the referrer's when absent).
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub namespace: Option<String>,
-}
-
-/// `spec.source` (custom resource only).
-#[derive(Debug, Clone, Default, Deserialize, Serialize, PartialEq, JsonSchema)]
-#[serde(rename_all = "camelCase", deny_unknown_fields)]
-pub struct SourceSpec {
-    /// A Git repository.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub git: Option<GitSource>,
-    /// A directory on the controller's file system (a workstation, tests, a mounted volume).
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub dir: Option<String>,
-    /// A `.tar.gz` or `.zip` archive downloaded over HTTP(S).
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub archive: Option<ArchiveSource>,
-    /// The objects under a prefix of an S3-compatible bucket.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub bucket: Option<BucketSource>,
-    /// A ConfigMap in the Package's namespace: each key of its `data` and `binaryData` is a file.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub config_map: Option<LocalObjectReference>,
-    /// Path of the package within the source.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub path: Option<String>,
-    /// Files of the source left out, in `.gitignore` syntax, one pattern per line (added to
-    /// the source's `.sourceignore` files and the default exclusions).
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub ignore: Option<String>,
-}
-
-/// A Git repository as a source.
-#[derive(Debug, Clone, Default, Deserialize, Serialize, PartialEq, JsonSchema)]
-#[serde(rename_all = "camelCase", deny_unknown_fields)]
-pub struct GitSource {
-    /// Clone URL.
-    pub url: String,
-    /// Branch, tag or commit.
-    #[serde(default, rename = "ref", skip_serializing_if = "Option::is_none")]
-    pub reference: Option<GitReference>,
-    /// Secret with credentials, in the Package's namespace: `username` and `password`, or
-    /// `bearerToken` (HTTP); `identity` and `known_hosts` (SSH).
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub secret_ref: Option<LocalObjectReference>,
-    /// Bound of one fetch (default 60s).
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub timeout: Option<Interval>,
-}
-
-/// An archive downloaded over HTTP(S) as a source.
-#[derive(Debug, Clone, Default, Deserialize, Serialize, PartialEq, JsonSchema)]
-#[serde(rename_all = "camelCase", deny_unknown_fields)]
-pub struct ArchiveSource {
-    /// `http(s)://…` of a `.tar.gz` (`.tgz`) or `.zip` file.
-    pub url: String,
-    /// The archive's expected SHA-256 (hex): any other content is refused.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub sha256: Option<String>,
-    /// Secret with credentials, in the Package's namespace: `username` and `password`, or
-    /// `bearerToken`.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub secret_ref: Option<LocalObjectReference>,
-    /// Bound of one download (default 60s).
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub timeout: Option<Interval>,
-}
-
-/// An S3-compatible bucket as a source.
-#[derive(Debug, Clone, Default, Deserialize, Serialize, PartialEq, JsonSchema)]
-#[serde(rename_all = "camelCase", deny_unknown_fields)]
-pub struct BucketSource {
-    /// The S3 endpoint: `https://s3.eu-west-1.amazonaws.com`, `http://minio.storage:9000`; a
-    /// bare host means HTTPS.
-    pub endpoint: String,
-    /// The bucket's name.
-    pub bucket: String,
-    /// Only the objects whose keys start with this; it is left out of their paths.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub prefix: Option<String>,
-    /// The region requests are signed for (default `us-east-1`).
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub region: Option<String>,
-    /// Secret with `accesskey` and `secretkey`, in the Package's namespace; none for a public
-    /// bucket.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub secret_ref: Option<LocalObjectReference>,
-    /// Bound of one fetch (default 60s).
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub timeout: Option<Interval>,
-}
-
-/// A reference to an object in the referrer's namespace.
-#[derive(Debug, Clone, Default, Deserialize, Serialize, PartialEq, JsonSchema)]
-#[serde(deny_unknown_fields)]
-pub struct LocalObjectReference {
-    /// Name.
-    pub name: String,
-}
-
-/// A Git reference. When several are set, the first of `commit`, `name`, `semver`, `tag`,
-/// `branch` wins (Flux's precedence); none: the remote's default branch (its `HEAD`).
-#[derive(Debug, Clone, Default, Deserialize, Serialize, PartialEq, JsonSchema)]
-#[serde(deny_unknown_fields)]
-pub struct GitReference {
-    /// Branch name.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub branch: Option<String>,
-    /// Tag name.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub tag: Option<String>,
-    /// A semantic version range over the tags (`>=1.0.0 <2.0.0`, `^1.2`, `~1.2.3`, `1.x`): the
-    /// highest matching tag.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub semver: Option<String>,
-    /// Any reference by its full name (`refs/pull/42/head`).
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub name: Option<String>,
-    /// Commit SHA (with `branch`: that commit, fetched from that branch).
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub commit: Option<String>,
-}
-
-/// `spec.decryption` (Flux's shape).
-#[derive(Debug, Clone, Default, Deserialize, Serialize, PartialEq, JsonSchema)]
-#[serde(rename_all = "camelCase", deny_unknown_fields)]
-pub struct DecryptionSpec {
-    /// `sops`, the only provider.
-    pub provider: DecryptionProvider,
-    /// The Secret (in the Package's namespace) whose `*.agekey` entries hold age private keys.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub secret_ref: Option<LocalObjectReference>,
-}
-
-/// Who encrypted the manifests.
-#[derive(Debug, Clone, Copy, Default, Deserialize, Serialize, PartialEq, Eq, JsonSchema)]
-#[serde(rename_all = "lowercase")]
-pub enum DecryptionProvider {
-    /// SOPS, with age keys.
-    #[default]
-    Sops,
-}
-
-/// What deleting a `Package` does to the objects it applied (Flux's `deletionPolicy`).
-#[derive(Debug, Clone, Copy, Default, Deserialize, Serialize, PartialEq, Eq, JsonSchema)]
-pub enum DeletionPolicy {
-    /// Delete them if `prune` is on, else leave them.
-    #[default]
-    MirrorPrune,
-    /// Delete them.
-    Delete,
-    /// Delete them and wait until they are gone (bounded by `timeout`).
-    WaitForTermination,
-    /// Leave them.
-    Orphan,
-}
-
-/// `spec.rollback` (custom resource only).
-#[derive(Debug, Clone, Default, Deserialize, Serialize, PartialEq, JsonSchema)]
-#[serde(rename_all = "camelCase", deny_unknown_fields)]
-pub struct RollbackSpec {
-    /// When a rollout fails, apply the last good rendered set again (and prune what the
-    /// failed one added); the failed revision is not tried again until the source or spec
-    /// changes, or a reconcile is requested.
-    #[serde(default)]
-    pub on_failure: bool,
-    /// Runs kept in `status.history` (default 5).
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub keep: Option<u32>,
-}
-
-/// `spec.render`: exactly one renderer.
-#[derive(Debug, Clone, Deserialize, Serialize, PartialEq, JsonSchema)]
-#[serde(rename_all = "camelCase", deny_unknown_fields)]
-pub enum RenderSpec {
-    /// Every YAML/JSON file of a directory.
-    Files(FilesSpec),
-    /// A jsonnet program, evaluated in-process.
-    Jsonnet(JsonnetSpec),
-    /// `kustomize build` (or `kubectl kustomize`).
-    Kustomize(KustomizeSpec),
-    /// Any command that prints manifests.
-    Exec(ExecSpec),
-}
-
-/// The files renderer.
-#[derive(Debug, Clone, Deserialize, Serialize, PartialEq, JsonSchema)]
-#[serde(rename_all = "camelCase", deny_unknown_fields)]
-pub struct FilesSpec {
-    /// Directory of manifests, relative to the package (default: the package itself).
-    #[serde(default = "current_dir")]
-    pub dir: String,
-    /// A Locutus rollout file (relative to the package), read as the package's rollout.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub rollout: Option<String>,
-}
-
-fn current_dir() -> String {
-    ".".to_string()
-}
-
-/// The jsonnet renderer.
-#[derive(Debug, Clone, Deserialize, Serialize, PartialEq, JsonSchema)]
-#[serde(rename_all = "camelCase", deny_unknown_fields)]
-pub struct JsonnetSpec {
-    /// The program, relative to the package.
-    #[serde(default = "main_jsonnet")]
-    pub entrypoint: String,
-    /// Library directories, relative to the package (`vendor` is always searched).
-    #[serde(default, skip_serializing_if = "Vec::is_empty")]
-    pub jpath: Vec<String>,
-    /// `std.extVar` values: strings stay strings, anything else is passed as a value.
-    #[serde(default, skip_serializing_if = "BTreeMap::is_empty")]
-    #[schemars(schema_with = "map_of_any_value")]
-    pub ext_vars: BTreeMap<String, Value>,
-    /// Top-level arguments, when the program is a function.
-    #[serde(default, skip_serializing_if = "BTreeMap::is_empty")]
-    #[schemars(schema_with = "map_of_any_value")]
-    pub tlas: BTreeMap<String, Value>,
-}
-
-fn main_jsonnet() -> String {
-    "main.jsonnet".to_string()
-}
-
-/// The kustomize renderer.
-#[derive(Debug, Clone, Deserialize, Serialize, PartialEq, JsonSchema)]
-#[serde(rename_all = "camelCase", deny_unknown_fields)]
-pub struct KustomizeSpec {
-    /// Directory with the `kustomization.yaml`, relative to the package.
-    #[serde(default = "current_dir")]
-    pub dir: String,
-}
-
-/// The exec renderer.
-#[derive(Debug, Clone, Deserialize, Serialize, PartialEq, JsonSchema)]
-#[serde(rename_all = "camelCase", deny_unknown_fields)]
-pub struct ExecSpec {
-    /// Program and arguments; run in the package directory.
-    pub command: Vec<String>,
-    /// Kill the command after this long (default 1m).
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub timeout: Option<Interval>,
-}
-
-/// `spec.config`: the renderer's input.
-#[derive(Debug, Clone, Default, Deserialize, Serialize, PartialEq, JsonSchema)]
-#[serde(rename_all = "camelCase", deny_unknown_fields)]
-pub struct ConfigSpec {
-    /// Inline values.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    #[schemars(schema_with = "any_value")]
-    pub values: Option<Value>,
-    /// A JSON or YAML file, relative to the package; overrides `values` key by key.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub file: Option<String>,
-}
-
-impl ConfigSpec {
-    fn is_empty(&self) -> bool {
-        self.values.is_none() && self.file.is_none()
-    }
-}
-
-/// Labels and annotations for every object.
-#[derive(Debug, Clone, Default, Deserialize, Serialize, PartialEq, JsonSchema)]
-#[serde(rename_all = "camelCase", deny_unknown_fields)]
-pub struct CommonMetadata {
-    /// Labels.
-    #[serde(default, skip_serializing_if = "BTreeMap::is_empty")]
-    pub labels: BTreeMap<String, String>,
-    /// Annotations.
-    #[serde(default, skip_serializing_if = "BTreeMap::is_empty")]
-    pub annotations: BTreeMap<String, String>,
-}
-
 /// How the package was found.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub enum Origin {
@@ -510,33 +118,6 @@ pub struct Package {
     pub spec: PackageSpec,
     /// Where the spec came from.
     pub origin: Origin,
-}
-
-/// The files whose presence marks a directory as a package on its own (without them, any
-/// directory of manifests is one only when named).
-pub const PACKAGE_MARKERS: [&str; 5] =
-    [PACKAGE_FILE, "kustomization.yaml", "kustomization.yml", "Kustomization", "main.jsonnet"];
-
-/// Whether `dir` holds one of the [`PACKAGE_MARKERS`].
-pub fn is_marked_package(dir: &Path) -> bool {
-    PACKAGE_MARKERS.iter().any(|f| dir.join(f).is_file())
-}
-
-/// The renderer a directory's contents imply: `kustomization.yaml` → kustomize,
-/// `main.jsonnet` → jsonnet, else every YAML/JSON file.
-pub fn detect_renderer(dir: &Path) -> RenderSpec {
-    if PACKAGE_MARKERS[1..4].iter().any(|f| dir.join(f).is_file()) {
-        RenderSpec::Kustomize(KustomizeSpec { dir: current_dir() })
-    } else if dir.join("main.jsonnet").is_file() {
-        RenderSpec::Jsonnet(JsonnetSpec {
-            entrypoint: main_jsonnet(),
-            jpath: Vec::new(),
-            ext_vars: BTreeMap::new(),
-            tlas: BTreeMap::new(),
-        })
-    } else {
-        RenderSpec::Files(FilesSpec { dir: current_dir(), rollout: None })
-    }
 }
 
 fn directory_name(dir: &Path) -> String {
@@ -603,7 +184,7 @@ impl Package {
     pub fn from_files(dir: &Path, rollout: Option<&Path>) -> Package {
         let spec = PackageSpec {
             render: Some(RenderSpec::Files(FilesSpec {
-                dir: current_dir(),
+                dir: renderers::current_dir(),
                 rollout: rollout.map(|r| absolute(r).display().to_string()),
             })),
             ..PackageSpec::default()
@@ -614,7 +195,8 @@ impl Package {
     /// A package given by Locutus-style flags: one jsonnet program with library directories.
     pub fn from_jsonnet(entrypoint: &Path, jpath: &[PathBuf]) -> Package {
         let dir = entrypoint.parent().filter(|p| !p.as_os_str().is_empty()).unwrap_or(Path::new(".")).to_path_buf();
-        let file = entrypoint.file_name().map(|f| f.to_string_lossy().into_owned()).unwrap_or_else(main_jsonnet);
+        let file =
+            entrypoint.file_name().map(|f| f.to_string_lossy().into_owned()).unwrap_or_else(renderers::main_jsonnet);
         let spec = PackageSpec {
             render: Some(RenderSpec::Jsonnet(JsonnetSpec {
                 entrypoint: file,

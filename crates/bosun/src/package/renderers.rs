@@ -1,0 +1,111 @@
+//! How a package renders (files, jsonnet, kustomize, a command), declared or detected from
+//! the directory's contents.
+
+use std::{collections::BTreeMap, path::Path};
+
+use schemars::JsonSchema;
+use serde::{Deserialize, Serialize};
+use serde_json::Value;
+
+use super::*;
+
+/// `spec.render`: exactly one renderer.
+#[derive(Debug, Clone, Deserialize, Serialize, PartialEq, JsonSchema)]
+#[serde(rename_all = "camelCase", deny_unknown_fields)]
+pub enum RenderSpec {
+    /// Every YAML/JSON file of a directory.
+    Files(FilesSpec),
+    /// A jsonnet program, evaluated in-process.
+    Jsonnet(JsonnetSpec),
+    /// `kustomize build` (or `kubectl kustomize`).
+    Kustomize(KustomizeSpec),
+    /// Any command that prints manifests.
+    Exec(ExecSpec),
+}
+
+/// The files renderer.
+#[derive(Debug, Clone, Deserialize, Serialize, PartialEq, JsonSchema)]
+#[serde(rename_all = "camelCase", deny_unknown_fields)]
+pub struct FilesSpec {
+    /// Directory of manifests, relative to the package (default: the package itself).
+    #[serde(default = "current_dir")]
+    pub dir: String,
+    /// A Locutus rollout file (relative to the package), read as the package's rollout.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub rollout: Option<String>,
+}
+
+pub(super) fn current_dir() -> String {
+    ".".to_string()
+}
+
+/// The jsonnet renderer.
+#[derive(Debug, Clone, Deserialize, Serialize, PartialEq, JsonSchema)]
+#[serde(rename_all = "camelCase", deny_unknown_fields)]
+pub struct JsonnetSpec {
+    /// The program, relative to the package.
+    #[serde(default = "main_jsonnet")]
+    pub entrypoint: String,
+    /// Library directories, relative to the package (`vendor` is always searched).
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub jpath: Vec<String>,
+    /// `std.extVar` values: strings stay strings, anything else is passed as a value.
+    #[serde(default, skip_serializing_if = "BTreeMap::is_empty")]
+    #[schemars(schema_with = "super::spec::map_of_any_value")]
+    pub ext_vars: BTreeMap<String, Value>,
+    /// Top-level arguments, when the program is a function.
+    #[serde(default, skip_serializing_if = "BTreeMap::is_empty")]
+    #[schemars(schema_with = "super::spec::map_of_any_value")]
+    pub tlas: BTreeMap<String, Value>,
+}
+
+pub(super) fn main_jsonnet() -> String {
+    "main.jsonnet".to_string()
+}
+
+/// The kustomize renderer.
+#[derive(Debug, Clone, Deserialize, Serialize, PartialEq, JsonSchema)]
+#[serde(rename_all = "camelCase", deny_unknown_fields)]
+pub struct KustomizeSpec {
+    /// Directory with the `kustomization.yaml`, relative to the package.
+    #[serde(default = "current_dir")]
+    pub dir: String,
+}
+
+/// The exec renderer.
+#[derive(Debug, Clone, Deserialize, Serialize, PartialEq, JsonSchema)]
+#[serde(rename_all = "camelCase", deny_unknown_fields)]
+pub struct ExecSpec {
+    /// Program and arguments; run in the package directory.
+    pub command: Vec<String>,
+    /// Kill the command after this long (default 1m).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub timeout: Option<Interval>,
+}
+
+/// The files whose presence marks a directory as a package on its own (without them, any
+/// directory of manifests is one only when named).
+pub const PACKAGE_MARKERS: [&str; 5] =
+    [PACKAGE_FILE, "kustomization.yaml", "kustomization.yml", "Kustomization", "main.jsonnet"];
+
+/// Whether `dir` holds one of the [`PACKAGE_MARKERS`].
+pub fn is_marked_package(dir: &Path) -> bool {
+    PACKAGE_MARKERS.iter().any(|f| dir.join(f).is_file())
+}
+
+/// The renderer a directory's contents imply: `kustomization.yaml` → kustomize,
+/// `main.jsonnet` → jsonnet, else every YAML/JSON file.
+pub fn detect_renderer(dir: &Path) -> RenderSpec {
+    if PACKAGE_MARKERS[1..4].iter().any(|f| dir.join(f).is_file()) {
+        RenderSpec::Kustomize(KustomizeSpec { dir: current_dir() })
+    } else if dir.join("main.jsonnet").is_file() {
+        RenderSpec::Jsonnet(JsonnetSpec {
+            entrypoint: main_jsonnet(),
+            jpath: Vec::new(),
+            ext_vars: BTreeMap::new(),
+            tlas: BTreeMap::new(),
+        })
+    } else {
+        RenderSpec::Files(FilesSpec { dir: current_dir(), rollout: None })
+    }
+}

@@ -1,0 +1,117 @@
+//! Where a `Package` comes from: Git, an archive, a bucket, a ConfigMap or a directory.
+
+use schemars::JsonSchema;
+use serde::{Deserialize, Serialize};
+
+use super::*;
+
+/// `spec.source` (custom resource only).
+#[derive(Debug, Clone, Default, Deserialize, Serialize, PartialEq, JsonSchema)]
+#[serde(rename_all = "camelCase", deny_unknown_fields)]
+pub struct SourceSpec {
+    /// A Git repository.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub git: Option<GitSource>,
+    /// A directory on the controller's file system (a workstation, tests, a mounted volume).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub dir: Option<String>,
+    /// A `.tar.gz` or `.zip` archive downloaded over HTTP(S).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub archive: Option<ArchiveSource>,
+    /// The objects under a prefix of an S3-compatible bucket.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub bucket: Option<BucketSource>,
+    /// A ConfigMap in the Package's namespace: each key of its `data` and `binaryData` is a file.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub config_map: Option<LocalObjectReference>,
+    /// Path of the package within the source.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub path: Option<String>,
+    /// Files of the source left out, in `.gitignore` syntax, one pattern per line (added to
+    /// the source's `.sourceignore` files and the default exclusions).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub ignore: Option<String>,
+}
+
+/// A Git repository as a source.
+#[derive(Debug, Clone, Default, Deserialize, Serialize, PartialEq, JsonSchema)]
+#[serde(rename_all = "camelCase", deny_unknown_fields)]
+pub struct GitSource {
+    /// Clone URL.
+    pub url: String,
+    /// Branch, tag or commit.
+    #[serde(default, rename = "ref", skip_serializing_if = "Option::is_none")]
+    pub reference: Option<GitReference>,
+    /// Secret with credentials, in the Package's namespace: `username` and `password`, or
+    /// `bearerToken` (HTTP); `identity` and `known_hosts` (SSH).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub secret_ref: Option<LocalObjectReference>,
+    /// Bound of one fetch (default 60s).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub timeout: Option<Interval>,
+}
+
+/// An archive downloaded over HTTP(S) as a source.
+#[derive(Debug, Clone, Default, Deserialize, Serialize, PartialEq, JsonSchema)]
+#[serde(rename_all = "camelCase", deny_unknown_fields)]
+pub struct ArchiveSource {
+    /// `http(s)://…` of a `.tar.gz` (`.tgz`) or `.zip` file.
+    pub url: String,
+    /// The archive's expected SHA-256 (hex): any other content is refused.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub sha256: Option<String>,
+    /// Secret with credentials, in the Package's namespace: `username` and `password`, or
+    /// `bearerToken`.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub secret_ref: Option<LocalObjectReference>,
+    /// Bound of one download (default 60s).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub timeout: Option<Interval>,
+}
+
+/// An S3-compatible bucket as a source.
+#[derive(Debug, Clone, Default, Deserialize, Serialize, PartialEq, JsonSchema)]
+#[serde(rename_all = "camelCase", deny_unknown_fields)]
+pub struct BucketSource {
+    /// The S3 endpoint: `https://s3.eu-west-1.amazonaws.com`, `http://minio.storage:9000`; a
+    /// bare host means HTTPS.
+    pub endpoint: String,
+    /// The bucket's name.
+    pub bucket: String,
+    /// Only the objects whose keys start with this; it is left out of their paths.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub prefix: Option<String>,
+    /// The region requests are signed for (default `us-east-1`).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub region: Option<String>,
+    /// Secret with `accesskey` and `secretkey`, in the Package's namespace; none for a public
+    /// bucket.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub secret_ref: Option<LocalObjectReference>,
+    /// Bound of one fetch (default 60s).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub timeout: Option<Interval>,
+}
+
+/// A Git reference. When several are set, the first of `commit`, `name`, `semver`, `tag`,
+/// `branch` wins (Flux's precedence); none: the remote's default branch (its `HEAD`).
+#[derive(Debug, Clone, Default, Deserialize, Serialize, PartialEq, JsonSchema)]
+#[serde(deny_unknown_fields)]
+pub struct GitReference {
+    /// Branch name.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub branch: Option<String>,
+    /// Tag name.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub tag: Option<String>,
+    /// A semantic version range over the tags (`>=1.0.0 <2.0.0`, `^1.2`, `~1.2.3`, `1.x`): the
+    /// highest matching tag.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub semver: Option<String>,
+    /// Any reference by its full name (`refs/pull/42/head`).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub name: Option<String>,
+    /// Commit SHA (with `branch`: that commit, fetched from that branch).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub commit: Option<String>,
+}

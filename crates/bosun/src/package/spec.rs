@@ -1,0 +1,221 @@
+//! The `Package` spec: what a package renders and how it rolls out (`bosun.yaml` and the
+//! `Package` resource alike), with the small types its fields share.
+
+use std::collections::BTreeMap;
+
+use schemars::JsonSchema;
+use serde::{Deserialize, Serialize};
+use serde_json::Value;
+
+use super::*;
+
+/// Any JSON value, kept as given (renderer input).
+pub(super) fn any_value(_: &mut schemars::SchemaGenerator) -> schemars::Schema {
+    schemars::json_schema!({"x-kubernetes-preserve-unknown-fields": true})
+}
+
+/// A map of names to any JSON values.
+pub(super) fn map_of_any_value(_: &mut schemars::SchemaGenerator) -> schemars::Schema {
+    schemars::json_schema!({
+        "type": "object",
+        "additionalProperties": {"x-kubernetes-preserve-unknown-fields": true},
+    })
+}
+
+/// What a package renders and how it rolls out. Every field is optional.
+///
+/// It is also the spec of the `Package` custom resource ([`PackageResource`]).
+// Each printer column repeats `type_`, which clippy takes for a duplicated attribute.
+#[allow(clippy::duplicated_attributes)]
+#[derive(Debug, Clone, Default, Deserialize, Serialize, PartialEq, JsonSchema, kube::CustomResource)]
+#[kube(
+    group = "bosun.dev",
+    version = "v1alpha1",
+    kind = "Package",
+    root = "PackageResource",
+    namespaced,
+    status = "PackageStatus",
+    shortname = "pkg",
+    category = "bosun",
+    doc = "A package rolled out continuously from its source by `bosun controller`.",
+    printcolumn(name = "Ready", type_ = "string", json_path = r#".status.conditions[?(@.type=="Ready")].status"#),
+    printcolumn(name = "Status", type_ = "string", json_path = r#".status.conditions[?(@.type=="Ready")].message"#),
+    printcolumn(name = "Revision", type_ = "string", json_path = ".status.lastAppliedRevision", priority = 1),
+    printcolumn(name = "Age", type_ = "date", json_path = ".metadata.creationTimestamp")
+)]
+#[serde(rename_all = "camelCase", deny_unknown_fields)]
+pub struct PackageSpec {
+    /// Where the package comes from (custom resource only; the CLI uses the directory given).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub source: Option<SourceSpec>,
+    /// The renderer; detected from the directory when absent.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub render: Option<RenderSpec>,
+    /// The renderer's input.
+    #[serde(default, skip_serializing_if = "ConfigSpec::is_empty")]
+    pub config: ConfigSpec,
+    /// Values for `${VAR}` in rendered manifests.
+    #[serde(default, skip_serializing_if = "BTreeMap::is_empty")]
+    pub substitute: BTreeMap<String, String>,
+    /// Namespace set on every namespaced object.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub target_namespace: Option<String>,
+    /// Labels and annotations added to every object.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub common_metadata: Option<CommonMetadata>,
+    /// Groups and steps of the rollout; the default plan when absent.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub rollout: Option<RolloutSpec>,
+    /// Delete objects applied before and no longer rendered.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub prune: Option<bool>,
+    /// Wait for applied objects to become healthy.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub wait: Option<bool>,
+    /// Bound of apply plus wait.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub timeout: Option<Interval>,
+    /// Reconcile again this often (custom resource; `bosun apply --interval`).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub interval: Option<Interval>,
+    /// Retry this soon after a failure.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub retry_interval: Option<Interval>,
+    /// Packages that must be ready first (custom resource).
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub depends_on: Vec<ObjectReference>,
+    /// Stop reconciling (custom resource).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub suspend: Option<bool>,
+    /// Apply as this service account (custom resource).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub service_account_name: Option<String>,
+    /// What happens to the applied objects when the `Package` is deleted (custom resource).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub deletion_policy: Option<DeletionPolicy>,
+    /// SOPS decryption of encrypted manifests with age keys from a Secret (custom resource;
+    /// `bosun render/diff/apply --decrypt-key` locally).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub decryption: Option<DecryptionSpec>,
+    /// Roll back to the last good revision on failure (custom resource).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub rollback: Option<RollbackSpec>,
+}
+
+impl PackageSpec {
+    /// The fields set here that only the `Package` controller acts on: `bosun apply`, `diff`
+    /// and `dev` roll out the directory they are given, once, as the caller. Listed so that
+    /// the commands can say they ignore them instead of silently doing something else.
+    pub fn controller_only_fields(&self) -> Vec<&'static str> {
+        let set = [
+            ("source", self.source.is_some()),
+            ("interval", self.interval.is_some()),
+            ("retryInterval", self.retry_interval.is_some()),
+            ("dependsOn", !self.depends_on.is_empty()),
+            ("suspend", self.suspend.is_some()),
+            ("serviceAccountName", self.service_account_name.is_some()),
+            ("rollback", self.rollback.is_some()),
+            ("deletionPolicy", self.deletion_policy.is_some()),
+            ("decryption", self.decryption.is_some()),
+        ];
+        set.into_iter().filter(|(_, present)| *present).map(|(field, _)| field).collect()
+    }
+}
+
+/// A reference to a namespaced object.
+#[derive(Debug, Clone, Default, Deserialize, Serialize, PartialEq, JsonSchema)]
+#[serde(deny_unknown_fields)]
+pub struct ObjectReference {
+    /// Name.
+    pub name: String,
+    /// Namespace (the referrer's when absent).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub namespace: Option<String>,
+}
+
+/// A reference to an object in the referrer's namespace.
+#[derive(Debug, Clone, Default, Deserialize, Serialize, PartialEq, JsonSchema)]
+#[serde(deny_unknown_fields)]
+pub struct LocalObjectReference {
+    /// Name.
+    pub name: String,
+}
+
+/// `spec.decryption` (Flux's shape).
+#[derive(Debug, Clone, Default, Deserialize, Serialize, PartialEq, JsonSchema)]
+#[serde(rename_all = "camelCase", deny_unknown_fields)]
+pub struct DecryptionSpec {
+    /// `sops`, the only provider.
+    pub provider: DecryptionProvider,
+    /// The Secret (in the Package's namespace) whose `*.agekey` entries hold age private keys.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub secret_ref: Option<LocalObjectReference>,
+}
+
+/// Who encrypted the manifests.
+#[derive(Debug, Clone, Copy, Default, Deserialize, Serialize, PartialEq, Eq, JsonSchema)]
+#[serde(rename_all = "lowercase")]
+pub enum DecryptionProvider {
+    /// SOPS, with age keys.
+    #[default]
+    Sops,
+}
+
+/// What deleting a `Package` does to the objects it applied (Flux's `deletionPolicy`).
+#[derive(Debug, Clone, Copy, Default, Deserialize, Serialize, PartialEq, Eq, JsonSchema)]
+pub enum DeletionPolicy {
+    /// Delete them if `prune` is on, else leave them.
+    #[default]
+    MirrorPrune,
+    /// Delete them.
+    Delete,
+    /// Delete them and wait until they are gone (bounded by `timeout`).
+    WaitForTermination,
+    /// Leave them.
+    Orphan,
+}
+
+/// `spec.rollback` (custom resource only).
+#[derive(Debug, Clone, Default, Deserialize, Serialize, PartialEq, JsonSchema)]
+#[serde(rename_all = "camelCase", deny_unknown_fields)]
+pub struct RollbackSpec {
+    /// When a rollout fails, apply the last good rendered set again (and prune what the
+    /// failed one added); the failed revision is not tried again until the source or spec
+    /// changes, or a reconcile is requested.
+    #[serde(default)]
+    pub on_failure: bool,
+    /// Runs kept in `status.history` (default 5).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub keep: Option<u32>,
+}
+
+/// `spec.config`: the renderer's input.
+#[derive(Debug, Clone, Default, Deserialize, Serialize, PartialEq, JsonSchema)]
+#[serde(rename_all = "camelCase", deny_unknown_fields)]
+pub struct ConfigSpec {
+    /// Inline values.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    #[schemars(schema_with = "any_value")]
+    pub values: Option<Value>,
+    /// A JSON or YAML file, relative to the package; overrides `values` key by key.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub file: Option<String>,
+}
+
+impl ConfigSpec {
+    fn is_empty(&self) -> bool {
+        self.values.is_none() && self.file.is_none()
+    }
+}
+
+/// Labels and annotations for every object.
+#[derive(Debug, Clone, Default, Deserialize, Serialize, PartialEq, JsonSchema)]
+#[serde(rename_all = "camelCase", deny_unknown_fields)]
+pub struct CommonMetadata {
+    /// Labels.
+    #[serde(default, skip_serializing_if = "BTreeMap::is_empty")]
+    pub labels: BTreeMap<String, String>,
+    /// Annotations.
+    #[serde(default, skip_serializing_if = "BTreeMap::is_empty")]
+    pub annotations: BTreeMap<String, String>,
+}

@@ -1,0 +1,106 @@
+//! Why rendering failed, naming the file, object or command at fault.
+
+use bosun_core::yaml;
+
+use super::*;
+
+/// Errors of rendering. Each names the file, object or command at fault.
+#[derive(Debug, thiserror::Error)]
+pub enum RenderError {
+    /// A file or directory could not be read.
+    #[error("{path}: {}", bosun_core::cluster::root_cause(source))]
+    Io {
+        /// The path.
+        path: String,
+        /// Why.
+        #[source]
+        source: std::io::Error,
+    },
+    /// A manifest file or a renderer's output is not valid YAML/JSON.
+    #[error(transparent)]
+    Parse(#[from] yaml::ParseError),
+    /// The jsonnet program failed; the trace has file:line of each frame.
+    #[error("jsonnet {entrypoint}: {trace}")]
+    Jsonnet {
+        /// The program.
+        entrypoint: String,
+        /// The error and its stack trace.
+        trace: String,
+    },
+    /// A renderer produced something that is not a Kubernetes object.
+    #[error("{origin}: {message}")]
+    Output {
+        /// Where it came from (file, output key).
+        origin: String,
+        /// What is wrong.
+        message: String,
+    },
+    /// An external command (kustomize, kubectl, an exec renderer) failed.
+    #[error("{command}: {message}")]
+    Command {
+        /// The command line.
+        command: String,
+        /// Exit status and the tail of its stderr, or why it could not run.
+        message: String,
+    },
+    /// The renderer produced no objects (an empty directory, a program that returns nothing).
+    #[error("{package}: the package rendered no objects")]
+    Empty {
+        /// The package directory.
+        package: String,
+    },
+    /// A files package has no manifest files.
+    #[error("no manifests found in {dir}: {looked_at}")]
+    NoManifests {
+        /// The directory.
+        dir: String,
+        /// What was found instead.
+        looked_at: String,
+    },
+    /// A rendered object lacks a required field.
+    #[error("{key}: {message}")]
+    Invalid {
+        /// The manifest key.
+        key: String,
+        /// What is missing.
+        message: String,
+    },
+    /// Two manifests render the same object.
+    #[error("{identity} is rendered twice: by {first:?} and by {second:?}")]
+    Duplicate {
+        /// Kind/namespace/name (with the group when not core).
+        identity: String,
+        /// The first key.
+        first: String,
+        /// The second key.
+        second: String,
+    },
+    /// A `${VAR}` without a value or default.
+    #[error("{object} (from {key:?}): ${{{variable}}} is not set in `substitute` and has no default")]
+    Unset {
+        /// The object.
+        object: String,
+        /// Its manifest key.
+        key: String,
+        /// The variable.
+        variable: String,
+    },
+    /// The rollout is malformed.
+    #[error(transparent)]
+    Rollout(#[from] RolloutError),
+    /// A SOPS-encrypted manifest could not be decrypted.
+    #[error(transparent)]
+    Decrypt(#[from] crate::decrypt::DecryptError),
+    /// A rollout step names a manifest key that was not rendered.
+    #[error("rollout group {group:?} step {step}: no manifest has the key {key:?}{hint}")]
+    UnknownKey {
+        /// The group.
+        group: String,
+        /// The step, counting from 1.
+        step: usize,
+        /// The key asked for.
+        key: String,
+        /// ", did you mean …" or empty.
+        hint: String,
+    },
+}
