@@ -124,6 +124,21 @@ pub struct Rendered {
     pub warnings: Vec<String>,
     /// What the program said besides objects (an operator's status, resync, finalized).
     pub response: Response,
+    /// How hook annotations in the manifests are read when the rollout is planned.
+    pub hooks: HookStyle,
+}
+
+/// How hook annotations (`argocd.argoproj.io/hook`, `helm.sh/hook`) are read when a rollout is
+/// planned.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub enum HookStyle {
+    /// As Argo CD reads a repository: its own hooks, and Helm's annotations mapped onto its
+    /// phases (`pre-install` and `pre-upgrade` both run before the sync).
+    #[default]
+    ArgoCd,
+    /// As Helm runs a release's hooks (the Helm renderer's output): `pre-install` on the first
+    /// rollout of the release, `pre-upgrade` on later ones, as the inventory tells.
+    Helm,
 }
 
 /// What a renderer is given.

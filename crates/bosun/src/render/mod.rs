@@ -23,7 +23,7 @@ use crate::package::{Package, RenderSpec, RolloutSpec, rollout::RolloutError};
 
 use bosun_core::scopes::Scopes;
 pub use error::RenderError;
-pub use manifests::{Input, Manifest, Manifests, Rendered};
+pub use manifests::{HookStyle, Input, Manifest, Manifests, Rendered};
 pub(crate) use manifests::{push_source, push_stream, read_dir_error};
 pub use memory::LIMIT_VARIABLE as JSONNET_MEMORY_LIMIT_VARIABLE;
 pub use output::Response;
@@ -127,7 +127,7 @@ pub fn render_with(package: &Package, input: &Input<'_>, scopes: &Scopes) -> Res
     if let Some(rollout) = &rollout {
         check_rollout_keys(rollout, &manifests)?;
     }
-    Ok(Rendered { manifests, rollout, warnings, response })
+    Ok(Rendered { manifests, rollout, warnings, response, hooks: HookStyle::default() })
 }
 
 fn check_shape(manifest: &Manifest) -> Result<(), RenderError> {
