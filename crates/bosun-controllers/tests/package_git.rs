@@ -197,3 +197,49 @@ async fn a_missing_path_waits_for_a_commit_that_adds_it() {
     let commit = repo.commit("deploy");
     wait_revision(&h, "later", &format!("main@sha1:{commit}")).await;
 }
+
+#[tokio::test]
+async fn a_rollback_annotation_rolls_a_history_revision_out_until_it_is_removed() {
+    let h = start().await;
+    let repos = Repos::new();
+    let repo = repos.create("rollback");
+    repo.write("a.yaml", &configmap("a", "1"));
+    let first = repo.commit("first");
+    let http = HttpServer::start(&repos, HttpAuth::None);
+    let spec = json!({"source": {"git": {"url": http.url(&repo), "ref": {"branch": "main"}}}, "interval": "1h"});
+    create(&h, "web", spec).await;
+    wait_revision(&h, "web", &format!("main@sha1:{first}")).await;
+    repo.write("a.yaml", &configmap("a", "2"));
+    let second = repo.commit("second");
+    request_reconcile(&h, "web", "after-second").await;
+    let package = wait_revision(&h, "web", &format!("main@sha1:{second}")).await;
+    let history: Vec<String> =
+        package.status.as_ref().map(|s| s.history.iter().map(|e| e.revision.clone()).collect()).unwrap_or_default();
+    assert_eq!(history, [format!("main@sha1:{second}"), format!("main@sha1:{first}")]);
+
+    // The first entry of the history, asked for: rolled out, and the Ready message says how to undo it.
+    let annotate = |value: serde_json::Value| {
+        let patch = json!({"metadata": {"annotations": {"bosun.dev/rollback-to": value}}});
+        let packages = h.packages.clone();
+        async move { packages.patch("web", &PatchParams::default(), &Patch::Merge(&patch)).await.expect("annotate") }
+    };
+    annotate(json!(format!("main@sha1:{first}"))).await;
+    let pinned = format!(
+        "Applied revision: main@sha1:{first} (rolled back: remove the annotation bosun.dev/rollback-to to follow the source again)"
+    );
+    let package = wait_ready(&h, "web", |status, _, message| status == "True" && message == pinned).await;
+    assert_eq!(value(&h, "a").await.as_deref(), Some("1"));
+    assert_eq!(revision(&package), format!("main@sha1:{first}"));
+
+    // A revision that is not a commit is refused, naming the annotation; the objects stay.
+    annotate(json!("main@sha1:abc")).await;
+    let package = wait_ready(&h, "web", |status, reason, _| status == "False" && reason == "InvalidRollback").await;
+    let ready = package.status.as_ref().and_then(|s| s.conditions.iter().find(|c| c.type_ == "Ready")).expect("Ready");
+    assert!(ready.message.contains("bosun.dev/rollback-to") && ready.message.contains("40-character"), "{ready:?}");
+    assert_eq!(value(&h, "a").await.as_deref(), Some("1"));
+
+    // Removed: the source's newest again.
+    annotate(serde_json::Value::Null).await;
+    wait_revision(&h, "web", &format!("main@sha1:{second}")).await;
+    assert_eq!(value(&h, "a").await.as_deref(), Some("2"));
+}

@@ -340,7 +340,15 @@ impl PackageReconciler {
         let deadline = tokio::time::Instant::now() + resource.spec.run_timeout();
 
         tracker.phase("Fetching", &fetching(&resource), status);
-        let fetched = fetch::fetch(&self.fetcher, run.client(), &resource, request.refetch).await;
+        // A requested rollback fetches the revision it names instead of the newest.
+        let pinned = rollback::requested_revision(&resource).map(str::to_string);
+        let mut fetched_resource = resource.clone();
+        if let Some(revision) = &pinned {
+            let source = rollback::pinned_source(resource.spec.source.as_ref(), revision)
+                .map_err(|message| Failure::give_up(status::INVALID_ROLLBACK, message))?;
+            fetched_resource.spec.source = Some(source);
+        }
+        let fetched = fetch::fetch(&self.fetcher, run.client(), &fetched_resource, request.refetch).await;
         // The snapshot is held until the run ends: its files are not removed meanwhile.
         let (snapshot, dir) = fetched.map_err(|e| match e.is_permanent() {
             true => Failure::give_up(e.reason(), e.to_string()),
@@ -391,7 +399,14 @@ impl PackageReconciler {
             if rollback {
                 self.keep_good_set(run, &resource, &set).await;
             }
-            run.succeeded(SUCCEEDED, &format!("Applied revision: {revision}"));
+            let message = match &pinned {
+                None => format!("Applied revision: {revision}"),
+                Some(_) => format!(
+                    "Applied revision: {revision} (rolled back: remove the annotation {} to follow the source again)",
+                    rollback::ROLLBACK_TO
+                ),
+            };
+            run.succeeded(SUCCEEDED, &message);
             run.requeue_after(jittered(resource.spec.interval()));
             return Ok(());
         }
@@ -423,7 +438,7 @@ impl PackageReconciler {
         tracker.planned(plan.groups.iter().map(|g| g.name.clone()).collect());
         tracker.phase("Applying", &format!("applying revision {}", set.revision), status);
         let key = key(&resource);
-        let cancel = self.running.start(&key, resource.metadata.generation, requested_at(&resource));
+        let cancel = self.running.start(&key, running::StartedFor::of(&resource));
         let options = Options {
             concurrency: APPLY_CONCURRENCY,
             prune: resource.spec.prune.unwrap_or(true),

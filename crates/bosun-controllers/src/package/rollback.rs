@@ -1,8 +1,14 @@
-//! The last good rendered set of a Package, kept for `rollback.onFailure`: a Secret
-//! `bosun-rollback-<package>` owned by the Package (collected with it), holding the rendered
-//! objects and rollout gzip-compressed, with the revision and digest they came from. A Secret,
-//! not a ConfigMap, because rendered sets hold Secrets; in the cluster, not in the controller,
-//! so a restarted controller can still roll back.
+//! Rolling a Package back.
+//!
+//! - The last good rendered set, kept for `rollback.onFailure`: a Secret
+//!   `bosun-rollback-<package>` owned by the Package (collected with it), holding the rendered
+//!   objects and rollout gzip-compressed, with the revision and digest they came from. A Secret,
+//!   not a ConfigMap, because rendered sets hold Secrets; in the cluster, not in the controller,
+//!   so a restarted controller can still roll back.
+//! - A rollback someone asks for ([`ROLLBACK_TO`]): the annotation names a revision of the
+//!   history (`main@sha1:<commit>`); while it is there, runs fetch that commit instead of the
+//!   source's newest, as if the spec's `ref.commit` pinned it, without changing the spec (which
+//!   GitOps may own). Removing it follows the source again.
 
 use std::io::{Read, Write};
 
@@ -17,9 +23,14 @@ use serde_json::{Map, Value};
 
 use bosun::decrypt::Keys;
 
-use bosun::package::{PackageResource, RolloutSpec};
+use bosun::package::{GitReference, PackageResource, RolloutSpec, SourceSpec};
 
 use bosun::render::{Manifests, Rendered};
+
+/// Annotation asking for a rollback: its value is a revision of the Package's history
+/// (`main@sha1:<commit>`), rolled out instead of the source's newest while the annotation is
+/// there (`bosun ui`'s rollback button sets it).
+pub const ROLLBACK_TO: &str = "bosun.dev/rollback-to";
 
 /// The key of the compressed set in the Secret's data.
 const DATA_KEY: &str = "rendered.json.gz";
@@ -182,6 +193,43 @@ pub async fn store(
     Ok(())
 }
 
+/// The revision a Package is asked to roll back to ([`ROLLBACK_TO`]), if any.
+pub fn requested_revision(package: &PackageResource) -> Option<&str> {
+    let value = package.metadata.annotations.as_ref()?.get(ROLLBACK_TO)?;
+    Some(value.trim()).filter(|value| !value.is_empty())
+}
+
+/// The source that fetches `revision` (`main@sha1:<commit>` or `sha1:<commit>`): the
+/// Package's Git source with `ref.commit` set to the commit, keeping the branch when the
+/// revision names the one the spec follows (so the revision reads as it did in the history).
+///
+/// # Errors
+/// A message naming the annotation when the source is not Git or the revision not a commit.
+pub fn pinned_source(source: Option<&SourceSpec>, revision: &str) -> Result<SourceSpec, String> {
+    let field = format!("metadata.annotations[{ROLLBACK_TO:?}]");
+    let Some(source) = source.filter(|s| s.git.is_some()) else {
+        return Err(format!(
+            "{field}: rolling back to a revision needs a Git source (other sources keep no old revisions)"
+        ));
+    };
+    let (label, commit) = match revision.rsplit_once("sha1:") {
+        Some((label, commit)) if label.is_empty() || label.ends_with('@') => (label.trim_end_matches('@'), commit),
+        _ => {
+            return Err(format!(
+                "{field}: {revision:?} is not a Git revision (BRANCH@sha1:COMMIT, as in status.history)"
+            ));
+        }
+    };
+    if commit.len() != 40 || !commit.bytes().all(|b| b.is_ascii_hexdigit()) {
+        return Err(format!("{field}: {revision:?}: {commit:?} is not a full 40-character commit SHA"));
+    }
+    let mut pinned = source.clone();
+    let git = pinned.git.as_mut().expect("checked above");
+    let branch = git.reference.as_ref().and_then(|r| r.branch.clone()).filter(|branch| branch == label);
+    git.reference = Some(GitReference { branch, commit: Some(commit.to_string()), ..GitReference::default() });
+    Ok(pinned)
+}
+
 fn place(package: &PackageResource) -> (String, String) {
     let namespace = package.metadata.namespace.clone().unwrap_or_default();
     (namespace, secret_name(package.metadata.name.as_deref().unwrap_or_default()))
@@ -192,6 +240,52 @@ mod tests {
     use serde_json::json;
 
     use super::*;
+
+    #[test]
+    fn a_rollback_pins_the_commit_of_the_revision_and_keeps_the_branch_it_came_from() {
+        let sha = "0123456789abcdef0123456789abcdef01234567";
+        let git = |reference: Value| -> SourceSpec {
+            serde_json::from_value(
+                json!({"git": {"url": "https://example.com/r.git", "ref": reference}, "path": "apps"}),
+            )
+            .expect("source")
+        };
+        let pinned = |source: &SourceSpec| {
+            let reference = source.git.as_ref().and_then(|g| g.reference.clone()).unwrap_or_default();
+            (reference.branch, reference.commit, reference.tag, source.path.clone())
+        };
+        let cases = [
+            (json!({"branch": "main"}), format!("main@sha1:{sha}"), Some("main")),
+            (json!({"branch": "main"}), format!("sha1:{sha}"), None),
+            (json!({"tag": "v1"}), format!("v1@sha1:{sha}"), None),
+            (json!({"branch": "dev"}), format!("main@sha1:{sha}"), None),
+        ];
+        for (reference, revision, branch) in cases {
+            let source = pinned_source(Some(&git(reference)), &revision).expect(&revision);
+            assert_eq!(
+                pinned(&source),
+                (branch.map(str::to_string), Some(sha.to_string()), None, Some("apps".to_string())),
+                "{revision}"
+            );
+        }
+        let errors = [
+            (Some(git(json!({}))), "main@sha1:abc".to_string(), "is not a full 40-character commit SHA"),
+            (Some(git(json!({}))), "sha256:ab12".to_string(), "is not a Git revision"),
+            (
+                Some(serde_json::from_value(json!({"dir": "/x"})).expect("dir")),
+                format!("sha1:{sha}"),
+                "needs a Git source",
+            ),
+            (None, format!("sha1:{sha}"), "needs a Git source"),
+        ];
+        for (source, revision, why) in errors {
+            let error = pinned_source(source.as_ref(), &revision).expect_err(&revision);
+            assert!(
+                error.starts_with("metadata.annotations[\"bosun.dev/rollback-to\"]: ") && error.contains(why),
+                "{error}"
+            );
+        }
+    }
 
     #[test]
     fn a_set_survives_compression_with_its_order_and_rollout() {

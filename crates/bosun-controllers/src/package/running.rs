@@ -1,12 +1,13 @@
 //! Runs under way, by Package, and what each was started for: a change that asks for a newer
-//! run (a new generation, a new reconcile request) stops the running one's waits, so a fix
-//! does not wait for a failing rollout's timeout (Flux's CancelHealthCheckOnNewRevision).
+//! run (a new generation, a new reconcile request, a rollback asked for or withdrawn) stops the
+//! running one's waits, so a fix does not wait for a failing rollout's timeout (Flux's
+//! CancelHealthCheckOnNewRevision).
 
 use std::{collections::HashMap, sync::Mutex};
 
 use tokio_util::sync::CancellationToken;
 
-use super::{Key, key, requested_at};
+use super::{Key, key, requested_at, rollback};
 use bosun::package::PackageResource;
 
 /// What a run was started for.
@@ -16,14 +17,25 @@ pub struct StartedFor {
     pub generation: Option<i64>,
     /// The reconcile request handled.
     pub requested_at: Option<String>,
+    /// The revision a rollback asked for ([`rollback::ROLLBACK_TO`]).
+    pub rollback_to: Option<String>,
 }
 
 impl StartedFor {
+    /// What a run of `package` as it is now is for.
+    pub fn of(package: &PackageResource) -> StartedFor {
+        StartedFor {
+            generation: package.metadata.generation,
+            requested_at: requested_at(package),
+            rollback_to: rollback::requested_revision(package).map(str::to_string),
+        }
+    }
+
     /// Whether a Package that now looks like `now` wants a newer run than this one.
     pub fn overtaken_by(&self, now: &StartedFor) -> bool {
         let newer_spec = now.generation.is_some() && now.generation != self.generation;
         let newer_request = now.requested_at.is_some() && now.requested_at != self.requested_at;
-        newer_spec || newer_request
+        newer_spec || newer_request || now.rollback_to != self.rollback_to
     }
 }
 
@@ -42,9 +54,8 @@ impl Running {
     }
 
     /// A run starts; the token stops its waits.
-    pub fn start(&self, key: &Key, generation: Option<i64>, requested_at: Option<String>) -> CancellationToken {
+    pub fn start(&self, key: &Key, started: StartedFor) -> CancellationToken {
         let token = self.stopping.child_token();
-        let started = StartedFor { generation, requested_at };
         self.runs.lock().unwrap_or_else(|e| e.into_inner()).insert(key.clone(), (started, token.clone()));
         token
     }
@@ -56,7 +67,7 @@ impl Running {
 
     /// A Package changed: its run stops waiting if the change asks for a newer one.
     pub fn changed(&self, package: &PackageResource) {
-        let now = StartedFor { generation: package.metadata.generation, requested_at: requested_at(package) };
+        let now = StartedFor::of(package);
         let runs = self.runs.lock().unwrap_or_else(|e| e.into_inner());
         if let Some((started, token)) = runs.get(&key(package))
             && started.overtaken_by(&now)
@@ -72,12 +83,17 @@ mod tests {
     use super::*;
 
     #[test]
-    fn a_new_generation_or_request_overtakes_a_run() {
+    fn a_new_generation_request_or_rollback_overtakes_a_run() {
         let at = |generation: i64, request: Option<&str>| StartedFor {
             generation: Some(generation),
             requested_at: request.map(str::to_string),
+            rollback_to: None,
         };
+        let rollback = |revision: Option<&str>| StartedFor { rollback_to: revision.map(str::to_string), ..at(1, None) };
         let cases = [
+            (at(1, None), rollback(Some("main@sha1:a")), true),
+            (rollback(Some("main@sha1:a")), rollback(Some("main@sha1:a")), false),
+            (rollback(Some("main@sha1:a")), rollback(None), true),
             (at(1, None), at(1, None), false),
             (at(1, None), at(2, None), true),
             (at(1, Some("a")), at(1, Some("a")), false),

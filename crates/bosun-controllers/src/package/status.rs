@@ -26,6 +26,8 @@ pub const PRUNE_FAILED: &str = "PruneFailed";
 pub const ACCESS_DENIED: &str = "AccessDenied";
 /// A dependency is not ready yet.
 pub const DEPENDENCY_NOT_READY: &str = "DependencyNotReady";
+/// The revision `bosun.dev/rollback-to` names cannot be fetched that way.
+pub const INVALID_ROLLBACK: &str = "InvalidRollback";
 /// The rollout failed and the last good revision was applied again.
 pub const ROLLED_BACK: &str = "RolledBack";
 
