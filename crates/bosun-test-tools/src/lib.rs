@@ -69,6 +69,18 @@ pub const TOOLS: &[Tool] = &[
     },
     Tool { name: "tar", also_at: &[], needed_by: "the archive source tests", install: "apt-get install tar" },
     Tool { name: "kill", also_at: &[], needed_by: "the signal tests", install: "apt-get install procps" },
+    Tool {
+        name: "chromium",
+        also_at: &[],
+        needed_by: "the dashboard's browser tests (bosun-ui)",
+        install: "apt-get install chromium chromium-driver",
+    },
+    Tool {
+        name: "chromedriver",
+        also_at: &[],
+        needed_by: "the dashboard's browser tests (bosun-ui)",
+        install: "apt-get install chromium chromium-driver",
+    },
 ];
 
 /// Where `tool` is, if installed.

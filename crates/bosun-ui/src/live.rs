@@ -1,0 +1,360 @@
+//! Live updates: each page's Server-Sent Events, fed by kube watches made with the caller's
+//! credentials. A detail page's watches (the object, its Events, the objects it owns) only say
+//! *that* something changed: once changes settle for a moment, the page's live parts are read
+//! and rendered again, exactly as a reload would, and sent by element id. The overview sends
+//! the rows that changed and its counts. A watch the caller may not make ends the updates with
+//! the API server's reason; the page still reads.
+
+use std::{
+    collections::{BTreeMap, HashMap},
+    convert::Infallible,
+    future::Future,
+    time::Duration,
+};
+
+use axum::{
+    extract::{Path, Query, State},
+    http::{HeaderMap, StatusCode},
+    response::{
+        IntoResponse, Response,
+        sse::{Event, KeepAlive, Sse},
+    },
+};
+use bosun::inventory::{PACKAGE_LABEL, PACKAGE_NAMESPACE_LABEL};
+use futures::{StreamExt, future::ready, stream::BoxStream};
+use kube::{
+    Api,
+    api::{ApiResource, DynamicObject},
+    runtime::watcher,
+};
+use maud::Markup;
+use serde::Serialize;
+use tokio::{sync::mpsc, time::Instant};
+use tokio_util::sync::CancellationToken;
+
+use crate::{
+    auth::{Caller, Identity},
+    cluster::{self, Listed},
+    model::{Counts, State as ObjectState, package::inventory},
+    pages::{
+        self,
+        overview::{Filters, counts, row, row_id, table_row},
+    },
+    server::Shared,
+    views,
+};
+
+/// How long changes settle before a page's parts are read again.
+const SETTLE: Duration = Duration::from_millis(200);
+/// Watches of owned objects one Package page makes at most.
+const OWNED_WATCHES: usize = 10;
+
+/// Parts of a page to swap in, and rows to remove.
+#[derive(Debug, Default, Serialize)]
+struct Update {
+    replace: Vec<Part>,
+    remove: Vec<String>,
+}
+
+#[derive(Debug, Serialize)]
+struct Part {
+    id: String,
+    html: String,
+    /// Where a part not on the page yet goes (a new row).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    parent: Option<String>,
+}
+
+impl Update {
+    fn of(parts: Vec<(&'static str, Markup)>) -> Update {
+        let replace = parts
+            .into_iter()
+            .map(|(id, html)| Part { id: id.to_string(), html: html.into_string(), parent: None })
+            .collect();
+        Update { replace, remove: Vec::new() }
+    }
+
+    fn is_empty(&self) -> bool {
+        self.replace.is_empty() && self.remove.is_empty()
+    }
+
+    fn event(&self) -> Event {
+        Event::default().event("update").data(serde_json::to_string(self).unwrap_or_default())
+    }
+}
+
+/// The end of the updates, said on the page.
+fn gone(message: &str) -> Event {
+    Event::default().event("gone").data(format!("Live updates stopped: {message}"))
+}
+
+/// The events a task sends, as a response.
+fn respond(receiver: mpsc::Receiver<Event>) -> Response {
+    let stream = futures::stream::unfold(receiver, |mut receiver| async move {
+        receiver.recv().await.map(|event| (Ok::<_, Infallible>(event), receiver))
+    });
+    Sse::new(stream).keep_alive(KeepAlive::default()).into_response()
+}
+
+/// The caller of an event stream (no sign-in page: the script cannot follow a redirect).
+fn caller(state: &Shared, headers: &HeaderMap) -> Result<Caller, Box<Response>> {
+    state.auth.caller(headers).ok_or_else(|| Box::new((StatusCode::UNAUTHORIZED, "sign in first").into_response()))
+}
+
+/// What a watch says.
+enum Trigger {
+    Changed,
+    Failed(String),
+}
+
+/// The API server's reason in a watch error.
+fn reason(error: &watcher::Error) -> String {
+    match error {
+        watcher::Error::InitialListFailed(kube::Error::Api(status))
+        | watcher::Error::WatchStartFailed(kube::Error::Api(status))
+        | watcher::Error::WatchFailed(kube::Error::Api(status)) => status.message.clone(),
+        watcher::Error::WatchError(status) => status.message.clone(),
+        other => other.to_string(),
+    }
+}
+
+/// A watch as triggers.
+fn triggers(api: Api<DynamicObject>, config: watcher::Config) -> BoxStream<'static, Trigger> {
+    watcher(api, config)
+        .map(|event| match event {
+            Ok(_) => Trigger::Changed,
+            Err(error) => Trigger::Failed(reason(&error)),
+        })
+        .boxed()
+}
+
+/// Sends `render`'s parts whenever the watches say something changed (and once at the start):
+/// the main watch failing ends the updates with its reason; another one failing is dropped.
+async fn follow<F, Fut>(
+    stopping: CancellationToken,
+    sender: mpsc::Sender<Event>,
+    mut main: BoxStream<'static, Trigger>,
+    others: Vec<BoxStream<'static, Trigger>>,
+    render: F,
+) where
+    F: Fn() -> Fut,
+    Fut: Future<Output = Result<Update, String>>,
+{
+    let others = others.into_iter().map(|s| s.take_while(|t| ready(matches!(t, Trigger::Changed))).boxed());
+    let mut others = futures::stream::select_all(others);
+    let mut others_open = !others.is_empty();
+    let mut changed: Option<Instant> = None;
+    loop {
+        let flush = changed.map(|at| at + SETTLE);
+        tokio::select! {
+            () = sender.closed() => return,
+            () = stopping.cancelled() => return,
+            trigger = main.next() => match trigger {
+                Some(Trigger::Changed) => { changed.get_or_insert_with(Instant::now); }
+                Some(Trigger::Failed(reason)) => {
+                    let _ = sender.send(gone(&reason)).await;
+                    return;
+                }
+                None => return,
+            },
+            trigger = others.next(), if others_open => match trigger {
+                Some(_) => { changed.get_or_insert_with(Instant::now); }
+                None => others_open = false,
+            },
+            () = tokio::time::sleep_until(flush.unwrap_or_else(Instant::now)), if flush.is_some() => {
+                changed = None;
+                let event = match render().await {
+                    Ok(update) => update.event(),
+                    Err(reason) => {
+                        let _ = sender.send(gone(&reason)).await;
+                        return;
+                    }
+                };
+                if sender.send(event).await.is_err() {
+                    return;
+                }
+            }
+        }
+    }
+}
+
+fn named(name: &str) -> watcher::Config {
+    watcher::Config::default().fields(&format!("metadata.name={name}"))
+}
+
+/// The Events about an object, as triggers.
+fn event_triggers(identity: &Identity, namespace: &str, kind: &str, name: &str) -> BoxStream<'static, Trigger> {
+    let events = ApiResource::erase::<k8s_openapi::api::core::v1::Event>(&());
+    let api = Api::namespaced_with(identity.client.clone(), namespace, &events);
+    triggers(api, watcher::Config::default().fields(&format!("involvedObject.kind={kind},involvedObject.name={name}")))
+}
+
+/// A Package page's updates: the Package, its Events, and the objects it owns (by the owner
+/// labels, one watch per kind and namespace).
+pub async fn package(
+    State(state): State<Shared>,
+    headers: HeaderMap,
+    Path((namespace, name)): Path<(String, String)>,
+) -> Response {
+    let caller = match caller(&state, &headers) {
+        Ok(caller) => caller,
+        Err(response) => return *response,
+    };
+    let (sender, receiver) = mpsc::channel(8);
+    let stopping = state.stopping.clone();
+    tokio::spawn(async move {
+        let identity = caller.identity.clone();
+        let main = triggers(cluster::api(&identity.client, &cluster::packages(), Some(&namespace)), named(&name));
+        let mut others = vec![event_triggers(&identity, &namespace, "Package", &name)];
+        others.extend(owned_triggers(&identity, &namespace, &name).await);
+        let csrf = caller.csrf.clone();
+        follow(stopping, sender, main, others, || async {
+            let (package, extras) = views::package(&identity, &namespace, &name).await.map_err(|e| e.to_string())?;
+            Ok(Update::of(pages::package::fragments(&package, &extras, Some(&csrf))))
+        })
+        .await;
+    });
+    respond(receiver)
+}
+
+/// Watches of what a Package owns now, by kind and namespace, selected by the owner labels.
+async fn owned_triggers(identity: &Identity, namespace: &str, name: &str) -> Vec<BoxStream<'static, Trigger>> {
+    let Ok(package) = cluster::get(&identity.client, &cluster::packages(), Some(namespace), name).await else {
+        return Vec::new();
+    };
+    let Ok(resolver) = identity.resolver().await else { return Vec::new() };
+    let mut kinds: BTreeMap<(String, String, String), ()> = BTreeMap::new();
+    for owned in inventory(&package) {
+        kinds.insert((owned.api_version, owned.kind, owned.namespace), ());
+    }
+    let selector = format!("{PACKAGE_LABEL}={name},{PACKAGE_NAMESPACE_LABEL}={namespace}");
+    let mut watches = Vec::new();
+    for (api_version, kind, object_namespace) in kinds.into_keys().take(OWNED_WATCHES) {
+        if let Some(found) = resolver.kind(&api_version, &kind).await {
+            watches.push(triggers(
+                found.api(&identity.client, &object_namespace),
+                watcher::Config::default().labels(&selector),
+            ));
+        }
+    }
+    watches
+}
+
+/// A Canary page's updates: the Canary, its Deployments, its Events.
+pub async fn canary(
+    State(state): State<Shared>,
+    headers: HeaderMap,
+    Path((namespace, name)): Path<(String, String)>,
+) -> Response {
+    let caller = match caller(&state, &headers) {
+        Ok(caller) => caller,
+        Err(response) => return *response,
+    };
+    let (sender, receiver) = mpsc::channel(8);
+    let stopping = state.stopping.clone();
+    tokio::spawn(async move {
+        let identity = caller.identity;
+        let main = triggers(cluster::api(&identity.client, &cluster::canaries(), Some(&namespace)), named(&name));
+        let deployments = cluster::api(&identity.client, &views::deployments_kind(), Some(&namespace));
+        let others = vec![
+            triggers(deployments, watcher::Config::default().labels(&views::canary_selector(&name))),
+            event_triggers(&identity, &namespace, "Canary", &name),
+        ];
+        follow(stopping, sender, main, others, || async {
+            let (canary, extras) = views::canary(&identity, &namespace, &name).await.map_err(|e| e.to_string())?;
+            Ok(Update::of(pages::canary::fragments(&canary, &extras)))
+        })
+        .await;
+    });
+    respond(receiver)
+}
+
+/// The overview's updates: a watch per listed kind (with the filters); each change sends its
+/// row and the section's counts.
+pub async fn overview(State(state): State<Shared>, headers: HeaderMap, Query(filters): Query<Filters>) -> Response {
+    let caller = match caller(&state, &headers) {
+        Ok(caller) => caller,
+        Err(response) => return *response,
+    };
+    let (sender, receiver) = mpsc::channel(8);
+    let stopping = state.stopping.clone();
+    tokio::spawn(async move {
+        let kinds = views::overview_kinds(&caller.identity).await;
+        follow_overview(stopping, sender, &caller.identity, &kinds, &filters).await;
+    });
+    respond(receiver)
+}
+
+type Key = (&'static str, String, String);
+
+async fn follow_overview(
+    stopping: CancellationToken,
+    sender: mpsc::Sender<Event>,
+    identity: &Identity,
+    kinds: &[Listed],
+    filters: &Filters,
+) {
+    let watches = kinds.iter().map(|kind| {
+        let section = kind.section;
+        let mut config = watcher::Config::default();
+        if let Some(labels) = filters.labels() {
+            config = config.labels(labels);
+        }
+        // A kind the caller may not watch just stays as the page showed it.
+        watcher(cluster::api(&identity.client, kind, filters.namespace()), config)
+            .take_while(|event| ready(event.is_ok()))
+            .filter_map(move |event| ready(event.ok().map(|event| (section, event))))
+            .boxed()
+    });
+    let mut watches = futures::stream::select_all(watches);
+    let mut states: HashMap<Key, ObjectState> = HashMap::new();
+    let mut pending = Update::default();
+    let mut touched: Vec<&'static str> = Vec::new();
+    let mut changed: Option<Instant> = None;
+    loop {
+        let flush = changed.map(|at| at + SETTLE);
+        tokio::select! {
+            () = sender.closed() => return,
+            () = stopping.cancelled() => return,
+            item = watches.next() => {
+                let Some((section, event)) = item else { return };
+                let key = |o: &DynamicObject| (section, o.metadata.namespace.clone().unwrap_or_default(), o.metadata.name.clone().unwrap_or_default());
+                match event {
+                    watcher::Event::Init => states.retain(|k, _| k.0 != section),
+                    watcher::Event::InitApply(object) if filters.shows(&object) => {
+                        states.insert(key(&object), row(section, &object).standing.state);
+                    }
+                    watcher::Event::InitApply(_) => {}
+                    watcher::Event::InitDone => touched.push(section),
+                    watcher::Event::Apply(object) if filters.shows(&object) => {
+                        let shown = row(section, &object);
+                        states.insert(key(&object), shown.standing.state);
+                        pending.replace.push(Part { id: shown.id.clone(), html: table_row(&shown).into_string(), parent: Some(format!("rows:{section}")) });
+                        touched.push(section);
+                    }
+                    watcher::Event::Apply(_) => {}
+                    watcher::Event::Delete(object) => {
+                        let key = key(&object);
+                        pending.remove.push(row_id(section, &key.1, &key.2));
+                        states.remove(&key);
+                        touched.push(section);
+                    }
+                }
+                if !touched.is_empty() { changed.get_or_insert_with(Instant::now); }
+            }
+            () = tokio::time::sleep_until(flush.unwrap_or_else(Instant::now)), if flush.is_some() => {
+                changed = None;
+                touched.sort_unstable();
+                touched.dedup();
+                for section in touched.drain(..) {
+                    let tally = Counts::of(states.iter().filter(|(k, _)| k.0 == section).map(|(_, s)| *s));
+                    pending.replace.push(Part { id: format!("counts:{section}"), html: counts(section, &tally).into_string(), parent: None });
+                }
+                let update = std::mem::take(&mut pending);
+                if !update.is_empty() && sender.send(update.event()).await.is_err() {
+                    return;
+                }
+            }
+        }
+    }
+}
