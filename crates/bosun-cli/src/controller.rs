@@ -63,6 +63,24 @@ pub struct Args {
     /// reason, message and metadata).
     #[arg(long, value_name = "DURATION", default_value = "5m")]
     alert_dedup_window: Interval,
+
+    /// Serve the web dashboard here (default: not served). People sign in with their own
+    /// token (or come through an authenticating proxy): the controller's credentials are never
+    /// used for them. Off loopback only with --ui-tls-cert/--ui-tls-key or --ui-behind-tls-proxy.
+    #[arg(long, value_name = "HOST:PORT")]
+    ui_addr: Option<SocketAddr>,
+
+    /// The dashboard's certificate chain (PEM): HTTPS.
+    #[arg(long, value_name = "FILE", requires = "ui_addr", requires = "ui_tls_key")]
+    ui_tls_cert: Option<PathBuf>,
+
+    /// The dashboard certificate's private key (PEM).
+    #[arg(long, value_name = "FILE", requires = "ui_tls_cert")]
+    ui_tls_key: Option<PathBuf>,
+
+    /// A proxy in front of the dashboard terminates TLS.
+    #[arg(long, requires = "ui_addr", conflicts_with = "ui_tls_cert")]
+    ui_behind_tls_proxy: bool,
 }
 
 /// The namespace a pod runs in (the service account's), when in a cluster.
@@ -111,6 +129,32 @@ pub async fn run(args: Args) -> ExitCode {
         webhook: args.webhook_addr,
         dedup_window: args.alert_dedup_window.0,
     };
+    let dashboard = match args.ui_addr {
+        None => None,
+        Some(address) => {
+            let serve = crate::ui::ServeArgs {
+                addr: address,
+                tls_cert: args.ui_tls_cert.clone(),
+                tls_key: args.ui_tls_key.clone(),
+                behind_tls_proxy: args.ui_behind_tls_proxy,
+            };
+            let settings = bosun_ui::Settings {
+                address,
+                authentication: bosun_ui::Authentication::Token(crate::ui::without_credentials(&connection.config)),
+                transport: serve.transport(),
+            };
+            match bosun_ui::Ui::bind(settings).await {
+                Ok(ui) => Some(ui),
+                Err(error) => return crate::bad_input(error),
+            }
+        }
+    };
+    let stop_dashboard = tokio_util::sync::CancellationToken::new();
+    let dashboard = dashboard.map(|ui| {
+        tracing::info!(url = %ui.url(), "serving the dashboard (sign-in with a token)");
+        let stopped = stop_dashboard.clone();
+        tokio::spawn(ui.run(async move { stopped.cancelled().await }))
+    });
     let scope = args.namespace.as_deref().map_or("all namespaces".to_string(), |ns| format!("namespace {ns}"));
     tracing::info!(cluster = %connection.url, %scope, selector = args.watch_label_selector.as_deref().unwrap_or(""), "bosun controller starting");
     let result =
@@ -119,6 +163,10 @@ pub async fn run(args: Args) -> ExitCode {
             Listening::Webhook(address) => tracing::info!(%address, "serving the Receivers' webhooks"),
         })
         .await;
+    stop_dashboard.cancel();
+    if let Some(dashboard) = dashboard {
+        let _ = dashboard.await;
+    }
     match result {
         Ok(()) => ExitCode::SUCCESS,
         Err(HostError::Cluster(error)) => crate::bad_input(connection.explain(&error)),

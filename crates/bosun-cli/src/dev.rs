@@ -91,6 +91,53 @@ pub struct Args {
     /// `wait.timeout`, else the package's `timeout`, else 2m).
     #[arg(long, value_name = "DURATION")]
     pub timeout: Option<Interval>,
+
+    /// Serve the web dashboard here (loopback only), or `off`.
+    #[arg(long, value_name = "HOST:PORT", default_value = "127.0.0.1:8090")]
+    pub ui_addr: String,
+}
+
+/// The dashboard served beside the API server, as its administrator.
+struct Dashboard {
+    stop: tokio_util::sync::CancellationToken,
+    task: tokio::task::JoinHandle<()>,
+}
+
+impl Dashboard {
+    /// Serves the dashboard on `address` (`off`: not at all) and prints its URL; one that
+    /// cannot listen is a warning, not the end of `bosun dev`.
+    async fn start(server: &RunningServer, address: &str) -> Option<Dashboard> {
+        if address == "off" {
+            return None;
+        }
+        let address = match address.parse() {
+            Ok(address) => address,
+            Err(_) => {
+                eprintln!("warning: --ui-addr {address}: not HOST:PORT; the dashboard is not served");
+                return None;
+            }
+        };
+        let authentication =
+            bosun_ui::Authentication::Kubeconfig { client: server.client(), user: "kubernetes-admin".into() };
+        let settings = bosun_ui::Settings { address, authentication, transport: bosun_ui::Transport::Plain };
+        let ui = match bosun_ui::Ui::bind(settings).await {
+            Ok(ui) => ui,
+            Err(error) => {
+                eprintln!("warning: the dashboard is not served: {error}");
+                return None;
+            }
+        };
+        outln!("dashboard: {}", ui.url());
+        let stop = tokio_util::sync::CancellationToken::new();
+        let stopped = stop.clone();
+        let task = tokio::spawn(ui.run(async move { stopped.cancelled().await }));
+        Some(Dashboard { stop, task })
+    }
+
+    async fn stop(self) {
+        self.stop.cancel();
+        let _ = self.task.await;
+    }
 }
 
 /// How one package's rollout ended.
@@ -232,21 +279,23 @@ pub async fn run(args: Args) -> ExitCode {
         Err(code) => return code,
     };
     outln!("bosun dev: API server on {} (objects {stored}, workloads simulated)", server.url());
-    if args.gitops {
+    let dashboard = Dashboard::start(&server, &args.ui_addr).await;
+    let code = if args.gitops {
         outln!("kubeconfig: {}", args.kubeconfig.display());
-        let code = crate::gitops::run(&server, &seed, &args.gitops_repo, args.gitops_cache.clone()).await;
-        server.shutdown().await;
-        return code;
-    }
-    let canaries = match Canaries::start(&server).await {
-        Ok(running) => running,
-        Err(message) => {
-            server.shutdown().await;
-            return crate::bad_input(message);
+        crate::gitops::run(&server, &seed, &args.gitops_repo, args.gitops_cache.clone()).await
+    } else {
+        match Canaries::start(&server).await {
+            Ok(canaries) => {
+                let code = roll_out_and_watch(&server, &args).await;
+                canaries.stop().await;
+                code
+            }
+            Err(message) => crate::bad_input(message),
         }
     };
-    let code = roll_out_and_watch(&server, &args).await;
-    canaries.stop().await;
+    if let Some(dashboard) = dashboard {
+        dashboard.stop().await;
+    }
     server.shutdown().await;
     code
 }

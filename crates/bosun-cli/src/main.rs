@@ -16,6 +16,7 @@ mod render;
 mod signal;
 mod source;
 mod stdout;
+mod ui;
 
 use std::{io::IsTerminal, process::ExitCode};
 
@@ -55,6 +56,7 @@ Automate:
 
 Serve:
   apiserver   Run the embedded Kubernetes-compatible API server
+  ui          The web dashboard: Packages, Canaries, Operators and Alerts, live, with their actions
 
   help        Print this message or the help of a command
 
@@ -101,6 +103,9 @@ enum Command {
     Dev(dev::Args),
     /// Run the embedded Kubernetes-compatible API server (for trying things and for tests).
     Apiserver(apiserver::Args),
+    /// The web dashboard: Packages, Canaries, Operators and Alerts, live, with their actions
+    /// (as your kubeconfig's user, on 127.0.0.1:8090).
+    Ui(ui::Args),
     /// Reconcile Package, Operator and Canary resources, Alerts and Receivers: fetch, render,
     /// roll out, report in status.
     Controller(controller::Args),
@@ -201,6 +206,7 @@ fn main() -> ExitCode {
             Command::Observe(args) => observe::run(args).await,
             Command::Dev(args) => dev::run(args).await,
             Command::Apiserver(args) => apiserver::run(args).await,
+            Command::Ui(args) => ui::run(args).await,
             Command::Controller(args) => controller::run(args).await,
             Command::Operator(args) => operator::run(args).await,
             Command::Reconcile { target } => packages::run(packages::Verb::Reconcile, target).await,
