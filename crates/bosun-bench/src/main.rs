@@ -10,6 +10,7 @@
 //! target/release/bosun-bench packages
 //! target/release/bosun-bench operator
 //! target/release/bosun-bench workloads
+//! target/release/bosun-bench ui
 //! ```
 
 mod apiserver;
@@ -18,6 +19,7 @@ mod observe;
 mod operator;
 mod packages;
 mod render;
+mod ui;
 mod workloads;
 
 use std::path::PathBuf;
@@ -48,6 +50,9 @@ enum Bench {
     /// Workload simulation: create throughput with it off and on, and a fleet of Deployments
     /// until available with endpoints.
     Workloads(workloads::Args),
+    /// bosun ui: the overview page with 1,000 Packages (server time, against kubectl get), and
+    /// the dashboard's memory with every Package watched.
+    Ui(ui::Args),
     /// (The command the observe benchmark runs: appends its arguments and the time to LOG.)
     #[command(hide = true)]
     Stamp {
@@ -74,6 +79,7 @@ fn main() {
             Bench::Packages(args) => packages::run(args).await,
             Bench::Operator(args) => operator::run(args).await,
             Bench::Workloads(args) => workloads::run(args).await,
+            Bench::Ui(args) => ui::run(args).await,
             Bench::Stamp { .. } => {}
         }
     });

@@ -53,14 +53,14 @@ pub fn stamp(log: &Path, args: &[String]) {
 
 /// A started child process that is stopped however the benchmark ends (a panic included), with
 /// the processes it started (the shell loop is sh, kubectl and the loop).
-struct Running(Child);
+pub(crate) struct Running(Child);
 
 impl Running {
-    fn start(command: &mut Command) -> Running {
+    pub(crate) fn start(command: &mut Command) -> Running {
         Running(command.spawn().expect("start"))
     }
 
-    fn id(&self) -> u32 {
+    pub(crate) fn id(&self) -> u32 {
         self.0.id()
     }
 }
@@ -246,7 +246,7 @@ fn percentile(samples: &mut [f64], p: f64) -> f64 {
 }
 
 /// A process's resident memory now (`VmRSS`) and at its peak (`VmHWM`), in MiB.
-fn resident_mib(pid: u32) -> (f64, f64) {
+pub(crate) fn resident_mib(pid: u32) -> (f64, f64) {
     let status = std::fs::read_to_string(format!("/proc/{pid}/status")).unwrap_or_default();
     let field = |name: &str| -> f64 {
         status

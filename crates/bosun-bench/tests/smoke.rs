@@ -82,3 +82,10 @@ fn operator_benchmark_runs() {
     let out = bench(&["operator", "--objects", "5", "--changes", "3", "--concurrency", "2"]);
     assert_table(&out, 4);
 }
+
+#[test]
+fn ui_benchmark_runs() {
+    let out = bench(&["ui", "--packages", "20", "--loads", "2"]);
+    assert_table(&out, 5);
+    assert!(out.contains("overview page, server time"), "{out}");
+}
