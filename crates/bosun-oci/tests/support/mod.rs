@@ -165,7 +165,10 @@ impl Drop for Registry {
 
 /// `user:bcrypt-hash`, as `htpasswd -Bbn` writes it.
 fn htpasswd(user: &str, password: &str) -> String {
-    let output = Command::new(bosun_test_tools::require("htpasswd")).args(["-Bbn", user, password]).output().expect("running htpasswd");
+    let output = Command::new(bosun_test_tools::require("htpasswd"))
+        .args(["-Bbn", user, password])
+        .output()
+        .expect("running htpasswd");
     assert!(output.status.success(), "htpasswd: {}", String::from_utf8_lossy(&output.stderr));
     String::from_utf8(output.stdout).expect("utf8").trim().to_string() + "\n"
 }
