@@ -14,7 +14,7 @@ use serde_json::{Value, json};
 use crate::canary::{
     self, ABORT, CanaryResource, CanaryStatus, PROMOTE, PROMOTE_FULL, RETRY, Rollout, VERSION_LABEL,
     analysis::AnalysisRun,
-    plan::{self, Inputs, Live, Outcome, Progress, Requests, Verdict, Wanted},
+    plan::{self, CanaryProgress, Decided, Inputs, Live, Requests, Verdict, Wanted},
 };
 
 use super::measure;
@@ -148,13 +148,13 @@ impl Lifecycle for Canaries {
 
 impl Canaries {
     /// Calls the post-promotion webhooks; a failure is a Warning Event, the promotion stands.
-    async fn post_promotion(&self, run: &Run<CanaryResource>, rollout: &Rollout, outcome: &Outcome) {
+    async fn post_promotion(&self, run: &Run<CanaryResource>, rollout: &Rollout, outcome: &Decided) {
         for hook in &rollout.post_promotion {
             let stable = outcome.progress.stable_version.as_deref().unwrap_or_default();
             let versions = (rollout.version.as_str(), stable);
             let measured =
                 measure::webhook(&self.http, hook, run.namespace(), run.name(), "post-promotion", versions).await;
-            if measured.outcome != canary::analysis::Outcome::Successful {
+            if measured.outcome != canary::analysis::MeasurementResult::Successful {
                 let why = measured.message.unwrap_or_default();
                 run.publish(
                     EventType::Warning,
@@ -175,7 +175,7 @@ fn decide(
     requests: Requests,
     verdicts: &BTreeMap<Wanted, Verdict>,
     now: jiff::Timestamp,
-) -> Outcome {
+) -> Decided {
     plan::decide(&Inputs {
         rollout,
         progress: &status.progress,
@@ -188,7 +188,7 @@ fn decide(
 }
 
 /// Writes the status: the state to continue from, the step (`2/4`), the message, the runs.
-fn report(run: &mut Run<CanaryResource>, progress: &Progress, outcome: &Outcome, runs: Vec<AnalysisRun>) {
+fn report(run: &mut Run<CanaryResource>, progress: &CanaryProgress, outcome: &Decided, runs: Vec<AnalysisRun>) {
     if let Value::Object(fields) = serde_json::to_value(progress).unwrap_or_default() {
         for (field, value) in fields {
             run.set_status(&field, value);
@@ -223,7 +223,7 @@ fn annotation<'a>(canary: &'a CanaryResource, key: &str) -> Option<&'a str> {
 }
 
 /// The requests whose value has not been handled yet.
-fn requests(canary: &CanaryResource, progress: &Progress) -> Requests {
+fn requests(canary: &CanaryResource, progress: &CanaryProgress) -> Requests {
     let fresh = |key: &str| {
         annotation(canary, key).is_some_and(|value| progress.handled.get(key).map(String::as_str) != Some(value))
     };
@@ -288,7 +288,7 @@ impl Runs {
     }
 
     /// Starts the runs the outcome wants that do not run yet; whether any did.
-    fn start(&mut self, outcome: &Outcome, rollout: &Rollout) -> bool {
+    fn start(&mut self, outcome: &Decided, rollout: &Rollout) -> bool {
         let mut started = false;
         for wanted in &outcome.analyses {
             let key = key(wanted);
@@ -321,7 +321,7 @@ impl Runs {
     }
 
     /// Runs the outcome no longer wants stop.
-    fn stop(&mut self, outcome: &Outcome) {
+    fn stop(&mut self, outcome: &Decided) {
         for analysis in &mut self.active {
             let wanted = wanted(&analysis.key);
             if analysis.phase == "Running" && wanted.is_none_or(|w| !outcome.analyses.contains(&w)) {
@@ -331,7 +331,7 @@ impl Runs {
     }
 
     /// When the next round of a wanted run is due.
-    fn due(&self, rollout: &Rollout, outcome: &Outcome, now: jiff::Timestamp) -> Option<Duration> {
+    fn due(&self, rollout: &Rollout, outcome: &Decided, now: jiff::Timestamp) -> Option<Duration> {
         self.active
             .iter()
             .filter(|run| run.phase == "Running")
@@ -344,7 +344,7 @@ impl Runs {
     }
 
     /// What status shows: the current canary's runs, else (nothing started) the last ones.
-    fn into_status(self, outcome: &Outcome) -> Vec<AnalysisRun> {
+    fn into_status(self, outcome: &Decided) -> Vec<AnalysisRun> {
         match self.active.is_empty() && !outcome.started {
             true => self.shown,
             false => self.active,

@@ -50,7 +50,7 @@ use bosun::package::{
 use bosun::pipeline::{self, RenderOptions};
 use bosun::plan;
 use bosun::render::Rendered;
-use bosun::report::{Report, Silent, Stage};
+use bosun::report::{Cause, Report, Silent, Stage};
 use bosun::source::Fetcher;
 use bosun_kit::{self as kit, Failure, Run};
 
@@ -449,9 +449,8 @@ impl PackageReconciler {
         let report = match applied {
             Ok(outcome) => outcome.report,
             Err(error) => {
-                let text = error.to_string();
-                let reason = if status::is_forbidden(&text) { ACCESS_DENIED } else { FAILED };
-                return Err(Failure::retry(reason, text).within(resource.spec.retry_interval()));
+                let reason = if error.is_forbidden() { ACCESS_DENIED } else { FAILED };
+                return Err(Failure::retry(reason, error.to_string()).within(resource.spec.retry_interval()));
             }
         };
         status.inventory = report.inventory.iter().map(InventoryEntry::from).collect();
@@ -734,11 +733,11 @@ impl kit::Reconciler for PackageReconciler {
             run.publish(EventType::Normal, "Pruned", &deleted, "Delete").await;
         }
         let Some(failure) = &outcome.report.failure else { return Ok(()) };
-        let still_there = failure.objects.iter().all(|(_, why)| why.starts_with("still present"));
+        let still_there = failure.objects.iter().all(|object| object.cause == Cause::StillPresent);
         if wait && still_there {
             // Deleted, but not gone within the timeout (a finalizer of their own): the Package
             // goes anyway, as Flux's does, rather than being stuck; the event names them.
-            let objects: Vec<&str> = failure.objects.iter().map(|(object, _)| object.as_str()).collect();
+            let objects: Vec<&str> = failure.objects.iter().map(|object| object.object.as_str()).collect();
             let note = format!("still terminating after {}: {}", Interval(options.timeout), objects.join(", "));
             run.publish(EventType::Warning, "TerminationTimedOut", &note, "Delete").await;
             return Ok(());

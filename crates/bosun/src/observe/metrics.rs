@@ -36,7 +36,7 @@ struct EventLabels {
 type Durations = Family<EventLabels, Histogram, fn() -> Histogram>;
 
 /// The metrics, shared by the observer and the HTTP endpoint.
-pub struct Metrics {
+pub struct ObserverMetrics {
     registry: Registry,
     runs: Family<RunLabels, Counter>,
     durations: Durations,
@@ -53,7 +53,7 @@ fn duration_histogram() -> Histogram {
     Histogram::new(exponential_buckets(0.001, 2.0, 17))
 }
 
-impl Default for Metrics {
+impl Default for ObserverMetrics {
     fn default() -> Self {
         let mut registry = Registry::with_prefix("bosun_observe");
         let runs = Family::<RunLabels, Counter>::default();
@@ -74,7 +74,7 @@ impl Default for Metrics {
         registry.register("running", "Commands running", running.clone());
         let objects = Gauge::default();
         registry.register("objects", "Objects known", objects.clone());
-        Metrics {
+        ObserverMetrics {
             registry,
             runs,
             durations,
@@ -88,7 +88,7 @@ impl Default for Metrics {
     }
 }
 
-impl Metrics {
+impl ObserverMetrics {
     /// Records a finished run.
     pub fn ran(&self, event: EventType, success: bool, seconds: f64) {
         let result = if success { "success" } else { "failure" };
@@ -128,11 +128,11 @@ impl Metrics {
     }
 }
 
-async fn metrics(State(metrics): State<Arc<Metrics>>) -> impl IntoResponse {
+async fn metrics(State(metrics): State<Arc<ObserverMetrics>>) -> impl IntoResponse {
     ([("content-type", "application/openmetrics-text; version=1.0.0; charset=utf-8")], metrics.text())
 }
 
-async fn healthz(State(metrics): State<Arc<Metrics>>) -> impl IntoResponse {
+async fn healthz(State(metrics): State<Arc<ObserverMetrics>>) -> impl IntoResponse {
     if metrics.ready.load(Ordering::Relaxed) {
         (StatusCode::OK, "ok\n")
     } else {
@@ -143,7 +143,7 @@ async fn healthz(State(metrics): State<Arc<Metrics>>) -> impl IntoResponse {
 /// Serves `/metrics` and `/healthz` on `address` until the task is dropped; returns the address
 /// bound (useful with port 0).
 pub async fn serve(
-    metrics: Arc<Metrics>,
+    metrics: Arc<ObserverMetrics>,
     address: SocketAddr,
 ) -> std::io::Result<(SocketAddr, tokio::task::JoinHandle<()>)> {
     let router =
@@ -157,7 +157,7 @@ mod tests {
 
     #[test]
     fn runs_and_gauges_are_exposed() {
-        let metrics = Metrics::default();
+        let metrics = ObserverMetrics::default();
         metrics.ran(EventType::Sync, true, 0.01);
         metrics.ran(EventType::Sync, true, 0.02);
         metrics.ran(EventType::Deleted, false, 0.5);
