@@ -32,6 +32,8 @@
 /// The Kubernetes minor version the server presents itself as (`/version`, OpenAPI).
 pub const KUBERNETES_MINOR: &str = "33";
 
+#![warn(missing_docs)]
+
 mod auth;
 mod cel;
 mod cluster;
