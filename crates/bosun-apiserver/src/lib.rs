@@ -29,10 +29,10 @@
 //! # }
 //! ```
 
+#![warn(missing_docs)]
+
 /// The Kubernetes minor version the server presents itself as (`/version`, OpenAPI).
 pub const KUBERNETES_MINOR: &str = "33";
-
-#![warn(missing_docs)]
 
 mod auth;
 mod cel;
