@@ -3,7 +3,7 @@
 
 mod renderers;
 pub mod resource;
-pub mod rollout;
+pub(crate) mod rollout;
 mod sources;
 mod spec;
 
