@@ -7,7 +7,7 @@ use std::sync::Arc;
 
 use super::{Registry, text};
 use crate::error::FuncError;
-use crate::value::{Function, Object, Type, UintKind, Value};
+use crate::template::value::{Function, Object, Type, UintKind, Value};
 
 const INVALID: &str = "Invalid Semantic Version";
 
