@@ -46,7 +46,7 @@ mod stack;
 mod strconv;
 mod template;
 
-pub use error::{Error, FuncError};
+pub use error::{Error, FuncError, Trace};
 pub use strconv::{format_float, quote};
 pub use template::fmt::{sprint, sprintf, sprintln};
 pub use template::value::{Field, Function, IntKind, JsonNumbers, List, Map, NativeFn, Object, Type, UintKind, Value};

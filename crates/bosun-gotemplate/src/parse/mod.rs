@@ -121,7 +121,8 @@ impl Parser<'_> {
 
     fn errorf<T>(&self, message: impl fmt::Display) -> ParseResult<T> {
         let line = self.items[self.last_read].line;
-        Err(Error::Parse { message: format!("template: {}:{}: {}", self.parse_name, line, message) })
+        let (file, reason) = (self.parse_name.to_string(), message.to_string());
+        Err(Error::Parse { message: format!("template: {file}:{line}: {reason}"), file, line, reason })
     }
 
     fn unexpected<T>(&self, token: &Item, context: &str) -> ParseResult<T> {

@@ -18,14 +18,13 @@ pub(crate) struct Tree {
 }
 
 impl Tree {
-    /// Go's `ErrorContext` location: `NAME:LINE:COL` of a byte offset.
-    pub fn location(&self, pos: usize) -> String {
+    /// Go's `ErrorContext` location of a byte offset: (line from 1, byte in the line from 0).
+    pub fn line_column(&self, pos: usize) -> (usize, usize) {
         let before = &self.text[..pos.min(self.text.len())];
-        let (line, col) = match before.rfind('\n') {
+        match before.rfind('\n') {
             Some(nl) => (1 + before.matches('\n').count(), pos - nl - 1),
             None => (1, pos),
-        };
-        format!("{}:{}:{}", self.parse_name, line, col)
+        }
     }
 }
 

@@ -343,7 +343,7 @@ fn parse_constraints(text: &str) -> Result<Vec<Vec<Constraint>>, FuncError> {
                 .iter()
                 .map(|t| {
                     parse_constraint(t)
-                        .map_err(|e| if e.message() == "constraint Parser Error" { e } else { improper(group) })
+                        .map_err(|e| if e.context() == "constraint Parser Error" { e } else { improper(group) })
                 })
                 .collect()
         })

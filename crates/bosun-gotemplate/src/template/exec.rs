@@ -6,7 +6,7 @@ use std::fmt;
 use super::builtins;
 use super::value::{Field, Function, Type, Value, assignable, indirect};
 use super::{Context, MissingKey, Shared, Template};
-use crate::error::Error;
+use crate::error::{Error, Trace};
 use crate::parse::{Branch, Command, Expr, ListNode, Node, Number, Pipe, Tree};
 use crate::stack::grow_stack;
 use crate::strconv::quote;
@@ -26,7 +26,7 @@ pub(crate) fn run(
     let dot = if matches!(data, Value::Nil) { Value::Missing } else { data.clone() };
     if shared.depth >= template.max_depth() {
         let message = format!("template: {name}: exceeded maximum template depth ({})", template.max_depth());
-        return Err(Error::Exec { template: name.to_string(), message });
+        return Err(Error::Exec { template: name.to_string(), message, trace: None });
     }
     shared.depth += 1;
     let mut state =
@@ -105,15 +105,28 @@ type EvalResult<T = Value> = Result<T, Error>;
 
 impl<'t> State<'t, '_> {
     fn error(&self, message: impl fmt::Display) -> Error {
-        let message = match self.at {
-            At::Nothing => format!("template: {}: {message}", self.name),
-            at => format!(
-                "template: {}: executing {} at <{at}>: {message}",
-                self.tree.location(at.pos()),
-                quote(self.name, false)
-            ),
+        self.error_caused(message.to_string(), None)
+    }
+
+    /// An error at the current node; `cause` is the nested execution's error that made a
+    /// function fail, when there is one (`reason` is then the call's own words).
+    fn error_caused(&self, reason: String, cause: Option<Box<Error>>) -> Error {
+        let at = self.at;
+        if matches!(at, At::Nothing) {
+            let message = format!("template: {}: {reason}", self.name);
+            return Error::Exec { template: self.name.to_string(), message, trace: None };
+        }
+        let (line, column) = self.tree.line_column(at.pos());
+        let file = self.tree.parse_name.to_string();
+        let full_reason = match &cause {
+            Some(cause) => format!("{reason}{cause}"),
+            None => reason.clone(),
         };
-        Error::Exec { template: self.name.to_string(), message }
+        let message =
+            format!("template: {file}:{line}:{column}: executing {} at <{at}>: {full_reason}", quote(self.name, false));
+        let reason = if cause.is_some() { reason.trim_end_matches([':', ' ']).to_string() } else { reason };
+        let trace = Trace { file, line, column, node: at.to_string(), reason, cause };
+        Error::Exec { template: self.name.to_string(), message, trace: Some(Box::new(trace)) }
     }
 
     fn err<T>(&self, message: impl fmt::Display) -> EvalResult<T> {
@@ -578,7 +591,8 @@ impl<'t> State<'t, '_> {
                 Ok(v) => Ok(v),
                 Err(e) => {
                     self.at = node;
-                    self.err(format!("error calling call: {e}"))
+                    let (context, cause) = e.into_parts();
+                    Err(self.error_caused(format!("error calling call: {context}"), cause))
                 }
             };
         }
@@ -586,7 +600,8 @@ impl<'t> State<'t, '_> {
             Ok(v) => Ok(v),
             Err(e) => {
                 self.at = node;
-                self.err(format!("error calling {name}: {e}"))
+                let (context, cause) = e.into_parts();
+                Err(self.error_caused(format!("error calling {name}: {context}"), cause))
             }
         }
     }

@@ -185,7 +185,7 @@ impl Template {
     pub fn execute(&self, name: &str, data: &Value, out: &mut String) -> Result<(), Error> {
         if name == &*self.name && !self.has_template(name) {
             let message = format!("template: {name}: {} is an incomplete or empty template", quote(name, false));
-            return Err(Error::Exec { template: name.to_string(), message });
+            return Err(Error::Exec { template: name.to_string(), message, trace: None });
         }
         run(self, name, data, &mut Shared::default(), out)
     }
