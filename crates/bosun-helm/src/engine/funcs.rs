@@ -121,30 +121,15 @@ pub(super) fn register(template: &mut bosun_gotemplate::Template, lookup: Option
         Function::new([Any], String, move |_, a| Ok(Value::from(toml_of(&a[0]).unwrap_or_else(|e| e.message())))),
     );
     template.add_func("mustToToml", to_string(toml_of, true));
-    template.add_func(
-        "fromYaml",
-        Function::new([String], Type::any_map(), |_, a| {
-            Ok(from_json(serde_json::Value::Object(yaml::from_yaml(&text(&a, 0)))))
-        }),
-    );
-    template.add_func(
-        "fromYamlArray",
-        Function::new([String], Type::any_slice(), |_, a| {
-            Ok(from_json(serde_json::Value::Array(yaml::from_yaml_array(&text(&a, 0)))))
-        }),
-    );
-    template.add_func(
-        "fromJson",
-        Function::new([String], Type::any_map(), |_, a| {
-            Ok(from_json(serde_json::Value::Object(golang::from_json(&text(&a, 0)))))
-        }),
-    );
-    template.add_func(
-        "fromJsonArray",
-        Function::new([String], Type::any_slice(), |_, a| {
-            Ok(from_json(serde_json::Value::Array(golang::from_json_array(&text(&a, 0)))))
-        }),
-    );
+    let reader = |read: fn(&str) -> serde_json::Value, result: Type| {
+        Function::new([String], result, move |_, a| Ok(from_json(read(&text(&a, 0)))))
+    };
+    template.add_func("fromYaml", reader(|s| serde_json::Value::Object(yaml::from_yaml(s)), Type::any_map()));
+    template
+        .add_func("fromYamlArray", reader(|s| serde_json::Value::Array(yaml::from_yaml_array(s)), Type::any_slice()));
+    template.add_func("fromJson", reader(|s| serde_json::Value::Object(golang::from_json(s)), Type::any_map()));
+    template
+        .add_func("fromJsonArray", reader(|s| serde_json::Value::Array(golang::from_json_array(s)), Type::any_slice()));
     template.add_func(
         "lookup",
         Function::new([String, String, String, String], Type::any_map(), move |_, a| {
