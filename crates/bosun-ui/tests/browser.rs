@@ -169,8 +169,11 @@ async fn a_canary_s_bars_move_through_its_split_and_promote_ends_its_pause() {
     browser.click("Promote").await;
     browser.wait_for_heading("Canary nginx").await;
     assert!(browser.text("p.notice").await.contains("Promotion requested"));
-    eventually("the controller promotes to 100%", || async {
-        (browser.attribute("p.split", "data-split").await.as_deref() == Some("0/10")).then_some(())
+    // Promoted past its last step, version 2 becomes the stable one with every replica.
+    eventually("the controller promotes version 2", || async {
+        let promoted =
+            browser.text("#phase").await == "Healthy" && browser.text("#summary").await.contains("Stable version 2");
+        (promoted && browser.attribute("p.split", "data-split").await.as_deref() == Some("10/0")).then_some(())
     })
     .await;
     let canary = cluster.get("Canary", "nginx").await;
@@ -181,26 +184,9 @@ async fn a_canary_s_bars_move_through_its_split_and_promote_ends_its_pause() {
 #[tokio::test]
 async fn suspend_and_resume_change_the_package_and_a_reader_is_refused_with_the_api_server_s_reason() {
     let cluster = Cluster::start(Duration::from_millis(100), &[("alice", &["system:masters"]), ("viewer", &[])]).await;
-    let config = package_dir(&[("cm.yaml", "apiVersion: v1\nkind: ConfigMap\nmetadata:\n  name: settings\n")]);
-    cluster
-        .create("Package", "web", json!({"source": {"dir": config.path().display().to_string()}, "interval": "1h"}))
-        .await;
+    let _config = cluster.settings_package("web").await;
     cluster.ready_is("Package", "web", "True").await;
-    // The viewer may only get Packages.
-    let rbac = cluster.server.client();
-    let role: k8s_openapi::api::rbac::v1::ClusterRole = serde_json::from_value(json!({
-        "metadata": {"name": "package-getter"},
-        "rules": [{"apiGroups": ["bosun.dev"], "resources": ["packages"], "verbs": ["get"]}],
-    }))
-    .expect("role");
-    let binding: k8s_openapi::api::rbac::v1::ClusterRoleBinding = serde_json::from_value(json!({
-        "metadata": {"name": "viewer-gets-packages"},
-        "roleRef": {"apiGroup": "rbac.authorization.k8s.io", "kind": "ClusterRole", "name": "package-getter"},
-        "subjects": [{"apiGroup": "rbac.authorization.k8s.io", "kind": "User", "name": "viewer"}],
-    }))
-    .expect("binding");
-    kube::Api::all(rbac.clone()).create(&Default::default(), &role).await.expect("role");
-    kube::Api::all(rbac).create(&Default::default(), &binding).await.expect("binding");
+    cluster.may_only_get_packages("viewer").await;
 
     let dashboard = cluster.dashboard_with_sign_in().await;
     let browser = Browser::start().await;
@@ -283,9 +269,8 @@ async fn tab_stops(browser: &Browser, url: &str) -> Vec<String> {
     stops
 }
 
-/// Presses Tab on the freshly loaded page at `url` until `wanted` has the focus.
-async fn tab_to(browser: &Browser, url: &str, wanted: &str) {
-    browser.open(url).await;
+/// Presses Tab until `wanted` has the focus.
+async fn tab_to(browser: &Browser, wanted: &str) {
     let mut stops = Vec::new();
     while stops.len() < 80 {
         tab(browser).await;
@@ -301,10 +286,7 @@ async fn tab_to(browser: &Browser, url: &str, wanted: &str) {
 #[tokio::test]
 async fn the_keyboard_reaches_every_action_and_confirms_one() {
     let cluster = Cluster::start(Duration::from_millis(100), &[]).await;
-    let config = package_dir(&[("cm.yaml", "apiVersion: v1\nkind: ConfigMap\nmetadata:\n  name: settings\n")]);
-    cluster
-        .create("Package", "web", json!({"source": {"dir": config.path().display().to_string()}, "interval": "1h"}))
-        .await;
+    let _config = cluster.settings_package("web").await;
     cluster.ready_is("Package", "web", "True").await;
     healthy_canary(&cluster, json!([{"setWeight": 50}])).await;
     let dashboard = cluster.dashboard().await;
@@ -321,11 +303,13 @@ async fn the_keyboard_reaches_every_action_and_confirms_one() {
         assert!(stops.iter().any(|s| s == action), "{action} not reached by Tab: {stops:?}");
     }
 
-    // Enter on the focused button opens the confirmation, whose own button has the focus.
-    tab_to(&browser, &package, "BUTTON Reconcile…").await;
+    // Enter on the focused button opens the confirmation (and does not confirm it: nothing
+    // there has the focus for that key to land on); Tab reaches its button, Enter confirms.
+    browser.open(&package).await;
+    tab_to(&browser, "BUTTON Reconcile…").await;
     browser.driver.action_chain().send_keys(Key::Enter).perform().await.expect("Enter");
     browser.wait_for_heading("Reconcile Package default/web?").await;
-    assert_eq!(browser.eval("return document.activeElement.textContent.trim();").await, json!("Reconcile"));
+    tab_to(&browser, "BUTTON Reconcile").await;
     browser.driver.action_chain().send_keys(Key::Enter).perform().await.expect("Enter");
     browser.wait_for_heading("Package web").await;
     let package = cluster.get("Package", "web").await;

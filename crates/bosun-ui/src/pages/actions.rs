@@ -12,11 +12,13 @@ pub fn confirm(viewer: &Viewer, kind: &str, namespace: &str, name: &str, action:
     let body = html! {
         h1 { (title) }
         p { (action.explain()) }
+        // No `autofocus` on the button: the key that opened this page could otherwise land on it
+        // and confirm unseen.
         form.confirm method="post" action={ (back) "/actions/" (action.slug()) } {
             input type="hidden" name="csrf" value=(viewer.csrf);
             @if let Action::Rollback { revision } = action { input type="hidden" name="revision" value=(revision); }
             div.buttons {
-                button.primary type="submit" autofocus { (action.title()) }
+                button.primary type="submit" { (action.title()) }
                 a.button href=(back) { "Cancel" }
             }
         }

@@ -131,6 +131,32 @@ impl Cluster {
         self.api(kind).patch(name, &PatchParams::default(), &Patch::Merge(&patch)).await.expect("patch");
     }
 
+    /// Creates the Package `name` of one ConfigMap (`settings`), reconciled hourly; its
+    /// directory lives as long as the value returned.
+    pub async fn settings_package(&self, name: &str) -> tempfile::TempDir {
+        let config = package_dir(&[("cm.yaml", "apiVersion: v1\nkind: ConfigMap\nmetadata:\n  name: settings\n")]);
+        self.create("Package", name, json!({"source": {"dir": config.path().display().to_string()}, "interval": "1h"}))
+            .await;
+        config
+    }
+
+    /// Lets `user` get Packages and nothing else (a ClusterRole and its binding).
+    pub async fn may_only_get_packages(&self, user: &str) {
+        let role: k8s_openapi::api::rbac::v1::ClusterRole = serde_json::from_value(json!({
+            "metadata": {"name": "package-getter"},
+            "rules": [{"apiGroups": ["bosun.dev"], "resources": ["packages"], "verbs": ["get"]}],
+        }))
+        .expect("role");
+        let binding: k8s_openapi::api::rbac::v1::ClusterRoleBinding = serde_json::from_value(json!({
+            "metadata": {"name": format!("{user}-gets-packages")},
+            "roleRef": {"apiGroup": "rbac.authorization.k8s.io", "kind": "ClusterRole", "name": "package-getter"},
+            "subjects": [{"apiGroup": "rbac.authorization.k8s.io", "kind": "User", "name": user}],
+        }))
+        .expect("binding");
+        Api::all(self.server.client()).create(&PostParams::default(), &role).await.expect("role");
+        Api::all(self.server.client()).create(&PostParams::default(), &binding).await.expect("binding");
+    }
+
     /// Waits until the Ready condition of `name` has `status`; returns the object.
     pub async fn ready_is(&self, kind: &str, name: &str, status: &str) -> Value {
         eventually(&format!("{kind} {name} Ready={status}"), || async {
@@ -278,13 +304,21 @@ impl Browser {
         self.driver.goto(url).await.unwrap_or_else(|e| panic!("{url}: {e}"));
     }
 
-    /// Waits until a new page has loaded after a click (its URL or heading differs).
+    /// Waits until the page's heading has `wanted` (a new page loaded after a click); on
+    /// failure says which page the browser shows instead.
     pub async fn wait_for_heading(&self, wanted: &str) -> String {
-        eventually(&format!("a page headed {wanted:?}"), || async {
+        let deadline = Instant::now() + BOUND;
+        loop {
             let heading = self.text("h1").await;
-            heading.contains(wanted).then_some(heading)
-        })
-        .await
+            if heading.contains(wanted) {
+                return heading;
+            }
+            if Instant::now() >= deadline {
+                let url = self.driver.current_url().await.map(|u| u.to_string()).unwrap_or_default();
+                panic!("a page headed {wanted:?}: not within {BOUND:?}; the browser shows {url} headed {heading:?}");
+            }
+            tokio::time::sleep(Duration::from_millis(50)).await;
+        }
     }
 
     /// The system's colour scheme as the page sees it (`prefers-color-scheme`).

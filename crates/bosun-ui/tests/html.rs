@@ -1,0 +1,161 @@
+//! The dashboard without JavaScript: plain HTTP requests, as a browser with scripts off (or
+//! `curl`) makes them, against the embedded API server with the real controllers. Every page
+//! reads, an action is a confirmation form and a POST, and the security headers and checks hold.
+
+mod support;
+
+use std::time::Duration;
+
+use reqwest::{StatusCode, header};
+use serde_json::json;
+use support::Cluster;
+
+/// A client that does not follow redirects (the tests look at them) and runs no script.
+fn client() -> reqwest::Client {
+    reqwest::Client::builder().redirect(reqwest::redirect::Policy::none()).build().expect("client")
+}
+
+/// GETs `url`: the status, the headers and the body.
+async fn get(url: &str, authorization: Option<&str>) -> (StatusCode, header::HeaderMap, String) {
+    let mut request = client().get(url);
+    if let Some(token) = authorization {
+        request = request.bearer_auth(token);
+    }
+    let response = request.send().await.unwrap_or_else(|e| panic!("GET {url}: {e}"));
+    let (status, headers) = (response.status(), response.headers().clone());
+    (status, headers, response.text().await.expect("body"))
+}
+
+/// POSTs the form `fields` to `url` from the dashboard's own origin.
+async fn post(
+    url: &str,
+    origin: &str,
+    fields: &[(&str, &str)],
+    authorization: Option<&str>,
+) -> (StatusCode, header::HeaderMap, String) {
+    let body = serde_urlencoded::to_string(fields).expect("form");
+    let mut request = client()
+        .post(url)
+        .header(header::ORIGIN, origin)
+        .header(header::CONTENT_TYPE, "application/x-www-form-urlencoded")
+        .body(body);
+    if let Some(token) = authorization {
+        request = request.bearer_auth(token);
+    }
+    let response = request.send().await.unwrap_or_else(|e| panic!("POST {url}: {e}"));
+    let (status, headers) = (response.status(), response.headers().clone());
+    (status, headers, response.text().await.expect("body"))
+}
+
+/// The CSRF token of the first form of `html`.
+fn csrf(html: &str) -> String {
+    let marker = r#"name="csrf" value=""#;
+    let start = html.find(marker).unwrap_or_else(|| panic!("no CSRF field in {html}")) + marker.len();
+    html[start..].split('"').next().expect("value").to_string()
+}
+
+#[tokio::test]
+async fn every_page_reads_without_javascript_and_an_action_is_a_form_post() {
+    let cluster = Cluster::start(Duration::from_millis(100), &[]).await;
+    let _config = cluster.settings_package("web").await;
+    cluster.ready_is("Package", "web", "True").await;
+    let canary = json!({"deployment": {"name": "nginx", "image": "nginx", "version": "1", "replicas": 10, "labels": {"app": "nginx"}}, "steps": [{"setWeight": 30}]});
+    cluster.create("Canary", "nginx", canary).await;
+    let dashboard = cluster.dashboard().await;
+    let url = &dashboard.url;
+
+    let (status, headers, overview) = get(&format!("{url}/"), None).await;
+    assert_eq!(status, StatusCode::OK);
+    assert!(headers[header::CONTENT_TYPE].to_str().expect("type").starts_with("text/html"));
+    let csp = headers[header::CONTENT_SECURITY_POLICY].to_str().expect("csp");
+    assert!(csp.contains("script-src 'self'") && !csp.contains("unsafe-inline"), "{csp}");
+    assert!(
+        overview.contains(r#"id="row:packages:default:web""#) && overview.contains(r#"data-state="Ready""#),
+        "{overview}"
+    );
+    assert!(overview.contains(r#"href="/packages/default/web""#), "a deep link to the Package");
+    assert!(overview.contains(r#"href="/canaries/default/nginx""#), "a deep link to the Canary");
+    // The only scripts are files of the dashboard's own (no inline script to need).
+    let scripts = overview.matches("<script").count();
+    assert!(scripts >= 1 && scripts == overview.matches("<script src=\"/assets/").count(), "{overview}");
+
+    let (status, _, package) = get(&format!("{url}/packages/default/web"), None).await;
+    assert_eq!(status, StatusCode::OK);
+    for part in [r#"id="summary""#, r#"id="plan""#, r#"id="tree""#, r#"id="history""#, "ConfigMap/settings", "Suspend…"]
+    {
+        assert!(package.contains(part), "{part} in {package}");
+    }
+    let (status, _, canary) = get(&format!("{url}/canaries/default/nginx"), None).await;
+    assert_eq!(status, StatusCode::OK);
+    assert!(canary.contains(r#"id="phase""#) && canary.contains("Set weight 30%"), "{canary}");
+    let (status, _, yaml) = get(&format!("{url}/yaml/core/v1/ConfigMap/default/settings"), None).await;
+    assert_eq!(status, StatusCode::OK);
+    assert!(yaml.contains("kind: ConfigMap"), "{yaml}");
+    let (status, _, missing) = get(&format!("{url}/packages/default/nothing"), None).await;
+    assert_eq!(status, StatusCode::NOT_FOUND, "{missing}");
+
+    // Suspend: the confirmation is a page with a form; posting it patches the Package and
+    // redirects back to its page.
+    let (status, _, confirm) = get(&format!("{url}/packages/default/web/actions/suspend"), None).await;
+    assert_eq!(status, StatusCode::OK);
+    assert!(confirm.contains("Suspend Package default/web?"), "{confirm}");
+    let token = csrf(&confirm);
+    let action = format!("{url}/packages/default/web/actions/suspend");
+    let (status, _, _) = post(&action, url, &[("csrf", "forged")], None).await;
+    assert_eq!(status, StatusCode::FORBIDDEN, "a forged CSRF token");
+    let (status, _, _) = post(&action, "http://evil.example", &[("csrf", &token)], None).await;
+    assert_eq!(status, StatusCode::FORBIDDEN, "a form from another origin");
+    assert_eq!(cluster.get("Package", "web").await["spec"]["suspend"], json!(null), "refused forms change nothing");
+    let (status, headers, _) = post(&action, url, &[("csrf", &token)], None).await;
+    assert_eq!(status, StatusCode::SEE_OTHER);
+    assert_eq!(headers[header::LOCATION], "/packages/default/web?done=suspend");
+    assert_eq!(cluster.get("Package", "web").await["spec"]["suspend"], json!(true));
+    let (_, _, suspended) = get(&format!("{url}/packages/default/web?done=suspend"), None).await;
+    assert!(suspended.contains("Suspended.") && suspended.contains("Resume…"), "{suspended}");
+
+    // DNS rebinding: a page reached through a foreign name is refused.
+    let response = client().get(format!("{url}/")).header(header::HOST, "evil.example").send().await.expect("GET");
+    assert_eq!(response.status(), StatusCode::FORBIDDEN);
+}
+
+#[tokio::test]
+async fn behind_a_proxy_each_request_is_its_user_s_and_a_refusal_names_the_verb_and_resource() {
+    let cluster = Cluster::start(Duration::from_millis(100), &[("viewer", &[])]).await;
+    let _config = cluster.settings_package("web").await;
+    cluster.may_only_get_packages("viewer").await;
+    let dashboard = cluster.dashboard_with_sign_in().await;
+    let url = &dashboard.url;
+
+    // No credentials: the sign-in page, never the kubeconfig's identity.
+    let (status, headers, _) = get(&format!("{url}/packages/default/web"), None).await;
+    assert_eq!(status, StatusCode::SEE_OTHER);
+    assert_eq!(headers[header::LOCATION], "/login");
+    let (status, headers, login) = get(&format!("{url}/login"), None).await;
+    assert_eq!(status, StatusCode::OK);
+    assert!(login.contains(r#"id="token""#), "{login}");
+    let cookie = headers[header::SET_COOKIE].to_str().expect("cookie");
+    assert!(cookie.contains("HttpOnly") && cookie.contains("SameSite=Strict"), "{cookie}");
+
+    // The proxy's Authorization header: the viewer reads the Package, and is refused its suspend
+    // with the API server's reason.
+    let token = cluster.server.user_token("viewer").expect("token").to_string();
+    let (status, _, package) = get(&format!("{url}/packages/default/web"), Some(&token)).await;
+    assert_eq!(status, StatusCode::OK, "{package}");
+    assert!(package.contains("viewer"), "the page says who is looking");
+    let (_, _, confirm) = get(&format!("{url}/packages/default/web/actions/suspend"), Some(&token)).await;
+    let form = csrf(&confirm);
+    let action = format!("{url}/packages/default/web/actions/suspend");
+    let (status, _, refused) = post(&action, url, &[("csrf", &form)], Some(&token)).await;
+    assert_eq!(status, StatusCode::FORBIDDEN, "{refused}");
+    assert!(
+        refused.contains(
+            r#"User &quot;viewer&quot; cannot patch resource &quot;packages&quot; in API group &quot;bosun.dev&quot;"#
+        ),
+        "{refused}"
+    );
+    assert_eq!(cluster.get("Package", "web").await["spec"]["suspend"], json!(null), "unchanged");
+    // The viewer may not list Canaries: the overview says so instead of showing none.
+    let (status, _, overview) = get(&format!("{url}/"), Some(&token)).await;
+    assert_eq!(status, StatusCode::OK);
+    assert!(overview.contains("forbidden"), "{overview}");
+}
