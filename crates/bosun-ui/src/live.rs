@@ -88,17 +88,23 @@ fn gone(message: &str) -> Event {
     Event::default().event("gone").data(format!("Live updates stopped: {message}"))
 }
 
-/// The events a task sends, as a response.
-fn respond(receiver: mpsc::Receiver<Event>) -> Response {
+/// The caller's event stream: `produce` sends the events as that caller (no sign-in page for
+/// someone who must sign in: the script cannot follow a redirect) until the dashboard stops or
+/// the browser goes.
+fn stream<F, Fut>(state: &Shared, headers: &HeaderMap, produce: F) -> Response
+where
+    F: FnOnce(Caller, CancellationToken, mpsc::Sender<Event>) -> Fut,
+    Fut: Future<Output = ()> + Send + 'static,
+{
+    let Some(caller) = state.auth.caller(headers) else {
+        return (StatusCode::UNAUTHORIZED, "sign in first").into_response();
+    };
+    let (sender, receiver) = mpsc::channel(8);
+    tokio::spawn(produce(caller, state.stopping.clone(), sender));
     let stream = futures::stream::unfold(receiver, |mut receiver| async move {
         receiver.recv().await.map(|event| (Ok::<_, Infallible>(event), receiver))
     });
     Sse::new(stream).keep_alive(KeepAlive::default()).into_response()
-}
-
-/// The caller of an event stream (no sign-in page: the script cannot follow a redirect).
-fn caller(state: &Shared, headers: &HeaderMap) -> Result<Caller, Box<Response>> {
-    state.auth.caller(headers).ok_or_else(|| Box::new((StatusCode::UNAUTHORIZED, "sign in first").into_response()))
 }
 
 /// What a watch says.
@@ -196,13 +202,7 @@ pub async fn package(
     headers: HeaderMap,
     Path((namespace, name)): Path<(String, String)>,
 ) -> Response {
-    let caller = match caller(&state, &headers) {
-        Ok(caller) => caller,
-        Err(response) => return *response,
-    };
-    let (sender, receiver) = mpsc::channel(8);
-    let stopping = state.stopping.clone();
-    tokio::spawn(async move {
+    stream(&state, &headers, move |caller, stopping, sender| async move {
         let identity = caller.identity.clone();
         let main = triggers(cluster::api(&identity.client, &cluster::packages(), Some(&namespace)), named(&name));
         let mut others = vec![event_triggers(&identity, &namespace, "Package", &name)];
@@ -213,8 +213,7 @@ pub async fn package(
             Ok(Update::of(pages::package::fragments(&package, &extras, Some(&csrf))))
         })
         .await;
-    });
-    respond(receiver)
+    })
 }
 
 /// Watches of what a Package owns now, by kind and namespace, selected by the owner labels.
@@ -246,13 +245,7 @@ pub async fn canary(
     headers: HeaderMap,
     Path((namespace, name)): Path<(String, String)>,
 ) -> Response {
-    let caller = match caller(&state, &headers) {
-        Ok(caller) => caller,
-        Err(response) => return *response,
-    };
-    let (sender, receiver) = mpsc::channel(8);
-    let stopping = state.stopping.clone();
-    tokio::spawn(async move {
+    stream(&state, &headers, move |caller, stopping, sender| async move {
         let identity = caller.identity;
         let main = triggers(cluster::api(&identity.client, &cluster::canaries(), Some(&namespace)), named(&name));
         let deployments = cluster::api(&identity.client, &views::deployments_kind(), Some(&namespace));
@@ -265,24 +258,16 @@ pub async fn canary(
             Ok(Update::of(pages::canary::fragments(&canary, &extras)))
         })
         .await;
-    });
-    respond(receiver)
+    })
 }
 
 /// The overview's updates: a watch per listed kind (with the filters); each change sends its
 /// row and the section's counts.
 pub async fn overview(State(state): State<Shared>, headers: HeaderMap, Query(filters): Query<Filters>) -> Response {
-    let caller = match caller(&state, &headers) {
-        Ok(caller) => caller,
-        Err(response) => return *response,
-    };
-    let (sender, receiver) = mpsc::channel(8);
-    let stopping = state.stopping.clone();
-    tokio::spawn(async move {
+    stream(&state, &headers, move |caller, stopping, sender| async move {
         let kinds = views::overview_kinds(&caller.identity).await;
         follow_overview(stopping, sender, &caller.identity, &kinds, &filters).await;
-    });
-    respond(receiver)
+    })
 }
 
 type Key = (&'static str, String, String);

@@ -90,27 +90,77 @@ fn flash(section: &str, query: &HashMap<String, String>) -> Option<String> {
     Action::parse(section, done, query.get("revision").map(String::as_str)).map(|action| action.done())
 }
 
+/// The pages of an object with actions and live parts.
+#[derive(Clone, Copy)]
+enum ObjectPage {
+    Package,
+    Canary,
+}
+
+impl ObjectPage {
+    /// Its section of the URL space (`packages`).
+    fn section(self) -> &'static str {
+        match self {
+            ObjectPage::Package => "packages",
+            ObjectPage::Canary => "canaries",
+        }
+    }
+
+    /// Reads the object as the caller and renders its page.
+    async fn render(
+        self,
+        caller: &Caller,
+        namespace: &str,
+        name: &str,
+        flash: Option<&str>,
+    ) -> Result<Markup, ReadError> {
+        let (viewer, live) = (viewer(caller), format!("/live/{}/{namespace}/{name}", self.section()));
+        Ok(match self {
+            ObjectPage::Package => {
+                let (package, extras) = views::package(&caller.identity, namespace, name).await?;
+                pages::package::package_page(Some(&viewer), &package, &extras, flash, &live)
+            }
+            ObjectPage::Canary => {
+                let (canary, extras) = views::canary(&caller.identity, namespace, name).await?;
+                pages::canary::canary_page(Some(&viewer), &canary, &extras, flash, &live)
+            }
+        })
+    }
+}
+
+/// A Package's or Canary's page, with the flash of the action that led there.
+async fn object_page(
+    state: Shared,
+    headers: HeaderMap,
+    page: ObjectPage,
+    namespace: String,
+    name: String,
+    query: HashMap<String, String>,
+) -> Response {
+    let caller = match caller(&state, &headers) {
+        Ok(caller) => caller,
+        Err(response) => return *response,
+    };
+    let flash = flash(page.section(), &query);
+    match page.render(&caller, &namespace, &name, flash.as_deref()).await {
+        Ok(markup) => html(StatusCode::OK, markup),
+        Err(error) => {
+            let kind = match page {
+                ObjectPage::Package => "Package",
+                ObjectPage::Canary => "Canary",
+            };
+            read_failure(&caller, &format!("{kind} {namespace}/{name}"), &error)
+        }
+    }
+}
+
 async fn package(
     State(state): State<Shared>,
     headers: HeaderMap,
     Path((namespace, name)): Path<(String, String)>,
     Query(query): Query<HashMap<String, String>>,
 ) -> Response {
-    let caller = match caller(&state, &headers) {
-        Ok(caller) => caller,
-        Err(response) => return *response,
-    };
-    match views::package(&caller.identity, &namespace, &name).await {
-        Ok((package, extras)) => {
-            let live = format!("/live/packages/{namespace}/{name}");
-            let flash = flash("packages", &query);
-            html(
-                StatusCode::OK,
-                pages::package::package_page(Some(&viewer(&caller)), &package, &extras, flash.as_deref(), &live),
-            )
-        }
-        Err(error) => read_failure(&caller, &format!("Package {namespace}/{name}"), &error),
-    }
+    object_page(state, headers, ObjectPage::Package, namespace, name, query).await
 }
 
 async fn canary(
@@ -119,21 +169,7 @@ async fn canary(
     Path((namespace, name)): Path<(String, String)>,
     Query(query): Query<HashMap<String, String>>,
 ) -> Response {
-    let caller = match caller(&state, &headers) {
-        Ok(caller) => caller,
-        Err(response) => return *response,
-    };
-    match views::canary(&caller.identity, &namespace, &name).await {
-        Ok((canary, extras)) => {
-            let live = format!("/live/canaries/{namespace}/{name}");
-            let flash = flash("canaries", &query);
-            html(
-                StatusCode::OK,
-                pages::canary::canary_page(Some(&viewer(&caller)), &canary, &extras, flash.as_deref(), &live),
-            )
-        }
-        Err(error) => read_failure(&caller, &format!("Canary {namespace}/{name}"), &error),
-    }
+    object_page(state, headers, ObjectPage::Canary, namespace, name, query).await
 }
 
 async fn operator(
