@@ -1,0 +1,86 @@
+//! `bosun ui` and `bosun controller --ui-addr` as processes against the embedded API server (in
+//! this test process): the dashboard they serve, and the addresses they refuse. The pages
+//! themselves are tested in crates/bosun-ui.
+
+use bosun_apiserver::ApiServer;
+use tokio::io::{AsyncBufReadExt, BufReader};
+
+mod common;
+#[path = "support/controller.rs"]
+mod support;
+
+use common::Cluster;
+use support::{BOUND, configmap, package_yaml, text};
+
+/// A cluster with bosun's CRDs and the Package `web`.
+async fn with_a_package() -> Cluster {
+    let server = ApiServer::in_memory().start().await.expect("server");
+    let cluster = Cluster::around(server);
+    let crds = cluster.bosun(&["crds"]).await;
+    cluster.kubectl(&["apply", "-f", "-"], Some(&crds.stdout)).await;
+    let dir = cluster.package_dir("web", &[("cm.yaml", &configmap("web-settings", "1"))]);
+    cluster.kubectl(&["apply", "-f", "-"], Some(package_yaml("web", &dir, "  interval: 1h\n").as_bytes())).await;
+    cluster
+}
+
+/// GETs `url` without following redirects: the status and the body.
+async fn get(url: &str) -> (u16, String) {
+    let client = reqwest::Client::builder().redirect(reqwest::redirect::Policy::none()).build().expect("client");
+    let response = client.get(url).send().await.unwrap_or_else(|e| panic!("GET {url}: {e}"));
+    (response.status().as_u16(), response.text().await.expect("body"))
+}
+
+#[tokio::test]
+async fn bosun_ui_serves_the_overview_as_the_kubeconfig_s_user_and_prints_its_url() {
+    let cluster = with_a_package().await;
+    let mut child = tokio::process::Command::new(env!("CARGO_BIN_EXE_bosun"))
+        .args(["ui", "--addr", "127.0.0.1:0", "--kubeconfig"])
+        .arg(&cluster.kubeconfig)
+        .stdout(std::process::Stdio::piped())
+        .kill_on_drop(true)
+        .spawn()
+        .expect("bosun ui starts");
+    let mut lines = BufReader::new(child.stdout.take().expect("stdout")).lines();
+    let line =
+        tokio::time::timeout(BOUND, lines.next_line()).await.expect("a line in time").expect("read").expect("a line");
+    assert!(line.starts_with("bosun ui: http://127.0.0.1:") && line.ends_with("; Ctrl-C to stop"), "{line}");
+    let url = line.split_whitespace().nth(2).expect("the URL");
+    let (status, overview) = get(url).await;
+    assert_eq!(status, 200, "{overview}");
+    assert!(overview.contains(r#"id="row:packages:default:web""#), "{overview}");
+    child.start_kill().expect("stop");
+    let _ = child.wait().await;
+}
+
+#[tokio::test]
+async fn bosun_ui_refuses_to_expose_plain_http_or_the_kubeconfig_s_identity() {
+    let cluster = with_a_package().await;
+    let plain = cluster.bosun(&["ui", "--addr", "0.0.0.0:0"]).await;
+    assert_eq!(plain.status.code(), Some(2), "{}", text(&plain));
+    assert!(
+        text(&plain).contains("not a loopback address, and plain HTTP off loopback would carry tokens"),
+        "{}",
+        text(&plain)
+    );
+    let as_me = cluster.bosun(&["ui", "--addr", "0.0.0.0:0", "--behind-tls-proxy"]).await;
+    assert_eq!(as_me.status.code(), Some(2), "{}", text(&as_me));
+    assert!(text(&as_me).contains("anyone reaching it would act as your kubeconfig's user"), "{}", text(&as_me));
+    let help = cluster.bosun(&["ui", "--help"]).await;
+    assert!(text(&help).contains("[default: 127.0.0.1:8090]") && text(&help).contains("--open"), "{}", text(&help));
+}
+
+#[tokio::test]
+async fn the_controller_serves_the_dashboard_with_sign_in() {
+    let cluster = with_a_package().await;
+    let controller = cluster.controller("ui", &["--ui-addr", "127.0.0.1:0"]);
+    let line = controller.logged("serving the dashboard").await;
+    let url = line.split("url=").nth(1).and_then(|u| u.split_whitespace().next()).expect("the URL").to_string();
+    let (status, _) = get(&url).await;
+    assert_eq!(status, 303, "the controller's own identity is never anyone's: sign in first");
+    let (status, login) = get(&format!("{url}login")).await;
+    assert_eq!(status, 200);
+    assert!(login.contains(r#"id="token""#), "{login}");
+    // The controller keeps reconciling beside it.
+    cluster.wait_ready("web", "True").await;
+    drop(controller);
+}
