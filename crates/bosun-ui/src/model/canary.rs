@@ -37,7 +37,8 @@ pub fn steps(canary: &DynamicObject) -> Vec<Step> {
     let specs = canary.data.pointer("/spec/steps").and_then(Value::as_array).map_or(&[][..], Vec::as_slice);
     let per_step =
         canary.data.pointer("/status/replicasPerStep").and_then(Value::as_array).map_or(&[][..], Vec::as_slice);
-    let mut splits = per_step.iter().filter_map(|s| s.as_str()).map(parse_split);
+    // One entry per step, the implicit last one (100%) included, as the controller writes it.
+    let split_at = |index: usize| per_step.get(index).and_then(Value::as_str).and_then(parse_split);
     let mut labels: Vec<(String, bool)> = specs.iter().map(describe).collect();
     let last_weight = specs.iter().rev().find_map(|s| s["setWeight"].as_i64().or_else(|| s["percent"].as_i64()));
     if last_weight.unwrap_or(0) < 100 {
@@ -57,7 +58,7 @@ pub fn steps(canary: &DynamicObject) -> Vec<Step> {
                 (false, _) if phase == "Degraded" => Mark::Stopped,
                 (false, _) => Mark::Done,
             };
-            Step { label, split: if weighted { splits.next().flatten() } else { None }, mark }
+            Step { label, split: if weighted { split_at(index) } else { None }, mark }
         })
         .collect()
 }
@@ -212,7 +213,7 @@ mod tests {
     #[test]
     fn steps_carry_the_split_they_reach_and_the_running_one() {
         let spec = json!({"steps": [{"percent": 10, "sleep": 1}, {"pause": {}}, {"setWeight": 60}, {"analysis": {}}]});
-        let status = json!({"phase": "Progressing", "canaryVersion": "2", "currentStep": 2, "replicasPerStep": ["1/9", "6/4", "10/0"]});
+        let status = json!({"phase": "Progressing", "canaryVersion": "2", "currentStep": 2, "replicasPerStep": ["1/9", "1/9", "6/4", "6/4", "10/0"]});
         let steps = steps(&canary(spec.clone(), status));
         let shown: Vec<_> = steps.iter().map(|s| (s.label.as_str(), s.split, s.mark)).collect();
         assert_eq!(
