@@ -50,7 +50,7 @@ async fn the_overview_shows_each_package_in_its_state_and_a_rollout_progresses_w
     }
     assert!(browser.text(&state("broken")).await.contains("/nonexistent/bosun-ui-test"), "the failure says why");
     let counts = browser.text("ul[id='counts:packages']").await;
-    assert_eq!(counts, "✔ Ready 1 ◎ Progressing 0 ✗ Failed 1 ⏸ Suspended 1", "{counts}");
+    assert_eq!(counts, "✔ Ready 1 ◎ Progressing 0 ✗ Failed 1 ‖ Suspended 1", "{counts}");
     // Filters narrow the list (server-side, no script needed).
     browser.open(&format!("{}/?q=brok", dashboard.url)).await;
     assert!(browser.attribute(&state("broken"), "data-state").await.is_some());

@@ -43,7 +43,7 @@ impl State {
             State::Ready => "✔",
             State::Progressing => "◎",
             State::Failed => "✗",
-            State::Suspended => "⏸",
+            State::Suspended => "‖",
         }
     }
 }
