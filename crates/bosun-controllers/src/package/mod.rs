@@ -494,6 +494,9 @@ fn fetching(resource: &PackageResource) -> String {
             format!("downloading {}", bosun::source::redact(&archive.url))
         }
         Some(SourceSpec { bucket: Some(bucket), .. }) => format!("listing bucket {}", bucket.bucket),
+        Some(SourceSpec { helm: Some(chart), .. }) => {
+            format!("fetching chart {} from {}", chart.chart, bosun::source::redact(&chart.url))
+        }
         Some(SourceSpec { config_map: Some(config_map), .. }) => format!("reading ConfigMap {}", config_map.name),
         Some(SourceSpec { dir: Some(dir), .. }) => format!("reading {dir}"),
         _ => "fetching the source".to_string(),
