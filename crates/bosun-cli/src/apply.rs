@@ -107,7 +107,9 @@ fn print(report: &Report, output: Output) {
 }
 
 async fn round(args: &Args, connection: &crate::cluster::Connection) -> ExitCode {
-    let (package, rendered) = match args.source.render_with_warnings(Some(&connection.client)).await {
+    let namespace = args.source.default_namespace(&connection.namespace);
+    let cluster = crate::source::Cluster { client: &connection.client, namespace };
+    let (package, rendered) = match args.source.render_with_warnings("apply", Some(&cluster)).await {
         Ok(result) => result,
         Err(message) => return crate::bad_input(message),
     };
@@ -117,7 +119,6 @@ async fn round(args: &Args, connection: &crate::cluster::Connection) -> ExitCode
     let interrupt = crate::signal::Interrupt::listen();
     let options = Options { cancel: Some(interrupt.token()), ..options(&package, args) };
     let progress = progress(&package.name, args.output);
-    let namespace = args.source.default_namespace(&connection.namespace);
     match pipeline::apply(&connection.client, &package, &rendered, namespace, &options, progress.as_ref()).await {
         Ok(outcome) => {
             print(&outcome.report, args.output);

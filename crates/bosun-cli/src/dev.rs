@@ -91,6 +91,9 @@ pub struct Args {
     /// `wait.timeout`, else the package's `timeout`, else 2m).
     #[arg(long, value_name = "DURATION")]
     pub timeout: Option<Interval>,
+
+    #[command(flatten)]
+    pub helm: crate::helm::HelmFlags,
 }
 
 /// How one package's rollout ended.
@@ -109,8 +112,20 @@ async fn apply_dir(server: &RunningServer, dir: &Path, args: &Args, interrupt: &
 
 async fn apply_dir_once(server: &RunningServer, dir: &Path, args: &Args, interrupt: &Interrupt) -> Rollout {
     let client = server.client();
-    let package = match Package::load(dir) {
+    let mut package = match Package::load(dir) {
         Ok(package) => package,
+        Err(error) => {
+            eprintln!("error: {error}");
+            return Rollout::Failed;
+        }
+    };
+    if let Err(error) = args.helm.apply_to(&mut package, "dev") {
+        eprintln!("error: {error}");
+        return Rollout::Failed;
+    }
+    let namespace = args.namespace.as_deref().unwrap_or("default");
+    let helm_release = match pipeline::helm_release(&client, &package, namespace).await {
+        Ok(release) => release,
         Err(error) => {
             eprintln!("error: {error}");
             return Rollout::Failed;
@@ -120,7 +135,8 @@ async fn apply_dir_once(server: &RunningServer, dir: &Path, args: &Args, interru
         eprintln!("error: {error}");
         return Rollout::Failed;
     }
-    let render_options = RenderOptions { default_namespace: args.namespace.clone(), ..RenderOptions::default() };
+    let render_options =
+        RenderOptions { default_namespace: args.namespace.clone(), helm_release, ..RenderOptions::default() };
     let rendered = match pipeline::render(&package, &render_options, Some(&client)).await {
         Ok(rendered) => rendered,
         Err(error) => {
@@ -138,7 +154,6 @@ async fn apply_dir_once(server: &RunningServer, dir: &Path, args: &Args, interru
         ..Options::default()
     };
     let progress = Terminal::new(&package.name);
-    let namespace = args.namespace.as_deref().unwrap_or("default");
     match pipeline::apply(&client, &package, &rendered, namespace, &options, &progress).await {
         Ok(outcome) => {
             out!("{}", outcome.report.table());

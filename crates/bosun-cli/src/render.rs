@@ -25,7 +25,7 @@ pub enum Output {
 /// Arguments of `bosun render`.
 #[derive(Debug, clap::Args)]
 #[command(
-    after_help = "Examples:\n  bosun render examples/jsonnet --config prod.yaml\n  bosun render --files manifests --rollout rollout.yaml -o map\n  bosun render --jsonnet main.jsonnet -J vendor --config config.json"
+    after_help = "Examples:\n  bosun render examples/jsonnet --config prod.yaml\n  bosun render --files manifests --rollout rollout.yaml -o map\n  bosun render --jsonnet main.jsonnet -J vendor --config config.json\n  bosun render ./my-chart -f values-prod.yaml --set image.tag=1.2 -n shop"
 )]
 pub struct Args {
     #[command(flatten)]
@@ -72,7 +72,7 @@ fn print_plan(package: &Package, rendered: &Rendered) -> Result<(), SourceError>
 
 /// Runs `bosun render`.
 pub async fn run(args: Args) -> ExitCode {
-    let (package, rendered) = match args.source.render_with_warnings(None).await {
+    let (package, rendered) = match args.source.render_with_warnings("render", None).await {
         Ok(result) => result,
         Err(message) => return crate::bad_input(message),
     };

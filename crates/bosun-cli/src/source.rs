@@ -12,11 +12,14 @@ use bosun::pipeline::{self, PipelineError, RenderOptions};
 
 use bosun::render::Rendered;
 
+use crate::helm::HelmFlags;
+
 /// Where the manifests come from: a package directory, or Locutus-style flags.
 #[derive(Debug, Clone, clap::Args)]
 pub struct Source {
-    /// Package directory (with a bosun.yaml, a kustomization.yaml, a main.jsonnet, or manifest
-    /// files). Without it, the current directory when it has one of the first three.
+    /// Package directory (with a bosun.yaml, a Helm chart's Chart.yaml, a kustomization.yaml, a
+    /// main.jsonnet, or manifest files), or one manifest file. Without it, the current
+    /// directory when it has one of the first four.
     #[arg(value_name = "DIR", conflicts_with_all = ["files", "jsonnet"])]
     pub dir: Option<PathBuf>,
 
@@ -49,6 +52,19 @@ pub struct Source {
     /// repeatable). Without it, an encrypted manifest is an error.
     #[arg(long = "decrypt-key", value_name = "FILE", env = "SOPS_AGE_KEY_FILE")]
     pub decrypt_keys: Vec<PathBuf>,
+
+    #[command(flatten)]
+    pub helm: HelmFlags,
+}
+
+/// The cluster a command renders for, and its namespace for objects without one (`-n`, else
+/// the kubeconfig's).
+#[derive(Clone, Copy)]
+pub struct Cluster<'a> {
+    /// The client.
+    pub client: &'a kube::Client,
+    /// The namespace.
+    pub namespace: &'a str,
 }
 
 /// Why a package could not be loaded or rendered (all bad input: exit code 2).
@@ -78,8 +94,8 @@ pub enum SourceError {
 }
 
 impl Source {
-    /// The package these arguments describe.
-    pub fn package(&self) -> Result<Package, SourceError> {
+    /// The package these arguments describe; `command` names the command in messages.
+    pub fn package(&self, command: &str) -> Result<Package, SourceError> {
         let mut package = if let Some(dir) = &self.files {
             Package::from_files(dir, self.rollout.as_deref())
         } else if let Some(file) = &self.jsonnet {
@@ -94,14 +110,18 @@ impl Source {
                 // happens to be there (a repository with test fixtures) is never what was meant.
                 None if is_marked_package(Path::new(".")) => PathBuf::from("."),
                 None => {
+                    if let Some(message) = self.helm.without_package(command) {
+                        return Err(SourceError::Arguments(message));
+                    }
                     return Err(SourceError::Arguments(format!(
                         "no package given: pass DIR, --files DIR or --jsonnet FILE (the current directory has none of {})",
                         PACKAGE_MARKERS.join(", ")
                     )));
                 }
             };
-            Package::load(&dir)?
+            if dir.is_file() { Package::from_file(&dir) } else { Package::load(&dir)? }
         };
+        self.helm.apply_to(&mut package, command).map_err(SourceError::Arguments)?;
         if self.jsonnet.is_none() && !self.jpath.is_empty() {
             match &mut package.spec.render {
                 Some(RenderSpec::Jsonnet(spec)) => spec.jpath.extend(
@@ -140,24 +160,36 @@ impl Source {
     /// [`Source::render`], printing the rendering's warnings to stderr.
     pub async fn render_with_warnings(
         &self,
-        cluster: Option<&kube::Client>,
+        command: &str,
+        cluster: Option<&Cluster<'_>>,
     ) -> Result<(Package, Rendered), SourceError> {
-        let rendered = self.render(cluster).await?;
+        let rendered = self.render(command, cluster).await?;
         print_warnings(&rendered.0, &rendered.1);
         Ok(rendered)
     }
 
-    /// Loads the package and renders it ([`pipeline::render`]). With a target namespace or `-n`,
-    /// kinds unknown to bosun are looked up in `cluster` (the command's; `bosun render` has none
+    /// Loads the package and renders it ([`pipeline::render`]), for `cluster` when given (a
+    /// Helm chart then renders as its release there). With a target namespace or `-n`, kinds
+    /// unknown to bosun are looked up in the cluster (the command's; `bosun render` has none
     /// and tries the kubeconfig's) when it is reachable.
-    pub async fn render(&self, cluster: Option<&kube::Client>) -> Result<(Package, Rendered), SourceError> {
-        let package = self.package()?;
+    pub async fn render(
+        &self,
+        command: &str,
+        cluster: Option<&Cluster<'_>>,
+    ) -> Result<(Package, Rendered), SourceError> {
+        let package = self.package(command)?;
+        let helm_release = match cluster {
+            Some(cluster) => pipeline::helm_release(cluster.client, &package, cluster.namespace).await?,
+            None => None,
+        };
         let options = RenderOptions {
             config_files: self.config.clone(),
             default_namespace: self.namespace.clone(),
             decryption: self.keys()?,
+            helm_release,
             ..RenderOptions::default()
         };
+        let cluster = cluster.map(|c| c.client);
         let inferred = match cluster {
             None if package.spec.target_namespace.is_some() || self.namespace.is_some() => inferred_client().await,
             _ => None,
