@@ -377,13 +377,17 @@ async fn a_package_whose_source_is_a_chart_becomes_ready() {
     let crds = cluster.bosun(&["crds"]).await;
     cluster.kubectl(&["apply", "-f", "-"], Some(&crds.stdout)).await;
     let chart = cluster.chart("web");
-    let spec = "  targetNamespace: default\n  render:\n    helm:\n      releaseName: shop\n      values: {greeting: from-package, replicas: 2}\n";
+    let values = "apiVersion: v1\nkind: ConfigMap\nmetadata: {name: web-values}\ndata:\n  values.yaml: |\n    replicas: 2\n    greeting: from-configmap\n---\napiVersion: v1\nkind: ConfigMap\nmetadata: {name: existing}\ndata: {value: found}\n";
+    cluster.kubectl(&["apply", "-f", "-"], Some(values.as_bytes())).await;
+    let spec = "  targetNamespace: default\n  render:\n    helm:\n      releaseName: shop\n      valuesFrom: [{kind: ConfigMap, name: web-values}]\n      values: {greeting: from-package}\n";
     let manifest = package_yaml("web", &chart, spec);
     cluster.kubectl(&["apply", "-f", "-"], Some(manifest.as_bytes())).await;
     let _controller = cluster.controller("controller", &[]);
     let ready = cluster.wait_ready("web", "True").await;
     let release = cluster.release_data("default", "shop-web-release").await;
-    assert_eq!(release["greeting"], "from-package", "{ready:#}");
+    assert_eq!(release["greeting"], "from-package", "values over valuesFrom: {ready:#}");
+    assert_eq!(release["found"], "found", "lookup reads the cluster");
+    assert_eq!((&release["install"], &release["revision"]), (&json!("true"), &json!("1")));
     let deployment = Api::<Deployment>::default_namespaced(cluster.server.client()).get("shop-web").await.expect("get");
     assert_eq!(deployment.spec.and_then(|s| s.replicas), Some(2));
 }

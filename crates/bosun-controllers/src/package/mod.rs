@@ -41,14 +41,14 @@ use bosun::apply::{Cache, Inventory, Options, Resolver};
 use bosun::decrypt::Keys;
 use bosun::inventory::Entry;
 use bosun::package::{
-    DeletionPolicy, Interval, Package, PackageResource, SourceSpec,
+    DeletionPolicy, Interval, Package, PackageResource, RenderSpec, SourceSpec,
     resource::{
         DEFAULT_HISTORY, HistoryEntry, InventoryEntry, PackageStatus, REQUESTED_AT, SOURCE_REQUESTED_AT, record_history,
     },
 };
 use bosun::pipeline::{self, RenderOptions};
 use bosun::plan;
-use bosun::render::Rendered;
+use bosun::render::{HelmRelease, Rendered};
 use bosun::report::{Cause, Report, Silent, Stage};
 use bosun::source::Fetcher;
 use bosun_kit::{self as kit, Failure, Run};
@@ -259,10 +259,19 @@ impl PackageReconciler {
                 return Ok(cached.rendered.clone());
             }
         }
+        // A chart renders as its release in the cluster: `valuesFrom`, `lookup` and
+        // `.Capabilities` read it. The release record is the Package's status, which counts no
+        // revisions: `.Release` is an install at revision 1.
+        let helm_release = matches!(package.renderer(), RenderSpec::Helm(_)).then(|| HelmRelease {
+            namespace: package.spec.target_namespace.clone().or_else(|| package.namespace.clone()).unwrap_or_default(),
+            values_namespace: package.namespace.clone().unwrap_or_default(),
+            last_revision: None,
+        });
         let options = RenderOptions {
             default_namespace: package.namespace.clone(),
             resolver: Some(resolver.clone()),
             decryption: keys,
+            helm_release,
             ..RenderOptions::default()
         };
         let rendered = pipeline::render(package, &options, Some(client))

@@ -6,8 +6,8 @@
 //! The manifests are keyed by Helm's source paths (`chart/templates/x.yaml`; `…#N` when a
 //! template renders several objects), in Helm's install order: the CRDs of `crds/` first
 //! (unless `skipCrds`), then the templates' objects, then hooks with their `helm.sh/hook*`
-//! annotations as the chart renders them (test hooks only with `includeTests`). Planning reads
-//! the hooks (see [`super::HookStyle::Helm`]). Nothing here reads the network or a cluster.
+//! annotations as the chart renders them (test hooks only with `includeTests`), marked
+//! [`super::HookStyle::Helm`] for the planner. Nothing here reads the network or a cluster.
 
 use std::collections::HashMap;
 use std::path::Path;
