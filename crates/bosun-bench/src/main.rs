@@ -64,6 +64,14 @@ fn main() {
         // Timed as a command's start: no runtime to build first.
         return observe::stamp(log, args);
     }
+    // `RUST_LOG=tower_http=debug` logs every request the in-process API server answers (to
+    // count a run's requests by verb and resource); nothing is logged without it.
+    if std::env::var_os("RUST_LOG").is_some() {
+        tracing_subscriber::fmt()
+            .with_env_filter(tracing_subscriber::EnvFilter::from_default_env())
+            .with_writer(std::io::stderr)
+            .init();
+    }
     let runtime = tokio::runtime::Builder::new_multi_thread().enable_all().build().expect("tokio runtime");
     runtime.block_on(async {
         match cli.bench {

@@ -355,21 +355,8 @@ async fn bosun_controller_runs_operator_resources() {
     }
     let dir = widget_dir();
     let cache = tempfile::tempdir().expect("cache");
-    let settings = bosun_controllers::HostSettings {
-        package: bosun_controllers::package::Settings {
-            config: h.server.config(),
-            cache_dir: cache.path().to_path_buf(),
-            default_service_account: None,
-            concurrency: 4,
-            namespace: None,
-            selector: None,
-            stopping: Default::default(),
-        },
-        endpoints: None,
-        leader: None,
-        webhook: None,
-        dedup_window: std::time::Duration::from_secs(300),
-    };
+    let package = bosun_controllers::package::Settings::new(h.server.config(), cache.path().to_path_buf());
+    let settings = bosun_controllers::HostSettings::new(package);
     let (stop, stopped) = tokio::sync::oneshot::channel::<()>();
     let host = tokio::spawn(bosun_controllers::run(
         h.server.client(),
@@ -464,9 +451,39 @@ async fn a_restart_in_the_middle_of_a_rollout_resumes_without_duplicates() {
     let names: Vec<String> = listed.items.iter().filter_map(|d| d.metadata.name.clone()).collect();
     assert_eq!(names, ["grafana-main"], "one Deployment");
     assert_eq!(listed.items[0].metadata.uid, first.metadata.uid, "the same Deployment, not recreated");
-    let inventory = h.configmaps().get("bosun-inventory-grafana.main").await.expect("inventory");
-    let entries = serde_json::to_string(&inventory.data).expect("json");
+    // The inventory is in the object's status (its CRD keeps unknown status fields).
+    let entries = grafanas.get("main").await.expect("get").data["status"]["inventory"].to_string();
     assert_eq!(entries.matches("grafana-main").count(), 1, "one inventory entry: {entries}");
+    let inventory = h.configmaps().get_opt("bosun-inventory-grafana.main").await.expect("get");
+    assert!(inventory.is_none(), "no inventory ConfigMap beside the status");
+    h.stop().await;
+}
+
+#[tokio::test]
+async fn a_status_schema_without_room_for_the_inventory_keeps_it_in_a_configmap() {
+    // The status declares its fields and keeps no others: `status.inventory` would be pruned.
+    let closed = WIDGET_CRD.replace(
+        "status: {type: object, x-kubernetes-preserve-unknown-fields: true}",
+        "status: {type: object, properties: {children: {type: integer}, greeting: {type: string}, observedGeneration: {type: integer}, conditions: {type: array, items: {type: object, x-kubernetes-preserve-unknown-fields: true}}}}",
+    );
+    let mut h = Harness::start(&closed).await;
+    let dir = widget_dir();
+    h.run(Definition::load(dir.path()).expect("operator.yaml")).await;
+    let widgets = h.objects("example.com", "Widget", "widgets");
+    let configmaps = h.configmaps();
+    widgets.create(&PostParams::default(), &widget("c", json!({"names": ["a", "b"]}))).await.expect("create");
+    eventually("Widget Ready", || async {
+        let object = widgets.get("c").await.expect("get");
+        ready(&object).filter(|(status, ..)| status == "True")
+    })
+    .await;
+    let inventory = configmaps.get("bosun-inventory-widgets.c").await.expect("the inventory ConfigMap");
+    let entries = serde_json::to_string(&inventory.data).expect("json");
+    assert!(entries.contains("c-a") && entries.contains("c-b"), "{entries}");
+    // Pruning reads it.
+    let patch = json!({"spec": {"names": ["a"]}});
+    widgets.patch("c", &PatchParams::default(), &Patch::Merge(&patch)).await.expect("drop b");
+    eventually("c-b pruned", || async { configmaps.get_opt("c-b").await.expect("get").is_none().then_some(()) }).await;
     h.stop().await;
 }
 

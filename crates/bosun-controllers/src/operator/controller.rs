@@ -17,8 +17,8 @@ use std::{
     time::Duration,
 };
 
-use futures::StreamExt;
-use k8s_openapi::apiextensions_apiserver::pkg::apis::apiextensions::v1::CustomResourceDefinition;
+use futures::{StreamExt, future::BoxFuture};
+use k8s_openapi::apiextensions_apiserver::pkg::apis::apiextensions::v1::{CustomResourceDefinition, JSONSchemaProps};
 use kube::{
     Api, Client,
     api::{ApiResource, DynamicObject, Patch, PatchParams},
@@ -28,11 +28,11 @@ use serde_json::{Value, json};
 use sha2::{Digest, Sha256};
 use tokio_util::sync::CancellationToken;
 
-use bosun::apply::{Cache, Inventory, Kind, Options, Resolver};
+use bosun::apply::{Cache, Inventory, Journal, Kind, Options, Resolver};
 
 use bosun_core::cluster::ClusterError;
 
-use bosun::inventory::{PACKAGE_LABEL, PACKAGE_NAMESPACE_LABEL, configmap_name};
+use bosun::inventory::{Entry, PACKAGE_LABEL, PACKAGE_NAMESPACE_LABEL, configmap_name};
 
 use bosun_kit::{self as kit, Failure, Run};
 
@@ -60,6 +60,8 @@ pub const APPLY_FAILED: &str = "ApplyFailed";
 pub const FINALIZE_FAILED: &str = "FinalizeFailed";
 /// Objects of one watched object applied at once.
 const APPLY_CONCURRENCY: usize = 4;
+/// The status field the children are recorded in, when the watched kind's schema keeps it.
+pub const INVENTORY_FIELD: &str = "inventory";
 /// The label values bosun puts on children must fit Kubernetes' 63 characters.
 const LABEL_VALUE_MAX: usize = 63;
 
@@ -131,6 +133,14 @@ pub struct OperatorReconciler {
     related: Vec<Related>,
     known: Arc<Known>,
     cache: Cache,
+    /// The watched kind.
+    resource: ApiResource,
+    status: StatusSupport,
+    /// Each object's inventory (by uid) as this process last applied it. The status holds
+    /// it too, but the object a run starts from may not show the last status write yet
+    /// (status changes start no reconcile, a spec change may come first): this is never
+    /// behind. Read from the status after a restart.
+    inventories: Mutex<HashMap<String, Vec<Entry>>>,
     stopping: CancellationToken,
 }
 
@@ -192,21 +202,44 @@ pub fn set_owner(rendered: &mut Rendered, owner: &Value, namespaced_owner: bool,
     }
 }
 
-/// Whether a CRD serves `kind` of `api_version` with a status subresource (built-in kinds:
-/// no; bosun writes no status to them).
-async fn has_status(client: &Client, resource: &ApiResource) -> bool {
+/// What bosun may write to the watched kind's status.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+struct StatusSupport {
+    /// The kind has a status subresource (a CRD's; bosun writes no status to built-in kinds).
+    written: bool,
+    /// Its status schema keeps `status.inventory`, where the children are then recorded
+    /// (else in a ConfigMap of their own, which costs reads and writes per run).
+    keeps_inventory: bool,
+}
+
+/// What a CRD serving `resource` lets bosun write to its status.
+async fn status_support(client: &Client, resource: &ApiResource) -> StatusSupport {
     if resource.group.is_empty() || !resource.group.contains('.') {
-        return false;
+        return StatusSupport::default();
     }
     let crds: Api<CustomResourceDefinition> = Api::all(client.clone());
     let Ok(Some(crd)) = crds.get_opt(&format!("{}.{}", resource.plural, resource.group)).await else {
-        return false;
+        return StatusSupport::default();
     };
-    crd.spec
-        .versions
-        .iter()
-        .find(|v| v.name == resource.version)
-        .is_some_and(|v| v.subresources.as_ref().is_some_and(|s| s.status.is_some()))
+    let Some(version) = crd.spec.versions.iter().find(|v| v.name == resource.version) else {
+        return StatusSupport::default();
+    };
+    let written = version.subresources.as_ref().is_some_and(|s| s.status.is_some());
+    let schema = version.schema.as_ref().and_then(|s| s.open_api_v3_schema.as_ref());
+    StatusSupport {
+        written,
+        keeps_inventory: written && schema.is_some_and(|s| keeps_status_field(s, INVENTORY_FIELD)),
+    }
+}
+
+/// Whether a CRD schema keeps `status.<field>` (rather than pruning it): the status keeps
+/// unknown fields, or declares the field.
+fn keeps_status_field(schema: &JSONSchemaProps, field: &str) -> bool {
+    let Some(status) = schema.properties.as_ref().and_then(|p| p.get("status")) else {
+        return schema.x_kubernetes_preserve_unknown_fields == Some(true);
+    };
+    status.x_kubernetes_preserve_unknown_fields == Some(true)
+        || status.properties.as_ref().is_some_and(|p| p.contains_key(field))
 }
 
 /// Finds a kind, discovering the cluster again once if it is not known (a CRD created after
@@ -319,13 +352,22 @@ pub async fn controller(
         }
     })
     .flatten();
-    let writes_status = has_status(&client, &kind.resource).await;
+    let status = status_support(&client, &kind.resource).await;
     let name = controller_name(&definition.name);
     let concurrency = spec.concurrency();
     let retry = spec.retry_interval();
     let (namespace, selector) = (spec.watch.namespace.clone(), spec.watch.label_selector.clone());
-    let reconciler =
-        OperatorReconciler { definition, watched, related, known, cache, stopping: settings.stopping.clone() };
+    let reconciler = OperatorReconciler {
+        definition,
+        watched,
+        related,
+        known,
+        cache,
+        resource: kind.resource.clone(),
+        status,
+        inventories: Mutex::default(),
+        stopping: settings.stopping.clone(),
+    };
     let mut controller = kit::Controller::for_resource(&name, reconciler, client, kind.resource, kind.namespaced)
         .finalizer_on_demand()
         .concurrency(concurrency)
@@ -335,7 +377,7 @@ pub async fn controller(
     for (resource, events, mapper) in watches {
         controller = controller.watches(resource, events, mapper);
     }
-    if !writes_status {
+    if !status.written {
         controller = controller.without_status();
     }
     if let Some(metrics) = settings.metrics {
@@ -429,11 +471,13 @@ impl OperatorReconciler {
         Ok((package, rendered))
     }
 
-    /// Applies a rendering (pruning what the object's inventory has and it has not) and gives
-    /// the inventory ConfigMap the object as owner, so that it goes with the object.
+    /// Applies a rendering, pruning what the object's inventory has and it has not. The
+    /// inventory is the object's `status.inventory` when its schema keeps it (the caller
+    /// writes the report's with the status), else a ConfigMap given the object as owner, so
+    /// that it goes with the object.
     async fn apply(
         &self,
-        run: &Run<DynamicObject>,
+        run: &mut Run<DynamicObject>,
         package: &Package,
         rendered: &Rendered,
         prune_all: bool,
@@ -449,7 +493,7 @@ impl OperatorReconciler {
             wait: !prune_all && spec.wait.unwrap_or(true),
             timeout,
             timeout_overrides_groups: false,
-            inventory: Inventory::ConfigMap,
+            inventory: self.inventory(run, rendered),
             resolver: Some(run.resolver().clone()),
             deadline: Some(tokio::time::Instant::now() + timeout),
             cancel: Some(self.stopping.clone()),
@@ -460,10 +504,50 @@ impl OperatorReconciler {
         let outcome = pipeline::apply(run.client(), package, rendered, &namespace, &options, &Silent)
             .await
             .map_err(|e| Failure::retry(APPLY_FAILED, format!("{}: {e}", run.describe())))?;
-        if !prune_all && self.watched.namespaced {
+        if self.status.keeps_inventory {
+            let uid = object::text(run.value(), "/metadata/uid").to_string();
+            let mut inventories = self.inventories.lock().unwrap_or_else(|e| e.into_inner());
+            match prune_all {
+                true => inventories.remove(&uid),
+                false => inventories.insert(uid, outcome.report.inventory.clone()),
+            };
+            run.set_status(INVENTORY_FIELD, &outcome.report.inventory);
+        } else if !prune_all && self.watched.namespaced {
             self.own_inventory(run, package).await;
         }
         Ok(outcome.report)
+    }
+
+    /// Where the apply finds and keeps the object's inventory. In the status, it is recorded
+    /// ahead of new children only when one of them is not owned by the object: an owned child
+    /// a crash leaves unrecorded still goes with its owner (as a Deployment's ReplicaSets do),
+    /// and the journal's status write would double the writes of every new object.
+    fn inventory(&self, run: &Run<DynamicObject>, rendered: &Rendered) -> Inventory {
+        if !self.status.keeps_inventory {
+            return Inventory::ConfigMap;
+        }
+        let uid = object::text(run.value(), "/metadata/uid");
+        let remembered = self.inventories.lock().unwrap_or_else(|e| e.into_inner()).get(uid).cloned();
+        let previous = remembered.unwrap_or_else(|| {
+            run.live_status(&format!("/{INVENTORY_FIELD}"))
+                .and_then(|list| serde_json::from_value::<Vec<Entry>>(list.clone()).ok())
+                .unwrap_or_default()
+        });
+        let journal = match rendered.manifests.iter().all(|child| owned_by_uid(&child.object, uid)) {
+            true => None,
+            false => {
+                Some(Arc::new(StatusJournal { api: self.api(run), name: run.name().to_string() }) as Arc<dyn Journal>)
+            }
+        };
+        Inventory::Kept { previous, journal }
+    }
+
+    /// The API of the watched objects in the object's namespace.
+    fn api(&self, run: &Run<DynamicObject>) -> Api<DynamicObject> {
+        match self.watched.namespaced {
+            true => Api::namespaced_with(run.client().clone(), run.namespace(), &self.resource),
+            false => Api::all_with(run.client().clone(), &self.resource),
+        }
     }
 
     /// Puts the object's owner reference on its inventory ConfigMap (once).
@@ -483,6 +567,30 @@ impl OperatorReconciler {
         if let Err(error) = api.patch(&name, &PatchParams::default(), &Patch::Merge(&patch)).await {
             tracing::debug!(object = %run.describe(), %error, "owning the inventory failed");
         }
+    }
+}
+
+/// Whether an object names `uid` among its owners.
+fn owned_by_uid(object: &Value, uid: &str) -> bool {
+    object
+        .pointer("/metadata/ownerReferences")
+        .and_then(Value::as_array)
+        .is_some_and(|references| references.iter().any(|r| object::text(r, "/uid") == uid))
+}
+
+/// Records an object's inventory in its status ahead of children it does not own.
+struct StatusJournal {
+    api: Api<DynamicObject>,
+    name: String,
+}
+
+impl Journal for StatusJournal {
+    fn record<'a>(&'a self, entries: &'a [Entry]) -> BoxFuture<'a, Result<(), ClusterError>> {
+        Box::pin(async move {
+            let patch = json!({"status": {INVENTORY_FIELD: entries}});
+            self.api.patch_status(&self.name, &PatchParams::default(), &Patch::Merge(&patch)).await?;
+            Ok(())
+        })
     }
 }
 
@@ -516,7 +624,7 @@ impl kit::Reconciler for OperatorReconciler {
         }
         if let Some(status) = response.status {
             for (field, value) in status {
-                if !matches!(field.as_str(), "conditions" | "observedGeneration") {
+                if !matches!(field.as_str(), "conditions" | "observedGeneration" | INVENTORY_FIELD) {
                     run.set_status(&field, value);
                 }
             }
@@ -552,9 +660,11 @@ impl kit::Reconciler for OperatorReconciler {
             let failure = rollout_failure(&report);
             return Err(Failure::retry(FINALIZE_FAILED, failure.message));
         }
-        let configmaps: Api<k8s_openapi::api::core::v1::ConfigMap> =
-            Api::namespaced(run.client().clone(), package.namespace.as_deref().unwrap_or("default"));
-        let _ = configmaps.delete(&configmap_name(&package.name), &Default::default()).await;
+        if !self.status.keeps_inventory {
+            let configmaps: Api<k8s_openapi::api::core::v1::ConfigMap> =
+                Api::namespaced(run.client().clone(), package.namespace.as_deref().unwrap_or("default"));
+            let _ = configmaps.delete(&configmap_name(&package.name), &Default::default()).await;
+        }
         Ok(())
     }
 }
@@ -563,6 +673,29 @@ impl kit::Reconciler for OperatorReconciler {
 mod tests {
     use super::*;
     use bosun_core::scopes::Scopes;
+
+    #[test]
+    fn the_inventory_goes_to_the_status_where_its_schema_keeps_it() {
+        let schema = |status: Value| -> JSONSchemaProps {
+            serde_json::from_value(
+                json!({"type": "object", "properties": {"spec": {"type": "object"}, "status": status}}),
+            )
+            .expect("schema")
+        };
+        let cases = [
+            (json!({"type": "object", "x-kubernetes-preserve-unknown-fields": true}), true),
+            (json!({"type": "object", "properties": {"inventory": {"type": "array"}}}), true),
+            (json!({"type": "object", "properties": {"phase": {"type": "string"}}}), false),
+            (json!({"type": "object"}), false),
+        ];
+        for (status, keeps) in cases {
+            assert_eq!(keeps_status_field(&schema(status.clone()), INVENTORY_FIELD), keeps, "{status}");
+        }
+        let open: JSONSchemaProps =
+            serde_json::from_value(json!({"type": "object", "x-kubernetes-preserve-unknown-fields": true}))
+                .expect("schema");
+        assert!(keeps_status_field(&open, INVENTORY_FIELD), "no status declared, everything kept");
+    }
 
     #[test]
     fn target_names_fit_a_label_value() {

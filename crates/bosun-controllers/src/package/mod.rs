@@ -87,6 +87,26 @@ pub struct Settings {
     pub stopping: CancellationToken,
 }
 
+impl Settings {
+    /// Settings with the required parts; the rest as `bosun controller` defaults them (4
+    /// Packages at once, every namespace, no selector, no default ServiceAccount). Change
+    /// fields with struct update syntax: `Settings { concurrency: 8, ..Settings::new(c, d) }`.
+    pub fn new(config: kube::Config, cache_dir: PathBuf) -> Settings {
+        Settings {
+            config,
+            cache_dir,
+            default_service_account: None,
+            concurrency: DEFAULT_CONCURRENCY,
+            namespace: None,
+            selector: None,
+            stopping: CancellationToken::default(),
+        }
+    }
+}
+
+/// Packages reconciled at once unless told otherwise.
+pub const DEFAULT_CONCURRENCY: u16 = 4;
+
 /// The `Package` reconciler.
 pub struct PackageReconciler {
     settings: Settings,

@@ -101,12 +101,29 @@ type Key = (String, String);
 /// The objects of one resource as JSON text, and whether they have all been listed.
 struct Texts {
     objects: RwLock<HashMap<Key, Arc<str>>>,
+    /// The resourceVersions this process wrote objects at and the watch has not brought yet:
+    /// their events are this process' own writes, which subscribers are not told of.
+    own_writes: Mutex<HashMap<Key, String>>,
     synced: watch::Sender<bool>,
 }
 
 impl Texts {
     fn new() -> Texts {
-        Texts { objects: RwLock::default(), synced: watch::channel(false).0 }
+        Texts { objects: RwLock::default(), own_writes: Mutex::default(), synced: watch::channel(false).0 }
+    }
+
+    /// Whether `object` is one this process wrote (forgetting it: the watch brings each
+    /// version once).
+    fn is_own_write<K: Resource>(&self, object: &K) -> bool {
+        let mut own = self.own_writes.lock().unwrap_or_else(|e| e.into_inner());
+        let key = key_of(object);
+        match (own.get(&key), object.meta().resource_version.as_deref()) {
+            (Some(written), Some(version)) if written == version => {
+                own.remove(&key);
+                true
+            }
+            _ => false,
+        }
     }
 
     fn is_synced(&self) -> bool {
@@ -197,7 +214,9 @@ async fn feed<K: Resource + serde::Serialize>(
             }
             watcher::Event::Apply(object) => {
                 objects().insert(key_of(&object), text(&object));
-                tell(&object);
+                if !texts.is_own_write(&object) {
+                    tell(&object);
+                }
             }
             watcher::Event::Delete(object) => {
                 objects().remove(&key_of(&object));
@@ -293,6 +312,24 @@ impl Cache {
         value["apiVersion"] = Value::from(kind.resource.api_version.clone());
         value["kind"] = Value::from(kind.resource.kind.clone());
         Some(Some(value))
+    }
+
+    /// Takes in an object this process has just written (the server's answer): decisions see
+    /// it at once, before its watch event comes, and subscribers are not told of that event —
+    /// an operator is not woken by its own writes.
+    pub async fn wrote(&self, kind: &Kind, written: &Value) {
+        if !self.objects {
+            return;
+        }
+        let Some(texts) = self.texts(&kind.resource).await else { return };
+        let Ok(mut object) = serde_json::from_value::<DynamicObject>(written.clone()) else { return };
+        slim(&mut object);
+        let key = key_of(&object);
+        if let Some(version) = object.metadata.resource_version.clone() {
+            texts.own_writes.lock().unwrap_or_else(|e| e.into_inner()).insert(key.clone(), version);
+        }
+        let text: Arc<str> = serde_json::to_string(&object).unwrap_or_default().into();
+        texts.objects.write().unwrap_or_else(|e| e.into_inner()).insert(key, text);
     }
 
     /// Whether a namespace exists, or `None` when the cache cannot say.

@@ -143,8 +143,7 @@ pub(super) async fn dry_runs(
     concurrency: usize,
     cache: Option<&Cache>,
 ) -> Vec<DryRun> {
-    let objects: Vec<&Item> = items.iter().map(|(item, _)| *item).collect();
-    let live = live_objects(client, &objects, concurrency, cache).await;
+    let live = live_objects(client, items, concurrency, cache).await;
     // Futures collected first, for the `Send` proof (see runner.rs).
     let runs: Vec<_> =
         items.iter().zip(live).map(|((item, action), live)| dry_run(client, item, *action, live)).collect();
@@ -160,18 +159,24 @@ const LIST_FROM: usize = 8;
 /// listing is forbidden).
 pub(super) async fn live_objects(
     client: &Client,
-    items: &[&Item],
+    writes: &[(&Item, Action)],
     concurrency: usize,
     cache: Option<&Cache>,
 ) -> Vec<Result<Option<Value>, kube::Error>> {
+    let items: &[&Item] = &writes.iter().map(|(item, _)| *item).collect::<Vec<_>>();
     let mut live: Vec<Option<Result<Option<Value>, kube::Error>>> = items.iter().map(|_| None).collect();
     if let Some(cache) = cache {
-        for (index, item) in items.iter().enumerate() {
-            // Only what the cache has is taken from it: an object it lacks may be one this
-            // process wrote a moment ago and the watch has not brought yet, so the server is
-            // asked (a read per new object; an unchanged resync still asks nothing).
+        for (index, (item, action)) in writes.iter().enumerate() {
             let found = cache.object(&item.kind, &item.namespace, &item.name).await;
-            live[index] = found.filter(|found| found.is_some()).map(Ok);
+            // An object the cache lacks is taken as absent: what this process wrote is in it
+            // at once (`Cache::wrote`), and a server-side apply of one another writer created
+            // a moment ago only configures it. Not so for create-if-absent, which must not
+            // touch an existing object: the server is asked.
+            live[index] = match action {
+                Action::CreateIfNotExist => found.filter(|found| found.is_some()),
+                _ => found,
+            }
+            .map(Ok);
         }
     }
     let mut by_place: HashMap<(&str, &str, &str), Vec<usize>> = HashMap::new();

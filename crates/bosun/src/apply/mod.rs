@@ -18,7 +18,7 @@ mod namespaces;
 mod preview;
 mod prune;
 mod runner;
-pub mod wait;
+mod wait;
 
 use std::{fmt, sync::Arc, time::Duration};
 

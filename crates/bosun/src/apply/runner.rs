@@ -378,6 +378,9 @@ impl Runner<'_> {
                 }
                 match server_side_apply(client, item, false).await {
                     Ok(applied) => {
+                        if let Some(cache) = &options.cache {
+                            cache.wrote(&item.kind, &applied).await;
+                        }
                         let version = bosun_core::object::text(&applied, "/metadata/resourceVersion").to_string();
                         (entry(item, group, change, recreate.then(|| "recreated".to_string())), Some(version))
                     }

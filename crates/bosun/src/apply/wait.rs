@@ -2,7 +2,7 @@
 //! terminally), or until they are gone. One watch per resource and namespace serves all the
 //! objects there; the deadline bounds the whole wait.
 
-use std::{collections::HashMap, time::Duration};
+use std::collections::HashMap;
 
 use futures::{StreamExt, stream::select_all};
 use kube::{
@@ -46,11 +46,6 @@ pub struct Until {
 }
 
 impl Until {
-    /// Until `timeout` from now, not cancellable.
-    pub fn after(timeout: Duration) -> Until {
-        Until { deadline: Instant::now() + timeout, cancel: None }
-    }
-
     /// Completes when cancelled (never, when not cancellable).
     async fn cancelled(&self) {
         match &self.cancel {

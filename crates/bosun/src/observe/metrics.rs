@@ -1,14 +1,8 @@
-//! Prometheus metrics of an observer and the `/metrics` and `/healthz` endpoints.
+//! Prometheus metrics of an observer, served with `/healthz` and `/readyz` by
+//! `bosun_core::endpoints`.
 
-use std::{
-    net::SocketAddr,
-    sync::{
-        Arc,
-        atomic::{AtomicBool, Ordering},
-    },
-};
+use std::sync::atomic::{AtomicBool, Ordering};
 
-use axum::{Router, extract::State, http::StatusCode, response::IntoResponse, routing::get};
 use prometheus_client::{
     encoding::{EncodeLabelSet, text::encode},
     metrics::{
@@ -114,7 +108,7 @@ impl ObserverMetrics {
         self.objects.set(as_i64(objects));
     }
 
-    /// The initial sync is done: `/healthz` answers 200.
+    /// The initial sync is done: `/readyz` answers 200.
     pub fn set_ready(&self) {
         self.ready.store(true, Ordering::Relaxed);
     }
@@ -128,27 +122,14 @@ impl ObserverMetrics {
     }
 }
 
-async fn metrics(State(metrics): State<Arc<ObserverMetrics>>) -> impl IntoResponse {
-    ([("content-type", "application/openmetrics-text; version=1.0.0; charset=utf-8")], metrics.text())
-}
-
-async fn healthz(State(metrics): State<Arc<ObserverMetrics>>) -> impl IntoResponse {
-    if metrics.ready.load(Ordering::Relaxed) {
-        (StatusCode::OK, "ok\n")
-    } else {
-        (StatusCode::SERVICE_UNAVAILABLE, "initial sync not done\n")
+impl bosun_core::endpoints::Exposed for ObserverMetrics {
+    fn metrics_text(&self) -> String {
+        self.text()
     }
-}
 
-/// Serves `/metrics` and `/healthz` on `address` until the task is dropped; returns the address
-/// bound (useful with port 0).
-pub async fn serve(
-    metrics: Arc<ObserverMetrics>,
-    address: SocketAddr,
-) -> std::io::Result<(SocketAddr, tokio::task::JoinHandle<()>)> {
-    let router =
-        Router::new().route("/metrics", get(self::metrics)).route("/healthz", get(healthz)).with_state(metrics);
-    bosun_core::endpoints::serve(address, router).await
+    fn is_ready(&self) -> bool {
+        self.ready.load(Ordering::Relaxed)
+    }
 }
 
 #[cfg(test)]

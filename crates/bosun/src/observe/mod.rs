@@ -261,7 +261,7 @@ impl Observer {
         let metrics = Arc::new(ObserverMetrics::default());
         let listen = match spec.listen {
             Some(address) => Some(
-                metrics::serve(metrics.clone(), address)
+                bosun_core::endpoints::serve_exposed(metrics.clone(), address)
                     .await
                     .map_err(|source| ObserveError::Listen { address, source })?,
             ),

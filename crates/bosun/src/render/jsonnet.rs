@@ -3,6 +3,7 @@
 //! operator's `related` and `finalizing`) are external variables too. What the program may
 //! return is in [`super::output`].
 
+use bosun_core::file::FileError;
 use std::{
     collections::{BTreeMap, HashMap},
     path::{Path, PathBuf},
@@ -114,15 +115,10 @@ fn evaluate(dir: &Path, spec: &JsonnetSpec, config: &Value, extra: &BTreeMap<Str
 /// Renders the jsonnet program of a package with its inputs.
 pub fn render(package_dir: &Path, spec: &JsonnetSpec, input: &Input<'_>) -> Result<Output, RenderError> {
     // Traces show paths relative to the package, which jrsonnet computes from a canonical base.
-    let dir = package_dir
-        .canonicalize()
-        .map_err(|source| RenderError::Io { path: package_dir.display().to_string(), source })?;
+    let dir = package_dir.canonicalize().map_err(FileError::reading(package_dir.display()))?;
     let entry = dir.join(&spec.entrypoint);
     if !entry.is_file() {
-        return Err(RenderError::Io {
-            path: entry.display().to_string(),
-            source: std::io::Error::new(std::io::ErrorKind::NotFound, "the jsonnet entrypoint does not exist"),
-        });
+        return Err(FileError::missing(&entry, "the jsonnet entrypoint does not exist").into());
     }
     let (spec_owned, config, extra) = (spec.clone(), input.config.clone(), input.extra.clone());
     let _watched = super::memory::watch(&package_dir.join(&spec.entrypoint).display().to_string())
@@ -131,7 +127,7 @@ pub fn render(package_dir: &Path, spec: &JsonnetSpec, input: &Input<'_>) -> Resu
         .name("bosun-jsonnet".into())
         .stack_size(EVALUATION_STACK)
         .spawn(move || evaluate(&dir, &spec_owned, &config, &extra))
-        .map_err(|source| RenderError::Io { path: entry.display().to_string(), source })?
+        .map_err(FileError::reading(entry.display()))?
         .join()
         .map_err(|_| RenderError::Jsonnet {
             entrypoint: spec.entrypoint.clone(),
