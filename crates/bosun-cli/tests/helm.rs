@@ -391,3 +391,60 @@ async fn a_package_whose_source_is_a_chart_becomes_ready() {
     let deployment = Api::<Deployment>::default_namespaced(cluster.server.client()).get("shop-web").await.expect("get");
     assert_eq!(deployment.spec.and_then(|s| s.replicas), Some(2));
 }
+
+/// A `.tgz` of the chart `dir/name` made by the real `tar`, as `helm package` lays it out.
+fn package_chart(dir: &Path, name: &str) -> Vec<u8> {
+    let out = dir.join(format!("{name}.tgz"));
+    let status = std::process::Command::new(bosun_test_tools::require("tar"))
+        .args(["czf", out.to_str().expect("utf-8"), "-C", dir.to_str().expect("utf-8"), name])
+        .status()
+        .expect("tar");
+    assert!(status.success());
+    std::fs::read(out).expect("archive")
+}
+
+#[tokio::test]
+async fn bosun_deps_fetches_the_highest_version_in_range_from_a_chart_repository() {
+    let cluster = start().await;
+    let scratch = cluster.dir.path();
+    let mut archives = Vec::new();
+    for version in ["1.0.0", "1.1.0", "2.0.0"] {
+        let chart = scratch.join("lib");
+        std::fs::create_dir_all(chart.join("templates")).expect("mkdir");
+        std::fs::write(chart.join("Chart.yaml"), format!("apiVersion: v2\nname: lib\nversion: {version}\n"))
+            .expect("write");
+        let template =
+            "apiVersion: v1\nkind: ConfigMap\nmetadata: {name: lib}\ndata: {version: {{ .Chart.Version | quote }}}\n";
+        std::fs::write(chart.join("templates/cm.yaml"), template).expect("write");
+        archives.push((version, package_chart(scratch, "lib")));
+    }
+    let index: String =
+        archives.iter().fold("apiVersion: v1\nentries:\n  lib:\n".to_string(), |index, (version, _)| {
+            format!("{index}  - {{apiVersion: v2, name: lib, version: {version}, urls: [lib-{version}.tgz]}}\n")
+        });
+    let mut router = axum::Router::new().route("/index.yaml", axum::routing::get(move || async move { index }));
+    for (version, archive) in archives {
+        router = router.route(&format!("/lib-{version}.tgz"), axum::routing::get(move || async move { archive }));
+    }
+    let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.expect("bind");
+    let repository = format!("http://{}", listener.local_addr().expect("address"));
+    tokio::spawn(async move { axum::serve(listener, router).await });
+
+    let app = scratch.join("app");
+    std::fs::create_dir_all(&app).expect("mkdir");
+    let chart = format!(
+        "apiVersion: v2\nname: app\nversion: 1.0.0\ndependencies:\n- name: lib\n  version: ^1.0.0\n  repository: {repository}\n"
+    );
+    std::fs::write(app.join("Chart.yaml"), chart).expect("write");
+    let app = app.to_str().expect("utf-8");
+    let output = cluster.bosun(&["render", app]).await;
+    assert!(text(&output).contains(&format!("lib ^1.0.0 from {repository}")), "{}", text(&output));
+    let output = cluster.bosun(&["deps", app]).await;
+    assert_eq!(output.status.code(), Some(0), "{}", text(&output));
+    assert_eq!(String::from_utf8_lossy(&output.stdout), format!("lib 1.1.0 from {repository}\n"));
+    assert!(Path::new(app).join("charts/lib-1.1.0.tgz").is_file());
+    let output = cluster.bosun(&["render", app, "-o", "json"]).await;
+    let items = rendered_items(&output);
+    assert_eq!(items.len(), 1, "{items:?}");
+    assert_eq!(items[0]["data"]["version"], "1.1.0", "the archive in charts/ is rendered");
+}
