@@ -6,10 +6,12 @@
 //! conditions, events and metrics come from there; this module decides what one run does.
 //! Files: `dependencies` (dependsOn), `fetch` (sources), `status` (what outcomes mean for the
 //! status, pure), `progress` (the status while a run goes on), `running` (runs under way, and
-//! stopping their waits when a newer revision or spec arrives).
+//! stopping their waits when a newer revision or spec arrives), `hooks` (which runs run hooks,
+//! and what the status and events say of them).
 
 pub mod dependencies;
 pub mod fetch;
+mod hooks;
 mod progress;
 pub mod rollback;
 mod running;
@@ -33,6 +35,7 @@ use tokio_util::sync::CancellationToken;
 
 use self::{
     dependencies::{Key, Waiting},
+    hooks::{Hooks, publish_hooks},
     progress::{Tracker, fields_of},
     rollback::GoodSet,
     running::Running,
@@ -48,7 +51,7 @@ use bosun::package::{
     },
 };
 use bosun::pipeline::{self, RenderOptions};
-use bosun::plan;
+use bosun::plan::{self, hooks::Operation};
 use bosun::render::Rendered;
 use bosun::report::{Report, Silent, Stage};
 use bosun::source::Fetcher;
@@ -372,7 +375,12 @@ impl PackageReconciler {
             return self.stay_rolled_back(run, status, &package, &client, &failed, tracker).await;
         }
         let set = Set { revision: &revision, digest: &digest, rendered: &rendered };
-        let report = self.apply_set(run, status, &package, &client, &set, deadline, tracker, true).await?;
+        // Hooks run when something new rolls out (or a run is asked for), as Argo CD runs them
+        // on a sync; a resync of the set last rolled out only corrects drift.
+        let rolled_out =
+            status.history.first().is_some_and(|h| h.digest == digest && h.result == status::SUCCEEDED_RUN);
+        let hooks = Hooks { run: request.fresh || !rolled_out, operation: None };
+        let report = self.apply_set(run, status, &package, &client, &set, deadline, tracker, true, hooks).await?;
         let changes = status::change_set(&report);
         if report.failure.as_ref().is_some_and(|f| f.stage == Stage::Canceled) {
             // Overtaken by a newer revision or spec: not a failure; the newer run follows.
@@ -416,9 +424,10 @@ impl PackageReconciler {
         deadline: tokio::time::Instant,
         tracker: &mut Tracker,
         cancellable: bool,
+        hooks: Hooks,
     ) -> Result<Report, Failure> {
         let resource = run.object().clone();
-        let plan = plan::plan(&set.rendered.manifests, set.rendered.rollout.as_ref())
+        let plan = plan::plan(set.rendered)
             .map_err(|e| Failure::retry(BUILD_FAILED, e.to_string()).within(resource.spec.retry_interval()))?;
         tracker.planned(plan.groups.iter().map(|g| g.name.clone()).collect());
         tracker.phase("Applying", &format!("applying revision {}", set.revision), status);
@@ -441,6 +450,8 @@ impl PackageReconciler {
                 true => self.cache.namespaces_only(),
                 false => self.cache.clone(),
             }),
+            hooks: hooks.run,
+            operation: hooks.operation,
             ..Options::default()
         };
         let namespace = run.namespace().to_string();
@@ -460,6 +471,7 @@ impl PackageReconciler {
         if !changes.is_empty() {
             run.publish(EventType::Normal, "Progressing", &changes, "Apply").await;
         }
+        publish_hooks(run, status, &report, "Apply").await;
         Ok(report)
     }
 
@@ -490,7 +502,8 @@ impl PackageReconciler {
         let started = Instant::now();
         let deadline = tokio::time::Instant::now() + resource.spec.run_timeout();
         let set = Set { revision: &good.revision, digest: &good.digest, rendered: &good.rendered };
-        let report = self.apply_set(run, status, package, client, &set, deadline, tracker, false).await?;
+        let hooks = Hooks { run: true, operation: Some(Operation::Rollback) };
+        let report = self.apply_set(run, status, package, client, &set, deadline, tracker, false, hooks).await?;
         self.set_health(run, &resource, &report);
         if !report.succeeded() {
             status.progress = Some(tracker.finish("Failed"));
@@ -535,7 +548,8 @@ impl PackageReconciler {
             .ok_or_else(|| Failure::retry(FAILED, "the rolled-back set is gone".to_string()).within(retry))?;
         let deadline = tokio::time::Instant::now() + resource.spec.run_timeout();
         let set = Set { revision: &good.revision, digest: &good.digest, rendered: &good.rendered };
-        let report = self.apply_set(run, status, package, client, &set, deadline, tracker, true).await?;
+        let hooks = Hooks { run: false, operation: None };
+        let report = self.apply_set(run, status, package, client, &set, deadline, tracker, true, hooks).await?;
         self.set_health(run, &resource, &report);
         if !report.succeeded() {
             status.progress = Some(tracker.finish("Failed"));
@@ -726,13 +740,24 @@ impl kit::Reconciler for PackageReconciler {
             ..Options::default()
         };
         let namespace = run.namespace().to_string();
-        let outcome = pipeline::apply(&client, &package, &Rendered::default(), &namespace, &options, &Silent)
+        // The last rendering's PreDelete and PostDelete hooks run around the deletion.
+        let rendered = match self.last_rendering(run, &client).await {
+            Ok(rendered) => rendered,
+            Err(why) => {
+                let note = format!("deleting without running PreDelete or PostDelete hooks: {why}");
+                run.publish(EventType::Warning, "DeleteHooksSkipped", &note, "Delete").await;
+                Arc::new(Rendered::default())
+            }
+        };
+        let outcome = pipeline::delete(&client, &package, &rendered, &namespace, &options, &Silent)
             .await
             .map_err(|e| Failure::retry(status::PRUNE_FAILED, e.to_string()))?;
         let deleted = status::change_set(&outcome.report);
         if !deleted.is_empty() {
             run.publish(EventType::Normal, "Pruned", &deleted, "Delete").await;
         }
+        let mut status = resource.status.clone().unwrap_or_default();
+        publish_hooks(run, &mut status, &outcome.report, "Delete").await;
         let Some(failure) = &outcome.report.failure else { return Ok(()) };
         let still_there = failure.objects.iter().all(|(_, why)| why.starts_with("still present"));
         if wait && still_there {

@@ -187,6 +187,7 @@ mod tests {
             change,
             message: None,
             health: None,
+            hook: None,
         };
         let report = Report {
             changes: vec![
