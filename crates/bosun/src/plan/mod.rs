@@ -195,8 +195,14 @@ fn kind_of(manifests: &Manifests, key: &str) -> String {
     manifests.get(key).and_then(|m| m.object.get("kind")).and_then(|k| k.as_str()).unwrap_or_default().to_string()
 }
 
+/// What each manifest is to the rollout (by key, in render order), and what the plan warns of.
+struct Roles {
+    roles: Vec<(String, Role)>,
+    warnings: Vec<String>,
+}
+
 /// What each manifest is to the rollout, in render order.
-fn roles(rendered: &Rendered) -> Result<(Vec<(String, Role)>, Vec<String>), PlanError> {
+fn roles(rendered: &Rendered) -> Result<Roles, PlanError> {
     let mut roles = Vec::new();
     let mut warnings = Vec::new();
     for manifest in rendered.manifests.iter() {
@@ -209,7 +215,7 @@ fn roles(rendered: &Rendered) -> Result<(Vec<(String, Role)>, Vec<String>), Plan
         }
         roles.push((manifest.key.clone(), classified.role));
     }
-    Ok((roles, warnings))
+    Ok(Roles { roles, warnings })
 }
 
 /// Plans the rollout of a rendered package: its declared rollout, else the phased plan when
@@ -219,7 +225,7 @@ fn roles(rendered: &Rendered) -> Result<(Vec<(String, Role)>, Vec<String>), Plan
 /// With a rollout spec: a step that names nothing or names a hook, or objects no step covers
 /// (unless `rest: ignore`); an object with only a generated name that is no hook.
 pub fn plan(rendered: &Rendered) -> Result<Plan, PlanError> {
-    let (roles, warnings) = roles(rendered)?;
+    let Roles { roles, warnings } = roles(rendered)?;
     let mut resources: Vec<(String, i32)> = Vec::new();
     let mut hooks: Vec<(String, &Hook)> = Vec::new();
     let mut left = Vec::new();

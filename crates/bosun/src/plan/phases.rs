@@ -179,7 +179,10 @@ mod tests {
         Hook { runs: runs.to_vec(), wave, delete: DeletePolicy::default() }
     }
 
-    fn shape(groups: &[PlanGroup]) -> Vec<(String, Vec<(Vec<String>, bool)>, GroupWait)> {
+    /// A step's keys, and whether it is a hook.
+    type StepShape = (Vec<String>, bool);
+
+    fn shape(groups: &[PlanGroup]) -> Vec<(String, Vec<StepShape>, GroupWait)> {
         groups
             .iter()
             .map(|g| (g.name.clone(), g.steps.iter().map(|s| (s.keys.clone(), s.hook.is_some())).collect(), g.wait))
