@@ -29,6 +29,8 @@
 //! # }
 //! ```
 
+#![warn(missing_docs)]
+
 /// The Kubernetes minor version the server presents itself as (`/version`, OpenAPI).
 pub const KUBERNETES_MINOR: &str = "33";
 

@@ -10,7 +10,7 @@ use bosun::package::{Interval, Package};
 
 use bosun::pipeline::{self, PipelineError};
 
-use bosun::report::{Change, Progress, Report, Silent, Terminal};
+use bosun::report::{ApplyProgress, Change, Report, Silent, Terminal};
 
 use crate::{cluster::ClusterArgs, source::Source};
 
@@ -91,7 +91,7 @@ pub fn explain(url: &str, error: &PipelineError) -> String {
     }
 }
 
-fn progress(package: &str, output: Output) -> Box<dyn Progress> {
+fn progress(package: &str, output: Output) -> Box<dyn ApplyProgress> {
     if output == Output::Table && std::io::stderr().is_terminal() {
         Box::new(Terminal::new(package))
     } else {

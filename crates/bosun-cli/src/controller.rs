@@ -96,20 +96,19 @@ pub async fn run(args: Args) -> ExitCode {
             args.leader_election_id.clone().unwrap_or_else(|| leader::lease_name(args.watch_label_selector.as_deref()));
         leader::LeaseSettings::new(&namespace, &name, &leader::identity())
     });
+    let package = package::Settings {
+        default_service_account: args.default_service_account.clone(),
+        concurrency: args.concurrency,
+        namespace: args.namespace.clone(),
+        selector: args.watch_label_selector.clone(),
+        ..package::Settings::new(connection.config.clone(), args.cache_dir.clone())
+    };
     let settings = HostSettings {
-        package: package::Settings {
-            config: connection.config.clone(),
-            cache_dir: args.cache_dir.clone(),
-            default_service_account: args.default_service_account.clone(),
-            concurrency: args.concurrency,
-            namespace: args.namespace.clone(),
-            selector: args.watch_label_selector.clone(),
-            stopping: Default::default(),
-        },
         endpoints,
         leader,
         webhook: args.webhook_addr,
         dedup_window: args.alert_dedup_window.0,
+        ..HostSettings::new(package)
     };
     let scope = args.namespace.as_deref().map_or("all namespaces".to_string(), |ns| format!("namespace {ns}"));
     tracing::info!(cluster = %connection.url, %scope, selector = args.watch_label_selector.as_deref().unwrap_or(""), "bosun controller starting");

@@ -167,21 +167,7 @@ pub async fn run(server: &RunningServer, seed: &Path, repo: &Path, cache: PathBu
     if let Err(message) = install_crds(&server.client(), "bosun-dev").await {
         return crate::bad_input(message);
     }
-    let settings = HostSettings {
-        package: package::Settings {
-            config: server.config(),
-            cache_dir: cache,
-            default_service_account: None,
-            concurrency: 4,
-            namespace: None,
-            selector: None,
-            stopping: Default::default(),
-        },
-        endpoints: None,
-        leader: None,
-        webhook: None,
-        dedup_window: std::time::Duration::from_secs(300),
-    };
+    let settings = HostSettings::new(package::Settings::new(server.config(), cache));
     let (stop, stopped) = tokio::sync::oneshot::channel::<()>();
     let controller = tokio::spawn(controllers::run(
         server.client(),

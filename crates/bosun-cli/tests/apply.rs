@@ -244,8 +244,8 @@ async fn a_bad_object_in_group_two_leaves_group_two_unwritten() {
     let (code, report, _) = fixture.apply(&[]).await;
     assert_eq!(code, Some(1), "{report:#}");
     assert_eq!(report["failure"]["group"], "second");
-    let message = report["failure"]["objects"][0][1].as_str().unwrap_or_default();
-    assert_eq!(report["failure"]["objects"][0][0], "Deployment/app/broken");
+    let message = report["failure"]["objects"][0]["message"].as_str().unwrap_or_default();
+    assert_eq!(report["failure"]["objects"][0]["object"], "Deployment/app/broken");
     assert!(message.contains("spec.replicas"), "the error names the field: {message}");
     assert!(fixture.configmaps("app").get_opt("one").await.expect("get").is_some(), "group one was applied");
     assert!(
@@ -387,7 +387,7 @@ async fn immutable_field_changes_need_force_and_then_recreate() {
     fixture.write("web.yaml", &deployment_with_selector("b"));
     let (code, report, _) = fixture.apply(&[]).await;
     assert_eq!(code, Some(1), "{report:#}");
-    let message = report["failure"]["objects"][0][1].as_str().unwrap_or_default();
+    let message = report["failure"]["objects"][0]["message"].as_str().unwrap_or_default();
     assert!(
         message.contains("spec.selector") && message.contains("field is immutable") && message.contains("--force"),
         "{message}"

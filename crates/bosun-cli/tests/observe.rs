@@ -360,7 +360,8 @@ async fn metrics_and_health_are_served() {
     assert!(metrics.contains("bosun_observe_runs_total{event=\"Sync\",result=\"success\"} 2"), "{metrics}");
     assert!(metrics.lines().any(|l| l == "bosun_observe_objects 2"), "{metrics}");
     assert!(metrics.contains("bosun_observe_run_duration_seconds_count{event=\"Sync\"} 2"), "{metrics}");
-    assert_eq!(get(&address, "/healthz").await.0, 200, "ready after the initial sync");
+    assert_eq!(get(&address, "/readyz").await.0, 200, "ready after the initial sync");
+    assert_eq!(get(&address, "/healthz").await.0, 200, "alive");
     terminate(observer).await;
 
     let output =

@@ -32,6 +32,17 @@ pub struct HostSettings {
     pub dedup_window: Duration,
 }
 
+impl HostSettings {
+    /// Settings hosting the Package controller with `package`'s settings, and nothing served
+    /// (no endpoints, no webhooks, no leader election; events de-duplicated over 5 minutes).
+    pub fn new(package: package::Settings) -> HostSettings {
+        HostSettings { package, endpoints: None, leader: None, webhook: None, dedup_window: DEFAULT_DEDUP_WINDOW }
+    }
+}
+
+/// How long an event equal to one already sent is not sent again, unless told otherwise.
+pub const DEFAULT_DEDUP_WINDOW: Duration = Duration::from_secs(300);
+
 /// An address `run` listens on, once bound.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum Listening {

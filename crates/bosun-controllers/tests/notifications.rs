@@ -59,19 +59,10 @@ async fn start_on(server: ApiServer, dedup_window: Duration) -> Host {
     }
     let cache = tempfile::tempdir().expect("cache");
     let settings = HostSettings {
-        package: package::Settings {
-            config: server.config(),
-            cache_dir: cache.path().to_path_buf(),
-            default_service_account: None,
-            concurrency: 4,
-            namespace: None,
-            selector: None,
-            stopping: Default::default(),
-        },
         endpoints: Some("127.0.0.1:0".parse().expect("address")),
-        leader: None,
         webhook: Some("127.0.0.1:0".parse().expect("address")),
         dedup_window,
+        ..HostSettings::new(package::Settings::new(server.config(), cache.path().to_path_buf()))
     };
     let (stop, stopped) = tokio::sync::oneshot::channel::<()>();
     let (sender, mut addresses) = tokio::sync::mpsc::unbounded_channel();

@@ -355,21 +355,8 @@ async fn bosun_controller_runs_operator_resources() {
     }
     let dir = widget_dir();
     let cache = tempfile::tempdir().expect("cache");
-    let settings = bosun_controllers::HostSettings {
-        package: bosun_controllers::package::Settings {
-            config: h.server.config(),
-            cache_dir: cache.path().to_path_buf(),
-            default_service_account: None,
-            concurrency: 4,
-            namespace: None,
-            selector: None,
-            stopping: Default::default(),
-        },
-        endpoints: None,
-        leader: None,
-        webhook: None,
-        dedup_window: std::time::Duration::from_secs(300),
-    };
+    let package = bosun_controllers::package::Settings::new(h.server.config(), cache.path().to_path_buf());
+    let settings = bosun_controllers::HostSettings::new(package);
     let (stop, stopped) = tokio::sync::oneshot::channel::<()>();
     let host = tokio::spawn(bosun_controllers::run(
         h.server.client(),

@@ -42,6 +42,13 @@ pub enum ClusterError {
     },
 }
 
+impl ClusterError {
+    /// Whether the cluster refused to authorize the request (403).
+    pub fn is_forbidden(&self) -> bool {
+        matches!(self, ClusterError::Forbidden { .. })
+    }
+}
+
 impl From<kube::Error> for ClusterError {
     fn from(source: kube::Error) -> Self {
         match &source {

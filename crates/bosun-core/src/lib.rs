@@ -15,6 +15,7 @@ pub mod cluster;
 pub mod discovery;
 pub mod duration;
 pub mod endpoints;
+pub mod file;
 pub mod jsonpath;
 pub mod object;
 pub mod schema;

@@ -3,7 +3,7 @@
 
 use std::fmt;
 
-use crate::fmt::quote;
+use crate::strconv::quote;
 
 /// Kinds of tokens.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]

@@ -38,18 +38,16 @@
 
 #![warn(missing_docs)]
 
-mod builtins;
 mod error;
-mod exec;
-mod fmt;
 mod lex;
 mod parse;
 pub mod sprig;
+mod stack;
+mod strconv;
 mod template;
-mod value;
 
-pub use error::{Error, FuncError};
-pub use exec::Context;
-pub use fmt::{format_float, quote, sprint, sprintf, sprintln};
-pub use template::{DEFAULT_MAX_DEPTH, MissingKey, Template};
-pub use value::{Field, Function, IntKind, JsonNumbers, List, Map, NativeFn, Object, Type, UintKind, Value};
+pub use error::{Error, FuncError, Trace};
+pub use strconv::{format_float, quote};
+pub use template::fmt::{sprint, sprintf, sprintln};
+pub use template::value::{Field, Function, IntKind, JsonNumbers, List, Map, NativeFn, Object, Type, UintKind, Value};
+pub use template::{Context, DEFAULT_MAX_DEPTH, MissingKey, Template};

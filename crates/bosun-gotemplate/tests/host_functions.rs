@@ -3,7 +3,7 @@
 
 use std::collections::HashMap;
 
-use bosun_gotemplate::{Context, FuncError, Function, MissingKey, Template, Type, Value, sprig};
+use bosun_gotemplate::{Context, Error, FuncError, Function, MissingKey, Template, Type, Value, sprig};
 
 /// Helm's limit on nested includes of one name.
 const RECURSION_MAX: usize = 1000;
@@ -94,6 +94,29 @@ fn errors_inside_include_name_the_inner_template_and_the_call() {
         "template: deployment.yaml:2:10: executing \"deployment.yaml\" at <include \"image\" .Values.image>: error calling include: \
          template: _helpers.tpl:1:23: executing \"image\" at <required \"image.tag is required\" .tag>: error calling required: image.tag is required"
     );
+}
+
+#[test]
+fn errors_carry_their_location_and_the_nested_execution_that_caused_them() {
+    let mut t = helm_like();
+    t.parse("_helpers.tpl", "{{ define \"image\" }}\n  {{ required \"image.tag is required\" .tag }}{{ end }}")
+        .unwrap();
+    t.parse("deployment.yaml", "kind: Deployment\nimage: {{ include \"image\" .Values.image }}").unwrap();
+    let err = t.render("deployment.yaml", &values(r#"{"Values": {"image": {}}}"#)).unwrap_err();
+    let Error::Exec { trace: Some(outer), .. } = &err else { panic!("{err:?}") };
+    assert_eq!(
+        (outer.file.as_str(), outer.line, outer.column, outer.node.as_str(), outer.reason.as_str()),
+        ("deployment.yaml", 2, 10, "include \"image\" .Values.image", "error calling include")
+    );
+    let Error::Exec { trace: Some(inner), .. } = err.innermost() else { panic!("{err:?}") };
+    assert_eq!(
+        (inner.file.as_str(), inner.line, inner.column, inner.reason.as_str()),
+        ("_helpers.tpl", 2, 5, "error calling required: image.tag is required")
+    );
+    assert!(inner.cause.is_none());
+    let err = t.parse("broken.yaml", "a\n{{ .x }").unwrap_err();
+    let Error::Parse { file, line, reason, .. } = &err else { panic!("{err:?}") };
+    assert_eq!((file.as_str(), *line, reason.as_str()), ("broken.yaml", 2, "unexpected \"}\" in operand"));
 }
 
 #[test]

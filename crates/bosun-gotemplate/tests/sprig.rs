@@ -360,11 +360,12 @@ fn sprig_errors() {
 #[test]
 fn random_functions_have_the_asked_length_and_alphabet() {
     let out = render(
-        "{{randAlphaNum 5}}|{{randAlpha 6}}|{{randNumeric 7}}|{{randAscii 8}}|{{uuidv4}}|{{randInt 3 5}}",
+        // Lines apart: printable ASCII (randAscii) has every other separator.
+        "{{randAlphaNum 5}}\n{{randAlpha 6}}\n{{randNumeric 7}}\n{{randAscii 8}}\n{{uuidv4}}\n{{randInt 3 5}}",
         &Value::Nil,
     )
     .unwrap();
-    let parts: Vec<&str> = out.split('|').collect();
+    let parts: Vec<&str> = out.split('\n').collect();
     assert!(parts[0].len() == 5 && parts[0].chars().all(|c| c.is_ascii_alphanumeric()), "{out}");
     assert!(parts[1].len() == 6 && parts[1].chars().all(|c| c.is_ascii_alphabetic()), "{out}");
     assert!(parts[2].len() == 7 && parts[2].chars().all(|c| c.is_ascii_digit()), "{out}");

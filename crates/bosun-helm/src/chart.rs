@@ -8,7 +8,7 @@
 use serde_json::{Map, Value};
 use std::collections::BTreeMap;
 
-use crate::golang::{FloatFormat, format_float32};
+use crate::golang::{FloatFormat, format_float32, json_kind};
 use crate::semver::Version;
 use crate::yaml::{self, YamlError};
 
@@ -255,7 +255,7 @@ impl<'a> Fields<'a> {
             }
             Value::Number(n) => Ok(n.to_string()),
             Value::Null => Ok(String::new()),
-            other => Err(self.invalid(field, format!("cannot read {} into a string", yaml::type_name(other)))),
+            other => Err(self.invalid(field, format!("cannot read {} into a string", json_kind(other)))),
         }
     }
 
@@ -273,7 +273,7 @@ impl<'a> Fields<'a> {
                 .map(|(i, item)| self.scalar_text(&format!("{field}[{i}]"), item))
                 .collect::<Result<_, _>>()
                 .map(Some),
-            Some(other) => Err(self.invalid(field, format!("cannot read {} into a list", yaml::type_name(other)))),
+            Some(other) => Err(self.invalid(field, format!("cannot read {} into a list", json_kind(other)))),
         }
     }
 
@@ -282,7 +282,7 @@ impl<'a> Fields<'a> {
             None => Ok(None),
             Some(Value::Null) => Ok(Some(false)),
             Some(Value::Bool(b)) => Ok(Some(*b)),
-            Some(other) => Err(self.invalid(field, format!("cannot read {} into a bool", yaml::type_name(other)))),
+            Some(other) => Err(self.invalid(field, format!("cannot read {} into a bool", json_kind(other)))),
         }
     }
 
@@ -290,7 +290,7 @@ impl<'a> Fields<'a> {
         match self.get(field) {
             None | Some(Value::Null) => Ok(None),
             Some(Value::Array(items)) => Ok(Some(items)),
-            Some(other) => Err(self.invalid(field, format!("cannot read {} into a list", yaml::type_name(other)))),
+            Some(other) => Err(self.invalid(field, format!("cannot read {} into a list", json_kind(other)))),
         }
     }
 
@@ -303,10 +303,10 @@ impl<'a> Fields<'a> {
             .map(|(i, item)| match item {
                 Value::Object(map) => Ok(Fields::new(self.file, self.path(&format!("{field}[{i}]")), map)),
                 Value::Null => Err(self.invalid(&format!("{field}[{i}]"), "must not be empty or null")),
-                other => Err(self.invalid(
-                    &format!("{field}[{i}]"),
-                    format!("cannot read {} into a mapping", yaml::type_name(other)),
-                )),
+                other => {
+                    Err(self
+                        .invalid(&format!("{field}[{i}]"), format!("cannot read {} into a mapping", json_kind(other))))
+                }
             })
             .collect::<Result<_, _>>()
             .map(Some)
@@ -320,7 +320,7 @@ impl<'a> Fields<'a> {
                 .map(|(k, v)| Ok((k.clone(), self.scalar_text(&format!("{field}.{k}"), v)?)))
                 .collect::<Result<_, _>>()
                 .map(Some),
-            Some(other) => Err(self.invalid(field, format!("cannot read {} into a mapping", yaml::type_name(other)))),
+            Some(other) => Err(self.invalid(field, format!("cannot read {} into a mapping", json_kind(other)))),
         }
     }
 }
@@ -354,7 +354,7 @@ pub(crate) fn mapping_of(file: &str, text: &str) -> Result<Map<String, Value>, C
     match yaml::documents(text, true).map_err(to_error)?.into_iter().next() {
         None | Some(Value::Null) => Ok(Map::new()),
         Some(Value::Object(map)) => Ok(map),
-        Some(other) => Err(to_error(YamlError::WrongKind { got: yaml::type_name(&other), want: "chart.Metadata" })),
+        Some(other) => Err(to_error(YamlError::WrongKind { got: json_kind(&other), want: "chart.Metadata" })),
     }
 }
 

@@ -222,6 +222,18 @@ pub fn numbers_to_float(value: Value) -> Value {
     }
 }
 
+/// The JSON kind of a value, in the words of Go's JSON errors.
+pub(crate) fn json_kind(value: &Value) -> &'static str {
+    match value {
+        Value::Null => "null",
+        Value::Bool(_) => "bool",
+        Value::Number(_) => "number",
+        Value::String(_) => "string",
+        Value::Array(_) => "array",
+        Value::Object(_) => "object",
+    }
+}
+
 fn parse_json(text: &str) -> Result<Value, String> {
     serde_json::from_str::<Value>(text).map(numbers_to_float).map_err(|e| e.to_string())
 }
@@ -232,10 +244,9 @@ pub fn from_json(text: &str) -> Map<String, Value> {
     let parsed = parse_json(text).and_then(|value| match value {
         Value::Null => Ok(Map::new()),
         Value::Object(map) => Ok(map),
-        other => Err(format!(
-            "json: cannot unmarshal {} into Go value of type map[string]interface {{}}",
-            crate::yaml::type_name(&other)
-        )),
+        other => {
+            Err(format!("json: cannot unmarshal {} into Go value of type map[string]interface {{}}", json_kind(&other)))
+        }
     });
     parsed.unwrap_or_else(|message| {
         let mut map = Map::new();
@@ -250,10 +261,7 @@ pub fn from_json_array(text: &str) -> Vec<Value> {
     let parsed = parse_json(text).and_then(|value| match value {
         Value::Null => Ok(Vec::new()),
         Value::Array(items) => Ok(items),
-        other => Err(format!(
-            "json: cannot unmarshal {} into Go value of type []interface {{}}",
-            crate::yaml::type_name(&other)
-        )),
+        other => Err(format!("json: cannot unmarshal {} into Go value of type []interface {{}}", json_kind(&other))),
     });
     parsed.unwrap_or_else(|message| vec![Value::String(message)])
 }

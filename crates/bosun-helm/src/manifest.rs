@@ -13,6 +13,7 @@ use std::collections::BTreeMap;
 use std::sync::LazyLock;
 
 use crate::chart::{Chart, Crd};
+use crate::golang::json_kind;
 use crate::pattern::Pattern;
 use crate::yaml::{self, YamlError};
 
@@ -210,10 +211,9 @@ fn head(object: &Value) -> Result<Head, String> {
     let text_field = |value: Option<&Value>, field: &str| match value {
         None | Some(Value::Null) => Ok(String::new()),
         Some(Value::String(s)) => Ok(s.clone()),
-        Some(other) => Err(format!(
-            "json: cannot unmarshal {} into Go struct field {field} of type string",
-            yaml::type_name(other)
-        )),
+        Some(other) => {
+            Err(format!("json: cannot unmarshal {} into Go struct field {field} of type string", json_kind(other)))
+        }
     };
     match object {
         Value::Null => Ok(Head { kind: String::new(), name: String::new(), annotations: BTreeMap::new() }),
@@ -233,7 +233,7 @@ fn head(object: &Value) -> Result<Head, String> {
                         Some(other) => {
                             return Err(format!(
                                 "json: cannot unmarshal {} into Go struct field SimpleHead.metadata.annotations of type map[string]string",
-                                yaml::type_name(other)
+                                json_kind(other)
                             ));
                         }
                     };
@@ -242,15 +242,13 @@ fn head(object: &Value) -> Result<Head, String> {
                 Some(other) => {
                     return Err(format!(
                         "json: cannot unmarshal {} into Go struct field SimpleHead.metadata",
-                        yaml::type_name(other)
+                        json_kind(other)
                     ));
                 }
             };
             Ok(Head { kind, name, annotations })
         }
-        other => {
-            Err(format!("json: cannot unmarshal {} into Go value of type util.SimpleHead", yaml::type_name(other)))
-        }
+        other => Err(format!("json: cannot unmarshal {} into Go value of type util.SimpleHead", json_kind(other))),
     }
 }
 

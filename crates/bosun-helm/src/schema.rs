@@ -16,7 +16,7 @@
 use serde_json::Value;
 
 use crate::chart::Chart;
-use crate::golang::{FloatFormat, format_float, sprint};
+use crate::golang::{FloatFormat, format_float, json_kind, sprint};
 use crate::values::Values;
 
 const SCHEMA_URL: &str = "file:///values.schema.json";
@@ -177,7 +177,7 @@ fn report(chart: &Chart, values: &Values, out: &mut String) {
             Some(other) => out.push_str(&format!(
                 "{}:\ninvalid type for values: expected object (map), got {}\n",
                 sub.name(),
-                crate::yaml::type_name(other)
+                json_kind(other)
             )),
         }
     }

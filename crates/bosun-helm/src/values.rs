@@ -20,7 +20,7 @@
 use serde_json::{Map, Value};
 
 use crate::chart::Chart;
-use crate::golang::{numbers_to_float, sprint};
+use crate::golang::{json_kind, numbers_to_float, sprint};
 use crate::strvals::{self, StrvalsError};
 use crate::yaml::{self, YamlError};
 
@@ -71,7 +71,7 @@ pub fn read_values(text: &str) -> Result<Values, YamlError> {
             Value::Null => {}
             Value::Object(map) => values = merge_maps(values, map),
             other => {
-                return Err(YamlError::WrongKind { got: yaml::type_name(&other), want: "map[string]interface {}" });
+                return Err(YamlError::WrongKind { got: json_kind(&other), want: "map[string]interface {}" });
             }
         }
     }

@@ -1,5 +1,5 @@
-//! Prometheus metrics of kit controllers, and the `/metrics`, `/healthz` and `/readyz`
-//! endpoints a hosting binary serves. kube-runtime does not expose its queue, so the depth kit
+//! Prometheus metrics of kit controllers, served with `/healthz` and `/readyz` by
+//! `bosun_core::endpoints`. kube-runtime does not expose its queue, so the depth kit
 //! reports is what it knows: the objects waiting for a retry after a failure.
 
 use std::{
@@ -10,7 +10,6 @@ use std::{
     },
 };
 
-use axum::{Router, extract::State, http::StatusCode, response::IntoResponse, routing::get};
 use prometheus_client::{
     encoding::{EncodeLabelSet, text::encode},
     metrics::{
@@ -116,27 +115,27 @@ impl Metrics {
     }
 }
 
-async fn metrics(State(metrics): State<Arc<Metrics>>) -> impl IntoResponse {
-    ([("content-type", "application/openmetrics-text; version=1.0.0; charset=utf-8")], metrics.text())
-}
+impl bosun_core::endpoints::Exposed for Metrics {
+    fn metrics_text(&self) -> String {
+        self.text()
+    }
 
-async fn readyz(State(metrics): State<Arc<Metrics>>) -> impl IntoResponse {
-    if metrics.is_ready() { (StatusCode::OK, "ok") } else { (StatusCode::SERVICE_UNAVAILABLE, "not synced") }
+    fn is_ready(&self) -> bool {
+        Metrics::is_ready(self)
+    }
 }
 
 /// Serves `/metrics`, `/healthz` (the process answers) and `/readyz` (the controller could
 /// list its objects) on `address` until the returned task is dropped; returns the address
 /// bound (useful with port 0).
+///
+/// # Errors
+/// The address could not be bound.
 pub async fn serve(
     metrics: Arc<Metrics>,
     address: SocketAddr,
 ) -> std::io::Result<(SocketAddr, tokio::task::JoinHandle<()>)> {
-    let router = Router::new()
-        .route("/metrics", get(self::metrics))
-        .route("/healthz", get(|| async { "ok" }))
-        .route("/readyz", get(readyz))
-        .with_state(metrics);
-    bosun_core::endpoints::serve(address, router).await
+    bosun_core::endpoints::serve_exposed(metrics, address).await
 }
 
 #[cfg(test)]

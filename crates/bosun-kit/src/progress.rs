@@ -4,6 +4,7 @@
 //! most once per interval, the latest state only. What must be in the status before the run
 //! goes on (a write-ahead inventory) is written at once with [`ProgressHandle::write_now`].
 
+use bosun_core::cluster::ClusterError;
 use std::{sync::Arc, time::Duration};
 
 use k8s_openapi::{apimachinery::pkg::apis::meta::v1::Condition, jiff::Timestamp};
@@ -129,8 +130,8 @@ impl ProgressHandle {
     /// Writes this state now, and returns once the API server has it.
     ///
     /// # Errors
-    /// The write failed (the message says why).
-    pub async fn write_now(&self, reason: &str, message: &str, fields: Map<String, Value>) -> Result<(), String> {
+    /// The write failed.
+    pub async fn write_now(&self, reason: &str, message: &str, fields: Map<String, Value>) -> Result<(), ClusterError> {
         self.update(reason, message, fields);
         let latest = self.shared.updates.borrow().clone();
         match latest {
@@ -142,7 +143,7 @@ impl ProgressHandle {
 
 impl Shared {
     /// Writes a state unless it is what was written last.
-    async fn write(&self, progress: &Progress) -> Result<(), String> {
+    async fn write(&self, progress: &Progress) -> Result<(), ClusterError> {
         if !self.writes {
             return Ok(());
         }
@@ -162,7 +163,7 @@ impl Shared {
                 *written = Some(status);
                 Ok(())
             }
-            Err(error) => Err(bosun_core::cluster::ClusterError::from(error).to_string()),
+            Err(error) => Err(ClusterError::from(error)),
         }
     }
 }

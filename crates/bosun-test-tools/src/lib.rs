@@ -69,6 +69,18 @@ pub const TOOLS: &[Tool] = &[
     },
     Tool { name: "tar", also_at: &[], needed_by: "the archive source tests", install: "apt-get install tar" },
     Tool { name: "kill", also_at: &[], needed_by: "the signal tests", install: "apt-get install procps" },
+    Tool {
+        name: "docker-registry",
+        also_at: &[],
+        needed_by: "the OCI tests (a real registry on loopback)",
+        install: "apt-get install docker-registry",
+    },
+    Tool {
+        name: "htpasswd",
+        also_at: &[],
+        needed_by: "the OCI tests (registry basic auth)",
+        install: "apt-get install apache2-utils",
+    },
 ];
 
 /// Where `tool` is, if installed.

@@ -25,6 +25,8 @@
 //!
 //! Beside the pipeline: [`observe`] (a command for every object of a kind and every change).
 
+#![warn(missing_docs)]
+
 pub mod apply;
 pub mod config;
 pub mod decrypt;

@@ -32,7 +32,7 @@ use crate::plan::{self, PlanError};
 use crate::render::{self, RenderError, Rendered};
 use bosun_core::scopes::Scopes;
 
-use crate::report::{Progress, Report};
+use crate::report::{ApplyProgress, Report};
 
 /// How long looking up kinds in a cluster may take before rendering goes on without it.
 const DISCOVERY_BOUND: Duration = Duration::from_secs(3);
@@ -82,9 +82,17 @@ pub enum PipelineError {
     Stopped(String),
 }
 
+impl PipelineError {
+    /// Whether the cluster refused to authorize what the run needed (see
+    /// [`ApplyError::is_forbidden`]).
+    pub fn is_forbidden(&self) -> bool {
+        matches!(self, PipelineError::Apply(error) if error.is_forbidden())
+    }
+}
+
 /// What an apply did.
 #[derive(Debug, Clone)]
-pub struct Outcome {
+pub struct Applied {
     /// Changes, health, failure and prune results, per object.
     pub report: Report,
     /// `sha256:<hex>` of the rendered objects: the same for the same rendered set, so a
@@ -154,12 +162,12 @@ pub async fn apply(
     rendered: &Rendered,
     default_namespace: &str,
     options: &Options,
-    progress: &dyn Progress,
-) -> Result<Outcome, PipelineError> {
+    progress: &dyn ApplyProgress,
+) -> Result<Applied, PipelineError> {
     let plan = plan::plan(rendered)?;
     let target = target(package, default_namespace);
     let report = apply::apply(client, &target, rendered, &plan, options, progress).await?;
-    Ok(Outcome { report, digest: digest(rendered) })
+    Ok(Applied { report, digest: digest(rendered) })
 }
 
 /// Deletes a package's objects (its inventory, as `options` has it), running the `PreDelete`
@@ -173,12 +181,12 @@ pub async fn delete(
     rendered: &Rendered,
     default_namespace: &str,
     options: &Options,
-    progress: &dyn Progress,
-) -> Result<Outcome, PipelineError> {
+    progress: &dyn ApplyProgress,
+) -> Result<Applied, PipelineError> {
     let plan = plan::plan(rendered)?;
     let target = target(package, default_namespace);
     let report = apply::delete(client, &target, rendered, &plan, options, progress).await?;
-    Ok(Outcome { report, digest: digest(rendered) })
+    Ok(Applied { report, digest: digest(rendered) })
 }
 
 /// What applying a rendered package would change (a server-side dry run).

@@ -20,7 +20,7 @@ use serde_json::{Value, json};
 
 use bosun::apply::Options;
 use bosun::package::{Package, RenderSpec};
-use bosun::pipeline::{self, Outcome, RenderOptions};
+use bosun::pipeline::{self, Applied, RenderOptions};
 use bosun::render::{HookStyle, Rendered};
 use bosun::report::{Change, HookResult, Silent};
 use bosun_apiserver::{ApiServer, RunningServer};
@@ -45,12 +45,12 @@ async fn render(client: &Client, package: &Package) -> Rendered {
     pipeline::render(package, &options, Some(client)).await.expect("render")
 }
 
-async fn apply(client: &Client, package: &Package, rendered: &Rendered) -> Outcome {
+async fn apply(client: &Client, package: &Package, rendered: &Rendered) -> Applied {
     let options = Options { wait: true, prune: true, timeout: BOUND, ..Options::default() };
     pipeline::apply(client, package, rendered, "default", &options, &Silent).await.expect("apply")
 }
 
-async fn deliver(client: &Client, dir: &Path) -> Outcome {
+async fn deliver(client: &Client, dir: &Path) -> Applied {
     let package = Package::load(dir).expect("package");
     let rendered = render(client, &package).await;
     apply(client, &package, &rendered).await
@@ -159,7 +159,7 @@ fn kinds() -> Vec<ApiResource> {
 struct Watched {
     server: RunningServer,
     seen: Seen,
-    outcome: Outcome,
+    outcome: Applied,
     /// What the watch saw, up to and with the last event of the order.
     events: Vec<String>,
 }
@@ -193,7 +193,7 @@ fn ordered(events: &[String], order: &[&str]) {
 }
 
 /// The hooks of a report: object, phase, result, deleted.
-fn hooks(outcome: &Outcome) -> Vec<(String, String, HookResult, bool)> {
+fn hooks(outcome: &Applied) -> Vec<(String, String, HookResult, bool)> {
     outcome
         .report
         .changes

@@ -234,7 +234,7 @@ impl Expectation {
 
 /// How a measurement came out.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Deserialize, Serialize, JsonSchema)]
-pub enum Outcome {
+pub enum MeasurementResult {
     /// Met the expectation.
     Successful,
     /// Did not.
@@ -250,7 +250,7 @@ pub struct Measurement {
     /// The check.
     pub check: String,
     /// How it came out.
-    pub outcome: Outcome,
+    pub outcome: MeasurementResult,
     /// What was measured.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub value: Option<String>,
@@ -305,9 +305,9 @@ impl AnalysisRun {
     pub fn record(&mut self, round: Vec<Measurement>, at: &str, spec: &AnalysisSpec) {
         for measurement in &round {
             match measurement.outcome {
-                Outcome::Successful => self.successful += 1,
-                Outcome::Failed => self.failed += 1,
-                Outcome::Inconclusive => self.inconclusive += 1,
+                MeasurementResult::Successful => self.successful += 1,
+                MeasurementResult::Failed => self.failed += 1,
+                MeasurementResult::Inconclusive => self.inconclusive += 1,
             }
         }
         self.rounds += 1;
@@ -327,7 +327,7 @@ impl AnalysisRun {
     /// What the run says: over the failure limit → Failed; over the inconclusive limit →
     /// Inconclusive; `count` rounds taken → Successful; else Running. `count` None: runs on.
     pub fn verdict(&self, spec: &AnalysisSpec) -> Verdict {
-        let last = |outcome: Outcome| {
+        let last = |outcome: MeasurementResult| {
             self.measurements
                 .iter()
                 .rev()
@@ -340,7 +340,7 @@ impl AnalysisRun {
             return Verdict::Failed(format!(
                 "{} failed measurements, more than the {failure_limit} allowed; last: {}",
                 self.failed,
-                last(Outcome::Failed)
+                last(MeasurementResult::Failed)
             ));
         }
         let inconclusive_limit = spec.inconclusive_limit.unwrap_or(0);
@@ -348,7 +348,7 @@ impl AnalysisRun {
             return Verdict::Inconclusive(format!(
                 "{} inconclusive measurements, more than the {inconclusive_limit} allowed; last: {}",
                 self.inconclusive,
-                last(Outcome::Inconclusive)
+                last(MeasurementResult::Inconclusive)
             ));
         }
         match spec.count {
@@ -396,20 +396,20 @@ mod tests {
         }
     }
 
-    fn measured(outcome: Outcome) -> Measurement {
+    fn measured(outcome: MeasurementResult) -> Measurement {
         Measurement { check: "c".into(), outcome, value: Some("v".into()), message: None, at: "t".into() }
     }
 
     #[test]
     fn runs_end_by_count_or_limits() {
-        use Outcome::*;
+        use MeasurementResult::*;
         let spec = |count: Option<u32>, failures: u32, inconclusive: u32| AnalysisSpec {
             count,
             failure_limit: Some(failures),
             inconclusive_limit: Some(inconclusive),
             ..AnalysisSpec::default()
         };
-        let cases: [(AnalysisSpec, Vec<Outcome>, &str); 7] = [
+        let cases: [(AnalysisSpec, Vec<MeasurementResult>, &str); 7] = [
             (spec(Some(3), 0, 0), vec![Successful, Successful], "Running"),
             (spec(Some(3), 0, 0), vec![Successful, Successful, Successful], "Successful"),
             (spec(Some(3), 0, 0), vec![Successful, Failed], "Failed"),

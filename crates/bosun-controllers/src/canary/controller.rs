@@ -14,12 +14,12 @@ use serde_json::{Value, json};
 use crate::canary::{
     self, ABORT, CanaryResource, CanaryStatus, PROMOTE, PROMOTE_FULL, RETRY, Rollout, VERSION_LABEL,
     analysis::AnalysisRun,
-    plan::{self, Inputs, Live, Outcome, Progress, Requests, Verdict, Wanted},
+    plan::{self, CanaryProgress, Decided, Inputs, Live, Requests, Verdict, Wanted},
 };
 
 use super::measure;
 pub use super::measure::Probe;
-use bosun_kit::{self as kit, Failure, Lifecycle, Run, Stepper, children::OWNER_LABEL};
+use bosun_kit::{self as kit, Failure, Run, children::OWNER_LABEL};
 
 /// The controller's name: its field manager, finalizer (`kit.bosun.dev/canaries`) and event
 /// reporter.
@@ -46,9 +46,9 @@ pub struct Canaries {
 }
 
 /// The `Canary` controller, ready to [`kit::Controller::run`].
-pub fn controller(client: Client, settings: Settings) -> kit::Controller<Stepper<Canaries>> {
+pub fn controller(client: Client, settings: Settings) -> kit::Controller<Canaries> {
     let hooks = Canaries { http: reqwest::Client::builder().build().unwrap_or_default() };
-    let controller = kit::Controller::new(NAME, Stepper(hooks), client)
+    let controller = kit::Controller::new(NAME, hooks, client)
         .owns::<Deployment>()
         .backoff(Duration::from_secs(1), Duration::from_secs(60));
     controller.confined(settings.namespace.as_deref(), settings.selector.as_deref(), settings.metrics)
@@ -58,41 +58,76 @@ fn rollout(canary: &CanaryResource) -> Result<Rollout, Failure> {
     canary.rollout().map_err(|error| Failure::give_up("InvalidSpec", error.to_string()))
 }
 
-impl Lifecycle for Canaries {
+/// What a reconcile reads before it decides: the Canary as the server has it, its spec as a
+/// rollout, and its Deployments.
+struct Observed {
+    canary: CanaryResource,
+    rollout: Rollout,
+    status: CanaryStatus,
+    deployments: Vec<Deployment>,
+}
+
+/// A Canary is reconciled by the free-style engine, in named stages: observe (reads), measure
+/// and decide ([`plan::decide`], pure), act (the Deployments, Events and webhooks the decision
+/// calls for), report (the status). Measuring and acting are effects of one decision, so they
+/// do not fit the stepper's Plan/Apply split: the Events and post-promotion webhooks must follow
+/// the writes they report.
+impl kit::Reconciler for Canaries {
     type Resource = CanaryResource;
 
-    async fn validate(&self, run: &mut Run<CanaryResource>) -> Result<(), Failure> {
-        rollout(run.object()).map(drop)
+    async fn reconcile(&self, run: &mut Run<CanaryResource>) -> Result<(), Failure> {
+        match self.reconcile_stages(run).await {
+            Ok(()) => Ok(()),
+            Err(failure) => {
+                keep_status(run).await;
+                Err(failure)
+            }
+        }
     }
+}
 
-    /// Observes, measures, decides, and applies the Deployments wanted — here rather than in
-    /// Apply, because Events and the post-promotion webhooks must follow the change.
-    async fn plan(&self, run: &mut Run<CanaryResource>) -> Result<(), Failure> {
-        // The status as the server has it: the cache may not have seen the last reconcile's
-        // write yet, and a request must be decided on the state it was made in.
-        let canary = run.api::<CanaryResource>().get(run.name()).await?;
-        let rollout = rollout(&canary)?;
-        let status = canary.status.clone().unwrap_or_default();
-        let uid = canary.metadata.uid.clone().unwrap_or_default();
-        let listed =
-            run.api::<Deployment>().list(&ListParams::default().labels(&format!("{OWNER_LABEL}={uid}"))).await?;
-        let live: Vec<Live> = listed.items.iter().filter_map(live).collect();
-        let requests = requests(&canary, &status.progress);
+impl Canaries {
+    async fn reconcile_stages(&self, run: &mut Run<CanaryResource>) -> Result<(), Failure> {
+        let observed = observe(run).await?;
         let now = jiff::Timestamp::now();
-        let mut runs = Runs::new(&rollout, &status);
+        let Observed { canary, rollout, status, deployments } = &observed;
+        let live: Vec<Live> = deployments.iter().filter_map(live).collect();
+        let requests = requests(canary, &status.progress);
+        let mut runs = Runs::new(rollout, status);
         for _ in 0..ROUNDS_PER_RECONCILE {
-            runs.measure(self, run, &rollout, now).await;
-            let outcome = decide(&rollout, &status, &live, requests, &runs.verdicts(&rollout), now);
-            if !runs.start(&outcome, &rollout) {
+            runs.measure(self, run, rollout, now).await;
+            let outcome = decide(rollout, status, &live, requests, &runs.verdicts(rollout), now);
+            if !runs.start(&outcome, rollout) {
                 break;
             }
         }
-        let outcome = decide(&rollout, &status, &live, requests, &runs.verdicts(&rollout), now);
+        let outcome = decide(rollout, status, &live, requests, &runs.verdicts(rollout), now);
         runs.stop(&outcome);
+        self.act(run, &observed, &outcome).await?;
+        let mut progress = outcome.progress.clone();
+        for key in canary::REQUESTS {
+            if let Some(value) = annotation(canary, key) {
+                progress.handled.insert(key.to_string(), value.to_string());
+            }
+        }
+        let requeue = [outcome.requeue, runs.due(rollout, &outcome, now)].into_iter().flatten().min();
+        if let Some(after) = requeue {
+            run.requeue_after(after.max(Duration::from_millis(200)));
+        }
+        report(run, &progress, &outcome, runs.into_status(&outcome));
+        let pairs = plan::replicas_per_step(rollout.replicas, &rollout.steps).unwrap_or_default();
+        run.set_status("replicasPerStep", pairs.iter().map(|(new, old)| format!("{new}/{old}")).collect::<Vec<_>>());
+        Ok(())
+    }
+
+    /// Applies the Deployments the decision wants (the others are pruned as children), then
+    /// says what happened: its Events, and the post-promotion webhooks once promoted.
+    async fn act(&self, run: &mut Run<CanaryResource>, observed: &Observed, outcome: &Decided) -> Result<(), Failure> {
+        let rollout = &observed.rollout;
         for (version, replicas) in &outcome.desired {
             let deployment = match version == &rollout.version {
                 true => Some(rollout.deployment.clone()),
-                false => listed.items.iter().find(|d| label(d, VERSION_LABEL) == Some(version)).map(copy),
+                false => observed.deployments.iter().find(|d| label(d, VERSION_LABEL) == Some(version)).map(copy),
             };
             // A version of another spec lives only in its Deployment: gone, it cannot be made.
             if let Some(mut deployment) = deployment {
@@ -106,55 +141,18 @@ impl Lifecycle for Canaries {
             run.publish(kind, &note.reason, &note.message, "Canary").await;
         }
         if outcome.promoted {
-            self.post_promotion(run, &rollout, &outcome).await;
-        }
-        let mut progress = outcome.progress.clone();
-        for key in canary::REQUESTS {
-            if let Some(value) = annotation(&canary, key) {
-                progress.handled.insert(key.to_string(), value.to_string());
-            }
-        }
-        let requeue = [outcome.requeue, runs.due(&rollout, &outcome, now)].into_iter().flatten().min();
-        if let Some(after) = requeue {
-            run.requeue_after(after.max(Duration::from_millis(200)));
-        }
-        report(run, &progress, &outcome, runs.into_status(&outcome));
-        let pairs = plan::replicas_per_step(rollout.replicas, &rollout.steps).unwrap_or_default();
-        run.set_status("replicasPerStep", pairs.iter().map(|(new, old)| format!("{new}/{old}")).collect::<Vec<_>>());
-        Ok(())
-    }
-
-    /// The Deployments were applied in Plan.
-    async fn apply(&self, _run: &mut Run<CanaryResource>) -> Result<(), Failure> {
-        Ok(())
-    }
-
-    /// A failed reconcile leaves the status as the server has it (the next one decides again),
-    /// instead of writing conditions alone, which would drop the phase and step.
-    async fn error(&self, run: &mut Run<CanaryResource>, _failure: &Failure) -> Result<(), Failure> {
-        let fresh = run.api::<CanaryResource>().get_opt(run.name()).await.ok().flatten();
-        let live = match fresh.and_then(|canary| serde_json::to_value(canary.status).ok()) {
-            Some(Value::Object(status)) => status,
-            _ => run.value().get("status").and_then(Value::as_object).cloned().unwrap_or_default(),
-        };
-        for (field, value) in live {
-            if !matches!(field.as_str(), "conditions" | "observedGeneration") {
-                run.set_status(&field, value);
-            }
+            self.post_promotion(run, rollout, outcome).await;
         }
         Ok(())
     }
-}
-
-impl Canaries {
     /// Calls the post-promotion webhooks; a failure is a Warning Event, the promotion stands.
-    async fn post_promotion(&self, run: &Run<CanaryResource>, rollout: &Rollout, outcome: &Outcome) {
+    async fn post_promotion(&self, run: &Run<CanaryResource>, rollout: &Rollout, outcome: &Decided) {
         for hook in &rollout.post_promotion {
             let stable = outcome.progress.stable_version.as_deref().unwrap_or_default();
             let versions = (rollout.version.as_str(), stable);
             let measured =
                 measure::webhook(&self.http, hook, run.namespace(), run.name(), "post-promotion", versions).await;
-            if measured.outcome != canary::analysis::Outcome::Successful {
+            if measured.outcome != canary::analysis::MeasurementResult::Successful {
                 let why = measured.message.unwrap_or_default();
                 run.publish(
                     EventType::Warning,
@@ -168,6 +166,32 @@ impl Canaries {
     }
 }
 
+/// Reads the Canary as the server has it (the cache may not have seen the last reconcile's
+/// write yet, and a request must be decided on the state it was made in) and its Deployments.
+async fn observe(run: &Run<CanaryResource>) -> Result<Observed, Failure> {
+    let canary = run.api::<CanaryResource>().get(run.name()).await?;
+    let rollout = rollout(&canary)?;
+    let status = canary.status.clone().unwrap_or_default();
+    let uid = canary.metadata.uid.clone().unwrap_or_default();
+    let listed = run.api::<Deployment>().list(&ListParams::default().labels(&format!("{OWNER_LABEL}={uid}"))).await?;
+    Ok(Observed { canary, rollout, status, deployments: listed.items })
+}
+
+/// After a failed reconcile the status stays as the server has it (the next one decides
+/// again), instead of conditions alone being written, which would drop the phase and step.
+async fn keep_status(run: &mut Run<CanaryResource>) {
+    let fresh = run.api::<CanaryResource>().get_opt(run.name()).await.ok().flatten();
+    let live = match fresh.and_then(|canary| serde_json::to_value(canary.status).ok()) {
+        Some(Value::Object(status)) => status,
+        _ => run.value().get("status").and_then(Value::as_object).cloned().unwrap_or_default(),
+    };
+    for (field, value) in live {
+        if !matches!(field.as_str(), "conditions" | "observedGeneration") {
+            run.set_status(&field, value);
+        }
+    }
+}
+
 fn decide(
     rollout: &Rollout,
     status: &CanaryStatus,
@@ -175,7 +199,7 @@ fn decide(
     requests: Requests,
     verdicts: &BTreeMap<Wanted, Verdict>,
     now: jiff::Timestamp,
-) -> Outcome {
+) -> Decided {
     plan::decide(&Inputs {
         rollout,
         progress: &status.progress,
@@ -188,7 +212,7 @@ fn decide(
 }
 
 /// Writes the status: the state to continue from, the step (`2/4`), the message, the runs.
-fn report(run: &mut Run<CanaryResource>, progress: &Progress, outcome: &Outcome, runs: Vec<AnalysisRun>) {
+fn report(run: &mut Run<CanaryResource>, progress: &CanaryProgress, outcome: &Decided, runs: Vec<AnalysisRun>) {
     if let Value::Object(fields) = serde_json::to_value(progress).unwrap_or_default() {
         for (field, value) in fields {
             run.set_status(&field, value);
@@ -223,7 +247,7 @@ fn annotation<'a>(canary: &'a CanaryResource, key: &str) -> Option<&'a str> {
 }
 
 /// The requests whose value has not been handled yet.
-fn requests(canary: &CanaryResource, progress: &Progress) -> Requests {
+fn requests(canary: &CanaryResource, progress: &CanaryProgress) -> Requests {
     let fresh = |key: &str| {
         annotation(canary, key).is_some_and(|value| progress.handled.get(key).map(String::as_str) != Some(value))
     };
@@ -288,7 +312,7 @@ impl Runs {
     }
 
     /// Starts the runs the outcome wants that do not run yet; whether any did.
-    fn start(&mut self, outcome: &Outcome, rollout: &Rollout) -> bool {
+    fn start(&mut self, outcome: &Decided, rollout: &Rollout) -> bool {
         let mut started = false;
         for wanted in &outcome.analyses {
             let key = key(wanted);
@@ -321,7 +345,7 @@ impl Runs {
     }
 
     /// Runs the outcome no longer wants stop.
-    fn stop(&mut self, outcome: &Outcome) {
+    fn stop(&mut self, outcome: &Decided) {
         for analysis in &mut self.active {
             let wanted = wanted(&analysis.key);
             if analysis.phase == "Running" && wanted.is_none_or(|w| !outcome.analyses.contains(&w)) {
@@ -331,7 +355,7 @@ impl Runs {
     }
 
     /// When the next round of a wanted run is due.
-    fn due(&self, rollout: &Rollout, outcome: &Outcome, now: jiff::Timestamp) -> Option<Duration> {
+    fn due(&self, rollout: &Rollout, outcome: &Decided, now: jiff::Timestamp) -> Option<Duration> {
         self.active
             .iter()
             .filter(|run| run.phase == "Running")
@@ -344,7 +368,7 @@ impl Runs {
     }
 
     /// What status shows: the current canary's runs, else (nothing started) the last ones.
-    fn into_status(self, outcome: &Outcome) -> Vec<AnalysisRun> {
+    fn into_status(self, outcome: &Decided) -> Vec<AnalysisRun> {
         match self.active.is_empty() && !outcome.started {
             true => self.shown,
             false => self.active,

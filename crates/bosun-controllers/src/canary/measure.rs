@@ -11,7 +11,7 @@ use serde_json::{Value, json};
 
 use crate::canary::{
     CanaryResource, Rollout, Step, WebhookSpec,
-    analysis::{AnalysisSpec, Expectation, HttpCheck, Measurement, Outcome, PodsCheck, PrometheusCheck},
+    analysis::{AnalysisSpec, Expectation, HttpCheck, Measurement, MeasurementResult, PodsCheck, PrometheusCheck},
     plan::Wanted,
 };
 
@@ -92,14 +92,14 @@ pub async fn take(context: &Context<'_>, name: &str, probe: &Probe) -> Measureme
     measurement(name, outcome, value, message)
 }
 
-fn measurement(check: &str, outcome: Outcome, value: Option<String>, message: Option<String>) -> Measurement {
+fn measurement(check: &str, outcome: MeasurementResult, value: Option<String>, message: Option<String>) -> Measurement {
     Measurement { check: check.to_string(), outcome, value, message, at: jiff::Timestamp::now().to_string() }
 }
 
-type Measured = (Outcome, Option<String>, Option<String>);
+type Measured = (MeasurementResult, Option<String>, Option<String>);
 
 fn inconclusive(message: String) -> Measured {
-    (Outcome::Inconclusive, None, Some(message))
+    (MeasurementResult::Inconclusive, None, Some(message))
 }
 
 /// The canary's Deployment: every replica available, container restarts within the bound.
@@ -133,8 +133,12 @@ async fn pods(context: &Context<'_>, check: &PodsCheck) -> Measured {
         .sum();
     let max_restarts = check.max_restarts.unwrap_or(0);
     let value = format!("available {available}/{wanted}, restarts {restarts}");
-    let outcome = if available < wanted || restarts > max_restarts { Outcome::Failed } else { Outcome::Successful };
-    let message = (outcome == Outcome::Failed)
+    let outcome = if available < wanted || restarts > max_restarts {
+        MeasurementResult::Failed
+    } else {
+        MeasurementResult::Successful
+    };
+    let message = (outcome == MeasurementResult::Failed)
         .then(|| format!("{value} (wanted: all available, at most {max_restarts} restarts)"));
     (outcome, Some(value), message)
 }
@@ -156,13 +160,13 @@ async fn http(client: &reqwest::Client, check: &HttpCheck) -> Measured {
     if !status_ok {
         let wanted = check.status.map_or("2xx".to_string(), |s| s.to_string());
         return (
-            Outcome::Failed,
+            MeasurementResult::Failed,
             Some(status.to_string()),
             Some(format!("{}: status {status}, wanted {wanted}", check.url)),
         );
     }
     let (Some(path), Some(expect)) = (&check.json_path, &check.expect) else {
-        return (Outcome::Successful, Some(status.to_string()), None);
+        return (MeasurementResult::Successful, Some(status.to_string()), None);
     };
     let body: Value = match response.bytes().await.map(|bytes| serde_json::from_slice(&bytes)) {
         Ok(Ok(body)) => body,
@@ -186,10 +190,12 @@ fn judge(actual: &str, expect: &str, what: &str) -> Measured {
         return inconclusive(format!("{expect:?} is not a comparison"));
     };
     match expectation.met(actual) {
-        Some(true) => (Outcome::Successful, Some(actual.to_string()), None),
-        Some(false) => {
-            (Outcome::Failed, Some(actual.to_string()), Some(format!("{what} is {actual}, wanted {expectation}")))
-        }
+        Some(true) => (MeasurementResult::Successful, Some(actual.to_string()), None),
+        Some(false) => (
+            MeasurementResult::Failed,
+            Some(actual.to_string()),
+            Some(format!("{what} is {actual}, wanted {expectation}")),
+        ),
         None => inconclusive(format!("{what} is {actual:?}, not comparable with {expectation}")),
     }
 }
@@ -219,8 +225,8 @@ async fn prometheus(client: &reqwest::Client, check: &PrometheusCheck) -> Measur
     let judged: Vec<Measured> = values.iter().map(|value| judge(value, &check.expect, &what)).collect();
     let worst = judged
         .iter()
-        .find(|m| m.0 == Outcome::Failed)
-        .or_else(|| judged.iter().find(|m| m.0 == Outcome::Inconclusive))
+        .find(|m| m.0 == MeasurementResult::Failed)
+        .or_else(|| judged.iter().find(|m| m.0 == MeasurementResult::Inconclusive))
         .unwrap_or(&judged[0]);
     (worst.0, Some(values.join(",")), worst.2.clone())
 }
@@ -265,13 +271,13 @@ pub async fn webhook(
         .await;
     let (outcome, value, message) = match sent {
         Ok(response) if response.status().is_success() => {
-            (Outcome::Successful, Some(response.status().to_string()), None)
+            (MeasurementResult::Successful, Some(response.status().to_string()), None)
         }
         Ok(response) => {
             let status = response.status();
-            (Outcome::Failed, Some(status.to_string()), Some(format!("{}: status {status}", hook.url)))
+            (MeasurementResult::Failed, Some(status.to_string()), Some(format!("{}: status {status}", hook.url)))
         }
-        Err(error) => (Outcome::Failed, None, Some(format!("{}: {error}", hook.url))),
+        Err(error) => (MeasurementResult::Failed, None, Some(format!("{}: {error}", hook.url))),
     };
     measurement(&hook.name, outcome, value, message)
 }
@@ -303,10 +309,10 @@ mod tests {
     #[test]
     fn values_are_judged_against_the_expectation() {
         let cases = [
-            ("0.01", "< 0.05", Outcome::Successful),
-            ("0.3", "< 0.05", Outcome::Failed),
-            ("NaN", "< 0.05", Outcome::Inconclusive),
-            ("ok", "== ok", Outcome::Successful),
+            ("0.01", "< 0.05", MeasurementResult::Successful),
+            ("0.3", "< 0.05", MeasurementResult::Failed),
+            ("NaN", "< 0.05", MeasurementResult::Inconclusive),
+            ("ok", "== ok", MeasurementResult::Successful),
         ];
         for (actual, expect, outcome) in cases {
             assert_eq!(judge(actual, expect, "q").0, outcome, "{actual} {expect}");

@@ -239,7 +239,7 @@ pub struct CanaryStatus {
     pub step: Option<String>,
     /// The state the controller continues from (restart-safe), `phase` among it.
     #[serde(flatten)]
-    pub progress: plan::Progress,
+    pub progress: plan::CanaryProgress,
     /// What is going on, as the Deployer says it: `60% has been deployed, 30s till next step`.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub message: Option<String>,

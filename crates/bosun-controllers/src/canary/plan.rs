@@ -1,7 +1,7 @@
 //! The Canary's decisions, as pure functions: how a weight splits the replicas
 //! ([`split`]), and what one reconcile does ([`decide`]) given the spec, the state persisted
 //! in status, the live Deployments, the requests (promote, abort, retry) and the analyses'
-//! verdicts. The controller acts on the [`Outcome`]: Deployments to apply (the rest are
+//! verdicts. The controller acts on the [`Decided`]: Deployments to apply (the rest are
 //! deleted), status, Events, a requeue.
 
 use std::{collections::BTreeMap, fmt, str::FromStr, time::Duration};
@@ -15,7 +15,7 @@ use bosun_kit::machine::{self, Machine};
 
 /// Why a weight cannot be planned.
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
-pub enum PlanError {
+pub enum WeightError {
     /// Above 100%.
     #[error("weight {0} is above 100")]
     Weight(u32),
@@ -32,12 +32,12 @@ pub enum PlanError {
 /// assert_eq!(split(10, 30), Ok((3, 7)));
 /// assert_eq!(split(3, 10), Ok((1, 2)), "rounded up: a step always moves a replica");
 /// ```
-pub fn split(replicas: i32, weight: u32) -> Result<(i32, i32), PlanError> {
+pub fn split(replicas: i32, weight: u32) -> Result<(i32, i32), WeightError> {
     if weight > 100 {
-        return Err(PlanError::Weight(weight));
+        return Err(WeightError::Weight(weight));
     }
     if replicas < 0 {
-        return Err(PlanError::Replicas(replicas));
+        return Err(WeightError::Replicas(replicas));
     }
     let new = (i64::from(replicas) * i64::from(weight) + 99) / 100;
     let new = i32::try_from(new).unwrap_or(replicas);
@@ -61,7 +61,7 @@ pub fn weight_at(steps: &[Step], count: usize) -> u32 {
 ///
 /// # Errors
 /// See [`split`].
-pub fn replicas_per_step(replicas: i32, steps: &[Step]) -> Result<Vec<(i32, i32)>, PlanError> {
+pub fn replicas_per_step(replicas: i32, steps: &[Step]) -> Result<Vec<(i32, i32)>, WeightError> {
     (1..=steps.len()).map(|count| split(replicas, weight_at(steps, count))).collect()
 }
 
@@ -133,7 +133,7 @@ pub fn phases() -> Machine<Phase, Event, ()> {
 /// The state a reconcile continues from, persisted in status (flattened into it).
 #[derive(Debug, Clone, Default, Deserialize, Serialize, PartialEq, JsonSchema)]
 #[serde(rename_all = "camelCase")]
-pub struct Progress {
+pub struct CanaryProgress {
     /// `Progressing`, `Paused`, `Healthy` or `Degraded`.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub phase: Option<String>,
@@ -228,7 +228,7 @@ pub struct Inputs<'a> {
     /// The validated spec.
     pub rollout: &'a Rollout,
     /// The state persisted in status.
-    pub progress: &'a Progress,
+    pub progress: &'a CanaryProgress,
     /// The persisted message (kept while nothing changes).
     pub message: Option<&'a str>,
     /// The Canary's Deployments.
@@ -254,9 +254,9 @@ pub struct Note {
 
 /// What one reconcile does.
 #[derive(Debug, Clone, PartialEq)]
-pub struct Outcome {
+pub struct Decided {
     /// The state to persist.
-    pub progress: Progress,
+    pub progress: CanaryProgress,
     /// The Deployments wanted, by version, with their replicas; the others are deleted.
     pub desired: Vec<(String, i32)>,
     /// What is going on.
@@ -274,7 +274,7 @@ pub struct Outcome {
 }
 
 /// Decides one reconcile.
-pub fn decide(inputs: &Inputs) -> Outcome {
+pub fn decide(inputs: &Inputs) -> Decided {
     let mut decision = Deciding::new(inputs);
     let rollout = inputs.rollout;
     let version = rollout.version.as_str();
@@ -320,7 +320,7 @@ enum Wait {
 struct Deciding<'a> {
     inputs: &'a Inputs<'a>,
     phase: Phase,
-    progress: Progress,
+    progress: CanaryProgress,
     desired: Vec<(String, i32)>,
     message: String,
     requeue: Option<Duration>,
@@ -427,13 +427,13 @@ impl<'a> Deciding<'a> {
         let total = rollout.steps.len() as u32;
         self.progress.total_steps = Some(total);
         if self.progress.canary_version.as_deref() != Some(version) {
-            let message = match self.progress.canary_version.take() {
-                Some(middle) => {
-                    format!("canary {middle} superseded by {version}: {}-{middle} removed", rollout.prefix)
-                }
-                None => format!("canary {version} started beside stable {stable}"),
+            let (reason, message) = match self.progress.canary_version.take() {
+                Some(middle) => (
+                    "Superseded",
+                    format!("canary {middle} superseded by {version}: {}-{middle} removed", rollout.prefix),
+                ),
+                None => ("CanaryStarted", format!("canary {version} started beside stable {stable}")),
             };
-            let reason = if message.contains("superseded") { "Superseded" } else { "CanaryStarted" };
             self.note(false, reason, message);
             self.fire(Event::Start);
             self.progress.canary_version = Some(version.to_string());
@@ -619,11 +619,11 @@ impl<'a> Deciding<'a> {
         self.note(false, "Promoted", format!("{version} is stable: {}-{stable} deleted", rollout.prefix));
     }
 
-    fn finish(mut self) -> Outcome {
+    fn finish(mut self) -> Decided {
         self.progress.phase = Some(self.phase.to_string());
         self.analyses.sort();
         self.analyses.dedup();
-        Outcome {
+        Decided {
             progress: self.progress,
             desired: self.desired,
             message: self.message,

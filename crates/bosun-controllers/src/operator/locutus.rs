@@ -4,6 +4,7 @@
 //! its `keyTransformations` (none: a related object concerns the watched object of the same
 //! `namespace/name`, as in Locutus).
 
+use bosun_core::file::FileError;
 use std::path::{Path, PathBuf};
 
 use serde::Deserialize;
@@ -37,8 +38,7 @@ struct Resource {
 /// The file is unreadable or malformed, or `mainResource` names no resource.
 pub fn spec(trigger_config: &Path) -> Result<OperatorSpec, OperatorError> {
     let origin = trigger_config.display().to_string();
-    let text =
-        std::fs::read_to_string(trigger_config).map_err(|source| OperatorError::Io { path: origin.clone(), source })?;
+    let text = std::fs::read_to_string(trigger_config).map_err(FileError::reading(&origin))?;
     let config: TriggerConfig = yaml::parse_document(&text, &origin)?;
     let Some(main) = config.resources.iter().find(|r| r.name == config.main_resource) else {
         let names: Vec<&str> = config.resources.iter().map(|r| r.name.as_str()).collect();
@@ -78,10 +78,7 @@ impl Definition {
         trigger_config: &Path,
     ) -> Result<Definition, OperatorError> {
         if !entrypoint.is_file() {
-            return Err(OperatorError::Io {
-                path: entrypoint.display().to_string(),
-                source: std::io::Error::new(std::io::ErrorKind::NotFound, "no such jsonnet file"),
-            });
+            return Err(FileError::missing(entrypoint, "no such jsonnet file").into());
         }
         let spec = spec(trigger_config)?;
         let package = Package::from_jsonnet(entrypoint, jpath);

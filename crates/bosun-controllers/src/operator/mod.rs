@@ -13,6 +13,7 @@ pub mod locutus;
 pub mod related;
 pub mod resource;
 
+use bosun_core::file::FileError;
 use std::{
     collections::{BTreeMap, BTreeSet},
     path::{Path, PathBuf},
@@ -42,19 +43,9 @@ pub const DEFAULT_INTERVAL: Duration = Duration::from_secs(600);
 /// Errors of reading or checking an Operator.
 #[derive(Debug, thiserror::Error)]
 pub enum OperatorError {
-    /// A file could not be read.
-    #[error("{path}: {}", bosun_core::cluster::root_cause(source))]
-    Io {
-        /// The file.
-        path: String,
-        /// Why.
-        #[source]
-        source: std::io::Error,
-    },
-    /// A file is not valid YAML, or does not have the expected fields (the message has the
-    /// position).
+    /// A file could not be read or parsed (the message names it, and the position).
     #[error(transparent)]
-    Parse(#[from] yaml::ParseError),
+    File(#[from] bosun_core::file::FileError),
     /// The spec parsed but says something impossible.
     #[error("{origin}: {field}: {message}")]
     Invalid {
@@ -65,6 +56,12 @@ pub enum OperatorError {
         /// What is wrong.
         message: String,
     },
+}
+
+impl From<bosun_core::yaml::ParseError> for OperatorError {
+    fn from(error: bosun_core::yaml::ParseError) -> Self {
+        OperatorError::File(error.into())
+    }
 }
 
 /// What an Operator does: which objects it watches, what it renders from each, how the
@@ -335,8 +332,7 @@ impl Definition {
     pub fn load(dir: &Path) -> Result<Definition, OperatorError> {
         let file = dir.join(OPERATOR_FILE);
         let origin = file.display().to_string();
-        let text =
-            std::fs::read_to_string(&file).map_err(|source| OperatorError::Io { path: origin.clone(), source })?;
+        let text = std::fs::read_to_string(&file).map_err(FileError::reading(&origin))?;
         let parsed: OperatorFile = yaml::parse_document(&text, &origin)?;
         let invalid = |field: &str, message: String| OperatorError::Invalid {
             origin: origin.clone(),

@@ -2,6 +2,7 @@
 //! Packages a dependency's change wakes. Decisions are pure; the controller feeds them the
 //! Packages it reads.
 
+use super::*;
 use std::{
     collections::{HashMap, HashSet},
     sync::Mutex,
@@ -107,6 +108,58 @@ impl Waiting {
         }
         let mut waiters = self.waiters.lock().unwrap_or_else(|e| e.into_inner());
         waiters.remove(&key).map(|set| set.into_iter().collect()).unwrap_or_default()
+    }
+}
+
+impl super::PackageReconciler {
+    /// `Some(why)` when a dependency is not ready: the Package waits, and is woken the moment
+    /// it is. A cycle stalls the Package. Dependencies are read from the controller's cache;
+    /// one that looks unready there is read again from the cluster (the cache may lag the
+    /// event that woke this run).
+    pub(super) async fn unready_dependency(&self, run: &Run<PackageResource>) -> Result<Option<String>, Failure> {
+        let resource = run.object();
+        let own = key(resource);
+        let mut known: HashMap<Key, Option<Vec<Key>>> = HashMap::new();
+        known.insert(own.clone(), Some(dependency_keys(resource)));
+        for dependency in dependency_keys(resource) {
+            // Registered before reading: a dependency that turns ready in between still wakes us.
+            self.waiting.wait(dependency.clone(), ObjectRef::from_obj(resource));
+            let mut found = run.peer(&dependency.0, &dependency.1).map(|p| (*p).clone());
+            if dependencies::ready(&dependency, found.as_ref()).is_err() {
+                let api = Api::<PackageResource>::namespaced(run.client().clone(), &dependency.0);
+                let retry = resource.spec.retry_interval();
+                found = api.get_opt(&dependency.1).await.map_err(|e| Failure::from(e).within(retry))?;
+            }
+            known.insert(dependency.clone(), found.as_ref().map(dependency_keys));
+            if let Err(why) = dependencies::ready(&dependency, found.as_ref()) {
+                if let Some(cycle) = self.find_cycle(run, &own, &mut known) {
+                    return Err(Failure::give_up("DependencyCycle", format!("dependency cycle: {cycle}")));
+                }
+                return Ok(Some(why));
+            }
+            self.waiting.forget(&dependency, &ObjectRef::from_obj(resource));
+        }
+        Ok(None)
+    }
+
+    /// Reads `dependsOn` of the Packages reachable from `own` (from the cache) and names a
+    /// cycle through it.
+    pub(super) fn find_cycle(
+        &self,
+        run: &Run<PackageResource>,
+        own: &Key,
+        known: &mut HashMap<Key, Option<Vec<Key>>>,
+    ) -> Option<String> {
+        let mut pending: Vec<Key> = known.values().flatten().flatten().cloned().collect();
+        while let Some(next) = pending.pop() {
+            if known.contains_key(&next) {
+                continue;
+            }
+            let edges = run.peer(&next.0, &next.1).map(|p| dependency_keys(&p));
+            pending.extend(edges.iter().flatten().cloned());
+            known.insert(next, edges);
+        }
+        dependencies::cycle(own, &|k: &Key| known.get(k).cloned().flatten())
     }
 }
 

@@ -37,7 +37,6 @@ use self::{
     dependencies::{Key, Waiting},
     hooks::{Hooks, publish_hooks},
     progress::{Tracker, fields_of},
-    rollback::GoodSet,
     running::Running,
     status::{ACCESS_DENIED, BUILD_FAILED, DEPENDENCY_NOT_READY, FAILED, HEALTH_CHECK_CANCELED, SUCCEEDED},
 };
@@ -53,7 +52,7 @@ use bosun::package::{
 use bosun::pipeline::{self, RenderOptions};
 use bosun::plan::{self, hooks::Operation};
 use bosun::render::Rendered;
-use bosun::report::{Report, Silent, Stage};
+use bosun::report::{Cause, Report, Silent, Stage};
 use bosun::source::Fetcher;
 use bosun_kit::{self as kit, Failure, Run};
 
@@ -90,6 +89,26 @@ pub struct Settings {
     /// they did, so the process (and a leader's handover) ends in seconds.
     pub stopping: CancellationToken,
 }
+
+impl Settings {
+    /// Settings with the required parts; the rest as `bosun controller` defaults them (4
+    /// Packages at once, every namespace, no selector, no default ServiceAccount). Change
+    /// fields with struct update syntax: `Settings { concurrency: 8, ..Settings::new(c, d) }`.
+    pub fn new(config: kube::Config, cache_dir: PathBuf) -> Settings {
+        Settings {
+            config,
+            cache_dir,
+            default_service_account: None,
+            concurrency: DEFAULT_CONCURRENCY,
+            namespace: None,
+            selector: None,
+            stopping: CancellationToken::default(),
+        }
+    }
+}
+
+/// Packages reconciled at once unless told otherwise.
+pub const DEFAULT_CONCURRENCY: u16 = 4;
 
 /// The `Package` reconciler.
 pub struct PackageReconciler {
@@ -218,56 +237,6 @@ impl PackageReconciler {
         Ok(client)
     }
 
-    /// `Some(why)` when a dependency is not ready: the Package waits, and is woken the moment
-    /// it is. A cycle stalls the Package. Dependencies are read from the controller's cache;
-    /// one that looks unready there is read again from the cluster (the cache may lag the
-    /// event that woke this run).
-    async fn unready_dependency(&self, run: &Run<PackageResource>) -> Result<Option<String>, Failure> {
-        let resource = run.object();
-        let own = key(resource);
-        let mut known: HashMap<Key, Option<Vec<Key>>> = HashMap::new();
-        known.insert(own.clone(), Some(dependency_keys(resource)));
-        for dependency in dependency_keys(resource) {
-            // Registered before reading: a dependency that turns ready in between still wakes us.
-            self.waiting.wait(dependency.clone(), ObjectRef::from_obj(resource));
-            let mut found = run.peer(&dependency.0, &dependency.1).map(|p| (*p).clone());
-            if dependencies::ready(&dependency, found.as_ref()).is_err() {
-                let api = Api::<PackageResource>::namespaced(run.client().clone(), &dependency.0);
-                let retry = resource.spec.retry_interval();
-                found = api.get_opt(&dependency.1).await.map_err(|e| Failure::from(e).within(retry))?;
-            }
-            known.insert(dependency.clone(), found.as_ref().map(dependency_keys));
-            if let Err(why) = dependencies::ready(&dependency, found.as_ref()) {
-                if let Some(cycle) = self.find_cycle(run, &own, &mut known) {
-                    return Err(Failure::give_up("DependencyCycle", format!("dependency cycle: {cycle}")));
-                }
-                return Ok(Some(why));
-            }
-            self.waiting.forget(&dependency, &ObjectRef::from_obj(resource));
-        }
-        Ok(None)
-    }
-
-    /// Reads `dependsOn` of the Packages reachable from `own` (from the cache) and names a
-    /// cycle through it.
-    fn find_cycle(
-        &self,
-        run: &Run<PackageResource>,
-        own: &Key,
-        known: &mut HashMap<Key, Option<Vec<Key>>>,
-    ) -> Option<String> {
-        let mut pending: Vec<Key> = known.values().flatten().flatten().cloned().collect();
-        while let Some(next) = pending.pop() {
-            if known.contains_key(&next) {
-                continue;
-            }
-            let edges = run.peer(&next.0, &next.1).map(|p| dependency_keys(&p));
-            pending.extend(edges.iter().flatten().cloned());
-            known.insert(next, edges);
-        }
-        dependencies::cycle(own, &|k: &Key| known.get(k).cloned().flatten())
-    }
-
     /// The age keys `spec.decryption` names, read from its Secret (with the controller's own
     /// identity, as the Secret is the controller's configuration, not the tenant's output).
     async fn keys(&self, run: &Run<PackageResource>) -> Result<Option<Keys>, Failure> {
@@ -372,7 +341,8 @@ impl PackageReconciler {
             && failed.digest == digest
         {
             let failed = failed.revision.clone();
-            return self.stay_rolled_back(run, status, &package, &client, &failed, tracker).await;
+            let mut attempt = Attempt { status, package: &package, client: &client, tracker };
+            return self.stay_rolled_back(run, &mut attempt, &failed).await;
         }
         let set = Set { revision: &revision, digest: &digest, rendered: &rendered };
         // Hooks run when something new rolls out (or a run is asked for), as Argo CD runs them
@@ -380,7 +350,9 @@ impl PackageReconciler {
         let rolled_out =
             status.history.first().is_some_and(|h| h.digest == digest && h.result == status::SUCCEEDED_RUN);
         let hooks = Hooks { run: request.fresh || !rolled_out, operation: None };
-        let report = self.apply_set(run, status, &package, &client, &set, deadline, tracker, true, hooks).await?;
+        let mut attempt = Attempt { status, package: &package, client: &client, tracker };
+        let report = self.apply_set(run, &mut attempt, &set, deadline, true, hooks).await?;
+        let Attempt { status, tracker, .. } = &mut attempt;
         let changes = status::change_set(&report);
         if report.failure.as_ref().is_some_and(|f| f.stage == Stage::Canceled) {
             // Overtaken by a newer revision or spec: not a failure; the newer run follows.
@@ -405,7 +377,7 @@ impl PackageReconciler {
         }
         let failure = Failure::retry(status::failure_reason(&report), status::failure_message(&report)).within(retry);
         if rollback {
-            return self.roll_back(run, status, &package, &client, &set, failure, tracker).await;
+            return self.roll_back(run, &mut attempt, &set, failure).await;
         }
         Err(failure)
     }
@@ -413,19 +385,16 @@ impl PackageReconciler {
     /// Applies a rendered set with the Package's options, pruning what the status' inventory
     /// has and the set does not; the change set goes out as an event, the inventory into the
     /// status. `Err` when the apply could not start.
-    #[allow(clippy::too_many_arguments)]
     async fn apply_set(
         &self,
         run: &mut Run<PackageResource>,
-        status: &mut PackageStatus,
-        package: &Package,
-        client: &Client,
+        attempt: &mut Attempt<'_>,
         set: &Set<'_>,
         deadline: tokio::time::Instant,
-        tracker: &mut Tracker,
         cancellable: bool,
         hooks: Hooks,
     ) -> Result<Report, Failure> {
+        let Attempt { status, package, client, tracker } = attempt;
         let resource = run.object().clone();
         let plan = plan::plan(set.rendered)
             .map_err(|e| Failure::retry(BUILD_FAILED, e.to_string()).within(resource.spec.retry_interval()))?;
@@ -455,14 +424,13 @@ impl PackageReconciler {
             ..Options::default()
         };
         let namespace = run.namespace().to_string();
-        let applied = pipeline::apply(client, package, set.rendered, &namespace, &options, tracker).await;
+        let applied = pipeline::apply(client, package, set.rendered, &namespace, &options, *tracker).await;
         self.running.end(&key);
         let report = match applied {
             Ok(outcome) => outcome.report,
             Err(error) => {
-                let text = error.to_string();
-                let reason = if status::is_forbidden(&text) { ACCESS_DENIED } else { FAILED };
-                return Err(Failure::retry(reason, text).within(resource.spec.retry_interval()));
+                let reason = if error.is_forbidden() { ACCESS_DENIED } else { FAILED };
+                return Err(Failure::retry(reason, error.to_string()).within(resource.spec.retry_interval()));
             }
         };
         status.inventory = report.inventory.iter().map(InventoryEntry::from).collect();
@@ -473,96 +441,6 @@ impl PackageReconciler {
         }
         publish_hooks(run, status, &report, "Apply").await;
         Ok(report)
-    }
-
-    /// The failed rollout of `failed_set` is undone: the last good set applied again (pruning
-    /// what the failed one added). Stalled with `RolledBack`: the failed revision is not tried
-    /// again until the source or spec changes or a reconcile is requested; what runs is still
-    /// kept from drifting every interval.
-    #[allow(clippy::too_many_arguments)]
-    async fn roll_back(
-        &self,
-        run: &mut Run<PackageResource>,
-        status: &mut PackageStatus,
-        package: &Package,
-        client: &Client,
-        failed_set: &Set<'_>,
-        failure: Failure,
-        tracker: &mut Tracker,
-    ) -> Result<(), Failure> {
-        let resource = run.object().clone();
-        let good = match rollback::load(run.client(), &resource, self.keys(run).await?.as_ref()).await {
-            Ok(Some(good)) if good.digest != failed_set.digest => good,
-            Ok(_) => return Err(failure),
-            Err(error) => {
-                let message = format!("{}; and rolling back failed: {error}", failure.message);
-                return Err(Failure::retry(failure.reason, message).within(resource.spec.retry_interval()));
-            }
-        };
-        let started = Instant::now();
-        let deadline = tokio::time::Instant::now() + resource.spec.run_timeout();
-        let set = Set { revision: &good.revision, digest: &good.digest, rendered: &good.rendered };
-        let hooks = Hooks { run: true, operation: Some(Operation::Rollback) };
-        let report = self.apply_set(run, status, package, client, &set, deadline, tracker, false, hooks).await?;
-        self.set_health(run, &resource, &report);
-        if !report.succeeded() {
-            status.progress = Some(tracker.finish("Failed"));
-            let message = format!(
-                "revision {} failed ({}: {}); rolling back to {} failed too: {}",
-                failed_set.revision,
-                failure.reason,
-                failure.message,
-                good.revision,
-                status::failure_message(&report)
-            );
-            return Err(Failure::retry(status::failure_reason(&report), message).within(resource.spec.retry_interval()));
-        }
-        status.progress = Some(tracker.finish(status::ROLLED_BACK));
-        self.add_history(status, &resource, &set, status::ROLLED_BACK, true, started);
-        status.last_applied_revision = Some(good.revision.clone());
-        let message = format!(
-            "revision {} failed ({}: {}); rolled back to {}",
-            failed_set.revision, failure.reason, failure.message, good.revision
-        );
-        run.publish(EventType::Warning, status::ROLLED_BACK, &message, "Rollback").await;
-        Err(Failure::give_up(status::ROLLED_BACK, message).within(resource.spec.interval()))
-    }
-
-    /// A run after a rollback, with the failed set rendered again: the good set stays (its
-    /// drift corrected), the Package stays stalled.
-    async fn stay_rolled_back(
-        &self,
-        run: &mut Run<PackageResource>,
-        status: &mut PackageStatus,
-        package: &Package,
-        client: &Client,
-        failed: &str,
-        tracker: &mut Tracker,
-    ) -> Result<(), Failure> {
-        let resource = run.object().clone();
-        let retry = resource.spec.retry_interval();
-        let keys = self.keys(run).await?;
-        let good = rollback::load(run.client(), &resource, keys.as_ref())
-            .await
-            .map_err(|e| Failure::retry(FAILED, e.to_string()).within(retry))?
-            .ok_or_else(|| Failure::retry(FAILED, "the rolled-back set is gone".to_string()).within(retry))?;
-        let deadline = tokio::time::Instant::now() + resource.spec.run_timeout();
-        let set = Set { revision: &good.revision, digest: &good.digest, rendered: &good.rendered };
-        let hooks = Hooks { run: false, operation: None };
-        let report = self.apply_set(run, status, package, client, &set, deadline, tracker, true, hooks).await?;
-        self.set_health(run, &resource, &report);
-        if !report.succeeded() {
-            status.progress = Some(tracker.finish("Failed"));
-            let reason = status::failure_reason(&report);
-            return Err(Failure::retry(reason, status::failure_message(&report)).within(retry));
-        }
-        status.progress = Some(tracker.finish(status::ROLLED_BACK));
-        let message = format!(
-            "revision {failed} failed and was rolled back to {}; push a fix, or run `bosun reconcile package {}` to try it again",
-            good.revision,
-            run.name()
-        );
-        Err(Failure::give_up(status::ROLLED_BACK, message).within(resource.spec.interval()))
     }
 
     /// Records a run in the history when it wrote something or ended differently.
@@ -602,37 +480,15 @@ impl PackageReconciler {
             run.condition(HEALTHY, false, status::HEALTH_CHECK_FAILED, &status::failure_message(report));
         }
     }
+}
 
-    /// Stores a successful set for rollback, once per digest per controller run (an unchanged
-    /// resync writes nothing; a restarted controller writes each once, a no-op for the server
-    /// when nothing changed).
-    async fn keep_good_set(&self, run: &Run<PackageResource>, resource: &PackageResource, set: &Set<'_>) {
-        let key = key(resource);
-        if self.stored.lock().unwrap_or_else(|e| e.into_inner()).get(&key).is_some_and(|d| d == set.digest) {
-            return;
-        }
-        let good = GoodSet {
-            revision: set.revision.to_string(),
-            digest: set.digest.to_string(),
-            rendered: set.rendered.clone(),
-        };
-        let keys = match self.keys(run).await {
-            Ok(keys) => keys,
-            Err(failure) => {
-                run.publish(EventType::Warning, "RollbackStoreFailed", &failure.message, "Apply").await;
-                return;
-            }
-        };
-        match rollback::store(run.client(), resource, &good, keys.as_ref()).await {
-            Ok(()) => {
-                self.stored.lock().unwrap_or_else(|e| e.into_inner()).insert(key, set.digest.to_string());
-            }
-            Err(error) => {
-                let note = format!("storing the set to roll back to failed: {error}");
-                run.publish(EventType::Warning, "RollbackStoreFailed", &note, "Apply").await;
-            }
-        }
-    }
+/// One run's rollout under way: the status it fills, the package, the client it applies with,
+/// and the progress it reports.
+struct Attempt<'a> {
+    status: &'a mut PackageStatus,
+    package: &'a Package,
+    client: &'a Client,
+    tracker: &'a mut Tracker,
 }
 
 /// A rendered set and where it came from.
@@ -759,11 +615,11 @@ impl kit::Reconciler for PackageReconciler {
         let mut status = resource.status.clone().unwrap_or_default();
         publish_hooks(run, &mut status, &outcome.report, "Delete").await;
         let Some(failure) = &outcome.report.failure else { return Ok(()) };
-        let still_there = failure.objects.iter().all(|(_, why)| why.starts_with("still present"));
+        let still_there = failure.objects.iter().all(|object| object.cause == Cause::StillPresent);
         if wait && still_there {
             // Deleted, but not gone within the timeout (a finalizer of their own): the Package
             // goes anyway, as Flux's does, rather than being stuck; the event names them.
-            let objects: Vec<&str> = failure.objects.iter().map(|(object, _)| object.as_str()).collect();
+            let objects: Vec<&str> = failure.objects.iter().map(|object| object.object.as_str()).collect();
             let note = format!("still terminating after {}: {}", Interval(options.timeout), objects.join(", "));
             run.publish(EventType::Warning, "TerminationTimedOut", &note, "Delete").await;
             return Ok(());

@@ -1,7 +1,7 @@
 //! A run's progress as the `Package` status shows it: the phase, group and step in
 //! `status.progress`, and a sentence in the `Reconciling` condition (`applying group 2 of 3
 //! (app), step 1 of 2`, `waiting for Deployment/team/web: 1 of 3 replicas available`). The
-//! apply reports through [`report::Progress`]; kit's progress writer decides when to write.
+//! apply reports through [`report::ApplyProgress`]; kit's progress writer decides when to write.
 
 use std::sync::{Arc, Mutex};
 
@@ -48,7 +48,7 @@ struct StatusJournal {
 }
 
 impl Journal for StatusJournal {
-    fn record<'a>(&'a self, entries: &'a [Entry]) -> BoxFuture<'a, Result<(), String>> {
+    fn record<'a>(&'a self, entries: &'a [Entry]) -> BoxFuture<'a, Result<(), bosun_core::cluster::ClusterError>> {
         Box::pin(async move {
             let (message, fields) = {
                 let mut state = self.state.lock().unwrap_or_else(|e| e.into_inner());
@@ -129,7 +129,7 @@ impl Tracker {
     }
 }
 
-impl report::Progress for Tracker {
+impl report::ApplyProgress for Tracker {
     fn group(&self, name: &str, objects: usize) {
         let number = self.groups.iter().position(|g| g == name).map_or(0, |i| i + 1);
         let groups = self.groups.len();

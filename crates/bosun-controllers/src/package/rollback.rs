@@ -4,6 +4,7 @@
 //! not a ConfigMap, because rendered sets hold Secrets; in the cluster, not in the controller,
 //! so a restarted controller can still roll back.
 
+use super::*;
 use std::io::{Read, Write};
 
 use flate2::{Compression, read::GzDecoder, write::GzEncoder};
@@ -194,6 +195,124 @@ pub async fn store(
 fn place(package: &PackageResource) -> (String, String) {
     let namespace = package.metadata.namespace.clone().unwrap_or_default();
     (namespace, secret_name(package.metadata.name.as_deref().unwrap_or_default()))
+}
+
+impl super::PackageReconciler {
+    /// The failed rollout of `failed_set` is undone: the last good set applied again (pruning
+    /// what the failed one added). Stalled with `RolledBack`: the failed revision is not tried
+    /// again until the source or spec changes or a reconcile is requested; what runs is still
+    /// kept from drifting every interval.
+    pub(super) async fn roll_back(
+        &self,
+        run: &mut Run<PackageResource>,
+        attempt: &mut Attempt<'_>,
+        failed_set: &Set<'_>,
+        failure: Failure,
+    ) -> Result<(), Failure> {
+        let resource = run.object().clone();
+        let good = match rollback::load(run.client(), &resource, self.keys(run).await?.as_ref()).await {
+            Ok(Some(good)) if good.digest != failed_set.digest => good,
+            Ok(_) => return Err(failure),
+            Err(error) => {
+                let message = format!("{}; and rolling back failed: {error}", failure.message);
+                return Err(Failure::retry(failure.reason, message).within(resource.spec.retry_interval()));
+            }
+        };
+        let started = Instant::now();
+        let deadline = tokio::time::Instant::now() + resource.spec.run_timeout();
+        let set = Set { revision: &good.revision, digest: &good.digest, rendered: &good.rendered };
+        let hooks = Hooks { run: true, operation: Some(Operation::Rollback) };
+        let report = self.apply_set(run, attempt, &set, deadline, false, hooks).await?;
+        let Attempt { status, tracker, .. } = attempt;
+        self.set_health(run, &resource, &report);
+        if !report.succeeded() {
+            status.progress = Some(tracker.finish("Failed"));
+            let message = format!(
+                "revision {} failed ({}: {}); rolling back to {} failed too: {}",
+                failed_set.revision,
+                failure.reason,
+                failure.message,
+                good.revision,
+                status::failure_message(&report)
+            );
+            return Err(Failure::retry(status::failure_reason(&report), message).within(resource.spec.retry_interval()));
+        }
+        status.progress = Some(tracker.finish(status::ROLLED_BACK));
+        self.add_history(status, &resource, &set, status::ROLLED_BACK, true, started);
+        status.last_applied_revision = Some(good.revision.clone());
+        let message = format!(
+            "revision {} failed ({}: {}); rolled back to {}",
+            failed_set.revision, failure.reason, failure.message, good.revision
+        );
+        run.publish(EventType::Warning, status::ROLLED_BACK, &message, "Rollback").await;
+        Err(Failure::give_up(status::ROLLED_BACK, message).within(resource.spec.interval()))
+    }
+
+    /// A run after a rollback, with the failed set rendered again: the good set stays (its
+    /// drift corrected), the Package stays stalled.
+    pub(super) async fn stay_rolled_back(
+        &self,
+        run: &mut Run<PackageResource>,
+        attempt: &mut Attempt<'_>,
+        failed: &str,
+    ) -> Result<(), Failure> {
+        let resource = run.object().clone();
+        let retry = resource.spec.retry_interval();
+        let keys = self.keys(run).await?;
+        let good = rollback::load(run.client(), &resource, keys.as_ref())
+            .await
+            .map_err(|e| Failure::retry(FAILED, e.to_string()).within(retry))?
+            .ok_or_else(|| Failure::retry(FAILED, "the rolled-back set is gone".to_string()).within(retry))?;
+        let deadline = tokio::time::Instant::now() + resource.spec.run_timeout();
+        let set = Set { revision: &good.revision, digest: &good.digest, rendered: &good.rendered };
+        let hooks = Hooks { run: false, operation: None };
+        let report = self.apply_set(run, attempt, &set, deadline, true, hooks).await?;
+        let Attempt { status, tracker, .. } = attempt;
+        self.set_health(run, &resource, &report);
+        if !report.succeeded() {
+            status.progress = Some(tracker.finish("Failed"));
+            let reason = status::failure_reason(&report);
+            return Err(Failure::retry(reason, status::failure_message(&report)).within(retry));
+        }
+        status.progress = Some(tracker.finish(status::ROLLED_BACK));
+        let message = format!(
+            "revision {failed} failed and was rolled back to {}; push a fix, or run `bosun reconcile package {}` to try it again",
+            good.revision,
+            run.name()
+        );
+        Err(Failure::give_up(status::ROLLED_BACK, message).within(resource.spec.interval()))
+    }
+
+    /// Stores a successful set for rollback, once per digest per controller run (an unchanged
+    /// resync writes nothing; a restarted controller writes each once, a no-op for the server
+    /// when nothing changed).
+    pub(super) async fn keep_good_set(&self, run: &Run<PackageResource>, resource: &PackageResource, set: &Set<'_>) {
+        let key = key(resource);
+        if self.stored.lock().unwrap_or_else(|e| e.into_inner()).get(&key).is_some_and(|d| d == set.digest) {
+            return;
+        }
+        let good = GoodSet {
+            revision: set.revision.to_string(),
+            digest: set.digest.to_string(),
+            rendered: set.rendered.clone(),
+        };
+        let keys = match self.keys(run).await {
+            Ok(keys) => keys,
+            Err(failure) => {
+                run.publish(EventType::Warning, "RollbackStoreFailed", &failure.message, "Apply").await;
+                return;
+            }
+        };
+        match rollback::store(run.client(), resource, &good, keys.as_ref()).await {
+            Ok(()) => {
+                self.stored.lock().unwrap_or_else(|e| e.into_inner()).insert(key, set.digest.to_string());
+            }
+            Err(error) => {
+                let note = format!("storing the set to roll back to failed: {error}");
+                run.publish(EventType::Warning, "RollbackStoreFailed", &note, "Apply").await;
+            }
+        }
+    }
 }
 
 #[cfg(test)]

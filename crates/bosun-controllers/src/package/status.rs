@@ -6,7 +6,7 @@ use bosun_kit::conditions;
 
 use bosun::package::{PackageResource, resource::HistoryEntry};
 
-use bosun::report::{Change, Report, Stage};
+use bosun::report::{Change, ObjectFailure, Report, Stage};
 
 /// `Ready=True`.
 pub const SUCCEEDED: &str = "ReconciliationSucceeded";
@@ -42,16 +42,10 @@ pub fn rolled_back_from(history: &[HistoryEntry]) -> Option<&HistoryEntry> {
     }
 }
 
-/// Whether an error message is the API server's refusal to authorize (403): upstream's
-/// messages say `… is forbidden: User "…" cannot <verb> resource …`.
-pub fn is_forbidden(message: &str) -> bool {
-    message.contains("is forbidden") || message.contains("cannot ") && message.contains("User \"")
-}
-
 /// The `Ready=False` reason for a failed rollout.
 pub fn failure_reason(report: &Report) -> &'static str {
     let Some(failure) = &report.failure else { return SUCCEEDED };
-    if failure.objects.iter().any(|(_, message)| is_forbidden(message)) || is_forbidden(&failure.reason) {
+    if failure.objects.iter().any(|object| object.cause.is_forbidden()) {
         return ACCESS_DENIED;
     }
     match failure.stage {
@@ -70,8 +64,8 @@ const NAMED_OBJECTS: usize = 5;
 pub fn failure_message(report: &Report) -> String {
     let Some(failure) = &report.failure else { return String::new() };
     let mut parts = vec![format!("group {:?}: {}", failure.group, failure.reason)];
-    for (object, why) in failure.objects.iter().take(NAMED_OBJECTS) {
-        parts.push(format!("{object}: {}", why.replace('\n', " ")));
+    for ObjectFailure { object, message, .. } in failure.objects.iter().take(NAMED_OBJECTS) {
+        parts.push(format!("{object}: {}", message.replace('\n', " ")));
     }
     if failure.objects.len() > NAMED_OBJECTS {
         parts.push(format!("and {} more", failure.objects.len() - NAMED_OBJECTS));
@@ -137,26 +131,34 @@ pub fn run_outcome(package: &PackageResource, token: Option<&str>) -> Option<Res
 #[cfg(test)]
 mod tests {
     use super::*;
-    use bosun::report::{ChangeEntry, Failure};
+    use bosun::report::{Cause, ChangeEntry, RolloutFailure};
 
-    fn failed(stage: Stage, messages: &[&str]) -> Report {
-        let objects = messages.iter().map(|m| ("Deployment/ns/web".to_string(), m.to_string())).collect();
+    fn failed_with(stage: Stage, messages: &[&str], cause: Cause) -> Report {
+        let objects = messages.iter().map(|m| ObjectFailure::new("Deployment/ns/web", *m, cause)).collect();
         Report {
-            failure: Some(Failure { group: "app".into(), stage, reason: "applying failed".into(), objects }),
+            failure: Some(RolloutFailure { group: "app".into(), stage, reason: "applying failed".into(), objects }),
             ..Report::default()
         }
     }
 
+    fn failed(stage: Stage, messages: &[&str]) -> Report {
+        failed_with(stage, messages, Cause::Refused { code: 422 })
+    }
+
     #[test]
     fn failures_get_flux_reasons() {
-        let forbidden = r#"deployments.apps "web" is forbidden: User "system:serviceaccount:ns:a" cannot patch resource "deployments" in API group "apps" in the namespace "ns""#;
+        let forbidden = Cause::Refused { code: 403 };
+        // The message does not decide: a 403 is access denied whatever it says, and a message
+        // that looks like one is not.
+        let looks_forbidden = r#"deployments.apps "web" is forbidden: User "x" cannot patch"#;
         let cases = [
             (failed(Stage::Apply, &["field is immutable"]), FAILED),
             (failed(Stage::Health, &["Progressing: ProgressDeadlineExceeded"]), HEALTH_CHECK_FAILED),
             (failed(Stage::Canceled, &["waiting"]), HEALTH_CHECK_CANCELED),
             (failed(Stage::Prune, &["conflict"]), PRUNE_FAILED),
-            (failed(Stage::Apply, &[forbidden]), ACCESS_DENIED),
-            (failed(Stage::Prune, &[forbidden]), ACCESS_DENIED),
+            (failed_with(Stage::Apply, &["denied"], forbidden), ACCESS_DENIED),
+            (failed_with(Stage::Prune, &["denied"], forbidden), ACCESS_DENIED),
+            (failed(Stage::Apply, &[looks_forbidden]), FAILED),
             (Report::default(), SUCCEEDED),
         ];
         for (report, reason) in cases {
@@ -188,6 +190,7 @@ mod tests {
             message: None,
             health: None,
             hook: None,
+            cause: None,
         };
         let report = Report {
             changes: vec![

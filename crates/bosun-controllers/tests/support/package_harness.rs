@@ -49,15 +49,7 @@ pub async fn start_with(adjust: impl FnOnce(&mut Settings)) -> Harness {
         crd_api.create(&PostParams::default(), &crd).await.expect("CRD");
     }
     let cache = tempfile::tempdir().expect("cache");
-    let mut settings = Settings {
-        config: server.config(),
-        cache_dir: cache.path().to_path_buf(),
-        default_service_account: None,
-        concurrency: 4,
-        namespace: None,
-        selector: None,
-        stopping: Default::default(),
-    };
+    let mut settings = Settings::new(server.config(), cache.path().to_path_buf());
     adjust(&mut settings);
     let controller = controller(server.client(), settings);
     let metrics = controller.metrics();

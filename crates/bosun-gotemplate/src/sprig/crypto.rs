@@ -12,7 +12,7 @@ use rand::RngCore;
 
 use super::{Registry, int_arg, text};
 use crate::error::FuncError;
-use crate::value::{Type, UintKind, Value};
+use crate::template::value::{Type, UintKind, Value};
 
 const MASTER_PASSWORD_SEED: &str = "com.lyndir.masterpassword";
 

@@ -8,7 +8,7 @@ use jiff::{Timestamp, Zoned};
 
 use super::{Registry, int_arg, text};
 use crate::error::FuncError;
-use crate::value::{Field, Function, IntKind, Object, Type, Value};
+use crate::template::value::{Field, Function, IntKind, Object, Type, Value};
 
 const NANOS_PER_SECOND: i128 = 1_000_000_000;
 
@@ -253,7 +253,7 @@ pub(crate) fn duration_string(d: i128) -> String {
 
 /// Go's `time.ParseDuration`, in nanoseconds.
 pub(crate) fn parse_duration(s: &str) -> Result<i128, String> {
-    let invalid = || format!("time: invalid duration {}", crate::fmt::quote(s, false));
+    let invalid = || format!("time: invalid duration {}", crate::strconv::quote(s, false));
     let (neg, mut rest) = match s.as_bytes().first() {
         Some(b'-') => (true, &s[1..]),
         Some(b'+') => (false, &s[1..]),
@@ -277,7 +277,7 @@ pub(crate) fn parse_duration(s: &str) -> Result<i128, String> {
         let unit = &rest[..unit_end];
         rest = &rest[unit_end..];
         let scale: f64 = match unit {
-            "" => return Err(format!("time: missing unit in duration {}", crate::fmt::quote(s, false))),
+            "" => return Err(format!("time: missing unit in duration {}", crate::strconv::quote(s, false))),
             "ns" => 1.0,
             "us" | "µs" | "μs" => 1e3,
             "ms" => 1e6,
@@ -287,8 +287,8 @@ pub(crate) fn parse_duration(s: &str) -> Result<i128, String> {
             other => {
                 return Err(format!(
                     "time: unknown unit {} in duration {}",
-                    crate::fmt::quote(other, false),
-                    crate::fmt::quote(s, false)
+                    crate::strconv::quote(other, false),
+                    crate::strconv::quote(s, false)
                 ));
             }
         };
@@ -514,10 +514,10 @@ pub(crate) fn parse(value: &str, layout: &str, location: TimeZone) -> Result<Zon
     let error = |elem: &str, rest: &str| {
         format!(
             "parsing time {} as {}: cannot parse {} as {}",
-            crate::fmt::quote(value, false),
-            crate::fmt::quote(layout, false),
-            crate::fmt::quote(rest, false),
-            crate::fmt::quote(elem, false)
+            crate::strconv::quote(value, false),
+            crate::strconv::quote(layout, false),
+            crate::strconv::quote(rest, false),
+            crate::strconv::quote(elem, false)
         )
     };
     let (mut year, mut month, mut day, mut hour, mut minute, mut second, mut nanos) =
@@ -541,8 +541,8 @@ pub(crate) fn parse(value: &str, layout: &str, location: TimeZone) -> Result<Zon
             if !v.is_empty() {
                 return Err(format!(
                     "parsing time {}: extra text: {}",
-                    crate::fmt::quote(value, false),
-                    crate::fmt::quote(v, false)
+                    crate::strconv::quote(value, false),
+                    crate::strconv::quote(v, false)
                 ));
             }
             break;
@@ -677,7 +677,7 @@ pub(crate) fn parse(value: &str, layout: &str, location: TimeZone) -> Result<Zon
         _ => {}
     }
     let civil = jiff::civil::DateTime::new(year, month, day, hour, minute, second, nanos)
-        .map_err(|_| format!("parsing time {}: day out of range", crate::fmt::quote(value, false)))?;
+        .map_err(|_| format!("parsing time {}: day out of range", crate::strconv::quote(value, false)))?;
     let zone = match offset {
         Some(secs) => TimeZone::fixed(Offset::from_seconds(secs).map_err(|e| e.to_string())?),
         None => location,

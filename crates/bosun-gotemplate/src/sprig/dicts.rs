@@ -6,7 +6,7 @@ use std::sync::Arc;
 
 use super::{Registry, empty, string_list, strval, text};
 use crate::error::FuncError;
-use crate::value::{List, Map, Type, Value};
+use crate::template::value::{List, Map, Type, Value};
 
 fn map_arg(v: &Value) -> Option<&Arc<Map>> {
     match v {

@@ -11,8 +11,8 @@ use sha1::Digest;
 
 use super::{Registry, empty, int_arg, string_list, text};
 use crate::error::FuncError;
-use crate::fmt::format_float;
-use crate::value::{Type, Value};
+use crate::strconv::format_float;
+use crate::template::value::{Type, Value};
 
 pub(super) fn register(r: &mut Registry) {
     use Type::{Any, Bool, String as S};
@@ -269,7 +269,12 @@ fn write_json(out: &mut String, v: &Value, html: bool, depth: Option<usize>) -> 
         }
         Value::Object(o) => {
             let json = o.to_json()?;
-            write_json(out, &Value::from_json(&json, crate::value::JsonNumbers::Int64WhenIntegral), html, depth)?;
+            write_json(
+                out,
+                &Value::from_json(&json, crate::template::value::JsonNumbers::Int64WhenIntegral),
+                html,
+                depth,
+            )?;
         }
         Value::Complex(..) | Value::Func(_) => {
             return Err(FuncError::new(format!("json: unsupported type: {}", v.type_name())));
@@ -324,7 +329,7 @@ fn from_json(s: &str) -> Result<Value, FuncError> {
             format!("invalid JSON: {e}")
         })
     })?;
-    Ok(Value::from_json(&json, crate::value::JsonNumbers::Float64))
+    Ok(Value::from_json(&json, crate::template::value::JsonNumbers::Float64))
 }
 
 // Regular expressions.
@@ -437,7 +442,7 @@ fn unescape(s: &str) -> Result<String, String> {
             let hex = s.get(i + 1..i + 3).filter(|h| h.bytes().all(|c| c.is_ascii_hexdigit()));
             let Some(hex) = hex else {
                 let end = (i + 3).min(s.len());
-                return Err(format!("invalid URL escape {}", crate::fmt::quote(&s[i..end], false)));
+                return Err(format!("invalid URL escape {}", crate::strconv::quote(&s[i..end], false)));
             };
             out.push(u8::from_str_radix(hex, 16).unwrap_or(0));
             i += 3;
@@ -466,7 +471,8 @@ fn escape(s: &str, fragment: bool) -> String {
 }
 
 fn url_parse(raw: &str) -> Result<Value, FuncError> {
-    let fail = |e: String| FuncError::new(format!("unable to parse url: parse {}: {e}", crate::fmt::quote(raw, false)));
+    let fail =
+        |e: String| FuncError::new(format!("unable to parse url: parse {}: {e}", crate::strconv::quote(raw, false)));
     let (rest, fragment) = match raw.split_once('#') {
         Some((r, f)) => (r, unescape(f).map_err(fail)?),
         None => (raw, String::new()),

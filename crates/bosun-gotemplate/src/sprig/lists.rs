@@ -7,7 +7,7 @@ use std::sync::Arc;
 
 use super::{Registry, empty, int_arg, kind_of, nil_dereference};
 use crate::error::FuncError;
-use crate::value::{List, Type, Value};
+use crate::template::value::{List, Type, Value};
 
 /// The items of a list argument, or Go's error for anything else (`Cannot {what} on type int`).
 fn items<'a>(v: &'a Value, what: &str) -> Result<&'a [Value], FuncError> {

@@ -7,7 +7,7 @@
 //! see [`UNSUPPORTED`].
 
 use crate::error::FuncError;
-use crate::value::{Function, Type, Value};
+use crate::template::value::{Function, Type, Value};
 
 mod crypto;
 mod dates;
@@ -108,8 +108,8 @@ pub(crate) fn int_arg(v: &Value) -> i64 {
 pub(crate) fn strval(v: &Value) -> String {
     match v {
         Value::String(s) => s.to_string(),
-        Value::Object(o) => o.string().unwrap_or_else(|| crate::fmt::sprint(std::slice::from_ref(v))),
-        other => crate::fmt::sprint(std::slice::from_ref(other)),
+        Value::Object(o) => o.string().unwrap_or_else(|| crate::template::fmt::sprint(std::slice::from_ref(v))),
+        other => crate::template::fmt::sprint(std::slice::from_ref(other)),
     }
 }
 

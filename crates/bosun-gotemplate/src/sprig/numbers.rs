@@ -5,9 +5,9 @@ use rand::Rng;
 
 use super::{Registry, int_arg, text};
 use crate::error::FuncError;
-use crate::exec::indirect;
-use crate::parse::parse_go_int;
-use crate::value::{Type, Value};
+use crate::strconv::parse_go_int;
+use crate::template::value::indirect;
+use crate::template::value::{Type, Value};
 
 pub(super) fn register(r: &mut Registry) {
     use Type::Any;
@@ -17,7 +17,7 @@ pub(super) fn register(r: &mut Registry) {
     r.add("float64", &[Any], f64t.clone(), |a| Ok(Value::Float(to_float64(&a[0]))));
     r.add("atoi", &[Type::String], int.clone(), |a| Ok(Value::int(atoi(text(&a[0])))));
     r.add("toDecimal", &[Any], int64.clone(), |a| {
-        let text = crate::fmt::sprint(std::slice::from_ref(&a[0]));
+        let text = crate::template::fmt::sprint(std::slice::from_ref(&a[0]));
         Ok(Value::int64(i64::from_str_radix(text.strip_prefix('+').unwrap_or(&text), 8).unwrap_or(0)))
     });
     r.add("add1", &[Any], int64.clone(), |a| Ok(Value::int64(to_int64(&a[0]).wrapping_add(1))));
@@ -188,7 +188,7 @@ pub(crate) fn to_float64(v: &Value) -> f64 {
         Value::Uint(u, _) => u as f64,
         Value::Float(f) => f,
         Value::Bool(b) => f64::from(u8::from(b)),
-        Value::String(s) => crate::parse::parse_go_float(&s).unwrap_or(0.0),
+        Value::String(s) => crate::strconv::parse_go_float(&s).unwrap_or(0.0),
         _ => 0.0,
     }
 }

@@ -7,7 +7,7 @@ use std::sync::Arc;
 
 use super::{Registry, text};
 use crate::error::FuncError;
-use crate::value::{Function, Object, Type, UintKind, Value};
+use crate::template::value::{Function, Object, Type, UintKind, Value};
 
 const INVALID: &str = "Invalid Semantic Version";
 
@@ -343,7 +343,7 @@ fn parse_constraints(text: &str) -> Result<Vec<Vec<Constraint>>, FuncError> {
                 .iter()
                 .map(|t| {
                     parse_constraint(t)
-                        .map_err(|e| if e.message() == "constraint Parser Error" { e } else { improper(group) })
+                        .map_err(|e| if e.context() == "constraint Parser Error" { e } else { improper(group) })
                 })
                 .collect()
         })

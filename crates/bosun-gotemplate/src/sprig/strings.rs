@@ -5,8 +5,9 @@ use rand::seq::SliceRandom;
 
 use super::{Registry, int_arg, is_go_space, string_list, string_map, strval, text};
 use crate::error::FuncError;
-use crate::fmt::{quote, sprint};
-use crate::value::{Type, Value};
+use crate::strconv::quote;
+use crate::template::fmt::sprint;
+use crate::template::value::{Type, Value};
 
 pub(super) fn register(r: &mut Registry) {
     use Type::{Any, Bool, String as S};
@@ -103,7 +104,7 @@ pub(super) fn register(r: &mut Registry) {
     r.add("toStrings", &[Any], Type::string_slice(), |a| Ok(string_list(strslice(&a[0]))));
     r.add("join", &[S, Any], S, |a| Ok(Value::from(strslice(&a[1]).join(text(&a[0])))));
     r.add("sortAlpha", &[Any], Type::string_slice(), |a| {
-        let (list, _) = crate::exec::indirect(&a[0]);
+        let (list, _) = crate::template::value::indirect(&a[0]);
         if !matches!(list, Value::List(_)) {
             return Ok(string_list([strval(&a[0])]));
         }
@@ -116,7 +117,7 @@ pub(super) fn register(r: &mut Registry) {
 
 /// Sprig's `strslice`: the items of a list as strings (nil items dropped), or the value itself.
 pub(crate) fn strslice(v: &Value) -> Vec<String> {
-    match crate::exec::indirect(v).0 {
+    match crate::template::value::indirect(v).0 {
         Value::List(l) => l.items.iter().filter(|i| !i.is_nil()).map(strval).collect(),
         Value::Missing | Value::Nil => Vec::new(),
         _ => vec![strval(v)],

@@ -20,7 +20,7 @@ use serde_json::{Map, Value};
 
 pub(crate) use parse::documents;
 
-use crate::golang::numbers_to_float;
+use crate::golang::{json_kind, numbers_to_float};
 
 /// Why YAML text could not be read as Helm reads it.
 #[derive(Debug, Clone, PartialEq, thiserror::Error)]
@@ -71,18 +71,6 @@ pub enum YamlError {
     },
 }
 
-/// The JSON kind of a value, in the words of Go's JSON errors.
-pub(crate) fn type_name(value: &Value) -> &'static str {
-    match value {
-        Value::Null => "null",
-        Value::Bool(_) => "bool",
-        Value::Number(_) => "number",
-        Value::String(_) => "string",
-        Value::Array(_) => "array",
-        Value::Object(_) => "object",
-    }
-}
-
 /// `sigs.k8s.io/yaml.Unmarshal` into `any`: the first document, numbers as floats. An empty
 /// document is `null`.
 pub fn parse_document(text: &str) -> Result<Value, YamlError> {
@@ -102,7 +90,7 @@ pub fn parse_mapping(text: &str) -> Result<Map<String, Value>, YamlError> {
     match parse_document(text)? {
         Value::Null => Ok(Map::new()),
         Value::Object(map) => Ok(map),
-        other => Err(YamlError::WrongKind { got: type_name(&other), want: "map[string]interface {}" }),
+        other => Err(YamlError::WrongKind { got: json_kind(&other), want: "map[string]interface {}" }),
     }
 }
 
@@ -120,7 +108,7 @@ pub fn from_yaml_array(text: &str) -> Vec<Value> {
     let parsed = parse_document(text).and_then(|value| match value {
         Value::Null => Ok(Vec::new()),
         Value::Array(items) => Ok(items),
-        other => Err(YamlError::WrongKind { got: type_name(&other), want: "[]interface {}" }),
+        other => Err(YamlError::WrongKind { got: json_kind(&other), want: "[]interface {}" }),
     });
     parsed.unwrap_or_else(|e| vec![Value::String(format!("error converting YAML to JSON: {e}"))])
 }

@@ -8,7 +8,7 @@ use std::collections::HashMap;
 
 use super::YamlError;
 use super::resolve::{Resolved, resolve_plain};
-use crate::golang::{FloatFormat, format_float, format_float32};
+use crate::golang::{FloatFormat, format_float, format_float32, json_kind};
 
 const CORE_TAG_PREFIX: &str = "tag:yaml.org,2002:";
 
@@ -162,7 +162,7 @@ fn map_key(key: Value, line: usize) -> Result<String, YamlError> {
         Value::Bool(b) => Ok(b.to_string()),
         Value::Number(n) if n.is_f64() => Ok(float_key(n.as_f64().unwrap_or_default())),
         Value::Number(n) => Ok(n.to_string()),
-        other => Err(YamlError::UnsupportedKey { line, key: super::type_name(&other) }),
+        other => Err(YamlError::UnsupportedKey { line, key: json_kind(&other) }),
     }
 }
 

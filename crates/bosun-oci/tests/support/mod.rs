@@ -163,14 +163,12 @@ impl Drop for Registry {
     }
 }
 
-fn on_path(program: &str) -> bool {
-    std::env::var_os("PATH").is_some_and(|path| std::env::split_paths(&path).any(|dir| dir.join(program).is_file()))
-}
-
 /// `user:bcrypt-hash`, as `htpasswd -Bbn` writes it.
 fn htpasswd(user: &str, password: &str) -> String {
-    assert!(on_path("htpasswd"), "htpasswd is not on PATH: install Debian's apache2-utils package");
-    let output = Command::new("htpasswd").args(["-Bbn", user, password]).output().expect("running htpasswd");
+    let output = Command::new(bosun_test_tools::require("htpasswd"))
+        .args(["-Bbn", user, password])
+        .output()
+        .expect("running htpasswd");
     assert!(output.status.success(), "htpasswd: {}", String::from_utf8_lossy(&output.stderr));
     String::from_utf8(output.stdout).expect("utf8").trim().to_string() + "\n"
 }
@@ -202,10 +200,7 @@ impl Registry {
 
     /// Starts a registry with `auth`.
     pub fn start_with(tls: bool, auth: Option<Auth>) -> Registry {
-        assert!(
-            on_path("docker-registry"),
-            "docker-registry is not on PATH: install Debian's docker-registry package (apt-get install docker-registry apache2-utils)"
-        );
+        let registry = bosun_test_tools::require("docker-registry");
         let dir = tempfile::tempdir().expect("tempdir");
         let port = free_port();
         let host = format!("127.0.0.1:{port}");
@@ -245,7 +240,7 @@ impl Registry {
         std::fs::write(dir.path().join("config.yml"), config).expect("config");
         let log = std::fs::File::create(dir.path().join("access.log")).expect("log");
         let errors = std::fs::File::create(dir.path().join("registry.log")).expect("log");
-        let mut child = Command::new("docker-registry")
+        let mut child = Command::new(&registry)
             .arg("serve")
             .arg(dir.path().join("config.yml"))
             .stdin(Stdio::null())

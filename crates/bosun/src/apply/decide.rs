@@ -5,15 +5,16 @@
 use crate::package::Action;
 use crate::policy::{ObjectPolicy, Ssa};
 
-use crate::report::Change;
+use crate::report::{Cause, Change};
 
 /// What one object's dry run found, in the terms the decisions need.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub(super) enum DryRunFinding {
     /// The dry run passed: whether the object exists, and whether applying changes nothing.
     Passed { exists: bool, unchanged: bool },
-    /// The server refused, with its message and what kind of refusal it is.
-    Refused { message: String, cause: Refusal },
+    /// The server refused (or did not answer), with its message, what kind of refusal it is
+    /// for the decisions, and for the report.
+    Refused { message: String, cause: Refusal, reported: Cause },
 }
 
 /// Kinds of dry-run refusal the decisions tell apart.
@@ -61,7 +62,7 @@ pub(super) fn after_dry_run(
     created_namespaces: &[String],
     policy: &ObjectPolicy,
     force: bool,
-) -> Result<Planned, String> {
+) -> Result<Planned, (String, Cause)> {
     if !policy.writes() {
         let why = if policy.reconcile {
             "not written: ssa: Ignore on the live object"
@@ -84,10 +85,10 @@ pub(super) fn after_dry_run(
         DryRunFinding::Refused { cause: Refusal::Immutable, .. } if force || replace || action == Action::Recreate => {
             Ok(Planned { exists: true, recreate: true, replace, ..Planned::default() })
         }
-        DryRunFinding::Refused { message, cause: Refusal::Immutable } => {
-            Err(format!("{message}; use --force or a Recreate step to replace the object"))
+        DryRunFinding::Refused { message, cause: Refusal::Immutable, reported } => {
+            Err((format!("{message}; use --force or a Recreate step to replace the object"), *reported))
         }
-        DryRunFinding::Refused { message, .. } => Err(message.clone()),
+        DryRunFinding::Refused { message, reported, .. } => Err((message.clone(), *reported)),
     }
 }
 
@@ -129,7 +130,12 @@ mod tests {
     fn a_dry_run_lets_an_object_through_or_stops_the_group() {
         let created = vec!["app".to_string()];
         let planned = |exists, unchanged, recreate| Ok(Planned { exists, unchanged, recreate, ..Planned::default() });
-        let refused = |message: &str, cause| DryRunFinding::Refused { message: message.into(), cause };
+        let refused = |message: &str, cause| DryRunFinding::Refused {
+            message: message.into(),
+            cause,
+            reported: Cause::Refused { code: 422 },
+        };
+        let err = |message: &str| Err((message.to_string(), Cause::Refused { code: 422 }));
         let missing = |namespace: &str| {
             refused(&format!("namespaces {namespace:?} not found"), Refusal::MissingNamespace(namespace.into()))
         };
@@ -138,16 +144,16 @@ mod tests {
             (NEW, Action::Apply, false, planned(false, false, false)),
             (DryRunFinding::Passed { exists: true, unchanged: true }, Action::Apply, false, planned(true, true, false)),
             (missing("app"), Action::Apply, false, planned(false, false, false)),
-            (missing("other"), Action::Apply, false, Err("namespaces \"other\" not found".to_string())),
+            (missing("other"), Action::Apply, false, err("namespaces \"other\" not found")),
             (immutable.clone(), Action::Apply, true, planned(true, false, true)),
             (immutable.clone(), Action::Recreate, false, planned(true, false, true)),
             (
                 immutable,
                 Action::Apply,
                 false,
-                Err("spec.selector: field is immutable; use --force or a Recreate step to replace the object".into()),
+                err("spec.selector: field is immutable; use --force or a Recreate step to replace the object"),
             ),
-            (refused("quota exceeded", Refusal::Other), Action::Apply, true, Err("quota exceeded".to_string())),
+            (refused("quota exceeded", Refusal::Other), Action::Apply, true, err("quota exceeded")),
         ];
         for (finding, action, force, expected) in cases {
             let policy = ObjectPolicy::default();
@@ -161,7 +167,11 @@ mod tests {
 
     #[test]
     fn an_objects_rules_change_its_write() {
-        let immutable = DryRunFinding::Refused { message: "field is immutable".into(), cause: Refusal::Immutable };
+        let immutable = DryRunFinding::Refused {
+            message: "field is immutable".into(),
+            cause: Refusal::Immutable,
+            reported: Cause::Refused { code: 422 },
+        };
         let changed = DryRunFinding::Passed { exists: true, unchanged: false };
         let same = DryRunFinding::Passed { exists: true, unchanged: true };
         let default = ObjectPolicy::default();

@@ -14,14 +14,14 @@ use sha2::{Digest, Sha256};
 use super::{
     FIELD_MANAGER, Item, Runner, entry,
     live::{delete, message, server_side_apply},
-    wait::{self, Outcome, Watched},
+    wait::{self, Waited, Watched},
 };
 use crate::inventory::{PACKAGE_LABEL, PACKAGE_NAMESPACE_LABEL};
 use crate::plan::{
     PlanGroup,
     hooks::{self, DeletePolicy, Role},
 };
-use crate::report::{Change, ChangeEntry, Failure, HookReport, HookResult, Stage};
+use crate::report::{Cause, Change, ChangeEntry, HookReport, HookResult, ObjectFailure, RolloutFailure, Stage};
 use bosun_core::object;
 
 /// The label that ties the runs of one hook together (its name, or its `generateName`), so
@@ -75,7 +75,7 @@ impl Runner<'_> {
     /// Dry runs of the group's hooks, before anything of the group is written: a hook the
     /// server names is dry-run as a create; a named one as an apply, unless an earlier run
     /// is to be deleted first (what it would replace cannot be dry-run).
-    pub(super) async fn dry_run_hooks(&mut self, group: &PlanGroup, hooks: &[&Item]) -> Option<Failure> {
+    pub(super) async fn dry_run_hooks(&mut self, group: &PlanGroup, hooks: &[&Item]) -> Option<RolloutFailure> {
         let mut failures = Vec::new();
         for hook in hooks {
             let result = if hook.name.is_empty() {
@@ -84,7 +84,8 @@ impl Runner<'_> {
                 let exists = match hook.api(self.client).get_opt(&hook.name).await {
                     Ok(found) => found.is_some(),
                     Err(error) => {
-                        failures.push((hook.described.clone(), format!("reading it failed: {}", message(&error))));
+                        let why = format!("reading it failed: {}", message(&error));
+                        failures.push(ObjectFailure::new(hook.described.clone(), why, Cause::of(&error)));
                         continue;
                     }
                 };
@@ -94,18 +95,22 @@ impl Runner<'_> {
                 server_side_apply(self.client, hook, true).await.map(|_| ())
             };
             if let Err(error) = result {
-                failures.push((hook.described.clone(), format!("dry-run failed: {}", message(&error))));
+                let why = format!("dry-run failed: {}", message(&error));
+                failures.push(ObjectFailure::new(hook.described.clone(), why, Cause::of(&error)));
             }
         }
         if failures.is_empty() {
             return None;
         }
-        for (object, why) in &failures {
-            let failed = super::unresolved(object.clone(), &group.name, Change::Failed, why);
+        for failure in &failures {
+            let failed = ChangeEntry {
+                cause: Some(failure.cause),
+                ..super::unresolved(failure.object.clone(), &group.name, Change::Failed, &failure.message)
+            };
             self.progress.applied(&failed);
             self.report.changes.push(failed);
         }
-        Some(Failure {
+        Some(RolloutFailure {
             group: group.name.clone(),
             stage: Stage::Apply,
             reason: "dry-run failed; nothing in this group was written".into(),
@@ -120,7 +125,7 @@ impl Runner<'_> {
         group: &PlanGroup,
         hooks: &[&Item],
         timeout: std::time::Duration,
-    ) -> Option<Failure> {
+    ) -> Option<RolloutFailure> {
         if self.options.dry_run {
             for hook in hooks {
                 let created = Self::hook_entry(hook, group, Change::Created, HookResult::Created);
@@ -151,14 +156,18 @@ impl Runner<'_> {
                 Ok(made) => made,
                 Err(error) => {
                     let why = format!("creating the hook failed: {}", message(&error));
-                    let failed = entry(hook, &group.name, Change::Failed, Some(why.clone()));
+                    let cause = Cause::of(&error);
+                    let failed = ChangeEntry {
+                        cause: Some(cause),
+                        ..entry(hook, &group.name, Change::Failed, Some(why.clone()))
+                    };
                     self.progress.applied(&failed);
                     self.report.changes.push(failed);
-                    return Some(Failure {
+                    return Some(RolloutFailure {
                         group: group.name.clone(),
                         stage: Stage::Apply,
                         reason: format!("{} hook {} could not be created", group.phase, hook.described),
-                        objects: vec![(hook.described.clone(), why)],
+                        objects: vec![ObjectFailure::new(hook.described.clone(), why, cause)],
                     });
                 }
             };
@@ -175,10 +184,10 @@ impl Runner<'_> {
         let watched: Vec<Watched> = created.iter().map(|(_, _, w)| w.clone()).collect();
         let (outcome, limit) = self.wait_for(&watched, timeout).await;
         let failed_object = match &outcome {
-            Outcome::Failed { object, .. } => Some(object.clone()),
+            Waited::Failed { object, .. } => Some(object.clone()),
             _ => None,
         };
-        let succeeded = matches!(outcome, Outcome::Healthy(_));
+        let succeeded = matches!(outcome, Waited::Healthy(_));
         for (run, index, _) in created {
             let delete = self.delete_policy(&run);
             if succeeded {
@@ -192,7 +201,7 @@ impl Runner<'_> {
             }
         }
         let failure = self.judged(outcome, limit, &group.name)?;
-        Some(Failure { reason: format!("{} hook {}", group.phase, failure.reason), ..failure })
+        Some(RolloutFailure { reason: format!("{} hook {}", group.phase, failure.reason), ..failure })
     }
 
     /// Deletes the earlier runs of hooks whose policy says `BeforeHookCreation` (a named
@@ -203,7 +212,7 @@ impl Runner<'_> {
         group: &PlanGroup,
         hooks: &[Item],
         timeout: std::time::Duration,
-    ) -> Option<Failure> {
+    ) -> Option<RolloutFailure> {
         let mut deleting: Vec<Watched> = Vec::new();
         let mut failures = Vec::new();
         let recreated: Vec<&Item> = hooks.iter().filter(|hook| self.delete_policy(hook).before_creation).collect();
@@ -211,10 +220,8 @@ impl Runner<'_> {
             let earlier = match self.earlier_runs(hook).await {
                 Ok(earlier) => earlier,
                 Err(error) => {
-                    failures.push((
-                        hook.described.clone(),
-                        format!("finding its earlier runs failed: {}", message(&error)),
-                    ));
+                    let why = format!("finding its earlier runs failed: {}", message(&error));
+                    failures.push(ObjectFailure::new(hook.described.clone(), why, Cause::of(&error)));
                     continue;
                 }
             };
@@ -229,13 +236,19 @@ impl Runner<'_> {
                         self.report.changes.push(gone);
                         deleting.push(run.watched(&[]));
                     }
-                    Err(error) => failures.push((run.described.clone(), format!("delete failed: {}", message(&error)))),
+                    Err(error) => {
+                        let why = format!("delete failed: {}", message(&error));
+                        failures.push(ObjectFailure::new(run.described.clone(), why, Cause::of(&error)));
+                    }
                 }
             }
         }
         let left = wait::gone(self.client, &deleting, &self.options.until(timeout)).await;
-        failures.extend(left.into_iter().map(|object| (object, "still present after the timeout".to_string())));
-        (!failures.is_empty()).then(|| Failure {
+        failures.extend(
+            left.into_iter()
+                .map(|object| ObjectFailure::new(object, "still present after the timeout", Cause::StillPresent)),
+        );
+        (!failures.is_empty()).then(|| RolloutFailure {
             group: group.name.clone(),
             stage: Stage::Apply,
             reason: "deleting earlier runs of hooks failed; the hooks were not created".into(),

@@ -16,6 +16,7 @@ use super::{
     decide::{DryRunFinding, Refusal},
 };
 use crate::package::Action;
+use crate::report::Cause;
 use bosun_core::object;
 use bosun_core::ssa;
 
@@ -49,7 +50,7 @@ impl DryRun {
                     None if immutable(error) => Refusal::Immutable,
                     None => Refusal::Other,
                 };
-                DryRunFinding::Refused { message: message(error), cause }
+                DryRunFinding::Refused { message: message(error), cause, reported: Cause::of(error) }
             }
         }
     }

@@ -25,7 +25,7 @@ mod namespaces;
 mod preview;
 mod prune;
 mod runner;
-pub mod wait;
+mod wait;
 
 use std::{fmt, sync::Arc, time::Duration};
 
@@ -45,7 +45,7 @@ use crate::policy::{self, ObjectPolicy};
 
 use crate::render::{HookStyle, Rendered};
 
-use crate::report::{Change, ChangeEntry, Progress, Report};
+use crate::report::{ApplyProgress, Change, ChangeEntry, Report};
 pub use bosun_core::discovery::{Kind, Resolver};
 pub use cache::{Cache, Changed};
 use namespaces::{check_namespaces, created_namespaces, missing_namespaces_message};
@@ -165,7 +165,7 @@ impl fmt::Debug for Inventory {
 pub trait Journal: Send + Sync {
     /// Records `entries` — what was applied before and what is about to be written — and
     /// returns once they are stored. An error stops the group before anything is written.
-    fn record<'a>(&'a self, entries: &'a [Entry]) -> BoxFuture<'a, Result<(), String>>;
+    fn record<'a>(&'a self, entries: &'a [Entry]) -> BoxFuture<'a, Result<(), bosun_core::cluster::ClusterError>>;
 }
 
 /// The package being applied: its name, the namespace of its inventory, and the namespace for
@@ -200,6 +200,20 @@ pub enum ApplyError {
     /// The inventory could not be read or written.
     #[error(transparent)]
     Inventory(#[from] inventory::InventoryError),
+}
+
+impl ApplyError {
+    /// Whether the cluster refused to authorize what the apply needed before it could start
+    /// (discovery, the inventory): the identity it applies as lacks a permission.
+    pub fn is_forbidden(&self) -> bool {
+        match self {
+            ApplyError::Cluster(error) => error.is_forbidden(),
+            ApplyError::Inventory(inventory::InventoryError::Cluster { source, .. }) => {
+                matches!(source, kube::Error::Api(status) if status.code == 403)
+            }
+            ApplyError::Plan(_) | ApplyError::MissingNamespaces { .. } | ApplyError::Inventory(_) => false,
+        }
+    }
 }
 
 /// One rendered object, resolved against the cluster.
@@ -288,7 +302,7 @@ struct Runner<'a> {
     resolver: Resolver,
     target: &'a Target,
     options: &'a Options,
-    progress: &'a dyn Progress,
+    progress: &'a dyn ApplyProgress,
     report: Report,
     /// Inventory entries of what was written (or found unchanged), in order.
     applied: Vec<Entry>,
@@ -312,7 +326,7 @@ impl<'a> Runner<'a> {
         target: &'a Target,
         rendered: &Rendered,
         options: &'a Options,
-        progress: &'a dyn Progress,
+        progress: &'a dyn ApplyProgress,
     ) -> Result<(Runner<'a>, Vec<Entry>), ApplyError> {
         let resolver = match &options.resolver {
             Some(resolver) => resolver.clone(),
@@ -425,7 +439,7 @@ pub async fn apply(
     rendered: &Rendered,
     plan: &Plan,
     options: &Options,
-    progress: &dyn Progress,
+    progress: &dyn ApplyProgress,
 ) -> Result<Report, ApplyError> {
     let (mut runner, previous) = Runner::start(client, target, rendered, options, progress).await?;
     let all: Vec<Item> = resolve_all(&runner.resolver, rendered, target).await;
@@ -459,7 +473,7 @@ pub async fn delete(
     rendered: &Rendered,
     plan: &Plan,
     options: &Options,
-    progress: &dyn Progress,
+    progress: &dyn ApplyProgress,
 ) -> Result<Report, ApplyError> {
     let (mut runner, previous) = Runner::start(client, target, rendered, options, progress).await?;
     runner.deleting = true;
@@ -490,6 +504,7 @@ fn entry(item: &Item, group: &str, change: Change, message: Option<String>) -> C
         message,
         health: None,
         hook: None,
+        cause: None,
     }
 }
 
@@ -504,5 +519,6 @@ fn unresolved(object: String, group: &str, change: Change, message: &str) -> Cha
         message: Some(message.to_string()),
         health: None,
         hook: None,
+        cause: None,
     }
 }

@@ -7,7 +7,7 @@ use kube::{Api, Client};
 
 use super::{ApplyError, Cache, FIELD_MANAGER, Item, Runner, Target, unresolved};
 use crate::render::Rendered;
-use crate::report::{Change, Failure, Stage};
+use crate::report::{Cause, Change, ObjectFailure, RolloutFailure, Stage};
 use bosun_core::object;
 
 pub(super) fn missing_namespaces_message(package: &str, missing: &[(String, usize)]) -> String {
@@ -85,13 +85,17 @@ impl Runner<'_> {
     /// Creates the namespaces objects ask for (Argo CD's `CreateNamespace=true`) that do not
     /// exist yet, before anything else is written. They are not in the inventory, so never
     /// pruned (Argo CD does not delete them either).
-    pub(super) async fn create_namespaces(&mut self, names: &[String]) -> Option<Failure> {
+    pub(super) async fn create_namespaces(&mut self, names: &[String]) -> Option<RolloutFailure> {
         let api: Api<k8s_openapi::api::core::v1::Namespace> = Api::all(self.client.clone());
-        let failed = |name: &str, error: kube::Error| Failure {
+        let failed = |name: &str, error: kube::Error| RolloutFailure {
             group: "namespaces".into(),
             stage: Stage::Apply,
             reason: "creating a namespace objects ask for (CreateNamespace=true) failed; nothing was written".into(),
-            objects: vec![(format!("Namespace/{name}"), super::live::message(&error))],
+            objects: vec![ObjectFailure::new(
+                format!("Namespace/{name}"),
+                super::live::message(&error),
+                Cause::of(&error),
+            )],
         };
         for name in names {
             match api.get_opt(name).await {

@@ -101,7 +101,7 @@ pub async fn diff(
         let (change, text) = match (dry.result, &dry.live) {
             (Err(_), _) => match verdict {
                 Ok(_) => (Change::Created, diff::unified(None, &item.object, &item.described)),
-                Err(why) => (Change::Failed, format!("dry-run failed: {why}\n")),
+                Err((why, _)) => (Change::Failed, format!("dry-run failed: {why}\n")),
             },
             _ if unchanged => (Change::Unchanged, String::new()),
             (Ok(Some(result)), None) => (Change::Created, diff::unified(None, &result, &item.described)),

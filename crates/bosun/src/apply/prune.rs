@@ -11,7 +11,7 @@ use super::{
 };
 use crate::inventory::{self, Entry};
 use crate::policy::{self, ObjectPolicy};
-use crate::report::{Change, Failure, Stage};
+use crate::report::{Cause, Change, ChangeEntry, ObjectFailure, RolloutFailure, Stage};
 
 impl Runner<'_> {
     /// Deletes objects of the previous inventory that are no longer rendered, in reverse order,
@@ -35,12 +35,9 @@ impl Runner<'_> {
                 Ok(Some(live)) => bosun_core::object::to_value(&live),
                 Ok(None) => continue,
                 Err(error) => {
-                    self.report.changes.push(entry(
-                        &item,
-                        "prune",
-                        Change::Failed,
-                        Some(format!("reading it failed: {}", message(&error))),
-                    ));
+                    let failed =
+                        entry(&item, "prune", Change::Failed, Some(format!("reading it failed: {}", message(&error))));
+                    self.report.changes.push(ChangeEntry { cause: Some(Cause::of(&error)), ..failed });
                     continue;
                 }
             };
@@ -65,7 +62,9 @@ impl Runner<'_> {
                         entry(&item, "prune", Change::Deleted, Some("pruned".into()))
                     }
                     Err(error) => {
-                        entry(&item, "prune", Change::Failed, Some(format!("prune failed: {}", message(&error))))
+                        let failed =
+                            entry(&item, "prune", Change::Failed, Some(format!("prune failed: {}", message(&error))));
+                        ChangeEntry { cause: Some(Cause::of(&error)), ..failed }
                     }
                 }
             };
@@ -76,16 +75,22 @@ impl Runner<'_> {
             deleted.clear();
         }
         let left = wait::gone(client, &deleted, &options.until(options.timeout)).await;
-        let failed: Vec<(String, String)> = self
+        let failed: Vec<ObjectFailure> = self
             .report
             .changes
             .iter()
             .filter(|c| c.group == "prune" && c.change == Change::Failed)
-            .map(|c| (c.object.clone(), c.message.clone().unwrap_or_default()))
-            .chain(left.into_iter().map(|object| (object, "still present after the timeout".to_string())))
+            .map(|c| {
+                let cause = c.cause.unwrap_or(Cause::Unanswered);
+                ObjectFailure::new(c.object.clone(), c.message.clone().unwrap_or_default(), cause)
+            })
+            .chain(
+                left.into_iter()
+                    .map(|object| ObjectFailure::new(object, "still present after the timeout", Cause::StillPresent)),
+            )
             .collect();
         if !failed.is_empty() {
-            self.report.failure = Some(Failure {
+            self.report.failure = Some(RolloutFailure {
                 group: "prune".into(),
                 stage: Stage::Prune,
                 reason: "pruning failed".into(),

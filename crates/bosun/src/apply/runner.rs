@@ -11,21 +11,21 @@ use super::{
     entry,
     live::{delete, dry_runs, message, server_side_apply},
     resolve_items, unresolved,
-    wait::{self, Outcome, Watched},
+    wait::{self, Waited, Watched},
 };
 use crate::inventory::{self, Entry};
 use crate::package::Action;
 use crate::plan::{GroupWait, PlanGroup, PlanStep, hooks::Operations};
 use crate::policy;
 use crate::render::Rendered;
-use crate::report::{Change, ChangeEntry, Failure, Stage};
+use crate::report::{Cause, Change, ChangeEntry, ObjectFailure, RolloutFailure, Stage};
 
 impl Runner<'_> {
     /// The failure that ends the rollout when it was canceled (Ctrl-C) before this group or
     /// step: what was written so far stays, nothing more is started.
-    pub(super) fn canceled_before(&self, group: &str) -> Option<Failure> {
+    pub(super) fn canceled_before(&self, group: &str) -> Option<RolloutFailure> {
         let canceled = self.options.cancel.as_ref().is_some_and(tokio_util::sync::CancellationToken::is_cancelled);
-        canceled.then(|| Failure {
+        canceled.then(|| RolloutFailure {
             group: group.to_string(),
             stage: Stage::Canceled,
             reason: "canceled before this step started; nothing of it was written".into(),
@@ -41,7 +41,7 @@ impl Runner<'_> {
         group: &PlanGroup,
         rendered: &Rendered,
         namespaces: &[String],
-    ) -> Option<Failure> {
+    ) -> Option<RolloutFailure> {
         // Hooks of other operations (Helm's install hooks on an upgrade) do not run.
         let runs = |on: Operations| self.options.hooks && on.contains(self.operation);
         let steps: Vec<&PlanStep> = group.steps.iter().filter(|s| s.hook.is_none_or(runs)).collect();
@@ -84,7 +84,7 @@ impl Runner<'_> {
                 .flat_map(|step| step.keys.iter().filter_map(|k| items.get(k)))
                 .collect();
             if let Err(why) = self.record_ahead(&written).await {
-                return Some(Failure {
+                return Some(RolloutFailure {
                     group: group.name.clone(),
                     stage: Stage::Apply,
                     reason: format!(
@@ -142,14 +142,19 @@ impl Runner<'_> {
                     written.insert(item.key.clone(), version);
                 }
                 if result.change == Change::Failed {
-                    step_failures.push((result.object.clone(), result.message.clone().unwrap_or_default()));
+                    let cause = result.cause.unwrap_or(Cause::Unanswered);
+                    step_failures.push(ObjectFailure::new(
+                        result.object.clone(),
+                        result.message.clone().unwrap_or_default(),
+                        cause,
+                    ));
                 } else if *action != Action::Delete {
                     self.applied.push(Entry::of(&item.object));
                 }
                 self.report.changes.push(result);
             }
             if !step_failures.is_empty() {
-                return Some(Failure {
+                return Some(RolloutFailure {
                     group: group.name.clone(),
                     stage: Stage::Apply,
                     reason: "applying failed".into(),
@@ -186,7 +191,7 @@ impl Runner<'_> {
 
     /// Adds the objects the inventory does not list yet to it, and stores it, before they are
     /// written: a crash after the writes leaves no object the next prune does not know of.
-    async fn record_ahead(&mut self, items: &[&Item]) -> Result<(), String> {
+    async fn record_ahead(&mut self, items: &[&Item]) -> Result<(), RecordError> {
         let mut fresh: Vec<Entry> = Vec::new();
         for item in items {
             let entry = Entry::of(&item.object);
@@ -202,9 +207,7 @@ impl Runner<'_> {
         match &self.options.inventory {
             Inventory::ConfigMap => {
                 let target = self.target;
-                inventory::write(self.client, &target.name, &target.namespace, &entries)
-                    .await
-                    .map_err(|e| e.to_string())?;
+                inventory::write(self.client, &target.name, &target.namespace, &entries).await?;
             }
             Inventory::Kept { journal: Some(journal), .. } => journal.record(&entries).await?,
             Inventory::Kept { journal: None, .. } => {}
@@ -233,16 +236,17 @@ impl Runner<'_> {
                     let message = "its CRD is created by this package; not checked in a dry run";
                     self.report.changes.push(unresolved(object, &group.name, Change::Created, message));
                 }
-                Err((object, why, _)) => failures.push((object, why)),
+                Err((object, why, _)) => failures.push(ObjectFailure::new(object, why, Cause::Unserved)),
             }
         }
         if failures.is_empty() {
             return Some(items);
         }
-        for (object, why) in &failures {
-            self.report.changes.push(unresolved(object.clone(), &group.name, Change::Failed, why));
+        for failure in &failures {
+            let entry = unresolved(failure.object.clone(), &group.name, Change::Failed, &failure.message);
+            self.report.changes.push(ChangeEntry { cause: Some(failure.cause), ..entry });
         }
-        self.report.failure = Some(Failure {
+        self.report.failure = Some(RolloutFailure {
             group: group.name.clone(),
             stage: Stage::Apply,
             reason: "unknown kinds; nothing in this group was written".into(),
@@ -281,18 +285,21 @@ impl Runner<'_> {
                 Ok(planned) => {
                     plans.insert(item.key.clone(), planned);
                 }
-                Err(why) => failures.push((item.described.clone(), format!("dry-run failed: {why}"))),
+                Err((why, cause)) => {
+                    failures.push(ObjectFailure::new(item.described.clone(), format!("dry-run failed: {why}"), cause));
+                }
             }
         }
         if failures.is_empty() {
             return Some(plans);
         }
-        for (object, why) in &failures {
-            let entry = unresolved(object.clone(), &group.name, Change::Failed, why);
+        for failure in &failures {
+            let entry = unresolved(failure.object.clone(), &group.name, Change::Failed, &failure.message);
+            let entry = ChangeEntry { cause: Some(failure.cause), ..entry };
             self.progress.applied(&entry);
             self.report.changes.push(entry);
         }
-        self.report.failure = Some(Failure {
+        self.report.failure = Some(RolloutFailure {
             group: group.name.clone(),
             stage: Stage::Apply,
             reason: "dry-run failed; nothing in this group was written".into(),
@@ -308,14 +315,14 @@ impl Runner<'_> {
         objects: &[Watched],
         timeout: Duration,
         group: &str,
-    ) -> Option<Failure> {
-        let (outcome, limit) = self.wait_for(objects, timeout).await;
-        self.judged(outcome, limit, group)
+    ) -> Option<RolloutFailure> {
+        let (waited, limit) = self.wait_for(objects, timeout).await;
+        self.judged(waited, limit, group)
     }
 
     /// Waits until the objects are healthy (or complete, for hooks), one fails, or the wait
     /// ends; with how long it could last at most.
-    pub(super) async fn wait_for(&self, objects: &[Watched], timeout: Duration) -> (Outcome, Duration) {
+    pub(super) async fn wait_for(&self, objects: &[Watched], timeout: Duration) -> (Waited, Duration) {
         let until = self.options.until(timeout);
         // The run's deadline may bound the wait more than the group's timeout.
         let limit = until.deadline.saturating_duration_since(tokio::time::Instant::now());
@@ -333,19 +340,19 @@ impl Runner<'_> {
 
     /// What a wait's outcome means for the rollout: the health messages go into the report;
     /// anything but health is the group's failure.
-    pub(super) fn judged(&mut self, outcome: Outcome, limit: Duration, group: &str) -> Option<Failure> {
-        match outcome {
-            Outcome::Healthy(messages) => {
+    pub(super) fn judged(&mut self, waited: Waited, limit: Duration, group: &str) -> Option<RolloutFailure> {
+        match waited {
+            Waited::Healthy(messages) => {
                 self.record_health(messages);
                 None
             }
-            Outcome::Failed { object, message } => Some(Failure {
+            Waited::Failed { object, message } => Some(RolloutFailure {
                 group: group.to_string(),
                 stage: Stage::Health,
                 reason: format!("{object} failed: {message}"),
-                objects: vec![(object, message)],
+                objects: vec![ObjectFailure::new(object, message, Cause::Unhealthy)],
             }),
-            Outcome::TimedOut(pending) => Some(Failure {
+            Waited::TimedOut(pending) => Some(RolloutFailure {
                 group: group.to_string(),
                 stage: Stage::Health,
                 reason: format!(
@@ -353,13 +360,13 @@ impl Runner<'_> {
                     bosun_core::duration::Interval(Duration::from_secs(limit.as_secs_f64().round() as u64)),
                     pending.len()
                 ),
-                objects: pending,
+                objects: unhealthy(pending),
             }),
-            Outcome::Canceled(pending) => Some(Failure {
+            Waited::Canceled(pending) => Some(RolloutFailure {
                 group: group.to_string(),
                 stage: Stage::Canceled,
                 reason: format!("canceled while waiting for {} object(s) to become healthy", pending.len()),
-                objects: pending,
+                objects: unhealthy(pending),
             }),
         }
     }
@@ -383,13 +390,15 @@ impl Runner<'_> {
         group: &str,
     ) -> (ChangeEntry, Option<String>) {
         let (client, options) = (self.client, self.options);
-        let failed = |why: String| (entry(item, group, Change::Failed, Some(why)), None);
+        let failed = |why: String, cause: Cause| {
+            (ChangeEntry { cause: Some(cause), ..entry(item, group, Change::Failed, Some(why)) }, None)
+        };
         match action {
             Action::Wait => (entry(item, group, Change::Unchanged, None), None),
             Action::Delete => {
                 let exists = match item.api(client).get_opt(&item.name).await {
                     Ok(found) => found.is_some(),
-                    Err(error) => return failed(format!("reading it failed: {}", message(&error))),
+                    Err(error) => return failed(format!("reading it failed: {}", message(&error)), Cause::of(&error)),
                 };
                 if !exists {
                     return (entry(item, group, Change::Unchanged, Some("already absent".into())), None);
@@ -398,13 +407,13 @@ impl Runner<'_> {
                     return (entry(item, group, Change::Deleted, None), None);
                 }
                 if let Err(error) = delete(client, item).await {
-                    return failed(format!("delete failed: {}", message(&error)));
+                    return failed(format!("delete failed: {}", message(&error)), Cause::of(&error));
                 }
                 let left = wait::gone(client, &[item.watched(&[])], &options.until(options.timeout)).await;
                 if left.is_empty() {
                     (entry(item, group, Change::Deleted, None), None)
                 } else {
-                    failed("still present after the timeout".into())
+                    failed("still present after the timeout".into(), Cause::StillPresent)
                 }
             }
             Action::Recreate | Action::Apply | Action::CreateIfNotExist => {
@@ -420,10 +429,13 @@ impl Runner<'_> {
                 }
                 if recreate {
                     if let Err(error) = delete(client, item).await {
-                        return failed(format!("delete before recreate failed: {}", message(&error)));
+                        return failed(
+                            format!("delete before recreate failed: {}", message(&error)),
+                            Cause::of(&error),
+                        );
                     }
                     if !wait::gone(client, &[item.watched(&[])], &options.until(options.timeout)).await.is_empty() {
-                        return failed("the old object was not gone before the timeout".into());
+                        return failed("the old object was not gone before the timeout".into(), Cause::StillPresent);
                     }
                 }
                 match server_side_apply(client, item, false).await {
@@ -431,9 +443,25 @@ impl Runner<'_> {
                         let version = bosun_core::object::text(&applied, "/metadata/resourceVersion").to_string();
                         (entry(item, group, change, recreate.then(|| "recreated".to_string())), Some(version))
                     }
-                    Err(error) => failed(format!("apply failed: {}", message(&error))),
+                    Err(error) => failed(format!("apply failed: {}", message(&error)), Cause::of(&error)),
                 }
             }
         }
     }
+}
+
+/// Objects still waited for, as failures: not healthy (in time).
+fn unhealthy(pending: Vec<(String, String)>) -> Vec<ObjectFailure> {
+    pending.into_iter().map(|(object, message)| ObjectFailure::new(object, message, Cause::Unhealthy)).collect()
+}
+
+/// Why the inventory could not be recorded ahead of a group's writes.
+#[derive(Debug, thiserror::Error)]
+pub(super) enum RecordError {
+    /// The inventory ConfigMap.
+    #[error(transparent)]
+    ConfigMap(#[from] inventory::InventoryError),
+    /// The caller's journal (a controller's status).
+    #[error(transparent)]
+    Journal(#[from] bosun_core::cluster::ClusterError),
 }

@@ -2,7 +2,7 @@
 //! terminally), or until they are gone. One watch per resource and namespace serves all the
 //! objects there; the deadline bounds the whole wait.
 
-use std::{collections::HashMap, time::Duration};
+use std::collections::HashMap;
 
 use futures::{StreamExt, stream::select_all};
 use kube::{
@@ -15,7 +15,7 @@ use tokio_util::sync::CancellationToken;
 
 use crate::health::{self, Health, Status};
 use crate::package::SuccessCheck;
-use crate::report::Progress;
+use crate::report::ApplyProgress;
 use bosun_core::discovery::Kind;
 
 /// An object to wait for.
@@ -48,11 +48,6 @@ pub struct Until {
 }
 
 impl Until {
-    /// Until `timeout` from now, not cancellable.
-    pub fn after(timeout: Duration) -> Until {
-        Until { deadline: Instant::now() + timeout, cancel: None }
-    }
-
     /// Completes when cancelled (never, when not cancellable).
     async fn cancelled(&self) {
         match &self.cancel {
@@ -64,7 +59,7 @@ impl Until {
 
 /// How a wait ended.
 #[derive(Debug, Clone, PartialEq, Eq)]
-pub enum Outcome {
+pub enum Waited {
     /// Every object is healthy: their final messages.
     Healthy(Vec<(String, String)>),
     /// An object failed for good.
@@ -112,8 +107,8 @@ pub async fn healthy_cached(
     cache: &super::Cache,
     objects: &[Watched],
     until: &Until,
-    progress: &dyn Progress,
-) -> Option<Outcome> {
+    progress: &dyn ApplyProgress,
+) -> Option<Waited> {
     let mut changes = cache.changes();
     let mut verdicts: Vec<Health> = objects
         .iter()
@@ -136,7 +131,7 @@ pub async fn healthy_cached(
                     // again. (Not shown yet: the cache is behind the write.)
                     None if seen[position] => {
                         let message = "deleted while the apply waited for it".to_string();
-                        return Some(Outcome::Failed { object: watched.described.clone(), message });
+                        return Some(Waited::Failed { object: watched.described.clone(), message });
                     }
                     None => Health { status: Status::InProgress, message: "deleted".into() },
                 };
@@ -144,13 +139,13 @@ pub async fn healthy_cached(
                     progress.waiting(&watched.described, &verdict.message);
                 }
                 if let Status::Failed { terminal: true } = verdict.status {
-                    return Some(Outcome::Failed { object: watched.described.clone(), message: verdict.message });
+                    return Some(Waited::Failed { object: watched.described.clone(), message: verdict.message });
                 }
                 verdicts[position] = verdict;
             }
             if verdicts.iter().all(|v| v.status == Status::Current) {
                 let messages = objects.iter().zip(&verdicts).map(|(o, v)| (o.described.clone(), v.message.clone()));
-                return Some(Outcome::Healthy(messages.collect()));
+                return Some(Waited::Healthy(messages.collect()));
             }
             changes.changed().await.ok()?;
         }
@@ -169,7 +164,7 @@ pub async fn healthy_cached(
         .filter(|(_, v)| v.status != Status::Current)
         .map(|(o, v)| (o.described.clone(), v.message.clone()))
         .collect();
-    Some(if canceled { Outcome::Canceled(pending) } else { Outcome::TimedOut(pending) })
+    Some(if canceled { Waited::Canceled(pending) } else { Waited::TimedOut(pending) })
 }
 
 /// Watches that together cover the objects: one per resource and namespace.
@@ -192,9 +187,9 @@ fn watches(objects: &[Watched]) -> (Vec<(Kind, String)>, HashMap<Key, usize>) {
 
 /// Waits until every object is healthy (with its checks), one fails terminally, the deadline
 /// passes or the wait is cancelled.
-pub async fn healthy(client: &Client, objects: &[Watched], until: &Until, progress: &dyn Progress) -> Outcome {
+pub async fn healthy(client: &Client, objects: &[Watched], until: &Until, progress: &dyn ApplyProgress) -> Waited {
     if objects.is_empty() {
-        return Outcome::Healthy(Vec::new());
+        return Waited::Healthy(Vec::new());
     }
     let (scopes, index) = watches(objects);
     let streams = scopes.iter().enumerate().map(|(scope, (kind, namespace))| {
@@ -226,16 +221,16 @@ pub async fn healthy(client: &Client, objects: &[Watched], until: &Until, progre
                 progress.waiting(&objects[position].described, &verdict.message);
             }
             if let Status::Failed { terminal: true } = verdict.status {
-                return Outcome::Failed { object: objects[position].described.clone(), message: verdict.message };
+                return Waited::Failed { object: objects[position].described.clone(), message: verdict.message };
             }
             verdicts[position] = verdict;
             if verdicts.iter().all(|v| v.status == Status::Current) {
-                return Outcome::Healthy(
+                return Waited::Healthy(
                     objects.iter().zip(&verdicts).map(|(o, v)| (o.described.clone(), v.message.clone())).collect(),
                 );
             }
         }
-        Outcome::TimedOut(Vec::new())
+        Waited::TimedOut(Vec::new())
     };
     let finished = tokio::select! {
         finished = tokio::time::timeout_at(until.deadline, waiting) => finished.ok(),
@@ -251,9 +246,9 @@ pub async fn healthy(client: &Client, objects: &[Watched], until: &Until, progre
         .map(|(o, v)| (o.described.clone(), v.message.clone()))
         .collect();
     if until.cancel.as_ref().is_some_and(CancellationToken::is_cancelled) {
-        Outcome::Canceled(pending)
+        Waited::Canceled(pending)
     } else {
-        Outcome::TimedOut(pending)
+        Waited::TimedOut(pending)
     }
 }
 

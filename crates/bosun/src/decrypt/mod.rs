@@ -7,7 +7,7 @@
 //! `bosun render --decrypt-key FILE`, or the `*.agekey` entries of the Secret a Package's
 //! `spec.decryption.secretRef` names (Flux's convention).
 
-pub mod sops;
+mod sops;
 
 use std::collections::BTreeMap;
 

@@ -68,7 +68,7 @@ impl fmt::Display for EventType {
 
 /// What the templates made of one object.
 #[derive(Debug, Clone, PartialEq, Eq)]
-pub struct Rendered {
+pub struct TemplateOutputs {
     /// The `-a` template outputs, or why a strict template failed.
     pub args: Result<Vec<String>, TemplateMissed>,
     /// Digest of the `--on-change` template's output, when there is one.
@@ -88,7 +88,7 @@ pub enum ObjectSource {
 
 /// One run of the command (or of the delete command) for one object.
 #[derive(Debug, Clone, PartialEq)]
-pub struct Run {
+pub struct CommandRun {
     /// The object.
     pub key: Key,
     /// Why it runs.
@@ -113,10 +113,10 @@ struct Entry {
 /// The objects observed so far.
 ///
 /// ```
-/// use bosun::observe::known::{EventType, Key, Known, Rendered};
+/// use bosun::observe::known::{EventType, Key, Known, TemplateOutputs};
 /// let mut known = Known::default();
 /// let key = Key { namespace: "default".into(), name: "web".into() };
-/// let rendered = Rendered { args: Ok(vec!["10.0.0.1".into()]), change: None };
+/// let rendered = TemplateOutputs { args: Ok(vec!["10.0.0.1".into()]), change: None };
 /// known.begin_list();
 /// assert_eq!(known.listed(&key, "1", &rendered), Some(EventType::Sync));
 /// assert!(known.end_list().is_empty());
@@ -138,7 +138,7 @@ impl Known {
 
     /// An object a list delivered: `Sync` when it is new or changed since last seen, nothing
     /// when it is unchanged (a relist must not run unchanged objects again).
-    pub fn listed(&mut self, key: &Key, resource_version: &str, rendered: &Rendered) -> Option<EventType> {
+    pub fn listed(&mut self, key: &Key, resource_version: &str, rendered: &TemplateOutputs) -> Option<EventType> {
         if let Some(listing) = &mut self.listing {
             listing.insert(key.clone());
         }
@@ -158,12 +158,12 @@ impl Known {
 
     /// A watched creation or change: `Added` for a new object, `Updated` for a new version
     /// whose change filter output changed, nothing otherwise.
-    pub fn applied(&mut self, key: &Key, resource_version: &str, rendered: &Rendered) -> Option<EventType> {
+    pub fn applied(&mut self, key: &Key, resource_version: &str, rendered: &TemplateOutputs) -> Option<EventType> {
         self.record(key, resource_version, rendered)
     }
 
     /// Records a version; says whether it calls for a run (`Added` when new).
-    fn record(&mut self, key: &Key, resource_version: &str, rendered: &Rendered) -> Option<EventType> {
+    fn record(&mut self, key: &Key, resource_version: &str, rendered: &TemplateOutputs) -> Option<EventType> {
         let args = rendered.args.clone().unwrap_or_default();
         match self.entries.get_mut(key) {
             None => {
@@ -192,11 +192,11 @@ impl Known {
     }
 
     /// Runs for a resync: every known object, as `Sync`, with its last template outputs.
-    pub fn resync(&self, object: &ObjectSource) -> Vec<Run> {
-        let mut runs: Vec<Run> = self
+    pub fn resync(&self, object: &ObjectSource) -> Vec<CommandRun> {
+        let mut runs: Vec<CommandRun> = self
             .entries
             .iter()
-            .map(|(key, entry)| Run {
+            .map(|(key, entry)| CommandRun {
                 key: key.clone(),
                 event: EventType::Sync,
                 args: Ok(entry.args.clone()),
@@ -319,14 +319,14 @@ mod tests {
         Key { namespace: "ns".into(), name: name.into() }
     }
 
-    fn rendered(arg: &str, change: Option<u64>) -> Rendered {
-        Rendered { args: Ok(vec![arg.to_string()]), change }
+    fn rendered(arg: &str, change: Option<u64>) -> TemplateOutputs {
+        TemplateOutputs { args: Ok(vec![arg.to_string()]), change }
     }
 
     #[test]
     fn watched_events_run_for_new_and_changed_versions_only() {
         let mut known = Known::default();
-        let cases: [(&str, &str, Rendered, Option<EventType>); 5] = [
+        let cases: [(&str, &str, TemplateOutputs, Option<EventType>); 5] = [
             ("a new object", "1", rendered("x", None), Some(EventType::Added)),
             ("the same version again", "1", rendered("x", None), None),
             ("a new version", "2", rendered("y", None), Some(EventType::Updated)),

@@ -1,14 +1,8 @@
-//! Prometheus metrics of an observer and the `/metrics` and `/healthz` endpoints.
+//! Prometheus metrics of an observer, served with `/healthz` and `/readyz` by
+//! `bosun_core::endpoints`.
 
-use std::{
-    net::SocketAddr,
-    sync::{
-        Arc,
-        atomic::{AtomicBool, Ordering},
-    },
-};
+use std::sync::atomic::{AtomicBool, Ordering};
 
-use axum::{Router, extract::State, http::StatusCode, response::IntoResponse, routing::get};
 use prometheus_client::{
     encoding::{EncodeLabelSet, text::encode},
     metrics::{
@@ -36,7 +30,7 @@ struct EventLabels {
 type Durations = Family<EventLabels, Histogram, fn() -> Histogram>;
 
 /// The metrics, shared by the observer and the HTTP endpoint.
-pub struct Metrics {
+pub struct ObserverMetrics {
     registry: Registry,
     runs: Family<RunLabels, Counter>,
     durations: Durations,
@@ -53,7 +47,7 @@ fn duration_histogram() -> Histogram {
     Histogram::new(exponential_buckets(0.001, 2.0, 17))
 }
 
-impl Default for Metrics {
+impl Default for ObserverMetrics {
     fn default() -> Self {
         let mut registry = Registry::with_prefix("bosun_observe");
         let runs = Family::<RunLabels, Counter>::default();
@@ -74,7 +68,7 @@ impl Default for Metrics {
         registry.register("running", "Commands running", running.clone());
         let objects = Gauge::default();
         registry.register("objects", "Objects known", objects.clone());
-        Metrics {
+        ObserverMetrics {
             registry,
             runs,
             durations,
@@ -88,7 +82,7 @@ impl Default for Metrics {
     }
 }
 
-impl Metrics {
+impl ObserverMetrics {
     /// Records a finished run.
     pub fn ran(&self, event: EventType, success: bool, seconds: f64) {
         let result = if success { "success" } else { "failure" };
@@ -114,7 +108,7 @@ impl Metrics {
         self.objects.set(as_i64(objects));
     }
 
-    /// The initial sync is done: `/healthz` answers 200.
+    /// The initial sync is done: `/readyz` answers 200.
     pub fn set_ready(&self) {
         self.ready.store(true, Ordering::Relaxed);
     }
@@ -128,27 +122,14 @@ impl Metrics {
     }
 }
 
-async fn metrics(State(metrics): State<Arc<Metrics>>) -> impl IntoResponse {
-    ([("content-type", "application/openmetrics-text; version=1.0.0; charset=utf-8")], metrics.text())
-}
-
-async fn healthz(State(metrics): State<Arc<Metrics>>) -> impl IntoResponse {
-    if metrics.ready.load(Ordering::Relaxed) {
-        (StatusCode::OK, "ok\n")
-    } else {
-        (StatusCode::SERVICE_UNAVAILABLE, "initial sync not done\n")
+impl bosun_core::endpoints::Exposed for ObserverMetrics {
+    fn metrics_text(&self) -> String {
+        self.text()
     }
-}
 
-/// Serves `/metrics` and `/healthz` on `address` until the task is dropped; returns the address
-/// bound (useful with port 0).
-pub async fn serve(
-    metrics: Arc<Metrics>,
-    address: SocketAddr,
-) -> std::io::Result<(SocketAddr, tokio::task::JoinHandle<()>)> {
-    let router =
-        Router::new().route("/metrics", get(self::metrics)).route("/healthz", get(healthz)).with_state(metrics);
-    bosun_core::endpoints::serve(address, router).await
+    fn is_ready(&self) -> bool {
+        self.ready.load(Ordering::Relaxed)
+    }
 }
 
 #[cfg(test)]
@@ -157,7 +138,7 @@ mod tests {
 
     #[test]
     fn runs_and_gauges_are_exposed() {
-        let metrics = Metrics::default();
+        let metrics = ObserverMetrics::default();
         metrics.ran(EventType::Sync, true, 0.01);
         metrics.ran(EventType::Sync, true, 0.02);
         metrics.ran(EventType::Deleted, false, 0.5);

@@ -46,8 +46,8 @@ use tokio::task::JoinSet;
 
 use bosun_core::jsonpath::{Template, TemplateError};
 pub use known::{BadName, Expected, TemplateMissed};
-use known::{EventType, Key, Known, ObjectSource, Rendered, Run};
-use metrics::Metrics;
+use known::{CommandRun, EventType, Key, Known, ObjectSource, TemplateOutputs};
+use metrics::ObserverMetrics;
 pub use output::{Event, Log, Output, RunError};
 use queue::Queue;
 use resource::{Candidate, UnknownResource};
@@ -77,7 +77,7 @@ pub struct Spec {
     pub templates: Vec<String>,
     /// A template that finds nothing is an error instead of an empty string.
     pub strict_templates: bool,
-    /// Run on a change only when this template's output changed.
+    /// CommandRun on a change only when this template's output changed.
     pub on_change: Option<String>,
     /// The command and its first arguments.
     pub command: Vec<String>,
@@ -85,7 +85,7 @@ pub struct Spec {
     pub delete: Vec<String>,
     /// The command printing the names the external system knows (empty: none).
     pub names: Vec<String>,
-    /// Run every object again this often.
+    /// CommandRun every object again this often.
     pub resync: Option<Duration>,
     /// Objects whose commands run at once.
     pub concurrency: usize,
@@ -207,7 +207,7 @@ pub enum Stop {
 
 /// How an observer ended.
 #[derive(Debug, Clone, Copy)]
-pub struct Outcome {
+pub struct Summary {
     /// Why it stopped.
     pub stop: Stop,
     /// Commands run to the end (successful or not).
@@ -223,7 +223,7 @@ pub struct Observer {
     resource: Candidate,
     templates: Vec<Template>,
     on_change: Option<Template>,
-    metrics: Arc<Metrics>,
+    metrics: Arc<ObserverMetrics>,
     listen: Option<(SocketAddr, tokio::task::JoinHandle<()>)>,
     output: Arc<dyn Output>,
 }
@@ -258,10 +258,10 @@ impl Observer {
         }
         let candidates = resource::candidates(&client).await.map_err(|e| ObserveError::Cluster(e.into()))?;
         let resource = resource::resolve(&spec.resource, &candidates)?.clone();
-        let metrics = Arc::new(Metrics::default());
+        let metrics = Arc::new(ObserverMetrics::default());
         let listen = match spec.listen {
             Some(address) => Some(
-                metrics::serve(metrics.clone(), address)
+                bosun_core::endpoints::serve_exposed(metrics.clone(), address)
                     .await
                     .map_err(|source| ObserveError::Listen { address, source })?,
             ),
@@ -286,7 +286,7 @@ impl Observer {
     }
 
     /// The metrics.
-    pub fn metrics(&self) -> Arc<Metrics> {
+    pub fn metrics(&self) -> Arc<ObserverMetrics> {
         self.metrics.clone()
     }
 
@@ -308,7 +308,7 @@ impl Observer {
         }
     }
 
-    fn render(&self, key: &Key, object: &Value) -> Rendered {
+    fn render(&self, key: &Key, object: &Value) -> TemplateOutputs {
         let args = self
             .templates
             .iter()
@@ -322,17 +322,23 @@ impl Observer {
             })
             .collect();
         let change = self.on_change.as_ref().map(|t| digest(&t.render(object, false).unwrap_or_default()));
-        Rendered { args, change }
+        TemplateOutputs { args, change }
     }
 
     fn wants_object(&self) -> bool {
         self.spec.object_env_var.is_some() || self.spec.object_stdin
     }
 
-    fn run_for(&self, key: Key, event: EventType, args: Result<Vec<String>, TemplateMissed>, object: Value) -> Run {
+    fn run_for(
+        &self,
+        key: Key,
+        event: EventType,
+        args: Result<Vec<String>, TemplateMissed>,
+        object: Value,
+    ) -> CommandRun {
         let resource_version = bosun_core::object::resource_version(&object).to_string();
         let object = if self.wants_object() { ObjectSource::Inline(Arc::new(object)) } else { ObjectSource::None };
-        Run { key, event, args, resource_version, object, attempt: 0 }
+        CommandRun { key, event, args, resource_version, object, attempt: 0 }
     }
 
     fn watch(&self) -> impl Stream<Item = Result<watcher::Event<DynamicObject>, watcher::Error>> + Send + use<> {
@@ -348,7 +354,7 @@ impl Observer {
 
     /// Observes until `--once` is done, `--exit-after` elapses, `shutdown` completes or too many
     /// errors happened; then waits for the commands still running.
-    pub async fn run(self, shutdown: impl Future<Output = ()>) -> Outcome {
+    pub async fn run(self, shutdown: impl Future<Output = ()>) -> Summary {
         let exec = Arc::new(Exec {
             spec: self.spec.clone(),
             namespaced: self.resource.namespaced,
@@ -413,6 +419,6 @@ impl Observer {
             }
         }
         self.metrics.gauges(state.queue.waiting(), 0, state.known.len());
-        Outcome { stop: state.stop.unwrap_or(Stop::Signal), runs: state.runs, errors: state.errors }
+        Summary { stop: state.stop.unwrap_or(Stop::Signal), runs: state.runs, errors: state.errors }
     }
 }

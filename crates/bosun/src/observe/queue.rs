@@ -4,19 +4,19 @@
 
 use std::collections::{HashMap, VecDeque};
 
-use super::known::{EventType, Key, Run};
+use super::known::{CommandRun, EventType, Key};
 
 #[derive(Debug, Default)]
 struct Slot {
     running: bool,
-    pending: Option<Run>,
+    pending: Option<CommandRun>,
 }
 
 /// Runs waiting and running, per object.
 ///
 /// ```
-/// use bosun::observe::{known::{EventType, Key, ObjectSource, Run}, queue::Queue};
-/// let run = |version: &str| Run {
+/// use bosun::observe::{known::{EventType, Key, ObjectSource, CommandRun}, queue::Queue};
+/// let run = |version: &str| CommandRun {
 ///     key: Key { namespace: "ns".into(), name: "a".into() },
 ///     event: EventType::Updated,
 ///     args: Ok(vec![version.into()]),
@@ -48,7 +48,7 @@ fn older(new: &str, old: &str) -> bool {
 }
 
 /// One run standing for two: the newest state; a creation not yet run stays a creation.
-fn coalesce(old: Run, new: Run) -> Run {
+fn coalesce(old: CommandRun, new: CommandRun) -> CommandRun {
     if older(&new.resource_version, &old.resource_version) {
         return old;
     }
@@ -56,7 +56,7 @@ fn coalesce(old: Run, new: Run) -> Run {
         (EventType::Added, EventType::Updated | EventType::Sync) => EventType::Added,
         (_, event) => event,
     };
-    Run { event, ..new }
+    CommandRun { event, ..new }
 }
 
 impl Queue {
@@ -66,7 +66,7 @@ impl Queue {
     }
 
     /// Adds a run, merging it with one already waiting for the same object.
-    pub fn push(&mut self, run: Run) {
+    pub fn push(&mut self, run: CommandRun) {
         let key = run.key.clone();
         let slot = self.slots.entry(key.clone()).or_default();
         let was_waiting = slot.pending.is_some();
@@ -80,7 +80,7 @@ impl Queue {
     }
 
     /// The next run to start, if the limit allows and one is ready.
-    pub fn start(&mut self) -> Option<Run> {
+    pub fn start(&mut self) -> Option<CommandRun> {
         if self.running >= self.limit {
             return None;
         }
@@ -127,8 +127,8 @@ mod tests {
     use super::*;
     use crate::observe::known::ObjectSource;
 
-    fn run(name: &str, event: EventType, version: &str) -> Run {
-        Run {
+    fn run(name: &str, event: EventType, version: &str) -> CommandRun {
+        CommandRun {
             key: Key { namespace: "ns".into(), name: name.into() },
             event,
             args: Ok(vec![version.to_string()]),

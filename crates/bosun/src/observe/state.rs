@@ -14,7 +14,7 @@ use tokio::task::JoinSet;
 use super::{
     Event, Observer, Output, RunError, Spec, Stop, TemplateMissed,
     command::{self, Exit, Extras},
-    known::{self, EventType, Key, Known, ObjectSource, Run},
+    known::{self, CommandRun, EventType, Key, Known, ObjectSource},
     queue::Queue,
 };
 
@@ -30,7 +30,7 @@ pub(super) struct Exec {
 
 /// A run that ended.
 pub(super) struct Finished {
-    run: Run,
+    run: CommandRun,
     /// How the command ended, or why it did not run; `Ok(None)` when there was nothing to run
     /// (the object of a resync was gone by then).
     result: Result<Option<Exit>, RunError>,
@@ -50,7 +50,7 @@ pub(super) struct Loop<'a> {
     pub(super) known: Known,
     pub(super) queue: Queue,
     pub(super) running: JoinSet<Finished>,
-    pub(super) retries: JoinSet<Run>,
+    pub(super) retries: JoinSet<CommandRun>,
     pub(super) names: JoinSet<NamesStage>,
     pub(super) synced: bool,
     pub(super) runs: u64,
@@ -131,7 +131,7 @@ impl Loop<'_> {
             return;
         }
         let run = if object.is_null() {
-            Run {
+            CommandRun {
                 key,
                 event: EventType::Deleted,
                 args,
@@ -175,7 +175,7 @@ impl Loop<'_> {
                     });
                     self.retries.spawn(async move {
                         tokio::time::sleep(wait).await;
-                        Run { attempt, ..run }
+                        CommandRun { attempt, ..run }
                     });
                     return;
                 }
@@ -193,7 +193,7 @@ impl Loop<'_> {
     }
 
     /// A retry is due: it runs unless a newer state of the object came (and ran) meanwhile.
-    pub(super) fn retry(&mut self, run: Run) {
+    pub(super) fn retry(&mut self, run: CommandRun) {
         let current = match run.event {
             EventType::Deleted => !self.known.contains(&run.key),
             _ => self.known.version(&run.key) == Some(run.resource_version.as_str()),
@@ -263,13 +263,13 @@ impl Loop<'_> {
 
 /// Runs one command: the template failure, the object (read now for resyncs), the header, the
 /// environment and stdin.
-pub(super) async fn perform(run: Run, exec: Arc<Exec>) -> Finished {
+pub(super) async fn perform(run: CommandRun, exec: Arc<Exec>) -> Finished {
     let started = Instant::now();
     let result = perform_inner(&run, &exec).await;
     Finished { run, result, seconds: started.elapsed().as_secs_f64() }
 }
 
-async fn perform_inner(run: &Run, exec: &Exec) -> Result<Option<Exit>, RunError> {
+async fn perform_inner(run: &CommandRun, exec: &Exec) -> Result<Option<Exit>, RunError> {
     let (event, key) = (run.event, run.key.clone());
     let outputs = match &run.args {
         Ok(outputs) => outputs,

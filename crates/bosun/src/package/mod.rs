@@ -3,10 +3,11 @@
 
 mod renderers;
 pub mod resource;
-pub mod rollout;
+pub(crate) mod rollout;
 mod sources;
 mod spec;
 
+use bosun_core::file::FileError;
 use std::{
     collections::BTreeMap,
     path::{Path, PathBuf},
@@ -36,18 +37,9 @@ pub enum PackageError {
         /// The path.
         path: String,
     },
-    /// The package directory or its `bosun.yaml` cannot be read.
-    #[error("{path}: {}", bosun_core::cluster::root_cause(source))]
-    Io {
-        /// The path.
-        path: String,
-        /// Why.
-        #[source]
-        source: std::io::Error,
-    },
-    /// `bosun.yaml` is not valid (syntax, unknown field, wrong type); the message has the position.
+    /// A file could not be read or parsed (the message names it, and the position).
     #[error(transparent)]
-    Parse(#[from] yaml::ParseError),
+    File(#[from] bosun_core::file::FileError),
     /// `bosun.yaml` parsed but says something impossible.
     #[error("{file}: {field}: {message}")]
     Invalid {
@@ -58,6 +50,12 @@ pub enum PackageError {
         /// What is wrong.
         message: String,
     },
+}
+
+impl From<bosun_core::yaml::ParseError> for PackageError {
+    fn from(error: bosun_core::yaml::ParseError) -> Self {
+        PackageError::File(error.into())
+    }
 }
 
 /// `bosun.yaml`.
@@ -134,7 +132,7 @@ impl Package {
     pub fn load(dir: &Path) -> Result<Package, PackageError> {
         let io = |source: std::io::Error| match source.kind() {
             std::io::ErrorKind::NotFound => PackageError::Missing { path: dir.display().to_string() },
-            _ => PackageError::Io { path: dir.display().to_string(), source },
+            _ => FileError::Read { path: dir.display().to_string(), source }.into(),
         };
         let metadata = std::fs::metadata(dir).map_err(io)?;
         if !metadata.is_dir() {
@@ -145,8 +143,7 @@ impl Package {
             return Ok(Package::detected(dir));
         }
         let origin = file.display().to_string();
-        let text =
-            std::fs::read_to_string(&file).map_err(|source| PackageError::Io { path: origin.clone(), source })?;
+        let text = std::fs::read_to_string(&file).map_err(FileError::reading(&origin))?;
         let parsed: PackageFile = yaml::parse_document(&text, &origin)?;
         if parsed.api_version != API_VERSION {
             return Err(PackageError::Invalid {

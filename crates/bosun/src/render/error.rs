@@ -1,24 +1,13 @@
 //! Why rendering failed, naming the file, object or command at fault.
 
-use bosun_core::yaml;
-
 use super::*;
 
 /// Errors of rendering. Each names the file, object or command at fault.
 #[derive(Debug, thiserror::Error)]
 pub enum RenderError {
-    /// A file or directory could not be read.
-    #[error("{path}: {}", bosun_core::cluster::root_cause(source))]
-    Io {
-        /// The path.
-        path: String,
-        /// Why.
-        #[source]
-        source: std::io::Error,
-    },
-    /// A manifest file or a renderer's output is not valid YAML/JSON.
+    /// A file could not be read or parsed (the message names it, and the position).
     #[error(transparent)]
-    Parse(#[from] yaml::ParseError),
+    File(#[from] bosun_core::file::FileError),
     /// The jsonnet program failed; the trace has file:line of each frame.
     #[error("jsonnet {entrypoint}: {trace}")]
     Jsonnet {
@@ -103,4 +92,10 @@ pub enum RenderError {
         /// ", did you mean …" or empty.
         hint: String,
     },
+}
+
+impl From<bosun_core::yaml::ParseError> for RenderError {
+    fn from(error: bosun_core::yaml::ParseError) -> Self {
+        RenderError::File(error.into())
+    }
 }

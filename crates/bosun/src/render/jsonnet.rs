@@ -5,6 +5,7 @@
 //! rendered as Argo CD renders a directory: every `*.jsonnet` file of it, each returning an
 //! object or a list of objects, with the directory's YAML and JSON files.
 
+use bosun_core::file::FileError;
 use std::{
     collections::{BTreeMap, HashMap},
     path::{Path, PathBuf},
@@ -143,7 +144,7 @@ fn run(
         .name("bosun-jsonnet".into())
         .stack_size(EVALUATION_STACK)
         .spawn(move || evaluate(&dir, &spec_owned, &entry_owned, &config, &extra))
-        .map_err(|source| RenderError::Io { path: package_dir.join(entry).display().to_string(), source })?
+        .map_err(FileError::reading(package_dir.join(entry).display()))?
         .join()
         .map_err(|_| failed("the evaluator panicked".into()))?
         .map_err(failed)?;
@@ -157,16 +158,11 @@ fn run(
 /// `*.jsonnet` file of the package directory).
 pub fn render(package_dir: &Path, spec: &JsonnetSpec, input: &Input<'_>) -> Result<Output, RenderError> {
     // Traces show paths relative to the package, which jrsonnet computes from a canonical base.
-    let dir = package_dir
-        .canonicalize()
-        .map_err(|source| RenderError::Io { path: package_dir.display().to_string(), source })?;
+    let dir = package_dir.canonicalize().map_err(FileError::reading(package_dir.display()))?;
     let Some(entrypoint) = spec.program(&dir) else { return render_directory(package_dir, &dir, spec, input) };
     let entry = dir.join(&entrypoint);
     if !entry.is_file() {
-        return Err(RenderError::Io {
-            path: entry.display().to_string(),
-            source: std::io::Error::new(std::io::ErrorKind::NotFound, "the jsonnet entrypoint does not exist"),
-        });
+        return Err(FileError::missing(&entry, "the jsonnet entrypoint does not exist").into());
     }
     let output = run(package_dir, &dir, spec, &entrypoint, input)?;
     output::interpret(output, &entrypoint)

@@ -1,6 +1,7 @@
 //! What rendering produces: [`Manifests`] (an ordered map from a stable key to an object),
 //! the renderer's [`Input`], and the helpers renderers share to add objects to them.
 
+use bosun_core::file::FileError;
 use std::{
     collections::{BTreeMap, HashMap},
     path::Path,
@@ -220,5 +221,5 @@ pub(crate) fn push_stream(manifests: &mut Manifests, documents: Vec<Value>) {
 }
 
 pub(crate) fn read_dir_error(path: &Path) -> impl FnOnce(std::io::Error) -> RenderError + '_ {
-    move |source| RenderError::Io { path: path.display().to_string(), source }
+    move |source| RenderError::File(FileError::Read { path: path.display().to_string(), source })
 }

@@ -10,7 +10,7 @@ mod jsonnet;
 mod kustomize;
 mod manifests;
 mod memory;
-pub mod output;
+mod output;
 mod substitute;
 
 use std::collections::{BTreeMap, HashMap};

@@ -62,6 +62,64 @@ pub struct ChangeEntry {
     /// For a hook: its phase and how it ended.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub hook: Option<HookReport>,
+    /// For failures: what kind of failure it is.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub cause: Option<Cause>,
+}
+
+/// What kind of failure an object's is, for whoever acts on it (a controller choosing its
+/// condition's reason, a caller retrying): decided where the failure happened, never read back
+/// from the message.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "camelCase", tag = "type")]
+pub enum Cause {
+    /// The API server refused the request with this HTTP status (403: not allowed; 422:
+    /// invalid; 409: conflict…).
+    Refused {
+        /// The HTTP status code.
+        code: u16,
+    },
+    /// The cluster serves no such kind.
+    Unserved,
+    /// It did not become healthy: failed, or not in time.
+    Unhealthy,
+    /// Deleted, but still present when the wait for it to go ended.
+    StillPresent,
+    /// No answer from the cluster, or another error before one.
+    Unanswered,
+}
+
+impl Cause {
+    /// The cause of a failed request.
+    pub fn of(error: &kube::Error) -> Cause {
+        match error {
+            kube::Error::Api(status) => Cause::Refused { code: status.code },
+            _ => Cause::Unanswered,
+        }
+    }
+
+    /// Whether the API server refused to authorize it (403).
+    pub fn is_forbidden(self) -> bool {
+        self == Cause::Refused { code: 403 }
+    }
+}
+
+/// One object a rollout stopped on.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+pub struct ObjectFailure {
+    /// `Kind/namespace/name`.
+    pub object: String,
+    /// What went wrong, as the server or the wait said it.
+    pub message: String,
+    /// What kind of failure it is.
+    pub cause: Cause,
+}
+
+impl ObjectFailure {
+    /// The failure of `object`.
+    pub fn new(object: impl Into<String>, message: impl Into<String>, cause: Cause) -> ObjectFailure {
+        ObjectFailure { object: object.into(), message: message.into(), cause }
+    }
 }
 
 /// What became of one hook.
@@ -114,15 +172,15 @@ impl HookReport {
 
 /// Why a rollout stopped.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize)]
-pub struct Failure {
+pub struct RolloutFailure {
     /// The group it stopped in (`prune` for pruning).
     pub group: String,
     /// What it was doing.
     pub stage: Stage,
     /// What went wrong, in a sentence.
     pub reason: String,
-    /// The objects concerned and their messages.
-    pub objects: Vec<(String, String)>,
+    /// The objects concerned, each with its message and cause.
+    pub objects: Vec<ObjectFailure>,
 }
 
 /// The part of a rollout that failed.
@@ -152,7 +210,7 @@ pub struct Report {
     pub changes: Vec<ChangeEntry>,
     /// Why it stopped early, if it did.
     #[serde(skip_serializing_if = "Option::is_none")]
-    pub failure: Option<Failure>,
+    pub failure: Option<RolloutFailure>,
     /// The package's inventory after the apply, in apply order (empty in a dry run).
     #[serde(skip)]
     pub inventory: Vec<crate::inventory::Entry>,
@@ -215,9 +273,9 @@ impl Report {
 
 /// Failures with the same message, once each with the objects that have it, in first-seen
 /// order: twenty objects refused for one reason read as one line, not twenty.
-fn collapse(failures: &[(String, String)]) -> Vec<(Vec<&str>, &str)> {
+fn collapse(failures: &[ObjectFailure]) -> Vec<(Vec<&str>, &str)> {
     let mut grouped: Vec<(Vec<&str>, &str)> = Vec::new();
-    for (object, message) in failures {
+    for ObjectFailure { object, message, .. } in failures {
         match grouped.iter_mut().find(|(_, m)| m == message) {
             Some((objects, _)) => objects.push(object),
             None => grouped.push((vec![object.as_str()], message.as_str())),
@@ -227,7 +285,7 @@ fn collapse(failures: &[(String, String)]) -> Vec<(Vec<&str>, &str)> {
 }
 
 /// Live progress of an apply.
-pub trait Progress: Send + Sync {
+pub trait ApplyProgress: Send + Sync {
     /// A group starts.
     fn group(&self, name: &str, objects: usize);
     /// A step of a group starts (`number` from 1, of `steps`); groups whose steps run at
@@ -250,7 +308,7 @@ pub trait Progress: Send + Sync {
 /// No progress output (for JSON output and non-terminals).
 pub struct Silent;
 
-impl Progress for Silent {
+impl ApplyProgress for Silent {
     fn group(&self, _: &str, _: usize) {}
     fn applied(&self, _: &ChangeEntry) {}
     fn waiting(&self, _: &str, _: &str) {}
@@ -293,7 +351,7 @@ impl Terminal {
     }
 }
 
-impl Progress for Terminal {
+impl ApplyProgress for Terminal {
     fn group(&self, name: &str, objects: usize) {
         self.set_deadline(None);
         self.bar.set_length(objects as u64);
@@ -330,6 +388,7 @@ mod tests {
             message: None,
             health: Some("ok".into()),
             hook: None,
+            cause: None,
         }
     }
 
@@ -340,11 +399,11 @@ mod tests {
             namespace: "default".into(),
             dry_run: false,
             changes: vec![entry("ConfigMap/a", Change::Created), entry("Deployment/b", Change::Failed)],
-            failure: Some(Failure {
+            failure: Some(RolloutFailure {
                 stage: Stage::Apply,
                 group: "app".into(),
                 reason: "dry-run failed".into(),
-                objects: vec![("Deployment/b".into(), "bad".into())],
+                objects: vec![ObjectFailure::new("Deployment/b", "bad", Cause::Refused { code: 422 })],
             }),
             ..Report::default()
         };
@@ -362,11 +421,11 @@ mod tests {
         let report = Report {
             package: "quickstart".into(),
             changes: vec![entry("Deployment/web", Change::Created)],
-            failure: Some(Failure {
+            failure: Some(RolloutFailure {
                 stage: Stage::Health,
                 group: "app".into(),
                 reason: "timed out after 10s waiting for 1 object(s) to become healthy".into(),
-                objects: vec![("Deployment/web".into(), "available 0/1 replicas".into())],
+                objects: vec![ObjectFailure::new("Deployment/web", "available 0/1 replicas", Cause::Unhealthy)],
             }),
             ..Report::default()
         };
@@ -379,14 +438,14 @@ mod tests {
 
     #[test]
     fn identical_failures_are_collapsed_with_their_count() {
-        let failures: Vec<(String, String)> = [("A", "quota exceeded"), ("B", "bad"), ("C", "quota exceeded")]
+        let failures: Vec<ObjectFailure> = [("A", "quota exceeded"), ("B", "bad"), ("C", "quota exceeded")]
             .iter()
-            .map(|(o, m)| (o.to_string(), m.to_string()))
+            .map(|(o, m)| ObjectFailure::new(*o, *m, Cause::Refused { code: 403 }))
             .collect();
         assert_eq!(collapse(&failures), vec![(vec!["A", "C"], "quota exceeded"), (vec!["B"], "bad")]);
         let report = Report {
             package: "web".into(),
-            failure: Some(Failure {
+            failure: Some(RolloutFailure {
                 group: "app".into(),
                 stage: Stage::Apply,
                 reason: "dry-run failed".into(),

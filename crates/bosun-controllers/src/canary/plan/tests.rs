@@ -21,8 +21,8 @@ fn weights_split_the_replicas_rounding_the_new_share_up() {
         (1, 1, Ok((1, 0))),
         (1, 0, Ok((0, 1))),
         (10, 0, Ok((0, 10))),
-        (10, 101, Err(PlanError::Weight(101))),
-        (-1, 10, Err(PlanError::Replicas(-1))),
+        (10, 101, Err(WeightError::Weight(101))),
+        (-1, 10, Err(WeightError::Replicas(-1))),
     ];
     for (replicas, weight, expected) in cases {
         assert_eq!(split(replicas, weight), expected, "{weight}% of {replicas}");
@@ -139,17 +139,17 @@ fn live(version: &str, replicas: i32, available: i32) -> Live {
 /// Runs `decide` on the outcome of the previous call, as the controller does.
 struct World {
     rollout: Rollout,
-    progress: Progress,
+    progress: CanaryProgress,
     message: Option<String>,
     verdicts: BTreeMap<Wanted, Verdict>,
 }
 
 impl World {
     fn new(rollout: Rollout) -> World {
-        World { rollout, progress: Progress::default(), message: None, verdicts: BTreeMap::new() }
+        World { rollout, progress: CanaryProgress::default(), message: None, verdicts: BTreeMap::new() }
     }
 
-    fn step(&mut self, live: &[Live], requests: Requests, now: Timestamp) -> Outcome {
+    fn step(&mut self, live: &[Live], requests: Requests, now: Timestamp) -> Decided {
         let inputs = Inputs {
             rollout: &self.rollout,
             progress: &self.progress,

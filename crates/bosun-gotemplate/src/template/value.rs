@@ -9,8 +9,9 @@ use std::collections::BTreeMap;
 use std::fmt;
 use std::sync::{Arc, PoisonError, RwLock, RwLockReadGuard, RwLockWriteGuard};
 
+use super::Context;
 use crate::error::FuncError;
-use crate::exec::Context;
+use crate::strconv::format_float_v;
 
 /// Go's signed integer types.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
@@ -428,9 +429,9 @@ impl Value {
             Value::Bool(b) => serde_json::Value::Bool(*b),
             Value::Int(i, _) => serde_json::Value::from(*i),
             Value::Uint(u, _) => serde_json::Value::from(*u),
-            Value::Float(f) => serde_json::Number::from_f64(*f).map(serde_json::Value::Number).ok_or_else(|| {
-                FuncError::new(format!("json: unsupported value: {}", crate::fmt::format_float_v(*f)))
-            })?,
+            Value::Float(f) => serde_json::Number::from_f64(*f)
+                .map(serde_json::Value::Number)
+                .ok_or_else(|| FuncError::new(format!("json: unsupported value: {}", format_float_v(*f))))?,
             Value::Complex(..) => return Err(FuncError::new("json: unsupported type: complex128")),
             Value::String(s) => serde_json::Value::String(s.to_string()),
             Value::List(l) => serde_json::Value::Array(l.items.iter().map(Value::to_json).collect::<Result<_, _>>()?),
@@ -495,19 +496,6 @@ impl From<serde_json::Value> for Value {
     /// JSON numbers become `float64`, as for Helm values.
     fn from(json: serde_json::Value) -> Value {
         Value::from_json(&json, JsonNumbers::Float64)
-    }
-}
-
-impl fmt::Debug for Value {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        write!(f, "{}({})", self.type_name(), crate::fmt::sprint(std::slice::from_ref(self)))
-    }
-}
-
-impl fmt::Display for Value {
-    /// Go's `%v`.
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        f.write_str(&crate::fmt::sprint(std::slice::from_ref(self)))
     }
 }
 
@@ -698,5 +686,38 @@ impl Function {
 impl fmt::Debug for Function {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         f.write_str(&self.type_name())
+    }
+}
+
+/// Go's `indirect` for objects: follows pointer-like objects to what they point at.
+/// Returns the value and whether a nil pointer stopped the walk.
+pub(crate) fn indirect(v: &Value) -> (Value, bool) {
+    let mut v = v.clone();
+    loop {
+        match &v {
+            Value::Object(o) if o.is_pointer() => match o.deref() {
+                Some(target) => v = target,
+                None => return (v, true),
+            },
+            _ => return (v, false),
+        }
+    }
+}
+
+/// Whether a value may be passed where Go expects `typ`.
+pub(crate) fn assignable(value: &Value, typ: &Type) -> bool {
+    match (typ, value) {
+        (Type::Any | Type::Reflect, _) => true,
+        (Type::Bool, Value::Bool(_))
+        | (Type::Float64, Value::Float(_))
+        | (Type::Complex128, Value::Complex(..))
+        | (Type::String, Value::String(_))
+        | (Type::Func, Value::Func(_)) => true,
+        (Type::Int(k), Value::Int(_, vk)) => k == vk,
+        (Type::Uint(k), Value::Uint(_, vk)) => k == vk,
+        (Type::Slice(elem), Value::List(l)) => **elem == l.elem,
+        (Type::Map(elem), Value::Map(m)) => **elem == *m.elem(),
+        (Type::Named(name), Value::Object(o)) => o.type_name() == **name || o.implements(name),
+        _ => false,
     }
 }

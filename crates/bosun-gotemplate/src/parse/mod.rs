@@ -1,259 +1,18 @@
-//! The parser and the parse tree: Go's `text/template/parse`, with the same grammar, the same
+//! The parser: Go's `text/template/parse`, with the same grammar, the same
 //! node positions (error messages quote them) and the same error wording.
 
 use std::collections::HashMap;
 use std::fmt;
 use std::sync::Arc;
 
+mod node;
+
+pub(crate) use node::{Branch, Command, Expr, ListNode, Node, Number, Pipe, Tree};
+
 use crate::error::Error;
 use crate::lex::{Item, ItemType, lex};
-use crate::value::Value;
-
-/// One parsed template: a `{{define}}`d one or a whole file.
-#[derive(Debug)]
-pub(crate) struct Tree {
-    /// The name of the file it was parsed from (Go's `ParseName`), for error locations.
-    pub parse_name: Arc<str>,
-    /// The whole text it was parsed from, for error locations.
-    pub text: Arc<str>,
-    pub root: ListNode,
-}
-
-impl Tree {
-    /// Go's `ErrorContext` location: `NAME:LINE:COL` of a byte offset.
-    pub fn location(&self, pos: usize) -> String {
-        let before = &self.text[..pos.min(self.text.len())];
-        let (line, col) = match before.rfind('\n') {
-            Some(nl) => (1 + before.matches('\n').count(), pos - nl - 1),
-            None => (1, pos),
-        };
-        format!("{}:{}:{}", self.parse_name, line, col)
-    }
-}
-
-#[derive(Debug, Default)]
-pub(crate) struct ListNode {
-    pub nodes: Vec<Node>,
-}
-
-#[derive(Debug)]
-pub(crate) enum Node {
-    Text(String),
-    Action(Pipe),
-    If(Branch),
-    With(Branch),
-    Range(Branch),
-    Template { pos: usize, name: String, pipe: Option<Pipe> },
-    Break,
-    Continue,
-}
-
-/// The shared shape of `if`, `with` and `range`.
-#[derive(Debug)]
-pub(crate) struct Branch {
-    pub pipe: Pipe,
-    pub list: ListNode,
-    pub else_list: Option<ListNode>,
-}
-
-#[derive(Debug)]
-pub(crate) struct Pipe {
-    pub pos: usize,
-    pub is_assign: bool,
-    pub decl: Vec<String>,
-    pub cmds: Vec<Command>,
-}
-
-#[derive(Debug)]
-pub(crate) struct Command {
-    pub pos: usize,
-    pub args: Vec<Expr>,
-}
-
-#[derive(Debug)]
-pub(crate) enum Expr {
-    /// `.A.B`: the identifiers without dots.
-    Field {
-        pos: usize,
-        idents: Vec<String>,
-    },
-    /// `$x.A.B`: the variable name first.
-    Variable {
-        pos: usize,
-        idents: Vec<String>,
-    },
-    /// `(pipe).A.B` or `fn.A`.
-    Chain {
-        pos: usize,
-        node: Box<Expr>,
-        fields: Vec<String>,
-    },
-    Identifier {
-        pos: usize,
-        name: String,
-    },
-    Dot {
-        pos: usize,
-    },
-    Nil {
-        pos: usize,
-    },
-    Bool {
-        pos: usize,
-        value: bool,
-    },
-    Number {
-        pos: usize,
-        number: Box<Number>,
-    },
-    /// A string constant: its source form (for messages) and its value, built once.
-    String {
-        pos: usize,
-        quoted: String,
-        value: Value,
-    },
-    Pipe(Box<Pipe>),
-}
-
-impl Expr {
-    pub fn pos(&self) -> usize {
-        match self {
-            Expr::Field { pos, .. }
-            | Expr::Variable { pos, .. }
-            | Expr::Chain { pos, .. }
-            | Expr::Identifier { pos, .. }
-            | Expr::Dot { pos }
-            | Expr::Nil { pos }
-            | Expr::Bool { pos, .. }
-            | Expr::Number { pos, .. }
-            | Expr::String { pos, .. } => *pos,
-            Expr::Pipe(pipe) => pipe.pos,
-        }
-    }
-}
-
-/// A number constant with every interpretation its text allows, as Go's `NumberNode`.
-#[derive(Debug, Default)]
-pub(crate) struct Number {
-    pub text: String,
-    pub is_int: bool,
-    pub is_uint: bool,
-    pub is_float: bool,
-    pub is_complex: bool,
-    pub int: i64,
-    pub uint: u64,
-    pub float: f64,
-    pub complex: (f64, f64),
-}
-
-// Nested lists and pipes are dropped with stack to spare: a tree may nest thousands deep.
-
-impl Drop for ListNode {
-    fn drop(&mut self) {
-        let nodes = std::mem::take(&mut self.nodes);
-        crate::exec::grow_stack(move || drop(nodes));
-    }
-}
-
-impl Drop for Pipe {
-    fn drop(&mut self) {
-        let cmds = std::mem::take(&mut self.cmds);
-        crate::exec::grow_stack(move || drop(cmds));
-    }
-}
-
-// String forms of nodes, as Go's `String()` methods: error messages quote them.
-
-impl fmt::Display for Pipe {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        crate::exec::grow_stack(|| self.write_to(f))
-    }
-}
-
-impl Pipe {
-    fn write_to(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        if !self.decl.is_empty() {
-            write!(f, "{} {} ", self.decl.join(", "), if self.is_assign { "=" } else { ":=" })?;
-        }
-        for (i, cmd) in self.cmds.iter().enumerate() {
-            if i > 0 {
-                f.write_str(" | ")?;
-            }
-            write!(f, "{cmd}")?;
-        }
-        Ok(())
-    }
-}
-
-impl fmt::Display for Command {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        for (i, arg) in self.args.iter().enumerate() {
-            if i > 0 {
-                f.write_str(" ")?;
-            }
-            match arg {
-                Expr::Pipe(pipe) => write!(f, "({pipe})")?,
-                other => write!(f, "{other}")?,
-            }
-        }
-        Ok(())
-    }
-}
-
-impl fmt::Display for Expr {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        match self {
-            Expr::Field { idents, .. } => idents.iter().try_for_each(|id| write!(f, ".{id}")),
-            Expr::Variable { idents, .. } => f.write_str(&idents.join(".")),
-            Expr::Chain { node, fields, .. } => {
-                match &**node {
-                    Expr::Pipe(pipe) => write!(f, "({pipe})")?,
-                    other => write!(f, "{other}")?,
-                }
-                fields.iter().try_for_each(|field| write!(f, ".{field}"))
-            }
-            Expr::Identifier { name, .. } => f.write_str(name),
-            Expr::Dot { .. } => f.write_str("."),
-            Expr::Nil { .. } => f.write_str("nil"),
-            Expr::Bool { value, .. } => write!(f, "{value}"),
-            Expr::Number { number, .. } => f.write_str(&number.text),
-            Expr::String { quoted, .. } => f.write_str(quoted),
-            Expr::Pipe(pipe) => write!(f, "{pipe}"),
-        }
-    }
-}
-
-impl fmt::Display for ListNode {
-    /// Go's `ListNode.String()` with text shown quoted (Go's tests set `textFormat = "%q"`).
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        crate::exec::grow_stack(|| self.nodes.iter().try_for_each(|node| write!(f, "{node}")))
-    }
-}
-
-impl fmt::Display for Node {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        let branch = |f: &mut fmt::Formatter<'_>, name: &str, b: &Branch| {
-            write!(f, "{{{{{name} {}}}}}{}", b.pipe, b.list)?;
-            if let Some(else_list) = &b.else_list {
-                write!(f, "{{{{else}}}}{else_list}")?;
-            }
-            f.write_str("{{end}}")
-        };
-        match self {
-            Node::Text(text) => f.write_str(&crate::fmt::quote(text, false)),
-            Node::Action(pipe) => write!(f, "{{{{{pipe}}}}}"),
-            Node::If(b) => branch(f, "if", b),
-            Node::With(b) => branch(f, "with", b),
-            Node::Range(b) => branch(f, "range", b),
-            Node::Template { name, pipe: None, .. } => write!(f, "{{{{template {}}}}}", crate::fmt::quote(name, false)),
-            Node::Template { name, pipe: Some(pipe), .. } => {
-                write!(f, "{{{{template {} {pipe}}}}}", crate::fmt::quote(name, false))
-            }
-            Node::Break => f.write_str("{{break}}"),
-            Node::Continue => f.write_str("{{continue}}"),
-        }
-    }
-}
+use crate::stack::grow_stack;
+use crate::strconv::{parse_go_float, parse_go_int, quote, unquote, unquote_char};
 
 /// The end of an item list: `{{end}}` or `{{else}}`.
 enum ListEnd {
@@ -362,7 +121,8 @@ impl Parser<'_> {
 
     fn errorf<T>(&self, message: impl fmt::Display) -> ParseResult<T> {
         let line = self.items[self.last_read].line;
-        Err(Error::Parse { message: format!("template: {}:{}: {}", self.parse_name, line, message) })
+        let (file, reason) = (self.parse_name.to_string(), message.to_string());
+        Err(Error::Parse { message: format!("template: {file}:{line}: {reason}"), file, line, reason })
     }
 
     fn unexpected<T>(&self, token: &Item, context: &str) -> ParseResult<T> {
@@ -391,10 +151,7 @@ impl Parser<'_> {
         match self.trees.get(&name) {
             Some(existing) if !is_empty_tree(&existing.root) => {
                 if !is_empty_tree(&root) {
-                    return self.errorf(format!(
-                        "template: multiple definition of template {}",
-                        crate::fmt::quote(&name, false)
-                    ));
+                    return self.errorf(format!("template: multiple definition of template {}", quote(&name, false)));
                 }
             }
             _ => {
@@ -451,7 +208,7 @@ impl Parser<'_> {
     }
 
     fn item_list(&mut self) -> ParseResult<(ListNode, ListEnd)> {
-        crate::exec::grow_stack(|| self.item_list_inner())
+        grow_stack(|| self.item_list_inner())
     }
 
     fn item_list_inner(&mut self) -> ParseResult<(ListNode, ListEnd)> {
@@ -584,7 +341,7 @@ impl Parser<'_> {
     }
 
     fn pipeline(&mut self, context: &str, end: ItemType) -> ParseResult<Pipe> {
-        crate::exec::grow_stack(|| self.pipeline_inner(context, end))
+        grow_stack(|| self.pipeline_inner(context, end))
     }
 
     fn pipeline_inner(&mut self, context: &str, end: ItemType) -> ParseResult<Pipe> {
@@ -713,7 +470,7 @@ impl Parser<'_> {
                 Expr::Variable { pos, idents }
             }
             Expr::Bool { .. } | Expr::String { .. } | Expr::Number { .. } | Expr::Nil { .. } | Expr::Dot { .. } => {
-                return self.errorf(format!("unexpected . after term {}", crate::fmt::quote(&node.to_string(), false)));
+                return self.errorf(format!("unexpected . after term {}", quote(&node.to_string(), false)));
             }
             other => Expr::Chain { pos, node: Box::new(other), fields },
         }))
@@ -725,7 +482,7 @@ impl Parser<'_> {
         Ok(Some(match token.typ {
             ItemType::Identifier => {
                 if !(self.has_function)(&token.val) {
-                    return self.errorf(format!("function {} not defined", crate::fmt::quote(&token.val, false)));
+                    return self.errorf(format!("function {} not defined", quote(&token.val, false)));
                 }
                 Expr::Identifier { pos, name: token.val }
             }
@@ -733,7 +490,7 @@ impl Parser<'_> {
             ItemType::Nil => Expr::Nil { pos },
             ItemType::Variable => {
                 if !self.vars.contains(&token.val) {
-                    return self.errorf(format!("undefined variable {}", crate::fmt::quote(&token.val, false)));
+                    return self.errorf(format!("undefined variable {}", quote(&token.val, false)));
                 }
                 Expr::Variable { pos, idents: vec![token.val] }
             }
@@ -755,7 +512,7 @@ impl Parser<'_> {
                 Expr::Pipe(Box::new(pipe?))
             }
             ItemType::String | ItemType::RawString => {
-                let value = Value::from(self.unquote(&token.val)?);
+                let value = Arc::from(self.unquote(&token.val)?);
                 Expr::String { pos, quoted: token.val, value }
             }
             _ => {
@@ -770,118 +527,6 @@ impl Parser<'_> {
             Some(s) => Ok(s),
             None => self.errorf("invalid syntax"),
         }
-    }
-}
-
-/// Go's `strconv.Unquote` for the three quote kinds; `None` for invalid syntax.
-pub(crate) fn unquote(quoted: &str) -> Option<String> {
-    let bytes = quoted.as_bytes();
-    if bytes.len() < 2 || bytes[0] != bytes[bytes.len() - 1] {
-        return None;
-    }
-    let inner = &quoted[1..quoted.len() - 1];
-    match bytes[0] {
-        b'`' => (!inner.contains('`')).then(|| inner.replace('\r', "")),
-        b'"' => {
-            let mut out = Vec::with_capacity(inner.len());
-            let mut rest = inner;
-            while !rest.is_empty() {
-                let (decoded, tail) = unquote_char(rest, b'"')?;
-                decoded.push_to(&mut out);
-                rest = tail;
-            }
-            Some(String::from_utf8_lossy(&out).into_owned())
-        }
-        b'\'' => {
-            let (decoded, tail) = unquote_char(inner, b'\'')?;
-            if !tail.is_empty() {
-                return None;
-            }
-            let mut out = Vec::new();
-            decoded.push_to(&mut out);
-            Some(String::from_utf8_lossy(&out).into_owned())
-        }
-        _ => None,
-    }
-}
-
-/// One decoded character: a rune, or a raw byte from `\x` or octal escapes in strings.
-pub(crate) enum Decoded {
-    Rune(char),
-    Byte(u8),
-}
-
-impl Decoded {
-    fn push_to(self, out: &mut Vec<u8>) {
-        match self {
-            Decoded::Rune(c) => out.extend_from_slice(c.encode_utf8(&mut [0; 4]).as_bytes()),
-            Decoded::Byte(b) => out.push(b),
-        }
-    }
-
-    pub fn value(&self) -> u32 {
-        match self {
-            Decoded::Rune(c) => *c as u32,
-            Decoded::Byte(b) => u32::from(*b),
-        }
-    }
-}
-
-/// Go's `strconv.UnquoteChar`.
-pub(crate) fn unquote_char(s: &str, quote: u8) -> Option<(Decoded, &str)> {
-    let first = s.chars().next()?;
-    if first as u32 == u32::from(quote) && (quote == b'\'' || quote == b'"') {
-        return None;
-    }
-    if first != '\\' {
-        return Some((Decoded::Rune(first), &s[first.len_utf8()..]));
-    }
-    let b = s.as_bytes();
-    if b.len() <= 1 {
-        return None;
-    }
-    let c = b[1];
-    let rest = &s[2..];
-    let simple = |ch: char| Some((Decoded::Rune(ch), rest));
-    match c {
-        b'a' => simple('\x07'),
-        b'b' => simple('\x08'),
-        b'f' => simple('\x0c'),
-        b'n' => simple('\n'),
-        b'r' => simple('\r'),
-        b't' => simple('\t'),
-        b'v' => simple('\x0b'),
-        b'x' | b'u' | b'U' => {
-            let n = match c {
-                b'x' => 2,
-                b'u' => 4,
-                _ => 8,
-            };
-            let digits = rest.get(..n)?;
-            let v = u32::from_str_radix(digits, 16).ok()?;
-            if !digits.bytes().all(|d| d.is_ascii_hexdigit()) {
-                return None;
-            }
-            let tail = &rest[n..];
-            if c == b'x' {
-                return Some((if v < 0x80 { Decoded::Rune(v as u8 as char) } else { Decoded::Byte(v as u8) }, tail));
-            }
-            Some((Decoded::Rune(char::from_u32(v)?), tail))
-        }
-        b'0'..=b'7' => {
-            let digits = s.get(1..4)?;
-            if !digits.bytes().all(|d| (b'0'..=b'7').contains(&d)) {
-                return None;
-            }
-            let v = u32::from_str_radix(digits, 8).ok()?;
-            if v > 255 {
-                return None;
-            }
-            Some((if v < 0x80 { Decoded::Rune(v as u8 as char) } else { Decoded::Byte(v as u8) }, &s[4..]))
-        }
-        b'\\' => simple('\\'),
-        b'\'' | b'"' if c == quote => simple(c as char),
-        _ => None,
     }
 }
 
@@ -954,7 +599,7 @@ fn parse_number(text: &str, typ: ItemType) -> Result<Number, String> {
         n.float = n.uint as f64;
     } else if let Some(f) = parse_go_float(text) {
         if !text.contains(['.', 'e', 'E', 'p', 'P']) {
-            return Err(format!("integer overflow: {}", crate::fmt::quote(text, false)));
+            return Err(format!("integer overflow: {}", quote(text, false)));
         }
         n.is_float = true;
         n.float = f;
@@ -968,7 +613,7 @@ fn parse_number(text: &str, typ: ItemType) -> Result<Number, String> {
         }
     }
     if !n.is_int && !n.is_uint && !n.is_float {
-        return Err(format!("illegal number syntax: {}", crate::fmt::quote(text, false)));
+        return Err(format!("illegal number syntax: {}", quote(text, false)));
     }
     Ok(n)
 }
@@ -989,93 +634,4 @@ impl Number {
             }
         }
     }
-}
-
-/// Whether underscores in a number literal only separate digits, as Go's syntax demands.
-fn underscores_ok(digits: &str, prefixed: bool) -> bool {
-    if !digits.contains('_') {
-        return true;
-    }
-    let b = digits.as_bytes();
-    // A base prefix may be followed directly by an underscore ("0x_1"); otherwise an underscore
-    // must sit between two digits.
-    let mut prev_digit = prefixed;
-    for (i, &c) in b.iter().enumerate() {
-        if c == b'_' {
-            if !prev_digit || i + 1 == b.len() || b[i + 1] == b'_' {
-                return false;
-            }
-            prev_digit = false;
-        } else {
-            prev_digit = c.is_ascii_hexdigit();
-        }
-    }
-    true
-}
-
-/// Go's `strconv.ParseInt(text, 0, 64)` syntax: (negative, magnitude).
-pub(crate) fn parse_go_int(text: &str) -> Option<(bool, u64)> {
-    let (negative, body) = match text.as_bytes().first()? {
-        b'-' => (true, &text[1..]),
-        b'+' => (false, &text[1..]),
-        _ => (false, text),
-    };
-    let lower = body.to_ascii_lowercase();
-    let (radix, digits, prefixed) = if let Some(d) = lower.strip_prefix("0x") {
-        (16, d, true)
-    } else if let Some(d) = lower.strip_prefix("0o") {
-        (8, d, true)
-    } else if let Some(d) = lower.strip_prefix("0b") {
-        (2, d, true)
-    } else if lower.len() > 1 && lower.starts_with('0') {
-        (8, &lower[1..], true)
-    } else {
-        (10, lower.as_str(), false)
-    };
-    if digits.is_empty() || !underscores_ok(digits, prefixed) {
-        return None;
-    }
-    let clean: String = digits.chars().filter(|&c| c != '_').collect();
-    if clean.is_empty() || clean.starts_with(['+', '-']) {
-        return None;
-    }
-    u64::from_str_radix(&clean, radix).ok().map(|m| (negative, m))
-}
-
-/// Go's `strconv.ParseFloat(text, 64)` for Go literal syntax (underscores, hex floats).
-pub(crate) fn parse_go_float(text: &str) -> Option<f64> {
-    let (negative, body) = match text.as_bytes().first()? {
-        b'-' => (true, &text[1..]),
-        b'+' => (false, &text[1..]),
-        _ => (false, text),
-    };
-    let lower = body.to_ascii_lowercase();
-    let value = if let Some(hex) = lower.strip_prefix("0x") {
-        if !underscores_ok(hex, true) {
-            return None;
-        }
-        let hex: String = hex.chars().filter(|&c| c != '_').collect();
-        let (mantissa, exp) = hex.split_once('p')?;
-        let exp: i32 = exp.parse().ok()?;
-        let (int_part, frac_part) = mantissa.split_once('.').unwrap_or((mantissa, ""));
-        if int_part.is_empty() && frac_part.is_empty() {
-            return None;
-        }
-        let mut m = 0f64;
-        for c in int_part.chars().chain(frac_part.chars()) {
-            m = m * 16.0 + f64::from(c.to_digit(16)?);
-        }
-        m * 2f64.powi(exp - 4 * frac_part.len() as i32)
-    } else {
-        if !lower.bytes().all(|c| c.is_ascii_digit() || matches!(c, b'.' | b'e' | b'+' | b'-' | b'_')) {
-            return None;
-        }
-        let mantissa_end = lower.find('e').unwrap_or(lower.len());
-        if !underscores_ok(&lower[..mantissa_end].replace('.', "0"), false) || lower.starts_with('_') {
-            return None;
-        }
-        let clean: String = lower.chars().filter(|&c| c != '_').collect();
-        clean.parse::<f64>().ok()?
-    };
-    Some(if negative { -value } else { value })
 }

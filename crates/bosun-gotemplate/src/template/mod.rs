@@ -1,12 +1,26 @@
-//! A set of named templates sharing functions and options: Go's `*template.Template`.
+//! A set of named templates sharing functions and options (Go's `*template.Template`), the
+//! values templates work on, and their execution.
+//!
+//! These refer to each other as the files of Go's `text/template` package do: a set holds
+//! functions, a function is a value, and a function receives a [`Context`] through which it
+//! re-enters the set's execution (Helm's `include` and `tpl`). The children are ordered: `value`
+//! (and `fmt`, which prints values) below `builtins`, below `exec`; this module holds the set
+//! and the [`Context`] they share.
 
+use std::any::{Any, TypeId};
 use std::collections::HashMap;
 use std::sync::Arc;
 
+pub(crate) mod builtins;
+pub(crate) mod exec;
+pub(crate) mod fmt;
+pub(crate) mod value;
+
 use crate::error::Error;
-use crate::exec::{Shared, run};
 use crate::parse::{Tree, is_empty_tree, parse};
-use crate::value::{Function, Value};
+use crate::strconv::quote;
+use exec::run;
+use value::{Function, Value};
 
 /// What a field lookup of a missing map key yields (Go's `missingkey` option).
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Default)]
@@ -132,7 +146,7 @@ impl Template {
     /// earlier one, except that an empty body never replaces a non-empty one.
     pub fn parse(&mut self, name: &str, text: &str) -> Result<&mut Template, Error> {
         let funcs = &self.funcs;
-        let has_function = |f: &str| funcs.contains_key(f) || crate::builtins::builtin(f).is_some();
+        let has_function = |f: &str| funcs.contains_key(f) || builtins::builtin(f).is_some();
         let parsed = parse(name, text, (&self.delims.0, &self.delims.1), &has_function)?;
         let trees = Arc::make_mut(&mut self.trees);
         for (tree_name, tree) in parsed {
@@ -170,9 +184,8 @@ impl Template {
     /// error `out` holds what was written before it, as in Go.
     pub fn execute(&self, name: &str, data: &Value, out: &mut String) -> Result<(), Error> {
         if name == &*self.name && !self.has_template(name) {
-            let message =
-                format!("template: {name}: {} is an incomplete or empty template", crate::fmt::quote(name, false));
-            return Err(Error::Exec { template: name.to_string(), message });
+            let message = format!("template: {name}: {} is an incomplete or empty template", quote(name, false));
+            return Err(Error::Exec { template: name.to_string(), message, trace: None });
         }
         run(self, name, data, &mut Shared::default(), out)
     }
@@ -188,5 +201,60 @@ impl Template {
 impl std::fmt::Debug for Template {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         f.debug_struct("Template").field("name", &self.name).field("templates", &self.template_names()).finish()
+    }
+}
+
+/// State shared by one execution and every execution nested in it (Helm's `include`, `tpl`).
+#[derive(Default)]
+pub(crate) struct Shared {
+    depth: usize,
+    locals: HashMap<TypeId, Box<dyn Any + Send>>,
+}
+
+/// What a function sees of the execution that called it: the template set, and a way back in.
+///
+/// Helm's `include` is `ctx.execute_template(name, &data)`; its `tpl` clones
+/// [`Context::template`], parses the string into the clone and runs
+/// [`Context::execute_in`] on it, so the string sees every `define` of the chart.
+pub struct Context<'a> {
+    template: &'a Template,
+    shared: &'a mut Shared,
+}
+
+impl<'a> Context<'a> {
+    /// The template set being executed.
+    pub fn template(&self) -> &'a Template {
+        self.template
+    }
+
+    /// Executes the named template of the current set with `data` as dot and returns its output.
+    pub fn execute_template(&mut self, name: &str, data: &Value) -> Result<String, Error> {
+        let template = self.template;
+        self.execute_in(template, name, data)
+    }
+
+    /// Executes the named template of another set (a clone with more templates parsed into it,
+    /// for Helm's `tpl`) within this execution: nesting depth and [`Context::local`] state carry
+    /// over.
+    pub fn execute_in(&mut self, template: &Template, name: &str, data: &Value) -> Result<String, Error> {
+        let mut out = String::new();
+        run(template, name, data, self.shared, &mut out)?;
+        Ok(out)
+    }
+
+    /// How deeply template calls and nested executions are nested here.
+    pub fn depth(&self) -> usize {
+        self.shared.depth
+    }
+
+    /// Per-execution state of type `T` for the host's functions (created with `T::default()` on
+    /// first use, dropped when the outermost execution ends), for example Helm's count of
+    /// nested `include`s by name.
+    pub fn local<T: Default + Send + 'static>(&mut self) -> &mut T {
+        let slot = self.shared.locals.entry(TypeId::of::<T>()).or_insert_with(|| Box::new(T::default()));
+        match slot.downcast_mut::<T>() {
+            Some(t) => t,
+            None => unreachable!("locals are keyed by their TypeId"),
+        }
     }
 }

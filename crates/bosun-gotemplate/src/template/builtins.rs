@@ -4,19 +4,22 @@
 use std::collections::HashMap;
 use std::sync::OnceLock;
 
+use std::sync::Arc;
+
+use super::Context;
+use super::fmt::{sprint, sprintf, sprintln};
+use super::value::{Function, IntKind, List, Type, UintKind, Value, assignable, indirect};
 use crate::error::FuncError;
-use crate::exec::{Context, index_arg, indirect, int_value, string_byte, sub_list};
-use crate::fmt::{is_print, sprint, sprintf, sprintln};
-use crate::value::{Type, Value};
+use crate::strconv::is_print;
 
 /// The builtin of that name.
-pub(crate) fn builtin(name: &str) -> Option<&'static crate::value::Function> {
-    static BUILTINS: OnceLock<HashMap<&'static str, crate::value::Function>> = OnceLock::new();
+pub(crate) fn builtin(name: &str) -> Option<&'static Function> {
+    static BUILTINS: OnceLock<HashMap<&'static str, Function>> = OnceLock::new();
     BUILTINS.get_or_init(table).get(name)
 }
 
-fn table() -> HashMap<&'static str, crate::value::Function> {
-    use crate::value::Function as F;
+fn table() -> HashMap<&'static str, Function> {
+    use Function as F;
     use Type::{Any, Bool, Reflect};
     let unreachable = |_: &mut Context<'_>, _: Vec<Value>| -> Result<Value, FuncError> {
         Err(FuncError::new("evaluated by the executor itself"))
@@ -186,7 +189,7 @@ pub(crate) fn call(ctx: &mut Context<'_>, callee: &str, argv: Vec<Value>) -> Res
                 return Err(FuncError::new(format!("arg {i}: value is nil; should be of type {typ}")));
             }
             typ.zero()
-        } else if crate::exec::assignable(&arg, typ) {
+        } else if assignable(&arg, typ) {
             arg
         } else {
             match (&arg, typ) {
@@ -393,4 +396,33 @@ pub(crate) fn query_escape(s: &str) -> String {
         }
     }
     out
+}
+
+/// Whether an index is in range and what it is, for `index` and `slice`.
+fn index_arg(index: &Value, cap: usize) -> Result<usize, String> {
+    let x: i128 = match index {
+        Value::Int(i, _) => i128::from(*i),
+        Value::Uint(u, _) => i128::from(*u),
+        Value::Missing | Value::Nil => return Err("cannot index slice/array with nil".into()),
+        other => return Err(format!("cannot index slice/array with type {}", other.type_of())),
+    };
+    if x < 0 || x > cap as i128 {
+        return Err(format!("index out of range: {x}"));
+    }
+    Ok(x as usize)
+}
+
+/// `[]T` of the given items, for builtins that slice.
+fn sub_list(list: &List, items: Vec<Value>) -> Value {
+    Value::List(Arc::new(List { elem: list.elem.clone(), items }))
+}
+
+/// The byte at `i` of a string, as Go's `index` of a string yields it.
+fn string_byte(s: &str, i: usize) -> Value {
+    Value::Uint(u64::from(s.as_bytes()[i]), UintKind::Uint8)
+}
+
+/// An `int` result.
+fn int_value(i: usize) -> Value {
+    Value::Int(i as i64, IntKind::Int)
 }

@@ -1,79 +1,15 @@
 //! Execution: Go's `text/template/exec.go`, walking the parse tree with the same evaluation
 //! order, the same argument checks and the same error wording.
 
-use std::any::{Any, TypeId};
-use std::collections::HashMap;
 use std::fmt;
-use std::sync::Arc;
 
-use crate::builtins;
-use crate::error::Error;
-use crate::fmt::quote;
+use super::builtins;
+use super::value::{Field, Function, Type, Value, assignable, indirect};
+use super::{Context, MissingKey, Shared, Template};
+use crate::error::{Error, Trace};
 use crate::parse::{Branch, Command, Expr, ListNode, Node, Number, Pipe, Tree};
-use crate::template::{MissingKey, Template};
-use crate::value::{Field, Function, IntKind, List, Type, UintKind, Value};
-
-/// Runs `f` with at least a comfortable amount of stack, growing it on the heap when the thread's
-/// own is nearly used up: templates nest as deeply as their authors like, as Go's growable
-/// stacks allow.
-pub(crate) fn grow_stack<R>(f: impl FnOnce() -> R) -> R {
-    stacker::maybe_grow(256 * 1024, 2 * 1024 * 1024, f)
-}
-
-/// State shared by one execution and every execution nested in it (Helm's `include`, `tpl`).
-#[derive(Default)]
-pub(crate) struct Shared {
-    depth: usize,
-    locals: HashMap<TypeId, Box<dyn Any + Send>>,
-}
-
-/// What a function sees of the execution that called it: the template set, and a way back in.
-///
-/// Helm's `include` is `ctx.execute_template(name, &data)`; its `tpl` clones
-/// [`Context::template`], parses the string into the clone and runs
-/// [`Context::execute_in`] on it, so the string sees every `define` of the chart.
-pub struct Context<'a> {
-    template: &'a Template,
-    shared: &'a mut Shared,
-}
-
-impl<'a> Context<'a> {
-    /// The template set being executed.
-    pub fn template(&self) -> &'a Template {
-        self.template
-    }
-
-    /// Executes the named template of the current set with `data` as dot and returns its output.
-    pub fn execute_template(&mut self, name: &str, data: &Value) -> Result<String, Error> {
-        let template = self.template;
-        self.execute_in(template, name, data)
-    }
-
-    /// Executes the named template of another set (a clone with more templates parsed into it,
-    /// for Helm's `tpl`) within this execution: nesting depth and [`Context::local`] state carry
-    /// over.
-    pub fn execute_in(&mut self, template: &Template, name: &str, data: &Value) -> Result<String, Error> {
-        let mut out = String::new();
-        run(template, name, data, self.shared, &mut out)?;
-        Ok(out)
-    }
-
-    /// How deeply template calls and nested executions are nested here.
-    pub fn depth(&self) -> usize {
-        self.shared.depth
-    }
-
-    /// Per-execution state of type `T` for the host's functions (created with `T::default()` on
-    /// first use, dropped when the outermost execution ends), for example Helm's count of
-    /// nested `include`s by name.
-    pub fn local<T: Default + Send + 'static>(&mut self) -> &mut T {
-        let slot = self.shared.locals.entry(TypeId::of::<T>()).or_insert_with(|| Box::new(T::default()));
-        match slot.downcast_mut::<T>() {
-            Some(t) => t,
-            None => unreachable!("locals are keyed by their TypeId"),
-        }
-    }
-}
+use crate::stack::grow_stack;
+use crate::strconv::quote;
 
 /// Runs the named template of `template` with `data`, appending to `out`.
 pub(crate) fn run(
@@ -90,7 +26,7 @@ pub(crate) fn run(
     let dot = if matches!(data, Value::Nil) { Value::Missing } else { data.clone() };
     if shared.depth >= template.max_depth() {
         let message = format!("template: {name}: exceeded maximum template depth ({})", template.max_depth());
-        return Err(Error::Exec { template: name.to_string(), message });
+        return Err(Error::Exec { template: name.to_string(), message, trace: None });
     }
     shared.depth += 1;
     let mut state =
@@ -167,64 +103,30 @@ struct State<'t, 's> {
 
 type EvalResult<T = Value> = Result<T, Error>;
 
-/// Whether an index is in range and what it is, for `index` and `slice`.
-pub(crate) fn index_arg(index: &Value, cap: usize) -> Result<usize, String> {
-    let x: i128 = match index {
-        Value::Int(i, _) => i128::from(*i),
-        Value::Uint(u, _) => i128::from(*u),
-        Value::Missing | Value::Nil => return Err("cannot index slice/array with nil".into()),
-        other => return Err(format!("cannot index slice/array with type {}", other.type_of())),
-    };
-    if x < 0 || x > cap as i128 {
-        return Err(format!("index out of range: {x}"));
-    }
-    Ok(x as usize)
-}
-
-/// Go's `indirect` for objects: follows pointer-like objects to what they point at.
-/// Returns the value and whether a nil pointer stopped the walk.
-pub(crate) fn indirect(v: &Value) -> (Value, bool) {
-    let mut v = v.clone();
-    loop {
-        match &v {
-            Value::Object(o) if o.is_pointer() => match o.deref() {
-                Some(target) => v = target,
-                None => return (v, true),
-            },
-            _ => return (v, false),
-        }
-    }
-}
-
-/// Whether a value may be passed where Go expects `typ`.
-pub(crate) fn assignable(value: &Value, typ: &Type) -> bool {
-    match (typ, value) {
-        (Type::Any | Type::Reflect, _) => true,
-        (Type::Bool, Value::Bool(_))
-        | (Type::Float64, Value::Float(_))
-        | (Type::Complex128, Value::Complex(..))
-        | (Type::String, Value::String(_))
-        | (Type::Func, Value::Func(_)) => true,
-        (Type::Int(k), Value::Int(_, vk)) => k == vk,
-        (Type::Uint(k), Value::Uint(_, vk)) => k == vk,
-        (Type::Slice(elem), Value::List(l)) => **elem == l.elem,
-        (Type::Map(elem), Value::Map(m)) => **elem == *m.elem(),
-        (Type::Named(name), Value::Object(o)) => o.type_name() == **name || o.implements(name),
-        _ => false,
-    }
-}
-
 impl<'t> State<'t, '_> {
     fn error(&self, message: impl fmt::Display) -> Error {
-        let message = match self.at {
-            At::Nothing => format!("template: {}: {message}", self.name),
-            at => format!(
-                "template: {}: executing {} at <{at}>: {message}",
-                self.tree.location(at.pos()),
-                quote(self.name, false)
-            ),
+        self.error_caused(message.to_string(), None)
+    }
+
+    /// An error at the current node; `cause` is the nested execution's error that made a
+    /// function fail, when there is one (`reason` is then the call's own words).
+    fn error_caused(&self, reason: String, cause: Option<Box<Error>>) -> Error {
+        let at = self.at;
+        if matches!(at, At::Nothing) {
+            let message = format!("template: {}: {reason}", self.name);
+            return Error::Exec { template: self.name.to_string(), message, trace: None };
+        }
+        let (line, column) = self.tree.line_column(at.pos());
+        let file = self.tree.parse_name.to_string();
+        let full_reason = match &cause {
+            Some(cause) => format!("{reason}{cause}"),
+            None => reason.clone(),
         };
-        Error::Exec { template: self.name.to_string(), message }
+        let message =
+            format!("template: {file}:{line}:{column}: executing {} at <{at}>: {full_reason}", quote(self.name, false));
+        let reason = if cause.is_some() { reason.trim_end_matches([':', ' ']).to_string() } else { reason };
+        let trace = Trace { file, line, column, node: at.to_string(), reason, cause };
+        Error::Exec { template: self.name.to_string(), message, trace: Some(Box::new(trace)) }
     }
 
     fn err<T>(&self, message: impl fmt::Display) -> EvalResult<T> {
@@ -414,9 +316,9 @@ impl<'t> State<'t, '_> {
             Value::Func(f) => return self.err(format!("can't print {at} of type {}", f.type_name())),
             Value::Object(_) => {
                 let (target, _) = indirect(value);
-                self.out.push_str(&crate::fmt::sprint(std::slice::from_ref(&target)));
+                self.out.push_str(&super::fmt::sprint(std::slice::from_ref(&target)));
             }
-            other => self.out.push_str(&crate::fmt::sprint(std::slice::from_ref(other))),
+            other => self.out.push_str(&super::fmt::sprint(std::slice::from_ref(other))),
         }
         Ok(())
     }
@@ -481,7 +383,7 @@ impl<'t> State<'t, '_> {
             Expr::Dot { .. } => Ok(dot.clone()),
             Expr::Nil { .. } => self.err("nil is not a command"),
             Expr::Number { number, .. } => self.ideal_constant(first, number),
-            Expr::String { value, .. } => Ok(value.clone()),
+            Expr::String { value, .. } => Ok(Value::String(value.clone())),
             _ => self.err(format!("can't evaluate command {}", quote(&first.to_string(), false))),
         }
     }
@@ -689,7 +591,8 @@ impl<'t> State<'t, '_> {
                 Ok(v) => Ok(v),
                 Err(e) => {
                     self.at = node;
-                    self.err(format!("error calling call: {e}"))
+                    let (context, cause) = e.into_parts();
+                    Err(self.error_caused(format!("error calling call: {context}"), cause))
                 }
             };
         }
@@ -697,7 +600,8 @@ impl<'t> State<'t, '_> {
             Ok(v) => Ok(v),
             Err(e) => {
                 self.at = node;
-                self.err(format!("error calling {name}: {e}"))
+                let (context, cause) = e.into_parts();
+                Err(self.error_caused(format!("error calling {name}: {context}"), cause))
             }
         }
     }
@@ -778,27 +682,12 @@ impl<'t> State<'t, '_> {
             (Type::Int(_), _) => self.err(format!("expected integer; found {n}")),
             (Type::Uint(k), Expr::Number { number, .. }) if number.is_uint => Ok(Value::Uint(number.uint, *k)),
             (Type::Uint(_), _) => self.err(format!("expected unsigned integer; found {n}")),
-            (Type::String, Expr::String { value, .. }) => Ok(value.clone()),
+            (Type::String, Expr::String { value, .. }) => Ok(Value::String(value.clone())),
             (Type::String, _) => self.err(format!("expected string; found {n}")),
             (Type::Any | Type::Reflect, Expr::Bool { value, .. }) => Ok(Value::Bool(*value)),
             (Type::Any | Type::Reflect, Expr::Number { number, .. }) => self.ideal_constant(n, number),
-            (Type::Any | Type::Reflect, Expr::String { value, .. }) => Ok(value.clone()),
+            (Type::Any | Type::Reflect, Expr::String { value, .. }) => Ok(Value::String(value.clone())),
             _ => self.err(format!("can't handle {n} for arg of type {typ}")),
         }
     }
-}
-
-/// `[]T` of the given items, for builtins that slice.
-pub(crate) fn sub_list(list: &List, items: Vec<Value>) -> Value {
-    Value::List(Arc::new(List { elem: list.elem.clone(), items }))
-}
-
-/// The byte at `i` of a string, as Go's `index` of a string yields it.
-pub(crate) fn string_byte(s: &str, i: usize) -> Value {
-    Value::Uint(u64::from(s.as_bytes()[i]), UintKind::Uint8)
-}
-
-/// An `int` result.
-pub(crate) fn int_value(i: usize) -> Value {
-    Value::Int(i as i64, IntKind::Int)
 }
