@@ -1,0 +1,135 @@
+//! The `Package` controller delivering repositories written for Argo CD, from Git, unchanged:
+//! the packages of `examples/argocd/` (shaped as Argo CD's example applications) reach Ready,
+//! with the hooks a run ran in the Package's status and Events; a resync runs no hooks, a
+//! requested reconcile runs them again.
+
+use std::{path::Path, time::Duration};
+
+use k8s_openapi::api::{apps::v1::Deployment, batch::v1::Job, core::v1::Event};
+use kube::{Api, api::ListParams};
+use serde_json::json;
+use tokio::time::Instant;
+
+use bosun::package::resource::HookStatus;
+use bosun_test_tools::git_server;
+#[path = "support/package_harness.rs"]
+mod harness;
+
+use git_server::{HttpAuth, HttpServer, Repos};
+use harness::*;
+
+/// Copies the example `name` of `examples/argocd/` to `dir` in the repository's work tree.
+fn copy_example(name: &str, to: &Path) {
+    let from = Path::new(env!("CARGO_MANIFEST_DIR")).join("../../examples/argocd").join(name);
+    std::fs::create_dir_all(to).expect("dir");
+    for entry in std::fs::read_dir(&from).expect("example") {
+        let path = entry.expect("entry").path();
+        std::fs::copy(&path, to.join(path.file_name().expect("name"))).expect("copy");
+    }
+}
+
+/// The uid of each Job, by name.
+async fn job_uids(h: &Harness) -> Vec<(String, String)> {
+    let jobs: Api<Job> = Api::default_namespaced(h.server.client());
+    let mut uids: Vec<(String, String)> = jobs
+        .list(&ListParams::default())
+        .await
+        .expect("jobs")
+        .items
+        .into_iter()
+        .map(|job| (job.metadata.name.unwrap_or_default(), job.metadata.uid.unwrap_or_default()))
+        .collect();
+    uids.sort();
+    uids
+}
+
+/// The messages of the Package `name`'s events with `reason`.
+async fn events(h: &Harness, name: &str, reason: &str) -> Vec<String> {
+    let events: Api<Event> = Api::default_namespaced(h.server.client());
+    let listed = events.list(&ListParams::default()).await.expect("events");
+    listed
+        .items
+        .into_iter()
+        .filter(|e| e.involved_object.name.as_deref() == Some(name) && e.reason.as_deref() == Some(reason))
+        .filter_map(|e| e.message)
+        .collect()
+}
+
+fn hooks_of(package: &bosun::package::PackageResource) -> Vec<HookStatus> {
+    package.status.as_ref().map(|s| s.hooks.clone()).unwrap_or_default()
+}
+
+#[tokio::test]
+async fn argo_cd_examples_from_git_reach_ready_with_their_hooks_in_status_and_events() {
+    let h = start().await;
+    let repos = Repos::new();
+    let repo = repos.create("argocd-apps");
+    copy_example("sync-waves", &repo.path.join("sync-waves"));
+    copy_example("jsonnet-guestbook", &repo.path.join("jsonnet-guestbook"));
+    let commit = repo.commit("Argo CD's examples");
+    let http = HttpServer::start(&repos, HttpAuth::None);
+    let spec = |path: &str| json!({"source": {"git": {"url": http.url(&repo), "ref": {"branch": "main"}}, "path": path}, "interval": "1s"});
+    create(&h, "sync-waves", spec("sync-waves")).await;
+    create(&h, "jsonnet-guestbook", spec("jsonnet-guestbook")).await;
+    let applied = format!("Applied revision: main@sha1:{commit}");
+    let ready = |status: &str, _: &str, message: &str| status == "True" && message == applied;
+
+    // The jsonnet directory: every `*.jsonnet` file rendered, no hooks.
+    let guestbook = wait_ready(&h, "jsonnet-guestbook", ready).await;
+    assert!(hooks_of(&guestbook).is_empty());
+    let deployments: Api<Deployment> = Api::default_namespaced(h.server.client());
+    assert!(deployments.get_opt("jsonnet-guestbook-ui").await.expect("get").is_some());
+
+    // Waves and hooks: each hook's result in the status, and one event naming them.
+    let waves = wait_ready(&h, "sync-waves", ready).await;
+    let hooks: Vec<(String, String)> = hooks_of(&waves).into_iter().map(|hook| (hook.phase, hook.result)).collect();
+    assert_eq!(
+        hooks,
+        [("PreSync", "succeeded"), ("Sync", "succeeded"), ("Sync", "succeeded")]
+            .map(|(phase, result)| (phase.to_string(), result.to_string()))
+    );
+    let named: Vec<String> = hooks_of(&waves).into_iter().map(|hook| hook.object).collect();
+    assert!(named[0].starts_with("Job/default/upgrade-sql-schema"), "{named:?}");
+    assert_eq!(named[1..], ["Job/default/maint-page-up", "Job/default/maint-page-down"]);
+    let told = events(&h, "sync-waves", "Hooks").await;
+    assert!(
+        told.iter().any(|m| m.contains("Job/default/maint-page-down: Sync hook succeeded")),
+        "a Hooks event names each hook: {told:?}"
+    );
+
+    // Resyncs only correct drift: no hook runs again.
+    let first = job_uids(&h).await;
+    assert_eq!(first.len(), 3, "{first:?}");
+    let seen = reconciles(&h);
+    let deadline = Instant::now() + BOUND;
+    while reconciles(&h) < seen + 4 {
+        assert!(Instant::now() < deadline, "no resync");
+        tokio::time::sleep(Duration::from_millis(50)).await;
+    }
+    assert_eq!(job_uids(&h).await, first, "a resync ran hooks");
+
+    // A requested reconcile is a sync: the hooks run again (BeforeHookCreation replaces them).
+    request_reconcile(&h, "sync-waves", "again").await;
+    let deadline = Instant::now() + BOUND;
+    loop {
+        let again = job_uids(&h).await;
+        let rerun =
+            again.len() == 3 && first.iter().all(|(name, uid)| !again.iter().any(|(n, u)| n == name && u == uid));
+        if rerun {
+            break;
+        }
+        assert!(Instant::now() < deadline, "the hooks did not run again: {first:?} then {again:?}");
+        tokio::time::sleep(Duration::from_millis(50)).await;
+    }
+    // The status then tells of the earlier runs deleted before the hooks ran again.
+    let deadline = Instant::now() + BOUND;
+    loop {
+        let hooks = hooks_of(&h.packages.get("sync-waves").await.expect("package"));
+        let count = |result: &str| hooks.iter().filter(|hook| hook.result == result).count();
+        if count("deleted") == 3 && count("succeeded") == 3 {
+            break;
+        }
+        assert!(Instant::now() < deadline, "the second run's hooks are not in the status: {hooks:?}");
+        tokio::time::sleep(Duration::from_millis(50)).await;
+    }
+}
