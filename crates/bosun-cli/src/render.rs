@@ -50,11 +50,14 @@ fn print_plan(package: &Package, rendered: &Rendered) -> Result<(), SourceError>
             (None, true) => "phases and waves",
             (None, false) => "default plan",
         };
-    let style = match rendered.hooks {
-        HookStyle::ArgoCd => "Helm hook annotations read as Argo CD maps them",
-        HookStyle::Helm => "Helm hooks run as Helm runs a release",
+    // How Helm's annotations were read matters only to a plan with hooks.
+    let hooked = plan.groups.iter().any(|g| g.steps.iter().any(|s| s.hook.is_some()));
+    let style = match (hooked, rendered.hooks) {
+        (false, _) => "",
+        (true, HookStyle::ArgoCd) => "; Helm hook annotations read as Argo CD maps them",
+        (true, HookStyle::Helm) => "; Helm hooks run as Helm runs a release",
     };
-    outln!("{}: {} group(s), {source}; {style}", package.name, plan.groups.len());
+    outln!("{}: {} group(s), {source}{style}", package.name, plan.groups.len());
     for (index, group) in plan.groups.iter().enumerate() {
         let mut notes = Vec::new();
         match group.phase {
