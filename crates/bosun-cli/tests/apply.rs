@@ -292,8 +292,14 @@ async fn diff_shows_exactly_the_change_and_what_would_be_pruned() {
     fixture.write("namespace.yaml", NAMESPACE);
     fixture.write("settings.yaml", &configmap("settings", "1"));
     fixture.write("old.yaml", &configmap("old", "1"));
+    let extraneous = configmap("extra", "1").replace(
+        "  namespace: app\n",
+        "  namespace: app\n  annotations: {argocd.argoproj.io/compare-options: IgnoreExtraneous}\n",
+    );
+    fixture.write("extra.yaml", &extraneous);
     let (code, _, stderr) = fixture.apply(&[]).await;
     assert_eq!(code, Some(0), "{stderr}");
+    fixture.remove("extra.yaml");
     let package = fixture.package();
     let none = fixture.bosun(&["diff", package.to_str().expect("utf-8")]).await;
     assert_eq!(none.status.code(), Some(0), "{}", String::from_utf8_lossy(&none.stderr));
@@ -305,6 +311,7 @@ async fn diff_shows_exactly_the_change_and_what_would_be_pruned() {
     assert!(text.contains("~ ConfigMap/app/settings"), "{text}");
     assert!(text.contains("-  value: \"1\"\n+  value: \"2\""), "{text}");
     assert!(text.contains("- ConfigMap/app/old (would be pruned)"), "{text}");
+    assert!(!text.contains("ConfigMap/app/extra"), "IgnoreExtraneous: no difference once no longer rendered: {text}");
     assert!(!text.contains("Namespace/app"), "unchanged objects are not shown: {text}");
     assert!(!text.contains("resourceVersion") && !text.contains("managedFields"), "{text}");
 }
