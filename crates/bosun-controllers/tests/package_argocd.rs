@@ -147,6 +147,37 @@ async fn argo_cd_examples_from_git_reach_ready_with_their_hooks_in_status_and_ev
     }
 }
 
+#[tokio::test]
+async fn argo_cd_examples_with_kustomize_and_helm_hook_annotations_from_git_reach_ready() {
+    bosun_test_tools::require("kubectl");
+    let h = start().await;
+    let repos = Repos::new();
+    let repo = repos.create("argocd-apps");
+    for example in ["pre-post-sync", "kustomize-guestbook", "helm-hooks"] {
+        copy_example(example, &repo.path.join(example));
+    }
+    let commit = repo.commit("Argo CD's examples");
+    let http = HttpServer::start(&repos, HttpAuth::None);
+    for path in ["pre-post-sync", "helm-hooks"] {
+        let source = json!({"git": {"url": http.url(&repo), "ref": {"branch": "main"}}, "path": path});
+        create(&h, path, json!({"source": source, "interval": "1s"})).await;
+    }
+    let applied = format!("Applied revision: main@sha1:{commit}");
+    let ready = |status: &str, _: &str, message: &str| status == "True" && message == applied;
+    let phases = |package: &bosun::package::PackageResource| -> Vec<(String, String, bool)> {
+        hooks_of(package).into_iter().map(|hook| (hook.phase, hook.result, hook.deleted)).collect()
+    };
+    let expected = |list: &[(&str, bool)]| -> Vec<(String, String, bool)> {
+        list.iter().map(|(phase, deleted)| (phase.to_string(), "succeeded".to_string(), *deleted)).collect()
+    };
+    let pre_post = wait_ready(&h, "pre-post-sync", ready).await;
+    assert_eq!(phases(&pre_post), expected(&[("PreSync", true), ("PostSync", true)]), "HookSucceeded hooks go");
+    let helm = wait_ready(&h, "helm-hooks", ready).await;
+    assert_eq!(phases(&helm), expected(&[("PreSync", false), ("PreSync", false), ("PostSync", false)]));
+    let deployments: Api<Deployment> = Api::default_namespaced(h.server.client());
+    assert!(deployments.get_opt("pre-post-sync-kustomize-guestbook-ui").await.expect("get").is_some());
+}
+
 /// What a watch on the namespace's Jobs and ConfigMaps saw, in the server's order:
 /// `added Kind/name`, `completed Job/name`, `deleted Kind/name`.
 #[derive(Clone, Default)]
