@@ -91,6 +91,9 @@ pub struct Args {
     /// `wait.timeout`, else the package's `timeout`, else 2m).
     #[arg(long, value_name = "DURATION")]
     pub timeout: Option<Interval>,
+
+    #[command(flatten)]
+    pub jsonnet_inputs: crate::source::JsonnetInputs,
 }
 
 /// How one package's rollout ended.
@@ -109,13 +112,17 @@ async fn apply_dir(server: &RunningServer, dir: &Path, args: &Args, interrupt: &
 
 async fn apply_dir_once(server: &RunningServer, dir: &Path, args: &Args, interrupt: &Interrupt) -> Rollout {
     let client = server.client();
-    let package = match Package::load(dir) {
+    let mut package = match Package::load(dir) {
         Ok(package) => package,
         Err(error) => {
             eprintln!("error: {error}");
             return Rollout::Failed;
         }
     };
+    if let Err(error) = args.jsonnet_inputs.add_to(&mut package) {
+        eprintln!("error: {error}");
+        return Rollout::Failed;
+    }
     if let Err(error) = crate::source::check_not_suspended(&package) {
         eprintln!("error: {error}");
         return Rollout::Failed;
