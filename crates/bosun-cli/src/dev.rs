@@ -93,6 +93,9 @@ pub struct Args {
     pub timeout: Option<Interval>,
 
     #[command(flatten)]
+    pub jsonnet_inputs: crate::source::JsonnetInputs,
+
+    #[command(flatten)]
     pub helm: crate::helm::HelmFlags,
 }
 
@@ -119,6 +122,10 @@ async fn apply_dir_once(server: &RunningServer, dir: &Path, args: &Args, interru
             return Rollout::Failed;
         }
     };
+    if let Err(error) = args.jsonnet_inputs.add_to(&mut package) {
+        eprintln!("error: {error}");
+        return Rollout::Failed;
+    }
     if let Err(error) = args.helm.apply_to(&mut package, "dev") {
         eprintln!("error: {error}");
         return Rollout::Failed;

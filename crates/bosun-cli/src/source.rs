@@ -55,6 +55,9 @@ pub struct Source {
 
     #[command(flatten)]
     pub helm: HelmFlags,
+
+    #[command(flatten)]
+    pub jsonnet_inputs: JsonnetInputs,
 }
 
 /// The cluster a command renders for, and its namespace for objects without one (`-n`, else
@@ -65,6 +68,74 @@ pub struct Cluster<'a> {
     pub client: &'a kube::Client,
     /// The namespace.
     pub namespace: &'a str,
+}
+
+/// Inputs of jsonnet programs, as the `jsonnet` command (and Argo CD's Application) gives them.
+#[derive(Debug, Clone, Default, clap::Args)]
+pub struct JsonnetInputs {
+    /// A top-level argument of jsonnet programs, as a string: NAME=VALUE (repeatable).
+    #[arg(long = "tla-str", value_name = "NAME=VALUE")]
+    pub tla_str: Vec<String>,
+
+    /// A top-level argument of jsonnet programs, as jsonnet code: NAME=CODE (repeatable).
+    #[arg(long = "tla-code", value_name = "NAME=CODE")]
+    pub tla_code: Vec<String>,
+
+    /// An external variable (`std.extVar`) of jsonnet programs, as a string: NAME=VALUE
+    /// (repeatable).
+    #[arg(long = "ext-str", value_name = "NAME=VALUE")]
+    pub ext_str: Vec<String>,
+
+    /// An external variable of jsonnet programs, as jsonnet code: NAME=CODE (repeatable).
+    #[arg(long = "ext-code", value_name = "NAME=CODE")]
+    pub ext_code: Vec<String>,
+}
+
+impl JsonnetInputs {
+    /// Adds the inputs to a jsonnet package's spec (over the values its `bosun.yaml` gives);
+    /// an error for any other package.
+    pub fn add_to(&self, package: &mut Package) -> Result<(), SourceError> {
+        let given = [
+            ("--tla-str", &self.tla_str),
+            ("--tla-code", &self.tla_code),
+            ("--ext-str", &self.ext_str),
+            ("--ext-code", &self.ext_code),
+        ];
+        let Some((flag, _)) = given.iter().find(|(_, values)| !values.is_empty()) else { return Ok(()) };
+        let RenderSpec::Jsonnet(mut spec) = package.renderer() else {
+            return Err(SourceError::Arguments(format!(
+                "{flag} only applies to jsonnet packages; {} renders otherwise",
+                package.dir.display()
+            )));
+        };
+        let pairs = |flag: &str, values: &[String]| -> Result<Vec<(String, String)>, SourceError> {
+            values
+                .iter()
+                .map(|pair| match pair.split_once('=') {
+                    Some((name, value)) if !name.is_empty() => Ok((name.to_string(), value.to_string())),
+                    _ => Err(SourceError::Arguments(format!("{flag} {pair}: give NAME=VALUE"))),
+                })
+                .collect()
+        };
+        for (name, value) in pairs("--tla-str", &self.tla_str)? {
+            spec.tla_code.remove(&name);
+            spec.tlas.insert(name, serde_json::Value::String(value));
+        }
+        for (name, code) in pairs("--tla-code", &self.tla_code)? {
+            spec.tlas.remove(&name);
+            spec.tla_code.insert(name, code);
+        }
+        for (name, value) in pairs("--ext-str", &self.ext_str)? {
+            spec.ext_code.remove(&name);
+            spec.ext_vars.insert(name, serde_json::Value::String(value));
+        }
+        for (name, code) in pairs("--ext-code", &self.ext_code)? {
+            spec.ext_vars.remove(&name);
+            spec.ext_code.insert(name, code);
+        }
+        package.spec.render = Some(RenderSpec::Jsonnet(spec));
+        Ok(())
+    }
 }
 
 /// Why a package could not be loaded or rendered (all bad input: exit code 2).
@@ -132,6 +203,7 @@ impl Source {
                 _ => return Err(SourceError::Arguments("-J/--jpath only applies to jsonnet packages".into())),
             }
         }
+        self.jsonnet_inputs.add_to(&mut package)?;
         Ok(package)
     }
 
@@ -217,6 +289,13 @@ pub fn print_warnings(package: &Package, rendered: &Rendered) {
     }
     for warning in &rendered.warnings {
         eprintln!("warning: {warning}");
+    }
+    // Hook, wave and per-object annotations that mean nothing (a planning error is reported
+    // where the plan is made).
+    if let Ok(plan) = bosun::plan::plan(rendered) {
+        for warning in &plan.warnings {
+            eprintln!("warning: {warning}");
+        }
     }
 }
 

@@ -203,7 +203,7 @@ pub async fn apply(
     options: &Options,
     progress: &dyn ApplyProgress,
 ) -> Result<Applied, PipelineError> {
-    let plan = plan::plan(&rendered.manifests, rendered.rollout.as_ref())?;
+    let plan = plan::plan(rendered)?;
     let target = target(package, default_namespace);
     let report = apply::apply(client, &target, rendered, &plan, options, progress).await?;
     // A Helm release's revision counts its successful rollouts, on the inventory that is its
@@ -212,6 +212,25 @@ pub async fn apply(
     if helm && report.succeeded() && !options.dry_run && matches!(options.inventory, apply::Inventory::ConfigMap) {
         inventory::record_release_revision(client, &target.name, &target.namespace).await.map_err(ApplyError::from)?;
     }
+    Ok(Applied { report, digest: digest(rendered) })
+}
+
+/// Deletes a package's objects (its inventory, as `options` has it), running the `PreDelete`
+/// and `PostDelete` hooks of `rendered` (its last rendering) around the deletion.
+///
+/// # Errors
+/// As [`apply`].
+pub async fn delete(
+    client: &kube::Client,
+    package: &Package,
+    rendered: &Rendered,
+    default_namespace: &str,
+    options: &Options,
+    progress: &dyn ApplyProgress,
+) -> Result<Applied, PipelineError> {
+    let plan = plan::plan(rendered)?;
+    let target = target(package, default_namespace);
+    let report = apply::delete(client, &target, rendered, &plan, options, progress).await?;
     Ok(Applied { report, digest: digest(rendered) })
 }
 

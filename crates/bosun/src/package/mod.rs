@@ -205,14 +205,15 @@ impl Package {
     /// A package given by Locutus-style flags: one jsonnet program with library directories.
     pub fn from_jsonnet(entrypoint: &Path, jpath: &[PathBuf]) -> Package {
         let dir = entrypoint.parent().filter(|p| !p.as_os_str().is_empty()).unwrap_or(Path::new(".")).to_path_buf();
-        let file =
-            entrypoint.file_name().map(|f| f.to_string_lossy().into_owned()).unwrap_or_else(renderers::main_jsonnet);
+        let file = entrypoint
+            .file_name()
+            .map(|f| f.to_string_lossy().into_owned())
+            .unwrap_or_else(|| renderers::MAIN_JSONNET.to_string());
         let spec = PackageSpec {
             render: Some(RenderSpec::Jsonnet(JsonnetSpec {
-                entrypoint: file,
+                entrypoint: Some(file),
                 jpath: jpath.iter().map(|p| absolute(p).display().to_string()).collect(),
-                ext_vars: BTreeMap::new(),
-                tlas: BTreeMap::new(),
+                ..JsonnetSpec::default()
             })),
             ..PackageSpec::default()
         };
@@ -243,6 +244,12 @@ mod tests {
     fn renderers_are_detected_from_the_contents() {
         let dir = tempfile::tempdir().expect("tempdir");
         assert!(matches!(Package::load(dir.path()).expect("load").renderer(), RenderSpec::Files(_)));
+        write(dir.path(), "guestbook.jsonnet", "[]");
+        write(dir.path(), "params.libsonnet", "{}");
+        assert!(
+            matches!(Package::load(dir.path()).expect("load").renderer(), RenderSpec::Jsonnet(_)),
+            "Argo CD's jsonnet directories"
+        );
         write(dir.path(), "main.jsonnet", "{}");
         assert!(matches!(Package::load(dir.path()).expect("load").renderer(), RenderSpec::Jsonnet(_)));
         write(dir.path(), "kustomization.yaml", "resources: []");
@@ -268,7 +275,9 @@ mod tests {
         assert_eq!(package.spec.target_namespace.as_deref(), Some("monitoring"));
         assert_eq!(package.spec.timeout, Some(Interval(std::time::Duration::from_secs(300))));
         let RenderSpec::Jsonnet(jsonnet) = package.renderer() else { panic!("jsonnet") };
-        assert_eq!(jsonnet.entrypoint, "main.jsonnet");
+        assert_eq!(jsonnet.entrypoint, None, "main.jsonnet when there is one, else every *.jsonnet file");
+        write(dir.path(), "main.jsonnet", "{}");
+        assert_eq!(jsonnet.program(dir.path()).as_deref(), Some("main.jsonnet"));
         assert_eq!(jsonnet.jpath, ["lib"]);
     }
 

@@ -42,12 +42,15 @@ pub(super) fn current_dir() -> String {
 }
 
 /// The jsonnet renderer.
-#[derive(Debug, Clone, Deserialize, Serialize, PartialEq, JsonSchema)]
+#[derive(Debug, Clone, Default, Deserialize, Serialize, PartialEq, JsonSchema)]
 #[serde(rename_all = "camelCase", deny_unknown_fields)]
 pub struct JsonnetSpec {
-    /// The program, relative to the package.
-    #[serde(default = "main_jsonnet")]
-    pub entrypoint: String,
+    /// The program, relative to the package. Omitted: `main.jsonnet` when the package has
+    /// one, else every `*.jsonnet` file of the package directory, each returning an object or
+    /// a list of objects, with the directory's YAML and JSON files (as Argo CD renders a
+    /// directory; `*.libsonnet` files are libraries).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub entrypoint: Option<String>,
     /// Library directories, relative to the package (`vendor` is always searched).
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub jpath: Vec<String>,
@@ -59,10 +62,36 @@ pub struct JsonnetSpec {
     #[serde(default, skip_serializing_if = "BTreeMap::is_empty")]
     #[schemars(schema_with = "super::spec::map_of_any_value")]
     pub tlas: BTreeMap<String, Value>,
+    /// `std.extVar` values given as jsonnet code (`--ext-code`), by name.
+    #[serde(default, skip_serializing_if = "BTreeMap::is_empty")]
+    pub ext_code: BTreeMap<String, String>,
+    /// Top-level arguments given as jsonnet code (`--tla-code`), by name.
+    #[serde(default, skip_serializing_if = "BTreeMap::is_empty")]
+    pub tla_code: BTreeMap<String, String>,
 }
 
-pub(super) fn main_jsonnet() -> String {
-    "main.jsonnet".to_string()
+/// The program a jsonnet package runs when it names none.
+pub const MAIN_JSONNET: &str = "main.jsonnet";
+
+impl JsonnetSpec {
+    /// The program to run in `dir`: the named one, else `main.jsonnet` when there is one;
+    /// `None`: every `*.jsonnet` file of the directory.
+    pub fn program(&self, dir: &Path) -> Option<String> {
+        match &self.entrypoint {
+            Some(entrypoint) => Some(entrypoint.clone()),
+            None => dir.join(MAIN_JSONNET).is_file().then(|| MAIN_JSONNET.to_string()),
+        }
+    }
+}
+
+/// Whether `dir` holds a `*.jsonnet` file (a directory Argo CD renders as jsonnet).
+fn has_jsonnet_files(dir: &Path) -> bool {
+    std::fs::read_dir(dir).is_ok_and(|entries| {
+        entries.flatten().any(|entry| {
+            let path = entry.path();
+            path.is_file() && path.extension().is_some_and(|e| e == "jsonnet")
+        })
+    })
 }
 
 /// The kustomize renderer.
@@ -183,20 +212,15 @@ pub fn is_marked_package(dir: &Path) -> bool {
 }
 
 /// The renderer a directory's contents imply: `Chart.yaml` → helm, `kustomization.yaml` →
-/// kustomize, `main.jsonnet` → jsonnet, else every YAML/JSON file.
+/// kustomize, `main.jsonnet` or any `*.jsonnet` file → jsonnet, else every YAML/JSON file.
 pub fn detect_renderer(dir: &Path) -> RenderSpec {
     let kustomization = ["kustomization.yaml", "kustomization.yml", "Kustomization"];
     if dir.join(HELM_CHART_FILE).is_file() {
         RenderSpec::Helm(Box::new(HelmSpec { chart: current_dir(), ..HelmSpec::default() }))
     } else if kustomization.iter().any(|f| dir.join(f).is_file()) {
         RenderSpec::Kustomize(KustomizeSpec { dir: current_dir() })
-    } else if dir.join("main.jsonnet").is_file() {
-        RenderSpec::Jsonnet(JsonnetSpec {
-            entrypoint: main_jsonnet(),
-            jpath: Vec::new(),
-            ext_vars: BTreeMap::new(),
-            tlas: BTreeMap::new(),
-        })
+    } else if has_jsonnet_files(dir) {
+        RenderSpec::Jsonnet(JsonnetSpec::default())
     } else {
         RenderSpec::Files(FilesSpec { dir: current_dir(), rollout: None })
     }

@@ -162,7 +162,8 @@ fn check_shape(manifest: &Manifest) -> Result<(), RenderError> {
             )));
         }
     }
-    if object::name(object).is_empty() {
+    // A generated name is only for hooks; the plan checks that.
+    if object::name(object).is_empty() && object::generate_name(object).is_empty() {
         return Err(invalid(&format!("{} has no metadata.name", object::kind(object))));
     }
     Ok(())
@@ -173,11 +174,12 @@ fn check_duplicates(manifests: &Manifests) -> Result<(), RenderError> {
     for manifest in &manifests.items {
         let object = &manifest.object;
         let group = object::group_of(object::api_version(object)).to_string();
+        // Objects the server names are told apart by their prefix.
         let identity = (
             group.clone(),
             object::kind(object).to_string(),
             object::namespace(object).to_string(),
-            object::name(object).to_string(),
+            object::describe(object),
         );
         if let Some(first) = seen.insert(identity, &manifest.key) {
             let described = manifest.describe();

@@ -26,12 +26,7 @@ fn files() -> RenderSpec {
 }
 
 fn jsonnet() -> RenderSpec {
-    RenderSpec::Jsonnet(JsonnetSpec {
-        entrypoint: "main.jsonnet".into(),
-        jpath: vec![],
-        ext_vars: BTreeMap::new(),
-        tlas: BTreeMap::new(),
-    })
+    RenderSpec::Jsonnet(JsonnetSpec::default())
 }
 
 fn keys(rendered: &Rendered) -> Vec<&str> {
@@ -149,10 +144,9 @@ fn jsonnet_ext_vars_and_top_level_arguments() {
         "function(replicas) {apiVersion: 'v1', kind: 'ConfigMap', metadata: {name: std.extVar('env')}, data: {replicas: std.toString(replicas), debug: std.toString(std.extVar('debug'))}}",
     );
     let spec = RenderSpec::Jsonnet(JsonnetSpec {
-        entrypoint: "main.jsonnet".into(),
-        jpath: vec![],
         ext_vars: [("env".to_string(), json!("prod")), ("debug".to_string(), json!(true))].into(),
         tlas: [("replicas".to_string(), json!(3))].into(),
+        ..JsonnetSpec::default()
     });
     let rendered = render_dir(&package(dir.path(), spec)).expect("render");
     let object = &rendered.manifests.iter().next().expect("one").object;
