@@ -468,6 +468,61 @@ async fn helm_style_hooks_run_install_hooks_on_install_and_upgrade_hooks_on_upgr
 }
 
 #[tokio::test]
+async fn a_helm_charts_hooks_run_as_helm_runs_a_release() {
+    let server = server().await;
+    let client = server.client();
+    let dir = tempfile::tempdir().expect("dir");
+    let hook = |name: &str, event: &str| {
+        hook_job(
+            &format!("{{{{ .Release.Name }}}}-{name}"),
+            &format!("    helm.sh/hook: {event}\n    helm.sh/hook-delete-policy: hook-succeeded"),
+        )
+    };
+    let web = "apiVersion: apps/v1\nkind: Deployment\nmetadata:\n  name: web\nspec:\n  replicas: 1\n  selector:\n    matchLabels: {app: web}\n  template:\n    metadata:\n      labels: {app: web}\n    spec:\n      containers:\n      - name: web\n        image: {{ .Values.image }}\n";
+    let files = [
+        ("Chart.yaml", "apiVersion: v2\nname: shop\nversion: 0.1.0\n".to_string()),
+        ("values.yaml", "image: example.com/web:1\n".to_string()),
+        ("templates/install.yaml", hook("install", "pre-install")),
+        ("templates/upgrade.yaml", hook("upgrade", "pre-upgrade")),
+        ("templates/tests/test.yaml", hook("test", "test")),
+        ("templates/web.yaml", web.to_string()),
+    ];
+    for (file, text) in &files {
+        let path = dir.path().join(file);
+        std::fs::create_dir_all(path.parent().expect("parent")).expect("mkdir");
+        std::fs::write(path, text).expect("write");
+    }
+    // A directory with Chart.yaml: the Helm renderer, whose output is planned as Helm runs hooks.
+    let package = Package { name: "shop".into(), ..Package::load(dir.path()).expect("package") };
+    let seen = Seen::watch(&client, &kinds()).await;
+    let rendered = render(&client, &package).await;
+    assert_eq!(rendered.hooks, HookStyle::Helm);
+    let install = apply(&client, &package, &rendered).await;
+    assert!(install.report.succeeded(), "{}", install.report.table());
+    let events = seen.until("ready Deployment/web").await;
+    ordered(
+        &events,
+        &[
+            "created Job/shop-install",
+            "completed Job/shop-install",
+            "deleted Job/shop-install",
+            "created Deployment/web",
+        ],
+    );
+    assert!(events.iter().all(|e| !e.ends_with("Job/shop-upgrade") && !e.ends_with("Job/shop-test")), "{events:#?}");
+
+    std::fs::write(dir.path().join("values.yaml"), "image: example.com/web:2\n").expect("write");
+    let before = seen.events().len();
+    let upgrade = apply(&client, &package, &render(&client, &package).await).await;
+    assert!(upgrade.report.succeeded(), "{}", upgrade.report.table());
+    let events = seen.until("deleted Job/shop-upgrade").await[before..].to_vec();
+    ordered(&events, &["created Job/shop-upgrade", "completed Job/shop-upgrade", "deleted Job/shop-upgrade"]);
+    assert!(events.iter().all(|e| !e.ends_with("Job/shop-install")), "{events:#?}");
+    let ran: Vec<String> = hooks(&upgrade).into_iter().map(|(object, ..)| object).collect();
+    assert_eq!(ran, ["Job/default/shop-upgrade"]);
+}
+
+#[tokio::test]
 async fn jsonnet_guestbook_directories_render_every_program_with_their_top_level_arguments() {
     let server = server().await;
     let client = server.client();
