@@ -523,6 +523,35 @@ async fn a_helm_charts_hooks_run_as_helm_runs_a_release() {
 }
 
 #[tokio::test]
+async fn helm_guestbook_with_its_production_values_is_healthy_and_helm_dependency_is_refused_offline() {
+    let server = server().await;
+    let client = server.client();
+    let mut package = Package::load(&example("helm-guestbook")).expect("package");
+    let RenderSpec::Helm(mut spec) = package.renderer() else { panic!("a directory with Chart.yaml is a chart") };
+    spec.values_files.push("values-production.yaml".into());
+    package.spec.render = Some(RenderSpec::Helm(spec));
+    let outcome = apply(&client, &package, &render(&client, &package).await).await;
+    assert!(outcome.report.succeeded(), "{}", outcome.report.table());
+    let deployment = Api::<Deployment>::default_namespaced(client.clone()).get("helm-guestbook").await.expect("get");
+    let spec = deployment.spec.expect("spec");
+    assert_eq!(spec.replicas, Some(3), "values-production.yaml over values.yaml");
+    let image = spec.template.spec.and_then(|s| s.containers[0].image.clone());
+    assert_eq!(image.as_deref(), Some("example.com/guestbook-ui:0.2"));
+
+    let dependency = example("helm-dependency");
+    let error = pipeline::render(&Package::load(&dependency).expect("package"), &RenderOptions::default(), None)
+        .await
+        .expect_err("its dependency is not in charts/");
+    let shown = dependency.display();
+    assert_eq!(
+        error.to_string(),
+        format!(
+            "Helm chart {shown}: the chart's dependency is not in {shown}/charts: wordpress 9.0.3 from https://charts.helm.sh/stable; fetch it with `bosun deps {shown}` (rendering never downloads)"
+        )
+    );
+}
+
+#[tokio::test]
 async fn jsonnet_guestbook_directories_render_every_program_with_their_top_level_arguments() {
     let server = server().await;
     let client = server.client();
