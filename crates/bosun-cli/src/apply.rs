@@ -106,8 +106,13 @@ fn print(report: &Report, output: Output) {
     }
 }
 
-async fn round(args: &Args, connection: &crate::cluster::Connection) -> ExitCode {
-    let (package, rendered) = match args.source.render_with_warnings(Some(&connection.client)).await {
+/// One apply. `applied` is the digest of the set the last round rolled out, if it succeeded:
+/// the same set again (an `--interval` round correcting drift) runs no hooks, as Argo CD runs
+/// hooks only when it syncs something new.
+async fn round(args: &Args, connection: &crate::cluster::Connection, applied: &mut Option<String>) -> ExitCode {
+    let namespace = args.source.default_namespace(&connection.namespace);
+    let cluster = crate::source::Cluster { client: &connection.client, namespace };
+    let (package, rendered) = match args.source.render_with_warnings("apply", Some(&cluster)).await {
         Ok(result) => result,
         Err(message) => return crate::bad_input(message),
     };
@@ -115,12 +120,14 @@ async fn round(args: &Args, connection: &crate::cluster::Connection) -> ExitCode
         return crate::bad_input(message);
     }
     let interrupt = crate::signal::Interrupt::listen();
-    let options = Options { cancel: Some(interrupt.token()), ..options(&package, args) };
+    let digest = pipeline::digest(&rendered);
+    let hooks = applied.as_ref() != Some(&digest);
+    let options = Options { cancel: Some(interrupt.token()), hooks, ..options(&package, args) };
     let progress = progress(&package.name, args.output);
-    let namespace = args.source.default_namespace(&connection.namespace);
     match pipeline::apply(&connection.client, &package, &rendered, namespace, &options, progress.as_ref()).await {
         Ok(outcome) => {
             print(&outcome.report, args.output);
+            *applied = outcome.report.succeeded().then_some(outcome.digest);
             if interrupt.happened() {
                 return interrupted(&outcome.report);
             }
@@ -156,11 +163,12 @@ pub async fn run(args: Args) -> ExitCode {
             return ExitCode::from(2);
         }
     };
+    let mut applied = None;
     let Some(interval) = args.interval else {
-        return round(&args, &connection).await;
+        return round(&args, &connection, &mut applied).await;
     };
     loop {
-        let last = round(&args, &connection).await;
+        let last = round(&args, &connection, &mut applied).await;
         if last == ExitCode::from(crate::signal::INTERRUPTED_EXIT) {
             return last;
         }

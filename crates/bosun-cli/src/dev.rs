@@ -92,6 +92,12 @@ pub struct Args {
     #[arg(long, value_name = "DURATION")]
     pub timeout: Option<Interval>,
 
+    #[command(flatten)]
+    pub jsonnet_inputs: crate::source::JsonnetInputs,
+
+    #[command(flatten)]
+    pub helm: crate::helm::HelmFlags,
+
     /// Serve the web dashboard here (loopback only), or `off`.
     #[arg(long, value_name = "HOST:PORT", default_value = "127.0.0.1:8090")]
     pub ui_addr: String,
@@ -156,8 +162,24 @@ async fn apply_dir(server: &RunningServer, dir: &Path, args: &Args, interrupt: &
 
 async fn apply_dir_once(server: &RunningServer, dir: &Path, args: &Args, interrupt: &Interrupt) -> Rollout {
     let client = server.client();
-    let package = match Package::load(dir) {
+    let mut package = match Package::load(dir) {
         Ok(package) => package,
+        Err(error) => {
+            eprintln!("error: {error}");
+            return Rollout::Failed;
+        }
+    };
+    if let Err(error) = args.jsonnet_inputs.add_to(&mut package) {
+        eprintln!("error: {error}");
+        return Rollout::Failed;
+    }
+    if let Err(error) = args.helm.apply_to(&mut package, "dev") {
+        eprintln!("error: {error}");
+        return Rollout::Failed;
+    }
+    let namespace = args.namespace.as_deref().unwrap_or("default");
+    let helm_release = match pipeline::helm_release(&client, &package, namespace).await {
+        Ok(release) => release,
         Err(error) => {
             eprintln!("error: {error}");
             return Rollout::Failed;
@@ -167,7 +189,8 @@ async fn apply_dir_once(server: &RunningServer, dir: &Path, args: &Args, interru
         eprintln!("error: {error}");
         return Rollout::Failed;
     }
-    let render_options = RenderOptions { default_namespace: args.namespace.clone(), ..RenderOptions::default() };
+    let render_options =
+        RenderOptions { default_namespace: args.namespace.clone(), helm_release, ..RenderOptions::default() };
     let rendered = match pipeline::render(&package, &render_options, Some(&client)).await {
         Ok(rendered) => rendered,
         Err(error) => {
@@ -185,7 +208,6 @@ async fn apply_dir_once(server: &RunningServer, dir: &Path, args: &Args, interru
         ..Options::default()
     };
     let progress = Terminal::new(&package.name);
-    let namespace = args.namespace.as_deref().unwrap_or("default");
     match pipeline::apply(&client, &package, &rendered, namespace, &options, &progress).await {
         Ok(outcome) => {
             out!("{}", outcome.report.table());

@@ -33,11 +33,12 @@ pub async fn run(args: Args) -> ExitCode {
         Ok(connection) => connection,
         Err(message) => return crate::bad_input(message),
     };
-    let (package, rendered) = match args.source.render_with_warnings(Some(&connection.client)).await {
+    let namespace = args.source.default_namespace(&connection.namespace);
+    let cluster = crate::source::Cluster { client: &connection.client, namespace };
+    let (package, rendered) = match args.source.render_with_warnings("diff", Some(&cluster)).await {
         Ok(result) => result,
         Err(message) => return crate::bad_input(message),
     };
-    let namespace = args.source.default_namespace(&connection.namespace);
     let report = match pipeline::diff(&connection.client, &package, &rendered, namespace, args.concurrency).await {
         Ok(report) => report,
         Err(error) => return crate::bad_input(crate::apply::explain(&connection.url, &error)),

@@ -5,9 +5,11 @@ mod apply;
 mod canaries;
 mod cluster;
 mod controller;
+mod deps;
 mod dev;
 mod diff;
 mod gitops;
+mod helm;
 mod install;
 mod observe;
 mod operator;
@@ -31,11 +33,13 @@ const HELP_TEMPLATE: &str = "\
 Try it:
   dev         Try packages locally: an embedded API server, apply, wait, prune, re-apply on change
               (--gitops: the Package controller rolling out a local Git repository)
-  render      Print a package's manifests: files, jsonnet, kustomize or a command (no cluster)
+  render      Print a package's manifests: files, jsonnet, kustomize, a Helm chart or a command
+              (no cluster)
 
 Deliver:
   diff        Show what applying a package would change (server-side dry run)
   apply       Roll a package out: planned groups, server-side apply, health waits, prune
+  deps        Fetch a Helm chart's dependencies into its charts/ (Helm's dependency build)
 
 Deliver continuously (bosun controller):
   controller  Reconcile Package, Operator and Canary resources, Alerts and Receivers: fetch, render,
@@ -63,11 +67,11 @@ Serve:
 Options:
 {options}{after-help}";
 
-/// bosun is declarative Kubernetes automation: it renders manifests (files, jsonnet, kustomize
-/// or any command), rolls them out in declared groups with server-side apply, health checks and
-/// prune, delivers them continuously from Git (the Package controller), runs a script for every
-/// object of a kind, and ships an embedded Kubernetes-compatible API server to try it all
-/// without a cluster. It uses your kubeconfig like kubectl does.
+/// bosun is declarative Kubernetes automation: it renders manifests (files, jsonnet, kustomize,
+/// Helm charts or any command), rolls them out in declared groups with server-side apply,
+/// health checks and prune, delivers them continuously from Git (the Package controller), runs
+/// a script for every object of a kind, and ships an embedded Kubernetes-compatible API server
+/// to try it all without a cluster. It uses your kubeconfig like kubectl does.
 #[derive(Debug, Parser)]
 #[command(
     name = "bosun",
@@ -90,12 +94,15 @@ struct Cli {
 
 #[derive(Debug, Subcommand)]
 enum Command {
-    /// Print a package's manifests: files, jsonnet, kustomize or a command (no cluster needed).
+    /// Print a package's manifests: files, jsonnet, kustomize, a Helm chart or a command (no
+    /// cluster needed).
     Render(render::Args),
     /// Show what applying a package would change (server-side dry run).
     Diff(diff::Args),
     /// Roll a package out: planned groups, server-side apply, health waits, prune.
     Apply(apply::Args),
+    /// Fetch a Helm chart's dependencies into its charts/ directory (Helm's `dependency build`).
+    Deps(deps::Args),
     /// Run a command for every object of a kind and on every change (a script controller).
     Observe(observe::Args),
     /// Try packages locally: an embedded API server, apply with wait and prune, re-apply on change
@@ -203,6 +210,7 @@ fn main() -> ExitCode {
             Command::Render(args) => render::run(args).await,
             Command::Diff(args) => diff::run(args).await,
             Command::Apply(args) => apply::run(args).await,
+            Command::Deps(args) => deps::run(args).await,
             Command::Observe(args) => observe::run(args).await,
             Command::Dev(args) => dev::run(args).await,
             Command::Apiserver(args) => apiserver::run(args).await,

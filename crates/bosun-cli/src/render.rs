@@ -6,7 +6,8 @@ use std::process::ExitCode;
 
 use bosun::package::Package;
 
-use bosun::render::Rendered;
+use bosun::plan::hooks::{Phase, Role, classify};
+use bosun::render::{HookStyle, Rendered};
 use serde_json::json;
 
 use crate::source::{Source, SourceError};
@@ -25,7 +26,7 @@ pub enum Output {
 /// Arguments of `bosun render`.
 #[derive(Debug, clap::Args)]
 #[command(
-    after_help = "Examples:\n  bosun render examples/jsonnet --config prod.yaml\n  bosun render --files manifests --rollout rollout.yaml -o map\n  bosun render --jsonnet main.jsonnet -J vendor --config config.json"
+    after_help = "Examples:\n  bosun render examples/jsonnet --config prod.yaml\n  bosun render --files manifests --rollout rollout.yaml -o map\n  bosun render --jsonnet main.jsonnet -J vendor --config config.json\n  bosun render ./my-chart -f values-prod.yaml --set image.tag=1.2 -n shop"
 )]
 pub struct Args {
     #[command(flatten)]
@@ -35,17 +36,36 @@ pub struct Args {
     #[arg(short, long, value_enum, default_value = "yaml")]
     pub output: Output,
 
-    /// Print the plan (groups and steps, declared or default) instead of the manifests.
+    /// Print the plan (phases, waves, hooks, groups and steps, declared or default) instead of
+    /// the manifests.
     #[arg(long)]
     pub show_plan: bool,
 }
 
 fn print_plan(package: &Package, rendered: &Rendered) -> Result<(), SourceError> {
-    let plan = bosun::plan::plan(&rendered.manifests, rendered.rollout.as_ref())?;
-    let source = if rendered.rollout.is_some() { "declared rollout" } else { "default plan" };
-    outln!("{}: {} group(s), {source}", package.name, plan.groups.len());
+    let plan = bosun::plan::plan(rendered)?;
+    let source =
+        match (&rendered.rollout, plan.groups.iter().any(|g| g.phase != Phase::Sync || g.name.contains("wave"))) {
+            (Some(_), _) => "declared rollout",
+            (None, true) => "phases and waves",
+            (None, false) => "default plan",
+        };
+    // How Helm's annotations were read matters only to a plan with hooks.
+    let hooked = plan.groups.iter().any(|g| g.steps.iter().any(|s| s.hook.is_some()));
+    let style = match (hooked, rendered.hooks) {
+        (false, _) => "",
+        (true, HookStyle::ArgoCd) => "; Helm hook annotations read as Argo CD maps them",
+        (true, HookStyle::Helm) => "; Helm hooks run as Helm runs a release",
+    };
+    outln!("{}: {} group(s), {source}{style}", package.name, plan.groups.len());
     for (index, group) in plan.groups.iter().enumerate() {
         let mut notes = Vec::new();
+        match group.phase {
+            Phase::SyncFail => notes.push("only when the rollout fails".to_string()),
+            Phase::PreDelete => notes.push("only when the package is deleted, before its objects".to_string()),
+            Phase::PostDelete => notes.push("only when the package is deleted, after its objects".to_string()),
+            _ => {}
+        }
         if group.parallel {
             notes.push("steps in parallel".to_string());
         }
@@ -60,11 +80,28 @@ fn print_plan(package: &Package, rendered: &Rendered) -> Result<(), SourceError>
         for step in &group.steps {
             let checks: usize = step.checks.iter().map(|c| c.field_comparisons.len()).sum();
             let checks = if checks > 0 { format!(" [{checks} success check(s)]") } else { String::new() };
-            outln!("   {:?}{checks}", step.action);
-            for key in &step.keys {
-                let object = rendered.manifests.get(key).map(|m| m.describe()).unwrap_or_default();
-                outln!("     {object}  ({key})");
+            match step.hook {
+                Some(on) if on.names().is_empty() => outln!("   Hooks (created, waited on until complete)"),
+                Some(on) => outln!("   Hooks (created, waited on until complete; on {} only)", on.names().join(", ")),
+                None => outln!("   {:?}{checks}", step.action),
             }
+            for key in &step.keys {
+                let Some(manifest) = rendered.manifests.get(key) else { continue };
+                let mut rules = bosun::policy::reasons(&manifest.object);
+                if step.hook.is_some()
+                    && let Role::Hook(hook) = classify(&manifest.object, rendered.hooks).role
+                {
+                    rules.insert(0, format!("delete: {}", hook.delete.names().join(", ")));
+                }
+                let rules = if rules.is_empty() { String::new() } else { format!("  [{}]", rules.join("; ")) };
+                outln!("     {}  ({key}){rules}", manifest.describe());
+            }
+        }
+    }
+    if !plan.left.is_empty() {
+        outln!("not applied:");
+        for (object, why) in &plan.left {
+            outln!("   {object}: {why}");
         }
     }
     Ok(())
@@ -72,7 +109,7 @@ fn print_plan(package: &Package, rendered: &Rendered) -> Result<(), SourceError>
 
 /// Runs `bosun render`.
 pub async fn run(args: Args) -> ExitCode {
-    let (package, rendered) = match args.source.render_with_warnings(None).await {
+    let (package, rendered) = match args.source.render_with_warnings("render", None).await {
         Ok(result) => result,
         Err(message) => return crate::bad_input(message),
     };

@@ -12,11 +12,14 @@ use bosun::pipeline::{self, PipelineError, RenderOptions};
 
 use bosun::render::Rendered;
 
+use crate::helm::HelmFlags;
+
 /// Where the manifests come from: a package directory, or Locutus-style flags.
 #[derive(Debug, Clone, clap::Args)]
 pub struct Source {
-    /// Package directory (with a bosun.yaml, a kustomization.yaml, a main.jsonnet, or manifest
-    /// files). Without it, the current directory when it has one of the first three.
+    /// Package directory (with a bosun.yaml, a Helm chart's Chart.yaml, a kustomization.yaml, a
+    /// main.jsonnet, or manifest files), or one manifest file. Without it, the current
+    /// directory when it has one of the first four.
     #[arg(value_name = "DIR", conflicts_with_all = ["files", "jsonnet"])]
     pub dir: Option<PathBuf>,
 
@@ -49,6 +52,90 @@ pub struct Source {
     /// repeatable). Without it, an encrypted manifest is an error.
     #[arg(long = "decrypt-key", value_name = "FILE", env = "SOPS_AGE_KEY_FILE")]
     pub decrypt_keys: Vec<PathBuf>,
+
+    #[command(flatten)]
+    pub helm: HelmFlags,
+
+    #[command(flatten)]
+    pub jsonnet_inputs: JsonnetInputs,
+}
+
+/// The cluster a command renders for, and its namespace for objects without one (`-n`, else
+/// the kubeconfig's).
+#[derive(Clone, Copy)]
+pub struct Cluster<'a> {
+    /// The client.
+    pub client: &'a kube::Client,
+    /// The namespace.
+    pub namespace: &'a str,
+}
+
+/// Inputs of jsonnet programs, as the `jsonnet` command (and Argo CD's Application) gives them.
+#[derive(Debug, Clone, Default, clap::Args)]
+pub struct JsonnetInputs {
+    /// A top-level argument of jsonnet programs, as a string: NAME=VALUE (repeatable).
+    #[arg(long = "tla-str", value_name = "NAME=VALUE")]
+    pub tla_str: Vec<String>,
+
+    /// A top-level argument of jsonnet programs, as jsonnet code: NAME=CODE (repeatable).
+    #[arg(long = "tla-code", value_name = "NAME=CODE")]
+    pub tla_code: Vec<String>,
+
+    /// An external variable (`std.extVar`) of jsonnet programs, as a string: NAME=VALUE
+    /// (repeatable).
+    #[arg(long = "ext-str", value_name = "NAME=VALUE")]
+    pub ext_str: Vec<String>,
+
+    /// An external variable of jsonnet programs, as jsonnet code: NAME=CODE (repeatable).
+    #[arg(long = "ext-code", value_name = "NAME=CODE")]
+    pub ext_code: Vec<String>,
+}
+
+impl JsonnetInputs {
+    /// Adds the inputs to a jsonnet package's spec (over the values its `bosun.yaml` gives);
+    /// an error for any other package.
+    pub fn add_to(&self, package: &mut Package) -> Result<(), SourceError> {
+        let given = [
+            ("--tla-str", &self.tla_str),
+            ("--tla-code", &self.tla_code),
+            ("--ext-str", &self.ext_str),
+            ("--ext-code", &self.ext_code),
+        ];
+        let Some((flag, _)) = given.iter().find(|(_, values)| !values.is_empty()) else { return Ok(()) };
+        let RenderSpec::Jsonnet(mut spec) = package.renderer() else {
+            return Err(SourceError::Arguments(format!(
+                "{flag} only applies to jsonnet packages; {} renders otherwise",
+                package.dir.display()
+            )));
+        };
+        let pairs = |flag: &str, values: &[String]| -> Result<Vec<(String, String)>, SourceError> {
+            values
+                .iter()
+                .map(|pair| match pair.split_once('=') {
+                    Some((name, value)) if !name.is_empty() => Ok((name.to_string(), value.to_string())),
+                    _ => Err(SourceError::Arguments(format!("{flag} {pair}: give NAME=VALUE"))),
+                })
+                .collect()
+        };
+        for (name, value) in pairs("--tla-str", &self.tla_str)? {
+            spec.tla_code.remove(&name);
+            spec.tlas.insert(name, serde_json::Value::String(value));
+        }
+        for (name, code) in pairs("--tla-code", &self.tla_code)? {
+            spec.tlas.remove(&name);
+            spec.tla_code.insert(name, code);
+        }
+        for (name, value) in pairs("--ext-str", &self.ext_str)? {
+            spec.ext_code.remove(&name);
+            spec.ext_vars.insert(name, serde_json::Value::String(value));
+        }
+        for (name, code) in pairs("--ext-code", &self.ext_code)? {
+            spec.ext_vars.remove(&name);
+            spec.ext_code.insert(name, code);
+        }
+        package.spec.render = Some(RenderSpec::Jsonnet(spec));
+        Ok(())
+    }
 }
 
 /// Why a package could not be loaded or rendered (all bad input: exit code 2).
@@ -78,8 +165,8 @@ pub enum SourceError {
 }
 
 impl Source {
-    /// The package these arguments describe.
-    pub fn package(&self) -> Result<Package, SourceError> {
+    /// The package these arguments describe; `command` names the command in messages.
+    pub fn package(&self, command: &str) -> Result<Package, SourceError> {
         let mut package = if let Some(dir) = &self.files {
             Package::from_files(dir, self.rollout.as_deref())
         } else if let Some(file) = &self.jsonnet {
@@ -94,14 +181,18 @@ impl Source {
                 // happens to be there (a repository with test fixtures) is never what was meant.
                 None if is_marked_package(Path::new(".")) => PathBuf::from("."),
                 None => {
+                    if let Some(message) = self.helm.without_package(command) {
+                        return Err(SourceError::Arguments(message));
+                    }
                     return Err(SourceError::Arguments(format!(
                         "no package given: pass DIR, --files DIR or --jsonnet FILE (the current directory has none of {})",
                         PACKAGE_MARKERS.join(", ")
                     )));
                 }
             };
-            Package::load(&dir)?
+            if dir.is_file() { Package::from_file(&dir) } else { Package::load(&dir)? }
         };
+        self.helm.apply_to(&mut package, command).map_err(SourceError::Arguments)?;
         if self.jsonnet.is_none() && !self.jpath.is_empty() {
             match &mut package.spec.render {
                 Some(RenderSpec::Jsonnet(spec)) => spec.jpath.extend(
@@ -112,6 +203,7 @@ impl Source {
                 _ => return Err(SourceError::Arguments("-J/--jpath only applies to jsonnet packages".into())),
             }
         }
+        self.jsonnet_inputs.add_to(&mut package)?;
         Ok(package)
     }
 
@@ -140,24 +232,36 @@ impl Source {
     /// [`Source::render`], printing the rendering's warnings to stderr.
     pub async fn render_with_warnings(
         &self,
-        cluster: Option<&kube::Client>,
+        command: &str,
+        cluster: Option<&Cluster<'_>>,
     ) -> Result<(Package, Rendered), SourceError> {
-        let rendered = self.render(cluster).await?;
+        let rendered = self.render(command, cluster).await?;
         print_warnings(&rendered.0, &rendered.1);
         Ok(rendered)
     }
 
-    /// Loads the package and renders it ([`pipeline::render`]). With a target namespace or `-n`,
-    /// kinds unknown to bosun are looked up in `cluster` (the command's; `bosun render` has none
+    /// Loads the package and renders it ([`pipeline::render`]), for `cluster` when given (a
+    /// Helm chart then renders as its release there). With a target namespace or `-n`, kinds
+    /// unknown to bosun are looked up in the cluster (the command's; `bosun render` has none
     /// and tries the kubeconfig's) when it is reachable.
-    pub async fn render(&self, cluster: Option<&kube::Client>) -> Result<(Package, Rendered), SourceError> {
-        let package = self.package()?;
+    pub async fn render(
+        &self,
+        command: &str,
+        cluster: Option<&Cluster<'_>>,
+    ) -> Result<(Package, Rendered), SourceError> {
+        let package = self.package(command)?;
+        let helm_release = match cluster {
+            Some(cluster) => pipeline::helm_release(cluster.client, &package, cluster.namespace).await?,
+            None => None,
+        };
         let options = RenderOptions {
             config_files: self.config.clone(),
             default_namespace: self.namespace.clone(),
             decryption: self.keys()?,
+            helm_release,
             ..RenderOptions::default()
         };
+        let cluster = cluster.map(|c| c.client);
         let inferred = match cluster {
             None if package.spec.target_namespace.is_some() || self.namespace.is_some() => inferred_client().await,
             _ => None,
@@ -185,6 +289,13 @@ pub fn print_warnings(package: &Package, rendered: &Rendered) {
     }
     for warning in &rendered.warnings {
         eprintln!("warning: {warning}");
+    }
+    // Hook, wave and per-object annotations that mean nothing (a planning error is reported
+    // where the plan is made).
+    if let Ok(plan) = bosun::plan::plan(rendered) {
+        for warning in &plan.warnings {
+            eprintln!("warning: {warning}");
+        }
     }
 }
 

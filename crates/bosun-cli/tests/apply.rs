@@ -292,8 +292,14 @@ async fn diff_shows_exactly_the_change_and_what_would_be_pruned() {
     fixture.write("namespace.yaml", NAMESPACE);
     fixture.write("settings.yaml", &configmap("settings", "1"));
     fixture.write("old.yaml", &configmap("old", "1"));
+    let extraneous = configmap("extra", "1").replace(
+        "  namespace: app\n",
+        "  namespace: app\n  annotations: {argocd.argoproj.io/compare-options: IgnoreExtraneous}\n",
+    );
+    fixture.write("extra.yaml", &extraneous);
     let (code, _, stderr) = fixture.apply(&[]).await;
     assert_eq!(code, Some(0), "{stderr}");
+    fixture.remove("extra.yaml");
     let package = fixture.package();
     let none = fixture.bosun(&["diff", package.to_str().expect("utf-8")]).await;
     assert_eq!(none.status.code(), Some(0), "{}", String::from_utf8_lossy(&none.stderr));
@@ -305,6 +311,7 @@ async fn diff_shows_exactly_the_change_and_what_would_be_pruned() {
     assert!(text.contains("~ ConfigMap/app/settings"), "{text}");
     assert!(text.contains("-  value: \"1\"\n+  value: \"2\""), "{text}");
     assert!(text.contains("- ConfigMap/app/old (would be pruned)"), "{text}");
+    assert!(!text.contains("ConfigMap/app/extra"), "IgnoreExtraneous: no difference once no longer rendered: {text}");
     assert!(!text.contains("Namespace/app"), "unchanged objects are not shown: {text}");
     assert!(!text.contains("resourceVersion") && !text.contains("managedFields"), "{text}");
 }
@@ -352,18 +359,25 @@ async fn no_cluster_is_exit_code_2_with_a_hint() {
     assert_eq!(stderr, "error: kubeconfig /nonexistent/kubeconfig: no such file or directory\n");
 }
 
-#[tokio::test]
-async fn dev_once_rolls_out_the_quickstart() {
+/// `bosun dev PACKAGE --once ARGS` in a new scratch directory, which must succeed; its stdout.
+async fn dev_once(package: &Path, args: &[&str]) -> (tempfile::TempDir, String) {
     let dir = tempfile::tempdir().expect("tempdir");
-    let quickstart = Path::new(env!("CARGO_MANIFEST_DIR")).join("../../examples/quickstart");
     let output = tokio::process::Command::new(env!("CARGO_BIN_EXE_bosun"))
-        .args(["dev", quickstart.to_str().expect("utf-8"), "--once", "--port", "0", "--workload-delay", "100ms"])
+        .args(["dev", package.to_str().expect("utf-8"), "--once", "--port", "0", "--workload-delay", "100ms"])
+        .args(args)
         .current_dir(dir.path())
         .output()
         .await
         .expect("bosun dev runs");
-    let stdout = String::from_utf8_lossy(&output.stdout);
+    let stdout = String::from_utf8_lossy(&output.stdout).into_owned();
     assert_eq!(output.status.code(), Some(0), "{stdout}\n{}", String::from_utf8_lossy(&output.stderr));
+    (dir, stdout)
+}
+
+#[tokio::test]
+async fn dev_once_rolls_out_the_quickstart() {
+    let quickstart = Path::new(env!("CARGO_MANIFEST_DIR")).join("../../examples/quickstart");
+    let (dir, stdout) = dev_once(&quickstart, &[]).await;
     assert!(stdout.contains("quickstart: 4 created"), "{stdout}");
     assert!(stdout.contains("Deployment/quickstart/web") && stdout.contains("2/2 replicas available"), "{stdout}");
     assert!(stdout.contains("export KUBECONFIG=.bosun/kubeconfig"), "{stdout}");
@@ -396,11 +410,21 @@ async fn immutable_field_changes_need_force_and_then_recreate() {
     assert_eq!(code, Some(0), "{stderr}\n{report:#}");
     assert_eq!(report["changes"][0]["message"], "recreated");
     let after = deployments.get("web").await.expect("get");
-    assert_ne!(after.uid(), before, "a new object");
+    let recreated = after.uid();
+    assert_ne!(recreated, before, "a new object");
     assert_eq!(
         after.spec.and_then(|s| s.selector.match_labels).and_then(|l| l.get("app").cloned()).as_deref(),
         Some("b")
     );
+
+    // Flux's per-object annotation is `--force` for its object alone.
+    let forced = deployment_with_selector("c")
+        .replace("  name: web\n", "  name: web\n  annotations: {kustomize.toolkit.fluxcd.io/force: enabled}\n");
+    fixture.write("web.yaml", &forced);
+    let (code, report, stderr) = fixture.apply(&[]).await;
+    assert_eq!(code, Some(0), "{stderr}\n{report:#}");
+    assert_eq!(report["changes"][0]["message"], "recreated");
+    assert_ne!(deployments.get("web").await.expect("get").uid(), recreated, "a new object again");
 }
 
 #[tokio::test]
@@ -529,4 +553,44 @@ async fn diff_before_the_first_apply_shows_objects_in_the_package_namespace_as_n
     assert!(text.contains("+ ConfigMap/app/settings (new)") && text.contains("+  value: \"1\""), "{text}");
     assert!(!text.contains("dry-run failed"), "{text}");
     assert_eq!(fixture.server.revision(), revision, "diff writes nothing");
+}
+
+fn argocd_example(name: &str) -> String {
+    let path = Path::new(env!("CARGO_MANIFEST_DIR")).join("../../examples/argocd").join(name);
+    path.to_str().expect("utf-8").to_string()
+}
+
+/// The hooks of an `-o json` report: object, phase and result.
+fn hooks(report: &Value) -> Vec<(String, String, String)> {
+    let hooked = report["changes"].as_array().into_iter().flatten().filter(|c| c["hook"].is_object());
+    let text = |v: &Value| v.as_str().unwrap_or_default().to_string();
+    hooked.map(|c| (text(&c["object"]), text(&c["hook"]["phase"]), text(&c["hook"]["result"]))).collect()
+}
+
+#[tokio::test]
+async fn apply_runs_the_hooks_and_waves_of_argo_cds_sync_waves_and_diff_leaves_the_hooks_out() {
+    let fixture = Fixture::new().await;
+    let example = argocd_example("sync-waves");
+    let output = fixture.bosun(&["apply", &example, "-o", "json"]).await;
+    let report: Value = serde_json::from_slice(&output.stdout).unwrap_or(Value::Null);
+    assert_eq!(output.status.code(), Some(0), "{}\n{report:#}", String::from_utf8_lossy(&output.stderr));
+    let ran = hooks(&report);
+    let phases: Vec<(&str, &str)> = ran.iter().map(|(_, phase, result)| (phase.as_str(), result.as_str())).collect();
+    assert_eq!(phases, [("PreSync", "succeeded"), ("Sync", "succeeded"), ("Sync", "succeeded")], "{ran:?}");
+    assert!(ran[0].0.starts_with("Job/default/upgrade-sql-schema"), "a generated name: {ran:?}");
+    let inventory = fixture.configmaps("default").get("bosun-inventory-sync-waves").await.expect("inventory");
+    let listed = format!("{:?}", inventory.data);
+    assert!(listed.contains("ReplicaSet") && !listed.contains("Job"), "hooks are kept out of the inventory: {listed}");
+
+    let diff = fixture.bosun(&["diff", &example]).await;
+    let text = String::from_utf8_lossy(&diff.stdout);
+    assert_eq!(diff.status.code(), Some(0), "hooks are no difference: {text}");
+    assert!(!text.contains("Job/"), "{text}");
+}
+
+#[tokio::test]
+async fn dev_once_delivers_a_jsonnet_directory_with_top_level_arguments_from_flags() {
+    let example = Path::new(&argocd_example("jsonnet-guestbook-tla")).to_path_buf();
+    let (_dir, stdout) = dev_once(&example, &["--tla-str", "name=from-flags", "--tla-code", "replicas=1 + 1"]).await;
+    assert!(stdout.contains("Deployment/default/from-flags") && stdout.contains("2/2 replicas available"), "{stdout}");
 }

@@ -121,7 +121,7 @@ fn without_a_directory_only_a_marked_current_directory_is_a_package() {
     assert_eq!(
         stderr(&output).lines().next(),
         Some(
-            "error: no package given: pass DIR, --files DIR or --jsonnet FILE (the current directory has none of bosun.yaml, kustomization.yaml, kustomization.yml, Kustomization, main.jsonnet)"
+            "error: no package given: pass DIR, --files DIR or --jsonnet FILE (the current directory has none of bosun.yaml, Chart.yaml, kustomization.yaml, kustomization.yml, Kustomization, main.jsonnet)"
         )
     );
     assert!(output.stdout.is_empty(), "nothing rendered");

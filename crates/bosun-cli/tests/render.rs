@@ -116,6 +116,44 @@ fn show_plan_prints_the_rollout() {
 }
 
 #[test]
+fn show_plan_prints_argo_cd_phases_waves_and_hooks() {
+    golden("argocd-sync-waves.plan", &["render", "examples/argocd/sync-waves", "--show-plan"]);
+    golden("argocd-helm-hooks.plan", &["render", "examples/argocd/helm-hooks", "--show-plan"]);
+}
+
+/// The objects `bosun render ARGS -o json` prints from the repository root.
+fn rendered(args: &[&str]) -> Vec<serde_json::Value> {
+    let output = bosun(&[&["render"], args, &["-o", "json"]].concat(), &repo());
+    assert!(output.status.success(), "{}", stderr(&output));
+    let list: serde_json::Value = serde_json::from_slice(&output.stdout).expect("json");
+    list["items"].as_array().expect("items").clone()
+}
+
+#[test]
+fn jsonnet_directories_take_top_level_arguments_and_external_variables_from_flags() {
+    let tla = "examples/argocd/jsonnet-guestbook-tla";
+    let defaults = rendered(&[tla]);
+    let names: Vec<&str> = defaults.iter().filter_map(|o| o["metadata"]["name"].as_str()).collect();
+    assert_eq!(names, ["jsonnet-guestbook-ui", "jsonnet-guestbook-ui"]);
+    let given = rendered(&[tla, "--tla-str", "name=demo", "--tla-code", "replicas=1 + 2"]);
+    let deployment = given.iter().find(|o| o["kind"] == "Deployment").expect("deployment");
+    assert_eq!(deployment["metadata"]["name"], "demo");
+    assert_eq!(deployment["spec"]["replicas"], 3, "--tla-code is jsonnet code");
+
+    let dir = tempfile::tempdir().expect("tempdir");
+    write(
+        dir.path(),
+        "settings.jsonnet",
+        "{apiVersion: 'v1', kind: 'ConfigMap', metadata: {name: std.extVar('name')}, data: {n: std.toString(std.extVar('n') * 2)}}\n",
+    );
+    let path = dir.path().to_str().expect("utf-8");
+    let objects = rendered(&[path, "--ext-str", "name=settings", "--ext-code", "n=21"]);
+    assert_eq!(objects.len(), 1, "{objects:?}");
+    assert_eq!(objects[0]["metadata"]["name"], "settings");
+    assert_eq!(objects[0]["data"]["n"], "42");
+}
+
+#[test]
 fn a_config_flag_overrides_the_package_configuration() {
     let dir = tempfile::tempdir().expect("tempdir");
     let extra = dir.path().join("prod.yaml");

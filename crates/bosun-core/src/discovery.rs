@@ -82,6 +82,22 @@ impl Resolver {
         kinds
     }
 
+    /// Every group/version the cluster served when discovery was last read, and every
+    /// group/version/Kind (Helm's `.Capabilities.APIVersions`).
+    pub async fn api_versions(&self) -> Vec<String> {
+        let discovery = self.inner.discovery.read().await;
+        let mut versions = Vec::new();
+        for group in discovery.groups() {
+            for version in group.versions() {
+                let resources = group.versioned_resources(version);
+                let Some((first, _)) = resources.first() else { continue };
+                versions.push(first.api_version.clone());
+                versions.extend(resources.iter().map(|(r, _)| format!("{}/{}", r.api_version, r.kind)));
+            }
+        }
+        versions
+    }
+
     /// The resource of an `apiVersion` and `kind`, if served.
     pub async fn kind(&self, api_version: &str, kind: &str) -> Option<Kind> {
         let key = (api_version.to_string(), kind.to_string());

@@ -38,6 +38,12 @@ pub fn name(object: &Value) -> &str {
     text(object, "/metadata/name")
 }
 
+/// `metadata.generateName` (the prefix of the name the server makes up for an object created
+/// without one).
+pub fn generate_name(object: &Value) -> &str {
+    text(object, "/metadata/generateName")
+}
+
 /// `metadata.namespace` (`""` for cluster-scoped objects and objects that name none).
 pub fn namespace(object: &Value) -> &str {
     text(object, "/metadata/namespace")
@@ -51,6 +57,11 @@ pub fn resource_version(object: &Value) -> &str {
 /// One label's value.
 pub fn label<'a>(object: &'a Value, key: &str) -> Option<&'a str> {
     object.pointer("/metadata/labels")?.get(key)?.as_str()
+}
+
+/// One annotation's value.
+pub fn annotation<'a>(object: &'a Value, key: &str) -> Option<&'a str> {
+    object.pointer("/metadata/annotations")?.get(key)?.as_str()
 }
 
 /// Sets one label, creating `metadata.labels` when needed.
@@ -80,9 +91,14 @@ pub fn describe(object: &Value) -> String {
         "" => "object",
         kind => kind,
     };
+    // An object the server is to name is shown by its prefix: `Job/db-migrate-*`.
+    let name = match (name(object), generate_name(object)) {
+        ("", prefix) if !prefix.is_empty() => format!("{prefix}*"),
+        (name, _) => name.to_string(),
+    };
     match namespace(object) {
-        "" => format!("{kind}/{}", name(object)),
-        namespace => format!("{kind}/{namespace}/{}", name(object)),
+        "" => format!("{kind}/{name}"),
+        namespace => format!("{kind}/{namespace}/{name}"),
     }
 }
 
@@ -108,6 +124,7 @@ mod tests {
             (json!({"kind": "Namespace", "metadata": {"name": "n"}}), "Namespace/n"),
             (json!({"metadata": {"name": "x"}}), "object/x"),
             (json!({"kind": "Secret", "metadata": {"name": "s", "namespace": ""}}), "Secret/s"),
+            (json!({"kind": "Job", "metadata": {"generateName": "migrate-", "namespace": "n"}}), "Job/n/migrate-*"),
         ];
         for (object, expected) in cases {
             assert_eq!(describe(&object), expected, "{object}");

@@ -15,14 +15,7 @@ use bosun_helm::yaml::to_yaml;
 use std::collections::BTreeMap;
 use std::path::PathBuf;
 
-fn testdata() -> PathBuf {
-    let crate_dir = PathBuf::from(env!("CARGO_MANIFEST_DIR"));
-    crate_dir
-        .ancestors()
-        .map(|dir| dir.join("shared/reference/corpora/helm/pkg/cmd/testdata"))
-        .find(|dir| dir.is_dir())
-        .unwrap_or_else(|| panic!("no shared/reference/corpora/helm above {}", crate_dir.display()))
-}
+use bosun_test_tools::helm_testdata as testdata;
 
 fn chart(name: &str) -> Chart {
     load(&testdata().join("testcharts").join(name)).unwrap_or_else(|e| panic!("{name}: {e}"))

@@ -10,7 +10,7 @@
 //! does better or worse than it says, so `docs/helm.md`, which copies the figures, stays true.
 
 use std::collections::BTreeMap;
-use std::path::{Path, PathBuf};
+use std::path::Path;
 
 use bosun_helm::engine::{self, EngineError, EngineOptions, TemplateError};
 use bosun_helm::load::{LoadError, load};
@@ -20,14 +20,7 @@ use bosun_helm::render::prepare;
 use bosun_helm::values::ValueSources;
 use bosun_helm::yaml;
 
-fn testdata() -> PathBuf {
-    let crate_dir = PathBuf::from(env!("CARGO_MANIFEST_DIR"));
-    crate_dir
-        .ancestors()
-        .map(|dir| dir.join("shared/reference/corpora/helm/pkg/cmd/testdata"))
-        .find(|dir| dir.is_dir())
-        .unwrap_or_else(|| panic!("no shared/reference/corpora/helm above {}", crate_dir.display()))
-}
+use bosun_test_tools::helm_testdata as testdata;
 
 /// What a case gives under bosun.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]

@@ -15,6 +15,22 @@ pub mod git_server;
 
 use std::path::PathBuf;
 
+/// Helm's `pkg/cmd/testdata` (its test charts and `helm template` golden files, Apache-2.0)
+/// in the shared reference corpus: the nearest `shared/reference/corpora/helm` above this
+/// crate, so that a worktree nested one level deeper finds it too. Tests read it; it is never
+/// copied into the project.
+///
+/// # Panics
+/// When there is no such directory (the message says where it was looked for).
+pub fn helm_testdata() -> PathBuf {
+    let crate_dir = PathBuf::from(env!("CARGO_MANIFEST_DIR"));
+    crate_dir
+        .ancestors()
+        .map(|dir| dir.join("shared/reference/corpora/helm/pkg/cmd/testdata"))
+        .find(|dir| dir.is_dir())
+        .unwrap_or_else(|| panic!("no shared/reference/corpora/helm above {}", crate_dir.display()))
+}
+
 /// A program the tests run.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct Tool {

@@ -15,7 +15,8 @@
 //! - [`config`]: the renderer's input, assembled from values and files.
 //! - [`render`]: manifests from files, jsonnet, kustomize or a command, post-processed and checked.
 //! - [`decrypt`]: SOPS-encrypted manifests decrypted with age keys (inside rendering, first).
-//! - [`plan`]: the groups and steps objects roll out in.
+//! - [`plan`]: the groups and steps objects roll out in: phases, waves and hooks.
+//! - [`policy`]: per-object rules (Flux's, Argo CD's and bosun's annotations) for apply and prune.
 //! - [`apply`]: the rollout — dry run, server-side apply, health waits, prune.
 //! - [`diff`]: unified diffs of what applying would change.
 //! - [`health`]: whether live objects are ready, in progress or failed.
@@ -36,6 +37,7 @@ pub mod observe;
 pub mod package;
 pub mod pipeline;
 pub mod plan;
+pub mod policy;
 pub mod render;
 pub mod report;
 pub mod source;

@@ -25,7 +25,9 @@ use crate::apply::{self, ApplyError, DiffReport, Options, Target};
 
 use crate::config::{self, ConfigError};
 
-use crate::package::{Package, PackageError};
+use crate::inventory;
+
+use crate::package::{Package, PackageError, RenderSpec};
 
 use crate::plan::{self, PlanError};
 
@@ -57,6 +59,10 @@ pub struct RenderOptions {
     /// The configuration itself, instead of the package's configuration files (an
     /// operator's: the watched object).
     pub config: Option<Value>,
+    /// Render a Helm chart as this release of the cluster given to [`render`] (`helm install`
+    /// or `upgrade`: its values from `valuesFrom`, the cluster's capabilities, `lookup`)
+    /// instead of as `helm template`. Ignored by the other renderers.
+    pub helm_release: Option<render::HelmRelease>,
 }
 
 /// Why the pipeline stopped before or while applying.
@@ -124,12 +130,23 @@ pub async fn render(
             scopes = found;
         }
     }
+    let helm = match (package.renderer(), &options.helm_release, cluster) {
+        (RenderSpec::Helm(spec), Some(release), Some(client)) => Some(
+            render::helm_context(client, options.resolver.as_ref(), &spec, release).await.map_err(RenderError::from)?,
+        ),
+        (RenderSpec::Helm(_), _, _) => {
+            let namespace = package.spec.target_namespace.as_deref().or(options.default_namespace.as_deref());
+            Some(render::HelmContext::template(namespace.unwrap_or("default")))
+        }
+        _ => None,
+    };
     let package = package.clone();
     let namespace = options.default_namespace.clone();
     let (extra, allow_empty, keys) = (options.extra.clone(), options.allow_empty, options.decryption.clone());
     // Renderers run programs and evaluate jsonnet: off the async threads.
     let rendered = tokio::task::spawn_blocking(move || {
-        let input = render::Input { config: &config, extra: &extra, allow_empty, keys: keys.as_ref() };
+        let input =
+            render::Input { config: &config, extra: &extra, allow_empty, keys: keys.as_ref(), helm: helm.as_ref() };
         let mut rendered = render::render_with(&package, &input, &scopes)?;
         if let Some(namespace) = namespace {
             rendered.default_namespace(&namespace, &scopes);
@@ -139,6 +156,28 @@ pub async fn render(
     .await
     .map_err(|e| PipelineError::Stopped(e.to_string()))??;
     Ok(rendered)
+}
+
+/// The release of a Helm package applied by the CLI (its inventory in a ConfigMap): `None` for
+/// other packages. `.Release.Namespace` is the package's target namespace, else
+/// `default_namespace`.
+///
+/// # Errors
+/// The inventory could not be read.
+pub async fn helm_release(
+    client: &kube::Client,
+    package: &Package,
+    default_namespace: &str,
+) -> Result<Option<render::HelmRelease>, PipelineError> {
+    if !matches!(package.renderer(), RenderSpec::Helm(_)) {
+        return Ok(None);
+    }
+    let target = target(package, default_namespace);
+    let namespace = package.spec.target_namespace.as_deref().unwrap_or(default_namespace);
+    let release = render::release_from_inventory(client, &target.name, &target.namespace, namespace)
+        .await
+        .map_err(RenderError::from)?;
+    Ok(Some(release))
 }
 
 /// Where a package's objects and inventory go: its own namespace if `bosun.yaml` names one,
@@ -164,9 +203,34 @@ pub async fn apply(
     options: &Options,
     progress: &dyn ApplyProgress,
 ) -> Result<Applied, PipelineError> {
-    let plan = plan::plan(&rendered.manifests, rendered.rollout.as_ref())?;
+    let plan = plan::plan(rendered)?;
     let target = target(package, default_namespace);
     let report = apply::apply(client, &target, rendered, &plan, options, progress).await?;
+    // A Helm release's revision counts its successful rollouts, on the inventory that is its
+    // record (a controller keeps both in its resource's status instead).
+    let helm = rendered.hooks == render::HookStyle::Helm;
+    if helm && report.succeeded() && !options.dry_run && matches!(options.inventory, apply::Inventory::ConfigMap) {
+        inventory::record_release_revision(client, &target.name, &target.namespace).await.map_err(ApplyError::from)?;
+    }
+    Ok(Applied { report, digest: digest(rendered) })
+}
+
+/// Deletes a package's objects (its inventory, as `options` has it), running the `PreDelete`
+/// and `PostDelete` hooks of `rendered` (its last rendering) around the deletion.
+///
+/// # Errors
+/// As [`apply`].
+pub async fn delete(
+    client: &kube::Client,
+    package: &Package,
+    rendered: &Rendered,
+    default_namespace: &str,
+    options: &Options,
+    progress: &dyn ApplyProgress,
+) -> Result<Applied, PipelineError> {
+    let plan = plan::plan(rendered)?;
+    let target = target(package, default_namespace);
+    let report = apply::delete(client, &target, rendered, &plan, options, progress).await?;
     Ok(Applied { report, digest: digest(rendered) })
 }
 

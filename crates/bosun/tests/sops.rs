@@ -44,7 +44,11 @@ fn encrypt(dir: &Path, name: &str, plain: &str, recipient: &str, extra: &[&str])
 fn render(dir: &Path, keys: Option<&Keys>) -> Result<Rendered, RenderError> {
     let package = Package::load(dir).expect("package");
     let (config, extra) = (json!({}), Default::default());
-    render_with(&package, &Input { config: &config, extra: &extra, allow_empty: false, keys }, &Scopes::builtin())
+    render_with(
+        &package,
+        &Input { config: &config, extra: &extra, allow_empty: false, keys, helm: None },
+        &Scopes::builtin(),
+    )
 }
 
 fn object<'a>(rendered: &'a Rendered, key: &str) -> &'a Value {

@@ -1,5 +1,5 @@
 //! Where a Package's files come from: its source fetched (a Git repository, an archive, a
-//! bucket, a ConfigMap, a directory) into a snapshot, `source.path` resolved inside it, and the package
+//! bucket, a Helm chart repository, a ConfigMap, a directory) into a snapshot, `source.path` resolved inside it, and the package
 //! assembled from the directory's `bosun.yaml` (if any) under the resource's spec.
 
 use std::{
@@ -12,8 +12,8 @@ use kube::{Api, Client};
 use serde_json::Value;
 
 use bosun::package::{
-    ArchiveSource, BucketSource, GitSource, LocalObjectReference, Package, PackageError, PackageResource, PackageSpec,
-    SourceSpec,
+    ArchiveSource, BucketSource, GitSource, HelmChartSource, LocalObjectReference, Package, PackageError,
+    PackageResource, PackageSpec, SourceSpec,
 };
 
 use bosun::source::{BucketCredentials, Credentials, Fetcher, Snapshot, SourceError};
@@ -129,6 +129,11 @@ pub async fn fetch_source(
             let credentials = secret(client, namespace, reference, "bucket", BucketCredentials::from_secret).await?;
             fetcher.bucket(bucket, credentials.as_ref(), ignore, refetch).await?
         }
+        Kind::Helm(chart) => {
+            let reference = chart.secret_ref.as_ref();
+            let credentials = secret(client, namespace, reference, "helm", Credentials::from_secret).await?;
+            fetcher.helm(chart, credentials.as_ref(), ignore, refetch).await?
+        }
         Kind::ConfigMap(name) => {
             let files = config_map(client, namespace, name).await?;
             fetcher.contents(&format!("ConfigMap/{namespace}/{name}"), files, ignore).await?
@@ -200,6 +205,7 @@ enum Kind<'a> {
     Dir(&'a str),
     Archive(&'a ArchiveSource),
     Bucket(&'a BucketSource),
+    Helm(&'a HelmChartSource),
     ConfigMap(&'a str),
 }
 
@@ -208,6 +214,7 @@ fn kind(source: &SourceSpec) -> Kind<'_> {
         SourceSpec { git: Some(git), .. } => Kind::Git(git),
         SourceSpec { archive: Some(archive), .. } => Kind::Archive(archive),
         SourceSpec { bucket: Some(bucket), .. } => Kind::Bucket(bucket),
+        SourceSpec { helm: Some(chart), .. } => Kind::Helm(chart),
         SourceSpec { config_map: Some(config_map), .. } => Kind::ConfigMap(&config_map.name),
         SourceSpec { dir, .. } => Kind::Dir(dir.as_deref().unwrap_or_default()),
     }
@@ -230,7 +237,7 @@ pub fn inner_path(source: &SourceSpec) -> Result<PathBuf, FetchError> {
 
 /// Exactly one source kind must be set.
 pub fn check(source: Option<&SourceSpec>) -> Result<&SourceSpec, FetchError> {
-    const KINDS: &str = "git, archive, bucket, configMap or dir";
+    const KINDS: &str = "git, archive, bucket, helm, configMap or dir";
     let Some(source) = source else {
         return Err(FetchError::Invalid(format!("required: set {KINDS}")));
     };
@@ -238,6 +245,7 @@ pub fn check(source: Option<&SourceSpec>) -> Result<&SourceSpec, FetchError> {
         ("git", source.git.is_some()),
         ("archive", source.archive.is_some()),
         ("bucket", source.bucket.is_some()),
+        ("helm", source.helm.is_some()),
         ("configMap", source.config_map.is_some()),
         ("dir", source.dir.is_some()),
     ]
@@ -333,9 +341,8 @@ mod tests {
         assert!(check(None).is_err());
         assert!(check(Some(&SourceSpec::default())).is_err());
         let both = SourceSpec { git: Some(git.clone()), dir: Some("/x".into()), ..SourceSpec::default() };
-        assert!(check(Some(&both)).is_err_and(
-            |e| e.to_string() == "spec.source: set one of git, archive, bucket, configMap or dir, not git and dir"
-        ));
+        assert!(check(Some(&both)).is_err_and(|e| e.to_string()
+            == "spec.source: set one of git, archive, bucket, helm, configMap or dir, not git and dir"));
         let config_map = SourceSpec {
             config_map: Some(bosun::package::LocalObjectReference { name: "files".into() }),
             ..SourceSpec::default()

@@ -6,10 +6,12 @@
 //! conditions, events and metrics come from there; this module decides what one run does.
 //! Files: `dependencies` (dependsOn), `fetch` (sources), `status` (what outcomes mean for the
 //! status, pure), `progress` (the status while a run goes on), `running` (runs under way, and
-//! stopping their waits when a newer revision or spec arrives).
+//! stopping their waits when a newer revision or spec arrives), `hooks` (which runs run hooks,
+//! and what the status and events say of them).
 
 pub mod dependencies;
 pub mod fetch;
+mod hooks;
 mod progress;
 pub mod rollback;
 mod running;
@@ -33,6 +35,7 @@ use tokio_util::sync::CancellationToken;
 
 use self::{
     dependencies::{Key, Waiting},
+    hooks::{Hooks, publish_hooks},
     progress::{Tracker, fields_of},
     running::Running,
     status::{ACCESS_DENIED, BUILD_FAILED, DEPENDENCY_NOT_READY, FAILED, HEALTH_CHECK_CANCELED, SUCCEEDED},
@@ -41,14 +44,14 @@ use bosun::apply::{Cache, Inventory, Options, Resolver};
 use bosun::decrypt::Keys;
 use bosun::inventory::Entry;
 use bosun::package::{
-    DeletionPolicy, Interval, Package, PackageResource, SourceSpec,
+    DeletionPolicy, Interval, Package, PackageResource, RenderSpec, SourceSpec,
     resource::{
         DEFAULT_HISTORY, HistoryEntry, InventoryEntry, PackageStatus, REQUESTED_AT, SOURCE_REQUESTED_AT, record_history,
     },
 };
 use bosun::pipeline::{self, RenderOptions};
-use bosun::plan;
-use bosun::render::Rendered;
+use bosun::plan::{self, hooks::Operation};
+use bosun::render::{HelmRelease, Rendered};
 use bosun::report::{Cause, Report, Silent, Stage};
 use bosun::source::Fetcher;
 use bosun_kit::{self as kit, Failure, Run};
@@ -279,10 +282,19 @@ impl PackageReconciler {
                 return Ok(cached.rendered.clone());
             }
         }
+        // A chart renders as its release in the cluster: `valuesFrom`, `lookup` and
+        // `.Capabilities` read it. The release record is the Package's status, which counts no
+        // revisions: `.Release` is an install at revision 1.
+        let helm_release = matches!(package.renderer(), RenderSpec::Helm(_)).then(|| HelmRelease {
+            namespace: package.spec.target_namespace.clone().or_else(|| package.namespace.clone()).unwrap_or_default(),
+            values_namespace: package.namespace.clone().unwrap_or_default(),
+            last_revision: None,
+        });
         let options = RenderOptions {
             default_namespace: package.namespace.clone(),
             resolver: Some(resolver.clone()),
             decryption: keys,
+            helm_release,
             ..RenderOptions::default()
         };
         let rendered = pipeline::render(package, &options, Some(client))
@@ -350,8 +362,13 @@ impl PackageReconciler {
             return self.stay_rolled_back(run, &mut attempt, &failed).await;
         }
         let set = Set { revision: &revision, digest: &digest, rendered: &rendered };
+        // Hooks run when something new rolls out (or a run is asked for), as Argo CD runs them
+        // on a sync; a resync of the set last rolled out only corrects drift.
+        let rolled_out =
+            status.history.first().is_some_and(|h| h.digest == digest && h.result == status::SUCCEEDED_RUN);
+        let hooks = Hooks { run: request.fresh || !rolled_out, operation: None };
         let mut attempt = Attempt { status, package: &package, client: &client, tracker };
-        let report = self.apply_set(run, &mut attempt, &set, deadline, true).await?;
+        let report = self.apply_set(run, &mut attempt, &set, deadline, true, hooks).await?;
         let Attempt { status, tracker, .. } = &mut attempt;
         let changes = status::change_set(&report);
         if report.failure.as_ref().is_some_and(|f| f.stage == Stage::Canceled) {
@@ -399,10 +416,11 @@ impl PackageReconciler {
         set: &Set<'_>,
         deadline: tokio::time::Instant,
         cancellable: bool,
+        hooks: Hooks,
     ) -> Result<Report, Failure> {
         let Attempt { status, package, client, tracker } = attempt;
         let resource = run.object().clone();
-        let plan = plan::plan(&set.rendered.manifests, set.rendered.rollout.as_ref())
+        let plan = plan::plan(set.rendered)
             .map_err(|e| Failure::retry(BUILD_FAILED, e.to_string()).within(resource.spec.retry_interval()))?;
         tracker.planned(plan.groups.iter().map(|g| g.name.clone()).collect());
         tracker.phase("Applying", &format!("applying revision {}", set.revision), status);
@@ -425,6 +443,8 @@ impl PackageReconciler {
                 true => self.cache.namespaces_only(),
                 false => self.cache.clone(),
             }),
+            hooks: hooks.run,
+            operation: hooks.operation,
             ..Options::default()
         };
         let namespace = run.namespace().to_string();
@@ -443,6 +463,7 @@ impl PackageReconciler {
         if !changes.is_empty() {
             run.publish(EventType::Normal, "Progressing", &changes, "Apply").await;
         }
+        publish_hooks(run, status, &report, "Apply").await;
         Ok(report)
     }
 
@@ -529,6 +550,9 @@ fn fetching(resource: &PackageResource) -> String {
             format!("downloading {}", bosun::source::redact(&archive.url))
         }
         Some(SourceSpec { bucket: Some(bucket), .. }) => format!("listing bucket {}", bucket.bucket),
+        Some(SourceSpec { helm: Some(chart), .. }) => {
+            format!("fetching chart {} from {}", chart.chart, bosun::source::redact(&chart.url))
+        }
         Some(SourceSpec { config_map: Some(config_map), .. }) => format!("reading ConfigMap {}", config_map.name),
         Some(SourceSpec { dir: Some(dir), .. }) => format!("reading {dir}"),
         _ => "fetching the source".to_string(),
@@ -599,13 +623,24 @@ impl kit::Reconciler for PackageReconciler {
             ..Options::default()
         };
         let namespace = run.namespace().to_string();
-        let outcome = pipeline::apply(&client, &package, &Rendered::default(), &namespace, &options, &Silent)
+        // The last rendering's PreDelete and PostDelete hooks run around the deletion.
+        let rendered = match self.last_rendering(run, &client).await {
+            Ok(rendered) => rendered,
+            Err(why) => {
+                let note = format!("deleting without running PreDelete or PostDelete hooks: {why}");
+                run.publish(EventType::Warning, "DeleteHooksSkipped", &note, "Delete").await;
+                Arc::new(Rendered::default())
+            }
+        };
+        let outcome = pipeline::delete(&client, &package, &rendered, &namespace, &options, &Silent)
             .await
             .map_err(|e| Failure::retry(status::PRUNE_FAILED, e.to_string()))?;
         let deleted = status::change_set(&outcome.report);
         if !deleted.is_empty() {
             run.publish(EventType::Normal, "Pruned", &deleted, "Delete").await;
         }
+        let mut status = resource.status.clone().unwrap_or_default();
+        publish_hooks(run, &mut status, &outcome.report, "Delete").await;
         let Some(failure) = &outcome.report.failure else { return Ok(()) };
         let still_there = failure.objects.iter().all(|object| object.cause == Cause::StillPresent);
         if wait && still_there {

@@ -71,7 +71,7 @@ pub fn fields_of(status: &PackageStatus) -> Map<String, Value> {
     };
     map.remove("conditions");
     map.remove("observedGeneration");
-    for list in ["inventory", "history"] {
+    for list in ["inventory", "history", "hooks"] {
         map.entry(list).or_insert_with(|| Value::Array(Vec::new()));
     }
     map

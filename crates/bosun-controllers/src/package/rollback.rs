@@ -26,7 +26,7 @@ use bosun::decrypt::Keys;
 
 use bosun::package::{GitReference, PackageResource, RolloutSpec, SourceSpec};
 
-use bosun::render::{Manifests, Rendered};
+use bosun::render::{HookStyle, Manifests, Rendered};
 
 /// Annotation asking for a rollback: its value is a revision of the Package's history
 /// (`main@sha1:<commit>`), rolled out instead of the source's newest while the annotation is
@@ -85,6 +85,9 @@ struct Stored {
     manifests: Map<String, Value>,
     #[serde(default, skip_serializing_if = "Option::is_none")]
     rollout: Option<RolloutSpec>,
+    /// The set's hooks run as Helm runs a release's (it came from the Helm renderer).
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    helm_hooks: bool,
 }
 
 /// The Secret holding a Package's last good set.
@@ -99,6 +102,7 @@ pub fn encode(set: &GoodSet) -> Vec<u8> {
         digest: set.digest.clone(),
         manifests: set.rendered.manifests.to_map(),
         rollout: set.rendered.rollout.clone(),
+        helm_hooks: set.rendered.hooks == HookStyle::Helm,
     };
     let json = serde_json::to_vec(&stored).unwrap_or_default();
     let mut encoder = GzEncoder::new(Vec::new(), Compression::default());
@@ -112,8 +116,13 @@ pub fn decode(bytes: &[u8]) -> Result<GoodSet, String> {
     let mut json = Vec::new();
     GzDecoder::new(bytes).read_to_end(&mut json).map_err(|e| format!("not gzip: {e}"))?;
     let stored: Stored = serde_json::from_slice(&json).map_err(|e| format!("not a rendered set: {e}"))?;
-    let rendered =
-        Rendered { manifests: Manifests::from_map(stored.manifests), rollout: stored.rollout, ..Rendered::default() };
+    let hooks = if stored.helm_hooks { HookStyle::Helm } else { HookStyle::ArgoCd };
+    let rendered = Rendered {
+        manifests: Manifests::from_map(stored.manifests),
+        rollout: stored.rollout,
+        hooks,
+        ..Rendered::default()
+    };
     Ok(GoodSet { revision: stored.revision, digest: stored.digest, rendered })
 }
 
@@ -260,7 +269,8 @@ impl super::PackageReconciler {
         let started = Instant::now();
         let deadline = tokio::time::Instant::now() + resource.spec.run_timeout();
         let set = Set { revision: &good.revision, digest: &good.digest, rendered: &good.rendered };
-        let report = self.apply_set(run, attempt, &set, deadline, false).await?;
+        let hooks = Hooks { run: true, operation: Some(Operation::Rollback) };
+        let report = self.apply_set(run, attempt, &set, deadline, false, hooks).await?;
         let Attempt { status, tracker, .. } = attempt;
         self.set_health(run, &resource, &report);
         if !report.succeeded() {
@@ -303,7 +313,8 @@ impl super::PackageReconciler {
             .ok_or_else(|| Failure::retry(FAILED, "the rolled-back set is gone".to_string()).within(retry))?;
         let deadline = tokio::time::Instant::now() + resource.spec.run_timeout();
         let set = Set { revision: &good.revision, digest: &good.digest, rendered: &good.rendered };
-        let report = self.apply_set(run, attempt, &set, deadline, true).await?;
+        let hooks = Hooks { run: false, operation: None };
+        let report = self.apply_set(run, attempt, &set, deadline, true, hooks).await?;
         let Attempt { status, tracker, .. } = attempt;
         self.set_health(run, &resource, &report);
         if !report.succeeded() {
@@ -415,7 +426,12 @@ mod tests {
         let set = GoodSet {
             revision: "main@sha1:0c1d".into(),
             digest: "sha256:ab".into(),
-            rendered: Rendered { manifests: Manifests::from_map(map), rollout: Some(rollout), ..Rendered::default() },
+            rendered: Rendered {
+                manifests: Manifests::from_map(map),
+                rollout: Some(rollout),
+                hooks: HookStyle::Helm,
+                ..Rendered::default()
+            },
         };
         let bytes = encode(&set);
         assert_eq!(&bytes[..2], [0x1f, 0x8b], "gzip");

@@ -191,6 +191,7 @@ mod tests {
             change,
             message: None,
             health: None,
+            hook: None,
             cause: None,
         };
         let report = Report {

@@ -105,11 +105,18 @@ struct Texts {
     /// their events are this process' own writes, which subscribers are not told of.
     own_writes: Mutex<HashMap<Key, String>>,
     synced: watch::Sender<bool>,
+    /// When the watch started: its first list is waited for until `FIRST_SYNC` after this.
+    started: tokio::time::Instant,
 }
 
 impl Texts {
     fn new() -> Texts {
-        Texts { objects: RwLock::default(), own_writes: Mutex::default(), synced: watch::channel(false).0 }
+        Texts {
+            objects: RwLock::default(),
+            own_writes: Mutex::default(),
+            synced: watch::channel(false).0,
+            started: tokio::time::Instant::now(),
+        }
     }
 
     /// Whether `object` is one this process wrote (forgetting it: the watch brings each
@@ -126,14 +133,13 @@ impl Texts {
         }
     }
 
-    fn is_synced(&self) -> bool {
-        *self.synced.borrow()
-    }
-
-    /// Waits (a bounded while) until everything has been listed.
+    /// Waits until everything has been listed, at most until `FIRST_SYNC` after the watch
+    /// started (a watch that cannot list, e.g. forbidden, costs its first users that wait and
+    /// later ones none: they ask the server).
     async fn synced(&self) -> bool {
         let mut synced = self.synced.subscribe();
-        matches!(tokio::time::timeout(FIRST_SYNC, synced.wait_for(|s| *s)).await, Ok(Ok(_)))
+        let until = self.started + FIRST_SYNC;
+        matches!(tokio::time::timeout_at(until, synced.wait_for(|s| *s)).await, Ok(Ok(_)))
     }
 
     fn get(&self, key: &Key) -> Option<Arc<str>> {
@@ -276,20 +282,23 @@ impl Cache {
         let key = format!("{}/{}", resource.api_version, resource.plural);
         let texts = {
             let mut all = self.inner.objects.lock().await;
+            // Another run's first use started this watch: wait for its list too (the
+            // bounded wait below), rather than asking the server for each object meanwhile.
             if let Some(texts) = all.get(&key) {
-                return texts.is_synced().then(|| texts.clone());
+                texts.clone()
+            } else {
+                let api: Api<DynamicObject> = Api::all_with(self.inner.client.clone(), resource);
+                let config = watcher::Config::default().labels(PACKAGE_LABEL);
+                let events = watcher(api, config).default_backoff().modify(slim);
+                let notify = Some((self.inner.changed.clone(), resource.clone()));
+                let texts = self.start(
+                    events,
+                    |object: &DynamicObject| serde_json::to_string(object).unwrap_or_default().into(),
+                    notify,
+                );
+                all.insert(key, texts.clone());
+                texts
             }
-            let api: Api<DynamicObject> = Api::all_with(self.inner.client.clone(), resource);
-            let config = watcher::Config::default().labels(PACKAGE_LABEL);
-            let events = watcher(api, config).default_backoff().modify(slim);
-            let notify = Some((self.inner.changed.clone(), resource.clone()));
-            let texts = self.start(
-                events,
-                |object: &DynamicObject| serde_json::to_string(object).unwrap_or_default().into(),
-                notify,
-            );
-            all.insert(key, texts.clone());
-            texts
         };
         texts.synced().await.then_some(texts)
     }
@@ -416,7 +425,7 @@ mod tests {
             Some((sender, resource)),
         )
         .await;
-        assert!(texts.is_synced());
+        assert!(*texts.synced.borrow());
         let mut names: Vec<String> = texts.objects.read().expect("lock").keys().map(|(_, name)| name.clone()).collect();
         names.sort();
         assert_eq!(names, ["c"], "the relist replaced what was there");

@@ -3,6 +3,7 @@
 //! `mod.rs` only performs what these say.
 
 use crate::package::Action;
+use crate::policy::{ObjectPolicy, Ssa};
 
 use crate::report::{Cause, Change};
 
@@ -33,6 +34,19 @@ pub(super) struct Planned {
     pub exists: bool,
     pub unchanged: bool,
     pub recreate: bool,
+    /// Recreate whenever it changes (Argo CD's `Replace=true`).
+    pub replace: bool,
+    /// Left alone, for this reason (a rule on the live object).
+    pub left: Option<&'static str>,
+}
+
+/// The action a step's action becomes for one object under its rules: `IfNotPresent` makes
+/// an apply a create-if-missing.
+pub(super) fn action_for(action: Action, policy: &ObjectPolicy) -> Action {
+    match (action, policy.ssa) {
+        (Action::Apply, Ssa::IfNotPresent) => Action::CreateIfNotExist,
+        _ => action,
+    }
 }
 
 /// Whether an object may be written after its dry run, and how; `Err` is the reason the group
@@ -40,23 +54,36 @@ pub(super) struct Planned {
 ///
 /// Objects in namespaces the package creates cannot be dry-run before those exist (in this
 /// group, or in an earlier one during a dry run); they are checked when applied instead.
+/// `policy` is the object's (rendered and live, [`crate::policy::merged`]); `force` the
+/// apply's.
 pub(super) fn after_dry_run(
     finding: &DryRunFinding,
     action: Action,
     created_namespaces: &[String],
+    policy: &ObjectPolicy,
     force: bool,
 ) -> Result<Planned, (String, Cause)> {
+    if !policy.writes() {
+        let why = if policy.reconcile {
+            "not written: ssa: Ignore on the live object"
+        } else {
+            "not written: reconcile: disabled"
+        };
+        return Ok(Planned { left: Some(why), ..Planned::default() });
+    }
+    let force = force || policy.force;
+    let replace = policy.replace;
     match finding {
         DryRunFinding::Passed { exists, unchanged } => {
-            Ok(Planned { exists: *exists, unchanged: *unchanged, recreate: false })
+            Ok(Planned { exists: *exists, unchanged: *unchanged, replace, ..Planned::default() })
         }
         DryRunFinding::Refused { cause: Refusal::MissingNamespace(namespace), .. }
             if created_namespaces.contains(namespace) =>
         {
-            Ok(Planned::default())
+            Ok(Planned { replace, ..Planned::default() })
         }
-        DryRunFinding::Refused { cause: Refusal::Immutable, .. } if force || action == Action::Recreate => {
-            Ok(Planned { exists: true, unchanged: false, recreate: true })
+        DryRunFinding::Refused { cause: Refusal::Immutable, .. } if force || replace || action == Action::Recreate => {
+            Ok(Planned { exists: true, recreate: true, replace, ..Planned::default() })
         }
         DryRunFinding::Refused { message, cause: Refusal::Immutable, reported } => {
             Err((format!("{message}; use --force or a Recreate step to replace the object"), *reported))
@@ -77,10 +104,15 @@ pub(super) enum Write {
 
 /// The write an object's step and dry run call for.
 pub(super) fn write(action: Action, planned: Planned) -> Write {
+    if let Some(why) = planned.left {
+        return Write::Skip(Some(why));
+    }
     if action == Action::CreateIfNotExist && planned.exists {
         return Write::Skip(Some("exists; left as it is"));
     }
-    let recreate = planned.recreate || (action == Action::Recreate && planned.exists);
+    let recreate = planned.recreate
+        || (action == Action::Recreate && planned.exists)
+        || (planned.replace && planned.exists && !planned.unchanged);
     if planned.unchanged && !recreate {
         return Write::Skip(None);
     }
@@ -97,7 +129,7 @@ mod tests {
     #[test]
     fn a_dry_run_lets_an_object_through_or_stops_the_group() {
         let created = vec!["app".to_string()];
-        let planned = |exists, unchanged, recreate| Ok(Planned { exists, unchanged, recreate });
+        let planned = |exists, unchanged, recreate| Ok(Planned { exists, unchanged, recreate, ..Planned::default() });
         let refused = |message: &str, cause| DryRunFinding::Refused {
             message: message.into(),
             cause,
@@ -124,13 +156,61 @@ mod tests {
             (refused("quota exceeded", Refusal::Other), Action::Apply, true, err("quota exceeded")),
         ];
         for (finding, action, force, expected) in cases {
-            assert_eq!(after_dry_run(&finding, action, &created, force), expected, "{finding:?} {action:?} {force}");
+            let policy = ObjectPolicy::default();
+            assert_eq!(
+                after_dry_run(&finding, action, &created, &policy, force),
+                expected,
+                "{finding:?} {action:?} {force}"
+            );
         }
     }
 
     #[test]
+    fn an_objects_rules_change_its_write() {
+        let immutable = DryRunFinding::Refused {
+            message: "field is immutable".into(),
+            cause: Refusal::Immutable,
+            reported: Cause::Refused { code: 422 },
+        };
+        let changed = DryRunFinding::Passed { exists: true, unchanged: false };
+        let same = DryRunFinding::Passed { exists: true, unchanged: true };
+        let default = ObjectPolicy::default();
+        let decide = |finding: &DryRunFinding, policy: ObjectPolicy| {
+            let action = action_for(Action::Apply, &policy);
+            after_dry_run(finding, action, &[], &policy, false).map(|planned| write(action, planned))
+        };
+        let apply = |change, recreate| Ok(Write::Apply { change, recreate });
+        let cases = [
+            (&immutable, ObjectPolicy { force: true, ..default }, apply(Change::Created, true)),
+            (&immutable, ObjectPolicy { replace: true, ..default }, apply(Change::Created, true)),
+            (&changed, ObjectPolicy { replace: true, ..default }, apply(Change::Created, true)),
+            (&same, ObjectPolicy { replace: true, ..default }, Ok(Write::Skip(None))),
+            (
+                &changed,
+                ObjectPolicy { ssa: Ssa::IfNotPresent, ..default },
+                Ok(Write::Skip(Some("exists; left as it is"))),
+            ),
+            (&changed, ObjectPolicy { ssa: Ssa::Merge, ..default }, apply(Change::Configured, false)),
+            (
+                &changed,
+                ObjectPolicy { reconcile: false, ..default },
+                Ok(Write::Skip(Some("not written: reconcile: disabled"))),
+            ),
+            (
+                &immutable,
+                ObjectPolicy { ssa: Ssa::Ignore, ..default },
+                Ok(Write::Skip(Some("not written: ssa: Ignore on the live object"))),
+            ),
+        ];
+        for (finding, policy, expected) in cases {
+            assert_eq!(decide(finding, policy), expected, "{finding:?} {policy:?}");
+        }
+        assert!(decide(&immutable, default).is_err(), "without force an immutable change stops the group");
+    }
+
+    #[test]
     fn the_write_follows_the_step_and_the_dry_run() {
-        let planned = |exists, unchanged, recreate| Planned { exists, unchanged, recreate };
+        let planned = |exists, unchanged, recreate| Planned { exists, unchanged, recreate, ..Planned::default() };
         let apply = |change, recreate| Write::Apply { change, recreate };
         let cases = [
             (Action::Apply, planned(false, false, false), apply(Change::Created, false)),

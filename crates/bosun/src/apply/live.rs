@@ -110,6 +110,9 @@ where
 pub(super) async fn server_side_apply(client: &Client, item: &Item, dry_run: bool) -> Result<Value, kube::Error> {
     let mut params = PatchParams::apply(FIELD_MANAGER).force();
     params.dry_run = dry_run;
+    if !item.policy.validate {
+        params = params.validation_ignore();
+    }
     let (api, patch) = (item.api(client), Patch::Apply(&item.object));
     let applied = idempotent(|| api.patch(&item.name, &params, &patch)).await?;
     Ok(object::to_value(&applied))

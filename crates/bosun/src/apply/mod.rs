@@ -6,13 +6,20 @@
 //! objects of the previous inventory that are no longer rendered are pruned, and the inventory
 //! is written.
 //!
+//! Groups run phase by phase (see [`crate::plan`]): `PreSync`, `Sync`, `PostSync`; when the
+//! rollout fails, the `SyncFail` hooks run; deleting a package ([`delete`]) runs `PreDelete`
+//! hooks, deletes, then runs `PostDelete` hooks. Each object's own rules ([`crate::policy`])
+//! change how it is written and whether it is pruned.
+//!
 //! Files: `decide` (pure: what a dry run means, what to write), `runner` (one group's
-//! rollout, acting on those decisions), `live` (reads, dry runs, apply, delete), `prune`,
-//! `preview` (`bosun diff`), `namespaces` (missing-namespace check), `wait` (health waits);
-//! kinds come from discovery (`bosun_core::discovery`).
+//! rollout, acting on those decisions), `hooks` (creating hooks, waiting for them, deleting
+//! them), `live` (reads, dry runs, apply, delete), `prune`, `preview` (`bosun diff`),
+//! `namespaces` (missing-namespace check), `wait` (health waits); kinds come from discovery
+//! (`bosun_core::discovery`).
 
 mod cache;
 mod decide;
+mod hooks;
 mod live;
 mod namespaces;
 mod preview;
@@ -30,9 +37,13 @@ use crate::inventory::{self, Entry};
 
 use bosun_core::object::{self, describe};
 
-use crate::plan::{Plan, PlanError};
+use crate::plan::{
+    Plan, PlanError,
+    hooks::{Operation, Phase},
+};
+use crate::policy::{self, ObjectPolicy};
 
-use crate::render::Rendered;
+use crate::render::{HookStyle, Rendered};
 
 use crate::report::{ApplyProgress, Change, ChangeEntry, Report};
 pub use bosun_core::discovery::{Kind, Resolver};
@@ -77,6 +88,12 @@ pub struct Options {
     /// Stops the waits (health, pruned objects going) early: the apply then ends with a
     /// [`crate::report::Stage::Canceled`] failure and reports what it wrote.
     pub cancel: Option<tokio_util::sync::CancellationToken>,
+    /// What the rollout is, for hooks that run only on some operations (Helm's); `None`:
+    /// an install when the package has no inventory yet, else an upgrade.
+    pub operation: Option<Operation>,
+    /// Run hooks. Off for a rollout of a set already rolled out (a resync correcting drift):
+    /// hooks run when something new is rolled out, as Argo CD runs them on a sync.
+    pub hooks: bool,
 }
 
 impl Options {
@@ -107,6 +124,8 @@ impl Default for Options {
             deadline: None,
             cancel: None,
             cache: None,
+            operation: None,
+            hooks: true,
         }
     }
 }
@@ -205,7 +224,10 @@ struct Item {
     described: String,
     kind: Kind,
     namespace: String,
+    /// Empty for a hook the server names (`generateName`) until it is created.
     name: String,
+    /// Its rules, as rendered.
+    policy: ObjectPolicy,
 }
 
 impl Item {
@@ -221,6 +243,7 @@ impl Item {
             name: self.name.clone(),
             checks: checks.to_vec(),
             written: None,
+            hook: false,
         }
     }
 }
@@ -267,7 +290,8 @@ async fn resolve_items(
         }
         let namespace = object::namespace(&object).to_string();
         let name = object::name(&object).to_string();
-        out.push(Ok(Item { key: key.clone(), described: describe(&object), object, kind, namespace, name }));
+        let policy = policy::of(&object);
+        out.push(Ok(Item { key: key.clone(), described: describe(&object), object, kind, namespace, name, policy }));
     }
     out
 }
@@ -284,10 +308,131 @@ struct Runner<'a> {
     applied: Vec<Entry>,
     /// The inventory as stored now: the previous one, plus what was recorded ahead of writes.
     recorded: Vec<Entry>,
+    /// How hook annotations are read.
+    style: HookStyle,
+    /// What this rollout is (install, upgrade, rollback).
+    operation: Operation,
+    /// Hooks that completed in the current phase, deleted when it ends if their policy says.
+    completed_hooks: Vec<hooks::Completed>,
+    /// The package is being deleted: prune follows the objects' delete rules.
+    deleting: bool,
 }
 
-/// Applies a rendered, planned package. The report says what changed and, when the rollout
-/// stopped, why; `Err` is for what prevents starting (no cluster, unreadable inventory).
+impl<'a> Runner<'a> {
+    /// A runner for `target`, with the previous inventory read (from the ConfigMap, or as the
+    /// caller kept it).
+    async fn start(
+        client: &'a Client,
+        target: &'a Target,
+        rendered: &Rendered,
+        options: &'a Options,
+        progress: &'a dyn ApplyProgress,
+    ) -> Result<(Runner<'a>, Vec<Entry>), ApplyError> {
+        let resolver = match &options.resolver {
+            Some(resolver) => resolver.clone(),
+            None => Resolver::new(client.clone()).await.map_err(|e| ApplyError::Cluster(e.into()))?,
+        };
+        let previous = match &options.inventory {
+            Inventory::ConfigMap => inventory::read(client, &target.name, &target.namespace).await?,
+            Inventory::Kept { previous, .. } => previous.clone(),
+        };
+        let report = Report {
+            package: target.name.clone(),
+            namespace: target.namespace.clone(),
+            dry_run: options.dry_run,
+            ..Report::default()
+        };
+        let operation = options.operation.unwrap_or(match previous.is_empty() {
+            true => Operation::Install,
+            false => Operation::Upgrade,
+        });
+        let runner = Runner {
+            client,
+            resolver,
+            target,
+            options,
+            progress,
+            report,
+            applied: Vec::new(),
+            recorded: previous.clone(),
+            style: rendered.hooks,
+            operation,
+            completed_hooks: Vec::new(),
+            deleting: false,
+        };
+        Ok((runner, previous))
+    }
+
+    /// Runs the groups of `phases`, in plan order, until one fails (recorded in the report);
+    /// hooks that completed are cleaned up as each phase ends.
+    async fn run_phases(&mut self, plan: &Plan, phases: &[Phase], rendered: &Rendered, namespaces: &[String]) {
+        let mut current = None;
+        for group in plan.groups.iter().filter(|g| phases.contains(&g.phase)) {
+            if current.is_some_and(|phase| phase != group.phase) {
+                self.end_phase().await;
+            }
+            current = Some(group.phase);
+            if let Some(failure) = self.canceled_before(&group.name) {
+                self.report.failure = Some(failure);
+                return;
+            }
+            if let Some(failure) = self.run_group(group, rendered, namespaces).await {
+                self.report.failure = Some(failure);
+            }
+            // Resolving or dry-running a group records its failure itself.
+            if self.report.failure.is_some() {
+                return;
+            }
+        }
+        self.end_phase().await;
+    }
+
+    /// After a failed rollout: the `SyncFail` hooks. Their own failures are added to the
+    /// rollout's.
+    async fn run_sync_fail(&mut self, plan: &Plan, rendered: &Rendered, namespaces: &[String]) {
+        let Some(failure) = self.report.failure.take() else { return };
+        if failure.stage == crate::report::Stage::Canceled || plan.phase(Phase::SyncFail).next().is_none() {
+            self.report.failure = Some(failure);
+            return;
+        }
+        self.run_phases(plan, &[Phase::SyncFail], rendered, namespaces).await;
+        let mut failure = failure;
+        if let Some(hook_failure) = self.report.failure.take() {
+            failure.reason = format!("{}; then the SyncFail hooks failed: {}", failure.reason, hook_failure.reason);
+            failure.objects.extend(hook_failure.objects);
+        }
+        self.report.failure = Some(failure);
+    }
+
+    /// Writes the inventory after an apply (or a deletion) and finishes the report.
+    async fn finish(self, pruned: bool) -> Result<Report, ApplyError> {
+        let (client, target, options, progress) = (self.client, self.target, self.options, self.progress);
+        let Runner { mut report, applied, recorded, .. } = self;
+        if !options.dry_run {
+            // In apply order (pruning goes in reverse); what was recorded ahead and not written
+            // (a failed group) stays, so a later prune still knows it.
+            let entries = inventory::next(&recorded, &applied, pruned);
+            let sorted = |entries: &[Entry]| {
+                let mut sorted = entries.to_vec();
+                sorted.sort();
+                sorted
+            };
+            // An unchanged inventory is not written again: a failed first apply leaves nothing
+            // behind, and an unchanged re-apply writes nothing at all.
+            if matches!(options.inventory, Inventory::ConfigMap) && sorted(&entries) != sorted(&recorded) {
+                inventory::write(client, &target.name, &target.namespace, &entries).await?;
+            }
+            report.inventory = entries;
+        }
+        progress.finished();
+        Ok(report)
+    }
+}
+
+/// Applies a rendered, planned package: the groups of `PreSync`, `Sync` and `PostSync`, the
+/// `SyncFail` hooks if that fails, then the prune. The report says what changed and, when the
+/// rollout stopped, why; `Err` is for what prevents starting (no cluster, unreadable
+/// inventory).
 pub async fn apply(
     client: &Client,
     target: &Target,
@@ -296,34 +441,17 @@ pub async fn apply(
     options: &Options,
     progress: &dyn ApplyProgress,
 ) -> Result<Report, ApplyError> {
-    let resolver = match &options.resolver {
-        Some(resolver) => resolver.clone(),
-        None => Resolver::new(client.clone()).await.map_err(|e| ApplyError::Cluster(e.into()))?,
-    };
-    let previous = match &options.inventory {
-        Inventory::ConfigMap => inventory::read(client, &target.name, &target.namespace).await?,
-        Inventory::Kept { previous, .. } => previous.clone(),
-    };
-    let report = Report {
-        package: target.name.clone(),
-        namespace: target.namespace.clone(),
-        dry_run: options.dry_run,
-        ..Report::default()
-    };
-    let recorded = previous.clone();
-    let mut runner = Runner { client, resolver, target, options, progress, report, applied: Vec::new(), recorded };
-    let namespaces = created_namespaces(rendered);
+    let (mut runner, previous) = Runner::start(client, target, rendered, options, progress).await?;
     let all: Vec<Item> = resolve_all(&runner.resolver, rendered, target).await;
+    let asked = policy::namespaces_to_create(rendered.manifests.iter().map(|m| &m.object));
+    let mut namespaces = created_namespaces(rendered);
+    namespaces.extend(asked.iter().filter(|n| !namespaces.contains(n)).cloned().collect::<Vec<_>>());
     check_namespaces(client, options.cache.as_ref(), target, &all, &namespaces, !options.dry_run).await?;
-    for group in &plan.groups {
-        if let Some(failure) = runner.canceled_before(&group.name) {
-            runner.report.failure = Some(failure);
-            break;
-        }
-        if let Some(failure) = runner.run_group(group, rendered, &namespaces).await {
-            runner.report.failure = Some(failure);
-            break;
-        }
+    if let Some(failure) = runner.create_namespaces(&asked).await {
+        runner.report.failure = Some(failure);
+    } else {
+        runner.run_phases(plan, &[Phase::PreSync, Phase::Sync, Phase::PostSync], rendered, &namespaces).await;
+        runner.run_sync_fail(plan, rendered, &namespaces).await;
     }
     if runner.report.failure.is_none() && options.prune {
         // Resolved again: kinds whose CRDs this rollout created are served now, and their
@@ -332,26 +460,32 @@ pub async fn apply(
             resolve_all(&runner.resolver, rendered, target).await.iter().map(|item| Entry::of(&item.object)).collect();
         runner.prune(&previous, &current).await;
     }
-    let Runner { mut report, applied, recorded, .. } = runner;
-    if !options.dry_run {
-        let pruned = options.prune && report.failure.is_none();
-        // In apply order (pruning goes in reverse); what was recorded ahead and not written
-        // (a failed group) stays, so a later prune still knows it.
-        let entries = inventory::next(&recorded, &applied, pruned);
-        let sorted = |entries: &[Entry]| {
-            let mut sorted = entries.to_vec();
-            sorted.sort();
-            sorted
-        };
-        // An unchanged inventory is not written again: a failed first apply leaves nothing
-        // behind, and an unchanged re-apply writes nothing at all.
-        if matches!(options.inventory, Inventory::ConfigMap) && sorted(&entries) != sorted(&recorded) {
-            inventory::write(client, &target.name, &target.namespace, &entries).await?;
-        }
-        report.inventory = entries;
+    let pruned = options.prune && runner.report.failure.is_none();
+    runner.finish(pruned).await
+}
+
+/// Deletes a package: its `PreDelete` hooks, then every object of its inventory that still
+/// carries its owner labels and whose rules allow it (in reverse order), then its `PostDelete`
+/// hooks. A failing `PreDelete` hook deletes nothing.
+pub async fn delete(
+    client: &Client,
+    target: &Target,
+    rendered: &Rendered,
+    plan: &Plan,
+    options: &Options,
+    progress: &dyn ApplyProgress,
+) -> Result<Report, ApplyError> {
+    let (mut runner, previous) = Runner::start(client, target, rendered, options, progress).await?;
+    runner.deleting = true;
+    runner.run_phases(plan, &[Phase::PreDelete], rendered, &[]).await;
+    if runner.report.failure.is_none() {
+        runner.prune(&previous, &[]).await;
     }
-    progress.finished();
-    Ok(report)
+    if runner.report.failure.is_none() {
+        runner.run_phases(plan, &[Phase::PostDelete], rendered, &[]).await;
+    }
+    let pruned = runner.report.failure.is_none();
+    runner.finish(pruned).await
 }
 
 /// Every rendered object whose kind the cluster serves (with the namespace apply gives it).
@@ -369,6 +503,7 @@ fn entry(item: &Item, group: &str, change: Change, message: Option<String>) -> C
         change,
         message,
         health: None,
+        hook: None,
         cause: None,
     }
 }
@@ -383,6 +518,7 @@ fn unresolved(object: String, group: &str, change: Change, message: &str) -> Cha
         change,
         message: Some(message.to_string()),
         health: None,
+        hook: None,
         cause: None,
     }
 }

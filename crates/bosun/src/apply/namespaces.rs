@@ -5,8 +5,9 @@ use std::collections::BTreeMap;
 
 use kube::{Api, Client};
 
-use super::{ApplyError, Cache, Item, Target};
+use super::{ApplyError, Cache, FIELD_MANAGER, Item, Runner, Target, unresolved};
 use crate::render::Rendered;
+use crate::report::{Cause, Change, ObjectFailure, RolloutFailure, Stage};
 use bosun_core::object;
 
 pub(super) fn missing_namespaces_message(package: &str, missing: &[(String, usize)]) -> String {
@@ -77,6 +78,43 @@ pub(super) async fn check_namespaces(
         Ok(())
     } else {
         Err(ApplyError::MissingNamespaces { package: target.name.clone(), missing })
+    }
+}
+
+impl Runner<'_> {
+    /// Creates the namespaces objects ask for (Argo CD's `CreateNamespace=true`) that do not
+    /// exist yet, before anything else is written. They are not in the inventory, so never
+    /// pruned (Argo CD does not delete them either).
+    pub(super) async fn create_namespaces(&mut self, names: &[String]) -> Option<RolloutFailure> {
+        let api: Api<k8s_openapi::api::core::v1::Namespace> = Api::all(self.client.clone());
+        let failed = |name: &str, error: kube::Error| RolloutFailure {
+            group: "namespaces".into(),
+            stage: Stage::Apply,
+            reason: "creating a namespace objects ask for (CreateNamespace=true) failed; nothing was written".into(),
+            objects: vec![ObjectFailure::new(
+                format!("Namespace/{name}"),
+                super::live::message(&error),
+                Cause::of(&error),
+            )],
+        };
+        for name in names {
+            match api.get_opt(name).await {
+                Ok(Some(_)) => continue,
+                Ok(None) => {}
+                Err(error) => return Some(failed(name, error)),
+            }
+            if !self.options.dry_run {
+                let body = serde_json::json!({"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": name}});
+                let params = kube::api::PatchParams::apply(FIELD_MANAGER);
+                if let Err(error) = api.patch(name, &params, &kube::api::Patch::Apply(&body)).await {
+                    return Some(failed(name, error));
+                }
+            }
+            let entry = unresolved(format!("Namespace/{name}"), "namespaces", Change::Created, "CreateNamespace=true");
+            self.progress.applied(&entry);
+            self.report.changes.push(entry);
+        }
+        None
     }
 }
 

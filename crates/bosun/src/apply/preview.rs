@@ -1,5 +1,8 @@
 //! `bosun diff`: the server-side dry run of every rendered object, as unified diffs, and what a
-//! prune would delete.
+//! prune would delete. As Argo CD's diff, hooks are left out (they are created anew on each
+//! rollout, never compared), and so are objects never applied and objects their rules keep
+//! bosun from writing; a prune candidate whose rules keep it (`prune: disabled`) or mark it
+//! `IgnoreExtraneous` is no difference.
 
 use kube::Client;
 
@@ -9,6 +12,8 @@ use super::{
 use crate::diff;
 use crate::inventory::{self, Entry};
 use crate::package::Action;
+use crate::plan::hooks::{self, Role};
+use crate::policy;
 use crate::render::Rendered;
 use crate::report::Change;
 use bosun_core::object;
@@ -49,10 +54,18 @@ pub async fn diff(
 ) -> Result<DiffReport, ApplyError> {
     let resolver = Resolver::new(client.clone()).await.map_err(|e| ApplyError::Cluster(e.into()))?;
     let previous = inventory::read(client, &target.name, &target.namespace).await?;
-    let keys: Vec<String> = rendered.manifests.iter().map(|m| m.key.clone()).collect();
+    let keys: Vec<String> = rendered
+        .manifests
+        .iter()
+        .filter(|m| matches!(hooks::classify(&m.object, rendered.hooks).role, Role::Resource { .. }))
+        .filter(|m| policy::of(&m.object).writes())
+        .map(|m| m.key.clone())
+        .collect();
     let resolved = resolve_items(&resolver, rendered, &keys, target).await;
     let resolved_items: Vec<Item> = resolved.iter().filter_map(|r| r.as_ref().ok().cloned()).collect();
-    check_namespaces(client, None, target, &resolved_items, &created_namespaces(rendered), false).await?;
+    let mut created = created_namespaces(rendered);
+    created.extend(policy::namespaces_to_create(rendered.manifests.iter().map(|m| &m.object)));
+    check_namespaces(client, None, target, &resolved_items, &created, false).await?;
     let mut report = DiffReport::default();
     let items: Vec<Item> = resolved
         .into_iter()
@@ -71,14 +84,20 @@ pub async fn diff(
             }
         })
         .collect();
-    let planned: Vec<(&Item, Action)> = items.iter().map(|item| (item, Action::Apply)).collect();
+    let planned: Vec<(&Item, Action)> =
+        items.iter().map(|item| (item, decide::action_for(Action::Apply, &item.policy))).collect();
     let dry_runs = dry_runs(client, &planned, concurrency, None).await;
-    let created = created_namespaces(rendered);
-    for (item, dry) in items.iter().zip(dry_runs) {
+    for ((item, action), dry) in planned.iter().zip(dry_runs) {
         let unchanged = dry.unchanged();
         // Apply's verdict on the dry run: an object in a namespace the package creates passes
         // (it is checked once the namespace exists) and is shown as rendered.
-        let verdict = decide::after_dry_run(&dry.finding(), Action::Apply, &created, false);
+        let rules = policy::merged(&item.object, dry.live.as_ref());
+        let verdict = decide::after_dry_run(&dry.finding(), *action, &created, &rules, false);
+        if let Ok(planned) = &verdict
+            && matches!(decide::write(*action, *planned), decide::Write::Skip(_))
+        {
+            continue;
+        }
         let (change, text) = match (dry.result, &dry.live) {
             (Err(_), _) => match verdict {
                 Ok(_) => (Change::Created, diff::unified(None, &item.object, &item.described)),
@@ -96,7 +115,10 @@ pub async fn diff(
         let (kind_name, namespace, name) = candidate.parts();
         let Some(kind) = resolver.kind(&candidate.v, kind_name).await else { continue };
         if let Ok(Some(live)) = kind.api(client, namespace).get_opt(name).await
-            && inventory::owned_by(&object::to_value(&live), &target.name, &target.namespace)
+            && let live = object::to_value(&live)
+            && inventory::owned_by(&live, &target.name, &target.namespace)
+            && policy::of(&live).prunes()
+            && !policy::of(&live).ignore_extraneous
         {
             report.prune.push(candidate.describe());
         }

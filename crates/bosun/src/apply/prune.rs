@@ -1,5 +1,6 @@
 //! Prune: deleting what the previous inventory lists and this render no longer has, if it still
-//! carries the package's owner labels.
+//! carries the package's owner labels and its rules allow it (`prune: disabled`, `Prune=false`;
+//! when the package is deleted, `Delete=false`).
 
 use serde_json::Value;
 
@@ -9,6 +10,7 @@ use super::{
     wait::{self, Watched},
 };
 use crate::inventory::{self, Entry};
+use crate::policy::{self, ObjectPolicy};
 use crate::report::{Cause, Change, ChangeEntry, ObjectFailure, RolloutFailure, Stage};
 
 impl Runner<'_> {
@@ -27,6 +29,7 @@ impl Runner<'_> {
                 kind,
                 namespace: namespace.to_string(),
                 name: name.to_string(),
+                policy: ObjectPolicy::default(),
             };
             let live = match item.api(client).get_opt(&item.name).await {
                 Ok(Some(live)) => bosun_core::object::to_value(&live),
@@ -38,6 +41,8 @@ impl Runner<'_> {
                     continue;
                 }
             };
+            let rules = policy::of(&live);
+            let kept = if self.deleting { !rules.deletes() } else { !rules.prunes() };
             let change = if !inventory::owned_by(&live, &self.target.name, &self.target.namespace) {
                 entry(
                     &item,
@@ -45,6 +50,9 @@ impl Runner<'_> {
                     Change::Skipped,
                     Some("not deleted: it no longer carries the package's owner labels".into()),
                 )
+            } else if kept {
+                let why = policy::reasons(&live).join(", ");
+                entry(&item, "prune", Change::Skipped, Some(format!("kept: {why}")))
             } else if options.dry_run {
                 entry(&item, "prune", Change::Deleted, Some("would be pruned".into()))
             } else {

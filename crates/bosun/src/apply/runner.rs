@@ -15,7 +15,8 @@ use super::{
 };
 use crate::inventory::{self, Entry};
 use crate::package::Action;
-use crate::plan::{GroupWait, PlanGroup, PlanStep};
+use crate::plan::{GroupWait, PlanGroup, PlanStep, hooks::Operations};
+use crate::policy;
 use crate::render::Rendered;
 use crate::report::{Cause, Change, ChangeEntry, ObjectFailure, RolloutFailure, Stage};
 
@@ -32,28 +33,54 @@ impl Runner<'_> {
         })
     }
 
-    /// One group: resolve, dry run, writes step by step, waits. Returns the failure that stops
-    /// the rollout.
+    /// One group: resolve, dry run, writes step by step (hook steps: create, wait until
+    /// complete), waits. Returns the failure that stops the rollout (or records it in the
+    /// report, when resolving or dry-running stopped the group).
     pub(super) async fn run_group(
         &mut self,
         group: &PlanGroup,
         rendered: &Rendered,
         namespaces: &[String],
     ) -> Option<RolloutFailure> {
+        // Hooks of other operations (Helm's install hooks on an upgrade) do not run.
+        let runs = |on: Operations| self.options.hooks && on.contains(self.operation);
+        let steps: Vec<&PlanStep> = group.steps.iter().filter(|s| s.hook.is_none_or(runs)).collect();
+        if steps.is_empty() {
+            return None;
+        }
         let mut keys: Vec<String> = Vec::new();
-        for key in group.steps.iter().flat_map(|step| &step.keys) {
+        for key in steps.iter().flat_map(|step| &step.keys) {
             if !keys.contains(key) {
                 keys.push(key.clone());
             }
         }
         self.progress.group(&group.name, keys.len());
-        let items = self.resolve_group(group, rendered, &keys).await?;
-        let plans = self.dry_run_group(group, &items, namespaces).await?;
+        let mut items = self.resolve_group(group, rendered, &keys).await?;
+        // Objects their rules keep bosun from writing are reported, then left out.
+        for step in steps.iter().filter(|step| step.hook.is_none()) {
+            for key in &step.keys {
+                if let Some(item) = items.get(key).filter(|item| !item.policy.writes()) {
+                    let why = format!("not written: {}", policy::reasons(&item.object).join(", "));
+                    let skipped = entry(item, &group.name, Change::Skipped, Some(why));
+                    self.progress.applied(&skipped);
+                    self.report.changes.push(skipped);
+                    items.remove(key);
+                }
+            }
+        }
+        let plans = self.dry_run_group(group, &steps, &items, namespaces).await?;
+        let hooks: Vec<&Item> = steps
+            .iter()
+            .filter(|s| s.hook.is_some())
+            .flat_map(|s| s.keys.iter().filter_map(|k| items.get(k)))
+            .collect();
+        if let Some(failure) = self.dry_run_hooks(group, &hooks).await {
+            return Some(failure);
+        }
         if !self.options.dry_run {
-            let written: Vec<&Item> = group
-                .steps
+            let written: Vec<&Item> = steps
                 .iter()
-                .filter(|step| !matches!(step.action, Action::Delete | Action::Wait))
+                .filter(|step| step.hook.is_none() && !matches!(step.action, Action::Delete | Action::Wait))
                 .flat_map(|step| step.keys.iter().filter_map(|k| items.get(k)))
                 .collect();
             if let Err(why) = self.record_ahead(&written).await {
@@ -70,26 +97,35 @@ impl Runner<'_> {
         let mut waited: Vec<Watched> = Vec::new();
         // The versions this group wrote objects at, by key: a cache must show them that new.
         let mut written: HashMap<String, String> = HashMap::new();
-        let batches: Vec<Vec<&PlanStep>> = if group.parallel {
-            vec![group.steps.iter().collect()]
-        } else {
-            group.steps.iter().map(|s| vec![s]).collect()
-        };
+        let batches: Vec<Vec<&PlanStep>> =
+            if group.parallel { vec![steps.clone()] } else { steps.iter().map(|s| vec![*s]).collect() };
         let timeout = match group.timeout {
             Some(own) if !self.options.timeout_overrides_groups => own,
             _ => self.options.timeout,
         };
-        let steps = batches.len();
+        let count = batches.len();
         for (number, batch) in batches.into_iter().enumerate() {
             if number > 0
                 && let Some(failure) = self.canceled_before(&group.name)
             {
                 return Some(failure);
             }
-            self.progress.step(&group.name, number + 1, steps);
+            self.progress.step(&group.name, number + 1, count);
+            let step_items =
+                |step: &PlanStep| -> Vec<&Item> { step.keys.iter().filter_map(|k| items.get(k)).collect() };
+            if let [step] = batch.as_slice()
+                && step.hook.is_some()
+            {
+                if let Some(failure) = self.run_hooks(group, &step_items(step), timeout).await {
+                    return Some(failure);
+                }
+                continue;
+            }
             let work: Vec<(&Item, Action)> = batch
                 .iter()
-                .flat_map(|step| step.keys.iter().filter_map(|k| items.get(k)).map(move |item| (item, step.action)))
+                .flat_map(|step| {
+                    step_items(step).into_iter().map(move |item| (item, decide::action_for(step.action, &item.policy)))
+                })
                 .collect();
             // Futures collected first: a stream over a borrowing closure defeats the `Send`
             // proof a spawned controller needs (rust-lang/rust#102211).
@@ -135,7 +171,7 @@ impl Runner<'_> {
             let checked: Vec<Watched> = batch
                 .iter()
                 .filter(|step| !step.checks.is_empty() && step.action != Action::Delete)
-                .flat_map(|step| step.keys.iter().filter_map(|k| items.get(k)).map(|item| watched(item, &step.checks)))
+                .flat_map(|step| step_items(step).into_iter().map(|item| watched(item, &step.checks)))
                 .collect();
             if let Some(failure) = self.await_health(&checked, timeout, &group.name).await {
                 return Some(failure);
@@ -144,7 +180,7 @@ impl Runner<'_> {
                 batch
                     .iter()
                     .filter(|step| step.action != Action::Delete)
-                    .flat_map(|step| step.keys.iter().filter_map(|k| items.get(k)).map(|item| watched(item, &[]))),
+                    .flat_map(|step| step_items(step).into_iter().map(|item| watched(item, &[]))),
             );
         }
         if !self.options.dry_run && (group.wait == GroupWait::Always || self.options.wait) {
@@ -219,25 +255,33 @@ impl Runner<'_> {
         None
     }
 
-    /// Dry runs of the group's writes and what each found; `None` (after recording the
-    /// failures) when any was refused, so that nothing in the group is written.
+    /// Dry runs of the group's writes (hooks aside) and what each found; `None` (after
+    /// recording the failures) when any was refused, so that nothing in the group is written.
+    /// Objects whose rules skip the dry run are not checked.
     async fn dry_run_group(
         &mut self,
         group: &PlanGroup,
+        steps: &[&PlanStep],
         items: &HashMap<String, Item>,
         namespaces: &[String],
     ) -> Option<HashMap<String, Planned>> {
-        let writes: Vec<(&Item, Action)> = group
-            .steps
+        let writes: Vec<(&Item, Action)> = steps
             .iter()
-            .flat_map(|step| step.keys.iter().filter_map(|k| items.get(k)).map(move |item| (item, step.action)))
-            .filter(|(_, action)| matches!(action, Action::Apply | Action::CreateIfNotExist | Action::Recreate))
+            .filter(|step| step.hook.is_none())
+            .flat_map(|step| {
+                let items = step.keys.iter().filter_map(|k| items.get(k));
+                items.map(move |item| (item, decide::action_for(step.action, &item.policy)))
+            })
+            .filter(|(item, action)| {
+                item.policy.dry_run && matches!(action, Action::Apply | Action::CreateIfNotExist | Action::Recreate)
+            })
             .collect();
         let dry_runs = dry_runs(self.client, &writes, self.options.concurrency, self.options.cache.as_ref()).await;
         let mut plans: HashMap<String, Planned> = HashMap::new();
         let mut failures = Vec::new();
         for ((item, action), dry) in writes.iter().zip(dry_runs) {
-            match decide::after_dry_run(&dry.finding(), *action, namespaces, self.options.force) {
+            let rules = policy::merged(&item.object, dry.live.as_ref());
+            match decide::after_dry_run(&dry.finding(), *action, namespaces, &rules, self.options.force) {
                 Ok(planned) => {
                     plans.insert(item.key.clone(), planned);
                 }
@@ -266,7 +310,19 @@ impl Runner<'_> {
 
     /// Waits for health and records it in the report; returns the failure, if any. With a
     /// cache, from the cache (no request), else by watches.
-    async fn await_health(&mut self, objects: &[Watched], timeout: Duration, group: &str) -> Option<RolloutFailure> {
+    pub(super) async fn await_health(
+        &mut self,
+        objects: &[Watched],
+        timeout: Duration,
+        group: &str,
+    ) -> Option<RolloutFailure> {
+        let (waited, limit) = self.wait_for(objects, timeout).await;
+        self.judged(waited, limit, group)
+    }
+
+    /// Waits until the objects are healthy (or complete, for hooks), one fails, or the wait
+    /// ends; with how long it could last at most.
+    pub(super) async fn wait_for(&self, objects: &[Watched], timeout: Duration) -> (Waited, Duration) {
         let until = self.options.until(timeout);
         // The run's deadline may bound the wait more than the group's timeout.
         let limit = until.deadline.saturating_duration_since(tokio::time::Instant::now());
@@ -279,7 +335,13 @@ impl Runner<'_> {
             Some(outcome) => outcome,
             None => wait::healthy(self.client, objects, &until, self.progress).await,
         };
-        match outcome {
+        (outcome, limit)
+    }
+
+    /// What a wait's outcome means for the rollout: the health messages go into the report;
+    /// anything but health is the group's failure.
+    pub(super) fn judged(&mut self, waited: Waited, limit: Duration, group: &str) -> Option<RolloutFailure> {
+        match waited {
             Waited::Healthy(messages) => {
                 self.record_health(messages);
                 None

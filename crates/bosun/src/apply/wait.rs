@@ -34,6 +34,8 @@ pub struct Watched {
     /// The resourceVersion this apply wrote it at, if it wrote it: a cache must show it at
     /// least that new.
     pub written: Option<String>,
+    /// A hook: done when complete ([`health::completion`]), not merely healthy.
+    pub hook: bool,
 }
 
 /// How long a wait may last: until a deadline, or until it is cancelled.
@@ -75,8 +77,9 @@ pub enum Waited {
 
 type Key = (usize, String);
 
-fn judge(object: &Value, checks: &[SuccessCheck]) -> Health {
-    let health = health::evaluate(object);
+fn judge(object: &Value, watched: &Watched) -> Health {
+    let health = if watched.hook { health::completion(object) } else { health::evaluate(object) };
+    let checks = &watched.checks;
     if health.status != Status::Current {
         return health;
     }
@@ -120,7 +123,7 @@ pub async fn healthy_cached(
                 let verdict = match live {
                     Some(live) if fresh(&live, watched.written.as_deref())? => {
                         seen[position] = true;
-                        judge(&live, &watched.checks)
+                        judge(&live, watched)
                     }
                     Some(_) => Health { status: Status::InProgress, message: "waiting for the object".into() },
                     // Deleted after the cache showed it as applied (by hand, or its owner's
@@ -212,7 +215,7 @@ pub async fn healthy(client: &Client, objects: &[Watched], until: &Until, progre
             let verdict = if gone {
                 Health { status: Status::InProgress, message: "deleted".into() }
             } else {
-                judge(&bosun_core::object::to_value(object), &objects[position].checks)
+                judge(&bosun_core::object::to_value(object), &objects[position])
             };
             if verdict != verdicts[position] && verdict.status != Status::Current {
                 progress.waiting(&objects[position].described, &verdict.message);

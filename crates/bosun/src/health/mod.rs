@@ -76,6 +76,20 @@ fn reason_and_message(condition: &Value) -> String {
     }
 }
 
+/// Judges a hook: done when it completed. A Pod counts only once it succeeded (a hook Pod that
+/// is merely running and ready has not done its work, as Argo CD judges hook Pods); anything
+/// else is judged as [`evaluate`] does (a Job when complete).
+pub fn completion(object: &Value) -> Health {
+    if text(object, "/kind") == "Pod" && text(object, "/apiVersion") == "v1" {
+        return match text(object, "/status/phase") {
+            "Succeeded" => Health::current("succeeded"),
+            "Failed" => Health::failed(true, format!("failed: {}", text(object, "/status/reason"))),
+            phase => Health::progressing(format!("phase {}", if phase.is_empty() { "Pending" } else { phase })),
+        };
+    }
+    evaluate(object)
+}
+
 /// Judges an object by its kind's rules.
 pub fn evaluate(object: &Value) -> Health {
     if object.pointer("/metadata/deletionTimestamp").is_some() {

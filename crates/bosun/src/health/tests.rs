@@ -250,3 +250,19 @@ fn waiting_messages_say_what_is_awaited_and_why_it_takes_long() {
     let quick = deployment(1, json!({"observedGeneration": 1, "replicas": 3, "updatedReplicas": 3}));
     assert_eq!(evaluate(&quick).message, "available 0/3 replicas");
 }
+
+#[test]
+fn hooks_are_done_when_they_completed() {
+    let pod = |phase: &str| {
+        json!({"apiVersion": "v1", "kind": "Pod", "metadata": {"name": "p"},
+               "status": {"phase": phase, "conditions": [{"type": "Ready", "status": "True"}]}})
+    };
+    assert_eq!(evaluate(&pod("Running")).status, Status::Current, "a ready pod is healthy");
+    assert_eq!(completion(&pod("Running")).status, Status::InProgress, "but a hook pod has not finished");
+    assert_eq!(completion(&pod("Succeeded")).status, Status::Current);
+    assert_eq!(completion(&pod("Failed")).status, Status::Failed { terminal: true });
+    let job = json!({"apiVersion": "batch/v1", "kind": "Job", "metadata": {"name": "j"},
+                     "status": {"conditions": [{"type": "Failed", "status": "True", "reason": "BackoffLimitExceeded"}]}});
+    assert_eq!(completion(&job), evaluate(&job));
+    assert_eq!(completion(&job).status, Status::Failed { terminal: true });
+}

@@ -149,6 +149,42 @@ pub enum InventoryError {
     },
 }
 
+/// The annotation of the inventory ConfigMap that counts a Helm chart's successful rollouts
+/// (its `.Release.Revision`).
+pub const RELEASE_REVISION_ANNOTATION: &str = "bosun.dev/release-revision";
+
+/// What the inventory says of a Helm release: `None` when the package was never applied (an
+/// install), else the revision of its last successful rollout (0 when none succeeded yet).
+pub async fn release_revision(
+    client: &kube::Client,
+    package: &str,
+    namespace: &str,
+) -> Result<Option<i64>, InventoryError> {
+    let name = configmap_name(package);
+    let api: Api<ConfigMap> = Api::namespaced(client.clone(), namespace);
+    let cluster = |source| InventoryError::Cluster { namespace: namespace.to_string(), name: name.clone(), source };
+    let Some(configmap) = api.get_opt(&name).await.map_err(cluster)? else { return Ok(None) };
+    let annotations = configmap.metadata.annotations.unwrap_or_default();
+    Ok(Some(annotations.get(RELEASE_REVISION_ANNOTATION).and_then(|r| r.parse().ok()).unwrap_or(0)))
+}
+
+/// Counts one more successful rollout of a Helm release on its inventory (which the rollout
+/// has written).
+pub async fn record_release_revision(
+    client: &kube::Client,
+    package: &str,
+    namespace: &str,
+) -> Result<(), InventoryError> {
+    let revision = release_revision(client, package, namespace).await?.unwrap_or(0) + 1;
+    let name = configmap_name(package);
+    let api: Api<ConfigMap> = Api::namespaced(client.clone(), namespace);
+    let patch = json!({"metadata": {"annotations": {RELEASE_REVISION_ANNOTATION: revision.to_string()}}});
+    api.patch(&name, &PatchParams::default(), &Patch::Merge(patch))
+        .await
+        .map_err(|source| InventoryError::Cluster { namespace: namespace.to_string(), name, source })?;
+    Ok(())
+}
+
 /// Writes a package's inventory (server-side apply, field manager `bosun`).
 pub async fn write(
     client: &kube::Client,

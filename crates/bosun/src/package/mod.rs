@@ -189,17 +189,31 @@ impl Package {
         Package { dir: dir.to_path_buf(), name: directory_name(dir), namespace: None, spec, origin: Origin::Flags }
     }
 
+    /// A package of one manifest file (`bosun apply x.yaml`, as `kubectl apply -f x.yaml`),
+    /// named after the file.
+    pub fn from_file(file: &Path) -> Package {
+        let dir = file.parent().filter(|p| !p.as_os_str().is_empty()).unwrap_or(Path::new(".")).to_path_buf();
+        let name = file.file_stem().map_or_else(|| "package".to_string(), |s| s.to_string_lossy().into_owned());
+        let file_name = file.file_name().map_or_else(renderers::current_dir, |f| f.to_string_lossy().into_owned());
+        let spec = PackageSpec {
+            render: Some(RenderSpec::Files(FilesSpec { dir: file_name, rollout: None })),
+            ..PackageSpec::default()
+        };
+        Package { dir, name, namespace: None, spec, origin: Origin::Flags }
+    }
+
     /// A package given by Locutus-style flags: one jsonnet program with library directories.
     pub fn from_jsonnet(entrypoint: &Path, jpath: &[PathBuf]) -> Package {
         let dir = entrypoint.parent().filter(|p| !p.as_os_str().is_empty()).unwrap_or(Path::new(".")).to_path_buf();
-        let file =
-            entrypoint.file_name().map(|f| f.to_string_lossy().into_owned()).unwrap_or_else(renderers::main_jsonnet);
+        let file = entrypoint
+            .file_name()
+            .map(|f| f.to_string_lossy().into_owned())
+            .unwrap_or_else(|| renderers::MAIN_JSONNET.to_string());
         let spec = PackageSpec {
             render: Some(RenderSpec::Jsonnet(JsonnetSpec {
-                entrypoint: file,
+                entrypoint: Some(file),
                 jpath: jpath.iter().map(|p| absolute(p).display().to_string()).collect(),
-                ext_vars: BTreeMap::new(),
-                tlas: BTreeMap::new(),
+                ..JsonnetSpec::default()
             })),
             ..PackageSpec::default()
         };
@@ -230,12 +244,22 @@ mod tests {
     fn renderers_are_detected_from_the_contents() {
         let dir = tempfile::tempdir().expect("tempdir");
         assert!(matches!(Package::load(dir.path()).expect("load").renderer(), RenderSpec::Files(_)));
+        write(dir.path(), "guestbook.jsonnet", "[]");
+        write(dir.path(), "params.libsonnet", "{}");
+        assert!(
+            matches!(Package::load(dir.path()).expect("load").renderer(), RenderSpec::Jsonnet(_)),
+            "Argo CD's jsonnet directories"
+        );
         write(dir.path(), "main.jsonnet", "{}");
         assert!(matches!(Package::load(dir.path()).expect("load").renderer(), RenderSpec::Jsonnet(_)));
         write(dir.path(), "kustomization.yaml", "resources: []");
         let package = Package::load(dir.path()).expect("load");
         assert!(matches!(package.renderer(), RenderSpec::Kustomize(_)));
         assert_eq!(package.origin, Origin::Detected);
+        write(dir.path(), "Chart.yaml", "apiVersion: v2\nname: web\nversion: 1.0.0\n");
+        let RenderSpec::Helm(helm) = Package::load(dir.path()).expect("load").renderer() else { panic!("helm") };
+        assert_eq!(*helm, HelmSpec { chart: ".".into(), ..HelmSpec::default() });
+        assert!(is_marked_package(dir.path()));
     }
 
     #[test]
@@ -251,7 +275,9 @@ mod tests {
         assert_eq!(package.spec.target_namespace.as_deref(), Some("monitoring"));
         assert_eq!(package.spec.timeout, Some(Interval(std::time::Duration::from_secs(300))));
         let RenderSpec::Jsonnet(jsonnet) = package.renderer() else { panic!("jsonnet") };
-        assert_eq!(jsonnet.entrypoint, "main.jsonnet");
+        assert_eq!(jsonnet.entrypoint, None, "main.jsonnet when there is one, else every *.jsonnet file");
+        write(dir.path(), "main.jsonnet", "{}");
+        assert_eq!(jsonnet.program(dir.path()).as_deref(), Some("main.jsonnet"));
         assert_eq!(jsonnet.jpath, ["lib"]);
     }
 
@@ -262,7 +288,8 @@ mod tests {
             ("spec:\n  render:\n    jsonnet:\n      entrypiont: x.jsonnet\n", "unknown field `entrypiont`"),
             ("spec:\n  targetNamespce: x\n", "unknown field `targetNamespce`"),
             ("spec:\n  timeout: soon\n", "\"soon\" is not a duration"),
-            ("spec:\n  render:\n    helm: {}\n", "unknown variant `helm`"),
+            ("spec:\n  render:\n    ksonnet: {}\n", "unknown variant `ksonnet`"),
+            ("spec:\n  render:\n    helm: {chart: x, valueFiles: [a]}\n", "unknown field `valueFiles`"),
         ];
         for (spec, expected) in cases {
             write(dir.path(), PACKAGE_FILE, &format!("apiVersion: bosun.dev/v1alpha1\nkind: Package\n{spec}"));

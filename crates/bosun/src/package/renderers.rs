@@ -1,5 +1,5 @@
-//! How a package renders (files, jsonnet, kustomize, a command), declared or detected from
-//! the directory's contents.
+//! How a package renders (files, jsonnet, kustomize, a Helm chart, a command), declared or
+//! detected from the directory's contents.
 
 use std::{collections::BTreeMap, path::Path};
 
@@ -19,6 +19,8 @@ pub enum RenderSpec {
     Jsonnet(JsonnetSpec),
     /// `kustomize build` (or `kubectl kustomize`).
     Kustomize(KustomizeSpec),
+    /// A Helm chart, rendered in-process (boxed: the largest spec by far).
+    Helm(Box<HelmSpec>),
     /// Any command that prints manifests.
     Exec(ExecSpec),
 }
@@ -40,12 +42,15 @@ pub(super) fn current_dir() -> String {
 }
 
 /// The jsonnet renderer.
-#[derive(Debug, Clone, Deserialize, Serialize, PartialEq, JsonSchema)]
+#[derive(Debug, Clone, Default, Deserialize, Serialize, PartialEq, JsonSchema)]
 #[serde(rename_all = "camelCase", deny_unknown_fields)]
 pub struct JsonnetSpec {
-    /// The program, relative to the package.
-    #[serde(default = "main_jsonnet")]
-    pub entrypoint: String,
+    /// The program, relative to the package. Omitted: `main.jsonnet` when the package has
+    /// one, else every `*.jsonnet` file of the package directory, each returning an object or
+    /// a list of objects, with the directory's YAML and JSON files (as Argo CD renders a
+    /// directory; `*.libsonnet` files are libraries).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub entrypoint: Option<String>,
     /// Library directories, relative to the package (`vendor` is always searched).
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub jpath: Vec<String>,
@@ -57,10 +62,36 @@ pub struct JsonnetSpec {
     #[serde(default, skip_serializing_if = "BTreeMap::is_empty")]
     #[schemars(schema_with = "super::spec::map_of_any_value")]
     pub tlas: BTreeMap<String, Value>,
+    /// `std.extVar` values given as jsonnet code (`--ext-code`), by name.
+    #[serde(default, skip_serializing_if = "BTreeMap::is_empty")]
+    pub ext_code: BTreeMap<String, String>,
+    /// Top-level arguments given as jsonnet code (`--tla-code`), by name.
+    #[serde(default, skip_serializing_if = "BTreeMap::is_empty")]
+    pub tla_code: BTreeMap<String, String>,
 }
 
-pub(super) fn main_jsonnet() -> String {
-    "main.jsonnet".to_string()
+/// The program a jsonnet package runs when it names none.
+pub const MAIN_JSONNET: &str = "main.jsonnet";
+
+impl JsonnetSpec {
+    /// The program to run in `dir`: the named one, else `main.jsonnet` when there is one;
+    /// `None`: every `*.jsonnet` file of the directory.
+    pub fn program(&self, dir: &Path) -> Option<String> {
+        match &self.entrypoint {
+            Some(entrypoint) => Some(entrypoint.clone()),
+            None => dir.join(MAIN_JSONNET).is_file().then(|| MAIN_JSONNET.to_string()),
+        }
+    }
+}
+
+/// Whether `dir` holds a `*.jsonnet` file (a directory Argo CD renders as jsonnet).
+fn has_jsonnet_files(dir: &Path) -> bool {
+    std::fs::read_dir(dir).is_ok_and(|entries| {
+        entries.flatten().any(|entry| {
+            let path = entry.path();
+            path.is_file() && path.extension().is_some_and(|e| e == "jsonnet")
+        })
+    })
 }
 
 /// The kustomize renderer.
@@ -70,6 +101,90 @@ pub struct KustomizeSpec {
     /// Directory with the `kustomization.yaml`, relative to the package.
     #[serde(default = "current_dir")]
     pub dir: String,
+}
+
+/// The Helm renderer: a chart and its values, as `helm template`/`helm install` take them.
+///
+/// Values, lowest first: the chart's `values.yaml`, `valuesFiles` in order, `valuesFrom` in
+/// order, `values`, then `setJson`, `set`, `setString`, `setFile` (Helm's order of its flags).
+#[derive(Debug, Clone, Default, Deserialize, Serialize, PartialEq, JsonSchema)]
+#[serde(rename_all = "camelCase", deny_unknown_fields)]
+pub struct HelmSpec {
+    /// The chart: a directory (with `Chart.yaml`) or a `.tgz`, relative to the package.
+    #[serde(default = "current_dir")]
+    pub chart: String,
+    /// `.Release.Name` (default: the package's name, which for a directory without
+    /// `bosun.yaml` is the directory's name).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub release_name: Option<String>,
+    /// Values (a mapping), over the chart's defaults, the files and `valuesFrom`.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    #[schemars(schema_with = "super::spec::any_value")]
+    pub values: Option<Value>,
+    /// Values files, relative to the package, in order (`helm -f`).
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub values_files: Vec<String>,
+    /// Values read from ConfigMaps and Secrets in the package's namespace when rendering for
+    /// a cluster.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub values_from: Vec<ValuesReference>,
+    /// `--set` expressions (`image.tag=1.2`, `list[0].name=a`, `a\\.b=c`).
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub set: Vec<String>,
+    /// `--set-string` expressions: values stay strings.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub set_string: Vec<String>,
+    /// `--set-file` expressions: `key=path`, the file's content as the value (relative to the
+    /// package).
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub set_file: Vec<String>,
+    /// `--set-json` expressions: `key=<JSON>`, or a JSON object merged at the top.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub set_json: Vec<String>,
+    /// `.Capabilities.KubeVersion` when rendering without a cluster (`--kube-version`).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub kube_version: Option<String>,
+    /// API versions added to `.Capabilities.APIVersions` (`--api-versions`).
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub api_versions: Vec<String>,
+    /// Leave out the CRDs of the charts' `crds/` directories.
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    pub skip_crds: bool,
+    /// Keep the chart's test hooks (`helm.sh/hook: test`), left out by default.
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    pub include_tests: bool,
+}
+
+/// Where `valuesFrom` reads values (Flux's `valuesFrom`).
+#[derive(Debug, Clone, Deserialize, Serialize, PartialEq, JsonSchema)]
+#[serde(rename_all = "camelCase", deny_unknown_fields)]
+pub struct ValuesReference {
+    /// `ConfigMap` or `Secret`.
+    pub kind: ValuesKind,
+    /// Its name, in the package's namespace.
+    pub name: String,
+    /// The key holding a YAML mapping of values (default `values.yaml`).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub values_key: Option<String>,
+    /// A missing object or key is skipped instead of failing the render.
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    pub optional: bool,
+}
+
+impl ValuesReference {
+    /// The key read.
+    pub fn key(&self) -> &str {
+        self.values_key.as_deref().unwrap_or("values.yaml")
+    }
+}
+
+/// The kinds `valuesFrom` reads.
+#[derive(Debug, Clone, Copy, Deserialize, Serialize, PartialEq, Eq, JsonSchema)]
+pub enum ValuesKind {
+    /// A ConfigMap's `data`.
+    ConfigMap,
+    /// A Secret's `data` (base64-decoded).
+    Secret,
 }
 
 /// The exec renderer.
@@ -85,26 +200,27 @@ pub struct ExecSpec {
 
 /// The files whose presence marks a directory as a package on its own (without them, any
 /// directory of manifests is one only when named).
-pub const PACKAGE_MARKERS: [&str; 5] =
-    [PACKAGE_FILE, "kustomization.yaml", "kustomization.yml", "Kustomization", "main.jsonnet"];
+pub const PACKAGE_MARKERS: [&str; 6] =
+    [PACKAGE_FILE, HELM_CHART_FILE, "kustomization.yaml", "kustomization.yml", "Kustomization", "main.jsonnet"];
+
+/// The file that makes a directory a Helm chart.
+pub const HELM_CHART_FILE: &str = "Chart.yaml";
 
 /// Whether `dir` holds one of the [`PACKAGE_MARKERS`].
 pub fn is_marked_package(dir: &Path) -> bool {
     PACKAGE_MARKERS.iter().any(|f| dir.join(f).is_file())
 }
 
-/// The renderer a directory's contents imply: `kustomization.yaml` → kustomize,
-/// `main.jsonnet` → jsonnet, else every YAML/JSON file.
+/// The renderer a directory's contents imply: `Chart.yaml` → helm, `kustomization.yaml` →
+/// kustomize, `main.jsonnet` or any `*.jsonnet` file → jsonnet, else every YAML/JSON file.
 pub fn detect_renderer(dir: &Path) -> RenderSpec {
-    if PACKAGE_MARKERS[1..4].iter().any(|f| dir.join(f).is_file()) {
+    let kustomization = ["kustomization.yaml", "kustomization.yml", "Kustomization"];
+    if dir.join(HELM_CHART_FILE).is_file() {
+        RenderSpec::Helm(Box::new(HelmSpec { chart: current_dir(), ..HelmSpec::default() }))
+    } else if kustomization.iter().any(|f| dir.join(f).is_file()) {
         RenderSpec::Kustomize(KustomizeSpec { dir: current_dir() })
-    } else if dir.join("main.jsonnet").is_file() {
-        RenderSpec::Jsonnet(JsonnetSpec {
-            entrypoint: main_jsonnet(),
-            jpath: Vec::new(),
-            ext_vars: BTreeMap::new(),
-            tlas: BTreeMap::new(),
-        })
+    } else if has_jsonnet_files(dir) {
+        RenderSpec::Jsonnet(JsonnetSpec::default())
     } else {
         RenderSpec::Files(FilesSpec { dir: current_dir(), rollout: None })
     }

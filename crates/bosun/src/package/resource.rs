@@ -59,6 +59,43 @@ pub struct PackageStatus {
     /// The last runs, newest first.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub history: Vec<HistoryEntry>,
+    /// The hooks the last run that ran hooks ran, in order.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub hooks: Vec<HookStatus>,
+}
+
+/// One hook a run ran.
+#[derive(Debug, Clone, Default, Deserialize, Serialize, PartialEq, Eq, JsonSchema)]
+#[serde(rename_all = "camelCase")]
+pub struct HookStatus {
+    /// `Kind/namespace/name` (the name the run got, for a hook the server names).
+    pub object: String,
+    /// The phase it ran in (`PreSync`, `Sync`, `PostSync`, `SyncFail`…).
+    pub phase: String,
+    /// `created`, `succeeded`, `failed`, or `deleted` (an earlier run deleted before it ran again).
+    pub result: String,
+    /// Whether it was deleted after it ran (its delete policy).
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    pub deleted: bool,
+}
+
+impl HookStatus {
+    /// The hooks of a report, in order.
+    pub fn of(report: &crate::report::Report) -> Vec<HookStatus> {
+        report
+            .changes
+            .iter()
+            .filter_map(|change| {
+                let hook = change.hook.as_ref()?;
+                Some(HookStatus {
+                    object: change.object.clone(),
+                    phase: hook.phase.clone(),
+                    result: hook.result.word().to_string(),
+                    deleted: hook.deleted,
+                })
+            })
+            .collect()
+    }
 }
 
 /// One applied object: `<group>_<Kind>_<namespace>_<name>` and its API version.

@@ -1,4 +1,5 @@
-//! Where a `Package` comes from: Git, an archive, a bucket, a ConfigMap or a directory.
+//! Where a `Package` comes from: Git, an archive, a bucket, a Helm chart repository, a
+//! ConfigMap or a directory.
 
 use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
@@ -21,6 +22,10 @@ pub struct SourceSpec {
     /// The objects under a prefix of an S3-compatible bucket.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub bucket: Option<BucketSource>,
+    /// A chart from a Helm repository (`index.yaml` over HTTP(S)) or an OCI registry: the
+    /// highest version in the range, unpacked (the package is the chart).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub helm: Option<HelmChartSource>,
     /// A ConfigMap in the Package's namespace: each key of its `data` and `binaryData` is a file.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub config_map: Option<LocalObjectReference>,
@@ -65,6 +70,30 @@ pub struct ArchiveSource {
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub secret_ref: Option<LocalObjectReference>,
     /// Bound of one download (default 60s).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub timeout: Option<Interval>,
+}
+
+/// A chart in a Helm repository or an OCI registry as a source. The revision is
+/// `<chart>@<version>`.
+#[derive(Debug, Clone, Default, Deserialize, Serialize, PartialEq, JsonSchema)]
+#[serde(rename_all = "camelCase", deny_unknown_fields)]
+pub struct HelmChartSource {
+    /// The repository: `https://charts.example.com` (its `index.yaml` lists the charts), or
+    /// `oci://registry.example.com/charts` (the chart is `<url>/<chart>`, tagged by version).
+    pub url: String,
+    /// The chart's name.
+    pub chart: String,
+    /// A version or a range of versions (Helm's: `1.2.3`, `^1.2`, `~1.2.3`, `>=1.0 <2.0`,
+    /// `1.x`); the highest match wins, pre-releases only when the range names one. Default:
+    /// the newest release.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub version: Option<String>,
+    /// Secret with `username` and `password` (HTTP basic authentication, or the registry's), in
+    /// the Package's namespace.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub secret_ref: Option<LocalObjectReference>,
+    /// Bound of one fetch (default 60s).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub timeout: Option<Interval>,
 }

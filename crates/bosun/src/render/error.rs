@@ -16,6 +16,18 @@ pub enum RenderError {
         /// The error and its stack trace.
         trace: String,
     },
+    /// The Helm chart could not be rendered.
+    #[error("Helm chart {chart}: {source}")]
+    Helm {
+        /// The chart directory or archive.
+        chart: String,
+        /// Why.
+        #[source]
+        source: Box<super::helm::HelmError>,
+    },
+    /// The release of a Helm chart could not be read from the cluster.
+    #[error(transparent)]
+    Release(#[from] super::helm_release::ReleaseError),
     /// A renderer produced something that is not a Kubernetes object.
     #[error("{origin}: {message}")]
     Output {

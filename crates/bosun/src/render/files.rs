@@ -13,8 +13,11 @@ use bosun_core::yaml;
 const EXTENSIONS: [&str; 3] = ["yaml", "yml", "json"];
 
 /// Files below `dir` with a manifest extension, sorted by relative path; hidden entries skipped.
-/// With none, the error lists what the directory does hold.
+/// With none, the error lists what the directory does hold. A file is itself.
 fn manifest_files(dir: &Path) -> Result<Vec<PathBuf>, RenderError> {
+    if dir.is_file() {
+        return Ok(vec![dir.to_path_buf()]);
+    }
     let mut found = Vec::new();
     let mut others = Vec::new();
     let mut pending = vec![dir.to_path_buf()];
@@ -84,7 +87,11 @@ pub fn render(package_dir: &Path, spec: &FilesSpec) -> Result<(Manifests, Option
         spec.rollout.as_ref().map(|f| package_dir.join(f).canonicalize().unwrap_or_else(|_| package_dir.join(f)));
     let mut files = Vec::new();
     for path in manifest_files(&dir)? {
-        let relative = path.strip_prefix(&dir).unwrap_or(&path).to_string_lossy().replace('\\', "/");
+        let relative = match path.strip_prefix(&dir) {
+            Ok(relative) if !relative.as_os_str().is_empty() => relative.to_string_lossy().replace('\\', "/"),
+            // The package is one file: its key is its name.
+            _ => path.file_name().map_or_else(String::new, |f| f.to_string_lossy().into_owned()),
+        };
         if relative == PACKAGE_FILE {
             continue;
         }

@@ -1,7 +1,9 @@
 //! The jsonnet renderer, in-process with jrsonnet. The configuration is `std.extVar('config')`
 //! and `import 'generic-operator/config'` (as Locutus provides it); further inputs (an
 //! operator's `related` and `finalizing`) are external variables too. What the program may
-//! return is in [`super::output`].
+//! return is in [`super::output`]. A package without `main.jsonnet` (and naming no program) is
+//! rendered as Argo CD renders a directory: every `*.jsonnet` file of it, each returning an
+//! object or a list of objects, with the directory's YAML and JSON files.
 
 use bosun_core::file::FileError;
 use std::{
@@ -19,10 +21,10 @@ use jrsonnet_gcmodule::Acyclic;
 use serde_json::Value;
 
 use super::{
-    Input, RenderError,
+    Input, Manifests, RenderError,
     output::{self, Output},
 };
-use crate::package::JsonnetSpec;
+use crate::package::{FilesSpec, JsonnetSpec};
 
 /// The import path under which programs find their configuration (Locutus' name for it).
 pub const CONFIG_IMPORT: &str = "generic-operator/config";
@@ -81,8 +83,14 @@ fn collapse_repeats(trace: &str) -> String {
     out.join("\n")
 }
 
-/// Evaluates the program to JSON text; errors come back with their jsonnet stack trace.
-fn evaluate(dir: &Path, spec: &JsonnetSpec, config: &Value, extra: &BTreeMap<String, Value>) -> Result<String, String> {
+/// Evaluates the program `entry` to JSON text; errors come back with their jsonnet stack trace.
+fn evaluate(
+    dir: &Path,
+    spec: &JsonnetSpec,
+    entry: &str,
+    config: &Value,
+    extra: &BTreeMap<String, Value>,
+) -> Result<String, String> {
     let mut library: Vec<PathBuf> = spec.jpath.iter().map(|p| dir.join(p)).collect();
     library.push(dir.join("vendor"));
     let config_json = config.to_string();
@@ -94,6 +102,9 @@ fn evaluate(dir: &Path, spec: &JsonnetSpec, config: &Value, extra: &BTreeMap<Str
         for (name, value) in spec.ext_vars.iter().chain(extra) {
             settings.ext_vars.insert(name.as_str().into(), argument(value));
         }
+        for (name, code) in &spec.ext_code {
+            settings.ext_vars.insert(name.as_str().into(), TlaArg::InlineCode(code.clone()));
+        }
     }
     let mut builder = State::builder();
     builder.import_resolver(resolver).context_initializer(stdlib);
@@ -103,42 +114,101 @@ fn evaluate(dir: &Path, spec: &JsonnetSpec, config: &Value, extra: &BTreeMap<Str
     let shown = |error: jrsonnet_evaluator::Error| {
         collapse_repeats(&trace.format(&error).unwrap_or_else(|_| error.to_string()))
     };
-    let entrypoint = dir.join(&spec.entrypoint);
+    let entrypoint = dir.join(entry);
     let value = state.import(entrypoint.as_path()).map_err(shown)?;
     // IStr is an interned string whose hash never changes; clippy cannot know that.
     #[allow(clippy::mutable_key_type)]
-    let tlas: HashMap<IStr, TlaArg> = spec.tlas.iter().map(|(k, v)| (k.as_str().into(), argument(v))).collect();
+    let tlas: HashMap<IStr, TlaArg> = spec
+        .tlas
+        .iter()
+        .map(|(k, v)| (k.as_str().into(), argument(v)))
+        .chain(spec.tla_code.iter().map(|(k, code)| (k.as_str().into(), TlaArg::InlineCode(code.clone()))))
+        .collect();
     let value = apply_tla(&tlas, value).map_err(shown)?;
     value.manifest(JsonFormat::minify()).map_err(shown)
 }
 
-/// Renders the jsonnet program of a package with its inputs.
-pub fn render(package_dir: &Path, spec: &JsonnetSpec, input: &Input<'_>) -> Result<Output, RenderError> {
-    // Traces show paths relative to the package, which jrsonnet computes from a canonical base.
-    let dir = package_dir.canonicalize().map_err(FileError::reading(package_dir.display()))?;
-    let entry = dir.join(&spec.entrypoint);
-    if !entry.is_file() {
-        return Err(FileError::missing(&entry, "the jsonnet entrypoint does not exist").into());
-    }
-    let (spec_owned, config, extra) = (spec.clone(), input.config.clone(), input.extra.clone());
-    let _watched = super::memory::watch(&package_dir.join(&spec.entrypoint).display().to_string())
-        .map_err(|trace| RenderError::Jsonnet { entrypoint: spec.entrypoint.clone(), trace })?;
+/// Runs the program `entry` (relative to the package) with its inputs, to JSON.
+fn run(
+    package_dir: &Path,
+    dir: &Path,
+    spec: &JsonnetSpec,
+    entry: &str,
+    input: &Input<'_>,
+) -> Result<Value, RenderError> {
+    let failed = |trace: String| RenderError::Jsonnet { entrypoint: entry.to_string(), trace };
+    let (dir, spec_owned, entry_owned) = (dir.to_path_buf(), spec.clone(), entry.to_string());
+    let (config, extra) = (input.config.clone(), input.extra.clone());
+    let _watched = super::memory::watch(&package_dir.join(entry).display().to_string()).map_err(failed)?;
     let json = std::thread::Builder::new()
         .name("bosun-jsonnet".into())
         .stack_size(EVALUATION_STACK)
-        .spawn(move || evaluate(&dir, &spec_owned, &config, &extra))
-        .map_err(FileError::reading(entry.display()))?
+        .spawn(move || evaluate(&dir, &spec_owned, &entry_owned, &config, &extra))
+        .map_err(FileError::reading(package_dir.join(entry).display()))?
         .join()
-        .map_err(|_| RenderError::Jsonnet {
-            entrypoint: spec.entrypoint.clone(),
-            trace: "the evaluator panicked".into(),
-        })?
-        .map_err(|trace| RenderError::Jsonnet { entrypoint: spec.entrypoint.clone(), trace })?;
-    let output: Value = serde_json::from_str(&json).map_err(|e| RenderError::Output {
-        origin: spec.entrypoint.clone(),
+        .map_err(|_| failed("the evaluator panicked".into()))?
+        .map_err(failed)?;
+    serde_json::from_str(&json).map_err(|e| RenderError::Output {
+        origin: entry.to_string(),
         message: format!("invalid JSON from jsonnet: {e}"),
-    })?;
-    output::interpret(output, &spec.entrypoint)
+    })
+}
+
+/// Renders the jsonnet program of a package with its inputs (or, without one, every
+/// `*.jsonnet` file of the package directory).
+pub fn render(package_dir: &Path, spec: &JsonnetSpec, input: &Input<'_>) -> Result<Output, RenderError> {
+    // Traces show paths relative to the package, which jrsonnet computes from a canonical base.
+    let dir = package_dir.canonicalize().map_err(FileError::reading(package_dir.display()))?;
+    let Some(entrypoint) = spec.program(&dir) else { return render_directory(package_dir, &dir, spec, input) };
+    let entry = dir.join(&entrypoint);
+    if !entry.is_file() {
+        return Err(FileError::missing(&entry, "the jsonnet entrypoint does not exist").into());
+    }
+    let output = run(package_dir, &dir, spec, &entrypoint, input)?;
+    output::interpret(output, &entrypoint)
+}
+
+/// Every `*.jsonnet` file directly in the package directory (files in subdirectories, and
+/// `*.libsonnet` files, are libraries), each keyed by its file name, after the directory's
+/// YAML and JSON files.
+fn render_directory(
+    package_dir: &Path,
+    dir: &Path,
+    spec: &JsonnetSpec,
+    input: &Input<'_>,
+) -> Result<Output, RenderError> {
+    let mut programs: Vec<String> = Vec::new();
+    for entry in std::fs::read_dir(dir).map_err(super::read_dir_error(dir))? {
+        let path = entry.map_err(super::read_dir_error(dir))?.path();
+        let name = path.file_name().map(|n| n.to_string_lossy().into_owned()).unwrap_or_default();
+        if path.is_file() && name.ends_with(".jsonnet") && !name.starts_with('.') {
+            programs.push(name);
+        }
+    }
+    programs.sort();
+    let files = FilesSpec { dir: ".".into(), rollout: None };
+    let mut manifests = match super::files::render(package_dir, &files) {
+        Ok((manifests, _)) => manifests,
+        Err(RenderError::NoManifests { .. }) => Manifests::default(),
+        Err(error) => return Err(error),
+    };
+    for program in programs {
+        let documents = match run(package_dir, dir, spec, &program, input)? {
+            object if output::is_object(&object) => vec![object],
+            Value::Array(items) if items.iter().all(output::is_object) => items,
+            other => {
+                return Err(RenderError::Output {
+                    origin: program,
+                    message: format!(
+                        "the program returned {}; a jsonnet file of a directory returns an object or a list of objects",
+                        output::type_name(&other)
+                    ),
+                });
+            }
+        };
+        super::push_source(&mut manifests, &program, documents);
+    }
+    Ok(Output { manifests, ..Output::default() })
 }
 
 #[cfg(test)]

@@ -108,7 +108,7 @@ impl Manifests {
         yaml::to_stream(self.items.iter().map(|m| (Some(m.key.as_str()), &m.object)))
     }
 
-    fn push(&mut self, key: String, object: Value) {
+    pub(super) fn push(&mut self, key: String, object: Value) {
         self.index.insert(key.clone(), self.items.len());
         self.items.push(Manifest { key, object });
     }
@@ -158,6 +158,9 @@ pub struct Input<'a> {
     /// substitution and common metadata change what their MAC covers). Without keys, an
     /// encrypted manifest is an error: it is never applied encrypted.
     pub keys: Option<&'a crate::decrypt::Keys>,
+    /// For a Helm chart rendered for a cluster: the release as the cluster knows it (see
+    /// [`HelmContext`]); none renders as `helm template` does.
+    pub helm: Option<&'a HelmContext>,
 }
 
 impl Rendered {

@@ -6,6 +6,8 @@
 mod error;
 mod exec;
 mod files;
+mod helm;
+mod helm_release;
 mod jsonnet;
 mod kustomize;
 mod manifests;
@@ -23,6 +25,8 @@ use crate::package::{Package, RenderSpec, RolloutSpec, rollout::RolloutError};
 
 use bosun_core::scopes::Scopes;
 pub use error::RenderError;
+pub use helm::{HelmContext, HelmError};
+pub use helm_release::{HelmRelease, ReleaseError, helm_context, release_from_inventory};
 pub use manifests::{HookStyle, Input, Manifest, Manifests, Rendered};
 pub(crate) use manifests::{push_source, push_stream, read_dir_error};
 pub use memory::LIMIT_VARIABLE as JSONNET_MEMORY_LIMIT_VARIABLE;
@@ -35,7 +39,7 @@ pub use output::Response;
 /// Any renderer failure, malformed output, an object without kind/apiVersion/name, an identity
 /// rendered twice, an unset variable, or a rollout step naming a key that was not rendered.
 pub fn render(package: &Package, config: &Value, scopes: &Scopes) -> Result<Rendered, RenderError> {
-    render_with(package, &Input { config, extra: &BTreeMap::new(), allow_empty: false, keys: None }, scopes)
+    render_with(package, &Input { config, extra: &BTreeMap::new(), allow_empty: false, keys: None, helm: None }, scopes)
 }
 
 /// [`render`] with further inputs (see [`Input`]).
@@ -44,6 +48,8 @@ pub fn render(package: &Package, config: &Value, scopes: &Scopes) -> Result<Rend
 /// As [`render`] (and [`crate::decrypt::DecryptError`]s); no objects is an error only when
 /// `input.allow_empty` is false.
 pub fn render_with(package: &Package, input: &Input<'_>, scopes: &Scopes) -> Result<Rendered, RenderError> {
+    let mut warnings = Vec::new();
+    let mut hooks = HookStyle::default();
     let (mut manifests, produced_rollout, response) = match package.renderer() {
         RenderSpec::Files(spec) => {
             let (manifests, rollout) = files::render(&package.dir, &spec)?;
@@ -54,13 +60,21 @@ pub fn render_with(package: &Package, input: &Input<'_>, scopes: &Scopes) -> Res
             (out.manifests, out.rollout, out.response)
         }
         RenderSpec::Kustomize(spec) => (kustomize::render(&package.dir, &spec)?, None, Response::default()),
+        RenderSpec::Helm(spec) => {
+            let chart = helm::chart_path(&package.dir, &spec).display().to_string();
+            let template = HelmContext::template(spec_namespace(package));
+            let out = helm::render(&package.dir, &package.name, &spec, input.helm.unwrap_or(&template))
+                .map_err(|source| RenderError::Helm { chart, source: Box::new(source) })?;
+            hooks = HookStyle::Helm;
+            warnings.extend(out.warnings);
+            (out.manifests, None, Response::default())
+        }
         RenderSpec::Exec(spec) => {
             let out = exec::render(&package.dir, &spec, input)?;
             (out.manifests, out.rollout, out.response)
         }
     };
     crate::decrypt::objects(manifests.items_mut().map(|m| (m.key.as_str(), &mut m.object)), input.keys)?;
-    let mut warnings = Vec::new();
     let rollout = match (&package.spec.rollout, produced_rollout) {
         (Some(declared), Some(_)) => {
             warnings.push("the package spec declares a rollout; the renderer's rollout is ignored".to_string());
@@ -127,7 +141,12 @@ pub fn render_with(package: &Package, input: &Input<'_>, scopes: &Scopes) -> Res
     if let Some(rollout) = &rollout {
         check_rollout_keys(rollout, &manifests)?;
     }
-    Ok(Rendered { manifests, rollout, warnings, response, hooks: HookStyle::default() })
+    Ok(Rendered { manifests, rollout, warnings, response, hooks })
+}
+
+/// The namespace a package names for its objects, else `default`.
+fn spec_namespace(package: &Package) -> &str {
+    package.spec.target_namespace.as_deref().unwrap_or("default")
 }
 
 fn check_shape(manifest: &Manifest) -> Result<(), RenderError> {
@@ -143,7 +162,8 @@ fn check_shape(manifest: &Manifest) -> Result<(), RenderError> {
             )));
         }
     }
-    if object::name(object).is_empty() {
+    // A generated name is only for hooks; the plan checks that.
+    if object::name(object).is_empty() && object::generate_name(object).is_empty() {
         return Err(invalid(&format!("{} has no metadata.name", object::kind(object))));
     }
     Ok(())
@@ -154,11 +174,12 @@ fn check_duplicates(manifests: &Manifests) -> Result<(), RenderError> {
     for manifest in &manifests.items {
         let object = &manifest.object;
         let group = object::group_of(object::api_version(object)).to_string();
+        // Objects the server names are told apart by their prefix.
         let identity = (
             group.clone(),
             object::kind(object).to_string(),
             object::namespace(object).to_string(),
-            object::name(object).to_string(),
+            object::describe(object),
         );
         if let Some(first) = seen.insert(identity, &manifest.key) {
             let described = manifest.describe();

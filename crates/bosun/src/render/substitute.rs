@@ -1,8 +1,9 @@
 //! `${VAR}` substitution in rendered objects (string values and map keys), with
 //! `${VAR:=default}` defaults and `$${VAR}` for a literal `${VAR}`. Only names of the form
 //! `[A-Za-z_][A-Za-z0-9_]*` are variables; anything else in `${…}` is left as written, so
-//! shell snippets in ConfigMaps survive. An object annotated `bosun.dev/substitute: disabled`
-//! is left alone.
+//! shell snippets in ConfigMaps survive. An object labelled or annotated
+//! `bosun.dev/substitute: disabled` (or Flux's `kustomize.toolkit.fluxcd.io/substitute:
+//! disabled`) is left alone.
 
 use std::collections::BTreeMap;
 
@@ -11,9 +12,6 @@ use serde_json::{Map, Value};
 use bosun_core::substitute::substitute_text;
 
 use super::{Manifests, RenderError};
-
-/// The annotation that turns substitution off for one object.
-pub const DISABLE_ANNOTATION: &str = "bosun.dev/substitute";
 
 fn substitute_value(value: &mut Value, vars: &BTreeMap<String, String>) -> Result<(), String> {
     match value {
@@ -45,13 +43,7 @@ fn substitute_value(value: &mut Value, vars: &BTreeMap<String, String>) -> Resul
 /// Substitutes every manifest that does not opt out.
 pub fn apply(manifests: &mut Manifests, vars: &BTreeMap<String, String>) -> Result<(), RenderError> {
     for manifest in &mut manifests.items {
-        let disabled = manifest
-            .object
-            .pointer("/metadata/annotations")
-            .and_then(|a| a.get(DISABLE_ANNOTATION))
-            .and_then(Value::as_str)
-            == Some("disabled");
-        if disabled {
+        if !crate::policy::of(&manifest.object).substitute {
             continue;
         }
         substitute_value(&mut manifest.object, vars).map_err(|variable| RenderError::Unset {

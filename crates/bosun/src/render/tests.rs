@@ -26,12 +26,7 @@ fn files() -> RenderSpec {
 }
 
 fn jsonnet() -> RenderSpec {
-    RenderSpec::Jsonnet(JsonnetSpec {
-        entrypoint: "main.jsonnet".into(),
-        jpath: vec![],
-        ext_vars: BTreeMap::new(),
-        tlas: BTreeMap::new(),
-    })
+    RenderSpec::Jsonnet(JsonnetSpec::default())
 }
 
 fn keys(rendered: &Rendered) -> Vec<&str> {
@@ -149,10 +144,9 @@ fn jsonnet_ext_vars_and_top_level_arguments() {
         "function(replicas) {apiVersion: 'v1', kind: 'ConfigMap', metadata: {name: std.extVar('env')}, data: {replicas: std.toString(replicas), debug: std.toString(std.extVar('debug'))}}",
     );
     let spec = RenderSpec::Jsonnet(JsonnetSpec {
-        entrypoint: "main.jsonnet".into(),
-        jpath: vec![],
         ext_vars: [("env".to_string(), json!("prod")), ("debug".to_string(), json!(true))].into(),
         tlas: [("replicas".to_string(), json!(3))].into(),
+        ..JsonnetSpec::default()
     });
     let rendered = render_dir(&package(dir.path(), spec)).expect("render");
     let object = &rendered.manifests.iter().next().expect("one").object;
@@ -220,7 +214,7 @@ EOF
     );
     std::process::Command::new("chmod").args(["+x", "sync.sh"]).current_dir(dir.path()).status().expect("chmod");
     let extra = BTreeMap::from([("related".to_string(), json!({"cm": []})), ("finalizing".to_string(), json!(true))]);
-    let input = Input { config: &json!({}), extra: &extra, allow_empty: false, keys: None };
+    let input = Input { config: &json!({}), extra: &extra, allow_empty: false, keys: None, helm: None };
     let exec = RenderSpec::Exec(ExecSpec { command: vec!["./sync.sh".into()], timeout: None });
     let rendered = render_with(&package(dir.path(), exec), &input, &Scopes::builtin()).expect("exec");
     assert_eq!(keys(&rendered), ["ConfigMap/c"]);

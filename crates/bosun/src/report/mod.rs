@@ -59,6 +59,9 @@ pub struct ChangeEntry {
     /// Health after waiting, when waited for.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub health: Option<String>,
+    /// For a hook: its phase and how it ended.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub hook: Option<HookReport>,
     /// For failures: what kind of failure it is.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub cause: Option<Cause>,
@@ -116,6 +119,54 @@ impl ObjectFailure {
     /// The failure of `object`.
     pub fn new(object: impl Into<String>, message: impl Into<String>, cause: Cause) -> ObjectFailure {
         ObjectFailure { object: object.into(), message: message.into(), cause }
+    }
+}
+
+/// What became of one hook.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+pub struct HookReport {
+    /// The phase it ran in (`PreSync`, `PostSync`…).
+    pub phase: String,
+    /// How it ended.
+    pub result: HookResult,
+    /// Whether it was deleted afterwards (its delete policy).
+    pub deleted: bool,
+}
+
+/// How a hook ended.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "lowercase")]
+pub enum HookResult {
+    /// Created, not (yet) complete: a dry run, or the rollout stopped before it completed.
+    Created,
+    /// Completed.
+    Succeeded,
+    /// Failed.
+    Failed,
+    /// An earlier run of the hook, deleted before the hook was created again.
+    Deleted,
+}
+
+impl HookResult {
+    /// The word for it.
+    pub fn word(self) -> &'static str {
+        match self {
+            HookResult::Created => "created",
+            HookResult::Succeeded => "succeeded",
+            HookResult::Failed => "failed",
+            HookResult::Deleted => "deleted",
+        }
+    }
+}
+
+impl HookReport {
+    /// One line for tables and events: `PreSync hook succeeded, deleted`.
+    pub fn describe(&self) -> String {
+        let deleted = if self.deleted { ", deleted" } else { "" };
+        match self.result {
+            HookResult::Deleted => format!("{} hook: an earlier run, deleted before creating it again", self.phase),
+            result => format!("{} hook {}{deleted}", self.phase, result.word()),
+        }
     }
 }
 
@@ -181,7 +232,10 @@ impl Report {
         let width = self.changes.iter().map(|c| c.object.len()).max().unwrap_or(6).max(6);
         let mut out = format!("{:<width$}  {:<10}  {}\n", "OBJECT", "CHANGE", "DETAIL");
         for entry in &self.changes {
-            let detail = entry.message.clone().or_else(|| entry.health.clone()).unwrap_or_default();
+            let mut detail = entry.message.clone().or_else(|| entry.health.clone()).unwrap_or_default();
+            if let Some(hook) = &entry.hook {
+                detail = if detail.is_empty() { hook.describe() } else { format!("{}: {detail}", hook.describe()) };
+            }
             out.push_str(&format!("{:<width$}  {:<10}  {detail}\n", entry.object, entry.change.word()));
         }
         let verb = if self.dry_run { "would be " } else { "" };
@@ -333,6 +387,7 @@ mod tests {
             change,
             message: None,
             health: Some("ok".into()),
+            hook: None,
             cause: None,
         }
     }

@@ -41,7 +41,8 @@ pub(crate) enum Download {
     Fetched { path: PathBuf, remembered: Remembered },
 }
 
-/// Downloads `url` into `dir/archive`, conditionally on `known` when given.
+/// Downloads `url` into `dir/archive`, conditionally on `known` when given. `secret_field`
+/// names the spec field for credentials, for the message when the server wants some.
 pub(crate) async fn download(
     client: &reqwest::Client,
     url: &str,
@@ -49,6 +50,7 @@ pub(crate) async fn download(
     credentials: Option<&Credentials>,
     known: Option<&Remembered>,
     dir: &Path,
+    secret_field: &str,
 ) -> Result<Download, SourceError> {
     let fetch = |message: String| SourceError::Fetch { url: shown.to_string(), message };
     let mut request = client.get(url);
@@ -75,7 +77,8 @@ pub(crate) async fn download(
     if status == StatusCode::UNAUTHORIZED || status == StatusCode::FORBIDDEN {
         let message = match credentials {
             Some(c) => format!("HTTP {status}: the credentials of secret {} were refused", c.secret()),
-            None => format!("HTTP {status}: the server wants credentials (spec.source.archive.secretRef)"),
+            None if secret_field.is_empty() => format!("HTTP {status}: the server wants credentials"),
+            None => format!("HTTP {status}: the server wants credentials ({secret_field})"),
         };
         return Err(SourceError::Authentication { url: shown.to_string(), message });
     }

@@ -6,7 +6,8 @@
 //! machine. Both apply the ignore rules (Flux's defaults, `.sourceignore` files, the spec's
 //! `ignore`) and return a [`Snapshot`]: a directory with the files and the revision
 //! (`main@sha1:<commit>`, `sha256:<digest>`). [`Fetcher::archive`] downloads a `.tar.gz`/`.zip`
-//! over HTTP(S) (conditionally: an unchanged archive is not downloaded again), and
+//! over HTTP(S) (conditionally: an unchanged archive is not downloaded again),
+//! [`Fetcher::helm`] a chart from a Helm repository or an OCI registry, and
 //! [`Fetcher::contents`] takes files given by content (a ConfigMap's keys).
 //!
 //! # Guarantees
@@ -32,6 +33,7 @@ mod error;
 mod extract;
 mod files;
 mod git;
+mod helm;
 mod ignore;
 mod location;
 mod range;
@@ -50,6 +52,7 @@ use std::{
 pub use bucket::BucketCredentials;
 pub use credentials::Credentials;
 pub use error::SourceError;
+pub use helm::{BuiltDependency, build_dependencies};
 pub use location::redact;
 
 use self::{
@@ -229,9 +232,16 @@ impl Fetcher {
         // Ask conditionally only while the snapshot to reuse is still there.
         let held = known.as_ref().and_then(|k| Some((k, self.cache.claim(&source_id, &key(&k.digest))?)));
         let scratch = self.cache.scratch()?;
-        let download =
-            archive::download(&self.http, &source.url, shown, credentials, held.as_ref().map(|h| h.0), scratch.path())
-                .await?;
+        let download = archive::download(
+            &self.http,
+            &source.url,
+            shown,
+            credentials,
+            held.as_ref().map(|h| h.0),
+            scratch.path(),
+            "spec.source.archive.secretRef",
+        )
+        .await?;
         let pinned = |digest: &str| match &source.sha256 {
             Some(pin) if !pin.eq_ignore_ascii_case(digest) => Err(SourceError::Fetch {
                 url: shown.to_string(),

@@ -1,0 +1,288 @@
+//! The Helm renderer: a chart rendered in-process with bosun-helm, as `helm template` renders
+//! it, or — given a [`HelmContext`] read from the cluster — as `helm install`/`upgrade` does:
+//! the release's namespace, install or upgrade and revision, the cluster's capabilities,
+//! `lookup`, and values from ConfigMaps and Secrets.
+//!
+//! The manifests are keyed by Helm's source paths (`chart/templates/x.yaml`; `…#N` when a
+//! template renders several objects), in Helm's install order: the CRDs of `crds/` first
+//! (unless `skipCrds`), then the templates' objects, then hooks with their `helm.sh/hook*`
+//! annotations as the chart renders them (test hooks only with `includeTests`), marked
+//! [`super::HookStyle::Helm`] for the planner. Nothing here reads the network or a cluster.
+
+use std::collections::HashMap;
+use std::path::Path;
+use std::sync::Arc;
+
+use bosun_helm::chart::{ChartError, Dependency};
+use bosun_helm::dependencies::DependencyError;
+use bosun_helm::engine::{self, EngineError, EngineOptions, Lookup};
+use bosun_helm::manifest::{AssembleOptions, HookEvent, split_manifests};
+use bosun_helm::release::{Capabilities, KubeVersion, KubeVersionError, ReleaseOptions};
+use bosun_helm::render::RenderError as PrepareError;
+use bosun_helm::values::ValueSources;
+use serde_json::Value;
+
+use super::Manifests;
+use crate::package::{HelmSpec, ValuesKind, ValuesReference};
+
+/// The release a Helm chart is rendered as. [`HelmContext::template`] is `helm template`'s
+/// (revision 1, an install, Helm's default capabilities, lookups finding nothing, no
+/// `valuesFrom`); rendering for a cluster (`bosun apply`, `diff`, `dev`, the controllers), the
+/// rest is read from it ([`super::helm_context`]).
+#[derive(Clone, Default)]
+pub struct HelmContext {
+    /// `.Release.Namespace`.
+    pub namespace: String,
+    /// `.Release.Revision`: 1 for an install.
+    pub revision: i64,
+    /// `.Release.IsUpgrade` (else `.Release.IsInstall`): the package has been applied before.
+    pub is_upgrade: bool,
+    /// The values of `valuesFrom`, in its order: (where from, YAML text); a reference that was
+    /// optional and missing has no entry. `None` when no cluster was read.
+    pub values_from: Option<Vec<(String, String)>>,
+    /// The cluster's version and API versions (`.Capabilities`).
+    pub capabilities: Option<Capabilities>,
+    /// Objects in the cluster, for `lookup`.
+    pub lookup: Option<Arc<dyn Lookup>>,
+}
+
+impl HelmContext {
+    /// `helm template`'s release, in `namespace`.
+    pub fn template(namespace: &str) -> HelmContext {
+        HelmContext { namespace: namespace.to_string(), revision: 1, ..HelmContext::default() }
+    }
+}
+
+impl std::fmt::Debug for HelmContext {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("HelmContext")
+            .field("namespace", &self.namespace)
+            .field("revision", &self.revision)
+            .field("is_upgrade", &self.is_upgrade)
+            .field(
+                "values_from",
+                &self.values_from.as_ref().map(|v| v.iter().map(|(origin, _)| origin).collect::<Vec<_>>()),
+            )
+            .field("capabilities", &self.capabilities.is_some())
+            .field("lookup", &self.lookup.is_some())
+            .finish()
+    }
+}
+
+/// Why a chart could not be rendered.
+#[derive(Debug, thiserror::Error)]
+pub enum HelmError {
+    /// The chart could not be loaded.
+    #[error(transparent)]
+    Load(#[from] bosun_helm::load::LoadError),
+    /// A values file could not be read.
+    #[error("values file {file}: {message}")]
+    ValuesFile {
+        /// The file.
+        file: String,
+        /// Why.
+        message: String,
+    },
+    /// `spec.render.helm.values` is not a mapping.
+    #[error("spec.render.helm.values must be a mapping of values, not {0}")]
+    InlineValues(String),
+    /// Values that do not parse or combine.
+    #[error(transparent)]
+    Values(#[from] bosun_helm::values::ValuesError),
+    /// `valuesFrom` without a cluster to read it from.
+    #[error(
+        "spec.render.helm.valuesFrom: {kind:?}/{name} is read from the cluster when rendering for one (bosun diff, apply, the controller); bosun render reads no cluster (mark it optional to render without it)"
+    )]
+    ValuesFromWithoutCluster {
+        /// `ConfigMap` or `Secret`.
+        kind: ValuesKind,
+        /// Its name.
+        name: String,
+    },
+    /// `kubeVersion` is not a Kubernetes version.
+    #[error("spec.render.helm.kubeVersion (--kube-version): {0}")]
+    KubeVersion(#[from] KubeVersionError),
+    /// Dependencies of `Chart.yaml` are not in `charts/`.
+    #[error("{}", missing_message(.chart_dir, .missing))]
+    MissingDependencies {
+        /// The chart directory, as the user can pass it to `bosun deps`.
+        chart_dir: String,
+        /// What is missing.
+        missing: Vec<Dependency>,
+    },
+    /// A library chart as the thing to install.
+    #[error(
+        "{chart} is a library chart: it only provides templates to the charts that depend on it and cannot be installed itself"
+    )]
+    Library {
+        /// The chart's name.
+        chart: String,
+    },
+    /// Values refused (schema, types), a `kubeVersion` the cluster does not meet.
+    #[error(transparent)]
+    Prepare(PrepareError),
+    /// A template failed or rendered something that is not an object.
+    #[error(transparent)]
+    Template(#[from] EngineError),
+    /// A file of `crds/` is not YAML.
+    #[error("{file}: {message}")]
+    Crd {
+        /// The CRD file.
+        file: String,
+        /// What the YAML reader said.
+        message: String,
+    },
+}
+
+fn missing_message(chart_dir: &str, missing: &[Dependency]) -> String {
+    let listed: Vec<String> = missing
+        .iter()
+        .map(|d| {
+            let from = if d.repository.is_empty() { String::new() } else { format!(" from {}", d.repository) };
+            format!("{} {}{from}", d.name, d.version)
+        })
+        .collect();
+    let (noun, pronoun) = if missing.len() == 1 { ("dependency", "it") } else { ("dependencies", "them") };
+    format!(
+        "the chart's {noun} {} not in {chart_dir}/charts: {}; fetch {pronoun} with `bosun deps {chart_dir}` (rendering never downloads)",
+        if missing.len() == 1 { "is" } else { "are" },
+        listed.join(", ")
+    )
+}
+
+/// What the renderer produced.
+#[derive(Debug)]
+pub(super) struct Output {
+    pub manifests: Manifests,
+    pub warnings: Vec<String>,
+}
+
+/// The user's values in Helm's order (see [`HelmSpec`]).
+fn user_values(
+    package_dir: &Path,
+    spec: &HelmSpec,
+    context: &HelmContext,
+) -> Result<bosun_helm::values::Values, HelmError> {
+    let mut sources = ValueSources::default();
+    for file in &spec.values_files {
+        let path = package_dir.join(file);
+        let text = std::fs::read_to_string(&path).map_err(|e| HelmError::ValuesFile {
+            file: path.display().to_string(),
+            message: bosun_core::cluster::root_cause(&e),
+        })?;
+        sources.files.push((file.clone(), text));
+    }
+    match &context.values_from {
+        Some(values_from) => sources.files.extend(values_from.iter().cloned()),
+        None => {
+            if let Some(reference) = spec.values_from.iter().find(|r| !r.optional) {
+                let ValuesReference { kind, name, .. } = reference;
+                return Err(HelmError::ValuesFromWithoutCluster { kind: *kind, name: name.clone() });
+            }
+        }
+    }
+    match &spec.values {
+        None => {}
+        Some(values @ Value::Object(_)) => sources.files.push(("spec.render.helm.values".into(), values.to_string())),
+        Some(other) => return Err(HelmError::InlineValues(other.to_string())),
+    }
+    sources.json = spec.set_json.clone();
+    sources.set = spec.set.clone();
+    sources.set_string = spec.set_string.clone();
+    sources.set_file = spec.set_file.clone();
+    let read =
+        |file: &str| std::fs::read_to_string(package_dir.join(file)).map_err(|e| bosun_core::cluster::root_cause(&e));
+    Ok(sources.merge(&read)?)
+}
+
+fn capabilities(spec: &HelmSpec, context: &HelmContext) -> Result<Capabilities, HelmError> {
+    if let Some(mut capabilities) = context.capabilities.clone() {
+        capabilities.api_versions.0.extend(spec.api_versions.iter().cloned());
+        return Ok(capabilities);
+    }
+    Ok(match &spec.kube_version {
+        Some(version) => Capabilities::with_kube_version(KubeVersion::parse(version)?, &spec.api_versions),
+        None => Capabilities::helm_defaults(&spec.api_versions),
+    })
+}
+
+/// The chart's directory (or archive): `spec.chart` in the package, the package itself for
+/// `.` (so that messages name the directory the user gave).
+pub(super) fn chart_path(package_dir: &Path, spec: &HelmSpec) -> std::path::PathBuf {
+    match spec.chart.as_str() {
+        "" | "." => package_dir.to_path_buf(),
+        chart => package_dir.join(chart),
+    }
+}
+
+/// Renders the chart of a Helm package. `release_name` is the default of `releaseName`.
+pub(super) fn render(
+    package_dir: &Path,
+    release_name: &str,
+    spec: &HelmSpec,
+    context: &HelmContext,
+) -> Result<Output, HelmError> {
+    let chart_dir = chart_path(package_dir, spec);
+    let chart = bosun_helm::load::load(&chart_dir)?;
+    let values = user_values(package_dir, spec, context)?;
+    let release = ReleaseOptions {
+        name: spec.release_name.clone().unwrap_or_else(|| release_name.to_string()),
+        namespace: context.namespace.clone(),
+        revision: context.revision,
+        is_install: !context.is_upgrade,
+        is_upgrade: context.is_upgrade,
+    };
+    let capabilities = capabilities(spec, context)?;
+    let prepared = bosun_helm::render::prepare(chart, &values, &release, &capabilities).map_err(|e| match e {
+        PrepareError::Dependencies(DependencyError::Missing { missing, .. }) => {
+            HelmError::MissingDependencies { chart_dir: chart_dir.display().to_string(), missing }
+        }
+        PrepareError::NotInstallable(ChartError::NotInstallable { chart, .. }) => HelmError::Library { chart },
+        other => HelmError::Prepare(other),
+    })?;
+    let options = EngineOptions { lookup: context.lookup.clone(), ..EngineOptions::default() };
+    let rendered = engine::render(&prepared, &options, AssembleOptions::default())?;
+    let mut documents: Vec<(String, Value)> = Vec::new();
+    if !spec.skip_crds {
+        for crd in &rendered.crds {
+            for document in split_manifests(&String::from_utf8_lossy(&crd.data)) {
+                let object = bosun_helm::yaml::parse_object(&document)
+                    .map_err(|e| HelmError::Crd { file: crd.filename.clone(), message: e.to_string() })?;
+                documents.push((crd.filename.clone(), object));
+            }
+        }
+    }
+    documents.extend(rendered.manifests.into_iter().map(|m| (m.source, m.object)));
+    let tests_left_out = !spec.include_tests;
+    documents.extend(
+        rendered
+            .hooks
+            .into_iter()
+            .filter(|hook| !(tests_left_out && hook.events.contains(&HookEvent::Test)))
+            .map(|hook| (hook.source, hook.object)),
+    );
+    // A document holding only comments is printed by Helm and is no object to apply.
+    documents.retain(|(_, object)| !object.is_null());
+    Ok(Output { manifests: keyed(documents), warnings: prepared.warnings })
+}
+
+/// The documents under their sources' paths, `path#N` when a source has several.
+fn keyed(documents: Vec<(String, Value)>) -> Manifests {
+    let mut per_source: HashMap<String, usize> = HashMap::new();
+    for (source, _) in &documents {
+        *per_source.entry(source.clone()).or_default() += 1;
+    }
+    let mut seen: HashMap<String, usize> = HashMap::new();
+    let mut manifests = Manifests::default();
+    for (source, object) in documents {
+        let key = if per_source[&source] > 1 {
+            let index = seen.entry(source.clone()).or_default();
+            *index += 1;
+            format!("{source}#{}", *index - 1)
+        } else {
+            source
+        };
+        manifests.push(key, object);
+    }
+    manifests
+}
