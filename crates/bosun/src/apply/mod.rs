@@ -208,9 +208,7 @@ impl ApplyError {
     pub fn is_forbidden(&self) -> bool {
         match self {
             ApplyError::Cluster(error) => error.is_forbidden(),
-            ApplyError::Inventory(inventory::InventoryError::Cluster { source, .. }) => {
-                matches!(source, kube::Error::Api(status) if status.code == 403)
-            }
+            ApplyError::Inventory(inventory::InventoryError::Cluster { source, .. }) => source.is_forbidden(),
             ApplyError::Plan(_) | ApplyError::MissingNamespaces { .. } | ApplyError::Inventory(_) => false,
         }
     }

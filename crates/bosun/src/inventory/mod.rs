@@ -107,7 +107,11 @@ pub fn configmap_name(package: &str) -> String {
 pub async fn read(client: &kube::Client, package: &str, namespace: &str) -> Result<Vec<Entry>, InventoryError> {
     let name = configmap_name(package);
     let api: Api<ConfigMap> = Api::namespaced(client.clone(), namespace);
-    let cluster = |source| InventoryError::Cluster { namespace: namespace.to_string(), name: name.clone(), source };
+    let cluster = |source: kube::Error| InventoryError::Cluster {
+        namespace: namespace.to_string(),
+        name: name.clone(),
+        source: Box::new(source.into()),
+    };
     let Some(configmap) = api.get_opt(&name).await.map_err(cluster)? else { return Ok(Vec::new()) };
     parse(configmap.data.as_ref().and_then(|d| d.get("inventory")).map(String::as_str))
         .map_err(|reason| InventoryError::Corrupt { namespace: namespace.to_string(), name: name.clone(), reason })
@@ -131,9 +135,9 @@ pub enum InventoryError {
         namespace: String,
         /// Its name.
         name: String,
-        /// Why.
+        /// Why, in the terms a user acts on.
         #[source]
-        source: kube::Error,
+        source: Box<bosun_core::cluster::ClusterError>,
     },
     /// The ConfigMap was edited or damaged.
     #[error(
@@ -162,7 +166,11 @@ pub async fn release_revision(
 ) -> Result<Option<i64>, InventoryError> {
     let name = configmap_name(package);
     let api: Api<ConfigMap> = Api::namespaced(client.clone(), namespace);
-    let cluster = |source| InventoryError::Cluster { namespace: namespace.to_string(), name: name.clone(), source };
+    let cluster = |source: kube::Error| InventoryError::Cluster {
+        namespace: namespace.to_string(),
+        name: name.clone(),
+        source: Box::new(source.into()),
+    };
     let Some(configmap) = api.get_opt(&name).await.map_err(cluster)? else { return Ok(None) };
     let annotations = configmap.metadata.annotations.unwrap_or_default();
     Ok(Some(annotations.get(RELEASE_REVISION_ANNOTATION).and_then(|r| r.parse().ok()).unwrap_or(0)))
@@ -179,9 +187,9 @@ pub async fn record_release_revision(
     let name = configmap_name(package);
     let api: Api<ConfigMap> = Api::namespaced(client.clone(), namespace);
     let patch = json!({"metadata": {"annotations": {RELEASE_REVISION_ANNOTATION: revision.to_string()}}});
-    api.patch(&name, &PatchParams::default(), &Patch::Merge(patch))
-        .await
-        .map_err(|source| InventoryError::Cluster { namespace: namespace.to_string(), name, source })?;
+    api.patch(&name, &PatchParams::default(), &Patch::Merge(patch)).await.map_err(|source| {
+        InventoryError::Cluster { namespace: namespace.to_string(), name, source: Box::new(source.into()) }
+    })?;
     Ok(())
 }
 
@@ -202,9 +210,9 @@ pub async fn write(
         "data": data,
     });
     let name = configmap_name(package);
-    api.patch(&name, &PatchParams::apply("bosun").force(), &Patch::Apply(configmap))
-        .await
-        .map_err(|source| InventoryError::Cluster { namespace: namespace.to_string(), name, source })?;
+    api.patch(&name, &PatchParams::apply("bosun").force(), &Patch::Apply(configmap)).await.map_err(|source| {
+        InventoryError::Cluster { namespace: namespace.to_string(), name, source: Box::new(source.into()) }
+    })?;
     Ok(())
 }
 
