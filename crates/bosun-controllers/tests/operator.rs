@@ -603,3 +603,79 @@ async fn the_newest_state_wins_and_an_invalid_child_is_reported() {
     assert!(configmaps.get_opt("n-v20").await.expect("get").is_some(), "nothing deleted");
     h.stop().await;
 }
+
+/// A chart whose templates read the release and the values an operator gives them.
+const WIDGET_CHART: &[(&str, &str)] = &[
+    ("Chart.yaml", "apiVersion: v2\nname: widget\nversion: 0.1.0\n"),
+    ("values.yaml", "greeting: hi\nnames: [default]\n"),
+    (
+        "templates/configmap.yaml",
+        r#"apiVersion: v1
+kind: ConfigMap
+metadata:
+  name: {{ .Release.Name }}-config
+  labels: {app.kubernetes.io/instance: {{ .Release.Name | quote }}}
+data:
+  greeting: {{ .Values.greeting | quote }}
+  namespace: {{ .Release.Namespace | quote }}
+  install: {{ .Release.IsInstall | quote }}
+  {{- range .Values.names }}
+  {{ . }}: "yes"
+  {{- end }}
+"#,
+    ),
+    (
+        "operator.yaml",
+        r#"apiVersion: bosun.dev/v1alpha1
+kind: Operator
+metadata: {name: widget-chart}
+spec:
+  watch: {apiVersion: example.com/v1, kind: Widget}
+  render: {helm: {chart: ., values: {greeting: from-the-operator}}}
+"#,
+    ),
+];
+
+#[tokio::test]
+async fn a_chart_renders_each_object_with_its_spec_as_the_values() {
+    let mut h = Harness::start(WIDGET_CRD).await;
+    let dir = tempfile::tempdir().expect("dir");
+    for (file, text) in WIDGET_CHART {
+        let path = dir.path().join(file);
+        std::fs::create_dir_all(path.parent().expect("parent")).expect("mkdir");
+        std::fs::write(path, text).expect("write");
+    }
+    h.run(Definition::load(dir.path()).expect("operator.yaml")).await;
+    let widgets = h.objects("example.com", "Widget", "widgets");
+    let configmaps = h.configmaps();
+    widgets.create(&PostParams::default(), &widget("w", json!({"names": ["a", "b"]}))).await.expect("create");
+
+    // The release is named after the object, in its namespace; its spec overrides the chart's
+    // values and the operator's, which override the chart's.
+    let data = eventually("w-config", || async { configmaps.get_opt("w-config").await.expect("get")?.data }).await;
+    let expected = [("greeting", "from-the-operator"), ("namespace", "default"), ("install", "true"), ("a", "yes")];
+    for (key, value) in expected {
+        assert_eq!(data.get(key).map(String::as_str), Some(value), "{key}: {data:?}");
+    }
+    assert!(
+        data.contains_key("b") && !data.contains_key("default"),
+        "the object's names replace the chart's: {data:?}"
+    );
+    eventually("Widget Ready", || async {
+        let object = widgets.get("w").await.expect("get");
+        ready(&object).filter(|(status, ..)| status == "True")
+    })
+    .await;
+
+    // A change of the object is an upgrade of its release.
+    let patch = json!({"spec": {"names": ["c"]}});
+    widgets.patch("w", &PatchParams::default(), &Patch::Merge(&patch)).await.expect("change");
+    let data = eventually("w-config upgraded", || async {
+        let data = configmaps.get_opt("w-config").await.expect("get")?.data?;
+        data.contains_key("c").then_some(data)
+    })
+    .await;
+    assert_eq!(data.get("install").map(String::as_str), Some("false"), "{data:?}");
+    assert!(!data.contains_key("a"), "{data:?}");
+    h.stop().await;
+}

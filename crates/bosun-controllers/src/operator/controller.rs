@@ -44,11 +44,11 @@ use crate::operator::{
     substitutions,
 };
 
-use bosun::package::{Package, PackageSpec};
+use bosun::package::{Package, PackageSpec, RenderSpec};
 
 use bosun::pipeline::{self, RenderOptions};
 
-use bosun::render::Rendered;
+use bosun::render::{HelmRelease, Rendered};
 
 use bosun::report::{Report, Silent};
 
@@ -454,12 +454,14 @@ impl OperatorReconciler {
             ("finalizing".to_string(), Value::Bool(finalizing)),
         ]);
         let namespace = object::namespace(&object);
+        let helm_release = matches!(package.renderer(), RenderSpec::Helm(_)).then(|| self.helm_release(run));
         let options = RenderOptions {
             default_namespace: (!namespace.is_empty()).then(|| namespace.to_string()),
             resolver: Some(run.resolver().clone()),
             extra,
             allow_empty: true,
             config: Some(object.clone()),
+            helm_release,
             ..RenderOptions::default()
         };
         let described = run.describe().to_string();
@@ -469,6 +471,31 @@ impl OperatorReconciler {
         let scopes = bosun_core::scopes::Scopes::builtin().with_served(run.resolver()).await;
         set_owner(&mut rendered, &object, self.watched.namespaced, &scopes);
         Ok((package, rendered))
+    }
+
+    /// The release a chart renders as for the watched object, as operator-sdk's Helm operator
+    /// installs one: named after the object, in its namespace, its `spec` as the values. It is
+    /// an upgrade once the object has been reconciled (its status has an inventory or, kept in a
+    /// ConfigMap, an observed generation); bosun counts no revisions for objects, so an upgrade
+    /// is revision 2.
+    fn helm_release(&self, run: &Run<DynamicObject>) -> HelmRelease {
+        let object = run.value();
+        let uid = object::text(object, "/metadata/uid");
+        let remembered = self.inventories.lock().unwrap_or_else(|e| e.into_inner()).contains_key(uid);
+        let reconciled = match self.status.keeps_inventory {
+            true => {
+                run.live_status(&format!("/{INVENTORY_FIELD}")).and_then(Value::as_array).is_some_and(|l| !l.is_empty())
+            }
+            false => run.live_status("/observedGeneration").is_some(),
+        };
+        let namespace = object::namespace(object).to_string();
+        HelmRelease {
+            namespace: namespace.clone(),
+            values_namespace: namespace,
+            last_revision: (remembered || reconciled).then_some(1),
+            name: Some(run.name().to_string()),
+            values: Some(object.get("spec").cloned().unwrap_or_else(|| json!({}))),
+        }
     }
 
     /// Applies a rendering, pruning what the object's inventory has and it has not. The

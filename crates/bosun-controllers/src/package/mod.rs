@@ -289,6 +289,8 @@ impl PackageReconciler {
             namespace: package.spec.target_namespace.clone().or_else(|| package.namespace.clone()).unwrap_or_default(),
             values_namespace: package.namespace.clone().unwrap_or_default(),
             last_revision: None,
+            name: None,
+            values: None,
         });
         let options = RenderOptions {
             default_namespace: package.namespace.clone(),

@@ -44,6 +44,12 @@ pub struct HelmContext {
     pub capabilities: Option<Capabilities>,
     /// Objects in the cluster, for `lookup`.
     pub lookup: Option<Arc<dyn Lookup>>,
+    /// `.Release.Name` over `releaseName` and the package's name (an operator's: the watched
+    /// object's name).
+    pub release_name: Option<String>,
+    /// Values over the chart's, the files' and `values` (an operator's: the watched object's
+    /// `spec`, as operator-sdk's Helm operator gives it); `--set` flags still win.
+    pub object_values: Option<Value>,
 }
 
 impl HelmContext {
@@ -65,6 +71,8 @@ impl std::fmt::Debug for HelmContext {
             )
             .field("capabilities", &self.capabilities.is_some())
             .field("lookup", &self.lookup.is_some())
+            .field("release_name", &self.release_name)
+            .field("object_values", &self.object_values.is_some())
             .finish()
     }
 }
@@ -186,6 +194,9 @@ fn user_values(
         Some(values @ Value::Object(_)) => sources.files.push(("spec.render.helm.values".into(), values.to_string())),
         Some(other) => return Err(HelmError::InlineValues(other.to_string())),
     }
+    if let Some(values) = &context.object_values {
+        sources.files.push(("the watched object's spec".into(), values.to_string()));
+    }
     sources.json = spec.set_json.clone();
     sources.set = spec.set.clone();
     sources.set_string = spec.set_string.clone();
@@ -226,7 +237,8 @@ pub(super) fn render(
     let chart = bosun_helm::load::load(&chart_dir)?;
     let values = user_values(package_dir, spec, context)?;
     let release = ReleaseOptions {
-        name: spec.release_name.clone().unwrap_or_else(|| release_name.to_string()),
+        name: (context.release_name.clone().or_else(|| spec.release_name.clone()))
+            .unwrap_or_else(|| release_name.to_string()),
         namespace: context.namespace.clone(),
         revision: context.revision,
         is_install: !context.is_upgrade,

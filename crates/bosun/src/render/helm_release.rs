@@ -50,6 +50,10 @@ pub struct HelmRelease {
     /// The revision of the last successful rollout; `None` when the package was never applied
     /// (an install).
     pub last_revision: Option<i64>,
+    /// `.Release.Name` when it is not the package's (an operator's: the watched object's name).
+    pub name: Option<String>,
+    /// Values over the package's (an operator's: the watched object's `spec`).
+    pub values: Option<Value>,
 }
 
 /// The release of a package whose inventory is its ConfigMap (`bosun apply`, `diff`, `dev`).
@@ -66,6 +70,8 @@ pub async fn release_from_inventory(
         namespace: namespace.to_string(),
         values_namespace: inventory_namespace.to_string(),
         last_revision: inventory::release_revision(client, package, inventory_namespace).await?,
+        name: None,
+        values: None,
     })
 }
 
@@ -100,6 +106,8 @@ pub async fn helm_context(
         values_from: Some(values_from),
         capabilities: Some(capabilities),
         lookup: Some(Arc::new(lookup)),
+        release_name: release.name.clone(),
+        object_values: release.values.clone(),
     })
 }
 
