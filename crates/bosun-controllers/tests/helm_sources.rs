@@ -90,7 +90,7 @@ fn chart_archive(version: &str) -> Vec<u8> {
     std::fs::create_dir_all(chart.join("templates")).expect("mkdir");
     write(&chart, "Chart.yaml", &format!("apiVersion: v2\nname: web\nversion: {version}\n"));
     write(&chart, "values.yaml", "greeting: hello\n");
-    let template = "apiVersion: v1\nkind: ConfigMap\nmetadata:\n  name: a\ndata:\n  value: {{ .Chart.Version | quote }}\n  greeting: {{ .Values.greeting }}\n";
+    let template = "apiVersion: v1\nkind: ConfigMap\nmetadata:\n  name: a\ndata:\n  value: {{ .Chart.Version | quote }}\n  greeting: {{ .Values.greeting }}\n  revision: {{ .Release.Revision | quote }}\n  upgrade: {{ .Release.IsUpgrade | quote }}\n";
     write(&chart.join("templates"), "a.yaml", template);
     let out = dir.path().join("out.tgz");
     let status = Command::new(bosun_test_tools::require("tar"))
@@ -127,12 +127,17 @@ async fn a_chart_from_a_helm_repository_follows_its_version_range() {
     assert_eq!(value(&h, "a").await.as_deref(), Some("1.0.0"));
     let data = h.configmaps.get("a").await.expect("a").data.expect("data");
     assert_eq!(data["greeting"], "from-package");
+    assert_eq!((data["revision"].as_str(), data["upgrade"].as_str()), ("1", "false"), "an install");
+    assert_eq!(status.release_revision, Some(1));
 
     // The index gains 1.1.0 (in the range) and 2.0.0 (not): 1.1.0 is rolled out.
     server.publish("2.0.0", None);
     server.publish("1.1.0", None);
-    wait_revision(&h, "web", "web@1.1.0").await;
+    let upgraded = wait_revision(&h, "web", "web@1.1.0").await;
     assert_eq!(value(&h, "a").await.as_deref(), Some("1.1.0"));
+    let data = h.configmaps.get("a").await.expect("a").data.expect("data");
+    assert_eq!((data["revision"].as_str(), data["upgrade"].as_str()), ("2", "true"), "an upgrade");
+    assert_eq!(upgraded.status.expect("status").release_revision, Some(2));
 
     // An archive that is not what the index says is refused; nothing changes.
     server.publish("1.2.0", Some(&"ab".repeat(32)));

@@ -283,12 +283,12 @@ impl PackageReconciler {
             }
         }
         // A chart renders as its release in the cluster: `valuesFrom`, `lookup` and
-        // `.Capabilities` read it. The release record is the Package's status, which counts no
-        // revisions: `.Release` is an install at revision 1.
+        // `.Capabilities` read it. The release record is the Package's status.
+        let release_revision = status::release_revision(resource, revision);
         let helm_release = matches!(package.renderer(), RenderSpec::Helm(_)).then(|| HelmRelease {
             namespace: package.spec.target_namespace.clone().or_else(|| package.namespace.clone()).unwrap_or_default(),
             values_namespace: package.namespace.clone().unwrap_or_default(),
-            last_revision: None,
+            last_revision: (release_revision > 1).then_some(release_revision - 1),
             name: None,
             values: None,
         });
@@ -386,6 +386,9 @@ impl PackageReconciler {
         self.add_history(status, &resource, &set, result, !changes.is_empty(), started);
         self.set_health(run, &resource, &report);
         if succeeded {
+            if matches!(package.renderer(), RenderSpec::Helm(_)) {
+                status.release_revision = Some(status::release_revision(&resource, &revision));
+            }
             status.last_applied_revision = Some(revision.clone());
             if rollback {
                 self.keep_good_set(run, &resource, &set).await;

@@ -130,6 +130,18 @@ pub fn run_outcome(package: &PackageResource, token: Option<&str>) -> Option<Res
     }
 }
 
+/// The `.Release.Revision` a chart renders as for `revision` of the source: the last
+/// successful rollout's again when neither the source revision nor the spec changed since (a
+/// restarted controller renders what it rolled out, not an upgrade of it), else the next one —
+/// 1, an install, when there was none.
+pub fn release_revision(package: &PackageResource, revision: &str) -> i64 {
+    let Some(status) = package.status.as_ref() else { return 1 };
+    let Some(last) = status.release_revision else { return 1 };
+    let unchanged = status.last_applied_revision.as_deref() == Some(revision)
+        && status.observed_generation == package.metadata.generation;
+    if unchanged { last } else { last + 1 }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -263,5 +275,31 @@ mod tests {
             assert_eq!(worth_recording(&history, &entry, wrote), expected, "{entry:?} wrote={wrote}");
         }
         assert!(worth_recording(&[], &run("r", "d", "Succeeded"), false), "the first run");
+    }
+
+    #[test]
+    fn a_release_counts_rollouts_of_new_revisions_and_specs() {
+        let package = |release: Option<i64>, applied: &str, observed: i64| {
+            let mut package = PackageResource::new("web", Default::default());
+            package.metadata.generation = Some(2);
+            package.status = Some(bosun::package::PackageStatus {
+                release_revision: release,
+                last_applied_revision: Some(applied.into()),
+                observed_generation: Some(observed),
+                ..Default::default()
+            });
+            package
+        };
+        let never_applied = PackageResource::new("web", Default::default());
+        let cases = [
+            (never_applied, "main@sha1:b", 1, "no status: an install"),
+            (package(None, "main@sha1:a", 2), "main@sha1:b", 1, "applied before charts counted: an install"),
+            (package(Some(3), "main@sha1:a", 2), "main@sha1:b", 4, "a new source revision: the next"),
+            (package(Some(3), "main@sha1:b", 1), "main@sha1:b", 4, "a new spec: the next"),
+            (package(Some(3), "main@sha1:b", 2), "main@sha1:b", 3, "nothing new: the same again"),
+        ];
+        for (package, revision, expected, case) in cases {
+            assert_eq!(release_revision(&package, revision), expected, "{case}");
+        }
     }
 }

@@ -62,6 +62,9 @@ pub struct PackageStatus {
     /// The hooks the last run that ran hooks ran, in order.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub hooks: Vec<HookStatus>,
+    /// A chart's `.Release.Revision` in the last successful rollout (Helm packages only).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub release_revision: Option<i64>,
 }
 
 /// One hook a run ran.
