@@ -37,7 +37,8 @@ struct Cli {
 enum Bench {
     /// The embedded API server: create throughput, list latency, watch fan-out, against raw SQLite.
     Apiserver(apiserver::Args),
-    /// Rendering: jsonnet against C++ jsonnet and go-jsonnet, kustomize against kubectl kustomize.
+    /// Rendering: jsonnet against C++ jsonnet and go-jsonnet, kustomize against kubectl kustomize;
+    /// with `--helm`, a large chart against `helm template` and bosun's own jsonnet.
     Render(render::Args),
     /// Applying 1,000 objects: bosun apply against kubectl apply, client-side and server-side.
     Apply(apply::Args),

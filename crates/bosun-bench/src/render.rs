@@ -1,6 +1,8 @@
 //! Rendering, as whole commands side by side: a large jsonnet program by `bosun render` versus
 //! the C++ `jsonnet` and go-jsonnet (the `gojsonnet` Python module), and a kustomize package by
-//! `bosun render` versus `kubectl kustomize` alone.
+//! `bosun render` versus `kubectl kustomize` alone; with `--helm`, a large chart (see [`helm`]).
+
+mod helm;
 
 use std::{
     path::{Path, PathBuf},
@@ -25,6 +27,13 @@ pub struct Args {
     /// Alternating bosun render / kubectl kustomize pairs for the kustomize comparison.
     #[arg(long, default_value_t = 30)]
     pairs: usize,
+    /// Instead: a generated Helm chart against `helm template` (when on the PATH) and against
+    /// bosun's jsonnet rendering the same objects.
+    #[arg(long)]
+    helm: bool,
+    /// Templates in the generated chart (one app each: a Deployment, a Service, a ConfigMap).
+    #[arg(long, default_value_t = 300, requires = "helm")]
+    templates: usize,
 }
 
 fn repo() -> PathBuf {
@@ -102,6 +111,9 @@ fn ratio(other: Option<f64>, ours: Option<f64>) -> String {
 
 /// Runs the render benchmarks and prints the Markdown table.
 pub fn run(args: Args) {
+    if args.helm {
+        return helm::run(args.templates, args.runs);
+    }
     eprintln!("jsonnet, {} apps ({} objects): bosun, go-jsonnet…", args.apps, args.apps * 3);
     let large = jsonnet_run(args.apps, args.runs, false);
     eprintln!("jsonnet, {} apps ({} objects): bosun, go-jsonnet, C++ jsonnet…", args.small_apps, args.small_apps * 3);

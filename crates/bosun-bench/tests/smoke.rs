@@ -60,6 +60,13 @@ fn render_benchmark_runs() {
 }
 
 #[test]
+fn helm_render_benchmark_runs() {
+    let out = bench(&["render", "--helm", "--templates", "3", "--runs", "1"]);
+    assert_table(&out, 2);
+    assert!(out.contains("helm template") && out.contains("--jsonnet"), "{out}");
+}
+
+#[test]
 fn apply_benchmark_runs() {
     let out = bench(&["apply", "--objects", "6", "--runs", "1"]);
     assert_table(&out, 3);
