@@ -42,10 +42,12 @@ pub enum ValuesError {
         source: YamlError,
     },
     /// A `--set…` flag could not be parsed.
-    #[error("failed parsing {flag} data: {source}")]
+    #[error("failed parsing {flag} data {value:?}: {source}")]
     Set {
         /// `--set`, `--set-string`, `--set-json`, `--set-file` or `--set-literal`.
         flag: &'static str,
+        /// The flag's value, as given (Helm leaves it out; with several flags, it says which).
+        value: String,
         /// The parser's message.
         source: StrvalsError,
     },
@@ -137,7 +139,10 @@ impl ValueSources {
             let values = read_values(text).map_err(|source| ValuesError::File { file: file.clone(), source })?;
             base = merge_maps(base, values);
         }
-        let set = |flag: &'static str| move |source| ValuesError::Set { flag, source };
+        let set = |flag: &'static str, value: &str| {
+            let value = value.to_string();
+            move |source| ValuesError::Set { flag, value, source }
+        };
         for value in &self.json {
             let trimmed = value.trim();
             if trimmed.starts_with('{') {
@@ -145,20 +150,20 @@ impl ValueSources {
                 let Value::Object(parsed) = numbers_to_float(Value::Object(parsed)) else { unreachable!() };
                 base = merge_maps(base, parsed);
             } else {
-                strvals::parse_json(value, &mut base).map_err(set("--set-json"))?;
+                strvals::parse_json(value, &mut base).map_err(set("--set-json", value))?;
             }
         }
         for value in &self.set {
-            strvals::parse_into(value, &mut base).map_err(set("--set"))?;
+            strvals::parse_into(value, &mut base).map_err(set("--set", value))?;
         }
         for value in &self.set_string {
-            strvals::parse_into_string(value, &mut base).map_err(set("--set-string"))?;
+            strvals::parse_into_string(value, &mut base).map_err(set("--set-string", value))?;
         }
         for value in &self.set_file {
-            strvals::parse_into_file(value, &mut base, read_file).map_err(set("--set-file"))?;
+            strvals::parse_into_file(value, &mut base, read_file).map_err(set("--set-file", value))?;
         }
         for value in &self.set_literal {
-            strvals::parse_literal_into(value, &mut base).map_err(set("--set-literal"))?;
+            strvals::parse_literal_into(value, &mut base).map_err(set("--set-literal", value))?;
         }
         Ok(base)
     }
@@ -673,7 +678,10 @@ pequod:
         let bad = ValueSources { files: vec![("x.yaml".into(), "[".into())], ..ValueSources::default() };
         assert!(bad.merge(&read).unwrap_err().to_string().starts_with("failed to parse x.yaml: yaml: line"));
         let bad = ValueSources { set: vec!["a".into()], ..ValueSources::default() };
-        assert_eq!(bad.merge(&read).unwrap_err().to_string(), "failed parsing --set data: key \"a\" has no value");
+        assert_eq!(
+            bad.merge(&read).unwrap_err().to_string(),
+            "failed parsing --set data \"a\": key \"a\" has no value"
+        );
     }
 
     #[test]
