@@ -127,6 +127,24 @@ pub async fn canary(
     Ok((canary, canary::Extras { deployments: deployments.map_err(|e| e.to_string()), events }))
 }
 
+/// The children an Operator rendered from `object`: its inventory, in the object's
+/// `status.inventory` where the object's schema keeps it, else in the ConfigMap the operator
+/// keeps beside it.
+async fn operator_inventory(
+    identity: &Identity,
+    operator: &str,
+    namespace: &str,
+    object: &DynamicObject,
+) -> Result<Vec<bosun::inventory::Entry>, String> {
+    if let Some(entries) = object.data.pointer("/status/inventory") {
+        return serde_json::from_value(entries.clone()).map_err(|e| format!("status.inventory: {e}"));
+    }
+    let object_name = object.metadata.name.clone().unwrap_or_default();
+    let target = bosun_controllers::operator::controller::target_name(operator, &object_name);
+    let target_namespace = object.metadata.namespace.clone().unwrap_or_else(|| namespace.to_string());
+    bosun::inventory::read(&identity.client, &target, &target_namespace).await.map_err(|e| e.to_string())
+}
+
 /// An Operator, its watched objects (the first [`WATCHED_SHOWN`]) with their children, and its
 /// Events.
 pub async fn operator(
@@ -156,10 +174,7 @@ pub async fn operator(
         let total = objects.len();
         let mut watched = Vec::new();
         for object in objects.into_iter().take(WATCHED_SHOWN) {
-            let object_name = object.metadata.name.clone().unwrap_or_default();
-            let target = bosun_controllers::operator::controller::target_name(name, &object_name);
-            let target_namespace = object.metadata.namespace.clone().unwrap_or_else(|| namespace.to_string());
-            let children = match bosun::inventory::read(&identity.client, &target, &target_namespace).await {
+            let children = match operator_inventory(identity, name, namespace, &object).await {
                 Ok(entries) => {
                     let owned = entries
                         .iter()
@@ -175,7 +190,7 @@ pub async fn operator(
                         .collect();
                     Ok(leaves(identity, owned).await)
                 }
-                Err(error) => Err(error.to_string()),
+                Err(error) => Err(error),
             };
             watched.push(Watched { api_version: api_version.clone(), object, children });
         }

@@ -159,3 +159,94 @@ async fn behind_a_proxy_each_request_is_its_user_s_and_a_refusal_names_the_verb_
     assert_eq!(status, StatusCode::OK);
     assert!(overview.contains("forbidden"), "{overview}");
 }
+
+const WIDGET_CRD: &str = r#"
+apiVersion: apiextensions.k8s.io/v1
+kind: CustomResourceDefinition
+metadata: {name: widgets.example.com}
+spec:
+  group: example.com
+  names: {kind: Widget, listKind: WidgetList, plural: widgets, singular: widget}
+  scope: Namespaced
+  versions:
+  - name: v1
+    served: true
+    storage: true
+    subresources: {status: {}}
+    schema:
+      openAPIV3Schema:
+        type: object
+        properties:
+          spec: {type: object, x-kubernetes-preserve-unknown-fields: true}
+          status: {type: object, x-kubernetes-preserve-unknown-fields: true}
+"#;
+
+const WIDGET_OPERATOR: &str = r#"
+apiVersion: bosun.dev/v1alpha1
+kind: Operator
+metadata: {name: widgets}
+spec:
+  watch: {apiVersion: example.com/v1, kind: Widget}
+"#;
+
+/// One ConfigMap per Widget.
+const WIDGET_PROGRAM: &str = r#"
+local widget = import 'generic-operator/config';
+[{apiVersion: 'v1', kind: 'ConfigMap', metadata: {name: widget.metadata.name + '-settings'}, data: {}}]
+"#;
+
+#[tokio::test]
+async fn an_operator_page_shows_each_watched_object_with_its_children_and_an_alert_page_its_spec() {
+    use bosun_controllers::operator::{
+        Definition,
+        controller::{self as operator, Settings},
+    };
+    let cluster = Cluster::start(Duration::from_millis(100), &[]).await;
+    let client = cluster.server.client();
+    let crd = bosun_core::yaml::parse_document(WIDGET_CRD, "crd.yaml").expect("crd");
+    let crds: kube::Api<k8s_openapi::apiextensions_apiserver::pkg::apis::apiextensions::v1::CustomResourceDefinition> =
+        kube::Api::all(client.clone());
+    crds.create(&Default::default(), &crd).await.expect("the Widget CRD");
+    // The operator runs in the test; its resource is what the page reads.
+    let dir = support::package_dir(&[("main.jsonnet", WIDGET_PROGRAM), ("operator.yaml", WIDGET_OPERATOR)]);
+    let definition = Definition::load(dir.path()).expect("operator.yaml");
+    let controller = operator::controller(client.clone(), definition, Settings::default()).await.expect("operator");
+    tokio::spawn(controller.run(std::future::pending::<()>()));
+    let spec = json!({"source": {"dir": dir.path().display().to_string()},
+        "watch": {"apiVersion": "example.com/v1", "kind": "Widget"}});
+    cluster.create("Operator", "widgets", spec).await;
+    let widgets: kube::Api<kube::api::DynamicObject> = kube::Api::default_namespaced_with(
+        client.clone(),
+        &kube::api::ApiResource::from_gvk_with_plural(
+            &kube::api::GroupVersionKind::gvk("example.com", "v1", "Widget"),
+            "widgets",
+        ),
+    );
+    let widget = serde_json::from_value(json!({"apiVersion": "example.com/v1", "kind": "Widget",
+        "metadata": {"name": "blue"}, "spec": {}}))
+    .expect("widget");
+    widgets.create(&Default::default(), &widget).await.expect("a Widget");
+    let alert = json!({"provider": {"type": "generic", "address": "http://127.0.0.1:9/hook"},
+        "eventSources": [{"kind": "Package", "name": "*"}], "eventSeverity": "error"});
+    cluster.create("Alert", "on-call", alert).await;
+    let dashboard = cluster.dashboard().await;
+    let url = &dashboard.url;
+
+    // The watched object with the child its inventory (in its status) names.
+    let page = support::eventually("the Widget's child on the Operator's page", || async {
+        let (status, _, page) = get(&format!("{url}/operators/default/widgets"), None).await;
+        assert_eq!(status, StatusCode::OK, "{page}");
+        page.contains("ConfigMap/blue-settings").then_some(page)
+    })
+    .await;
+    assert!(page.contains("<h1>Operator widgets</h1>") && page.contains("Widget/blue"), "{page}");
+    assert!(page.contains(r#"href="/yaml/core/v1/ConfigMap/default/blue-settings""#), "a link to the child's YAML");
+
+    let (status, _, alert) = get(&format!("{url}/alerts/default/on-call"), None).await;
+    assert_eq!(status, StatusCode::OK, "{alert}");
+    assert!(alert.contains("<h1>Alert on-call</h1>") && alert.contains("error"), "{alert}");
+    let (_, _, overview) = get(&format!("{url}/"), None).await;
+    for link in [r#"href="/operators/default/widgets""#, r#"href="/alerts/default/on-call""#] {
+        assert!(overview.contains(link), "{link} on the overview: {overview}");
+    }
+}
