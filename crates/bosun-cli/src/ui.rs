@@ -21,7 +21,7 @@ pub struct Args {
     #[command(flatten)]
     serve: ServeArgs,
 
-    /// Open the dashboard in the browser.
+    /// Open the dashboard in the browser ($BROWSER, else xdg-open; open on macOS).
     #[arg(long)]
     open: bool,
 
@@ -71,16 +71,22 @@ pub fn without_credentials(config: &kube::Config) -> Box<kube::Config> {
     config
 }
 
-/// Opens `url` in the desktop's browser.
+/// Opens `url` in the desktop's browser: `$BROWSER` when set (its first entry, with any
+/// arguments, as `gh` and Python's `webbrowser` read it), else `xdg-open` (`open` on macOS).
 fn open(url: &str) {
-    let command = if cfg!(target_os = "macos") { "open" } else { "xdg-open" };
-    match std::process::Command::new(command)
+    let browser = std::env::var("BROWSER").unwrap_or_default();
+    let mut words = browser.split(':').next().unwrap_or_default().split_whitespace();
+    let default = if cfg!(target_os = "macos") { "open" } else { "xdg-open" };
+    let command = words.next().unwrap_or(default);
+    let spawned = std::process::Command::new(command)
+        .args(words)
         .arg(url)
         .stdout(std::process::Stdio::null())
         .stderr(std::process::Stdio::null())
-        .spawn()
-    {
-        Ok(_) => {}
+        .spawn();
+    match spawned {
+        // Reaped in the background: the browser may outlive the dashboard.
+        Ok(mut child) => drop(std::thread::spawn(move || child.wait())),
         Err(error) => eprintln!("warning: cannot open a browser ({command}: {error}); open {url} yourself"),
     }
 }

@@ -53,6 +53,41 @@ async fn bosun_ui_serves_the_overview_as_the_kubeconfig_s_user_and_prints_its_ur
 }
 
 #[tokio::test]
+async fn open_starts_the_browser_named_by_browser_with_the_dashboard_s_url() {
+    let cluster = with_a_package().await;
+    let dir = tempfile::tempdir().expect("dir");
+    let (browser, opened) = (dir.path().join("browser"), dir.path().join("opened"));
+    std::fs::write(&browser, format!("#!/bin/sh\necho \"$@\" > {}.part && mv {0}.part {0}\n", opened.display()))
+        .expect("script");
+    std::fs::set_permissions(&browser, std::os::unix::fs::PermissionsExt::from_mode(0o755)).expect("chmod");
+    let mut child = tokio::process::Command::new(env!("CARGO_BIN_EXE_bosun"))
+        .args(["ui", "--open", "--addr", "127.0.0.1:0", "--kubeconfig"])
+        .arg(&cluster.kubeconfig)
+        .env("BROWSER", format!("{} --new-window", browser.display()))
+        .stdout(std::process::Stdio::piped())
+        .kill_on_drop(true)
+        .spawn()
+        .expect("bosun ui starts");
+    let mut lines = BufReader::new(child.stdout.take().expect("stdout")).lines();
+    let line =
+        tokio::time::timeout(BOUND, lines.next_line()).await.expect("a line in time").expect("read").expect("a line");
+    let url = line.split_whitespace().nth(2).expect("the URL");
+    let started = tokio::time::Instant::now();
+    let arguments = loop {
+        if let Ok(text) = std::fs::read_to_string(&opened) {
+            break text;
+        }
+        assert!(started.elapsed() < BOUND, "$BROWSER was not run");
+        tokio::time::sleep(std::time::Duration::from_millis(20)).await;
+    };
+    assert_eq!(arguments.trim(), format!("--new-window {url}"));
+    let (status, _) = get(url).await;
+    assert_eq!(status, 200);
+    child.start_kill().expect("stop");
+    let _ = child.wait().await;
+}
+
+#[tokio::test]
 async fn bosun_ui_refuses_to_expose_plain_http_or_the_kubeconfig_s_identity() {
     let cluster = with_a_package().await;
     let plain = cluster.bosun(&["ui", "--addr", "0.0.0.0:0"]).await;
