@@ -120,7 +120,7 @@ pub async fn run(args: Args) -> ExitCode {
         };
     }
     let text = match args.output {
-        Output::Yaml => rendered.manifests.to_yaml(),
+        Output::Yaml => rendered.to_yaml(),
         Output::Json => format!("{:#}\n", rendered.manifests.to_list()),
         Output::Map => {
             let rollout = rendered.rollout.as_ref().map(|r| r.to_locutus(&package.name));

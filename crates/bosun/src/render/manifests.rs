@@ -129,6 +129,29 @@ pub struct Rendered {
     pub hooks: HookStyle,
 }
 
+impl Rendered {
+    /// The objects as a YAML stream, each with a `# Source:` comment: its key, except that a
+    /// chart's objects name their template as `helm template` does (`c/templates/x.yaml` for
+    /// every document of it, not the keys `c/templates/x.yaml#1` that tell them apart).
+    pub fn to_yaml(&self) -> String {
+        match self.hooks {
+            HookStyle::ArgoCd => self.manifests.to_yaml(),
+            HookStyle::Helm => {
+                let documents = self.manifests.items.iter().map(|m| (Some(template_of(&m.key)), &m.object));
+                bosun_core::yaml::to_stream(documents)
+            }
+        }
+    }
+}
+
+/// The template a chart's manifest key names: the key without its `#N` document index.
+fn template_of(key: &str) -> &str {
+    match key.rsplit_once('#') {
+        Some((file, index)) if !index.is_empty() && index.bytes().all(|b| b.is_ascii_digit()) => file,
+        _ => key,
+    }
+}
+
 /// How hook annotations (`argocd.argoproj.io/hook`, `helm.sh/hook`) are read when a rollout is
 /// planned.
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]

@@ -354,3 +354,20 @@ fn outputs_are_deterministic() {
     let value: Value = first.manifests.to_map().into();
     assert_eq!(value["a.yaml"]["kind"], "ConfigMap");
 }
+
+#[test]
+fn a_chart_s_yaml_names_each_document_s_template_as_helm_template_does() {
+    let dir = tempfile::tempdir().expect("dir");
+    write(dir.path(), "Chart.yaml", "apiVersion: v2\nname: c\nversion: 0.1.0\n");
+    let two = format!("{}---\n{}", CM.replace("NAME", "a"), CM.replace("NAME", "b"));
+    write(dir.path(), "templates/two.yaml", &two);
+    let rendered = render_dir(&Package::load(dir.path()).expect("a chart")).expect("rendered");
+    assert_eq!(keys(&rendered), ["c/templates/two.yaml#0", "c/templates/two.yaml#1"], "the keys tell them apart");
+    let sources: Vec<String> =
+        rendered.to_yaml().lines().filter_map(|l| l.strip_prefix("# Source: ")).map(str::to_string).collect();
+    assert_eq!(sources, ["c/templates/two.yaml", "c/templates/two.yaml"]);
+    // Other packages' keys are their sources.
+    write(dir.path(), "files/two.yaml", &two);
+    let files = render_dir(&package(&dir.path().join("files"), files())).expect("rendered");
+    assert!(files.to_yaml().contains("# Source: two.yaml#1"), "{}", files.to_yaml());
+}
