@@ -18,9 +18,25 @@
 use kube::api::DynamicObject;
 use serde_json::{Value, json};
 
+/// The value at a JSON pointer: `Value::pointer` without its allocations (it unescapes every
+/// token, `~` or not — the most frequent work of planning a thousand objects).
+pub fn at<'a>(object: &'a Value, pointer: &str) -> Option<&'a Value> {
+    if pointer.is_empty() || pointer.contains('~') {
+        return object.pointer(pointer);
+    }
+    pointer.strip_prefix('/')?.split('/').try_fold(object, |value, token| match value {
+        Value::Object(map) => map.get(token),
+        // As RFC 6901 (and serde_json): no sign, no leading zero.
+        Value::Array(items) if !token.starts_with('+') && (token == "0" || !token.starts_with('0')) => {
+            items.get(token.parse::<usize>().ok()?)
+        }
+        _ => None,
+    })
+}
+
 /// The string at a JSON pointer, or `""` when it is absent or not a string.
 pub fn text<'a>(object: &'a Value, pointer: &str) -> &'a str {
-    object.pointer(pointer).and_then(Value::as_str).unwrap_or_default()
+    at(object, pointer).and_then(Value::as_str).unwrap_or_default()
 }
 
 /// `apiVersion`.
@@ -56,12 +72,12 @@ pub fn resource_version(object: &Value) -> &str {
 
 /// One label's value.
 pub fn label<'a>(object: &'a Value, key: &str) -> Option<&'a str> {
-    object.pointer("/metadata/labels")?.get(key)?.as_str()
+    object.get("metadata")?.get("labels")?.get(key)?.as_str()
 }
 
 /// One annotation's value.
 pub fn annotation<'a>(object: &'a Value, key: &str) -> Option<&'a str> {
-    object.pointer("/metadata/annotations")?.get(key)?.as_str()
+    object.get("metadata")?.get("annotations")?.get(key)?.as_str()
 }
 
 /// Sets one label, creating `metadata.labels` when needed.
@@ -116,6 +132,31 @@ pub fn to_value(object: &DynamicObject) -> Value {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn at_finds_what_a_json_pointer_does() {
+        let object = json!({"a": {"b/c": 1, "m~n": 2, "": 3, "list": [10, 11, {"x": "y"}]}, "0": "zero"});
+        let pointers = [
+            "",
+            "/a",
+            "/a/b~1c",
+            "/a/m~0n",
+            "/a/",
+            "/a/list/0",
+            "/a/list/2/x",
+            "/a/list/01",
+            "/a/list/+1",
+            "/a/list/3",
+            "/a/list/-",
+            "/0",
+            "/missing/x",
+            "a",
+            "/a/list/2/x/deeper",
+        ];
+        for pointer in pointers {
+            assert_eq!(at(&object, pointer), object.pointer(pointer), "{pointer:?}");
+        }
+    }
 
     #[test]
     fn describes_objects_as_messages_name_them() {

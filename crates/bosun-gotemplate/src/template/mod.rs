@@ -68,6 +68,12 @@ impl Template {
         }
     }
 
+    /// Whether `other` is this very set (a handle to the same templates and functions, not an
+    /// equal copy): what a host caching work per set (Helm's `tpl`) compares.
+    pub fn same_set(&self, other: &Template) -> bool {
+        Arc::ptr_eq(&self.trees, &other.trees) && Arc::ptr_eq(&self.funcs, &other.funcs) && self.name == other.name
+    }
+
     /// The set's name.
     pub fn name(&self) -> &str {
         &self.name

@@ -3,9 +3,9 @@
 //! `getHostByName` answering nothing (Helm's default without `--enable-dns`).
 
 use std::collections::HashMap;
-use std::sync::{Arc, Mutex, PoisonError};
+use std::sync::{Arc, Mutex, PoisonError, Weak};
 
-use bosun_gotemplate::{Context, FuncError, Function, JsonNumbers, Type, Value};
+use bosun_gotemplate::{Context, FuncError, Function, JsonNumbers, Template, Type, Value};
 
 use crate::{golang, toml, yaml};
 
@@ -61,13 +61,41 @@ fn include(ctx: &mut Context<'_>, args: Vec<Value>) -> Result<Value, FuncError> 
     Ok(Value::from(result?))
 }
 
+/// Sets `tpl` has parsed a string into, per string: (the set it was parsed into — held, so
+/// that no other set can take its place in memory — and the clone with the string parsed).
+/// Charts call `tpl` with the same few strings for every object; parsing into a clone of the
+/// whole set each time was most of a large chart's rendering. The render owns the cache and
+/// `tpl` holds it weakly: the sets it keeps hold `tpl` itself, which would otherwise keep
+/// them alive forever.
+pub(super) type TplParsed = Arc<TplParsedSets>;
+
+/// What [`TplParsed`] holds.
+pub(super) type TplParsedSets = Mutex<HashMap<String, Vec<(Template, Template)>>>;
+
 /// Helm's `tpl`: the string parsed into a clone of the set (so it sees every `define`, and
 /// its own stay in the clone) and executed with the given dot.
-fn tpl(ctx: &mut Context<'_>, args: Vec<Value>) -> Result<Value, FuncError> {
+fn tpl(ctx: &mut Context<'_>, args: Vec<Value>, parsed: &Weak<TplParsedSets>) -> Result<Value, FuncError> {
     let source = text(&args, 0);
-    let mut clone = ctx.template().clone();
     let name = ctx.template().name().to_string();
-    clone.parse(&name, &source).map_err(|e| FuncError::wrap(format!("cannot parse template {source:?}: "), e))?;
+    let parsed = parsed.upgrade();
+    let cached = parsed.as_ref().and_then(|parsed| {
+        let sets = parsed.lock().unwrap_or_else(PoisonError::into_inner);
+        sets.get(&source)?.iter().find(|(base, _)| base.same_set(ctx.template())).map(|(_, clone)| clone.clone())
+    });
+    let clone = match cached {
+        Some(clone) => clone,
+        None => {
+            let mut clone = ctx.template().clone();
+            clone
+                .parse(&name, &source)
+                .map_err(|e| FuncError::wrap(format!("cannot parse template {source:?}: "), e))?;
+            if let Some(parsed) = &parsed {
+                let mut sets = parsed.lock().unwrap_or_else(PoisonError::into_inner);
+                sets.entry(source.clone()).or_default().push((ctx.template().clone(), clone.clone()));
+            }
+            clone
+        }
+    };
     let out = ctx
         .execute_in(&clone, &name, &args[1])
         .map_err(|e| FuncError::wrap(format!("error during tpl function execution for {source:?}: "), e))?;
@@ -75,7 +103,12 @@ fn tpl(ctx: &mut Context<'_>, args: Vec<Value>) -> Result<Value, FuncError> {
 }
 
 /// Registers Helm's functions (sprig's come first; Helm's replace any of the same name).
-pub(super) fn register(template: &mut bosun_gotemplate::Template, lookup: Option<Arc<dyn Lookup>>, failure: &Failure) {
+pub(super) fn register(
+    template: &mut bosun_gotemplate::Template,
+    lookup: Option<Arc<dyn Lookup>>,
+    failure: &Failure,
+    parsed: &TplParsed,
+) {
     use Type::{Any, String};
     let to_string = |f: fn(&Value) -> Result<std::string::String, FuncError>, must: bool| {
         Function::new([Any], String, move |_, a| match f(&a[0]) {
@@ -89,7 +122,8 @@ pub(super) fn register(template: &mut bosun_gotemplate::Template, lookup: Option
     let toml_of =
         |v: &Value| to_json(v).and_then(|json| toml::to_toml(&json).map_err(|e| FuncError::new(e.to_string())));
     template.add_func("include", Function::new([String, Any], String, include));
-    template.add_func("tpl", Function::new([String, Any], String, tpl));
+    let parsed = Arc::downgrade(parsed);
+    template.add_func("tpl", Function::new([String, Any], String, move |ctx, args| tpl(ctx, args, &parsed)));
     let required_failure = failure.clone();
     template.add_func(
         "required",

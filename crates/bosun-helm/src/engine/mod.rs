@@ -144,7 +144,9 @@ pub fn execute(prepared: &Prepared, options: &EngineOptions) -> Result<BTreeMap<
     set.set_missing_key(if options.strict { MissingKey::Error } else { MissingKey::Zero });
     set.set_max_depth(MAX_DEPTH);
     set.add_funcs(sprig::functions());
-    funcs::register(&mut set, options.lookup.clone(), &failure);
+    // Lives as long as this render: what `tpl` parsed is reused within it.
+    let tpl_parsed = funcs::TplParsed::default();
+    funcs::register(&mut set, options.lookup.clone(), &failure, &tpl_parsed);
     for template in &prepared.templates {
         set.parse(&template.name, &template.text).map_err(|e| template_error(&e, None, prepared))?;
     }

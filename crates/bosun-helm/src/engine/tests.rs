@@ -121,6 +121,19 @@ fn a_subcharts_values_are_its_parents_table() {
 }
 
 #[test]
+fn the_same_tpl_text_again_sees_each_call_s_dot_and_the_set_it_is_called_in() {
+    // Parsed once per set and reused: each call still executes with its own dot, and a tpl
+    // inside tpl'd text (another set: the clone) sees that set's defines.
+    let inner = "{{ define \\\"z\\\" }}Z{{ end }}{{ tpl \\\"{{ include \\\\\\\"z\\\\\\\" . }}{{ .n }}\\\" . }}";
+    let template = format!(
+        "{{{{ range list 1 2 3 }}}}[{{{{ tpl \"{{{{ .n }}}}\" (dict \"n\" .) }}}}]{{{{ end }}}}\
+         {{{{ tpl \"{inner}\" (dict \"n\" 4) }}}}{{{{ tpl \"{inner}\" (dict \"n\" 5) }}}}"
+    );
+    let out = run(&[("c/templates/cm.yaml", template.as_str())], &[]).unwrap();
+    assert_eq!(out["c/templates/cm.yaml"], "[1][2][3]Z4Z5");
+}
+
+#[test]
 fn tpl_of_defines_only_renders_nothing_and_keeps_its_defines_to_itself() {
     let out = run(
         &[(
