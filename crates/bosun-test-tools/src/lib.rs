@@ -5,13 +5,14 @@
 //! machine learns in one place what to install (`.ci/run` installs all of it as root).
 //!
 //! [`git_server`] runs real Git servers (git://, HTTP with authentication, SSH) on loopback for
-//! the source tests.
+//! the source tests; [`registry`] a real OCI registry (TLS, htpasswd or token auth).
 //!
 //! Depends on nothing of bosun's; every test crate may use it.
 
 #![warn(missing_docs)]
 
 pub mod git_server;
+pub mod registry;
 
 use std::path::PathBuf;
 
