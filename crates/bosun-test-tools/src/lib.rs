@@ -144,6 +144,37 @@ pub fn missing() -> Vec<&'static Tool> {
     TOOLS.iter().filter(|tool| find(tool).is_none()).collect()
 }
 
+/// Every file under `root` (relative path, content, executable), sorted.
+pub fn files(root: &std::path::Path) -> Vec<(String, Vec<u8>, bool)> {
+    use std::os::unix::fs::PermissionsExt;
+    let mut found = Vec::new();
+    let mut pending = vec![root.to_path_buf()];
+    while let Some(dir) = pending.pop() {
+        for entry in std::fs::read_dir(&dir).expect("read_dir") {
+            let path = entry.expect("entry").path();
+            let metadata = std::fs::symlink_metadata(&path).expect("metadata");
+            if metadata.is_dir() {
+                pending.push(path);
+            } else {
+                let relative = path.strip_prefix(root).expect("inside").display().to_string();
+                let content = std::fs::read(&path).expect("read");
+                found.push((relative, content, metadata.permissions().mode() & 0o111 != 0));
+            }
+        }
+    }
+    found.sort();
+    found
+}
+
+/// Writes `files` (relative path, content) under `root`.
+pub fn write_files(root: &std::path::Path, files: &[(&str, &str)]) {
+    for (path, content) in files {
+        let at = root.join(path);
+        std::fs::create_dir_all(at.parent().expect("parent")).expect("dirs");
+        std::fs::write(at, content).expect("write");
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

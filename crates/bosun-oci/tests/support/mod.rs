@@ -1,10 +1,12 @@
 //! The registry of the tests (bosun-test-tools' `docker-registry`), a token service for its
 //! bearer-token mode, and files written and read back.
 
-use std::path::Path;
-
 use bosun_oci::{Client, ClientOptions, CredentialSource, Credentials, Protocol, Reference};
-pub use bosun_test_tools::registry::{Auth, ISSUER, Registry, SERVICE};
+pub use bosun_test_tools::{
+    files,
+    registry::{Auth, ISSUER, Registry, SERVICE},
+    write_files,
+};
 
 /// What the tests ask of a registry in bosun-oci's terms.
 pub trait RegistryExt {
@@ -142,36 +144,5 @@ impl TokenService {
             axum::serve(listener, app).await.expect("token service");
         });
         TokenService { realm, signer_pem: certificate.pem(), issued, task }
-    }
-}
-
-/// Every file under `root` (relative path, content, executable), sorted.
-pub fn files(root: &Path) -> Vec<(String, Vec<u8>, bool)> {
-    use std::os::unix::fs::PermissionsExt;
-    let mut found = Vec::new();
-    let mut pending = vec![root.to_path_buf()];
-    while let Some(dir) = pending.pop() {
-        for entry in std::fs::read_dir(&dir).expect("read_dir") {
-            let path = entry.expect("entry").path();
-            let metadata = std::fs::symlink_metadata(&path).expect("metadata");
-            if metadata.is_dir() {
-                pending.push(path);
-            } else {
-                let relative = path.strip_prefix(root).expect("inside").display().to_string();
-                let content = std::fs::read(&path).expect("read");
-                found.push((relative, content, metadata.permissions().mode() & 0o111 != 0));
-            }
-        }
-    }
-    found.sort();
-    found
-}
-
-/// Writes `files` (relative path, content) under `root`.
-pub fn write_files(root: &Path, files: &[(&str, &str)]) {
-    for (path, content) in files {
-        let at = root.join(path);
-        std::fs::create_dir_all(at.parent().expect("parent")).expect("dirs");
-        std::fs::write(at, content).expect("write");
     }
 }

@@ -56,7 +56,7 @@ pub use credentials::Credentials;
 pub use error::SourceError;
 pub use helm::{BuiltDependency, build_dependencies};
 pub use location::redact;
-pub use oci::OciAccess;
+pub use oci::{OciAccess, copy_source_files};
 
 use self::{
     cache::{Cache, Lease, hex_digest},

@@ -5,6 +5,7 @@
 
 use std::{
     collections::BTreeMap,
+    path::Path,
     sync::{Arc, Mutex},
 };
 
@@ -96,6 +97,21 @@ impl OciAccess {
         }
         Ok(OciAccess { keys, ..self })
     }
+}
+
+/// Copies the files of the directory `dir` that a source would take (Flux's default
+/// exclusions, `.sourceignore` files, then `ignore`) into `into`: what `bosun push artifact`
+/// packs, so that the artifact holds what a `dir` or Git source of the same files would.
+///
+/// # Errors
+///
+/// [`SourceError::Io`] when `dir` is not a directory or a file cannot be read or written.
+pub fn copy_source_files(dir: &Path, ignore: Option<&str>, into: &Path) -> Result<(), SourceError> {
+    if !dir.is_dir() {
+        let error = std::io::Error::new(std::io::ErrorKind::NotFound, "no such directory");
+        return Err(SourceError::io(dir, "reading the files to push")(error));
+    }
+    dir::walk(dir, ignore, Some(into)).map(drop)
 }
 
 /// A digest of a Secret's data, keys and values.
