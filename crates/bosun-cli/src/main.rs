@@ -12,6 +12,7 @@ mod diff;
 mod gitops;
 mod helm;
 mod install;
+mod local_registry;
 mod observe;
 mod operator;
 mod packages;
