@@ -11,11 +11,13 @@
 //! target/release/bosun-bench operator
 //! target/release/bosun-bench workloads
 //! target/release/bosun-bench ui
+//! target/release/bosun-bench oci
 //! ```
 
 mod apiserver;
 mod apply;
 mod observe;
+mod oci;
 mod operator;
 mod packages;
 mod render;
@@ -54,6 +56,9 @@ enum Bench {
     /// bosun ui: the overview page with 1,000 Packages (server time, against kubectl get), and
     /// the dashboard's memory with every Package watched.
     Ui(ui::Args),
+    /// OCI artifacts: push and pull of a package of N objects against tar + curl, and the
+    /// registry requests of an unchanged Package source.
+    Oci(oci::Args),
     /// (The command the observe benchmark runs: appends its arguments and the time to LOG.)
     #[command(hide = true)]
     Stamp {
@@ -89,6 +94,7 @@ fn main() {
             Bench::Operator(args) => operator::run(args).await,
             Bench::Workloads(args) => workloads::run(args).await,
             Bench::Ui(args) => ui::run(args).await,
+            Bench::Oci(args) => oci::run(args).await,
             Bench::Stamp { .. } => {}
         }
     });

@@ -96,3 +96,10 @@ fn ui_benchmark_runs() {
     assert_table(&out, 5);
     assert!(out.contains("overview page, server time"), "{out}");
 }
+
+#[test]
+fn oci_benchmark_runs() {
+    let out = bench(&["oci", "--objects", "20", "--runs", "1", "--intervals", "2"]);
+    assert_table(&out, 3);
+    assert!(out.contains("1.0 requests (1.0 HEAD)"), "one manifest HEAD per unchanged interval: {out}");
+}

@@ -28,7 +28,7 @@ use bosun_controllers::install::install_crds;
 /// Arguments of `bosun dev`.
 #[derive(Debug, clap::Args)]
 #[command(
-    after_help = "Examples:\n  bosun dev examples/quickstart\n  KUBECONFIG=.bosun/kubeconfig kubectl get all -A\n\n  bosun dev --gitops                # the Package controller and a Git repository seeded from examples/gitops\n  cd .bosun/gitops && git commit -am '…'   # rolled out at once"
+    after_help = "Examples:\n  bosun dev examples/quickstart\n  KUBECONFIG=.bosun/kubeconfig kubectl get all -A\n\n  bosun dev --gitops                # the Package controller and a Git repository seeded from examples/gitops\n  cd .bosun/gitops && git commit -am '…'   # rolled out at once\n\n  bosun dev --gitops --oci          # the same from a local OCI registry (docker-registry on the PATH)\n  $EDITOR .bosun/gitops-oci/apps/web/deployment.yaml   # pushed and rolled out on save"
 )]
 pub struct Args {
     /// Package directories to apply (and watch); with --gitops, the directory the Git
@@ -40,6 +40,16 @@ pub struct Args {
     /// DIR (once; it is kept), roll out its clusters/dev Packages, and roll out every commit.
     #[arg(long)]
     pub gitops: bool,
+
+    /// With --gitops: deliver from a local OCI registry instead of Git (docker-registry must be on
+    /// the PATH): DIR is copied to --oci-dir, pushed as an artifact, and pushed again on every
+    /// change; the Packages follow its latest tag.
+    #[arg(long, requires = "gitops")]
+    pub oci: bool,
+
+    /// Where the --oci directory lives (created when missing).
+    #[arg(long, value_name = "DIR", default_value = ".bosun/gitops-oci", requires = "oci")]
+    pub oci_dir: PathBuf,
 
     /// Where the --gitops repository lives (created when missing).
     #[arg(long, value_name = "DIR", default_value = ".bosun/gitops", requires = "gitops")]
@@ -304,7 +314,11 @@ pub async fn run(args: Args) -> ExitCode {
     let dashboard = Dashboard::start(&server, &args.ui_addr).await;
     let code = if args.gitops {
         outln!("kubeconfig: {}", args.kubeconfig.display());
-        crate::gitops::run(&server, &seed, &args.gitops_repo, args.gitops_cache.clone()).await
+        let (origin, dir) = match args.oci {
+            true => (crate::gitops::Origin::Oci, &args.oci_dir),
+            false => (crate::gitops::Origin::Git, &args.gitops_repo),
+        };
+        crate::gitops::run(&server, &seed, dir, args.gitops_cache.clone(), origin).await
     } else {
         match Canaries::start(&server).await {
             Ok(canaries) => {

@@ -6,6 +6,11 @@
 //!
 //! The repository is created with the `git` command (the user commits with it anyway); the
 //! controller reads it with gix, as it reads any Git source.
+//!
+//! `--oci` is the same delivery from an OCI registry ("Gitless GitOps"): a local
+//! `docker-registry` is started, the seeded directory is pushed to it as an artifact on start
+//! and on every change to its files, and the Packages follow the artifact's `latest` tag
+//! (`clusters/dev-oci`).
 
 use crate::stdout::outln;
 
@@ -34,6 +39,17 @@ use serde_json::json;
 
 /// The root Package: it rolls out `clusters/dev` of the repository, the Packages themselves.
 const ROOT: &str = "gitops";
+/// The tag `--oci` pushes and the Packages follow.
+const OCI_TAG: &str = "latest";
+
+/// Where `bosun dev --gitops` delivers from.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Origin {
+    /// A Git repository (`file://`), rolled out on every commit.
+    Git,
+    /// An artifact in a local OCI registry, pushed and rolled out on every change of the files.
+    Oci,
+}
 
 /// Runs `git` in `dir`; `Err` with its message.
 fn git(dir: &Path, args: &[&str]) -> Result<(), String> {
@@ -86,26 +102,98 @@ fn seed_repository(seed: &Path, repo: &Path) -> Result<bool, String> {
     Ok(true)
 }
 
-/// The root Package, reading `clusters/dev` of the repository at `url`.
-fn root_package(url: &str) -> serde_json::Value {
+/// The root Package, reading `clusters/dev` of the repository at `url` (`clusters/dev-oci` of
+/// the artifact at `url`).
+fn root_package(url: &str, origin: Origin) -> serde_json::Value {
+    let source = match origin {
+        Origin::Git => json!({"git": {"url": url, "ref": {"branch": "main"}}, "path": "clusters/dev"}),
+        Origin::Oci => json!({"oci": {"url": url, "ref": {"tag": OCI_TAG}}, "path": "clusters/dev-oci"}),
+    };
     json!({
         "apiVersion": "bosun.dev/v1alpha1", "kind": "Package",
         "metadata": {"name": ROOT, "namespace": "default"},
-        "spec": {
-            "source": {"git": {"url": url, "ref": {"branch": "main"}}, "path": "clusters/dev"},
-            "substitute": {"repo": url},
-            "interval": "1m",
-        },
+        "spec": {"source": source, "substitute": {"repo": url}, "interval": "1m"},
     })
 }
 
-/// Asks every Package reading `url` for a run now.
+/// Where the files are and how they reach the controller.
+enum Delivery {
+    /// The Git repository at `repo`, read at `url`.
+    Git { repo: PathBuf, url: String },
+    /// The directory `dir`, pushed to `reference` in the registry (running while this lives).
+    Oci { dir: PathBuf, _registry: Box<crate::local_registry::LocalRegistry>, reference: bosun_oci::Reference },
+}
+
+impl Delivery {
+    /// The URL the Packages read.
+    fn url(&self) -> String {
+        match self {
+            Delivery::Git { url, .. } => url.clone(),
+            Delivery::Oci { reference, .. } => reference.repository_url(),
+        }
+    }
+
+    /// What to watch for changes.
+    fn watched(&self) -> PathBuf {
+        match self {
+            Delivery::Git { repo, .. } => repo.join(".git").join("refs"),
+            Delivery::Oci { dir, .. } => dir.clone(),
+        }
+    }
+
+    /// After a change: pushes the files again (`--oci`).
+    async fn publish(&self) -> Result<(), String> {
+        let Delivery::Oci { dir, reference, .. } = self else { return Ok(()) };
+        let kept = tempfile::tempdir().map_err(|e| format!("a scratch directory: {e}"))?;
+        bosun::source::copy_source_files(dir, None, kept.path()).map_err(|e| e.to_string())?;
+        let client = bosun_oci::Client::new(bosun_oci::ClientOptions::default()).map_err(|e| e.to_string())?;
+        let options = bosun_oci::PushOptions { source: Some(dir.display().to_string()), ..Default::default() };
+        let pushed = client
+            .push_artifact(reference, kept.path(), bosun_oci::archive::keep_all(), &options)
+            .await
+            .map_err(|e| e.to_string())?;
+        outln!("pushed {} as {}", dir.display(), pushed.revision);
+        Ok(())
+    }
+}
+
+/// The Git repository at `repo` seeded from `seed`, and whether it was created.
+fn prepare_git(seed: &Path, repo: &Path) -> Result<(Delivery, bool), String> {
+    if Command::new("git").arg("--version").output().is_err() {
+        return Err("bosun dev --gitops needs git (to create the repository you commit to); install it".into());
+    }
+    let created = seed_repository(seed, repo)?;
+    let repo = repo.canonicalize().unwrap_or_else(|_| repo.to_path_buf());
+    let url = format!("file://{}", repo.display());
+    Ok((Delivery::Git { repo, url }, created))
+}
+
+/// The directory `dir` seeded from `seed` (unless it exists), a local registry, and the first
+/// push; whether the directory was created.
+async fn prepare_oci(seed: &Path, dir: &Path) -> Result<(Delivery, bool), String> {
+    let registry = crate::local_registry::LocalRegistry::start().await?;
+    let created = !dir.is_dir();
+    if created {
+        copy_tree(seed, dir).map_err(|e| format!("copying {} to {}: {e}", seed.display(), dir.display()))?;
+    }
+    let dir = dir.canonicalize().unwrap_or_else(|_| dir.to_path_buf());
+    let reference =
+        bosun_oci::Reference::parse(&format!("oci://{}/gitops:{OCI_TAG}", registry.host)).map_err(|e| e.to_string())?;
+    outln!("OCI registry on {} (docker-registry)", registry.host);
+    let delivery = Delivery::Oci { dir, _registry: Box::new(registry), reference };
+    delivery.publish().await?;
+    Ok((delivery, created))
+}
+
+/// Asks every Package reading `url` (Git or OCI) for a run now.
 async fn request_runs(server: &RunningServer, url: &str) {
     let api: Api<PackageResource> = Api::all(server.client());
     let Ok(packages) = api.list(&ListParams::default()).await else { return };
     let token = request_token();
     for package in packages {
-        let reads = package.spec.source.as_ref().and_then(|s| s.git.as_ref()).is_some_and(|g| g.url == url);
+        let source = package.spec.source.as_ref();
+        let reads = source.and_then(|s| s.git.as_ref()).is_some_and(|g| g.url == url)
+            || source.and_then(|s| s.oci.as_ref()).is_some_and(|o| o.url == url);
         let (Some(name), Some(namespace)) = (package.metadata.name.as_deref(), package.metadata.namespace.as_deref())
         else {
             continue;
@@ -152,18 +240,19 @@ fn progress_line(name: &str, status: &str, reason: &str, message: &str) -> Strin
     }
 }
 
-/// Runs `bosun dev --gitops` on a started server; `seed` is the directory the repository starts
-/// from, `repo` where it lives, `cache` the controller's source cache.
-pub async fn run(server: &RunningServer, seed: &Path, repo: &Path, cache: PathBuf) -> ExitCode {
-    if Command::new("git").arg("--version").output().is_err() {
-        return crate::bad_input("bosun dev --gitops needs git (to create the repository you commit to); install it");
-    }
-    let created = match seed_repository(seed, repo) {
-        Ok(created) => created,
+/// Runs `bosun dev --gitops` on a started server; `seed` is the directory the repository (or
+/// with `--oci`, the pushed directory) starts from, `dir` where it lives, `cache` the
+/// controller's source cache.
+pub async fn run(server: &RunningServer, seed: &Path, dir: &Path, cache: PathBuf, origin: Origin) -> ExitCode {
+    let prepared = match origin {
+        Origin::Git => prepare_git(seed, dir),
+        Origin::Oci => prepare_oci(seed, dir).await,
+    };
+    let (delivery, created) = match prepared {
+        Ok(prepared) => prepared,
         Err(message) => return crate::bad_input(message),
     };
-    let repo = repo.canonicalize().unwrap_or_else(|_| repo.to_path_buf());
-    let url = format!("file://{}", repo.display());
+    let url = delivery.url();
     if let Err(message) = install_crds(&server.client(), "bosun-dev").await {
         return crate::bad_input(message);
     }
@@ -178,26 +267,39 @@ pub async fn run(server: &RunningServer, seed: &Path, repo: &Path, cache: PathBu
         |_| {},
     ));
     let packages: Api<PackageResource> = Api::namespaced(server.client(), "default");
-    let root = root_package(&url);
+    let root = root_package(&url, origin);
     if let Err(error) = packages.patch(ROOT, &PatchParams::apply("bosun-dev").force(), &Patch::Apply(&root)).await {
         return crate::bad_input(format!("creating the root Package: {error}"));
     }
-    let refs = repo.join(".git").join("refs");
-    let mut trigger = match FileTrigger::watch(&[refs], &[]) {
+    let mut trigger = match FileTrigger::watch(&[delivery.watched()], &[]) {
         Ok(trigger) => trigger,
         Err(error) => return crate::bad_input(error),
     };
     let what = if created { "created from" } else { "kept; it was seeded from" };
-    outln!("Git repository {} ({what} {})", repo.display(), seed.display());
-    outln!("root Package default/{ROOT} rolls out clusters/dev of it; the Packages there follow");
+    let (files, change) = match &delivery {
+        Delivery::Git { repo, .. } => {
+            outln!("Git repository {} ({what} {})", repo.display(), seed.display());
+            outln!("root Package default/{ROOT} rolls out clusters/dev of it; the Packages there follow");
+            (repo.clone(), "git commit -am 'a change'")
+        }
+        Delivery::Oci { dir, .. } => {
+            outln!("directory {} ({what} {}), pushed to {url}:{OCI_TAG}", dir.display(), seed.display());
+            outln!("root Package default/{ROOT} rolls out clusters/dev-oci of the artifact; the Packages there follow");
+            (dir.clone(), "(saving pushes the files)")
+        }
+    };
     outln!("\ntry:\n  kubectl get packages -w");
-    outln!("  cd {} && $EDITOR apps/web/deployment.yaml && git commit -am 'a change'\n", repo.display());
+    outln!("  cd {} && $EDITOR apps/web/deployment.yaml && {change}\n", files.display());
     let progress = tokio::spawn(print_progress(server.client()));
     loop {
         tokio::select! {
             changed = trigger.changed() => {
                 if changed.is_none() { break }
-                outln!("\na commit in {}: reconciling its Packages", repo.display());
+                if let Err(message) = delivery.publish().await {
+                    outln!("✗ pushing {}: {message}", files.display());
+                    continue;
+                }
+                outln!("\na change in {}: reconciling its Packages", files.display());
                 request_runs(server, &url).await;
             }
             () = crate::signal::shutdown() => break,

@@ -2,6 +2,7 @@
 
 mod apiserver;
 mod apply;
+mod artifact;
 mod canaries;
 mod cluster;
 mod controller;
@@ -11,6 +12,7 @@ mod diff;
 mod gitops;
 mod helm;
 mod install;
+mod local_registry;
 mod observe;
 mod operator;
 mod packages;
@@ -52,6 +54,13 @@ Deliver continuously (bosun controller):
   retry       Start a rolled-back Canary again
   crds        Print bosun's CRDs (for kubectl apply)
   install     Print everything to run the controller in a cluster (CRDs, RBAC, Deployment)
+
+Artifacts (OCI registries):
+  push        Push a package directory as an OCI artifact (push artifact), or a Helm chart (push
+              chart)
+  pull        Pull an OCI artifact into a directory (pull artifact)
+  list        List an OCI repository's artifacts, newest first (list artifacts)
+  tag         Give an OCI artifact more tags (tag artifact)
 
 Automate:
   observe     Run a command for every object of a kind and on every change (a script controller)
@@ -152,6 +161,26 @@ enum Command {
     },
     /// Print bosun's CRDs, for `kubectl apply -f -`.
     Crds,
+    /// Push an OCI artifact (a package directory) or a Helm chart to a container registry.
+    Push {
+        #[command(subcommand)]
+        what: artifact::Push,
+    },
+    /// Pull an OCI artifact from a container registry into a directory.
+    Pull {
+        #[command(subcommand)]
+        what: artifact::Pull,
+    },
+    /// List an OCI repository's artifacts (tags, newest first).
+    List {
+        #[command(subcommand)]
+        what: artifact::List,
+    },
+    /// Give an OCI artifact more tags.
+    Tag {
+        #[command(subcommand)]
+        what: artifact::Tag,
+    },
     /// Print everything to run the controller in a cluster (CRDs, RBAC, Deployment).
     Install(install::Args),
 }
@@ -224,6 +253,10 @@ fn main() -> ExitCode {
             Command::Abort { target } => canaries::run(canaries::Verb::Abort, target).await,
             Command::Retry { target } => canaries::run(canaries::Verb::Retry, target).await,
             Command::Crds => install::crds(),
+            Command::Push { what } => artifact::push(what).await,
+            Command::Pull { what } => artifact::pull(what).await,
+            Command::List { what } => artifact::list(what).await,
+            Command::Tag { what } => artifact::tag(what).await,
             Command::Install(args) => install::run(args),
         }
     });

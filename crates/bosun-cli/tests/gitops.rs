@@ -69,22 +69,24 @@ async fn readiness(packages: &Api<DynamicObject>) -> Vec<(String, bool)> {
     out
 }
 
-#[tokio::test]
-async fn the_gitops_quickstart_rolls_out_its_packages_and_every_commit() {
-    let dir = tempfile::tempdir().expect("tempdir");
+/// `bosun dev --gitops ARGS` from `examples/gitops` in a scratch directory, its API server's
+/// client, and the Packages: returns once every Package is Ready (the root last: it waits for
+/// the health of those it holds) with the web Deployment at two replicas.
+async fn start_dev(dir: &Path, args: &[&str]) -> (Dev, kube::Client, Api<Deployment>) {
     let seed = Path::new(env!("CARGO_MANIFEST_DIR")).join("../../examples/gitops");
     let child = Command::new(env!("CARGO_BIN_EXE_bosun"))
         .arg("dev")
         .arg("--gitops")
+        .args(args)
         .arg(&seed)
         .args(["--port", "0", "--in-memory"])
-        .current_dir(dir.path())
+        .current_dir(dir)
         .stdout(Stdio::null())
         .stderr(Stdio::null())
         .spawn()
         .expect("bosun dev starts");
-    let _dev = Dev(child);
-    let client = client(&dir.path().join(".bosun/kubeconfig")).await;
+    let dev = Dev(child);
+    let client = client(&dir.join(".bosun/kubeconfig")).await;
     let gvk = GroupVersionKind::gvk("bosun.dev", "v1alpha1", "Package");
     let packages: Api<DynamicObject> = Api::default_namespaced_with(client.clone(), &ApiResource::from_gvk(&gvk));
 
@@ -101,22 +103,68 @@ async fn the_gitops_quickstart_rolls_out_its_packages_and_every_commit() {
         tokio::time::sleep(Duration::from_millis(50)).await;
     }
     let deployments: Api<Deployment> = Api::namespaced(client.clone(), "web");
-    let replicas = |d: &Deployment| d.spec.as_ref().and_then(|s| s.replicas);
     assert_eq!(replicas(&deployments.get("web").await.expect("web")), Some(2));
+    (dev, client, deployments)
+}
 
-    // A commit is rolled out at once (the Packages' interval is a minute).
-    let repo = dir.path().join(".bosun/gitops");
-    let file = repo.join("apps/web/deployment.yaml");
+fn replicas(deployment: &Deployment) -> Option<i32> {
+    deployment.spec.as_ref().and_then(|s| s.replicas)
+}
+
+/// Sets the web Deployment's replicas to 3 in `files` (a repository or directory), runs
+/// `then`, and waits until that is rolled out (the Packages' interval is a minute).
+async fn three_replicas_rolled_out(files: &Path, deployments: &Api<Deployment>, then: impl FnOnce()) {
+    let file = files.join("apps/web/deployment.yaml");
     let text = std::fs::read_to_string(&file).expect("read").replace("replicas: 2", "replicas: 3");
     std::fs::write(&file, text).expect("write");
-    git(&repo, &["commit", "-q", "-am", "three replicas"]);
-    let committed = Instant::now();
+    then();
+    let changed = Instant::now();
     loop {
         if replicas(&deployments.get("web").await.expect("web")) == Some(3) {
             break;
         }
-        assert!(committed.elapsed() < Duration::from_secs(30), "the commit was not rolled out");
+        assert!(changed.elapsed() < Duration::from_secs(30), "the change was not rolled out");
         tokio::time::sleep(Duration::from_millis(50)).await;
     }
-    println!("rolled out {:?} after the commit", committed.elapsed());
+    println!("rolled out {:?} after the change", changed.elapsed());
+}
+
+#[tokio::test]
+async fn the_gitops_quickstart_rolls_out_its_packages_and_every_commit() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let (_dev, _, deployments) = start_dev(dir.path(), &[]).await;
+    // A commit is rolled out at once.
+    let repo = dir.path().join(".bosun/gitops");
+    three_replicas_rolled_out(&repo, &deployments, || git(&repo, &["commit", "-q", "-am", "three replicas"])).await;
+}
+
+#[tokio::test]
+async fn the_oci_twin_pushes_the_directory_to_a_local_registry_and_every_change() {
+    bosun_test_tools::require("docker-registry");
+    let dir = tempfile::tempdir().expect("tempdir");
+    let (_dev, client, deployments) = start_dev(dir.path(), &["--oci"]).await;
+    let gvk = GroupVersionKind::gvk("bosun.dev", "v1alpha1", "Package");
+    let packages: Api<DynamicObject> = Api::default_namespaced_with(client, &ApiResource::from_gvk(&gvk));
+    let web = serde_json::to_value(packages.get("web").await.expect("web")).expect("json");
+    let url = web.pointer("/spec/source/oci/url").and_then(Value::as_str).unwrap_or_default().to_string();
+    assert!(url.starts_with("oci://127.0.0.1:") && url.ends_with("/gitops"), "{web}");
+    let revision = web.pointer("/status/lastAppliedRevision").and_then(Value::as_str).unwrap_or_default();
+    assert!(revision.starts_with("latest@sha256:"), "{revision}");
+    // Saving a file is pushed and rolled out at once.
+    three_replicas_rolled_out(&dir.path().join(".bosun/gitops-oci"), &deployments, || {}).await;
+}
+
+#[test]
+fn without_docker_registry_the_oci_twin_says_what_to_install() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let output = Command::new(env!("CARGO_BIN_EXE_bosun"))
+        .args(["dev", "--gitops", "--oci", "--port", "0", "--in-memory"])
+        .arg(Path::new(env!("CARGO_MANIFEST_DIR")).join("../../examples/gitops"))
+        .current_dir(dir.path())
+        .env("PATH", "/nonexistent")
+        .output()
+        .expect("bosun dev runs");
+    let said = String::from_utf8_lossy(&output.stderr);
+    assert_eq!(output.status.code(), Some(2), "{said}");
+    assert!(said.contains("docker-registry") && said.contains("apt-get install docker-registry"), "{said}");
 }

@@ -115,5 +115,11 @@ mod tests {
         assert_eq!(spec["interval"]["type"], "string");
         let render = &spec["render"]["properties"];
         assert!(["files", "jsonnet", "kustomize", "exec"].iter().all(|r| render.get(*r).is_some()), "{render}");
+        let oci = &spec["source"]["properties"]["oci"]["properties"];
+        for field in ["url", "ref", "layerSelector", "secretRef", "certSecretRef", "insecure", "verify"] {
+            assert!(oci.get(field).is_some(), "spec.source.oci.{field} missing: {oci}");
+        }
+        assert_eq!(oci["layerSelector"]["properties"]["operation"]["enum"], json!(["extract", "copy"]));
+        assert_eq!(spec["source"]["properties"]["oci"]["required"], json!(["url"]));
     }
 }

@@ -11,7 +11,7 @@ use bosun_oci::{
     cosign::{SignatureError, SigningKey, Verify},
     manifest::{FLUX_CONFIG, FLUX_CONTENT, HELM_CHART_CONTENT, HELM_CONFIG, LayerSelector, OCI_MANIFEST, Operation},
 };
-use support::{Auth, Registry, TokenService, files, write_files};
+use support::{Auth, Registry, RegistryExt, TokenService, files, write_files};
 
 const USER: &str = "ci";
 const PASSWORD: &str = "s3cret-pass";

@@ -5,13 +5,14 @@
 //! machine learns in one place what to install (`.ci/run` installs all of it as root).
 //!
 //! [`git_server`] runs real Git servers (git://, HTTP with authentication, SSH) on loopback for
-//! the source tests.
+//! the source tests; [`registry`] a real OCI registry (TLS, htpasswd or token auth).
 //!
 //! Depends on nothing of bosun's; every test crate may use it.
 
 #![warn(missing_docs)]
 
 pub mod git_server;
+pub mod registry;
 
 use std::path::PathBuf;
 
@@ -141,6 +142,37 @@ pub fn missing_line(tool: &Tool) -> String {
 /// The programs in [`TOOLS`] that are not installed.
 pub fn missing() -> Vec<&'static Tool> {
     TOOLS.iter().filter(|tool| find(tool).is_none()).collect()
+}
+
+/// Every file under `root` (relative path, content, executable), sorted.
+pub fn files(root: &std::path::Path) -> Vec<(String, Vec<u8>, bool)> {
+    use std::os::unix::fs::PermissionsExt;
+    let mut found = Vec::new();
+    let mut pending = vec![root.to_path_buf()];
+    while let Some(dir) = pending.pop() {
+        for entry in std::fs::read_dir(&dir).expect("read_dir") {
+            let path = entry.expect("entry").path();
+            let metadata = std::fs::symlink_metadata(&path).expect("metadata");
+            if metadata.is_dir() {
+                pending.push(path);
+            } else {
+                let relative = path.strip_prefix(root).expect("inside").display().to_string();
+                let content = std::fs::read(&path).expect("read");
+                found.push((relative, content, metadata.permissions().mode() & 0o111 != 0));
+            }
+        }
+    }
+    found.sort();
+    found
+}
+
+/// Writes `files` (relative path, content) under `root`.
+pub fn write_files(root: &std::path::Path, files: &[(&str, &str)]) {
+    for (path, content) in files {
+        let at = root.join(path);
+        std::fs::create_dir_all(at.parent().expect("parent")).expect("dirs");
+        std::fs::write(at, content).expect("write");
+    }
 }
 
 #[cfg(test)]

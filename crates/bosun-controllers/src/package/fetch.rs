@@ -1,5 +1,6 @@
 //! Where a Package's files come from: its source fetched (a Git repository, an archive, a
-//! bucket, a Helm chart repository, a ConfigMap, a directory) into a snapshot, `source.path` resolved inside it, and the package
+//! bucket, a Helm chart repository, an OCI artifact, a ConfigMap, a directory) into a snapshot,
+//! `source.path` resolved inside it, and the package
 //! assembled from the directory's `bosun.yaml` (if any) under the resource's spec.
 
 use std::{
@@ -12,11 +13,11 @@ use kube::{Api, Client};
 use serde_json::Value;
 
 use bosun::package::{
-    ArchiveSource, BucketSource, GitSource, HelmChartSource, LocalObjectReference, Package, PackageError,
+    ArchiveSource, BucketSource, GitSource, HelmChartSource, LocalObjectReference, OciSource, Package, PackageError,
     PackageResource, PackageSpec, SourceSpec,
 };
 
-use bosun::source::{BucketCredentials, Credentials, Fetcher, Snapshot, SourceError};
+use bosun::source::{BucketCredentials, Credentials, Fetcher, OciAccess, Snapshot, SourceError};
 
 /// Why a Package's files could not be had.
 #[derive(Debug, thiserror::Error)]
@@ -88,7 +89,7 @@ impl FetchError {
 }
 
 /// Fetches the Package's source: the snapshot (held for the run) and the package directory
-/// inside it. Credentials come from the Secret the Git or archive source names, and a
+/// inside it. Credentials come from the Secrets the source names, and a
 /// `configMap` source's files from its ConfigMap, both in the Package's namespace (read with
 /// `client`, the controller's own).
 pub async fn fetch(
@@ -116,23 +117,29 @@ pub async fn fetch_source(
     let snapshot = match kind(source) {
         Kind::Git(git) => {
             let credentials =
-                secret(client, namespace, git.secret_ref.as_ref(), "git", Credentials::from_secret).await?;
+                secret(client, namespace, git.secret_ref.as_ref(), "git.secretRef", Credentials::from_secret).await?;
             fetcher.git(git, credentials.as_ref(), ignore, refetch).await?
         }
         Kind::Archive(archive) => {
             let reference = archive.secret_ref.as_ref();
-            let credentials = secret(client, namespace, reference, "archive", Credentials::from_secret).await?;
+            let credentials =
+                secret(client, namespace, reference, "archive.secretRef", Credentials::from_secret).await?;
             fetcher.archive(archive, credentials.as_ref(), ignore, refetch).await?
         }
         Kind::Bucket(bucket) => {
             let reference = bucket.secret_ref.as_ref();
-            let credentials = secret(client, namespace, reference, "bucket", BucketCredentials::from_secret).await?;
+            let credentials =
+                secret(client, namespace, reference, "bucket.secretRef", BucketCredentials::from_secret).await?;
             fetcher.bucket(bucket, credentials.as_ref(), ignore, refetch).await?
         }
         Kind::Helm(chart) => {
             let reference = chart.secret_ref.as_ref();
-            let credentials = secret(client, namespace, reference, "helm", Credentials::from_secret).await?;
+            let credentials = secret(client, namespace, reference, "helm.secretRef", Credentials::from_secret).await?;
             fetcher.helm(chart, credentials.as_ref(), ignore, refetch).await?
+        }
+        Kind::Oci(oci) => {
+            let access = oci_access(client, namespace, oci).await?;
+            fetcher.oci(oci, &access, ignore, refetch).await?
         }
         Kind::ConfigMap(name) => {
             let files = config_map(client, namespace, name).await?;
@@ -148,8 +155,27 @@ pub async fn fetch_source(
     Ok((snapshot, dir))
 }
 
-/// The credentials in the Secret `spec.source.<field>.secretRef` names, if it names one, read
-/// by `parse`.
+/// What an OCI source's Secrets hold: credentials (`secretRef`), CA (`certSecretRef`), cosign
+/// keys (`verify.secretRef`).
+async fn oci_access(client: &Client, namespace: &str, oci: &OciSource) -> Result<OciAccess, FetchError> {
+    let mut access = OciAccess::default();
+    if let Some(reference) = &oci.secret_ref {
+        let data = secret_data(client, namespace, &reference.name, "oci.secretRef").await?;
+        access = access.with_credentials(&reference.name, &data)?;
+    }
+    if let Some(reference) = &oci.cert_secret_ref {
+        let data = secret_data(client, namespace, &reference.name, "oci.certSecretRef").await?;
+        access = access.with_ca(&reference.name, &data)?;
+    }
+    if let Some(reference) = oci.verify.as_ref().and_then(|v| v.secret_ref.as_ref()) {
+        let data = secret_data(client, namespace, &reference.name, "oci.verify.secretRef").await?;
+        access = access.with_cosign_keys(&reference.name, &data)?;
+    }
+    Ok(access)
+}
+
+/// The credentials in the Secret `spec.source.<field>` names, if it names one, read by
+/// `parse`.
 async fn secret<T>(
     client: &Client,
     namespace: &str,
@@ -162,7 +188,7 @@ async fn secret<T>(
     Ok(Some(parse(&reference.name, &data)?))
 }
 
-/// The data of the credentials Secret `spec.source.<field>.secretRef` names.
+/// The data of the Secret `spec.source.<field>` names.
 async fn secret_data(
     client: &Client,
     namespace: &str,
@@ -170,7 +196,7 @@ async fn secret_data(
     field: &str,
 ) -> Result<BTreeMap<String, Vec<u8>>, FetchError> {
     let failed = |message: String| FetchError::Secret {
-        field: format!("spec.source.{field}.secretRef"),
+        field: format!("spec.source.{field}"),
         namespace: namespace.to_string(),
         name: name.to_string(),
         message,
@@ -206,6 +232,7 @@ enum Kind<'a> {
     Archive(&'a ArchiveSource),
     Bucket(&'a BucketSource),
     Helm(&'a HelmChartSource),
+    Oci(&'a OciSource),
     ConfigMap(&'a str),
 }
 
@@ -215,6 +242,7 @@ fn kind(source: &SourceSpec) -> Kind<'_> {
         SourceSpec { archive: Some(archive), .. } => Kind::Archive(archive),
         SourceSpec { bucket: Some(bucket), .. } => Kind::Bucket(bucket),
         SourceSpec { helm: Some(chart), .. } => Kind::Helm(chart),
+        SourceSpec { oci: Some(oci), .. } => Kind::Oci(oci),
         SourceSpec { config_map: Some(config_map), .. } => Kind::ConfigMap(&config_map.name),
         SourceSpec { dir, .. } => Kind::Dir(dir.as_deref().unwrap_or_default()),
     }
@@ -237,7 +265,7 @@ pub fn inner_path(source: &SourceSpec) -> Result<PathBuf, FetchError> {
 
 /// Exactly one source kind must be set.
 pub fn check(source: Option<&SourceSpec>) -> Result<&SourceSpec, FetchError> {
-    const KINDS: &str = "git, archive, bucket, helm, configMap or dir";
+    const KINDS: &str = "git, archive, bucket, helm, oci, configMap or dir";
     let Some(source) = source else {
         return Err(FetchError::Invalid(format!("required: set {KINDS}")));
     };
@@ -246,6 +274,7 @@ pub fn check(source: Option<&SourceSpec>) -> Result<&SourceSpec, FetchError> {
         ("archive", source.archive.is_some()),
         ("bucket", source.bucket.is_some()),
         ("helm", source.helm.is_some()),
+        ("oci", source.oci.is_some()),
         ("configMap", source.config_map.is_some()),
         ("dir", source.dir.is_some()),
     ]
@@ -342,7 +371,7 @@ mod tests {
         assert!(check(Some(&SourceSpec::default())).is_err());
         let both = SourceSpec { git: Some(git.clone()), dir: Some("/x".into()), ..SourceSpec::default() };
         assert!(check(Some(&both)).is_err_and(|e| e.to_string()
-            == "spec.source: set one of git, archive, bucket, helm, configMap or dir, not git and dir"));
+            == "spec.source: set one of git, archive, bucket, helm, oci, configMap or dir, not git and dir"));
         let config_map = SourceSpec {
             config_map: Some(bosun::package::LocalObjectReference { name: "files".into() }),
             ..SourceSpec::default()

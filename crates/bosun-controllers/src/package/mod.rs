@@ -558,6 +558,7 @@ fn fetching(resource: &PackageResource) -> String {
         Some(SourceSpec { helm: Some(chart), .. }) => {
             format!("fetching chart {} from {}", chart.chart, bosun::source::redact(&chart.url))
         }
+        Some(SourceSpec { oci: Some(oci), .. }) => format!("resolving {}", oci.url),
         Some(SourceSpec { config_map: Some(config_map), .. }) => format!("reading ConfigMap {}", config_map.name),
         Some(SourceSpec { dir: Some(dir), .. }) => format!("reading {dir}"),
         _ => "fetching the source".to_string(),

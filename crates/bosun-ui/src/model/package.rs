@@ -48,6 +48,14 @@ pub fn source(package: &DynamicObject) -> Source {
         );
         return found("Bucket", location, bucket["prefix"].as_str().map(|p| format!("prefix {p}")));
     }
+    if let Some(oci) = spec.get("oci") {
+        // The reference that wins, as the source resolves it: digest, then semver, then tag.
+        let reference = ["digest", "semver", "tag"]
+            .iter()
+            .find_map(|key| oci["ref"][key].as_str().map(|value| format!("{key} {value}")))
+            .or_else(|| Some("tag latest".into()));
+        return found("OCI", oci["url"].as_str().unwrap_or_default().to_string(), reference);
+    }
     if let Some(config_map) = spec.get("configMap") {
         return found("ConfigMap", config_map["name"].as_str().unwrap_or_default().to_string(), None);
     }
@@ -353,6 +361,21 @@ mod tests {
         );
         assert!(!source.location.contains("secret"), "{}", source.location);
         assert_eq!(super::source(&package(json!({"source": {"dir": "/srv/x"}}), json!({}))).kind, "Directory");
+        for (reference, shown) in [
+            (json!({"tag": "v1", "semver": "^1"}), "semver ^1"),
+            (json!({"tag": "v1"}), "tag v1"),
+            (json!({"semver": "^1", "digest": "sha256:ab"}), "digest sha256:ab"),
+            (json!(null), "tag latest"),
+        ] {
+            let oci = super::source(&package(
+                json!({"source": {"oci": {"url": "oci://ghcr.io/org/fleet", "ref": reference}}}),
+                json!({}),
+            ));
+            assert_eq!(
+                (oci.kind, oci.location.as_str(), oci.reference.as_deref()),
+                ("OCI", "oci://ghcr.io/org/fleet", Some(shown))
+            );
+        }
         assert_eq!(super::source(&package(json!({}), json!({}))).kind, "None");
     }
 

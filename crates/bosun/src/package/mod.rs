@@ -290,6 +290,14 @@ mod tests {
             ("spec:\n  timeout: soon\n", "\"soon\" is not a duration"),
             ("spec:\n  render:\n    ksonnet: {}\n", "unknown variant `ksonnet`"),
             ("spec:\n  render:\n    helm: {chart: x, valueFiles: [a]}\n", "unknown field `valueFiles`"),
+            (
+                "spec:\n  source:\n    oci: {url: oci://r.io/app, layerSelecter: {}}\n",
+                "unknown field `layerSelecter`, expected one of url, ref, layerSelector",
+            ),
+            (
+                "spec:\n  source:\n    oci: {url: oci://r.io/app, layerSelector: {operation: unpack}}\n",
+                "unknown variant `unpack`, expected one of extract, copy",
+            ),
         ];
         for (spec, expected) in cases {
             write(dir.path(), PACKAGE_FILE, &format!("apiVersion: bosun.dev/v1alpha1\nkind: Package\n{spec}"));
@@ -297,6 +305,16 @@ mod tests {
             assert!(err.contains(expected), "{spec}: {err}");
             assert!(err.contains("bosun.yaml") && err.contains("line "), "{err}");
         }
+        write(
+            dir.path(),
+            PACKAGE_FILE,
+            "apiVersion: bosun.dev/v1alpha1\nkind: Package\nspec:\n  source:\n    oci: {url: oci://r.io/app, layerSelecter: {}}\n",
+        );
+        let err = Package::load(dir.path()).expect_err("typo").to_string();
+        assert!(
+            err.contains("did you mean `layerSelector`?") && err.contains("spec.source.oci.layerSelecter"),
+            "{err}"
+        );
         write(dir.path(), PACKAGE_FILE, "apiVersion: v1\nkind: Package\n");
         let err = Package::load(dir.path()).expect_err("apiVersion").to_string();
         assert!(err.ends_with("apiVersion: \"v1\" is not supported; use bosun.dev/v1alpha1"), "{err}");

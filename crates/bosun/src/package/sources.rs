@@ -1,5 +1,5 @@
-//! Where a `Package` comes from: Git, an archive, a bucket, a Helm chart repository, a
-//! ConfigMap or a directory.
+//! Where a `Package` comes from: Git, an archive, a bucket, a Helm chart repository, an OCI
+//! artifact, a ConfigMap or a directory.
 
 use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
@@ -26,6 +26,10 @@ pub struct SourceSpec {
     /// highest version in the range, unpacked (the package is the chart).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub helm: Option<HelmChartSource>,
+    /// An OCI artifact in a container registry (Flux's `OCIRepository`): a tag, the highest
+    /// tag in a semver range, or a digest.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub oci: Option<OciSource>,
     /// A ConfigMap in the Package's namespace: each key of its `data` and `binaryData` is a file.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub config_map: Option<LocalObjectReference>,
@@ -143,4 +147,94 @@ pub struct GitReference {
     /// Commit SHA (with `branch`: that commit, fetched from that branch).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub commit: Option<String>,
+}
+
+/// An OCI artifact as a source (as Flux's `OCIRepository`). The revision is
+/// `<tag>@sha256:<manifest digest>` (`sha256:<digest>` for a digest reference).
+#[derive(Debug, Clone, Default, Deserialize, Serialize, PartialEq, JsonSchema)]
+#[serde(rename_all = "camelCase", deny_unknown_fields)]
+pub struct OciSource {
+    /// The repository: `oci://HOST[:PORT]/PATH`, without a tag (that goes in `ref`). Registries
+    /// on loopback (`localhost`, `127.0.0.0/8`) are spoken to over plain HTTP, as Docker does.
+    pub url: String,
+    /// Which manifest: `digest`, else the highest tag in `semver`, else `tag`; none: `latest`.
+    #[serde(default, rename = "ref", skip_serializing_if = "Option::is_none")]
+    pub reference: Option<OciReference>,
+    /// Which layer is taken and how (default: Flux's content layer, extracted).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub layer_selector: Option<OciLayerSelector>,
+    /// A `kubernetes.io/dockerconfigjson` Secret (key `.dockerconfigjson`), or one with
+    /// `username` and `password`, in the Package's namespace. Credential helpers named in the
+    /// Docker config are not run.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub secret_ref: Option<LocalObjectReference>,
+    /// A Secret whose `ca.crt` holds the CA certificates (PEM) the registry's certificate is
+    /// checked against, besides the system's; it also means HTTPS for a loopback registry.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub cert_secret_ref: Option<LocalObjectReference>,
+    /// Speak plain HTTP to the registry (as Flux's `insecure`).
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    pub insecure: bool,
+    /// Check a cosign signature before anything is downloaded beyond the manifest.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub verify: Option<OciVerification>,
+    /// Bound of one fetch (default 60s).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub timeout: Option<Interval>,
+}
+
+/// Which manifest of an OCI repository (as Flux's `OCIRepository` `ref`).
+#[derive(Debug, Clone, Default, Deserialize, Serialize, PartialEq, JsonSchema)]
+#[serde(rename_all = "camelCase", deny_unknown_fields)]
+pub struct OciReference {
+    /// A tag.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub tag: Option<String>,
+    /// A semantic version range over the tags (`>=1.0.0 <2.0.0`, `^1.2`, `1.x`): the highest
+    /// matching tag.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub semver: Option<String>,
+    /// With `semver`: only tags this regular expression matches are considered.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub semver_filter: Option<String>,
+    /// A manifest digest, `sha256:<hex>`.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub digest: Option<String>,
+}
+
+/// Which layer of an OCI artifact is taken.
+#[derive(Debug, Clone, Default, Deserialize, Serialize, PartialEq, JsonSchema)]
+#[serde(rename_all = "camelCase", deny_unknown_fields)]
+pub struct OciLayerSelector {
+    /// The layer's media type: the first layer of that type (default Flux's
+    /// `application/vnd.cncf.flux.content.v1.tar+gzip`).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub media_type: Option<String>,
+    /// `extract` (a tar+gzip layer unpacked; the default) or `copy` (the layer as one file).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub operation: Option<OciLayerOperation>,
+}
+
+/// What is done with the selected layer.
+#[derive(Debug, Clone, Copy, Default, Deserialize, Serialize, PartialEq, Eq, JsonSchema)]
+#[serde(rename_all = "lowercase")]
+pub enum OciLayerOperation {
+    /// Unpack the tar+gzip layer.
+    #[default]
+    Extract,
+    /// Keep the layer as one file.
+    Copy,
+}
+
+/// A signature check of an OCI artifact.
+#[derive(Debug, Clone, Default, Deserialize, Serialize, PartialEq, JsonSchema)]
+#[serde(rename_all = "camelCase", deny_unknown_fields)]
+pub struct OciVerification {
+    /// `cosign` (the only provider): a signature made with a key pair (`cosign sign --key`).
+    pub provider: String,
+    /// A Secret in the Package's namespace whose keys ending in `.pub` are cosign public keys
+    /// (PEM): a signature valid under any of them passes. Keyless signatures (Fulcio/Rekor) are
+    /// not supported.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub secret_ref: Option<LocalObjectReference>,
 }

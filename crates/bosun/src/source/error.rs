@@ -65,6 +65,14 @@ pub enum SourceError {
         /// The timeout.
         after: Duration,
     },
+    /// The artifact's signature is missing or does not verify with the keys given.
+    #[error("{url}: signature verification failed: {message}")]
+    Verification {
+        /// The repository.
+        url: String,
+        /// Why, naming the artifact.
+        message: String,
+    },
     /// Reaching the remote, talking to it or reading the repository failed.
     #[error("{url}: {message}")]
     Fetch {
@@ -88,11 +96,13 @@ pub enum SourceError {
 
 impl SourceError {
     /// The condition reason, as Flux names them: `InvalidSource` (the spec must change),
-    /// `AuthenticationFailed` (the credentials are refused or unusable) or `ArtifactFailed`.
+    /// `AuthenticationFailed` (the credentials are refused or unusable), `VerificationError` (a
+    /// signature missing or wrong) or `ArtifactFailed`.
     pub fn reason(&self) -> &'static str {
         match self {
             SourceError::Invalid { .. } => "InvalidSource",
             SourceError::Credentials { .. } | SourceError::Authentication { .. } => "AuthenticationFailed",
+            SourceError::Verification { .. } => "VerificationError",
             SourceError::HostKey { .. }
             | SourceError::NotFound { .. }
             | SourceError::NoMatchingTag { .. }

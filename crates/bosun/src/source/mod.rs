@@ -7,7 +7,8 @@
 //! `ignore`) and return a [`Snapshot`]: a directory with the files and the revision
 //! (`main@sha1:<commit>`, `sha256:<digest>`). [`Fetcher::archive`] downloads a `.tar.gz`/`.zip`
 //! over HTTP(S) (conditionally: an unchanged archive is not downloaded again),
-//! [`Fetcher::helm`] a chart from a Helm repository or an OCI registry, and
+//! [`Fetcher::helm`] a chart from a Helm repository or an OCI registry, [`Fetcher::oci`] an
+//! OCI artifact (one manifest `HEAD` when unchanged), and
 //! [`Fetcher::contents`] takes files given by content (a ConfigMap's keys).
 //!
 //! # Guarantees
@@ -36,6 +37,7 @@ mod git;
 mod helm;
 mod ignore;
 mod location;
+mod oci;
 mod range;
 mod reference;
 
@@ -54,6 +56,7 @@ pub use credentials::Credentials;
 pub use error::SourceError;
 pub use helm::{BuiltDependency, build_dependencies};
 pub use location::redact;
+pub use oci::{OciAccess, copy_source_files};
 
 use self::{
     cache::{Cache, Lease, hex_digest},
@@ -88,6 +91,8 @@ pub struct Fetcher {
     /// What each archive URL's last download left to ask the server with (kept in memory: after
     /// a restart the first fetch downloads again).
     archives: Arc<Mutex<HashMap<String, archive::Remembered>>>,
+    /// The registry clients of OCI sources.
+    oci_clients: oci::Clients,
 }
 
 impl Fetcher {
@@ -102,7 +107,7 @@ impl Fetcher {
             .connect_timeout(Duration::from_secs(30))
             .build()
             .unwrap_or_default();
-        Fetcher { cache: Arc::new(Cache::new(cache_dir)), http, archives: Arc::default() }
+        Fetcher { cache: Arc::new(Cache::new(cache_dir)), http, archives: Arc::default(), oci_clients: Arc::default() }
     }
 
     /// The commit `source` refers to, as a snapshot.
