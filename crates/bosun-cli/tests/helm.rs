@@ -416,7 +416,9 @@ async fn bosun_deps_fetches_the_highest_version_in_range_from_a_chart_repository
         let template =
             "apiVersion: v1\nkind: ConfigMap\nmetadata: {name: lib}\ndata: {version: {{ .Chart.Version | quote }}}\n";
         std::fs::write(chart.join("templates/cm.yaml"), template).expect("write");
-        archives.push((version, package_chart(scratch, "lib")));
+        let archive = package_chart(scratch, "lib");
+        std::fs::write(scratch.join(format!("lib-{version}.tgz")), &archive).expect("write");
+        archives.push((version, archive));
     }
     let index: String =
         archives.iter().fold("apiVersion: v1\nentries:\n  lib:\n".to_string(), |index, (version, _)| {
@@ -447,4 +449,25 @@ async fn bosun_deps_fetches_the_highest_version_in_range_from_a_chart_repository
     let items = rendered_items(&output);
     assert_eq!(items.len(), 1, "{items:?}");
     assert_eq!(items[0]["data"]["version"], "1.1.0", "the archive in charts/ is rendered");
+
+    // The same from an OCI registry, the charts pushed there by `bosun push chart`.
+    let registry = bosun_test_tools::registry::Registry::start(false, None);
+    let charts = registry.url("charts");
+    for version in ["1.0.0", "1.1.0", "2.0.0"] {
+        let archive = scratch.join(format!("lib-{version}.tgz"));
+        let output = cluster.bosun(&["push", "chart", archive.to_str().expect("utf-8"), &charts]).await;
+        assert_eq!(output.status.code(), Some(0), "{}", text(&output));
+    }
+    let from_registry = scratch.join("from-registry");
+    std::fs::create_dir_all(&from_registry).expect("mkdir");
+    let chart = format!(
+        "apiVersion: v2\nname: app\nversion: 1.0.0\ndependencies:\n- name: lib\n  version: ^1.0.0\n  repository: {charts}\n"
+    );
+    std::fs::write(from_registry.join("Chart.yaml"), chart).expect("write");
+    let from_registry = from_registry.to_str().expect("utf-8");
+    let output = cluster.bosun(&["deps", from_registry]).await;
+    assert_eq!(output.status.code(), Some(0), "{}", text(&output));
+    assert_eq!(String::from_utf8_lossy(&output.stdout), format!("lib 1.1.0 from {charts}\n"));
+    let output = cluster.bosun(&["render", from_registry, "-o", "json"]).await;
+    assert_eq!(rendered_items(&output)[0]["data"]["version"], "1.1.0");
 }

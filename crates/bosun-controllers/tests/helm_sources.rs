@@ -2,7 +2,8 @@
 //! loopback (`index.yaml` and `.tgz` archives made by the real `tar`): the highest version in
 //! the range rolled out with `chart@version` as the revision, a new version in the range
 //! picked up when the index gains it, one outside the range left alone, and an archive whose
-//! digest is not the index's refused.
+//! digest is not the index's refused. The same from a real OCI registry (Debian's
+//! `docker-registry`) with basic authentication, charts stored as Helm 3.8+ stores them.
 
 use std::{
     collections::BTreeMap,
@@ -150,4 +151,49 @@ async fn a_chart_from_a_helm_repository_follows_its_version_range() {
         "{message}"
     );
     assert_eq!(value(&h, "a").await.as_deref(), Some("1.1.0"));
+}
+
+#[tokio::test]
+async fn a_chart_from_an_oci_registry_follows_its_version_range_with_basic_authentication() {
+    use bosun_oci::{Client, ClientOptions, CredentialSource, Credentials, Reference};
+    let h = start().await;
+    let registry = bosun_test_tools::registry::Registry::start(false, Some(("ci", "chart-secret")));
+    let credentials = Credentials::Basic { username: "ci".into(), password: "chart-secret".into() };
+    let options = ClientOptions { credentials: CredentialSource::Fixed(credentials), ..ClientOptions::default() };
+    let client = Client::new(options).expect("client");
+    let charts = Reference::parse(&registry.url("charts")).expect("reference");
+    let push = |version: &'static str| {
+        let (client, charts) = (&client, &charts);
+        async move {
+            let dir = tempfile::tempdir().expect("dir");
+            let file = dir.path().join(format!("web-{version}.tgz"));
+            std::fs::write(&file, chart_archive(version)).expect("archive");
+            client.push_chart(charts, &file).await.expect("push the chart");
+        }
+    };
+    push("1.0.0").await;
+    secret(&h, "charts-auth", &[("username", b"ci"), ("password", b"chart-secret")]).await;
+    let spec = json!({
+        "source": {"helm": {"url": registry.url("charts"), "chart": "web", "version": "^1.0.0",
+            "secretRef": {"name": "charts-auth"}}},
+        "interval": "1s",
+    });
+    create(&h, "web", spec).await;
+    wait_revision(&h, "web", "web@1.0.0").await;
+    assert_eq!(value(&h, "a").await.as_deref(), Some("1.0.0"));
+
+    // 2.0.0 is outside the range, 1.1.0 inside: 1.1.0 is rolled out, as an upgrade.
+    push("2.0.0").await;
+    push("1.1.0").await;
+    wait_revision(&h, "web", "web@1.1.0").await;
+    let data = h.configmaps.get("a").await.expect("a").data.expect("data");
+    assert_eq!((data["value"].as_str(), data["upgrade"].as_str()), ("1.1.0", "true"));
+
+    // Without the credentials the registry's refusal is the Package's reason.
+    let spec = json!({"source": {"helm": {"url": registry.url("charts"), "chart": "web"}}, "interval": "1s"});
+    create(&h, "anonymous", spec).await;
+    let refused = wait_ready(&h, "anonymous", |status, _, _| status == "False").await;
+    let (_, reason, message) = ready(&refused).expect("condition");
+    assert!(message.contains(&registry.host), "{reason}: {message}");
+    assert_eq!(reason, "AuthenticationFailed", "{message}");
 }

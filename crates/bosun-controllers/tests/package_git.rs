@@ -4,11 +4,7 @@
 
 use std::time::Duration;
 
-use k8s_openapi::{ByteString, api::core::v1::Secret};
-use kube::{
-    Api,
-    api::{Patch, PatchParams},
-};
+use kube::api::{Patch, PatchParams};
 use serde_json::json;
 use tokio::time::Instant;
 
@@ -27,19 +23,6 @@ fn revision(package: &bosun::package::PackageResource) -> String {
 async fn wait_revision(h: &Harness, name: &str, revision: &str) -> bosun::package::PackageResource {
     let wanted = format!("Applied revision: {revision}");
     wait_ready(h, name, |status, _, message| status == "True" && message == wanted).await
-}
-
-async fn secret(h: &Harness, name: &str, data: &[(&str, &[u8])]) {
-    let secret = Secret {
-        metadata: kube::api::ObjectMeta { name: Some(name.into()), ..Default::default() },
-        data: Some(data.iter().map(|(k, v)| (k.to_string(), ByteString(v.to_vec()))).collect()),
-        ..Secret::default()
-    };
-    let secrets: Api<Secret> = Api::default_namespaced(h.server.client());
-    let mut body = serde_json::to_value(&secret).expect("json");
-    body["apiVersion"] = json!("v1");
-    body["kind"] = json!("Secret");
-    secrets.patch(name, &PatchParams::apply("test").force(), &Patch::Apply(&body)).await.expect("secret");
 }
 
 #[tokio::test]

@@ -10,8 +10,6 @@ use bosun_oci::{
     cosign::SigningKey,
 };
 use bosun_test_tools::registry::Registry;
-use k8s_openapi::{ByteString, api::core::v1::Secret};
-use kube::{Api, api::PostParams};
 use serde_json::{Value, json};
 use tokio::time::Instant;
 
@@ -56,7 +54,7 @@ impl Fleet {
     /// The Secrets a Package reads: the registry's CA (`registry-ca`) and its credentials
     /// (`regcred`).
     async fn secrets(&self, h: &Harness) {
-        create_secret(h, "registry-ca", &[("ca.crt", self.registry.ca_pem.as_deref().expect("TLS"))]).await;
+        secret(h, "registry-ca", &[("ca.crt", self.registry.ca_pem.as_deref().expect("TLS"))]).await;
         self.credentials(h, "regcred", PASSWORD).await;
     }
 
@@ -64,7 +62,7 @@ impl Fleet {
     async fn credentials(&self, h: &Harness, name: &str, password: &str) {
         let auth = base64_encode(&format!("{USER}:{password}"));
         let config = format!(r#"{{"auths": {{"{}": {{"auth": "{auth}"}}}}}}"#, self.registry.host);
-        create_secret(h, name, &[(".dockerconfigjson", config.as_bytes())]).await;
+        secret(h, name, &[(".dockerconfigjson", config.as_bytes())]).await;
     }
 
     /// A Package spec following `fleet/web` at `reference` with the Secret `credentials`.
@@ -85,14 +83,6 @@ impl Fleet {
 fn base64_encode(text: &str) -> String {
     use base64::Engine;
     base64::engine::general_purpose::STANDARD.encode(text)
-}
-
-async fn create_secret(h: &Harness, name: &str, data: &[(&str, &[u8])]) {
-    let secrets: Api<Secret> = Api::default_namespaced(h.server.client());
-    let data: serde_json::Map<String, Value> =
-        data.iter().map(|(key, value)| (key.to_string(), json!(ByteString(value.to_vec())))).collect();
-    let secret: Secret = serde_json::from_value(json!({"metadata": {"name": name}, "data": data})).expect("secret");
-    secrets.create(&PostParams::default(), &secret).await.expect("secret");
 }
 
 fn revision(package: &bosun::package::PackageResource) -> String {
@@ -205,7 +195,7 @@ async fn signatures_are_checked_before_anything_is_applied() {
         SigningKey::from_pkcs8_pem(generated.serialize_pem().as_bytes()).expect("pkcs8")
     };
     let (trusted, other) = (key(()), key(()));
-    create_secret(&h, "cosign-keys", &[("cosign.pub", trusted.public_key().to_pem().as_bytes())]).await;
+    secret(&h, "cosign-keys", &[("cosign.pub", trusted.public_key().to_pem().as_bytes())]).await;
     let repository = Reference::parse(&fleet.registry.url("fleet/web")).expect("reference");
     let signed = fleet.push("signed", "signed", "1").await;
     fleet.client.sign(&repository, &signed.digest, &trusted).await.expect("sign");

@@ -12,7 +12,9 @@ use bosun_controllers::crds;
 use bosun::package::PackageResource;
 use bosun_apiserver::{ApiServer, RunningServer};
 use k8s_openapi::{
-    api::core::v1::ConfigMap, apiextensions_apiserver::pkg::apis::apiextensions::v1::CustomResourceDefinition,
+    ByteString,
+    api::core::v1::{ConfigMap, Secret},
+    apiextensions_apiserver::pkg::apis::apiextensions::v1::CustomResourceDefinition,
 };
 use kube::{
     Api,
@@ -131,4 +133,18 @@ pub fn reconciles(h: &Harness) -> u64 {
         .filter(|l| l.starts_with("bosun_kit_reconciles_total{") && l.contains("controller=\"package\""))
         .filter_map(|l| l.rsplit(' ').next()?.parse::<f64>().ok())
         .sum::<f64>() as u64
+}
+
+/// Applies Secret `name` in `default` with `data`.
+pub async fn secret(h: &Harness, name: &str, data: &[(&str, &[u8])]) {
+    let secret = Secret {
+        metadata: kube::api::ObjectMeta { name: Some(name.into()), ..Default::default() },
+        data: Some(data.iter().map(|(k, v)| (k.to_string(), ByteString(v.to_vec()))).collect()),
+        ..Secret::default()
+    };
+    let secrets: Api<Secret> = Api::default_namespaced(h.server.client());
+    let mut body = serde_json::to_value(&secret).expect("json");
+    body["apiVersion"] = json!("v1");
+    body["kind"] = json!("Secret");
+    secrets.patch(name, &PatchParams::apply("test").force(), &Patch::Apply(&body)).await.expect("secret");
 }
