@@ -4,6 +4,7 @@ mod apiserver;
 mod apply;
 mod canaries;
 mod cluster;
+mod clusters;
 mod controller;
 mod deps;
 mod dev;
@@ -52,6 +53,8 @@ Deliver continuously (bosun controller):
   retry       Start a rolled-back Canary again
   crds        Print bosun's CRDs (for kubectl apply)
   install     Print everything to run the controller in a cluster (CRDs, RBAC, Deployment)
+  cluster     Register a cluster for Packages and Fleets to deliver to (add), list them with
+              their reachability, version and Packages (list)
 
 Automate:
   observe     Run a command for every object of a kind and on every change (a script controller)
@@ -154,6 +157,11 @@ enum Command {
     Crds,
     /// Print everything to run the controller in a cluster (CRDs, RBAC, Deployment).
     Install(install::Args),
+    /// Fleet clusters: register one (`add`), list them (`list`).
+    Cluster {
+        #[command(subcommand)]
+        command: clusters::Command,
+    },
 }
 
 /// Prints `error: MESSAGE` and gives exit code 2 (bad input, no cluster), as kubectl does.
@@ -225,6 +233,7 @@ fn main() -> ExitCode {
             Command::Retry { target } => canaries::run(canaries::Verb::Retry, target).await,
             Command::Crds => install::crds(),
             Command::Install(args) => install::run(args),
+            Command::Cluster { command } => clusters::run(command).await,
         }
     });
     if stdout::broken() { ExitCode::from(stdout::BROKEN_PIPE_EXIT) } else { code }
