@@ -13,7 +13,7 @@ use std::{
 
 use bosun::package::{KUBECONFIG_KEY, PackageResource};
 use bosun_controllers::fleet::CLUSTER_LABEL;
-use bosun_controllers::package::remote::kubeconfig_of;
+use bosun_controllers::package::remote::{kubeconfig_of, self_contained};
 use bosun_core::cluster::{ClusterError, root_cause};
 use k8s_openapi::{ByteString, api::core::v1::Secret};
 use kube::{
@@ -110,6 +110,12 @@ async fn add(args: AddArgs) -> ExitCode {
         Ok(standalone) => standalone,
         Err(message) => return crate::bad_input(format!("{source}: {message}")),
     };
+    // The controller refuses plugins and paths: said here, not at its first run.
+    if let Err(message) = self_contained(&standalone) {
+        return crate::bad_input(format!(
+            "{source}: {message}; give a context with a token or client certificate data"
+        ));
+    }
     let text = match serde_json::to_string_pretty(&standalone) {
         Ok(text) => text,
         Err(error) => return crate::bad_input(format!("{source}: {error}")),

@@ -197,6 +197,7 @@ impl Remotes {
         }
         let invalid = |message: String| RemoteError::Invalid { secret: secret.to_string(), message };
         let parsed = Kubeconfig::from_yaml(kubeconfig).map_err(|e| invalid(format!("not a kubeconfig: {e}")))?;
+        self_contained(&parsed).map_err(invalid)?;
         let mut config = kube::Config::from_custom_kubeconfig(parsed, &KubeConfigOptions::default())
             .await
             .map_err(|e| invalid(format!("kubeconfig: {e}")))?;
@@ -218,6 +219,33 @@ impl Remotes {
     fn forget(&self, address: &str) {
         self.clusters.lock().unwrap_or_else(|e| e.into_inner()).retain(|_, remote| remote.address != address);
     }
+}
+
+/// Refuses what would make the controller run a command or read its own files for a tenant
+/// (as Flux does by default): `exec` and `auth-provider` plugins, and paths (`tokenFile`,
+/// `client-certificate`, `client-key`, `certificate-authority`) — a `tokenFile` naming the
+/// controller's ServiceAccount token would send it to any server the Secret names.
+pub fn self_contained(kubeconfig: &Kubeconfig) -> Result<(), String> {
+    for named in &kubeconfig.auth_infos {
+        let Some(user) = &named.auth_info else { continue };
+        let refused = [
+            ("exec", user.exec.is_some()),
+            ("auth-provider", user.auth_provider.is_some()),
+            ("tokenFile", user.token_file.is_some()),
+            ("client-certificate", user.client_certificate.is_some()),
+            ("client-key", user.client_key.is_some()),
+        ];
+        if let Some((field, _)) = refused.iter().find(|(_, set)| *set) {
+            return Err(format!("user {}: {field} is not allowed (inline credentials only)", named.name));
+        }
+    }
+    for named in &kubeconfig.clusters {
+        if named.cluster.as_ref().is_some_and(|c| c.certificate_authority.is_some()) {
+            let message = "certificate-authority is not allowed (certificate-authority-data only)";
+            return Err(format!("cluster {}: {message}", named.name));
+        }
+    }
+    Ok(())
 }
 
 /// The kubeconfig text in the Secret's key.
@@ -249,6 +277,37 @@ pub fn kubeconfig_of(secret: &Secret, key: &str) -> Result<String, String> {
 mod tests {
     use super::*;
     use k8s_openapi::ByteString;
+
+    #[test]
+    fn a_kubeconfig_may_not_run_commands_or_read_the_controllers_files() {
+        let base = "apiVersion: v1\nclusters:\n- name: c\n  cluster: {server: 'https://c'}\n";
+        let cases = [
+            ("users:\n- name: u\n  user: {token: t}\n", Ok(())),
+            (
+                "users:\n- name: u\n  user: {exec: {command: sh, apiVersion: client.authentication.k8s.io/v1}}\n",
+                Err("user u: exec is not allowed (inline credentials only)"),
+            ),
+            (
+                "users:\n- name: u\n  user: {tokenFile: /var/run/secrets/kubernetes.io/serviceaccount/token}\n",
+                Err("user u: tokenFile is not allowed (inline credentials only)"),
+            ),
+            (
+                "users:\n- name: u\n  user: {client-key: /etc/key.pem}\n",
+                Err("user u: client-key is not allowed (inline credentials only)"),
+            ),
+        ];
+        for (users, expected) in cases {
+            let kubeconfig = Kubeconfig::from_yaml(&format!("{base}{users}")).expect("kubeconfig");
+            assert_eq!(self_contained(&kubeconfig), expected.map_err(str::to_string), "{users}");
+        }
+        let ca =
+            "apiVersion: v1\nclusters:\n- name: c\n  cluster: {server: 'https://c', certificate-authority: /ca.pem}\n";
+        let error = self_contained(&Kubeconfig::from_yaml(ca).expect("kubeconfig"));
+        assert_eq!(
+            error,
+            Err("cluster c: certificate-authority is not allowed (certificate-authority-data only)".into())
+        );
+    }
 
     #[test]
     fn the_kubeconfig_is_read_from_the_key_named_or_says_what_is_missing() {
