@@ -174,4 +174,22 @@ async fn a_missing_kubeconfig_secret_or_key_is_named_in_the_status() {
     let package = wait_ready(&h, "keyed", |status, reason, _| status == "False" && reason == "InvalidKubeConfig").await;
     assert_eq!(ready(&package).expect("ready").2, "spec.kubeConfig.secretRef: Secret elsewhere: no key \"config\"");
     assert_eq!(value(&h, "web").await, None);
+
+    // Without a key: `value`, else `value.yaml` (Flux's keys).
+    let secrets: Api<Secret> = Api::default_namespaced(h.server.client());
+    let renamed = json!({
+        "apiVersion": "v1", "kind": "Secret", "metadata": {"name": "yaml"},
+        "stringData": {"value.yaml": remote.kubeconfig()},
+    });
+    secrets.create(&PostParams::default(), &serde_json::from_value(renamed).expect("secret")).await.expect("create");
+    let spec = json!({"source": {"dir": dir.path()}, "kubeConfig": {"secretRef": {"name": "yaml"}}});
+    create(&h, "yaml", spec).await;
+    wait_ready(&h, "yaml", |status, _, _| status == "True").await;
+    let empty =
+        json!({"apiVersion": "v1", "kind": "Secret", "metadata": {"name": "empty"}, "stringData": {"other": "x"}});
+    secrets.create(&PostParams::default(), &serde_json::from_value(empty).expect("secret")).await.expect("create");
+    create(&h, "empty", json!({"source": {"dir": dir.path()}, "kubeConfig": {"secretRef": {"name": "empty"}}})).await;
+    let package = wait_ready(&h, "empty", |status, reason, _| status == "False" && reason == "InvalidKubeConfig").await;
+    let expected = "spec.kubeConfig.secretRef: Secret empty: no key \"value\" nor \"value.yaml\"";
+    assert_eq!(ready(&package).expect("ready").2, expected);
 }

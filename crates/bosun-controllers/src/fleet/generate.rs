@@ -449,7 +449,7 @@ mod tests {
         assert_eq!(package.spec.source.as_ref().and_then(|s| s.dir.as_deref()), Some("/apps/api"));
         assert_eq!(package.spec.substitute, params(&[("region", "eu")]));
         let kube_config = package.spec.kube_config.as_ref().expect("kubeConfig");
-        assert_eq!((kube_config.secret_ref.name.as_str(), kube_config.secret_ref.key()), ("eu", "value"));
+        assert_eq!((kube_config.secret_ref.name.as_str(), kube_config.secret_ref.key.as_deref()), ("eu", None));
 
         // A list element is no cluster: no kubeConfig.
         let mut local = fleet(

@@ -11,7 +11,7 @@ use std::{
 };
 
 use bosun::apply::{Cache, Resolver};
-use bosun::package::{PackageResource, SecretKeyReference};
+use bosun::package::{KUBECONFIG_KEY, PackageResource, SecretKeyReference};
 use bosun_core::cluster::ClusterError;
 use k8s_openapi::api::core::v1::Secret;
 use kube::{
@@ -261,7 +261,14 @@ async fn read_kubeconfig(
         .await
         .map_err(|e| RemoteError::Secret { secret: secret.clone(), source: e.into() })?
         .ok_or_else(|| RemoteError::Invalid { secret: secret.clone(), message: "not found".into() })?;
-    kubeconfig_of(&found, reference.key()).map_err(|message| RemoteError::Invalid { secret, message })
+    // As Flux: without a key, `value`, else `value.yaml`.
+    let text = match &reference.key {
+        Some(key) => kubeconfig_of(&found, key),
+        None => kubeconfig_of(&found, KUBECONFIG_KEY)
+            .or_else(|_| kubeconfig_of(&found, "value.yaml"))
+            .map_err(|_| format!("no key {KUBECONFIG_KEY:?} nor \"value.yaml\"")),
+    };
+    text.map_err(|message| RemoteError::Invalid { secret, message })
 }
 
 /// The kubeconfig a Secret holds under `key` (in `data` or `stringData`).

@@ -160,20 +160,13 @@ pub struct KubeConfigSpec {
 pub struct SecretKeyReference {
     /// The Secret's name.
     pub name: String,
-    /// The key in its data ([`KUBECONFIG_KEY`] when absent).
+    /// The key in its data (when absent: [`KUBECONFIG_KEY`], else `value.yaml`, as Flux).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub key: Option<String>,
 }
 
 /// The key a kubeconfig Secret holds it under unless told otherwise (Flux's `value`).
 pub const KUBECONFIG_KEY: &str = "value";
-
-impl SecretKeyReference {
-    /// The key, defaulted.
-    pub fn key(&self) -> &str {
-        self.key.as_deref().unwrap_or(KUBECONFIG_KEY)
-    }
-}
 
 /// `spec.decryption` (Flux's shape).
 #[derive(Debug, Clone, Default, Deserialize, Serialize, PartialEq, JsonSchema)]
