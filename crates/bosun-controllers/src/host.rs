@@ -187,9 +187,12 @@ pub async fn run(
     .on_event(alerts.listener());
     let fleets = fleet::controller(
         client.clone(),
-        settings.package.namespace.as_deref(),
-        settings.package.selector.as_deref(),
-        Some(metrics.clone()),
+        fleet::controller::Settings {
+            cache_dir: settings.package.cache_dir.join("fleets"),
+            namespace: settings.package.namespace.clone(),
+            selector: settings.package.selector.clone(),
+            metrics: Some(metrics.clone()),
+        },
     );
     let fleets_stop = settings.package.stopping.clone();
     let canaries_stop = settings.package.stopping.clone();

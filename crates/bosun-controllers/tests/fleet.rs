@@ -19,12 +19,19 @@ mod harness;
 
 use harness::*;
 
-/// The management cluster with the Package and Fleet controllers.
-async fn management() -> Harness {
+/// The management cluster with the Package and Fleet controllers (the Fleet's source cache
+/// lives as long as the returned directory).
+async fn management() -> (Harness, tempfile::TempDir) {
     let h = start().await;
-    let controller = fleet::controller(h.server.client(), None, None, None);
-    tokio::spawn(controller.run(std::future::pending()));
-    h
+    let cache = tempfile::tempdir().expect("cache");
+    let settings = fleet::controller::Settings {
+        cache_dir: cache.path().to_path_buf(),
+        namespace: None,
+        selector: None,
+        metrics: None,
+    };
+    tokio::spawn(fleet::controller(h.server.client(), settings).run(std::future::pending()));
+    (h, cache)
 }
 
 async fn cluster_server(port: u16) -> RunningServer {
@@ -95,7 +102,7 @@ fn names(list: &[&str]) -> Vec<String> {
 
 #[tokio::test]
 async fn a_fleet_over_clusters_and_a_list_creates_a_package_per_pair_and_follows_cluster_labels() {
-    let h = management().await;
+    let (h, _cache) = management().await;
     let (staging, prod, spare) = (cluster_server(0).await, cluster_server(0).await, cluster_server(0).await);
     register(&h, "staging", &staging, json!({"env": "staging"})).await;
     register(&h, "prod", &prod, json!({"env": "prod"})).await;
@@ -168,7 +175,7 @@ fn progressive_fleet(dir: &std::path::Path, version: &str) -> Value {
 
 #[tokio::test]
 async fn the_progressive_strategy_holds_prod_until_staging_is_ready() {
-    let h = management().await;
+    let (h, _cache) = management().await;
     let staging = cluster_server(0).await;
     let staging_port = staging.address().port();
     let (eu, us) = (cluster_server(0).await, cluster_server(0).await);
@@ -217,7 +224,7 @@ async fn the_progressive_strategy_holds_prod_until_staging_is_ready() {
 
 #[tokio::test]
 async fn deleting_a_fleet_deletes_its_packages_unless_it_preserves_them() {
-    let h = management().await;
+    let (h, _cache) = management().await;
     let dir = tempfile::tempdir().expect("dir");
     write(dir.path(), "cm.yaml", &configmap("cm-${name}", "1"));
     let spec = |preserve: bool| {
@@ -244,4 +251,41 @@ async fn deleting_a_fleet_deletes_its_packages_unless_it_preserves_them() {
     let kept: PackageResource = h.packages.get("a-kept").await.expect("a preserved Package");
     assert!(kept.metadata.owner_references.unwrap_or_default().is_empty());
     assert_eq!(value(&h, "cm-b-kept").await.as_deref(), Some("1"));
+}
+
+#[tokio::test]
+async fn a_fleet_over_clusters_and_directories_creates_a_package_per_cluster_and_app() {
+    let (h, _cache) = management().await;
+    let (eu, us) = (cluster_server(0).await, cluster_server(0).await);
+    register(&h, "eu", &eu, json!({"env": "prod"})).await;
+    register(&h, "us", &us, json!({"env": "prod"})).await;
+    let repo = tempfile::tempdir().expect("repo");
+    for app in ["api", "ui", "legacy"] {
+        std::fs::create_dir_all(repo.path().join("apps").join(app)).expect("mkdir");
+        write(&repo.path().join("apps").join(app), "cm.yaml", &configmap(app, "1"));
+    }
+    std::fs::create_dir_all(repo.path().join("docs")).expect("mkdir");
+    let fleets = create_fleet(
+        &h,
+        "apps",
+        json!({
+            "generators": [{"matrix": {"generators": [
+                {"clusters": {"selector": {"matchLabels": {"env": "prod"}}}},
+                {"directories": {"paths": ["apps/*"], "exclude": ["apps/legacy"]}},
+            ]}}],
+            "template": {
+                "metadata": {"name": "{{path.basename}}-{{cluster.name}}"},
+                "spec": {"source": {"dir": repo.path(), "path": "{{path}}"}, "retryInterval": "1s"},
+            },
+        }),
+    )
+    .await;
+    until("4/4 Ready", async || (summary(&fleets, "apps").await.as_deref() == Some("4/4 Ready")).then_some(())).await;
+    let expected = ["api-eu", "api-us", "ui-eu", "ui-us"];
+    assert_eq!(generated(&h, "apps").await.into_keys().collect::<Vec<_>>(), names(&expected));
+    for server in [&eu, &us] {
+        assert_eq!(remote_value(server, "api").await.as_deref(), Some("1"));
+        assert_eq!(remote_value(server, "ui").await.as_deref(), Some("1"));
+        assert_eq!(remote_value(server, "legacy").await, None);
+    }
 }

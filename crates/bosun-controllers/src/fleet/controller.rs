@@ -3,9 +3,14 @@
 //! Fleet's children (owned, pruned when no longer generated) and reports them in the status.
 //! A change of a Package (its status too) or of a cluster Secret reconciles the Fleet.
 
-use std::{collections::BTreeMap, time::Duration};
+use std::{
+    collections::BTreeMap,
+    path::{Path, PathBuf},
+    time::Duration,
+};
 
-use bosun::package::{PackageResource, PackageSpec};
+use bosun::package::{PackageResource, PackageSpec, SourceSpec};
+use bosun::source::Fetcher;
 use bosun_kit::{self as kit, Failure, Run, children::OWNER_LABEL};
 use k8s_openapi::api::core::v1::Secret;
 use kube::{
@@ -15,7 +20,7 @@ use kube::{
 };
 use serde_json::{Value, json};
 
-use super::generate::{self, Cluster, Generated};
+use super::generate::{self, Cluster, Generated, Inputs};
 use super::strategy::{self, Member, State};
 use super::{CLUSTER_LABEL, FLEET_LABEL, FleetResource, GeneratedPackage};
 
@@ -26,18 +31,31 @@ pub const NAME: &str = "fleet";
 /// Labels the Fleet's machinery sets on a Package, not the template.
 const MACHINERY_LABELS: [&str; 3] = [OWNER_LABEL, "app.kubernetes.io/managed-by", FLEET_LABEL];
 
-/// The `Fleet` reconciler.
-pub struct Fleets;
+/// How often a Fleet with a `directories` generator looks at its source again.
+const DIRECTORIES_INTERVAL: Duration = Duration::from_secs(60);
 
-/// The `Fleet` controller, ready to [`kit::Controller::run`]: confined to `namespace` and
-/// `selector` when given.
-pub fn controller(
-    client: Client,
-    namespace: Option<&str>,
-    selector: Option<&str>,
-    metrics: Option<std::sync::Arc<kit::Metrics>>,
-) -> kit::Controller<Fleets> {
-    kit::Controller::new(NAME, Fleets, client)
+/// The `Fleet` reconciler.
+pub struct Fleets {
+    /// Fetches the sources `directories` generators list.
+    fetcher: Fetcher,
+}
+
+/// How the controller runs.
+pub struct Settings {
+    /// Where sources are fetched to (for `directories`).
+    pub cache_dir: PathBuf,
+    /// Only Fleets in this namespace.
+    pub namespace: Option<String>,
+    /// Only Fleets whose labels match.
+    pub selector: Option<String>,
+    /// Shared metrics, when hosted with other controllers.
+    pub metrics: Option<std::sync::Arc<kit::Metrics>>,
+}
+
+/// The `Fleet` controller, ready to [`kit::Controller::run`].
+pub fn controller(client: Client, settings: Settings) -> kit::Controller<Fleets> {
+    let fleets = Fleets { fetcher: Fetcher::new(settings.cache_dir) };
+    kit::Controller::new(NAME, fleets, client)
         .owns::<PackageResource>()
         .backoff(Duration::from_secs(1), Duration::from_secs(60))
         .triggered_by::<Secret>(|secret, fleets| {
@@ -48,7 +66,27 @@ pub fn controller(
                 .map(|fleet| ObjectRef::from_obj(&**fleet))
                 .collect()
         })
-        .confined(namespace, selector, metrics)
+        .confined(settings.namespace.as_deref(), settings.selector.as_deref(), settings.metrics)
+}
+
+/// The directories under `root`, relative and `/`-separated, hidden ones (`.git`) left out.
+fn directories_under(root: &Path) -> Vec<String> {
+    let mut found = Vec::new();
+    let mut pending = vec![PathBuf::new()];
+    while let Some(relative) = pending.pop() {
+        let Ok(entries) = std::fs::read_dir(root.join(&relative)) else { continue };
+        for entry in entries.flatten() {
+            let name = entry.file_name().to_string_lossy().to_string();
+            if name.starts_with('.') || !entry.file_type().is_ok_and(|t| t.is_dir()) {
+                continue;
+            }
+            let path = relative.join(&name);
+            found.push(path.to_string_lossy().replace('\\', "/"));
+            pending.push(path);
+        }
+    }
+    found.sort();
+    found
 }
 
 /// The clusters registered in `namespace`: Secrets labelled `bosun.dev/cluster: "true"`.
@@ -116,6 +154,25 @@ fn child(
     json!({"apiVersion": "bosun.dev/v1alpha1", "kind": "Package", "metadata": metadata, "spec": spec})
 }
 
+impl Fleets {
+    /// The directories of the template's source, fetched without its `path` (which usually
+    /// is `{{path}}`).
+    async fn directories(&self, run: &Run<FleetResource>) -> Result<Vec<String>, String> {
+        let field = "spec.template.spec.source";
+        let source = run.object().spec.template.spec.get("source").cloned().unwrap_or_default();
+        let mut source: SourceSpec = serde_json::from_value(source).map_err(|e| format!("{field}: {e}"))?;
+        source.path = None;
+        if serde_json::to_string(&source).unwrap_or_default().contains("{{") {
+            return Err(format!("{field}: a directories generator reads the source: only its path may hold {{{{…}}}}"));
+        }
+        let fetched =
+            crate::package::fetch::fetch_source(&self.fetcher, run.client(), Some(&source), run.namespace(), false)
+                .await;
+        let (snapshot, _) = fetched.map_err(|e| format!("{field}: {e}"))?;
+        Ok(directories_under(&snapshot.root))
+    }
+}
+
 impl kit::Reconciler for Fleets {
     type Resource = FleetResource;
 
@@ -124,7 +181,17 @@ impl kit::Reconciler for Fleets {
         let described = format!("Fleet/{}/{}", run.namespace(), run.name());
         let clusters =
             clusters(run.client(), run.namespace()).await.map_err(|e| Failure::from_error("ClustersUnreadable", &e))?;
-        let generated = generate::packages(&fleet.spec, &clusters)
+        let directories = match generate::uses_directories(&fleet.spec) {
+            true => {
+                run.requeue_after(DIRECTORIES_INTERVAL);
+                self.directories(run)
+                    .await
+                    .map_err(|message| Failure::retry("SourceFailed", format!("{described}: {message}")))?
+            }
+            false => Vec::new(),
+        };
+        let inputs = Inputs { clusters: &clusters, directories: &directories };
+        let generated = generate::packages(&fleet.spec, inputs)
             .map_err(|e| Failure::give_up("InvalidSpec", format!("{described}: {e}")))?;
         let packages: Api<PackageResource> = run.api();
         let listed = packages

@@ -6,8 +6,9 @@ use std::collections::BTreeMap;
 
 use serde_json::{Value, json};
 
-use super::{BasicGenerator, Combination, FleetSpec, Generator, LabelSelector, Requirement};
+use super::{BasicGenerator, Combination, DirectoriesGenerator, FleetSpec, Generator, LabelSelector, Requirement};
 use bosun::package::PackageSpec;
+use bosun_helm::pattern::Pattern;
 
 /// Parameter values by name (`cluster.name`, `cluster.labels.env`, `region`…).
 pub type Params = BTreeMap<String, String>;
@@ -19,6 +20,27 @@ pub struct Cluster {
     pub name: String,
     /// The Secret's labels.
     pub labels: BTreeMap<String, String>,
+}
+
+/// What generators read from outside the Fleet.
+#[derive(Debug, Clone, Copy, Default)]
+pub struct Inputs<'a> {
+    /// The registered clusters.
+    pub clusters: &'a [Cluster],
+    /// The directories of the template's source, relative, `/`-separated (when a
+    /// `directories` generator asks for them).
+    pub directories: &'a [String],
+}
+
+/// Whether any generator of `spec` is a `directories` one (the source must be fetched).
+pub fn uses_directories(spec: &FleetSpec) -> bool {
+    spec.generators.iter().any(|g| {
+        g.directories.is_some()
+            || [&g.matrix, &g.merge]
+                .into_iter()
+                .flatten()
+                .any(|c| c.generators.iter().any(|inner| inner.directories.is_some()))
+    })
 }
 
 /// One generated parameter set.
@@ -57,12 +79,12 @@ fn invalid(field: &str, message: impl Into<String>) -> GenerateError {
     GenerateError { field: field.to_string(), message: message.into() }
 }
 
-/// The Packages `spec` generates with the clusters registered, sorted by name.
-pub fn packages(spec: &FleetSpec, clusters: &[Cluster]) -> Result<Vec<Generated>, GenerateError> {
+/// The Packages `spec` generates from `inputs`, sorted by name.
+pub fn packages(spec: &FleetSpec, inputs: Inputs<'_>) -> Result<Vec<Generated>, GenerateError> {
     let mut generated: BTreeMap<String, Generated> = BTreeMap::new();
     for (index, generator) in spec.generators.iter().enumerate() {
         let field = format!("spec.generators[{index}]");
-        for set in generate(&field, generator, clusters)? {
+        for set in generate(&field, generator, inputs)? {
             let package = instantiate(spec, &set)?;
             if let Some(earlier) = generated.get(&package.name)
                 && earlier != &package
@@ -102,41 +124,41 @@ fn instantiate(spec: &FleetSpec, set: &ParamSet) -> Result<Generated, GenerateEr
 }
 
 /// The parameter sets of one top-level generator.
-fn generate(field: &str, generator: &Generator, clusters: &[Cluster]) -> Result<Vec<ParamSet>, GenerateError> {
-    let Generator { list, clusters: by_cluster, matrix, merge } = generator;
-    let set = [list.is_some(), by_cluster.is_some(), matrix.is_some(), merge.is_some()];
+fn generate(field: &str, generator: &Generator, inputs: Inputs<'_>) -> Result<Vec<ParamSet>, GenerateError> {
+    let Generator { list, clusters, directories, matrix, merge } = generator;
+    let set = [list.is_some(), clusters.is_some(), directories.is_some(), matrix.is_some(), merge.is_some()];
     if set.iter().filter(|s| **s).count() != 1 {
-        return Err(invalid(field, "exactly one of list, clusters, matrix, merge"));
+        return Err(invalid(field, "exactly one of list, clusters, directories, matrix, merge"));
     }
-    let basic = BasicGenerator { list: list.clone(), clusters: by_cluster.clone() };
+    let basic = BasicGenerator { list: list.clone(), clusters: clusters.clone(), directories: directories.clone() };
     match (matrix, merge) {
         (Some(combination), _) => {
-            let [a, b] = pair(&format!("{field}.matrix"), combination, clusters)?;
+            let [a, b] = pair(&format!("{field}.matrix"), combination, inputs)?;
             product(&format!("{field}.matrix"), &a, &b)
         }
         (_, Some(combination)) => {
             let field = format!("{field}.merge");
-            let [base, other] = pair(&field, combination, clusters)?;
+            let [base, other] = pair(&field, combination, inputs)?;
             merged(&field, &combination.merge_keys, base, &other)
         }
-        _ => basic_sets(field, &basic, clusters),
+        _ => basic_sets(field, &basic, inputs),
     }
 }
 
 /// The two generators' sets of a `matrix` or `merge`.
-fn pair(field: &str, combination: &Combination, clusters: &[Cluster]) -> Result<[Vec<ParamSet>; 2], GenerateError> {
+fn pair(field: &str, combination: &Combination, inputs: Inputs<'_>) -> Result<[Vec<ParamSet>; 2], GenerateError> {
     let [a, b] = combination.generators.as_slice() else {
         return Err(invalid(&format!("{field}.generators"), "exactly two generators"));
     };
     Ok([
-        basic_sets(&format!("{field}.generators[0]"), a, clusters)?,
-        basic_sets(&format!("{field}.generators[1]"), b, clusters)?,
+        basic_sets(&format!("{field}.generators[0]"), a, inputs)?,
+        basic_sets(&format!("{field}.generators[1]"), b, inputs)?,
     ])
 }
 
-fn basic_sets(field: &str, generator: &BasicGenerator, clusters: &[Cluster]) -> Result<Vec<ParamSet>, GenerateError> {
-    match (&generator.list, &generator.clusters) {
-        (Some(list), None) => list
+fn basic_sets(field: &str, generator: &BasicGenerator, inputs: Inputs<'_>) -> Result<Vec<ParamSet>, GenerateError> {
+    match (&generator.list, &generator.clusters, &generator.directories) {
+        (Some(list), None, None) => list
             .elements
             .iter()
             .enumerate()
@@ -151,18 +173,42 @@ fn basic_sets(field: &str, generator: &BasicGenerator, clusters: &[Cluster]) -> 
                 Ok(ParamSet { values, cluster: None })
             })
             .collect(),
-        (None, Some(generator)) => {
+        (None, Some(generator), None) => {
             let selector = generator.selector.clone().unwrap_or_default();
             let mut sets = Vec::new();
-            for cluster in clusters {
+            for cluster in inputs.clusters {
                 if selects(&selector, &cluster.labels).map_err(|m| invalid(&format!("{field}.clusters.selector"), m))? {
                     sets.push(cluster_params(cluster));
                 }
             }
             Ok(sets)
         }
-        _ => Err(invalid(field, "exactly one of list, clusters")),
+        (None, None, Some(generator)) => directories(&format!("{field}.directories"), generator, inputs.directories),
+        _ => Err(invalid(field, "exactly one of list, clusters, directories")),
     }
+}
+
+/// A set per directory matching a pattern of `paths` and none of `exclude`.
+fn directories(field: &str, generator: &DirectoriesGenerator, all: &[String]) -> Result<Vec<ParamSet>, GenerateError> {
+    let compile = |name: &str, patterns: &[String]| {
+        patterns
+            .iter()
+            .enumerate()
+            .map(|(i, p)| Pattern::filepath(p).map_err(|e| invalid(&format!("{field}.{name}[{i}]"), e.to_string())))
+            .collect::<Result<Vec<_>, _>>()
+    };
+    let (paths, exclude) = (compile("paths", &generator.paths)?, compile("exclude", &generator.exclude)?);
+    let sets = all
+        .iter()
+        .filter(|dir| paths.iter().any(|p| p.matches(dir)) && !exclude.iter().any(|p| p.matches(dir)))
+        .map(|dir| {
+            let basename = dir.rsplit('/').next().unwrap_or(dir);
+            let values =
+                Params::from([("path".to_string(), dir.clone()), ("path.basename".to_string(), basename.to_string())]);
+            ParamSet { values, cluster: None }
+        })
+        .collect();
+    Ok(sets)
 }
 
 fn cluster_params(cluster: &Cluster) -> ParamSet {
@@ -389,7 +435,7 @@ mod tests {
             ),
             (
                 json!([{"clusters": {}, "list": {"elements": []}}]),
-                Err("spec.generators[0]: exactly one of list, clusters, matrix, merge"),
+                Err("spec.generators[0]: exactly one of list, clusters, directories, matrix, merge"),
             ),
             (
                 json!([{"matrix": {"generators": [tiers]}}]),
@@ -409,7 +455,7 @@ mod tests {
             ),
         ];
         for (generators, expected) in cases {
-            let result = packages(&fleet(generators.clone()), &clusters);
+            let result = packages(&fleet(generators.clone()), Inputs { clusters: &clusters, directories: &[] });
             match (&result, &expected) {
                 (Ok(generated), Ok(expected)) => assert_eq!(&names(generated), expected, "{generators}"),
                 (Err(error), Err(expected)) => assert_eq!(&error.to_string(), expected, "{generators}"),
@@ -431,7 +477,7 @@ mod tests {
         ]}}]));
         spec.template.metadata.labels.clear();
         spec.template.spec = json!({"source": {"dir": "/apps/{{ tier }}"}});
-        let generated = packages(&spec, &clusters).expect("generated");
+        let generated = packages(&spec, Inputs { clusters: &clusters, directories: &[] }).expect("generated");
         assert_eq!(names(&generated), ["web-eu-edge", "web-us-api"], "a set without a base set is not added");
         let dir = generated[0].spec.source.as_ref().and_then(|s| s.dir.clone());
         assert_eq!(dir.as_deref(), Some("/apps/edge"));
@@ -443,7 +489,7 @@ mod tests {
         let clusters = [cluster("eu", &[("env", "prod"), ("region", "eu")])];
         let spec =
             fleet(json!([{"matrix": {"generators": [{"clusters": {}}, {"list": {"elements": [{"tier": "api"}]}}]}}]));
-        let generated = packages(&spec, &clusters).expect("generated");
+        let generated = packages(&spec, Inputs { clusters: &clusters, directories: &[] }).expect("generated");
         let [package] = generated.as_slice() else { panic!("{generated:?}") };
         assert_eq!(package.labels, params(&[("env", "prod")]));
         assert_eq!(package.spec.source.as_ref().and_then(|s| s.dir.as_deref()), Some("/apps/api"));
@@ -456,12 +502,36 @@ mod tests {
             json!([{"list": {"elements": [{"cluster": {"name": "here", "labels": {"env": "dev", "region": "x"}}, "tier": "api"}]}}]),
         );
         local.template.spec["replicas"] = json!("{{tier}}");
-        let error = packages(&local, &[]).expect_err("unknown field");
+        let error = packages(&local, Inputs::default()).expect_err("unknown field");
         assert!(
             error.to_string().starts_with("spec.template.spec: Package web-here-api: unknown field `replicas`"),
             "{error}"
         );
         local.template.spec.as_object_mut().expect("object").remove("replicas");
-        assert_eq!(packages(&local, &[]).expect("generated")[0].spec.kube_config, None);
+        assert_eq!(packages(&local, Inputs::default()).expect("generated")[0].spec.kube_config, None);
+    }
+
+    #[test]
+    fn directories_matching_the_patterns_give_path_and_basename_and_combine_with_clusters() {
+        let dirs: Vec<String> =
+            ["apps", "apps/api", "apps/ui", "apps/ui/assets", "apps/legacy", "infra/db"].map(String::from).to_vec();
+        let clusters = [cluster("eu", &[("env", "prod")])];
+        let mut spec = fleet(json!([{"matrix": {"generators": [
+            {"clusters": {}},
+            {"directories": {"paths": ["apps/*", "infra/*"], "exclude": ["apps/legacy"]}},
+        ]}}]));
+        spec.template.metadata =
+            serde_json::from_value(json!({"name": "{{path.basename}}-{{cluster.name}}"})).expect("metadata");
+        spec.template.spec = json!({"source": {"dir": "/repo", "path": "{{path}}"}});
+        let generated = packages(&spec, Inputs { clusters: &clusters, directories: &dirs }).expect("generated");
+        assert_eq!(names(&generated), ["api-eu", "db-eu", "ui-eu"]);
+        let paths: Vec<Option<&str>> =
+            generated.iter().map(|g| g.spec.source.as_ref().and_then(|s| s.path.as_deref())).collect();
+        assert_eq!(paths, [Some("apps/api"), Some("infra/db"), Some("apps/ui")]);
+        assert!(uses_directories(&spec));
+        assert!(!uses_directories(&fleet(json!([{"clusters": {}}]))));
+        spec.generators = serde_json::from_value(json!([{"directories": {"paths": ["apps/["]}}])).expect("generators");
+        let error = packages(&spec, Inputs { clusters: &clusters, directories: &dirs }).expect_err("bad pattern");
+        assert_eq!(error.field, "spec.generators[0].directories.paths[0]");
     }
 }

@@ -101,6 +101,9 @@ pub struct Generator {
     /// Registered clusters.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub clusters: Option<ClustersGenerator>,
+    /// Directories of the template's source.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub directories: Option<DirectoriesGenerator>,
     /// Every combination of two generators' sets.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub matrix: Option<Combination>,
@@ -119,6 +122,9 @@ pub struct BasicGenerator {
     /// Registered clusters.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub clusters: Option<ClustersGenerator>,
+    /// Directories of the template's source.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub directories: Option<DirectoriesGenerator>,
 }
 
 /// `list`: one parameter set per element; nested keys are joined with dots (`{{a.b}}`).
@@ -139,6 +145,19 @@ pub struct ClustersGenerator {
     /// Which clusters; all when absent.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub selector: Option<LabelSelector>,
+}
+
+/// `directories`: one parameter set per directory of the template's source (fetched without its
+/// `path`) matching one of `paths` and none of `exclude` (Go's `path.Match` patterns, as Argo
+/// CD's git directories generator): `{{path}}` (e.g. `apps/web`) and `{{path.basename}}` (`web`).
+#[derive(Debug, Clone, Default, Deserialize, Serialize, PartialEq, JsonSchema)]
+#[serde(deny_unknown_fields)]
+pub struct DirectoriesGenerator {
+    /// Patterns of the directories taken, e.g. `apps/*`.
+    pub paths: Vec<String>,
+    /// Patterns of directories left out.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub exclude: Vec<String>,
 }
 
 /// `matrix` or `merge`: two generators.
@@ -209,6 +228,7 @@ pub struct Step {
     /// How many of the step's Packages may be updating at once: a number or a percentage
     /// (rounded down, at least 1); all when absent.
     #[serde(default, skip_serializing_if = "Option::is_none")]
+    #[schemars(schema_with = "int_or_string")]
     pub max_unavailable: Option<IntOrString>,
 }
 
@@ -249,4 +269,9 @@ pub struct GeneratedPackage {
 
 fn list_of_objects(_: &mut schemars::SchemaGenerator) -> schemars::Schema {
     schemars::json_schema!({"type": "array", "items": {"type": "object", "x-kubernetes-preserve-unknown-fields": true}})
+}
+
+fn int_or_string(_: &mut schemars::SchemaGenerator) -> schemars::Schema {
+    // A number, or a percentage: the pattern applies to strings only.
+    schemars::json_schema!({"x-kubernetes-int-or-string": true, "pattern": "^[0-9]+%$"})
 }
