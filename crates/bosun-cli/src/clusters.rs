@@ -126,29 +126,39 @@ async fn add(args: AddArgs) -> ExitCode {
         Err(message) => return crate::bad_input(message),
     };
     let namespace = args.namespace.unwrap_or_else(|| connection.namespace.clone());
-    let mut all_labels = labels;
-    all_labels.insert(CLUSTER_LABEL.to_string(), "true".to_string());
-    let secret = Secret {
-        metadata: kube::api::ObjectMeta {
-            name: Some(args.name.clone()),
-            namespace: Some(namespace.clone()),
-            labels: Some(all_labels),
-            ..Default::default()
-        },
-        data: Some([(KUBECONFIG_KEY.to_string(), ByteString(text.clone().into_bytes()))].into()),
-        ..Default::default()
-    };
-    let mut secret = serde_json::to_value(&secret).unwrap_or_default();
-    secret["apiVersion"] = "v1".into();
-    secret["kind"] = "Secret".into();
-    let secrets: Api<Secret> = Api::namespaced(connection.client.clone(), &namespace);
-    let params = PatchParams::apply("bosun").force();
-    if let Err(error) = secrets.patch(&args.name, &params, &Patch::Apply(&secret)).await {
+    if let Err(error) = register(&connection.client, &namespace, &args.name, &text, labels).await {
         return crate::failed(format!("Secret/{namespace}/{}: {}", args.name, connection.explain(&error.into())));
     }
     let (server, reachable) = probe(&text).await;
     outln!("✓ cluster {} registered (Secret/{namespace}/{}): {server}, {reachable}", args.name, args.name);
     ExitCode::SUCCESS
+}
+
+/// Writes cluster `name`'s Secret in `namespace` (server-side apply): `kubeconfig` under
+/// `value`, the labels and `bosun.dev/cluster: "true"`.
+pub async fn register(
+    client: &kube::Client,
+    namespace: &str,
+    name: &str,
+    kubeconfig: &str,
+    mut labels: BTreeMap<String, String>,
+) -> Result<(), kube::Error> {
+    labels.insert(CLUSTER_LABEL.to_string(), "true".to_string());
+    let secret = Secret {
+        metadata: kube::api::ObjectMeta {
+            name: Some(name.to_string()),
+            namespace: Some(namespace.to_string()),
+            labels: Some(labels),
+            ..Default::default()
+        },
+        data: Some([(KUBECONFIG_KEY.to_string(), ByteString(kubeconfig.as_bytes().to_vec()))].into()),
+        ..Default::default()
+    };
+    let mut secret = serde_json::to_value(&secret).unwrap_or_default();
+    secret["apiVersion"] = "v1".into();
+    secret["kind"] = "Secret".into();
+    let secrets: Api<Secret> = Api::namespaced(client.clone(), namespace);
+    secrets.patch(name, &PatchParams::apply("bosun").force(), &Patch::Apply(&secret)).await.map(drop)
 }
 
 async fn list(args: ListArgs) -> ExitCode {

@@ -8,6 +8,7 @@ mod clusters;
 mod controller;
 mod deps;
 mod dev;
+mod dev_fleet;
 mod diff;
 mod gitops;
 mod helm;
