@@ -28,7 +28,7 @@ use bosun_controllers::install::install_crds;
 /// Arguments of `bosun dev`.
 #[derive(Debug, clap::Args)]
 #[command(
-    after_help = "Examples:\n  bosun dev examples/quickstart\n  KUBECONFIG=.bosun/kubeconfig kubectl get all -A\n\n  bosun dev --gitops                # the Package controller and a Git repository seeded from examples/gitops\n  cd .bosun/gitops && git commit -am '…'   # rolled out at once\n\n  bosun dev --gitops --oci          # the same from a local OCI registry (docker-registry on the PATH)\n  $EDITOR .bosun/gitops-oci/apps/web/deployment.yaml   # pushed and rolled out on save"
+    after_help = "Examples:\n  bosun dev examples/quickstart\n  KUBECONFIG=.bosun/kubeconfig kubectl get all -A\n\n  bosun dev --gitops                # the Package controller and a Git repository seeded from examples/gitops\n  cd .bosun/gitops && git commit -am '…'   # rolled out at once\n\n  bosun dev --gitops --oci          # the same from a local OCI registry (docker-registry on the PATH)\n  $EDITOR .bosun/gitops-oci/apps/web/deployment.yaml   # pushed and rolled out on save\n\n  bosun dev --clusters 3            # three workload clusters and the Fleet of examples/fleet, staging first"
 )]
 pub struct Args {
     /// Package directories to apply (and watch); with --gitops, the directory the Git
@@ -58,6 +58,15 @@ pub struct Args {
     /// Where the --gitops controller keeps the sources it fetched (its snapshots).
     #[arg(long, value_name = "DIR", default_value = ".bosun/gitops-cache", requires = "gitops")]
     pub gitops_cache: PathBuf,
+
+    /// A fleet: start N embedded workload clusters (staging, prod-1, …), register them, run the
+    /// controllers and apply the Fleets of DIR (default examples/fleet).
+    #[arg(long, value_name = "N", conflicts_with = "gitops")]
+    pub clusters: Option<usize>,
+
+    /// Where the --clusters controller keeps the sources it fetched.
+    #[arg(long, value_name = "DIR", default_value = ".bosun/fleet-cache", requires = "clusters")]
+    pub clusters_cache: PathBuf,
 
     /// Apply once and exit (0 if every package rolled out, else 1).
     #[arg(long)]
@@ -280,12 +289,19 @@ impl Canaries {
 
 /// Runs `bosun dev`.
 pub async fn run(args: Args) -> ExitCode {
-    if args.dirs.is_empty() && !args.gitops {
+    if args.dirs.is_empty() && !args.gitops && args.clusters.is_none() {
         return crate::bad_input(
             "bosun dev needs a package directory: bosun dev examples/quickstart (or bosun dev --gitops for continuous delivery from Git)",
         );
     }
-    let seed = args.dirs.first().cloned().unwrap_or_else(|| PathBuf::from("examples/gitops"));
+    let example = if args.clusters.is_some() { "examples/fleet" } else { "examples/gitops" };
+    let seed = args.dirs.first().cloned().unwrap_or_else(|| PathBuf::from(example));
+    if args.clusters.is_some() && (args.dirs.len() > 1 || !seed.is_dir()) {
+        return crate::bad_input(format!(
+            "{}: no such directory with Fleets; run from bosun's checkout, or pass one: bosun dev --clusters N DIR",
+            seed.display()
+        ));
+    }
     if args.gitops && (args.dirs.len() > 1 || !seed.is_dir()) {
         return crate::bad_input(format!(
             "{}: no such directory to seed the Git repository from; run from bosun's checkout, or pass one: bosun dev --gitops DIR",
@@ -312,7 +328,17 @@ pub async fn run(args: Args) -> ExitCode {
     };
     outln!("bosun dev: API server on {} (objects {stored}, workloads simulated)", server.url());
     let dashboard = Dashboard::start(&server, &args.ui_addr).await;
-    let code = if args.gitops {
+    let code = if let Some(clusters) = args.clusters {
+        outln!("kubeconfig: {}", args.kubeconfig.display());
+        let settings = crate::dev_fleet::Settings {
+            dir: &seed,
+            clusters,
+            workload_delay: args.workload_delay.0,
+            cache: args.clusters_cache.clone(),
+            once: args.once.then(|| args.timeout.map_or(DEFAULT_TIMEOUT, |t| t.0)),
+        };
+        crate::dev_fleet::run(&server, settings).await
+    } else if args.gitops {
         outln!("kubeconfig: {}", args.kubeconfig.display());
         let (origin, dir) = match args.oci {
             true => (crate::gitops::Origin::Oci, &args.oci_dir),

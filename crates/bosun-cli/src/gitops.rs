@@ -206,8 +206,8 @@ async fn request_runs(server: &RunningServer, url: &str) {
     }
 }
 
-/// Prints each Package's Ready condition when it changes.
-async fn print_progress(client: kube::Client) {
+/// Prints each Package's Ready condition when it changes (also `bosun dev --clusters`).
+pub(crate) async fn print_progress(client: kube::Client) {
     let api: Api<PackageResource> = Api::all(client);
     let mut seen: std::collections::HashMap<String, String> = std::collections::HashMap::new();
     let mut packages = watcher(api, watcher::Config::default()).default_backoff().applied_objects().boxed();

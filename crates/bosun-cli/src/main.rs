@@ -5,9 +5,11 @@ mod apply;
 mod artifact;
 mod canaries;
 mod cluster;
+mod clusters;
 mod controller;
 mod deps;
 mod dev;
+mod dev_fleet;
 mod diff;
 mod gitops;
 mod helm;
@@ -54,6 +56,8 @@ Deliver continuously (bosun controller):
   retry       Start a rolled-back Canary again
   crds        Print bosun's CRDs (for kubectl apply)
   install     Print everything to run the controller in a cluster (CRDs, RBAC, Deployment)
+  cluster     Register a cluster for Packages and Fleets to deliver to (add), list them with
+              their reachability, version and Packages (list)
 
 Artifacts (OCI registries):
   push        Push a package directory as an OCI artifact (push artifact), or a Helm chart (push
@@ -183,6 +187,11 @@ enum Command {
     },
     /// Print everything to run the controller in a cluster (CRDs, RBAC, Deployment).
     Install(install::Args),
+    /// Fleet clusters: register one (`add`), list them (`list`).
+    Cluster {
+        #[command(subcommand)]
+        command: clusters::Command,
+    },
 }
 
 /// Prints `error: MESSAGE` and gives exit code 2 (bad input, no cluster), as kubectl does.
@@ -258,6 +267,7 @@ fn main() -> ExitCode {
             Command::List { what } => artifact::list(what).await,
             Command::Tag { what } => artifact::tag(what).await,
             Command::Install(args) => install::run(args),
+            Command::Cluster { command } => clusters::run(command).await,
         }
     });
     if stdout::broken() { ExitCode::from(stdout::BROKEN_PIPE_EXIT) } else { code }

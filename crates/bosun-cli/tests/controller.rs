@@ -184,7 +184,7 @@ async fn the_controller_serves_receivers_on_the_webhook_address() {
     let cluster = start().await;
     let crds = cluster.bosun(&["crds"]).await;
     let kinds = String::from_utf8_lossy(&crds.stdout).matches("kind: CustomResourceDefinition").count();
-    assert_eq!(kinds, 6, "Package, Operator, Alert, Provider, Receiver, Canary");
+    assert_eq!(kinds, 7, "Package, Operator, Alert, Provider, Receiver, Canary, Fleet");
     cluster.kubectl(&["apply", "-f", "-"], Some(&crds.stdout)).await;
     let dir = cluster.package_dir("hooked", &[("a.yaml", &configmap("hooked-a", "1"))]);
     let manifest = package_yaml("hooked", &dir, "  interval: 1h\n");

@@ -12,7 +12,7 @@ use bosun_core::cluster::ClusterError;
 
 use crate::{
     canary::controller as canary,
-    leader,
+    fleet, leader,
     notification::controllers::{alert, receiver},
     operator, package,
 };
@@ -185,11 +185,21 @@ pub async fn run(
         },
     )
     .on_event(alerts.listener());
+    let fleets = fleet::controller(
+        client.clone(),
+        fleet::controller::Settings {
+            cache_dir: settings.package.cache_dir.join("fleets"),
+            namespace: settings.package.namespace.clone(),
+            selector: settings.package.selector.clone(),
+            metrics: Some(metrics.clone()),
+        },
+    );
+    let fleets_stop = settings.package.stopping.clone();
     let canaries_stop = settings.package.stopping.clone();
     let operators_stop = settings.package.stopping.clone();
     let others = CancellationToken::new();
     let (alerts_stop, receivers_stop) = (others.clone(), others.clone());
-    let (packages, alerts, receivers, operators, canaries) = tokio::join!(
+    let (packages, alerts, receivers, operators, canaries, fleets) = tokio::join!(
         async {
             let result = controller.run(stop).await;
             others.cancel();
@@ -199,8 +209,9 @@ pub async fn run(
         receivers.run(async move { receivers_stop.cancelled().await }),
         operators.run(async move { operators_stop.cancelled().await }),
         canaries.run(async move { canaries_stop.cancelled().await }),
+        fleets.run(async move { fleets_stop.cancelled().await }),
     );
-    packages.and(alerts).and(receivers).and(operators).and(canaries).map_err(ClusterError::from)?;
+    packages.and(alerts).and(receivers).and(operators).and(canaries).and(fleets).map_err(ClusterError::from)?;
     if lost.is_cancelled() {
         let name = settings.leader.map(|l| l.name).unwrap_or_default();
         return Err(HostError::LostLeadership(name));

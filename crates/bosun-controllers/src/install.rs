@@ -162,6 +162,7 @@ mod tests {
                 "CustomResourceDefinition",
                 "CustomResourceDefinition",
                 "CustomResourceDefinition",
+                "CustomResourceDefinition",
                 "Namespace",
                 "ServiceAccount",
                 "ClusterRoleBinding",
@@ -169,7 +170,7 @@ mod tests {
                 "Service"
             ]
         );
-        let names: Vec<&str> = objects[..6].iter().filter_map(|o| o["metadata"]["name"].as_str()).collect();
+        let names: Vec<&str> = objects[..7].iter().filter_map(|o| o["metadata"]["name"].as_str()).collect();
         assert_eq!(
             names,
             [
@@ -178,7 +179,8 @@ mod tests {
                 "alerts.bosun.dev",
                 "providers.bosun.dev",
                 "receivers.bosun.dev",
-                "canaries.bosun.dev"
+                "canaries.bosun.dev",
+                "fleets.bosun.dev"
             ]
         );
         let by_kind = |kind: &str| objects.iter().find(|o| o["kind"] == kind).expect(kind);

@@ -2,7 +2,7 @@
 //! [`bosun_kit`] reconciler — [`package`] (the `Package` controller; the spec itself is
 //! `bosun::package`, shared with `bosun.yaml`), [`operator`] (operators without code),
 //! [`canary`] (progressive delivery by replica share), [`notification`] (`Alert`, `Provider`,
-//! `Receiver`) — and [`host`], the process that runs them together (`bosun controller`), with
+//! `Receiver`), [`fleet`] (Packages generated per cluster or parameter set) — and [`host`], the process that runs them together (`bosun controller`), with
 //! [`leader`] election and the manifests of [`install`].
 //!
 //! Each resource's folder holds its spec, its pure decisions and its controller. It depends on
@@ -11,6 +11,7 @@
 #![warn(missing_docs)]
 
 pub mod canary;
+pub mod fleet;
 pub mod host;
 pub mod install;
 pub mod leader;
@@ -21,13 +22,14 @@ pub mod package;
 pub use host::{HostError, HostSettings, Listening, run};
 
 /// The custom resource definitions of bosun's resources (`Package`, `Operator`, then the
-/// notification resources `Alert`, `Provider`, `Receiver`, then `Canary`), as `bosun crds`
+/// notification resources `Alert`, `Provider`, `Receiver`, then `Canary` and `Fleet`), as `bosun crds`
 /// prints them and `bosun controller` requires them.
 pub fn crds() -> Vec<k8s_openapi::apiextensions_apiserver::pkg::apis::apiextensions::v1::CustomResourceDefinition> {
     use kube::CustomResourceExt;
     let mut crds = vec![bosun::package::PackageResource::crd(), operator::OperatorResource::crd()];
     crds.extend(notification::crds());
     crds.push(canary::CanaryResource::crd());
+    crds.push(fleet::FleetResource::crd());
     crds
 }
 
@@ -67,7 +69,11 @@ mod tests {
     fn every_crd_is_structural_with_status_and_columns() {
         // The notification resources are checked beside the Package below (a Provider has no
         // status).
-        for crd in [bosun::package::PackageResource::crd(), crate::operator::OperatorResource::crd()] {
+        for crd in [
+            bosun::package::PackageResource::crd(),
+            crate::operator::OperatorResource::crd(),
+            crate::fleet::FleetResource::crd(),
+        ] {
             let crd = serde_json::to_value(&crd).expect("json");
             let version = &crd["spec"]["versions"][0];
             assert_eq!(version["subresources"]["status"], json!({}), "{}", crd["metadata"]["name"]);

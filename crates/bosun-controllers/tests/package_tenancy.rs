@@ -8,10 +8,7 @@ use k8s_openapi::api::{
     core::v1::{ConfigMap, Namespace, ServiceAccount},
     rbac::v1::{Role, RoleBinding},
 };
-use kube::{
-    Api,
-    api::{ApiResource, DynamicObject, Patch, PatchParams, PostParams},
-};
+use kube::{Api, api::PostParams};
 use serde_json::{Value, json};
 
 #[path = "support/package_harness.rs"]
@@ -22,23 +19,18 @@ use harness::*;
 const TEAM: &str = "team-a";
 const OTHER: &str = "team-b";
 
-async fn apply<K: kube::Resource<DynamicType = ()>>(h: &Harness, namespace: Option<&str>, body: Value) {
-    let resource = ApiResource::erase::<K>(&());
-    let api: Api<DynamicObject> = match namespace {
-        Some(namespace) => Api::namespaced_with(h.server.client(), namespace, &resource),
-        None => Api::all_with(h.server.client(), &resource),
-    };
-    let name = body["metadata"]["name"].as_str().expect("name").to_string();
-    api.patch(&name, &PatchParams::apply("test").force(), &Patch::Apply(&body)).await.expect("apply");
-}
-
 /// Two namespaces; the ServiceAccount `deployer` of team-a may manage ConfigMaps in team-a only.
 async fn tenants(h: &Harness) {
     for name in [TEAM, OTHER] {
-        apply::<Namespace>(h, None, json!({"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": name}})).await;
+        apply_to::<Namespace>(
+            &h.server,
+            None,
+            json!({"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": name}}),
+        )
+        .await;
     }
-    apply::<ServiceAccount>(
-        h,
+    apply_to::<ServiceAccount>(
+        &h.server,
         Some(TEAM),
         json!({"apiVersion": "v1", "kind": "ServiceAccount", "metadata": {"name": "deployer"}}),
     )
@@ -48,13 +40,13 @@ async fn tenants(h: &Harness) {
 
 /// Lets team-a's deployer manage ConfigMaps in `namespace`.
 async fn grant(h: &Harness, namespace: &str) {
-    apply::<Role>(h, Some(namespace), json!({
+    apply_to::<Role>(&h.server, Some(namespace), json!({
         "apiVersion": "rbac.authorization.k8s.io/v1", "kind": "Role", "metadata": {"name": "configmaps"},
         "rules": [{"apiGroups": [""], "resources": ["configmaps"], "verbs": ["get", "list", "watch", "create", "update", "patch", "delete"]}],
     }))
     .await;
-    apply::<RoleBinding>(
-        h,
+    apply_to::<RoleBinding>(
+        &h.server,
         Some(namespace),
         json!({
             "apiVersion": "rbac.authorization.k8s.io/v1", "kind": "RoleBinding", "metadata": {"name": "deployer"},

@@ -21,3 +21,8 @@ pub fn conditions(_: &mut schemars::SchemaGenerator) -> schemars::Schema {
         },
     })
 }
+
+/// Any object, kept as given (a template, an embedded manifest).
+pub fn any_object(_: &mut schemars::SchemaGenerator) -> schemars::Schema {
+    schemars::json_schema!({"type": "object", "x-kubernetes-preserve-unknown-fields": true})
+}

@@ -75,7 +75,7 @@ pub struct CanarySpec {
     /// A full Deployment (apiVersion, kind, metadata, spec); its Deployments are
     /// `<metadata.name>-<version>`.
     #[serde(default, skip_serializing_if = "Option::is_none")]
-    #[schemars(schema_with = "any_object")]
+    #[schemars(schema_with = "bosun_core::schema::any_object")]
     pub template: Option<Value>,
     /// The version of `template` (else its pod label `versionLabel`).
     #[serde(default, skip_serializing_if = "Option::is_none")]
@@ -256,10 +256,6 @@ pub struct CanaryStatus {
     #[serde(default)]
     #[schemars(schema_with = "bosun_core::schema::conditions")]
     pub conditions: Vec<Condition>,
-}
-
-fn any_object(_: &mut schemars::SchemaGenerator) -> schemars::Schema {
-    schemars::json_schema!({"type": "object", "x-kubernetes-preserve-unknown-fields": true})
 }
 
 /// A spec that cannot work, naming the field.

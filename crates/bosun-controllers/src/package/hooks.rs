@@ -3,7 +3,7 @@
 
 use std::sync::Arc;
 
-use kube::{Client, runtime::events::EventType};
+use kube::runtime::events::EventType;
 
 use bosun::package::{PackageResource, PackageStatus, resource::HookStatus};
 use bosun::plan::hooks::Operation;
@@ -48,7 +48,7 @@ impl super::PackageReconciler {
     pub(super) async fn last_rendering(
         &self,
         run: &Run<PackageResource>,
-        client: &Client,
+        target: &super::Target,
     ) -> Result<Arc<Rendered>, String> {
         let resource = run.object().clone();
         if let Some(cached) = self.rendered.lock().unwrap_or_else(|e| e.into_inner()).get(&super::key(&resource)) {
@@ -58,6 +58,6 @@ impl super::PackageReconciler {
             super::fetch::fetch(&self.fetcher, run.client(), &resource, false).await.map_err(|e| e.to_string())?;
         let package = super::fetch::assemble(&dir, &resource).map_err(|e| e.to_string())?;
         let keys = self.keys(run).await.map_err(|f| f.message)?;
-        self.render(&package, &snapshot.revision, &resource, client, run.resolver(), keys).await.map_err(|f| f.message)
+        self.render(&package, &snapshot.revision, &resource, target, keys).await.map_err(|f| f.message)
     }
 }

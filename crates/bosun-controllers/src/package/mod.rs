@@ -7,12 +7,14 @@
 //! Files: `dependencies` (dependsOn), `fetch` (sources), `status` (what outcomes mean for the
 //! status, pure), `progress` (the status while a run goes on), `running` (runs under way, and
 //! stopping their waits when a newer revision or spec arrives), `hooks` (which runs run hooks,
-//! and what the status and events say of them).
+//! and what the status and events say of them), `remote` (the cluster a run applies to: this
+//! one, or the one `spec.kubeConfig` names).
 
 pub mod dependencies;
 pub mod fetch;
 mod hooks;
 mod progress;
+pub mod remote;
 pub mod rollback;
 mod running;
 pub mod status;
@@ -37,10 +39,11 @@ use self::{
     dependencies::{Key, Waiting},
     hooks::{Hooks, publish_hooks},
     progress::{Tracker, fields_of},
+    remote::{Impersonating, Remotes, Target},
     running::Running,
     status::{ACCESS_DENIED, BUILD_FAILED, DEPENDENCY_NOT_READY, FAILED, HEALTH_CHECK_CANCELED, SUCCEEDED},
 };
-use bosun::apply::{Cache, Inventory, Options, Resolver};
+use bosun::apply::{Cache, Inventory, Options};
 use bosun::decrypt::Keys;
 use bosun::inventory::Entry;
 use bosun::package::{
@@ -113,8 +116,8 @@ pub const DEFAULT_CONCURRENCY: u16 = 4;
 /// The `Package` reconciler.
 pub struct PackageReconciler {
     settings: Settings,
-    /// Clients impersonating ServiceAccounts, by user name.
-    clients: Mutex<HashMap<String, Client>>,
+    /// Clients impersonating ServiceAccounts.
+    clients: Impersonating,
     /// The last rendering of each Package: an unchanged source and spec are not rendered
     /// again.
     rendered: Mutex<HashMap<Key, RenderedAt>>,
@@ -128,6 +131,8 @@ pub struct PackageReconciler {
     /// A run impersonating a ServiceAccount gets namespaces only: it reads objects as that
     /// account, so the account's permissions decide, not the controller's view.
     cache: Cache,
+    /// The remote clusters Packages deliver to (`spec.kubeConfig`), with their own caches.
+    remotes: Remotes,
 }
 
 /// A rendering and what it was rendered from: the source revision and the spec's generation.
@@ -143,12 +148,13 @@ pub fn controller(client: Client, settings: Settings) -> kit::Controller<Package
     let running = Arc::new(Running::new(settings.stopping.clone()));
     let reconciler = PackageReconciler {
         settings: settings.clone(),
-        clients: Mutex::default(),
+        clients: Impersonating::new(settings.config.clone()),
         rendered: Mutex::default(),
         waiting: waiting.clone(),
         running: running.clone(),
         stored: Mutex::default(),
         cache: Cache::new(client.clone()),
+        remotes: Remotes::default(),
         fetcher: Fetcher::new(settings.cache_dir.clone()),
     };
     let mut controller = kit::Controller::new(NAME, reconciler, client)
@@ -213,28 +219,35 @@ fn set_status(run: &mut Run<PackageResource>, status: &PackageStatus) {
 }
 
 impl PackageReconciler {
-    /// Whether the Package applies as a ServiceAccount.
-    fn impersonates(&self, resource: &PackageResource) -> bool {
-        service_account(resource, self.settings.default_service_account.as_deref()).is_some()
+    /// Where the run applies: this cluster or the `spec.kubeConfig` one, as the controller or
+    /// as the Package's ServiceAccount (impersonated on the cluster applied to).
+    async fn target(&self, run: &Run<PackageResource>) -> Result<Target, Failure> {
+        let resource = run.object();
+        let user = service_account(resource, self.settings.default_service_account.as_deref())
+            .map(|(namespace, name)| format!("system:serviceaccount:{namespace}:{name}"));
+        if let Some(kube_config) = &resource.spec.kube_config {
+            let retry = resource.spec.retry_interval();
+            let failed = |e: remote::RemoteError| Failure::retry(e.reason(), e.to_string()).within(retry);
+            let target = self
+                .remotes
+                .target(run.client(), resource, &kube_config.secret_ref, user.as_deref())
+                .await
+                .map_err(failed)?;
+            // Every run asks the remote cluster whether it answers: a resync served from the
+            // cache would otherwise say nothing of a cluster gone.
+            target.check_reachable(&self.remotes).await.map_err(failed)?;
+            return Ok(target);
+        }
+        let (client, cache) = match user {
+            None => (run.client().clone(), self.cache.clone()),
+            Some(user) => (self.impersonating(&user)?, self.cache.namespaces_only()),
+        };
+        Ok(Target { client, resolver: run.resolver().clone(), cache, remote: None })
     }
 
-    /// The client to apply with: the controller's, or one impersonating the ServiceAccount.
-    fn client_for(&self, run: &Run<PackageResource>) -> Result<Client, Failure> {
-        let Some((namespace, name)) = service_account(run.object(), self.settings.default_service_account.as_deref())
-        else {
-            return Ok(run.client().clone());
-        };
-        let user = format!("system:serviceaccount:{namespace}:{name}");
-        let mut clients = self.clients.lock().unwrap_or_else(|e| e.into_inner());
-        if let Some(client) = clients.get(&user) {
-            return Ok(client.clone());
-        }
-        let mut config = self.settings.config.clone();
-        config.auth_info.impersonate = Some(user.clone());
-        let client = Client::try_from(config)
-            .map_err(|e| Failure::retry(FAILED, format!("a client impersonating {user}: {e}")))?;
-        clients.insert(user, client.clone());
-        Ok(client)
+    /// A client of this cluster impersonating `user`, made once.
+    fn impersonating(&self, user: &str) -> Result<Client, Failure> {
+        self.clients.client(user).map_err(|e| Failure::retry(FAILED, format!("a client impersonating {user}: {e}")))
     }
 
     /// The age keys `spec.decryption` names, read from its Secret (with the controller's own
@@ -267,8 +280,7 @@ impl PackageReconciler {
         package: &Package,
         revision: &str,
         resource: &PackageResource,
-        client: &Client,
-        resolver: &Resolver,
+        target: &Target,
         keys: Option<Keys>,
     ) -> Result<Arc<Rendered>, Failure> {
         let key = key(resource);
@@ -294,12 +306,12 @@ impl PackageReconciler {
         });
         let options = RenderOptions {
             default_namespace: package.namespace.clone(),
-            resolver: Some(resolver.clone()),
+            resolver: Some(target.resolver.clone()),
             decryption: keys,
             helm_release,
             ..RenderOptions::default()
         };
-        let rendered = pipeline::render(package, &options, Some(client))
+        let rendered = pipeline::render(package, &options, Some(&target.client))
             .await
             .map_err(|e| Failure::retry(BUILD_FAILED, e.to_string()).within(resource.spec.retry_interval()))?;
         let rendered = Arc::new(rendered);
@@ -347,11 +359,10 @@ impl PackageReconciler {
             |failure: Failure| Failure { message: fetch::in_source(&failure.message, &snapshot.root), ..failure };
         let package = fetch::assemble(&dir, &resource)
             .map_err(|e| in_source(Failure::retry(BUILD_FAILED, e.to_string()).within(retry)))?;
-        let client = self.client_for(run)?;
+        let target = self.target(run).await?;
         tracker.phase("Rendering", "rendering", status);
         let keys = self.keys(run).await?;
-        let rendered =
-            self.render(&package, &revision, &resource, &client, run.resolver(), keys).await.map_err(in_source)?;
+        let rendered = self.render(&package, &revision, &resource, &target, keys).await.map_err(in_source)?;
         let digest = pipeline::digest(&rendered);
         let rollback = resource.spec.rollback.as_ref().is_some_and(|r| r.on_failure);
         if rollback
@@ -360,7 +371,7 @@ impl PackageReconciler {
             && failed.digest == digest
         {
             let failed = failed.revision.clone();
-            let mut attempt = Attempt { status, package: &package, client: &client, tracker };
+            let mut attempt = Attempt { status, package: &package, target: &target, tracker };
             return self.stay_rolled_back(run, &mut attempt, &failed).await;
         }
         let set = Set { revision: &revision, digest: &digest, rendered: &rendered };
@@ -369,7 +380,7 @@ impl PackageReconciler {
         let rolled_out =
             status.history.first().is_some_and(|h| h.digest == digest && h.result == status::SUCCEEDED_RUN);
         let hooks = Hooks { run: request.fresh || !rolled_out, operation: None };
-        let mut attempt = Attempt { status, package: &package, client: &client, tracker };
+        let mut attempt = Attempt { status, package: &package, target: &target, tracker };
         let report = self.apply_set(run, &mut attempt, &set, deadline, true, hooks).await?;
         let Attempt { status, tracker, .. } = &mut attempt;
         let changes = status::change_set(&report);
@@ -404,6 +415,9 @@ impl PackageReconciler {
             run.requeue_after(jittered(resource.spec.interval()));
             return Ok(());
         }
+        if let Some(unreachable) = self.unreachable(attempt.target, retry).await {
+            return Err(unreachable);
+        }
         let failure = Failure::retry(status::failure_reason(&report), status::failure_message(&report)).within(retry);
         if rollback {
             return self.roll_back(run, &mut attempt, &set, failure).await;
@@ -423,7 +437,7 @@ impl PackageReconciler {
         cancellable: bool,
         hooks: Hooks,
     ) -> Result<Report, Failure> {
-        let Attempt { status, package, client, tracker } = attempt;
+        let Attempt { status, package, target, tracker } = attempt;
         let resource = run.object().clone();
         let plan = plan::plan(set.rendered)
             .map_err(|e| Failure::retry(BUILD_FAILED, e.to_string()).within(resource.spec.retry_interval()))?;
@@ -441,23 +455,23 @@ impl PackageReconciler {
                 previous: status.inventory.iter().map(Entry::from).collect(),
                 journal: Some(tracker.journal()),
             },
-            resolver: Some(run.resolver().clone()),
+            resolver: Some(target.resolver.clone()),
             deadline: Some(deadline),
             cancel: cancellable.then_some(cancel),
-            cache: Some(match self.impersonates(&resource) {
-                true => self.cache.namespaces_only(),
-                false => self.cache.clone(),
-            }),
+            cache: Some(target.cache.clone()),
             hooks: hooks.run,
             operation: hooks.operation,
             ..Options::default()
         };
         let namespace = run.namespace().to_string();
-        let applied = pipeline::apply(client, package, set.rendered, &namespace, &options, *tracker).await;
+        let applied = pipeline::apply(&target.client, package, set.rendered, &namespace, &options, *tracker).await;
         self.running.end(&key);
         let report = match applied {
             Ok(outcome) => outcome.report,
             Err(error) => {
+                if let Some(unreachable) = self.unreachable(target, resource.spec.retry_interval()).await {
+                    return Err(unreachable);
+                }
                 let reason = if error.is_forbidden() { ACCESS_DENIED } else { FAILED };
                 return Err(Failure::retry(reason, error.to_string()).within(resource.spec.retry_interval()));
             }
@@ -498,6 +512,13 @@ impl PackageReconciler {
         }
     }
 
+    /// A failed run on a remote cluster that no longer answers failed for that reason,
+    /// whichever step noticed: `ClusterUnreachable`, naming the cluster.
+    async fn unreachable(&self, target: &Target, retry: Duration) -> Option<Failure> {
+        let error = target.check_reachable(&self.remotes).await.err()?;
+        Some(Failure::retry(error.reason(), error.to_string()).within(retry))
+    }
+
     /// `Healthy`, when the Package waits for health.
     fn set_health(&self, run: &mut Run<PackageResource>, resource: &PackageResource, report: &Report) {
         if !resource.spec.wait.unwrap_or(true) {
@@ -511,12 +532,12 @@ impl PackageReconciler {
     }
 }
 
-/// One run's rollout under way: the status it fills, the package, the client it applies with,
-/// and the progress it reports.
+/// One run's rollout under way: the status it fills, the package, where it applies, and the
+/// progress it reports.
 struct Attempt<'a> {
     status: &'a mut PackageStatus,
     package: &'a Package,
-    client: &'a Client,
+    target: &'a Target,
     tracker: &'a mut Tracker,
 }
 
@@ -609,7 +630,7 @@ impl kit::Reconciler for PackageReconciler {
         if !delete || resource.spec.suspend == Some(true) || inventory.is_empty() {
             return Ok(());
         }
-        let client = self.client_for(run)?;
+        let target = self.target(run).await?;
         let package = Package {
             dir: PathBuf::new(),
             name: run.name().to_string(),
@@ -625,12 +646,12 @@ impl kit::Reconciler for PackageReconciler {
             wait_for_pruned: wait,
             timeout: resource.spec.run_timeout(),
             inventory: Inventory::Kept { previous: inventory, journal: None },
-            resolver: Some(run.resolver().clone()),
+            resolver: Some(target.resolver.clone()),
             ..Options::default()
         };
         let namespace = run.namespace().to_string();
         // The last rendering's PreDelete and PostDelete hooks run around the deletion.
-        let rendered = match self.last_rendering(run, &client).await {
+        let rendered = match self.last_rendering(run, &target).await {
             Ok(rendered) => rendered,
             Err(why) => {
                 let note = format!("deleting without running PreDelete or PostDelete hooks: {why}");
@@ -638,7 +659,7 @@ impl kit::Reconciler for PackageReconciler {
                 Arc::new(Rendered::default())
             }
         };
-        let outcome = pipeline::delete(&client, &package, &rendered, &namespace, &options, &Silent)
+        let outcome = pipeline::delete(&target.client, &package, &rendered, &namespace, &options, &Silent)
             .await
             .map_err(|e| Failure::retry(status::PRUNE_FAILED, e.to_string()))?;
         let deleted = status::change_set(&outcome.report);

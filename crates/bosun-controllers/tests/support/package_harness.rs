@@ -18,7 +18,7 @@ use k8s_openapi::{
 };
 use kube::{
     Api,
-    api::{Patch, PatchParams, PostParams},
+    api::{ApiResource, DynamicObject, Patch, PatchParams, PostParams},
 };
 use serde_json::{Value, json};
 use tokio::time::Instant;
@@ -67,6 +67,21 @@ pub async fn start_with(adjust: impl FnOnce(&mut Settings)) -> Harness {
         _stop: stop,
         _cache: cache,
     }
+}
+
+/// Server-side applies `body` (an object of kind `K`) to `server`, in `namespace` if given.
+pub async fn apply_to<K: kube::Resource<DynamicType = ()>>(
+    server: &RunningServer,
+    namespace: Option<&str>,
+    body: Value,
+) {
+    let resource = ApiResource::erase::<K>(&());
+    let api: Api<DynamicObject> = match namespace {
+        Some(namespace) => Api::namespaced_with(server.client(), namespace, &resource),
+        None => Api::all_with(server.client(), &resource),
+    };
+    let name = body["metadata"]["name"].as_str().expect("name").to_string();
+    api.patch(&name, &PatchParams::apply("test").force(), &Patch::Apply(&body)).await.expect("apply");
 }
 
 pub fn write(dir: &Path, file: &str, text: &str) {

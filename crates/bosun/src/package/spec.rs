@@ -100,6 +100,10 @@ pub struct PackageSpec {
     /// Roll back to the last good revision on failure (custom resource).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub rollback: Option<RollbackSpec>,
+    /// Deliver to another cluster: rendered here, applied, waited for and pruned there; the
+    /// status stays here (custom resource; Flux's `kubeConfig`).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub kube_config: Option<KubeConfigSpec>,
 }
 
 impl PackageSpec {
@@ -117,6 +121,7 @@ impl PackageSpec {
             ("rollback", self.rollback.is_some()),
             ("deletionPolicy", self.deletion_policy.is_some()),
             ("decryption", self.decryption.is_some()),
+            ("kubeConfig", self.kube_config.is_some()),
         ];
         set.into_iter().filter(|(_, present)| *present).map(|(field, _)| field).collect()
     }
@@ -140,6 +145,28 @@ pub struct LocalObjectReference {
     /// Name.
     pub name: String,
 }
+
+/// `spec.kubeConfig` (Flux's shape): the cluster a Package delivers to.
+#[derive(Debug, Clone, Default, Deserialize, Serialize, PartialEq, JsonSchema)]
+#[serde(rename_all = "camelCase", deny_unknown_fields)]
+pub struct KubeConfigSpec {
+    /// The Secret (in the Package's namespace) holding the kubeconfig.
+    pub secret_ref: SecretKeyReference,
+}
+
+/// A key of a Secret in the referrer's namespace.
+#[derive(Debug, Clone, Default, Deserialize, Serialize, PartialEq, JsonSchema)]
+#[serde(deny_unknown_fields)]
+pub struct SecretKeyReference {
+    /// The Secret's name.
+    pub name: String,
+    /// The key in its data (when absent: [`KUBECONFIG_KEY`], else `value.yaml`, as Flux).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub key: Option<String>,
+}
+
+/// The key a kubeconfig Secret holds it under unless told otherwise (Flux's `value`).
+pub const KUBECONFIG_KEY: &str = "value";
 
 /// `spec.decryption` (Flux's shape).
 #[derive(Debug, Clone, Default, Deserialize, Serialize, PartialEq, JsonSchema)]
