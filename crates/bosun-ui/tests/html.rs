@@ -196,7 +196,7 @@ local widget = import 'generic-operator/config';
 "#;
 
 #[tokio::test]
-async fn an_operator_page_shows_each_watched_object_with_its_children_and_an_alert_page_its_spec() {
+async fn operator_fleet_and_alert_pages_show_their_objects() {
     use bosun_controllers::operator::{
         Definition,
         controller::{self as operator, Settings},
@@ -226,6 +226,26 @@ async fn an_operator_page_shows_each_watched_object_with_its_children_and_an_ale
         "metadata": {"name": "blue"}, "spec": {}}))
     .expect("widget");
     widgets.create(&Default::default(), &widget).await.expect("a Widget");
+    // A Fleet of two Packages, its controller running in the test.
+    let cache = tempfile::tempdir().expect("cache");
+    let fleets = bosun_controllers::fleet::controller::controller(
+        client.clone(),
+        bosun_controllers::fleet::controller::Settings {
+            cache_dir: cache.path().to_path_buf(),
+            namespace: None,
+            selector: None,
+            metrics: None,
+        },
+    );
+    tokio::spawn(fleets.run(std::future::pending::<()>()));
+    let manifests =
+        support::package_dir(&[("cm.yaml", "apiVersion: v1\nkind: ConfigMap\nmetadata:\n  name: ${app}-settings\n")]);
+    let fleet = json!({
+        "generators": [{"list": {"elements": [{"app": "api"}, {"app": "ui"}]}}],
+        "template": {"metadata": {"name": "{{app}}"},
+            "spec": {"source": {"dir": manifests.path().display().to_string()}, "substitute": {"app": "{{app}}"}}},
+    });
+    cluster.create("Fleet", "apps", fleet).await;
     let alert = json!({"provider": {"type": "generic", "address": "http://127.0.0.1:9/hook"},
         "eventSources": [{"kind": "Package", "name": "*"}], "eventSeverity": "error"});
     cluster.create("Alert", "on-call", alert).await;
@@ -245,8 +265,20 @@ async fn an_operator_page_shows_each_watched_object_with_its_children_and_an_ale
     let (status, _, alert) = get(&format!("{url}/alerts/default/on-call"), None).await;
     assert_eq!(status, StatusCode::OK, "{alert}");
     assert!(alert.contains("<h1>Alert on-call</h1>") && alert.contains("error"), "{alert}");
+    let fleet = support::eventually("the Fleet's summary on its page", || async {
+        let (status, _, page) = get(&format!("{url}/fleets/default/apps"), None).await;
+        assert_eq!(status, StatusCode::OK, "{page}");
+        page.contains("2/2 Ready").then_some(page)
+    })
+    .await;
+    assert!(fleet.contains("<h1>Fleet apps</h1>"), "{fleet}");
     let (_, _, overview) = get(&format!("{url}/"), None).await;
-    for link in [r#"href="/operators/default/widgets""#, r#"href="/alerts/default/on-call""#] {
+    for link in [
+        r#"href="/operators/default/widgets""#,
+        r#"href="/alerts/default/on-call""#,
+        r#"href="/fleets/default/apps""#,
+        r#"href="/packages/default/api""#,
+    ] {
         assert!(overview.contains(link), "{link} on the overview: {overview}");
     }
 }
