@@ -106,6 +106,15 @@ impl Scope {
         self.version().name == self.info.storage_version
     }
 
+    /// [`Scope::view`] of a borrowed object: borrowed still when the addressed version is the
+    /// stored one (nothing to convert), so that reading a large list copies nothing.
+    pub fn view_borrowed<'a>(&self, value: &'a Value) -> std::borrow::Cow<'a, Value> {
+        match self.info.shares_storage() || !self.is_storage_version() {
+            true => std::borrow::Cow::Owned(self.view(value.clone())),
+            false => std::borrow::Cow::Borrowed(value),
+        }
+    }
+
     /// Converts a stored object to the addressed version (custom resources use conversion
     /// `None`, which only rewrites `apiVersion`; resources stored as another are converted).
     pub fn view(&self, value: Value) -> Value {

@@ -680,9 +680,10 @@ fn list(
         metadata["remainingItemCount"] = json!(page.remaining);
     }
     if let Shape::Table(include) = shape {
-        let objects: Vec<Value> = page.items.iter().map(|stored| scope.view(stored.value.clone())).collect();
-        let table = crate::tables::table(&scope.info, scope.version(), objects.iter(), include, metadata);
-        return Ok(json_response(StatusCode::OK, table.to_string(), warnings));
+        let objects: Vec<_> = page.items.iter().map(|stored| scope.view_borrowed(&stored.value)).collect();
+        let objects = objects.iter().map(|object| object.as_ref());
+        let table = crate::tables::table(&scope.info, scope.version(), objects, include, metadata);
+        return Ok(json_response(StatusCode::OK, table, warnings));
     }
     let (api_version, kind) = shape.list_type_meta(scope);
     let items = page.items.iter().map(|stored| shape.object_json(scope, stored).into_owned());

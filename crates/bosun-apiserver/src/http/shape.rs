@@ -78,10 +78,14 @@ impl Shape {
             Shape::PartialMetadata => Cow::Owned(Self::partial(&stored.value).to_string()),
             Shape::Table(include) => {
                 let metadata = json!({"resourceVersion": stored.revision.to_string()});
-                let value = scope.view(stored.value.clone());
-                Cow::Owned(
-                    tables::table(&scope.info, scope.version(), [&value].into_iter(), *include, metadata).to_string(),
-                )
+                let value = scope.view_borrowed(&stored.value);
+                Cow::Owned(tables::table(
+                    &scope.info,
+                    scope.version(),
+                    [value.as_ref()].into_iter(),
+                    *include,
+                    metadata,
+                ))
             }
         }
     }

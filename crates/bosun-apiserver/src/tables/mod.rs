@@ -440,36 +440,69 @@ fn typed_cell(kind: &str, value: &Value, now: Timestamp) -> Value {
     }
 }
 
-/// A `Table` of objects, with `metadata` (resourceVersion, continue…) as given.
+/// One row of a `Table`: the cells, and the object as `includeObject` asks (borrowed: a
+/// large list is written out without copying its objects).
+#[derive(serde::Serialize)]
+struct Row<'a> {
+    cells: Vec<Value>,
+    object: Embedded<'a>,
+}
+
+#[derive(serde::Serialize)]
+#[serde(untagged)]
+enum Embedded<'a> {
+    None(()),
+    Metadata {
+        kind: &'static str,
+        #[serde(rename = "apiVersion")]
+        api_version: &'static str,
+        metadata: &'a Value,
+    },
+    Object(&'a Value),
+}
+
+#[derive(serde::Serialize)]
+#[serde(rename_all = "camelCase")]
+struct Table<'a> {
+    kind: &'static str,
+    api_version: &'static str,
+    metadata: Value,
+    column_definitions: Vec<Value>,
+    rows: Vec<Row<'a>>,
+}
+
+/// A `Table` of objects, with `metadata` (resourceVersion, continue…) as given, as JSON.
 pub fn table<'a>(
     info: &ResourceInfo,
     version: &VersionInfo,
     objects: impl Iterator<Item = &'a Value>,
     include: IncludeObject,
     metadata: Value,
-) -> Value {
+) -> String {
+    static NO_METADATA: std::sync::LazyLock<Value> = std::sync::LazyLock::new(|| json!({}));
     let now = Timestamp::now();
-    let rows: Vec<Value> = objects
-        .map(|object| {
-            let embedded = match include {
-                IncludeObject::None => Value::Null,
-                IncludeObject::Metadata => json!({
-                    "kind": "PartialObjectMetadata",
-                    "apiVersion": "meta.k8s.io/v1",
-                    "metadata": object.get("metadata").cloned().unwrap_or_else(|| json!({})),
-                }),
-                IncludeObject::Object => object.clone(),
-            };
-            json!({"cells": cells(info, version, object, now), "object": embedded})
+    let rows = objects
+        .map(|object| Row {
+            cells: cells(info, version, object, now),
+            object: match include {
+                IncludeObject::None => Embedded::None(()),
+                IncludeObject::Metadata => Embedded::Metadata {
+                    kind: "PartialObjectMetadata",
+                    api_version: "meta.k8s.io/v1",
+                    metadata: object.get("metadata").unwrap_or(&NO_METADATA),
+                },
+                IncludeObject::Object => Embedded::Object(object),
+            },
         })
         .collect();
-    json!({
-        "kind": "Table",
-        "apiVersion": "meta.k8s.io/v1",
-        "metadata": metadata,
-        "columnDefinitions": columns(info, version),
-        "rows": rows,
-    })
+    let table = Table {
+        kind: "Table",
+        api_version: "meta.k8s.io/v1",
+        metadata,
+        column_definitions: columns(info, version),
+        rows,
+    };
+    serde_json::to_string(&table).expect("a Table of JSON values serializes")
 }
 
 #[cfg(test)]
