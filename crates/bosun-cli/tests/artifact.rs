@@ -137,6 +137,11 @@ fn push_list_tag_and_pull_round_trip() {
     let malformed = bosun(&["pull", "artifact", "ghcr.io/app:v1", "-o", &out_arg], &no_config);
     let said = String::from_utf8_lossy(&malformed.stderr);
     assert!(malformed.status.code() == Some(2) && said.contains("must start with oci://"), "{said}");
+    // No registry listening: one plain line naming it, not the HTTP client's chain.
+    let closed = std::net::TcpListener::bind("127.0.0.1:0").expect("bind").local_addr().expect("address");
+    let unreachable = bosun(&["list", "artifacts", &format!("oci://{closed}/fleet/apps")], &no_config);
+    let said = String::from_utf8_lossy(&unreachable.stderr);
+    assert_eq!(said, format!("✗ registry {closed}: cannot connect: connection refused\n"));
 }
 
 #[test]

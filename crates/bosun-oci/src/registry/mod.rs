@@ -656,8 +656,32 @@ fn mismatch(what: &str, digest: &str, registry: &str, actual: &str) -> RegistryE
     }
 }
 
+/// A failed request in the user's terms: `cannot connect: connection refused`, not reqwest's
+/// chain of the URL, the client and the socket.
 fn connection(registry: &str, error: &reqwest::Error) -> RegistryError {
-    RegistryError::Connection { registry: registry.to_string(), message: chain(error) }
+    let message = match (error.is_connect(), error.is_timeout()) {
+        (true, _) => format!("cannot connect: {}", root_cause(error)),
+        (false, true) => format!("timed out: {}", root_cause(error)),
+        _ => chain(error),
+    };
+    RegistryError::Connection { registry: registry.to_string(), message }
+}
+
+/// The innermost cause, without the OS error number, in lower case as Go prints errors
+/// (`bosun_core::cluster::root_cause` does this for the cluster; this crate depends on no bosun
+/// crate).
+fn root_cause(error: &dyn std::error::Error) -> String {
+    let mut innermost = error;
+    while let Some(source) = innermost.source() {
+        innermost = source;
+    }
+    let text = innermost.to_string();
+    let text = text.split(" (os error ").next().unwrap_or_default();
+    let mut chars = text.chars();
+    match chars.next() {
+        Some(first) => first.to_lowercase().chain(chars).collect(),
+        None => String::new(),
+    }
 }
 
 /// An error and its causes, `: `-separated.
