@@ -30,12 +30,15 @@ async fn get(url: &str) -> (u16, String) {
     (response.status().as_u16(), response.text().await.expect("body"))
 }
 
-#[tokio::test]
-async fn bosun_ui_serves_the_overview_as_the_kubeconfig_s_user_and_prints_its_url() {
-    let cluster = with_a_package().await;
+/// Starts `bosun ui --addr 127.0.0.1:0 EXTRA… --kubeconfig …` with `env`: the process and the
+/// first line it prints.
+async fn bosun_ui(cluster: &Cluster, extra: &[&str], env: &[(&str, String)]) -> (tokio::process::Child, String) {
     let mut child = tokio::process::Command::new(env!("CARGO_BIN_EXE_bosun"))
-        .args(["ui", "--addr", "127.0.0.1:0", "--kubeconfig"])
+        .args(["ui", "--addr", "127.0.0.1:0"])
+        .args(extra)
+        .arg("--kubeconfig")
         .arg(&cluster.kubeconfig)
+        .envs(env.iter().map(|(k, v)| (k, v)))
         .stdout(std::process::Stdio::piped())
         .kill_on_drop(true)
         .spawn()
@@ -43,6 +46,13 @@ async fn bosun_ui_serves_the_overview_as_the_kubeconfig_s_user_and_prints_its_ur
     let mut lines = BufReader::new(child.stdout.take().expect("stdout")).lines();
     let line =
         tokio::time::timeout(BOUND, lines.next_line()).await.expect("a line in time").expect("read").expect("a line");
+    (child, line)
+}
+
+#[tokio::test]
+async fn bosun_ui_serves_the_overview_as_the_kubeconfig_s_user_and_prints_its_url() {
+    let cluster = with_a_package().await;
+    let (mut child, line) = bosun_ui(&cluster, &[], &[]).await;
     assert!(line.starts_with("bosun ui: http://127.0.0.1:") && line.ends_with("; Ctrl-C to stop"), "{line}");
     let url = line.split_whitespace().nth(2).expect("the URL");
     let (status, overview) = get(url).await;
@@ -60,17 +70,8 @@ async fn open_starts_the_browser_named_by_browser_with_the_dashboard_s_url() {
     std::fs::write(&browser, format!("#!/bin/sh\necho \"$@\" > {}.part && mv {0}.part {0}\n", opened.display()))
         .expect("script");
     std::fs::set_permissions(&browser, std::os::unix::fs::PermissionsExt::from_mode(0o755)).expect("chmod");
-    let mut child = tokio::process::Command::new(env!("CARGO_BIN_EXE_bosun"))
-        .args(["ui", "--open", "--addr", "127.0.0.1:0", "--kubeconfig"])
-        .arg(&cluster.kubeconfig)
-        .env("BROWSER", format!("{} --new-window", browser.display()))
-        .stdout(std::process::Stdio::piped())
-        .kill_on_drop(true)
-        .spawn()
-        .expect("bosun ui starts");
-    let mut lines = BufReader::new(child.stdout.take().expect("stdout")).lines();
-    let line =
-        tokio::time::timeout(BOUND, lines.next_line()).await.expect("a line in time").expect("read").expect("a line");
+    let browser_env = [("BROWSER", format!("{} --new-window", browser.display()))];
+    let (mut child, line) = bosun_ui(&cluster, &["--open"], &browser_env).await;
     let url = line.split_whitespace().nth(2).expect("the URL");
     let started = tokio::time::Instant::now();
     let arguments = loop {
