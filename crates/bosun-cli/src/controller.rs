@@ -21,6 +21,11 @@ pub struct Args {
     #[arg(long, value_name = "N", default_value_t = 4)]
     concurrency: u16,
 
+    /// Packages delivering to one remote cluster (spec.kubeConfig) reconciled at once, so that a
+    /// cluster that does not answer cannot hold every place (default: half of --concurrency).
+    #[arg(long, value_name = "N")]
+    concurrency_per_cluster: Option<u16>,
+
     /// Only Packages in this namespace (default: all namespaces).
     #[arg(short = 'n', long, value_name = "NAMESPACE")]
     namespace: Option<String>,
@@ -117,6 +122,7 @@ pub async fn run(args: Args) -> ExitCode {
     let package = package::Settings {
         default_service_account: args.default_service_account.clone(),
         concurrency: args.concurrency,
+        concurrency_per_cluster: args.concurrency_per_cluster,
         namespace: args.namespace.clone(),
         selector: args.watch_label_selector.clone(),
         ..package::Settings::new(connection.config.clone(), args.cache_dir.clone())

@@ -25,9 +25,13 @@ async fn remote_server(port: u16) -> RunningServer {
 
 /// Registers `remote` in the management cluster as Secret `name` (key `value`, as Flux).
 async fn register(h: &Harness, name: &str, remote: &RunningServer) {
+    register_kubeconfig(h, name, &remote.kubeconfig()).await;
+}
+
+async fn register_kubeconfig(h: &Harness, name: &str, kubeconfig: &str) {
     let secret: Secret = serde_json::from_value(json!({
         "apiVersion": "v1", "kind": "Secret", "metadata": {"name": name},
-        "stringData": {"value": remote.kubeconfig()},
+        "stringData": {"value": kubeconfig},
     }))
     .expect("secret");
     let secrets: Api<Secret> = Api::default_namespaced(h.server.client());
@@ -105,6 +109,61 @@ async fn a_package_delivers_to_a_remote_cluster_and_reports_it_unreachable_until
     let there: Api<ConfigMap> = Api::default_namespaced(returned.client());
     wait_ready(&h, "web", |status, _, _| status == "True").await;
     until("applied on the returned cluster", async || remote_value(&there, "web").await.as_deref() == Some("1")).await;
+}
+
+#[tokio::test]
+async fn a_cluster_that_never_answers_holds_no_more_places_than_its_limit() {
+    // Two Packages at once in all, one per cluster.
+    let h = start_with(|settings| {
+        settings.concurrency = 2;
+        settings.concurrency_per_cluster = Some(1);
+    })
+    .await;
+    // A "cluster" that takes connections and never answers: each request to it hangs.
+    let silent = tokio::net::TcpListener::bind("127.0.0.1:0").await.expect("bind");
+    let address = silent.local_addr().expect("address");
+    let (accepted, mut connections) = tokio::sync::watch::channel(0usize);
+    tokio::spawn(async move {
+        let mut held = Vec::new();
+        while let Ok((connection, _)) = silent.accept().await {
+            held.push(connection);
+            accepted.send_replace(held.len());
+        }
+    });
+    let kubeconfig = format!(
+        "apiVersion: v1\nkind: Config\nclusters: [{{name: silent, cluster: {{server: 'http://{address}'}}}}]\n\
+         users: [{{name: u, user: {{token: t}}}}]\ncontexts: [{{name: c, context: {{cluster: silent, user: u}}}}]\n\
+         current-context: c\n"
+    );
+    register_kubeconfig(&h, "silent", &kubeconfig).await;
+    let remote = remote_server(0).await;
+    register(&h, "answering", &remote).await;
+    let dir = tempfile::tempdir().expect("dir");
+    write(dir.path(), "web.yaml", &configmap("web", "1"));
+    let package =
+        |cluster: &str| json!({"source": {"dir": dir.path()}, "kubeConfig": {"secretRef": {"name": cluster}}});
+    for name in ["stuck-1", "stuck-2", "stuck-3"] {
+        create(&h, name, package("silent")).await;
+    }
+    tokio::time::timeout(BOUND, connections.wait_for(|n| *n > 0))
+        .await
+        .expect("a run hangs on the silent cluster")
+        .ok();
+
+    // Without the per-cluster limit the stuck Packages would hold both places for the
+    // client's read timeout (minutes); with it, one place is left for the other cluster.
+    for name in ["ok-1", "ok-2", "ok-3"] {
+        create(&h, name, package("answering")).await;
+    }
+    for name in ["ok-1", "ok-2", "ok-3"] {
+        wait_ready(&h, name, |status, _, _| status == "True").await;
+    }
+    let there: Api<ConfigMap> = Api::default_namespaced(remote.client());
+    assert_eq!(remote_value(&there, "web").await.as_deref(), Some("1"));
+    for name in ["stuck-1", "stuck-2", "stuck-3"] {
+        let stuck = h.packages.get(name).await.expect("get");
+        assert_ne!(ready(&stuck).map(|r| r.0).as_deref(), Some("True"), "{name}");
+    }
 }
 
 /// ServiceAccount `deployer` in `default`, allowed to manage ConfigMaps in `default`.

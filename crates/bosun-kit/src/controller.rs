@@ -26,6 +26,7 @@ use kube::{
 };
 
 use super::{Backoff, Decision, Failure, Metrics, Object, Reconciler, Run};
+use crate::gate::{Gate, KeyOf};
 use bosun_core::discovery::Resolver;
 
 /// What every reconcile of a controller shares.
@@ -93,6 +94,8 @@ pub struct Controller<R: Reconciler> {
     metrics: Arc<Metrics>,
     selector: Option<String>,
     concurrency: u16,
+    /// The key and per-key limit of [`Controller::limit_per`].
+    limit: Option<(KeyOf<R::Resource>, u16)>,
     related: Option<Mapper<R::Resource>>,
     on_status_changes: bool,
     finalizer: FinalizerPolicy,
@@ -118,6 +121,8 @@ struct Context<R: Reconciler> {
     store: Store<R::Resource>,
     dyntype: <R::Resource as Resource>::DynamicType,
     policy: FinalizerPolicy,
+    /// The limits, when kept by the kit rather than kube-runtime.
+    gate: Option<Gate<R::Resource>>,
 }
 
 impl<R: Reconciler> Controller<R>
@@ -153,6 +158,7 @@ impl<R: Reconciler> Controller<R> {
             metrics: Arc::new(Metrics::default()),
             selector: None,
             concurrency: 0,
+            limit: None,
             related: None,
             on_status_changes: false,
             finalizer: FinalizerPolicy::Always,
@@ -239,6 +245,24 @@ impl<R: Reconciler> Controller<R> {
     /// once.
     pub fn concurrency(mut self, n: u16) -> Self {
         self.concurrency = n;
+        self
+    }
+
+    /// At most `per_key` reconciles at once of the objects `key` gives the same key (objects
+    /// it gives none are limited by [`Controller::concurrency`] only). An object waiting for
+    /// its key's turn takes no place of the controller's concurrency: the objects of a slow
+    /// key (a remote cluster that does not answer) cannot hold every place, and those of the
+    /// other keys go on.
+    ///
+    /// ```text
+    /// controller.concurrency(8).limit_per(2, |package| package.cluster())
+    /// ```
+    pub fn limit_per(
+        mut self,
+        per_key: u16,
+        key: impl Fn(&R::Resource) -> Option<String> + Send + Sync + 'static,
+    ) -> Self {
+        self.limit = Some((Arc::new(key), per_key));
         self
     }
 
@@ -379,8 +403,12 @@ impl<R: Reconciler> Controller<R> {
         } else {
             objects.predicate_filter(wanted_change::<R::Resource>, PredicateConfig::default()).boxed()
         };
+        // With a per-key limit, both limits are the gate's: kube-runtime's would count
+        // reconciles waiting for their key's turn.
+        let gate = self.limit.map(|(key, per_key)| Gate::new(key, per_key, self.concurrency));
+        let concurrency = if gate.is_some() { 0 } else { self.concurrency };
         let mut runtime = Runtime::for_stream_with(objects, reader, dyntype.clone())
-            .with_config(controller::Config::default().concurrency(self.concurrency));
+            .with_config(controller::Config::default().concurrency(concurrency));
         if let Some(mapper) = self.related {
             runtime = runtime.watches_with(api.clone(), dyntype.clone(), config.clone(), move |object| mapper(&object));
         }
@@ -405,6 +433,7 @@ impl<R: Reconciler> Controller<R> {
             store: runtime.store(),
             dyntype,
             policy: self.finalizer,
+            gate,
         });
         runtime
             .graceful_shutdown_on(shutdown)
@@ -455,6 +484,10 @@ async fn reconcile<R: Reconciler>(
     object: Arc<R::Resource>,
     context: Arc<Context<R>>,
 ) -> Result<Action, finalizer::Error<FinalizeFailed>> {
+    let _entered = match &context.gate {
+        Some(gate) => Some(gate.enter(&object).await),
+        None => None,
+    };
     let started = Instant::now();
     let shared = &context.shared;
     let namespace = object.meta().namespace.clone().unwrap_or_default();

@@ -50,6 +50,7 @@ pub mod children;
 pub mod conditions;
 mod controller;
 pub mod digest;
+mod gate;
 pub mod machine;
 mod metrics;
 mod progress;

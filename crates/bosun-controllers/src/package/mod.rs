@@ -84,6 +84,10 @@ pub struct Settings {
     pub default_service_account: Option<String>,
     /// Packages reconciled at once.
     pub concurrency: u16,
+    /// Packages delivering to one remote cluster (`spec.kubeConfig`) reconciled at once
+    /// (`None`: half of `concurrency`, at least 1): a cluster that does not answer holds no
+    /// more places than this, and the other clusters' Packages go on.
+    pub concurrency_per_cluster: Option<u16>,
     /// Only Packages in this namespace.
     pub namespace: Option<String>,
     /// Only Packages whose labels match (sharding).
@@ -103,15 +107,28 @@ impl Settings {
             cache_dir,
             default_service_account: None,
             concurrency: DEFAULT_CONCURRENCY,
+            concurrency_per_cluster: None,
             namespace: None,
             selector: None,
             stopping: CancellationToken::default(),
         }
     }
+
+    /// Packages of one remote cluster reconciled at once.
+    pub fn per_cluster(&self) -> u16 {
+        self.concurrency_per_cluster.unwrap_or(self.concurrency / 2).max(1)
+    }
 }
 
 /// Packages reconciled at once unless told otherwise.
 pub const DEFAULT_CONCURRENCY: u16 = 4;
+
+/// The remote cluster a Package delivers to, as the key its reconciles are limited by: its
+/// kubeconfig Secret (`namespace/name`). `None` for this cluster.
+fn cluster_of(package: &PackageResource) -> Option<String> {
+    let kube_config = package.spec.kube_config.as_ref()?;
+    Some(format!("{}/{}", package.metadata.namespace.as_deref().unwrap_or_default(), kube_config.secret_ref.name))
+}
 
 /// The `Package` reconciler.
 pub struct PackageReconciler {
@@ -159,6 +176,7 @@ pub fn controller(client: Client, settings: Settings) -> kit::Controller<Package
     };
     let mut controller = kit::Controller::new(NAME, reconciler, client)
         .concurrency(settings.concurrency)
+        .limit_per(settings.per_cluster(), cluster_of)
         .backoff(Duration::from_secs(1), Duration::from_secs(300))
         .related(move |changed| {
             running.changed(changed);
@@ -685,6 +703,36 @@ impl kit::Reconciler for PackageReconciler {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn a_remote_cluster_gets_half_the_places_unless_told() {
+        let settings = |concurrency, per_cluster| Settings {
+            concurrency,
+            concurrency_per_cluster: per_cluster,
+            ..Settings::new(kube::Config::new("http://127.0.0.1:1".parse().expect("url")), PathBuf::new())
+        };
+        let cases = [(4, None, 2), (20, None, 10), (1, None, 1), (0, None, 1), (4, Some(3), 3), (4, Some(0), 1)];
+        for (concurrency, per_cluster, expected) in cases {
+            assert_eq!(settings(concurrency, per_cluster).per_cluster(), expected, "{concurrency} {per_cluster:?}");
+        }
+    }
+
+    #[test]
+    fn packages_are_limited_by_the_kubeconfig_secret_they_deliver_with() {
+        let package = |kube_config: Option<&str>| {
+            let mut spec = serde_json::json!({"source": {"dir": "."}});
+            if let Some(name) = kube_config {
+                spec["kubeConfig"] = serde_json::json!({"secretRef": {"name": name}});
+            }
+            serde_json::from_value::<PackageResource>(serde_json::json!({
+                "apiVersion": "bosun.dev/v1alpha1", "kind": "Package",
+                "metadata": {"name": "web", "namespace": "fleet"}, "spec": spec,
+            }))
+            .expect("package")
+        };
+        assert_eq!(cluster_of(&package(Some("eu"))), Some("fleet/eu".to_string()));
+        assert_eq!(cluster_of(&package(None)), None);
+    }
 
     #[test]
     fn jitter_stays_within_five_percent() {
