@@ -16,6 +16,7 @@
 
 mod apiserver;
 mod apply;
+mod fleet;
 mod observe;
 mod oci;
 mod operator;
@@ -46,6 +47,9 @@ enum Bench {
     Apply(apply::Args),
     /// The Package controller: N Packages of 4 objects until Ready, against one bosun apply.
     Packages(packages::Args),
+    /// Fleets: C embedded clusters × N Packages from one Fleet until Ready, against a bosun apply
+    /// per cluster; the controller's memory and its watches on each cluster.
+    Fleet(fleet::Args),
     /// bosun operator: N custom resources until Ready, change → child latency; against one bosun apply.
     Operator(operator::Args),
     /// bosun observe: initial sync, write-to-command latency, memory; against a kubectl shell loop.
@@ -91,6 +95,7 @@ fn main() {
             Bench::Apply(args) => apply::run(args).await,
             Bench::Observe(args) => observe::run(args).await,
             Bench::Packages(args) => packages::run(args).await,
+            Bench::Fleet(args) => fleet::run(args).await,
             Bench::Operator(args) => operator::run(args).await,
             Bench::Workloads(args) => workloads::run(args).await,
             Bench::Ui(args) => ui::run(args).await,

@@ -25,7 +25,7 @@ use serde_json::json;
 
 use crate::{
     bosun_binary,
-    packages::{all_ready, kubectl},
+    packages::{all_ready, bosun_apply_wait, kubectl},
 };
 
 /// Arguments of the operator benchmark.
@@ -82,15 +82,7 @@ pub async fn run(args: Args) {
     }
     std::fs::write(lower_bound.join("configmaps.yaml"), all).expect("manifests");
     let started = Instant::now();
-    let apply = Command::new(bosun_binary())
-        .args(["apply", "--wait", "--timeout", "30m", "--kubeconfig"])
-        .arg(&kubeconfig)
-        .arg(&lower_bound)
-        .stdout(Stdio::null())
-        .stderr(Stdio::piped())
-        .output()
-        .expect("bosun apply");
-    assert!(apply.status.success(), "bosun apply failed: {}", String::from_utf8_lossy(&apply.stderr));
+    bosun_apply_wait(&kubeconfig, &lower_bound);
     let apply_seconds = started.elapsed().as_secs_f64();
 
     eprintln!("bosun operator, {} objects, concurrency {}…", args.objects, args.concurrency);

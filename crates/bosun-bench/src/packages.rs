@@ -46,7 +46,7 @@ const NAMESPACE: &str = "bench-packages";
 const LOWER_BOUND_NAMESPACE: &str = "bench-apply";
 
 /// The four objects of app `name` in `namespace`, as users keep them: one file each.
-fn write_app(dir: &Path, name: &str, namespace: &str) {
+pub fn write_app(dir: &Path, name: &str, namespace: &str) {
     std::fs::create_dir_all(dir).expect("app directory");
     let meta = |kind: &str| {
         format!("kind: {kind}\nmetadata:\n  name: {name}\n  namespace: {namespace}\n  labels: {{app: {name}}}\n")
@@ -80,7 +80,7 @@ fn write_app(dir: &Path, name: &str, namespace: &str) {
     }
 }
 
-fn app_name(index: usize) -> String {
+pub fn app_name(index: usize) -> String {
     format!("app-{index:04}")
 }
 
@@ -98,8 +98,43 @@ pub fn kubectl(kubeconfig: &Path, args: &[&str], stdin: &[u8]) {
     assert!(child.wait().expect("kubectl").success(), "kubectl {args:?} failed");
 }
 
+/// Installs bosun's CRDs (`bosun crds | kubectl apply -f -`) into the cluster of `kubeconfig`.
+pub fn install_crds(kubeconfig: &Path) {
+    let crds = Command::new(bosun_binary()).arg("crds").output().expect("bosun crds");
+    kubectl(kubeconfig, &["apply", "-f", "-"], &crds.stdout);
+}
+
+/// Runs `bosun apply --wait` of `dir` on the cluster of `kubeconfig`; panics with its errors
+/// when it fails.
+pub fn bosun_apply_wait(kubeconfig: &Path, dir: &Path) {
+    let apply = Command::new(bosun_binary())
+        .args(["apply", "--wait", "--timeout", "30m", "--kubeconfig"])
+        .arg(kubeconfig)
+        .arg(dir)
+        .stdout(Stdio::null())
+        .stderr(Stdio::piped())
+        .output()
+        .expect("bosun apply");
+    assert!(apply.status.success(), "bosun apply failed: {}", String::from_utf8_lossy(&apply.stderr));
+}
+
+/// Starts `bosun controller --concurrency N` on the cluster of `kubeconfig`, serving its
+/// metrics at `metrics` (or `off`), with its cache and log (`controller.log`) in `scratch`.
+pub fn spawn_controller(kubeconfig: &Path, scratch: &Path, concurrency: usize, metrics: &str) -> std::process::Child {
+    let log = std::fs::File::create(scratch.join("controller.log")).expect("log");
+    Command::new(bosun_binary())
+        .args(["controller", "--concurrency", &concurrency.to_string(), "--metrics-addr", metrics, "--kubeconfig"])
+        .arg(kubeconfig)
+        .arg("--cache-dir")
+        .arg(scratch.join("cache"))
+        .stdout(Stdio::null())
+        .stderr(log)
+        .spawn()
+        .expect("bosun controller")
+}
+
 /// The peak resident memory of a process, from `/proc` (Linux), in MiB.
-fn peak_mib(pid: u32) -> Option<f64> {
+pub fn peak_mib(pid: u32) -> Option<f64> {
     let status = std::fs::read_to_string(format!("/proc/{pid}/status")).ok()?;
     let line = status.lines().find(|l| l.starts_with("VmHWM:"))?;
     let kib: f64 = line.split_whitespace().nth(1)?.parse().ok()?;
@@ -155,8 +190,7 @@ pub async fn run(args: Args) {
         .expect("server");
     let kubeconfig = scratch.path().join("kubeconfig");
     server.write_kubeconfig(&kubeconfig).expect("kubeconfig");
-    let crds = Command::new(bosun_binary()).arg("crds").output().expect("bosun crds");
-    kubectl(&kubeconfig, &["apply", "-f", "-"], &crds.stdout);
+    install_crds(&kubeconfig);
     let namespaces: Api<Namespace> = Api::all(server.client());
     for name in [NAMESPACE, LOWER_BOUND_NAMESPACE] {
         let namespace =
@@ -173,38 +207,14 @@ pub async fn run(args: Args) {
 
     eprintln!("lower bound: bosun apply --wait of {objects} objects as one package…");
     let (requests, started) = (server.requests(), Instant::now());
-    let apply = Command::new(bosun_binary())
-        .args(["apply", "--wait", "--timeout", "30m", "--kubeconfig"])
-        .arg(&kubeconfig)
-        .arg(&lower_bound)
-        .stdout(Stdio::null())
-        .stderr(Stdio::piped())
-        .output()
-        .expect("bosun apply");
-    assert!(apply.status.success(), "bosun apply failed: {}", String::from_utf8_lossy(&apply.stderr));
+    bosun_apply_wait(&kubeconfig, &lower_bound);
     let apply_seconds = started.elapsed().as_secs_f64();
     let apply_requests = server.requests() - requests;
 
     eprintln!("bosun controller, {} Packages, concurrency {}…", args.packages, args.concurrency);
-    let log = std::fs::File::create(scratch.path().join("controller.log")).expect("log");
     let port = std::net::TcpListener::bind("127.0.0.1:0").expect("a free port").local_addr().expect("addr").port();
     let metrics = format!("127.0.0.1:{port}");
-    let mut controller = Command::new(bosun_binary())
-        .args([
-            "controller",
-            "--concurrency",
-            &args.concurrency.to_string(),
-            "--metrics-addr",
-            &metrics,
-            "--kubeconfig",
-        ])
-        .arg(&kubeconfig)
-        .arg("--cache-dir")
-        .arg(scratch.path().join("cache"))
-        .stdout(Stdio::null())
-        .stderr(log)
-        .spawn()
-        .expect("bosun controller");
+    let mut controller = spawn_controller(&kubeconfig, scratch.path(), args.concurrency, &metrics);
     let pid = controller.id();
     let gvk = GroupVersionKind::gvk("bosun.dev", "v1alpha1", "Package");
     let packages: Api<DynamicObject> = Api::namespaced_with(server.client(), NAMESPACE, &ApiResource::from_gvk(&gvk));

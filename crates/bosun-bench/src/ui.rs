@@ -20,7 +20,7 @@ use kube::{
 use serde_json::json;
 use tokio::io::{AsyncReadExt, AsyncWriteExt};
 
-use crate::{bosun_binary, median, observe, packages::kubectl};
+use crate::{bosun_binary, median, observe, packages::install_crds};
 
 /// Arguments of the dashboard benchmark.
 #[derive(Debug, clap::Args)]
@@ -78,8 +78,7 @@ pub async fn run(args: Args) {
     let server = ApiServer::in_memory().start().await.expect("server");
     let kubeconfig = scratch.path().join("kubeconfig");
     server.write_kubeconfig(&kubeconfig).expect("kubeconfig");
-    let crds = Command::new(bosun_binary()).arg("crds").output().expect("bosun crds");
-    kubectl(&kubeconfig, &["apply", "-f", "-"], &crds.stdout);
+    install_crds(&kubeconfig);
 
     eprintln!("creating {} Packages with their status…", args.packages);
     let resource =

@@ -73,6 +73,13 @@ fn apply_benchmark_runs() {
 }
 
 #[test]
+fn fleet_benchmark_runs() {
+    let out = bench(&["fleet", "--clusters", "2", "--packages", "2", "--concurrency", "4"]);
+    assert_table(&out, 3);
+    assert!(out.contains("watches per cluster"), "{out}");
+}
+
+#[test]
 fn observe_benchmark_runs() {
     let out = bench(&["observe", "--objects", "5", "--writes", "3", "--burst", "3", "--memory-objects", "5"]);
     assert_table(&out, 5);
