@@ -166,6 +166,49 @@ async fn a_cluster_that_never_answers_holds_no_more_places_than_its_limit() {
     }
 }
 
+#[tokio::test]
+async fn a_remote_chart_reads_its_values_here_and_looks_up_objects_there() {
+    let h = start().await;
+    let remote = remote_server(0).await;
+    register(&h, "edge", &remote).await;
+    // The same names on both sides, with different data, say which side each read.
+    for (server, side) in [(&h.server, "management"), (&remote, "remote")] {
+        let values = format!("greeting: from-{side}\n");
+        apply_to::<ConfigMap>(server, Some("default"), json!({
+            "apiVersion": "v1", "kind": "ConfigMap", "metadata": {"name": "values"}, "data": {"values.yaml": values},
+        }))
+        .await;
+        apply_to::<ConfigMap>(
+            server,
+            Some("default"),
+            json!({
+                "apiVersion": "v1", "kind": "ConfigMap", "metadata": {"name": "existing"}, "data": {"value": side},
+            }),
+        )
+        .await;
+    }
+    let chart = tempfile::tempdir().expect("dir");
+    write(chart.path(), "Chart.yaml", "apiVersion: v2\nname: greeting\nversion: 1.0.0\n");
+    std::fs::create_dir(chart.path().join("templates")).expect("templates");
+    write(
+        chart.path(),
+        "templates/greeting.yaml",
+        "apiVersion: v1\nkind: ConfigMap\nmetadata: {name: greeting}\ndata:\n  greeting: {{ .Values.greeting | quote }}\n  \
+         found: {{ (lookup \"v1\" \"ConfigMap\" \"default\" \"existing\").data.value | quote }}\n",
+    );
+    let spec = json!({
+        "source": {"dir": chart.path()}, "targetNamespace": "default", "retryInterval": "1s",
+        "render": {"helm": {"valuesFrom": [{"kind": "ConfigMap", "name": "values"}]}},
+        "kubeConfig": {"secretRef": {"name": "edge"}},
+    });
+    create(&h, "greeting", spec).await;
+    wait_ready(&h, "greeting", |status, _, _| status == "True").await;
+    let there: Api<ConfigMap> = Api::default_namespaced(remote.client());
+    let data = there.get("greeting").await.expect("rendered there").data.expect("data");
+    // valuesFrom beside the Package (as Flux), lookup where the release goes.
+    assert_eq!((data["greeting"].as_str(), data["found"].as_str()), ("from-management", "remote"));
+}
+
 /// ServiceAccount `deployer` in `default`, allowed to manage ConfigMaps in `default`.
 async fn deployer(server: &RunningServer) {
     let account = json!({"apiVersion": "v1", "kind": "ServiceAccount", "metadata": {"name": "deployer"}});

@@ -63,6 +63,21 @@ pub struct RenderOptions {
     /// or `upgrade`: its values from `valuesFrom`, the cluster's capabilities, `lookup`)
     /// instead of as `helm template`. Ignored by the other renderers.
     pub helm_release: Option<render::HelmRelease>,
+    /// Where a chart's `valuesFrom` is read when not from the cluster given to [`render`]: a
+    /// remote Package's values live beside it in the management cluster (as Flux reads them),
+    /// while `lookup` and `.Capabilities` read the cluster the release goes to.
+    pub values_cluster: Option<ValuesCluster>,
+}
+
+/// The cluster a chart's `valuesFrom` is read from (see [`RenderOptions::values_cluster`]).
+#[derive(Clone)]
+pub struct ValuesCluster(pub kube::Client);
+
+impl std::fmt::Debug for ValuesCluster {
+    // kube's Client is not Debug.
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str("ValuesCluster")
+    }
 }
 
 /// Why the pipeline stopped before or while applying.
@@ -131,9 +146,11 @@ pub async fn render(
         }
     }
     let helm = match (package.renderer(), &options.helm_release, cluster) {
-        (RenderSpec::Helm(spec), Some(release), Some(client)) => Some(
-            render::helm_context(client, options.resolver.as_ref(), &spec, release).await.map_err(RenderError::from)?,
-        ),
+        (RenderSpec::Helm(spec), Some(release), Some(client)) => {
+            let values_client = options.values_cluster.as_ref().map_or(client, |values| &values.0);
+            let context = render::helm_context(client, values_client, options.resolver.as_ref(), &spec, release);
+            Some(context.await.map_err(RenderError::from)?)
+        }
         (RenderSpec::Helm(_), _, _) => {
             let namespace = package.spec.target_namespace.as_deref().or(options.default_namespace.as_deref());
             Some(render::HelmContext::template(namespace.unwrap_or("default")))

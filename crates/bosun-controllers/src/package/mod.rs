@@ -292,15 +292,17 @@ impl PackageReconciler {
         Keys::from_secret(&reference.name, &data).map(Some).map_err(|e| failed(e.to_string()))
     }
 
-    /// Renders the package unless the same revision and generation were rendered last time.
+    /// Renders the run's package unless the same revision and generation were rendered last
+    /// time.
     async fn render(
         &self,
+        run: &Run<PackageResource>,
         package: &Package,
         revision: &str,
-        resource: &PackageResource,
         target: &Target,
         keys: Option<Keys>,
     ) -> Result<Arc<Rendered>, Failure> {
+        let resource = run.object();
         let key = key(resource);
         let generation = resource.metadata.generation.unwrap_or_default();
         {
@@ -312,8 +314,9 @@ impl PackageReconciler {
                 return Ok(cached.rendered.clone());
             }
         }
-        // A chart renders as its release in the cluster: `valuesFrom`, `lookup` and
-        // `.Capabilities` read it. The release record is the Package's status.
+        // A chart renders as its release in the cluster it goes to: `lookup` and
+        // `.Capabilities` read it. `valuesFrom` is read here, beside the Package (as Flux
+        // does). The release record is the Package's status.
         let release_revision = status::release_revision(resource, revision);
         let helm_release = matches!(package.renderer(), RenderSpec::Helm(_)).then(|| HelmRelease {
             namespace: package.spec.target_namespace.clone().or_else(|| package.namespace.clone()).unwrap_or_default(),
@@ -327,6 +330,7 @@ impl PackageReconciler {
             resolver: Some(target.resolver.clone()),
             decryption: keys,
             helm_release,
+            values_cluster: Some(pipeline::ValuesCluster(run.client().clone())),
             ..RenderOptions::default()
         };
         let rendered = pipeline::render(package, &options, Some(&target.client))
@@ -380,7 +384,7 @@ impl PackageReconciler {
         let target = self.target(run).await?;
         tracker.phase("Rendering", "rendering", status);
         let keys = self.keys(run).await?;
-        let rendered = self.render(&package, &revision, &resource, &target, keys).await.map_err(in_source)?;
+        let rendered = self.render(run, &package, &revision, &target, keys).await.map_err(in_source)?;
         let digest = pipeline::digest(&rendered);
         let rollback = resource.spec.rollback.as_ref().is_some_and(|r| r.on_failure);
         if rollback

@@ -75,7 +75,8 @@ pub async fn release_from_inventory(
     })
 }
 
-/// Reads what rendering a Helm package as `release` needs from the cluster. Must run inside a
+/// Reads what rendering a Helm package as `release` needs from the cluster (`client`; the
+/// `valuesFrom` objects from `values_client`, usually the same). Must run inside a
 /// Tokio runtime; the [`Lookup`] it returns blocks on that runtime and is meant for the
 /// render's blocking thread.
 ///
@@ -83,12 +84,13 @@ pub async fn release_from_inventory(
 /// A `valuesFrom` object, the cluster's version or its discovery could not be read.
 pub async fn helm_context(
     client: &kube::Client,
+    values_client: &kube::Client,
     resolver: Option<&Resolver>,
     spec: &HelmSpec,
     release: &HelmRelease,
 ) -> Result<HelmContext, ReleaseError> {
     let last = release.last_revision;
-    let values_from = values_from(client, spec, &release.values_namespace).await?;
+    let values_from = values_from(values_client, spec, &release.values_namespace).await?;
     let resolver = match resolver {
         Some(resolver) => resolver.clone(),
         None => Resolver::new(client.clone()).await.map_err(|e| ReleaseError::Capabilities(e.to_string()))?,
