@@ -142,9 +142,46 @@ impl Texts {
         matches!(tokio::time::timeout_at(until, synced.wait_for(|s| *s)).await, Ok(Ok(_)))
     }
 
+    /// Keeps an object this process wrote, unless the watch has brought a newer version of it
+    /// already: a controller writing status right after the write (a Deployment's, within
+    /// milliseconds) must not be hidden by the older answer arriving after its event.
+    fn written(&self, key: Key, version: Option<String>, text: Arc<str>) {
+        let mut objects = self.objects.write().unwrap_or_else(|e| e.into_inner());
+        if let (Some(version), Some(cached)) = (&version, objects.get(&key))
+            && resource_version_of(cached).is_some_and(|cached| is_older(version, &cached))
+        {
+            return;
+        }
+        if let Some(version) = version {
+            self.own_writes.lock().unwrap_or_else(|e| e.into_inner()).insert(key.clone(), version);
+        }
+        objects.insert(key, text);
+    }
+
     fn get(&self, key: &Key) -> Option<Arc<str>> {
         self.objects.read().unwrap_or_else(|e| e.into_inner()).get(key).cloned()
     }
+}
+
+/// The `metadata.resourceVersion` of an object's JSON text.
+fn resource_version_of(text: &str) -> Option<String> {
+    #[derive(serde::Deserialize)]
+    struct Versioned {
+        metadata: Metadata,
+    }
+    #[derive(serde::Deserialize)]
+    #[serde(rename_all = "camelCase")]
+    struct Metadata {
+        resource_version: Option<String>,
+    }
+    serde_json::from_str::<Versioned>(text).ok()?.metadata.resource_version
+}
+
+/// Whether resourceVersion `a` is older than `b`. Kubernetes calls them opaque, but every API
+/// server (etcd's revisions, the embedded one's) gives integers that grow with each write;
+/// any other form is never called older, so the newest answer is kept as before.
+fn is_older(a: &str, b: &str) -> bool {
+    matches!((a.parse::<u64>(), b.parse::<u64>()), (Ok(a), Ok(b)) if a < b)
 }
 
 fn key_of<K: Resource>(object: &K) -> Key {
@@ -333,12 +370,8 @@ impl Cache {
         let Some(texts) = self.texts(&kind.resource).await else { return };
         let Ok(mut object) = serde_json::from_value::<DynamicObject>(written.clone()) else { return };
         slim(&mut object);
-        let key = key_of(&object);
-        if let Some(version) = object.metadata.resource_version.clone() {
-            texts.own_writes.lock().unwrap_or_else(|e| e.into_inner()).insert(key.clone(), version);
-        }
         let text: Arc<str> = serde_json::to_string(&object).unwrap_or_default().into();
-        texts.objects.write().unwrap_or_else(|e| e.into_inner()).insert(key, text);
+        texts.written(key_of(&object), object.metadata.resource_version, text);
     }
 
     /// Whether a namespace exists, or `None` when the cache cannot say.
@@ -393,6 +426,34 @@ mod tests {
         assert_eq!(kept.len(), 1);
         assert_eq!((kept[0].manager.as_deref(), kept[0].operation.as_deref()), (Some("bosun"), Some("Apply")));
         assert_eq!(object.metadata.annotations.expect("annotations").keys().collect::<Vec<_>>(), ["team"]);
+    }
+
+    #[test]
+    fn resource_versions_compare_as_the_integers_servers_give() {
+        let cases = [("5", "7", true), ("7", "5", false), ("7", "7", false), ("10", "9", false), ("abc", "7", false)];
+        for (a, b, older) in cases {
+            assert_eq!(is_older(a, b), older, "{a} < {b}");
+        }
+    }
+
+    #[test]
+    fn an_answer_older_than_the_watched_object_does_not_replace_it() {
+        let texts = Texts::new();
+        let key = ("ns".to_string(), "web".to_string());
+        let text = |version: &str, ready: bool| -> Arc<str> {
+            serde_json::json!({"metadata": {"name": "web", "resourceVersion": version}, "status": {"ready": ready}})
+                .to_string()
+                .into()
+        };
+        // The watch brought the controller's status update (8) before the apply's answer (7).
+        texts.objects.write().expect("lock").insert(key.clone(), text("8", true));
+        texts.written(key.clone(), Some("7".into()), text("7", false));
+        assert_eq!(texts.get(&key).as_deref(), Some(&*text("8", true)));
+        assert!(texts.own_writes.lock().expect("lock").is_empty(), "its event came already");
+        // A newer answer replaces what the watch brought, and its event is known as our own.
+        texts.written(key.clone(), Some("9".into()), text("9", false));
+        assert_eq!(texts.get(&key).as_deref(), Some(&*text("9", false)));
+        assert_eq!(texts.own_writes.lock().expect("lock").get(&key).map(String::as_str), Some("9"));
     }
 
     #[tokio::test]
