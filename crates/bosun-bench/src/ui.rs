@@ -137,7 +137,7 @@ pub async fn run(args: Args) {
         assert!(output.status.success(), "kubectl get packages");
         kubectl_times.push(started.elapsed().as_secs_f64() * 1000.0);
     }
-    let (idle, _) = observe::resident_mib(ui.id());
+    let idle = observe::resident_mib(ui.id());
 
     eprintln!("memory with the overview live…");
     let mut live = tokio::net::TcpStream::connect(&address).await.expect("connect");
@@ -154,7 +154,7 @@ pub async fn run(args: Args) {
         assert!(read > 0, "the live overview closed");
         received.extend_from_slice(&buffer[..read]);
     }
-    let (watching, peak) = observe::resident_mib(ui.id());
+    let watching = observe::resident_mib(ui.id());
     drop(live);
 
     let mut table = String::new();
@@ -174,10 +174,15 @@ pub async fn run(args: Args) {
         median(&mut kubectl_times)
     );
     let _ = writeln!(table, "| page size | {:.0} KiB | |", size as f64 / 1024.0);
-    let _ = writeln!(table, "| resident memory, idle | {idle:.0} MiB | |");
     let _ = writeln!(
         table,
-        "| resident memory, overview live (every Package watched) | {watching:.0} MiB (peak {peak:.0} MiB) | |"
+        "| resident memory, idle (of which heap and stacks) | {:.0} MiB ({:.0} MiB) | |",
+        idle.now, idle.anonymous
+    );
+    let _ = writeln!(
+        table,
+        "| resident memory, overview live (every Package watched; of which heap and stacks) | {:.0} MiB (peak {:.0} MiB; {:.0} MiB) | |",
+        watching.now, watching.peak, watching.anonymous
     );
     print!("{table}");
     drop(ui);
