@@ -66,13 +66,8 @@ impl Cluster {
         let cache = tempfile::tempdir().expect("cache");
         let stop = CancellationToken::new();
         let settings = bosun_controllers::package::Settings {
-            config: server.config(),
-            cache_dir: cache.path().to_path_buf(),
-            default_service_account: None,
-            concurrency: 4,
-            namespace: None,
-            selector: None,
             stopping: stop.clone(),
+            ..bosun_controllers::package::Settings::new(server.config(), cache.path().to_path_buf())
         };
         let packages = bosun_controllers::package::controller(server.client(), settings);
         let stopped = stop.clone();
