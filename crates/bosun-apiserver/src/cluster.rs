@@ -596,7 +596,7 @@ impl Cluster {
     pub fn list(&self, scope: &Scope, options: &ListOptions) -> ListPage {
         let namespace = (!scope.namespace.is_empty()).then_some(scope.namespace.as_str());
         self.store.list(scope.info.store_key(), namespace, options.continue_after.as_deref(), options.limit, |stored| {
-            options.labels.matches(object::labels(&stored.value)) && options.fields.matches(&stored.value)
+            options.labels.matches_object(&stored.value) && options.fields.matches(&stored.value)
         })
     }
 

@@ -157,6 +157,13 @@ impl LabelSelector {
         }
     }
 
+    /// Whether an object's labels satisfy every requirement. The empty selector does not look
+    /// into the object: a full list of thousands of objects would otherwise pay two map lookups
+    /// in each (cache misses, most of an unfiltered list's time besides copying).
+    pub fn matches_object(&self, object: &Value) -> bool {
+        self.requirements.is_empty() || self.matches(crate::object::labels(object))
+    }
+
     /// Whether labels (the object's `metadata.labels`) satisfy every requirement.
     pub fn matches(&self, labels: Option<&Map<String, Value>>) -> bool {
         self.requirements.iter().all(|req| {
@@ -347,6 +354,23 @@ mod tests {
         for (selector, expected) in cases {
             let parsed = LabelSelector::parse(selector).unwrap_or_else(|e| panic!("{selector}: {e}"));
             assert_eq!(parsed.matches(labels), expected, "{selector}");
+        }
+    }
+
+    #[test]
+    fn objects_match_by_their_metadata_labels() {
+        let labelled = json!({"metadata": {"name": "a", "labels": {"app": "web"}}});
+        let bare = json!({"metadata": {"name": "b"}});
+        let cases = [
+            ("", &labelled, true),
+            ("", &bare, true),
+            ("app=web", &labelled, true),
+            ("app=web", &bare, false),
+            ("!app", &bare, true),
+        ];
+        for (selector, object, expected) in cases {
+            let parsed = LabelSelector::parse(selector).unwrap_or_else(|e| panic!("{selector}: {e}"));
+            assert_eq!(parsed.matches_object(object), expected, "{selector} on {object}");
         }
     }
 

@@ -120,8 +120,9 @@ async fn round(args: &Args, connection: &crate::cluster::Connection, applied: &m
         return crate::bad_input(message);
     }
     let interrupt = crate::signal::Interrupt::listen();
-    let digest = pipeline::digest(&rendered);
-    let hooks = applied.as_ref() != Some(&digest);
+    // Only a later `--interval` round compares digests (a one-shot apply always runs hooks), so
+    // the first round does not serialize every object to hash it.
+    let hooks = applied.as_ref().is_none_or(|applied| *applied != pipeline::digest(&rendered));
     let options = Options { cancel: Some(interrupt.token()), hooks, ..options(&package, args) };
     let progress = progress(&package.name, args.output);
     match pipeline::apply(&connection.client, &package, &rendered, namespace, &options, progress.as_ref()).await {

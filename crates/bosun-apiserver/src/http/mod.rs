@@ -459,16 +459,22 @@ fn delete_options(bytes: &[u8], query: &Query) -> Result<(DeleteOptions, bool), 
     Ok((options, dry_run))
 }
 
-fn list_json(api_version: &str, kind: &str, metadata: Value, items: impl Iterator<Item = String>) -> String {
-    let mut out =
+/// A list's JSON (with the encoder's trailing newline) written once into a buffer of its exact
+/// size: the items are the stored objects' own JSON, so a list of thousands is one copy of
+/// each, not the several that growing a string and re-borrowing it take.
+fn list_json(api_version: &str, kind: &str, metadata: Value, items: &[impl AsRef<str>]) -> String {
+    let head =
         format!("{{\"kind\":{},\"apiVersion\":{},\"metadata\":{metadata},\"items\":[", json!(kind), json!(api_version));
-    for (i, item) in items.enumerate() {
+    let size = head.len() + items.iter().map(|item| item.as_ref().len() + 1).sum::<usize>() + "]}\n".len();
+    let mut out = String::with_capacity(size);
+    out.push_str(&head);
+    for (i, item) in items.iter().enumerate() {
         if i > 0 {
             out.push(',');
         }
-        out.push_str(&item);
+        out.push_str(item.as_ref());
     }
-    out.push_str("]}");
+    out.push_str("]}\n");
     out
 }
 
@@ -621,8 +627,8 @@ async fn resource(
             let (options, dry_run) = delete_options(&read_body(body).await?, query)?;
             let affected = cluster.delete_collection(&scope, &request.list, &options, dry_run).await?;
             let (api_version, kind) = shape.list_type_meta(&scope);
-            let items = affected.into_iter().map(|v| shape.value(&scope, v).to_string());
-            Ok(json_response(StatusCode::OK, list_json(&api_version, &kind, json!({}), items), &warnings))
+            let items: Vec<String> = affected.into_iter().map(|v| shape.value(&scope, v).to_string()).collect();
+            Ok(json_response(StatusCode::OK, list_json(&api_version, &kind, json!({}), &items), &warnings))
         }
         (method, _) => {
             let verb = match (method, target.name) {
@@ -686,6 +692,6 @@ fn list(
         return Ok(json_response(StatusCode::OK, table, warnings));
     }
     let (api_version, kind) = shape.list_type_meta(scope);
-    let items = page.items.iter().map(|stored| shape.object_json(scope, stored).into_owned());
-    Ok(json_response(StatusCode::OK, list_json(&api_version, &kind, metadata, items), warnings))
+    let items: Vec<_> = page.items.iter().map(|stored| shape.object_json(scope, stored)).collect();
+    Ok(json_response(StatusCode::OK, list_json(&api_version, &kind, metadata, &items), warnings))
 }

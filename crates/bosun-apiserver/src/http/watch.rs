@@ -74,7 +74,7 @@ pub fn start(
 impl Watcher {
     fn matches(&self, value: &Value) -> bool {
         (self.scope.namespace.is_empty() || object::namespace(value) == self.scope.namespace)
-            && self.request.list.labels.matches(object::labels(value))
+            && self.request.list.labels.matches_object(value)
             && self.request.list.fields.matches(value)
     }
 

@@ -188,9 +188,16 @@ pub(super) async fn live_objects(
         let place = (resource.api_version.as_str(), resource.plural.as_str(), item.namespace.as_str());
         by_place.entry(place).or_default().push(index);
     }
-    for indexes in by_place.values().filter(|indexes| indexes.len() >= LIST_FROM) {
-        let first = items[indexes[0]];
-        let Ok(mut listed) = list_all(client, first).await else { continue };
+    // The lists go out together: an unchanged re-apply of several kinds waits for the slowest,
+    // not for their sum.
+    let lists: Vec<_> = by_place
+        .values()
+        .filter(|indexes| indexes.len() >= LIST_FROM)
+        .map(|indexes| async move { (indexes, list_all(client, items[indexes[0]]).await) })
+        .collect();
+    let lists: Vec<_> = stream::iter(lists).buffer_unordered(concurrency.max(1)).collect().await;
+    for (indexes, listed) in lists {
+        let Ok(mut listed) = listed else { continue };
         for &index in indexes {
             let item = items[index];
             let found = listed.remove(&item.name).map(|mut object| {

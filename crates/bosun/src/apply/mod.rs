@@ -43,7 +43,7 @@ use crate::plan::{
 };
 use crate::policy::{self, ObjectPolicy};
 
-use crate::render::{HookStyle, Rendered};
+use crate::render::{HookStyle, Manifest, Rendered};
 
 use crate::report::{ApplyProgress, Change, ChangeEntry, Report};
 pub use bosun_core::discovery::{Kind, Resolver};
@@ -246,52 +246,104 @@ impl Item {
     }
 }
 
-/// Resolves rendered objects against the cluster's kinds; objects whose kind the package's own
+/// Where a rendered object goes, found without copying it: the kind the cluster serves it as
+/// and the namespace apply gives it.
+struct Placement<'a> {
+    manifest: &'a Manifest,
+    kind: Kind,
+    namespace: String,
+}
+
+impl Placement<'_> {
+    /// Its inventory entry.
+    fn entry(&self) -> Entry {
+        let object = &self.manifest.object;
+        Entry::new(object::api_version(object), object::kind(object), &self.namespace, object::name(object))
+    }
+}
+
+/// The namespace an object is applied in: none for a cluster-scoped kind, else its own or the
+/// default.
+fn placed_namespace<'a>(namespaced: bool, declared: &'a str, default: &'a str) -> &'a str {
+    match (namespaced, declared) {
+        (false, _) => "",
+        (true, "") => default,
+        (true, declared) => declared,
+    }
+}
+
+/// Places rendered objects against the cluster's kinds; objects whose kind the package's own
 /// CRDs will add come back as `Err` with `pending_crd` true.
+async fn place<'a>(
+    resolver: &Resolver,
+    rendered: &'a Rendered,
+    keys: &[String],
+    target: &Target,
+) -> Vec<Result<Placement<'a>, (String, String, bool)>> {
+    let mut refreshed = false;
+    let mut out = Vec::with_capacity(keys.len());
+    for key in keys {
+        let Some(manifest) = rendered.manifests.get(key) else { continue };
+        let object = &manifest.object;
+        let api_version = object::api_version(object);
+        let kind_name = object::kind(object);
+        let mut kind = resolver.kind(api_version, kind_name).await;
+        if kind.is_none() && !refreshed {
+            refreshed = true;
+            let _ = resolver.refresh().await;
+            kind = resolver.kind(api_version, kind_name).await;
+        }
+        let Some(kind) = kind else {
+            let pending_crd = rendered.manifests.iter().any(|m| {
+                object::kind(&m.object) == "CustomResourceDefinition"
+                    && object::text(&m.object, "/spec/names/kind") == kind_name
+                    && object::text(&m.object, "/spec/group") == object::group_of(api_version)
+            });
+            out.push(Err((
+                describe(object),
+                format!("the cluster serves no {kind_name} in {api_version}"),
+                pending_crd,
+            )));
+            continue;
+        };
+        let namespace = placed_namespace(kind.namespaced, object::namespace(object), &target.default_namespace);
+        out.push(Ok(Placement { manifest, namespace: namespace.to_string(), kind }));
+    }
+    out
+}
+
+/// Every rendered object whose kind the cluster serves, placed (see [`place`]).
+async fn place_all<'a>(resolver: &Resolver, rendered: &'a Rendered, target: &Target) -> Vec<Placement<'a>> {
+    let keys: Vec<String> = rendered.manifests.iter().map(|m| m.key.clone()).collect();
+    place(resolver, rendered, &keys, target).await.into_iter().filter_map(Result::ok).collect()
+}
+
+/// Resolves rendered objects into the items apply writes: each a copy of its object with
+/// bosun's owner labels and its namespace (see [`place`] for the errors).
 async fn resolve_items(
     resolver: &Resolver,
     rendered: &Rendered,
     keys: &[String],
     target: &Target,
 ) -> Vec<Result<Item, (String, String, bool)>> {
-    let mut refreshed = false;
-    let mut out = Vec::with_capacity(keys.len());
-    for key in keys {
-        let Some(manifest) = rendered.manifests.get(key) else { continue };
-        let mut object = manifest.object.clone();
-        let api_version = object::api_version(&object).to_string();
-        let kind_name = object::kind(&object).to_string();
-        let mut kind = resolver.kind(&api_version, &kind_name).await;
-        if kind.is_none() && !refreshed {
-            refreshed = true;
-            let _ = resolver.refresh().await;
-            kind = resolver.kind(&api_version, &kind_name).await;
-        }
-        let Some(kind) = kind else {
-            let pending_crd = rendered.manifests.iter().any(|m| {
-                object::kind(&m.object) == "CustomResourceDefinition"
-                    && object::text(&m.object, "/spec/names/kind") == kind_name
-                    && object::text(&m.object, "/spec/group") == object::group_of(&api_version)
-            });
-            out.push(Err((
-                describe(&object),
-                format!("the cluster serves no {kind_name} in {api_version}"),
-                pending_crd,
-            )));
-            continue;
-        };
-        inventory::label(&mut object, &target.name, &target.namespace);
-        if !kind.namespaced {
-            object::set_namespace(&mut object, None);
-        } else if object::namespace(&object).is_empty() {
-            object::set_namespace(&mut object, Some(&target.default_namespace));
-        }
-        let namespace = object::namespace(&object).to_string();
-        let name = object::name(&object).to_string();
-        let policy = policy::of(&object);
-        out.push(Ok(Item { key: key.clone(), described: describe(&object), object, kind, namespace, name, policy }));
-    }
-    out
+    let placed = place(resolver, rendered, keys, target).await;
+    placed
+        .into_iter()
+        .map(|placement| {
+            let Placement { manifest, kind, namespace } = placement?;
+            let mut object = manifest.object.clone();
+            inventory::label(&mut object, &target.name, &target.namespace);
+            if !kind.namespaced {
+                object::set_namespace(&mut object, None);
+            } else if object::namespace(&object).is_empty() {
+                object::set_namespace(&mut object, Some(&namespace));
+            }
+            let name = object::name(&object).to_string();
+            let policy = policy::of(&object);
+            let described = describe(&object);
+            Ok(Item { key: manifest.key.clone(), described, object, kind, namespace, name, policy })
+        })
+        .collect()
 }
 
 /// One apply in progress: the client and what it applies, how, and what it has done so far.
@@ -440,11 +492,12 @@ pub async fn apply(
     progress: &dyn ApplyProgress,
 ) -> Result<Report, ApplyError> {
     let (mut runner, previous) = Runner::start(client, target, rendered, options, progress).await?;
-    let all: Vec<Item> = resolve_all(&runner.resolver, rendered, target).await;
+    let all = place_all(&runner.resolver, rendered, target).await;
     let asked = policy::namespaces_to_create(rendered.manifests.iter().map(|m| &m.object));
     let mut namespaces = created_namespaces(rendered);
     namespaces.extend(asked.iter().filter(|n| !namespaces.contains(n)).cloned().collect::<Vec<_>>());
-    check_namespaces(client, options.cache.as_ref(), target, &all, &namespaces, !options.dry_run).await?;
+    let placed = all.iter().map(|placement| placement.namespace.as_str());
+    check_namespaces(client, options.cache.as_ref(), target, placed, &namespaces, !options.dry_run).await?;
     if let Some(failure) = runner.create_namespaces(&asked).await {
         runner.report.failure = Some(failure);
     } else {
@@ -455,7 +508,7 @@ pub async fn apply(
         // Resolved again: kinds whose CRDs this rollout created are served now, and their
         // objects must count as current, not as prunable.
         let current: Vec<Entry> =
-            resolve_all(&runner.resolver, rendered, target).await.iter().map(|item| Entry::of(&item.object)).collect();
+            place_all(&runner.resolver, rendered, target).await.iter().map(Placement::entry).collect();
         runner.prune(&previous, &current).await;
     }
     let pruned = options.prune && runner.report.failure.is_none();
@@ -486,12 +539,6 @@ pub async fn delete(
     runner.finish(pruned).await
 }
 
-/// Every rendered object whose kind the cluster serves (with the namespace apply gives it).
-async fn resolve_all(resolver: &Resolver, rendered: &Rendered, target: &Target) -> Vec<Item> {
-    let keys: Vec<String> = rendered.manifests.iter().map(|m| m.key.clone()).collect();
-    resolve_items(resolver, rendered, &keys, target).await.into_iter().filter_map(Result::ok).collect()
-}
-
 /// The report entry of one object.
 fn entry(item: &Item, group: &str, change: Change, message: Option<String>) -> ChangeEntry {
     ChangeEntry {
@@ -518,5 +565,29 @@ fn unresolved(object: String, group: &str, change: Change, message: &str) -> Cha
         health: None,
         hook: None,
         cause: None,
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn objects_are_placed_in_their_namespace_or_the_default_and_cluster_scoped_ones_in_none() {
+        // (namespaced kind, namespace the object declares, default, placed)
+        let cases = [
+            (true, "app", "default", "app"),
+            (true, "", "default", "default"),
+            (true, "", "", ""),
+            (false, "app", "default", ""),
+            (false, "", "default", ""),
+        ];
+        for (namespaced, declared, default, placed) in cases {
+            assert_eq!(
+                placed_namespace(namespaced, declared, default),
+                placed,
+                "{namespaced} {declared:?} {default:?}"
+            );
+        }
     }
 }

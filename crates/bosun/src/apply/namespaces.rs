@@ -5,7 +5,7 @@ use std::collections::BTreeMap;
 
 use kube::{Api, Client};
 
-use super::{ApplyError, Cache, FIELD_MANAGER, Item, Runner, Target, unresolved};
+use super::{ApplyError, Cache, FIELD_MANAGER, Runner, Target, unresolved};
 use crate::render::Rendered;
 use crate::report::{Cause, Change, ObjectFailure, RolloutFailure, Stage};
 use bosun_core::object;
@@ -46,19 +46,15 @@ fn needed_namespaces<'a>(
 /// Fails before anything is written when objects (or the inventory) would go to namespaces
 /// that do not exist: otherwise every object of the group fails its dry run with the same
 /// message, or worse, everything is applied and the inventory cannot be written.
-pub(super) async fn check_namespaces(
+pub(super) async fn check_namespaces<'a>(
     client: &Client,
     cache: Option<&Cache>,
     target: &Target,
-    items: &[Item],
+    placed: impl Iterator<Item = &'a str>,
     created: &[String],
     inventory: bool,
 ) -> Result<(), ApplyError> {
-    let needed = needed_namespaces(
-        items.iter().map(|item| item.namespace.as_str()),
-        inventory.then_some(target.namespace.as_str()),
-        created,
-    );
+    let needed = needed_namespaces(placed, inventory.then_some(target.namespace.as_str()), created);
     let api: Api<k8s_openapi::api::core::v1::Namespace> = Api::all(client.clone());
     let mut missing = Vec::new();
     for (namespace, objects) in needed {

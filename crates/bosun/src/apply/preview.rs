@@ -62,10 +62,10 @@ pub async fn diff(
         .map(|m| m.key.clone())
         .collect();
     let resolved = resolve_items(&resolver, rendered, &keys, target).await;
-    let resolved_items: Vec<Item> = resolved.iter().filter_map(|r| r.as_ref().ok().cloned()).collect();
     let mut created = created_namespaces(rendered);
     created.extend(policy::namespaces_to_create(rendered.manifests.iter().map(|m| &m.object)));
-    check_namespaces(client, None, target, &resolved_items, &created, false).await?;
+    let placed = resolved.iter().filter_map(|r| r.as_ref().ok()).map(|item| item.namespace.as_str());
+    check_namespaces(client, None, target, placed, &created, false).await?;
     let mut report = DiffReport::default();
     let items: Vec<Item> = resolved
         .into_iter()

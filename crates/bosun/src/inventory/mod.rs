@@ -33,17 +33,12 @@ pub struct Entry {
 impl Entry {
     /// The entry of an object.
     pub fn of(object: &Value) -> Entry {
-        let api_version = object::api_version(object);
-        Entry {
-            id: format!(
-                "{}_{}_{}_{}",
-                group_of(api_version),
-                object::kind(object),
-                object::namespace(object),
-                object::name(object)
-            ),
-            v: api_version.to_string(),
-        }
+        Entry::new(object::api_version(object), object::kind(object), object::namespace(object), object::name(object))
+    }
+
+    /// The entry of an object by its parts (`namespace` empty when cluster-scoped).
+    pub fn new(api_version: &str, kind: &str, namespace: &str, name: &str) -> Entry {
+        Entry { id: format!("{}_{kind}_{namespace}_{}", group_of(api_version), name), v: api_version.to_string() }
     }
 
     /// Kind, namespace and name of the identity.
