@@ -71,17 +71,19 @@ pub async fn create_throughput(server: &RunningServer, total: usize, count: usiz
 
 /// [`create_throughput`] with clients configured by `config` (another user).
 async fn create_throughput_as(config: &kube::Config, total: usize, count: usize, prefix: &str) -> f64 {
-    let apis = clients(config, count);
-    let per_client = total / count;
+    let apis = clients(config, count.max(1));
+    let clients_count = apis.len();
     let started = Instant::now();
     let tasks: Vec<_> = apis
         .into_iter()
         .enumerate()
         .map(|(c, api)| {
             let prefix = prefix.to_string();
+            // Client c creates objects c, c + clients, …: exactly `total` in all, even when
+            // there are fewer objects than clients.
             tokio::spawn(async move {
-                for i in 0..per_client {
-                    api.create(&PostParams::default(), &configmap(&format!("{prefix}-{c}-{i}"))).await.expect("create");
+                for i in (c..total).step_by(clients_count) {
+                    api.create(&PostParams::default(), &configmap(&format!("{prefix}-{i}"))).await.expect("create");
                 }
             })
         })
@@ -89,7 +91,7 @@ async fn create_throughput_as(config: &kube::Config, total: usize, count: usize,
     for task in tasks {
         task.await.expect("task");
     }
-    (per_client * count) as f64 / started.elapsed().as_secs_f64()
+    total as f64 / started.elapsed().as_secs_f64()
 }
 
 /// Inserts the payloads into SQLite with the server's schema and settings, one transaction per
