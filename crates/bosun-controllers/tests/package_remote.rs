@@ -294,4 +294,12 @@ async fn a_missing_kubeconfig_secret_or_key_is_named_in_the_status() {
     let package = wait_ready(&h, "empty", |status, reason, _| status == "False" && reason == "InvalidKubeConfig").await;
     let expected = "spec.kubeConfig.secretRef: Secret empty: no key \"value\" nor \"value.yaml\"";
     assert_eq!(ready(&package).expect("ready").2, expected);
+
+    // A Package whose cluster was unregistered (its Secret deleted) can still be deleted: there
+    // is nothing left to prune through, so its objects stay on that cluster.
+    secrets.delete("yaml", &Default::default()).await.expect("unregister");
+    h.packages.delete("yaml", &Default::default()).await.expect("delete");
+    until("the Package is gone", async || h.packages.get_opt("yaml").await.expect("get").is_none()).await;
+    let there: Api<ConfigMap> = Api::default_namespaced(remote.client());
+    assert_eq!(remote_value(&there, "web").await.as_deref(), Some("1"));
 }

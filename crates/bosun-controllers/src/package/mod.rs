@@ -652,7 +652,18 @@ impl kit::Reconciler for PackageReconciler {
         if !delete || resource.spec.suspend == Some(true) || inventory.is_empty() {
             return Ok(());
         }
-        let target = self.target(run).await?;
+        let target = match self.target(run).await {
+            Ok(target) => target,
+            // The cluster's Secret is gone (its registration removed): there is nothing to
+            // reach, and waiting would keep the Package forever. Its objects are left there, as
+            // Flux leaves them; the event says so. An unreachable cluster is still retried.
+            Err(failure) if failure.reason == remote::INVALID_KUBECONFIG => {
+                let note = format!("not pruning the remote objects: {}", failure.message);
+                run.publish(EventType::Warning, "PruneSkipped", &note, "Delete").await;
+                return Ok(());
+            }
+            Err(failure) => return Err(failure),
+        };
         let package = Package {
             dir: PathBuf::new(),
             name: run.name().to_string(),
