@@ -34,6 +34,33 @@ pub struct Settings<'a> {
     pub once: Option<Duration>,
 }
 
+/// The label `bosun dev` puts on the clusters it registers: its workload clusters live only as
+/// long as the process, so a later run (with fewer clusters) unregisters those it does not
+/// start again, leaving clusters added by `bosun cluster add` alone.
+const DEV_CLUSTER_LABEL: &str = "bosun.dev/dev-cluster";
+
+/// The clusters an earlier `bosun dev` registered that this run does not start.
+fn stale<'a>(registered: &'a [String], started: &[(String, &str)]) -> Vec<&'a str> {
+    registered.iter().filter(|name| !started.iter().any(|(s, _)| s == *name)).map(String::as_str).collect()
+}
+
+/// Unregisters the clusters an earlier run registered and this one does not start.
+async fn unregister_stale(client: &kube::Client, started: &[(String, &str)]) -> Result<(), kube::Error> {
+    let secrets: Api<k8s_openapi::api::core::v1::Secret> = Api::namespaced(client.clone(), "default");
+    let registered: Vec<String> = secrets
+        .list_metadata(&ListParams::default().labels(&format!("{DEV_CLUSTER_LABEL}=true")))
+        .await?
+        .items
+        .into_iter()
+        .filter_map(|secret| secret.metadata.name)
+        .collect();
+    for name in stale(&registered, started) {
+        secrets.delete(name, &Default::default()).await?;
+        outln!("cluster {name}: unregistered (not started this time)");
+    }
+    Ok(())
+}
+
 /// The workload clusters' names and `env` labels: the first is staging, the others prod.
 fn cluster_names(count: usize) -> Vec<(String, &'static str)> {
     (0..count)
@@ -83,13 +110,18 @@ pub async fn run(server: &RunningServer, settings: Settings<'_>) -> ExitCode {
     if let Err(message) = install_crds(&server.client(), "bosun-dev").await {
         return crate::bad_input(message);
     }
+    let names = cluster_names(settings.clusters);
+    if let Err(error) = unregister_stale(&server.client(), &names).await {
+        return crate::failed(format!("unregistering the clusters of an earlier run: {error}"));
+    }
     let mut workloads = Vec::new();
-    for (name, env) in cluster_names(settings.clusters) {
+    for (name, env) in names {
         let workload = match ApiServer::in_memory().simulate_workloads(settings.workload_delay).start().await {
             Ok(workload) => workload,
             Err(error) => return crate::failed(format!("workload cluster {name}: {error}")),
         };
-        let labels = BTreeMap::from([("env".to_string(), env.to_string())]);
+        let labels =
+            BTreeMap::from([("env".to_string(), env.to_string()), (DEV_CLUSTER_LABEL.to_string(), "true".to_string())]);
         let (client, kubeconfig) = (server.client(), workload.kubeconfig());
         if let Err(error) = crate::clusters::register(&client, "default", &name, &kubeconfig, labels).await {
             return crate::failed(format!("registering cluster {name}: {error}"));
@@ -164,6 +196,14 @@ async fn follow(api: &Api<FleetResource>, once: Option<Duration>) -> ExitCode {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn a_run_unregisters_the_earlier_runs_clusters_it_does_not_start() {
+        let registered = ["staging".to_string(), "prod-1".to_string(), "prod-2".to_string()];
+        assert_eq!(stale(&registered, &cluster_names(2)), ["prod-2"]);
+        assert!(stale(&registered, &cluster_names(3)).is_empty());
+        assert!(stale(&[], &cluster_names(1)).is_empty());
+    }
 
     #[test]
     fn the_first_cluster_is_staging_and_the_others_prod() {
