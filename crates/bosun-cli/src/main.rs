@@ -46,8 +46,8 @@ Deliver:
   deps        Fetch a Helm chart's dependencies into its charts/ (Helm's dependency build)
 
 Deliver continuously (bosun controller):
-  controller  Reconcile Package, Operator and Canary resources, Alerts and Receivers: fetch, render,
-              roll out, report in status
+  controller  Reconcile Package, Fleet, Operator and Canary resources, Alerts and Receivers: fetch,
+              render, roll out, report in status
   reconcile   Ask the controller to reconcile a Package now, and wait for the result
   suspend     Stop reconciling a Package
   resume      Reconcile a suspended Package again, and wait for the result
@@ -126,8 +126,8 @@ enum Command {
     /// The web dashboard: Packages, Canaries, Operators and Alerts, live, with their actions
     /// (as your kubeconfig's user, on 127.0.0.1:8090).
     Ui(ui::Args),
-    /// Reconcile Package, Operator and Canary resources, Alerts and Receivers: fetch, render,
-    /// roll out, report in status.
+    /// Reconcile Package, Fleet, Operator and Canary resources, Alerts and Receivers: fetch,
+    /// render, roll out, report in status.
     Controller(controller::Args),
     /// Run one Operator from a local directory until Ctrl-C: children rendered from every object
     /// of a kind, rolled out and kept (Locutus' resource trigger).
