@@ -10,7 +10,7 @@ use std::{
     time::{Duration, Instant},
 };
 
-use futures::{Stream, StreamExt, stream::BoxStream};
+use futures::{FutureExt, Stream, StreamExt, stream::BoxStream};
 use kube::{
     Api, Client, Resource,
     api::{ApiResource, DynamicObject},
@@ -435,8 +435,10 @@ impl<R: Reconciler> Controller<R> {
             policy: self.finalizer,
             gate,
         });
-        runtime
-            .graceful_shutdown_on(shutdown)
+        let store = runtime.store();
+        let shutdown = shutdown.shared();
+        let running = runtime
+            .graceful_shutdown_on(shutdown.clone())
             .run(reconcile::<R>, error_policy::<R>, context)
             .for_each(|result| async move {
                 match result {
@@ -449,8 +451,17 @@ impl<R: Reconciler> Controller<R> {
                     Err(error) => tracing::debug!(%error, "controller event"),
                     Ok(_) => {}
                 }
-            })
-            .await;
+            });
+        // kube-runtime holds reconciles until the store has listed the objects, and its
+        // graceful shutdown stops the watch that would list them: a shutdown before then would
+        // wait forever. Nothing has been reconciled yet then, so the controller stops at once.
+        let stopped_before_ready = async move {
+            shutdown.await;
+            if matches!(store.wait_until_ready().now_or_never(), Some(Ok(()))) {
+                std::future::pending::<()>().await;
+            }
+        };
+        futures::future::select(std::pin::pin!(running), std::pin::pin!(stopped_before_ready)).await;
         Ok(())
     }
 }

@@ -96,3 +96,18 @@ async fn free_style_children_are_applied_and_pruned() {
     let _ = stop.send(());
     task.await.expect("joined").expect("the controller ran");
 }
+
+/// A shutdown asked for before the controller has listed its objects ends it at once:
+/// kube-runtime alone would hold it for a listing its shutdown stopped, forever (a `bosun
+/// controller` stopped as it started would never exit).
+#[tokio::test]
+async fn a_shutdown_before_the_first_listing_ends_the_controller() {
+    let server = ApiServer::in_memory().start().await.expect("server");
+    let crds: Api<CustomResourceDefinition> = Api::all(server.client());
+    crds.create(&PostParams::default(), &Shelf::crd()).await.expect("CRD");
+    let shelves: Api<Shelf> = Api::default_namespaced(server.client());
+    shelves.create(&PostParams::default(), &Shelf::new("s", ShelfSpec { books: 1 })).await.expect("shelf");
+    let controller = Controller::new("librarian", Librarian, server.client()).owns::<ConfigMap>();
+    let stopped = tokio::time::timeout(Duration::from_secs(60), controller.run(std::future::ready(()))).await;
+    stopped.expect("the controller stops").expect("the controller ran");
+}
