@@ -289,3 +289,25 @@ async fn a_fleet_over_clusters_and_directories_creates_a_package_per_cluster_and
         assert_eq!(remote_value(server, "legacy").await, None);
     }
 }
+
+/// `bosun.dev/requested-at` asks for a reconcile now; the status says which request it has
+/// handled, so that a client knows the status is not older than its request.
+#[tokio::test]
+async fn a_fleet_echoes_the_reconcile_request_it_handled() {
+    let (h, _cache) = management().await;
+    let dir = tempfile::tempdir().expect("dir");
+    write(dir.path(), "cm.yaml", &configmap("cm-${name}", "1"));
+    let spec = json!({
+        "generators": [{"list": {"elements": [{"name": "a"}]}}],
+        "template": {"metadata": {"name": "{{name}}"}, "spec": {"source": {"dir": dir.path()}, "substitute": {"name": "{{name}}"}}},
+    });
+    let fleets = create_fleet(&h, "asked", spec).await;
+    until("1/1 Ready", async || (summary(&fleets, "asked").await.as_deref() == Some("1/1 Ready")).then_some(())).await;
+    let handled = async |fleets: &Api<FleetResource>| fleets.get("asked").await.ok()?.status?.last_handled_reconcile_at;
+    assert_eq!(handled(&fleets).await, None, "nothing asked yet");
+    for token in ["2030-01-01T00:00:00Z", "2030-01-01T00:00:01Z"] {
+        let patch = json!({"metadata": {"annotations": {"bosun.dev/requested-at": token}}});
+        fleets.patch("asked", &PatchParams::default(), &Patch::Merge(&patch)).await.expect("annotate");
+        until(token, async || (handled(&fleets).await.as_deref() == Some(token)).then_some(())).await;
+    }
+}

@@ -1,7 +1,8 @@
 //! The `Fleet` controller: reads the registered clusters and the Fleet's Packages, decides what
 //! to generate ([`generate`]) and what to write now ([`strategy`]), writes the Packages as the
 //! Fleet's children (owned, pruned when no longer generated) and reports them in the status.
-//! A change of a Package (its status too) or of a cluster Secret reconciles the Fleet.
+//! A change of a Package (its status too) or of a cluster Secret reconciles the Fleet, and so
+//! does a new `bosun.dev/requested-at` annotation (echoed in `status.lastHandledReconcileAt`).
 
 use std::{
     collections::BTreeMap,
@@ -9,7 +10,7 @@ use std::{
     time::Duration,
 };
 
-use bosun::package::{PackageResource, PackageSpec, SourceSpec};
+use bosun::package::{PackageResource, PackageSpec, SourceSpec, resource::REQUESTED_AT};
 use bosun::source::Fetcher;
 use bosun_kit::{self as kit, Failure, Run, children::OWNER_LABEL};
 use k8s_openapi::api::core::v1::Secret;
@@ -179,6 +180,9 @@ impl kit::Reconciler for Fleets {
     async fn reconcile(&self, run: &mut Run<FleetResource>) -> Result<(), Failure> {
         let fleet = run.object().clone();
         let described = format!("Fleet/{}/{}", run.namespace(), run.name());
+        if let Some(requested) = fleet.metadata.annotations.as_ref().and_then(|a| a.get(REQUESTED_AT)) {
+            run.set_status("lastHandledReconcileAt", requested);
+        }
         let clusters =
             clusters(run.client(), run.namespace()).await.map_err(|e| Failure::from_error("ClustersUnreadable", &e))?;
         let directories = match generate::uses_directories(&fleet.spec) {

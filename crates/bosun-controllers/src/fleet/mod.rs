@@ -249,6 +249,10 @@ pub struct FleetStatus {
     /// Each generated Package.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub packages: Vec<GeneratedPackage>,
+    /// The last `bosun.dev/requested-at` value handled: the status is from a reconcile that
+    /// came after that request (as a Package's).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub last_handled_reconcile_at: Option<String>,
 }
 
 /// A generated Package in the Fleet's status.
