@@ -6,19 +6,28 @@
 use crate::stdout::outln;
 
 use std::{
-    collections::{BTreeMap, HashMap},
+    collections::{BTreeMap, HashMap, HashSet},
     path::{Path, PathBuf},
     process::ExitCode,
     time::Duration,
 };
 
+use bosun::package::{
+    PackageResource,
+    resource::{REQUESTED_AT, request_token},
+};
 use bosun_apiserver::{ApiServer, RunningServer};
-use bosun_controllers::{self as controllers, HostSettings, fleet::FleetResource, install::install_crds, package};
+use bosun_controllers::{
+    self as controllers, HostSettings,
+    fleet::{FLEET_LABEL, FleetResource},
+    install::install_crds,
+    package::{self, status::run_outcome},
+};
 use kube::{
     Api,
     api::{ListParams, Patch, PatchParams},
 };
-use serde_json::Value;
+use serde_json::{Value, json};
 
 /// How `bosun dev --clusters` runs.
 pub struct Settings<'a> {
@@ -101,9 +110,93 @@ fn fleets_in(dir: &Path) -> Result<Vec<Value>, String> {
     Ok(fleets)
 }
 
+/// This run's request, so that its result is told from what the kept state says of an earlier
+/// run (whose clusters are gone): the token in `bosun.dev/requested-at` on each Fleet and on the
+/// Packages that were there before this run, and those Packages' uids.
+struct Request {
+    token: String,
+    asked: HashSet<String>,
+}
+
+impl Request {
+    /// Asks every Package the Fleets generated in an earlier run to deliver again: this run's
+    /// clusters are new and empty, though the Packages did not change.
+    async fn ask(packages: &Api<PackageResource>, fleets: &[Value]) -> Result<Request, kube::Error> {
+        let token = request_token();
+        let mut asked = HashSet::new();
+        let patch = json!({"metadata": {"annotations": {REQUESTED_AT: token}}});
+        let manager = PatchParams { field_manager: Some("bosun-dev".into()), ..PatchParams::default() };
+        for fleet in fleets {
+            let name = fleet["metadata"]["name"].as_str().unwrap_or_default();
+            let listed =
+                packages.list_metadata(&ListParams::default().labels(&format!("{FLEET_LABEL}={name}"))).await?;
+            for package in listed.items {
+                let (Some(name), Some(uid)) = (package.metadata.name, package.metadata.uid) else { continue };
+                packages.patch(&name, &manager, &Patch::Merge(&patch)).await?;
+                asked.insert(uid);
+            }
+        }
+        Ok(Request { token, asked })
+    }
+
+    /// Whether a Package's status is from this run: it handled the request, or it was created
+    /// since (then it has no earlier status); `Some(Ok)` when it is Ready.
+    fn outcome(&self, package: &PackageResource) -> Option<Result<String, String>> {
+        let asked = package.metadata.uid.as_ref().is_some_and(|uid| self.asked.contains(uid));
+        run_outcome(package, asked.then_some(self.token.as_str()))
+    }
+
+    /// Whether a Package's Ready condition says something of this run: not one an earlier
+    /// run left (a run of this one is under way, or it handled the request).
+    fn current(&self, package: &PackageResource) -> bool {
+        let asked = package.metadata.uid.as_ref().is_some_and(|uid| self.asked.contains(uid));
+        let status = package.status.as_ref();
+        let handled = status.and_then(|s| s.last_handled_reconcile_at.as_deref()) == Some(self.token.as_str());
+        let running = status.is_some_and(|s| s.conditions.iter().any(|c| c.type_ == "Ready" && c.status == "Unknown"));
+        !asked || handled || running
+    }
+
+    /// Whether the Fleet's status is from this run (it handled the request).
+    fn handled(&self, fleet: &FleetResource) -> bool {
+        fleet.status.as_ref().and_then(|s| s.last_handled_reconcile_at.as_deref()) == Some(self.token.as_str())
+    }
+
+    /// Where the Fleet stands in this run; `None` until its status is from this run.
+    fn standing(&self, fleet: &FleetResource, packages: &[PackageResource]) -> Option<Standing> {
+        let status = fleet.status.as_ref().filter(|_| self.handled(fleet))?;
+        let ready = status
+            .packages
+            .iter()
+            .filter(|listed| {
+                packages
+                    .iter()
+                    .find(|p| p.metadata.name.as_ref() == Some(&listed.name))
+                    .is_some_and(|p| matches!(self.outcome(p), Some(Ok(_))))
+            })
+            .count();
+        let total = status.packages.len();
+        // The Fleet's own Ready may have been written before its Packages ran again: each
+        // Package is looked at too.
+        let fleet_ready = status.observed_generation == fleet.metadata.generation
+            && status.conditions.iter().any(|c| c.type_ == "Ready" && c.status == "True");
+        Some(Standing { ready, total, delivered: fleet_ready && ready == total })
+    }
+}
+
+/// How far a Fleet got in this run.
+#[derive(Debug, PartialEq, Eq)]
+struct Standing {
+    /// The Packages it generates that are Ready from a run of this one.
+    ready: usize,
+    /// The Packages it generates.
+    total: usize,
+    /// Whether it is Ready at its generation and all its Packages are.
+    delivered: bool,
+}
+
 /// Runs `bosun dev --clusters` on a started management server.
 pub async fn run(server: &RunningServer, settings: Settings<'_>) -> ExitCode {
-    let fleets = match fleets_in(settings.dir) {
+    let mut fleets = match fleets_in(settings.dir) {
         Ok(fleets) => fleets,
         Err(message) => return crate::bad_input(message),
     };
@@ -129,6 +222,12 @@ pub async fn run(server: &RunningServer, settings: Settings<'_>) -> ExitCode {
         outln!("cluster {name} (env={env}): {}", workload.url());
         workloads.push(workload);
     }
+    // Asked before the controllers start, so that their first run of each Package answers it.
+    let packages: Api<PackageResource> = Api::namespaced(server.client(), "default");
+    let request = match Request::ask(&packages, &fleets).await {
+        Ok(request) => request,
+        Err(error) => return crate::failed(format!("asking the Packages of an earlier run to deliver again: {error}")),
+    };
     let host = HostSettings::new(package::Settings::new(server.config(), settings.cache));
     let (stop, stopped) = tokio::sync::oneshot::channel::<()>();
     let controller = tokio::spawn(controllers::run(
@@ -140,16 +239,20 @@ pub async fn run(server: &RunningServer, settings: Settings<'_>) -> ExitCode {
         |_| {},
     ));
     let api: Api<FleetResource> = Api::namespaced(server.client(), "default");
-    for fleet in &fleets {
+    for fleet in &mut fleets {
+        fleet["metadata"]["annotations"][REQUESTED_AT] = json!(request.token);
         let name = fleet["metadata"]["name"].as_str().unwrap_or_default();
-        if let Err(error) = api.patch(name, &PatchParams::apply("bosun-dev").force(), &Patch::Apply(fleet)).await {
+        if let Err(error) = api.patch(name, &PatchParams::apply("bosun-dev").force(), &Patch::Apply(&*fleet)).await {
             let _ = stop.send(());
             return crate::bad_input(format!("Fleet {name}: {error}"));
         }
     }
     outln!("try:\n  kubectl get fleets,packages -w\n");
-    let progress = tokio::spawn(crate::gitops::print_progress(server.client()));
-    let code = follow(&api, settings.once).await;
+    let request = std::sync::Arc::new(request);
+    let shown = request.clone();
+    let progress = tokio::spawn(crate::gitops::print_progress(server.client(), move |p| shown.current(p)));
+    let names: Vec<&str> = fleets.iter().filter_map(|f| f["metadata"]["name"].as_str()).collect();
+    let code = follow(&api, &packages, &names, &request, settings.once).await;
     progress.abort();
     let _ = stop.send(());
     let _ = controller.await;
@@ -159,28 +262,41 @@ pub async fn run(server: &RunningServer, settings: Settings<'_>) -> ExitCode {
     code
 }
 
-/// Prints each Fleet's summary as it changes; with `once`, ends when every Fleet is Ready (or
-/// fails after the bound), else at Ctrl-C.
-async fn follow(api: &Api<FleetResource>, once: Option<Duration>) -> ExitCode {
+/// Prints the summary of the Fleets named `names` as it changes in this run; with `once`, ends
+/// when every one delivered this run (or fails after the bound), else at Ctrl-C.
+async fn follow(
+    fleets: &Api<FleetResource>,
+    packages: &Api<PackageResource>,
+    names: &[&str],
+    request: &Request,
+    once: Option<Duration>,
+) -> ExitCode {
     let deadline = once.map(|bound| tokio::time::Instant::now() + bound);
     let mut seen: HashMap<String, String> = HashMap::new();
+    let mut shutdown = std::pin::pin!(crate::signal::shutdown());
     loop {
-        let fleets = api.list(&ListParams::default()).await.map(|l| l.items).unwrap_or_default();
-        let mut all_ready = !fleets.is_empty();
-        for fleet in &fleets {
-            let name = fleet.metadata.name.clone().unwrap_or_default();
-            let status = fleet.status.clone().unwrap_or_default();
-            let ready = status.observed_generation == fleet.metadata.generation
-                && status.conditions.iter().any(|c| c.type_ == "Ready" && c.status == "True");
-            all_ready &= ready;
-            let summary = status.summary.unwrap_or_else(|| "generating".into());
-            if seen.get(&name) != Some(&summary) {
+        let listed = fleets.list(&ListParams::default()).await.map(|l| l.items).unwrap_or_default();
+        let mut all_delivered = true;
+        for name in names {
+            let Some(fleet) = listed.iter().find(|f| f.metadata.name.as_deref() == Some(*name)) else {
+                all_delivered = false;
+                continue;
+            };
+            let selector = format!("{FLEET_LABEL}={name}");
+            let own = packages.list(&ListParams::default().labels(&selector)).await.map(|l| l.items);
+            let standing = request.standing(fleet, &own.unwrap_or_default());
+            all_delivered &= standing.as_ref().is_some_and(|s| s.delivered);
+            let summary = match standing {
+                Some(Standing { ready, total, .. }) => format!("{ready}/{total} Ready"),
+                None => "generating".to_string(),
+            };
+            if seen.get(*name) != Some(&summary) {
                 outln!("fleet default/{name}: {summary}");
-                seen.insert(name, summary);
+                seen.insert(name.to_string(), summary);
             }
         }
         match deadline {
-            Some(_) if all_ready => return ExitCode::SUCCESS,
+            Some(_) if all_delivered => return ExitCode::SUCCESS,
             Some(deadline) if tokio::time::Instant::now() > deadline => {
                 return crate::failed("the Fleets did not become Ready in time".into());
             }
@@ -188,7 +304,7 @@ async fn follow(api: &Api<FleetResource>, once: Option<Duration>) -> ExitCode {
         }
         tokio::select! {
             () = tokio::time::sleep(Duration::from_millis(250)) => {}
-            () = crate::signal::shutdown() => return ExitCode::SUCCESS,
+            () = &mut shutdown => return ExitCode::SUCCESS,
         }
     }
 }
@@ -203,6 +319,87 @@ mod tests {
         assert_eq!(stale(&registered, &cluster_names(2)), ["prod-2"]);
         assert!(stale(&registered, &cluster_names(3)).is_empty());
         assert!(stale(&[], &cluster_names(1)).is_empty());
+    }
+
+    /// A Package `name` (`uid`) of generation 1 whose last run handled `handled` and left Ready
+    /// `ready`.
+    fn package(name: &str, uid: &str, handled: Option<&str>, ready: &str) -> PackageResource {
+        serde_json::from_value(json!({
+            "apiVersion": "bosun.dev/v1alpha1", "kind": "Package",
+            "metadata": {"name": name, "uid": uid, "generation": 1},
+            "spec": {},
+            "status": {
+                "observedGeneration": 1, "lastHandledReconcileAt": handled,
+                "conditions": [{"type": "Ready", "status": ready, "reason": "R", "message": "m",
+                                "lastTransitionTime": "2030-01-01T00:00:00Z"}],
+            },
+        }))
+        .expect("package")
+    }
+
+    /// Fleet `hello` listing `members`, Ready `ready`, having handled `handled`.
+    fn fleet(handled: Option<&str>, ready: &str, members: &[&str]) -> FleetResource {
+        let packages: Vec<Value> = members.iter().map(|name| json!({"name": name, "ready": "True"})).collect();
+        serde_json::from_value(json!({
+            "apiVersion": "bosun.dev/v1alpha1", "kind": "Fleet",
+            "metadata": {"name": "hello", "generation": 1},
+            "spec": {"generators": [], "template": {"metadata": {"name": "x"}, "spec": {}}},
+            "status": {
+                "observedGeneration": 1, "lastHandledReconcileAt": handled, "packages": packages,
+                "conditions": [{"type": "Ready", "status": ready, "reason": "R", "message": "m",
+                                "lastTransitionTime": "2030-01-01T00:00:00Z"}],
+            },
+        }))
+        .expect("fleet")
+    }
+
+    #[test]
+    fn a_rerun_waits_for_its_own_runs_not_the_status_an_earlier_run_left() {
+        // staging and prod-1 were there before this run (asked); prod-2 was created since.
+        let request = Request { token: "now".into(), asked: HashSet::from(["s".to_string(), "p1".to_string()]) };
+        let stale = package("hello-staging", "s", None, "True");
+        let staging = package("hello-staging", "s", Some("now"), "True");
+        let prod1 = package("hello-prod-1", "p1", Some("now"), "True");
+        let prod2 = package("hello-prod-2", "p2", None, "True");
+        assert!(!request.current(&stale), "an earlier run's Ready is not shown");
+        assert!(request.current(&package("hello-staging", "s", None, "Unknown")), "a run under way is");
+        assert!(request.current(&staging) && request.current(&prod2));
+        let members = ["hello-staging", "hello-prod-1", "hello-prod-2"];
+        let standing = |fleet: &FleetResource, packages: &[PackageResource]| request.standing(fleet, packages);
+        let done = Standing { ready: 3, total: 3, delivered: true };
+        let cases = [
+            // The Fleet's status is an earlier run's: nothing to say yet.
+            (fleet(Some("before"), "True", &members), vec![staging.clone(), prod1.clone(), prod2.clone()], None),
+            (fleet(None, "True", &members), vec![staging.clone(), prod1.clone(), prod2.clone()], None),
+            // A Package still has the earlier run's Ready.
+            (
+                fleet(Some("now"), "True", &members),
+                vec![stale.clone(), prod1.clone(), prod2.clone()],
+                Some(Standing { ready: 2, total: 3, delivered: false }),
+            ),
+            // A Package the Fleet lists is not there yet.
+            (
+                fleet(Some("now"), "False", &members),
+                vec![staging.clone(), prod1.clone()],
+                Some(Standing { ready: 2, total: 3, delivered: false }),
+            ),
+            // All Packages Ready in this run, but the Fleet has not seen it yet.
+            (
+                fleet(Some("now"), "False", &members),
+                vec![staging.clone(), prod1.clone(), prod2.clone()],
+                Some(Standing { ready: 3, total: 3, delivered: false }),
+            ),
+            (fleet(Some("now"), "True", &members), vec![staging.clone(), prod1.clone(), prod2.clone()], Some(done)),
+            // A Package the Fleet no longer generates does not count.
+            (
+                fleet(Some("now"), "True", &members[..2]),
+                vec![staging, prod1, package("hello-prod-2", "p2", None, "False")],
+                Some(Standing { ready: 2, total: 2, delivered: true }),
+            ),
+        ];
+        for (i, (fleet, packages, expected)) in cases.into_iter().enumerate() {
+            assert_eq!(standing(&fleet, &packages), expected, "case {i}");
+        }
     }
 
     #[test]

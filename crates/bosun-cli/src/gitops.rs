@@ -206,8 +206,9 @@ async fn request_runs(server: &RunningServer, url: &str) {
     }
 }
 
-/// Prints each Package's Ready condition when it changes (also `bosun dev --clusters`).
-pub(crate) async fn print_progress(client: kube::Client) {
+/// Prints each Package's Ready condition when it changes (also `bosun dev --clusters`), for the
+/// Packages `shown` takes.
+pub(crate) async fn print_progress(client: kube::Client, shown: impl Fn(&PackageResource) -> bool) {
     let api: Api<PackageResource> = Api::all(client);
     let mut seen: std::collections::HashMap<String, String> = std::collections::HashMap::new();
     let mut packages = watcher(api, watcher::Config::default()).default_backoff().applied_objects().boxed();
@@ -215,6 +216,9 @@ pub(crate) async fn print_progress(client: kube::Client) {
         let Some(ready) = package.status.as_ref().and_then(|s| s.conditions.iter().find(|c| c.type_ == "Ready")) else {
             continue;
         };
+        if !shown(&package) {
+            continue;
+        }
         let name = format!(
             "{}/{}",
             package.metadata.namespace.as_deref().unwrap_or(""),
@@ -290,7 +294,7 @@ pub async fn run(server: &RunningServer, seed: &Path, dir: &Path, cache: PathBuf
     };
     outln!("\ntry:\n  kubectl get packages -w");
     outln!("  cd {} && $EDITOR apps/web/deployment.yaml && {change}\n", files.display());
-    let progress = tokio::spawn(print_progress(server.client()));
+    let progress = tokio::spawn(print_progress(server.client(), |_| true));
     loop {
         tokio::select! {
             changed = trigger.changed() => {

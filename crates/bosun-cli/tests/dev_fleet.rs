@@ -1,9 +1,14 @@
 //! `bosun dev --clusters 3 examples/fleet` as a user runs it: three embedded workload clusters
 //! registered beside the management one, the example Fleet delivering its package to all
-//! three, staging first.
+//! three, staging first; and run again on the state kept from an earlier run, with the same or
+//! fewer clusters: it delivers to this run's clusters and ends.
 
 use std::{path::Path, time::Duration};
 
+use bosun::package::{PackageResource, resource::REQUESTED_AT};
+use bosun_apiserver::ApiServer;
+use bosun_controllers::fleet::FleetResource;
+use kube::{Api, ResourceExt};
 use tokio::process::Command;
 
 const BOUND: Duration = Duration::from_secs(120);
@@ -47,4 +52,60 @@ async fn the_fleet_example_reaches_every_cluster_staging_first() {
     };
     let staging = ready_at("hello-staging");
     assert!(staging < ready_at("hello-prod-1") && staging < ready_at("hello-prod-2"), "{all}");
+}
+
+/// The Fleet and its Packages as the kept state in `dir` holds them once `bosun dev` ended:
+/// the request the run put on the Fleet (if any), and per Package (by name) the request it handled and
+/// its Ready status.
+async fn kept_state(dir: &Path) -> (Option<String>, Vec<String>, Vec<(String, Option<String>, String)>) {
+    let server = ApiServer::data_dir(dir.join(".bosun/apiserver")).start().await.expect("the kept state opens");
+    let fleets: Api<FleetResource> = Api::namespaced(server.client(), "default");
+    let fleet = fleets.get("hello").await.expect("the Fleet is kept");
+    let requested = fleet.annotations().get(REQUESTED_AT).cloned();
+    let mut members: Vec<String> =
+        fleet.status.expect("status").packages.into_iter().map(|package| package.name).collect();
+    members.sort();
+    let packages: Api<PackageResource> = Api::namespaced(server.client(), "default");
+    let packages = packages.list(&Default::default()).await.expect("list").items.into_iter().map(|package| {
+        let status = package.status.unwrap_or_default();
+        let ready = status.conditions.iter().find(|c| c.type_ == "Ready").map(|c| c.status.clone()).unwrap_or_default();
+        (package.metadata.name.unwrap_or_default(), status.last_handled_reconcile_at, ready)
+    });
+    let packages = packages.collect();
+    server.shutdown().await;
+    (requested, members, packages)
+}
+
+#[tokio::test]
+async fn a_second_run_on_kept_state_delivers_to_its_own_clusters_and_ends() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    dev_once(dir.path(), "2", &[]).await;
+    let (first_request, _, _) = kept_state(dir.path()).await;
+    let (stdout, all) = dev_once(dir.path(), "2", &[]).await;
+    assert!(stdout.contains("fleet default/hello: 2/2 Ready"), "{all}");
+    for name in ["hello-staging", "hello-prod-1"] {
+        assert!(stdout.contains(&format!("✔ default/{name}: Applied revision")), "{name}: {all}");
+    }
+    let (request, members, packages) = kept_state(dir.path()).await;
+    assert_ne!(request, first_request, "each run asks anew");
+    let request = request.expect("the run's request");
+    assert_eq!(members, ["hello-prod-1", "hello-staging"]);
+    for (name, handled, ready) in packages {
+        assert_eq!((handled.as_deref(), ready.as_str()), (Some(request.as_str()), "True"), "{name}: {all}");
+    }
+}
+
+#[tokio::test]
+async fn a_run_with_fewer_clusters_on_kept_state_delivers_to_those_and_ends() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    dev_once(dir.path(), "3", &[]).await;
+    let (stdout, all) = dev_once(dir.path(), "2", &[]).await;
+    assert!(stdout.contains("cluster prod-2: unregistered (not started this time)"), "{all}");
+    assert!(stdout.contains("fleet default/hello: 2/2 Ready"), "{all}");
+    let (request, members, packages) = kept_state(dir.path()).await;
+    let request = request.expect("the run's request");
+    assert_eq!(members, ["hello-prod-1", "hello-staging"]);
+    for (name, handled, ready) in packages.into_iter().filter(|(name, _, _)| members.contains(name)) {
+        assert_eq!((handled.as_deref(), ready.as_str()), (Some(request.as_str()), "True"), "{name}: {all}");
+    }
 }
