@@ -113,9 +113,17 @@ pub(super) async fn server_side_apply(client: &Client, item: &Item, dry_run: boo
     if !item.policy.validate {
         params = params.validation_ignore();
     }
-    let (api, patch) = (item.api(client), Patch::Apply(&item.object));
-    let applied = idempotent(|| api.patch(&item.name, &params, &patch)).await?;
-    Ok(object::to_value(&applied))
+    let api = item.api(client);
+    let request = || async {
+        // The answer is decoded straight into JSON, not into a `DynamicObject` that would then
+        // be turned back into JSON: that round trip was a tenth of a first apply's client CPU.
+        let mut request = kube::core::Request::new(api.resource_url())
+            .patch(&item.name, &params, &Patch::Apply(&item.object))
+            .map_err(kube::Error::BuildRequest)?;
+        request.extensions_mut().insert("patch");
+        client.request::<Value>(request).await
+    };
+    idempotent(request).await
 }
 
 /// What applying `item` would do, given its live state: without asking the server when the
