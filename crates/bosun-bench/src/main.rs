@@ -29,6 +29,11 @@ use std::path::PathBuf;
 
 use clap::{Parser, Subcommand};
 
+/// The allocator `bosun` uses, so that the API server this process hosts runs as `bosun apiserver`
+/// does.
+#[global_allocator]
+static ALLOCATOR: mimalloc::MiMalloc = mimalloc::MiMalloc;
+
 #[derive(Debug, Parser)]
 #[command(name = "bosun-bench", about = "Benchmarks of bosun, side by side with the alternatives")]
 struct Cli {

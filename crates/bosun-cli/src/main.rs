@@ -28,6 +28,12 @@ use std::{io::IsTerminal, process::ExitCode};
 
 use clap::{Parser, Subcommand};
 
+/// mimalloc rather than glibc's malloc: allocation was a quarter of the CPU of both the API server
+/// and the client in a first apply of 1,000 objects; mimalloc made that apply 16 % faster
+/// (docs/benchmarks.md).
+#[global_allocator]
+static ALLOCATOR: mimalloc::MiMalloc = mimalloc::MiMalloc;
+
 /// `bosun --help`: commands grouped by what they are for (clap lists subcommands flat, so the
 /// list is written here; a test checks that it names every subcommand).
 const HELP_TEMPLATE: &str = "\
