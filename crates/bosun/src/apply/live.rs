@@ -123,7 +123,22 @@ pub(super) async fn server_side_apply(client: &Client, item: &Item, dry_run: boo
         request.extensions_mut().insert("patch");
         client.request::<Value>(request).await
     };
-    idempotent(request).await
+    idempotent(request).await.map(header_first)
+}
+
+/// The object with `apiVersion`, `kind` and `metadata` first, as a `DynamicObject` writes it
+/// and as listed objects come: diffs against the live object then compare like with like,
+/// whatever order the server wrote the answer in.
+fn header_first(object: Value) -> Value {
+    let Value::Object(mut fields) = object else { return object };
+    let mut ordered = serde_json::Map::with_capacity(fields.len());
+    for key in ["apiVersion", "kind", "metadata"] {
+        if let Some(value) = fields.shift_remove(key) {
+            ordered.insert(key.to_string(), value);
+        }
+    }
+    ordered.extend(fields);
+    Value::Object(ordered)
 }
 
 /// What applying `item` would do, given its live state: without asking the server when the
@@ -263,5 +278,30 @@ pub(super) async fn delete(client: &Client, item: &Item) -> Result<(), kube::Err
         Ok(_) => Ok(()),
         Err(kube::Error::Api(status)) if status.code == 404 => Ok(()),
         Err(error) => Err(error),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use serde_json::json;
+
+    #[test]
+    fn header_first_puts_the_header_first_and_keeps_the_rest_in_order() {
+        let cases = [
+            (
+                json!({"apiVersion": "v1", "data": {"b": "1", "a": "2"}, "kind": "ConfigMap", "metadata": {"name": "x"}, "binaryData": {}}),
+                vec!["apiVersion", "kind", "metadata", "data", "binaryData"],
+            ),
+            (json!({"spec": 1, "metadata": {}, "status": 2}), vec!["metadata", "spec", "status"]),
+            (json!({}), vec![]),
+        ];
+        for (object, keys) in cases {
+            let ordered = header_first(object.clone());
+            let got: Vec<&str> = ordered.as_object().unwrap().keys().map(String::as_str).collect();
+            assert_eq!(got, keys, "{object}");
+            assert_eq!(ordered, object, "the same object, only reordered");
+        }
+        assert_eq!(header_first(json!("text")), json!("text"));
     }
 }
