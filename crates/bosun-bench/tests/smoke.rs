@@ -73,6 +73,17 @@ fn apply_benchmark_runs() {
 }
 
 #[test]
+fn apply_benchmark_quick_leaves_out_the_validating_kubectl_runs() {
+    let out = bench(&["apply", "--objects", "6", "--runs", "1", "--quick"]);
+    assert_table(&out, 3);
+    let header = out.lines().find(|line| line.starts_with("| 6 objects")).expect("the table's header");
+    assert_eq!(
+        header,
+        "| 6 objects | bosun apply | kubectl apply --validate=false | kubectl apply --server-side --validate=false |"
+    );
+}
+
+#[test]
 fn fleet_benchmark_runs() {
     let out = bench(&["fleet", "--clusters", "2", "--packages", "2", "--concurrency", "4"]);
     assert_table(&out, 3);
