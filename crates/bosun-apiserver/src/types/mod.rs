@@ -5,6 +5,8 @@
 
 pub mod table;
 
+use std::fmt::Write as _;
+
 use serde_json::Value;
 
 use crate::{
@@ -72,7 +74,34 @@ fn table_entry(definition: &str, property: &str) -> Option<&'static table::Field
         .map(|index| &table::FIELDS[index])
 }
 
-fn unknown_in(schema: &Value, value: &Value, path: &str, out: &mut Vec<String>) {
+/// One step of the way to a field while an object is walked. The way is written out only for
+/// an unknown field: most objects have none, and formatting the path of every field was a
+/// third of the walk's time (issue 35).
+enum Step<'v> {
+    Key(&'v str),
+    Index(usize),
+}
+
+/// The path as upstream's strict decoding names it: `spec.containers[0].name`.
+fn written(path: &[Step]) -> String {
+    let mut text = String::new();
+    for step in path {
+        match step {
+            Step::Key(key) => {
+                if !text.is_empty() {
+                    text.push('.');
+                }
+                text.push_str(key);
+            }
+            Step::Index(index) => {
+                let _ = write!(text, "[{index}]");
+            }
+        }
+    }
+    text
+}
+
+fn unknown_in<'v>(schema: &Value, value: &'v Value, path: &mut Vec<Step<'v>>, out: &mut Vec<String>) {
     let (_, resolved) = resolve(schema);
     match value {
         Value::Object(map) => {
@@ -82,19 +111,22 @@ fn unknown_in(schema: &Value, value: &Value, path: &str, out: &mut Vec<String>) 
             let properties = resolved.get("properties").and_then(Value::as_object);
             let additional = resolved.get("additionalProperties");
             for (key, child) in map {
-                let child_path = if path.is_empty() { key.clone() } else { format!("{path}.{key}") };
+                path.push(Step::Key(key));
                 match (properties.and_then(|p| p.get(key)), additional) {
-                    (Some(child_schema), _) => unknown_in(child_schema, child, &child_path, out),
-                    (None, Some(values)) if values.is_object() => unknown_in(values, child, &child_path, out),
+                    (Some(child_schema), _) => unknown_in(child_schema, child, path, out),
+                    (None, Some(values)) if values.is_object() => unknown_in(values, child, path, out),
                     (None, _) if properties.is_none() || additional == Some(&Value::Bool(true)) => {}
-                    (None, _) => out.push(child_path),
+                    (None, _) => out.push(written(path)),
                 }
+                path.pop();
             }
         }
         Value::Array(items) => {
             if let Some(item_schema) = resolved.get("items") {
                 for (index, item) in items.iter().enumerate() {
-                    unknown_in(item_schema, item, &format!("{path}[{index}]"), out);
+                    path.push(Step::Index(index));
+                    unknown_in(item_schema, item, path, out);
+                    path.pop();
                 }
             }
         }
@@ -183,7 +215,7 @@ impl<'a> Node<'a> {
     /// nodes (custom resources are pruned by their schema instead).
     pub fn unknown_fields(&self, value: &Value, out: &mut Vec<String>) {
         if let Node::Builtin { schema, .. } = self {
-            unknown_in(schema, value, "", out);
+            unknown_in(schema, value, &mut Vec::new(), out);
         }
     }
 

@@ -27,6 +27,28 @@ fn built_in_lists_merge_by_their_upstream_keys() {
     assert_eq!(deployment().field("spec").field("strategy").patch_strategy(), Some("retainKeys"));
 }
 
+#[test]
+fn unknown_fields_are_named_by_their_path_as_strict_decoding_names_them() {
+    let cases: [(serde_json::Value, &[&str]); 4] = [
+        (
+            serde_json::json!({"apiVersion": "apps/v1", "kind": "Deployment", "metadata": {"name": "web", "labels": {"any": "x"}}}),
+            &[],
+        ),
+        (serde_json::json!({"spec": {"replicas": 1, "replica": 2}, "extra": true}), &["extra", "spec.replica"]),
+        (
+            serde_json::json!({"spec": {"template": {"spec": {"containers": [{"name": "a"}, {"name": "b", "imag": "x", "ports": [{"port": 80}]}]}}}}),
+            &["spec.template.spec.containers[1].imag", "spec.template.spec.containers[1].ports[0].port"],
+        ),
+        (serde_json::json!({"metadata": {"annotations": {"free": "form"}, "nam": "typo"}}), &["metadata.nam"]),
+    ];
+    for (object, expected) in cases {
+        let mut unknown = Vec::new();
+        deployment().unknown_fields(&object, &mut unknown);
+        unknown.sort();
+        assert_eq!(unknown, expected, "{object}");
+    }
+}
+
 /// The upstream OpenAPI v3 documents of Kubernetes 1.33, pruned to property names and
 /// `x-kubernetes-*` extensions by `tools/prune_openapi.py` and kept in `tests/upstream/`;
 /// `$BOSUN_K8S_OPENAPI_DIR` points the checks at other (full or pruned) documents.
