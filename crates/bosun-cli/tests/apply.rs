@@ -9,12 +9,15 @@ use std::{
 
 use bosun_apiserver::ApiServer;
 use k8s_openapi::{
-    api::{apps::v1::Deployment, core::v1::ConfigMap},
+    api::{
+        apps::v1::Deployment,
+        core::v1::{ConfigMap, Pod},
+    },
     apiextensions_apiserver::pkg::apis::apiextensions::v1::CustomResourceDefinition,
 };
 use kube::{
     Api, ResourceExt,
-    api::{ApiResource, DynamicObject, Patch, PatchParams},
+    api::{ApiResource, DynamicObject, ListParams, Patch, PatchParams},
     core::GroupVersionKind,
 };
 use serde_json::{Value, json};
@@ -220,6 +223,9 @@ async fn re_apply_corrects_drift_and_removes_dropped_fields() {
     let web = Api::<Deployment>::namespaced(fixture.server.client(), "app").get("web").await.expect("get");
     assert_eq!(web.spec.and_then(|s| s.replicas), Some(1));
 
+    // The simulated workloads scale `web` back from 5 to 1 after the apply (pods, ReplicaSet,
+    // status, events): those are the server's writes, not bosun's, so count from when they end.
+    settled(&fixture, "web", 1).await;
     let revision = fixture.server.revision();
     let (code, report, _) = fixture.apply(&[]).await;
     assert_eq!(code, Some(0));
@@ -382,6 +388,30 @@ async fn dev_once_rolls_out_the_quickstart() {
     assert!(stdout.contains("Deployment/quickstart/web") && stdout.contains("2/2 replicas available"), "{stdout}");
     assert!(stdout.contains("export KUBECONFIG=.bosun/kubeconfig"), "{stdout}");
     assert!(dir.path().join(".bosun/kubeconfig").is_file());
+}
+
+/// Waits (up to a minute) until the simulated Deployment `app/name` runs exactly `replicas`
+/// pods and its status says so.
+async fn settled(fixture: &Fixture, name: &str, replicas: i32) {
+    let deployments = Api::<Deployment>::namespaced(fixture.server.client(), "app");
+    let pods = Api::<Pod>::namespaced(fixture.server.client(), "app");
+    let deadline = Instant::now() + Duration::from_secs(60);
+    loop {
+        let deployment = deployments.get(name).await.expect("get");
+        let status = deployment.status.clone().unwrap_or_default();
+        let current = status.observed_generation == deployment.metadata.generation
+            && status.replicas == Some(replicas)
+            && status.available_replicas == Some(replicas);
+        let running = pods.list(&ListParams::default().labels(&format!("app={name}"))).await.expect("pods").items.len();
+        if current && running == replicas as usize {
+            return;
+        }
+        assert!(
+            Instant::now() < deadline,
+            "Deployment/app/{name} did not settle at {replicas}: {status:?}, {running} pods"
+        );
+        tokio::time::sleep(Duration::from_millis(50)).await;
+    }
 }
 
 fn deployment_with_selector(app: &str) -> String {

@@ -134,7 +134,8 @@ async fn a_package_follows_a_tag_with_one_head_per_unchanged_interval() {
     // The tag moves: picked up on the interval.
     let second = fleet.push("prod", "web", "2").await;
     wait_value(&h, "web", "2").await;
-    let ready = wait_ready(&h, "web", |status, _, _| status == "True").await;
+    // The object is written before the status: wait for the Ready that names the new revision.
+    let ready = wait_ready(&h, "web", |status, _, message| status == "True" && message.contains(&second.digest)).await;
     assert_eq!(revision(&ready), format!("prod@{}", second.digest));
 }
 
@@ -151,7 +152,8 @@ async fn a_semver_range_follows_the_highest_tag_across_pushes() {
 
     let second = fleet.push("v1.1.0", "web", "2").await;
     wait_value(&h, "web", "2").await;
-    assert_eq!(revision(&wait_ready(&h, "web", |s, _, _| s == "True").await), format!("v1.1.0@{}", second.digest));
+    let ready = wait_ready(&h, "web", |s, _, message| s == "True" && message.contains(&second.digest)).await;
+    assert_eq!(revision(&ready), format!("v1.1.0@{}", second.digest));
 
     // Outside the range: ignored.
     fleet.push("2.0.0", "web", "3").await;
