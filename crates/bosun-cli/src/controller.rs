@@ -2,7 +2,7 @@
 
 use std::{net::SocketAddr, path::PathBuf, process::ExitCode};
 
-use bosun_controllers::{self as controllers, HostError, HostSettings, Listening, leader, package};
+use bosun_controllers::{self as controllers, HostError, HostSettings, Listening, Tenancy, leader, package};
 
 use bosun_core::duration::Interval;
 
@@ -57,8 +57,12 @@ pub struct Args {
     cache_dir: PathBuf,
 
     /// Apply as this ServiceAccount (of each Package's namespace) when a Package names none.
+    /// Without it, such Packages apply with the controller's own rights (a warning says so).
     #[arg(long, value_name = "NAME")]
     default_service_account: Option<String>,
+
+    #[command(flatten)]
+    tenancy: TenancyArgs,
 
     /// Serve the Receivers' webhooks (`POST /hook/…`) here (default: not served).
     #[arg(long, value_name = "ADDR")]
@@ -86,6 +90,61 @@ pub struct Args {
     /// A proxy in front of the dashboard terminates TLS.
     #[arg(long, requires = "ui_addr", conflicts_with = "ui_tls_cert")]
     ui_behind_tls_proxy: bool,
+}
+
+/// What tenants' packages may do beyond rendering files inside their source: the same flags
+/// on `bosun controller` and `bosun operator`. See docs/security.md.
+#[derive(Debug, Clone, clap::Args)]
+pub struct TenancyArgs {
+    /// Run exec renderers (`render.exec`): off by default, since a tenant's command would run
+    /// inside the controller. Allowed, each runs with a clean environment (no kubeconfig,
+    /// token or credentials), sees only its source snapshot and the system's programs
+    /// (Landlock), and within limits (1 GiB, 2 min of CPU, 64 MiB of output).
+    #[arg(long)]
+    pub allow_exec: bool,
+
+    /// Let kustomize fetch remote bases (Git or HTTP URLs in `resources`): off by default.
+    #[arg(long)]
+    pub allow_remote_bases: bool,
+
+    /// Allow local sources (`source.dir`, Git repositories by path or file:// URL) beneath
+    /// DIR (repeatable): refused by default, since they read the controller's machine.
+    #[arg(long, value_name = "DIR")]
+    pub allow_local_sources: Vec<PathBuf>,
+
+    /// Refuse references to objects in another namespace (dependsOn, the Alerts' event
+    /// sources, the Receivers' resources), as Flux's flag of the same name.
+    #[arg(long)]
+    pub no_cross_namespace_refs: bool,
+}
+
+impl TenancyArgs {
+    /// The settings these flags make.
+    pub fn tenancy(&self) -> Tenancy {
+        Tenancy {
+            allow_exec: self.allow_exec,
+            allow_remote_bases: self.allow_remote_bases,
+            local_roots: self.allow_local_sources.clone(),
+            no_cross_namespace_refs: self.no_cross_namespace_refs,
+            ..Tenancy::default()
+        }
+    }
+
+    /// Warnings an administrator should see at start.
+    pub fn warnings(&self, default_service_account: Option<&str>) -> Vec<String> {
+        let mut warnings = Vec::new();
+        if default_service_account.is_none() {
+            warnings.push(
+                "no --default-service-account: Packages that name no serviceAccountName apply with the controller's own rights; give one to confine tenants to their ServiceAccounts".to_string(),
+            );
+        }
+        if self.allow_exec && !bosun::render::landlock_enforced() {
+            warnings.push(
+                "--allow-exec: this kernel does not enforce Landlock, so exec renderers run with a clean environment and limits but can read the controller's files".to_string(),
+            );
+        }
+        warnings
+    }
 }
 
 /// The namespace a pod runs in (the service account's), when in a cluster.
@@ -125,8 +184,12 @@ pub async fn run(args: Args) -> ExitCode {
         concurrency_per_cluster: args.concurrency_per_cluster,
         namespace: args.namespace.clone(),
         selector: args.watch_label_selector.clone(),
+        tenancy: args.tenancy.tenancy(),
         ..package::Settings::new(connection.config.clone(), args.cache_dir.clone())
     };
+    for warning in args.tenancy.warnings(args.default_service_account.as_deref()) {
+        eprintln!("warning: {warning}");
+    }
     let settings = HostSettings {
         endpoints,
         leader,

@@ -18,7 +18,7 @@ use bosun::package::{
 };
 use bosun_apiserver::{ApiServer, RunningServer};
 use bosun_controllers::{
-    self as controllers, HostSettings,
+    self as controllers, HostSettings, Tenancy,
     fleet::{FLEET_LABEL, FleetResource},
     install::install_crds,
     package::{self, status::run_outcome},
@@ -228,7 +228,11 @@ pub async fn run(server: &RunningServer, settings: Settings<'_>) -> ExitCode {
         Ok(request) => request,
         Err(error) => return crate::failed(format!("asking the Packages of an earlier run to deliver again: {error}")),
     };
-    let host = HostSettings::new(package::Settings::new(server.config(), settings.cache));
+    let package = package::Settings {
+        tenancy: Tenancy::own_machine(),
+        ..package::Settings::new(server.config(), settings.cache)
+    };
+    let host = HostSettings::new(package);
     let (stop, stopped) = tokio::sync::oneshot::channel::<()>();
     let controller = tokio::spawn(controllers::run(
         server.client(),

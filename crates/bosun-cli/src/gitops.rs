@@ -19,7 +19,7 @@ use std::{
     process::{Command, ExitCode},
 };
 
-use bosun_controllers::{self as controllers, HostSettings, package};
+use bosun_controllers::{self as controllers, HostSettings, Tenancy, package};
 
 use bosun::package::{
     PackageResource,
@@ -260,7 +260,9 @@ pub async fn run(server: &RunningServer, seed: &Path, dir: &Path, cache: PathBuf
     if let Err(message) = install_crds(&server.client(), "bosun-dev").await {
         return crate::bad_input(message);
     }
-    let settings = HostSettings::new(package::Settings::new(server.config(), cache));
+    let package =
+        package::Settings { tenancy: Tenancy::own_machine(), ..package::Settings::new(server.config(), cache) };
+    let settings = HostSettings::new(package);
     let (stop, stopped) = tokio::sync::oneshot::channel::<()>();
     let controller = tokio::spawn(controllers::run(
         server.client(),

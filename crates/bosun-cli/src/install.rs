@@ -31,6 +31,13 @@ pub struct Args {
     /// Apply as this ServiceAccount (of each Package's namespace) when a Package names none.
     #[arg(long, value_name = "NAME")]
     default_service_account: Option<String>,
+
+    /// Lock tenants down as Flux's multi-tenancy lockdown does: cross-namespace references
+    /// refused (--no-cross-namespace-refs) and Packages naming no ServiceAccount applied as
+    /// `default` of their namespace (unless --default-service-account names another). Exec
+    /// renderers, remote bases and local sources are off in every installation.
+    #[arg(long)]
+    multi_tenant: bool,
 }
 
 fn print(objects: &[serde_json::Value]) {
@@ -52,6 +59,7 @@ fn options_of(args: Option<&Args>) -> InstallOptions {
         concurrency: args.map_or(4, |a| a.concurrency),
         watch_label_selector: args.and_then(|a| a.watch_label_selector.clone()),
         default_service_account: args.and_then(|a| a.default_service_account.clone()),
+        multi_tenant: args.is_some_and(|a| a.multi_tenant),
     }
 }
 

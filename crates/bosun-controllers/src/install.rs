@@ -20,6 +20,10 @@ pub struct InstallOptions {
     pub watch_label_selector: Option<String>,
     /// Apply as this ServiceAccount when a Package names none.
     pub default_service_account: Option<String>,
+    /// Flux's multi-tenancy lockdown: cross-namespace references refused, and Packages that
+    /// name no ServiceAccount apply as `default` of their namespace unless another default is
+    /// given. (Exec renderers, remote bases and local sources are off in any installation.)
+    pub multi_tenant: bool,
 }
 
 /// The image of this version.
@@ -90,8 +94,12 @@ fn deployment(options: &InstallOptions, name: &str, labels: &Value) -> Value {
     if let Some(selector) = &options.watch_label_selector {
         args.push(format!("--watch-label-selector={selector}"));
     }
-    if let Some(account) = &options.default_service_account {
+    let default_account = options.default_service_account.as_deref().or(options.multi_tenant.then_some("default"));
+    if let Some(account) = default_account {
         args.push(format!("--default-service-account={account}"));
+    }
+    if options.multi_tenant {
+        args.push("--no-cross-namespace-refs".to_string());
     }
     let probe = |path: &str| json!({"httpGet": {"path": path, "port": "http-metrics"}, "periodSeconds": 10});
     json!({
@@ -146,6 +154,31 @@ mod tests {
             concurrency: 8,
             watch_label_selector: selector.map(str::to_string),
             default_service_account: Some("deployer".into()),
+            multi_tenant: false,
+        }
+    }
+
+    #[test]
+    fn multi_tenant_installations_lock_tenants_down_as_flux_does() {
+        let args = |options: &InstallOptions| -> Vec<String> {
+            let objects = manifests(options);
+            let deployment = objects.iter().find(|o| o["kind"] == "Deployment").expect("deployment");
+            let args = deployment["spec"]["template"]["spec"]["containers"][0]["args"].as_array().expect("args");
+            args.iter().filter_map(Value::as_str).map(str::to_string).collect()
+        };
+        let cases = [
+            (None, false, None, false),
+            (None, true, Some("--default-service-account=default"), true),
+            (Some("deployer"), true, Some("--default-service-account=deployer"), true),
+            (Some("deployer"), false, Some("--default-service-account=deployer"), false),
+        ];
+        for (account, multi_tenant, expected_account, refuses_cross) in cases {
+            let options =
+                InstallOptions { default_service_account: account.map(str::to_string), multi_tenant, ..options(None) };
+            let args = args(&options);
+            let given = args.iter().find(|a| a.starts_with("--default-service-account"));
+            assert_eq!(given.map(String::as_str), expected_account, "{account:?} {multi_tenant}");
+            assert_eq!(args.iter().any(|a| a == "--no-cross-namespace-refs"), refuses_cross, "{args:?}");
         }
     }
 

@@ -18,8 +18,10 @@ pub mod leader;
 pub mod notification;
 pub mod operator;
 pub mod package;
+pub mod tenancy;
 
 pub use host::{HostError, HostSettings, Listening, run};
+pub use tenancy::Tenancy;
 
 /// The custom resource definitions of bosun's resources (`Package`, `Operator`, then the
 /// notification resources `Alert`, `Provider`, `Receiver`, then `Canary` and `Fleet`), as `bosun crds`

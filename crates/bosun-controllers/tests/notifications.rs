@@ -62,7 +62,10 @@ async fn start_on(server: ApiServer, dedup_window: Duration) -> Host {
         endpoints: Some("127.0.0.1:0".parse().expect("address")),
         webhook: Some("127.0.0.1:0".parse().expect("address")),
         dedup_window,
-        ..HostSettings::new(package::Settings::new(server.config(), cache.path().to_path_buf()))
+        ..HostSettings::new(package::Settings {
+            tenancy: bosun_controllers::Tenancy { local_roots: vec![std::env::temp_dir()], ..Default::default() },
+            ..package::Settings::new(server.config(), cache.path().to_path_buf())
+        })
     };
     let (stop, stopped) = tokio::sync::oneshot::channel::<()>();
     let (sender, mut addresses) = tokio::sync::mpsc::unbounded_channel();

@@ -355,7 +355,10 @@ async fn bosun_controller_runs_operator_resources() {
     }
     let dir = widget_dir();
     let cache = tempfile::tempdir().expect("cache");
-    let package = bosun_controllers::package::Settings::new(h.server.config(), cache.path().to_path_buf());
+    let package = bosun_controllers::package::Settings {
+        tenancy: bosun_controllers::Tenancy { local_roots: vec![std::env::temp_dir()], ..Default::default() },
+        ..bosun_controllers::package::Settings::new(h.server.config(), cache.path().to_path_buf())
+    };
     let settings = bosun_controllers::HostSettings::new(package);
     let (stop, stopped) = tokio::sync::oneshot::channel::<()>();
     let host = tokio::spawn(bosun_controllers::run(

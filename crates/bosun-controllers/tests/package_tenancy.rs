@@ -5,7 +5,7 @@
 use std::path::Path;
 
 use k8s_openapi::api::{
-    core::v1::{ConfigMap, Namespace, ServiceAccount},
+    core::v1::{ConfigMap, Namespace, Secret, ServiceAccount},
     rbac::v1::{Role, RoleBinding},
 };
 use kube::{Api, api::PostParams};
@@ -134,4 +134,87 @@ async fn the_default_service_account_confines_packages_that_name_none() {
     create_in(&h, "unnamed", json!({"source": source(foreign.path())})).await;
     let (_, message) = wait_in(&h, "unnamed", "False", "AccessDenied").await;
     assert!(message.contains("system:serviceaccount:team-a:deployer"), "{message}");
+}
+
+#[tokio::test]
+async fn values_from_is_read_as_the_service_account() {
+    let h = start().await;
+    tenants(&h).await;
+    apply_to::<Secret>(
+        &h.server,
+        Some(TEAM),
+        json!({
+            "apiVersion": "v1", "kind": "Secret", "metadata": {"name": "platform-values"},
+            "stringData": {"values.yaml": "token: platform-only\n"},
+        }),
+    )
+    .await;
+    let chart = tempfile::tempdir().expect("dir");
+    write(chart.path(), "Chart.yaml", "apiVersion: v2\nname: web\nversion: 1.0.0\n");
+    std::fs::create_dir(chart.path().join("templates")).expect("mkdir");
+    write(
+        chart.path(),
+        "templates/cm.yaml",
+        "apiVersion: v1\nkind: ConfigMap\nmetadata:\n  name: copied\ndata:\n  token: {{ .Values.token | quote }}\n",
+    );
+    let spec = json!({
+        "source": source(chart.path()), "serviceAccountName": "deployer", "retryInterval": "1s",
+        "render": {"helm": {"valuesFrom": [{"kind": "Secret", "name": "platform-values"}]}},
+    });
+    create_in(&h, "reads-secret", spec).await;
+    let (_, message) = wait_in(&h, "reads-secret", "False", "BuildFailed").await;
+    assert!(
+        message.contains("system:serviceaccount:team-a:deployer") && message.contains("secrets"),
+        "refused as the account, which may not read Secrets: {message}"
+    );
+    assert!(!message.contains("platform-only"), "{message}");
+    let team: Api<ConfigMap> = Api::namespaced(h.server.client(), TEAM);
+    assert!(team.get_opt("copied").await.expect("get").is_none(), "nothing written");
+
+    // Given the right to read it, the same Package renders with it.
+    apply_to::<Role>(&h.server, Some(TEAM), json!({
+        "apiVersion": "rbac.authorization.k8s.io/v1", "kind": "Role", "metadata": {"name": "configmaps"},
+        "rules": [
+            {"apiGroups": [""], "resources": ["configmaps"], "verbs": ["get", "list", "watch", "create", "update", "patch", "delete"]},
+            {"apiGroups": [""], "resources": ["secrets"], "verbs": ["get"]},
+        ],
+    }))
+    .await;
+    wait_in(&h, "reads-secret", "True", "").await;
+    let copied = team.get("copied").await.expect("rendered");
+    assert_eq!(copied.data.unwrap_or_default()["token"], "platform-only");
+}
+
+#[tokio::test]
+async fn a_blank_or_malformed_service_account_name_is_refused_not_impersonated() {
+    let h = start().await;
+    tenants(&h).await;
+    let own = tempfile::tempdir().expect("dir");
+    write(own.path(), "cm.yaml", &configmap_in(TEAM, "blank"));
+    for (name, account) in [("empty", ""), ("spaces", "  "), ("colon", "deployer:x")] {
+        create_in(&h, name, json!({"source": source(own.path()), "serviceAccountName": account})).await;
+        let (_, message) = wait_in(&h, name, "False", "InvalidServiceAccount").await;
+        assert!(
+            message.starts_with("spec.serviceAccountName: ") && message.contains("is not a ServiceAccount name"),
+            "{message}"
+        );
+    }
+    let team: Api<ConfigMap> = Api::namespaced(h.server.client(), TEAM);
+    assert!(team.get_opt("blank").await.expect("get").is_none(), "nothing written");
+}
+
+#[tokio::test]
+async fn cross_namespace_dependencies_are_refused_with_no_cross_namespace_refs() {
+    let h = start_with(|settings| settings.tenancy.no_cross_namespace_refs = true).await;
+    tenants(&h).await;
+    let own = tempfile::tempdir().expect("dir");
+    write(own.path(), "cm.yaml", &configmap_in(TEAM, "after-theirs"));
+    let spec = json!({"source": source(own.path()), "dependsOn": [{"name": "infra", "namespace": OTHER}]});
+    create_in(&h, "depends", spec).await;
+    let (_, message) = wait_in(&h, "depends", "False", "AccessDenied").await;
+    assert!(
+        message.contains("spec.dependsOn[0]: team-b/infra is in another namespace")
+            && message.contains("--no-cross-namespace-refs"),
+        "{message}"
+    );
 }

@@ -6,6 +6,7 @@ use std::path::Path;
 use serde_json::{Map, Value};
 
 use crate::package::ConfigSpec;
+use crate::render::{PackageFiles, Sandbox, SandboxError};
 
 use bosun_core::yaml;
 
@@ -24,6 +25,9 @@ pub enum ConfigError {
     /// A configuration file is not valid YAML or JSON.
     #[error("config {0}")]
     Parse(#[from] yaml::ParseError),
+    /// `config.file` is outside a tenant's source.
+    #[error(transparent)]
+    Sandbox(#[from] SandboxError),
     /// A configuration source is not a map.
     #[error("config {origin}: must be a map of keys to values, found {found}")]
     NotAMap {
@@ -81,7 +85,13 @@ fn read_file(path: &Path) -> Result<Value, ConfigError> {
 }
 
 /// Builds the configuration of a package in `dir` from its spec and extra files (later wins).
-pub fn load(spec: &ConfigSpec, dir: &Path, extra_files: &[impl AsRef<Path>]) -> Result<Value, ConfigError> {
+/// In a tenant's `sandbox`, `config.file` must be inside the source.
+pub fn load(
+    spec: &ConfigSpec,
+    dir: &Path,
+    sandbox: Option<&Sandbox>,
+    extra_files: &[impl AsRef<Path>],
+) -> Result<Value, ConfigError> {
     let mut config = Value::Object(Map::new());
     if let Some(values) = &spec.values {
         if !values.is_object() {
@@ -90,7 +100,8 @@ pub fn load(spec: &ConfigSpec, dir: &Path, extra_files: &[impl AsRef<Path>]) -> 
         merge(&mut config, values.clone());
     }
     if let Some(file) = &spec.file {
-        merge(&mut config, read_file(&dir.join(file))?);
+        let path = PackageFiles { dir, sandbox }.path(file, "spec.config.file")?;
+        merge(&mut config, read_file(&path)?);
     }
     for file in extra_files {
         merge(&mut config, read_file(file.as_ref())?);
@@ -114,7 +125,7 @@ mod tests {
             values: Some(json!({"name": "inline", "image": {"repo": "grafana", "tag": "1"}, "replicas": 1})),
             file: Some("config.json".into()),
         };
-        let config = load(&spec, dir.path(), &[extra]).expect("config");
+        let config = load(&spec, dir.path(), None, &[extra]).expect("config");
         assert_eq!(config, json!({"name": "from-file", "image": {"repo": "grafana", "tag": "3"}, "replicas": 5}));
     }
 
@@ -123,9 +134,9 @@ mod tests {
         let dir = tempfile::tempdir().expect("tempdir");
         std::fs::write(dir.path().join("list.yaml"), "- a\n- b\n").expect("write");
         let spec = ConfigSpec { values: None, file: Some("list.yaml".into()) };
-        let err = load(&spec, dir.path(), &[] as &[&Path]).expect_err("a list");
+        let err = load(&spec, dir.path(), None, &[] as &[&Path]).expect_err("a list");
         assert!(err.to_string().ends_with("list.yaml: must be a map of keys to values, found a list"), "{err}");
         let spec = ConfigSpec { values: None, file: Some("missing.json".into()) };
-        assert!(matches!(load(&spec, dir.path(), &[] as &[&Path]), Err(ConfigError::Read { .. })));
+        assert!(matches!(load(&spec, dir.path(), None, &[] as &[&Path]), Err(ConfigError::Read { .. })));
     }
 }

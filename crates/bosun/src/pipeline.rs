@@ -67,6 +67,9 @@ pub struct RenderOptions {
     /// remote Package's values live beside it in the management cluster (as Flux reads them),
     /// while `lookup` and `.Capabilities` read the cluster the release goes to.
     pub values_cluster: Option<ValuesCluster>,
+    /// A tenant's render (the controllers'): every path the package names stays inside its
+    /// source, commands run only when allowed and confined. `None`: the user's own package.
+    pub sandbox: Option<render::Sandbox>,
 }
 
 /// The cluster a chart's `valuesFrom` is read from (see [`RenderOptions::values_cluster`]).
@@ -133,7 +136,7 @@ pub async fn render(
 ) -> Result<Rendered, PipelineError> {
     let config = match &options.config {
         Some(config) => config.clone(),
-        None => config::load(&package.spec.config, &package.dir, &options.config_files)?,
+        None => config::load(&package.spec.config, &package.dir, options.sandbox.as_ref(), &options.config_files)?,
     };
     let mut scopes = Scopes::builtin();
     let namespaces_set = package.spec.target_namespace.is_some() || options.default_namespace.is_some();
@@ -160,10 +163,17 @@ pub async fn render(
     let package = package.clone();
     let namespace = options.default_namespace.clone();
     let (extra, allow_empty, keys) = (options.extra.clone(), options.allow_empty, options.decryption.clone());
+    let sandbox = options.sandbox.clone();
     // Renderers run programs and evaluate jsonnet: off the async threads.
     let rendered = tokio::task::spawn_blocking(move || {
-        let input =
-            render::Input { config: &config, extra: &extra, allow_empty, keys: keys.as_ref(), helm: helm.as_ref() };
+        let input = render::Input {
+            config: &config,
+            extra: &extra,
+            allow_empty,
+            keys: keys.as_ref(),
+            helm: helm.as_ref(),
+            sandbox: sandbox.as_ref(),
+        };
         let mut rendered = render::render_with(&package, &input, &scopes)?;
         if let Some(namespace) = namespace {
             rendered.default_namespace(&namespace, &scopes);

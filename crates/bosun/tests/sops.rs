@@ -46,7 +46,7 @@ fn render(dir: &Path, keys: Option<&Keys>) -> Result<Rendered, RenderError> {
     let (config, extra) = (json!({}), Default::default());
     render_with(
         &package,
-        &Input { config: &config, extra: &extra, allow_empty: false, keys, helm: None },
+        &Input { config: &config, extra: &extra, allow_empty: false, keys, helm: None, sandbox: None },
         &Scopes::builtin(),
     )
 }

@@ -104,8 +104,11 @@ impl Controller {
     /// there, named after `name`).
     pub fn start(kubeconfig: &Path, dir: &Path, name: &str, extra: &[&str]) -> Controller {
         let log = dir.join(format!("{name}.log"));
+        // The test's directory holds its local sources, as an administrator allow-lists theirs.
         let child = Command::new(env!("CARGO_BIN_EXE_bosun"))
-            .args(["controller", "--metrics-addr", "127.0.0.1:0", "--cache-dir"])
+            .args(["controller", "--metrics-addr", "127.0.0.1:0", "--allow-local-sources"])
+            .arg(dir)
+            .arg("--cache-dir")
             .arg(dir.join(format!("{name}-cache")))
             .args(extra)
             .env("KUBECONFIG", kubeconfig)

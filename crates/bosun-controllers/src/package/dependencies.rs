@@ -121,7 +121,16 @@ impl super::PackageReconciler {
         let own = key(resource);
         let mut known: HashMap<Key, Option<Vec<Key>>> = HashMap::new();
         known.insert(own.clone(), Some(dependency_keys(resource)));
-        for dependency in dependency_keys(resource) {
+        for (index, dependency) in dependency_keys(resource).into_iter().enumerate() {
+            if !self.settings.tenancy.may_refer(&own.0, &dependency.0) {
+                let message = format!(
+                    "spec.dependsOn[{index}]: {}/{} is in another namespace, and this controller refuses cross-namespace references ({})",
+                    dependency.0,
+                    dependency.1,
+                    crate::tenancy::NO_CROSS_NAMESPACE_REFS_FLAG
+                );
+                return Err(Failure::give_up("AccessDenied", message));
+            }
             // Registered before reading: a dependency that turns ready in between still wakes us.
             self.waiting.wait(dependency.clone(), ObjectRef::from_obj(resource));
             let mut found = run.peer(&dependency.0, &dependency.1).map(|p| (*p).clone());

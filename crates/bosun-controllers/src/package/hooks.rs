@@ -58,6 +58,6 @@ impl super::PackageReconciler {
             super::fetch::fetch(&self.fetcher, run.client(), &resource, false).await.map_err(|e| e.to_string())?;
         let package = super::fetch::assemble(&dir, &resource).map_err(|e| e.to_string())?;
         let keys = self.keys(run).await.map_err(|f| f.message)?;
-        self.render(run, &package, &snapshot.revision, target, keys).await.map_err(|f| f.message)
+        self.render(run, &package, &snapshot, target, keys).await.map_err(|f| f.message)
     }
 }

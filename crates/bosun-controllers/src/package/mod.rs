@@ -13,6 +13,7 @@
 pub mod dependencies;
 pub mod fetch;
 mod hooks;
+mod identity;
 mod progress;
 pub mod remote;
 pub mod rollback;
@@ -38,6 +39,7 @@ use tokio_util::sync::CancellationToken;
 use self::{
     dependencies::{Key, Waiting},
     hooks::{Hooks, publish_hooks},
+    identity::service_account,
     progress::{Tracker, fields_of},
     remote::{Impersonating, Remotes, Target},
     running::Running,
@@ -56,7 +58,7 @@ use bosun::pipeline::{self, RenderOptions};
 use bosun::plan::{self, hooks::Operation};
 use bosun::render::{HelmRelease, Rendered};
 use bosun::report::{Cause, Report, Silent, Stage};
-use bosun::source::Fetcher;
+use bosun::source::{Fetcher, Snapshot};
 use bosun_kit::{self as kit, Failure, Run};
 
 /// The controller's name: its field manager, finalizer (`kit.bosun.dev/package`) and event
@@ -95,6 +97,9 @@ pub struct Settings {
     /// Cancelled when the controller stops: running rollouts stop waiting and record what
     /// they did, so the process (and a leader's handover) ends in seconds.
     pub stopping: CancellationToken,
+    /// What tenants' Packages may do beyond rendering files inside their source (nothing,
+    /// unless the administrator allows it).
+    pub tenancy: crate::Tenancy,
 }
 
 impl Settings {
@@ -111,6 +116,7 @@ impl Settings {
             namespace: None,
             selector: None,
             stopping: CancellationToken::default(),
+            tenancy: crate::Tenancy::default(),
         }
     }
 
@@ -172,7 +178,7 @@ pub fn controller(client: Client, settings: Settings) -> kit::Controller<Package
         stored: Mutex::default(),
         cache: Cache::new(client.clone()),
         remotes: Remotes::default(),
-        fetcher: Fetcher::new(settings.cache_dir.clone()),
+        fetcher: Fetcher::new(settings.cache_dir.clone()).with_local_roots(settings.tenancy.local_roots.clone()),
     };
     let mut controller = kit::Controller::new(NAME, reconciler, client)
         .concurrency(settings.concurrency)
@@ -210,12 +216,6 @@ fn requested_at(resource: &PackageResource) -> Option<String> {
     resource.metadata.annotations.as_ref().and_then(|a| a.get(REQUESTED_AT)).cloned()
 }
 
-/// `ns/name` of the Package's ServiceAccount, if it applies as one.
-fn service_account(resource: &PackageResource, default: Option<&str>) -> Option<(String, String)> {
-    let name = resource.spec.service_account_name.as_deref().or(default)?;
-    Some((resource.metadata.namespace.clone().unwrap_or_default(), name.to_string()))
-}
-
 /// The interval spread by up to ±5 % (Flux's jitter), so Packages created together do not
 /// reconcile together forever.
 fn jittered(interval: Duration) -> Duration {
@@ -241,8 +241,7 @@ impl PackageReconciler {
     /// as the Package's ServiceAccount (impersonated on the cluster applied to).
     async fn target(&self, run: &Run<PackageResource>) -> Result<Target, Failure> {
         let resource = run.object();
-        let user = service_account(resource, self.settings.default_service_account.as_deref())
-            .map(|(namespace, name)| format!("system:serviceaccount:{namespace}:{name}"));
+        let user = service_account(resource, self.settings.default_service_account.as_deref())?;
         if let Some(kube_config) = &resource.spec.kube_config {
             let retry = resource.spec.retry_interval();
             let failed = |e: remote::RemoteError| Failure::retry(e.reason(), e.to_string()).within(retry);
@@ -261,6 +260,16 @@ impl PackageReconciler {
             Some(user) => (self.impersonating(&user)?, self.cache.namespaces_only()),
         };
         Ok(Target { client, resolver: run.resolver().clone(), cache, remote: None })
+    }
+
+    /// The client a chart's `valuesFrom` is read with: this cluster (where the Package is), as
+    /// the Package's ServiceAccount when it has one — a tenant reads only what that account may.
+    fn values_client(&self, run: &Run<PackageResource>) -> Result<Client, Failure> {
+        let resource = run.object();
+        match service_account(resource, self.settings.default_service_account.as_deref())? {
+            Some(user) => self.impersonating(&user),
+            None => Ok(run.client().clone()),
+        }
     }
 
     /// A client of this cluster impersonating `user`, made once.
@@ -298,10 +307,11 @@ impl PackageReconciler {
         &self,
         run: &Run<PackageResource>,
         package: &Package,
-        revision: &str,
+        snapshot: &Snapshot,
         target: &Target,
         keys: Option<Keys>,
     ) -> Result<Arc<Rendered>, Failure> {
+        let revision = snapshot.revision.as_str();
         let resource = run.object();
         let key = key(resource);
         let generation = resource.metadata.generation.unwrap_or_default();
@@ -330,7 +340,8 @@ impl PackageReconciler {
             resolver: Some(target.resolver.clone()),
             decryption: keys,
             helm_release,
-            values_cluster: Some(pipeline::ValuesCluster(run.client().clone())),
+            values_cluster: Some(pipeline::ValuesCluster(self.values_client(run)?)),
+            sandbox: Some(self.settings.tenancy.sandbox(&snapshot.root)),
             ..RenderOptions::default()
         };
         let rendered = pipeline::render(package, &options, Some(&target.client))
@@ -384,7 +395,7 @@ impl PackageReconciler {
         let target = self.target(run).await?;
         tracker.phase("Rendering", "rendering", status);
         let keys = self.keys(run).await?;
-        let rendered = self.render(run, &package, &revision, &target, keys).await.map_err(in_source)?;
+        let rendered = self.render(run, &package, &snapshot, &target, keys).await.map_err(in_source)?;
         let digest = pipeline::digest(&rendered);
         let rollback = resource.spec.rollback.as_ref().is_some_and(|r| r.on_failure);
         if rollback

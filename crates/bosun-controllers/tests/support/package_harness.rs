@@ -31,7 +31,7 @@ pub struct Harness {
     pub configmaps: Api<ConfigMap>,
     pub metrics: std::sync::Arc<bosun_kit::Metrics>,
     _stop: tokio::sync::oneshot::Sender<()>,
-    _cache: tempfile::TempDir,
+    pub cache: tempfile::TempDir,
 }
 
 pub async fn start() -> Harness {
@@ -52,6 +52,9 @@ pub async fn start_with(adjust: impl FnOnce(&mut Settings)) -> Harness {
     }
     let cache = tempfile::tempdir().expect("cache");
     let mut settings = Settings::new(server.config(), cache.path().to_path_buf());
+    // The tests' repositories and directories are temporary ones, as an administrator would
+    // allow-list the directories of local sources.
+    settings.tenancy.local_roots = vec![std::env::temp_dir()];
     adjust(&mut settings);
     let controller = controller(server.client(), settings);
     let metrics = controller.metrics();
@@ -65,7 +68,7 @@ pub async fn start_with(adjust: impl FnOnce(&mut Settings)) -> Harness {
         server,
         metrics,
         _stop: stop,
-        _cache: cache,
+        cache,
     }
 }
 

@@ -8,6 +8,9 @@ pub enum RenderError {
     /// A file could not be read or parsed (the message names it, and the position).
     #[error(transparent)]
     File(#[from] bosun_core::file::FileError),
+    /// A tenant's render stepped outside its sandbox.
+    #[error(transparent)]
+    Sandbox(#[from] super::sandbox::SandboxError),
     /// The jsonnet program failed; the trace has file:line of each frame.
     #[error("jsonnet {entrypoint}: {trace}")]
     Jsonnet {

@@ -4,18 +4,23 @@
 
 use std::{
     io::{Read, Write},
+    os::unix::process::ExitStatusExt,
     path::{Path, PathBuf},
     process::{Command, Stdio},
     time::Duration,
 };
 
 use super::{
-    Input, Manifests, RenderError,
+    Input, Manifests, RenderError, confine,
     output::{self, Output},
     push_stream,
 };
 use crate::package::ExecSpec;
 use bosun_core::yaml;
+
+/// The signals the kernel stops a process with at its CPU time and file size limits.
+const SIGXCPU: i32 = 24;
+const SIGXFSZ: i32 = 25;
 
 /// Default bound on an exec renderer.
 pub const DEFAULT_TIMEOUT: Duration = Duration::from_secs(60);
@@ -41,60 +46,81 @@ pub struct Finished {
     pub stdout: String,
 }
 
-/// Runs `program args…` in `dir` with `input` on stdin and extra environment, within `timeout`.
-/// A non-zero exit is an error carrying the tail of stderr.
-pub fn run(
-    program: &Path,
-    args: &[String],
-    dir: &Path,
+/// Runs `command` (program, arguments, directory and environment set) with `input` on stdin,
+/// within `timeout` and, if given, `output_limit` bytes of stdout. A non-zero exit is an error
+/// carrying the tail of stderr. At the deadline the command is killed, with its process group
+/// when it leads one (a confined command does).
+pub(crate) fn run(
+    mut command: Command,
     input: &[u8],
-    env: &[(&str, &str)],
     timeout: Duration,
+    confinement: Option<&confine::Confinement<'_>>,
     shown: &str,
 ) -> Result<Finished, RenderError> {
     let failed = |message: String| RenderError::Command { command: shown.to_string(), message };
-    let mut child = Command::new(program)
-        .args(args)
-        .current_dir(dir)
-        .envs(env.iter().copied())
-        .stdin(Stdio::piped())
-        .stdout(Stdio::piped())
-        .stderr(Stdio::piped())
-        .spawn()
-        .map_err(|e| failed(format!("cannot run {}: {e}", program.display())))?;
-    let mut stdout = child.stdout.take().expect("piped");
-    let mut stderr = child.stderr.take().expect("piped");
-    // The output is read to its end on its own thread, which reports when the command closed
-    // it (normally: exited); the deadline applies to that moment.
+    let program = command.get_program().to_string_lossy().into_owned();
+    command.stdin(Stdio::piped()).stdout(Stdio::piped()).stderr(Stdio::piped());
+    let (mut child, _scratch) = match confinement {
+        Some(confinement) => confine::spawn(command, confinement).map(|(child, scratch)| (child, Some(scratch))),
+        None => command.spawn().map(|child| (child, None)),
+    }
+    .map_err(|e| failed(format!("cannot run {program}: {e}")))?;
+    let output_limit = confinement.map(|c| c.limits.output);
+    let stdout = child.stdout.take().expect("piped");
+    let stderr = child.stderr.take().expect("piped");
+    // The output is read to its end (or its limit) on its own thread, which reports when the
+    // command closed it (normally: exited); the deadline applies to that moment.
     let (done, output) = std::sync::mpsc::channel();
+    let limit = output_limit.map_or(u64::MAX, |l| l as u64 + 1);
     std::thread::spawn(move || {
-        let mut text = String::new();
-        let _ = done.send(stdout.read_to_string(&mut text).map(|_| text));
+        let mut bytes = Vec::new();
+        let _ = done.send(stdout.take(limit).read_to_end(&mut bytes).map(|_| bytes));
     });
     let err_reader = std::thread::spawn(move || {
         let mut text = String::new();
-        let _ = stderr.read_to_string(&mut text);
+        let _ = stderr.take(1 << 20).read_to_string(&mut text);
         text
     });
     if let Some(mut stdin) = child.stdin.take() {
         // A command that does not read its input closes the pipe early; that is not an error.
         let _ = stdin.write_all(input);
     }
+    let stop = |child: &mut std::process::Child| {
+        // The group a confined child leads goes too (its own children); others have none.
+        if confinement.is_some() {
+            let pid = rustix::process::Pid::from_child(child);
+            let _ = rustix::process::kill_process_group(pid, rustix::process::Signal::KILL);
+        }
+        let _ = child.kill();
+        let _ = child.wait();
+    };
     let stdout = match output.recv_timeout(timeout) {
         Ok(read) => read,
         Err(_) => {
-            let _ = child.kill();
-            let _ = child.wait();
+            stop(&mut child);
             let shown_timeout = bosun_core::duration::Interval(timeout);
             return Err(failed(format!("timed out after {shown_timeout} and was stopped")));
         }
     };
+    if let (Ok(bytes), Some(limit)) = (&stdout, output_limit)
+        && bytes.len() > limit
+    {
+        stop(&mut child);
+        return Err(failed(format!("printed more than {} MiB and was stopped", limit >> 20)));
+    }
     let status = child.wait().map_err(|e| failed(format!("waiting for it failed: {e}")))?;
-    let stdout = stdout.map_err(|_| failed("its output is not UTF-8".into()))?;
+    let stdout = stdout
+        .ok()
+        .and_then(|bytes| String::from_utf8(bytes).ok())
+        .ok_or_else(|| failed("its output is not UTF-8".into()))?;
     let stderr = err_reader.join().unwrap_or_default();
     if !status.success() {
-        let code =
-            status.code().map_or_else(|| "was killed by a signal".to_string(), |c| format!("exited with status {c}"));
+        let code = match (status.code(), status.signal()) {
+            (Some(code), _) => format!("exited with status {code}"),
+            (None, Some(SIGXCPU)) => "used up its CPU time limit and was stopped".to_string(),
+            (None, Some(SIGXFSZ)) => "wrote a file over its size limit and was stopped".to_string(),
+            (None, _) => "was killed by a signal".to_string(),
+        };
         let detail = tail(&stderr);
         let message = if detail.is_empty() { code } else { format!("{code}:\n{detail}") };
         return Err(failed(message));
@@ -106,6 +132,7 @@ pub fn run(
 /// inputs as JSON in `BOSUN_<NAME>` (`BOSUN_RELATED`, `BOSUN_FINALIZING`); objects from stdout.
 /// One JSON document in the response form ([`output::is_response`]) is read as such.
 pub fn render(package_dir: &Path, spec: &ExecSpec, input: &Input<'_>) -> Result<Output, RenderError> {
+    let limits = input.sandbox.map(|sandbox| sandbox.exec_limits("spec.render.exec")).transpose()?;
     let Some((program, args)) = spec.command.split_first() else {
         return Err(RenderError::Command {
             command: "exec".into(),
@@ -114,7 +141,10 @@ pub fn render(package_dir: &Path, spec: &ExecSpec, input: &Input<'_>) -> Result<
     };
     let shown = spec.command.join(" ");
     let program_path = if program.contains('/') {
-        let path = package_dir.join(program);
+        let path = match input.sandbox {
+            Some(sandbox) => sandbox.resolve(package_dir, program, "spec.render.exec.command[0]")?,
+            None => package_dir.join(program),
+        };
         std::path::absolute(&path).unwrap_or(path)
     } else {
         find_program(program).ok_or_else(|| RenderError::Command {
@@ -125,10 +155,17 @@ pub fn render(package_dir: &Path, spec: &ExecSpec, input: &Input<'_>) -> Result<
     let config_json = input.config.to_string();
     let extra: Vec<(String, String)> =
         input.extra.iter().map(|(name, value)| (format!("BOSUN_{}", name.to_uppercase()), value.to_string())).collect();
-    let mut env: Vec<(&str, &str)> = vec![("BOSUN_CONFIG", &config_json)];
-    env.extend(extra.iter().map(|(name, value)| (name.as_str(), value.as_str())));
+    let mut command = Command::new(&program_path);
+    command.args(args).current_dir(package_dir).env("BOSUN_CONFIG", &config_json).envs(extra);
+    // Allowed exec renderers may reach the network (as Argo CD's plugins do); they hold no
+    // credentials to use there.
+    let confinement = input.sandbox.zip(limits).map(|(sandbox, limits)| confine::Confinement {
+        root: &sandbox.root,
+        network: true,
+        limits,
+    });
     let timeout = spec.timeout.map_or(DEFAULT_TIMEOUT, |t| t.0);
-    let finished = run(&program_path, args, package_dir, config_json.as_bytes(), &env, timeout, &shown)?;
+    let finished = run(command, config_json.as_bytes(), timeout, confinement.as_ref(), &shown)?;
     let origin = format!("output of `{shown}`");
     let mut documents = yaml::parse_stream(&finished.stdout, &origin)?;
     if documents.len() == 1 && output::is_response(&documents[0]) {

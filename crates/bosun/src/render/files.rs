@@ -6,7 +6,7 @@ use std::path::{Path, PathBuf};
 
 use serde_json::Value;
 
-use super::{Manifests, RenderError, push_source, read_dir_error};
+use super::{Manifests, PackageFiles, RenderError, Sandbox, push_source, read_dir_error};
 use crate::package::{FilesSpec, PACKAGE_FILE, RolloutSpec, rollout::LOCUTUS_API_VERSION};
 use bosun_core::yaml;
 
@@ -76,15 +76,21 @@ fn parse_all(files: &[(PathBuf, String)]) -> Vec<Result<Vec<Value>, RenderError>
 
 /// Renders the files of `package_dir/spec.dir`, and the rollout (from `spec.rollout`, or a
 /// Locutus `Rollout` document found among the files).
-pub fn render(package_dir: &Path, spec: &FilesSpec) -> Result<(Manifests, Option<RolloutSpec>), RenderError> {
-    let dir = if spec.dir == "." { package_dir.to_path_buf() } else { package_dir.join(&spec.dir) };
+pub fn render(
+    package_dir: &Path,
+    spec: &FilesSpec,
+    sandbox: Option<&Sandbox>,
+) -> Result<(Manifests, Option<RolloutSpec>), RenderError> {
+    let files = PackageFiles { dir: package_dir, sandbox };
+    let dir =
+        if spec.dir == "." { package_dir.to_path_buf() } else { files.path(&spec.dir, "spec.render.files.dir")? };
     let mut manifests = Manifests::default();
-    let mut rollout = match &spec.rollout {
-        Some(file) => Some(RolloutSpec::from_file(&package_dir.join(file))?),
+    let rollout_path = spec.rollout.as_ref().map(|f| files.path(f, "spec.render.files.rollout")).transpose()?;
+    let mut rollout = match &rollout_path {
+        Some(file) => Some(RolloutSpec::from_file(file)?),
         None => None,
     };
-    let rollout_file =
-        spec.rollout.as_ref().map(|f| package_dir.join(f).canonicalize().unwrap_or_else(|_| package_dir.join(f)));
+    let rollout_file = rollout_path.map(|f| f.canonicalize().unwrap_or(f));
     let mut files = Vec::new();
     for path in manifest_files(&dir)? {
         let relative = match path.strip_prefix(&dir) {

@@ -23,6 +23,7 @@ use bosun_helm::values::ValueSources;
 use serde_json::Value;
 
 use super::Manifests;
+use super::sandbox::{PackageFiles, Sandbox, SandboxError};
 use crate::package::{HelmSpec, ValuesKind, ValuesReference};
 
 /// The release a Helm chart is rendered as. [`HelmContext::template`] is `helm template`'s
@@ -91,6 +92,9 @@ pub enum HelmError {
         /// Why.
         message: String,
     },
+    /// A file the spec names is outside a tenant's source.
+    #[error(transparent)]
+    Sandbox(#[from] SandboxError),
     /// `spec.render.helm.values` is not a mapping.
     #[error("spec.render.helm.values must be a mapping of values, not {0}")]
     InlineValues(String),
@@ -167,13 +171,13 @@ pub(super) struct Output {
 
 /// The user's values in Helm's order (see [`HelmSpec`]).
 fn user_values(
-    package_dir: &Path,
+    files: &PackageFiles<'_>,
     spec: &HelmSpec,
     context: &HelmContext,
 ) -> Result<bosun_helm::values::Values, HelmError> {
     let mut sources = ValueSources::default();
-    for file in &spec.values_files {
-        let path = package_dir.join(file);
+    for (index, file) in spec.values_files.iter().enumerate() {
+        let path = files.path(file, &format!("spec.render.helm.valuesFiles[{index}]"))?;
         let text = std::fs::read_to_string(&path).map_err(|e| HelmError::ValuesFile {
             file: path.display().to_string(),
             message: bosun_core::cluster::root_cause(&e),
@@ -201,8 +205,10 @@ fn user_values(
     sources.set = spec.set.clone();
     sources.set_string = spec.set_string.clone();
     sources.set_file = spec.set_file.clone();
-    let read =
-        |file: &str| std::fs::read_to_string(package_dir.join(file)).map_err(|e| bosun_core::cluster::root_cause(&e));
+    let read = |file: &str| {
+        let path = files.path(file, "spec.render.helm.setFile").map_err(|e| e.to_string())?;
+        std::fs::read_to_string(path).map_err(|e| bosun_core::cluster::root_cause(&e))
+    };
     Ok(sources.merge(&read)?)
 }
 
@@ -219,23 +225,30 @@ fn capabilities(spec: &HelmSpec, context: &HelmContext) -> Result<Capabilities, 
 
 /// The chart's directory (or archive): `spec.chart` in the package, the package itself for
 /// `.` (so that messages name the directory the user gave).
-pub(super) fn chart_path(package_dir: &Path, spec: &HelmSpec) -> std::path::PathBuf {
+///
+/// # Errors
+/// In a sandbox, a chart outside the source.
+pub(super) fn chart_path(
+    package_dir: &Path,
+    spec: &HelmSpec,
+    sandbox: Option<&Sandbox>,
+) -> Result<std::path::PathBuf, SandboxError> {
     match spec.chart.as_str() {
-        "" | "." => package_dir.to_path_buf(),
-        chart => package_dir.join(chart),
+        "" | "." => Ok(package_dir.to_path_buf()),
+        chart => PackageFiles { dir: package_dir, sandbox }.path(chart, "spec.render.helm.chart"),
     }
 }
 
 /// Renders the chart of a Helm package. `release_name` is the default of `releaseName`.
 pub(super) fn render(
-    package_dir: &Path,
+    files: &PackageFiles<'_>,
+    chart_dir: &Path,
     release_name: &str,
     spec: &HelmSpec,
     context: &HelmContext,
 ) -> Result<Output, HelmError> {
-    let chart_dir = chart_path(package_dir, spec);
-    let chart = bosun_helm::load::load(&chart_dir)?;
-    let values = user_values(package_dir, spec, context)?;
+    let chart = bosun_helm::load::load(chart_dir)?;
+    let values = user_values(files, spec, context)?;
     let release = ReleaseOptions {
         name: (context.release_name.clone().or_else(|| spec.release_name.clone()))
             .unwrap_or_else(|| release_name.to_string()),

@@ -12,7 +12,8 @@ use std::{
 };
 
 use jrsonnet_evaluator::{
-    AsPathLike, FileImportResolver, IStr, ImportResolver, SourcePath, SourceVirtual, State, apply_tla,
+    AsPathLike, FileImportResolver, IStr, ImportCallbackError, ImportResolver, SourcePath, SourceVirtual, State,
+    apply_tla,
     manifest::JsonFormat,
     tla::TlaArg,
     trace::{CompactFormat, PathResolver, TraceFormat},
@@ -23,6 +24,7 @@ use serde_json::Value;
 use super::{
     Input, Manifests, RenderError,
     output::{self, Output},
+    sandbox::{self, PackageFiles},
 };
 use crate::package::{FilesSpec, JsonnetSpec};
 
@@ -33,19 +35,43 @@ pub const CONFIG_IMPORT: &str = "generic-operator/config";
 /// more stack than a worker thread has.
 const EVALUATION_STACK: usize = 256 * 1024 * 1024;
 
-/// Files from the package and its library paths, plus the virtual configuration import.
+/// Files from the package and its library paths, plus the virtual configuration import. In a
+/// sandbox, only files beneath `root` (its canonical form), symbolic links followed.
 #[derive(Acyclic)]
 struct PackageImports {
     files: FileImportResolver,
     config: Vec<u8>,
+    root: Option<PathBuf>,
 }
 
 impl ImportResolver for PackageImports {
     fn resolve_from(&self, from: &SourcePath, path: &dyn AsPathLike) -> jrsonnet_evaluator::Result<SourcePath> {
-        if path.as_path().as_ref() == Path::new(CONFIG_IMPORT) {
+        let named = path.as_path().as_ref().to_path_buf();
+        if named == Path::new(CONFIG_IMPORT) {
             return Ok(SourcePath::new(SourceVirtual(CONFIG_IMPORT.into())));
         }
-        self.files.resolve_from(from, path)
+        let Some(root) = &self.root else { return self.files.resolve_from(from, path) };
+        let outside = || {
+            let message = format!("import {:?} is outside the package's source: imports must stay inside it", named);
+            jrsonnet_evaluator::Error::from(ImportCallbackError(message))
+        };
+        // Refused before looking, so that the refusal says nothing of what exists outside.
+        let from_dir = from.path().and_then(Path::parent).map(Path::to_path_buf);
+        let base = from_dir.unwrap_or_else(|| root.clone());
+        // The entrypoint is imported by its absolute path, inside the root.
+        let (base, relative) = match named.strip_prefix(root) {
+            Ok(inside) => (root.clone(), inside.to_path_buf()),
+            Err(_) => (base, named.clone()),
+        };
+        if sandbox::lexically_beneath(root, &base, &relative).is_none() {
+            return Err(outside());
+        }
+        let resolved = self.files.resolve_from(from, path)?;
+        match resolved.path() {
+            Some(file) if file.canonicalize().is_ok_and(|real| real.starts_with(root)) => Ok(resolved),
+            Some(_) => Err(outside()),
+            None => Ok(resolved),
+        }
     }
 
     fn load_file_contents(&self, resolved: &SourcePath) -> jrsonnet_evaluator::Result<Vec<u8>> {
@@ -84,17 +110,14 @@ fn collapse_repeats(trace: &str) -> String {
 }
 
 /// Evaluates the program `entry` to JSON text; errors come back with their jsonnet stack trace.
-fn evaluate(
-    dir: &Path,
-    spec: &JsonnetSpec,
-    entry: &str,
-    config: &Value,
-    extra: &BTreeMap<String, Value>,
-) -> Result<String, String> {
-    let mut library: Vec<PathBuf> = spec.jpath.iter().map(|p| dir.join(p)).collect();
-    library.push(dir.join("vendor"));
+fn evaluate(program: &Program, config: &Value, extra: &BTreeMap<String, Value>) -> Result<String, String> {
+    let Program { dir, spec, entry, library, root } = program;
     let config_json = config.to_string();
-    let resolver = PackageImports { files: FileImportResolver::new(library), config: config_json.clone().into_bytes() };
+    let resolver = PackageImports {
+        files: FileImportResolver::new(library.clone()),
+        config: config_json.clone().into_bytes(),
+        root: root.clone(),
+    };
     let stdlib = jrsonnet_stdlib::ContextInitializer::new(PathResolver::Relative(dir.to_path_buf()));
     {
         let mut settings = stdlib.settings_mut();
@@ -128,6 +151,31 @@ fn evaluate(
     value.manifest(JsonFormat::minify()).map_err(shown)
 }
 
+/// A program to evaluate: its directory (canonical), spec, entrypoint (relative to the
+/// directory), library paths, and the sandbox's root (canonical) if any.
+struct Program {
+    dir: PathBuf,
+    spec: JsonnetSpec,
+    entry: String,
+    library: Vec<PathBuf>,
+    root: Option<PathBuf>,
+}
+
+impl Program {
+    /// The program `entry` of the package in `dir` (canonical), its library paths checked
+    /// against the sandbox.
+    fn new(dir: &Path, spec: &JsonnetSpec, entry: &str, input: &Input<'_>) -> Result<Program, RenderError> {
+        let files = PackageFiles { dir, sandbox: input.sandbox };
+        let mut library = Vec::new();
+        for (index, path) in spec.jpath.iter().enumerate() {
+            library.push(files.path(path, &format!("spec.render.jsonnet.jpath[{index}]"))?);
+        }
+        library.push(dir.join("vendor"));
+        let root = input.sandbox.map(|s| s.root.canonicalize().unwrap_or_else(|_| s.root.clone()));
+        Ok(Program { dir: dir.to_path_buf(), spec: spec.clone(), entry: entry.to_string(), library, root })
+    }
+}
+
 /// Runs the program `entry` (relative to the package) with its inputs, to JSON.
 fn run(
     package_dir: &Path,
@@ -137,13 +185,13 @@ fn run(
     input: &Input<'_>,
 ) -> Result<Value, RenderError> {
     let failed = |trace: String| RenderError::Jsonnet { entrypoint: entry.to_string(), trace };
-    let (dir, spec_owned, entry_owned) = (dir.to_path_buf(), spec.clone(), entry.to_string());
+    let program = Program::new(dir, spec, entry, input)?;
     let (config, extra) = (input.config.clone(), input.extra.clone());
     let _watched = super::memory::watch(&package_dir.join(entry).display().to_string()).map_err(failed)?;
     let json = std::thread::Builder::new()
         .name("bosun-jsonnet".into())
         .stack_size(EVALUATION_STACK)
-        .spawn(move || evaluate(&dir, &spec_owned, &entry_owned, &config, &extra))
+        .spawn(move || evaluate(&program, &config, &extra))
         .map_err(FileError::reading(package_dir.join(entry).display()))?
         .join()
         .map_err(|_| failed("the evaluator panicked".into()))?
@@ -160,7 +208,8 @@ pub fn render(package_dir: &Path, spec: &JsonnetSpec, input: &Input<'_>) -> Resu
     // Traces show paths relative to the package, which jrsonnet computes from a canonical base.
     let dir = package_dir.canonicalize().map_err(FileError::reading(package_dir.display()))?;
     let Some(entrypoint) = spec.program(&dir) else { return render_directory(package_dir, &dir, spec, input) };
-    let entry = dir.join(&entrypoint);
+    let entry =
+        PackageFiles { dir: &dir, sandbox: input.sandbox }.path(&entrypoint, "spec.render.jsonnet.entrypoint")?;
     if !entry.is_file() {
         return Err(FileError::missing(&entry, "the jsonnet entrypoint does not exist").into());
     }
@@ -187,7 +236,7 @@ fn render_directory(
     }
     programs.sort();
     let files = FilesSpec { dir: ".".into(), rollout: None };
-    let mut manifests = match super::files::render(package_dir, &files) {
+    let mut manifests = match super::files::render(package_dir, &files, input.sandbox) {
         Ok((manifests, _)) => manifests,
         Err(RenderError::NoManifests { .. }) => Manifests::default(),
         Err(error) => return Err(error),

@@ -184,6 +184,9 @@ pub struct Input<'a> {
     /// For a Helm chart rendered for a cluster: the release as the cluster knows it (see
     /// [`HelmContext`]); none renders as `helm template` does.
     pub helm: Option<&'a HelmContext>,
+    /// A tenant's render (in a controller): every path beneath the source, commands only when
+    /// allowed; none renders as the user's own (`bosun render`, `apply`, `dev`).
+    pub sandbox: Option<&'a sandbox::Sandbox>,
 }
 
 impl Rendered {

@@ -3,6 +3,7 @@
 //! variables are substituted, common metadata and the target namespace applied, and every object
 //! checked (kind, apiVersion, name; no identity twice) before anything is returned.
 
+mod confine;
 mod error;
 mod exec;
 mod files;
@@ -13,6 +14,7 @@ mod kustomize;
 mod manifests;
 mod memory;
 mod output;
+mod sandbox;
 mod substitute;
 
 use std::collections::{BTreeMap, HashMap};
@@ -24,6 +26,7 @@ use bosun_core::object;
 use crate::package::{Package, RenderSpec, RolloutSpec, rollout::RolloutError};
 
 use bosun_core::scopes::Scopes;
+pub use confine::{CommandLimits, landlock_enforced};
 pub use error::RenderError;
 pub use helm::{HelmContext, HelmError};
 pub use helm_release::{HelmRelease, ReleaseError, helm_context, release_from_inventory};
@@ -31,6 +34,8 @@ pub use manifests::{HookStyle, Input, Manifest, Manifests, Rendered};
 pub(crate) use manifests::{push_source, push_stream, read_dir_error};
 pub use memory::LIMIT_VARIABLE as JSONNET_MEMORY_LIMIT_VARIABLE;
 pub use output::Response;
+pub(crate) use sandbox::PackageFiles;
+pub use sandbox::{ALLOW_EXEC_FLAG, ALLOW_REMOTE_BASES_FLAG, Sandbox, SandboxError};
 
 /// Renders a package with its configuration. `scopes` says which kinds are namespaced (for
 /// `targetNamespace`); the package's own CRDs are added to it.
@@ -39,7 +44,11 @@ pub use output::Response;
 /// Any renderer failure, malformed output, an object without kind/apiVersion/name, an identity
 /// rendered twice, an unset variable, or a rollout step naming a key that was not rendered.
 pub fn render(package: &Package, config: &Value, scopes: &Scopes) -> Result<Rendered, RenderError> {
-    render_with(package, &Input { config, extra: &BTreeMap::new(), allow_empty: false, keys: None, helm: None }, scopes)
+    render_with(
+        package,
+        &Input { config, extra: &BTreeMap::new(), allow_empty: false, keys: None, helm: None, sandbox: None },
+        scopes,
+    )
 }
 
 /// [`render`] with further inputs (see [`Input`]).
@@ -52,19 +61,23 @@ pub fn render_with(package: &Package, input: &Input<'_>, scopes: &Scopes) -> Res
     let mut hooks = HookStyle::default();
     let (mut manifests, produced_rollout, response) = match package.renderer() {
         RenderSpec::Files(spec) => {
-            let (manifests, rollout) = files::render(&package.dir, &spec)?;
+            let (manifests, rollout) = files::render(&package.dir, &spec, input.sandbox)?;
             (manifests, rollout, Response::default())
         }
         RenderSpec::Jsonnet(spec) => {
             let out = jsonnet::render(&package.dir, &spec, input)?;
             (out.manifests, out.rollout, out.response)
         }
-        RenderSpec::Kustomize(spec) => (kustomize::render(&package.dir, &spec)?, None, Response::default()),
+        RenderSpec::Kustomize(spec) => {
+            (kustomize::render(&package.dir, &spec, input.sandbox)?, None, Response::default())
+        }
         RenderSpec::Helm(spec) => {
-            let chart = helm::chart_path(&package.dir, &spec).display().to_string();
+            let chart = helm::chart_path(&package.dir, &spec, input.sandbox)?;
+            let shown = chart.display().to_string();
             let template = HelmContext::template(spec_namespace(package));
-            let out = helm::render(&package.dir, &package.name, &spec, input.helm.unwrap_or(&template))
-                .map_err(|source| RenderError::Helm { chart, source: Box::new(source) })?;
+            let files = sandbox::PackageFiles { dir: &package.dir, sandbox: input.sandbox };
+            let out = helm::render(&files, &chart, &package.name, &spec, input.helm.unwrap_or(&template))
+                .map_err(|source| RenderError::Helm { chart: shown, source: Box::new(source) })?;
             hooks = HookStyle::Helm;
             warnings.extend(out.warnings);
             (out.manifests, None, Response::default())

@@ -214,7 +214,7 @@ EOF
     );
     std::process::Command::new("chmod").args(["+x", "sync.sh"]).current_dir(dir.path()).status().expect("chmod");
     let extra = BTreeMap::from([("related".to_string(), json!({"cm": []})), ("finalizing".to_string(), json!(true))]);
-    let input = Input { config: &json!({}), extra: &extra, allow_empty: false, keys: None, helm: None };
+    let input = Input { config: &json!({}), extra: &extra, allow_empty: false, keys: None, helm: None, sandbox: None };
     let exec = RenderSpec::Exec(ExecSpec { command: vec!["./sync.sh".into()], timeout: None });
     let rendered = render_with(&package(dir.path(), exec), &input, &Scopes::builtin()).expect("exec");
     assert_eq!(keys(&rendered), ["ConfigMap/c"]);

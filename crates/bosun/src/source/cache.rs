@@ -72,6 +72,11 @@ impl Cache {
         Cache { root, registry: Mutex::new(Registry::default()), locks: Mutex::new(HashMap::new()) }
     }
 
+    /// The cache directory, canonical where it exists.
+    pub fn root(&self) -> PathBuf {
+        self.root.canonicalize().unwrap_or_else(|_| self.root.clone())
+    }
+
     /// The lock serializing fetches into the repository `key`.
     pub fn lock(&self, key: &str) -> Arc<tokio::sync::Mutex<()>> {
         let mut locks = self.locks.lock().unwrap_or_else(|e| e.into_inner());
@@ -207,9 +212,15 @@ fn remove_later(paths: Vec<PathBuf>) {
 
 /// The hex SHA-256 of `parts`, each followed by a NUL.
 pub(crate) fn hex_digest(parts: &[&str]) -> String {
+    let parts: Vec<&[u8]> = parts.iter().map(|part| part.as_bytes()).collect();
+    hex_digest_bytes(&parts)
+}
+
+/// [`hex_digest`] of byte strings.
+pub(crate) fn hex_digest_bytes(parts: &[&[u8]]) -> String {
     let mut hasher = Sha256::new();
     for part in parts {
-        hasher.update(part.as_bytes());
+        hasher.update(part);
         hasher.update([0]);
     }
     hasher.finalize().iter().map(|b| format!("{b:02x}")).collect()

@@ -38,6 +38,19 @@ pub(crate) enum Kind {
 const KEYS: &[&str] = &["username", "password", "bearerToken", "identity", "known_hosts", "identity.pub"];
 
 impl Credentials {
+    /// A digest of the credentials themselves (never shown): what tells one tenant's access to
+    /// a source from another's in the cache's memory of it.
+    pub(crate) fn fingerprint(&self) -> String {
+        let fields: Vec<&[u8]> = match &self.kind {
+            Kind::Basic { username, password } => vec![b"basic", username.as_bytes(), password.as_bytes()],
+            Kind::Bearer(token) => vec![b"bearer", token.as_bytes()],
+            Kind::Ssh { identity, known_hosts, passphrase } => {
+                vec![b"ssh", identity, known_hosts, passphrase.as_deref().unwrap_or_default()]
+            }
+        };
+        super::cache::hex_digest_bytes(&fields)
+    }
+
     /// Credentials from the data of Secret `secret_name`: `username` and `password` (HTTP basic),
     /// `bearerToken` (HTTP), or `identity` and `known_hosts` with an optional `password` (the
     /// key's passphrase) for SSH.

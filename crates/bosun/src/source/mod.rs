@@ -93,7 +93,13 @@ pub struct Fetcher {
     archives: Arc<Mutex<HashMap<String, archive::Remembered>>>,
     /// The registry clients of OCI sources.
     oci_clients: oci::Clients,
+    /// Where local sources (`source.dir`, a Git repository by path) may be: anywhere (`None`,
+    /// the user's own machine), or beneath these directories only (a controller's tenants).
+    local_roots: Option<Arc<Vec<PathBuf>>>,
 }
+
+/// The flag that allow-lists directories for local sources in the controllers.
+pub const ALLOW_LOCAL_SOURCES_FLAG: &str = "--allow-local-sources";
 
 impl Fetcher {
     /// A fetcher caching in `cache_dir` (created when needed; its scratch space is emptied, so
@@ -107,7 +113,38 @@ impl Fetcher {
             .connect_timeout(Duration::from_secs(30))
             .build()
             .unwrap_or_default();
-        Fetcher { cache: Arc::new(Cache::new(cache_dir)), http, archives: Arc::default(), oci_clients: Arc::default() }
+        Fetcher {
+            cache: Arc::new(Cache::new(cache_dir)),
+            http,
+            archives: Arc::default(),
+            oci_clients: Arc::default(),
+            local_roots: None,
+        }
+    }
+
+    /// This fetcher with local sources (`source.dir`, Git repositories by path) allowed only
+    /// beneath `roots` — none at all when empty — and never inside the cache itself, where
+    /// other sources' snapshots and repositories are kept. For the controllers, whose Packages
+    /// are tenants' and must not read the controller's machine.
+    pub fn with_local_roots(self, roots: Vec<PathBuf>) -> Fetcher {
+        let roots = roots.iter().map(|root| root.canonicalize().unwrap_or_else(|_| root.clone())).collect();
+        Fetcher { local_roots: Some(Arc::new(roots)), ..self }
+    }
+
+    /// Whether a local source at `path` (as the spec wrote it) may be read.
+    fn check_local(&self, path: &Path, shown: &str) -> Result<(), SourceError> {
+        let Some(roots) = &self.local_roots else { return Ok(()) };
+        let refused = |message: String| SourceError::Invalid { source_name: shown.to_string(), message };
+        let real = path.canonicalize().unwrap_or_else(|_| path.to_path_buf());
+        if real.starts_with(self.cache.root()) {
+            return Err(refused("the controller's source cache is not a source".into()));
+        }
+        if roots.iter().any(|root| real.starts_with(root)) {
+            return Ok(());
+        }
+        Err(refused(format!(
+            "local paths are refused by this controller (they would read its machine); its administrator may allow directories with {ALLOW_LOCAL_SOURCES_FLAG} DIR"
+        )))
     }
 
     /// The commit `source` refers to, as a snapshot.
@@ -128,6 +165,9 @@ impl Fetcher {
         refetch: bool,
     ) -> Result<Snapshot, SourceError> {
         let job = job(source, credentials, refetch)?;
+        if let Location::Local(path) = &job.location {
+            self.check_local(path, &job.shown)?;
+        }
         let timeout = job.timeout;
         let ignore = ignore.map(str::to_string);
         let source_id =
@@ -164,6 +204,7 @@ impl Fetcher {
     ///
     /// [`SourceError::Io`] when the directory cannot be read or the cache written.
     pub async fn dir(&self, dir: &Path, ignore: Option<&str>) -> Result<Snapshot, SourceError> {
+        self.check_local(dir, &dir.display().to_string())?;
         let cache = self.cache.clone();
         let dir = dir.to_path_buf();
         let ignore = ignore.map(str::to_string);
@@ -233,7 +274,11 @@ impl Fetcher {
             revision: format!("sha256:{digest}"),
             _lease: lease,
         };
-        let known = if refetch { None } else { self.remembered(&source.url) };
+        // What a download left is remembered per URL *and* credentials: a tenant without
+        // another's credentials never reuses what that tenant downloaded.
+        let remembered_as =
+            format!("{}\0{}", source.url, credentials.map(Credentials::fingerprint).unwrap_or_default());
+        let known = if refetch { None } else { self.remembered(&remembered_as) };
         // Ask conditionally only while the snapshot to reuse is still there.
         let held = known.as_ref().and_then(|k| Some((k, self.cache.claim(&source_id, &key(&k.digest))?)));
         let scratch = self.cache.scratch()?;
@@ -284,7 +329,7 @@ impl Fetcher {
                 })?
             }
         };
-        self.archives.lock().unwrap_or_else(|e| e.into_inner()).insert(source.url.clone(), remembered);
+        self.archives.lock().unwrap_or_else(|e| e.into_inner()).insert(remembered_as, remembered);
         Ok(snapshot(&digest, lease))
     }
 

@@ -1,0 +1,65 @@
+//! Who a Package's run acts as: its ServiceAccount, impersonated, or the controller itself.
+
+use bosun::package::PackageResource;
+use bosun_kit::Failure;
+
+/// The user a Package applies as: its ServiceAccount (`system:serviceaccount:ns:name`), if it
+/// names one or the controller has a default; a name that is no ServiceAccount name (blank,
+/// spaces, capitals) is refused rather than impersonated.
+pub(super) fn service_account(resource: &PackageResource, default: Option<&str>) -> Result<Option<String>, Failure> {
+    let Some(name) = resource.spec.service_account_name.as_deref().or(default) else { return Ok(None) };
+    if !is_service_account_name(name) {
+        let message = format!(
+            "spec.serviceAccountName: {name:?} is not a ServiceAccount name (lowercase letters, digits, '-' and '.')"
+        );
+        return Err(Failure::give_up("InvalidServiceAccount", &message));
+    }
+    let namespace = resource.metadata.namespace.as_deref().unwrap_or_default();
+    Ok(Some(format!("system:serviceaccount:{namespace}:{name}")))
+}
+
+/// Whether `name` is a valid object name (a DNS subdomain), as ServiceAccounts' are.
+fn is_service_account_name(name: &str) -> bool {
+    let allowed = |c: char| c.is_ascii_lowercase() || c.is_ascii_digit() || c == '-' || c == '.';
+    let alphanumeric = |c: Option<char>| c.is_some_and(|c| c.is_ascii_lowercase() || c.is_ascii_digit());
+    name.len() <= 253
+        && name.chars().all(allowed)
+        && alphanumeric(name.chars().next())
+        && alphanumeric(name.chars().last())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn only_service_account_names_are_impersonated() {
+        let package = |name: Option<&str>| {
+            let mut resource = PackageResource::new("web", bosun::package::PackageSpec::default());
+            resource.metadata.namespace = Some("team-a".into());
+            resource.spec.service_account_name = name.map(str::to_string);
+            resource
+        };
+        let cases = [
+            (None, None, Ok(None)),
+            (None, Some("deployer"), Ok(Some("system:serviceaccount:team-a:deployer"))),
+            (Some("ci.bot-1"), Some("deployer"), Ok(Some("system:serviceaccount:team-a:ci.bot-1"))),
+            (Some(""), Some("deployer"), Err("\"\" is not a ServiceAccount name")),
+            (Some("  "), None, Err("\"  \" is not a ServiceAccount name")),
+            (Some("Admin"), None, Err("\"Admin\" is not")),
+            (Some("-x"), None, Err("\"-x\" is not")),
+            (Some("a:b"), None, Err("\"a:b\" is not")),
+        ];
+        for (name, default, expected) in cases {
+            let result = service_account(&package(name), default);
+            match expected {
+                Ok(user) => assert_eq!(result.expect("valid").as_deref(), user, "{name:?}"),
+                Err(message) => {
+                    let failure = result.expect_err("invalid");
+                    assert!(failure.message.contains(message), "{name:?}: {}", failure.message);
+                    assert_eq!(failure.reason, "InvalidServiceAccount");
+                }
+            }
+        }
+    }
+}
