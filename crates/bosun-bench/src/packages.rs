@@ -127,6 +127,9 @@ pub fn spawn_controller(kubeconfig: &Path, scratch: &Path, concurrency: usize, m
         .arg(kubeconfig)
         .arg("--cache-dir")
         .arg(scratch.join("cache"))
+        // The benchmark's packages are directories in its scratch space.
+        .arg("--allow-local-sources")
+        .arg(scratch)
         .stdout(Stdio::null())
         .stderr(log)
         .spawn()

@@ -187,8 +187,9 @@ pub async fn run(args: Args) -> ExitCode {
         tenancy: args.tenancy.tenancy(),
         ..package::Settings::new(connection.config.clone(), args.cache_dir.clone())
     };
+    // Logged, not printed: with --log-format json every line stays one object.
     for warning in args.tenancy.warnings(args.default_service_account.as_deref()) {
-        eprintln!("warning: {warning}");
+        tracing::warn!("{warning}");
     }
     let settings = HostSettings {
         endpoints,

@@ -180,6 +180,19 @@ async fn json_logs_are_one_object_per_line() {
 }
 
 #[tokio::test]
+async fn the_controller_warns_when_packages_would_apply_with_its_own_rights() {
+    let cluster = start().await;
+    let crds = cluster.bosun(&["crds"]).await;
+    cluster.kubectl(&["apply", "-f", "-"], Some(&crds.stdout)).await;
+    let unconfined = cluster.controller("unconfined", &[]);
+    let line = unconfined.logged("no --default-service-account").await;
+    assert!(line.contains("WARN") && line.contains("apply with the controller's own rights"), "{line}");
+    let confined = cluster.controller("confined", &["--default-service-account", "deployer"]);
+    confined.logged("bosun controller starting").await;
+    assert!(!confined.log().contains("--default-service-account"), "{}", confined.log());
+}
+
+#[tokio::test]
 async fn the_controller_serves_receivers_on_the_webhook_address() {
     let cluster = start().await;
     let crds = cluster.bosun(&["crds"]).await;

@@ -43,6 +43,9 @@ fn prepared(name: &str, sources: ValueSources) -> Result<Prepared, RenderError> 
 /// reason (worded by this crate).
 #[test]
 fn every_test_chart_loads_or_is_refused_as_helm_does() {
+    if bosun_test_tools::skip_without_helm_corpus("every_test_chart_loads_or_is_refused_as_helm_does") {
+        return;
+    }
     let refused: BTreeMap<&str, &str> = [
         ("chart-bad-requirements", "chart-bad-requirements/Chart.yaml: error converting YAML to JSON: yaml: line"),
         ("chart-bad-type", "field 'type': must be application or library, not \"foobar\""),
@@ -73,6 +76,9 @@ fn every_test_chart_loads_or_is_refused_as_helm_does() {
 
 #[test]
 fn archives_load_with_their_subcharts() {
+    if bosun_test_tools::skip_without_helm_corpus("archives_load_with_their_subcharts") {
+        return;
+    }
     let reqtest = chart("reqtest-0.1.0.tgz");
     let mut names: Vec<&str> = reqtest.dependencies.iter().map(Chart::name).collect();
     names.sort();
@@ -86,6 +92,9 @@ fn archives_load_with_their_subcharts() {
 
 #[test]
 fn v1_charts_read_requirements() {
+    if bosun_test_tools::skip_without_helm_corpus("v1_charts_read_requirements") {
+        return;
+    }
     let c = chart("issue-7233");
     assert_eq!(c.metadata.dependencies[0].name, "alpine");
     assert_eq!(c.metadata.dependencies[0].repository, "file://../alpine");
@@ -96,6 +105,9 @@ fn v1_charts_read_requirements() {
 /// `helm template` refuses library charts and charts with missing dependencies.
 #[test]
 fn install_checks_as_helm() {
+    if bosun_test_tools::skip_without_helm_corpus("install_checks_as_helm") {
+        return;
+    }
     let mut library = chart("chart-with-only-crds");
     library.metadata.chart_type = "library".into();
     let error =
@@ -113,6 +125,9 @@ fn install_checks_as_helm() {
 /// The schema golden files: the message after Helm's `Error: INSTALLATION FAILED: `.
 #[test]
 fn schema_errors_match_helms_golden_files() {
+    if bosun_test_tools::skip_without_helm_corpus("schema_errors_match_helms_golden_files") {
+        return;
+    }
     let set = |values: &[&str]| ValueSources {
         set: values.iter().map(|v| v.to_string()).collect(),
         ..ValueSources::default()
@@ -175,6 +190,9 @@ fn assemble_and_print(prepared: &Prepared, rendered: &BTreeMap<String, String>, 
 /// file byte for byte (order, hooks last, `--include-crds`, `--skip-tests`).
 #[test]
 fn template_golden_files_round_trip() {
+    if bosun_test_tools::skip_without_helm_corpus("template_golden_files_round_trip") {
+        return;
+    }
     let subchart_dir = testdata().join("testcharts/subchart");
     let set = |values: &[&str]| ValueSources {
         set: values.iter().map(|v| v.to_string()).collect(),
@@ -258,6 +276,9 @@ fn template_golden_files_round_trip() {
 /// install order gives the golden file.
 #[test]
 fn object_order_from_the_templates_themselves() {
+    if bosun_test_tools::skip_without_helm_corpus("object_order_from_the_templates_themselves") {
+        return;
+    }
     let prepared = prepared("object-order", ValueSources::default()).unwrap();
     let rendered: BTreeMap<String, String> =
         prepared.templates.iter().map(|t| (t.name.clone(), t.text.clone())).collect();
@@ -273,6 +294,9 @@ fn document<'a>(documents: &'a [(String, String)], source: &str) -> &'a str {
 /// values for the subchart, globals) and `toYaml` together give the golden text.
 #[test]
 fn issue_9027_values_print_as_helm() {
+    if bosun_test_tools::skip_without_helm_corpus("issue_9027_values_print_as_helm") {
+        return;
+    }
     let prepared = prepared("issue-9027", ValueSources::default()).unwrap();
     let want = golden("issue-9027.txt");
     let documents = documents(&want);
@@ -291,6 +315,9 @@ fn issue_9027_values_print_as_helm() {
 /// over values imported from subchartb, the user's over both.
 #[test]
 fn imported_values_lose_to_parent_and_user_values() {
+    if bosun_test_tools::skip_without_helm_corpus("imported_values_lose_to_parent_and_user_values") {
+        return;
+    }
     let set = |values: &[&str]| ValueSources {
         set: values.iter().map(|v| v.to_string()).collect(),
         ..ValueSources::default()
@@ -324,6 +351,9 @@ fn imported_values_lose_to_parent_and_user_values() {
 /// the directory names) and scopes.
 #[test]
 fn templates_are_named_and_scoped_as_helm() {
+    if bosun_test_tools::skip_without_helm_corpus("templates_are_named_and_scoped_as_helm") {
+        return;
+    }
     let prepared = prepared("subchart", ValueSources::default()).unwrap();
     let names: Vec<&str> = prepared.templates.iter().map(|t| t.name.as_str()).collect();
     assert_eq!(
@@ -358,6 +388,9 @@ fn templates_are_named_and_scoped_as_helm() {
 /// `--show-only`, from `template.txt`'s output.
 #[test]
 fn show_only_matches_helms_golden_files() {
+    if bosun_test_tools::skip_without_helm_corpus("show_only_matches_helms_golden_files") {
+        return;
+    }
     let printed = golden("template.txt");
     let cases: &[(&[&str], &str)] = &[
         (&["templates/service.yaml"], "template-show-only-one.txt"),

@@ -16,20 +16,64 @@ pub mod registry;
 
 use std::path::PathBuf;
 
-/// Helm's `pkg/cmd/testdata` (its test charts and `helm template` golden files, Apache-2.0)
-/// in the shared reference corpus: the nearest `shared/reference/corpora/helm` above this
-/// crate, so that a worktree nested one level deeper finds it too. Tests read it; it is never
-/// copied into the project.
+/// The environment variable that names Helm's test corpus: a directory holding Helm's
+/// `pkg/cmd/testdata` (a checkout of helm/helm, or the corpus folder itself).
+pub const HELM_CORPUS_VARIABLE: &str = "BOSUN_HELM_CORPUS";
+
+/// The environment variable that makes missing test data a failure instead of a skip: set by
+/// `.ci/run`, so that CI can never pass by skipping silently.
+pub const REQUIRE_DATA_VARIABLE: &str = "BOSUN_REQUIRE_TEST_DATA";
+
+/// Where the corpus comes from, for messages.
+const HELM_CORPUS_ORIGIN: &str =
+    "Helm's pkg/cmd/testdata (helm/helm at commit e9b85e4de16a, Helm 4's layout; Apache-2.0)";
+
+/// Helm's `pkg/cmd/testdata` (its test charts and `helm template` golden files): under
+/// `$BOSUN_HELM_CORPUS`, else in the nearest `shared/reference/corpora/helm` above this crate
+/// (the shared folder beside a checkout). Tests read it; it is never copied into the project.
 ///
-/// # Panics
-/// When there is no such directory (the message says where it was looked for).
-pub fn helm_testdata() -> PathBuf {
+/// # Errors
+/// One line saying where it was looked for and how to get it.
+pub fn helm_corpus() -> Result<PathBuf, String> {
+    if let Some(given) = std::env::var_os(HELM_CORPUS_VARIABLE).filter(|v| !v.is_empty()) {
+        let given = PathBuf::from(given);
+        return [given.join("pkg/cmd/testdata"), given.clone()]
+            .into_iter()
+            .find(|dir| dir.join("testcharts").is_dir())
+            .ok_or_else(|| format!("{HELM_CORPUS_VARIABLE}={} holds no pkg/cmd/testdata/testcharts", given.display()));
+    }
     let crate_dir = PathBuf::from(env!("CARGO_MANIFEST_DIR"));
     crate_dir
         .ancestors()
         .map(|dir| dir.join("shared/reference/corpora/helm/pkg/cmd/testdata"))
         .find(|dir| dir.is_dir())
-        .unwrap_or_else(|| panic!("no shared/reference/corpora/helm above {}", crate_dir.display()))
+        .ok_or_else(|| {
+            format!(
+                "{HELM_CORPUS_ORIGIN} is not here: set {HELM_CORPUS_VARIABLE} to a checkout of helm/helm, or put shared/reference/corpora/helm beside the checkout"
+            )
+        })
+}
+
+/// [`helm_corpus`], for a test that has checked [`skip_without_helm_corpus`].
+///
+/// # Panics
+/// When the corpus is not there.
+pub fn helm_testdata() -> PathBuf {
+    helm_corpus().unwrap_or_else(|why| panic!("{why}"))
+}
+
+/// Whether `test`, which reads Helm's corpus, should skip: it is absent. Says so in one line on
+/// stderr (past the test harness's capture, so a plain `cargo test` shows it). With
+/// `BOSUN_REQUIRE_TEST_DATA` set, absence fails the test instead.
+///
+/// # Panics
+/// When the corpus is absent and required.
+pub fn skip_without_helm_corpus(test: &str) -> bool {
+    use std::io::Write;
+    let Err(why) = helm_corpus() else { return false };
+    assert!(std::env::var_os(REQUIRE_DATA_VARIABLE).is_none(), "{test}: {why} ({REQUIRE_DATA_VARIABLE} is set)");
+    let _ = writeln!(std::io::stderr(), "skipped {test}: {why}");
+    true
 }
 
 /// A program the tests run.
@@ -184,12 +228,18 @@ mod tests {
     fn every_program_the_tests_use_is_installed() {
         let missing = missing();
         let lines: Vec<String> = missing.iter().map(|tool| format!("  {}", missing_line(tool))).collect();
+        let data: Vec<String> = helm_corpus().err().map(|why| format!("  test data: {why}")).into_iter().collect();
         assert!(
-            missing.is_empty(),
-            "{} program(s) the tests run are not installed, so the tests that run them fail:\n{}\n(as root, .ci/run installs all of them)",
+            missing.is_empty() && (data.is_empty() || std::env::var_os(REQUIRE_DATA_VARIABLE).is_none()),
+            "{} program(s) the tests run are not installed, so the tests that run them fail:\n{}\n{}\n(as root, .ci/run installs all of them; the test data is beside the checkout)",
             missing.len(),
-            lines.join("\n")
+            lines.join("\n"),
+            data.join("\n")
         );
+        if let Some(line) = data.first() {
+            use std::io::Write;
+            let _ = writeln!(std::io::stderr(), "missing, so the tests that read it are skipped:\n{line}");
+        }
     }
 
     #[test]
