@@ -174,6 +174,9 @@ pub async fn run(
             selector: settings.package.selector.clone(),
             stopping: settings.package.stopping.clone(),
             metrics: Some(metrics.clone()),
+            config: settings.package.config.clone(),
+            default_service_account: settings.package.default_service_account.clone(),
+            tenancy: settings.package.tenancy.clone(),
         },
     );
     let canaries = canary::controller(
