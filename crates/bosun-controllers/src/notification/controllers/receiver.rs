@@ -37,6 +37,7 @@ use bosun_kit::{self as kit, Failure, Run};
 use crate::notification::{
     ReceiverResource, ReceiverSpec,
     receiver::{label_selector, selects, triggers, verify, webhook_path},
+    references::{self, CROSS_NAMESPACE_REF},
 };
 
 use bosun::package::{
@@ -103,17 +104,31 @@ impl Routes {
     }
 }
 
+/// How the Receivers are reconciled.
+#[derive(Debug, Clone, Default)]
+pub struct Settings {
+    /// Only Receivers in this namespace.
+    pub namespace: Option<String>,
+    /// A Receiver selecting resources in another namespace is refused and serves no path
+    /// (`--no-cross-namespace-refs`).
+    pub no_cross_namespace_refs: bool,
+}
+
 /// The `Receiver` reconciler.
 pub struct ReceiverReconciler {
     routes: Arc<Routes>,
+    /// `--no-cross-namespace-refs`.
+    no_cross_namespace_refs: bool,
 }
 
 /// The Receiver controller, and the routes to serve with [`serve`].
-pub fn controller(client: Client, namespace: Option<&str>) -> (kit::Controller<ReceiverReconciler>, Arc<Routes>) {
+pub fn controller(client: Client, settings: Settings) -> (kit::Controller<ReceiverReconciler>, Arc<Routes>) {
     let routes = Arc::new(Routes::default());
-    let mut controller = kit::Controller::new(NAME, ReceiverReconciler { routes: routes.clone() }, client)
-        .backoff(Duration::from_secs(1), Duration::from_secs(300));
-    if let Some(namespace) = namespace {
+    let reconciler =
+        ReceiverReconciler { routes: routes.clone(), no_cross_namespace_refs: settings.no_cross_namespace_refs };
+    let mut controller =
+        kit::Controller::new(NAME, reconciler, client).backoff(Duration::from_secs(1), Duration::from_secs(300));
+    if let Some(namespace) = &settings.namespace {
         controller = controller.namespace(namespace);
     }
     (controller, routes)
@@ -142,6 +157,12 @@ impl kit::Reconciler for ReceiverReconciler {
                 self.routes.remove(&key);
                 return Err(Failure::give_up("InvalidReceiver", message));
             }
+        }
+        if let Err(error) =
+            references::check(self.no_cross_namespace_refs, &object, &key.0, &references::of_receiver(&receiver.spec))
+        {
+            self.routes.remove(&key);
+            return Err(Failure::give_up(CROSS_NAMESPACE_REF, error.to_string()));
         }
         let secret_name = &receiver.spec.secret_ref.name;
         let secrets: Api<Secret> = run.api();
