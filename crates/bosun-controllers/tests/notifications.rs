@@ -761,3 +761,41 @@ async fn with_no_cross_namespace_refs_an_alert_or_receiver_reaching_into_another
     assert_eq!(call(&host, &path, &headers, body).await, (200, r#"{"reconciling":["team-b/web"]}"#.to_string()));
     assert!(requested_at(&host, "team-b", "web").await.is_some());
 }
+
+#[tokio::test]
+async fn a_replayed_github_delivery_is_answered_as_a_duplicate_and_reconciles_nothing() {
+    let host = start(Duration::from_secs(300)).await;
+    let path = receiver(&host, "github", "github", json!(["push"])).await;
+    let (dir, before) = triggered_package(&host).await;
+    write(dir.path(), "a.yaml", &configmap("a", "2"));
+    let body = r#"{"ref":"refs/heads/main","after":"0c1d","repository":{"pushed_at":1764000000}}"#;
+    let signature = hmac_sha256("webhook-s3cret", body.as_bytes());
+    let (push, signed) = (("X-GitHub-Event", "push"), ("X-Hub-Signature-256", signature.as_str()));
+    let delivery = ("X-GitHub-Delivery", "72d3162e-cc78-11e3-81ab-4c9367dc0958");
+    let answer = call(&host, &path, &[push, signed, delivery], body).await;
+    assert_eq!(answer, (200, r#"{"reconciling":["default/web"]}"#.to_string()));
+    wait_triggered(&host, "web", &before, std::time::Instant::now(), "2").await;
+    let requested = requested_at(&host, "default", "web").await;
+    assert!(requested.is_some());
+
+    // The replay as captured, with a forged delivery id, and without one: a duplicate, 2xx as
+    // GitHub expects, and the Package is not asked again (the Receiver annotates before it
+    // answers, so the answer is the proof).
+    let duplicate = (200, "ignored: a duplicate delivery (handled already)\n".to_string());
+    let forged = ("X-GitHub-Delivery", "00000000-0000-0000-0000-000000000000");
+    for headers in [vec![push, signed, delivery], vec![push, signed, forged], vec![push, signed]] {
+        assert_eq!(call(&host, &path, &headers, body).await, duplicate, "{headers:?}");
+    }
+    assert_eq!(requested_at(&host, "default", "web").await, requested, "not asked to reconcile again");
+
+    // A new push is handled.
+    let next = r#"{"ref":"refs/heads/main","after":"1a2b","repository":{"pushed_at":1764000060}}"#;
+    let signature = hmac_sha256("webhook-s3cret", next.as_bytes());
+    let headers = [
+        push,
+        ("X-Hub-Signature-256", signature.as_str()),
+        ("X-GitHub-Delivery", "8a1f0b52-cc78-11e3-81ab-4c9367dc0958"),
+    ];
+    assert_eq!(call(&host, &path, &headers, next).await, (200, r#"{"reconciling":["default/web"]}"#.to_string()));
+    assert_ne!(requested_at(&host, "default", "web").await, requested);
+}
