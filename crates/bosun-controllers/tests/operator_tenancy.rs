@@ -417,3 +417,38 @@ async fn an_operators_program_is_confined_as_a_packages_render_is() {
     .await;
     assert!(message.contains("--allow-local-sources"), "{message}");
 }
+
+#[tokio::test]
+async fn the_administrators_operator_from_a_file_acts_as_the_service_account_it_names() {
+    use bosun_controllers::operator::{
+        Definition,
+        controller::{self as operator, Settings},
+        tenancy::{self, Policy},
+    };
+    let host = start(|_| {}).await;
+    let dir = tempfile::tempdir().expect("dir");
+    std::fs::write(dir.path().join("main.jsonnet"), WIDGET_PROGRAM).expect("program");
+    let file = "apiVersion: bosun.dev/v1alpha1\nkind: Operator\nmetadata: {name: widgets, namespace: team-a}\nspec:\n  \
+                watch: {apiVersion: example.com/v1, kind: Widget, namespace: team-a}\n  serviceAccountName: operator\n";
+    std::fs::write(dir.path().join("operator.yaml"), file).expect("operator.yaml");
+    let definition = Definition::load(dir.path()).expect("operator.yaml");
+    // As `bosun operator DIR` decides: the administrator's own, not confined.
+    let decided = tenancy::decide(&definition.describe(), &definition.spec, Some(TEAM), &Policy::administrator());
+    let tenancy = decided.expect("the administrator's file");
+    assert_eq!(tenancy.user.as_deref(), Some("system:serviceaccount:team-a:operator"));
+    assert_eq!(tenancy.namespace, None, "not confined");
+    let impersonating = bosun_controllers::package::remote::Impersonating::new(host.server.config());
+    let settings = Settings { tenancy, impersonating: Some(std::sync::Arc::new(impersonating)), ..Settings::default() };
+    let controller = operator::controller(host.server.client(), definition, settings).await.expect("starts");
+    let (stop, stopped) = tokio::sync::oneshot::channel::<()>();
+    tokio::spawn(controller.run(async move {
+        let _ = stopped.await;
+    }));
+    widget(&host, TEAM, "plain", json!({})).await;
+    wait_ready(&host, &widgets(), TEAM, "plain", "True", "Succeeded").await;
+    let secret = json!({"apiVersion": "v1", "kind": "Secret", "metadata": {"name": "made"}, "stringData": {"x": "y"}});
+    widget(&host, TEAM, "with-secret", json!({"children": [secret]})).await;
+    let message = wait_ready(&host, &widgets(), TEAM, "with-secret", "False", "AccessDenied").await;
+    assert!(message.contains(r#"User "system:serviceaccount:team-a:operator" cannot"#), "{message}");
+    drop(stop);
+}
