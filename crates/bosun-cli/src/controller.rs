@@ -116,6 +116,12 @@ pub struct TenancyArgs {
     /// sources, the Receivers' resources), as Flux's flag of the same name.
     #[arg(long)]
     pub no_cross_namespace_refs: bool,
+
+    /// Let Operator resources watch other namespaces and write cluster-scoped objects (default:
+    /// each Operator reads and writes its own namespace only, and one asking for more is
+    /// refused).
+    #[arg(long)]
+    pub allow_cluster_wide_operators: bool,
 }
 
 impl TenancyArgs {
@@ -126,6 +132,7 @@ impl TenancyArgs {
             allow_remote_bases: self.allow_remote_bases,
             local_roots: self.allow_local_sources.clone(),
             no_cross_namespace_refs: self.no_cross_namespace_refs,
+            allow_cluster_wide_operators: self.allow_cluster_wide_operators,
             ..Tenancy::default()
         }
     }

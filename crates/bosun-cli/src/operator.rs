@@ -1,11 +1,14 @@
 //! `bosun operator`: run one Operator from a local directory against the current cluster
 //! until stopped (Locutus' resource trigger).
 
-use std::{path::PathBuf, process::ExitCode};
+use std::{path::PathBuf, process::ExitCode, sync::Arc};
 
 use bosun_controllers::operator::controller::{self as operator, OperatorRunError, Settings};
-
-use bosun_controllers::operator::Definition;
+use bosun_controllers::operator::{
+    Definition,
+    tenancy::{self, Policy},
+};
+use bosun_controllers::package::remote::Impersonating;
 
 use crate::cluster::ClusterArgs;
 
@@ -57,14 +60,28 @@ pub async fn run(args: Args) -> ExitCode {
         Ok(connection) => connection,
         Err(message) => return crate::bad_input(message),
     };
+    // The administrator's own operator: not confined; it acts as the ServiceAccount its file
+    // names (with metadata.namespace), else as the kubeconfig's user.
+    let namespace = definition.namespace.clone();
+    let tenancy =
+        match tenancy::decide(&definition.describe(), &definition.spec, namespace.as_deref(), &Policy::administrator())
+        {
+            Ok(tenancy) => tenancy,
+            Err(refusal) => return crate::bad_input(refusal),
+        };
     let watch = &definition.spec.watch;
     tracing::info!(
         cluster = %connection.url,
         operator = %definition.name,
         watching = %format!("{} {}", watch.kind, watch.api_version),
+        acting_as = tenancy.user.as_deref().unwrap_or("the kubeconfig's user"),
         "bosun operator running until Ctrl-C"
     );
-    let settings = Settings::default();
+    let settings = Settings {
+        tenancy,
+        impersonating: Some(Arc::new(Impersonating::new(connection.config.clone()))),
+        ..Settings::default()
+    };
     let stopping = settings.stopping.clone();
     let shutdown = async move {
         crate::signal::shutdown().await;

@@ -249,3 +249,60 @@ async fn the_controller_serves_receivers_on_the_webhook_address() {
     }
     assert!(!controller.log().contains("t0ken-value"), "the token is never logged");
 }
+
+/// The Ready condition's reason of the bosun resource `kind`/`plural` `namespace/name`, once
+/// its status describes its current generation.
+async fn ready_reason(cluster: &Cluster, plural: &str, kind: &str, namespace: &str, name: &str) -> Option<String> {
+    let gvk = kube::core::GroupVersionKind::gvk("bosun.dev", "v1alpha1", kind);
+    let resource = kube::api::ApiResource::from_gvk_with_plural(&gvk, plural);
+    let api: Api<kube::api::DynamicObject> = Api::namespaced_with(cluster.server.client(), namespace, &resource);
+    let object = serde_json::to_value(api.get(name).await.ok()?).expect("json");
+    if object.pointer("/status/observedGeneration") != object.pointer("/metadata/generation") {
+        return None;
+    }
+    let conditions = object.pointer("/status/conditions")?.as_array()?;
+    let ready = conditions.iter().find(|c| c["type"] == "Ready")?;
+    ready["reason"].as_str().map(str::to_string)
+}
+
+#[tokio::test]
+async fn the_tenancy_flags_confine_operators_and_refuse_cross_namespace_references() {
+    let cluster = start().await;
+    let crds = cluster.bosun(&["crds"]).await;
+    cluster.kubectl(&["apply", "-f", "-"], Some(&crds.stdout)).await;
+    // A tenant in team-a: an Operator watching team-b's ConfigMaps, an Alert on team-b's
+    // Packages.
+    let tenant = "apiVersion: v1\nkind: Namespace\nmetadata: {name: team-a}\n---\n\
+        apiVersion: v1\nkind: Namespace\nmetadata: {name: team-b}\n---\n\
+        apiVersion: v1\nkind: ConfigMap\nmetadata: {name: program, namespace: team-a}\ndata: {main.jsonnet: '[]'}\n---\n\
+        apiVersion: bosun.dev/v1alpha1\nkind: Operator\nmetadata: {name: reach, namespace: team-a}\nspec:\n  \
+        source: {configMap: {name: program}}\n  watch: {apiVersion: v1, kind: ConfigMap, namespace: team-b}\n---\n\
+        apiVersion: bosun.dev/v1alpha1\nkind: Alert\nmetadata: {name: snoop, namespace: team-a}\nspec:\n  \
+        provider: {type: generic, address: 'http://127.0.0.1:9/'}\n  eventSources: [{kind: Package, name: '*', namespace: team-b}]\n";
+    cluster.kubectl(&["apply", "-f", "-"], Some(tenant.as_bytes())).await;
+    let wait = |plural: &'static str, kind: &'static str, name: &'static str, reason: &'static str| {
+        let cluster = &cluster;
+        async move {
+            let deadline = Instant::now() + BOUND;
+            while ready_reason(cluster, plural, kind, "team-a", name).await.as_deref() != Some(reason) {
+                assert!(Instant::now() < deadline, "{kind} {name} never {reason}");
+                tokio::time::sleep(Duration::from_millis(50)).await;
+            }
+        }
+    };
+
+    let mut confined = cluster.controller("confined", &["--no-cross-namespace-refs"]);
+    wait("operators", "Operator", "reach", "OutsideNamespace").await;
+    wait("alerts", "Alert", "snoop", "CrossNamespaceRef").await;
+    confined.kill().await;
+
+    // The administrator allows cluster-wide Operators and cross-namespace references (Flux's
+    // default): both run. A new generation makes each report afresh.
+    let _open = cluster.controller("open", &["--allow-cluster-wide-operators"]);
+    let touch = r#"{"metadata": {"labels": {"checked": "again"}}, "spec": {"suspend": false}}"#;
+    for kind in ["operator/reach", "alert/snoop"] {
+        cluster.kubectl(&["-n", "team-a", "patch", kind, "--type", "merge", "-p", touch], None).await;
+    }
+    wait("operators", "Operator", "reach", "Running").await;
+    wait("alerts", "Alert", "snoop", "Succeeded").await;
+}

@@ -107,11 +107,16 @@ pub async fn run(
     let alert_settings = alert::Settings {
         dedup_window: settings.dedup_window,
         namespace: settings.package.namespace.clone(),
+        no_cross_namespace_refs: settings.package.tenancy.no_cross_namespace_refs,
         ..alert::Settings::default()
     };
     let alerts = alert::Alerts::new(client.clone(), alert_settings);
     let controller = package::controller(client.clone(), settings.package.clone()).on_event(alerts.listener());
-    let (receivers, routes) = receiver::controller(client.clone(), settings.package.namespace.as_deref());
+    let receiver_settings = receiver::Settings {
+        namespace: settings.package.namespace.clone(),
+        no_cross_namespace_refs: settings.package.tenancy.no_cross_namespace_refs,
+    };
+    let (receivers, routes) = receiver::controller(client.clone(), receiver_settings);
     let metrics = controller.metrics();
     let _endpoints = match settings.endpoints {
         Some(address) => {
@@ -174,6 +179,9 @@ pub async fn run(
             selector: settings.package.selector.clone(),
             stopping: settings.package.stopping.clone(),
             metrics: Some(metrics.clone()),
+            config: settings.package.config.clone(),
+            default_service_account: settings.package.default_service_account.clone(),
+            tenancy: settings.package.tenancy.clone(),
         },
     );
     let canaries = canary::controller(

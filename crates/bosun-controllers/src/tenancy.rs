@@ -22,6 +22,10 @@ pub struct Tenancy {
     /// Refuse references to objects in another namespace (`dependsOn`, and the notification
     /// kinds' sources and resources), as Flux's `--no-cross-namespace-refs`.
     pub no_cross_namespace_refs: bool,
+    /// Let `Operator` resources watch other namespaces and write cluster-scoped objects:
+    /// `--allow-cluster-wide-operators` (otherwise each stays in its own namespace, see
+    /// `operator::tenancy`).
+    pub allow_cluster_wide_operators: bool,
     /// The limits of an allowed exec renderer.
     pub exec_limits: CommandLimits,
 }

@@ -48,6 +48,11 @@ async fn start(dedup_window: Duration) -> Host {
 
 /// [`start`] on a server built as the test wants (with workloads simulated).
 async fn start_on(server: ApiServer, dedup_window: Duration) -> Host {
+    start_with(server, |settings| settings.dedup_window = dedup_window).await
+}
+
+/// [`start`] on `server`, with the host's settings changed by `adjust`.
+async fn start_with(server: ApiServer, adjust: impl FnOnce(&mut HostSettings)) -> Host {
     let _ = tracing_subscriber::fmt()
         .with_env_filter(tracing_subscriber::EnvFilter::from_default_env())
         .with_test_writer()
@@ -58,15 +63,15 @@ async fn start_on(server: ApiServer, dedup_window: Duration) -> Host {
         crd_api.create(&PostParams::default(), &crd).await.expect("CRD");
     }
     let cache = tempfile::tempdir().expect("cache");
-    let settings = HostSettings {
+    let mut settings = HostSettings {
         endpoints: Some("127.0.0.1:0".parse().expect("address")),
         webhook: Some("127.0.0.1:0".parse().expect("address")),
-        dedup_window,
         ..HostSettings::new(package::Settings {
             tenancy: bosun_controllers::Tenancy { local_roots: vec![std::env::temp_dir()], ..Default::default() },
             ..package::Settings::new(server.config(), cache.path().to_path_buf())
         })
     };
+    adjust(&mut settings);
     let (stop, stopped) = tokio::sync::oneshot::channel::<()>();
     let (sender, mut addresses) = tokio::sync::mpsc::unbounded_channel();
     tokio::spawn(controllers::run(
@@ -160,10 +165,15 @@ fn configmap(name: &str, value: &str) -> String {
 
 /// Creates any object of bosun's (or a Secret) from JSON in `default`.
 async fn create(host: &Host, object: Value) {
+    create_in(host, "default", object).await;
+}
+
+/// Creates any object of bosun's (or a Secret, a ConfigMap) from JSON in `namespace`.
+async fn create_in(host: &Host, namespace: &str, object: Value) {
     let (group_version, kind) = (object["apiVersion"].as_str().unwrap(), object["kind"].as_str().unwrap());
     let (group, version) = group_version.split_once('/').unwrap_or(("", group_version));
     let resource = ApiResource::from_gvk(&GroupVersionKind::gvk(group, version, kind));
-    let api: Api<DynamicObject> = Api::namespaced_with(host.server.client(), "default", &resource);
+    let api: Api<DynamicObject> = Api::namespaced_with(host.server.client(), namespace, &resource);
     let object: DynamicObject = serde_json::from_value(object).expect("object");
     api.create(&PostParams::default(), &object).await.expect("create");
 }
@@ -623,4 +633,169 @@ async fn alerts_deliver_canary_events() {
     let reasons: Vec<String> =
         recorder.bodies().iter().map(|b| b["reason"].as_str().unwrap_or_default().to_string()).collect();
     assert!(reasons.iter().any(|r| r == "CanaryStarted") && reasons.iter().any(|r| r == "WeightSet"), "{reasons:?}");
+}
+
+/// A status of an object of bosun's in `namespace`.
+async fn status_in(host: &Host, kind: &str, namespace: &str, name: &str) -> Value {
+    let resource = ApiResource::from_gvk(&GroupVersionKind::gvk("bosun.dev", "v1alpha1", kind));
+    let api: Api<DynamicObject> = Api::namespaced_with(host.server.client(), namespace, &resource);
+    api.get(name).await.expect("get").data["status"].clone()
+}
+
+/// The `bosun.dev/requested-at` annotation of a Package: what a Receiver's call writes.
+async fn requested_at(host: &Host, namespace: &str, name: &str) -> Option<String> {
+    let api: Api<PackageResource> = Api::namespaced(host.server.client(), namespace);
+    let package = api.get(name).await.expect("package");
+    package.metadata.annotations.unwrap_or_default().get("bosun.dev/requested-at").cloned()
+}
+
+/// team-a and team-b, and team-b's Package `web` (from a ConfigMap, so that a change of it
+/// is a run and an event), Ready.
+async fn two_tenants(host: &Host) {
+    let namespaces: Api<k8s_openapi::api::core::v1::Namespace> = Api::all(host.server.client());
+    for name in ["team-a", "team-b"] {
+        let namespace = serde_json::from_value(json!({"metadata": {"name": name}})).expect("namespace");
+        namespaces.create(&PostParams::default(), &namespace).await.expect("namespace");
+    }
+    web_source(host, "1").await;
+    let spec = json!({"source": {"configMap": {"name": "web-source"}}, "render": {"files": {}}, "interval": "1h", "wait": false});
+    create_in(
+        host,
+        "team-b",
+        json!({"apiVersion": "bosun.dev/v1alpha1", "kind": "Package", "metadata": {"name": "web"}, "spec": spec}),
+    )
+    .await;
+    wait_ready("team-b/web", || status_in(host, "Package", "team-b", "web"), |s, _, _| s == "True").await;
+}
+
+/// Sets team-b's Package source to a ConfigMap `a` with `value`.
+async fn web_source(host: &Host, value: &str) {
+    let api: Api<ConfigMap> = Api::namespaced(host.server.client(), "team-b");
+    let body = json!({"apiVersion": "v1", "kind": "ConfigMap", "metadata": {"name": "web-source"}, "data": {"a.yaml": configmap("a", value)}});
+    api.patch("web-source", &PatchParams::apply("test").force(), &Patch::Apply(&body)).await.expect("source");
+}
+
+#[tokio::test]
+async fn with_no_cross_namespace_refs_an_alert_or_receiver_reaching_into_another_namespace_is_refused() {
+    let host =
+        start_with(ApiServer::in_memory(), |settings| settings.package.tenancy.no_cross_namespace_refs = true).await;
+    two_tenants(&host).await;
+    let (snooped, snooped_address) = Recorder::start().await;
+    let (own, own_address) = Recorder::start().await;
+    let provider = |address: &str| {
+        json!({"apiVersion": "bosun.dev/v1alpha1", "kind": "Provider", "metadata": {"name": "hook"},
+        "spec": {"type": "generic", "address": address}})
+    };
+    create_in(&host, "team-a", provider(&snooped_address)).await;
+    create_in(&host, "team-b", provider(&own_address)).await;
+    let alert = |name: &str, source: Value| {
+        json!({"apiVersion": "bosun.dev/v1alpha1", "kind": "Alert", "metadata": {"name": name},
+        "spec": {"providerRef": {"name": "hook"}, "eventSources": [source]}})
+    };
+    create_in(&host, "team-a", alert("snoop", json!({"kind": "Package", "name": "*", "namespace": "team-b"}))).await;
+    create_in(&host, "team-b", alert("own", json!({"kind": "Package", "name": "*"}))).await;
+    let status = wait_ready(
+        "team-a/snoop refused",
+        || status_in(&host, "Alert", "team-a", "snoop"),
+        |s, reason, _| s == "False" && reason == "CrossNamespaceRef",
+    )
+    .await;
+    assert_eq!(
+        ready(Some(&status)).expect("ready").2,
+        "Alert/team-a/snoop: spec.eventSources[0].namespace: \"team-b\" is another namespace: cross-namespace references are not allowed (bosun controller --no-cross-namespace-refs)"
+    );
+    wait_ready("team-b/own", || status_in(&host, "Alert", "team-b", "own"), |s, _, _| s == "True").await;
+
+    // Two runs of team-b's Package: its own Alert sends both, team-a's neither (the dispatcher
+    // handles events in order, and the refused Alert has no worker at all).
+    let configured = |recorder: &Recorder| {
+        let bodies = recorder.bodies();
+        bodies.iter().filter(|b| b["message"].as_str().unwrap_or("").contains("ConfigMap/team-b/a configured")).count()
+    };
+    for (runs, value) in [(1, "2"), (2, "3")] {
+        web_source(&host, value).await;
+        let deadline = Instant::now() + BOUND;
+        while configured(&own) < runs {
+            assert!(Instant::now() < deadline, "team-b's run to {value} not sent: {:?}", own.bodies());
+            tokio::time::sleep(Duration::from_millis(20)).await;
+        }
+    }
+    assert!(snooped.received().is_empty(), "team-a got team-b's events: {:?}", snooped.bodies());
+
+    // A Receiver in team-a naming team-b's Package serves no path: the path Flux's derivation
+    // gives answers 404 even signed, and the Package is not asked to reconcile.
+    create_in(&host, "team-a", json!({"apiVersion": "v1", "kind": "Secret", "metadata": {"name": "token"}, "stringData": {"token": "webhook-s3cret"}})).await;
+    let receiver = |name: &str, resource: Value| {
+        json!({"apiVersion": "bosun.dev/v1alpha1", "kind": "Receiver", "metadata": {"name": name},
+        "spec": {"type": "github", "secretRef": {"name": "token"}, "resources": [resource]}})
+    };
+    create_in(&host, "team-a", receiver("trigger", json!({"kind": "Package", "name": "web", "namespace": "team-b"})))
+        .await;
+    let status = wait_ready(
+        "team-a/trigger refused",
+        || status_in(&host, "Receiver", "team-a", "trigger"),
+        |s, reason, _| s == "False" && reason == "CrossNamespaceRef",
+    )
+    .await;
+    assert!(
+        ready(Some(&status))
+            .expect("ready")
+            .2
+            .starts_with("Receiver/team-a/trigger: spec.resources[0].namespace: \"team-b\"")
+    );
+    assert!(status.get("webhookPath").is_none(), "{status}");
+    use sha2::Digest;
+    let path = format!("/hook/{}", hex::encode(sha2::Sha256::digest(b"webhook-s3crettriggerteam-a")));
+    let body = r#"{"ref":"refs/heads/main"}"#;
+    let signature = hmac_sha256("webhook-s3cret", body.as_bytes());
+    let headers = [("X-GitHub-Event", "push"), ("X-Hub-Signature-256", signature.as_str())];
+    assert_eq!(call(&host, &path, &headers, body).await, (404, "404 page not found\n".to_string()));
+    assert_eq!(requested_at(&host, "team-b", "web").await, None, "team-b's Package was not asked to reconcile");
+
+    // team-b's own Receiver does reconcile it.
+    create_in(&host, "team-b", json!({"apiVersion": "v1", "kind": "Secret", "metadata": {"name": "token"}, "stringData": {"token": "webhook-s3cret"}})).await;
+    create_in(&host, "team-b", receiver("trigger", json!({"kind": "Package", "name": "web"}))).await;
+    let status =
+        wait_ready("team-b/trigger", || status_in(&host, "Receiver", "team-b", "trigger"), |s, _, _| s == "True").await;
+    let path = status["webhookPath"].as_str().expect("path").to_string();
+    assert_eq!(call(&host, &path, &headers, body).await, (200, r#"{"reconciling":["team-b/web"]}"#.to_string()));
+    assert!(requested_at(&host, "team-b", "web").await.is_some());
+}
+
+#[tokio::test]
+async fn a_replayed_github_delivery_is_answered_as_a_duplicate_and_reconciles_nothing() {
+    let host = start(Duration::from_secs(300)).await;
+    let path = receiver(&host, "github", "github", json!(["push"])).await;
+    let (dir, before) = triggered_package(&host).await;
+    write(dir.path(), "a.yaml", &configmap("a", "2"));
+    let body = r#"{"ref":"refs/heads/main","after":"0c1d","repository":{"pushed_at":1764000000}}"#;
+    let signature = hmac_sha256("webhook-s3cret", body.as_bytes());
+    let (push, signed) = (("X-GitHub-Event", "push"), ("X-Hub-Signature-256", signature.as_str()));
+    let delivery = ("X-GitHub-Delivery", "72d3162e-cc78-11e3-81ab-4c9367dc0958");
+    let answer = call(&host, &path, &[push, signed, delivery], body).await;
+    assert_eq!(answer, (200, r#"{"reconciling":["default/web"]}"#.to_string()));
+    wait_triggered(&host, "web", &before, std::time::Instant::now(), "2").await;
+    let requested = requested_at(&host, "default", "web").await;
+    assert!(requested.is_some());
+
+    // The replay as captured, with a forged delivery id, and without one: a duplicate, 2xx as
+    // GitHub expects, and the Package is not asked again (the Receiver annotates before it
+    // answers, so the answer is the proof).
+    let duplicate = (200, "ignored: a duplicate delivery (handled already)\n".to_string());
+    let forged = ("X-GitHub-Delivery", "00000000-0000-0000-0000-000000000000");
+    for headers in [vec![push, signed, delivery], vec![push, signed, forged], vec![push, signed]] {
+        assert_eq!(call(&host, &path, &headers, body).await, duplicate, "{headers:?}");
+    }
+    assert_eq!(requested_at(&host, "default", "web").await, requested, "not asked to reconcile again");
+
+    // A new push is handled.
+    let next = r#"{"ref":"refs/heads/main","after":"1a2b","repository":{"pushed_at":1764000060}}"#;
+    let signature = hmac_sha256("webhook-s3cret", next.as_bytes());
+    let headers = [
+        push,
+        ("X-Hub-Signature-256", signature.as_str()),
+        ("X-GitHub-Delivery", "8a1f0b52-cc78-11e3-81ab-4c9367dc0958"),
+    ];
+    assert_eq!(call(&host, &path, &headers, next).await, (200, r#"{"reconciling":["default/web"]}"#.to_string()));
+    assert_ne!(requested_at(&host, "default", "web").await, requested);
 }

@@ -160,6 +160,48 @@ async fn behind_a_proxy_each_request_is_its_user_s_and_a_refusal_names_the_verb_
     assert!(overview.contains("forbidden"), "{overview}");
 }
 
+#[tokio::test]
+async fn a_secret_applied_with_kubectl_shows_no_value_in_its_yaml_not_even_in_the_last_applied_annotation() {
+    let cluster = Cluster::start(Duration::from_millis(100), &[]).await;
+    let kubeconfig = tempfile::NamedTempFile::new().expect("kubeconfig");
+    cluster.server.write_kubeconfig(kubeconfig.path()).expect("write kubeconfig");
+    // kubectl's client-side apply keeps the whole manifest, stringData in plain text, in
+    // kubectl.kubernetes.io/last-applied-configuration.
+    let manifest = "apiVersion: v1\nkind: Secret\nmetadata: {name: db, namespace: default}\n\
+                    stringData: {password: hunter2-plain}\ndata: {token: czNjcmV0LWI2NA==}\n";
+    // Asynchronously: the API server answers kubectl from this test's runtime.
+    let mut kubectl = tokio::process::Command::new(bosun_test_tools::require("kubectl"))
+        .args(["apply", "-f", "-"])
+        .env("KUBECONFIG", kubeconfig.path())
+        .stdin(std::process::Stdio::piped())
+        .stdout(std::process::Stdio::piped())
+        .stderr(std::process::Stdio::piped())
+        .spawn()
+        .expect("kubectl");
+    use tokio::io::AsyncWriteExt;
+    let mut stdin = kubectl.stdin.take().expect("stdin");
+    stdin.write_all(manifest.as_bytes()).await.expect("manifest");
+    drop(stdin);
+    let output = kubectl.wait_with_output().await.expect("kubectl ran");
+    assert!(output.status.success(), "kubectl apply: {}", String::from_utf8_lossy(&output.stderr));
+    let secrets: kube::Api<k8s_openapi::api::core::v1::Secret> = kube::Api::default_namespaced(cluster.server.client());
+    let applied = secrets.get("db").await.expect("the Secret");
+    let annotations = applied.metadata.annotations.unwrap_or_default();
+    let last = annotations.get("kubectl.kubernetes.io/last-applied-configuration").expect("kubectl's annotation");
+    assert!(last.contains("hunter2-plain"), "the annotation holds the plain text: {last}");
+
+    let dashboard = cluster.dashboard().await;
+    let (status, _, page) = get(&format!("{}/yaml/core/v1/Secret/default/db", dashboard.url), None).await;
+    assert_eq!(status, StatusCode::OK, "{page}");
+    for value in ["hunter2-plain", "aHVudGVyMi1wbGFpbg==", "czNjcmV0LWI2NA==", "s3cret-b64"] {
+        assert!(!page.contains(value), "{value} shown: {page}");
+    }
+    assert!(page.contains("last-applied-configuration") && page.contains("password"), "keys stay: {page}");
+    assert!(
+        page.contains("The Secret&#39;s values are not shown.") || page.contains("The Secret's values are not shown.")
+    );
+}
+
 const WIDGET_CRD: &str = r#"
 apiVersion: apiextensions.k8s.io/v1
 kind: CustomResourceDefinition

@@ -11,6 +11,7 @@ pub mod controllers;
 pub mod event;
 pub mod provider;
 pub mod receiver;
+pub mod references;
 
 use std::collections::BTreeMap;
 
@@ -270,6 +271,18 @@ pub enum NotificationError {
         object: String,
         /// What is missing.
         message: String,
+    },
+    /// It refers to an object in another namespace, and `--no-cross-namespace-refs` forbids it.
+    #[error(
+        "{object}: {field}: {namespace:?} is another namespace: cross-namespace references are not allowed (bosun controller --no-cross-namespace-refs)"
+    )]
+    CrossNamespace {
+        /// `Alert/ns/name`.
+        object: String,
+        /// `spec.eventSources[0].namespace`.
+        field: String,
+        /// The namespace it names.
+        namespace: String,
     },
     /// Sending to the provider failed.
     #[error("{object}: provider {provider} failed: {message}")]

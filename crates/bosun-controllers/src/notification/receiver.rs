@@ -1,7 +1,11 @@
 //! Webhooks in: the path a Receiver is served at, whether a call is genuine, whether its event
-//! triggers, and which Packages it reconciles. Pure.
+//! triggers, whether it repeats a GitHub delivery handled already, and which Packages it
+//! reconciles. Pure.
 
-use std::collections::BTreeMap;
+use std::{
+    collections::{BTreeMap, HashMap, VecDeque},
+    time::{Duration, Instant},
+};
 
 use axum::http::HeaderMap;
 use hmac::{Hmac, KeyInit, Mac};
@@ -102,6 +106,105 @@ pub fn triggers(type_: ReceiverType, events: &[String], headers: &HeaderMap) -> 
         return Ok(());
     }
     Err(format!("event {event:?} is not in spec.events"))
+}
+
+/// How long a Receiver remembers a GitHub delivery it handled.
+pub const DELIVERY_MEMORY: Duration = Duration::from_secs(24 * 60 * 60);
+/// How many handled deliveries a Receiver remembers at most (the oldest are forgotten first).
+pub const DELIVERY_MEMORY_SIZE: usize = 10_000;
+/// The longest `X-GitHub-Delivery` kept (GitHub's are 36-character GUIDs; the header is not
+/// signed, so its length is the caller's choice).
+const DELIVERY_ID_MAX: usize = 128;
+
+/// The GitHub deliveries a Receiver handled lately, by `X-GitHub-Delivery` and by the digest
+/// of the body. GitHub signs the body only: a replay with another delivery id carries the same
+/// body, and two genuine deliveries never do (a push's body names its commits and the time of
+/// the push). Memory, not proof: a replay after [`DELIVERY_MEMORY`], or after the controller
+/// restarted, is handled again.
+#[derive(Debug)]
+pub struct Deliveries {
+    window: Duration,
+    capacity: usize,
+    /// When each id and digest was claimed, in that order.
+    order: VecDeque<(Instant, Option<String>, [u8; 32])>,
+    ids: HashMap<String, Instant>,
+    digests: HashMap<[u8; 32], Instant>,
+}
+
+impl Deliveries {
+    /// Remembers deliveries for `window`, at most `capacity` of them.
+    pub fn new(window: Duration, capacity: usize) -> Deliveries {
+        Deliveries { window, capacity, order: VecDeque::new(), ids: HashMap::new(), digests: HashMap::new() }
+    }
+
+    /// Claims the delivery `id` (its `X-GitHub-Delivery`) with `body` at `now`: `false` when
+    /// the same id or the same body was claimed within the window (a duplicate, not to be
+    /// handled again).
+    pub fn claim(&mut self, id: Option<&str>, body: &[u8], now: Instant) -> bool {
+        self.forget_old(now);
+        let id = id.map(|id| truncated(id, DELIVERY_ID_MAX).to_string()).filter(|id| !id.is_empty());
+        let digest: [u8; 32] = Sha256::digest(body).into();
+        if id.as_ref().is_some_and(|id| self.ids.contains_key(id)) || self.digests.contains_key(&digest) {
+            return false;
+        }
+        while self.order.len() >= self.capacity.max(1) {
+            self.forget_first();
+        }
+        if let Some(id) = &id {
+            self.ids.insert(id.clone(), now);
+        }
+        self.digests.insert(digest, now);
+        self.order.push_back((now, id, digest));
+        true
+    }
+
+    /// Forgets a claimed delivery whose handling failed: GitHub's redelivery of it must be
+    /// handled.
+    pub fn release(&mut self, id: Option<&str>, body: &[u8]) {
+        if let Some(id) = id {
+            self.ids.remove(truncated(id, DELIVERY_ID_MAX));
+        }
+        let digest: [u8; 32] = Sha256::digest(body).into();
+        self.digests.remove(&digest);
+    }
+
+    /// How many deliveries are remembered.
+    pub fn len(&self) -> usize {
+        self.order.len()
+    }
+
+    /// Whether none is.
+    pub fn is_empty(&self) -> bool {
+        self.order.is_empty()
+    }
+
+    fn forget_old(&mut self, now: Instant) {
+        while self.order.front().is_some_and(|(at, ..)| now.saturating_duration_since(*at) >= self.window) {
+            self.forget_first();
+        }
+    }
+
+    /// Forgets the oldest claim (its id and digest, unless claimed again since).
+    fn forget_first(&mut self) {
+        let Some((at, id, digest)) = self.order.pop_front() else { return };
+        if let Some(id) = id
+            && self.ids.get(&id) == Some(&at)
+        {
+            self.ids.remove(&id);
+        }
+        if self.digests.get(&digest) == Some(&at) {
+            self.digests.remove(&digest);
+        }
+    }
+}
+
+/// At most `max` bytes of `text`, cut at a character boundary.
+fn truncated(text: &str, max: usize) -> &str {
+    let mut end = text.len().min(max);
+    while !text.is_char_boundary(end) {
+        end -= 1;
+    }
+    &text[..end]
 }
 
 /// Whether `selector` (of a Receiver in `namespace`) selects the Package `package_namespace`/
@@ -211,6 +314,42 @@ mod tests {
         for (type_, events, headers, expected) in cases {
             assert_eq!(triggers(type_, &events, &headers).is_ok(), expected, "{type_:?} {events:?} {headers:?}");
         }
+    }
+
+    #[test]
+    fn a_delivery_handled_within_the_window_is_a_duplicate_by_id_or_by_body() {
+        let start = Instant::now();
+        let at = |seconds: u64| start + Duration::from_secs(seconds);
+        let mut deliveries = Deliveries::new(Duration::from_secs(60), 3);
+        let push = b"{\"after\":\"abc\"}".as_slice();
+        let other = b"{\"after\":\"def\"}".as_slice();
+        let cases = [
+            ("first", Some("d-1"), push, 0, true),
+            ("replayed as it was", Some("d-1"), push, 1, false),
+            ("replayed with another id", Some("d-forged"), push, 2, false),
+            ("replayed without an id", None, push, 3, false),
+            ("another push, its id reused", Some("d-1"), other, 4, false),
+            ("another push", Some("d-2"), other, 5, true),
+            ("the first, after the window", Some("d-1"), push, 61, true),
+        ];
+        for (what, id, body, second, expected) in cases {
+            assert_eq!(deliveries.claim(id, body, at(second)), expected, "{what}");
+        }
+        // A failed delivery is released: GitHub's redelivery goes through.
+        assert!(deliveries.claim(Some("d-3"), b"3", at(62)));
+        deliveries.release(Some("d-3"), b"3");
+        assert!(deliveries.claim(Some("d-3"), b"3", at(63)), "redelivered after a failure");
+        // Bounded: the oldest is forgotten first.
+        let mut bounded = Deliveries::new(Duration::from_secs(60), 2);
+        for (id, body) in [("a", b"a"), ("b", b"b"), ("c", b"c")] {
+            assert!(bounded.claim(Some(id), body, at(0)));
+        }
+        assert_eq!(bounded.len(), 2);
+        assert!(bounded.claim(Some("a"), b"a", at(1)), "the oldest was forgotten");
+        assert!(!bounded.claim(Some("c"), b"c", at(1)));
+        let long = "x".repeat(1000);
+        assert!(bounded.claim(Some(&long), b"long", at(2)));
+        assert!(!bounded.claim(Some(&"x".repeat(200)), b"long 2", at(2)), "ids are compared as kept: 128 bytes");
     }
 
     #[test]

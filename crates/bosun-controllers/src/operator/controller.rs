@@ -18,39 +18,34 @@ use std::{
 };
 
 use futures::{StreamExt, future::BoxFuture};
-use k8s_openapi::apiextensions_apiserver::pkg::apis::apiextensions::v1::{CustomResourceDefinition, JSONSchemaProps};
 use kube::{
     Api, Client,
     api::{ApiResource, DynamicObject, Patch, PatchParams},
     runtime::{WatchStreamExt, reflector, reflector::ObjectRef, watcher},
 };
 use serde_json::{Value, json};
-use sha2::{Digest, Sha256};
 use tokio_util::sync::CancellationToken;
 
 use bosun::apply::{Cache, Inventory, Journal, Kind, Options, Resolver};
-
-use bosun_core::cluster::ClusterError;
-
 use bosun::inventory::{Entry, PACKAGE_LABEL, PACKAGE_NAMESPACE_LABEL, configmap_name};
-
+use bosun::package::{Package, PackageSpec, RenderSpec};
+use bosun::pipeline::{self, RenderOptions};
+use bosun::render::{HelmRelease, Rendered, Sandbox};
+use bosun::report::{Report, Silent};
+use bosun_core::{cluster::ClusterError, object, scopes::Scopes};
 use bosun_kit::{self as kit, Failure, Run};
 
-use bosun_core::object;
-
 use crate::operator::{
-    Definition, RelatedSpec,
+    Definition, RelatedSpec, children, fence,
     related::{Mapping, Targets, Watched},
+    schema::{StatusSupport, status_support},
     substitutions,
+    tenancy::{self, Refusal, Tenancy},
 };
+use crate::package::remote::Impersonating;
 
-use bosun::package::{Package, PackageSpec, RenderSpec};
-
-use bosun::pipeline::{self, RenderOptions};
-
-use bosun::render::{HelmRelease, Rendered};
-
-use bosun::report::{Report, Silent};
+pub use crate::operator::children::{set_owner, target_name};
+pub use crate::operator::schema::INVENTORY_FIELD;
 
 /// `Ready=False` reasons, and the Event reasons of failures.
 pub const RENDER_FAILED: &str = "RenderFailed";
@@ -60,10 +55,6 @@ pub const APPLY_FAILED: &str = "ApplyFailed";
 pub const FINALIZE_FAILED: &str = "FinalizeFailed";
 /// Objects of one watched object applied at once.
 const APPLY_CONCURRENCY: usize = 4;
-/// The status field the children are recorded in, when the watched kind's schema keeps it.
-pub const INVENTORY_FIELD: &str = "inventory";
-/// The label values bosun puts on children must fit Kubernetes' 63 characters.
-const LABEL_VALUE_MAX: usize = 63;
 
 /// Why an operator could not start.
 #[derive(Debug, thiserror::Error)]
@@ -77,6 +68,23 @@ pub enum OperatorRunError {
         kind: String,
         /// Its apiVersion.
         api_version: String,
+    },
+    /// The Operator may not do what it asks ([`tenancy`]).
+    #[error(transparent)]
+    Refused(#[from] Refusal),
+    /// The client acting as the Operator's ServiceAccount cannot be made.
+    #[error(transparent)]
+    Client(#[from] fence::ClientError),
+    /// The identity the operator acts as may not read the watched or a related kind.
+    #[error("{field}: {kind} cannot be read: {source}")]
+    AccessDenied {
+        /// `spec.watch` or `spec.related[i]`.
+        field: String,
+        /// `Widget example.com/v1`.
+        kind: String,
+        /// The API server's refusal (it names the user, verb and resource).
+        #[source]
+        source: ClusterError,
     },
     /// The cluster refused or could not be reached.
     #[error(transparent)]
@@ -96,6 +104,16 @@ pub struct Settings {
     pub stopping: CancellationToken,
     /// Metrics shared with other controllers (none: the operator's own).
     pub metrics: Option<Arc<kit::Metrics>>,
+    /// Who the operator acts as and where it may reach (an Operator resource's, from
+    /// [`tenancy::decide`]); the default is the client's own identity, anywhere (`bosun
+    /// operator`, the administrator's).
+    pub tenancy: Tenancy,
+    /// Makes the clients impersonating `tenancy.user` (required when it is set).
+    pub impersonating: Option<Arc<Impersonating>>,
+    /// Where the program renders (an Operator resource's: beneath its source snapshot, exec
+    /// only when the administrator allows it, see [`crate::Tenancy::sandbox`]); none: the
+    /// administrator's own program, unconfined (`bosun operator`).
+    pub sandbox: Option<Sandbox>,
 }
 
 /// One kind of related objects, as the reconciler reads them.
@@ -129,6 +147,7 @@ impl Known {
 /// The reconciler of one Operator's watched objects.
 pub struct OperatorReconciler {
     definition: Definition,
+    tenancy: Tenancy,
     watched: Watched,
     related: Vec<Related>,
     known: Arc<Known>,
@@ -142,104 +161,13 @@ pub struct OperatorReconciler {
     /// behind. Read from the status after a restart.
     inventories: Mutex<HashMap<String, Vec<Entry>>>,
     stopping: CancellationToken,
+    sandbox: Option<Sandbox>,
 }
 
 /// The name of the kit controller running the Operator `name`: its field manager for status,
 /// Event reporter and finalizer (`kit.bosun.dev/operator-<name>`).
 pub fn controller_name(name: &str) -> String {
     format!("operator-{name}")
-}
-
-/// The apply target (owner label, inventory `bosun-inventory-<name>`) of one watched object:
-/// `<operator>.<object>`, shortened with a hash when longer than a label value may be.
-pub fn target_name(operator: &str, object: &str) -> String {
-    let name = format!("{operator}.{object}");
-    if name.len() <= LABEL_VALUE_MAX {
-        return name;
-    }
-    let hash = Sha256::digest(name.as_bytes());
-    let hex: String = hash.iter().take(5).map(|b| format!("{b:02x}")).collect();
-    let mut cut = LABEL_VALUE_MAX - hex.len() - 1;
-    while !name.is_char_boundary(cut) {
-        cut -= 1;
-    }
-    format!("{}-{hex}", name[..cut].trim_end_matches(['.', '-']))
-}
-
-/// Sets the watched object as controller owner of every rendered child it may own (namespaced,
-/// in its namespace); an owner reference the program wrote to the same object is replaced.
-pub fn set_owner(rendered: &mut Rendered, owner: &Value, namespaced_owner: bool, scopes: &bosun_core::scopes::Scopes) {
-    let uid = object::text(owner, "/metadata/uid").to_string();
-    if uid.is_empty() {
-        return;
-    }
-    let reference = json!({
-        "apiVersion": object::api_version(owner),
-        "kind": object::kind(owner),
-        "name": object::name(owner),
-        "uid": uid,
-        "controller": true,
-        "blockOwnerDeletion": true,
-    });
-    for child in rendered.manifests.objects_mut() {
-        let same_namespace = match scopes.namespaced(child) {
-            Some(false) => !namespaced_owner,
-            _ => namespaced_owner && object::namespace(child) == object::namespace(owner),
-        };
-        if !same_namespace {
-            continue;
-        }
-        let mut references: Vec<Value> = child
-            .pointer("/metadata/ownerReferences")
-            .and_then(Value::as_array)
-            .cloned()
-            .unwrap_or_default()
-            .into_iter()
-            .filter(|r| object::text(r, "/uid") != uid && r.get("controller").and_then(Value::as_bool) != Some(true))
-            .collect();
-        references.push(reference.clone());
-        child["metadata"]["ownerReferences"] = Value::Array(references);
-    }
-}
-
-/// What bosun may write to the watched kind's status.
-#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
-struct StatusSupport {
-    /// The kind has a status subresource (a CRD's; bosun writes no status to built-in kinds).
-    written: bool,
-    /// Its status schema keeps `status.inventory`, where the children are then recorded
-    /// (else in a ConfigMap of their own, which costs reads and writes per run).
-    keeps_inventory: bool,
-}
-
-/// What a CRD serving `resource` lets bosun write to its status.
-async fn status_support(client: &Client, resource: &ApiResource) -> StatusSupport {
-    if resource.group.is_empty() || !resource.group.contains('.') {
-        return StatusSupport::default();
-    }
-    let crds: Api<CustomResourceDefinition> = Api::all(client.clone());
-    let Ok(Some(crd)) = crds.get_opt(&format!("{}.{}", resource.plural, resource.group)).await else {
-        return StatusSupport::default();
-    };
-    let Some(version) = crd.spec.versions.iter().find(|v| v.name == resource.version) else {
-        return StatusSupport::default();
-    };
-    let written = version.subresources.as_ref().is_some_and(|s| s.status.is_some());
-    let schema = version.schema.as_ref().and_then(|s| s.open_api_v3_schema.as_ref());
-    StatusSupport {
-        written,
-        keeps_inventory: written && schema.is_some_and(|s| keeps_status_field(s, INVENTORY_FIELD)),
-    }
-}
-
-/// Whether a CRD schema keeps `status.<field>` (rather than pruning it): the status keeps
-/// unknown fields, or declares the field.
-fn keeps_status_field(schema: &JSONSchemaProps, field: &str) -> bool {
-    let Some(status) = schema.properties.as_ref().and_then(|p| p.get("status")) else {
-        return schema.x_kubernetes_preserve_unknown_fields == Some(true);
-    };
-    status.x_kubernetes_preserve_unknown_fields == Some(true)
-        || status.properties.as_ref().is_some_and(|p| p.contains_key(field))
 }
 
 /// Finds a kind, discovering the cluster again once if it is not known (a CRD created after
@@ -283,9 +211,16 @@ pub async fn run(
 /// As [`run`].
 pub async fn controller(
     client: Client,
-    definition: Definition,
+    mut definition: Definition,
     settings: Settings,
 ) -> Result<kit::Controller<OperatorReconciler>, OperatorRunError> {
+    let tenancy = settings.tenancy.clone();
+    let described = definition.describe();
+    // Everything about the watched objects, their children and related objects is read and
+    // written as the Operator's identity, within its reach; discovery and the CRD's schema
+    // (what the cluster serves, not what the tenant may see) with the controller's.
+    let acting = fence::acting_client(&client, settings.impersonating.as_deref(), &tenancy)?;
+    definition.spec = tenancy.confine(&definition.spec);
     let spec = &definition.spec;
     let mut resolver = Resolver::new(client.clone()).await?;
     let kind = find_kind(&client, &mut resolver, &spec.watch.api_version, &spec.watch.kind, "spec.watch").await?;
@@ -294,6 +229,9 @@ pub async fn controller(
         kind: spec.watch.kind.clone(),
         namespaced: kind.namespaced,
     };
+    let watched_kind = format!("{} {}", watched.kind, watched.api_version);
+    tenancy::kind_in_reach(&tenancy, &described, "spec.watch", &watched_kind, kind.namespaced)?;
+    readable(&acting, &kind, spec.watch.namespace.as_deref(), "spec.watch", &watched_kind).await?;
     let known = Arc::new(Known::default());
     let mut related = Vec::new();
     let mut watches = Vec::new();
@@ -301,11 +239,14 @@ pub async fn controller(
         let field = format!("spec.related[{index}]");
         let related_kind =
             find_kind(&client, &mut resolver, &related_spec.api_version, &related_spec.kind, &field).await?;
-        let mapping = Mapping::of(related_spec).unwrap_or(Mapping::All);
+        let described_kind = format!("{} {}", related_spec.kind, related_spec.api_version);
+        tenancy::kind_in_reach(&tenancy, &described, &field, &described_kind, related_kind.namespaced)?;
         let namespace = related_spec.namespace.as_deref().or(spec.watch.namespace.as_deref());
+        readable(&acting, &related_kind, namespace, &field, &described_kind).await?;
+        let mapping = Mapping::of(related_spec).unwrap_or(Mapping::All);
         let api: Api<DynamicObject> = match (related_kind.namespaced, namespace) {
-            (true, Some(namespace)) => Api::namespaced_with(client.clone(), namespace, &related_kind.resource),
-            _ => Api::all_with(client.clone(), &related_kind.resource),
+            (true, Some(namespace)) => Api::namespaced_with(acting.clone(), namespace, &related_kind.resource),
+            _ => Api::all_with(acting.clone(), &related_kind.resource),
         };
         let mut config = watcher::Config::default();
         if let Some(selector) = &related_spec.label_selector {
@@ -332,10 +273,16 @@ pub async fn controller(
         watches.push((related_kind.resource.clone(), events, mapper));
         related.push(Related { spec: related_spec.clone(), mapping, store });
     }
-    let cache = Cache::new(client.clone());
+    // The children's watches are the controller's (they only tell which object to look at
+    // again); an operator acting as a ServiceAccount reads its children as that account.
+    let changes = Cache::new(client.clone());
+    let cache = match tenancy.user {
+        Some(_) => changes.notifying_only(),
+        None => changes.clone(),
+    };
     // A child changed (edited or deleted by hand, or its status moved): its object again.
     let trigger_known = known.clone();
-    let children_changed = futures::stream::unfold(cache.subscribe(), move |mut changes| {
+    let children_changed = futures::stream::unfold(changes.subscribe(), move |mut changes| {
         let known = trigger_known.clone();
         async move {
             let objects = match changes.recv().await {
@@ -359,6 +306,7 @@ pub async fn controller(
     let (namespace, selector) = (spec.watch.namespace.clone(), spec.watch.label_selector.clone());
     let reconciler = OperatorReconciler {
         definition,
+        tenancy,
         watched,
         related,
         known,
@@ -367,8 +315,9 @@ pub async fn controller(
         status,
         inventories: Mutex::default(),
         stopping: settings.stopping.clone(),
+        sandbox: settings.sandbox.clone(),
     };
-    let mut controller = kit::Controller::for_resource(&name, reconciler, client, kind.resource, kind.namespaced)
+    let mut controller = kit::Controller::for_resource(&name, reconciler, acting, kind.resource, kind.namespaced)
         .finalizer_on_demand()
         .concurrency(concurrency)
         .backoff(Duration::from_secs(1), retry)
@@ -390,6 +339,28 @@ pub async fn controller(
         controller = controller.selector(selector);
     }
     Ok(controller)
+}
+
+/// Checks that the operator's identity may list a kind where it watches it, so that a refusal
+/// is the Operator's condition at once rather than a watch failing in the background.
+async fn readable(
+    client: &Client,
+    kind: &Kind,
+    namespace: Option<&str>,
+    field: &str,
+    described: &str,
+) -> Result<(), OperatorRunError> {
+    let api: Api<DynamicObject> = match (kind.namespaced, namespace) {
+        (true, Some(namespace)) => Api::namespaced_with(client.clone(), namespace, &kind.resource),
+        _ => Api::all_with(client.clone(), &kind.resource),
+    };
+    match api.list_metadata(&kube::api::ListParams::default().limit(1)).await.map_err(ClusterError::from) {
+        Ok(_) => Ok(()),
+        Err(error) if error.is_forbidden() => {
+            Err(OperatorRunError::AccessDenied { field: field.to_string(), kind: described.to_string(), source: error })
+        }
+        Err(error) => Err(OperatorRunError::Cluster(error)),
+    }
 }
 
 impl OperatorReconciler {
@@ -462,15 +433,42 @@ impl OperatorReconciler {
             allow_empty: true,
             config: Some(object.clone()),
             helm_release,
+            sandbox: self.sandbox.clone(),
             ..RenderOptions::default()
         };
         let described = run.describe().to_string();
         let mut rendered = pipeline::render(&package, &options, Some(run.client()))
             .await
             .map_err(|e| Failure::retry(RENDER_FAILED, format!("rendering {described}: {e}")))?;
-        let scopes = bosun_core::scopes::Scopes::builtin().with_served(run.resolver()).await;
+        let scopes = self.scopes(run, &rendered).await;
+        self.in_reach(run, &rendered, &scopes)?;
         set_owner(&mut rendered, &object, self.watched.namespaced, &scopes);
         Ok((package, rendered))
+    }
+
+    /// The scopes of the rendered children's kinds. A confined operator reads discovery again
+    /// when one is not known (its CRD may be newer than the operator), since the scope decides
+    /// whether the child is in reach; others leave that to the apply, which discovers what a
+    /// group needs when it comes.
+    async fn scopes(&self, run: &Run<DynamicObject>, rendered: &Rendered) -> Scopes {
+        let scopes = Scopes::builtin().with_served(run.resolver()).await;
+        let confined = self.tenancy.namespace.is_some();
+        if !confined || !children::any_unknown(rendered, &scopes) || run.resolver().refresh().await.is_err() {
+            return scopes;
+        }
+        Scopes::builtin().with_served(run.resolver()).await
+    }
+
+    /// Refuses, before anything is written, children a confined Operator may not write: given
+    /// up until the object or the program changes, or retried when a kind's scope is not known
+    /// yet.
+    fn in_reach(&self, run: &Run<DynamicObject>, rendered: &Rendered, scopes: &Scopes) -> Result<(), Failure> {
+        children::in_reach(&self.tenancy, run.describe(), rendered, scopes).map_err(|refusal| {
+            match children::any_unknown(rendered, scopes) {
+                true => Failure::retry(refusal.reason(), refusal.to_string()),
+                false => Failure::give_up(refusal.reason(), refusal.to_string()),
+            }
+        })
     }
 
     /// The release a chart renders as for the watched object, as operator-sdk's Helm operator
@@ -528,9 +526,11 @@ impl OperatorReconciler {
             ..Options::default()
         };
         let namespace = package.namespace.clone().unwrap_or_default();
-        let outcome = pipeline::apply(run.client(), package, rendered, &namespace, &options, &Silent)
-            .await
-            .map_err(|e| Failure::retry(APPLY_FAILED, format!("{}: {e}", run.describe())))?;
+        let outcome =
+            pipeline::apply(run.client(), package, rendered, &namespace, &options, &Silent).await.map_err(|e| {
+                let reason = if e.is_forbidden() { crate::package::status::ACCESS_DENIED } else { APPLY_FAILED };
+                Failure::retry(reason, format!("{}: {e}", run.describe()))
+            })?;
         if self.status.keeps_inventory {
             let uid = object::text(run.value(), "/metadata/uid").to_string();
             let mut inventories = self.inventories.lock().unwrap_or_else(|e| e.into_inner());
@@ -560,7 +560,9 @@ impl OperatorReconciler {
                 .and_then(|list| serde_json::from_value::<Vec<Entry>>(list.clone()).ok())
                 .unwrap_or_default()
         });
-        let journal = match rendered.manifests.iter().all(|child| owned_by_uid(&child.object, uid)) {
+        // An inventory in the status is as trustworthy as whoever may write the status.
+        let previous = tenancy::entries_in_reach(&self.tenancy, previous);
+        let journal = match rendered.manifests.iter().all(|child| children::owned_by_uid(&child.object, uid)) {
             true => None,
             false => {
                 Some(Arc::new(StatusJournal { api: self.api(run), name: run.name().to_string() }) as Arc<dyn Journal>)
@@ -595,14 +597,6 @@ impl OperatorReconciler {
             tracing::debug!(object = %run.describe(), %error, "owning the inventory failed");
         }
     }
-}
-
-/// Whether an object names `uid` among its owners.
-fn owned_by_uid(object: &Value, uid: &str) -> bool {
-    object
-        .pointer("/metadata/ownerReferences")
-        .and_then(Value::as_array)
-        .is_some_and(|references| references.iter().any(|r| object::text(r, "/uid") == uid))
 }
 
 /// Records an object's inventory in its status ahead of children it does not own.
@@ -693,74 +687,5 @@ impl kit::Reconciler for OperatorReconciler {
             let _ = configmaps.delete(&configmap_name(&package.name), &Default::default()).await;
         }
         Ok(())
-    }
-}
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-    use bosun_core::scopes::Scopes;
-
-    #[test]
-    fn the_inventory_goes_to_the_status_where_its_schema_keeps_it() {
-        let schema = |status: Value| -> JSONSchemaProps {
-            serde_json::from_value(
-                json!({"type": "object", "properties": {"spec": {"type": "object"}, "status": status}}),
-            )
-            .expect("schema")
-        };
-        let cases = [
-            (json!({"type": "object", "x-kubernetes-preserve-unknown-fields": true}), true),
-            (json!({"type": "object", "properties": {"inventory": {"type": "array"}}}), true),
-            (json!({"type": "object", "properties": {"phase": {"type": "string"}}}), false),
-            (json!({"type": "object"}), false),
-        ];
-        for (status, keeps) in cases {
-            assert_eq!(keeps_status_field(&schema(status.clone()), INVENTORY_FIELD), keeps, "{status}");
-        }
-        let open: JSONSchemaProps =
-            serde_json::from_value(json!({"type": "object", "x-kubernetes-preserve-unknown-fields": true}))
-                .expect("schema");
-        assert!(keeps_status_field(&open, INVENTORY_FIELD), "no status declared, everything kept");
-    }
-
-    #[test]
-    fn target_names_fit_a_label_value() {
-        assert_eq!(target_name("grafana", "main"), "grafana.main");
-        let long = target_name("grafana", &"x".repeat(80));
-        assert_eq!(long.len(), LABEL_VALUE_MAX);
-        assert_ne!(long, target_name("grafana", &"x".repeat(81)), "the hash tells them apart");
-    }
-
-    #[test]
-    fn children_in_the_object_namespace_get_it_as_controller_owner() {
-        let owner = json!({"apiVersion": "monitoring.coreos.com/v1", "kind": "Grafana",
-            "metadata": {"name": "main", "namespace": "web", "uid": "u-1"}});
-        let child = |namespace: &str| {
-            json!({"apiVersion": "apps/v1", "kind": "Deployment", "metadata": {"name": "grafana-main", "namespace": namespace,
-                "ownerReferences": [{"apiVersion": "monitoring.coreos.com/v1", "kind": "Grafana", "name": "main", "uid": "u-1",
-                    "controller": true, "blockOwnerdeletion": true}]}})
-        };
-        let manifests = bosun::render::Manifests::from_map(serde_json::Map::from_iter([
-            ("here".to_string(), child("web")),
-            ("there".to_string(), child("other")),
-            ("cluster".to_string(), json!({"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": "x"}})),
-        ]));
-        let mut rendered = Rendered { manifests, ..Rendered::default() };
-        set_owner(&mut rendered, &owner, true, &Scopes::builtin());
-        let map = rendered.manifests.to_map();
-        let references = &map["here"]["metadata"]["ownerReferences"];
-        assert_eq!(
-            references.as_array().map(Vec::len),
-            Some(1),
-            "the program's own reference is replaced: {references}"
-        );
-        assert_eq!(references[0]["controller"], json!(true));
-        assert_eq!(references[0]["blockOwnerDeletion"], json!(true));
-        assert_eq!(map["there"]["metadata"]["ownerReferences"][0]["blockOwnerdeletion"], json!(true), "left alone");
-        assert!(
-            map["cluster"]["metadata"].get("ownerReferences").is_none(),
-            "a namespaced owner owns no cluster object"
-        );
     }
 }

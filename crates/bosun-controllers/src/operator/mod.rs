@@ -4,14 +4,20 @@
 //! and writes progress and the program's status back to the object.
 //!
 //! This module is the spec and its checks (pure): the custom resource, `operator.yaml` for
-//! `bosun operator DIR`, Locutus' trigger configuration (`locutus`), and how related objects
-//! map back to the objects they concern (`related`). The controller is
-//! [`crate::operator::controller`].
+//! `bosun operator DIR`, Locutus' trigger configuration (`locutus`), how related objects map
+//! back to the objects they concern (`related`), what an Operator resource of a tenant may do
+//! (`tenancy`) and its children before they are applied (`children`). The controller is
+//! [`crate::operator::controller`]; `schema` reads what the watched kind's CRD keeps, `fence`
+//! is the client a confined Operator acts with, `resource` runs Operator resources.
 
+pub mod children;
 pub mod controller;
+pub mod fence;
 pub mod locutus;
 pub mod related;
 pub mod resource;
+pub mod schema;
+pub mod tenancy;
 
 use bosun_core::file::FileError;
 use std::{
@@ -133,6 +139,12 @@ pub struct OperatorSpec {
     /// How often the source is fetched again (custom resource; default 10m).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub interval: Option<Interval>,
+    /// The ServiceAccount (in the Operator's namespace) the operator acts as: the watched
+    /// objects, their children and related objects are read and written as
+    /// `system:serviceaccount:<namespace>:<name>` (impersonation), so its RBAC decides. Default:
+    /// `bosun controller --default-service-account`, else the controller's own identity.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub service_account_name: Option<String>,
 }
 
 /// `spec.watch`: the objects operated on.
@@ -311,6 +323,20 @@ pub struct Definition {
     pub dir: PathBuf,
     /// The spec (its renderer always set).
     pub spec: OperatorSpec,
+}
+
+impl Definition {
+    /// `Operator <namespace>/<name>`, as refusals name it (an Operator resource's definition is
+    /// named `<namespace>.<name>`, see [`resource::operator_name`]).
+    pub fn describe(&self) -> String {
+        match &self.namespace {
+            Some(namespace) => {
+                let name = self.name.strip_prefix(&format!("{namespace}.")).unwrap_or(&self.name);
+                format!("Operator {namespace}/{name}")
+            }
+            None => format!("Operator {}", self.name),
+        }
+    }
 }
 
 /// `operator.yaml`.

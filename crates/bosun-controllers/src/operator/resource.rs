@@ -2,6 +2,10 @@
 //! its operator ([`super::controller`]) runs in the background until the Operator changes (then
 //! it is started again with the new spec or revision) or goes. The Operator's status says
 //! whether its operator runs, and at which revision.
+//!
+//! An Operator resource is a tenant's: it acts as its ServiceAccount and stays in its
+//! namespace unless the administrator allows more ([`super::tenancy`]); a refusal is its
+//! `Ready=False` condition, and its operator does not start.
 
 use std::{
     collections::HashMap,
@@ -14,7 +18,10 @@ use kube::Client;
 use tokio_util::sync::CancellationToken;
 
 use super::controller::{OperatorRunError, Settings};
+use super::tenancy::{self, Policy};
+use crate::Tenancy;
 use crate::operator::{Definition, OperatorResource};
+use crate::package::{remote::Impersonating, status::ACCESS_DENIED};
 use bosun::source::{Fetcher, Snapshot};
 use bosun_kit::{self as kit, Failure, Run};
 
@@ -35,6 +42,14 @@ pub struct HostSettings {
     pub stopping: CancellationToken,
     /// The metrics every operator shares (one registry served).
     pub metrics: Option<Arc<kit::Metrics>>,
+    /// The configuration of the controller's client: operators acting as a ServiceAccount get
+    /// clients made from it, impersonating.
+    pub config: kube::Config,
+    /// The ServiceAccount an Operator naming none acts as (`--default-service-account`).
+    pub default_service_account: Option<String>,
+    /// What tenants may do: local sources, exec renderers, remote bases, cluster-wide
+    /// Operators (`--allow-cluster-wide-operators`).
+    pub tenancy: Tenancy,
 }
 
 /// One running operator: what it runs and how to stop it. Dropped, it stops.
@@ -59,13 +74,16 @@ impl Drop for Running {
 pub struct OperatorHost {
     settings: HostSettings,
     fetcher: Fetcher,
+    /// Clients impersonating the Operators' ServiceAccounts, made once per account.
+    impersonating: Arc<Impersonating>,
     running: Mutex<HashMap<(String, String), Running>>,
 }
 
 /// The `Operator` controller, ready to [`kit::Controller::run`].
 pub fn controller(client: Client, settings: HostSettings) -> kit::Controller<OperatorHost> {
     let host = OperatorHost {
-        fetcher: Fetcher::new(settings.cache_dir.clone()),
+        fetcher: Fetcher::new(settings.cache_dir.clone()).with_local_roots(settings.tenancy.local_roots.clone()),
+        impersonating: Arc::new(Impersonating::new(settings.config.clone())),
         settings: settings.clone(),
         running: Mutex::default(),
     };
@@ -108,6 +126,21 @@ impl kit::Reconciler for OperatorHost {
             return Ok(());
         }
         let retry = resource.spec.retry_interval();
+        // Refused before anything is fetched or started: nothing runs of an Operator that asks
+        // for more than it may have.
+        let origin = format!("Operator {}/{}", key.0, key.1);
+        let policy = Policy {
+            default_service_account: self.settings.default_service_account.clone(),
+            allow_cluster_wide: self.settings.tenancy.allow_cluster_wide_operators,
+        };
+        let tenancy = match tenancy::decide(&origin, &resource.spec, Some(&key.0), &policy) {
+            Ok(tenancy) => tenancy,
+            Err(refusal) => {
+                // An operator started before the spec changed does not go on with the old one.
+                self.stop(&key).await;
+                return Err(Failure::give_up(refusal.reason(), refusal.to_string()));
+            }
+        };
         let fetched = crate::package::fetch::fetch_source(
             &self.fetcher,
             run.client(),
@@ -129,23 +162,36 @@ impl kit::Reconciler for OperatorHost {
             .get(&key)
             .is_some_and(|r| r.revision == revision && r.generation == generation && !r.stop.is_cancelled());
         let watching = format!("{} {}", resource.spec.watch.kind, resource.spec.watch.api_version);
+        let acting = tenancy.user.as_deref().map_or(String::new(), |user| format!(" as {user}"));
+        let message = format!("watching {watching} at revision {revision}{acting}");
         if unchanged {
             run.set_status("lastAppliedRevision", &revision);
-            run.succeeded("Running", &format!("watching {watching} at revision {revision}"));
+            run.succeeded("Running", &message);
             return Ok(());
         }
-        let origin = format!("Operator {}/{}", key.0, key.1);
         let name = operator_name(&key.0, &key.1);
         let definition = Definition::new(name, Some(key.0.clone()), &dir, resource.spec.clone(), &origin)
             .map_err(|e| Failure::give_up("InvalidSpec", e.to_string()))?;
         // The old operator stops before the new one starts (one writer per object).
         self.stop(&key).await;
         let stop = self.settings.stopping.child_token();
-        let settings = Settings { stopping: stop.clone(), metrics: self.settings.metrics.clone() };
+        let settings = Settings {
+            stopping: stop.clone(),
+            metrics: self.settings.metrics.clone(),
+            tenancy,
+            impersonating: Some(self.impersonating.clone()),
+            sandbox: Some(self.settings.tenancy.sandbox(&snapshot.root)),
+        };
         let controller =
-            super::controller::controller(run.client().clone(), definition, settings).await.map_err(|e| match e {
-                OperatorRunError::UnknownKind { .. } => Failure::retry("UnknownKind", e.to_string()).within(retry),
-                OperatorRunError::Cluster(_) => Failure::retry("ClusterError", e.to_string()).within(retry),
+            super::controller::controller(run.client().clone(), definition, settings).await.map_err(|e| {
+                let message = format!("{origin}: {e}");
+                match e {
+                    OperatorRunError::Refused(refusal) => Failure::give_up(refusal.reason(), refusal.to_string()),
+                    OperatorRunError::AccessDenied { .. } => Failure::retry(ACCESS_DENIED, message).within(retry),
+                    OperatorRunError::UnknownKind { .. } => Failure::retry("UnknownKind", message).within(retry),
+                    OperatorRunError::Client(_) => Failure::retry("ClientFailed", message).within(retry),
+                    OperatorRunError::Cluster(_) => Failure::retry("ClusterError", message).within(retry),
+                }
             })?;
         let stopped = stop.clone();
         let described = run.describe().to_string();
@@ -157,7 +203,7 @@ impl kit::Reconciler for OperatorHost {
         let running = Running { revision: revision.clone(), generation, stop, task, _snapshot: snapshot };
         self.running.lock().unwrap_or_else(|e| e.into_inner()).insert(key, running);
         run.set_status("lastAppliedRevision", &revision);
-        run.succeeded("Running", &format!("watching {watching} at revision {revision}"));
+        run.succeeded("Running", &message);
         Ok(())
     }
 

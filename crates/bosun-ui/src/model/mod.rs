@@ -6,6 +6,7 @@
 pub mod canary;
 pub mod links;
 pub mod package;
+pub mod shown;
 
 use kube::api::DynamicObject;
 use serde_json::Value;

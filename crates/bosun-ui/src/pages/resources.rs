@@ -126,20 +126,10 @@ pub fn generic_page(
     page(&format!("{title} {namespace}/{name}"), viewer, None, body)
 }
 
-/// An object as YAML (without `managedFields`; a Secret's values hidden).
+/// An object as YAML (without `managedFields`; a Secret's values hidden, also in the
+/// annotations that copy them: [`model::shown::yaml_view`]).
 pub fn yaml_page(viewer: Option<&Viewer>, what: &str, object: &Value) -> Markup {
-    let mut shown = object.clone();
-    if let Some(metadata) = shown.get_mut("metadata").and_then(Value::as_object_mut) {
-        metadata.remove("managedFields");
-    }
-    let secret = shown["kind"] == "Secret";
-    if secret {
-        for field in ["data", "stringData"] {
-            if let Some(values) = shown.get_mut(field).and_then(Value::as_object_mut) {
-                values.values_mut().for_each(|v| *v = Value::String("***".into()));
-            }
-        }
-    }
+    let (shown, secret) = model::shown::yaml_view(object);
     let body = html! {
         h1 { (what) }
         @if secret { (notice("The Secret's values are not shown.", false)) }

@@ -65,8 +65,12 @@ impl Cluster {
         bosun_controllers::install::install_crds(&server.client(), "test").await.expect("bosun's CRDs");
         let cache = tempfile::tempdir().expect("cache");
         let stop = CancellationToken::new();
+        // The tests' packages are directories of the test's own (a tenant's local source is
+        // refused unless allowed).
+        let tenancy = bosun_controllers::Tenancy { local_roots: vec![std::env::temp_dir()], ..Default::default() };
         let settings = bosun_controllers::package::Settings {
             stopping: stop.clone(),
+            tenancy,
             ..bosun_controllers::package::Settings::new(server.config(), cache.path().to_path_buf())
         };
         let packages = bosun_controllers::package::controller(server.client(), settings);

@@ -67,6 +67,9 @@ pub struct Cache {
     inner: Arc<Inner>,
     /// Whether live objects are served (or only namespaces).
     objects: bool,
+    /// Whether the resources of objects looked up or written are watched even though they are
+    /// not served: subscribers hear of their changes ([`Cache::notifying_only`]).
+    notifies: bool,
 }
 
 struct Inner {
@@ -284,6 +287,7 @@ impl Cache {
                 changed: broadcast::channel(SUBSCRIBER_BUFFER).0,
             }),
             objects: true,
+            notifies: true,
         }
     }
 
@@ -291,7 +295,16 @@ impl Cache {
     /// identity (impersonation), which must read objects as that identity — a decision made
     /// from the controller's view would skip the checks the identity's permissions make.
     pub fn namespaces_only(&self) -> Cache {
-        Cache { inner: self.inner.clone(), objects: false }
+        Cache { inner: self.inner.clone(), objects: false, notifies: false }
+    }
+
+    /// The same cache serving namespaces only, as [`Cache::namespaces_only`], but still
+    /// watching (with its own client) the resources of the objects an apply looks up or
+    /// writes, so that [`Cache::subscribe`] tells of their changes: for an operator applying as
+    /// another identity that corrects children edited or deleted by hand. What the watches see
+    /// is never served to a decision.
+    pub fn notifying_only(&self) -> Cache {
+        Cache { inner: self.inner.clone(), objects: false, notifies: true }
     }
 
     /// Every object of the resources the cache watches (what packages and operators applied)
@@ -316,28 +329,30 @@ impl Cache {
 
     /// The objects of a resource, watched from first use; `None` while not listed yet.
     async fn texts(&self, resource: &ApiResource) -> Option<Arc<Texts>> {
-        let key = format!("{}/{}", resource.api_version, resource.plural);
-        let texts = {
-            let mut all = self.inner.objects.lock().await;
-            // Another run's first use started this watch: wait for its list too (the
-            // bounded wait below), rather than asking the server for each object meanwhile.
-            if let Some(texts) = all.get(&key) {
-                texts.clone()
-            } else {
-                let api: Api<DynamicObject> = Api::all_with(self.inner.client.clone(), resource);
-                let config = watcher::Config::default().labels(PACKAGE_LABEL);
-                let events = watcher(api, config).default_backoff().modify(slim);
-                let notify = Some((self.inner.changed.clone(), resource.clone()));
-                let texts = self.start(
-                    events,
-                    |object: &DynamicObject| serde_json::to_string(object).unwrap_or_default().into(),
-                    notify,
-                );
-                all.insert(key, texts.clone());
-                texts
-            }
-        };
+        // Another run's first use started this watch: wait for its list too (the bounded
+        // wait), rather than asking the server for each object meanwhile.
+        let texts = self.watched(resource).await;
         texts.synced().await.then_some(texts)
+    }
+
+    /// The store of a resource, its watch started now if it was not yet.
+    async fn watched(&self, resource: &ApiResource) -> Arc<Texts> {
+        let key = format!("{}/{}", resource.api_version, resource.plural);
+        let mut all = self.inner.objects.lock().await;
+        if let Some(texts) = all.get(&key) {
+            return texts.clone();
+        }
+        let api: Api<DynamicObject> = Api::all_with(self.inner.client.clone(), resource);
+        let config = watcher::Config::default().labels(PACKAGE_LABEL);
+        let events = watcher(api, config).default_backoff().modify(slim);
+        let notify = Some((self.inner.changed.clone(), resource.clone()));
+        let texts = self.start(
+            events,
+            |object: &DynamicObject| serde_json::to_string(object).unwrap_or_default().into(),
+            notify,
+        );
+        all.insert(key, texts.clone());
+        texts
     }
 
     /// Changes whenever any store takes in an event (for waiting on what the cache shows).
@@ -349,6 +364,9 @@ impl Cache {
     /// (the caller asks the server).
     pub async fn object(&self, kind: &Kind, namespace: &str, name: &str) -> Option<Option<Value>> {
         if !self.objects {
+            if self.notifies {
+                self.watched(&kind.resource).await;
+            }
             return None;
         }
         let texts = self.texts(&kind.resource).await?;
@@ -365,6 +383,15 @@ impl Cache {
     /// an operator is not woken by its own writes.
     pub async fn wrote(&self, kind: &Kind, written: &Value) {
         if !self.objects {
+            // Only this write's version is kept: its watch event is not told to subscribers.
+            if self.notifies {
+                let texts = self.watched(&kind.resource).await;
+                let text = |pointer| written.pointer(pointer).and_then(Value::as_str).unwrap_or_default().to_string();
+                let key = (text("/metadata/namespace"), text("/metadata/name"));
+                if let Some(version) = written.pointer("/metadata/resourceVersion").and_then(Value::as_str) {
+                    texts.own_writes.lock().unwrap_or_else(|e| e.into_inner()).insert(key, version.to_string());
+                }
+            }
             return;
         }
         let Some(texts) = self.texts(&kind.resource).await else { return };

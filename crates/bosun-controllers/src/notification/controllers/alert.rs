@@ -32,6 +32,7 @@ use crate::notification::{
     AlertResource, NotificationError, ProviderResource, ProviderSpec,
     event::{Dedup, Event, Matcher, dedup_key},
     provider,
+    references::{self, CROSS_NAMESPACE_REF},
 };
 
 /// The controller's name: field manager, finalizer and event reporter.
@@ -50,11 +51,19 @@ pub struct Settings {
     pub queue: usize,
     /// Only Alerts in this namespace.
     pub namespace: Option<String>,
+    /// An Alert with an event source in another namespace is refused and sends nothing
+    /// (`--no-cross-namespace-refs`).
+    pub no_cross_namespace_refs: bool,
 }
 
 impl Default for Settings {
     fn default() -> Settings {
-        Settings { dedup_window: Duration::from_secs(300), queue: 1000, namespace: None }
+        Settings {
+            dedup_window: Duration::from_secs(300),
+            queue: 1000,
+            namespace: None,
+            no_cross_namespace_refs: false,
+        }
     }
 }
 
@@ -97,6 +106,8 @@ impl Health {
 /// reports whether its provider accepts deliveries.
 pub struct AlertReconciler {
     health: Arc<Health>,
+    /// `--no-cross-namespace-refs`.
+    no_cross_namespace_refs: bool,
 }
 
 impl kit::Reconciler for AlertReconciler {
@@ -111,6 +122,8 @@ impl kit::Reconciler for AlertReconciler {
             return Ok(());
         }
         Matcher::new(&key.0, &key.1, &alert.spec).map_err(|e| Failure::give_up("InvalidAlert", e.to_string()))?;
+        references::check(self.no_cross_namespace_refs, &object, &key.0, &references::of_alert(&alert.spec))
+            .map_err(|e| Failure::give_up(CROSS_NAMESPACE_REF, e.to_string()))?;
         let provider = match (&alert.spec.provider_ref, &alert.spec.provider) {
             (Some(reference), None) => {
                 let providers: Api<ProviderResource> = run.api();
@@ -162,7 +175,9 @@ impl Alerts {
         let health = Arc::new(Health::default());
         let (trigger, triggered) = mpsc::unbounded_channel::<ObjectRef<AlertResource>>();
         let triggered = futures::stream::unfold(triggered, |mut rx| async { rx.recv().await.map(|r| (r, rx)) });
-        let mut controller = kit::Controller::new(NAME, AlertReconciler { health: health.clone() }, client.clone())
+        let reconciler =
+            AlertReconciler { health: health.clone(), no_cross_namespace_refs: settings.no_cross_namespace_refs };
+        let mut controller = kit::Controller::new(NAME, reconciler, client.clone())
             .backoff(Duration::from_secs(1), Duration::from_secs(300))
             .trigger(triggered);
         if let Some(namespace) = &settings.namespace {
@@ -290,6 +305,12 @@ impl Dispatcher {
     ) {
         let key = key_of(alert);
         if alert.spec.suspend == Some(true) || alert.metadata.deletion_timestamp.is_some() {
+            return;
+        }
+        // Refused in its status by the reconciler: nothing is sent, not even its own
+        // namespace's events.
+        let references = references::of_alert(&alert.spec);
+        if references::check(self.settings.no_cross_namespace_refs, &describe(&key), &key.0, &references).is_err() {
             return;
         }
         let generation = alert.metadata.generation;

@@ -6,13 +6,15 @@
 //! asks the selected Packages to reconcile with their source fetched again (the
 //! `bosun.dev/requested-at` and `bosun.dev/source-requested-at` annotations, as
 //! `bosun reconcile package --with-source`). A bad signature is 401 and logged; any other
-//! path, a suspended Receiver's and any method but POST are the same 404.
+//! path, a suspended Receiver's and any method but POST are the same 404. A GitHub delivery
+//! handled already (the same `X-GitHub-Delivery`, or the same signed body) is answered `200`
+//! as a duplicate and reconciles nothing.
 
 use std::{
     collections::HashMap,
     net::SocketAddr,
-    sync::{Arc, RwLock},
-    time::Duration,
+    sync::{Arc, Mutex, RwLock},
+    time::{Duration, Instant},
 };
 
 use axum::{
@@ -35,8 +37,11 @@ use bosun_core::cluster::ClusterError;
 use bosun_kit::{self as kit, Failure, Run};
 
 use crate::notification::{
-    ReceiverResource, ReceiverSpec,
-    receiver::{label_selector, selects, triggers, verify, webhook_path},
+    ReceiverResource, ReceiverSpec, ReceiverType,
+    receiver::{
+        DELIVERY_MEMORY, DELIVERY_MEMORY_SIZE, Deliveries, label_selector, selects, triggers, verify, webhook_path,
+    },
+    references::{self, CROSS_NAMESPACE_REF},
 };
 
 use bosun::package::{
@@ -84,9 +89,26 @@ struct Route {
 #[derive(Default)]
 pub struct Routes {
     by_path: RwLock<HashMap<String, Route>>,
+    /// The GitHub deliveries each Receiver handled lately.
+    deliveries: Mutex<HashMap<Key, Deliveries>>,
 }
 
 impl Routes {
+    /// Claims a GitHub delivery for the Receiver `key`: `false` when it was handled already.
+    fn claim(&self, key: &Key, id: Option<&str>, body: &[u8]) -> bool {
+        let mut deliveries = self.deliveries.lock().unwrap_or_else(|e| e.into_inner());
+        let remembered =
+            deliveries.entry(key.clone()).or_insert_with(|| Deliveries::new(DELIVERY_MEMORY, DELIVERY_MEMORY_SIZE));
+        remembered.claim(id, body, Instant::now())
+    }
+
+    /// Forgets a claimed delivery whose handling failed (GitHub's redelivery must work).
+    fn release(&self, key: &Key, id: Option<&str>, body: &[u8]) {
+        if let Some(remembered) = self.deliveries.lock().unwrap_or_else(|e| e.into_inner()).get_mut(key) {
+            remembered.release(id, body);
+        }
+    }
+
     fn set(&self, path: String, route: Route) {
         let mut routes = self.by_path.write().unwrap_or_else(|e| e.into_inner());
         routes.retain(|_, r| (&r.namespace, &r.name) != (&route.namespace, &route.name));
@@ -96,6 +118,7 @@ impl Routes {
     fn remove(&self, key: &Key) {
         let mut routes = self.by_path.write().unwrap_or_else(|e| e.into_inner());
         routes.retain(|_, r| (&r.namespace, &r.name) != (&key.0, &key.1));
+        self.deliveries.lock().unwrap_or_else(|e| e.into_inner()).remove(key);
     }
 
     fn get(&self, path: &str) -> Option<Route> {
@@ -103,17 +126,31 @@ impl Routes {
     }
 }
 
+/// How the Receivers are reconciled.
+#[derive(Debug, Clone, Default)]
+pub struct Settings {
+    /// Only Receivers in this namespace.
+    pub namespace: Option<String>,
+    /// A Receiver selecting resources in another namespace is refused and serves no path
+    /// (`--no-cross-namespace-refs`).
+    pub no_cross_namespace_refs: bool,
+}
+
 /// The `Receiver` reconciler.
 pub struct ReceiverReconciler {
     routes: Arc<Routes>,
+    /// `--no-cross-namespace-refs`.
+    no_cross_namespace_refs: bool,
 }
 
 /// The Receiver controller, and the routes to serve with [`serve`].
-pub fn controller(client: Client, namespace: Option<&str>) -> (kit::Controller<ReceiverReconciler>, Arc<Routes>) {
+pub fn controller(client: Client, settings: Settings) -> (kit::Controller<ReceiverReconciler>, Arc<Routes>) {
     let routes = Arc::new(Routes::default());
-    let mut controller = kit::Controller::new(NAME, ReceiverReconciler { routes: routes.clone() }, client)
-        .backoff(Duration::from_secs(1), Duration::from_secs(300));
-    if let Some(namespace) = namespace {
+    let reconciler =
+        ReceiverReconciler { routes: routes.clone(), no_cross_namespace_refs: settings.no_cross_namespace_refs };
+    let mut controller =
+        kit::Controller::new(NAME, reconciler, client).backoff(Duration::from_secs(1), Duration::from_secs(300));
+    if let Some(namespace) = &settings.namespace {
         controller = controller.namespace(namespace);
     }
     (controller, routes)
@@ -142,6 +179,12 @@ impl kit::Reconciler for ReceiverReconciler {
                 self.routes.remove(&key);
                 return Err(Failure::give_up("InvalidReceiver", message));
             }
+        }
+        if let Err(error) =
+            references::check(self.no_cross_namespace_refs, &object, &key.0, &references::of_receiver(&receiver.spec))
+        {
+            self.routes.remove(&key);
+            return Err(Failure::give_up(CROSS_NAMESPACE_REF, error.to_string()));
         }
         let secret_name = &receiver.spec.secret_ref.name;
         let secrets: Api<Secret> = run.api();
@@ -223,6 +266,18 @@ async fn call(
         tracing::info!(receiver = %object, %why, "webhook call ignored");
         return (StatusCode::OK, format!("ignored: {why}\n")).into_response();
     }
+    // GitHub takes any 2xx as delivered: a duplicate is answered so, and does nothing.
+    let key: Key = (route.namespace.clone(), route.name.clone());
+    let delivery = match route.spec.type_ {
+        ReceiverType::Github => Some(headers.get("x-github-delivery").and_then(|v| v.to_str().ok()).unwrap_or("")),
+        _ => None,
+    };
+    if let Some(id) = delivery
+        && !server.routes.claim(&key, Some(id), &body)
+    {
+        tracing::info!(receiver = %object, delivery = %id, "duplicate delivery ignored");
+        return (StatusCode::OK, "ignored: a duplicate delivery (handled already)\n").into_response();
+    }
     match reconcile_selected(&server.client, &route).await {
         Ok(packages) => {
             tracing::info!(receiver = %object, ?packages, "webhook call: reconciling");
@@ -230,6 +285,9 @@ async fn call(
             (StatusCode::OK, [(axum::http::header::CONTENT_TYPE, "application/json")], body).into_response()
         }
         Err(error) => {
+            if let Some(id) = delivery {
+                server.routes.release(&key, Some(id), &body);
+            }
             tracing::warn!(%error, "webhook call failed");
             (StatusCode::INTERNAL_SERVER_ERROR, "reconciling the selected resources failed\n").into_response()
         }
