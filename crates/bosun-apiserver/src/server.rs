@@ -29,6 +29,7 @@ use crate::{
     http::{self, AppState, watch::WatchSettings},
     lifecycle::{Endpoint, services::KUBERNETES_SERVICE_IP},
     secrets,
+    simulation::process::policy::RunPodsPolicy,
     store::{Store, StoreError},
     tls::{Credentials, TlsError, TlsListener},
 };
@@ -115,6 +116,14 @@ pub struct ServerOptions {
     /// Allow [`ServerOptions::run_pods`] on an address other than loopback, which lets anyone
     /// who can reach the server and create pods run commands here.
     pub run_pods_on_network: bool,
+    /// Users whose pods run (and who may exec and port-forward) under
+    /// [`ServerOptions::run_pods`], besides members of `system:masters`.
+    pub run_pods_users: Vec<String>,
+    /// Namespaces whose pods run under [`ServerOptions::run_pods`] whoever wrote them.
+    pub run_pods_namespaces: Vec<String>,
+    /// When the server runs as root, run pods' commands as root too (else as `nobody`, or
+    /// the container's `runAsUser`).
+    pub run_pods_as_root: bool,
     /// Serve HTTPS and require a bearer token, as a real API server does. The certificate
     /// authority and token are generated; with [`Storage::Directory`] they are kept there
     /// (`ca.crt`, `ca.key`, `token`) so kubeconfigs stay valid across restarts. Off by default
@@ -152,6 +161,24 @@ impl std::str::FromStr for NamedUser {
     }
 }
 
+impl ServerOptions {
+    fn run_pods_policy(&self) -> RunPodsPolicy {
+        RunPodsPolicy {
+            users: self.run_pods_users.clone(),
+            namespaces: self.run_pods_namespaces.clone(),
+            as_root: self.run_pods_as_root,
+        }
+    }
+
+    /// With [`ServerOptions::run_pods`], the warning to show whoever starts the server: which
+    /// pods' commands run on this machine, and as whom.
+    pub fn run_pods_warning(&self) -> Option<String> {
+        let passwd = std::fs::read_to_string("/etc/passwd").unwrap_or_default();
+        let uid = rustix::process::geteuid().as_raw();
+        self.run_pods.then(|| crate::simulation::process::policy::warning(&self.run_pods_policy(), uid, &passwd))
+    }
+}
+
 impl Default for ServerOptions {
     fn default() -> Self {
         Self {
@@ -166,6 +193,9 @@ impl Default for ServerOptions {
             stages_file: None,
             run_pods: false,
             run_pods_on_network: false,
+            run_pods_users: Vec::new(),
+            run_pods_namespaces: Vec::new(),
+            run_pods_as_root: false,
             tls: false,
             authorization: AuthorizationMode::Rbac,
             users: Vec::new(),
@@ -294,10 +324,29 @@ impl ApiServer {
     }
 
     /// Run each container whose command exists on this host as a local child process (with
-    /// [`ApiServer::simulate_workloads`]): anyone allowed to create pods runs commands as this
-    /// process's user.
+    /// [`ApiServer::simulate_workloads`]), for pods written by members of `system:masters` (and
+    /// as [`ApiServer::run_pods_users`] and [`ApiServer::run_pods_namespaces`] say), as this
+    /// process's user, or `nobody` if that is root (see [`ApiServer::run_pods_as_root`]).
     pub fn run_pods(mut self, enabled: bool) -> Self {
         self.options.run_pods = enabled;
+        self
+    }
+
+    /// Also run the pods these users write, and let them exec and port-forward.
+    pub fn run_pods_users(mut self, users: &[&str]) -> Self {
+        self.options.run_pods_users = users.iter().map(|u| u.to_string()).collect();
+        self
+    }
+
+    /// Also run every pod in these namespaces, whoever wrote it.
+    pub fn run_pods_namespaces(mut self, namespaces: &[&str]) -> Self {
+        self.options.run_pods_namespaces = namespaces.iter().map(|n| n.to_string()).collect();
+        self
+    }
+
+    /// When this process runs as root, run pods' commands as root too.
+    pub fn run_pods_as_root(mut self, enabled: bool) -> Self {
+        self.options.run_pods_as_root = enabled;
         self
     }
 
@@ -365,7 +414,8 @@ impl ApiServer {
         let admin_token = credentials.as_ref().map(|credentials| credentials.token.clone());
         let authenticator = Authenticator::new(admin_token, static_users, Signer::load_or_create(directory)?);
         let (shutdown, shutdown_signal) = watch::channel(false);
-        let runtime = options.run_pods.then(|| Arc::new(crate::simulation::runtime::Runtime::default()));
+        let runtime =
+            options.run_pods.then(|| Arc::new(crate::simulation::runtime::Runtime::new(options.run_pods_policy())));
         let state = Arc::new(AppState {
             runtime: runtime.clone(),
             cluster: cluster.clone(),

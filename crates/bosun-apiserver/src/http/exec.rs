@@ -121,7 +121,8 @@ async fn execute(
     let Ok(program) = which::which(first) else {
         return start_failure(&format!("exec: {first:?}: executable file not found in $PATH"));
     };
-    let mut command = runtime::command(&program, args, &instance.env, instance.working_dir.as_ref(), &request.hostname);
+    let place = (instance.working_dir.as_ref(), instance.identity);
+    let mut command = runtime::command(&program, args, &instance.env, place, &request.hostname);
     let wanted = |yes: bool| if yes { std::process::Stdio::piped() } else { std::process::Stdio::null() };
     command.stdin(wanted(request.stdin));
     command.stdout(wanted(request.stdout));

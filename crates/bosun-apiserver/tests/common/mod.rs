@@ -121,6 +121,16 @@ impl Kubectl {
     }
 }
 
+/// A temporary directory a pod's commands can write to (`--run-pods`): when the tests run as
+/// root, the commands run as `nobody` (without `--run-pods-as-root`), and a new temporary
+/// directory is its owner's only.
+pub fn shared_dir() -> tempfile::TempDir {
+    use std::os::unix::fs::PermissionsExt;
+    let dir = tempfile::tempdir().expect("tempdir");
+    std::fs::set_permissions(dir.path(), std::fs::Permissions::from_mode(0o777)).expect("chmod");
+    dir
+}
+
 /// Stdout and stderr of a finished command as text.
 pub fn texts(output: &Output) -> (String, String) {
     (String::from_utf8_lossy(&output.stdout).into_owned(), String::from_utf8_lossy(&output.stderr).into_owned())
