@@ -26,7 +26,7 @@ use crate::{
         WriteOptions,
     },
     controllers,
-    http::{self, AppState, watch::WatchSettings},
+    http::{self, AppState, fairness::Budget, watch::WatchSettings},
     lifecycle::{Endpoint, services::KUBERNETES_SERVICE_IP},
     secrets,
     simulation::process::policy::RunPodsPolicy,
@@ -101,7 +101,9 @@ pub struct ServerOptions {
     pub watch_history: usize,
     /// How often idle watches get a bookmark.
     pub bookmark_interval: Duration,
-    /// How many watches may be open at once; more are answered `429` with `Retry-After`.
+    /// How many long-running requests (watches, followed logs, exec, port-forward) may be
+    /// open at once, shared out fairly by user, with as many again for `system:masters` (see
+    /// `docs/apiserver.md`); more are answered `429` with `Retry-After`.
     pub max_watches: usize,
     /// Simulate workloads (Deployments, StatefulSets, DaemonSets, Jobs), becoming ready this
     /// long after each change; `None` leaves them alone.
@@ -284,7 +286,8 @@ impl ApiServer {
         self
     }
 
-    /// Allow this many watches open at once (default [`DEFAULT_MAX_WATCHES`]).
+    /// Allow this many long-running requests open at once (default [`DEFAULT_MAX_WATCHES`]),
+    /// shared out as [`ServerOptions::max_watches`] says.
     pub fn max_watches(mut self, watches: usize) -> Self {
         self.options.max_watches = watches;
         self
@@ -420,7 +423,8 @@ impl ApiServer {
             runtime: runtime.clone(),
             cluster: cluster.clone(),
             server_address: address.to_string(),
-            watch: WatchSettings::new(options.bookmark_interval, options.max_watches),
+            watch: WatchSettings { bookmark_interval: options.bookmark_interval },
+            budget: Budget::new(options.max_watches),
             shutdown: shutdown_signal.clone(),
             requests: AtomicU64::new(0),
             auth: Auth::new(authenticator, options.authorization, credentials.is_some()),
@@ -673,9 +677,10 @@ impl RunningServer {
         self.cluster.store.revision()
     }
 
-    /// Watches open now (what a test waits for before it writes what a watcher must see).
+    /// Long-running requests open now: watches (what a test waits for before it writes what a
+    /// watcher must see), followed logs, exec and port-forward sessions.
     pub fn open_watches(&self) -> usize {
-        self.state.watch.max_watches - self.state.watch.slots.available_permits()
+        self.state.budget.open()
     }
 
     /// HTTP requests received since the server started.

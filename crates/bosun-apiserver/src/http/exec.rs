@@ -18,6 +18,7 @@ use tokio::{
     sync::{mpsc, watch},
 };
 
+use super::fairness::Ticket;
 use crate::simulation::runtime::{self, Instance};
 
 /// The subprotocols served, preferred first.
@@ -70,14 +71,18 @@ fn start_failure(message: &str) -> Value {
            "reason": "InternalError", "code": 500})
 }
 
-/// Upgrades to a WebSocket that runs the command beside the container's process.
+/// Upgrades to a WebSocket that runs the command beside the container's process, holding
+/// `ticket` (its place among long-running requests) until the session ends.
 pub fn serve(
     upgrade: WebSocketUpgrade,
     instance: Arc<Instance>,
     request: ExecRequest,
-    shutdown: watch::Receiver<bool>,
+    (shutdown, ticket): (watch::Receiver<bool>, Ticket),
 ) -> Response {
-    upgrade.protocols(PROTOCOLS).on_upgrade(move |socket| run(socket, instance, request, shutdown))
+    upgrade.protocols(PROTOCOLS).on_upgrade(move |socket| async move {
+        run(socket, instance, request, shutdown).await;
+        drop(ticket);
+    })
 }
 
 fn frame(channel: u8, data: &[u8]) -> Message {

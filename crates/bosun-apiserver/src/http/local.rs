@@ -1,9 +1,14 @@
 //! A pod's `log`, `exec`, `attach` and `portforward` with `--run-pods`: served by the
 //! container's local process, if it has one, else as for a simulated container. Exec and
 //! port-forward run commands or open connections on this host, so they are allowed only to
-//! whom `--run-pods` would run a pod for (`simulation::process::policy`).
+//! whom `--run-pods` would run a pod for (`simulation::process::policy`); they, and a followed
+//! log, hold a place among the long-running requests ([`super::fairness`]) while they last.
 
-use axum::{body::Body, extract::ws::WebSocketUpgrade, response::Response};
+use axum::{
+    body::Body,
+    extract::ws::WebSocketUpgrade,
+    response::{IntoResponse, Response},
+};
 use serde_json::Value;
 
 use super::{AppState, exec, logs, pods, portforward, query::Query};
@@ -33,7 +38,7 @@ fn check_allowed(runtime: &Runtime, pod: &Value, user: &User) -> Result<(), ApiE
 pub fn serve(state: &AppState, runtime: &Runtime, pod: &Value, asked: Asked<'_>) -> Result<Response, ApiError> {
     let Asked { user, subresource, query, upgrade } = asked;
     if subresource == "portforward" {
-        return port_forward(runtime, pod, user, upgrade);
+        return port_forward(state, runtime, pod, user, upgrade);
     }
     let previous = subresource == "log" && query.flag("previous");
     let container = pods::check(pod, subresource, query.get("container"))?;
@@ -41,7 +46,17 @@ pub fn serve(state: &AppState, runtime: &Runtime, pod: &Value, asked: Asked<'_>)
     match (subresource, instance) {
         ("log", Some(instance)) => {
             let options = logs::options(query)?;
-            Ok(logs::serve(instance, &options, query.flag("follow"), state.shutdown.clone()))
+            let follow = query.flag("follow");
+            // Only a log that is followed while its process runs lasts.
+            let ticket = match follow && instance.exit_code().is_none() {
+                true => Some(state.budget.admit(user)?),
+                false => None,
+            };
+            let response = logs::serve(instance, &options, follow, state.shutdown.clone());
+            Ok(match ticket {
+                Some(ticket) => ticket.hold(response),
+                None => response,
+            })
         }
         ("log", None) if previous => Err(ApiError::bad_request(format!(
             "previous terminated container \"{container}\" in pod \"{}\" not found",
@@ -61,7 +76,8 @@ pub fn serve(state: &AppState, runtime: &Runtime, pod: &Value, asked: Asked<'_>)
                 tty: query.flag("tty"),
                 hostname: object::name(pod).to_string(),
             };
-            Ok(exec::serve(upgrade, instance, request, state.shutdown.clone()))
+            let held = (state.shutdown.clone(), state.budget.admit(user)?);
+            Ok(exec::serve(upgrade, instance, request, held))
         }
         ("attach", Some(_)) => Err(ApiError::bad_request(format!(
             "attach is not available: container \"{container}\" in pod \"{}\" runs as a local process without stdin or a terminal (use kubectl logs -f, or kubectl exec)",
@@ -79,6 +95,7 @@ pub fn serve(state: &AppState, runtime: &Runtime, pod: &Value, asked: Asked<'_>)
 /// Refused (as upstream) for a pod without a host or one that has finished, and for one
 /// without local processes.
 fn port_forward(
+    state: &AppState,
     runtime: &Runtime,
     pod: &Value,
     user: &User,
@@ -98,5 +115,6 @@ fn port_forward(
     let upgrade = upgrade.ok_or_else(|| {
         ApiError::bad_request(format!("port-forward needs a WebSocket upgrade ({})", portforward::PROTOCOL))
     })?;
-    Ok(portforward::serve(upgrade, object::name(pod).to_string()))
+    let ticket = state.budget.admit(user)?;
+    Ok(portforward::serve(upgrade, object::name(pod).to_string(), ticket).into_response())
 }

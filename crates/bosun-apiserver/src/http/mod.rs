@@ -4,6 +4,7 @@
 mod admission;
 mod discovery;
 mod exec;
+pub mod fairness;
 mod local;
 mod logs;
 pub mod openapi;
@@ -66,6 +67,8 @@ pub struct AppState {
     pub server_address: String,
     /// Watch settings.
     pub watch: watch::WatchSettings,
+    /// The long-running request budget (`--max-watches`), shared out fairly by user.
+    pub budget: Arc<fairness::Budget>,
     /// Becomes `true` when the server shuts down; ends watches.
     pub shutdown: signal::Receiver<bool>,
     /// HTTP requests received so far (benchmarks report requests per object).
@@ -483,7 +486,8 @@ async fn resource(
             let watching = query.flag("watch");
             let request = query::read_request(query, scope.version(), watching)?;
             if watching {
-                let body = watch::start(cluster.clone(), scope, request, shape, &state.watch, state.shutdown.clone())?;
+                let held = (state.shutdown.clone(), state.budget.admit(user)?);
+                let body = watch::start(cluster.clone(), scope, request, shape, &state.watch, held);
                 let mut response = Response::new(body);
                 response.headers_mut().insert(header::CONTENT_TYPE, HeaderValue::from_static("application/json"));
                 return Ok(response);
