@@ -10,7 +10,6 @@ use bosun_apiserver::{ApiServer, RunningServer};
 use k8s_openapi::api::{authentication::v1::TokenRequest, core::v1::ServiceAccount, rbac::v1::RoleBinding};
 use kube::{Api, api::PostParams};
 use serde_json::{Value, json};
-use tokio::io::{AsyncReadExt, AsyncWriteExt};
 
 /// A watch asked for over its own connection: the connection (kept open while the test holds
 /// it), the status code and, for a refusal, the `Retry-After` header and the Status.
@@ -23,38 +22,10 @@ struct Watch {
 
 /// Asks for a watch of ConfigMaps in `default` with `token` (none: the admin, over plain HTTP).
 async fn watch(server: &RunningServer, token: Option<&str>) -> Watch {
-    let address = server.url().trim_start_matches("http://").to_string();
-    let mut connection = tokio::net::TcpStream::connect(&address).await.expect("connect");
-    let authorization = token.map(|t| format!("Authorization: Bearer {t}\r\n")).unwrap_or_default();
-    let request = format!(
-        "GET /api/v1/namespaces/default/configmaps?watch=true HTTP/1.1\r\nHost: {address}\r\n{authorization}\r\n"
-    );
-    connection.write_all(request.as_bytes()).await.expect("send");
-    let mut head = Vec::new();
-    let mut byte = [0u8; 1];
-    while !head.ends_with(b"\r\n\r\n") {
-        let read = tokio::time::timeout(Duration::from_secs(30), connection.read(&mut byte)).await.expect("answer");
-        assert_eq!(read.expect("read"), 1, "connection closed after {:?}", String::from_utf8_lossy(&head));
-        head.push(byte[0]);
-    }
-    let head = String::from_utf8_lossy(&head).to_lowercase();
+    let (mut connection, head) = common::open_watch(server, token).await;
     let code = head[9..12].parse().expect("status code");
     let retry_after = head.lines().find_map(|l| l.strip_prefix("retry-after: ")).map(|v| v.trim().to_string());
-    let status = if code == 200 {
-        None
-    } else {
-        // The refusal's body is chunked: read to its last chunk, then take the document inside.
-        let mut body = Vec::new();
-        while !body.ends_with(b"0\r\n\r\n") {
-            let mut chunk = [0u8; 1024];
-            let read = connection.read(&mut chunk).await.expect("body");
-            assert!(read > 0, "the body ended early: {}", String::from_utf8_lossy(&body));
-            body.extend_from_slice(&chunk[..read]);
-        }
-        let start = body.iter().position(|b| *b == b'{').expect("a document");
-        let end = body.iter().rposition(|b| *b == b'}').expect("a document");
-        Some(serde_json::from_slice(&body[start..=end]).expect("a Status"))
-    };
+    let status = if code == 200 { None } else { Some(common::chunked_document(&mut connection).await) };
     Watch { _connection: connection, code, retry_after, status }
 }
 
