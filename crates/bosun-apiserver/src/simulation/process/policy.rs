@@ -106,7 +106,7 @@ pub fn warning(policy: &RunPodsPolicy, server_uid: u32, passwd: &str) -> String 
     let as_whom = match (server_uid, policy.as_root) {
         (0, true) => "as root (--run-pods-as-root): they can do anything on this machine".to_string(),
         (0, false) => format!(
-            "as {} (this server runs as root; a pod may ask for another user with securityContext.runAsUser, root only with --run-pods-as-root)",
+            "as {} rather than as root, which this server runs as (a pod may ask for another user with securityContext.runAsUser, and for root only with --run-pods-as-root)",
             named(UNPRIVILEGED.uid)
         ),
         (uid, _) => format!("as {}, the user this server runs as, with its files, network and credentials", named(uid)),
@@ -294,7 +294,7 @@ mod tests {
         };
         // (policy, server uid, what the warning says)
         let cases = [
-            (RunPodsPolicy::default(), 0, "as nobody (uid 65534) (this server runs as root"),
+            (RunPodsPolicy::default(), 0, "as nobody (uid 65534) rather than as root, which this server runs as"),
             (RunPodsPolicy { as_root: true, ..RunPodsPolicy::default() }, 0, "as root (--run-pods-as-root)"),
             (RunPodsPolicy::default(), 1000, "as alice (uid 1000), the user this server runs as"),
             (RunPodsPolicy::default(), 1001, "as uid 1001, the user this server runs as"),
