@@ -258,6 +258,9 @@ async fn a_root_server_runs_commands_as_nobody_or_the_asked_user_and_as_root_onl
         printed.lines().next().map(|uid| format!("{uid}\n")).unwrap_or_default(),
         "exec runs as the container"
     );
+    // A program is found among those that user may run (not in a directory only root enters).
+    let python = kubectl.ok(&["exec", "plain", "--", "python3", "-c", "import os; print(os.getuid())"]).await;
+    assert_eq!(python, exec);
     let asked = ids_printed(&server, "asked", json!({"runAsUser": 1000, "runAsGroup": 1001})).await;
     assert_eq!(asked, if root { "1000\n1001\n".to_string() } else { own_ids() });
     if root {

@@ -19,7 +19,10 @@ use tokio::{
 };
 
 use super::fairness::Ticket;
-use crate::simulation::runtime::{self, Instance};
+use crate::simulation::{
+    process::policy,
+    runtime::{self, Instance},
+};
 
 /// The subprotocols served, preferred first.
 pub const PROTOCOLS: [&str; 2] = ["v5.channel.k8s.io", "v4.channel.k8s.io"];
@@ -123,7 +126,8 @@ async fn execute(
     let Some((first, args)) = request.command.split_first() else {
         return start_failure("no command given");
     };
-    let Ok(program) = which::which(first) else {
+    // As the container's command: the first program of that name its user may run.
+    let Some(program) = policy::find_program(first, instance.identity) else {
         return start_failure(&format!("exec: {first:?}: executable file not found in $PATH"));
     };
     let place = (instance.working_dir.as_ref(), instance.identity);

@@ -510,12 +510,7 @@ fn plan_container(runtime: &runtime::Runtime, pod: &Value, spec: &Value, sources
         Err(why) => return process::Plan::Simulated(why),
     };
     let env = process::environment(pod, spec, sources).unwrap_or_default();
-    // The first program on the PATH that the user it runs as may run.
-    let find = |name: &str| {
-        let runnable = |path: &std::path::PathBuf| identity.is_none_or(|i| process::policy::executable_by(path, i));
-        which::which_all(name).ok()?.find(runnable)
-    };
-    match process::plan(spec, &env, find) {
+    match process::plan(spec, &env, |name| process::policy::find_program(name, identity)) {
         process::Plan::Local { program, args, .. } => process::Plan::Local { program, args, identity },
         simulated => simulated,
     }

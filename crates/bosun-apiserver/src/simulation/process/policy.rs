@@ -183,6 +183,12 @@ pub fn executable_by(path: &std::path::Path, identity: Identity) -> bool {
         .all(|dir| std::fs::metadata(dir).is_ok_and(|m| allows(&m)))
 }
 
+/// The first program named `name` on the server's `PATH` (or at that path) that a process
+/// running as `identity` (the server's own user when `None`) may run.
+pub fn find_program(name: &str, identity: Option<Identity>) -> Option<std::path::PathBuf> {
+    which::which_all(name).ok()?.find(|path| identity.is_none_or(|identity| executable_by(path, identity)))
+}
+
 /// The pod with the condition that says why its commands were not run, when it does not say
 /// so already (`None` then).
 pub fn with_refusal(pod: &Value, why: &str, now: &str) -> Option<Value> {
