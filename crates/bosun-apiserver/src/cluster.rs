@@ -17,8 +17,7 @@ use crate::{
     crd,
     error::ApiError,
     fields,
-    lifecycle::services,
-    lifecycle::{self, Context, DeleteOptions, Endpoint, FieldValidation, Target},
+    lifecycle::{self, Context, DeleteOptions, Endpoint, FieldValidation, Target, author, services},
     object,
     patch::{self, PatchError, PatchType},
     registry::{Catalog, CatalogHandle, ResourceInfo, VersionInfo, shared},
@@ -176,6 +175,9 @@ pub struct WriteOptions {
     pub force: bool,
     /// A check of the object the write would store (authorization's escalation prevention).
     pub admission: Option<Admission>,
+    /// The user a request comes from, recorded as the author of what pods run (see
+    /// [`author`]); `None` for the server's own writes.
+    pub author: Option<author::Author>,
 }
 
 /// A check of the object a write would store against the one it replaces (`None` for a
@@ -253,6 +255,10 @@ fn context(options: &WriteOptions) -> Context {
         warnings: Vec::new(),
         manager: options.field_manager.clone(),
         allocations: None,
+        writer: match &options.author {
+            Some(author) => author::Writer::Request(author.clone()),
+            None => author::Writer::default(),
+        },
     }
 }
 
@@ -282,6 +288,19 @@ impl Cluster {
             ctx.allocations = Some(services::Allocations::of(self.services_taken().clone()));
         }
         ctx
+    }
+
+    /// Who makes a write that may create `object`: the requesting user, or the server for the
+    /// owner whose author it passes on.
+    fn writer(&self, options: &WriteOptions, namespace: &str, object: &Value) -> author::Writer {
+        if let Some(requester) = &options.author {
+            return author::Writer::Request(requester.clone());
+        }
+        let owner = author::controller_owner(object).and_then(|(key, name)| {
+            let stored = self.store.get(key, namespace, name)?;
+            author::recorded(&stored.value).map(str::to_string)
+        });
+        author::Writer::Server { owner }
     }
 
     fn services_taken(&self) -> &services::SharedTaken {
@@ -321,8 +340,9 @@ impl Cluster {
             return Err(ApiError::unknown("resourceVersion should not be set on objects to be created"));
         }
         let generated = object::name(&body).is_empty();
+        let writer = self.writer(options, &scope.namespace, &body);
         for _ in 0..GENERATE_NAME_ATTEMPTS {
-            let mut ctx = self.context(scope, options);
+            let mut ctx = Context { writer: writer.clone(), ..self.context(scope, options) };
             let mut prepared = lifecycle::prepare_create(&scope.target(), &mut ctx, body.clone())?;
             let name = object::name(&prepared).to_string();
             self.check_namespace(scope, &name)?;
@@ -445,7 +465,8 @@ impl Cluster {
         if self.store.get(scope.info.store_key(), &scope.namespace, name).is_none() {
             self.check_namespace(scope, name)?;
         }
-        let mut ctx = Context { manager: None, ..self.context(scope, options) };
+        let writer = self.writer(options, &scope.namespace, &applied);
+        let mut ctx = Context { manager: None, writer, ..self.context(scope, options) };
         let api_version = scope.api_version();
         let request = fields::Apply {
             manager: &manager,

@@ -426,15 +426,12 @@ impl ApiError {
         Self::new(401, "Unauthorized", "Unauthorized")
     }
 
-    /// 429 for a watch beyond `--max-watches`; clients retry after the second it names.
-    pub fn too_many_watches(max: usize) -> Self {
+    /// 429 for a long-running request beyond its share of `--max-watches`; clients retry
+    /// after the second it names.
+    pub fn too_many_requests(why: &str) -> Self {
         let details = StatusDetails { retry_after_seconds: Some(1), ..Default::default() };
-        Self::new(
-            429,
-            "TooManyRequests",
-            format!("Too many requests, please try again later: {max} watches are open, the most this server allows (--max-watches)"),
-        )
-        .with_details(details)
+        Self::new(429, "TooManyRequests", format!("Too many requests, please try again later: {why}"))
+            .with_details(details)
     }
 
     /// 504 for a read that asks for a resourceVersion the server has not reached.

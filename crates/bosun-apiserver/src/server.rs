@@ -26,9 +26,10 @@ use crate::{
         WriteOptions,
     },
     controllers,
-    http::{self, AppState, watch::WatchSettings},
+    http::{self, AppState, fairness::Budget, watch::WatchSettings},
     lifecycle::{Endpoint, services::KUBERNETES_SERVICE_IP},
     secrets,
+    simulation::process::policy::RunPodsPolicy,
     store::{Store, StoreError},
     tls::{Credentials, TlsError, TlsListener},
 };
@@ -100,7 +101,9 @@ pub struct ServerOptions {
     pub watch_history: usize,
     /// How often idle watches get a bookmark.
     pub bookmark_interval: Duration,
-    /// How many watches may be open at once; more are answered `429` with `Retry-After`.
+    /// How many long-running requests (watches, followed logs, exec, port-forward) may be
+    /// open at once, shared out fairly by user, with as many again for `system:masters` (see
+    /// `docs/apiserver.md`); more are answered `429` with `Retry-After`.
     pub max_watches: usize,
     /// Simulate workloads (Deployments, StatefulSets, DaemonSets, Jobs), becoming ready this
     /// long after each change; `None` leaves them alone.
@@ -115,6 +118,14 @@ pub struct ServerOptions {
     /// Allow [`ServerOptions::run_pods`] on an address other than loopback, which lets anyone
     /// who can reach the server and create pods run commands here.
     pub run_pods_on_network: bool,
+    /// Users whose pods run (and who may exec and port-forward) under
+    /// [`ServerOptions::run_pods`], besides members of `system:masters`.
+    pub run_pods_users: Vec<String>,
+    /// Namespaces whose pods run under [`ServerOptions::run_pods`] whoever wrote them.
+    pub run_pods_namespaces: Vec<String>,
+    /// When the server runs as root, run pods' commands as root too (else as `nobody`, or
+    /// the container's `runAsUser`).
+    pub run_pods_as_root: bool,
     /// Serve HTTPS and require a bearer token, as a real API server does. The certificate
     /// authority and token are generated; with [`Storage::Directory`] they are kept there
     /// (`ca.crt`, `ca.key`, `token`) so kubeconfigs stay valid across restarts. Off by default
@@ -152,6 +163,24 @@ impl std::str::FromStr for NamedUser {
     }
 }
 
+impl ServerOptions {
+    fn run_pods_policy(&self) -> RunPodsPolicy {
+        RunPodsPolicy {
+            users: self.run_pods_users.clone(),
+            namespaces: self.run_pods_namespaces.clone(),
+            as_root: self.run_pods_as_root,
+        }
+    }
+
+    /// With [`ServerOptions::run_pods`], the warning to show whoever starts the server: which
+    /// pods' commands run on this machine, and as whom.
+    pub fn run_pods_warning(&self) -> Option<String> {
+        let passwd = std::fs::read_to_string("/etc/passwd").unwrap_or_default();
+        let uid = rustix::process::geteuid().as_raw();
+        self.run_pods.then(|| crate::simulation::process::policy::warning(&self.run_pods_policy(), uid, &passwd))
+    }
+}
+
 impl Default for ServerOptions {
     fn default() -> Self {
         Self {
@@ -166,6 +195,9 @@ impl Default for ServerOptions {
             stages_file: None,
             run_pods: false,
             run_pods_on_network: false,
+            run_pods_users: Vec::new(),
+            run_pods_namespaces: Vec::new(),
+            run_pods_as_root: false,
             tls: false,
             authorization: AuthorizationMode::Rbac,
             users: Vec::new(),
@@ -254,7 +286,8 @@ impl ApiServer {
         self
     }
 
-    /// Allow this many watches open at once (default [`DEFAULT_MAX_WATCHES`]).
+    /// Allow this many long-running requests open at once (default [`DEFAULT_MAX_WATCHES`]),
+    /// shared out as [`ServerOptions::max_watches`] says.
     pub fn max_watches(mut self, watches: usize) -> Self {
         self.options.max_watches = watches;
         self
@@ -294,10 +327,29 @@ impl ApiServer {
     }
 
     /// Run each container whose command exists on this host as a local child process (with
-    /// [`ApiServer::simulate_workloads`]): anyone allowed to create pods runs commands as this
-    /// process's user.
+    /// [`ApiServer::simulate_workloads`]), for pods written by members of `system:masters` (and
+    /// as [`ApiServer::run_pods_users`] and [`ApiServer::run_pods_namespaces`] say), as this
+    /// process's user, or `nobody` if that is root (see [`ApiServer::run_pods_as_root`]).
     pub fn run_pods(mut self, enabled: bool) -> Self {
         self.options.run_pods = enabled;
+        self
+    }
+
+    /// Also run the pods these users write, and let them exec and port-forward.
+    pub fn run_pods_users(mut self, users: &[&str]) -> Self {
+        self.options.run_pods_users = users.iter().map(|u| u.to_string()).collect();
+        self
+    }
+
+    /// Also run every pod in these namespaces, whoever wrote it.
+    pub fn run_pods_namespaces(mut self, namespaces: &[&str]) -> Self {
+        self.options.run_pods_namespaces = namespaces.iter().map(|n| n.to_string()).collect();
+        self
+    }
+
+    /// When this process runs as root, run pods' commands as root too.
+    pub fn run_pods_as_root(mut self, enabled: bool) -> Self {
+        self.options.run_pods_as_root = enabled;
         self
     }
 
@@ -365,12 +417,14 @@ impl ApiServer {
         let admin_token = credentials.as_ref().map(|credentials| credentials.token.clone());
         let authenticator = Authenticator::new(admin_token, static_users, Signer::load_or_create(directory)?);
         let (shutdown, shutdown_signal) = watch::channel(false);
-        let runtime = options.run_pods.then(|| Arc::new(crate::simulation::runtime::Runtime::default()));
+        let runtime =
+            options.run_pods.then(|| Arc::new(crate::simulation::runtime::Runtime::new(options.run_pods_policy())));
         let state = Arc::new(AppState {
             runtime: runtime.clone(),
             cluster: cluster.clone(),
             server_address: address.to_string(),
-            watch: WatchSettings::new(options.bookmark_interval, options.max_watches),
+            watch: WatchSettings { bookmark_interval: options.bookmark_interval },
+            budget: Budget::new(options.max_watches),
             shutdown: shutdown_signal.clone(),
             requests: AtomicU64::new(0),
             auth: Auth::new(authenticator, options.authorization, credentials.is_some()),
@@ -623,9 +677,10 @@ impl RunningServer {
         self.cluster.store.revision()
     }
 
-    /// Watches open now (what a test waits for before it writes what a watcher must see).
+    /// Long-running requests open now: watches (what a test waits for before it writes what a
+    /// watcher must see), followed logs, exec and port-forward sessions.
     pub fn open_watches(&self) -> usize {
-        self.state.watch.max_watches - self.state.watch.slots.available_permits()
+        self.state.budget.open()
     }
 
     /// HTTP requests received since the server started.

@@ -7,7 +7,7 @@ mod common;
 use std::time::Duration;
 
 use bosun_apiserver::{ApiServer, RunningServer, ServerError};
-use common::{Kubectl, texts};
+use common::{Kubectl, shared_dir, texts};
 use futures::{StreamExt, TryStreamExt};
 use k8s_openapi::api::core::v1::{ContainerStatus, Event, Pod};
 use kube::{
@@ -86,7 +86,7 @@ async fn exec_passes_stdin_stdout_stderr_environment_and_exit_codes() {
     let settings = json!({"apiVersion": "v1", "kind": "ConfigMap", "metadata": {"name": "settings"}, "data": {"GREETING": "hello"}});
     config_maps.create(&PostParams::default(), &serde_json::from_value(settings).expect("cm")).await.expect("cm");
     let pods: Api<Pod> = Api::default_namespaced(client);
-    let workdir = tempfile::tempdir().expect("tempdir");
+    let workdir = shared_dir();
     let container = json!({"command": ["sleep", "600"], "workingDir": workdir.path(),
         "env": [{"name": "GREETING", "valueFrom": {"configMapKeyRef": {"name": "settings", "key": "GREETING"}}},
                 {"name": "POD", "valueFrom": {"fieldRef": {"fieldPath": "metadata.name"}}}]});
@@ -213,7 +213,7 @@ fn alive(pid: &str) -> bool {
 
 #[tokio::test]
 async fn deleting_the_pod_ends_its_processes() {
-    let dir = tempfile::tempdir().expect("tempdir");
+    let dir = shared_dir();
     // The shell ignores SIGTERM: SIGKILL must follow after the grace period. (`$$$$` is `$$`
     // once the kubelet's `$(VAR)` expansion has unescaped it.)
     let script = "trap '' TERM; sleep 600 & echo $! > child; echo $$$$ > pid; wait";
@@ -317,7 +317,7 @@ async fn port_forward(kubectl: &Kubectl, pod: &str, port: u16) -> (tokio::proces
 
 #[tokio::test]
 async fn port_forward_reaches_an_http_server_run_as_a_pod() {
-    let site = tempfile::tempdir().expect("tempdir");
+    let site = shared_dir();
     std::fs::write(site.path().join("hello.txt"), "hello from the pod\n").expect("write");
     let port = free_port();
     let command = json!(["python3", "-m", "http.server", port.to_string(), "--bind", "127.0.0.1"]);
@@ -420,7 +420,7 @@ async fn exec_speaks_the_v4_channel_protocol_too() {
 async fn init_containers_run_in_order_before_the_containers() {
     let server = running_pods().await;
     let pods: Api<Pod> = Api::default_namespaced(server.client());
-    let dir = tempfile::tempdir().expect("tempdir");
+    let dir = shared_dir();
     let step = |name: &str, script: &str| json!({"name": name, "image": "busybox", "command": ["sh", "-c", script], "workingDir": dir.path()});
     let pod = json!({"apiVersion": "v1", "kind": "Pod", "metadata": {"name": "staged"}, "spec": {
         "initContainers": [step("first", "echo one > order; echo first done"), step("second", "echo two >> order")],
@@ -469,7 +469,7 @@ async fn a_job_completes_when_its_command_exits_0_and_long_lines_are_kept() {
 async fn following_logs_ends_when_the_process_exits() {
     let server = running_pods().await;
     let pods: Api<Pod> = Api::default_namespaced(server.client());
-    let dir = tempfile::tempdir().expect("tempdir");
+    let dir = shared_dir();
     // The process waits for the test's go-ahead, so kubectl follows it while it runs.
     let script = "echo before; while [ ! -e go ]; do sleep 0.05; done; echo after";
     create(&pods, "waiter", json!({"command": ["sh", "-c", script], "workingDir": dir.path()}), "Never").await;
@@ -494,7 +494,7 @@ async fn following_logs_ends_when_the_process_exits() {
 
 #[tokio::test]
 async fn a_restarted_server_starts_the_processes_its_pods_say_are_running() {
-    let dir = tempfile::tempdir().expect("tempdir");
+    let dir = shared_dir();
     let start = || {
         ApiServer::data_dir(dir.path().join("data"))
             .simulate_workloads(Duration::from_millis(100))
@@ -565,7 +565,7 @@ async fn shutdown_ends_commands_run_by_exec() {
 
 #[tokio::test]
 async fn dropping_the_server_kills_its_pods_processes() {
-    let dir = tempfile::tempdir().expect("tempdir");
+    let dir = shared_dir();
     let container = json!({"command": ["sh", "-c", "echo $$$$ > pid; exec sleep 600"], "workingDir": dir.path()});
     let (server, _pods) = with_running_pod("doomed", container).await;
     let pid_file = dir.path().join("pid");
@@ -595,6 +595,8 @@ async fn exec_over_websocket_needs_create_on_pods_exec_as_upstream() {
         .user("alice", &[])
         .simulate_workloads(Duration::from_millis(100))
         .run_pods(true)
+        // Exec runs commands on this host: alice must be allowed to, besides RBAC's check.
+        .run_pods_users(&["alice"])
         .start()
         .await
         .expect("server");

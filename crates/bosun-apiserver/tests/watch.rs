@@ -250,44 +250,17 @@ async fn metadata_watchers_receive_partial_objects() {
     assert!(answer.json().get("data").is_some(), "plain requests still get whole objects");
 }
 
-/// Opens a watch over a plain connection (no client that retries) and reads the answer's head.
-async fn open_watch(server: &bosun_apiserver::RunningServer) -> (tokio::net::TcpStream, String) {
-    use tokio::io::{AsyncReadExt, AsyncWriteExt};
-    let address = server.url().trim_start_matches("http://").trim_end_matches('/').to_string();
-    let mut connection = tokio::net::TcpStream::connect(&address).await.expect("connect");
-    let request = format!("GET /api/v1/namespaces/default/configmaps?watch=true HTTP/1.1\r\nHost: {address}\r\n\r\n");
-    connection.write_all(request.as_bytes()).await.expect("send");
-    let mut head = Vec::new();
-    let mut byte = [0u8; 1];
-    while !head.ends_with(b"\r\n\r\n") {
-        let read = tokio::time::timeout(Duration::from_secs(10), connection.read(&mut byte)).await.expect("answer");
-        assert_eq!(read.expect("read"), 1, "connection closed after {:?}", String::from_utf8_lossy(&head));
-        head.push(byte[0]);
-    }
-    (connection, String::from_utf8_lossy(&head).to_lowercase())
-}
-
 #[tokio::test]
 async fn watches_beyond_the_limit_get_429_with_retry_after_until_one_ends() {
     let server = ApiServer::in_memory().max_watches(2).start().await.expect("server");
-    let (first, head) = open_watch(&server).await;
+    let (first, head) = common::open_watch(&server, None).await;
     assert!(head.starts_with("http/1.1 200"), "{head}");
-    let (_second, head) = open_watch(&server).await;
+    let (_second, head) = common::open_watch(&server, None).await;
     assert!(head.starts_with("http/1.1 200"), "{head}");
-    let (mut refused, head) = open_watch(&server).await;
+    let (mut refused, head) = common::open_watch(&server, None).await;
     assert!(head.starts_with("http/1.1 429"), "{head}");
     assert!(head.contains("retry-after: 1\r\n"), "{head}");
-    // The body is chunked: read to its last chunk, then take the JSON document inside.
-    let mut body = Vec::new();
-    while !body.ends_with(b"0\r\n\r\n") {
-        let mut chunk = [0u8; 1024];
-        let read = tokio::io::AsyncReadExt::read(&mut refused, &mut chunk).await.expect("body");
-        assert!(read > 0, "the body ended early: {}", String::from_utf8_lossy(&body));
-        body.extend_from_slice(&chunk[..read]);
-    }
-    let (start, end) = (body.iter().position(|b| *b == b'{'), body.iter().rposition(|b| *b == b'}'));
-    let body = &body[start.expect("a document")..=end.expect("a document")];
-    let status: Value = serde_json::from_slice(body).expect("a Status");
+    let status = common::chunked_document(&mut refused).await;
     assert_eq!((status["code"].clone(), status["reason"].clone()), (json!(429), json!("TooManyRequests")));
     assert_eq!(status["details"]["retryAfterSeconds"], 1);
     assert!(status["message"].as_str().is_some_and(|m| m.contains("--max-watches")), "{status}");
@@ -298,7 +271,7 @@ async fn watches_beyond_the_limit_get_429_with_retry_after_until_one_ends() {
     drop(first);
     let deadline = Instant::now() + Duration::from_secs(30);
     loop {
-        let (_third, head) = open_watch(&server).await;
+        let (_third, head) = common::open_watch(&server, None).await;
         if head.starts_with("http/1.1 200") {
             break;
         }

@@ -52,8 +52,10 @@ pub struct Args {
     #[arg(long, value_name = "EVENTS", default_value_t = 100_000)]
     watch_history: usize,
 
-    /// How many watches may be open at once; more are answered 429 Too Many Requests with
-    /// Retry-After (clients such as kubectl and kube-rs retry).
+    /// How many long-running requests (watches, followed logs, exec, port-forward) may be open
+    /// at once. Shared out fairly: one user (the ServiceAccounts of a namespace together) may
+    /// hold at most half of what the others leave, and system:masters has as many again of its
+    /// own; beyond that, 429 Too Many Requests with Retry-After (kubectl and kube-rs retry).
     #[arg(long, value_name = "N", default_value_t = bosun_apiserver::DEFAULT_MAX_WATCHES)]
     max_watches: usize,
 
@@ -73,16 +75,35 @@ pub struct Args {
 
     /// Run pods for real (implies --simulate-workloads): each container whose command exists on
     /// this host runs as a local child process with the pod's env, args and working directory
-    /// (the image is ignored); `kubectl logs`, `exec` and `port-forward` reach it. Anyone allowed
-    /// to create pods runs commands as your user, with no isolation: refused on an address other
-    /// than loopback unless --run-pods-on-network is given too.
+    /// (the image is ignored); `kubectl logs`, `exec` and `port-forward` reach it. Only pods
+    /// written by members of system:masters (the kubeconfig's admin) run, and those the
+    /// --run-pods-users and --run-pods-namespaces flags allow; the others stay simulated and say
+    /// why. Commands run with no isolation as your user, or as nobody if that is root (see
+    /// --run-pods-as-root). Refused on an address other than loopback unless
+    /// --run-pods-on-network is given too.
     #[arg(long)]
     run_pods: bool,
 
     /// Allow --run-pods while listening on an address other than loopback (anyone who can reach
-    /// the server and create pods can then run commands on this machine).
+    /// the server and may have pods run can then run commands on this machine).
     #[arg(long, requires = "run_pods")]
     run_pods_on_network: bool,
+
+    /// Also run the pods these users create or whose template they write (ServiceAccounts as
+    /// system:serviceaccount:NS:NAME), and let them exec and port-forward, besides members of
+    /// system:masters.
+    #[arg(long, value_name = "NAME,...", value_delimiter = ',', requires = "run_pods")]
+    run_pods_users: Vec<String>,
+
+    /// Also run every pod in these namespaces, whoever wrote it (anyone allowed to create pods
+    /// there runs commands on this machine).
+    #[arg(long, value_name = "NS,...", value_delimiter = ',', requires = "run_pods")]
+    run_pods_namespaces: Vec<String>,
+
+    /// When this server runs as root, run pods' commands as root too (by default they run as
+    /// nobody, uid 65534, or the container's securityContext.runAsUser, never root).
+    #[arg(long, requires = "run_pods")]
+    run_pods_as_root: bool,
 
     /// Serve plain HTTP with no token instead of HTTPS (for tests and local tools that want it).
     #[arg(long)]
@@ -106,8 +127,9 @@ pub struct Args {
     workload_delay: bosun_core::duration::Interval,
 }
 
-/// Starts a server and writes its kubeconfig; returns it with where it keeps objects (`in
-/// memory`, `in DIR`), or prints why not and gives the exit code (2).
+/// Starts a server and writes its kubeconfig (with `--run-pods`, warning on stderr what runs
+/// on this machine); returns it with where it keeps objects (`in memory`, `in DIR`), or
+/// prints why not and gives the exit code (2).
 pub async fn start(options: ServerOptions, kubeconfig: &Path) -> Result<(RunningServer, String), ExitCode> {
     let stored = match &options.storage {
         Storage::InMemory => "in memory".to_string(),
@@ -118,6 +140,7 @@ pub async fn start(options: ServerOptions, kubeconfig: &Path) -> Result<(Running
         Storage::Directory(dir) => first_missing_ancestor(dir),
         Storage::InMemory => None,
     };
+    let warning = options.run_pods_warning();
     let server = ApiServer::new(options).start().await.map_err(|error| {
         if let Some(made) = &made {
             let _ = std::fs::remove_dir_all(made);
@@ -136,6 +159,10 @@ pub async fn start(options: ServerOptions, kubeconfig: &Path) -> Result<(Running
         eprintln!("error: cannot write kubeconfig {}: {error}", kubeconfig.display());
         server.shutdown().await;
         return Err(ExitCode::from(2));
+    }
+    // Whoever starts a server that runs pods' commands must know as whom and for whom.
+    if let Some(warning) = warning {
+        eprintln!("{warning}");
     }
     Ok((server, stored))
 }
@@ -167,6 +194,9 @@ pub async fn run(args: Args) -> ExitCode {
         stages_file: args.stages.clone(),
         run_pods: args.run_pods,
         run_pods_on_network: args.run_pods_on_network,
+        run_pods_users: args.run_pods_users.clone(),
+        run_pods_namespaces: args.run_pods_namespaces.clone(),
+        run_pods_as_root: args.run_pods_as_root,
         tls: !args.insecure_http,
         authorization: match args.authorization {
             Authorization::Rbac => AuthorizationMode::Rbac,

@@ -97,10 +97,24 @@ pub struct Args {
     pub nodes: usize,
 
     /// Run each container whose command exists on this machine as a local process (the image is
-    /// ignored): `kubectl logs`, `exec` and `port-forward` reach it. Anything that can create
-    /// pods runs commands as your user, with no isolation (see docs/apiserver.md).
+    /// ignored): `kubectl logs`, `exec` and `port-forward` reach it. Only pods written by
+    /// members of system:masters (the kubeconfig's admin) and as --run-pods-users and
+    /// --run-pods-namespaces allow run, with no isolation, as your user or as nobody if that is
+    /// root (see docs/apiserver.md).
     #[arg(long)]
     pub run_pods: bool,
+
+    /// Also run the pods these users write, and let them exec and port-forward.
+    #[arg(long, value_name = "NAME,...", value_delimiter = ',', requires = "run_pods")]
+    pub run_pods_users: Vec<String>,
+
+    /// Also run every pod in these namespaces, whoever wrote it.
+    #[arg(long, value_name = "NS,...", value_delimiter = ',', requires = "run_pods")]
+    pub run_pods_namespaces: Vec<String>,
+
+    /// When running as root, run pods' commands as root too (else as nobody, or their runAsUser).
+    #[arg(long, requires = "run_pods")]
+    pub run_pods_as_root: bool,
 
     /// Namespace for namespaced objects that name none (default: `default`).
     #[arg(short = 'n', long, value_name = "NAMESPACE")]
@@ -318,6 +332,9 @@ pub async fn run(args: Args) -> ExitCode {
         simulate_workloads: Some(args.workload_delay.0),
         nodes: args.nodes,
         run_pods: args.run_pods,
+        run_pods_users: args.run_pods_users.clone(),
+        run_pods_namespaces: args.run_pods_namespaces.clone(),
+        run_pods_as_root: args.run_pods_as_root,
         // HTTPS with a token, like `bosun apiserver` and a real cluster; the kubeconfig has both.
         tls: true,
         ..ServerOptions::default()

@@ -11,8 +11,7 @@ use crate::{
     auth::{AuthorizationMode, escalation, user::User},
     cluster::{Admission, Cluster, RBAC_KEYS, Scope, WriteOptions},
     error::ApiError,
-    lifecycle::pods,
-    lifecycle::pods::DEFAULT_SERVICE_ACCOUNT,
+    lifecycle::{author::Author, pods, pods::DEFAULT_SERVICE_ACCOUNT},
     object,
 };
 
@@ -38,6 +37,7 @@ pub fn write_options(
     headers: &HeaderMap,
 ) -> Result<WriteOptions, ApiError> {
     let mut options = query::write_options(query, header_text(headers, header::USER_AGENT))?;
+    options.author = Some(Author { username: user.name.clone(), groups: user.groups.clone() });
     if state.auth.mode == AuthorizationMode::Rbac && RBAC_KEYS.contains(&scope.info.key.as_str()) {
         let policy = state.auth.policy(&state.cluster);
         options.admission = escalation::admission(policy, user, &scope.info.plural, &scope.namespace, name);

@@ -18,7 +18,11 @@ use tokio::{
     sync::{mpsc, watch},
 };
 
-use crate::simulation::runtime::{self, Instance};
+use super::fairness::Ticket;
+use crate::simulation::{
+    process::policy,
+    runtime::{self, Instance},
+};
 
 /// The subprotocols served, preferred first.
 pub const PROTOCOLS: [&str; 2] = ["v5.channel.k8s.io", "v4.channel.k8s.io"];
@@ -70,14 +74,18 @@ fn start_failure(message: &str) -> Value {
            "reason": "InternalError", "code": 500})
 }
 
-/// Upgrades to a WebSocket that runs the command beside the container's process.
+/// Upgrades to a WebSocket that runs the command beside the container's process, holding
+/// `ticket` (its place among long-running requests) until the session ends.
 pub fn serve(
     upgrade: WebSocketUpgrade,
     instance: Arc<Instance>,
     request: ExecRequest,
-    shutdown: watch::Receiver<bool>,
+    (shutdown, ticket): (watch::Receiver<bool>, Ticket),
 ) -> Response {
-    upgrade.protocols(PROTOCOLS).on_upgrade(move |socket| run(socket, instance, request, shutdown))
+    upgrade.protocols(PROTOCOLS).on_upgrade(move |socket| async move {
+        run(socket, instance, request, shutdown).await;
+        drop(ticket);
+    })
 }
 
 fn frame(channel: u8, data: &[u8]) -> Message {
@@ -118,10 +126,12 @@ async fn execute(
     let Some((first, args)) = request.command.split_first() else {
         return start_failure("no command given");
     };
-    let Ok(program) = which::which(first) else {
+    // As the container's command: the first program of that name its user may run.
+    let Some(program) = policy::find_program(first, instance.identity) else {
         return start_failure(&format!("exec: {first:?}: executable file not found in $PATH"));
     };
-    let mut command = runtime::command(&program, args, &instance.env, instance.working_dir.as_ref(), &request.hostname);
+    let place = (instance.working_dir.as_ref(), instance.identity);
+    let mut command = runtime::command(&program, args, &instance.env, place, &request.hostname);
     let wanted = |yes: bool| if yes { std::process::Stdio::piped() } else { std::process::Stdio::null() };
     command.stdin(wanted(request.stdin));
     command.stdout(wanted(request.stdout));

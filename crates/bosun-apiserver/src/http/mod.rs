@@ -4,6 +4,8 @@
 mod admission;
 mod discovery;
 mod exec;
+pub mod fairness;
+mod local;
 mod logs;
 pub mod openapi;
 mod path;
@@ -65,6 +67,8 @@ pub struct AppState {
     pub server_address: String,
     /// Watch settings.
     pub watch: watch::WatchSettings,
+    /// The long-running request budget (`--max-watches`), shared out fairly by user.
+    pub budget: Arc<fairness::Budget>,
     /// Becomes `true` when the server shuts down; ends watches.
     pub shutdown: signal::Receiver<bool>,
     /// HTTP requests received so far (benchmarks report requests per object).
@@ -301,82 +305,6 @@ async fn dispatch(state: &AppState, request: Request) -> Result<Response, ApiErr
     }
 }
 
-/// A pod's log, exec or port-forward with `--run-pods`: served by the container's local
-/// process, if it has one, else as for a simulated container.
-fn local_process(
-    state: &AppState,
-    runtime: &crate::simulation::runtime::Runtime,
-    pod: &Value,
-    subresource: &str,
-    query: &Query,
-    upgrade: Option<axum::extract::ws::WebSocketUpgrade>,
-) -> Result<Response, ApiError> {
-    if subresource == "portforward" {
-        return port_forward(runtime, pod, upgrade);
-    }
-    let previous = subresource == "log" && query.flag("previous");
-    let container = pods::check(pod, subresource, query.get("container"))?;
-    let instance = runtime.instance(object::uid(pod), &container, previous);
-    match (subresource, instance) {
-        ("log", Some(instance)) => {
-            let options = logs::options(query)?;
-            Ok(logs::serve(instance, &options, query.flag("follow"), state.shutdown.clone()))
-        }
-        ("log", None) if previous => Err(ApiError::bad_request(format!(
-            "previous terminated container \"{container}\" in pod \"{}\" not found",
-            object::name(pod)
-        ))),
-        ("log", None) => Ok(Response::new(Body::empty())),
-        ("exec", Some(instance)) if instance.exit_code().is_none() => {
-            let upgrade = upgrade.ok_or_else(|| {
-                ApiError::bad_request("exec needs a WebSocket upgrade (v5.channel.k8s.io or v4.channel.k8s.io)")
-            })?;
-            let request = exec::ExecRequest {
-                command: query.all("command").map(str::to_string).collect(),
-                stdin: query.flag("stdin"),
-                stdout: query.flag("stdout"),
-                stderr: query.flag("stderr"),
-                tty: query.flag("tty"),
-                hostname: object::name(pod).to_string(),
-            };
-            Ok(exec::serve(upgrade, instance, request, state.shutdown.clone()))
-        }
-        ("attach", Some(_)) => Err(ApiError::bad_request(format!(
-            "attach is not available: container \"{container}\" in pod \"{}\" runs as a local process without stdin or a terminal (use kubectl logs -f, or kubectl exec)",
-            object::name(pod)
-        ))),
-        (_, Some(_)) => Err(ApiError::bad_request(format!(
-            "container \"{container}\" in pod \"{}\" is not running",
-            object::name(pod)
-        ))),
-        (_, None) => Err(pods::simulated(pod, subresource, &container)),
-    }
-}
-
-/// Port-forward to a pod with a running local process: its ports are on the host's loopback.
-/// Refused (as upstream) for a pod without a host or one that has finished, and for one
-/// without local processes.
-fn port_forward(
-    runtime: &crate::simulation::runtime::Runtime,
-    pod: &Value,
-    upgrade: Option<axum::extract::ws::WebSocketUpgrade>,
-) -> Result<Response, ApiError> {
-    let first = pod.pointer("/spec/containers/0/name").and_then(Value::as_str);
-    pods::check(pod, "portforward", first)?;
-    let names = pod.pointer("/spec/containers").and_then(Value::as_array).into_iter().flatten();
-    let running = names
-        .filter_map(|c| c.get("name").and_then(Value::as_str))
-        .filter_map(|name| runtime.instance(object::uid(pod), name, false))
-        .any(|instance| instance.exit_code().is_none());
-    if !running {
-        return Err(pods::simulated(pod, "portforward", first.unwrap_or_default()));
-    }
-    let upgrade = upgrade.ok_or_else(|| {
-        ApiError::bad_request(format!("port-forward needs a WebSocket upgrade ({})", portforward::PROTOCOL))
-    })?;
-    Ok(portforward::serve(upgrade, object::name(pod).to_string()))
-}
-
 /// The WebSocket upgrade a request asks for (exec and port-forward with `--run-pods`).
 async fn websocket_upgrade(parts: &mut axum::http::request::Parts) -> Option<axum::extract::ws::WebSocketUpgrade> {
     use axum::extract::FromRequestParts;
@@ -532,7 +460,8 @@ async fn resource(
     {
         let stored = cluster.get(&scope, name)?;
         if let Some(runtime) = &state.runtime {
-            return local_process(state, runtime, &stored.value, subresource, query, upgrade);
+            let asked = local::Asked { user, subresource, query, upgrade };
+            return local::serve(state, runtime, &stored.value, asked);
         }
         pods::answer(&stored.value, subresource, query.get("container"))?;
         let mut response = Response::new(Body::empty());
@@ -557,7 +486,8 @@ async fn resource(
             let watching = query.flag("watch");
             let request = query::read_request(query, scope.version(), watching)?;
             if watching {
-                let body = watch::start(cluster.clone(), scope, request, shape, &state.watch, state.shutdown.clone())?;
+                let held = (state.shutdown.clone(), state.budget.admit(user)?);
+                let body = watch::start(cluster.clone(), scope, request, shape, &state.watch, held);
                 let mut response = Response::new(body);
                 response.headers_mut().insert(header::CONTENT_TYPE, HeaderValue::from_static("application/json"));
                 return Ok(response);

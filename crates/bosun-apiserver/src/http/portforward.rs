@@ -18,14 +18,22 @@ use tokio::{
     sync::mpsc,
 };
 
-use super::spdy::{self, Frame, Headers};
+use super::{
+    fairness::Ticket,
+    spdy::{self, Frame, Headers},
+};
 
 /// The subprotocol served.
 pub const PROTOCOL: &str = "SPDY/3.1+portforward.k8s.io";
 
-/// Upgrades to a WebSocket that forwards the client's streams to local ports.
-pub fn serve(upgrade: WebSocketUpgrade, pod: String) -> Response {
-    upgrade.protocols([PROTOCOL]).on_upgrade(move |socket| session(socket, pod))
+/// Upgrades to a WebSocket that forwards the client's streams to local ports, holding
+/// `ticket` (its place among long-running requests) until the session ends.
+pub fn serve(upgrade: WebSocketUpgrade, pod: String, ticket: Ticket) -> Response {
+    upgrade.protocols([PROTOCOL]).on_upgrade(move |socket| async move {
+        session(socket, pod).await;
+        // The session's place among long-running requests is free once it ends.
+        drop(ticket);
+    })
 }
 
 /// One forwarded connection's streams, by request id.

@@ -82,7 +82,14 @@ pub fn write_options(query: &Query, user_agent: &str) -> Result<WriteOptions, Ap
         .filter(|m| !m.is_empty())
         .map(str::to_string)
         .or_else(|| user_agent.split('/').next().filter(|a| !a.is_empty()).map(str::to_string));
-    Ok(WriteOptions { dry_run, field_validation, field_manager, force: query.flag("force"), admission: None })
+    Ok(WriteOptions {
+        dry_run,
+        field_validation,
+        field_manager,
+        force: query.flag("force"),
+        admission: None,
+        author: None,
+    })
 }
 
 /// A `continue` token: the list revision and the key to continue after.

@@ -7,11 +7,11 @@ use std::{sync::Arc, time::Duration};
 use axum::body::{Body, Bytes};
 use serde_json::{Value, json};
 use tokio::{
-    sync::{OwnedSemaphorePermit, Semaphore, mpsc, watch},
+    sync::{mpsc, watch},
     time::Instant,
 };
 
-use super::{query::ReadRequest, shape::Shape};
+use super::{fairness::Ticket, query::ReadRequest, shape::Shape};
 use crate::{
     cluster::{Cluster, Scope},
     error::ApiError,
@@ -28,17 +28,6 @@ const DEFAULT_TIMEOUT: Duration = Duration::from_secs(1800);
 pub struct WatchSettings {
     /// How often an idle watch sends a bookmark (when the client allows bookmarks).
     pub bookmark_interval: Duration,
-    /// One permit per watch that may be open at once; a watch holds its permit until it ends.
-    pub slots: Arc<Semaphore>,
-    /// How many permits there are, for the refusal's message.
-    pub max_watches: usize,
-}
-
-impl WatchSettings {
-    /// Settings allowing `max_watches` watches open at once.
-    pub fn new(bookmark_interval: Duration, max_watches: usize) -> Self {
-        Self { bookmark_interval, slots: Arc::new(Semaphore::new(max_watches)), max_watches }
-    }
 }
 
 struct Watcher {
@@ -49,26 +38,23 @@ struct Watcher {
     sender: mpsc::Sender<Bytes>,
 }
 
-/// Starts a watch and returns the streaming body, or `429 Too Many Requests` (retry after a
-/// second) when `settings.max_watches` are open already: each watch costs a task and a
-/// buffer, so their number is bounded as their buffers are.
+/// Starts a watch holding `ticket` (its place in the long-running request budget, see
+/// [`super::fairness`]: each watch costs a task and a buffer) and returns the streaming body.
 pub fn start(
     cluster: Arc<Cluster>,
     scope: Scope,
     request: ReadRequest,
     shape: Shape,
     settings: &WatchSettings,
-    shutdown: watch::Receiver<bool>,
-) -> Result<Body, ApiError> {
-    let permit =
-        settings.slots.clone().try_acquire_owned().map_err(|_| ApiError::too_many_watches(settings.max_watches))?;
+    (shutdown, ticket): (watch::Receiver<bool>, Ticket),
+) -> Body {
     let (sender, mut receiver) = mpsc::channel::<Bytes>(256);
     let watcher = Watcher { cluster, scope, request, shape, sender };
-    tokio::spawn(watcher.run(settings.bookmark_interval, shutdown, permit));
+    tokio::spawn(watcher.run(settings.bookmark_interval, shutdown, ticket));
     let stream = futures::stream::poll_fn(move |cx| {
         receiver.poll_recv(cx).map(|chunk| chunk.map(Ok::<_, std::convert::Infallible>))
     });
-    Ok(Body::from_stream(stream))
+    Body::from_stream(stream)
 }
 
 impl Watcher {
@@ -123,14 +109,9 @@ impl Watcher {
         }
     }
 
-    /// Streams events until the deadline, shutdown or the client leaving; the permit is
-    /// returned when it ends.
-    async fn run(
-        self,
-        bookmark_interval: Duration,
-        mut shutdown: watch::Receiver<bool>,
-        _permit: OwnedSemaphorePermit,
-    ) {
+    /// Streams events until the deadline, shutdown or the client leaving; the ticket's place
+    /// is given back when it ends.
+    async fn run(self, bookmark_interval: Duration, mut shutdown: watch::Receiver<bool>, _ticket: Ticket) {
         let store = &self.cluster.store;
         let mut visible = store.subscribe();
         let deadline = Instant::now() + self.request.timeout.unwrap_or(DEFAULT_TIMEOUT);

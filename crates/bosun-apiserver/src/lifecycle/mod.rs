@@ -2,6 +2,7 @@
 //! object: system fields, generation rules, status handling, finalizers and deletion, schema
 //! pruning/defaulting/validation of custom resources, canonical form of built-ins.
 
+pub mod author;
 pub mod pods;
 pub mod services;
 
@@ -81,6 +82,8 @@ pub struct Context {
     pub manager: Option<String>,
     /// What Services hold already (set for writes to Services, to allocate around).
     pub allocations: Option<services::Allocations>,
+    /// Who makes the write: the author of what pods run ([`author`]).
+    pub writer: author::Writer,
 }
 
 const OBJECT_META_FIELDS: [&str; 15] = [
@@ -333,13 +336,25 @@ pub fn prepare_create(target: &Target, ctx: &mut Context, mut object: Value) -> 
     let name = object::name(&object).to_string();
     let mut object = canonicalize(target, ctx, object, None, &name)?;
     check_metadata(info, &object, kind_errors, true)?;
+    let authored = author_part(info);
+    if authored.is_some() {
+        author::keep(&mut object, None);
+    }
     // The creator owns what it sent and the defaults; not what the registry sets on creation.
     track(target, ctx, None, &mut object, "");
+    if let Some(part) = authored {
+        author::stamp(part, &mut object, None, &ctx.writer);
+    }
     if !info.custom {
         crate::defaults::on_create(&info.group, &info.kind, &mut object);
         object::sort_fields(&mut object);
     }
     Ok(object)
+}
+
+/// The part of a built-in object whose writer the server records as its author.
+fn author_part(info: &ResourceInfo) -> Option<&'static str> {
+    if info.custom { None } else { author::authored_part(&info.group, &info.kind) }
 }
 
 /// Records the write's field ownership (unless an apply did already).
@@ -487,8 +502,15 @@ pub fn prepare_update(
         }
     }
     check_metadata(info, &new, errors, endpoint == Endpoint::Main)?;
+    let authored = author_part(info);
+    if authored.is_some() {
+        author::keep(&mut new, Some(current));
+    }
     let subresource = if endpoint == Endpoint::Status { "status" } else { "" };
     track(target, ctx, Some(current), &mut new, subresource);
+    if let Some(part) = authored {
+        author::stamp(part, &mut new, Some(current), &ctx.writer);
+    }
     keep_timestamps_of_a_no_op(current, &mut new);
     if ready_to_delete(info, &new) {
         return Ok(Mutation::Delete(Some(new)));

@@ -14,6 +14,7 @@ fn context() -> Context {
         warnings: Vec::new(),
         manager: None,
         allocations: None,
+        writer: author::Writer::default(),
     }
 }
 

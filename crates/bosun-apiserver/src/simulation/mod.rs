@@ -496,16 +496,24 @@ fn container_status<'a>(pod: &'a Value, name: &str) -> Option<&'a Value> {
 }
 
 /// How a container runs under `--run-pods`: sidecars are simulated (their restarts are not
-/// followed), others run locally if their command exists here.
-fn plan_container(pod: &Value, spec: &Value, sources: &StoreSources) -> process::Plan {
+/// followed), others run locally if their command exists here and the user they would run as
+/// is allowed.
+fn plan_container(runtime: &runtime::Runtime, pod: &Value, spec: &Value, sources: &StoreSources) -> process::Plan {
     if spec.get("restartPolicy").and_then(Value::as_str) == Some("Always") {
         let name = spec["name"].as_str().unwrap_or_default();
         return process::Plan::Simulated(format!(
             "sidecar container {name} is simulated: --run-pods runs init containers and containers"
         ));
     }
+    let identity = match process::policy::identity(runtime.server_uid(), runtime.policy().as_root, pod, spec) {
+        Ok(identity) => identity,
+        Err(why) => return process::Plan::Simulated(why),
+    };
     let env = process::environment(pod, spec, sources).unwrap_or_default();
-    process::plan(spec, &env, |name| which::which(name).ok())
+    match process::plan(spec, &env, |name| process::policy::find_program(name, identity)) {
+        process::Plan::Local { program, args, .. } => process::Plan::Local { program, args, identity },
+        simulated => simulated,
+    }
 }
 
 /// Starts the local process of every container whose status says it runs (instance by restart
@@ -522,13 +530,14 @@ fn start_processes(cluster: &Cluster, runtime: &Arc<runtime::Runtime>, pod: &Val
         if runtime.instance(uid, name, false).is_some_and(|i| i.restart >= restarts) {
             continue;
         }
-        let Some(process::Plan::Local { program, args }) = runtime.plan(uid, name) else { continue };
+        let Some(process::Plan::Local { program, args, identity }) = runtime.plan(uid, name) else { continue };
         let launch = runtime::Launch {
             program,
             args,
             env: process::environment(pod, spec, &sources),
             working_dir: spec.get("workingDir").and_then(Value::as_str).map(std::path::PathBuf::from),
             hostname: object::name(pod).to_string(),
+            identity,
         };
         runtime.start(uid, name, restarts, launch);
     }

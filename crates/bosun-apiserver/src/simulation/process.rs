@@ -4,6 +4,7 @@
 //! which lines of a container's log a request asks for. The acting layer is [`super::runtime`].
 
 mod images;
+pub mod policy;
 
 use std::{collections::BTreeMap, path::PathBuf};
 
@@ -19,6 +20,8 @@ pub enum Plan {
         program: PathBuf,
         /// Its arguments (the rest of `command`, then `args`).
         args: Vec<String>,
+        /// The user and group it runs as, if not the server's ([`policy::identity`]).
+        identity: Option<policy::Identity>,
     },
     /// Simulated, for this reason (said in an Event).
     Simulated(String),
@@ -58,9 +61,9 @@ pub fn plan(spec: &Value, env: &[(String, String)], find: impl Fn(&str) -> Optio
         return Plan::Simulated(format!("container {name} has nothing to run, so it is simulated"));
     };
     match find(first) {
-        Some(program) => Plan::Local { program, args: rest.to_vec() },
+        Some(program) => Plan::Local { program, args: rest.to_vec(), identity: None },
         None => Plan::Simulated(format!(
-            "container {name}: command {first:?} is not found on this host, so the container is simulated"
+            "container {name}: command {first:?} is not found on this host (or not runnable by the user it would run as), so the container is simulated"
         )),
     }
 }

@@ -18,7 +18,10 @@ use tokio::{
     sync::{Notify, watch},
 };
 
-use super::process::{LogLine, Plan};
+use super::process::{
+    LogLine, Plan,
+    policy::{Identity, RunPodsPolicy},
+};
 
 /// The most a container instance's log keeps; older lines are dropped.
 const LOG_BYTES: usize = 4 * 1024 * 1024;
@@ -107,6 +110,8 @@ pub struct Instance {
     pub env: Vec<(String, String)>,
     /// Its working directory.
     pub working_dir: Option<PathBuf>,
+    /// The user and group it runs as, if not the server's (exec'd commands too).
+    pub identity: Option<Identity>,
     /// What it wrote.
     pub log: Log,
     /// Its process group (its pid), while it runs.
@@ -156,6 +161,8 @@ struct PodProcesses {
     key: PodKey,
     /// How each container runs, decided once.
     plans: HashMap<String, Plan>,
+    /// Why none of its containers run, when its author may not run commands here.
+    refused: Option<String>,
     containers: HashMap<String, Container>,
     grace: Duration,
 }
@@ -173,11 +180,17 @@ pub struct Launch {
     pub working_dir: Option<PathBuf>,
     /// The pod's name (the `HOSTNAME` a container sees).
     pub hostname: String,
+    /// The user and group to run as, if not the server's.
+    pub identity: Option<Identity>,
 }
 
 /// The local processes of all pods.
-#[derive(Debug, Default)]
+#[derive(Debug)]
 pub struct Runtime {
+    /// Who may run commands here, and as whom.
+    policy: RunPodsPolicy,
+    /// The user the server runs as.
+    server_uid: u32,
     pods: Mutex<HashMap<String, PodProcesses>>,
     /// Pods whose processes have exited since the simulation last looked.
     exits: Mutex<Vec<PodKey>>,
@@ -188,7 +201,38 @@ pub struct Runtime {
     stopping: std::sync::atomic::AtomicBool,
 }
 
+/// How a pod's containers run, as decided the first time it was seen.
+#[derive(Debug, Clone, Default)]
+pub struct Decided {
+    /// Each container's plan, by name.
+    pub plans: HashMap<String, Plan>,
+    /// Why nothing of the pod runs, when its author may not run commands here.
+    pub refused: Option<String>,
+}
+
 impl Runtime {
+    /// A runtime that runs what `policy` allows, as the user it says.
+    pub fn new(policy: RunPodsPolicy) -> Runtime {
+        Runtime {
+            policy,
+            server_uid: rustix::process::geteuid().as_raw(),
+            pods: Mutex::default(),
+            exits: Mutex::default(),
+            exited: Arc::default(),
+            stopping: std::sync::atomic::AtomicBool::default(),
+        }
+    }
+
+    /// Who may run commands here, and as whom.
+    pub fn policy(&self) -> &RunPodsPolicy {
+        &self.policy
+    }
+
+    /// The user id the server runs as.
+    pub fn server_uid(&self) -> u32 {
+        self.server_uid
+    }
+
     fn pods(&self) -> MutexGuard<'_, HashMap<String, PodProcesses>> {
         self.pods.lock().unwrap_or_else(std::sync::PoisonError::into_inner)
     }
@@ -203,22 +247,23 @@ impl Runtime {
         std::mem::take(&mut *self.exits.lock().unwrap_or_else(std::sync::PoisonError::into_inner))
     }
 
-    /// How a pod's containers run: decided by `decide` the first time, then remembered.
-    pub fn plans(
-        &self,
-        uid: &str,
-        key: &PodKey,
-        grace: Duration,
-        decide: impl FnOnce() -> HashMap<String, Plan>,
-    ) -> (HashMap<String, Plan>, bool) {
+    /// How a pod's containers run: decided by `decide` the first time, then remembered; the
+    /// flag says whether this was the first time.
+    pub fn plans(&self, uid: &str, key: &PodKey, grace: Duration, decide: impl FnOnce() -> Decided) -> (Decided, bool) {
         let mut pods = self.pods();
         if let Some(pod) = pods.get(uid) {
-            return (pod.plans.clone(), false);
+            return (Decided { plans: pod.plans.clone(), refused: pod.refused.clone() }, false);
         }
-        let plans = decide();
-        let pod = PodProcesses { key: key.clone(), plans: plans.clone(), containers: HashMap::new(), grace };
+        let decided = decide();
+        let pod = PodProcesses {
+            key: key.clone(),
+            plans: decided.plans.clone(),
+            refused: decided.refused.clone(),
+            containers: HashMap::new(),
+            grace,
+        };
         pods.insert(uid.to_string(), pod);
-        (plans, true)
+        (decided, true)
     }
 
     /// How a container of a pod runs, once decided.
@@ -325,20 +370,23 @@ pub fn signal_group(group: u32, signal: rustix::process::Signal) {
 /// Starts the process; a failure to start is an instance that exited at once, with the reason
 /// in its log.
 fn spawn(launch: Launch, restart: i64) -> (Instance, Option<Child>) {
-    let Launch { program, args, env, working_dir, hostname } = launch;
+    let Launch { program, args, env, working_dir, hostname, identity } = launch;
     let log = Log::new();
     let mut group = None;
     let mut child = None;
     let env = match env {
         Ok(env) => {
-            let mut command = command(&program, &args, &env, working_dir.as_ref(), &hostname);
+            let mut command = command(&program, &args, &env, (working_dir.as_ref(), identity), &hostname);
             command.stdin(Stdio::null());
             match command.spawn() {
                 Ok(spawned) => {
                     group = spawned.id();
                     child = Some(spawned);
                 }
-                Err(error) => log.push(format!("bosun --run-pods: cannot start {program:?}: {error}\n").into_bytes()),
+                Err(error) => {
+                    let what = as_whom(identity);
+                    log.push(format!("bosun --run-pods: cannot start {program:?}{what}: {error}\n").into_bytes());
+                }
             }
             env
         }
@@ -347,18 +395,23 @@ fn spawn(launch: Launch, restart: i64) -> (Instance, Option<Child>) {
             Vec::new()
         }
     };
-    let instance = Instance { restart, env, working_dir, log, group, exit: watch::channel(None).0 };
+    let instance = Instance { restart, env, working_dir, identity, log, group, exit: watch::channel(None).0 };
     (instance, child)
 }
 
+/// ` as uid U gid G` for a process that runs as another user, for messages.
+pub fn as_whom(identity: Option<Identity>) -> String {
+    identity.map(|i| format!(" as uid {} gid {}", i.uid, i.gid)).unwrap_or_default()
+}
+
 /// A command as a container's processes run: the container's environment (with the host's
-/// `PATH` unless it sets one, and `HOSTNAME` the pod's name) and working directory, in a new
-/// process group, killed if the server drops it.
+/// `PATH` unless it sets one, and `HOSTNAME` the pod's name), working directory and user, in a
+/// new process group, killed if the server drops it.
 pub fn command(
     program: &std::path::Path,
     args: &[String],
     env: &[(String, String)],
-    working_dir: Option<&PathBuf>,
+    (working_dir, identity): (Option<&PathBuf>, Option<Identity>),
     hostname: &str,
 ) -> Command {
     let mut command = Command::new(program);
@@ -370,6 +423,12 @@ pub fn command(
     command.envs(env.iter().map(|(k, v)| (k, v)));
     if let Some(dir) = working_dir {
         command.current_dir(dir);
+    }
+    if let Some(Identity { uid, gid }) = identity {
+        // The standard library changes user in the child between fork and exec with
+        // async-signal-safe calls only: setgid, setgroups (dropping root's supplementary
+        // groups), then setuid. A failure is the spawn's error.
+        command.uid(uid).gid(gid);
     }
     command.stdout(Stdio::piped()).stderr(Stdio::piped()).process_group(0).kill_on_drop(true);
     command

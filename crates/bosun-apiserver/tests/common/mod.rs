@@ -121,6 +121,56 @@ impl Kubectl {
     }
 }
 
+/// A temporary directory a pod's commands can write to (`--run-pods`): when the tests run as
+/// root, the commands run as `nobody` (without `--run-pods-as-root`), and a new temporary
+/// directory is its owner's only.
+pub fn shared_dir() -> tempfile::TempDir {
+    use std::os::unix::fs::PermissionsExt;
+    let dir = tempfile::tempdir().expect("tempdir");
+    std::fs::set_permissions(dir.path(), std::fs::Permissions::from_mode(0o777)).expect("chmod");
+    dir
+}
+
+/// Opens a watch of ConfigMaps in `default` over a plain-HTTP connection of its own (no client
+/// that retries), with `token` if any; returns the connection and the answer's head, lowercase.
+pub async fn open_watch(server: &RunningServer, token: Option<&str>) -> (tokio::net::TcpStream, String) {
+    use tokio::io::{AsyncReadExt, AsyncWriteExt};
+    let address = server.url().trim_start_matches("http://").trim_end_matches('/').to_string();
+    let mut connection = tokio::net::TcpStream::connect(&address).await.expect("connect");
+    let authorization = token.map(|t| format!("Authorization: Bearer {t}\r\n")).unwrap_or_default();
+    let request = format!(
+        "GET /api/v1/namespaces/default/configmaps?watch=true HTTP/1.1\r\nHost: {address}\r\n{authorization}\r\n"
+    );
+    connection.write_all(request.as_bytes()).await.expect("send");
+    let mut head = Vec::new();
+    let mut byte = [0u8; 1];
+    while !head.ends_with(b"\r\n\r\n") {
+        let read = tokio::time::timeout(std::time::Duration::from_secs(30), connection.read(&mut byte)).await;
+        assert_eq!(
+            read.expect("answer").expect("read"),
+            1,
+            "connection closed after {:?}",
+            String::from_utf8_lossy(&head)
+        );
+        head.push(byte[0]);
+    }
+    (connection, String::from_utf8_lossy(&head).to_lowercase())
+}
+
+/// The JSON document of a chunked body (a refusal's Status), read to its last chunk.
+pub async fn chunked_document(connection: &mut tokio::net::TcpStream) -> Value {
+    let mut body = Vec::new();
+    while !body.ends_with(b"0\r\n\r\n") {
+        let mut chunk = [0u8; 1024];
+        let read = tokio::io::AsyncReadExt::read(connection, &mut chunk).await.expect("body");
+        assert!(read > 0, "the body ended early: {}", String::from_utf8_lossy(&body));
+        body.extend_from_slice(&chunk[..read]);
+    }
+    let start = body.iter().position(|b| *b == b'{').expect("a document");
+    let end = body.iter().rposition(|b| *b == b'}').expect("a document");
+    serde_json::from_slice(&body[start..=end]).expect("a JSON document")
+}
+
 /// Stdout and stderr of a finished command as text.
 pub fn texts(output: &Output) -> (String, String) {
     (String::from_utf8_lossy(&output.stdout).into_owned(), String::from_utf8_lossy(&output.stderr).into_owned())

@@ -1,6 +1,6 @@
 //! Pods: scheduled to a node, then moved through their lifecycle by the kubelet (or run for real with `--run-pods`).
 
-use crate::simulation::*;
+use crate::{lifecycle::author::Author, simulation::*};
 
 impl Simulation {
     pub(in crate::simulation) async fn pod(
@@ -160,10 +160,15 @@ impl Simulation {
         let now = Instant::now();
         let ages = self.clocks.entry(key.clone()).or_default().ages(pod, now);
         let job_pod = controllers::controller_of(pod).is_some_and(|o| o["kind"] == "Job");
-        let local = match self.settings.runtime.clone() {
+        let (local, refused) = match self.settings.runtime.clone() {
             Some(runtime) => self.local_processes(cluster, &runtime, pod).await,
-            None => HashMap::new(),
+            None => (HashMap::new(), None),
         };
+        // A pod whose author may not run commands here says so in a condition, which the
+        // kubelet's steps keep as they keep other components' conditions.
+        let stored = pod;
+        let marked = refused.as_deref().and_then(|why| process::policy::with_refusal(pod, why, &object::now()));
+        let pod = marked.as_ref().unwrap_or(pod);
         let moment = kubelet::Moment {
             now: object::now(),
             start: stage.start.unwrap_or(self.settings.delay),
@@ -175,14 +180,15 @@ impl Simulation {
             local,
         };
         let step = kubelet::step(pod, &stage, &moment);
-        if let Some(status) = step.status {
+        let status = step.status.or_else(|| marked.as_ref().and_then(|marked| marked.get("status").cloned()));
+        if let Some(status) = status {
             let mut written = pod.clone();
             written["status"] = status.clone();
             self.clocks.entry(key.clone()).or_default().ages(&written, now);
             if let Some(runtime) = &self.settings.runtime {
                 start_processes(cluster, runtime, &written);
             }
-            write_status(cluster, PODS, pod, status).await;
+            write_status(cluster, PODS, stored, status).await;
         }
         for note in step.notes {
             self.record(cluster, pod, note.field_path.as_deref(), note.reason, &note.message, note.warning, "kubelet")
@@ -193,25 +199,35 @@ impl Simulation {
 
     /// The containers of a pod that run as local processes, with their current instances
     /// started (after a server restart the status may say running before any process does)
-    /// and their exits. The first time, how each container runs is decided and containers that
-    /// cannot run locally are said to be simulated in an Event.
+    /// and their exits, and why none run if its author may not run commands here. The first
+    /// time, how each container runs is decided and containers that cannot run locally are
+    /// said to be simulated in an Event (a pod that is refused, in one Warning `NotRun`).
     pub(in crate::simulation) async fn local_processes(
         &self,
         cluster: &Cluster,
         runtime: &Arc<runtime::Runtime>,
         pod: &Value,
-    ) -> HashMap<String, kubelet::Local> {
+    ) -> (HashMap<String, kubelet::Local>, Option<String>) {
         let key: PodKey = (object::namespace(pod).to_string(), object::name(pod).to_string());
         let grace = pod.pointer("/spec/terminationGracePeriodSeconds").and_then(Value::as_u64).unwrap_or(30);
-        let (plans, new) = runtime.plans(object::uid(pod), &key, Duration::from_secs(grace), || {
+        let (decided, new) = runtime.plans(object::uid(pod), &key, Duration::from_secs(grace), || {
+            let refused = runtime.policy().pod_may_run(&key.0, Author::of_object(pod).as_ref()).err();
             let sources = StoreSources { cluster, namespace: &key.0 };
-            container_specs(pod)
+            let plans = container_specs(pod)
                 .map(|(spec, _)| {
-                    (spec["name"].as_str().unwrap_or_default().to_string(), plan_container(pod, spec, &sources))
+                    let plan = match &refused {
+                        Some(why) => process::Plan::Simulated(why.clone()),
+                        None => plan_container(runtime, pod, spec, &sources),
+                    };
+                    (spec["name"].as_str().unwrap_or_default().to_string(), plan)
                 })
-                .collect()
+                .collect();
+            runtime::Decided { plans, refused }
         });
-        if new {
+        let runtime::Decided { plans, refused } = decided;
+        if new && let Some(why) = &refused {
+            self.record(cluster, pod, None, "NotRun", why, true, "kubelet").await;
+        } else if new {
             for (spec, field_path) in container_specs(pod) {
                 if let Some(process::Plan::Simulated(why)) = spec["name"].as_str().and_then(|name| plans.get(name)) {
                     self.record(cluster, pod, Some(&field_path), "Simulated", why, false, "kubelet").await;
@@ -220,7 +236,7 @@ impl Simulation {
         }
         start_processes(cluster, runtime, pod);
         let uid = object::uid(pod);
-        plans
+        let local = plans
             .into_iter()
             .filter_map(|(name, plan)| {
                 let process::Plan::Local { program, .. } = plan else { return None };
@@ -231,6 +247,7 @@ impl Simulation {
                     .and_then(|instance| instance.exit_code());
                 Some((name, kubelet::Local { program: program.display().to_string(), exit }))
             })
-            .collect()
+            .collect();
+        (local, refused)
     }
 }

@@ -18,6 +18,7 @@ fn plans_follow_command_and_args() {
     let local = |program: &str, args: &[&str]| Plan::Local {
         program: PathBuf::from(program),
         args: args.iter().map(|a| a.to_string()).collect(),
+        identity: None,
     };
     let cases = [
         (json!({"name": "c", "command": ["sh", "-c"], "args": ["exit 3"]}), local("/bin/sh", &["-c", "exit 3"])),
