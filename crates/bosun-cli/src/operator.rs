@@ -10,6 +10,9 @@ use bosun_controllers::operator::{
 };
 use bosun_controllers::package::remote::Impersonating;
 
+use bosun::package::RenderSpec;
+use bosun::render::ALLOW_EXEC_FLAG;
+
 use crate::cluster::ClusterArgs;
 
 /// Arguments of `bosun operator`.
@@ -40,6 +43,13 @@ pub struct Args {
     /// Objects reconciled at once (default: the Operator's spec.concurrency, else 4).
     #[arg(long, value_name = "N")]
     concurrency: Option<u16>,
+
+    /// Run an exec renderer (`render.exec`): off by default, since it runs a command for every
+    /// watched object, with that object (a tenant's) as its input. Allowed, the command runs
+    /// with a clean environment (no kubeconfig, token or credentials), sees only the operator's
+    /// directory and the system's programs (Landlock), and within limits. See docs/security.md.
+    #[arg(long)]
+    allow_exec: bool,
 }
 
 /// Runs `bosun operator`.
@@ -77,9 +87,24 @@ pub async fn run(args: Args) -> ExitCode {
         acting_as = tenancy.user.as_deref().unwrap_or("the kubeconfig's user"),
         "bosun operator running until Ctrl-C"
     );
+    // An exec program runs only when allowed, and then confined to the operator's directory;
+    // the other renderers are the administrator's own program, as before.
+    let sandbox = match &definition.spec.render {
+        Some(RenderSpec::Exec(_)) if !args.allow_exec => {
+            return crate::bad_input(format!(
+                "{}: spec.render.exec: the exec renderer runs a command for every watched object; allow it with {ALLOW_EXEC_FLAG}",
+                definition.describe()
+            ));
+        }
+        Some(RenderSpec::Exec(_)) => {
+            Some(bosun_controllers::Tenancy { allow_exec: true, ..Default::default() }.sandbox(&definition.dir))
+        }
+        _ => None,
+    };
     let settings = Settings {
         tenancy,
         impersonating: Some(Arc::new(Impersonating::new(connection.config.clone()))),
+        sandbox,
         ..Settings::default()
     };
     let stopping = settings.stopping.clone();

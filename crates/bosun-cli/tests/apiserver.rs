@@ -228,7 +228,10 @@ fn run_pods_is_refused_on_a_network_address_and_explained_in_help() {
 #[tokio::test]
 async fn sigint_ends_the_processes_of_run_pods() {
     use k8s_openapi::api::core::v1::Pod;
+    use std::os::unix::fs::PermissionsExt;
     let dir = tempfile::tempdir().expect("tempdir");
+    // As root, pod commands run as nobody: the pod writes its pid where nobody may.
+    std::fs::set_permissions(dir.path(), std::fs::Permissions::from_mode(0o777)).expect("chmod");
     // --nodes needs simulation, which --run-pods brings.
     let (server, _) =
         start(dir.path(), &["--insecure-http", "--run-pods", "--nodes", "2", "--workload-delay", "100ms"]).await;

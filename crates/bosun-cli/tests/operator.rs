@@ -161,3 +161,50 @@ async fn through_conflicts_throttling_lost_answers_and_cut_watches_the_children_
     let deployment = deployments.get("grafana-main").await.expect("deployment");
     assert_eq!(deployment.metadata.generation, Some(1));
 }
+
+#[tokio::test]
+async fn an_exec_operator_runs_only_when_allowed_and_then_confined() {
+    let server = ApiServer::in_memory().start().await.expect("server");
+    let cluster = Cluster::around(server);
+    let crd = example().join("crd.yaml").display().to_string();
+    cluster.kubectl(&["apply", "-f", &crd], None).await;
+    let dir = cluster.dir.path().join("exec-operator");
+    std::fs::create_dir_all(&dir).expect("mkdir");
+    let operator = "apiVersion: bosun.dev/v1alpha1\nkind: Operator\nmetadata: {name: seen}\nspec:\n  watch: {apiVersion: monitoring.coreos.com/v1, kind: Grafana}\n  render:\n    exec: {command: [sh, render.sh]}\n";
+    std::fs::write(dir.join("operator.yaml"), operator).expect("write");
+    // What the command sees of its environment, as a ConfigMap.
+    let script = "printf 'apiVersion: v1\\nkind: ConfigMap\\nmetadata: {name: seen}\\ndata:\\n  kubeconfig: \"%s\"\\n' \"${KUBECONFIG:-unset}\"";
+    std::fs::write(dir.join("render.sh"), script).expect("write");
+    let refused = cluster.bosun(&["operator", &dir.display().to_string()]).await;
+    assert_eq!(refused.status.code(), Some(2), "{}", text(&refused));
+    assert!(
+        text(&refused).contains("spec.render.exec") && text(&refused).contains("--allow-exec"),
+        "{}",
+        text(&refused)
+    );
+
+    let log = cluster.dir.path().join("exec-operator.log");
+    let _operator = Command::new(env!("CARGO_BIN_EXE_bosun"))
+        .args(["operator", "--allow-exec"])
+        .arg(&dir)
+        .env("KUBECONFIG", &cluster.kubeconfig)
+        .current_dir(cluster.dir.path())
+        .stdout(Stdio::null())
+        .stderr(std::fs::File::create(&log).expect("log"))
+        .kill_on_drop(true)
+        .spawn()
+        .expect("bosun operator starts");
+    let grafana = example().join("grafana.yaml").display().to_string();
+    cluster.kubectl(&["apply", "-f", &grafana], None).await;
+    let config_maps: Api<k8s_openapi::api::core::v1::ConfigMap> = Api::default_namespaced(cluster.server.client());
+    let deadline = Instant::now() + BOUND;
+    let seen = loop {
+        if let Some(seen) = config_maps.get_opt("seen").await.expect("get") {
+            break seen;
+        }
+        let said = std::fs::read_to_string(&log).unwrap_or_default();
+        assert!(Instant::now() < deadline, "the exec operator rendered nothing; it said:\n{said}");
+        tokio::time::sleep(Duration::from_millis(50)).await;
+    };
+    assert_eq!(seen.data.unwrap_or_default()["kubeconfig"], "unset", "the operator's KUBECONFIG reached the command");
+}
