@@ -91,7 +91,7 @@ impl Connection {
 pub fn explain(url: &str, error: &ClusterError) -> String {
     match error {
         ClusterError::Unreachable { cause, .. } => format!("cannot reach the cluster at {url}: {cause}"),
-        ClusterError::Unauthorized(_) => format!("{url}: {error}"),
+        ClusterError::Unauthorized(_) | ClusterError::NotKubernetes { .. } => format!("{url}: {error}"),
         other => other.to_string(),
     }
 }

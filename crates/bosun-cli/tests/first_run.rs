@@ -322,3 +322,48 @@ fn dev_re_applies_on_a_change_and_never_on_its_own_writes() {
         assert_eq!(next("pkg: "), "pkg: 0 created, 1 configured, 0 unchanged, 0 deleted, 0 failed");
     }
 }
+
+/// A web server on loopback that answers every request `404 page not found` (as a wrong
+/// address or path does): its URL.
+fn not_an_api_server() -> String {
+    use std::io::{Read, Write};
+    let listener = std::net::TcpListener::bind("127.0.0.1:0").expect("bind");
+    let url = format!("http://{}", listener.local_addr().expect("addr"));
+    std::thread::spawn(move || {
+        for mut stream in listener.incoming().flatten() {
+            let mut request = [0u8; 4096];
+            let _ = stream.read(&mut request);
+            let body = "404 page not found\n";
+            let answer = format!(
+                "HTTP/1.1 404 Not Found\r\nContent-Type: text/plain\r\nContent-Length: {}\r\nConnection: close\r\n\r\n{body}",
+                body.len()
+            );
+            let _ = stream.write_all(answer.as_bytes());
+        }
+    });
+    url
+}
+
+#[test]
+fn a_server_that_is_no_kubernetes_api_server_is_named_with_what_it_answered() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    write(dir.path(), "pkg/cm.yaml", "apiVersion: v1\nkind: ConfigMap\nmetadata:\n  name: a\n");
+    let url = not_an_api_server();
+    write(
+        dir.path(),
+        "web.kubeconfig",
+        &format!(
+            "apiVersion: v1\nkind: Config\nclusters: [{{name: c, cluster: {{server: \"{url}\"}}}}]\nusers: [{{name: u, user: {{token: t}}}}]\ncontexts: [{{name: c, context: {{cluster: c, user: u}}}}]\ncurrent-context: c\n"
+        ),
+    );
+    for command in ["apply", "diff"] {
+        let output = bosun(&[command, "pkg", "--kubeconfig", "web.kubeconfig"], dir.path());
+        assert_eq!(output.status.code(), Some(2), "{command}: {}", stderr(&output));
+        let said = stderr(&output);
+        assert!(
+            said.starts_with(&format!("error: {url}: the server answered 404 \"404 page not found\", which is not how a Kubernetes API server answers"))
+                && said.lines().count() == 1,
+            "{command}: {said}"
+        );
+    }
+}

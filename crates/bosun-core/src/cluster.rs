@@ -31,6 +31,18 @@ pub enum ClusterError {
         #[source]
         source: kube::Error,
     },
+    /// An answer that is no Kubernetes API status: not an API server (a web server, a proxy's
+    /// page), or a path it does not serve.
+    #[error("{}", not_kubernetes_message(*.code, .answer))]
+    NotKubernetes {
+        /// The HTTP status code.
+        code: u16,
+        /// The answer's text (its first line), if any.
+        answer: String,
+        /// The client's error.
+        #[source]
+        source: kube::Error,
+    },
     /// Any other answer.
     #[error("{message}")]
     Other {
@@ -56,6 +68,11 @@ impl From<kube::Error> for ClusterError {
             kube::Error::Api(status) if status.code == 403 => {
                 ClusterError::Forbidden { message: status.message.clone(), source }
             }
+            // kube-rs' reason for an answer whose body is no `Status`.
+            kube::Error::Api(status) if status.reason == "Failed to parse error data" => {
+                let answer = status.message.lines().next().unwrap_or_default().chars().take(200).collect();
+                ClusterError::NotKubernetes { code: status.code, answer, source }
+            }
             kube::Error::Api(status) => {
                 ClusterError::Other { message: format!("{} ({})", status.message, status.code), source }
             }
@@ -65,6 +82,16 @@ impl From<kube::Error> for ClusterError {
             _ => ClusterError::Other { message: root_cause(&source), source },
         }
     }
+}
+
+fn not_kubernetes_message(code: u16, answer: &str) -> String {
+    let answered = match answer {
+        "" => format!("an empty {code}"),
+        text => format!("{code} {text:?}"),
+    };
+    format!(
+        "the server answered {answered}, which is not how a Kubernetes API server answers: check that the address is the cluster's API server (kubectl cluster-info) and that it serves this API"
+    )
 }
 
 /// The innermost message of an error's source chain, without the `(os error N)` suffix and
@@ -126,5 +153,16 @@ mod tests {
         let forbidden = ClusterError::from(status(403, r#"User "x" cannot list resource "pods""#));
         assert_eq!(forbidden.to_string(), r#"forbidden: User "x" cannot list resource "pods""#);
         assert_eq!(ClusterError::from(status(500, "boom")).to_string(), "boom (500)");
+        let not_kubernetes = |code: u16, body: &str| {
+            kube::Error::Api(kube::core::Status::failure(body, "Failed to parse error data").with_code(code).boxed())
+        };
+        for (code, body, expected) in [
+            (404, "404 page not found", "the server answered 404 \"404 page not found\", which is not how"),
+            (404, "", "the server answered an empty 404, which is not how"),
+            (502, "<html>\n<body>Bad Gateway</body>", "the server answered 502 \"<html>\", which is not how"),
+        ] {
+            let message = ClusterError::from(not_kubernetes(code, body)).to_string();
+            assert!(message.starts_with(expected) && message.contains("kubectl cluster-info"), "{message}");
+        }
     }
 }
