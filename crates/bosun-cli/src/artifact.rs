@@ -198,7 +198,7 @@ pub async fn push(what: Push) -> ExitCode {
                     outln!("{}", pushed.digest);
                     ExitCode::SUCCESS
                 }
-                Err(error) => crate::failed(error.to_string()),
+                Err(error) => crate::bad_input(error.to_string()),
             }
         }
     }
@@ -212,7 +212,7 @@ async fn push_artifact(args: PushArtifact) -> ExitCode {
     };
     let kept = match tempfile::tempdir() {
         Ok(kept) => kept,
-        Err(error) => return crate::failed(format!("a scratch directory: {error}")),
+        Err(error) => return crate::bad_input(format!("a scratch directory: {error}")),
     };
     let ignore = args.ignore_paths.join("\n");
     if let Err(error) = bosun::source::copy_source_files(&dir, Some(&ignore), kept.path()) {
@@ -233,7 +233,7 @@ async fn push_artifact(args: PushArtifact) -> ExitCode {
             outln!("{}", pushed.digest);
             ExitCode::SUCCESS
         }
-        Err(error) => crate::failed(error.to_string()),
+        Err(error) => crate::bad_input(error.to_string()),
     }
 }
 
@@ -259,7 +259,7 @@ pub async fn pull(Pull::Artifact(args): Pull) -> ExitCode {
             outln!("{}", pulled.revision);
             ExitCode::SUCCESS
         }
-        Err(error) => crate::failed(error.to_string()),
+        Err(error) => crate::bad_input(error.to_string()),
     }
 }
 
@@ -281,7 +281,7 @@ pub async fn list(List::Artifacts(args): List) -> ExitCode {
             print_table(["TAG", "DIGEST", "REVISION", "CREATED"], &rows);
             ExitCode::SUCCESS
         }
-        Err(error) => crate::failed(error.to_string()),
+        Err(error) => crate::bad_input(error.to_string()),
     }
 }
 
@@ -315,7 +315,7 @@ pub async fn tag(Tag::Artifact(args): Tag) -> ExitCode {
             outln!("{digest}");
             ExitCode::SUCCESS
         }
-        Err(error) => crate::failed(error.to_string()),
+        Err(error) => crate::bad_input(error.to_string()),
     }
 }
 

@@ -127,7 +127,7 @@ async fn add(args: AddArgs) -> ExitCode {
     };
     let namespace = args.namespace.unwrap_or_else(|| connection.namespace.clone());
     if let Err(error) = register(&connection.client, &namespace, &args.name, &text, labels).await {
-        return crate::failed(format!("Secret/{namespace}/{}: {}", args.name, connection.explain(&error.into())));
+        return crate::bad_input(format!("Secret/{namespace}/{}: {}", args.name, connection.explain(&error.into())));
     }
     let (server, reachable) = probe(&text).await;
     outln!("✓ cluster {} registered (Secret/{namespace}/{}): {server}, {reachable}", args.name, args.name);
@@ -171,7 +171,7 @@ async fn list(args: ListArgs) -> ExitCode {
     let selected = ListParams::default().labels(&format!("{CLUSTER_LABEL}=true"));
     let listed = match secrets.list(&selected).await {
         Ok(listed) => listed,
-        Err(error) => return crate::failed(connection.explain(&error.into())),
+        Err(error) => return crate::bad_input(connection.explain(&error.into())),
     };
     let packages: Api<PackageResource> = Api::namespaced(connection.client.clone(), &namespace);
     // No Package CRD (the controller not installed yet) is no Package.

@@ -31,6 +31,6 @@ pub async fn run(args: Args) -> ExitCode {
             );
             ExitCode::SUCCESS
         }
-        Err(error) => crate::failed(error.to_string()),
+        Err(error) => crate::bad_input(error.to_string()),
     }
 }

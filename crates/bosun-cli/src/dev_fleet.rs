@@ -205,19 +205,19 @@ pub async fn run(server: &RunningServer, settings: Settings<'_>) -> ExitCode {
     }
     let names = cluster_names(settings.clusters);
     if let Err(error) = unregister_stale(&server.client(), &names).await {
-        return crate::failed(format!("unregistering the clusters of an earlier run: {error}"));
+        return crate::bad_input(format!("unregistering the clusters of an earlier run: {error}"));
     }
     let mut workloads = Vec::new();
     for (name, env) in names {
         let workload = match ApiServer::in_memory().simulate_workloads(settings.workload_delay).start().await {
             Ok(workload) => workload,
-            Err(error) => return crate::failed(format!("workload cluster {name}: {error}")),
+            Err(error) => return crate::bad_input(format!("workload cluster {name}: {error}")),
         };
         let labels =
             BTreeMap::from([("env".to_string(), env.to_string()), (DEV_CLUSTER_LABEL.to_string(), "true".to_string())]);
         let (client, kubeconfig) = (server.client(), workload.kubeconfig());
         if let Err(error) = crate::clusters::register(&client, "default", &name, &kubeconfig, labels).await {
-            return crate::failed(format!("registering cluster {name}: {error}"));
+            return crate::bad_input(format!("registering cluster {name}: {error}"));
         }
         outln!("cluster {name} (env={env}): {}", workload.url());
         workloads.push(workload);
@@ -226,7 +226,9 @@ pub async fn run(server: &RunningServer, settings: Settings<'_>) -> ExitCode {
     let packages: Api<PackageResource> = Api::namespaced(server.client(), "default");
     let request = match Request::ask(&packages, &fleets).await {
         Ok(request) => request,
-        Err(error) => return crate::failed(format!("asking the Packages of an earlier run to deliver again: {error}")),
+        Err(error) => {
+            return crate::bad_input(format!("asking the Packages of an earlier run to deliver again: {error}"));
+        }
     };
     let package = package::Settings {
         tenancy: Tenancy::own_machine(),

@@ -206,7 +206,8 @@ fn bad_input(message: impl std::fmt::Display) -> ExitCode {
     ExitCode::from(2)
 }
 
-/// Prints a failure the way the progress lines look, and gives exit code 1.
+/// Prints an outcome that failed (a reconciliation, a promotion, Fleets not Ready in time) the
+/// way the progress lines look (`✗ …`), and gives exit code 1; errors are [`bad_input`]'s.
 fn failed(message: String) -> ExitCode {
     eprintln!("✗ {message}");
     ExitCode::FAILURE

@@ -122,18 +122,19 @@ fn push_list_tag_and_pull_round_trip() {
         "v1's files, without those the ignore rules leave out"
     );
 
-    // Refusals: a wrong password (exit 1, the registry and 401 named, the password not), a
-    // missing tag, a malformed reference (exit 2).
+    // Refusals, each `error: …` with exit 2 as every command's: a wrong password (the registry
+    // and 401 named, the password not), a missing tag, a malformed reference.
     let refused = bosun(&["list", "artifacts", &registry.url("fleet/apps"), "--creds", "ci:wrong-pass"], &no_config);
     let said = String::from_utf8_lossy(&refused.stderr);
-    assert_eq!(refused.status.code(), Some(1), "{said}");
+    assert_eq!(refused.status.code(), Some(2), "{said}");
+    assert!(said.starts_with("error: "), "{said}");
     assert!(said.contains(&registry.host) && said.contains("401") && !said.contains("wrong-pass"), "{said}");
     let missing = bosun(
         &["pull", "artifact", &registry.url("fleet/apps:v9"), "-o", &format!("{out_arg}-9"), "--creds", &creds],
         &no_config,
     );
     let said = String::from_utf8_lossy(&missing.stderr);
-    assert!(missing.status.code() == Some(1) && said.contains("tag v9 not found"), "{said}");
+    assert!(missing.status.code() == Some(2) && said.contains("tag v9 not found"), "{said}");
     let malformed = bosun(&["pull", "artifact", "ghcr.io/app:v1", "-o", &out_arg], &no_config);
     let said = String::from_utf8_lossy(&malformed.stderr);
     assert!(malformed.status.code() == Some(2) && said.contains("must start with oci://"), "{said}");
@@ -141,7 +142,7 @@ fn push_list_tag_and_pull_round_trip() {
     let closed = std::net::TcpListener::bind("127.0.0.1:0").expect("bind").local_addr().expect("address");
     let unreachable = bosun(&["list", "artifacts", &format!("oci://{closed}/fleet/apps")], &no_config);
     let said = String::from_utf8_lossy(&unreachable.stderr);
-    assert_eq!(said, format!("✗ registry {closed}: cannot connect: connection refused\n"));
+    assert_eq!(said, format!("error: registry {closed}: cannot connect: connection refused\n"));
 }
 
 #[test]

@@ -91,6 +91,18 @@ async fn each_mistake_gets_its_line_and_exit_code_and_nothing_is_written() {
             line: "error: jsonnet main.jsonnet: runtime error: boom",
         },
         Case {
+            files: &[
+                (
+                    "bosun.yaml",
+                    "apiVersion: bosun.dev/v1alpha1\nkind: Package\nspec:\n  render:\n    helm: {chart: ., valuesFiles: [list.yaml]}\n",
+                ),
+                ("Chart.yaml", "apiVersion: v2\nname: web\nversion: 1.0.0\n"),
+                ("list.yaml", "- a\n- b\n"),
+            ],
+            code: 2,
+            line: "error: Helm chart pkg: values file list.yaml: must be a mapping of keys to values, found a list",
+        },
+        Case {
             files: &[("a.yaml", "apiVersion: example.com/v1\nkind: Gizmo\nmetadata: {name: a}\n")],
             code: 1,
             line: "  Gizmo/a: the cluster serves no Gizmo in example.com/v1",

@@ -41,6 +41,15 @@ pub enum ValuesError {
         /// What the YAML reader said.
         source: YamlError,
     },
+    /// A values file is YAML, but not a mapping (a list, a string): said in bosun's words
+    /// rather than Go's `json: cannot unmarshal array into Go value of type map[string]interface {}`.
+    #[error("values file {file}: must be a mapping of keys to values, found {found}")]
+    NotAMapping {
+        /// The file's name.
+        file: String,
+        /// What it holds: `a list`, `a string`, ….
+        found: &'static str,
+    },
     /// A `--set…` flag could not be parsed.
     #[error("failed parsing {flag} data {value:?}: {source}")]
     Set {
@@ -78,6 +87,17 @@ pub fn read_values(text: &str) -> Result<Values, YamlError> {
         }
     }
     Ok(values)
+}
+
+/// Go's JSON kind (`array`, `string`, …) as bosun's messages say it.
+fn in_words(kind: &str) -> &'static str {
+    match kind {
+        "array" => "a list",
+        "string" => "a string",
+        "number" => "a number",
+        "bool" => "a boolean",
+        _ => "something else",
+    }
 }
 
 /// Helm's `MergeMaps`: `b` over `a`, mappings merged key by key, anything else replaced.
@@ -136,7 +156,12 @@ impl ValueSources {
     pub fn merge(&self, read_file: strvals::FileReader) -> Result<Values, ValuesError> {
         let mut base = Values::new();
         for (file, text) in &self.files {
-            let values = read_values(text).map_err(|source| ValuesError::File { file: file.clone(), source })?;
+            let values = read_values(text).map_err(|source| match source {
+                YamlError::WrongKind { got, .. } => {
+                    ValuesError::NotAMapping { file: file.clone(), found: in_words(got) }
+                }
+                source => ValuesError::File { file: file.clone(), source },
+            })?;
             base = merge_maps(base, values);
         }
         let set = |flag: &'static str, value: &str| {
@@ -677,6 +702,11 @@ pequod:
         );
         let bad = ValueSources { files: vec![("x.yaml".into(), "[".into())], ..ValueSources::default() };
         assert!(bad.merge(&read).unwrap_err().to_string().starts_with("failed to parse x.yaml: yaml: line"));
+        let list = ValueSources { files: vec![("list.yaml".into(), "- a\n- b\n".into())], ..ValueSources::default() };
+        assert_eq!(
+            list.merge(&read).unwrap_err().to_string(),
+            "values file list.yaml: must be a mapping of keys to values, found a list"
+        );
         let bad = ValueSources { set: vec!["a".into()], ..ValueSources::default() };
         assert_eq!(
             bad.merge(&read).unwrap_err().to_string(),
