@@ -132,7 +132,15 @@ async fn round(args: &Args, connection: &crate::cluster::Connection, applied: &m
             if interrupt.happened() {
                 return interrupted(&outcome.report);
             }
-            if outcome.report.succeeded() { ExitCode::SUCCESS } else { ExitCode::from(1) }
+            if !outcome.report.succeeded() {
+                return ExitCode::from(1);
+            }
+            // A chart's notes after its release, as `helm install` prints them (not in JSON
+            // output, which stays one document).
+            if args.output == Output::Table && !rendered.notes.trim().is_empty() {
+                outln!("NOTES:\n{}", rendered.notes.trim_end());
+            }
+            ExitCode::SUCCESS
         }
         Err(error) => {
             progress.finished();

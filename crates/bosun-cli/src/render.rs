@@ -40,6 +40,11 @@ pub struct Args {
     /// the manifests.
     #[arg(long)]
     pub show_plan: bool,
+
+    /// Print a chart's NOTES.txt, rendered, instead of the manifests (what `helm install`
+    /// prints after installing; nothing for a chart without notes).
+    #[arg(long, conflicts_with = "show_plan")]
+    pub notes: bool,
 }
 
 fn print_plan(package: &Package, rendered: &Rendered) -> Result<(), SourceError> {
@@ -118,6 +123,12 @@ pub async fn run(args: Args) -> ExitCode {
             Ok(()) => ExitCode::SUCCESS,
             Err(error) => crate::bad_input(error),
         };
+    }
+    if args.notes {
+        if !rendered.notes.trim().is_empty() {
+            outln!("{}", rendered.notes.trim_end());
+        }
+        return ExitCode::SUCCESS;
     }
     let text = match args.output {
         Output::Yaml => rendered.to_yaml(),

@@ -285,6 +285,11 @@ async fn apply_installs_a_chart_then_upgrades_it_reading_the_cluster() {
     let apply = ["apply", chart, "-n", "shop", "--release-name", "shop", "--set", "greeting=hi"];
     let output = cluster.bosun(&apply).await;
     assert_eq!(output.status.code(), Some(0), "{}", text(&output));
+    let said = String::from_utf8_lossy(&output.stdout).into_owned();
+    assert!(
+        said.contains("\nNOTES:\nThanks for installing shop."),
+        "the notes after the release, as helm install prints them:\n{said}"
+    );
     let release = cluster.release_data("shop", "shop-web-release").await;
     assert_eq!(release["revision"], "1");
     assert_eq!(release["install"], "true");
@@ -317,6 +322,29 @@ async fn apply_installs_a_chart_then_upgrades_it_reading_the_cluster() {
     let diff = text(&output);
     assert!(diff.contains("-  revision: \"2\"\n+  revision: \"3\"\n"), "{diff}");
     assert!(diff.contains("1 object(s) would change, 0 would be pruned"), "{diff}");
+}
+
+#[tokio::test]
+async fn render_notes_prints_the_charts_notes_and_an_empty_chart_is_an_empty_release() {
+    let cluster = start().await;
+    let chart = cluster.chart("web");
+    let chart = chart.to_str().expect("utf-8");
+    let output = cluster.bosun(&["render", chart, "--notes", "--release-name", "shop"]).await;
+    assert_eq!(output.status.code(), Some(0), "{}", text(&output));
+    assert!(String::from_utf8_lossy(&output.stdout).starts_with("Thanks for installing shop."), "{}", text(&output));
+
+    // Every template renders empty (all switched off): Helm installs an empty release.
+    let empty = cluster.dir.path().join("empty");
+    std::fs::create_dir_all(empty.join("templates")).expect("mkdir");
+    std::fs::write(empty.join("Chart.yaml"), "apiVersion: v2\nname: empty\nversion: 1.0.0\n").expect("write");
+    std::fs::write(empty.join("values.yaml"), "enabled: false\n").expect("write");
+    let template = "{{- if .Values.enabled }}\napiVersion: v1\nkind: ConfigMap\nmetadata: {name: x}\n{{- end }}\n";
+    std::fs::write(empty.join("templates/cm.yaml"), template).expect("write");
+    let empty = empty.to_str().expect("utf-8");
+    let output = cluster.bosun(&["render", empty]).await;
+    assert_eq!((output.status.code(), output.stdout.is_empty()), (Some(0), true), "{}", text(&output));
+    let output = cluster.bosun(&["apply", empty]).await;
+    assert_eq!(output.status.code(), Some(0), "an empty release applies: {}", text(&output));
 }
 
 #[tokio::test]

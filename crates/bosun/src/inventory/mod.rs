@@ -178,7 +178,15 @@ pub async fn record_release_revision(
     package: &str,
     namespace: &str,
 ) -> Result<(), InventoryError> {
-    let revision = release_revision(client, package, namespace).await?.unwrap_or(0) + 1;
+    let revision = match release_revision(client, package, namespace).await? {
+        Some(revision) => revision + 1,
+        // An empty release (every template rendered empty) applied nothing and so wrote no
+        // inventory yet: its record starts empty, as Helm records an empty release.
+        None => {
+            write(client, package, namespace, &[]).await?;
+            1
+        }
+    };
     let name = configmap_name(package);
     let api: Api<ConfigMap> = Api::namespaced(client.clone(), namespace);
     let patch = json!({"metadata": {"annotations": {RELEASE_REVISION_ANNOTATION: revision.to_string()}}});

@@ -167,6 +167,8 @@ fn missing_message(chart_dir: &str, missing: &[Dependency]) -> String {
 pub(super) struct Output {
     pub manifests: Manifests,
     pub warnings: Vec<String>,
+    /// `NOTES.txt`, rendered.
+    pub notes: String,
 }
 
 /// The user's values in Helm's order (see [`HelmSpec`]).
@@ -288,7 +290,7 @@ pub(super) fn render(
     );
     // A document holding only comments is printed by Helm and is no object to apply.
     documents.retain(|(_, object)| !object.is_null());
-    Ok(Output { manifests: keyed(documents), warnings: prepared.warnings })
+    Ok(Output { manifests: keyed(documents), warnings: prepared.warnings, notes: rendered.notes })
 }
 
 /// The documents under their sources' paths, `path#N` when a source has several.

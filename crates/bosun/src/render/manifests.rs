@@ -127,6 +127,9 @@ pub struct Rendered {
     pub response: Response,
     /// How hook annotations in the manifests are read when the rollout is planned.
     pub hooks: HookStyle,
+    /// A chart's `NOTES.txt`, rendered, as `helm install` prints it after installing (empty
+    /// for charts without one and for other renderers).
+    pub notes: String,
 }
 
 impl Rendered {

@@ -59,6 +59,9 @@ pub fn render(package: &Package, config: &Value, scopes: &Scopes) -> Result<Rend
 pub fn render_with(package: &Package, input: &Input<'_>, scopes: &Scopes) -> Result<Rendered, RenderError> {
     let mut warnings = Vec::new();
     let mut hooks = HookStyle::default();
+    let mut notes = String::new();
+    // A chart whose templates all render empty is an empty release, as Helm installs it.
+    let mut allow_empty = input.allow_empty;
     let (mut manifests, produced_rollout, response) = match package.renderer() {
         RenderSpec::Files(spec) => {
             let (manifests, rollout) = files::render(&package.dir, &spec, input.sandbox)?;
@@ -80,6 +83,8 @@ pub fn render_with(package: &Package, input: &Input<'_>, scopes: &Scopes) -> Res
                 .map_err(|source| RenderError::Helm { chart: shown, source: Box::new(source) })?;
             hooks = HookStyle::Helm;
             warnings.extend(out.warnings);
+            notes = out.notes;
+            allow_empty = true;
             (out.manifests, None, Response::default())
         }
         RenderSpec::Exec(spec) => {
@@ -100,7 +105,7 @@ pub fn render_with(package: &Package, input: &Input<'_>, scopes: &Scopes) -> Res
     if !spec.substitute.is_empty() {
         substitute::apply(&mut manifests, &spec.substitute)?;
     }
-    if manifests.items.is_empty() && !input.allow_empty {
+    if manifests.items.is_empty() && !allow_empty {
         return Err(RenderError::Empty { package: package.dir.display().to_string() });
     }
     for manifest in &manifests.items {
@@ -154,7 +159,7 @@ pub fn render_with(package: &Package, input: &Input<'_>, scopes: &Scopes) -> Res
     if let Some(rollout) = &rollout {
         check_rollout_keys(rollout, &manifests)?;
     }
-    Ok(Rendered { manifests, rollout, warnings, response, hooks })
+    Ok(Rendered { manifests, rollout, warnings, response, hooks, notes })
 }
 
 /// The namespace a package names for its objects, else `default`.
