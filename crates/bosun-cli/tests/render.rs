@@ -273,3 +273,21 @@ fn a_missing_package_directory_is_a_clear_error() {
     assert_eq!(output.status.code(), Some(2));
     assert_eq!(stderr(&output), "error: no/such/dir: no such package directory\n");
 }
+
+#[test]
+fn a_folder_of_packages_is_named_as_such_with_the_packages_below_it() {
+    for (folder, first, also) in
+        [("examples/kustomize", "base", "overlays/prod"), ("examples/argocd", "helm-dependency", "kustomize-guestbook")]
+    {
+        let output = bosun(&["render", folder], &repo());
+        assert_eq!(output.status.code(), Some(2), "{folder}: {}", stderr(&output));
+        let said = stderr(&output);
+        assert!(
+            said.starts_with(&format!("error: {folder} is not a package: it holds the packages {first}, "))
+                && said.contains(also)
+                && said.contains(&format!("render one of them (bosun render {folder}/{first})"))
+                && said.lines().count() == 1,
+            "{folder}: {said}"
+        );
+    }
+}

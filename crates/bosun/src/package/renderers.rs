@@ -211,6 +211,12 @@ pub fn is_marked_package(dir: &Path) -> bool {
     PACKAGE_MARKERS.iter().any(|f| dir.join(f).is_file())
 }
 
+/// Whether `dir` renders as a package of its own kind (a marker file, or jsonnet programs)
+/// rather than as plain manifests.
+pub(crate) fn looks_like_package(dir: &Path) -> bool {
+    is_marked_package(dir) || has_jsonnet_files(dir)
+}
+
 /// The renderer a directory's contents imply: `Chart.yaml` → helm, `kustomization.yaml` →
 /// kustomize, `main.jsonnet` or any `*.jsonnet` file → jsonnet, else every YAML/JSON file.
 pub fn detect_renderer(dir: &Path) -> RenderSpec {

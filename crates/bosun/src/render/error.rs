@@ -53,6 +53,19 @@ pub enum RenderError {
         /// The package directory.
         package: String,
     },
+    /// A directory that is no package but holds packages (`examples/kustomize`: a base and
+    /// overlays), given where one was expected.
+    #[error(
+        "{dir} is not a package: it holds the packages {}; render one of them (bosun render {dir}/{})",
+        .packages.join(", "),
+        .packages[0]
+    )]
+    NotAPackage {
+        /// The directory.
+        dir: String,
+        /// The packages below it, relative to it.
+        packages: Vec<String>,
+    },
     /// A files package has no manifest files.
     #[error("no manifests found in {dir}: {looked_at}")]
     NoManifests {

@@ -57,6 +57,14 @@ pub fn render(package: &Package, config: &Value, scopes: &Scopes) -> Result<Rend
 /// As [`render`] (and [`crate::decrypt::DecryptError`]s); no objects is an error only when
 /// `input.allow_empty` is false.
 pub fn render_with(package: &Package, input: &Input<'_>, scopes: &Scopes) -> Result<Rendered, RenderError> {
+    match (render_package(package, input, scopes), package.renderer()) {
+        (Err(error), RenderSpec::Files(_)) => Err(not_a_package(package, error)),
+        (result, _) => result,
+    }
+}
+
+/// [`render_with`], before a failure of plain manifests is looked at again.
+fn render_package(package: &Package, input: &Input<'_>, scopes: &Scopes) -> Result<Rendered, RenderError> {
     let mut warnings = Vec::new();
     let mut hooks = HookStyle::default();
     let mut notes = String::new();
@@ -160,6 +168,41 @@ pub fn render_with(package: &Package, input: &Input<'_>, scopes: &Scopes) -> Res
         check_rollout_keys(rollout, &manifests)?;
     }
     Ok(Rendered { manifests, rollout, warnings, response, hooks, notes })
+}
+
+/// How deep below a directory packages are looked for when it turns out to be none.
+const PACKAGE_SEARCH_DEPTH: usize = 4;
+
+/// `error`, or — for a directory taken as plain manifests that holds packages below it (a
+/// kustomize base and its overlays, a folder of Argo CD examples) — that it is not a package,
+/// naming those below it: their files fail as manifests, which would say nothing useful.
+fn not_a_package(package: &Package, error: RenderError) -> RenderError {
+    if package.origin != crate::package::Origin::Detected {
+        return error;
+    }
+    let mut packages = Vec::new();
+    let mut pending = vec![(package.dir.clone(), 0)];
+    while let Some((dir, depth)) = pending.pop() {
+        let Ok(entries) = std::fs::read_dir(&dir) else { continue };
+        for entry in entries.flatten() {
+            let path = entry.path();
+            let hidden = entry.file_name().to_string_lossy().starts_with('.');
+            if hidden || !path.is_dir() {
+                continue;
+            }
+            if crate::package::looks_like_package(&path) {
+                let relative = path.strip_prefix(&package.dir).unwrap_or(&path);
+                packages.push(relative.display().to_string());
+            } else if depth + 1 < PACKAGE_SEARCH_DEPTH {
+                pending.push((path, depth + 1));
+            }
+        }
+    }
+    if packages.is_empty() {
+        return error;
+    }
+    packages.sort();
+    RenderError::NotAPackage { dir: package.dir.display().to_string(), packages }
 }
 
 /// The namespace a package names for its objects, else `default`.
