@@ -155,6 +155,12 @@ pub async fn start(options: ServerOptions, kubeconfig: &Path) -> Result<(Running
         }
         ExitCode::from(2)
     })?;
+    // After the data directory's own lock (which names its owner first), before writing.
+    if let Err(message) = own_kubeconfig(kubeconfig) {
+        eprintln!("error: {message}");
+        server.shutdown().await;
+        return Err(ExitCode::from(2));
+    }
     if let Err(error) = server.write_kubeconfig(kubeconfig) {
         eprintln!("error: cannot write kubeconfig {}: {error}", kubeconfig.display());
         server.shutdown().await;
@@ -165,6 +171,47 @@ pub async fn start(options: ServerOptions, kubeconfig: &Path) -> Result<(Running
         eprintln!("{warning}");
     }
     Ok((server, stored))
+}
+
+/// Takes `<kubeconfig>.lock` for this process, so that a second server started with the same
+/// kubeconfig (two `bosun dev --in-memory`, which share no data directory) is refused, naming
+/// the first, instead of overwriting the file kubectl in the first one's terminal reads. The
+/// operating system releases the lock when the process ends, however it ends; the handle is
+/// kept open until then on purpose.
+fn own_kubeconfig(kubeconfig: &Path) -> Result<(), String> {
+    use std::io::{Read, Seek, Write};
+    let path = kubeconfig.with_file_name(format!(
+        "{}.lock",
+        kubeconfig.file_name().map(|n| n.to_string_lossy().into_owned()).unwrap_or_default()
+    ));
+    if let Some(parent) = path.parent().filter(|p| !p.as_os_str().is_empty()) {
+        std::fs::create_dir_all(parent).map_err(|e| format!("cannot create {}: {e}", parent.display()))?;
+    }
+    let failed = |e: std::io::Error| format!("cannot lock {}: {e}", path.display());
+    let mut file =
+        std::fs::OpenOptions::new().read(true).write(true).create(true).truncate(false).open(&path).map_err(failed)?;
+    match file.try_lock() {
+        Ok(()) => {}
+        Err(std::fs::TryLockError::WouldBlock) => {
+            let mut owner = String::new();
+            let _ = file.read_to_string(&mut owner);
+            let owner = match owner.trim() {
+                "" => "another bosun".to_string(),
+                pid => format!("another bosun (pid {pid})"),
+            };
+            return Err(format!(
+                "{} belongs to {owner}, still running; stop it, or give this one its own with --kubeconfig FILE",
+                kubeconfig.display()
+            ));
+        }
+        Err(std::fs::TryLockError::Error(error)) => return Err(failed(error)),
+    }
+    file.set_len(0).map_err(failed)?;
+    file.rewind().map_err(failed)?;
+    write!(file, "{}", std::process::id()).map_err(failed)?;
+    // Held until the process ends (see above).
+    std::mem::forget(file);
+    Ok(())
 }
 
 /// The outermost directory of `dir` that does not exist yet (what creating `dir` would make).

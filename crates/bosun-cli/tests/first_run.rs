@@ -186,6 +186,43 @@ fn a_second_dev_on_the_same_data_directory_names_the_first() {
     assert!(stdout.contains("1 unchanged"), "{stdout}");
 }
 
+#[test]
+fn a_second_in_memory_dev_does_not_take_the_first_ones_kubeconfig() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    write(dir.path(), "pkg/cm.yaml", "apiVersion: v1\nkind: ConfigMap\nmetadata:\n  name: a\n");
+    let mut first = Killed(
+        Command::new(env!("CARGO_BIN_EXE_bosun"))
+            .args(["dev", "pkg", "--in-memory", "--port", "0"])
+            .current_dir(dir.path())
+            .stdout(Stdio::piped())
+            .stderr(Stdio::null())
+            .spawn()
+            .expect("first bosun dev"),
+    );
+    let stdout = first.0.stdout.take().expect("stdout");
+    let watching = std::thread::spawn(move || {
+        BufReader::new(stdout).lines().map_while(Result::ok).any(|line| line.starts_with("watching "))
+    });
+    assert!(watching.join().expect("reader"), "the first bosun dev never started watching");
+    let kubeconfig = std::fs::read_to_string(dir.path().join(".bosun/kubeconfig")).expect("kubeconfig");
+
+    let second = bosun(&["dev", "pkg", "--in-memory", "--port", "0", "--once"], dir.path());
+    assert_eq!(second.status.code(), Some(2), "{}", stderr(&second));
+    assert_eq!(
+        stderr(&second),
+        format!(
+            "error: .bosun/kubeconfig belongs to another bosun (pid {}), still running; stop it, or give this one its own with --kubeconfig FILE\n",
+            first.0.id()
+        )
+    );
+    let after = std::fs::read_to_string(dir.path().join(".bosun/kubeconfig")).expect("kubeconfig");
+    assert_eq!(after, kubeconfig, "the first run's kubeconfig is untouched");
+    // Its own kubeconfig, the second runs beside the first.
+    let own =
+        bosun(&["dev", "pkg", "--in-memory", "--port", "0", "--once", "--kubeconfig", "second.kubeconfig"], dir.path());
+    assert_eq!(own.status.code(), Some(0), "{}", stderr(&own));
+}
+
 #[tokio::test]
 async fn a_port_in_use_says_what_to_do() {
     let server = ApiServer::in_memory().start().await.expect("server");
