@@ -41,7 +41,7 @@ impl LocalRegistry {
         );
         let config_file = storage.path().join("config.yml");
         std::fs::write(&config_file, config).map_err(|e| format!("{}: {e}", config_file.display()))?;
-        let mut child = tokio::process::Command::new(&program)
+        let mut child = tied_to_this_process(&program)
             .arg("serve")
             .arg(&config_file)
             .stdin(Stdio::null())
@@ -61,6 +61,22 @@ impl LocalRegistry {
             tokio::time::sleep(Duration::from_millis(20)).await;
         }
         Ok(LocalRegistry { host, _child: child, _storage: storage })
+    }
+}
+
+/// A command for `program` that the kernel kills when this process ends, however it ends
+/// (SIGKILL included, where `kill_on_drop` never runs): through util-linux's `setpriv
+/// --pdeathsig KILL`, which sets the parent-death signal and executes the program, since doing
+/// it ourselves needs a `pre_exec` hook and the workspace forbids `unsafe`. Without setpriv,
+/// the program alone (stopped on every ordinary exit).
+fn tied_to_this_process(program: &std::path::Path) -> tokio::process::Command {
+    match which("setpriv") {
+        Some(setpriv) => {
+            let mut command = tokio::process::Command::new(setpriv);
+            command.args(["--pdeathsig", "KILL", "--"]).arg(program);
+            command
+        }
+        None => tokio::process::Command::new(program),
     }
 }
 

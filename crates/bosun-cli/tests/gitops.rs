@@ -142,7 +142,7 @@ async fn the_gitops_quickstart_rolls_out_its_packages_and_every_commit() {
 async fn the_oci_twin_pushes_the_directory_to_a_local_registry_and_every_change() {
     bosun_test_tools::require("docker-registry");
     let dir = tempfile::tempdir().expect("tempdir");
-    let (_dev, client, deployments) = start_dev(dir.path(), &["--oci"]).await;
+    let (dev, client, deployments) = start_dev(dir.path(), &["--oci"]).await;
     let gvk = GroupVersionKind::gvk("bosun.dev", "v1alpha1", "Package");
     let packages: Api<DynamicObject> = Api::default_namespaced_with(client, &ApiResource::from_gvk(&gvk));
     let web = serde_json::to_value(packages.get("web").await.expect("web")).expect("json");
@@ -152,6 +152,34 @@ async fn the_oci_twin_pushes_the_directory_to_a_local_registry_and_every_change(
     assert!(revision.starts_with("latest@sha256:"), "{revision}");
     // Saving a file is pushed and rolled out at once.
     three_replicas_rolled_out(&dir.path().join(".bosun/gitops-oci"), &deployments, || {}).await;
+
+    // SIGKILLed, bosun leaves no registry behind: the kernel stops its children with it.
+    let children = children_of(dev.0.id());
+    assert!(!children.is_empty(), "the registry is bosun dev's child");
+    let mut dev = dev;
+    dev.0.kill().expect("SIGKILL");
+    let _ = dev.0.wait();
+    let deadline = Instant::now() + BOUND;
+    while children.iter().any(|pid| Path::new(&format!("/proc/{pid}")).exists() && !is_zombie(*pid)) {
+        assert!(Instant::now() < deadline, "children {children:?} outlived bosun dev");
+        tokio::time::sleep(Duration::from_millis(20)).await;
+    }
+}
+
+/// The processes whose parent is `pid` (from /proc).
+fn children_of(pid: u32) -> Vec<u32> {
+    let tasks = std::fs::read_dir(format!("/proc/{pid}/task")).expect("tasks");
+    tasks
+        .flatten()
+        .filter_map(|task| std::fs::read_to_string(task.path().join("children")).ok())
+        .flat_map(|list| list.split_whitespace().filter_map(|p| p.parse().ok()).collect::<Vec<u32>>())
+        .collect()
+}
+
+/// Whether `pid` has exited and waits to be reaped (by init, once its parent is gone).
+fn is_zombie(pid: u32) -> bool {
+    std::fs::read_to_string(format!("/proc/{pid}/stat"))
+        .is_ok_and(|stat| stat.rsplit(") ").next().is_some_and(|s| s.starts_with('Z')))
 }
 
 #[test]
