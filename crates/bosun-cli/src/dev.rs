@@ -72,9 +72,12 @@ pub struct Args {
     #[arg(long)]
     pub once: bool,
 
-    /// Where the API server keeps its objects.
-    #[arg(long, value_name = "DIR", default_value = ".bosun/apiserver")]
-    pub data_dir: PathBuf,
+    /// Where the API server keeps its objects (default: each mode its own, so that one mode's
+    /// objects never reach another: `.bosun/apiserver` for packages, `.bosun/gitops-apiserver`
+    /// with --gitops, `.bosun/gitops-oci-apiserver` with --gitops --oci,
+    /// `.bosun/fleet-apiserver` with --clusters).
+    #[arg(long, value_name = "DIR")]
+    pub data_dir: Option<PathBuf>,
 
     /// Keep objects in memory only.
     #[arg(long, conflicts_with = "data_dir")]
@@ -134,6 +137,19 @@ pub struct Args {
     /// Serve the web dashboard here (loopback only), or `off`.
     #[arg(long, value_name = "HOST:PORT", default_value = "127.0.0.1:8090")]
     pub ui_addr: String,
+}
+
+impl Args {
+    /// The API server's data directory: the one given, else the mode's own.
+    pub fn data_dir(&self) -> PathBuf {
+        let mode = match (self.clusters.is_some(), self.gitops, self.oci) {
+            (true, ..) => ".bosun/fleet-apiserver",
+            (false, true, true) => ".bosun/gitops-oci-apiserver",
+            (false, true, false) => ".bosun/gitops-apiserver",
+            (false, false, _) => ".bosun/apiserver",
+        };
+        self.data_dir.clone().unwrap_or_else(|| PathBuf::from(mode))
+    }
 }
 
 /// The dashboard served beside the API server, as its administrator.
@@ -325,7 +341,7 @@ pub async fn run(args: Args) -> ExitCode {
     if let Some(missing) = args.dirs.iter().find(|dir| !dir.is_dir()) {
         return crate::bad_input(format!("{}: no such package directory", missing.display()));
     }
-    let storage = if args.in_memory { Storage::InMemory } else { Storage::Directory(args.data_dir.clone()) };
+    let storage = if args.in_memory { Storage::InMemory } else { Storage::Directory(args.data_dir()) };
     let options = ServerOptions {
         storage,
         port: args.port,
@@ -408,7 +424,7 @@ async fn roll_out_and_watch(server: &RunningServer, args: &Args) -> ExitCode {
     // What this command writes never counts as a change of a package.
     let mut ignored = vec![args.kubeconfig.clone()];
     if !args.in_memory {
-        ignored.push(args.data_dir.clone());
+        ignored.push(args.data_dir());
     }
     let mut trigger = match FileTrigger::watch(&args.dirs, &ignored) {
         Ok(trigger) => trigger,

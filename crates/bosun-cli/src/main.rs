@@ -225,11 +225,18 @@ enum LogFormat {
 /// Logs go to stderr. By default only bosun's own warnings and progress are logged: libraries
 /// (kube, hyper, rustls…) say what went wrong through the error bosun prints, and their log
 /// lines only from `-v` on. Colour only on a terminal.
-fn init_logging(verbose: u8, format: LogFormat) {
+///
+/// A directive names a target by prefix (`bosun` would take in `bosun_kit` too), so on the
+/// interactive commands (`bosun dev`, which prints its own progress) the controllers' crates are
+/// held to warnings by name; the long-running `bosun controller` and `bosun operator` keep
+/// their info lines (leadership, what they serve).
+fn init_logging(verbose: u8, format: LogFormat, interactive: bool) {
+    const QUIET_LIBRARIES: &str = ",bosun_kit=warn,bosun_controllers=warn,bosun_ui=warn,bosun_core=warn,bosun_helm=warn,bosun_oci=warn,bosun_gotemplate=warn";
     let default = match verbose {
-        0 => "bosun=info,bosun_cli=info,bosun_apiserver=info",
-        1 => "info,bosun=debug,bosun_cli=debug,bosun_apiserver=debug",
-        _ => "trace",
+        0 if interactive => format!("bosun=info,bosun_cli=info,bosun_apiserver=info{QUIET_LIBRARIES}"),
+        0 => "bosun=info,bosun_cli=info,bosun_apiserver=info".to_string(),
+        1 => "info,bosun=debug,bosun_cli=debug,bosun_apiserver=debug".to_string(),
+        _ => "trace".to_string(),
     };
     let filter = tracing_subscriber::EnvFilter::try_from_default_env()
         .unwrap_or_else(|_| tracing_subscriber::EnvFilter::new(default));
@@ -242,7 +249,7 @@ fn init_logging(verbose: u8, format: LogFormat) {
 
 fn main() -> ExitCode {
     let cli = Cli::parse();
-    init_logging(cli.verbose, cli.log_format);
+    init_logging(cli.verbose, cli.log_format, matches!(cli.command, Command::Dev(_)));
     let runtime = match tokio::runtime::Builder::new_multi_thread().enable_all().build() {
         Ok(runtime) => runtime,
         Err(error) => {

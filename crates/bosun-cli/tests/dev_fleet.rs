@@ -58,7 +58,7 @@ async fn the_fleet_example_reaches_every_cluster_staging_first() {
 /// the request the run put on the Fleet (if any), and per Package (by name) the request it handled and
 /// its Ready status.
 async fn kept_state(dir: &Path) -> (Option<String>, Vec<String>, Vec<(String, Option<String>, String)>) {
-    let server = ApiServer::data_dir(dir.join(".bosun/apiserver")).start().await.expect("the kept state opens");
+    let server = ApiServer::data_dir(dir.join(".bosun/fleet-apiserver")).start().await.expect("the kept state opens");
     let fleets: Api<FleetResource> = Api::namespaced(server.client(), "default");
     let fleet = fleets.get("hello").await.expect("the Fleet is kept");
     let requested = fleet.annotations().get(REQUESTED_AT).cloned();
@@ -108,4 +108,52 @@ async fn a_run_with_fewer_clusters_on_kept_state_delivers_to_those_and_ends() {
     for (name, handled, ready) in packages.into_iter().filter(|(name, _, _)| members.contains(name)) {
         assert_eq!((handled.as_deref(), ready.as_str()), (Some(request.as_str()), "True"), "{name}: {all}");
     }
+}
+
+#[tokio::test]
+async fn a_later_gitops_run_starts_from_its_own_state_and_logs_nothing_raw() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    // A fleet run keeps its state (its Packages point at clusters that are gone once it ends).
+    dev_once(dir.path(), "1", &[]).await;
+    let seed = Path::new(env!("CARGO_MANIFEST_DIR")).join("../../examples/gitops");
+    let mut gitops = std::process::Command::new(env!("CARGO_BIN_EXE_bosun"))
+        .args(["dev", "--gitops", "--port", "0", "--ui-addr", "off"])
+        .arg(&seed)
+        .current_dir(dir.path())
+        .stdout(std::process::Stdio::piped())
+        .stderr(std::process::Stdio::piped())
+        .spawn()
+        .expect("bosun dev --gitops");
+    let said = std::sync::Arc::new(std::sync::Mutex::new(String::new()));
+    let readers: Vec<_> = [
+        Box::new(gitops.stdout.take().expect("stdout")) as Box<dyn std::io::Read + Send>,
+        Box::new(gitops.stderr.take().expect("stderr")),
+    ]
+    .into_iter()
+    .map(|stream| {
+        let said = said.clone();
+        std::thread::spawn(move || {
+            use std::io::BufRead;
+            for line in std::io::BufReader::new(stream).lines().map_while(Result::ok) {
+                said.lock().expect("lines").push_str(&format!("{line}\n"));
+            }
+        })
+    })
+    .collect();
+    let deadline = std::time::Instant::now() + BOUND;
+    while !said.lock().expect("lines").contains("✔ default/gitops:") {
+        assert!(std::time::Instant::now() < deadline, "the gitops root never Ready:\n{}", said.lock().expect("lines"));
+        tokio::time::sleep(std::time::Duration::from_millis(50)).await;
+    }
+    let _ = gitops.kill();
+    let _ = gitops.wait();
+    for reader in readers {
+        let _ = reader.join();
+    }
+    let said = said.lock().expect("lines").clone();
+    assert!(
+        !said.contains("ClusterUnreachable") && !said.contains("hello-"),
+        "the fleet's Packages reached this run:\n{said}"
+    );
+    assert!(!said.contains("bosun_kit") && !said.contains(" INFO "), "raw library log lines without -v:\n{said}");
 }
