@@ -16,6 +16,7 @@ use bosun::package::{
     PackageResource,
     resource::{REQUESTED_AT, request_token},
 };
+use bosun::trigger::FileTrigger;
 use bosun_apiserver::{ApiServer, RunningServer};
 use bosun_controllers::{
     self as controllers, HostSettings, Tenancy,
@@ -245,21 +246,56 @@ pub async fn run(server: &RunningServer, settings: Settings<'_>) -> ExitCode {
         |_| {},
     ));
     let api: Api<FleetResource> = Api::namespaced(server.client(), "default");
-    for fleet in &mut fleets {
-        fleet["metadata"]["annotations"][REQUESTED_AT] = json!(request.token);
-        let name = fleet["metadata"]["name"].as_str().unwrap_or_default();
-        if let Err(error) = api.patch(name, &PatchParams::apply("bosun-dev").force(), &Patch::Apply(&*fleet)).await {
-            let _ = stop.send(());
-            return crate::bad_input(format!("Fleet {name}: {error}"));
-        }
+    if let Err(message) = apply_fleets(&api, &mut fleets, &request).await {
+        let _ = stop.send(());
+        return crate::bad_input(message);
     }
     outln!("try:\n  kubectl get fleets,packages -w\n");
-    let request = std::sync::Arc::new(request);
-    let shown = request.clone();
-    let progress = tokio::spawn(crate::gitops::print_progress(server.client(), move |p| shown.current(p)));
-    let names: Vec<&str> = fleets.iter().filter_map(|f| f["metadata"]["name"].as_str()).collect();
-    let code = follow(&api, &packages, &names, &request, settings.once).await;
-    progress.abort();
+    // Without --once, a change to a Fleet's file or to a package beside it is delivered at
+    // once, as `bosun dev DIR` applies on every change (not at the Packages' interval).
+    let mut changes = match settings.once {
+        Some(_) => None,
+        None => match FileTrigger::watch(&watched(settings.dir, &fleets), &[]) {
+            Ok(trigger) => Some(forward(trigger)),
+            Err(error) => {
+                let _ = stop.send(());
+                return crate::bad_input(error);
+            }
+        },
+    };
+    let mut request = std::sync::Arc::new(request);
+    let code = loop {
+        let shown = request.clone();
+        let progress = tokio::spawn(crate::gitops::print_progress(server.client(), move |p| shown.current(p)));
+        let names: Vec<String> =
+            fleets.iter().filter_map(|f| f["metadata"]["name"].as_str().map(str::to_string)).collect();
+        let outcome = follow(&api, &packages, &names, &request, settings.once, changes.as_mut()).await;
+        progress.abort();
+        if !outcome.changed {
+            break outcome.code;
+        }
+        // Read again and delivered again: the Fleets as their files now say, and every Package
+        // asked to run at once (their sources are directories here, read on each run).
+        outln!("\na change in {}: delivering the Fleets again", settings.dir.display());
+        match fleets_in(settings.dir) {
+            Ok(read) => fleets = read,
+            Err(message) => {
+                outln!("✗ {message}");
+                continue;
+            }
+        }
+        let asked = match Request::ask(&packages, &fleets).await {
+            Ok(asked) => asked,
+            Err(error) => {
+                outln!("✗ asking the Packages to deliver again: {error}");
+                continue;
+            }
+        };
+        if let Err(message) = apply_fleets(&api, &mut fleets, &asked).await {
+            outln!("✗ {message}");
+        }
+        request = std::sync::Arc::new(asked);
+    };
     let _ = stop.send(());
     let _ = controller.await;
     for workload in workloads {
@@ -268,15 +304,68 @@ pub async fn run(server: &RunningServer, settings: Settings<'_>) -> ExitCode {
     code
 }
 
+/// Applies the Fleets (server-side) with this run's request token.
+async fn apply_fleets(api: &Api<FleetResource>, fleets: &mut [Value], request: &Request) -> Result<(), String> {
+    for fleet in fleets {
+        fleet["metadata"]["annotations"][REQUESTED_AT] = json!(request.token);
+        let name = fleet["metadata"]["name"].as_str().unwrap_or_default().to_string();
+        api.patch(&name, &PatchParams::apply("bosun-dev").force(), &Patch::Apply(&*fleet))
+            .await
+            .map_err(|error| format!("Fleet {name}: {error}"))?;
+    }
+    Ok(())
+}
+
+/// What a run watches: the directory of the Fleets, and the directories their Packages are
+/// read from (`source.dir` of each template) when they lie elsewhere.
+fn watched(dir: &Path, fleets: &[Value]) -> Vec<PathBuf> {
+    let mut dirs = vec![dir.to_path_buf()];
+    let canonical = dir.canonicalize().unwrap_or_else(|_| dir.to_path_buf());
+    for fleet in fleets {
+        if let Some(source) = fleet.pointer("/spec/template/spec/source/dir").and_then(Value::as_str) {
+            let source = PathBuf::from(source);
+            if !source.starts_with(&canonical) && !dirs.contains(&source) && source.is_dir() {
+                dirs.push(source);
+            }
+        }
+    }
+    dirs
+}
+
+/// The trigger's changes as a channel: receiving from it can be raced with a timer and
+/// cancelled without losing a change (`FileTrigger::changed` waits for quiet after the first
+/// event, and dropping it then would lose that event).
+fn forward(mut trigger: FileTrigger) -> tokio::sync::mpsc::UnboundedReceiver<()> {
+    let (sender, changes) = tokio::sync::mpsc::unbounded_channel();
+    tokio::spawn(async move {
+        while trigger.changed().await.is_some() {
+            if sender.send(()).is_err() {
+                break;
+            }
+        }
+    });
+    changes
+}
+
+/// How following the Fleets ended: the exit code, and whether a file changed (to deliver
+/// again) rather than the run ending.
+struct Followed {
+    code: ExitCode,
+    changed: bool,
+}
+
 /// Prints the summary of the Fleets named `names` as it changes in this run; with `once`, ends
-/// when every one delivered this run (or fails after the bound), else at Ctrl-C.
+/// when every one delivered this run (or fails after the bound), else at Ctrl-C or — with a
+/// `trigger` — at a change of the watched files.
 async fn follow(
     fleets: &Api<FleetResource>,
     packages: &Api<PackageResource>,
-    names: &[&str],
+    names: &[String],
     request: &Request,
     once: Option<Duration>,
-) -> ExitCode {
+    mut changes: Option<&mut tokio::sync::mpsc::UnboundedReceiver<()>>,
+) -> Followed {
+    let ended = |code| Followed { code, changed: false };
     let deadline = once.map(|bound| tokio::time::Instant::now() + bound);
     let mut seen: HashMap<String, String> = HashMap::new();
     let mut shutdown = std::pin::pin!(crate::signal::shutdown());
@@ -284,7 +373,7 @@ async fn follow(
         let listed = fleets.list(&ListParams::default()).await.map(|l| l.items).unwrap_or_default();
         let mut all_delivered = true;
         for name in names {
-            let Some(fleet) = listed.iter().find(|f| f.metadata.name.as_deref() == Some(*name)) else {
+            let Some(fleet) = listed.iter().find(|f| f.metadata.name.as_ref() == Some(name)) else {
                 all_delivered = false;
                 continue;
             };
@@ -296,21 +385,36 @@ async fn follow(
                 Some(Standing { ready, total, .. }) => format!("{ready}/{total} Ready"),
                 None => "generating".to_string(),
             };
-            if seen.get(*name) != Some(&summary) {
+            if seen.get(name) != Some(&summary) {
                 outln!("fleet default/{name}: {summary}");
-                seen.insert(name.to_string(), summary);
+                seen.insert(name.clone(), summary);
             }
         }
         match deadline {
-            Some(_) if all_delivered => return ExitCode::SUCCESS,
+            Some(_) if all_delivered => return ended(ExitCode::SUCCESS),
             Some(deadline) if tokio::time::Instant::now() > deadline => {
-                return crate::failed("the Fleets did not become Ready in time".into());
+                return ended(crate::failed("the Fleets did not become Ready in time".into()));
             }
             _ => {}
         }
+        let change = async {
+            match changes.as_mut() {
+                Some(changes) => {
+                    let first = changes.recv().await;
+                    // Changes that came meanwhile are one delivery.
+                    while changes.try_recv().is_ok() {}
+                    first
+                }
+                None => std::future::pending().await,
+            }
+        };
         tokio::select! {
             () = tokio::time::sleep(Duration::from_millis(250)) => {}
-            () = &mut shutdown => return ExitCode::SUCCESS,
+            () = &mut shutdown => return ended(ExitCode::SUCCESS),
+            changed = change => match changed {
+                Some(_) => return Followed { code: ExitCode::SUCCESS, changed: true },
+                None => return ended(ExitCode::SUCCESS),
+            },
         }
     }
 }

@@ -157,3 +157,67 @@ async fn a_later_gitops_run_starts_from_its_own_state_and_logs_nothing_raw() {
     );
     assert!(!said.contains("bosun_kit") && !said.contains(" INFO "), "raw library log lines without -v:\n{said}");
 }
+
+/// The `hello-staging` Package of the kept-in-memory run whose kubeconfig is in `dir`.
+async fn staging(dir: &Path) -> Option<PackageResource> {
+    let kubeconfig = kube::config::Kubeconfig::read_from(dir.join(".bosun/kubeconfig")).ok()?;
+    let config = kube::Config::from_custom_kubeconfig(kubeconfig, &Default::default()).await.ok()?;
+    let client = kube::Client::try_from(config).ok()?;
+    Api::<PackageResource>::namespaced(client, "default").get_opt("hello-staging").await.ok()?
+}
+
+/// Waits until the staging Package satisfies `check` (well within the Packages' 1m interval).
+async fn wait_staging(dir: &Path, what: &str, check: impl Fn(&PackageResource) -> bool) -> PackageResource {
+    let deadline = tokio::time::Instant::now() + Duration::from_secs(30);
+    loop {
+        if let Some(package) = staging(dir).await
+            && check(&package)
+        {
+            return package;
+        }
+        assert!(tokio::time::Instant::now() < deadline, "hello-staging never {what}");
+        tokio::time::sleep(Duration::from_millis(100)).await;
+    }
+}
+
+#[tokio::test]
+async fn edits_to_the_fleet_and_its_package_are_delivered_at_once() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let example = Path::new(env!("CARGO_MANIFEST_DIR")).join("../../examples/fleet");
+    let fleet = dir.path().join("fleet");
+    bosun_test_tools::write_files(
+        &fleet,
+        &[
+            ("fleet.yaml", &std::fs::read_to_string(example.join("fleet.yaml")).expect("fleet")),
+            ("app/settings.yaml", &std::fs::read_to_string(example.join("app/settings.yaml")).expect("settings")),
+        ],
+    );
+    let _dev = Command::new(env!("CARGO_BIN_EXE_bosun"))
+        .args(["dev", "--clusters", "1", "--in-memory", "--port", "0", "--ui-addr", "off"])
+        .args(["--workload-delay", "100ms"])
+        .arg(&fleet)
+        .current_dir(dir.path())
+        .stdout(std::process::Stdio::null())
+        .stderr(std::process::Stdio::null())
+        .kill_on_drop(true)
+        .spawn()
+        .expect("bosun dev");
+    let revision = |p: &PackageResource| p.status.as_ref().and_then(|s| s.last_applied_revision.clone());
+    let first = wait_staging(dir.path(), "Ready", |p| revision(p).is_some()).await;
+    let first = revision(&first);
+
+    // The package beside the Fleet changes: delivered now, not at the next interval.
+    let settings = fleet.join("app/settings.yaml");
+    let text =
+        std::fs::read_to_string(&settings).expect("read").replace("cluster: ${cluster}", "cluster: x-${cluster}");
+    std::fs::write(&settings, text).expect("write");
+    wait_staging(dir.path(), "applied the edit", |p| revision(p).is_some() && revision(p) != first).await;
+
+    // The Fleet itself changes: its Packages follow.
+    let file = fleet.join("fleet.yaml");
+    let text = std::fs::read_to_string(&file)
+        .expect("read")
+        .replace("labels: {env: \"{{cluster.labels.env}}\"}", "labels: {env: \"{{cluster.labels.env}}\", team: web}");
+    std::fs::write(&file, text).expect("write");
+    wait_staging(dir.path(), "labelled team=web", |p| p.labels().get("team").map(String::as_str) == Some("web")).await;
+}
