@@ -314,6 +314,15 @@ async fn operator_fleet_and_alert_pages_show_their_objects() {
     })
     .await;
     assert!(fleet.contains("<h1>Fleet apps</h1>"), "{fleet}");
+    // The Packages it generated, each linked to its page, not the status' raw JSON.
+    for package in ["api", "ui"] {
+        assert!(
+            fleet.contains(&format!(r#"<a href="/packages/default/{package}">{package}</a>"#)),
+            "{package}: {fleet}"
+        );
+    }
+    assert!(!fleet.contains(r#"{"name":"api""#), "raw JSON of the status: {fleet}");
+    assert!(fleet.contains(r#"<a href="/#fleets">Fleets</a>"#), "the Fleets in the navigation: {fleet}");
     let (_, _, overview) = get(&format!("{url}/"), None).await;
     for link in [
         r#"href="/operators/default/widgets""#,

@@ -49,6 +49,7 @@ pub fn page(title: &str, viewer: Option<&Viewer>, live: Option<&str>, body: Mark
                             li { a href="/#canaries" { "Canaries" } }
                             li { a href="/#operators" { "Operators" } }
                             li { a href="/#alerts" { "Alerts" } }
+                            li { a href="/#fleets" { "Fleets" } }
                         }
                     }
                     @if let Some(viewer) = viewer {

@@ -104,6 +104,14 @@ pub fn generic_page(
         .unwrap_or(("bosun.dev/v1alpha1", title));
     let summary = ["/status/summary", "/status/message"].iter().find_map(|p| object.data.pointer(p));
     let spec = object.data["spec"].as_object();
+    // What a Fleet generated (its status' `packages`): each a row linking to its page.
+    let generated: Vec<&Value> = object
+        .data
+        .pointer("/status/packages")
+        .and_then(Value::as_array)
+        .map(|l| l.iter().collect())
+        .unwrap_or_default();
+    let field = |package: &Value, key: &str| package.get(key).and_then(Value::as_str).unwrap_or_default().to_string();
     let body = html! {
         nav.crumbs aria-label="Breadcrumb" { a href={ "/#" (section) } { (title) "s" } " / " span { (namespace) } }
         h1 { (title) " " (name) }
@@ -117,6 +125,24 @@ pub fn generic_page(
                     @for (key, value) in spec {
                         dt { (key) }
                         dd { code { (value.as_str().map_or_else(|| value.to_string(), str::to_string)) } }
+                    }
+                }
+            }
+        }
+        @if !generated.is_empty() {
+            section id="packages" aria-labelledby="packages-title" {
+                h2 id="packages-title" { "Packages" }
+                table {
+                    thead { tr { th scope="col" { "Package" } th scope="col" { "Ready" } th scope="col" { "Step" } th scope="col" { "Message" } } }
+                    tbody {
+                        @for package in &generated {
+                            tr data-state=(field(package, "ready")) {
+                                td { a href=(links::object_page("packages", Some(namespace), &field(package, "name"))) { (field(package, "name")) } }
+                                td { (field(package, "ready")) }
+                                td { (package.get("step").and_then(Value::as_u64).map(|s| s.to_string()).unwrap_or_default()) }
+                                td { (field(package, "message")) }
+                            }
+                        }
                     }
                 }
             }
