@@ -79,6 +79,20 @@ async fn dry_run(api: &Api<DynamicObject>, name: &str, desired: &Value) -> Value
     serde_json::to_value(api.patch(name, &params, &Patch::Apply(desired)).await.expect("dry run")).expect("json")
 }
 
+/// The server's revision once the simulated workloads have stopped writing (a Deployment's
+/// status, a Job's pods finishing): what the apply wrote is counted from there, not theirs.
+async fn settled(server: &RunningServer) -> u64 {
+    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(30);
+    loop {
+        let before = server.revision();
+        tokio::time::sleep(std::time::Duration::from_millis(500)).await;
+        let after = server.revision();
+        if after == before || std::time::Instant::now() > deadline {
+            return after;
+        }
+    }
+}
+
 /// One package: apply, apply again, and compare the proof with the server for every object.
 async fn check(server: &RunningServer, kubeconfig: &Path, source: &[String]) {
     let what = source.join(" ");
@@ -95,7 +109,7 @@ async fn check(server: &RunningServer, kubeconfig: &Path, source: &[String]) {
         args
     };
     let first = report(&bosun(kubeconfig, &apply(&["--wait", "--timeout", "60s"])).await, &what);
-    let revision = server.revision();
+    let revision = settled(server).await;
     let second = report(&bosun(kubeconfig, &apply(&[])).await, &what);
     let changed: Vec<&Value> =
         second["changes"].as_array().expect("changes").iter().filter(|c| c["change"] != "unchanged").collect();
