@@ -107,6 +107,30 @@ async fn load_balancer_services_get_loopback_addresses_of_their_own_until_they_g
     ingress_where(&services, "second", <[serde_json::Value]>::is_empty).await;
 }
 
+#[tokio::test]
+async fn addresses_are_kept_across_a_restart() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let start = || ApiServer::data_dir(dir.path().join("data")).simulate_workloads(Duration::from_millis(100)).start();
+    let lb = json!({"type": "LoadBalancer", "ports": [{"port": 80}]});
+    let server = start().await.expect("server");
+    let services: Api<Service> = Api::default_namespaced(server.client());
+    let mut before = Vec::new();
+    for name in ["a", "b"] {
+        create_service(&services, name, lb.clone()).await;
+        before.push(address(&ingress_where(&services, name, |i| !i.is_empty()).await));
+    }
+    server.shutdown().await;
+
+    let server = start().await.expect("server again");
+    let services: Api<Service> = Api::default_namespaced(server.client());
+    create_service(&services, "c", lb).await;
+    let c = address(&ingress_where(&services, "c", |i| !i.is_empty()).await);
+    assert!(!before.contains(&c), "{c} is a new address, not one of {before:?}");
+    for (name, ip) in ["a", "b"].into_iter().zip(&before) {
+        assert_eq!(address(&ingress(&services, name).await), *ip, "{name} keeps its address");
+    }
+}
+
 fn free_port() -> u16 {
     std::net::TcpListener::bind("127.0.0.1:0").expect("bind").local_addr().expect("address").port()
 }
