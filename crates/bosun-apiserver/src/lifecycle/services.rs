@@ -164,13 +164,16 @@ pub fn prepare(service: &mut Value, old: Option<&Value>, allocations: &mut Alloc
     if kind == "LoadBalancer" {
         default(spec, "allocateLoadBalancerNodePorts", json!(true));
     }
+    // As upstream, a LoadBalancer Service with `allocateLoadBalancerNodePorts: false` keeps
+    // the node ports it names but is given none.
+    let allocate_node_ports = exposed && spec.get("allocateLoadBalancerNodePorts") != Some(&json!(false));
     let mut errors = Vec::new();
     for (index, port) in spec.get_mut("ports").and_then(Value::as_array_mut).into_iter().flatten().enumerate() {
         default(port, "protocol", json!("TCP"));
         if let Some(number) = port.get("port").cloned() {
             default(port, "targetPort", number);
         }
-        if exposed && port.get("nodePort").is_none() {
+        if allocate_node_ports && port.get("nodePort").is_none() {
             match allocations.node_port() {
                 Some(node_port) => port["nodePort"] = json!(node_port),
                 None => errors.push(FieldError::invalid(
@@ -242,6 +245,10 @@ mod tests {
                 json!({"spec": {"type": "LoadBalancer", "ports": [{"port": 443, "targetPort": "https"}]}}),
                 "LoadBalancer",
             ),
+            (
+                json!({"spec": {"type": "LoadBalancer", "allocateLoadBalancerNodePorts": false, "ports": [{"port": 80}]}}),
+                "LoadBalancer without node ports",
+            ),
             (json!({"spec": {"clusterIP": "None", "ports": [{"port": 80}]}}), "headless"),
             (json!({"spec": {"type": "ExternalName", "externalName": "example.com"}}), "ExternalName"),
         ];
@@ -272,6 +279,9 @@ mod tests {
             assert!(port["protocol"].is_string() && !port["targetPort"].is_null(), "{case}: {port}");
             let exposed = case == "NodePort" || case == "LoadBalancer";
             assert_eq!(port.get("nodePort").is_some(), exposed, "{case}");
+            if case == "LoadBalancer without node ports" {
+                assert_eq!(spec["externalTrafficPolicy"], "Cluster", "{case}: still exposed");
+            }
             if exposed {
                 let node_port = port["nodePort"].as_i64().expect("number");
                 assert!(NODE_PORTS.contains(&node_port) && node_port != 30080, "{case}: {node_port}");

@@ -12,7 +12,7 @@ use super::controllers::{active, ready};
 
 /// The port a Service port targets on a pod: its `targetPort` by number, or by the name of a
 /// container port (`None` when the pod has no such port), else the Service port itself.
-fn target_port(port: &Value, pod: &Value) -> Option<i64> {
+pub(super) fn target_port(port: &Value, pod: &Value) -> Option<i64> {
     match port.get("targetPort") {
         Some(Value::Number(n)) => n.as_i64(),
         Some(Value::String(name)) => pod

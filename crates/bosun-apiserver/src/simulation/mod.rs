@@ -14,6 +14,7 @@ mod cron;
 mod endpoints;
 mod engines;
 mod kubelet;
+mod load_balancers;
 mod nodes;
 pub mod process;
 mod queue;
@@ -155,6 +156,10 @@ pub struct Simulation {
     failures: HashMap<PodKey, (i64, Instant)>,
     /// Service selectors by namespace.
     services: HashMap<String, BTreeMap<String, LabelSelector>>,
+    /// The loopback address of each served LoadBalancer Service.
+    load_balancers: BTreeMap<PodKey, std::net::Ipv4Addr>,
+    /// With `--run-pods`: what each LoadBalancer Service's address listens on.
+    listeners: HashMap<PodKey, Vec<engines::Listener>>,
     next_lease: Instant,
 }
 
@@ -234,6 +239,8 @@ impl Simulation {
             progress: HashMap::new(),
             failures: HashMap::new(),
             services: HashMap::new(),
+            load_balancers: BTreeMap::new(),
+            listeners: HashMap::new(),
             next_lease: Instant::now(),
         }
     }
@@ -310,6 +317,17 @@ impl Simulation {
                     _ => {
                         services.remove(&name);
                     }
+                }
+                // Addresses given before a restart are known before any is given anew.
+                let key = (namespace.clone(), name.clone());
+                match load_balancers::held(value).filter(|_| !gone && load_balancers::served(value)) {
+                    Some(ip) if !self.load_balancers.iter().any(|(k, held)| *held == ip && *k != key) => {
+                        self.load_balancers.insert(key, ip);
+                    }
+                    _ if gone => {
+                        self.load_balancers.remove(&key);
+                    }
+                    _ => {}
                 }
                 self.queue.push(Key::new(Kind::Service, &namespace, &name), now);
             }

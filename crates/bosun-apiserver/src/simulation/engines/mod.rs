@@ -5,7 +5,10 @@
 mod daemon_sets;
 mod deployments;
 mod jobs;
+mod load_balancers;
 mod nodes;
 mod pods;
 mod services;
 mod stateful_sets;
+
+pub(super) use load_balancers::Listener;

@@ -1,4 +1,5 @@
-//! Services: Endpoints and EndpointSlices following the selected pods' readiness.
+//! Services: Endpoints and EndpointSlices following the selected pods' readiness, and the
+//! addresses of LoadBalancer Services ([`super::load_balancers`]).
 
 use crate::simulation::*;
 
@@ -9,6 +10,7 @@ impl Simulation {
         namespace: &str,
         name: &str,
     ) -> Option<Duration> {
+        self.load_balancer(cluster, namespace, name).await;
         let service = cluster.store.get(SERVICES, namespace, name);
         let selector = self.services.get(namespace).and_then(|s| s.get(name));
         let (Some(service), Some(selector)) = (service, selector) else {
