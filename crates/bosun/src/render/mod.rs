@@ -58,7 +58,12 @@ pub fn render(package: &Package, config: &Value, scopes: &Scopes) -> Result<Rend
 /// `input.allow_empty` is false.
 pub fn render_with(package: &Package, input: &Input<'_>, scopes: &Scopes) -> Result<Rendered, RenderError> {
     match (render_package(package, input, scopes), package.renderer()) {
-        (Err(error), RenderSpec::Files(_)) => Err(not_a_package(package, error)),
+        // On the user's own machine (no sandbox), a file that failed as a manifest may be a
+        // package's own file (a kustomization, a chart's template).
+        (
+            Err(error @ (RenderError::File(_) | RenderError::Invalid { .. } | RenderError::Output { .. })),
+            RenderSpec::Files(_),
+        ) if input.sandbox.is_none() => Err(not_a_package(package, error)),
         (result, _) => result,
     }
 }
