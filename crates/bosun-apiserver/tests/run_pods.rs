@@ -7,76 +7,19 @@ mod common;
 use std::time::Duration;
 
 use bosun_apiserver::{ApiServer, RunningServer, ServerError};
-use common::{Kubectl, shared_dir, texts};
-use futures::{StreamExt, TryStreamExt};
-use k8s_openapi::api::core::v1::{ContainerStatus, Event, Pod};
+use common::{
+    Kubectl,
+    pods::{create, main_status, phase, pod_where, running, running_pods, with_running_pod, within},
+    shared_dir, texts,
+};
+use futures::StreamExt;
+use k8s_openapi::api::core::v1::{Event, Pod};
 use kube::{
     Api,
     api::{DeleteParams, ListParams, LogParams, PostParams},
-    runtime::watcher,
 };
 use serde_json::json;
 use tokio::io::{AsyncBufReadExt, BufReader};
-
-const BOUND: Duration = Duration::from_secs(60);
-
-async fn within<T>(what: &str, future: impl std::future::Future<Output = T>) -> T {
-    tokio::time::timeout(BOUND, future).await.unwrap_or_else(|_| panic!("{what} did not happen in time"))
-}
-
-async fn running_pods() -> RunningServer {
-    ApiServer::in_memory().simulate_workloads(Duration::from_millis(100)).run_pods(true).start().await.expect("server")
-}
-
-/// Creates a pod with one container `main` and the given fields.
-async fn create(api: &Api<Pod>, name: &str, container: serde_json::Value, policy: &str) -> Pod {
-    let mut container = container;
-    container["name"] = json!("main");
-    if container.get("image").is_none() {
-        container["image"] = json!("busybox:1.36");
-    }
-    let pod = json!({"apiVersion": "v1", "kind": "Pod", "metadata": {"name": name},
-                     "spec": {"restartPolicy": policy, "terminationGracePeriodSeconds": 5, "containers": [container]}});
-    api.create(&PostParams::default(), &serde_json::from_value(pod).expect("pod")).await.expect("create pod")
-}
-
-/// A server with `--run-pods` and a pod `name` (restart policy `Always`) whose container runs.
-async fn with_running_pod(name: &str, container: serde_json::Value) -> (RunningServer, Api<Pod>) {
-    let server = running_pods().await;
-    let pods: Api<Pod> = Api::default_namespaced(server.client());
-    create(&pods, name, container, "Always").await;
-    pod_where(&pods, name, "running", running).await;
-    (server, pods)
-}
-
-/// Waits until the pod satisfies `condition`; returns it.
-async fn pod_where(api: &Api<Pod>, name: &str, what: &str, condition: impl Fn(&Pod) -> bool) -> Pod {
-    within(&format!("pod {name}: {what}"), async {
-        let config = watcher::Config::default().fields(&format!("metadata.name={name}"));
-        let mut changes = watcher(api.clone(), config).boxed();
-        loop {
-            if let Some(pod) = api.get_opt(name).await.expect("get")
-                && condition(&pod)
-            {
-                return pod;
-            }
-            changes.try_next().await.expect("watch");
-        }
-    })
-    .await
-}
-
-fn main_status(pod: &Pod) -> Option<&ContainerStatus> {
-    pod.status.as_ref()?.container_statuses.as_ref()?.iter().find(|s| s.name == "main")
-}
-
-fn running(pod: &Pod) -> bool {
-    main_status(pod).is_some_and(|s| s.state.as_ref().is_some_and(|state| state.running.is_some()))
-}
-
-fn phase(pod: &Pod) -> &str {
-    pod.status.as_ref().and_then(|s| s.phase.as_deref()).unwrap_or_default()
-}
 
 #[tokio::test]
 async fn exec_passes_stdin_stdout_stderr_environment_and_exit_codes() {
@@ -108,9 +51,6 @@ async fn exec_passes_stdin_stdout_stderr_environment_and_exit_codes() {
     let seen = kubectl.ok(&["exec", "shell", "--", "sh", "-c", "echo $GREETING $POD $HOSTNAME; pwd"]).await;
     let expected_dir = workdir.path().canonicalize().expect("dir");
     assert_eq!(seen, format!("hello shell shell\n{}\n", expected_dir.display()));
-
-    let attached = kubectl.run(&["attach", "shell"]).await;
-    assert!(texts(&attached).1.contains("attach is not available"), "{}", texts(&attached).1);
 
     let output = kubectl.run(&["exec", "shell", "--", "no-such-program-here"]).await;
     assert!(!output.status.success());
@@ -255,7 +195,13 @@ async fn containers_without_a_runnable_command_are_simulated_and_said_so() {
     assert!(message.contains("has no command and --run-pods does not know what image"), "{simulated:?}");
     let kubectl = Kubectl::new(&server);
     let output = kubectl.run(&["exec", "imaged", "--", "true"]).await;
-    assert!(texts(&output).1.contains("is simulated and runs no process"), "{}", texts(&output).1);
+    let said = texts(&output).1;
+    assert!(
+        said.contains(
+            "exec is not available: container \"main\" in pod \"imaged\" runs no process: container main has no command"
+        ),
+        "{said}"
+    );
 }
 
 #[tokio::test]

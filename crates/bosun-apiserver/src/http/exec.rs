@@ -1,38 +1,22 @@
-//! `pods/exec` of a container running as a local process (`--run-pods`), over WebSocket with
-//! the `v5.channel.k8s.io` and `v4.channel.k8s.io` subprotocols kubectl offers first (SPDY, its
-//! fallback, is not needed when the WebSocket upgrade succeeds). Every binary message starts
-//! with its channel: 0 stdin, 1 stdout, 2 stderr, 3 the final Status, 4 terminal resizes, and
-//! (v5) 255 closing a channel, which is how kubectl says stdin has ended. The command runs on
-//! the host with the container's environment and working directory; there is no TTY.
+//! `pods/exec` of a container running as a local process (`--run-pods`), over the channel
+//! protocol of [`super::channels`]. The command runs on the host with the container's
+//! environment, working directory and user, paths beneath its volumes' mount paths rewritten
+//! as for the container itself; there is no TTY.
 
 use std::sync::Arc;
 
-use axum::{
-    extract::ws::{Message, WebSocket, WebSocketUpgrade},
-    response::Response,
-};
-use futures::{SinkExt, StreamExt};
+use axum::{extract::ws::WebSocketUpgrade, response::Response};
 use serde_json::{Value, json};
-use tokio::{
-    io::{AsyncRead, AsyncReadExt, AsyncWriteExt},
-    sync::{mpsc, watch},
-};
+use tokio::{io::AsyncWriteExt, sync::watch};
 
-use super::fairness::Ticket;
+use super::{
+    channels::{self, Input, PROTOCOLS, STDERR, STDOUT},
+    fairness::Ticket,
+};
 use crate::simulation::{
-    process::policy,
+    process::{policy, volumes},
     runtime::{self, Instance},
 };
-
-/// The subprotocols served, preferred first.
-pub const PROTOCOLS: [&str; 2] = ["v5.channel.k8s.io", "v4.channel.k8s.io"];
-
-const STDIN: u8 = 0;
-const STDOUT: u8 = 1;
-const STDERR: u8 = 2;
-const ERROR: u8 = 3;
-/// v5: "close this channel" (the payload is the channel).
-const CLOSE: u8 = 255;
 
 /// What to run.
 #[derive(Debug, Clone)]
@@ -83,47 +67,22 @@ pub fn serve(
     (shutdown, ticket): (watch::Receiver<bool>, Ticket),
 ) -> Response {
     upgrade.protocols(PROTOCOLS).on_upgrade(move |socket| async move {
-        run(socket, instance, request, shutdown).await;
+        channels::session(socket, |incoming, outgoing| execute(instance, request, (incoming, outgoing), shutdown))
+            .await;
         drop(ticket);
     })
 }
 
-fn frame(channel: u8, data: &[u8]) -> Message {
-    let mut bytes = Vec::with_capacity(data.len() + 1);
-    bytes.push(channel);
-    bytes.extend_from_slice(data);
-    Message::Binary(bytes.into())
-}
-
-async fn run(socket: WebSocket, instance: Arc<Instance>, request: ExecRequest, shutdown: watch::Receiver<bool>) {
-    let (mut sink, mut incoming) = socket.split();
-    let (outgoing, mut to_send) = mpsc::channel::<Message>(64);
-    let writer = tokio::spawn(async move {
-        while let Some(message) = to_send.recv().await {
-            if sink.send(message).await.is_err() {
-                return;
-            }
-        }
-        // A normal close ends the error channel cleanly; kubectl reads a close without a
-        // status as an error.
-        let normal = axum::extract::ws::CloseFrame { code: axum::extract::ws::close_code::NORMAL, reason: "".into() };
-        let _ = sink.send(Message::Close(Some(normal))).await;
-    });
-    let status = execute(&instance, &request, (&mut incoming, &outgoing), shutdown).await;
-    let _ = outgoing.send(frame(ERROR, status.to_string().as_bytes())).await;
-    drop(outgoing);
-    let _ = writer.await;
-}
-
-/// Runs the command, passing stdin from the socket and stdout and stderr to it; returns the
+/// Runs the command, passing stdin from the client and stdout and stderr to it; returns the
 /// final Status.
 async fn execute(
-    instance: &Instance,
-    request: &ExecRequest,
-    (incoming, outgoing): (&mut futures::stream::SplitStream<WebSocket>, &mpsc::Sender<Message>),
+    instance: Arc<Instance>,
+    request: ExecRequest,
+    (mut incoming, outgoing): (channels::Incoming, tokio::sync::mpsc::Sender<axum::extract::ws::Message>),
     mut shutdown: watch::Receiver<bool>,
 ) -> Value {
-    let Some((first, args)) = request.command.split_first() else {
+    let command: Vec<String> = request.command.iter().map(|part| volumes::rewrite(part, &instance.mounts)).collect();
+    let Some((first, args)) = command.split_first() else {
         return start_failure("no command given");
     };
     // As the container's command: the first program of that name its user may run.
@@ -146,37 +105,31 @@ async fn execute(
     let mut stdin = child.stdin.take();
     let (stdout, stderr) = (child.stdout.take(), child.stderr.take());
     let output = async {
-        tokio::join!(forward(stdout, STDOUT, outgoing), forward(stderr, stderr_channel, outgoing));
+        tokio::join!(
+            channels::forward(stdout, STDOUT, &outgoing),
+            channels::forward(stderr, stderr_channel, &outgoing)
+        );
     };
     let input = async {
-        while let Some(Ok(message)) = incoming.next().await {
-            let Message::Binary(data) = message else {
-                if matches!(message, Message::Close(_)) {
-                    break;
-                }
-                continue;
-            };
-            match data.split_first() {
-                Some((&STDIN, bytes)) => {
+        loop {
+            match incoming.next().await {
+                Input::Stdin(bytes) => {
                     if let Some(pipe) = stdin.as_mut()
-                        && pipe.write_all(bytes).await.is_err()
+                        && pipe.write_all(&bytes).await.is_err()
                     {
                         stdin = None;
                     }
                 }
-                Some((&CLOSE, [STDIN])) => stdin = None,
-                // Resizes mean nothing without a TTY.
-                _ => {}
+                Input::StdinClosed => stdin = None,
+                Input::Gone => return,
             }
         }
-        // The client has gone: nothing more to do for it.
-        None::<()>
     };
     let finished = runtime::wait_draining(&mut child, output);
     tokio::pin!(finished);
     let ended = tokio::select! {
         code = &mut finished => return exit_status(&request.command, code),
-        _ = input => "the client went away",
+        () = input => "the client went away",
         _ = shutdown.wait_for(|stopping| *stopping) => "the server is shutting down",
     };
     // Whatever the command started goes with it.
@@ -184,21 +137,6 @@ async fn execute(
         runtime::signal_group(group, rustix::process::Signal::KILL);
     }
     json!({"metadata": {}, "status": "Failure", "message": ended})
-}
-
-async fn forward(stream: Option<impl AsyncRead + Unpin>, channel: u8, outgoing: &mpsc::Sender<Message>) {
-    let Some(mut stream) = stream else { return };
-    let mut buffer = vec![0u8; 32 * 1024];
-    loop {
-        match stream.read(&mut buffer).await {
-            Ok(0) | Err(_) => return,
-            Ok(n) => {
-                if outgoing.send(frame(channel, &buffer[..n])).await.is_err() {
-                    return;
-                }
-            }
-        }
-    }
 }
 
 #[cfg(test)]

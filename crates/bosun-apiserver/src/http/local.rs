@@ -1,18 +1,20 @@
 //! A pod's `log`, `exec`, `attach` and `portforward` with `--run-pods`: served by the
-//! container's local process, if it has one, else as for a simulated container. Exec and
-//! port-forward run commands or open connections on this host, so they are allowed only to
+//! container's local process, if it has one, else as for a simulated container (with the
+//! reason it is simulated). Exec, attach and port-forward run commands, reach processes or
+//! open connections on this host, so they are allowed only to
 //! whom `--run-pods` would run a pod for (`simulation::process::policy`); they, and a followed
 //! log, hold a place among the long-running requests ([`super::fairness`]) while they last.
 
-use axum::{
-    body::Body,
-    extract::ws::WebSocketUpgrade,
-    response::{IntoResponse, Response},
-};
+use axum::{body::Body, extract::ws::WebSocketUpgrade, response::Response};
 use serde_json::Value;
 
-use super::{AppState, exec, logs, pods, portforward, query::Query};
-use crate::{auth::user::User, error::ApiError, object, simulation::runtime::Runtime};
+use super::{AppState, attach, exec, logs, pods, portforward, query::Query};
+use crate::{
+    auth::user::User,
+    error::ApiError,
+    object,
+    simulation::{process::Plan, runtime::Runtime},
+};
 
 /// What a request for a pod's subresource asks.
 pub struct Asked<'a> {
@@ -38,7 +40,7 @@ fn check_allowed(runtime: &Runtime, pod: &Value, user: &User) -> Result<(), ApiE
 pub fn serve(state: &AppState, runtime: &Runtime, pod: &Value, asked: Asked<'_>) -> Result<Response, ApiError> {
     let Asked { user, subresource, query, upgrade } = asked;
     if subresource == "portforward" {
-        return port_forward(state, runtime, pod, user, upgrade);
+        return port_forward(state, runtime, pod, (user, query), upgrade);
     }
     let previous = subresource == "log" && query.flag("previous");
     let container = pods::check(pod, subresource, query.get("container"))?;
@@ -79,15 +81,32 @@ pub fn serve(state: &AppState, runtime: &Runtime, pod: &Value, asked: Asked<'_>)
             let held = (state.shutdown.clone(), state.budget.admit(user)?);
             Ok(exec::serve(upgrade, instance, request, held))
         }
-        ("attach", Some(_)) => Err(ApiError::bad_request(format!(
-            "attach is not available: container \"{container}\" in pod \"{}\" runs as a local process without stdin or a terminal (use kubectl logs -f, or kubectl exec)",
-            object::name(pod)
-        ))),
+        ("attach", Some(instance)) if instance.exit_code().is_none() => {
+            check_allowed(runtime, pod, user)?;
+            let upgrade = upgrade.ok_or_else(|| {
+                ApiError::bad_request("attach needs a WebSocket upgrade (v5.channel.k8s.io or v4.channel.k8s.io)")
+            })?;
+            let request = attach::AttachRequest {
+                stdin: query.flag("stdin"),
+                stdout: query.flag("stdout"),
+                stderr: query.flag("stderr") && !query.flag("tty"),
+            };
+            let held = (state.shutdown.clone(), state.budget.admit(user)?);
+            Ok(attach::serve(upgrade, instance, request, held))
+        }
         (_, Some(_)) => Err(ApiError::bad_request(format!(
             "container \"{container}\" in pod \"{}\" is not running",
             object::name(pod)
         ))),
-        (_, None) => Err(pods::simulated(pod, subresource, &container)),
+        (_, None) => Err(not_local(runtime, pod, subresource, &container)),
+    }
+}
+
+/// The refusal for a container without a local process, with the reason its plan gives.
+fn not_local(runtime: &Runtime, pod: &Value, subresource: &str, container: &str) -> ApiError {
+    match runtime.plan(object::uid(pod), container) {
+        Some(Plan::Simulated(why)) => pods::simulated_because(pod, subresource, container, &why),
+        _ => pods::simulated(pod, subresource, container),
     }
 }
 
@@ -98,7 +117,7 @@ fn port_forward(
     state: &AppState,
     runtime: &Runtime,
     pod: &Value,
-    user: &User,
+    (user, query): (&User, &Query),
     upgrade: Option<WebSocketUpgrade>,
 ) -> Result<Response, ApiError> {
     let first = pod.pointer("/spec/containers/0/name").and_then(Value::as_str);
@@ -109,12 +128,16 @@ fn port_forward(
         .filter_map(|name| runtime.instance(object::uid(pod), name, false))
         .any(|instance| instance.exit_code().is_none());
     if !running {
-        return Err(pods::simulated(pod, "portforward", first.unwrap_or_default()));
+        return Err(not_local(runtime, pod, "portforward", first.unwrap_or_default()));
     }
     check_allowed(runtime, pod, user)?;
     let upgrade = upgrade.ok_or_else(|| {
-        ApiError::bad_request(format!("port-forward needs a WebSocket upgrade ({})", portforward::PROTOCOL))
+        ApiError::bad_request(format!(
+            "port-forward needs a WebSocket upgrade ({})",
+            portforward::PROTOCOLS.join(" or ")
+        ))
     })?;
+    let ports = portforward::ports(query)?;
     let ticket = state.budget.admit(user)?;
-    Ok(portforward::serve(upgrade, object::name(pod).to_string(), ticket).into_response())
+    Ok(portforward::serve(upgrade, object::name(pod).to_string(), ports, ticket))
 }

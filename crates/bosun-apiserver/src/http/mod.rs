@@ -2,6 +2,8 @@
 //! decodes bodies and query parameters, and encodes answers the way kubectl and kube-rs expect.
 
 mod admission;
+mod attach;
+mod channels;
 mod discovery;
 mod exec;
 pub mod fairness;

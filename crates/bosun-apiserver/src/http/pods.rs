@@ -40,6 +40,16 @@ pub fn simulated(pod: &Value, subresource: &str, container: &str) -> ApiError {
     ))
 }
 
+/// The refusal of exec, attach and port-forward for a container `--run-pods` does not run,
+/// saying why.
+pub fn simulated_because(pod: &Value, subresource: &str, container: &str, why: &str) -> ApiError {
+    let what = if subresource == "portforward" { "port-forward" } else { subresource };
+    ApiError::bad_request(format!(
+        "{what} is not available: container \"{container}\" in pod \"{}\" runs no process: {why}",
+        object::name(pod)
+    ))
+}
+
 /// Checks a request for a pod's subresource as upstream does before it reaches the kubelet;
 /// returns the container it is about.
 pub fn check(pod: &Value, subresource: &str, container: Option<&str>) -> Result<String, ApiError> {

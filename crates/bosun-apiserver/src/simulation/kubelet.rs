@@ -64,6 +64,8 @@ pub struct Local {
     pub program: String,
     /// The exit code of the current instance, once it has exited.
     pub exit: Option<i32>,
+    /// Whether its probes say it is ready (`None`: it has none, so it is when it runs).
+    pub ready: Option<bool>,
 }
 
 impl Moment {
@@ -224,9 +226,11 @@ fn planned_exit(behaviour: Behaviour, stage: &Stage, moment: &Moment) -> Option<
 }
 
 /// How long a running container waits to be ready (a readiness probe's initial delay), or
-/// `None` if it never is.
-fn ready_after(spec: &Value, behaviour: Behaviour) -> Option<Duration> {
-    if behaviour == Behaviour::NotReady {
+/// `None` if it never is — or, for a local process with probes, not by waiting: its probes
+/// say when.
+fn ready_after(spec: &Value, behaviour: Behaviour, moment: &Moment) -> Option<Duration> {
+    let probed = ["startupProbe", "readinessProbe"].iter().any(|probe| spec.get(probe).is_some_and(Value::is_object));
+    if behaviour == Behaviour::NotReady || (probed && moment.local.contains_key(text(spec, "/name"))) {
         return None;
     }
     let delay = spec.pointer("/readinessProbe/initialDelaySeconds").and_then(Value::as_u64).unwrap_or(0);
@@ -351,7 +355,7 @@ fn container_step(
         State::Running => {
             let started = text(current, "/state/running/startedAt").to_string();
             let ready = current.get("ready").and_then(Value::as_bool) == Some(true);
-            let readiness = ready_after(spec, behaviour);
+            let readiness = ready_after(spec, behaviour, moment);
             let exit = moment.exit(stage, name, false);
             if let Some((after, code)) = exit
                 && age >= after
@@ -360,6 +364,15 @@ fn container_step(
                 return exited(exit, pod, spec, stage, moment);
             }
             let mut wake = exit.map(|(after, _)| after - age);
+            // A local process's probes say whether it is ready, and wake the simulation.
+            if let Some(probed) = moment.local.get(name).and_then(|local| local.ready) {
+                if probed == ready {
+                    return unchanged(wake);
+                }
+                let mut status = current.clone();
+                status["ready"] = json!(probed);
+                return ContainerStep { status, notes: Vec::new(), wake };
+            }
             if !ready && let Some(delay) = readiness {
                 if age >= delay {
                     let mut status = current.clone();
@@ -387,7 +400,7 @@ fn start_container(
     let behaviour = moment.behaviour(stage, name);
     let Restart { restarts, last } = restart;
     let notes = starting_notes(spec, role.init, moment.local.get(name));
-    let ready = ready_after(spec, behaviour) == Some(Duration::ZERO);
+    let ready = ready_after(spec, behaviour, moment) == Some(Duration::ZERO);
     let state = json!({"running": {"startedAt": moment.now}});
     if let Some((after, code)) = moment.exit(stage, name, true)
         && after.is_zero()
@@ -400,7 +413,7 @@ fn start_container(
         return step;
     }
     let exit = moment.exit(stage, name, true).map(|(after, _)| after);
-    let readiness = ready_after(spec, behaviour).filter(|d| !d.is_zero());
+    let readiness = ready_after(spec, behaviour, moment).filter(|d| !d.is_zero());
     let wake = match (exit, readiness) {
         (Some(a), Some(b)) => Some(a.min(b)),
         (a, b) => a.or(b),

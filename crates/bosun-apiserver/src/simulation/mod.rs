@@ -16,6 +16,7 @@ mod engines;
 mod kubelet;
 mod load_balancers;
 mod nodes;
+mod prober;
 pub mod process;
 mod queue;
 pub mod runtime;
@@ -534,6 +535,16 @@ fn plan_container(runtime: &runtime::Runtime, pod: &Value, spec: &Value, sources
     }
 }
 
+/// A container's spec as its local process sees it: paths beneath its volumes' mount paths
+/// rewritten to where the volumes are on this host.
+fn with_volumes(spec: &Value, volumes: &BTreeMap<String, std::path::PathBuf>) -> Value {
+    process::volumes::rewrite_container(spec, &process::volumes::mounts(spec, volumes))
+}
+
+fn flag(spec: &Value, field: &str) -> bool {
+    spec.get(field).and_then(Value::as_bool) == Some(true)
+}
+
 /// Starts the local process of every container whose status says it runs (instance by restart
 /// count) and that has none.
 fn start_processes(cluster: &Cluster, runtime: &Arc<runtime::Runtime>, pod: &Value) {
@@ -549,6 +560,8 @@ fn start_processes(cluster: &Cluster, runtime: &Arc<runtime::Runtime>, pod: &Val
             continue;
         }
         let Some(process::Plan::Local { program, args, identity }) = runtime.plan(uid, name) else { continue };
+        let mounts = process::volumes::mounts(spec, &runtime.volumes(uid));
+        let spec = &process::volumes::rewrite_container(spec, &mounts);
         let launch = runtime::Launch {
             program,
             args,
@@ -556,6 +569,12 @@ fn start_processes(cluster: &Cluster, runtime: &Arc<runtime::Runtime>, pod: &Val
             working_dir: spec.get("workingDir").and_then(Value::as_str).map(std::path::PathBuf::from),
             hostname: object::name(pod).to_string(),
             identity,
+            stdin: (flag(spec, "stdin"), flag(spec, "stdinOnce")),
+            mounts,
+            probes: prober::Probes {
+                startup: process::probes::probe(spec, "startupProbe"),
+                readiness: process::probes::probe(spec, "readinessProbe"),
+            },
         };
         runtime.start(uid, name, restarts, launch);
     }

@@ -5,6 +5,8 @@
 
 mod images;
 pub mod policy;
+pub mod probes;
+pub mod volumes;
 
 use std::{collections::BTreeMap, path::PathBuf};
 
@@ -44,8 +46,9 @@ pub fn plan(spec: &Value, env: &[(String, String)], find: impl Fn(&str) -> Optio
             .collect()
     };
     let command = strings("command");
-    let line = if command.is_empty() {
-        let image = spec.get("image").and_then(Value::as_str).unwrap_or_default();
+    let image = spec.get("image").and_then(Value::as_str).unwrap_or_default();
+    let from_image = command.is_empty();
+    let line = if from_image {
         match images::command_line(image, &strings("args")) {
             Some(line) => line,
             None => {
@@ -60,8 +63,12 @@ pub fn plan(spec: &Value, env: &[(String, String)], find: impl Fn(&str) -> Optio
     let Some((first, rest)) = line.split_first() else {
         return Plan::Simulated(format!("container {name} has nothing to run, so it is simulated"));
     };
-    match find(first) {
+    match find(first).or_else(|| images::host_name(image, first).and_then(&find)) {
         Some(program) => Plan::Local { program, args: rest.to_vec(), identity: None },
+        // Said so for a command the image stands for: the user never wrote it.
+        None if from_image => Plan::Simulated(format!(
+            "container {name}: image {image:?} runs {first:?}, which is not installed on this host (or not runnable by the user it would run as); --run-pods runs containers as host commands and never pulls images, so the container is simulated"
+        )),
         None => Plan::Simulated(format!(
             "container {name}: command {first:?} is not found on this host (or not runnable by the user it would run as), so the container is simulated"
         )),

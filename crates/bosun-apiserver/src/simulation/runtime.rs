@@ -1,11 +1,13 @@
 //! The acting layer of `--run-pods`: containers as local child processes, each in its own
 //! process group (so a pod's deletion or the server's shutdown ends everything it started),
 //! their output kept in a bounded in-memory log per container instance (the current and the
-//! previous one, as a kubelet keeps them), and commands run beside them for `exec`. What runs
-//! and how its exit reads is decided in [`super::process`].
+//! previous one, as a kubelet keeps them), their raw output also offered live to `attach`
+//! sessions, their stdin kept open when the container asks for it (`stdin: true`), and
+//! commands run beside them for `exec`. What runs and how its exit reads is decided in
+//! [`super::process`].
 
 use std::{
-    collections::{HashMap, VecDeque},
+    collections::{BTreeMap, HashMap, VecDeque},
     path::PathBuf,
     process::Stdio,
     sync::{Arc, Mutex, MutexGuard},
@@ -13,27 +15,44 @@ use std::{
 };
 
 use tokio::{
-    io::{AsyncBufReadExt, AsyncRead, AsyncReadExt, BufReader},
-    process::{Child, Command},
-    sync::{Notify, watch},
+    io::{AsyncRead, AsyncReadExt},
+    process::{Child, ChildStdin, Command},
+    sync::{Notify, broadcast, watch},
 };
 
+use super::prober::{self, Probes};
 use super::process::{
     LogLine, Plan,
     policy::{Identity, RunPodsPolicy},
+    volumes::{self, Content, Mount},
 };
 
 /// The most a container instance's log keeps; older lines are dropped.
 const LOG_BYTES: usize = 4 * 1024 * 1024;
 
 /// The longest line a log keeps whole.
-const MAX_LINE: u64 = 16 * 1024;
+const MAX_LINE: usize = 16 * 1024;
 
 /// How long shutdown waits for processes to end after SIGTERM before SIGKILL.
 const SHUTDOWN_GRACE: Duration = Duration::from_secs(5);
 
 /// How long output is still read after a process has exited.
 const OUTPUT_AFTER_EXIT: Duration = Duration::from_millis(500);
+
+/// How many chunks of output an attached client may fall behind before it misses some.
+const ATTACH_BACKLOG: usize = 256;
+
+/// Which of a process's output streams a chunk came from.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum OutputStream {
+    /// Standard output.
+    Stdout,
+    /// Standard error.
+    Stderr,
+}
+
+/// A chunk of a process's output, as it wrote it.
+pub type Output = (OutputStream, Vec<u8>);
 
 /// A pod, by namespace and name.
 pub type PodKey = (String, String);
@@ -112,8 +131,20 @@ pub struct Instance {
     pub working_dir: Option<PathBuf>,
     /// The user and group it runs as, if not the server's (exec'd commands too).
     pub identity: Option<Identity>,
+    /// Its volumes' mounts (paths beneath them in exec'd commands are rewritten too).
+    pub mounts: Vec<Mount>,
+    /// The pod's name (the `HOSTNAME` its processes see).
+    pub hostname: String,
+    /// Whether its probes say it is ready (`None`: it has none, so it is when it runs).
+    ready: watch::Sender<Option<bool>>,
     /// What it wrote.
     pub log: Log,
+    /// What it writes, live, for attached clients.
+    output: broadcast::Sender<Output>,
+    /// Its stdin, when the container keeps one open (`stdin: true`), until it is closed.
+    stdin: tokio::sync::Mutex<Option<ChildStdin>>,
+    /// Whether the first attached client to close stdin closes it for good (`stdinOnce`).
+    pub stdin_once: bool,
     /// Its process group (its pid), while it runs.
     group: Option<u32>,
     /// Its exit code, once it has exited.
@@ -124,6 +155,45 @@ impl Instance {
     /// The exit code, once the process has exited.
     pub fn exit_code(&self) -> Option<i32> {
         *self.exit.borrow()
+    }
+
+    /// Waits until the process has exited; returns its exit code.
+    pub async fn exited(&self) -> i32 {
+        let mut exit = self.exit.subscribe();
+        let code = exit.wait_for(Option::is_some).await.map(|code| code.unwrap_or(128));
+        code.unwrap_or(128)
+    }
+
+    /// Whether its probes say it is ready; `None` when it has none.
+    pub fn ready(&self) -> Option<bool> {
+        *self.ready.borrow()
+    }
+
+    /// Records what its probes say; true if that changed.
+    pub fn set_ready(&self, ready: bool) -> bool {
+        self.ready.send_if_modified(|known| known.replace(ready) != Some(ready))
+    }
+
+    /// Its output from now on, for an attached client.
+    pub fn attach_output(&self) -> broadcast::Receiver<Output> {
+        self.output.subscribe()
+    }
+
+    /// Writes to the process's stdin; false when it has none (any more).
+    pub async fn write_stdin(&self, bytes: &[u8]) -> bool {
+        use tokio::io::AsyncWriteExt;
+        let mut stdin = self.stdin.lock().await;
+        let Some(pipe) = stdin.as_mut() else { return false };
+        if pipe.write_all(bytes).await.is_err() {
+            *stdin = None;
+            return false;
+        }
+        true
+    }
+
+    /// Closes the process's stdin (it reads end of file).
+    pub async fn close_stdin(&self) {
+        self.stdin.lock().await.take();
     }
 
     fn signal(&self, signal: rustix::process::Signal) {
@@ -163,6 +233,8 @@ struct PodProcesses {
     plans: HashMap<String, Plan>,
     /// Why none of its containers run, when its author may not run commands here.
     refused: Option<String>,
+    /// Its volumes' directories on this host, by volume name.
+    volumes: BTreeMap<String, PathBuf>,
     containers: HashMap<String, Container>,
     grace: Duration,
 }
@@ -182,6 +254,13 @@ pub struct Launch {
     pub hostname: String,
     /// The user and group to run as, if not the server's.
     pub identity: Option<Identity>,
+    /// Whether stdin stays open for attached clients (`stdin`), and whether the first to
+    /// close it closes it for good (`stdinOnce`).
+    pub stdin: (bool, bool),
+    /// The container's mounts.
+    pub mounts: Vec<Mount>,
+    /// Its startup and readiness probes.
+    pub probes: Probes,
 }
 
 /// The local processes of all pods.
@@ -192,13 +271,16 @@ pub struct Runtime {
     /// The user the server runs as.
     server_uid: u32,
     pods: Mutex<HashMap<String, PodProcesses>>,
-    /// Pods whose processes have exited since the simulation last looked.
+    /// Pods whose processes have exited (or become ready or not) since the simulation last
+    /// looked.
     exits: Mutex<Vec<PodKey>>,
     /// Wakes the simulation when a process exits.
     exited: Arc<Notify>,
     /// The server is stopping: nothing more starts (the simulation may still see exits and
     /// want restarts).
     stopping: std::sync::atomic::AtomicBool,
+    /// Where pods' volumes are written, made when the first is (removed with the runtime).
+    volume_root: Mutex<Option<tempfile::TempDir>>,
 }
 
 /// How a pod's containers run, as decided the first time it was seen.
@@ -208,6 +290,8 @@ pub struct Decided {
     pub plans: HashMap<String, Plan>,
     /// Why nothing of the pod runs, when its author may not run commands here.
     pub refused: Option<String>,
+    /// Its volumes' directories on this host, by volume name.
+    pub volumes: BTreeMap<String, PathBuf>,
 }
 
 impl Runtime {
@@ -220,7 +304,45 @@ impl Runtime {
             exits: Mutex::default(),
             exited: Arc::default(),
             stopping: std::sync::atomic::AtomicBool::default(),
+            volume_root: Mutex::default(),
         }
+    }
+
+    /// Writes a pod's volumes to directories of its own; returns them by volume name, and
+    /// why each volume that is not there is not (for Events).
+    pub fn write_volumes(
+        &self,
+        uid: &str,
+        contents: Vec<(String, Content)>,
+    ) -> (BTreeMap<String, PathBuf>, Vec<String>) {
+        let mut written = BTreeMap::new();
+        let mut missing = Vec::new();
+        for (name, content) in contents {
+            if let Content::Unavailable(why) = content {
+                missing.push(why);
+                continue;
+            }
+            let dir = self.volume_root().map(|root| root.join(uid).join(&name));
+            match dir.and_then(|dir| volumes::write(&dir, &content)) {
+                Ok(dir) => {
+                    written.insert(name, dir);
+                }
+                Err(error) => missing.push(format!("volume {name}: cannot be written on this host: {error}")),
+            }
+        }
+        (written, missing)
+    }
+
+    /// The directory pods' volumes are written beneath, readable by any user a pod may run as.
+    fn volume_root(&self) -> std::io::Result<PathBuf> {
+        use std::os::unix::fs::PermissionsExt;
+        let mut root = self.volume_root.lock().unwrap_or_else(std::sync::PoisonError::into_inner);
+        if root.is_none() {
+            let made = tempfile::Builder::new().prefix("bosun-run-pods-").tempdir()?;
+            std::fs::set_permissions(made.path(), std::fs::Permissions::from_mode(0o755))?;
+            *root = Some(made);
+        }
+        Ok(root.as_ref().map(|dir| dir.path().to_path_buf()).unwrap_or_default())
     }
 
     /// Who may run commands here, and as whom.
@@ -252,18 +374,26 @@ impl Runtime {
     pub fn plans(&self, uid: &str, key: &PodKey, grace: Duration, decide: impl FnOnce() -> Decided) -> (Decided, bool) {
         let mut pods = self.pods();
         if let Some(pod) = pods.get(uid) {
-            return (Decided { plans: pod.plans.clone(), refused: pod.refused.clone() }, false);
+            let decided =
+                Decided { plans: pod.plans.clone(), refused: pod.refused.clone(), volumes: pod.volumes.clone() };
+            return (decided, false);
         }
         let decided = decide();
         let pod = PodProcesses {
             key: key.clone(),
             plans: decided.plans.clone(),
             refused: decided.refused.clone(),
+            volumes: decided.volumes.clone(),
             containers: HashMap::new(),
             grace,
         };
         pods.insert(uid.to_string(), pod);
         (decided, true)
+    }
+
+    /// A pod's volumes' directories on this host, by volume name.
+    pub fn volumes(&self, uid: &str) -> BTreeMap<String, PathBuf> {
+        self.pods().get(uid).map(|pod| pod.volumes.clone()).unwrap_or_default()
     }
 
     /// How a container of a pod runs, once decided.
@@ -290,12 +420,24 @@ impl Runtime {
         if slot.current.as_ref().is_some_and(|c| c.restart >= restart) {
             return;
         }
+        let probes = launch.probes.clone();
         let (instance, child) = spawn(launch, restart);
         let instance = Arc::new(instance);
         slot.previous = slot.current.replace(instance.clone());
         drop(pods);
         // Weak, so that the runtime goes (and kills what still runs) when the server does.
         let runtime = Arc::downgrade(self);
+        if probes.any() && child.is_some() {
+            let (runtime, key, instance) = (runtime.clone(), key.clone(), instance.clone());
+            tokio::spawn(async move {
+                let changed = || {
+                    if let Some(runtime) = runtime.upgrade() {
+                        runtime.changed(key.clone());
+                    }
+                };
+                prober::run(instance, probes, changed).await;
+            });
+        }
         tokio::spawn(async move {
             let code = match child {
                 Some(child) => watch_process(child, &instance).await,
@@ -304,19 +446,29 @@ impl Runtime {
             instance.log.close();
             instance.exit.send_replace(Some(code));
             if let Some(runtime) = runtime.upgrade() {
-                runtime.exits.lock().unwrap_or_else(std::sync::PoisonError::into_inner).push(key);
-                runtime.exited.notify_one();
+                runtime.changed(key);
             }
         });
     }
 
-    /// Stops a pod's processes (SIGTERM, SIGKILL after its grace period) and forgets it.
+    /// Wakes the simulation for a pod whose process exited or became (un)ready.
+    fn changed(&self, key: PodKey) {
+        self.exits.lock().unwrap_or_else(std::sync::PoisonError::into_inner).push(key);
+        self.exited.notify_one();
+    }
+
+    /// Stops a pod's processes (SIGTERM, SIGKILL after its grace period) and forgets it and
+    /// its volumes.
     pub fn stop_pod(&self, uid: &str) {
         let Some(pod) = self.pods().remove(uid) else { return };
         for container in pod.containers.values() {
             if let Some(current) = &container.current {
                 current.stop(pod.grace);
             }
+        }
+        if let Some(root) = self.volume_root.lock().unwrap_or_else(std::sync::PoisonError::into_inner).as_ref() {
+            // Written by this server, so removable by it; what it cannot remove goes with the root.
+            let _ = std::fs::remove_dir_all(root.path().join(uid));
         }
     }
 
@@ -370,17 +522,20 @@ pub fn signal_group(group: u32, signal: rustix::process::Signal) {
 /// Starts the process; a failure to start is an instance that exited at once, with the reason
 /// in its log.
 fn spawn(launch: Launch, restart: i64) -> (Instance, Option<Child>) {
-    let Launch { program, args, env, working_dir, hostname, identity } = launch;
+    let Launch { program, args, env, working_dir, hostname, identity, stdin: (open_stdin, stdin_once), mounts, probes } =
+        launch;
     let log = Log::new();
     let mut group = None;
     let mut child = None;
+    let mut stdin = None;
     let env = match env {
         Ok(env) => {
             let mut command = command(&program, &args, &env, (working_dir.as_ref(), identity), &hostname);
-            command.stdin(Stdio::null());
+            command.stdin(if open_stdin { Stdio::piped() } else { Stdio::null() });
             match command.spawn() {
-                Ok(spawned) => {
+                Ok(mut spawned) => {
                     group = spawned.id();
+                    stdin = spawned.stdin.take();
                     child = Some(spawned);
                 }
                 Err(error) => {
@@ -395,7 +550,21 @@ fn spawn(launch: Launch, restart: i64) -> (Instance, Option<Child>) {
             Vec::new()
         }
     };
-    let instance = Instance { restart, env, working_dir, identity, log, group, exit: watch::channel(None).0 };
+    let instance = Instance {
+        restart,
+        env,
+        working_dir,
+        identity,
+        mounts,
+        hostname,
+        ready: watch::channel(probes.any().then_some(false)).0,
+        log,
+        output: broadcast::channel(ATTACH_BACKLOG).0,
+        stdin: tokio::sync::Mutex::new(stdin),
+        stdin_once,
+        group,
+        exit: watch::channel(None).0,
+    };
     (instance, child)
 }
 
@@ -434,12 +603,16 @@ pub fn command(
     command
 }
 
-/// Copies the process's output into its log until it exits; returns its exit code.
+/// Copies the process's output into its log (and to attached clients) until it exits;
+/// returns its exit code.
 async fn watch_process(mut child: Child, instance: &Instance) -> i32 {
     let stdout = child.stdout.take();
     let stderr = child.stderr.take();
     let copying = async {
-        tokio::join!(copy_lines(stdout, &instance.log), copy_lines(stderr, &instance.log));
+        tokio::join!(
+            copy_output(stdout, OutputStream::Stdout, instance),
+            copy_output(stderr, OutputStream::Stderr, instance)
+        );
     };
     wait_draining(&mut child, copying).await
 }
@@ -469,16 +642,32 @@ pub async fn wait_draining(child: &mut Child, draining: impl Future<Output = ()>
     }
 }
 
-/// Copies output into a log line by line; a line longer than [`MAX_LINE`] is cut in parts, as
-/// the kubelet's log does.
-async fn copy_lines(stream: Option<impl AsyncRead + Unpin>, log: &Log) {
-    let Some(stream) = stream else { return };
-    let mut reader = BufReader::new(stream);
+/// Copies output as it comes to attached clients, and into the log line by line; a line
+/// longer than [`MAX_LINE`] is cut in parts, as the kubelet's log does.
+async fn copy_output(stream: Option<impl AsyncRead + Unpin>, which: OutputStream, instance: &Instance) {
+    let Some(mut stream) = stream else { return };
+    let mut buffer = vec![0u8; 32 * 1024];
+    let mut line = Vec::new();
     loop {
-        let mut line = Vec::new();
-        match (&mut reader).take(MAX_LINE).read_until(b'\n', &mut line).await {
-            Ok(0) | Err(_) => return,
-            Ok(_) => log.push(line),
+        let n = match stream.read(&mut buffer).await {
+            Ok(0) | Err(_) => break,
+            Ok(n) => n,
+        };
+        let chunk = &buffer[..n];
+        // Nobody attached is no error.
+        let _ = instance.output.send((which, chunk.to_vec()));
+        for piece in chunk.split_inclusive(|b| *b == b'\n') {
+            line.extend_from_slice(piece);
+            if line.ends_with(b"\n") {
+                instance.log.push(std::mem::take(&mut line));
+            }
+            while line.len() >= MAX_LINE {
+                let rest = line.split_off(MAX_LINE);
+                instance.log.push(std::mem::replace(&mut line, rest));
+            }
         }
+    }
+    if !line.is_empty() {
+        instance.log.push(line);
     }
 }

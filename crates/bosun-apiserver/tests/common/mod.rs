@@ -4,6 +4,8 @@
 use std::{path::PathBuf, process::Output};
 
 use bosun_apiserver::{ApiServer, RunningServer};
+
+pub mod pods;
 use http_body_util::BodyExt;
 use serde_json::Value;
 

@@ -210,21 +210,30 @@ impl Simulation {
     ) -> (HashMap<String, kubelet::Local>, Option<String>) {
         let key: PodKey = (object::namespace(pod).to_string(), object::name(pod).to_string());
         let grace = pod.pointer("/spec/terminationGracePeriodSeconds").and_then(Value::as_u64).unwrap_or(30);
+        let mut missing_volumes = Vec::new();
         let (decided, new) = runtime.plans(object::uid(pod), &key, Duration::from_secs(grace), || {
             let refused = runtime.policy().pod_may_run(&key.0, Author::of_object(pod).as_ref()).err();
             let sources = StoreSources { cluster, namespace: &key.0 };
+            let (volumes, missing) = match refused {
+                Some(_) => Default::default(),
+                None => runtime.write_volumes(object::uid(pod), process::volumes::contents(pod, &sources)),
+            };
             let plans = container_specs(pod)
                 .map(|(spec, _)| {
                     let plan = match &refused {
                         Some(why) => process::Plan::Simulated(why.clone()),
-                        None => plan_container(runtime, pod, spec, &sources),
+                        None => plan_container(runtime, pod, &with_volumes(spec, &volumes), &sources),
                     };
                     (spec["name"].as_str().unwrap_or_default().to_string(), plan)
                 })
                 .collect();
-            runtime::Decided { plans, refused }
+            missing_volumes = missing;
+            runtime::Decided { plans, refused, volumes }
         });
-        let runtime::Decided { plans, refused } = decided;
+        let runtime::Decided { plans, refused, .. } = decided;
+        for why in missing_volumes {
+            self.record(cluster, pod, None, "VolumeNotAvailable", &why, true, "kubelet").await;
+        }
         if new && let Some(why) = &refused {
             self.record(cluster, pod, None, "NotRun", why, true, "kubelet").await;
         } else if new {
@@ -241,11 +250,10 @@ impl Simulation {
             .filter_map(|(name, plan)| {
                 let process::Plan::Local { program, .. } = plan else { return None };
                 let restarts = container_status(pod, &name).and_then(|s| s["restartCount"].as_i64()).unwrap_or(0);
-                let exit = runtime
-                    .instance(uid, &name, false)
-                    .filter(|instance| instance.restart == restarts)
-                    .and_then(|instance| instance.exit_code());
-                Some((name, kubelet::Local { program: program.display().to_string(), exit }))
+                let current = runtime.instance(uid, &name, false).filter(|instance| instance.restart == restarts);
+                let exit = current.as_ref().and_then(|instance| instance.exit_code());
+                let ready = current.and_then(|instance| instance.ready());
+                Some((name, kubelet::Local { program: program.display().to_string(), exit, ready }))
             })
             .collect();
         (local, refused)

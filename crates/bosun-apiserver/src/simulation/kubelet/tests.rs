@@ -216,7 +216,7 @@ fn images_are_reported_fully_qualified() {
 }
 
 fn local(exit: Option<i32>) -> HashMap<String, Local> {
-    HashMap::from([("web".to_string(), Local { program: "/bin/sh".into(), exit })])
+    HashMap::from([("web".to_string(), Local { program: "/bin/sh".into(), exit, ready: None })])
 }
 
 /// A pod whose container runs as a local process, started.
@@ -284,7 +284,9 @@ fn init_status(pod: &Value) -> &Value {
 
 #[test]
 fn a_local_init_container_holds_the_containers_back_until_it_completes() {
-    let setup = |exit: Option<i32>| HashMap::from([("setup".to_string(), Local { program: "/bin/sh".into(), exit })]);
+    let setup = |exit: Option<i32>| {
+        HashMap::from([("setup".to_string(), Local { program: "/bin/sh".into(), exit, ready: None })])
+    };
     // (restart policy, the init container's exit) → (phase, init state, web state)
     let cases = [
         ("Always", 0, "Running", "terminated", "running"),
@@ -304,5 +306,25 @@ fn a_local_init_container_holds_the_containers_back_until_it_completes() {
         assert_eq!(pod["status"]["phase"], phase, "{what}");
         assert!(init_status(&pod)["state"].get(init_state).is_some(), "{what}: {}", init_status(&pod));
         assert!(web(&pod)["state"].get(web_state).is_some(), "{what}: {}", web(&pod));
+    }
+}
+
+#[test]
+fn a_local_process_with_probes_is_ready_when_they_say_so() {
+    let probed = |ready: Option<bool>| {
+        HashMap::from([("web".to_string(), Local { program: "/bin/sh".into(), exit: None, ready })])
+    };
+    let mut pod = pod(json!({"restartPolicy": "Always"}));
+    pod["spec"]["containers"][0]["startupProbe"] = json!({"tcpSocket": {"port": 1235}});
+    advance(&mut pod, &Stage::default(), &Moment { local: probed(None), ..moment(Duration::ZERO, Duration::ZERO) });
+    let started = advance(&mut pod, &Stage::default(), &Moment { local: probed(None), ..moment(START, START) });
+    assert!(web(&pod)["state"].get("running").is_some());
+    assert_eq!(web(&pod)["ready"], false, "not ready before its probes pass");
+    assert_eq!(started.wake, None, "its probes wake the simulation, not the clock");
+    let long = Duration::from_secs(3600);
+    // (what the probes say) → ready
+    for (said, ready) in [(None, false), (Some(false), false), (Some(true), true), (Some(false), false)] {
+        advance(&mut pod, &Stage::default(), &Moment { local: probed(said), ..moment(long, long) });
+        assert_eq!(web(&pod)["ready"], ready, "{said:?}");
     }
 }

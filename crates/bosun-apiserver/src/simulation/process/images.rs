@@ -48,6 +48,16 @@ pub const IMAGES: &[Image] = &[
     Image { name: "httpd", entrypoint: &[], cmd: &["httpd", "-DFOREGROUND"], before_options: Some("httpd") },
 ];
 
+/// Programs an image has under a name the host gives another: the `python` image's
+/// `python` is Python 3, which Debian and Ubuntu install as `python3` only.
+const HOST_NAMES: &[(&str, &str, &str)] = &[("python", "python", "python3"), ("python", "pip", "pip3")];
+
+/// The name this host likely gives a program `image` has, when it differs.
+pub fn host_name(image: &str, program: &str) -> Option<&'static str> {
+    let name = short_name(image);
+    HOST_NAMES.iter().find(|(i, p, _)| *i == name && *p == program).map(|(_, _, host)| *host)
+}
+
 /// The image's name as the table knows it: `docker.io/library/nginx:1.25@sha256:…` → `nginx`,
 /// `registry.k8s.io/busybox` → `busybox`, `curlimages/curl:8` → `curlimages/curl`; a mirror
 /// of a known image under another account (`mirror.example/team/python`) → `python`.
@@ -115,6 +125,14 @@ mod tests {
         ] {
             assert_eq!(short_name(image), expected, "{image}");
         }
+    }
+
+    #[test]
+    fn some_programs_have_another_name_on_the_host() {
+        assert_eq!(host_name("python:3.12", "python"), Some("python3"));
+        assert_eq!(host_name("docker.io/library/python", "pip"), Some("pip3"));
+        assert_eq!(host_name("python", "python3"), None);
+        assert_eq!(host_name("busybox", "python"), None);
     }
 
     #[test]

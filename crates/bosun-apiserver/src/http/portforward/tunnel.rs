@@ -1,40 +1,20 @@
-//! `pods/portforward` of a pod with local processes (`--run-pods`), as kubectl 1.31+ asks for
-//! it: a WebSocket with the subprotocol `SPDY/3.1+portforward.k8s.io`, whose binary messages
-//! carry a SPDY/3.1 session ([`super::spdy`]). Each forwarded connection is a pair of streams
-//! with the same `requestID`: an error stream and a data stream for a `port`; the data stream
-//! is joined to a TCP connection to `127.0.0.1:port`, where the pod's processes listen, and the
-//! error stream carries why that failed, if it did, and ends after the data stream.
+//! Port-forward as kubectl 1.31+ asks for it: a WebSocket with the subprotocol
+//! `SPDY/3.1+portforward.k8s.io`, whose binary messages carry a SPDY/3.1 session
+//! ([`super::super::spdy`]). Each forwarded connection is a pair of streams with the same
+//! `requestID`: an error stream and a data stream for a `port`; the data stream is joined to
+//! a TCP connection to the port on this host's loopback, and the error stream carries why that
+//! failed, if it did, and ends after the data stream.
 
 use std::collections::HashMap;
 
-use axum::{
-    extract::ws::{Message, WebSocket, WebSocketUpgrade},
-    response::Response,
-};
+use axum::extract::ws::{Message, WebSocket};
 use futures::{SinkExt, StreamExt};
 use tokio::{
     io::{AsyncReadExt, AsyncWriteExt},
-    net::TcpStream,
     sync::mpsc,
 };
 
-use super::{
-    fairness::Ticket,
-    spdy::{self, Frame, Headers},
-};
-
-/// The subprotocol served.
-pub const PROTOCOL: &str = "SPDY/3.1+portforward.k8s.io";
-
-/// Upgrades to a WebSocket that forwards the client's streams to local ports, holding
-/// `ticket` (its place among long-running requests) until the session ends.
-pub fn serve(upgrade: WebSocketUpgrade, pod: String, ticket: Ticket) -> Response {
-    upgrade.protocols([PROTOCOL]).on_upgrade(move |socket| async move {
-        session(socket, pod).await;
-        // The session's place among long-running requests is free once it ends.
-        drop(ticket);
-    })
-}
+use super::super::spdy::{self, Frame, Headers};
 
 /// One forwarded connection's streams, by request id.
 #[derive(Debug, Default)]
@@ -50,7 +30,8 @@ enum Open {
     Error,
 }
 
-async fn session(socket: WebSocket, pod: String) {
+/// Serves one SPDY session until the client ends it.
+pub async fn session(socket: WebSocket, pod: String) {
     let (mut sink, mut incoming) = socket.split();
     let (outgoing, mut to_send) = mpsc::unbounded_channel::<Vec<u8>>();
     let writer = tokio::spawn(async move {
@@ -157,13 +138,10 @@ impl Forward {
                 return;
             }
         };
-        let connection = match TcpStream::connect(("127.0.0.1", port)).await {
+        let connection = match super::dial(port, &self.pod).await {
             Ok(connection) => connection,
-            Err(error) => {
-                end_error(&format!(
-                    "error forwarding port {port} to pod {}: failed to connect to localhost:{port}: dial tcp4 127.0.0.1:{port}: {error}",
-                    self.pod
-                ));
+            Err(message) => {
+                end_error(&message);
                 let _ = out.send(spdy::data(self.stream, true, &[]));
                 return;
             }
