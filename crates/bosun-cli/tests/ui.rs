@@ -120,3 +120,46 @@ async fn the_controller_serves_the_dashboard_with_sign_in() {
     cluster.wait_ready("web", "True").await;
     drop(controller);
 }
+
+/// Issue 45, item 10: after the quickstart, the dashboard `bosun dev` serves lists the package it
+/// applied (no Package resource: its inventory), with its objects' health.
+#[tokio::test]
+async fn the_dashboard_of_bosun_dev_shows_the_quickstart_it_applied() {
+    // reqwest takes rustls' process-wide provider (no server in this process installs it).
+    let _ = rustls::crypto::ring::default_provider().install_default();
+    let quickstart = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("../../examples/quickstart");
+    let dir = tempfile::tempdir().expect("scratch");
+    let mut child = tokio::process::Command::new(env!("CARGO_BIN_EXE_bosun"))
+        .arg("dev")
+        .arg(&quickstart)
+        .args(["--in-memory", "--port", "0", "--ui-addr", "127.0.0.1:0", "--workload-delay", "100ms"])
+        .current_dir(dir.path())
+        .stdout(std::process::Stdio::piped())
+        .kill_on_drop(true)
+        .spawn()
+        .expect("bosun dev starts");
+    let mut lines = BufReader::new(child.stdout.take().expect("stdout")).lines();
+    let mut dashboard = None;
+    // The URL comes first; `watching …` once the rollout is done.
+    loop {
+        let line = tokio::time::timeout(BOUND, lines.next_line()).await.expect("a line in time").expect("read");
+        let line = line.expect("bosun dev goes on until the rollout is done");
+        if let Some(url) = line.strip_prefix("dashboard: ") {
+            dashboard = Some(url.to_string());
+        }
+        if line.starts_with("watching ") {
+            break;
+        }
+    }
+    let url = dashboard.expect("bosun dev printed the dashboard's URL");
+    let (status, overview) = get(&url).await;
+    assert_eq!(status, 200, "{overview}");
+    let row = overview.find(r#"<tr id="row:inventories:default:quickstart""#).map(|at| &overview[at..]);
+    let row = row.and_then(|row| row.split("</tr>").next()).unwrap_or_else(|| panic!("no quickstart in {overview}"));
+    assert!(row.contains(r#"data-state="Ready""#) && row.contains(">CLI</span>"), "{row}");
+    let (status, page) = get(&format!("{url}inventories/default/quickstart")).await;
+    assert_eq!(status, 200, "{page}");
+    assert!(page.contains("Deployment/web") && page.contains("2/2 replicas available"), "{page}");
+    child.start_kill().expect("stop");
+    let _ = child.wait().await;
+}

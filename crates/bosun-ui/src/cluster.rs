@@ -12,6 +12,8 @@ use kube::{
 };
 use serde_json::Value;
 
+use crate::model::links::ObjectPage;
+
 /// A kind the dashboard lists.
 #[derive(Debug, Clone)]
 pub struct Listed {
@@ -32,12 +34,12 @@ pub fn listed(section: &'static str, title: &'static str, resource: ApiResource)
 
 /// Packages.
 pub fn packages() -> Listed {
-    listed("packages", "Packages", ApiResource::erase::<PackageResource>(&()))
+    listed(ObjectPage::Package.section(), "Packages", ApiResource::erase::<PackageResource>(&()))
 }
 
 /// Canaries.
 pub fn canaries() -> Listed {
-    listed("canaries", "Canaries", ApiResource::erase::<CanaryResource>(&()))
+    listed(ObjectPage::Canary.section(), "Canaries", ApiResource::erase::<CanaryResource>(&()))
 }
 
 /// Operators.
@@ -48,6 +50,16 @@ pub fn operators() -> Listed {
 /// Alerts.
 pub fn alerts() -> Listed {
     listed("alerts", "Alerts", ApiResource::erase::<AlertResource>(&()))
+}
+
+/// The CLI's inventory ConfigMaps: the packages `bosun apply` applied (see
+/// [`crate::model::inventory`]; listed with its label selector).
+pub fn inventories() -> Listed {
+    listed(
+        ObjectPage::Inventory.section(),
+        "Packages applied by the CLI",
+        ApiResource::erase::<k8s_openapi::api::core::v1::ConfigMap>(&()),
+    )
 }
 
 /// The group of bosun's kinds, where a `Fleet` kind appears once its CRD is installed.

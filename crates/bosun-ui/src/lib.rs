@@ -1,5 +1,6 @@
 //! `bosun ui`: a web dashboard for bosun's resources — Packages (their rollout step by step,
-//! the objects they own and their health, history and rollbacks), Canaries (the replica split
+//! the objects they own and their health, history and rollbacks; read-only, the packages
+//! `bosun apply` applied, from their inventories), Canaries (the replica split
 //! of every step, analysis measurements), Operators (the objects they watch and their
 //! children), Alerts and, when the kind exists, Fleets — with the actions the CLI has
 //! (reconcile, suspend, resume, roll back, promote, abort, retry), each confirmed first.

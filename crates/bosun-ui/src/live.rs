@@ -2,8 +2,10 @@
 //! credentials. A detail page's watches (the object, its Events, the objects it owns) only say
 //! *that* something changed: once changes settle for a moment, the page's live parts are read
 //! and rendered again, exactly as a reload would, and sent by element id. The overview sends
-//! the rows that changed and its counts. A watch the caller may not make ends the updates with
-//! the API server's reason; the page still reads.
+//! the rows that changed and its counts; the rows of the packages the CLI applied, whose state
+//! is their objects' health, are read again whenever their inventories or those objects change.
+//! A watch the caller may not make ends the updates with the API server's reason; the page
+//! still reads.
 
 use std::{
     collections::{BTreeMap, HashMap},
@@ -35,7 +37,12 @@ use tokio_util::sync::CancellationToken;
 use crate::{
     auth::{Caller, Identity},
     cluster::{self, Listed},
-    model::{Counts, State as ObjectState, package::inventory},
+    model::{
+        Counts, State as ObjectState,
+        inventory::{self as cli, SECTION as CLI},
+        links::ObjectPage,
+        package::{self as model_package, Owned},
+    },
     pages::{
         self,
         overview::{Filters, counts, row, row_id, table_row},
@@ -48,6 +55,8 @@ use crate::{
 const SETTLE: Duration = Duration::from_millis(200);
 /// Watches of owned objects one Package page makes at most.
 const OWNED_WATCHES: usize = 10;
+/// Watches of the objects of the packages the CLI applied the overview makes at most.
+const OVERVIEW_OWNED_WATCHES: usize = 20;
 
 /// Parts of a page to swap in, and rows to remove.
 #[derive(Debug, Default, Serialize)]
@@ -195,88 +204,187 @@ fn event_triggers(identity: &Identity, namespace: &str, kind: &str, name: &str) 
     triggers(api, watcher::Config::default().fields(&format!("involvedObject.kind={kind},involvedObject.name={name}")))
 }
 
-/// A Package page's updates: the Package, its Events, and the objects it owns (by the owner
-/// labels, one watch per kind and namespace).
-pub async fn package(
+/// A detail page's updates (`/live/SECTION/NS/NAME`): its object's watches say when to render
+/// its parts again.
+pub async fn object(
     State(state): State<Shared>,
     headers: HeaderMap,
-    Path((namespace, name)): Path<(String, String)>,
+    Path((section, namespace, name)): Path<(String, String, String)>,
 ) -> Response {
+    let Some(page) = ObjectPage::parse(&section) else {
+        return (StatusCode::NOT_FOUND, "no live updates here").into_response();
+    };
     stream(&state, &headers, move |caller, stopping, sender| async move {
-        let identity = caller.identity.clone();
-        let main = triggers(cluster::api(&identity.client, &cluster::packages(), Some(&namespace)), named(&name));
-        let mut others = vec![event_triggers(&identity, &namespace, "Package", &name)];
-        others.extend(owned_triggers(&identity, &namespace, &name).await);
-        let csrf = caller.csrf.clone();
-        follow(stopping, sender, main, others, || async {
-            let (package, extras) = views::package(&identity, &namespace, &name).await.map_err(|e| e.to_string())?;
-            Ok(Update::of(pages::package::fragments(&package, &extras, Some(&csrf))))
-        })
-        .await;
+        let (main, others) = watches(page, &caller.identity, &namespace, &name).await;
+        follow(stopping, sender, main, others, || parts(page, &caller, &namespace, &name)).await;
     })
 }
 
-/// Watches of what a Package owns now, by kind and namespace, selected by the owner labels.
-async fn owned_triggers(identity: &Identity, namespace: &str, name: &str) -> Vec<BoxStream<'static, Trigger>> {
-    let Ok(package) = cluster::get(&identity.client, &cluster::packages(), Some(namespace), name).await else {
-        return Vec::new();
+/// The watches of a detail page: its object's, then the others'.
+///
+/// - a Package: its Events, and the objects it owns (by the owner labels, one watch per kind
+///   and namespace);
+/// - a Canary: its Deployments (by its label) and its Events;
+/// - a package the CLI applied: its inventory, and the objects it names (as a Package's).
+async fn watches(
+    page: ObjectPage,
+    identity: &Identity,
+    namespace: &str,
+    name: &str,
+) -> (BoxStream<'static, Trigger>, Vec<BoxStream<'static, Trigger>>) {
+    let client = &identity.client;
+    match page {
+        ObjectPage::Package => {
+            let main = triggers(cluster::api(client, &cluster::packages(), Some(namespace)), named(name));
+            let owned = match cluster::get(client, &cluster::packages(), Some(namespace), name).await {
+                Ok(package) => model_package::inventory(&package),
+                Err(_) => Vec::new(),
+            };
+            let mut others = vec![event_triggers(identity, namespace, "Package", name)];
+            others.extend(owned_triggers(identity, owned, &owner_selector(namespace, name), OWNED_WATCHES).await);
+            (main, others)
+        }
+        ObjectPage::Canary => {
+            let main = triggers(cluster::api(client, &cluster::canaries(), Some(namespace)), named(name));
+            let deployments = cluster::api(client, &views::deployments_kind(), Some(namespace));
+            let others = vec![
+                triggers(deployments, watcher::Config::default().labels(&views::canary_selector(name))),
+                event_triggers(identity, namespace, "Canary", name),
+            ];
+            (main, others)
+        }
+        ObjectPage::Inventory => {
+            let configmap = bosun::inventory::configmap_name(name);
+            let main = triggers(cluster::api(client, &cluster::inventories(), Some(namespace)), named(&configmap));
+            let owned = match cluster::get(client, &cluster::inventories(), Some(namespace), &configmap).await {
+                Ok(configmap) => cli::applied(&configmap).and_then(|applied| applied.objects.ok()).unwrap_or_default(),
+                Err(_) => Vec::new(),
+            };
+            (main, owned_triggers(identity, owned, &owner_selector(namespace, name), OWNED_WATCHES).await)
+        }
+    }
+}
+
+/// A detail page's live parts, read and rendered again as a reload would.
+async fn parts(page: ObjectPage, caller: &Caller, namespace: &str, name: &str) -> Result<Update, String> {
+    let identity = &caller.identity;
+    let parts = match page {
+        ObjectPage::Package => {
+            let (package, extras) = views::package(identity, namespace, name).await.map_err(|e| e.to_string())?;
+            pages::package::fragments(&package, &extras, Some(&caller.csrf))
+        }
+        ObjectPage::Canary => {
+            let (canary, extras) = views::canary(identity, namespace, name).await.map_err(|e| e.to_string())?;
+            pages::canary::fragments(&canary, &extras)
+        }
+        ObjectPage::Inventory => {
+            let (applied, leaves) = views::inventory(identity, namespace, name).await.map_err(|e| e.to_string())?;
+            pages::inventory::fragments(&applied, &leaves)
+        }
     };
+    Ok(Update::of(parts))
+}
+
+/// The owner labels of the objects the package `namespace/name` applied.
+fn owner_selector(namespace: &str, name: &str) -> String {
+    format!("{PACKAGE_LABEL}={name},{PACKAGE_NAMESPACE_LABEL}={namespace}")
+}
+
+/// Watches of `owned` (what packages own now) by kind and namespace, at most `limit`, selected
+/// by the owner labels in `selector`.
+async fn owned_triggers(
+    identity: &Identity,
+    owned: Vec<Owned>,
+    selector: &str,
+    limit: usize,
+) -> Vec<BoxStream<'static, Trigger>> {
     let Ok(resolver) = identity.resolver().await else { return Vec::new() };
     let mut kinds: BTreeMap<(String, String, String), ()> = BTreeMap::new();
-    for owned in inventory(&package) {
+    for owned in owned {
         kinds.insert((owned.api_version, owned.kind, owned.namespace), ());
     }
-    let selector = format!("{PACKAGE_LABEL}={name},{PACKAGE_NAMESPACE_LABEL}={namespace}");
     let mut watches = Vec::new();
-    for (api_version, kind, object_namespace) in kinds.into_keys().take(OWNED_WATCHES) {
+    for (api_version, kind, object_namespace) in kinds.into_keys().take(limit) {
         if let Some(found) = resolver.kind(&api_version, &kind).await {
             watches.push(triggers(
                 found.api(&identity.client, &object_namespace),
-                watcher::Config::default().labels(&selector),
+                watcher::Config::default().labels(selector),
             ));
         }
     }
     watches
 }
 
-/// A Canary page's updates: the Canary, its Deployments, its Events.
-pub async fn canary(
-    State(state): State<Shared>,
-    headers: HeaderMap,
-    Path((namespace, name)): Path<(String, String)>,
-) -> Response {
-    stream(&state, &headers, move |caller, stopping, sender| async move {
-        let identity = caller.identity;
-        let main = triggers(cluster::api(&identity.client, &cluster::canaries(), Some(&namespace)), named(&name));
-        let deployments = cluster::api(&identity.client, &views::deployments_kind(), Some(&namespace));
-        let others = vec![
-            triggers(deployments, watcher::Config::default().labels(&views::canary_selector(&name))),
-            event_triggers(&identity, &namespace, "Canary", &name),
-        ];
-        follow(stopping, sender, main, others, || async {
-            let (canary, extras) = views::canary(&identity, &namespace, &name).await.map_err(|e| e.to_string())?;
-            Ok(Update::of(pages::canary::fragments(&canary, &extras)))
-        })
-        .await;
-    })
-}
-
 /// The overview's updates: a watch per listed kind (with the filters); each change sends its
-/// row and the section's counts.
+/// row and the section's counts. The rows of the packages the CLI applied are read again when
+/// [`cli_triggers`] say something of theirs changed.
 pub async fn overview(State(state): State<Shared>, headers: HeaderMap, Query(filters): Query<Filters>) -> Response {
     stream(&state, &headers, move |caller, stopping, sender| async move {
         let kinds = views::overview_kinds(&caller.identity).await;
-        follow_overview(stopping, sender, &caller.identity, &kinds, &filters).await;
+        let cli = cli_triggers(&caller.identity, &filters).await;
+        follow_overview(stopping, sender, &caller.identity, &kinds, cli, &filters).await;
     })
 }
 
+/// What changes the rows of the packages the CLI applied: their inventories (by label; the
+/// first events come at once, so the rows are read again as the updates start) and the objects
+/// the inventories name (by the owner label, one watch per kind and namespace, at most
+/// [`OVERVIEW_OWNED_WATCHES`]). A watch the caller may not make is left out.
+async fn cli_triggers(identity: &Identity, filters: &Filters) -> BoxStream<'static, Trigger> {
+    let configmaps = cluster::api(&identity.client, &cluster::inventories(), filters.namespace());
+    let mut watches = vec![triggers(configmaps, watcher::Config::default().labels(&cli::selector(filters.labels())))];
+    if let Ok(applied) = views::applied_inventories(identity, filters).await
+        && !applied.is_empty()
+    {
+        let mut names: Vec<&str> = applied.iter().map(|applied| applied.name.as_str()).collect();
+        names.sort_unstable();
+        names.dedup();
+        let selector = format!("{PACKAGE_LABEL} in ({})", names.join(","));
+        let owned = applied.iter().flat_map(|applied| applied.objects.iter().flatten().cloned()).collect();
+        watches.extend(owned_triggers(identity, owned, &selector, OVERVIEW_OWNED_WATCHES).await);
+    }
+    let watches = watches.into_iter().map(|s| s.take_while(|t| ready(matches!(t, Trigger::Changed))).boxed());
+    futures::stream::select_all(watches).boxed()
+}
+
+/// A row's key: the watch it came from (a kind's section, or the CLI's), namespace and name.
 type Key = (&'static str, String, String);
+
+/// The overview section whose counts include a row of `from`: the packages the CLI applied
+/// count among the Packages.
+fn counted_in(from: &'static str) -> &'static str {
+    if from == CLI { ObjectPage::Package.section() } else { from }
+}
+
+/// Reads the rows of the packages the CLI applied again: each is sent, the ones gone are
+/// removed, and their states kept for the counts.
+async fn refresh_cli_rows(
+    identity: &Identity,
+    filters: &Filters,
+    states: &mut HashMap<Key, ObjectState>,
+    pending: &mut Update,
+) {
+    let Ok(rows) = views::cli_rows(identity, filters).await else { return };
+    let mut gone: Vec<Key> = states.keys().filter(|key| key.0 == CLI).cloned().collect();
+    for row in rows {
+        let key = (CLI, row.namespace.clone(), row.name.clone());
+        gone.retain(|old| *old != key);
+        states.insert(key, row.standing.state);
+        let parent = format!("rows:{}", counted_in(CLI));
+        pending.replace.push(Part { id: row.id.clone(), html: table_row(&row).into_string(), parent: Some(parent) });
+    }
+    for key in gone {
+        pending.remove.push(row_id(CLI, &key.1, &key.2));
+        states.remove(&key);
+    }
+}
 
 async fn follow_overview(
     stopping: CancellationToken,
     sender: mpsc::Sender<Event>,
     identity: &Identity,
     kinds: &[Listed],
+    mut cli: BoxStream<'static, Trigger>,
     filters: &Filters,
 ) {
     let watches = kinds.iter().map(|kind| {
@@ -296,11 +404,19 @@ async fn follow_overview(
     let mut pending = Update::default();
     let mut touched: Vec<&'static str> = Vec::new();
     let mut changed: Option<Instant> = None;
+    let (mut cli_open, mut cli_changed) = (true, false);
     loop {
         let flush = changed.map(|at| at + SETTLE);
         tokio::select! {
             () = sender.closed() => return,
             () = stopping.cancelled() => return,
+            trigger = cli.next(), if cli_open => match trigger {
+                Some(_) => {
+                    cli_changed = true;
+                    changed.get_or_insert_with(Instant::now);
+                }
+                None => cli_open = false,
+            },
             item = watches.next() => {
                 let Some((section, event)) = item else { return };
                 let key = |o: &DynamicObject| (section, o.metadata.namespace.clone().unwrap_or_default(), o.metadata.name.clone().unwrap_or_default());
@@ -329,10 +445,14 @@ async fn follow_overview(
             }
             () = tokio::time::sleep_until(flush.unwrap_or_else(Instant::now)), if flush.is_some() => {
                 changed = None;
+                if std::mem::take(&mut cli_changed) {
+                    refresh_cli_rows(identity, filters, &mut states, &mut pending).await;
+                    touched.push(counted_in(CLI));
+                }
                 touched.sort_unstable();
                 touched.dedup();
                 for section in touched.drain(..) {
-                    let tally = Counts::of(states.iter().filter(|(k, _)| k.0 == section).map(|(_, s)| *s));
+                    let tally = Counts::of(states.iter().filter(|(k, _)| counted_in(k.0) == section).map(|(_, s)| *s));
                     pending.replace.push(Part { id: format!("counts:{section}"), html: counts(section, &tally).into_string(), parent: None });
                 }
                 let update = std::mem::take(&mut pending);

@@ -5,9 +5,10 @@
 //! |---|---|
 //! | `/` | the overview (`?namespace=&label=&q=`) |
 //! | `/packages/NS/NAME`, `/canaries/NS/NAME`, `/operators/NS/NAME`, `/alerts/NS/NAME`, `/fleets/NS/NAME` | an object's page |
+//! | `/inventories/NS/NAME` | a package the CLI applied (by its inventory; read-only) |
 //! | `/yaml/GROUP/VERSION/KIND/NS/NAME` | any object as YAML (`core`: the core group; `_`: no namespace) |
 //! | `/packages/NS/NAME/actions/ACTION`, `/canaries/NS/NAME/actions/ACTION` | GET: confirm; POST: act |
-//! | `/live/overview`, `/live/packages/NS/NAME`, `/live/canaries/NS/NAME` | Server-Sent Events |
+//! | `/live/overview`, `/live/packages/NS/NAME`, `/live/canaries/NS/NAME`, `/live/inventories/NS/NAME` | Server-Sent Events ([`live::object`]) |
 //! | `/login`, `/logout` | sign-in with a token (in a cluster) |
 
 use std::collections::HashMap;
@@ -29,7 +30,7 @@ use crate::{
     auth::{self, Caller},
     cluster::{self, ReadError},
     live,
-    model::links,
+    model::links::{self, ObjectPage},
     pages::{self, Viewer, overview::Filters},
     server::{AppState, Shared},
     views,
@@ -48,11 +49,11 @@ pub fn router(state: Shared) -> Router {
         .route("/operators/{namespace}/{name}", get(operator))
         .route("/alerts/{namespace}/{name}", get(alert))
         .route("/fleets/{namespace}/{name}", get(fleet))
+        .route("/inventories/{namespace}/{name}", get(inventory))
         .route("/yaml/{group}/{version}/{kind}/{namespace}/{name}", get(yaml))
         .route("/{section}/{namespace}/{name}/actions/{action}", get(confirm).post(act))
         .route("/live/overview", get(live::overview))
-        .route("/live/packages/{namespace}/{name}", get(live::package))
-        .route("/live/canaries/{namespace}/{name}", get(live::canary))
+        .route("/live/{section}/{namespace}/{name}", get(live::object))
         .with_state(state)
 }
 
@@ -90,45 +91,32 @@ fn flash(section: &str, query: &HashMap<String, String>) -> Option<String> {
     Action::parse(section, done, query.get("revision").map(String::as_str)).map(|action| action.done())
 }
 
-/// The pages of an object with actions and live parts.
-#[derive(Clone, Copy)]
-enum ObjectPage {
-    Package,
-    Canary,
-}
-
-impl ObjectPage {
-    /// Its section of the URL space (`packages`).
-    fn section(self) -> &'static str {
-        match self {
-            ObjectPage::Package => "packages",
-            ObjectPage::Canary => "canaries",
+/// Reads the object of `page` as the caller and renders its page.
+async fn render(
+    page: ObjectPage,
+    caller: &Caller,
+    namespace: &str,
+    name: &str,
+    flash: Option<&str>,
+) -> Result<Markup, ReadError> {
+    let (viewer, live) = (viewer(caller), format!("/live/{}/{namespace}/{name}", page.section()));
+    Ok(match page {
+        ObjectPage::Package => {
+            let (package, extras) = views::package(&caller.identity, namespace, name).await?;
+            pages::package::package_page(Some(&viewer), &package, &extras, flash, &live)
         }
-    }
-
-    /// Reads the object as the caller and renders its page.
-    async fn render(
-        self,
-        caller: &Caller,
-        namespace: &str,
-        name: &str,
-        flash: Option<&str>,
-    ) -> Result<Markup, ReadError> {
-        let (viewer, live) = (viewer(caller), format!("/live/{}/{namespace}/{name}", self.section()));
-        Ok(match self {
-            ObjectPage::Package => {
-                let (package, extras) = views::package(&caller.identity, namespace, name).await?;
-                pages::package::package_page(Some(&viewer), &package, &extras, flash, &live)
-            }
-            ObjectPage::Canary => {
-                let (canary, extras) = views::canary(&caller.identity, namespace, name).await?;
-                pages::canary::canary_page(Some(&viewer), &canary, &extras, flash, &live)
-            }
-        })
-    }
+        ObjectPage::Canary => {
+            let (canary, extras) = views::canary(&caller.identity, namespace, name).await?;
+            pages::canary::canary_page(Some(&viewer), &canary, &extras, flash, &live)
+        }
+        ObjectPage::Inventory => {
+            let (applied, leaves) = views::inventory(&caller.identity, namespace, name).await?;
+            pages::inventory::inventory_page(Some(&viewer), &applied, &leaves, &live)
+        }
+    })
 }
 
-/// A Package's or Canary's page, with the flash of the action that led there.
+/// An object's page, with the flash of the action that led there.
 async fn object_page(
     state: Shared,
     headers: HeaderMap,
@@ -142,15 +130,9 @@ async fn object_page(
         Err(response) => return *response,
     };
     let flash = flash(page.section(), &query);
-    match page.render(&caller, &namespace, &name, flash.as_deref()).await {
+    match render(page, &caller, &namespace, &name, flash.as_deref()).await {
         Ok(markup) => html(StatusCode::OK, markup),
-        Err(error) => {
-            let kind = match page {
-                ObjectPage::Package => "Package",
-                ObjectPage::Canary => "Canary",
-            };
-            read_failure(&caller, &format!("{kind} {namespace}/{name}"), &error)
-        }
+        Err(error) => read_failure(&caller, &page.title(&namespace, &name), &error),
     }
 }
 
@@ -170,6 +152,15 @@ async fn canary(
     Query(query): Query<HashMap<String, String>>,
 ) -> Response {
     object_page(state, headers, ObjectPage::Canary, namespace, name, query).await
+}
+
+/// A package the CLI applied: read-only (no action parses in its section, so no flash).
+async fn inventory(
+    State(state): State<Shared>,
+    headers: HeaderMap,
+    Path((namespace, name)): Path<(String, String)>,
+) -> Response {
+    object_page(state, headers, ObjectPage::Inventory, namespace, name, HashMap::new()).await
 }
 
 async fn operator(

@@ -9,11 +9,16 @@ use kube::api::{ApiResource, DynamicObject};
 use crate::{
     auth::Identity,
     cluster::{self, ReadError},
-    model::package::{Owned, inventory},
+    model::{
+        self,
+        inventory::{self, Applied},
+        links::ObjectPage,
+        package::{Leaf, NOT_FOUND, Owned},
+    },
     pages::{
         canary,
-        overview::{Filters, Section, row},
-        package::{Extras, Leaf},
+        overview::{Filters, Row, Section, inventory_row, row, with_cli_rows},
+        package::Extras,
         resources::{OperatorExtras, WATCHED_SHOWN, Watched},
     },
 };
@@ -29,16 +34,15 @@ pub async fn overview_kinds(identity: &Identity) -> Vec<cluster::Listed> {
     kinds
 }
 
-/// The overview's sections, and the namespaces seen (for the filter's suggestions).
+/// The overview's sections, and the namespaces seen (for the filter's suggestions). The
+/// packages the CLI applied are rows of the Packages.
 pub async fn overview(identity: &Identity, filters: &Filters) -> (Vec<Section>, Vec<String>) {
     let kinds = overview_kinds(identity).await;
     let client = &identity.client;
-    let listed = futures::future::join_all(
-        kinds.iter().map(|kind| cluster::list(client, kind, filters.namespace(), filters.labels())),
-    )
-    .await;
+    let listings = kinds.iter().map(|kind| cluster::list(client, kind, filters.namespace(), filters.labels()));
+    let (listed, cli) = futures::join!(futures::future::join_all(listings), cli_rows(identity, filters));
     let mut namespaces = Vec::new();
-    let sections = kinds
+    let mut sections = kinds
         .iter()
         .zip(listed)
         .map(|(kind, objects)| {
@@ -46,9 +50,15 @@ pub async fn overview(identity: &Identity, filters: &Filters) -> (Vec<Section>, 
                 namespaces.extend(objects.iter().filter_map(|o| o.metadata.namespace.clone()));
                 objects.iter().filter(|o| filters.shows(o)).map(|o| row(kind.section, o)).collect()
             });
-            Section { id: kind.section, title: kind.title, rows }
+            Section { id: kind.section, title: kind.title, rows, note: None }
         })
-        .collect();
+        .collect::<Vec<_>>();
+    if let Some(packages) = sections.iter_mut().find(|section| section.id == ObjectPage::Package.section()) {
+        if let Ok(rows) = &cli {
+            namespaces.extend(rows.iter().map(|row| row.namespace.clone()));
+        }
+        with_cli_rows(packages, cli);
+    }
     namespaces.sort();
     namespaces.dedup();
     (sections, namespaces)
@@ -73,7 +83,7 @@ pub async fn leaves(identity: &Identity, owned: Vec<Owned>) -> Vec<Leaf> {
                         .await;
                 let health = match read {
                     Ok(object) => Ok(bosun::health::evaluate(&object)),
-                    Err(ReadError::NotFound { .. }) => Err("not found".to_string()),
+                    Err(ReadError::NotFound { .. }) => Err(NOT_FOUND.to_string()),
                     Err(error) => Err(error.to_string()),
                 };
                 Leaf { owned, health }
@@ -82,6 +92,52 @@ pub async fn leaves(identity: &Identity, owned: Vec<Owned>) -> Vec<Leaf> {
         .buffered(CONCURRENT_READS)
         .collect()
         .await
+}
+
+/// The packages the CLI applied that the overview's filters show, by namespace and name.
+pub async fn applied_inventories(identity: &Identity, filters: &Filters) -> Result<Vec<Applied>, ReadError> {
+    let selector = inventory::selector(filters.labels());
+    let configmaps =
+        cluster::list(&identity.client, &cluster::inventories(), filters.namespace(), Some(&selector)).await?;
+    Ok(configmaps
+        .iter()
+        .filter_map(inventory::applied)
+        .filter(|applied| model::matches_text(&applied.namespace, &applied.name, &filters.q))
+        .collect())
+}
+
+/// The packages the CLI applied that the overview's filters show, each with its objects'
+/// health (read at most [`CONCURRENT_READS`] at once, across all of them).
+pub async fn applied(identity: &Identity, filters: &Filters) -> Result<Vec<(Applied, Vec<Leaf>)>, ReadError> {
+    let applied = applied_inventories(identity, filters).await?;
+    let owned = applied.iter().flat_map(|applied| applied.objects.iter().flatten().cloned()).collect();
+    let mut leaves = leaves(identity, owned).await.into_iter();
+    Ok(applied
+        .into_iter()
+        .map(|applied| {
+            let count = applied.objects.as_ref().map_or(0, Vec::len);
+            let own = leaves.by_ref().take(count).collect();
+            (applied, own)
+        })
+        .collect())
+}
+
+/// The overview's rows of the packages the CLI applied, or why they could not be listed.
+pub async fn cli_rows(identity: &Identity, filters: &Filters) -> Result<Vec<Row>, String> {
+    let applied = applied(identity, filters).await.map_err(|e| e.to_string())?;
+    Ok(applied.iter().map(|(applied, leaves)| inventory_row(applied, leaves)).collect())
+}
+
+/// A package the CLI applied (by its inventory) and its objects' health.
+pub async fn inventory(identity: &Identity, namespace: &str, name: &str) -> Result<(Applied, Vec<Leaf>), ReadError> {
+    let configmap_name = bosun::inventory::configmap_name(name);
+    let configmap = cluster::get(&identity.client, &cluster::inventories(), Some(namespace), &configmap_name).await?;
+    let Some(applied) = inventory::applied(&configmap).filter(|applied| applied.name == name) else {
+        let what = format!("ConfigMap/{namespace}/{configmap_name}: not the inventory of a package the CLI applied");
+        return Err(ReadError::NotFound { what });
+    };
+    let leaves = leaves(identity, applied.objects.clone().unwrap_or_default()).await;
+    Ok((applied, leaves))
 }
 
 /// The Events of an object, or why they could not be read.
@@ -97,8 +153,10 @@ async fn events(
 /// A Package and what its page shows besides.
 pub async fn package(identity: &Identity, namespace: &str, name: &str) -> Result<(DynamicObject, Extras), ReadError> {
     let package = cluster::get(&identity.client, &cluster::packages(), Some(namespace), name).await?;
-    let (tree, events) =
-        futures::join!(leaves(identity, inventory(&package)), events(identity, namespace, "Package", name));
+    let (tree, events) = futures::join!(
+        leaves(identity, model::package::inventory(&package)),
+        events(identity, namespace, "Package", name)
+    );
     Ok((package, Extras { tree, events }))
 }
 
@@ -175,21 +233,7 @@ pub async fn operator(
         let mut watched = Vec::new();
         for object in objects.into_iter().take(WATCHED_SHOWN) {
             let children = match operator_inventory(identity, name, namespace, &object).await {
-                Ok(entries) => {
-                    let owned = entries
-                        .iter()
-                        .map(|entry| {
-                            let (kind, namespace, name) = entry.parts();
-                            Owned {
-                                api_version: entry.v.clone(),
-                                kind: kind.into(),
-                                namespace: namespace.into(),
-                                name: name.into(),
-                            }
-                        })
-                        .collect();
-                    Ok(leaves(identity, owned).await)
-                }
+                Ok(entries) => Ok(leaves(identity, entries.iter().map(Owned::of).collect()).await),
                 Err(error) => Err(error),
             };
             watched.push(Watched { api_version: api_version.clone(), object, children });

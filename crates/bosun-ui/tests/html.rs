@@ -1,14 +1,15 @@
 //! The dashboard without JavaScript: plain HTTP requests, as a browser with scripts off (or
 //! `curl`) makes them, against the embedded API server with the real controllers. Every page
-//! reads, an action is a confirmation form and a POST, and the security headers and checks hold.
+//! reads, an action is a confirmation form and a POST, and the security headers and checks hold;
+//! the live updates are read as the Server-Sent Events they are.
 
 mod support;
 
-use std::time::Duration;
+use std::{path::Path, time::Duration};
 
 use reqwest::{StatusCode, header};
-use serde_json::json;
-use support::Cluster;
+use serde_json::{Value, json};
+use support::{BOUND, Cluster};
 
 /// A client that does not follow redirects (the tests look at them) and runs no script.
 fn client() -> reqwest::Client {
@@ -332,4 +333,136 @@ async fn operator_fleet_and_alert_pages_show_their_objects() {
     ] {
         assert!(overview.contains(link), "{link} on the overview: {overview}");
     }
+}
+
+/// Applies the package in `dir` as `bosun apply DIR` does (no Package resource: its inventory
+/// in a ConfigMap), with the `wait` and `prune` its `bosun.yaml` asks for.
+async fn apply_with_the_cli(client: &kube::Client, dir: &Path) {
+    use bosun::{apply::Options, package::Package, pipeline, report::Silent};
+    let package = Package::load(dir).expect("the package");
+    let render = pipeline::RenderOptions { default_namespace: Some("default".into()), ..Default::default() };
+    let rendered = pipeline::render(&package, &render, Some(client)).await.expect("rendered");
+    let options = Options {
+        wait: package.spec.wait == Some(true),
+        prune: package.spec.prune == Some(true),
+        timeout: BOUND,
+        ..Options::default()
+    };
+    let applied = pipeline::apply(client, &package, &rendered, "default", &options, &Silent).await.expect("applied");
+    assert!(applied.report.succeeded(), "{}", applied.report.table());
+}
+
+/// The row `id` of a page: from its `<tr` to its `</tr>`.
+fn table_row<'a>(html: &'a str, id: &str) -> &'a str {
+    let start = html.find(&format!(r#"<tr id="{id}""#)).unwrap_or_else(|| panic!("no row {id} in {html}"));
+    let end = html[start..].find("</tr>").expect("the row ends") + start;
+    &html[start..end]
+}
+
+/// A page's Server-Sent Events, read as they come.
+struct Events {
+    response: reqwest::Response,
+    buffer: String,
+}
+
+impl Events {
+    async fn open(url: &str) -> Events {
+        let response = client().get(url).send().await.unwrap_or_else(|e| panic!("GET {url}: {e}"));
+        assert_eq!(response.status(), StatusCode::OK);
+        Events { response, buffer: String::new() }
+    }
+
+    /// The html of the part `id` of the first update (from now) that has one for which
+    /// `wanted` holds.
+    async fn part(&mut self, id: &str, wanted: impl Fn(&str) -> bool) -> String {
+        let found = tokio::time::timeout(BOUND, async {
+            loop {
+                while let Some(end) = self.buffer.find("\n\n") {
+                    let event: String = self.buffer.drain(..end + 2).collect();
+                    let Some(data) = event.strip_prefix("event: update\ndata: ") else { continue };
+                    let update: Value = serde_json::from_str(data.trim_end()).expect("an update is JSON");
+                    let parts = update["replace"].as_array().cloned().unwrap_or_default();
+                    let html = parts.iter().find(|p| p["id"] == id).and_then(|p| p["html"].as_str());
+                    if let Some(html) = html.filter(|html| wanted(html)) {
+                        return html.to_string();
+                    }
+                }
+                let chunk = self.response.chunk().await.expect("the stream").expect("the stream goes on");
+                self.buffer.push_str(&String::from_utf8_lossy(&chunk));
+            }
+        })
+        .await;
+        found.unwrap_or_else(|_| panic!("no update of {id} as wanted within {BOUND:?}"))
+    }
+}
+
+#[tokio::test]
+async fn packages_applied_by_the_cli_are_listed_read_only_with_their_objects_health_live() {
+    let cluster = Cluster::start(Duration::from_millis(100), &[]).await;
+    let client = cluster.server.client();
+    // `bosun dev examples/quickstart` and a package with a Secret, both applied by the CLI.
+    let quickstart = Path::new(env!("CARGO_MANIFEST_DIR")).join("../../examples/quickstart");
+    apply_with_the_cli(&client, &quickstart).await;
+    let credentials = support::package_dir(&[
+        ("bosun.yaml", "apiVersion: bosun.dev/v1alpha1\nkind: Package\nmetadata: {name: credentials}\nspec: {}\n"),
+        ("secret.yaml", "apiVersion: v1\nkind: Secret\nmetadata: {name: db}\nstringData: {password: hunter2-cli}\n"),
+    ]);
+    apply_with_the_cli(&client, credentials.path()).await;
+    let dashboard = cluster.dashboard().await;
+    let url = &dashboard.url;
+
+    // Among the Packages, marked as the CLI's, linked to their own pages, counted.
+    let (status, _, overview) = get(&format!("{url}/"), None).await;
+    assert_eq!(status, StatusCode::OK);
+    let row = table_row(&overview, "row:inventories:default:quickstart");
+    assert!(row.contains(r#"data-state="Ready""#), "the Deployment is available: {row}");
+    assert!(row.contains(r#"href="/inventories/default/quickstart""#) && row.contains("badge cli"), "{row}");
+    assert!(row.contains("applied by bosun apply · 4 objects") && row.contains("all 4 objects healthy"), "{row}");
+    assert!(overview.contains(r#"id="row:inventories:default:credentials""#), "{overview}");
+    let counts = &overview[overview.find(r#"id="counts:packages""#).expect("the Packages' counts")..];
+    assert!(counts.contains(r#"Ready</span> <data class="count" value="2">"#), "{counts}");
+
+    // Its page: each object, its health judged live, its YAML linked; no action.
+    let (status, _, page) = get(&format!("{url}/inventories/default/quickstart"), None).await;
+    assert_eq!(status, StatusCode::OK, "{page}");
+    for object in [
+        "/yaml/core/v1/Namespace/_/quickstart",
+        "/yaml/core/v1/ConfigMap/quickstart/web-settings",
+        "/yaml/apps/v1/Deployment/quickstart/web",
+        "/yaml/core/v1/Service/quickstart/web",
+    ] {
+        let link = format!(r#"<a href="{object}">"#);
+        let leaf = page.find(&link).map(|at| &page[page[..at].rfind("<li").expect("its item")..at]);
+        assert!(leaf.is_some_and(|leaf| leaf.contains("badge ready")), "{object} healthy on {page}");
+    }
+    assert!(page.contains("re-run <code>bosun apply</code>"), "why it is read-only: {page}");
+    assert!(!page.contains("<form") && !page.contains("/actions/"), "no action: {page}");
+    for (path, why) in [
+        ("/inventories/default/quickstart/actions/suspend", "no action for a package the CLI applied"),
+        ("/packages/default/quickstart", "no Package resource of that name"),
+        ("/inventories/default/nothing", "no such inventory"),
+    ] {
+        let (status, _, _) = get(&format!("{url}{path}"), None).await;
+        assert_eq!(status, StatusCode::NOT_FOUND, "{path}: {why}");
+    }
+    // The Secret is listed; its YAML, one click away, masks its values.
+    let (_, _, page) = get(&format!("{url}/inventories/default/credentials"), None).await;
+    assert!(page.contains(r#"href="/yaml/core/v1/Secret/default/db""#), "{page}");
+    let (status, _, yaml) = get(&format!("{url}/yaml/core/v1/Secret/default/db"), None).await;
+    assert_eq!(status, StatusCode::OK);
+    assert!(yaml.contains("password") && !yaml.contains("hunter2-cli") && !yaml.contains("aHVudGVyMi1jbGk="), "{yaml}");
+
+    // Live: an object deleted behind the CLI's back fails the package, on its page and its row.
+    let mut on_page = Events::open(&format!("{url}/live/inventories/default/quickstart")).await;
+    let tree = on_page.part("tree", |_| true).await;
+    assert!(tree.contains("/yaml/core/v1/Service/quickstart/web"), "{tree}");
+    let mut on_overview = Events::open(&format!("{url}/live/overview")).await;
+    let row = on_overview.part("row:inventories:default:quickstart", |_| true).await;
+    assert!(row.contains(r#"data-state="Ready""#), "{row}");
+    let services: kube::Api<k8s_openapi::api::core::v1::Service> = kube::Api::namespaced(client, "quickstart");
+    services.delete("web", &Default::default()).await.expect("the Service deleted");
+    let summary = on_page.part("summary", |html| html.contains("gone since it was applied")).await;
+    assert!(summary.contains("Service/quickstart/web: gone since it was applied"), "{summary}");
+    let row = on_overview.part("row:inventories:default:quickstart", |html| html.contains("Failed")).await;
+    assert!(row.contains(r#"data-state="Failed""#), "{row}");
 }

@@ -36,6 +36,46 @@ pub fn commit_url(git_url: &str, revision: &str) -> Option<String> {
     }
 }
 
+/// The pages of an object with live parts (`/live/SECTION/NS/NAME`) and actions (but for a
+/// package the CLI applied, which has none).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum ObjectPage {
+    /// A Package.
+    Package,
+    /// A Canary.
+    Canary,
+    /// A package the CLI applied (its inventory).
+    Inventory,
+}
+
+impl ObjectPage {
+    /// Every one of them.
+    pub const ALL: [ObjectPage; 3] = [ObjectPage::Package, ObjectPage::Canary, ObjectPage::Inventory];
+
+    /// The page of a section of the URL space, if it is one of them.
+    pub fn parse(section: &str) -> Option<ObjectPage> {
+        ObjectPage::ALL.into_iter().find(|page| page.section() == section)
+    }
+
+    /// Its section of the URL space (`packages`).
+    pub const fn section(self) -> &'static str {
+        match self {
+            ObjectPage::Package => "packages",
+            ObjectPage::Canary => "canaries",
+            ObjectPage::Inventory => "inventories",
+        }
+    }
+
+    /// What it shows, as a title (`Package team/web`).
+    pub fn title(self, namespace: &str, name: &str) -> String {
+        match self {
+            ObjectPage::Package => format!("Package {namespace}/{name}"),
+            ObjectPage::Canary => format!("Canary {namespace}/{name}"),
+            ObjectPage::Inventory => format!("Package {namespace}/{name} (applied by the CLI)"),
+        }
+    }
+}
+
 /// The page of a Package, Canary, Operator, Alert or Fleet (`/packages/NS/NAME`).
 pub fn object_page(section: &str, namespace: Option<&str>, name: &str) -> String {
     format!("/{section}/{}/{name}", namespace.filter(|ns| !ns.is_empty()).unwrap_or(NO_NAMESPACE))
@@ -99,5 +139,15 @@ mod tests {
         assert_eq!(namespace_of("_"), None);
         assert_eq!(object_page("packages", Some("team"), "web"), "/packages/team/web");
         assert_eq!(object_page("fleets", None, "all"), "/fleets/_/all");
+    }
+
+    #[test]
+    fn pages_with_live_parts_are_known_by_their_section() {
+        for page in ObjectPage::ALL {
+            assert_eq!(ObjectPage::parse(page.section()), Some(page));
+        }
+        assert_eq!(ObjectPage::parse("inventories"), Some(ObjectPage::Inventory));
+        assert_eq!(ObjectPage::parse("operators"), None, "no live parts");
+        assert_eq!(ObjectPage::Inventory.title("default", "web"), "Package default/web (applied by the CLI)");
     }
 }

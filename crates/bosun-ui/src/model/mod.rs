@@ -4,6 +4,7 @@
 //! field a newer bosun adds, or one this version does not know, never breaks a page.
 
 pub mod canary;
+pub mod inventory;
 pub mod links;
 pub mod package;
 pub mod shown;

@@ -2,11 +2,12 @@
 //! (`status.progress`), the objects it owns (`status.inventory`), its history, and the rollback
 //! it was asked for.
 
+use bosun::health::{self, Health};
 use bosun_controllers::package::rollback::ROLLBACK_TO;
 use kube::api::DynamicObject;
 use serde_json::Value;
 
-use super::{links, text};
+use super::{State, links, text};
 
 /// Where the Package's files come from.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -255,6 +256,12 @@ pub struct Owned {
 }
 
 impl Owned {
+    /// The object an inventory entry names.
+    pub fn of(entry: &bosun::inventory::Entry) -> Owned {
+        let (kind, namespace, name) = entry.parts();
+        Owned { api_version: entry.v.clone(), kind: kind.into(), namespace: namespace.into(), name: name.into() }
+    }
+
     /// `Kind/namespace/name`.
     pub fn describe(&self) -> String {
         match self.namespace.as_str() {
@@ -272,15 +279,31 @@ pub fn inventory(package: &DynamicObject) -> Vec<Owned> {
         .filter_map(|entry| {
             let entry =
                 bosun::inventory::Entry { id: entry["id"].as_str()?.to_string(), v: entry["v"].as_str()?.to_string() };
-            let (kind, namespace, name) = entry.parts();
-            Some(Owned {
-                api_version: entry.v.clone(),
-                kind: kind.into(),
-                namespace: namespace.into(),
-                name: name.into(),
-            })
+            Some(Owned::of(&entry))
         })
         .collect()
+}
+
+/// What a page says of an object it could not find.
+pub const NOT_FOUND: &str = "not found";
+
+/// An owned object and how it is.
+#[derive(Debug, Clone)]
+pub struct Leaf {
+    /// The object.
+    pub owned: Owned,
+    /// Its health (from the live object), or why it could not be read ([`NOT_FOUND`]: it is
+    /// gone).
+    pub health: Result<Health, String>,
+}
+
+/// The state of a health verdict.
+pub fn health_state(health: &Health) -> State {
+    match health.status {
+        health::Status::Current => State::Ready,
+        health::Status::InProgress => State::Progressing,
+        health::Status::Failed { .. } => State::Failed,
+    }
 }
 
 /// One run of `status.history`.

@@ -5,6 +5,7 @@
 
 pub mod actions;
 pub mod canary;
+pub mod inventory;
 pub mod overview;
 pub mod package;
 pub mod resources;

@@ -1,11 +1,19 @@
 //! The overview: every Package, Fleet (when the kind exists), Canary, Operator and Alert the
-//! viewer may list, counted by state, filtered by namespace, label selector and text.
+//! viewer may list, counted by state, filtered by namespace, label selector and text. The
+//! packages the CLI applied are among the Packages, marked so.
 
 use kube::api::DynamicObject;
 use maud::{Markup, html};
 
 use super::{Viewer, badge, page};
-use crate::model::{self, Counts, Standing, canary::canary_standing, links, text};
+use crate::model::{
+    self, Counts, Standing,
+    canary::canary_standing,
+    inventory::{self, Applied},
+    links,
+    package::Leaf,
+    text,
+};
 
 /// The overview's filters (its query string).
 #[derive(Debug, Clone, Default, PartialEq, Eq, serde::Deserialize, serde::Serialize)]
@@ -52,6 +60,8 @@ pub struct Row {
     pub standing: Standing,
     /// What else says most about it (revision, phase and weight, watched kind…).
     pub detail: String,
+    /// Whether it is a package the CLI applied (no resource of its own: read-only).
+    pub cli: bool,
 }
 
 /// The element id of an object's row.
@@ -105,6 +115,25 @@ pub fn row(section: &str, object: &DynamicObject) -> Row {
         name,
         standing,
         detail,
+        cli: false,
+    }
+}
+
+/// The row of a package the CLI applied, its state from its objects' health.
+pub fn inventory_row(applied: &Applied, leaves: &[Leaf]) -> Row {
+    let objects = match &applied.objects {
+        Ok(objects) if objects.len() == 1 => "1 object".to_string(),
+        Ok(objects) => format!("{} objects", objects.len()),
+        Err(_) => "inventory damaged".to_string(),
+    };
+    Row {
+        id: row_id(inventory::SECTION, &applied.namespace, &applied.name),
+        link: links::object_page(inventory::SECTION, Some(&applied.namespace), &applied.name),
+        namespace: applied.namespace.clone(),
+        name: applied.name.clone(),
+        standing: inventory::standing(applied, leaves),
+        detail: format!("applied by bosun apply · {objects}"),
+        cli: true,
     }
 }
 
@@ -117,6 +146,9 @@ pub struct Section {
     pub title: &'static str,
     /// The rows, or why they could not be listed.
     pub rows: Result<Vec<Row>, String>,
+    /// What the rows leave out and why (the packages the CLI applied, when they cannot be
+    /// listed).
+    pub note: Option<String>,
 }
 
 impl Section {
@@ -124,6 +156,29 @@ impl Section {
     pub fn counts(&self) -> Counts {
         Counts::of(self.rows.iter().flatten().map(|row| row.standing.state))
     }
+}
+
+/// The Packages section with the rows of the packages the CLI applied after the Package
+/// resources' rows. When the CLI's cannot be listed, a note says why; when the resources cannot
+/// be (a cluster without bosun's CRDs, only ever used with `bosun apply`), the CLI's rows show
+/// with that reason as the note.
+pub fn with_cli_rows(section: &mut Section, cli: Result<Vec<Row>, String>) {
+    let resources = std::mem::replace(&mut section.rows, Ok(Vec::new()));
+    section.rows = match (resources, cli) {
+        (Ok(mut rows), Ok(cli)) => {
+            rows.extend(cli);
+            Ok(rows)
+        }
+        (Ok(rows), Err(error)) => {
+            section.note = Some(format!("Packages applied by the CLI are not shown: {error}"));
+            Ok(rows)
+        }
+        (Err(error), Ok(cli)) if !cli.is_empty() => {
+            section.note = Some(format!("Package resources are not shown: {error}"));
+            Ok(cli)
+        }
+        (Err(error), _) => Err(error),
+    };
 }
 
 /// The counts of a section, as its live fragment.
@@ -137,11 +192,16 @@ pub fn counts(section: &str, counts: &Counts) -> Markup {
     }
 }
 
+/// The mark of a package the CLI applied.
+pub fn cli_badge() -> Markup {
+    html! { span.badge.cli title="applied by bosun apply, not by a Package resource" { "CLI" } }
+}
+
 /// One row of a section's table.
 pub fn table_row(row: &Row) -> Markup {
     html! {
         tr id=(row.id) data-state=(row.standing.state.word()) {
-            th scope="row" { a href=(row.link) { (row.name) } }
+            th scope="row" { a href=(row.link) { (row.name) } @if row.cli { " " (cli_badge()) } }
             td { (row.namespace) }
             td { (badge(row.standing.state)) }
             td.detail { (row.detail) }
@@ -179,6 +239,7 @@ pub fn overview(
         @for section in sections {
             section.kind id=(section.id) aria-labelledby={ (section.id) "-title" } {
                 h2 id={ (section.id) "-title" } { (section.title) }
+                @if let Some(note) = &section.note { p.note { (note) } }
                 @match &section.rows {
                     Err(error) => { p.note { (error) } }
                     Ok(rows) => {
@@ -236,5 +297,84 @@ mod tests {
             &object("Operator", json!({"watch": {"apiVersion": "example.com/v1", "kind": "App"}}), json!({})),
         );
         assert_eq!(operator.detail, "App (example.com/v1)");
+        assert!(!operator.cli && !package.cli);
+    }
+
+    fn applied(objects: Result<usize, &str>) -> Applied {
+        let owned = |i: usize| model::package::Owned {
+            api_version: "v1".into(),
+            kind: "ConfigMap".into(),
+            namespace: "app".into(),
+            name: format!("c{i}"),
+        };
+        Applied {
+            namespace: "default".into(),
+            name: "quickstart".into(),
+            configmap: "bosun-inventory-quickstart".into(),
+            objects: objects.map(|count| (0..count).map(owned).collect()).map_err(str::to_string),
+        }
+    }
+
+    #[test]
+    fn a_package_the_cli_applied_is_a_marked_row_linked_to_its_own_page() {
+        let cases = [
+            (Ok(1), "applied by bosun apply · 1 object"),
+            (Ok(3), "applied by bosun apply · 3 objects"),
+            (Err("data.inventory: EOF"), "applied by bosun apply · inventory damaged"),
+        ];
+        for (objects, detail) in cases {
+            let row = inventory_row(&applied(objects), &[]);
+            assert_eq!(row.detail, detail);
+            assert!(row.cli);
+            assert_eq!(
+                (row.id.as_str(), row.link.as_str()),
+                ("row:inventories:default:quickstart", "/inventories/default/quickstart"),
+                "never a Package resource's row or page"
+            );
+        }
+        let html = table_row(&inventory_row(&applied(Ok(0)), &[])).into_string();
+        assert!(html.contains(r#"<span class="badge cli""#) && html.contains(r#"data-state="Ready""#), "{html}");
+    }
+
+    #[test]
+    fn the_cli_s_rows_join_the_packages_or_say_why_not() {
+        let cli_row = inventory_row(&applied(Ok(0)), &[]);
+        let resource_row = Row { id: "row:packages:default:web".into(), cli: false, ..cli_row.clone() };
+        let section = |rows: Result<Vec<Row>, String>| Section { id: "packages", title: "Packages", rows, note: None };
+        // The ids of the rows shown, or the error shown instead.
+        let shown = |section: &Section| match &section.rows {
+            Ok(rows) => rows.iter().map(|row| row.id.as_str()).collect::<Vec<_>>().join(" "),
+            Err(error) => format!("error: {error}"),
+        };
+        type Rows = Result<Vec<Row>, String>;
+        // The Package resources' rows, the CLI's, what is shown, the note.
+        let cases: [(Rows, Rows, &str, Option<&str>); 5] = [
+            (
+                Ok(vec![resource_row.clone()]),
+                Ok(vec![cli_row.clone()]),
+                "row:packages:default:web row:inventories:default:quickstart",
+                None,
+            ),
+            (
+                Ok(vec![resource_row.clone()]),
+                Err("forbidden".into()),
+                "row:packages:default:web",
+                Some("Packages applied by the CLI are not shown: forbidden"),
+            ),
+            (
+                Err("not served".into()),
+                Ok(vec![cli_row.clone()]),
+                "row:inventories:default:quickstart",
+                Some("Package resources are not shown: not served"),
+            ),
+            (Err("not served".into()), Ok(vec![]), "error: not served", None),
+            (Err("not served".into()), Err("forbidden".into()), "error: not served", None),
+        ];
+        for (resources, cli, expected, note) in cases {
+            let mut packages = section(resources);
+            with_cli_rows(&mut packages, cli);
+            assert_eq!(shown(&packages), expected);
+            assert_eq!(packages.note.as_deref(), note);
+        }
     }
 }

@@ -2,25 +2,15 @@
 //! with the step that runs, the objects it owns with their health and YAML, the last diff when
 //! the status has one, the history with rollbacks, conditions and Events, and its actions.
 
-use bosun::health::{self, Health};
 use kube::api::DynamicObject;
 use maud::{Markup, html};
 use serde_json::Value;
 
 use super::{Viewer, badge, current, mark, notice, page, standing, timeline};
 use crate::model::{
-    self, State, links,
-    package::{self as model_package, Owned, Revision},
+    self, links,
+    package::{self as model_package, Leaf, Revision, health_state},
 };
-
-/// An owned object and how it is.
-#[derive(Debug, Clone)]
-pub struct Leaf {
-    /// The object.
-    pub owned: Owned,
-    /// Its health (from the live object), or why it could not be read.
-    pub health: Result<Health, String>,
-}
 
 /// What the page shows besides the Package itself.
 #[derive(Debug, Clone)]
@@ -29,15 +19,6 @@ pub struct Extras {
     pub tree: Vec<Leaf>,
     /// The Package's Events, or why they could not be read.
     pub events: Result<Vec<Value>, String>,
-}
-
-/// The state of a health verdict.
-pub fn health_state(health: &Health) -> State {
-    match health.status {
-        health::Status::Current => State::Ready,
-        health::Status::InProgress => State::Progressing,
-        health::Status::Failed { .. } => State::Failed,
-    }
 }
 
 /// The live parts, by element id, as the page and its updates render them.

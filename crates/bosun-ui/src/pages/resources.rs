@@ -5,8 +5,8 @@ use kube::api::DynamicObject;
 use maud::{Markup, html};
 use serde_json::Value;
 
-use super::{Viewer, notice, package::Leaf, page, standing, timeline};
-use crate::model::{self, links};
+use super::{Viewer, notice, page, standing, timeline};
+use crate::model::{self, links, package::Leaf};
 
 /// A watched object of an Operator and the children rendered from it.
 #[derive(Debug, Clone)]

@@ -20,6 +20,8 @@ use bosun_core::object::{self, group_of};
 pub const PACKAGE_LABEL: &str = "bosun.dev/package";
 /// Label naming the namespace of that package.
 pub const PACKAGE_NAMESPACE_LABEL: &str = "bosun.dev/package-namespace";
+/// Label of an inventory ConfigMap, naming its package.
+pub const INVENTORY_LABEL: &str = "bosun.dev/inventory";
 
 /// One inventoried object: `<group>_<Kind>_<namespace>_<name>` and its API version.
 #[derive(Debug, Clone, PartialEq, Eq, PartialOrd, Ord, Serialize, Deserialize)]
@@ -115,7 +117,10 @@ pub async fn read(client: &kube::Client, package: &str, namespace: &str) -> Resu
 /// The entries of an inventory's `data.inventory`. Anything else is an error: reading a damaged
 /// inventory as empty would forget what to prune, and reading it as something else could prune
 /// what it should not.
-fn parse(text: Option<&str>) -> Result<Vec<Entry>, String> {
+///
+/// # Errors
+/// No `data.inventory`, or one that is not a list of entries: what is wrong.
+pub fn parse(text: Option<&str>) -> Result<Vec<Entry>, String> {
     let text = text.ok_or("it has no data.inventory")?;
     serde_json::from_str(text).map_err(|e| format!("data.inventory: {e}"))
 }
@@ -209,7 +214,7 @@ pub async fn write(
     let configmap = json!({
         "apiVersion": "v1",
         "kind": "ConfigMap",
-        "metadata": {"name": configmap_name(package), "namespace": namespace, "labels": {"bosun.dev/inventory": package}},
+        "metadata": {"name": configmap_name(package), "namespace": namespace, "labels": {INVENTORY_LABEL: package}},
         "data": data,
     });
     let name = configmap_name(package);
