@@ -9,8 +9,8 @@ use serde_json::{Map, Value};
 use std::collections::BTreeMap;
 
 use crate::golang::{FloatFormat, format_float32, json_kind};
-use crate::semver::Version;
 use crate::yaml::{self, YamlError};
+use bosun_semver::Version;
 
 /// `apiVersion: v1` (Helm 2 charts: dependencies in `requirements.yaml`).
 pub const API_VERSION_V1: &str = "v1";

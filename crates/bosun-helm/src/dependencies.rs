@@ -14,8 +14,8 @@ use serde_json::{Map, Value};
 
 use crate::chart::{Chart, Dependency};
 use crate::golang::sprint;
-use crate::semver::is_compatible_range;
 use crate::values::{self, Values, ValuesError};
+use bosun_semver::is_compatible_range;
 
 /// Why dependencies cannot be used.
 #[derive(Debug, Clone, PartialEq, thiserror::Error)]

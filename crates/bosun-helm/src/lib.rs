@@ -31,7 +31,7 @@
 //! - The engine's YAML, JSON and TOML: [`yaml::to_yaml`], [`yaml::from_yaml`],
 //!   [`yaml::from_yaml_array`], [`golang::to_json`], [`golang::from_json`],
 //!   [`golang::from_json_array`], [`toml::to_toml`], [`golang::sprint`] (Go's `%v`).
-//! - [`repo`]: `index.yaml` and version constraints ([`semver`], Masterminds' rules).
+//! - [`repo`]: `index.yaml`, its versions read by `bosun-semver` (Masterminds' rules).
 //!
 //! The whole of `helm template`, from a chart directory to its printed output:
 //!
@@ -59,7 +59,6 @@ pub mod golang;
 pub mod ignore;
 pub mod load;
 pub mod pattern;
-pub mod semver;
 pub mod strvals;
 pub mod values;
 pub mod yaml;

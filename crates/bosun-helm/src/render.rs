@@ -16,8 +16,8 @@ use crate::dependencies::{self, DependencyError};
 use crate::files::Files;
 use crate::release::{Capabilities, ReleaseOptions};
 use crate::schema::{self, SchemaError};
-use crate::semver::is_compatible_range;
 use crate::values::{self, Values, ValuesError};
+use bosun_semver::is_compatible_range;
 
 /// Why a chart cannot be rendered.
 #[derive(Debug, Clone, PartialEq, thiserror::Error)]

@@ -11,7 +11,7 @@ use serde_json::{Map, Value};
 use std::collections::BTreeMap;
 
 use crate::chart::{self, API_VERSION_V1, ChartError, Fields, Metadata};
-use crate::semver::{Constraints, SemverError, Version};
+use bosun_semver::{Constraints, SemverError, Version};
 
 /// Why an index could not be read, or had no chart to offer.
 #[derive(Debug, Clone, PartialEq, thiserror::Error)]

@@ -91,7 +91,7 @@ pub fn read_chart(tgz: &Path) -> Result<Chart, ChartError> {
     let field = |key: &str| metadata.get(key).and_then(|v| v.as_str()).map(str::to_string);
     let name = field("name").filter(|n| !n.is_empty()).ok_or_else(|| fail("Chart.yaml has no name".into()))?;
     let version = field("version").ok_or_else(|| fail("Chart.yaml has no version".into()))?;
-    semver::Version::parse(&version).map_err(|e| fail(format!("version {version:?} is not semver: {e}")))?;
+    bosun_semver::Version::parse(&version).map_err(|e| fail(format!("version {version:?} is not semver: {e}")))?;
     if dir != name {
         return Err(fail(format!("the chart {name:?} is in directory {dir:?} of the archive")));
     }

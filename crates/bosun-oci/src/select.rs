@@ -2,14 +2,13 @@
 //! among the tags (optionally only those a regular expression matches), tags that are not
 //! versions ignored.
 //!
-//! The range itself is the caller's: bosun passes its Flux (Masterminds) range, which already
-//! knows how Flux reads tags as versions (`v1.2` is 1.2.0), through [`TagRange`]; this crate
-//! implements [`TagRange`] for `semver::VersionReq` (Cargo's syntax) for callers without it.
+//! The range is a [`TagRange`]: Flux's and Helm's (Masterminds) constraints, `bosun-semver`'s
+//! [`Constraints`], which read tags as Flux does (`v1.2` is 1.2.0).
 
 use std::{fmt, sync::Arc};
 
+use bosun_semver::Constraints;
 use regex::Regex;
-use semver::{Version, VersionReq};
 
 /// A semver range that picks the highest tag it accepts.
 pub trait TagRange: fmt::Debug + Send + Sync {
@@ -20,20 +19,15 @@ pub trait TagRange: fmt::Debug + Send + Sync {
     fn text(&self) -> String;
 }
 
-impl TagRange for VersionReq {
-    /// Tags are versions with an optional leading `v` (`v1.2.3`); of equal versions, the
-    /// greater tag wins.
+impl TagRange for Constraints {
+    /// Tags are versions read leniently (`v1.2` is 1.2.0); of equal versions, the greater tag
+    /// wins.
     fn highest<'a>(&self, tags: &[&'a str]) -> Option<&'a str> {
-        let version = |tag: &str| Version::parse(tag.strip_prefix('v').unwrap_or(tag)).ok();
-        tags.iter()
-            .filter_map(|tag| version(tag).map(|v| (v, *tag)))
-            .filter(|(v, _)| self.matches(v))
-            .max_by(|a, b| a.0.cmp_precedence(&b.0).then_with(|| a.1.cmp(b.1)))
-            .map(|(_, tag)| tag)
+        Constraints::highest(self, tags.iter().copied()).0
     }
 
     fn text(&self) -> String {
-        self.to_string()
+        Constraints::text(self).to_string()
     }
 }
 
@@ -93,21 +87,22 @@ mod tests {
             (">=1.0.0", Some("^nothing"), None),
         ];
         for (range, filter, expected) in table {
-            let range = VersionReq::parse(range).expect("range");
             let filter = filter.map(|f| Regex::new(f).expect("regex"));
-            assert_eq!(choose_tag(&tags, &range, filter.as_ref(), false), *expected, "{range} {filter:?}");
+            let range = Constraints::parse(range).expect("range");
+            assert_eq!(choose_tag(&tags, &range, filter.as_ref(), false), *expected, "{range:?} {filter:?}");
         }
     }
 
     #[test]
     fn chart_tags_read_underscore_as_plus() {
         let tags: Vec<String> = ["1.0.0_build.1", "1.0.0", "0.9.0"].iter().map(|t| t.to_string()).collect();
-        let range = VersionReq::parse(">=1.0.0").expect("range");
+        let range = Constraints::parse(">=1.0.0").expect("range");
         // 1.0.0+build.1 and 1.0.0 have equal precedence: the greater text wins.
         assert_eq!(choose_tag(&tags, &range, None, true), Some("1.0.0_build.1"));
-        let range = VersionReq::parse("<1.0.0").expect("range");
+        let range = Constraints::parse("<1.0.0").expect("range");
         assert_eq!(choose_tag(&tags, &range, None, true), Some("0.9.0"));
         let only_plain = Regex::new("^[0-9.]+$").expect("regex");
-        assert_eq!(choose_tag(&tags, &VersionReq::STAR, Some(&only_plain), true), Some("1.0.0"));
+        let any = Constraints::parse("*").expect("range");
+        assert_eq!(choose_tag(&tags, &any, Some(&only_plain), true), Some("1.0.0"));
     }
 }

@@ -7,7 +7,7 @@ use std::path::{Path, PathBuf};
 use std::sync::Arc;
 
 use bosun_helm::repo::{self, IndexFile};
-use bosun_helm::semver::{Constraints, Version};
+use bosun_semver::{Constraints, Version};
 
 use super::{
     Fetcher, Snapshot, SourceError, archive,
@@ -16,27 +16,6 @@ use super::{
     dir, redact,
 };
 use crate::package::HelmChartSource;
-
-/// A version range as Helm reads it, for OCI tags (where `_` stands for `+`).
-#[derive(Debug)]
-struct HelmRange {
-    text: String,
-    constraints: Constraints,
-}
-
-impl bosun_oci::TagRange for HelmRange {
-    fn highest<'a>(&self, tags: &[&'a str]) -> Option<&'a str> {
-        tags.iter()
-            .filter_map(|tag| Version::parse(&tag.replace('_', "+")).ok().map(|v| (v, *tag)))
-            .filter(|(v, _)| self.constraints.matches(v))
-            .max_by(|a, b| a.0.cmp(&b.0))
-            .map(|(_, tag)| tag)
-    }
-
-    fn text(&self) -> String {
-        self.text.clone()
-    }
-}
 
 /// A chart archive fetched: its name and version, and the `.tgz`.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -144,7 +123,8 @@ async fn pull_from_registry(wanted: &WantedChart<'_>, into: &Path) -> Result<Fet
     } else {
         let text = if version.is_empty() { "*" } else { version };
         let constraints = Constraints::parse(text).map_err(|e| invalid(format!("version {text:?}: {e}")))?;
-        bosun_oci::ChartVersion::Range(Arc::new(HelmRange { text: text.to_string(), constraints }))
+        // Chart tags read `_` as `+` in the client (`choose_tag`).
+        bosun_oci::ChartVersion::Range(Arc::new(constraints))
     };
     let pulled = client.pull_chart(&reference, &wanted, into).await.map_err(|e| match e {
         bosun_oci::Error::Registry(bosun_oci::RegistryError::Unauthorized { .. }) => {

@@ -38,7 +38,6 @@ mod helm;
 mod ignore;
 mod location;
 mod oci;
-mod range;
 mod reference;
 
 use std::{

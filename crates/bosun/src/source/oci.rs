@@ -16,8 +16,9 @@ use bosun_oci::{
     manifest::{FLUX_CONTENT, LayerSelector, Operation},
 };
 
-use super::{DEFAULT_TIMEOUT, Fetcher, Snapshot, SourceError, cache::hex_digest, dir, range::Range};
+use super::{DEFAULT_TIMEOUT, Fetcher, Snapshot, SourceError, cache::hex_digest, dir};
 use crate::package::{OciLayerOperation, OciSource};
+use bosun_semver::Constraints;
 
 /// Registry clients by what configures them (registry, credentials, CA, protocol): a client
 /// remembers the registry's authentication challenge and tokens, so an unchanged artifact
@@ -122,17 +123,6 @@ fn data_digest(data: &BTreeMap<String, Vec<u8>>) -> String {
     hex_digest(&parts.iter().map(String::as_str).collect::<Vec<_>>())
 }
 
-/// bosun's Flux (Masterminds) ranges choose among an artifact's tags as among Git tags.
-impl bosun_oci::TagRange for Range {
-    fn highest<'a>(&self, tags: &[&'a str]) -> Option<&'a str> {
-        Range::highest(self, tags.iter().copied()).0
-    }
-
-    fn text(&self) -> String {
-        Range::text(self).to_string()
-    }
-}
-
 /// The repository and which of its manifests `source` asks for: `ref.digest`, else the highest
 /// tag in `ref.semver` (among those `ref.semverFilter` matches), else `ref.tag`, else `latest`.
 fn wanted(source: &OciSource) -> Result<(Reference, Select), SourceError> {
@@ -147,7 +137,7 @@ fn wanted(source: &OciSource) -> Result<(Reference, Select), SourceError> {
         return Ok((at(format!("@{digest}"))?, Select::Reference));
     }
     if let Some(text) = &wanted.semver {
-        let range = Range::parse(text).map_err(|e| invalid(format!("ref.semver {text:?}: {e}")))?;
+        let range = Constraints::parse(text).map_err(|e| invalid(format!("ref.semver {text:?}: {e}")))?;
         let filter = wanted
             .semver_filter
             .as_deref()

@@ -3,8 +3,8 @@
 
 use gix::ObjectId;
 
-use super::range::Range;
 use crate::package::GitReference;
+use bosun_semver::Constraints;
 
 /// The one reference a source follows, after precedence (commit > name > semver > tag >
 /// branch; none: the remote's default branch).
@@ -15,7 +15,7 @@ pub(crate) enum Wanted {
     /// Any reference by its full name (`refs/pull/1/head`).
     Name(String),
     /// The highest tag in a semver range.
-    Semver(Range),
+    Semver(Constraints),
     /// A tag.
     Tag(String),
     /// A branch.
@@ -79,7 +79,7 @@ impl Wanted {
             return checked(name, "name", "").map(Wanted::Name);
         }
         if let Some(range) = set(&reference.semver) {
-            return Range::parse(&range).map(Wanted::Semver).map_err(|e| format!("ref.semver: {e}"));
+            return Constraints::parse(&range).map(Wanted::Semver).map_err(|e| format!("ref.semver: {e}"));
         }
         if let Some(tag) = set(&reference.tag) {
             return checked(tag, "tag", "refs/tags/").map(Wanted::Tag);

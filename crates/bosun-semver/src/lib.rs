@@ -1,8 +1,19 @@
-//! Versions and version constraints as Helm reads them (Masterminds/semver v3), which differ
-//! from Cargo's: versions may be partial (`1.2` is `1.2.0`) and prefixed with `v`;
-//! constraints are comma- or space-separated ANDs joined by `||`, with `=`, `!=`, `>`, `<`,
-//! `>=`, `<=`, `~` (`~>`), `^`, wildcards (`1.2.x`, `*`) and hyphen ranges (`1 - 2.3`); a
-//! pre-release version only matches a constraint that names a pre-release.
+//! Versions and version constraints as Masterminds/semver v3 reads them — the one semver of
+//! Helm (chart versions, dependencies, `kubeVersion`), sprig (`semver`, `semverCompare`) and
+//! Flux (Git tags and OCI tags by `semver` range). It differs from Cargo's: versions may be
+//! partial (`1.2` is `1.2.0`) and prefixed with `v`; constraints are comma- or space-separated
+//! ANDs joined by `||`, with `=`, `!=`, `>`, `<`, `>=`, `<=`, `~` (`~>`), `^`, wildcards
+//! (`1.2.x`, `*`) and hyphen ranges (`1 - 2.3`); a pre-release version only matches a
+//! constraint that names a pre-release.
+//!
+//! ```
+//! use bosun_semver::{Constraints, Version};
+//!
+//! let range = Constraints::parse(">=1.0.0, <2.0.0").unwrap();
+//! assert!(range.matches(&Version::parse("v1.10").unwrap()));
+//! assert!(!range.matches(&Version::parse("1.5.0-rc.1").unwrap()));
+//! assert_eq!(range.highest(["v1.9.0", "v1.10.0", "2.0.0", "latest"]), (Some("v1.10.0"), 3));
+//! ```
 
 use regex::Regex;
 use std::cmp::Ordering;
@@ -31,6 +42,7 @@ pub struct Version {
     patch: u64,
     prerelease: String,
     metadata: String,
+    original: String,
 }
 
 const VERSION_CORE: &str =
@@ -61,6 +73,7 @@ impl Version {
             patch: number(3)?,
             prerelease,
             metadata: captures.get(8).map_or("", |m| m.as_str()).to_string(),
+            original: text.to_string(),
         })
     }
 
@@ -82,6 +95,16 @@ impl Version {
     /// The pre-release part, empty if none.
     pub fn prerelease(&self) -> &str {
         &self.prerelease
+    }
+
+    /// The build metadata, empty if none (it takes no part in comparisons).
+    pub fn metadata(&self) -> &str {
+        &self.metadata
+    }
+
+    /// The text the version was read from (`v1.2`, where [`Version`]'s display is `1.2.0`).
+    pub fn original(&self) -> &str {
+        &self.original
     }
 }
 
@@ -180,6 +203,7 @@ struct Constraint {
 /// A version constraint: ANDs of comparisons, joined by `||`.
 #[derive(Debug, Clone)]
 pub struct Constraints {
+    text: String,
     any_of: Vec<Vec<Constraint>>,
 }
 
@@ -254,12 +278,31 @@ impl Constraints {
                 parts.into_iter().map(parse_constraint).collect()
             })
             .collect::<Result<_, _>>()?;
-        Ok(Constraints { any_of })
+        Ok(Constraints { text: text.to_string(), any_of })
+    }
+
+    /// The constraint as written.
+    pub fn text(&self) -> &str {
+        &self.text
     }
 
     /// Whether `version` satisfies one of the alternatives.
     pub fn matches(&self, version: &Version) -> bool {
         self.any_of.iter().any(|all| all.iter().all(|c| c.matches(version)))
+    }
+
+    /// The tag with the highest version the constraint accepts, as Flux picks a Git or OCI tag
+    /// (tags read as versions leniently, `v1.2` is 1.2.0; of equal versions the greater tag
+    /// wins), and how many of `tags` are versions at all.
+    pub fn highest<'a>(&self, tags: impl IntoIterator<Item = &'a str>) -> (Option<&'a str>, usize) {
+        let versions: Vec<(Version, &str)> =
+            tags.into_iter().filter_map(|tag| Version::parse(tag).ok().map(|version| (version, tag))).collect();
+        let best = versions
+            .iter()
+            .filter(|(version, _)| self.matches(version))
+            .max_by(|a, b| a.0.cmp(&b.0).then_with(|| a.1.cmp(b.1)))
+            .map(|(_, tag)| *tag);
+        (best, versions.len())
     }
 }
 
@@ -530,9 +573,59 @@ mod tests {
         }
     }
 
+    /// The ranges Flux's documentation shows for Git and OCI tags.
+    #[test]
+    fn ranges_match_as_flux_documents_them() {
+        let table: &[(&str, &[&str], &[&str])] = &[
+            (">=1.0.0 <2.0.0", &["1.0.0", "1.9.9"], &["0.9.0", "2.0.0", "1.5.0-rc.1"]),
+            (">= 1.0, < 2", &["1.0.0", "1.99.0"], &["2.0.0"]),
+            ("1.2.3", &["1.2.3"], &["1.2.4", "1.3.0"]),
+            ("v1.2.3", &["1.2.3"], &["1.2.4"]),
+            ("=1.2", &["1.2.0", "1.2.9"], &["1.3.0"]),
+            ("^1.2", &["1.2.0", "1.9.0"], &["2.0.0", "1.1.9"]),
+            ("~1.2.3", &["1.2.3", "1.2.9"], &["1.3.0"]),
+            ("~>1.2.3", &["1.2.5"], &["1.3.0"]),
+            ("1.x", &["1.0.0", "1.9.9"], &["2.0.0", "0.9.0"]),
+            (">=1.2.x", &["1.2.0", "3.0.0"], &["1.1.9"]),
+            ("<=2.x", &["2.9.9", "1.0.0"], &["3.0.0"]),
+            ("1.2 - 1.4.5", &["1.2.0", "1.4.5"], &["1.4.6", "1.1.9"]),
+            ("^1 || ^3", &["1.5.0", "3.0.1"], &["2.0.0"]),
+            (">=1.0.0, !=1.2.3", &["1.2.2", "1.2.4"], &["1.2.3"]),
+            (">=1.0.0 !=1.3", &["1.2.9", "1.4.0"], &["1.3.0", "1.3.5"]),
+            ("=>1.2.0 =<1.3.0", &["1.2.0", "1.3.0"], &["1.3.1"]),
+            (">=1.2.3-0", &["1.2.3-rc.1", "1.2.3", "1.4.0"], &["1.2.2"]),
+            (">=1.2.3-rc.1 <1.3.0", &["1.2.3-rc.2", "1.2.3"], &["1.2.3-alpha"]),
+        ];
+        for (range, inside, outside) in table {
+            let constraints = Constraints::parse(range).unwrap_or_else(|e| panic!("{range}: {e}"));
+            for version in *inside {
+                assert!(constraints.matches(&Version::parse(version).unwrap()), "{range} should match {version}");
+            }
+            for version in *outside {
+                assert!(!constraints.matches(&Version::parse(version).unwrap()), "{range} should not match {version}");
+            }
+        }
+    }
+
+    #[test]
+    fn the_highest_accepted_tag_wins_of_the_versions_among_them() {
+        let tags = ["v1.0.0", "v1.10.0", "v1.9.0", "v2.0.0", "v1.11.0-rc.1", "latest", "1.10.0", "1.2.3.4"];
+        let highest = |range: &str| Constraints::parse(range).unwrap().highest(tags);
+        assert_eq!(
+            highest(">=1.0.0 <2.0.0"),
+            (Some("v1.10.0"), 6),
+            "numeric order, not text; the greater name of equals"
+        );
+        assert_eq!(highest(">=1.11.0-0").0, Some("v2.0.0"));
+        assert_eq!(highest("~1.11.0-0").0, Some("v1.11.0-rc.1"));
+        assert_eq!(highest("^3"), (None, 6));
+        assert_eq!(Version::parse("v1.2").unwrap().original(), "v1.2");
+        assert_eq!(Version::parse("1.2.3+build.5").unwrap().metadata(), "build.5");
+    }
+
     #[test]
     fn improper_constraints_are_refused() {
-        for text in ["foo", ">= foo", "1.2.3 - ", "^1.2 || foo", ">1.2,,<2"] {
+        for text in ["foo", ">= foo", "1.2.3 - ", "^1.2 || foo", ">1.2,,<2", "", "1.0 ||", ">=", "latest", "=~1.2"] {
             assert!(Constraints::parse(text).is_err(), "{text}");
         }
     }
