@@ -80,7 +80,9 @@ mod tests {
             ("^1", None, Some("v1.10.0")),
             (">=1.0.0", None, Some("2.0.0")),
             ("<1.5", None, Some("1.2.0")),
-            (">=1.11.0-rc.0, <2", None, Some("1.11.0-rc.1")),
+            // Masterminds: a pre-release matches only if every comparison names one.
+            (">=1.11.0-rc.0, <2", None, None),
+            (">=1.11.0-rc.0, <2.0.0-0", None, Some("1.11.0-rc.1")),
             (">=1.0.0", Some("^v"), Some("v1.10.0")),
             (">=1.0.0", Some("^1\\.9"), Some("1.9.0")),
             ("^3", None, None),

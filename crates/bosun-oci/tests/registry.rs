@@ -38,7 +38,7 @@ fn manifests_dir(version: &str) -> tempfile::TempDir {
 }
 
 fn semver(range: &str) -> Select {
-    Select::Semver { range: Arc::new(semver::VersionReq::parse(range).expect("range")), filter: None }
+    Select::Semver { range: Arc::new(bosun_semver::Constraints::parse(range).expect("range")), filter: None }
 }
 
 #[tokio::test]
@@ -179,7 +179,7 @@ async fn a_semver_range_picks_the_highest_matching_tag() {
         assert_eq!(resolved.revision, format!("{tag}@{}", digests[tag]), "{range}");
     }
     let filtered = Select::Semver {
-        range: Arc::new(semver::VersionReq::parse(">=1.0.0").expect("range")),
+        range: Arc::new(bosun_semver::Constraints::parse(">=1.0.0").expect("range")),
         filter: Some(regex::Regex::new(r"^1\.").expect("regex")),
     };
     let resolved = client.resolve(&repository, &filtered).await.expect("filtered");
@@ -479,7 +479,7 @@ async fn helm_charts_are_pushed_and_pulled_with_helms_media_types() {
         .await
         .expect("exact");
     assert_eq!(exact.path, into.path().join("exact/web-1.0.0.tgz"));
-    let range = ChartVersion::Range(Arc::new(semver::VersionReq::parse(">=1.0.0").expect("range")));
+    let range = ChartVersion::Range(Arc::new(bosun_semver::Constraints::parse(">=1.0.0").expect("range")));
     let newest = client.pull_chart(&chart_reference, &range, &into.path().join("range")).await.expect("range");
     assert_eq!(newest.path, into.path().join("range/web-1.1.0+build.7.tgz"));
     assert_eq!(newest.revision, format!("1.1.0_build.7@{}", second.digest));

@@ -594,7 +594,9 @@ mod tests {
             (">=1.0.0 !=1.3", &["1.2.9", "1.4.0"], &["1.3.0", "1.3.5"]),
             ("=>1.2.0 =<1.3.0", &["1.2.0", "1.3.0"], &["1.3.1"]),
             (">=1.2.3-0", &["1.2.3-rc.1", "1.2.3", "1.4.0"], &["1.2.2"]),
-            (">=1.2.3-rc.1 <1.3.0", &["1.2.3-rc.2", "1.2.3"], &["1.2.3-alpha"]),
+            (">=1.2.3-rc.1 <1.3.0-0", &["1.2.3-rc.2", "1.2.3"], &["1.2.3-alpha"]),
+            // A pre-release matches only when every comparison of the alternative names one.
+            (">=1.2.3-rc.1 <1.3.0", &["1.2.3"], &["1.2.3-rc.2"]),
         ];
         for (range, inside, outside) in table {
             let constraints = Constraints::parse(range).unwrap_or_else(|e| panic!("{range}: {e}"));
