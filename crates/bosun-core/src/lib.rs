@@ -11,6 +11,7 @@
 
 #![warn(missing_docs)]
 
+pub mod backoff;
 pub mod cluster;
 pub mod discovery;
 pub mod duration;

@@ -61,7 +61,7 @@ pub use children::{Children, Template};
 pub use controller::{Controller, Listener};
 pub use metrics::{Metrics, serve};
 pub use progress::{Progress, ProgressHandle, ProgressWriter};
-pub use results::{Backoff, Decision, Failure, Record, backoff_delay, consolidate};
+pub use results::{Backoff, Decision, Failure, Record, consolidate};
 pub use run::{Published, Run};
 
 use std::{fmt, future::Future, hash::Hash};

@@ -1,12 +1,15 @@
 //! The results of one reconcile and the single decision they lead to. Every operation records
 //! a [`Record`]; [`consolidate`] turns the stack into a [`Decision`]. Pure, so the policy is
-//! table-tested; [`Backoff`] keeps the per-object retry count between reconciles.
+//! table-tested; [`Backoff`] keeps the per-object retry count between reconciles (its delays are
+//! `bosun_core::backoff`'s).
 //!
 //! Unlike OKT, an error never hands the decision back to the queue's own rate limiter: the
 //! engine always answers kube-runtime with an explicit requeue, so the delays here are the
 //! delays that happen.
 
 use std::{collections::HashMap, fmt, sync::Mutex, time::Duration};
+
+use bosun_core::backoff::Exponential;
 
 /// Why an operation failed: a short `PascalCase` reason (for conditions and events) and a
 /// message for people. A failure that `give_up` is not retried: it needs a change of the
@@ -112,26 +115,17 @@ pub fn consolidate(records: &[Record]) -> Decision {
     }
 }
 
-/// The delay before retry `attempt` (from 1): `base` doubling each attempt, bounded by `max`,
-/// then spread by `jitter` (0..1 maps to −10 %..+10 %) so objects failing together do not retry
-/// together.
-pub fn backoff_delay(attempt: u32, base: Duration, max: Duration, jitter: f64) -> Duration {
-    let doubled = base.saturating_mul(2u32.saturating_pow(attempt.saturating_sub(1).min(31)));
-    doubled.min(max).mul_f64(0.9 + 0.2 * jitter.clamp(0.0, 1.0))
-}
-
 /// Per-object retry counts: each failure lengthens the next delay, a success resets it.
 #[derive(Debug)]
 pub struct Backoff {
-    base: Duration,
-    max: Duration,
+    delays: Exponential,
     attempts: Mutex<HashMap<String, u32>>,
 }
 
 impl Backoff {
     /// Delays from `base`, doubling up to `max`.
     pub fn new(base: Duration, max: Duration) -> Backoff {
-        Backoff { base, max, attempts: Mutex::default() }
+        Backoff { delays: Exponential::new(base, max), attempts: Mutex::default() }
     }
 
     /// Counts a failure of `object`; returns the delay before its retry.
@@ -139,7 +133,7 @@ impl Backoff {
         let mut attempts = self.attempts.lock().unwrap_or_else(|e| e.into_inner());
         let attempt = attempts.entry(object.to_string()).or_insert(0);
         *attempt = attempt.saturating_add(1);
-        backoff_delay(*attempt, self.base, self.max, rand::random::<f64>())
+        self.delays.jittered(*attempt, rand::random::<f64>())
     }
 
     /// How many times in a row `object` has failed.
@@ -203,24 +197,6 @@ mod tests {
         ];
         for (name, records, expected) in cases {
             assert_eq!(consolidate(&records), expected, "{name}");
-        }
-    }
-
-    #[test]
-    fn backoff_doubles_is_bounded_and_jittered() {
-        let (base, max) = (Duration::from_secs(1), Duration::from_secs(60));
-        let cases = [
-            (1, 0.5, 1.0),
-            (2, 0.5, 2.0),
-            (3, 0.5, 4.0),
-            (7, 0.5, 60.0),
-            (u32::MAX, 0.5, 60.0),
-            (1, 0.0, 0.9),
-            (1, 1.0, 1.1),
-        ];
-        for (attempt, jitter, seconds) in cases {
-            let delay = backoff_delay(attempt, base, max, jitter).as_secs_f64();
-            assert!((delay - seconds).abs() < 1e-9, "attempt {attempt}, jitter {jitter}: {delay}");
         }
     }
 

@@ -161,9 +161,11 @@ fn alertmanager(event: &Event) -> Value {
 /// How long to wait before attempt `attempt` (1-based; attempt 1 is immediate): 0.5s, 1s, 2s;
 /// `None` once [`ATTEMPTS`] have failed.
 pub fn retry_delay(attempt: u32) -> Option<Duration> {
+    const DELAYS: bosun_core::backoff::Exponential =
+        bosun_core::backoff::Exponential::new(Duration::from_millis(500), Duration::from_secs(60));
     match attempt {
         0 | 1 => Some(Duration::ZERO),
-        n if n <= ATTEMPTS => Some(Duration::from_millis(500) * 2u32.pow(n - 2)),
+        n if n <= ATTEMPTS => Some(DELAYS.delay(n - 1)),
         _ => None,
     }
 }
