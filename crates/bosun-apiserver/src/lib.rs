@@ -67,5 +67,5 @@ mod types;
 mod validation;
 
 pub use auth::AuthorizationMode;
-pub use controllers::FAIL_ANNOTATION;
 pub use server::{ApiServer, DEFAULT_MAX_WATCHES, NamedUser, RunningServer, ServerError, ServerOptions, Storage};
+pub use simulation::stages::ANNOTATION as FAIL_ANNOTATION;

@@ -27,44 +27,8 @@ use kube::{
 
 use super::{Backoff, Decision, Failure, Metrics, Object, Reconciler, Run};
 use crate::gate::{Gate, KeyOf};
+use crate::shared::{Listener, Shared};
 use bosun_core::discovery::Resolver;
-
-/// What every reconcile of a controller shares.
-pub(super) struct Shared {
-    pub(super) name: String,
-    pub(super) client: Client,
-    pub(super) resolver: Resolver,
-    /// `(apiVersion, kind)` of the owned kinds: watched, and pruned when no longer wanted.
-    pub(super) owned: Vec<(String, String)>,
-    pub(super) recorder: Recorder,
-    pub(super) metrics: Arc<Metrics>,
-    pub(super) backoff: Backoff,
-    /// The reconciled resource, for status writes and finalizer patches.
-    pub(super) resource: ApiResource,
-    /// Whether its objects live in namespaces.
-    pub(super) namespaced: bool,
-    /// Whether status is written (a resource without a status subresource has none).
-    pub(super) writes_status: bool,
-    /// `kit.bosun.dev/<name>`.
-    pub(super) finalizer: String,
-    /// Told of every event the controller publishes (notifications).
-    pub(super) listener: Option<Listener>,
-}
-
-/// Told of every event a controller publishes, in the reconcile that publishes it: it must not
-/// block (hand the event to a queue).
-pub type Listener = Arc<dyn Fn(super::Published) + Send + Sync>;
-
-impl Shared {
-    /// An API for objects of the reconciled resource in `namespace` (ignored when
-    /// cluster-scoped).
-    pub(super) fn api(&self, namespace: &str) -> Api<DynamicObject> {
-        match self.namespaced {
-            true => Api::namespaced_with(self.client.clone(), namespace, &self.resource),
-            false => Api::all_with(self.client.clone(), &self.resource),
-        }
-    }
-}
 
 /// When the controller's finalizer is put on objects.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]

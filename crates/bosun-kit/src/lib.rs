@@ -56,13 +56,15 @@ mod metrics;
 mod progress;
 mod results;
 mod run;
+mod shared;
 
 pub use children::{Children, Template};
-pub use controller::{Controller, Listener};
+pub use controller::Controller;
 pub use metrics::{Metrics, serve};
 pub use progress::{Progress, ProgressHandle, ProgressWriter};
 pub use results::{Backoff, Decision, Failure, Record, consolidate};
-pub use run::{Published, Run};
+pub use run::Run;
+pub use shared::{Listener, Published};
 
 use std::{fmt, future::Future, hash::Hash};
 

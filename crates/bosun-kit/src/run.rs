@@ -20,7 +20,7 @@ use super::{
     children::{self, Owner},
     conditions::{self, READY, RECONCILING, STALLED},
     consolidate,
-    controller::Shared,
+    shared::{Published, Shared},
 };
 use bosun_core::object;
 
@@ -422,33 +422,6 @@ impl<K: Object> Run<K> {
             }
         }
     }
-}
-
-/// An event a controller published, as its listener sees it.
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub struct Published {
-    /// The object's `apiVersion`.
-    pub api_version: String,
-    /// The object's kind.
-    pub kind: String,
-    /// The object's namespace.
-    pub namespace: String,
-    /// The object's name.
-    pub name: String,
-    /// The object's labels.
-    pub labels: std::collections::BTreeMap<String, String>,
-    /// The object's annotations.
-    pub annotations: std::collections::BTreeMap<String, String>,
-    /// A Warning event (else Normal).
-    pub warning: bool,
-    /// Why (`Progressing`, `BuildFailed`, …).
-    pub reason: String,
-    /// What happened.
-    pub message: String,
-    /// Context the run added ([`Run::event_metadata`]).
-    pub metadata: std::collections::BTreeMap<String, String>,
-    /// The controller that published it.
-    pub controller: String,
 }
 
 fn string_map(value: Option<&Value>) -> std::collections::BTreeMap<String, String> {

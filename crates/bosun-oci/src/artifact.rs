@@ -10,9 +10,9 @@ use std::{
 use futures::{StreamExt, TryStreamExt};
 
 use crate::{
-    archive::{self, ArchiveError, Filter},
+    archive::{self, Filter},
     cosign::{self, SignatureError, Signed, SigningKey, Verify},
-    helm::ChartError,
+    error::Error,
     manifest::{
         ANNOTATION_CREATED, ANNOTATION_REVISION, ANNOTATION_SOURCE, ANNOTATION_TITLE, COSIGN_SIMPLE_SIGNING,
         Descriptor, FLUX_CONFIG, FLUX_CONTENT, LayerSelector, Manifest, ManifestError, OCI_MANIFEST, Operation,
@@ -27,53 +27,6 @@ use crate::{
 const MAX_PAYLOAD: u64 = 1 << 20;
 /// The most signature layers looked at.
 const MAX_SIGNATURES: usize = 16;
-
-/// An operation on a registry failed. Every message names the reference, registry or blob.
-#[derive(Debug, thiserror::Error)]
-pub enum Error {
-    /// A malformed reference or tag.
-    #[error(transparent)]
-    Reference(#[from] ReferenceError),
-    /// The registry refused or failed.
-    #[error(transparent)]
-    Registry(#[from] RegistryError),
-    /// The manifest is not an artifact's, or lacks the layer asked for.
-    #[error(transparent)]
-    Manifest(#[from] ManifestError),
-    /// Packing or unpacking failed.
-    #[error(transparent)]
-    Archive(#[from] ArchiveError),
-    /// The signature check failed.
-    #[error(transparent)]
-    Signature(#[from] SignatureError),
-    /// A Helm chart that cannot be pushed or pulled.
-    #[error(transparent)]
-    Chart(#[from] ChartError),
-    /// No tag is in the semver range.
-    #[error("no tag of {repository} is in the range {range:?} ({tags} tags looked at)")]
-    NoMatchingTag {
-        /// The repository.
-        repository: String,
-        /// The range as written.
-        range: String,
-        /// How many tags were considered (after the filter).
-        tags: usize,
-    },
-    /// A local file could not be read or written.
-    #[error("{path}: {message}")]
-    Io {
-        /// The file.
-        path: PathBuf,
-        /// What failed.
-        message: String,
-    },
-}
-
-impl Error {
-    fn io(path: &Path) -> impl Fn(std::io::Error) -> Error + '_ {
-        move |e| Error::Io { path: path.to_path_buf(), message: e.to_string() }
-    }
-}
 
 /// What to record in a pushed artifact besides its files.
 #[derive(Debug, Clone, Default)]

@@ -12,7 +12,8 @@ use std::{
 use flate2::read::GzDecoder;
 
 use crate::{
-    artifact::{Error, PullOptions, Pulled, Pushed, descriptor},
+    artifact::{PullOptions, Pulled, Pushed, descriptor},
+    error::{ChartError, Error},
     manifest::{
         ANNOTATION_CREATED, ANNOTATION_DESCRIPTION, ANNOTATION_TITLE, ANNOTATION_VERSION, HELM_CHART_CONTENT,
         HELM_CONFIG, LayerSelector, Manifest, Operation,
@@ -24,16 +25,6 @@ use crate::{
 
 /// The largest `Chart.yaml` read.
 const MAX_CHART_YAML: u64 = 1 << 20;
-
-/// A chart that cannot be pushed or pulled; names the chart.
-#[derive(Debug, thiserror::Error, PartialEq, Eq)]
-#[error("chart {chart}: {message}")]
-pub struct ChartError {
-    /// The chart's file or reference.
-    pub chart: String,
-    /// What is wrong.
-    pub message: String,
-}
 
 /// A chart's identity, from its `Chart.yaml`.
 #[derive(Debug, Clone, PartialEq)]

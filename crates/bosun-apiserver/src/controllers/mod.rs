@@ -8,7 +8,6 @@ mod aggregate;
 mod gc;
 pub mod namespaces;
 mod terminate;
-pub(crate) mod workloads;
 
 use std::sync::Arc;
 
@@ -20,7 +19,6 @@ use crate::{
 };
 
 pub use aggregate::aggregate as aggregate_cluster_roles;
-pub use workloads::FAIL_ANNOTATION;
 
 /// What the controllers do besides the always-on ones.
 #[derive(Default)]

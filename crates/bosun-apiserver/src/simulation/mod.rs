@@ -16,12 +16,12 @@ mod engines;
 mod kubelet;
 mod load_balancers;
 mod nodes;
-mod prober;
 pub mod process;
 mod queue;
 pub mod runtime;
 mod scheduler;
 pub mod stages;
+mod workloads;
 
 use std::{
     collections::{BTreeMap, BTreeSet, HashMap},
@@ -34,7 +34,6 @@ use tokio::time::Instant;
 
 use crate::{
     cluster::{Cluster, Scope, WriteOptions},
-    controllers::workloads::{template_hash, write_status},
     lifecycle::{DeleteOptions, Endpoint},
     object,
     selector::LabelSelector,
@@ -44,6 +43,7 @@ use crate::{
 use controllers::{JobCounts, JobStep, PodName, Set};
 use queue::{Key, Kind, Queue};
 use stages::{Behaviour, Rule, Stage};
+use workloads::{template_hash, write_status};
 
 const MANAGER: &str = "bosun-simulation";
 const PODS: &str = "pods";
@@ -571,7 +571,7 @@ fn start_processes(cluster: &Cluster, runtime: &Arc<runtime::Runtime>, pod: &Val
             identity,
             stdin: (flag(spec, "stdin"), flag(spec, "stdinOnce")),
             mounts,
-            probes: prober::Probes {
+            probes: process::probes::Probes {
                 startup: process::probes::probe(spec, "startupProbe"),
                 readiness: process::probes::probe(spec, "readinessProbe"),
             },

@@ -28,7 +28,8 @@ use serde_json::Value;
 
 use crate::selector::LabelSelector;
 
-/// The annotation that chooses what a simulated pod does.
+/// The annotation that chooses what simulated pods do (`fail`, `crash-loop`, …; see
+/// `docs/apiserver.md`).
 pub const ANNOTATION: &str = "bosun.dev/simulate";
 
 /// Why a stage could not be read.

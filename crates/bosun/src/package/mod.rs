@@ -1,6 +1,7 @@
 //! Packages: a directory plus its `Package` spec — read from `bosun.yaml`, or detected from
 //! the directory's contents. The same spec is the `spec` of the `Package` custom resource.
 
+mod references;
 mod renderers;
 pub mod resource;
 pub(crate) mod rollout;
@@ -17,6 +18,7 @@ use serde::{Deserialize, Serialize};
 
 pub use bosun_core::duration::{INTERVAL_PATTERN, Interval};
 use bosun_core::yaml;
+pub use references::{LocalObjectReference, ObjectReference};
 pub use renderers::*;
 pub use resource::PackageStatus;
 pub use rollout::{Action, FieldComparison, Group, RolloutSpec, Selector, Step, SuccessCheck};

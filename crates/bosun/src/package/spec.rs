@@ -127,25 +127,6 @@ impl PackageSpec {
     }
 }
 
-/// A reference to a namespaced object.
-#[derive(Debug, Clone, Default, Deserialize, Serialize, PartialEq, JsonSchema)]
-#[serde(deny_unknown_fields)]
-pub struct ObjectReference {
-    /// Name.
-    pub name: String,
-    /// Namespace (the referrer's when absent).
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub namespace: Option<String>,
-}
-
-/// A reference to an object in the referrer's namespace.
-#[derive(Debug, Clone, Default, Deserialize, Serialize, PartialEq, JsonSchema)]
-#[serde(deny_unknown_fields)]
-pub struct LocalObjectReference {
-    /// Name.
-    pub name: String,
-}
-
 /// `spec.kubeConfig` (Flux's shape): the cluster a Package delivers to.
 #[derive(Debug, Clone, Default, Deserialize, Serialize, PartialEq, JsonSchema)]
 #[serde(rename_all = "camelCase", deny_unknown_fields)]

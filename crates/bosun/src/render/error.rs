@@ -127,3 +127,7 @@ impl From<bosun_core::yaml::ParseError> for RenderError {
         RenderError::File(error.into())
     }
 }
+/// The error of reading a package's directory or one of its files.
+pub(crate) fn read_dir_error(path: &std::path::Path) -> impl FnOnce(std::io::Error) -> RenderError + '_ {
+    move |source| RenderError::File(bosun_core::file::FileError::Read { path: path.display().to_string(), source })
+}

@@ -11,72 +11,19 @@
 
 use std::collections::HashMap;
 use std::path::Path;
-use std::sync::Arc;
 
 use bosun_helm::chart::{ChartError, Dependency};
 use bosun_helm::dependencies::DependencyError;
-use bosun_helm::engine::{self, EngineError, EngineOptions, Lookup};
+use bosun_helm::engine::{self, EngineError, EngineOptions};
 use bosun_helm::manifest::{AssembleOptions, HookEvent, split_manifests};
 use bosun_helm::release::{Capabilities, KubeVersion, KubeVersionError, ReleaseOptions};
 use bosun_helm::render::RenderError as PrepareError;
 use bosun_helm::values::ValueSources;
 use serde_json::Value;
 
-use super::Manifests;
 use super::sandbox::{PackageFiles, Sandbox, SandboxError};
+use super::{HelmContext, Manifests};
 use crate::package::{HelmSpec, ValuesKind, ValuesReference};
-
-/// The release a Helm chart is rendered as. [`HelmContext::template`] is `helm template`'s
-/// (revision 1, an install, Helm's default capabilities, lookups finding nothing, no
-/// `valuesFrom`); rendering for a cluster (`bosun apply`, `diff`, `dev`, the controllers), the
-/// rest is read from it ([`super::helm_context`]).
-#[derive(Clone, Default)]
-pub struct HelmContext {
-    /// `.Release.Namespace`.
-    pub namespace: String,
-    /// `.Release.Revision`: 1 for an install.
-    pub revision: i64,
-    /// `.Release.IsUpgrade` (else `.Release.IsInstall`): the package has been applied before.
-    pub is_upgrade: bool,
-    /// The values of `valuesFrom`, in its order: (where from, YAML text); a reference that was
-    /// optional and missing has no entry. `None` when no cluster was read.
-    pub values_from: Option<Vec<(String, String)>>,
-    /// The cluster's version and API versions (`.Capabilities`).
-    pub capabilities: Option<Capabilities>,
-    /// Objects in the cluster, for `lookup`.
-    pub lookup: Option<Arc<dyn Lookup>>,
-    /// `.Release.Name` over `releaseName` and the package's name (an operator's: the watched
-    /// object's name).
-    pub release_name: Option<String>,
-    /// Values over the chart's, the files' and `values` (an operator's: the watched object's
-    /// `spec`, as operator-sdk's Helm operator gives it); `--set` flags still win.
-    pub object_values: Option<Value>,
-}
-
-impl HelmContext {
-    /// `helm template`'s release, in `namespace`.
-    pub fn template(namespace: &str) -> HelmContext {
-        HelmContext { namespace: namespace.to_string(), revision: 1, ..HelmContext::default() }
-    }
-}
-
-impl std::fmt::Debug for HelmContext {
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.debug_struct("HelmContext")
-            .field("namespace", &self.namespace)
-            .field("revision", &self.revision)
-            .field("is_upgrade", &self.is_upgrade)
-            .field(
-                "values_from",
-                &self.values_from.as_ref().map(|v| v.iter().map(|(origin, _)| origin).collect::<Vec<_>>()),
-            )
-            .field("capabilities", &self.capabilities.is_some())
-            .field("lookup", &self.lookup.is_some())
-            .field("release_name", &self.release_name)
-            .field("object_values", &self.object_values.is_some())
-            .finish()
-    }
-}
 
 /// Why a chart could not be rendered.
 #[derive(Debug, thiserror::Error)]

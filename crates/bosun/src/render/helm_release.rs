@@ -13,7 +13,7 @@ use bosun_core::discovery::Resolver;
 use bosun_helm::engine::Lookup;
 use bosun_helm::release::{ApiVersions, Capabilities, KubeVersion};
 
-use super::helm::HelmContext;
+use super::HelmContext;
 use crate::inventory::{self, InventoryError};
 use crate::package::{HelmSpec, ValuesKind};
 

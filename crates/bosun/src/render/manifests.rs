@@ -1,15 +1,16 @@
 //! What rendering produces: [`Manifests`] (an ordered map from a stable key to an object),
 //! the renderer's [`Input`], and the helpers renderers share to add objects to them.
 
-use bosun_core::file::FileError;
 use std::{
     collections::{BTreeMap, HashMap},
-    path::Path,
+    sync::Arc,
+    time::Duration,
 };
 
 use serde_json::{Map, Value, json};
 
 use bosun_core::{object, yaml};
+use bosun_helm::{engine::Lookup, release::Capabilities};
 
 use super::*;
 
@@ -251,7 +252,73 @@ pub(crate) fn push_stream(manifests: &mut Manifests, documents: Vec<Value>) {
         manifests.push(key, object);
     }
 }
+/// The release a Helm chart is rendered as. [`HelmContext::template`] is `helm template`'s
+/// (revision 1, an install, Helm's default capabilities, lookups finding nothing, no
+/// `valuesFrom`); rendering for a cluster (`bosun apply`, `diff`, `dev`, the controllers), the
+/// rest is read from it ([`super::helm_context`]).
+#[derive(Clone, Default)]
+pub struct HelmContext {
+    /// `.Release.Namespace`.
+    pub namespace: String,
+    /// `.Release.Revision`: 1 for an install.
+    pub revision: i64,
+    /// `.Release.IsUpgrade` (else `.Release.IsInstall`): the package has been applied before.
+    pub is_upgrade: bool,
+    /// The values of `valuesFrom`, in its order: (where from, YAML text); a reference that was
+    /// optional and missing has no entry. `None` when no cluster was read.
+    pub values_from: Option<Vec<(String, String)>>,
+    /// The cluster's version and API versions (`.Capabilities`).
+    pub capabilities: Option<Capabilities>,
+    /// Objects in the cluster, for `lookup`.
+    pub lookup: Option<Arc<dyn Lookup>>,
+    /// `.Release.Name` over `releaseName` and the package's name (an operator's: the watched
+    /// object's name).
+    pub release_name: Option<String>,
+    /// Values over the chart's, the files' and `values` (an operator's: the watched object's
+    /// `spec`, as operator-sdk's Helm operator gives it); `--set` flags still win.
+    pub object_values: Option<Value>,
+}
 
-pub(crate) fn read_dir_error(path: &Path) -> impl FnOnce(std::io::Error) -> RenderError + '_ {
-    move |source| RenderError::File(FileError::Read { path: path.display().to_string(), source })
+impl HelmContext {
+    /// `helm template`'s release, in `namespace`.
+    pub fn template(namespace: &str) -> HelmContext {
+        HelmContext { namespace: namespace.to_string(), revision: 1, ..HelmContext::default() }
+    }
+}
+
+impl std::fmt::Debug for HelmContext {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("HelmContext")
+            .field("namespace", &self.namespace)
+            .field("revision", &self.revision)
+            .field("is_upgrade", &self.is_upgrade)
+            .field(
+                "values_from",
+                &self.values_from.as_ref().map(|v| v.iter().map(|(origin, _)| origin).collect::<Vec<_>>()),
+            )
+            .field("capabilities", &self.capabilities.is_some())
+            .field("lookup", &self.lookup.is_some())
+            .field("release_name", &self.release_name)
+            .field("object_values", &self.object_values.is_some())
+            .finish()
+    }
+}
+
+/// What an operator's program says besides its objects.
+#[derive(Debug, Clone, Default, PartialEq)]
+pub struct Response {
+    /// Fields for the watched object's status.
+    pub status: Option<Map<String, Value>>,
+    /// Look at the object again after this long, even if nothing changes.
+    pub resync_after: Option<Duration>,
+    /// While finalizing: whether the program is done (`None`: it did not say, which counts as
+    /// done once its objects are rolled out).
+    pub finalized: Option<bool>,
+}
+
+impl Response {
+    /// Whether the program said anything beyond objects and rollout.
+    pub fn is_empty(&self) -> bool {
+        *self == Response::default()
+    }
 }

@@ -28,12 +28,12 @@ use crate::package::{Package, RenderSpec, RolloutSpec, rollout::RolloutError};
 use bosun_core::scopes::Scopes;
 pub use confine::{CommandLimits, landlock_enforced};
 pub use error::RenderError;
-pub use helm::{HelmContext, HelmError};
+pub(crate) use error::read_dir_error;
+pub use helm::HelmError;
 pub use helm_release::{HelmRelease, ReleaseError, helm_context, release_from_inventory};
-pub use manifests::{HookStyle, Input, Manifest, Manifests, Rendered};
-pub(crate) use manifests::{push_source, push_stream, read_dir_error};
+pub use manifests::{HelmContext, HookStyle, Input, Manifest, Manifests, Rendered, Response};
+pub(crate) use manifests::{push_source, push_stream};
 pub use memory::LIMIT_VARIABLE as JSONNET_MEMORY_LIMIT_VARIABLE;
-pub use output::Response;
 pub(crate) use sandbox::PackageFiles;
 pub use sandbox::{ALLOW_EXEC_FLAG, ALLOW_REMOTE_BASES_FLAG, Sandbox, SandboxError};
 

@@ -9,30 +9,11 @@ use std::time::Duration;
 
 use serde_json::{Map, Value};
 
-use super::{Manifests, RenderError, push_source, push_stream};
+use super::{Manifests, RenderError, Response, push_source, push_stream};
 use crate::package::RolloutSpec;
 
 /// The keys of the response form.
 const RESPONSE_KEYS: [&str; 6] = ["objects", "children", "rollout", "status", "resyncAfterSeconds", "finalized"];
-
-/// What an operator's program says besides its objects.
-#[derive(Debug, Clone, Default, PartialEq)]
-pub struct Response {
-    /// Fields for the watched object's status.
-    pub status: Option<Map<String, Value>>,
-    /// Look at the object again after this long, even if nothing changes.
-    pub resync_after: Option<Duration>,
-    /// While finalizing: whether the program is done (`None`: it did not say, which counts as
-    /// done once its objects are rolled out).
-    pub finalized: Option<bool>,
-}
-
-impl Response {
-    /// Whether the program said anything beyond objects and rollout.
-    pub fn is_empty(&self) -> bool {
-        *self == Response::default()
-    }
-}
 
 /// A program's output, interpreted.
 #[derive(Debug, Default)]

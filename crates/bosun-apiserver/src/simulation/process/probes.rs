@@ -9,6 +9,22 @@ use std::time::Duration;
 
 use serde_json::Value;
 
+/// A container's probes.
+#[derive(Debug, Clone, Default)]
+pub struct Probes {
+    /// Its startup probe.
+    pub startup: Option<Probe>,
+    /// Its readiness probe.
+    pub readiness: Option<Probe>,
+}
+
+impl Probes {
+    /// Whether there is any probe to run.
+    pub fn any(&self) -> bool {
+        self.startup.is_some() || self.readiness.is_some()
+    }
+}
+
 /// What a probe checks.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub enum Check {

@@ -3,8 +3,10 @@
 //! their output kept in a bounded in-memory log per container instance (the current and the
 //! previous one, as a kubelet keeps them), their raw output also offered live to `attach`
 //! sessions, their stdin kept open when the container asks for it (`stdin: true`), and
-//! commands run beside them for `exec`. What runs and how its exit reads is decided in
-//! [`super::process`].
+//! commands run beside them for `exec`; the probes of an instance that has them are checked by
+//! its [`prober`]. What runs and how its exit reads is decided in [`super::process`].
+
+mod prober;
 
 use std::{
     collections::{BTreeMap, HashMap, VecDeque},
@@ -20,10 +22,10 @@ use tokio::{
     sync::{Notify, broadcast, watch},
 };
 
-use super::prober::{self, Probes};
 use super::process::{
     LogLine, Plan,
     policy::{Identity, RunPodsPolicy},
+    probes::Probes,
     volumes::{self, Content, Mount},
 };
 

@@ -1,7 +1,7 @@
 //! The acting layer of a local container's probes (`--run-pods`): checks its startup probe
 //! until it passes, then its readiness probe for as long as the process runs, and says so in
 //! the instance's readiness, waking the simulation at every change. What the probes are and
-//! how checks add up is decided in [`super::process::probes`].
+//! how checks add up is decided in [`crate::simulation::process::probes`].
 
 use std::{sync::Arc, time::Duration};
 
@@ -10,30 +10,12 @@ use tokio::{
     net::TcpStream,
 };
 
-use super::{
-    process::{
-        policy,
-        probes::{Check, Probe, Standing},
-        volumes,
-    },
-    runtime::{self, Instance},
+use super::Instance;
+use crate::simulation::process::{
+    policy,
+    probes::{Check, Probe, Probes, Standing},
+    volumes,
 };
-
-/// A container's probes.
-#[derive(Debug, Clone, Default)]
-pub struct Probes {
-    /// Its startup probe.
-    pub startup: Option<Probe>,
-    /// Its readiness probe.
-    pub readiness: Option<Probe>,
-}
-
-impl Probes {
-    /// Whether there is any probe to run.
-    pub fn any(&self) -> bool {
-        self.startup.is_some() || self.readiness.is_some()
-    }
-}
 
 /// Probes the instance until it exits, setting its readiness and calling `changed` when that
 /// changes.
@@ -110,7 +92,7 @@ async fn exec(instance: &Instance, command: &[String], timeout: Duration) -> boo
     let Some((first, args)) = command.split_first() else { return false };
     let Some(program) = policy::find_program(first, instance.identity) else { return false };
     let place = (instance.working_dir.as_ref(), instance.identity);
-    let mut command = runtime::command(&program, args, &instance.env, place, &instance.hostname);
+    let mut command = super::command(&program, args, &instance.env, place, &instance.hostname);
     command.stdin(std::process::Stdio::null()).stdout(std::process::Stdio::null()).stderr(std::process::Stdio::null());
     let Ok(mut child) = command.spawn() else { return false };
     let group = child.id();
@@ -118,7 +100,7 @@ async fn exec(instance: &Instance, command: &[String], timeout: Duration) -> boo
         Ok(status) => status.is_ok_and(|status| status.success()),
         Err(_) => {
             if let Some(group) = group {
-                runtime::signal_group(group, rustix::process::Signal::KILL);
+                super::signal_group(group, rustix::process::Signal::KILL);
             }
             false
         }

@@ -1,5 +1,5 @@
-//! Helpers the workload simulation (`crate::simulation`) shares with other controllers: the
-//! `pod-template-hash` of a template and a status write that skips what is already there.
+//! What the simulation's engines share: the `pod-template-hash` of a template and a status
+//! write that skips what is already there.
 
 use std::{
     hash::{Hash, Hasher},
@@ -14,15 +14,11 @@ use crate::{
     object,
 };
 
-/// The annotation that chooses what simulated pods do (`fail`, `crash-loop`, …; see
-/// `docs/apiserver.md`).
-pub const FAIL_ANNOTATION: &str = crate::simulation::stages::ANNOTATION;
-
 const MANAGER: &str = "bosun-workload-simulator";
 
 /// A short, stable hash of the pod template, as the `pod-template-hash` label: of its content,
 /// whatever order its fields were written in.
-pub(crate) fn template_hash(template: &Value) -> String {
+pub(super) fn template_hash(template: &Value) -> String {
     fn feed(value: &Value, hasher: &mut impl Hasher) {
         match value {
             Value::Object(map) => {
@@ -43,7 +39,7 @@ pub(crate) fn template_hash(template: &Value) -> String {
 }
 
 /// Writes a status through `/status` unless it is already there.
-pub(crate) async fn write_status(cluster: &Cluster, resource: &str, current: &Value, status: Value) {
+pub(super) async fn write_status(cluster: &Cluster, resource: &str, current: &Value, status: Value) {
     if current.get("status") == Some(&status) {
         return;
     }
