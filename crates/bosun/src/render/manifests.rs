@@ -157,7 +157,7 @@ fn template_of(key: &str) -> &str {
 
 /// How hook annotations (`argocd.argoproj.io/hook`, `helm.sh/hook`) are read when a rollout is
 /// planned.
-#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
 pub enum HookStyle {
     /// As Argo CD reads a repository: its own hooks, and Helm's annotations mapped onto its
     /// phases (`pre-install` and `pre-upgrade` both run before the sync).

@@ -98,7 +98,7 @@ fn resident_bytes() -> Option<u64> {
 }
 
 /// `123`, `512KiB`, `300MiB`, `4GiB` (also `K`, `M`, `G`, `KB`, `MB`, `GB`, all powers of 1024).
-fn parse_size(text: &str) -> Option<u64> {
+pub(super) fn parse_size(text: &str) -> Option<u64> {
     let text = text.trim();
     let digits = text.find(|c: char| !c.is_ascii_digit()).unwrap_or(text.len());
     let (number, unit) = text.split_at(digits);

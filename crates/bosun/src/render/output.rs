@@ -16,7 +16,7 @@ use crate::package::RolloutSpec;
 const RESPONSE_KEYS: [&str; 6] = ["objects", "children", "rollout", "status", "resyncAfterSeconds", "finalized"];
 
 /// What an operator's program says besides its objects.
-#[derive(Debug, Clone, Default, PartialEq)]
+#[derive(Debug, Clone, Default, PartialEq, serde::Serialize, serde::Deserialize)]
 pub struct Response {
     /// Fields for the watched object's status.
     pub status: Option<Map<String, Value>>,

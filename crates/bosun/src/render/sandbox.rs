@@ -19,6 +19,9 @@ pub struct Sandbox {
     pub exec: Option<CommandLimits>,
     /// Whether kustomize may fetch remote bases (Git or HTTP URLs in `resources`).
     pub remote_bases: bool,
+    /// The child process the render runs in (see [`super::worker`]); `None` renders in this
+    /// process.
+    pub worker: Option<super::Worker>,
 }
 
 /// The flag that allows the exec renderer in the controllers.
@@ -61,7 +64,7 @@ pub enum SandboxError {
 impl Sandbox {
     /// A sandbox rooted at `root` with exec and remote bases refused.
     pub fn new(root: &Path) -> Sandbox {
-        Sandbox { root: root.to_path_buf(), exec: None, remote_bases: false }
+        Sandbox { root: root.to_path_buf(), exec: None, remote_bases: false, worker: None }
     }
 
     /// `named` (relative to `base`, as the field `field` wrote it) as a path beneath the root.
