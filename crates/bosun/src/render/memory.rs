@@ -6,6 +6,10 @@
 //! programs named: a runaway program (`std.makeArray(1e8, …)`, a string doubled forty times)
 //! otherwise grows until the kernel kills the process without a word. Rendering comes before
 //! any write, so nothing is applied from a stopped evaluation.
+//!
+//! In `bosun controller` the process stopped is a render worker (see [`super::worker`]), which
+//! watches its whole render at its `--render-memory-limit`: the controller fails that render and
+//! carries on.
 
 use std::{
     collections::BTreeMap,

@@ -171,6 +171,10 @@ fn describe(package: &Package) -> String {
 /// The environment a worker keeps; the rest (credentials, kubeconfig) stays with the controller.
 const KEPT_ENV: &[&str] = &["PATH", "HOME", "TMPDIR", "LANG", "LC_ALL", "TZ", "XDG_CACHE_HOME"];
 
+/// Address space the allocator reserves at once (mimalloc's arena: 1 GiB, read-write but not
+/// backed), which `RLIMIT_DATA` counts.
+const RESERVED: u64 = 1 << 30;
+
 /// The most of a worker's stderr kept for a message.
 const STDERR_TAIL: usize = 4 << 10;
 
@@ -211,9 +215,10 @@ pub fn render(
     std::os::unix::process::CommandExt::process_group(&mut command, 0);
     let started = Instant::now();
     let mut child = command.spawn().map_err(|e| failed(format!("{}: {e}", worker.program.display())))?;
-    // The memory watch holds the worker's resident memory to the limit; the data limit is a
-    // backstop above it, leaving room for jsonnet's evaluation stack (reserved, mostly unused).
-    let data = limits.memory.saturating_add(super::jsonnet::EVALUATION_STACK as u64);
+    // The memory watch holds the worker's resident memory to the limit; the data limit is the
+    // kernel's backstop above it, leaving room for what is reserved but mostly unused: jsonnet's
+    // evaluation stack and the allocator's arena.
+    let data = limits.memory.saturating_add(super::jsonnet::EVALUATION_STACK as u64).saturating_add(RESERVED);
     super::confine::set_limits(&child, &[(Resource::Data, data), (Resource::Cpu, limits.cpu.as_secs().max(1))])
         .map_err(|e| failed(e.to_string()))?;
     let lookup = input.helm.and_then(|helm| helm.lookup.clone());
