@@ -219,8 +219,13 @@ pub fn render(
     // kernel's backstop above it, leaving room for what is reserved but mostly unused: jsonnet's
     // evaluation stack and the allocator's arena.
     let data = limits.memory.saturating_add(super::jsonnet::EVALUATION_STACK as u64).saturating_add(RESERVED);
-    super::confine::set_limits(&child, &[(Resource::Data, data), (Resource::Cpu, limits.cpu.as_secs().max(1))])
-        .map_err(|e| failed(e.to_string()))?;
+    if let Err(error) =
+        super::confine::set_limits(&child, &[(Resource::Data, data), (Resource::Cpu, limits.cpu.as_secs().max(1))])
+    {
+        // Stopped by set_limits; reaped here.
+        let _ = child.wait();
+        return Err(failed(error.to_string()));
+    }
     let lookup = input.helm.and_then(|helm| helm.lookup.clone());
     let (answer, stopped, stderr, status) = converse(&mut child, &wire::line(&request), lookup, limits);
     match (answer, status) {
