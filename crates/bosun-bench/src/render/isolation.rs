@@ -57,7 +57,9 @@ pub fn rows(repo: &Path, apps: usize, runs: usize) -> Vec<String> {
         let in_process = time(&package, &config, &root, None, runs);
         let isolated = time(&package, &config, &root, Some(&worker), runs);
         rows.push(format!(
-            "| {label}, in process (library) | {in_process:.4} s | in a render worker (`bosun controller`) | {isolated:.4} s | {:.2}× |",
+            "| {label}, in process (library) | {:.2} ms | in a render worker (`bosun controller`) | {:.2} ms | {:.2}× |",
+            in_process * 1e3,
+            isolated * 1e3,
             isolated / in_process
         ));
     }
