@@ -100,7 +100,7 @@ pub struct Args {
 /// is stopped and fails its own Package alone. See docs/security.md.
 #[derive(Debug, Clone, clap::Args)]
 pub struct RenderLimitArgs {
-    /// The data memory one render may use (heap; e.g. 512MiB, 2GiB).
+    /// The memory one render may use (its resident memory; e.g. 512MiB, 2GiB).
     #[arg(long, value_name = "SIZE", default_value = "1GiB", value_parser = bosun::render::worker::parse_size)]
     render_memory_limit: u64,
 
