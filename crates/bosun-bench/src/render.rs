@@ -1,8 +1,10 @@
 //! Rendering, as whole commands side by side: a large jsonnet program by `bosun render` versus
 //! the C++ `jsonnet` and go-jsonnet (the `gojsonnet` Python module), and a kustomize package by
-//! `bosun render` versus `kubectl kustomize` alone; with `--helm`, a large chart (see [`helm`]).
+//! `bosun render` versus `kubectl kustomize` alone; with `--helm`, a large chart (see [`helm`]);
+//! with `--isolation`, rendering in process against in a render worker (see [`isolation`]).
 
 mod helm;
+mod isolation;
 
 use std::{
     path::{Path, PathBuf},
@@ -34,6 +36,10 @@ pub struct Args {
     /// Templates in the generated chart (one app each: a Deployment, a Service, a ConfigMap).
     #[arg(long, default_value_t = 300, requires = "helm")]
     templates: usize,
+    /// Instead: the same packages rendered in process and in a render worker (the cost of
+    /// `bosun controller`'s isolation), with `--apps` apps in the jsonnet program.
+    #[arg(long, conflicts_with = "helm")]
+    isolation: bool,
 }
 
 fn repo() -> PathBuf {
@@ -113,6 +119,14 @@ fn ratio(other: Option<f64>, ours: Option<f64>) -> String {
 pub fn run(args: Args) {
     if args.helm {
         return helm::run(args.templates, args.runs);
+    }
+    if args.isolation {
+        println!("| workload | in process | alternative | alternative's time | alternative ÷ in process |");
+        println!("|---|---|---|---|---|");
+        for row in isolation::rows(&repo(), args.apps, args.runs) {
+            println!("{row}");
+        }
+        return;
     }
     eprintln!("jsonnet, {} apps ({} objects): bosun, go-jsonnet…", args.apps, args.apps * 3);
     let large = jsonnet_run(args.apps, args.runs, false);

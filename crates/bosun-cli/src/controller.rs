@@ -90,6 +90,44 @@ pub struct Args {
     /// A proxy in front of the dashboard terminates TLS.
     #[arg(long, requires = "ui_addr", conflicts_with = "ui_tls_cert")]
     ui_behind_tls_proxy: bool,
+
+    #[command(flatten)]
+    render: RenderLimitArgs,
+}
+
+/// The limits of each tenant's render. Every render runs in a child process (the same binary),
+/// so one that runs away (a jsonnet program that allocates without end, a template that loops)
+/// is stopped and fails its own Package alone. See docs/security.md.
+#[derive(Debug, Clone, clap::Args)]
+pub struct RenderLimitArgs {
+    /// The memory one render may use (its resident memory; e.g. 512MiB, 2GiB).
+    #[arg(long, value_name = "SIZE", default_value = "1GiB", value_parser = bosun::render::worker::parse_size)]
+    render_memory_limit: u64,
+
+    /// The CPU time one render may use (whole seconds).
+    #[arg(long, value_name = "DURATION", default_value = "2m")]
+    render_cpu_limit: Interval,
+
+    /// How long one render may take, start to end.
+    #[arg(long, value_name = "DURATION", default_value = "3m")]
+    render_time_limit: Interval,
+
+    /// How much one render may produce (its objects, as JSON).
+    #[arg(long, value_name = "SIZE", default_value = "256MiB", value_parser = bosun::render::worker::parse_size)]
+    render_output_limit: u64,
+}
+
+impl RenderLimitArgs {
+    /// The worker this binary makes, within these limits.
+    fn worker(&self) -> std::io::Result<bosun::render::Worker> {
+        let limits = bosun::render::WorkerLimits {
+            memory: self.render_memory_limit,
+            cpu: self.render_cpu_limit.0,
+            wall: self.render_time_limit.0,
+            output: self.render_output_limit,
+        };
+        Ok(bosun::render::Worker::new(std::env::current_exe()?, limits))
+    }
 }
 
 /// What tenants' packages may do beyond rendering files inside their source: the same flags
@@ -171,6 +209,10 @@ pub async fn run(args: Args) -> ExitCode {
             Err(_) => return crate::bad_input(format!("--metrics-addr {text}: not an address (HOST:PORT, or off)")),
         },
     };
+    let render_worker = match args.render.worker() {
+        Ok(worker) => worker,
+        Err(error) => return crate::bad_input(format!("cannot find this program, to render in: {error}")),
+    };
     let connection = match args.cluster.connect().await {
         Ok(connection) => connection,
         Err(message) => return crate::bad_input(message),
@@ -191,7 +233,7 @@ pub async fn run(args: Args) -> ExitCode {
         concurrency_per_cluster: args.concurrency_per_cluster,
         namespace: args.namespace.clone(),
         selector: args.watch_label_selector.clone(),
-        tenancy: args.tenancy.tenancy(),
+        tenancy: Tenancy { render_worker: Some(render_worker), ..args.tenancy.tenancy() },
         ..package::Settings::new(connection.config.clone(), args.cache_dir.clone())
     };
     // Logged, not printed: with --log-format json every line stays one object.

@@ -135,6 +135,10 @@ enum Command {
     /// Reconcile Package, Fleet, Operator and Canary resources, Alerts and Receivers: fetch,
     /// render, roll out, report in status.
     Controller(controller::Args),
+    /// A controller's render worker: one render request on stdin, its answer on stdout (see
+    /// `bosun::render::worker`). Not for people.
+    #[command(name = bosun::render::worker::WORKER_SUBCOMMAND, hide = true)]
+    RenderWorker,
     /// Run one Operator from a local directory until Ctrl-C: children rendered from every object
     /// of a kind, rolled out and kept (Locutus' resource trigger).
     Operator(operator::Args),
@@ -249,6 +253,10 @@ fn init_logging(verbose: u8, format: LogFormat, interactive: bool) {
 
 fn main() -> ExitCode {
     let cli = Cli::parse();
+    if matches!(cli.command, Command::RenderWorker) {
+        // No runtime and no logging: the worker renders one package and answers on stdout.
+        return if bosun::render::worker::serve() { ExitCode::SUCCESS } else { ExitCode::from(2) };
+    }
     init_logging(cli.verbose, cli.log_format, matches!(cli.command, Command::Dev(_)));
     let runtime = match tokio::runtime::Builder::new_multi_thread().enable_all().build() {
         Ok(runtime) => runtime,
@@ -268,6 +276,7 @@ fn main() -> ExitCode {
             Command::Apiserver(args) => apiserver::run(args).await,
             Command::Ui(args) => ui::run(args).await,
             Command::Controller(args) => controller::run(args).await,
+            Command::RenderWorker => unreachable!("served before the runtime starts"),
             Command::Operator(args) => operator::run(args).await,
             Command::Reconcile { target } => packages::run(packages::Verb::Reconcile, target).await,
             Command::Suspend { target } => packages::run(packages::Verb::Suspend, target).await,

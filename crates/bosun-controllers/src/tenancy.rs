@@ -28,6 +28,9 @@ pub struct Tenancy {
     pub allow_cluster_wide_operators: bool,
     /// The limits of an allowed exec renderer.
     pub exec_limits: CommandLimits,
+    /// The child process tenants' renders run in, so that one that runs away fails alone
+    /// (`bosun controller`'s, on by default); `None` renders in this process.
+    pub render_worker: Option<bosun::render::Worker>,
 }
 
 impl Tenancy {
@@ -48,6 +51,7 @@ impl Tenancy {
             root: root.to_path_buf(),
             exec: self.allow_exec.then(|| self.exec_limits.clone()),
             remote_bases: self.allow_remote_bases,
+            worker: self.render_worker.clone(),
         }
     }
 

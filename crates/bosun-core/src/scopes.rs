@@ -95,6 +95,11 @@ impl Scopes {
         self.namespaced.insert((group.to_string(), kind.to_string()), namespaced);
     }
 
+    /// Every scope recorded by [`Scopes::insert`]: (API group, kind, namespaced).
+    pub fn entries(&self) -> impl Iterator<Item = (&str, &str, bool)> {
+        self.namespaced.iter().map(|((group, kind), namespaced)| (group.as_str(), kind.as_str(), *namespaced))
+    }
+
     /// These scopes plus every kind a cluster serves (its discovery documents).
     pub async fn with_cluster(self, client: kube::Client) -> Result<Scopes, kube::Error> {
         let resolver = crate::discovery::Resolver::new(client).await?;

@@ -63,7 +63,7 @@ impl ReleaseOptions {
 }
 
 /// `.Capabilities.KubeVersion`.
-#[derive(Debug, Clone, PartialEq, Eq)]
+#[derive(Debug, Clone, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
 pub struct KubeVersion {
     git_version: String,
     normalized: String,
@@ -125,7 +125,7 @@ impl KubeVersion {
 }
 
 /// `.Capabilities.APIVersions`.
-#[derive(Debug, Clone, PartialEq, Eq)]
+#[derive(Debug, Clone, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
 pub struct ApiVersions(pub Vec<String>);
 
 impl ApiVersions {
@@ -196,7 +196,7 @@ const DEFAULT_API_VERSIONS: &[&str] = &[
 ];
 
 /// `.Capabilities`.
-#[derive(Debug, Clone, PartialEq, Eq)]
+#[derive(Debug, Clone, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
 pub struct Capabilities {
     /// `.KubeVersion`.
     pub kube_version: KubeVersion,

@@ -174,6 +174,9 @@ pub async fn render(
             helm: helm.as_ref(),
             sandbox: sandbox.as_ref(),
         };
+        if let Some(worker) = sandbox.as_ref().and_then(|sandbox| sandbox.worker.as_ref()) {
+            return render::worker::render(worker, &package, &input, &scopes, namespace.as_deref());
+        }
         let mut rendered = render::render_with(&package, &input, &scopes)?;
         if let Some(namespace) = namespace {
             rendered.default_namespace(&namespace, &scopes);

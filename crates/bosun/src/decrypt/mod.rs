@@ -134,6 +134,13 @@ impl Keys {
         self.identities.extend(other.identities);
     }
 
+    /// The keys as an identity file's text (what [`Keys::parse`] reads): for a render worker,
+    /// which receives them on its stdin. The text is secret.
+    pub fn to_text(&self) -> String {
+        use age::secrecy::ExposeSecret;
+        self.identities.iter().map(|identity| format!("{}\n", identity.to_string().expose_secret())).collect()
+    }
+
     /// The keys' public halves (`age1…`): to encrypt for whoever holds these keys.
     pub fn recipients(&self) -> Vec<age::x25519::Recipient> {
         self.identities.iter().map(age::x25519::Identity::to_public).collect()

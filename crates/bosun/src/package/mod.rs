@@ -95,7 +95,7 @@ pub struct PackageMetadata {
 }
 
 /// How the package was found.
-#[derive(Debug, Clone, PartialEq, Eq)]
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 pub enum Origin {
     /// Declared by this `bosun.yaml`.
     File(PathBuf),
@@ -106,7 +106,7 @@ pub enum Origin {
 }
 
 /// A package: its directory, name and spec.
-#[derive(Debug, Clone, PartialEq)]
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct Package {
     /// The package directory; relative paths in the spec start here.
     pub dir: PathBuf,

@@ -20,7 +20,7 @@ use landlock::{
 use rustix::process::{Resource, Rlimit};
 
 /// Resource limits of a confined command.
-#[derive(Debug, Clone, PartialEq, Eq)]
+#[derive(Debug, Clone, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
 pub struct CommandLimits {
     /// Its data memory (`RLIMIT_DATA`: heap and private writable mappings), in bytes.
     pub memory: u64,
@@ -115,21 +115,32 @@ pub(crate) fn spawn(
             .join()
             .unwrap_or_else(|_| Err(std::io::Error::other("the confining thread panicked")))
     })?;
-    let pid = rustix::process::Pid::from_child(&child);
     let limits = confinement.limits;
-    for (resource, value) in [
-        (Resource::Data, limits.memory),
-        (Resource::Cpu, limits.cpu.as_secs().max(1)),
-        (Resource::Fsize, limits.file_size),
-        (Resource::Core, 0),
-    ] {
+    set_limits(
+        &child,
+        &[
+            (Resource::Data, limits.memory),
+            (Resource::Cpu, limits.cpu.as_secs().max(1)),
+            (Resource::Fsize, limits.file_size),
+        ],
+    )?;
+    Ok((child, Scratch(scratch)))
+}
+
+/// Sets `limits` (soft and hard) and no core dumps on `child`, just spawned in a process group
+/// of its own; each limit is lowered to this process's own hard limit (a render worker's
+/// commands inherit the worker's). On failure the group is stopped.
+pub(crate) fn set_limits(child: &std::process::Child, limits: &[(Resource, u64)]) -> std::io::Result<()> {
+    let pid = rustix::process::Pid::from_child(child);
+    for &(resource, value) in limits.iter().chain(&[(Resource::Core, 0)]) {
+        let value = rustix::process::getrlimit(resource).maximum.map_or(value, |maximum| value.min(maximum));
         let limit = Rlimit { current: Some(value), maximum: Some(value) };
         if let Err(error) = rustix::process::prlimit(Some(pid), resource, limit) {
             let _ = rustix::process::kill_process_group(pid, rustix::process::Signal::KILL);
             return Err(std::io::Error::other(format!("setting its resource limits: {error}")));
         }
     }
-    Ok((child, Scratch(scratch)))
+    Ok(())
 }
 
 /// The environment the caller set on `command` before confinement (the renderer's inputs):

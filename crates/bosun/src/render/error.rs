@@ -47,6 +47,26 @@ pub enum RenderError {
         /// Exit status and the tail of its stderr, or why it could not run.
         message: String,
     },
+    /// A tenant's render passed one of its worker's limits (see [`super::worker`]) and was
+    /// stopped.
+    #[error("{package}: render stopped: {reason}")]
+    Stopped {
+        /// The package, as `Package/namespace/name`.
+        package: String,
+        /// The limit passed, and the flag that sets it.
+        reason: String,
+    },
+    /// A render worker could not be started, or ended without an answer.
+    #[error("{package}: the render worker failed: {message}")]
+    Worker {
+        /// The package, as `Package/namespace/name`.
+        package: String,
+        /// Why.
+        message: String,
+    },
+    /// A render in a worker failed: the message, as the render in process would give it.
+    #[error("{0}")]
+    Isolated(String),
     /// The renderer produced no objects (an empty directory, a program that returns nothing).
     #[error("{package}: the package rendered no objects")]
     Empty {

@@ -33,7 +33,7 @@ pub const CONFIG_IMPORT: &str = "generic-operator/config";
 
 /// Evaluation runs on its own thread: jrsonnet keeps per-thread state, and deep programs want
 /// more stack than a worker thread has.
-const EVALUATION_STACK: usize = 256 * 1024 * 1024;
+pub(super) const EVALUATION_STACK: usize = 256 * 1024 * 1024;
 
 /// Files from the package and its library paths, plus the virtual configuration import. In a
 /// sandbox, only files beneath `root` (its canonical form), symbolic links followed.

@@ -158,7 +158,7 @@ fn template_of(key: &str) -> &str {
 
 /// How hook annotations (`argocd.argoproj.io/hook`, `helm.sh/hook`) are read when a rollout is
 /// planned.
-#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
 pub enum HookStyle {
     /// As Argo CD reads a repository: its own hooks, and Helm's annotations mapped onto its
     /// phases (`pre-install` and `pre-upgrade` both run before the sync).
@@ -305,7 +305,7 @@ impl std::fmt::Debug for HelmContext {
 }
 
 /// What an operator's program says besides its objects.
-#[derive(Debug, Clone, Default, PartialEq)]
+#[derive(Debug, Clone, Default, PartialEq, serde::Serialize, serde::Deserialize)]
 pub struct Response {
     /// Fields for the watched object's status.
     pub status: Option<Map<String, Value>>,

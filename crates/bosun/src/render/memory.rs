@@ -6,6 +6,10 @@
 //! programs named: a runaway program (`std.makeArray(1e8, …)`, a string doubled forty times)
 //! otherwise grows until the kernel kills the process without a word. Rendering comes before
 //! any write, so nothing is applied from a stopped evaluation.
+//!
+//! In `bosun controller` the process stopped is a render worker (see [`super::worker`]), which
+//! watches its whole render at its `--render-memory-limit`: the controller fails that render and
+//! carries on.
 
 use std::{
     collections::BTreeMap,
@@ -98,7 +102,7 @@ fn resident_bytes() -> Option<u64> {
 }
 
 /// `123`, `512KiB`, `300MiB`, `4GiB` (also `K`, `M`, `G`, `KB`, `MB`, `GB`, all powers of 1024).
-fn parse_size(text: &str) -> Option<u64> {
+pub(super) fn parse_size(text: &str) -> Option<u64> {
     let text = text.trim();
     let digits = text.find(|c: char| !c.is_ascii_digit()).unwrap_or(text.len());
     let (number, unit) = text.split_at(digits);

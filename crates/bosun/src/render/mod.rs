@@ -16,6 +16,8 @@ mod memory;
 mod output;
 mod sandbox;
 mod substitute;
+mod wire;
+pub mod worker;
 
 use std::collections::{BTreeMap, HashMap};
 
@@ -35,7 +37,7 @@ pub use manifests::{HelmContext, HookStyle, Input, Manifest, Manifests, Rendered
 pub(crate) use manifests::{push_source, push_stream};
 pub use memory::LIMIT_VARIABLE as JSONNET_MEMORY_LIMIT_VARIABLE;
 pub(crate) use sandbox::PackageFiles;
-pub use sandbox::{ALLOW_EXEC_FLAG, ALLOW_REMOTE_BASES_FLAG, Sandbox, SandboxError};
+pub use sandbox::{ALLOW_EXEC_FLAG, ALLOW_REMOTE_BASES_FLAG, Sandbox, SandboxError, Worker, WorkerLimits};
 
 /// Renders a package with its configuration. `scopes` says which kinds are namespaced (for
 /// `targetNamespace`); the package's own CRDs are added to it.

@@ -5,7 +5,10 @@
 //! kustomize fetches no remote bases unless allowed. `bosun render`, `apply` and `dev` render
 //! without one: there the package and the machine are the user's own.
 
-use std::path::{Component, Path, PathBuf};
+use std::{
+    path::{Component, Path, PathBuf},
+    time::Duration,
+};
 
 use super::confine::CommandLimits;
 
@@ -19,6 +22,53 @@ pub struct Sandbox {
     pub exec: Option<CommandLimits>,
     /// Whether kustomize may fetch remote bases (Git or HTTP URLs in `resources`).
     pub remote_bases: bool,
+    /// The child process the render runs in (see [`super::worker`]); `None` renders in this
+    /// process.
+    pub worker: Option<Worker>,
+}
+
+/// What one render in a worker may use.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct WorkerLimits {
+    /// Resident memory, in bytes: the worker's memory watch stops it past this (and a data
+    /// limit, `RLIMIT_DATA`, a little above it is the kernel's backstop).
+    pub memory: u64,
+    /// CPU time (`RLIMIT_CPU`, whole seconds, at least one).
+    pub cpu: Duration,
+    /// Wall time, from start to answer.
+    pub wall: Duration,
+    /// What it may write on stdout (the rendered objects, as JSON), in bytes.
+    pub output: u64,
+}
+
+impl Default for WorkerLimits {
+    /// 1 GiB of memory, 2 minutes of CPU, 3 minutes in all, 256 MiB of output: far above what a
+    /// package takes (tens of MiB, seconds), well below what a runaway reaches.
+    fn default() -> WorkerLimits {
+        WorkerLimits {
+            memory: 1 << 30,
+            cpu: Duration::from_secs(120),
+            wall: Duration::from_secs(180),
+            output: 256 << 20,
+        }
+    }
+}
+
+/// Renders in a child process ([`super::worker`]): the program (the `bosun` binary, which has
+/// the worker subcommand) and its limits.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Worker {
+    /// The `bosun` binary (a controller's own: `std::env::current_exe()`).
+    pub program: PathBuf,
+    /// What each render may use.
+    pub limits: WorkerLimits,
+}
+
+impl Worker {
+    /// A worker running `program` within `limits`.
+    pub fn new(program: PathBuf, limits: WorkerLimits) -> Worker {
+        Worker { program, limits }
+    }
 }
 
 /// The flag that allows the exec renderer in the controllers.
@@ -61,7 +111,7 @@ pub enum SandboxError {
 impl Sandbox {
     /// A sandbox rooted at `root` with exec and remote bases refused.
     pub fn new(root: &Path) -> Sandbox {
-        Sandbox { root: root.to_path_buf(), exec: None, remote_bases: false }
+        Sandbox { root: root.to_path_buf(), exec: None, remote_bases: false, worker: None }
     }
 
     /// `named` (relative to `base`, as the field `field` wrote it) as a path beneath the root.
