@@ -152,14 +152,12 @@ impl Drop for Killed {
     }
 }
 
-#[test]
-fn a_second_dev_on_the_same_data_directory_names_the_first() {
-    let dir = tempfile::tempdir().expect("tempdir");
-    write(dir.path(), "pkg/cm.yaml", "apiVersion: v1\nkind: ConfigMap\nmetadata:\n  name: a\n");
+/// Starts `bosun ARGS` in `dir` and waits until it watches (killed when dropped).
+fn dev_watching(dir: &Path, args: &[&str]) -> Killed {
     let mut first = Killed(
         Command::new(env!("CARGO_BIN_EXE_bosun"))
-            .args(["dev", "pkg", "--port", "0"])
-            .current_dir(dir.path())
+            .args(args)
+            .current_dir(dir)
             .stdout(Stdio::piped())
             .stderr(Stdio::null())
             .spawn()
@@ -170,6 +168,14 @@ fn a_second_dev_on_the_same_data_directory_names_the_first() {
         BufReader::new(stdout).lines().map_while(Result::ok).any(|line| line.starts_with("watching "))
     });
     assert!(watching.join().expect("reader"), "the first bosun dev never started watching");
+    first
+}
+
+#[test]
+fn a_second_dev_on_the_same_data_directory_names_the_first() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    write(dir.path(), "pkg/cm.yaml", "apiVersion: v1\nkind: ConfigMap\nmetadata:\n  name: a\n");
+    let first = dev_watching(dir.path(), &["dev", "pkg", "--port", "0"]);
 
     let second = bosun(&["dev", "pkg", "--port", "0", "--once"], dir.path());
     assert_eq!(second.status.code(), Some(2));
@@ -190,20 +196,7 @@ fn a_second_dev_on_the_same_data_directory_names_the_first() {
 fn a_second_in_memory_dev_does_not_take_the_first_ones_kubeconfig() {
     let dir = tempfile::tempdir().expect("tempdir");
     write(dir.path(), "pkg/cm.yaml", "apiVersion: v1\nkind: ConfigMap\nmetadata:\n  name: a\n");
-    let mut first = Killed(
-        Command::new(env!("CARGO_BIN_EXE_bosun"))
-            .args(["dev", "pkg", "--in-memory", "--port", "0"])
-            .current_dir(dir.path())
-            .stdout(Stdio::piped())
-            .stderr(Stdio::null())
-            .spawn()
-            .expect("first bosun dev"),
-    );
-    let stdout = first.0.stdout.take().expect("stdout");
-    let watching = std::thread::spawn(move || {
-        BufReader::new(stdout).lines().map_while(Result::ok).any(|line| line.starts_with("watching "))
-    });
-    assert!(watching.join().expect("reader"), "the first bosun dev never started watching");
+    let first = dev_watching(dir.path(), &["dev", "pkg", "--in-memory", "--port", "0"]);
     let kubeconfig = std::fs::read_to_string(dir.path().join(".bosun/kubeconfig")).expect("kubeconfig");
 
     let second = bosun(&["dev", "pkg", "--in-memory", "--port", "0", "--once"], dir.path());
