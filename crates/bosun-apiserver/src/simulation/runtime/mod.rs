@@ -335,13 +335,16 @@ impl Runtime {
         (written, missing)
     }
 
-    /// The directory pods' volumes are written beneath, readable by any user a pod may run as.
+    /// The directory pods' volumes are written beneath, traversable (not listable) by any user
+    /// a pod may run as.
     fn volume_root(&self) -> std::io::Result<PathBuf> {
         use std::os::unix::fs::PermissionsExt;
         let mut root = self.volume_root.lock().unwrap_or_else(std::sync::PoisonError::into_inner);
         if root.is_none() {
             let made = tempfile::Builder::new().prefix("bosun-run-pods-").tempdir()?;
-            std::fs::set_permissions(made.path(), std::fs::Permissions::from_mode(0o755))?;
+            // Traversable but not listable: a pod's directory is found only by its uid, so
+            // other local users cannot list their way to a Secret volume's files.
+            std::fs::set_permissions(made.path(), std::fs::Permissions::from_mode(0o711))?;
             *root = Some(made);
         }
         Ok(root.as_ref().map(|dir| dir.path().to_path_buf()).unwrap_or_default())
