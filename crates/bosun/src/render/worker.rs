@@ -92,12 +92,13 @@ fn size(bytes: u64) -> String {
 /// The limit a worker that ended without an answer passed, if any: the controller's own
 /// stops (wall time, output) first; then what the worker's end shows — an allocation refused
 /// (Rust's `memory allocation of N bytes failed`, or the jsonnet memory watch), `SIGXCPU`, or a
-/// `SIGKILL` after at least the CPU limit in wall time (the kernel's hard CPU limit).
+/// `SIGKILL` once it could have used the CPU limit (the kernel's hard CPU limit): `cpu_possible`
+/// is the wall time times the cores, as a worker's threads use CPU time side by side.
 fn limit_passed(
     stopped: Option<Limit>,
     signal: Option<i32>,
     stderr: &str,
-    elapsed: Duration,
+    cpu_possible: Duration,
     limits: &WorkerLimits,
 ) -> Option<Limit> {
     const SIGKILL: i32 = 9;
@@ -110,7 +111,7 @@ fn limit_passed(
     }
     match signal {
         Some(SIGXCPU) => Some(Limit::Cpu),
-        Some(SIGKILL) if elapsed >= limits.cpu => Some(Limit::Cpu),
+        Some(SIGKILL) if cpu_possible >= limits.cpu => Some(Limit::Cpu),
         _ => None,
     }
 }
@@ -189,7 +190,8 @@ pub fn render(
         (_, Err(e)) => Err(failed(format!("waiting for it: {e}"))),
         (_, Ok(status)) => {
             let signal = std::os::unix::process::ExitStatusExt::signal(&status);
-            match limit_passed(stopped, signal, &stderr, started.elapsed(), limits) {
+            let cores = std::thread::available_parallelism().map_or(1, |n| u32::try_from(n.get()).unwrap_or(u32::MAX));
+            match limit_passed(stopped, signal, &stderr, started.elapsed().saturating_mul(cores), limits) {
                 Some(limit) => Err(RenderError::Stopped { package: described, reason: passed(limit, limits) }),
                 None => Err(failed(format!("it ended ({status}) without an answer: {}", stderr.trim()))),
             }
