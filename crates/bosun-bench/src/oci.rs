@@ -107,9 +107,9 @@ pub async fn run(args: Args) {
 
     // The Package source, resolved on `intervals` unchanged intervals.
     let fetcher = bosun::source::Fetcher::new(scratch.path().join("cache"));
-    let source = bosun::package::OciSource {
+    let source = bosun_api::package::OciSource {
         url: registry.url("bosun-0"),
-        reference: Some(bosun::package::OciReference { tag: Some("v1".into()), ..Default::default() }),
+        reference: Some(bosun_api::package::OciReference { tag: Some("v1".into()), ..Default::default() }),
         ..Default::default()
     };
     let access = bosun::source::OciAccess::default();

@@ -124,7 +124,7 @@ pub struct Args {
 
     /// How long simulated containers take to start (and a Job's containers to run).
     #[arg(long, value_name = "DURATION", default_value = "2s", requires = "simulation")]
-    workload_delay: bosun_core::duration::Interval,
+    workload_delay: bosun_api::Interval,
 }
 
 /// Starts a server and writes its kubeconfig (with `--run-pods`, warning on stderr what runs

@@ -6,7 +6,9 @@ use std::{io::IsTerminal, process::ExitCode, time::Duration};
 
 use bosun::apply::{ApplyError, Options};
 
-use bosun::package::{Interval, Package};
+use bosun::package::Package;
+
+use bosun_api::Interval;
 
 use bosun::pipeline::{self, PipelineError};
 

@@ -6,9 +6,11 @@ use crate::stdout::outln;
 
 use std::process::ExitCode;
 
-use bosun_controllers::canary::{ABORT, CanaryResource, PROMOTE, PROMOTE_FULL, RETRY};
+use bosun_api::canary::{ABORT, CanaryResource, PROMOTE, PROMOTE_FULL, RETRY};
 
-use bosun::package::{Interval, resource::request_token};
+use bosun_api::Interval;
+
+use bosun_api::package::request_token;
 use kube::{
     api::{Patch, PatchParams},
     runtime::wait::await_condition,

@@ -11,8 +11,8 @@ use std::{
     time::Duration,
 };
 
-use bosun::package::{KUBECONFIG_KEY, PackageResource};
-use bosun_controllers::fleet::CLUSTER_LABEL;
+use bosun_api::fleet::CLUSTER_LABEL;
+use bosun_api::package::{KUBECONFIG_KEY, PackageResource};
 use bosun_controllers::package::remote::{kubeconfig_of, self_contained};
 use bosun_core::cluster::{ClusterError, root_cause};
 use k8s_openapi::{ByteString, api::core::v1::Secret};

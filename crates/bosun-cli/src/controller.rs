@@ -4,7 +4,7 @@ use std::{net::SocketAddr, path::PathBuf, process::ExitCode};
 
 use bosun_controllers::{self as controllers, HostError, HostSettings, Listening, Tenancy, leader, package};
 
-use bosun_core::duration::Interval;
+use bosun_api::Interval;
 
 use crate::cluster::ClusterArgs;
 

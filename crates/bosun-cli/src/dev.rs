@@ -15,7 +15,9 @@ use std::{
 
 use bosun::apply::Options;
 
-use bosun::package::{Interval, Package};
+use bosun::package::Package;
+
+use bosun_api::Interval;
 
 use bosun::pipeline::{self, RenderOptions};
 

@@ -12,15 +12,12 @@ use std::{
     time::Duration,
 };
 
-use bosun::package::{
-    PackageResource,
-    resource::{REQUESTED_AT, request_token},
-};
 use bosun::trigger::FileTrigger;
+use bosun_api::fleet::{FLEET_LABEL, FleetResource};
+use bosun_api::package::{PackageResource, REQUESTED_AT, request_token};
 use bosun_apiserver::{ApiServer, RunningServer};
 use bosun_controllers::{
     self as controllers, HostSettings, Tenancy,
-    fleet::{FLEET_LABEL, FleetResource},
     install::install_crds,
     package::{self, status::run_outcome},
 };

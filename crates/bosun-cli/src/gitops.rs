@@ -21,10 +21,7 @@ use std::{
 
 use bosun_controllers::{self as controllers, HostSettings, Tenancy, package};
 
-use bosun::package::{
-    PackageResource,
-    resource::{REQUESTED_AT, request_token},
-};
+use bosun_api::package::{PackageResource, REQUESTED_AT, request_token};
 
 use bosun::trigger::FileTrigger;
 use bosun_apiserver::RunningServer;

@@ -5,7 +5,9 @@
 
 use std::path::{Path, PathBuf};
 
-use bosun::package::{HelmSpec, Package, RenderSpec};
+use bosun::package::Package;
+
+use bosun_api::package::{HelmSpec, RenderSpec};
 
 /// Helm's flags.
 #[derive(Debug, Clone, Default, clap::Args)]

@@ -8,7 +8,7 @@ use bosun::observe::{
     Event, Namespaces, ObserveError, Observer, Output, RunError, Spec, Stop, command, command::SIGPIPE,
 };
 
-use bosun_core::duration::Interval;
+use bosun_api::Interval;
 
 use crate::cluster::ClusterArgs;
 

@@ -10,8 +10,8 @@ use bosun_controllers::operator::{
 };
 use bosun_controllers::package::remote::Impersonating;
 
-use bosun::package::RenderSpec;
 use bosun::render::ALLOW_EXEC_FLAG;
+use bosun_api::package::RenderSpec;
 
 use crate::cluster::ClusterArgs;
 

@@ -8,10 +8,9 @@ use std::process::ExitCode;
 
 use bosun_controllers::package::status::run_outcome;
 
-use bosun::package::{
-    Interval, PackageResource,
-    resource::{REQUESTED_AT, SOURCE_REQUESTED_AT, request_token},
-};
+use bosun_api::Interval;
+
+use bosun_api::package::{PackageResource, REQUESTED_AT, SOURCE_REQUESTED_AT, request_token};
 use kube::{
     api::{Patch, PatchParams},
     runtime::wait::await_condition,

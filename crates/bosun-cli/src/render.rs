@@ -78,7 +78,7 @@ fn print_plan(package: &Package, rendered: &Rendered) -> Result<(), SourceError>
             notes.push("waits for health before the next group".to_string());
         }
         if let Some(timeout) = group.timeout {
-            notes.push(format!("timeout {}", bosun_core::duration::Interval(timeout)));
+            notes.push(format!("timeout {}", bosun_api::Interval(timeout)));
         }
         let notes = if notes.is_empty() { String::new() } else { format!(" ({})", notes.join(", ")) };
         outln!("{}. {}{notes}", index + 1, group.name);

@@ -6,7 +6,9 @@ use std::path::{Path, PathBuf};
 
 use bosun::decrypt::Keys;
 
-use bosun::package::{Origin, PACKAGE_MARKERS, Package, PackageError, RenderSpec, is_marked_package};
+use bosun::package::{Origin, PACKAGE_MARKERS, Package, PackageError, is_marked_package};
+
+use bosun_api::package::RenderSpec;
 
 use bosun::pipeline::{self, PipelineError, RenderOptions};
 

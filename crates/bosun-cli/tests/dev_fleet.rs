@@ -5,9 +5,9 @@
 
 use std::{path::Path, time::Duration};
 
-use bosun::package::{PackageResource, resource::REQUESTED_AT};
+use bosun_api::fleet::FleetResource;
+use bosun_api::package::{PackageResource, REQUESTED_AT};
 use bosun_apiserver::ApiServer;
-use bosun_controllers::fleet::FleetResource;
 use kube::{Api, ResourceExt};
 use tokio::process::Command;
 

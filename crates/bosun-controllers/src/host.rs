@@ -91,7 +91,7 @@ pub async fn run(
     mut bound: impl FnMut(Listening),
 ) -> Result<(), HostError> {
     let crds: Api<CustomResourceDefinition> = Api::all(client.clone());
-    for crd in crate::crds() {
+    for crd in bosun_api::crds() {
         let name = crd.metadata.name.clone().unwrap_or_default();
         if crds.get_opt(&name).await.map_err(ClusterError::from)?.is_none() {
             return Err(HostError::MissingCrd(name));

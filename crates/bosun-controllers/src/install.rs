@@ -38,7 +38,7 @@ const WEBHOOK_PORT: u16 = 9292;
 
 /// Everything to apply, CRDs first.
 pub fn manifests(options: &InstallOptions) -> Vec<Value> {
-    let mut objects: Vec<Value> = crate::crds()
+    let mut objects: Vec<Value> = bosun_api::crds()
         .iter()
         .map(|crd| {
             let mut value = serde_json::to_value(crd).unwrap_or_default();
@@ -256,7 +256,7 @@ pub async fn install_crds(client: &kube::Client, manager: &str) -> Result<(), In
     use k8s_openapi::apiextensions_apiserver::pkg::apis::apiextensions::v1::CustomResourceDefinition;
     use kube::api::{Api, Patch, PatchParams};
     let crds: Api<CustomResourceDefinition> = Api::all(client.clone());
-    for crd in crate::crds() {
+    for crd in bosun_api::crds() {
         let mut body = serde_json::to_value(&crd).unwrap_or_default();
         body["apiVersion"] = json!("apiextensions.k8s.io/v1");
         body["kind"] = json!("CustomResourceDefinition");

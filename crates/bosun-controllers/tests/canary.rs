@@ -10,7 +10,7 @@ use std::{
     time::Duration,
 };
 
-use bosun_controllers::canary::CanaryResource;
+use bosun_api::canary::CanaryResource;
 
 use bosun_apiserver::{ApiServer, RunningServer};
 use bosun_controllers::canary::controller::{self as canary, Settings};

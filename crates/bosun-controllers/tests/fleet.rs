@@ -4,9 +4,10 @@
 
 use std::{collections::BTreeMap, time::Duration};
 
-use bosun::package::PackageResource;
+use bosun_api::fleet::{CLUSTER_LABEL, FleetResource};
+use bosun_api::package::PackageResource;
 use bosun_apiserver::{ApiServer, RunningServer};
-use bosun_controllers::fleet::{self, FleetResource};
+use bosun_controllers::fleet;
 use k8s_openapi::api::core::v1::{ConfigMap, Secret};
 use kube::{
     Api,
@@ -41,7 +42,7 @@ async fn cluster_server(port: u16) -> RunningServer {
 /// Registers `server` as cluster `name` with `labels`, as `bosun cluster add` does.
 async fn register(h: &Harness, name: &str, server: &RunningServer, labels: Value) {
     let mut labels = labels;
-    labels[fleet::CLUSTER_LABEL] = json!("true");
+    labels[CLUSTER_LABEL] = json!("true");
     let secret = json!({
         "apiVersion": "v1", "kind": "Secret", "metadata": {"name": name, "labels": labels},
         "stringData": {"value": server.kubeconfig()},

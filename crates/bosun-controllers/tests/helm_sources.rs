@@ -106,7 +106,7 @@ fn path(path: &Path) -> &str {
     path.to_str().expect("utf-8")
 }
 
-async fn wait_revision(h: &Harness, name: &str, revision: &str) -> bosun::package::PackageResource {
+async fn wait_revision(h: &Harness, name: &str, revision: &str) -> bosun_api::package::PackageResource {
     let wanted = format!("Applied revision: {revision}");
     wait_ready(h, name, |status, _, message| status == "True" && message == wanted).await
 }

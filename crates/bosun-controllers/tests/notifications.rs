@@ -13,10 +13,10 @@ use std::{
 };
 
 use axum::{body::Bytes, extract::State, http::HeaderMap, http::StatusCode, routing::post};
-use bosun::package::PackageResource;
+use bosun_api::crds;
+use bosun_api::notification::{AlertResource, ReceiverResource};
+use bosun_api::package::PackageResource;
 use bosun_apiserver::{ApiServer, RunningServer};
-use bosun_controllers::crds;
-use bosun_controllers::notification::{AlertResource, ReceiverResource};
 use bosun_controllers::{self as controllers, HostSettings, Listening, package};
 use hmac::{KeyInit, Mac};
 use k8s_openapi::{
@@ -623,7 +623,7 @@ async fn alerts_deliver_canary_events() {
     )
     .await;
     recorder.wait_for("1 available", |r| r.json()["reason"] == "Available").await;
-    let api: Api<bosun_controllers::canary::CanaryResource> = Api::default_namespaced(host.server.client());
+    let api: Api<bosun_api::canary::CanaryResource> = Api::default_namespaced(host.server.client());
     let patch = json!({"spec": {"deployment": deployment("2")}});
     api.patch("web", &PatchParams::default(), &Patch::Merge(&patch)).await.expect("version 2");
     let promoted = recorder.wait_for("2 promoted", |r| r.json()["reason"] == "Promoted").await.json();

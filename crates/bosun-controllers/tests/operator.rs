@@ -350,7 +350,7 @@ async fn widgets_get_status_related_inputs_pruning_errors_and_finalize() {
 async fn bosun_controller_runs_operator_resources() {
     let h = Harness::start(WIDGET_CRD).await;
     let crds: Api<CustomResourceDefinition> = Api::all(h.server.client());
-    for crd in bosun_controllers::crds() {
+    for crd in bosun_api::crds() {
         crds.create(&PostParams::default(), &crd).await.expect("bosun's CRDs");
     }
     let dir = widget_dir();

@@ -84,7 +84,7 @@ async fn start(adjust: impl FnOnce(&mut HostSettings)) -> Host {
     let server = ApiServer::in_memory().start().await.expect("server");
     let crds: Api<CustomResourceDefinition> = Api::all(server.client());
     let widget: CustomResourceDefinition = bosun_core::yaml::parse_document(WIDGET_CRD, "crd.yaml").expect("crd");
-    for crd in controllers::crds().into_iter().chain([widget]) {
+    for crd in bosun_api::crds().into_iter().chain([widget]) {
         crds.create(&PostParams::default(), &crd).await.expect("CRD");
     }
     tenants(&server).await;

@@ -23,7 +23,7 @@ use kube::{
 use serde_json::json;
 use tokio::time::Instant;
 
-use bosun::package::resource::HookStatus;
+use bosun_api::package::HookStatus;
 use bosun_test_tools::git_server;
 #[path = "support/package_harness.rs"]
 mod harness;
@@ -68,7 +68,7 @@ async fn events_of(h: &Harness, name: &str, reason: &str) -> Vec<String> {
         .collect()
 }
 
-fn hooks_of(package: &bosun::package::PackageResource) -> Vec<HookStatus> {
+fn hooks_of(package: &bosun_api::package::PackageResource) -> Vec<HookStatus> {
     package.status.as_ref().map(|s| s.hooks.clone()).unwrap_or_default()
 }
 
@@ -164,7 +164,7 @@ async fn argo_cd_examples_with_kustomize_and_helm_hook_annotations_from_git_reac
     }
     let applied = format!("Applied revision: main@sha1:{commit}");
     let ready = |status: &str, _: &str, message: &str| status == "True" && message == applied;
-    let phases = |package: &bosun::package::PackageResource| -> Vec<(String, String, bool)> {
+    let phases = |package: &bosun_api::package::PackageResource| -> Vec<(String, String, bool)> {
         hooks_of(package).into_iter().map(|hook| (hook.phase, hook.result, hook.deleted)).collect()
     };
     let expected = |list: &[(&str, bool)]| -> Vec<(String, String, bool)> {

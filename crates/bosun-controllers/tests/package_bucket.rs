@@ -130,7 +130,7 @@ impl Proxy {
     }
 }
 
-fn revision(package: &bosun::package::PackageResource) -> String {
+fn revision(package: &bosun_api::package::PackageResource) -> String {
     package.status.as_ref().and_then(|s| s.last_applied_revision.clone()).unwrap_or_default()
 }
 

@@ -15,7 +15,7 @@ mod harness;
 use git_server::{GitDaemon, HttpAuth, HttpServer, Repos, SshServer};
 use harness::*;
 
-fn revision(package: &bosun::package::PackageResource) -> String {
+fn revision(package: &bosun_api::package::PackageResource) -> String {
     package.status.as_ref().and_then(|s| s.last_applied_revision.clone()).unwrap_or_default()
 }
 
@@ -34,7 +34,7 @@ fn connection_counter() -> (u16, std::sync::Arc<std::sync::atomic::AtomicUsize>)
 }
 
 /// Waits until the Package is Ready at `revision`.
-async fn wait_revision(h: &Harness, name: &str, revision: &str) -> bosun::package::PackageResource {
+async fn wait_revision(h: &Harness, name: &str, revision: &str) -> bosun_api::package::PackageResource {
     let wanted = format!("Applied revision: {revision}");
     wait_ready(h, name, |status, _, message| status == "True" && message == wanted).await
 }
@@ -93,7 +93,7 @@ async fn commits_are_rolled_out_unchanged_ones_cost_nothing_and_removed_files_ar
 
     // `bosun reconcile package --with-source` fetches again though the revision is known.
     http.take_requests();
-    let token = bosun::package::resource::request_token();
+    let token = bosun_api::package::request_token();
     let patch =
         json!({"metadata": {"annotations": {"bosun.dev/requested-at": token, "bosun.dev/source-requested-at": token}}});
     h.packages.patch("web", &PatchParams::default(), &Patch::Merge(&patch)).await.expect("annotate");

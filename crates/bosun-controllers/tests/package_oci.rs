@@ -85,7 +85,7 @@ fn base64_encode(text: &str) -> String {
     base64::engine::general_purpose::STANDARD.encode(text)
 }
 
-fn revision(package: &bosun::package::PackageResource) -> String {
+fn revision(package: &bosun_api::package::PackageResource) -> String {
     package.status.as_ref().and_then(|s| s.last_applied_revision.clone()).unwrap_or_default()
 }
 

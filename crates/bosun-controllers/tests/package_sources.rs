@@ -139,11 +139,11 @@ fn write_files(dir: &Path, files: &[(&str, &str)]) {
     }
 }
 
-fn revision(package: &bosun::package::PackageResource) -> String {
+fn revision(package: &bosun_api::package::PackageResource) -> String {
     package.status.as_ref().and_then(|s| s.last_applied_revision.clone()).unwrap_or_default()
 }
 
-async fn wait_revision(h: &Harness, name: &str, revision: &str) -> bosun::package::PackageResource {
+async fn wait_revision(h: &Harness, name: &str, revision: &str) -> bosun_api::package::PackageResource {
     let wanted = format!("Applied revision: {revision}");
     wait_ready(h, name, |status, _, message| status == "True" && message == wanted).await
 }

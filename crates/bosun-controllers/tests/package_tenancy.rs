@@ -63,8 +63,8 @@ fn configmap_in(namespace: &str, name: &str) -> String {
     )
 }
 
-async fn create_in(h: &Harness, name: &str, spec: Value) -> Api<bosun::package::PackageResource> {
-    let api: Api<bosun::package::PackageResource> = Api::namespaced(h.server.client(), TEAM);
+async fn create_in(h: &Harness, name: &str, spec: Value) -> Api<bosun_api::package::PackageResource> {
+    let api: Api<bosun_api::package::PackageResource> = Api::namespaced(h.server.client(), TEAM);
     let package =
         json!({"apiVersion": "bosun.dev/v1alpha1", "kind": "Package", "metadata": {"name": name}, "spec": spec});
     api.create(&PostParams::default(), &serde_json::from_value(package).expect("package")).await.expect("create");
@@ -73,7 +73,7 @@ async fn create_in(h: &Harness, name: &str, spec: Value) -> Api<bosun::package::
 
 /// Waits until Package `name` of team-a is Ready with `status` and `reason` (any when empty).
 async fn wait_in(h: &Harness, name: &str, status: &str, reason: &str) -> (String, String) {
-    let api: Api<bosun::package::PackageResource> = Api::namespaced(h.server.client(), TEAM);
+    let api: Api<bosun_api::package::PackageResource> = Api::namespaced(h.server.client(), TEAM);
     let deadline = tokio::time::Instant::now() + BOUND;
     loop {
         let package = api.get(name).await.expect("get");

@@ -1,9 +1,9 @@
 //! bosun-core: what every other bosun crate stands on, and nothing else. Untyped Kubernetes
 //! objects ([`object`]), YAML streams with error positions ([`yaml`]), kubectl's JSONPath
-//! templates ([`jsonpath`]), which kinds are namespaced ([`scopes`]), Go-style durations ([`duration`]), `${VAR}` substitution
-//! ([`substitute`]), the cluster's kinds from discovery ([`discovery`]), what server-side
+//! templates ([`jsonpath`]), which kinds are namespaced ([`scopes`]), `${VAR}`
+//! substitution ([`substitute`]), the cluster's kinds from discovery ([`discovery`]), what server-side
 //! apply would change ([`ssa`]), why a request failed in terms a user acts on ([`cluster`]),
-//! schema pieces CRDs share ([`schema`]), and the `/metrics` + `/healthz` listener long-running parts serve ([`endpoints`]).
+//! the back-off of retries ([`backoff`]), and the `/metrics` + `/healthz` listener long-running parts serve ([`endpoints`]).
 //!
 //! It may depend on kube's client, serde, tokio and axum; never on another bosun crate, the
 //! pipeline's stages, or anything a reconciler library would not want (Git, jsonnet, SQLite,
@@ -14,12 +14,13 @@
 pub mod backoff;
 pub mod cluster;
 pub mod discovery;
-pub mod duration;
 pub mod endpoints;
 pub mod file;
+pub mod health;
 pub mod jsonpath;
+pub mod names;
 pub mod object;
-pub mod schema;
+pub mod redact;
 pub mod scopes;
 pub mod ssa;
 pub mod substitute;

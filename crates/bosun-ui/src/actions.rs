@@ -3,11 +3,8 @@
 //! rollback to a history entry (`bosun.dev/rollback-to`) and its undoing. Pure: which patch an
 //! action is, and what the pages say about it.
 
-use bosun::package::resource::{REQUESTED_AT, SOURCE_REQUESTED_AT};
-use bosun_controllers::{
-    canary::{ABORT, PROMOTE, PROMOTE_FULL, RETRY},
-    package::rollback::ROLLBACK_TO,
-};
+use bosun_api::canary::{ABORT, PROMOTE, PROMOTE_FULL, RETRY};
+use bosun_api::package::{REQUESTED_AT, ROLLBACK_TO, SOURCE_REQUESTED_AT};
 use serde_json::{Value, json};
 
 /// An action on a Package or a Canary.

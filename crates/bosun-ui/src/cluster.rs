@@ -3,8 +3,8 @@
 //! decides what a page shows. Objects come back as `DynamicObject`s: typed metadata, spec and
 //! status as JSON, read leniently by [`crate::model`].
 
-use bosun::package::PackageResource;
-use bosun_controllers::{canary::CanaryResource, notification::AlertResource, operator::OperatorResource};
+use bosun_api::package::PackageResource;
+use bosun_api::{canary::CanaryResource, notification::AlertResource, operator::OperatorResource};
 use bosun_core::discovery::Resolver;
 use kube::{
     Api, Client, Resource,

@@ -22,7 +22,7 @@ use axum::{
         sse::{Event, KeepAlive, Sse},
     },
 };
-use bosun::inventory::{PACKAGE_LABEL, PACKAGE_NAMESPACE_LABEL};
+use bosun_api::inventory::{PACKAGE_LABEL, PACKAGE_NAMESPACE_LABEL};
 use futures::{StreamExt, future::ready, stream::BoxStream};
 use kube::{
     Api,
@@ -254,7 +254,7 @@ async fn watches(
             (main, others)
         }
         ObjectPage::Inventory => {
-            let configmap = bosun::inventory::configmap_name(name);
+            let configmap = bosun_api::inventory::configmap_name(name);
             let main = triggers(cluster::api(client, &cluster::inventories(), Some(namespace)), named(&configmap));
             let owned = match cluster::get(client, &cluster::inventories(), Some(namespace), &configmap).await {
                 Ok(configmap) => cli::applied(&configmap).and_then(|applied| applied.objects.ok()).unwrap_or_default(),

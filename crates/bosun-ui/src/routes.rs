@@ -339,7 +339,7 @@ async fn act(
             }
         }
     }
-    let patch = action.patch(&bosun::package::resource::request_token());
+    let patch = action.patch(&bosun_api::package::request_token());
     match api.patch(&name, &PatchParams::default(), &Patch::Merge(&patch)).await {
         Ok(_) => {
             tracing::info!(user = %caller.identity.user, action = action.slug(), object = %format!("{word}/{namespace}/{name}"), "action");

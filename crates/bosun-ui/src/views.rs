@@ -2,8 +2,10 @@
 //! handlers and the live updates render from the same reads. Reads a page can do without
 //! (Events, an owned object) become a note on the page instead of failing it.
 
-use bosun_controllers::canary::CANARY_LABEL;
+use bosun_api::canary::CANARY_LABEL;
 use futures::{StreamExt, stream};
+use k8s_openapi::api::core::v1::ConfigMap;
+use kube::Api;
 use kube::api::{ApiResource, DynamicObject};
 
 use crate::{
@@ -82,7 +84,7 @@ pub async fn leaves(identity: &Identity, owned: Vec<Owned>) -> Vec<Leaf> {
                     cluster::object(client, &resolver, &owned.api_version, &owned.kind, &owned.namespace, &owned.name)
                         .await;
                 let health = match read {
-                    Ok(object) => Ok(bosun::health::evaluate(&object)),
+                    Ok(object) => Ok(bosun_core::health::evaluate(&object)),
                     Err(ReadError::NotFound { .. }) => Err(NOT_FOUND.to_string()),
                     Err(error) => Err(error.to_string()),
                 };
@@ -130,7 +132,7 @@ pub async fn cli_rows(identity: &Identity, filters: &Filters) -> Result<Vec<Row>
 
 /// A package the CLI applied (by its inventory) and its objects' health.
 pub async fn inventory(identity: &Identity, namespace: &str, name: &str) -> Result<(Applied, Vec<Leaf>), ReadError> {
-    let configmap_name = bosun::inventory::configmap_name(name);
+    let configmap_name = bosun_api::inventory::configmap_name(name);
     let configmap = cluster::get(&identity.client, &cluster::inventories(), Some(namespace), &configmap_name).await?;
     let Some(applied) = inventory::applied(&configmap).filter(|applied| applied.name == name) else {
         let what = format!("ConfigMap/{namespace}/{configmap_name}: not the inventory of a package the CLI applied");
@@ -193,14 +195,19 @@ async fn operator_inventory(
     operator: &str,
     namespace: &str,
     object: &DynamicObject,
-) -> Result<Vec<bosun::inventory::Entry>, String> {
+) -> Result<Vec<bosun_api::inventory::Entry>, String> {
     if let Some(entries) = object.data.pointer("/status/inventory") {
         return serde_json::from_value(entries.clone()).map_err(|e| format!("status.inventory: {e}"));
     }
     let object_name = object.metadata.name.clone().unwrap_or_default();
-    let target = bosun_controllers::operator::controller::target_name(operator, &object_name);
+    let target = bosun_core::names::operator_target(operator, &object_name);
     let target_namespace = object.metadata.namespace.clone().unwrap_or_else(|| namespace.to_string());
-    bosun::inventory::read(&identity.client, &target, &target_namespace).await.map_err(|e| e.to_string())
+    let name = bosun_api::inventory::configmap_name(&target);
+    let configmaps: Api<ConfigMap> = Api::namespaced(identity.client.clone(), &target_namespace);
+    let Some(configmap) = configmaps.get_opt(&name).await.map_err(|e| e.to_string())? else { return Ok(Vec::new()) };
+    let text = configmap.data.as_ref().and_then(|data| data.get(bosun_api::inventory::INVENTORY_KEY));
+    bosun_api::inventory::parse(text.map(String::as_str))
+        .map_err(|e| format!("inventory ConfigMap {target_namespace}/{name}: {e}"))
 }
 
 /// An Operator, its watched objects (the first [`WATCHED_SHOWN`]) with their children, and its

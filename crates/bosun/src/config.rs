@@ -5,8 +5,8 @@ use std::path::Path;
 
 use serde_json::{Map, Value};
 
-use crate::package::ConfigSpec;
 use crate::render::{PackageFiles, Sandbox, SandboxError};
+use bosun_api::package::ConfigSpec;
 
 use bosun_core::yaml;
 

@@ -31,7 +31,6 @@ pub mod apply;
 pub mod config;
 pub mod decrypt;
 pub mod diff;
-pub mod health;
 pub mod inventory;
 pub mod observe;
 pub mod package;

@@ -27,7 +27,9 @@ use crate::config::{self, ConfigError};
 
 use crate::inventory;
 
-use crate::package::{Package, PackageError, RenderSpec};
+use crate::package::{Package, PackageError};
+
+use bosun_api::package::RenderSpec;
 
 use crate::plan::{self, PlanError};
 
@@ -290,7 +292,7 @@ mod tests {
     use serde_json::json;
 
     use super::*;
-    use crate::package::{FilesSpec, RenderSpec};
+    use bosun_api::package::{FilesSpec, RenderSpec};
 
     fn package(dir: &std::path::Path) -> Package {
         let mut package = Package::load(dir).expect("package");

@@ -19,10 +19,11 @@ use kube::{
 use serde_json::{Value, json};
 
 use bosun::apply::Options;
-use bosun::package::{Package, RenderSpec};
+use bosun::package::Package;
 use bosun::pipeline::{self, Applied, RenderOptions};
 use bosun::render::{HookStyle, Rendered};
 use bosun::report::{Change, HookResult, Silent};
+use bosun_api::package::RenderSpec;
 use bosun_apiserver::{ApiServer, RunningServer};
 
 /// Generous bound for anything a test waits for.

@@ -11,7 +11,9 @@ use std::{
     time::{Duration, Instant},
 };
 
-use bosun::package::{GitReference, GitSource, Interval};
+use bosun_api::package::{GitReference, GitSource};
+
+use bosun_api::Interval;
 
 use bosun::source::{Credentials, Fetcher, Snapshot, SourceError};
 use git_server::{GitDaemon, HttpAuth, HttpServer, Repo, Repos, Silent, SshServer, unused_port};

@@ -11,10 +11,14 @@ use k8s_openapi::api::apps::v1::Deployment;
 use kube::{Client, api::ListParams, runtime::events::EventType};
 use serde_json::{Value, json};
 
+use bosun_api::canary::{
+    ABORT, AnalysisRun, CanaryProgress, CanaryResource, CanaryStatus, PROMOTE, PROMOTE_FULL, REQUESTS, RETRY,
+    VERSION_LABEL,
+};
+
 use crate::canary::{
-    self, ABORT, CanaryResource, CanaryStatus, PROMOTE, PROMOTE_FULL, RETRY, Rollout, VERSION_LABEL,
-    analysis::AnalysisRun,
-    plan::{self, CanaryProgress, Decided, Inputs, Live, Requests, Verdict, Wanted},
+    self, Rollout, analysis,
+    plan::{self, Decided, Inputs, Live, Requests, Verdict, Wanted},
 };
 
 use super::measure;
@@ -55,7 +59,7 @@ pub fn controller(client: Client, settings: Settings) -> kit::Controller<Canarie
 }
 
 fn rollout(canary: &CanaryResource) -> Result<Rollout, Failure> {
-    canary.rollout().map_err(|error| Failure::give_up("InvalidSpec", error.to_string()))
+    canary::rollout(canary).map_err(|error| Failure::give_up("InvalidSpec", error.to_string()))
 }
 
 /// What a reconcile reads before it decides: the Canary as the server has it, its spec as a
@@ -105,7 +109,7 @@ impl Canaries {
         runs.stop(&outcome);
         self.act(run, &observed, &outcome).await?;
         let mut progress = outcome.progress.clone();
-        for key in canary::REQUESTS {
+        for key in REQUESTS {
             if let Some(value) = annotation(canary, key) {
                 progress.handled.insert(key.to_string(), value.to_string());
             }
@@ -152,7 +156,7 @@ impl Canaries {
             let versions = (rollout.version.as_str(), stable);
             let measured =
                 measure::webhook(&self.http, hook, run.namespace(), run.name(), "post-promotion", versions).await;
-            if measured.outcome != canary::analysis::MeasurementResult::Successful {
+            if measured.outcome != bosun_api::canary::MeasurementResult::Successful {
                 let why = measured.message.unwrap_or_default();
                 run.publish(
                     EventType::Warning,
@@ -306,7 +310,7 @@ impl Runs {
             .filter_map(|run| {
                 let wanted = wanted(&run.key)?;
                 let (spec, _) = measure::plan(rollout, &wanted)?;
-                Some((wanted, run.verdict(&spec)))
+                Some((wanted, analysis::verdict(run, &spec)))
             })
             .collect()
     }
@@ -332,7 +336,7 @@ impl Runs {
         for analysis in &mut self.active {
             let Some(wanted) = wanted(&analysis.key) else { continue };
             let Some((spec, probes)) = measure::plan(rollout, &wanted) else { continue };
-            if analysis.phase != "Running" || analysis.due_in(&spec, now) > Duration::ZERO {
+            if analysis.phase != "Running" || analysis::due_in(analysis, &spec, now) > Duration::ZERO {
                 continue;
             }
             let context = measure::Context { http: &hooks.http, run, rollout };
@@ -340,7 +344,7 @@ impl Runs {
             for (name, probe) in &probes {
                 round.push(measure::take(&context, name, probe).await);
             }
-            analysis.record(round, &now.to_string(), &spec);
+            analysis::record(analysis, round, &now.to_string(), &spec);
         }
     }
 
@@ -362,7 +366,7 @@ impl Runs {
             .filter_map(|run| {
                 let wanted = wanted(&run.key).filter(|w| outcome.analyses.contains(w))?;
                 let (spec, _) = measure::plan(rollout, &wanted)?;
-                Some(run.due_in(&spec, now))
+                Some(analysis::due_in(run, &spec, now))
             })
             .min()
     }

@@ -9,15 +9,15 @@ use k8s_openapi::api::{apps::v1::Deployment, core::v1::Pod};
 use kube::api::ListParams;
 use serde_json::{Value, json};
 
-use crate::canary::{
-    CanaryResource, Rollout, Step, WebhookSpec,
-    analysis::{AnalysisSpec, Expectation, HttpCheck, Measurement, MeasurementResult, PodsCheck, PrometheusCheck},
-    plan::Wanted,
+use bosun_api::canary::{
+    AnalysisSpec, CanaryResource, HttpCheck, Measurement, MeasurementResult, PodsCheck, PrometheusCheck, WebhookSpec,
 };
+
+use crate::canary::{Rollout, Step, analysis::Expectation, plan::Wanted};
 
 use bosun_kit::Run;
 
-use bosun_core::duration::Interval;
+use bosun_api::Interval;
 
 /// The bound of a request whose check sets none.
 const DEFAULT_TIMEOUT: Duration = Duration::from_secs(10);

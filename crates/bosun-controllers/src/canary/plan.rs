@@ -7,8 +7,9 @@
 use std::{collections::BTreeMap, fmt, str::FromStr, time::Duration};
 
 use jiff::Timestamp;
-use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
+
+use bosun_api::canary::CanaryProgress;
 
 use super::{Rollout, Step};
 use bosun_kit::machine::{self, Machine};
@@ -128,46 +129,6 @@ pub fn phases() -> Machine<Phase, Event, ()> {
         .on(Healthy, Event::Complete, Healthy)
         .on(Progressing, Event::Fail, Degraded)
         .on(Paused, Event::Fail, Degraded)
-}
-
-/// The state a reconcile continues from, persisted in status (flattened into it).
-#[derive(Debug, Clone, Default, Deserialize, Serialize, PartialEq, JsonSchema)]
-#[serde(rename_all = "camelCase")]
-pub struct CanaryProgress {
-    /// `Progressing`, `Paused`, `Healthy` or `Degraded`.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub phase: Option<String>,
-    /// The version serving at full size before the canary.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub stable_version: Option<String>,
-    /// The version being rolled out.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub canary_version: Option<String>,
-    /// The index of the step being worked on (the number of steps: all done, promoting).
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub current_step: Option<u32>,
-    /// How many steps the canary has.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub total_steps: Option<u32>,
-    /// The share of replicas the canary is set to.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub weight: Option<u32>,
-    /// When the current step's replicas became available (its wait counts from then).
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub step_started_at: Option<String>,
-    /// When the canary last gained an available replica (or moved to a step): the progress
-    /// deadline counts from then.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub progress_at: Option<String>,
-    /// The canary's available replicas, as last seen.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub canary_available: Option<i32>,
-    /// The version rolled back (it is not tried again until it changes or is retried).
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub failed_version: Option<String>,
-    /// The request annotations handled, with the value handled (each value acts once).
-    #[serde(default, skip_serializing_if = "BTreeMap::is_empty")]
-    pub handled: BTreeMap<String, String>,
 }
 
 /// A Deployment of the Canary as it is.

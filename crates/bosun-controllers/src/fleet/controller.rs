@@ -10,8 +10,8 @@ use std::{
     time::Duration,
 };
 
-use bosun::package::{PackageResource, PackageSpec, SourceSpec, resource::REQUESTED_AT};
 use bosun::source::Fetcher;
+use bosun_api::package::{PackageResource, PackageSpec, REQUESTED_AT, SourceSpec};
 use bosun_kit::{self as kit, Failure, Run, children::OWNER_LABEL};
 use k8s_openapi::api::core::v1::Secret;
 use kube::{
@@ -23,7 +23,7 @@ use serde_json::{Value, json};
 
 use super::generate::{self, Cluster, Generated, Inputs};
 use super::strategy::{self, Member, State};
-use super::{CLUSTER_LABEL, FLEET_LABEL, FleetResource, GeneratedPackage};
+use bosun_api::fleet::{CLUSTER_LABEL, FLEET_LABEL, FleetResource, GeneratedPackage};
 
 /// The controller's name: its field manager, finalizer (`kit.bosun.dev/fleet`) and event
 /// reporter.

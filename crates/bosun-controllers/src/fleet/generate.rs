@@ -6,8 +6,10 @@ use std::collections::BTreeMap;
 
 use serde_json::{Value, json};
 
-use super::{BasicGenerator, Combination, DirectoriesGenerator, FleetSpec, Generator, LabelSelector, Requirement};
-use bosun::package::PackageSpec;
+use bosun_api::fleet::{
+    BasicGenerator, Combination, DirectoriesGenerator, FleetSpec, Generator, LabelSelector, Requirement,
+};
+use bosun_api::package::PackageSpec;
 use bosun_helm::pattern::Pattern;
 
 /// Parameter values by name (`cluster.name`, `cluster.labels.env`, `region`…).

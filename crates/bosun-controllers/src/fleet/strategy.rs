@@ -5,7 +5,9 @@ use std::collections::{BTreeMap, BTreeSet};
 
 use k8s_openapi::apimachinery::pkg::util::intstr::IntOrString;
 
-use super::{LabelSelector, Step, generate::selects};
+use super::generate::selects;
+
+use bosun_api::fleet::{LabelSelector, Step};
 
 /// Where a generated Package stands against what the Fleet generates now.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]

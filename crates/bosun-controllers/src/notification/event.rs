@@ -9,7 +9,9 @@ use std::{
 use regex::Regex;
 use serde::Serialize;
 
-use super::{AlertSpec, EventSource, NotificationError, Severity};
+use super::NotificationError;
+
+use bosun_api::notification::{AlertSpec, EventSource, Severity};
 use bosun_kit::Published;
 
 /// Annotations of the involved object with this prefix add to every event's metadata

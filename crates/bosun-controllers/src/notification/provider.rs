@@ -6,8 +6,10 @@ use std::{collections::BTreeMap, time::Duration};
 use hmac::{Hmac, KeyInit, Mac};
 use serde_json::{Value, json};
 
-use super::{NotificationError, ProviderSpec, ProviderType, Severity, event::Event};
-use bosun_core::duration::Interval;
+use super::{NotificationError, event::Event};
+
+use bosun_api::Interval;
+use bosun_api::notification::{ProviderSpec, ProviderType, Severity};
 
 /// Bound of one delivery attempt when the provider sets no `timeout`.
 pub const DEFAULT_TIMEOUT: Duration = Duration::from_secs(15);

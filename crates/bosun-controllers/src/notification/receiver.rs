@@ -12,7 +12,7 @@ use hmac::{Hmac, KeyInit, Mac};
 use sha2::{Digest, Sha256};
 use subtle::ConstantTimeEq;
 
-use super::{ReceiverType, ResourceSelector};
+use bosun_api::notification::{ReceiverType, ResourceSelector};
 
 /// The path of a Receiver: `/hook/<hex sha256 of token, name and namespace>` (Flux's), so it
 /// cannot be guessed without the token and changes when the token does.

@@ -1,7 +1,9 @@
 //! References from an Alert or a Receiver to objects in other namespaces, which `bosun
 //! controller --no-cross-namespace-refs` refuses (Flux's flag and meaning). Pure.
 
-use super::{AlertSpec, NotificationError, ReceiverSpec};
+use super::NotificationError;
+
+use bosun_api::notification::{AlertSpec, ReceiverSpec};
 
 /// `Ready=False` reason of an Alert or Receiver refused for a reference to another namespace.
 pub const CROSS_NAMESPACE_REF: &str = "CrossNamespaceRef";

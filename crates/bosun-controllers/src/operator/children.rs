@@ -3,31 +3,11 @@
 //! Operator may write them at all.
 
 use serde_json::{Value, json};
-use sha2::{Digest, Sha256};
 
 use bosun::render::Rendered;
 use bosun_core::{object, scopes::Scopes};
 
 use super::tenancy::{self, Refusal, Tenancy};
-
-/// The label values bosun puts on children must fit Kubernetes' 63 characters.
-const LABEL_VALUE_MAX: usize = 63;
-
-/// The apply target (owner label, inventory `bosun-inventory-<name>`) of one watched object:
-/// `<operator>.<object>`, shortened with a hash when longer than a label value may be.
-pub fn target_name(operator: &str, object: &str) -> String {
-    let name = format!("{operator}.{object}");
-    if name.len() <= LABEL_VALUE_MAX {
-        return name;
-    }
-    let hash = Sha256::digest(name.as_bytes());
-    let hex: String = hash.iter().take(5).map(|b| format!("{b:02x}")).collect();
-    let mut cut = LABEL_VALUE_MAX - hex.len() - 1;
-    while !name.is_char_boundary(cut) {
-        cut -= 1;
-    }
-    format!("{}-{hex}", name[..cut].trim_end_matches(['.', '-']))
-}
 
 /// Sets the watched object as controller owner of every rendered child it may own (namespaced,
 /// in its namespace); an owner reference the program wrote to the same object is replaced.
@@ -93,14 +73,6 @@ pub fn owned_by_uid(object: &Value, uid: &str) -> bool {
 #[cfg(test)]
 mod tests {
     use super::*;
-
-    #[test]
-    fn target_names_fit_a_label_value() {
-        assert_eq!(target_name("grafana", "main"), "grafana.main");
-        let long = target_name("grafana", &"x".repeat(80));
-        assert_eq!(long.len(), LABEL_VALUE_MAX);
-        assert_ne!(long, target_name("grafana", &"x".repeat(81)), "the hash tells them apart");
-    }
 
     #[test]
     fn children_in_the_object_namespace_get_it_as_controller_owner() {

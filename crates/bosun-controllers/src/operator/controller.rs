@@ -27,16 +27,19 @@ use serde_json::{Value, json};
 use tokio_util::sync::CancellationToken;
 
 use bosun::apply::{Cache, Inventory, Journal, Kind, Options, Resolver};
-use bosun::inventory::{Entry, PACKAGE_LABEL, PACKAGE_NAMESPACE_LABEL, configmap_name};
-use bosun::package::{Package, PackageSpec, RenderSpec};
+use bosun::package::Package;
 use bosun::pipeline::{self, RenderOptions};
 use bosun::render::{HelmRelease, Rendered, Sandbox};
 use bosun::report::{Report, Silent};
+use bosun_api::inventory::{Entry, PACKAGE_LABEL, PACKAGE_NAMESPACE_LABEL, configmap_name};
+use bosun_api::package::{PackageSpec, RenderSpec};
 use bosun_core::{cluster::ClusterError, object, scopes::Scopes};
 use bosun_kit::{self as kit, Failure, Run};
 
+use bosun_api::operator::RelatedSpec;
+
 use crate::operator::{
-    Definition, RelatedSpec, children, fence,
+    Definition, children, fence,
     related::{Mapping, Targets, Watched},
     schema::{StatusSupport, status_support},
     substitutions,
@@ -44,8 +47,9 @@ use crate::operator::{
 };
 use crate::package::remote::Impersonating;
 
-pub use crate::operator::children::{set_owner, target_name};
+pub use crate::operator::children::set_owner;
 pub use crate::operator::schema::INVENTORY_FIELD;
+use bosun_core::names;
 
 /// `Ready=False` reasons, and the Event reasons of failures.
 pub const RENDER_FAILED: &str = "RenderFailed";
@@ -383,7 +387,7 @@ impl OperatorReconciler {
         let namespace = self.target_namespace(object);
         Ok(Package {
             dir: self.definition.dir.clone(),
-            name: target_name(&self.definition.name, object::name(object)),
+            name: names::operator_target(&self.definition.name, object::name(object)),
             namespace: Some(namespace),
             spec: PackageSpec { render, rollout, substitute, ..PackageSpec::default() },
             origin: bosun::package::Origin::Detected,
@@ -626,7 +630,8 @@ impl kit::Reconciler for OperatorReconciler {
     async fn reconcile(&self, run: &mut Run<DynamicObject>) -> Result<(), Failure> {
         let spec = &self.definition.spec;
         let object = run.value().clone();
-        let target = (self.target_namespace(&object), target_name(&self.definition.name, object::name(&object)));
+        let target =
+            (self.target_namespace(&object), names::operator_target(&self.definition.name, object::name(&object)));
         self.known.insert(target, run.reference());
         if spec.suspend == Some(true) {
             run.hold();

@@ -9,8 +9,10 @@ use std::path::{Path, PathBuf};
 
 use serde::Deserialize;
 
-use super::{Definition, KeyTransformation, OperatorError, OperatorSpec, RelatedSpec, WatchSpec};
+use super::{Definition, OperatorError};
+
 use bosun::package::Package;
+use bosun_api::operator::{KeyTransformation, OperatorSpec, RelatedSpec, WatchSpec};
 use bosun_core::yaml;
 
 /// The trigger configuration file.
@@ -62,7 +64,7 @@ pub fn spec(trigger_config: &Path) -> Result<OperatorSpec, OperatorError> {
         })
         .collect();
     let spec = OperatorSpec { watch, related, ..OperatorSpec::default() };
-    spec.validate(&origin)?;
+    super::validate(&spec, &origin)?;
     Ok(spec)
 }
 

@@ -8,7 +8,7 @@
 use regex::Regex;
 use serde_json::Value;
 
-use super::{KeyTransformation, RelatedSpec};
+use bosun_api::operator::{KeyTransformation, RelatedSpec};
 use bosun_core::object;
 
 /// How the objects of one related kind map to watched objects.

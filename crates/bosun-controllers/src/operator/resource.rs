@@ -20,9 +20,10 @@ use tokio_util::sync::CancellationToken;
 use super::controller::{OperatorRunError, Settings};
 use super::tenancy::{self, Policy};
 use crate::Tenancy;
-use crate::operator::{Definition, OperatorResource};
+use crate::operator::Definition;
 use crate::package::{remote::Impersonating, status::ACCESS_DENIED};
 use bosun::source::{Fetcher, Snapshot};
+use bosun_api::operator::OperatorResource;
 use bosun_kit::{self as kit, Failure, Run};
 
 /// The controller's name: its field manager, finalizer (`kit.bosun.dev/operators`) and event

@@ -14,10 +14,10 @@
 //! `bosun operator DIR` is the administrator's own and is not confined
 //! ([`Policy::administrator`]).
 
-use bosun::inventory::Entry;
+use bosun_api::inventory::Entry;
 use serde_json::Value;
 
-use super::OperatorSpec;
+use bosun_api::operator::OperatorSpec;
 use bosun_core::object;
 
 /// The flag of `bosun controller` that lets Operator resources reach beyond their namespace.

@@ -12,7 +12,9 @@ use kube::runtime::reflector::ObjectRef;
 
 use bosun_kit::conditions::{self, READY};
 
-use bosun::package::{ObjectReference, PackageResource};
+use bosun_api::ObjectReference;
+
+use bosun_api::package::PackageResource;
 
 /// `namespace/name` of a Package.
 pub type Key = (String, String);
@@ -178,7 +180,7 @@ mod tests {
     use kube::api::ObjectMeta;
 
     use super::*;
-    use bosun::package::{PackageSpec, PackageStatus};
+    use bosun_api::package::{PackageSpec, PackageStatus};
 
     fn package(name: &str, generation: i64, observed: Option<i64>, ready: Option<&str>) -> PackageResource {
         let conditions = ready

@@ -12,10 +12,13 @@ use k8s_openapi::api::core::v1::{ConfigMap, Secret};
 use kube::{Api, Client};
 use serde_json::Value;
 
-use bosun::package::{
-    ArchiveSource, BucketSource, GitSource, HelmChartSource, LocalObjectReference, OciSource, Package, PackageError,
-    PackageResource, PackageSpec, SourceSpec,
+use bosun::package::{Package, PackageError};
+
+use bosun_api::package::{
+    ArchiveSource, BucketSource, GitSource, HelmChartSource, OciSource, PackageResource, PackageSpec, SourceSpec,
 };
+
+use bosun_api::LocalObjectReference;
 
 use bosun::source::{BucketCredentials, Credentials, Fetcher, OciAccess, Snapshot, SourceError};
 
@@ -323,7 +326,7 @@ pub fn in_source(message: &str, root: &Path) -> String {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use bosun::package::RenderSpec;
+    use bosun_api::package::RenderSpec;
 
     #[test]
     fn messages_name_files_as_the_source_has_them() {
@@ -366,14 +369,14 @@ mod tests {
 
     #[test]
     fn one_source_kind_is_required() {
-        let git = bosun::package::GitSource { url: "https://example.com/r.git".into(), ..Default::default() };
+        let git = bosun_api::package::GitSource { url: "https://example.com/r.git".into(), ..Default::default() };
         assert!(check(None).is_err());
         assert!(check(Some(&SourceSpec::default())).is_err());
         let both = SourceSpec { git: Some(git.clone()), dir: Some("/x".into()), ..SourceSpec::default() };
         assert!(check(Some(&both)).is_err_and(|e| e.to_string()
             == "spec.source: set one of git, archive, bucket, helm, oci, configMap or dir, not git and dir"));
         let config_map = SourceSpec {
-            config_map: Some(bosun::package::LocalObjectReference { name: "files".into() }),
+            config_map: Some(bosun_api::LocalObjectReference { name: "files".into() }),
             ..SourceSpec::default()
         };
         assert!(check(Some(&config_map)).is_ok());

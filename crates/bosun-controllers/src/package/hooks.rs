@@ -5,10 +5,10 @@ use std::sync::Arc;
 
 use kube::runtime::events::EventType;
 
-use bosun::package::{PackageResource, PackageStatus, resource::HookStatus};
 use bosun::plan::hooks::Operation;
 use bosun::render::Rendered;
 use bosun::report::{HookResult, Report};
+use bosun_api::package::{PackageResource, PackageStatus};
 use bosun_kit::Run;
 
 /// Whether a run runs hooks, and as what operation (`None`: install or upgrade, as the
@@ -27,7 +27,7 @@ pub(super) async fn publish_hooks(
     report: &Report,
     action: &str,
 ) {
-    let hooks = HookStatus::of(report);
+    let hooks = report.hook_statuses();
     if hooks.is_empty() {
         return;
     }

@@ -1,6 +1,6 @@
 //! Who a Package's run acts as: its ServiceAccount, impersonated, or the controller itself.
 
-use bosun::package::PackageResource;
+use bosun_api::package::PackageResource;
 use bosun_kit::Failure;
 
 /// The user a Package applies as: its ServiceAccount (`system:serviceaccount:ns:name`), if it
@@ -35,7 +35,7 @@ mod tests {
     #[test]
     fn only_service_account_names_are_impersonated() {
         let package = |name: Option<&str>| {
-            let mut resource = PackageResource::new("web", bosun::package::PackageSpec::default());
+            let mut resource = PackageResource::new("web", bosun_api::package::PackageSpec::default());
             resource.metadata.namespace = Some("team-a".into());
             resource.spec.service_account_name = name.map(str::to_string);
             resource

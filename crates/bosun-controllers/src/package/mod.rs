@@ -47,18 +47,18 @@ use self::{
 };
 use bosun::apply::{Cache, Inventory, Options};
 use bosun::decrypt::Keys;
-use bosun::inventory::Entry;
-use bosun::package::{
-    DeletionPolicy, Interval, Package, PackageResource, RenderSpec, SourceSpec,
-    resource::{
-        DEFAULT_HISTORY, HistoryEntry, InventoryEntry, PackageStatus, REQUESTED_AT, SOURCE_REQUESTED_AT, record_history,
-    },
-};
+use bosun::package::Package;
 use bosun::pipeline::{self, RenderOptions};
 use bosun::plan::{self, hooks::Operation};
 use bosun::render::{HelmRelease, Rendered};
 use bosun::report::{Cause, Report, Silent, Stage};
 use bosun::source::{Fetcher, Snapshot};
+use bosun_api::Interval;
+use bosun_api::inventory::Entry;
+use bosun_api::package::{
+    DEFAULT_HISTORY, DeletionPolicy, HistoryEntry, PackageResource, PackageStatus, REQUESTED_AT, RenderSpec,
+    SOURCE_REQUESTED_AT, SourceSpec, record_history,
+};
 use bosun_kit::{self as kit, Failure, Run};
 
 /// The controller's name: its field manager, finalizer (`kit.bosun.dev/package`) and event
@@ -441,7 +441,7 @@ impl PackageReconciler {
                 None => format!("Applied revision: {revision}"),
                 Some(_) => format!(
                     "Applied revision: {revision} (rolled back: remove the annotation {} to follow the source again)",
-                    rollback::ROLLBACK_TO
+                    bosun_api::package::ROLLBACK_TO
                 ),
             };
             run.succeeded(SUCCEEDED, &message);
@@ -484,10 +484,7 @@ impl PackageReconciler {
             wait: resource.spec.wait.unwrap_or(true),
             timeout: resource.spec.run_timeout(),
             timeout_overrides_groups: false,
-            inventory: Inventory::Kept {
-                previous: status.inventory.iter().map(Entry::from).collect(),
-                journal: Some(tracker.journal()),
-            },
+            inventory: Inventory::Kept { previous: status.inventory.clone(), journal: Some(tracker.journal()) },
             resolver: Some(target.resolver.clone()),
             deadline: Some(deadline),
             cancel: cancellable.then_some(cancel),
@@ -509,7 +506,7 @@ impl PackageReconciler {
                 return Err(Failure::retry(reason, error.to_string()).within(resource.spec.retry_interval()));
             }
         };
-        status.inventory = report.inventory.iter().map(InventoryEntry::from).collect();
+        status.inventory = report.inventory.clone();
         let changes = status::change_set(&report);
         run.event_metadata("summary", &status::summary(&report));
         if !changes.is_empty() {
@@ -604,13 +601,13 @@ impl Request {
 /// What the `Reconciling` message says while the source is fetched.
 fn fetching(resource: &PackageResource) -> String {
     match resource.spec.source.as_ref() {
-        Some(SourceSpec { git: Some(git), .. }) => format!("fetching {}", bosun::source::redact(&git.url)),
+        Some(SourceSpec { git: Some(git), .. }) => format!("fetching {}", bosun_core::redact::url(&git.url)),
         Some(SourceSpec { archive: Some(archive), .. }) => {
-            format!("downloading {}", bosun::source::redact(&archive.url))
+            format!("downloading {}", bosun_core::redact::url(&archive.url))
         }
         Some(SourceSpec { bucket: Some(bucket), .. }) => format!("listing bucket {}", bucket.bucket),
         Some(SourceSpec { helm: Some(chart), .. }) => {
-            format!("fetching chart {} from {}", chart.chart, bosun::source::redact(&chart.url))
+            format!("fetching chart {} from {}", chart.chart, bosun_core::redact::url(&chart.url))
         }
         Some(SourceSpec { oci: Some(oci), .. }) => format!("resolving {}", oci.url),
         Some(SourceSpec { config_map: Some(config_map), .. }) => format!("reading ConfigMap {}", config_map.name),
@@ -658,8 +655,7 @@ impl kit::Reconciler for PackageReconciler {
             DeletionPolicy::Delete | DeletionPolicy::WaitForTermination => true,
             DeletionPolicy::Orphan => false,
         };
-        let inventory: Vec<Entry> =
-            resource.status.as_ref().map(|s| s.inventory.iter().map(Entry::from).collect()).unwrap_or_default();
+        let inventory: Vec<Entry> = resource.status.as_ref().map(|s| s.inventory.clone()).unwrap_or_default();
         if !delete || resource.spec.suspend == Some(true) || inventory.is_empty() {
             return Ok(());
         }

@@ -10,11 +10,11 @@ use serde_json::{Map, Value};
 
 use bosun::apply::Journal;
 
-use bosun::inventory::Entry;
+use bosun_api::inventory::Entry;
 
 use bosun_kit::ProgressHandle;
 
-use bosun::package::resource::{InventoryEntry, PackageStatus, RolloutProgress};
+use bosun_api::package::{PackageStatus, RolloutProgress};
 
 use bosun::report::{self, ChangeEntry};
 
@@ -52,7 +52,7 @@ impl Journal for StatusJournal {
         Box::pin(async move {
             let (message, fields) = {
                 let mut state = self.state.lock().unwrap_or_else(|e| e.into_inner());
-                let inventory: Vec<InventoryEntry> = entries.iter().map(InventoryEntry::from).collect();
+                let inventory: Vec<Entry> = entries.to_vec();
                 state.fields.insert("inventory".into(), serde_json::to_value(inventory).unwrap_or_default());
                 (state.message.clone(), state.fields())
             };

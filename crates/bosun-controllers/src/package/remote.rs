@@ -11,7 +11,7 @@ use std::{
 };
 
 use bosun::apply::{Cache, Resolver};
-use bosun::package::{KUBECONFIG_KEY, PackageResource, SecretKeyReference};
+use bosun_api::package::{KUBECONFIG_KEY, PackageResource, SecretKeyReference};
 use bosun_core::cluster::ClusterError;
 use k8s_openapi::api::core::v1::Secret;
 use kube::{

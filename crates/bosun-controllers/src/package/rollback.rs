@@ -5,7 +5,7 @@
 //!   objects and rollout gzip-compressed, with the revision and digest they came from. A Secret,
 //!   not a ConfigMap, because rendered sets hold Secrets; in the cluster, not in the controller,
 //!   so a restarted controller can still roll back.
-//! - A rollback someone asks for ([`ROLLBACK_TO`]): the annotation names a revision of the
+//! - A rollback someone asks for (`bosun.dev/rollback-to`): the annotation names a revision of the
 //!   history (`main@sha1:<commit>`); while it is there, runs fetch that commit instead of the
 //!   source's newest, as if the spec's `ref.commit` pinned it, without changing the spec (which
 //!   GitOps may own). Removing it follows the source again.
@@ -24,14 +24,9 @@ use serde_json::{Map, Value};
 
 use bosun::decrypt::Keys;
 
-use bosun::package::{GitReference, PackageResource, RolloutSpec, SourceSpec};
+use bosun_api::package::{GitReference, PackageResource, ROLLBACK_TO, RolloutSpec, SourceSpec};
 
 use bosun::render::{HookStyle, Manifests, Rendered};
-
-/// Annotation asking for a rollback: its value is a revision of the Package's history
-/// (`main@sha1:<commit>`), rolled out instead of the source's newest while the annotation is
-/// there (`bosun ui`'s rollback button sets it).
-pub const ROLLBACK_TO: &str = "bosun.dev/rollback-to";
 
 /// The key of the compressed set in the Secret's data.
 const DATA_KEY: &str = "rendered.json.gz";

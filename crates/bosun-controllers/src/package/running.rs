@@ -8,7 +8,7 @@ use std::{collections::HashMap, sync::Mutex};
 use tokio_util::sync::CancellationToken;
 
 use super::{Key, key, requested_at, rollback};
-use bosun::package::PackageResource;
+use bosun_api::package::PackageResource;
 
 /// What a run was started for.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -17,7 +17,7 @@ pub struct StartedFor {
     pub generation: Option<i64>,
     /// The reconcile request handled.
     pub requested_at: Option<String>,
-    /// The revision a rollback asked for ([`rollback::ROLLBACK_TO`]).
+    /// The revision a rollback asked for (`bosun.dev/rollback-to`).
     pub rollback_to: Option<String>,
 }
 

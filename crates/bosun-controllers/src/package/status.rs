@@ -4,7 +4,7 @@
 
 use bosun_kit::conditions;
 
-use bosun::package::{PackageResource, resource::HistoryEntry};
+use bosun_api::package::{HistoryEntry, PackageResource};
 
 use bosun::report::{Change, ObjectFailure, Report, Stage};
 
@@ -223,7 +223,7 @@ mod tests {
     fn a_requested_run_is_over_when_handled_observed_and_ready_is_known() {
         use k8s_openapi::{apimachinery::pkg::apis::meta::v1::Condition, jiff::Timestamp};
         let package = |handled: Option<&str>, observed: i64, ready: &str| {
-            let mut package = PackageResource::new("web", bosun::package::PackageSpec::default());
+            let mut package = PackageResource::new("web", bosun_api::package::PackageSpec::default());
             package.metadata.generation = Some(2);
             let condition = Condition {
                 type_: "Ready".into(),
@@ -233,7 +233,7 @@ mod tests {
                 observed_generation: Some(observed),
                 last_transition_time: k8s_openapi::apimachinery::pkg::apis::meta::v1::Time(Timestamp::UNIX_EPOCH),
             };
-            package.status = Some(bosun::package::PackageStatus {
+            package.status = Some(bosun_api::package::PackageStatus {
                 conditions: vec![condition],
                 observed_generation: Some(observed),
                 last_handled_reconcile_at: handled.map(str::to_string),
@@ -282,7 +282,7 @@ mod tests {
         let package = |release: Option<i64>, applied: &str, observed: i64| {
             let mut package = PackageResource::new("web", Default::default());
             package.metadata.generation = Some(2);
-            package.status = Some(bosun::package::PackageStatus {
+            package.status = Some(bosun_api::package::PackageStatus {
                 release_revision: release,
                 last_applied_revision: Some(applied.into()),
                 observed_generation: Some(observed),

@@ -7,9 +7,9 @@ use std::{path::Path, time::Duration};
 
 use bosun_controllers::package::{Settings, controller};
 
-use bosun_controllers::crds;
+use bosun_api::crds;
 
-use bosun::package::PackageResource;
+use bosun_api::package::PackageResource;
 use bosun_apiserver::{ApiServer, RunningServer};
 use k8s_openapi::{
     ByteString,

@@ -2,7 +2,7 @@
 //! (`status.replicasPerStep`), the split the Deployments have now, and the analysis
 //! measurements over time.
 
-use bosun_controllers::canary::VERSION_LABEL;
+use bosun_api::canary::VERSION_LABEL;
 use kube::api::DynamicObject;
 use serde_json::Value;
 

@@ -1,13 +1,13 @@
 //! A package applied by the CLI (`bosun apply`, `bosun dev`) rather than by a `Package`
 //! resource. Nothing in the cluster describes it but its inventory: the ConfigMap
 //! `bosun-inventory-<package>` in the package's namespace, labelled `bosun.dev/inventory`, that
-//! lists what the last apply wrote ([`bosun::inventory`]). The dashboard shows it read-only, its
+//! lists what the last apply wrote (`bosun::inventory`). The dashboard shows it read-only, its
 //! state summed up from its objects' health.
 //!
 //! An Operator keeps the inventory of each object it watches in the same kind of ConfigMap,
 //! owned by that object: one with an owner is not the CLI's.
 
-use bosun::inventory::INVENTORY_LABEL;
+use bosun_api::inventory::INVENTORY_LABEL;
 use kube::api::DynamicObject;
 use serde_json::Value;
 
@@ -40,7 +40,7 @@ pub fn applied(configmap: &DynamicObject) -> Option<Applied> {
     let name = configmap.metadata.labels.as_ref()?.get(INVENTORY_LABEL)?;
     let configmap_name = configmap.metadata.name.as_deref()?;
     let owned = configmap.metadata.owner_references.as_ref().is_some_and(|owners| !owners.is_empty());
-    if owned || configmap_name != bosun::inventory::configmap_name(name) {
+    if owned || configmap_name != bosun_api::inventory::configmap_name(name) {
         return None;
     }
     let text = configmap.data.pointer("/data/inventory").and_then(Value::as_str);
@@ -48,7 +48,9 @@ pub fn applied(configmap: &DynamicObject) -> Option<Applied> {
         namespace: configmap.metadata.namespace.clone().unwrap_or_default(),
         name: name.clone(),
         configmap: configmap_name.to_string(),
-        objects: bosun::inventory::parse(text).map(|entries| entries.iter().map(Owned::of).collect()),
+        objects: bosun_api::inventory::parse(text)
+            .map(|entries| entries.iter().map(Owned::of).collect())
+            .map_err(|e| e.to_string()),
     })
 }
 
@@ -114,7 +116,7 @@ fn first_of(mut sentences: Vec<String>) -> String {
 
 #[cfg(test)]
 mod tests {
-    use bosun::health::{Health, Status};
+    use bosun_core::health::{Health, Status};
     use serde_json::json;
 
     use super::super::tests::object;

@@ -2,8 +2,8 @@
 //! (`status.progress`), the objects it owns (`status.inventory`), its history, and the rollback
 //! it was asked for.
 
-use bosun::health::{self, Health};
-use bosun_controllers::package::rollback::ROLLBACK_TO;
+use bosun_api::package::ROLLBACK_TO;
+use bosun_core::health::{self, Health};
 use kube::api::DynamicObject;
 use serde_json::Value;
 
@@ -36,10 +36,10 @@ pub fn source(package: &DynamicObject) -> Source {
         let reference = ["commit", "name", "semver", "tag", "branch"]
             .iter()
             .find_map(|key| git["ref"][key].as_str().map(|value| format!("{key} {value}")));
-        return found("Git", bosun::source::redact(git["url"].as_str().unwrap_or_default()), reference);
+        return found("Git", bosun_core::redact::url(git["url"].as_str().unwrap_or_default()), reference);
     }
     if let Some(archive) = spec.get("archive") {
-        return found("Archive", bosun::source::redact(archive["url"].as_str().unwrap_or_default()), None);
+        return found("Archive", bosun_core::redact::url(archive["url"].as_str().unwrap_or_default()), None);
     }
     if let Some(bucket) = spec.get("bucket") {
         let location = format!(
@@ -257,7 +257,7 @@ pub struct Owned {
 
 impl Owned {
     /// The object an inventory entry names.
-    pub fn of(entry: &bosun::inventory::Entry) -> Owned {
+    pub fn of(entry: &bosun_api::inventory::Entry) -> Owned {
         let (kind, namespace, name) = entry.parts();
         Owned { api_version: entry.v.clone(), kind: kind.into(), namespace: namespace.into(), name: name.into() }
     }
@@ -277,8 +277,10 @@ pub fn inventory(package: &DynamicObject) -> Vec<Owned> {
     entries
         .iter()
         .filter_map(|entry| {
-            let entry =
-                bosun::inventory::Entry { id: entry["id"].as_str()?.to_string(), v: entry["v"].as_str()?.to_string() };
+            let entry = bosun_api::inventory::Entry {
+                id: entry["id"].as_str()?.to_string(),
+                v: entry["v"].as_str()?.to_string(),
+            };
             Some(Owned::of(&entry))
         })
         .collect()

@@ -58,7 +58,7 @@ pub fn inventory_page(viewer: Option<&Viewer>, applied: &Applied, leaves: &[Leaf
 
 #[cfg(test)]
 mod tests {
-    use bosun::health::{Health, Status};
+    use bosun_core::health::{Health, Status};
 
     use super::*;
     use crate::model::package::{NOT_FOUND, Owned};

@@ -37,7 +37,7 @@ use tokio::{
 };
 
 use super::FIELD_MANAGER;
-use crate::inventory::PACKAGE_LABEL;
+use bosun_api::inventory::PACKAGE_LABEL;
 use bosun_core::discovery::Kind;
 
 /// How long the first use of a resource waits for its watch to list everything.

@@ -2,8 +2,8 @@
 //! may be written, and what writing it means (skip, create, configure, recreate). The runner in
 //! `mod.rs` only performs what these say.
 
-use crate::package::Action;
 use crate::policy::{ObjectPolicy, Ssa};
+use bosun_api::package::Action;
 
 use crate::report::{Cause, Change};
 

@@ -16,12 +16,12 @@ use super::{
     live::{delete, message, server_side_apply},
     wait::{self, Waited, Watched},
 };
-use crate::inventory::{PACKAGE_LABEL, PACKAGE_NAMESPACE_LABEL};
 use crate::plan::{
     PlanGroup,
     hooks::{self, DeletePolicy, Role},
 };
 use crate::report::{Cause, Change, ChangeEntry, HookReport, HookResult, ObjectFailure, RolloutFailure, Stage};
+use bosun_api::inventory::{PACKAGE_LABEL, PACKAGE_NAMESPACE_LABEL};
 use bosun_core::object;
 
 /// The label that ties the runs of one hook together (its name, or its `generateName`), so

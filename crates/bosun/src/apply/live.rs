@@ -15,8 +15,8 @@ use super::{
     Cache, FIELD_MANAGER, Item,
     decide::{DryRunFinding, Refusal},
 };
-use crate::package::Action;
 use crate::report::Cause;
+use bosun_api::package::Action;
 use bosun_core::object;
 use bosun_core::ssa;
 

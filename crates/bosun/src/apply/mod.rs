@@ -25,6 +25,7 @@ mod namespaces;
 mod preview;
 mod prune;
 mod runner;
+mod success;
 mod wait;
 
 use std::{fmt, sync::Arc, time::Duration};
@@ -33,7 +34,9 @@ use futures::future::BoxFuture;
 use kube::{Api, Client, api::DynamicObject};
 use serde_json::Value;
 
-use crate::inventory::{self, Entry};
+use crate::inventory;
+
+use bosun_api::inventory::Entry;
 
 use bosun_core::object::{self, describe};
 
@@ -233,7 +236,7 @@ impl Item {
         self.kind.api(client, &self.namespace)
     }
 
-    fn watched(&self, checks: &[crate::package::SuccessCheck]) -> Watched {
+    fn watched(&self, checks: &[bosun_api::package::SuccessCheck]) -> Watched {
         Watched {
             described: self.described.clone(),
             kind: self.kind.clone(),

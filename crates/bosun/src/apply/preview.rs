@@ -10,12 +10,13 @@ use super::{
     ApplyError, Item, Resolver, Target, check_namespaces, created_namespaces, decide, live::dry_runs, resolve_items,
 };
 use crate::diff;
-use crate::inventory::{self, Entry};
-use crate::package::Action;
+use crate::inventory;
 use crate::plan::hooks::{self, Role};
 use crate::policy;
 use crate::render::Rendered;
 use crate::report::Change;
+use bosun_api::inventory::Entry;
+use bosun_api::package::Action;
 use bosun_core::object;
 
 /// One object's view for `bosun diff`.
@@ -110,7 +111,7 @@ pub async fn diff(
         };
         report.objects.push(ObjectDiff { object: item.described.clone(), change, diff: text });
     }
-    let current: Vec<Entry> = items.iter().map(|i| Entry::of(&i.object)).collect();
+    let current: Vec<Entry> = items.iter().map(|i| inventory::entry_of(&i.object)).collect();
     for candidate in inventory::prune_set(&previous, &current) {
         let (kind_name, namespace, name) = candidate.parts();
         let Some(kind) = resolver.kind(&candidate.v, kind_name).await else { continue };

@@ -9,9 +9,10 @@ use super::{
     live::{delete, message},
     wait::{self, Watched},
 };
-use crate::inventory::{self, Entry};
+use crate::inventory;
 use crate::policy::{self, ObjectPolicy};
 use crate::report::{Cause, Change, ChangeEntry, ObjectFailure, RolloutFailure, Stage};
+use bosun_api::inventory::Entry;
 
 impl Runner<'_> {
     /// Deletes objects of the previous inventory that are no longer rendered, in reverse order,

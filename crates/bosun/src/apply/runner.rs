@@ -13,12 +13,13 @@ use super::{
     resolve_items, unresolved,
     wait::{self, Waited, Watched},
 };
-use crate::inventory::{self, Entry};
-use crate::package::Action;
+use crate::inventory;
 use crate::plan::{GroupWait, PlanGroup, PlanStep, hooks::Operations};
 use crate::policy;
 use crate::render::Rendered;
 use crate::report::{Cause, Change, ChangeEntry, ObjectFailure, RolloutFailure, Stage};
+use bosun_api::inventory::Entry;
+use bosun_api::package::Action;
 
 impl Runner<'_> {
     /// The failure that ends the rollout when it was canceled (Ctrl-C) before this group or
@@ -149,7 +150,7 @@ impl Runner<'_> {
                         cause,
                     ));
                 } else if *action != Action::Delete {
-                    self.applied.push(Entry::of(&item.object));
+                    self.applied.push(inventory::entry_of(&item.object));
                 }
                 self.report.changes.push(result);
             }
@@ -164,7 +165,7 @@ impl Runner<'_> {
             if self.options.dry_run {
                 continue;
             }
-            let watched = |item: &Item, checks: &[crate::package::SuccessCheck]| Watched {
+            let watched = |item: &Item, checks: &[bosun_api::package::SuccessCheck]| Watched {
                 written: written.get(&item.key).cloned(),
                 ..item.watched(checks)
             };
@@ -194,7 +195,7 @@ impl Runner<'_> {
     async fn record_ahead(&mut self, items: &[&Item]) -> Result<(), RecordError> {
         let mut fresh: Vec<Entry> = Vec::new();
         for item in items {
-            let entry = Entry::of(&item.object);
+            let entry = inventory::entry_of(&item.object);
             if !self.recorded.iter().chain(&fresh).any(|known| known.id == entry.id) {
                 fresh.push(entry);
             }
@@ -357,7 +358,7 @@ impl Runner<'_> {
                 stage: Stage::Health,
                 reason: format!(
                     "timed out after {} waiting for {} object(s) to become healthy",
-                    bosun_core::duration::Interval(Duration::from_secs(limit.as_secs_f64().round() as u64)),
+                    bosun_api::Interval(Duration::from_secs(limit.as_secs_f64().round() as u64)),
                     pending.len()
                 ),
                 objects: unhealthy(pending),

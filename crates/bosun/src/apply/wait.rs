@@ -13,9 +13,11 @@ use serde_json::Value;
 use tokio::time::Instant;
 use tokio_util::sync::CancellationToken;
 
-use crate::health::{self, Health, Status};
-use crate::package::SuccessCheck;
+use bosun_core::health::{self, Health, Status};
+
+use super::success::check_success;
 use crate::report::ApplyProgress;
+use bosun_api::package::SuccessCheck;
 use bosun_core::discovery::Kind;
 
 /// An object to wait for.
@@ -84,7 +86,7 @@ fn judge(object: &Value, watched: &Watched) -> Health {
         return health;
     }
     for check in checks {
-        if let Err(report) = health::check_success(object, check) {
+        if let Err(report) = check_success(object, check) {
             return Health { status: Status::InProgress, message: format!("success check: {report}") };
         }
     }

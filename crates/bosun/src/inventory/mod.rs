@@ -11,59 +11,23 @@ use kube::{
     Api,
     api::{Patch, PatchParams},
 };
-use serde::{Deserialize, Serialize};
 use serde_json::{Value, json};
 
-use bosun_core::object::{self, group_of};
+use bosun_api::inventory::{
+    Entry, INVENTORY_KEY, INVENTORY_LABEL, PACKAGE_LABEL, PACKAGE_NAMESPACE_LABEL, configmap_name, parse,
+};
+use bosun_core::object;
 
-/// Label naming the package that applied an object.
-pub const PACKAGE_LABEL: &str = "bosun.dev/package";
-/// Label naming the namespace of that package.
-pub const PACKAGE_NAMESPACE_LABEL: &str = "bosun.dev/package-namespace";
-/// Label of an inventory ConfigMap, naming its package.
-pub const INVENTORY_LABEL: &str = "bosun.dev/inventory";
-
-/// One inventoried object: `<group>_<Kind>_<namespace>_<name>` and its API version.
-#[derive(Debug, Clone, PartialEq, Eq, PartialOrd, Ord, Serialize, Deserialize)]
-pub struct Entry {
-    /// The identity.
-    pub id: String,
-    /// The API version it was applied with.
-    pub v: String,
-}
-
-impl Entry {
-    /// The entry of an object.
-    pub fn of(object: &Value) -> Entry {
-        Entry::new(object::api_version(object), object::kind(object), object::namespace(object), object::name(object))
-    }
-
-    /// The entry of an object by its parts (`namespace` empty when cluster-scoped).
-    pub fn new(api_version: &str, kind: &str, namespace: &str, name: &str) -> Entry {
-        Entry { id: format!("{}_{kind}_{namespace}_{}", group_of(api_version), name), v: api_version.to_string() }
-    }
-
-    /// Kind, namespace and name of the identity.
-    pub fn parts(&self) -> (&str, &str, &str) {
-        let mut parts = self.id.splitn(4, '_').skip(1);
-        let kind = parts.next().unwrap_or_default();
-        let namespace = parts.next().unwrap_or_default();
-        (kind, namespace, parts.next().unwrap_or_default())
-    }
-
-    /// `Kind/namespace/name` (or `Kind/name`), as messages name objects.
-    pub fn describe(&self) -> String {
-        match self.parts() {
-            (kind, "", name) => format!("{kind}/{name}"),
-            (kind, namespace, name) => format!("{kind}/{namespace}/{name}"),
-        }
-    }
+/// The inventory entry of an object.
+pub fn entry_of(object: &Value) -> Entry {
+    Entry::new(object::api_version(object), object::kind(object), object::namespace(object), object::name(object))
 }
 
 /// The objects that were applied before and are not rendered now, in reverse apply order.
 ///
 /// ```
-/// use bosun::inventory::{Entry, prune_set};
+/// use bosun::inventory::prune_set;
+/// use bosun_api::inventory::Entry;
 /// let e = |id: &str| Entry { id: id.into(), v: "v1".into() };
 /// assert_eq!(prune_set(&[e("_ConfigMap_a_x"), e("_ConfigMap_a_y")], &[e("_ConfigMap_a_y")]), [e("_ConfigMap_a_x")]);
 /// ```
@@ -95,11 +59,6 @@ pub fn label(object: &mut Value, package: &str, namespace: &str) {
     object::set_label(object, PACKAGE_NAMESPACE_LABEL, namespace);
 }
 
-/// Name of a package's inventory ConfigMap.
-pub fn configmap_name(package: &str) -> String {
-    format!("bosun-inventory-{package}")
-}
-
 /// Reads a package's inventory (empty when there is none yet).
 pub async fn read(client: &kube::Client, package: &str, namespace: &str) -> Result<Vec<Entry>, InventoryError> {
     let name = configmap_name(package);
@@ -110,19 +69,8 @@ pub async fn read(client: &kube::Client, package: &str, namespace: &str) -> Resu
         source: Box::new(source.into()),
     };
     let Some(configmap) = api.get_opt(&name).await.map_err(cluster)? else { return Ok(Vec::new()) };
-    parse(configmap.data.as_ref().and_then(|d| d.get("inventory")).map(String::as_str))
+    parse(configmap.data.as_ref().and_then(|d| d.get(INVENTORY_KEY)).map(String::as_str))
         .map_err(|reason| InventoryError::Corrupt { namespace: namespace.to_string(), name: name.clone(), reason })
-}
-
-/// The entries of an inventory's `data.inventory`. Anything else is an error: reading a damaged
-/// inventory as empty would forget what to prune, and reading it as something else could prune
-/// what it should not.
-///
-/// # Errors
-/// No `data.inventory`, or one that is not a list of entries: what is wrong.
-pub fn parse(text: Option<&str>) -> Result<Vec<Entry>, String> {
-    let text = text.ok_or("it has no data.inventory")?;
-    serde_json::from_str(text).map_err(|e| format!("data.inventory: {e}"))
 }
 
 /// The inventory could not be read or written.
@@ -149,7 +97,7 @@ pub enum InventoryError {
         /// Its name.
         name: String,
         /// What is wrong.
-        reason: String,
+        reason: bosun_api::inventory::ParseError,
     },
 }
 
@@ -210,7 +158,7 @@ pub async fn write(
 ) -> Result<(), InventoryError> {
     let api: Api<ConfigMap> = Api::namespaced(client.clone(), namespace);
     let mut data = BTreeMap::new();
-    data.insert("inventory", serde_json::to_string(entries).unwrap_or_default());
+    data.insert(INVENTORY_KEY, serde_json::to_string(entries).unwrap_or_default());
     let configmap = json!({
         "apiVersion": "v1",
         "kind": "ConfigMap",
@@ -233,23 +181,13 @@ mod tests {
     }
 
     #[test]
-    fn only_a_well_formed_inventory_is_read() {
-        assert_eq!(parse(Some(r#"[{"id":"_ConfigMap_a_b","v":"v1"}]"#)), Ok(vec![entry("_ConfigMap_a_b")]));
-        assert_eq!(parse(Some("[]")), Ok(vec![]));
-        assert_eq!(parse(None), Err("it has no data.inventory".to_string()));
-        let error = parse(Some("{not json")).expect_err("corrupt");
-        assert!(error.starts_with("data.inventory: "), "{error}");
-        assert!(parse(Some(r#"[{"name":"x"}]"#)).is_err());
-    }
-
-    #[test]
     fn entries_name_group_kind_namespace_and_name() {
         let object =
             json!({"apiVersion": "apps/v1", "kind": "Deployment", "metadata": {"name": "web", "namespace": "prod"}});
-        assert_eq!(Entry::of(&object), Entry { id: "apps_Deployment_prod_web".into(), v: "apps/v1".into() });
+        assert_eq!(entry_of(&object), Entry { id: "apps_Deployment_prod_web".into(), v: "apps/v1".into() });
         let cluster = json!({"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": "prod"}});
-        assert_eq!(Entry::of(&cluster).id, "_Namespace__prod");
-        assert_eq!(Entry::of(&object).parts(), ("Deployment", "prod", "web"));
+        assert_eq!(entry_of(&cluster).id, "_Namespace__prod");
+        assert_eq!(entry_of(&object).parts(), ("Deployment", "prod", "web"));
     }
 
     #[test]

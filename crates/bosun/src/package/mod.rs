@@ -1,12 +1,8 @@
 //! Packages: a directory plus its `Package` spec — read from `bosun.yaml`, or detected from
 //! the directory's contents. The same spec is the `spec` of the `Package` custom resource.
 
-mod references;
-mod renderers;
-pub mod resource;
-pub(crate) mod rollout;
-mod sources;
-mod spec;
+mod detect;
+pub mod rollout;
 
 use bosun_core::file::FileError;
 use std::{
@@ -16,19 +12,14 @@ use std::{
 
 use serde::{Deserialize, Serialize};
 
-pub use bosun_core::duration::{INTERVAL_PATTERN, Interval};
+use bosun_api::API_VERSION;
+use bosun_api::package::{FilesSpec, JsonnetSpec, MAIN_JSONNET, PackageSpec, RenderSpec, package_root};
 use bosun_core::yaml;
-pub use references::{LocalObjectReference, ObjectReference};
-pub use renderers::*;
-pub use resource::PackageStatus;
-pub use rollout::{Action, FieldComparison, Group, RolloutSpec, Selector, Step, SuccessCheck};
-pub use sources::*;
-pub use spec::*;
+pub(crate) use detect::looks_like_package;
+pub use detect::{HELM_CHART_FILE, PACKAGE_MARKERS, detect_renderer, is_marked_package, jsonnet_program};
 
 /// The file that declares a package.
 pub const PACKAGE_FILE: &str = "bosun.yaml";
-/// `apiVersion` of `bosun.yaml` and of bosun's resources.
-pub const API_VERSION: &str = "bosun.dev/v1alpha1";
 
 /// Errors loading a package.
 #[derive(Debug, thiserror::Error)]
@@ -183,7 +174,7 @@ impl Package {
     pub fn from_files(dir: &Path, rollout: Option<&Path>) -> Package {
         let spec = PackageSpec {
             render: Some(RenderSpec::Files(FilesSpec {
-                dir: renderers::current_dir(),
+                dir: package_root(),
                 rollout: rollout.map(|r| absolute(r).display().to_string()),
             })),
             ..PackageSpec::default()
@@ -196,7 +187,7 @@ impl Package {
     pub fn from_file(file: &Path) -> Package {
         let dir = file.parent().filter(|p| !p.as_os_str().is_empty()).unwrap_or(Path::new(".")).to_path_buf();
         let name = file.file_stem().map_or_else(|| "package".to_string(), |s| s.to_string_lossy().into_owned());
-        let file_name = file.file_name().map_or_else(renderers::current_dir, |f| f.to_string_lossy().into_owned());
+        let file_name = file.file_name().map_or_else(package_root, |f| f.to_string_lossy().into_owned());
         let spec = PackageSpec {
             render: Some(RenderSpec::Files(FilesSpec { dir: file_name, rollout: None })),
             ..PackageSpec::default()
@@ -210,7 +201,7 @@ impl Package {
         let file = entrypoint
             .file_name()
             .map(|f| f.to_string_lossy().into_owned())
-            .unwrap_or_else(|| renderers::MAIN_JSONNET.to_string());
+            .unwrap_or_else(|| MAIN_JSONNET.to_string());
         let spec = PackageSpec {
             render: Some(RenderSpec::Jsonnet(JsonnetSpec {
                 entrypoint: Some(file),
@@ -235,6 +226,8 @@ fn absolute(path: &Path) -> PathBuf {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use bosun_api::Interval;
+    use bosun_api::package::HelmSpec;
 
     fn write(dir: &Path, name: &str, text: &str) {
         let path = dir.join(name);
@@ -279,7 +272,7 @@ mod tests {
         let RenderSpec::Jsonnet(jsonnet) = package.renderer() else { panic!("jsonnet") };
         assert_eq!(jsonnet.entrypoint, None, "main.jsonnet when there is one, else every *.jsonnet file");
         write(dir.path(), "main.jsonnet", "{}");
-        assert_eq!(jsonnet.program(dir.path()).as_deref(), Some("main.jsonnet"));
+        assert_eq!(jsonnet_program(&jsonnet, dir.path()).as_deref(), Some("main.jsonnet"));
         assert_eq!(jsonnet.jpath, ["lib"]);
     }
 

@@ -11,7 +11,7 @@ mod phases;
 
 use std::time::Duration;
 
-use crate::package::{Action, RolloutSpec, SuccessCheck, rollout::Rest};
+use bosun_api::package::{Action, Rest, RolloutSpec, SuccessCheck};
 
 use crate::render::{Manifests, Rendered};
 use bosun_core::object;
@@ -312,7 +312,9 @@ fn declared_plan(
                 (None, Some(selector)) => (
                     manifests
                         .iter()
-                        .filter(|m| resources.contains(&m.key.as_str()) && selector.matches(&m.object))
+                        .filter(|m| {
+                            resources.contains(&m.key.as_str()) && crate::package::rollout::selects(selector, &m.object)
+                        })
                         .map(|m| m.key.clone())
                         .collect(),
                     format!("selector {}", serde_json::to_string(selector).unwrap_or_default()),

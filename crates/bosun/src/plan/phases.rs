@@ -11,8 +11,8 @@ use super::{
     GroupWait, PREREQUISITES, PlanGroup, PlanStep,
     hooks::{Hook, Operations, Phase},
 };
-use crate::package::Action;
 use crate::render::{HookStyle, Manifests};
+use bosun_api::package::Action;
 use bosun_core::object;
 
 /// Argo CD's kind order within a wave (gitops-engine's `kindOrder`); kinds not listed come

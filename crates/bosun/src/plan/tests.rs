@@ -1,8 +1,8 @@
 use serde_json::json;
 
 use super::*;
-use crate::package::RolloutSpec;
 use crate::render::{Manifests, Rendered};
+use bosun_api::package::RolloutSpec;
 use hooks::Phase;
 
 fn manifests(objects: &[(&str, &str, &str)]) -> Rendered {
@@ -61,7 +61,7 @@ fn an_empty_package_plans_nothing() {
 fn a_rollout_spec_decides_groups_and_steps() {
     let rendered =
         manifests(&[("db.json", "ConfigMap", "db"), ("web.json", "Deployment", "web"), ("svc.json", "Service", "web")]);
-    let spec = RolloutSpec::from_value(
+    let spec = crate::package::rollout::read(
         &json!({"groups": [
             {"name": "database", "steps": [{"object": "db.json"}], "wait": {"timeout": "2m"}},
             {"name": "app", "parallel": true, "steps": [{"selector": {"kind": "Deployment"}, "action": "Recreate"}, {"object": "svc.json", "action": "CreateIfNotExist"}]}
@@ -81,15 +81,17 @@ fn a_rollout_spec_decides_groups_and_steps() {
 fn objects_left_out_are_an_error_unless_the_rest_is_ignored() {
     let rendered = manifests(&[("a.json", "ConfigMap", "a"), ("b.json", "ConfigMap", "b")]);
     let partial = json!({"groups": [{"steps": [{"object": "a.json"}]}]});
-    let spec = RolloutSpec::from_value(&partial, "spec").expect("spec");
+    let spec = crate::package::rollout::read(&partial, "spec").expect("spec");
     assert_eq!(plan(&with_rollout(&rendered, &spec)), Err(PlanError::Uncovered { keys: vec!["b.json".into()] }));
     let mut ignoring = partial;
     ignoring["rest"] = json!("ignore");
-    let spec = RolloutSpec::from_value(&ignoring, "spec").expect("spec");
+    let spec = crate::package::rollout::read(&ignoring, "spec").expect("spec");
     assert!(plan(&with_rollout(&rendered, &spec)).is_ok());
-    let nothing =
-        RolloutSpec::from_value(&json!({"groups": [{"name": "g", "steps": [{"selector": {"kind": "Job"}}]}]}), "spec")
-            .expect("spec");
+    let nothing = crate::package::rollout::read(
+        &json!({"groups": [{"name": "g", "steps": [{"selector": {"kind": "Job"}}]}]}),
+        "spec",
+    )
+    .expect("spec");
     let err = plan(&with_rollout(&rendered, &nothing)).expect_err("empty selector").to_string();
     assert_eq!(err, "rollout group \"g\" step 1: selector {\"kind\":\"Job\"} matches no rendered object");
 }
@@ -127,13 +129,14 @@ fn a_declared_rollout_runs_between_the_hook_phases_and_names_no_hook() {
         ("before", job("before", json!({"argocd.argoproj.io/hook": "PreSync"}))),
         ("after", job("after", json!({"helm.sh/hook": "post-install"}))),
     ]);
-    let spec = RolloutSpec::from_value(&json!({"groups": [{"name": "all", "steps": [{"selector": {}}]}]}), "spec")
-        .expect("spec");
+    let spec =
+        crate::package::rollout::read(&json!({"groups": [{"name": "all", "steps": [{"selector": {}}]}]}), "spec")
+            .expect("spec");
     let planned = plan(&with_rollout(&rendered, &spec)).expect("plan");
     let names: Vec<&str> = planned.groups.iter().map(|g| g.name.as_str()).collect();
     assert_eq!(names, ["PreSync", "all", "PostSync"]);
     assert_eq!(planned.groups[1].steps[0].keys, ["cm"], "a selector matches no hook, and hooks need no step");
-    let naming = RolloutSpec::from_value(
+    let naming = crate::package::rollout::read(
         &json!({"groups": [{"name": "g", "steps": [{"object": "cm"}, {"object": "before"}]}]}),
         "spec",
     )

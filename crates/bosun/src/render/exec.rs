@@ -15,7 +15,7 @@ use super::{
     output::{self, Output},
     push_stream,
 };
-use crate::package::ExecSpec;
+use bosun_api::package::ExecSpec;
 use bosun_core::yaml;
 
 /// The signals the kernel stops a process with at its CPU time and file size limits.
@@ -98,7 +98,7 @@ pub(crate) fn run(
         Ok(read) => read,
         Err(_) => {
             stop(&mut child);
-            let shown_timeout = bosun_core::duration::Interval(timeout);
+            let shown_timeout = bosun_api::Interval(timeout);
             return Err(failed(format!("timed out after {shown_timeout} and was stopped")));
         }
     };

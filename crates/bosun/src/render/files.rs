@@ -7,7 +7,8 @@ use std::path::{Path, PathBuf};
 use serde_json::Value;
 
 use super::{Manifests, PackageFiles, RenderError, Sandbox, push_source, read_dir_error};
-use crate::package::{FilesSpec, PACKAGE_FILE, RolloutSpec, rollout::LOCUTUS_API_VERSION};
+use crate::package::PACKAGE_FILE;
+use bosun_api::package::{FilesSpec, LOCUTUS_API_VERSION, RolloutSpec};
 use bosun_core::yaml;
 
 const EXTENSIONS: [&str; 3] = ["yaml", "yml", "json"];
@@ -87,7 +88,7 @@ pub fn render(
     let mut manifests = Manifests::default();
     let rollout_path = spec.rollout.as_ref().map(|f| files.path(f, "spec.render.files.rollout")).transpose()?;
     let mut rollout = match &rollout_path {
-        Some(file) => Some(RolloutSpec::from_file(file)?),
+        Some(file) => Some(crate::package::rollout::read_file(file)?),
         None => None,
     };
     let rollout_file = rollout_path.map(|f| f.canonicalize().unwrap_or(f));
@@ -112,7 +113,7 @@ pub fn render(
         if let Some(position) = documents.iter().position(is_locutus_rollout) {
             let document = documents.remove(position);
             if rollout.is_none() {
-                rollout = Some(RolloutSpec::from_value(&document, &origin)?);
+                rollout = Some(crate::package::rollout::read(&document, &origin)?);
             }
         }
         for (index, document) in documents.iter().enumerate() {

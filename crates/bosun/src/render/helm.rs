@@ -23,7 +23,7 @@ use serde_json::Value;
 
 use super::sandbox::{PackageFiles, Sandbox, SandboxError};
 use super::{HelmContext, Manifests};
-use crate::package::{HelmSpec, ValuesKind, ValuesReference};
+use bosun_api::package::{HelmSpec, ValuesKind, ValuesReference};
 
 /// Why a chart could not be rendered.
 #[derive(Debug, thiserror::Error)]

@@ -15,7 +15,7 @@ use bosun_helm::release::{ApiVersions, Capabilities, KubeVersion};
 
 use super::HelmContext;
 use crate::inventory::{self, InventoryError};
-use crate::package::{HelmSpec, ValuesKind};
+use bosun_api::package::{HelmSpec, ValuesKind};
 
 /// Why the release could not be read from the cluster.
 #[derive(Debug, thiserror::Error)]

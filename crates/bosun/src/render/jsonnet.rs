@@ -26,7 +26,7 @@ use super::{
     output::{self, Output},
     sandbox::{self, PackageFiles},
 };
-use crate::package::{FilesSpec, JsonnetSpec};
+use bosun_api::package::{FilesSpec, JsonnetSpec};
 
 /// The import path under which programs find their configuration (Locutus' name for it).
 pub const CONFIG_IMPORT: &str = "generic-operator/config";
@@ -207,7 +207,9 @@ fn run(
 pub fn render(package_dir: &Path, spec: &JsonnetSpec, input: &Input<'_>) -> Result<Output, RenderError> {
     // Traces show paths relative to the package, which jrsonnet computes from a canonical base.
     let dir = package_dir.canonicalize().map_err(FileError::reading(package_dir.display()))?;
-    let Some(entrypoint) = spec.program(&dir) else { return render_directory(package_dir, &dir, spec, input) };
+    let Some(entrypoint) = crate::package::jsonnet_program(spec, &dir) else {
+        return render_directory(package_dir, &dir, spec, input);
+    };
     let entry =
         PackageFiles { dir: &dir, sandbox: input.sandbox }.path(&entrypoint, "spec.render.jsonnet.entrypoint")?;
     if !entry.is_file() {

@@ -15,7 +15,7 @@ use std::{
 use serde_json::Value;
 
 use super::{Manifests, RenderError, confine, exec, push_stream, sandbox::Sandbox, sandbox::SandboxError};
-use crate::package::KustomizeSpec;
+use bosun_api::package::KustomizeSpec;
 use bosun_core::yaml;
 
 /// Bound on one kustomize run.

@@ -25,7 +25,9 @@ use serde_json::{Value, json};
 
 use bosun_core::object;
 
-use crate::package::{Package, RenderSpec, RolloutSpec, rollout::RolloutError};
+use crate::package::{Package, rollout::RolloutError};
+
+use bosun_api::package::{RenderSpec, RolloutSpec};
 
 use bosun_core::scopes::Scopes;
 pub use confine::{CommandLimits, landlock_enforced};

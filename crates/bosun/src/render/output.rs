@@ -10,7 +10,7 @@ use std::time::Duration;
 use serde_json::{Map, Value};
 
 use super::{Manifests, RenderError, Response, push_source, push_stream};
-use crate::package::RolloutSpec;
+use bosun_api::package::RolloutSpec;
 
 /// The keys of the response form.
 const RESPONSE_KEYS: [&str; 6] = ["objects", "children", "rollout", "status", "resyncAfterSeconds", "finalized"];
@@ -108,7 +108,7 @@ fn interpret_response(output: Value, origin: &str) -> Result<Output, RenderError
     }
     out.rollout = match map.remove("rollout") {
         None | Some(Value::Null) => None,
-        Some(rollout) => Some(RolloutSpec::from_value(&rollout, &format!("{origin} (rollout)"))?),
+        Some(rollout) => Some(crate::package::rollout::read(&rollout, &format!("{origin} (rollout)"))?),
     };
     out.response.status = match map.remove("status") {
         None | Some(Value::Null) => None,

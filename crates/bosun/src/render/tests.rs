@@ -3,7 +3,8 @@ use std::{collections::BTreeMap, path::Path};
 use serde_json::{Value, json};
 
 use super::*;
-use crate::package::{CommonMetadata, ExecSpec, FilesSpec, JsonnetSpec, Origin, PackageSpec};
+use crate::package::Origin;
+use bosun_api::package::{CommonMetadata, ExecSpec, FilesSpec, JsonnetSpec, PackageSpec};
 
 fn write(dir: &Path, name: &str, text: &str) {
     let path = dir.join(name);
@@ -330,7 +331,7 @@ fn rollout_steps_must_name_rendered_keys() {
     write(dir.path(), "grafana/deployment.yaml", &CM.replace("NAME", "g"));
     let mut package = package(dir.path(), files());
     package.spec.rollout = Some(
-        RolloutSpec::from_value(
+        crate::package::rollout::read(
             &json!({"groups": [{"name": "app", "steps": [{"object": "grafana/deploymnt.yaml"}]}]}),
             "t",
         )

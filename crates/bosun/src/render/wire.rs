@@ -9,7 +9,9 @@ use serde_json::Value;
 
 use bosun_core::scopes::Scopes;
 
-use crate::package::{Package, RolloutSpec};
+use crate::package::Package;
+
+use bosun_api::package::RolloutSpec;
 
 use super::{CommandLimits, HelmContext, HookStyle, Manifests, Rendered, Response, Sandbox};
 

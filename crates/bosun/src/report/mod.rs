@@ -213,10 +213,26 @@ pub struct Report {
     pub failure: Option<RolloutFailure>,
     /// The package's inventory after the apply, in apply order (empty in a dry run).
     #[serde(skip)]
-    pub inventory: Vec<crate::inventory::Entry>,
+    pub inventory: Vec<bosun_api::inventory::Entry>,
 }
 
 impl Report {
+    /// The hooks the run ran, in order, as a Package's `status.hooks` lists them.
+    pub fn hook_statuses(&self) -> Vec<bosun_api::package::HookStatus> {
+        self.changes
+            .iter()
+            .filter_map(|change| {
+                let hook = change.hook.as_ref()?;
+                Some(bosun_api::package::HookStatus {
+                    object: change.object.clone(),
+                    phase: hook.phase.clone(),
+                    result: hook.result.word().to_string(),
+                    deleted: hook.deleted,
+                })
+            })
+            .collect()
+    }
+
     /// Whether the rollout succeeded.
     pub fn succeeded(&self) -> bool {
         self.failure.is_none()
@@ -333,7 +349,7 @@ impl Terminal {
             let deadline = *shown.lock().unwrap_or_else(|e| e.into_inner());
             if let Some(deadline) = deadline {
                 let left = deadline.saturating_duration_since(std::time::Instant::now());
-                let _ = write!(out, " ({} left)", bosun_core::duration::Interval(Duration::from_secs(left.as_secs())));
+                let _ = write!(out, " ({} left)", bosun_api::Interval(Duration::from_secs(left.as_secs())));
             }
         };
         bar.set_style(

@@ -18,7 +18,7 @@ use rusty_s3::{Bucket, S3Action, UrlStyle};
 use sha2::{Digest, Sha256};
 
 use super::SourceError;
-use crate::package::BucketSource;
+use bosun_api::package::BucketSource;
 
 /// How long a signed request stays valid: only long enough to be sent.
 const SIGNED_FOR: Duration = Duration::from_secs(300);
@@ -89,7 +89,7 @@ pub(crate) fn bucket(source: &BucketSource, shown: &str) -> Result<Bucket, Sourc
 
 /// How the source is shown: the endpoint and the bucket, and the prefix if any.
 pub(crate) fn shown(source: &BucketSource) -> String {
-    let endpoint = super::redact(&source.endpoint);
+    let endpoint = bosun_core::redact::url(&source.endpoint);
     let prefix = source.prefix.as_deref().unwrap_or_default();
     format!("{}/{}/{prefix}", endpoint.trim_end_matches('/'), source.bucket).trim_end_matches('/').to_string()
 }

@@ -13,9 +13,10 @@ use super::{
     Fetcher, Snapshot, SourceError, archive,
     cache::hex_digest,
     credentials::{Credentials, Kind},
-    dir, redact,
+    dir,
 };
-use crate::package::HelmChartSource;
+use bosun_api::package::HelmChartSource;
+use bosun_core::redact;
 
 /// A chart archive fetched: its name and version, and the `.tgz`.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -42,7 +43,7 @@ async fn index(
     credentials: Option<&Credentials>,
     secret_field: &str,
 ) -> Result<IndexFile, SourceError> {
-    let shown = redact(repository);
+    let shown = redact::url(repository);
     let url = format!("{}/index.yaml", repository.trim_end_matches('/'));
     let scratch =
         tempfile::tempdir().map_err(SourceError::io(&std::env::temp_dir(), "creating a scratch directory"))?;
@@ -64,7 +65,7 @@ async fn download_from_repository(
     into: &Path,
 ) -> Result<FetchedChart, SourceError> {
     let WantedChart { repository, chart, version, credentials, secret_field } = *wanted;
-    let shown = redact(repository);
+    let shown = redact::url(repository);
     let index = index(http, repository, credentials, secret_field).await?;
     let entry = index.get(chart, version).map_err(|e| SourceError::NotFound {
         url: shown.clone(),
@@ -76,7 +77,7 @@ async fn download_from_repository(
     })?;
     let url = repo::resolve_url(repository, first)
         .map_err(|e| SourceError::Fetch { url: shown.clone(), message: e.to_string() })?;
-    let shown_chart = redact(&url);
+    let shown_chart = redact::url(&url);
     // Archives are served from the repository's host or elsewhere (a CDN): credentials go to
     // the repository's host only, as Helm's `passCredentialsAll: false`.
     let origin = |u: &str| reqwest::Url::parse(u).ok().map(|u| u.origin());
@@ -103,7 +104,7 @@ async fn download_from_repository(
 /// Pulls version `version` (a version or range) of the chart `oci://…/<chart>` into `into`.
 async fn pull_from_registry(wanted: &WantedChart<'_>, into: &Path) -> Result<FetchedChart, SourceError> {
     let WantedChart { repository, chart, version, credentials, .. } = *wanted;
-    let shown = redact(repository);
+    let shown = redact::url(repository);
     let failed = |message: String| SourceError::Fetch { url: shown.clone(), message };
     let invalid = |message: String| SourceError::Invalid { source_name: shown.clone(), message };
     let oci_credentials = match basic(credentials) {
@@ -162,7 +163,7 @@ async fn fetch_chart(
         download_from_repository(http, wanted, into).await
     } else {
         Err(SourceError::Invalid {
-            source_name: redact(repository),
+            source_name: redact::url(repository),
             message: "a chart repository is http://, https:// or oci://".into(),
         })
     }
@@ -186,7 +187,7 @@ impl Fetcher {
         ignore: Option<&str>,
         refetch: bool,
     ) -> Result<Snapshot, SourceError> {
-        let shown = redact(&source.url);
+        let shown = redact::url(&source.url);
         if credentials.is_some_and(|c| !matches!(c.kind, Kind::Basic { .. })) {
             return Err(SourceError::Invalid {
                 source_name: shown,

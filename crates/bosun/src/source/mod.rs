@@ -50,11 +50,11 @@ use std::{
     time::Duration,
 };
 
+use bosun_core::redact;
 pub use bucket::BucketCredentials;
 pub use credentials::Credentials;
 pub use error::SourceError;
 pub use helm::{BuiltDependency, build_dependencies};
-pub use location::redact;
 pub use oci::{OciAccess, copy_source_files};
 
 use self::{
@@ -63,7 +63,7 @@ use self::{
     location::{Location, Scheme},
     reference::Wanted,
 };
-use crate::package::{ArchiveSource, BucketSource, GitSource};
+use bosun_api::package::{ArchiveSource, BucketSource, GitSource};
 
 /// How long a Git fetch may take when the source sets no `timeout` (Flux's default).
 pub const DEFAULT_TIMEOUT: Duration = Duration::from_secs(60);
@@ -234,7 +234,7 @@ impl Fetcher {
         ignore: Option<&str>,
         refetch: bool,
     ) -> Result<Snapshot, SourceError> {
-        let shown = redact(&source.url);
+        let shown = redact::url(&source.url);
         let invalid = |message: &str| SourceError::Invalid { source_name: shown.clone(), message: message.into() };
         if !(source.url.starts_with("https://") || source.url.starts_with("http://")) {
             return Err(invalid("an archive URL is http:// or https://"));
@@ -438,7 +438,7 @@ impl Fetcher {
 
 /// The fetch `source` asks for, or why it cannot work.
 fn job(source: &GitSource, credentials: Option<&Credentials>, refetch: bool) -> Result<git::Job, SourceError> {
-    let shown = location::redact(&source.url);
+    let shown = redact::url(&source.url);
     let invalid = |message: String| SourceError::Invalid { source_name: shown.clone(), message };
     let location = location::locate(&source.url).map_err(invalid)?;
     let wanted = Wanted::from_spec(source.reference.as_ref()).map_err(invalid)?;

@@ -17,7 +17,7 @@ use bosun_oci::{
 };
 
 use super::{DEFAULT_TIMEOUT, Fetcher, Snapshot, SourceError, cache::hex_digest, dir};
-use crate::package::{OciLayerOperation, OciSource};
+use bosun_api::package::{OciLayerOperation, OciSource};
 use bosun_semver::Constraints;
 
 /// Registry clients by what configures them (registry, credentials, CA, protocol): a client
@@ -338,7 +338,7 @@ async fn verify_any(client: &Client, resolved: &Resolved, keys: &[PublicKey]) ->
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::package::{OciLayerSelector, OciReference};
+    use bosun_api::package::{OciLayerSelector, OciReference};
 
     fn source(url: &str, reference: OciReference) -> OciSource {
         OciSource { url: url.into(), reference: Some(reference), ..OciSource::default() }

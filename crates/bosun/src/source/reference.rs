@@ -3,7 +3,7 @@
 
 use gix::ObjectId;
 
-use crate::package::GitReference;
+use bosun_api::package::GitReference;
 use bosun_semver::Constraints;
 
 /// The one reference a source follows, after precedence (commit > name > semver > tag >

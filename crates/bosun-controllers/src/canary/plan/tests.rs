@@ -1,7 +1,7 @@
 use serde_json::json;
 
 use super::*;
-use crate::canary::CanaryResource;
+use bosun_api::canary::CanaryResource;
 
 #[test]
 fn weights_split_the_replicas_rounding_the_new_share_up() {
@@ -39,11 +39,10 @@ fn canary(spec: serde_json::Value) -> CanaryResource {
 }
 
 fn deployer(version: &str, steps: serde_json::Value) -> Rollout {
-    canary(json!({
+    crate::canary::rollout(&canary(json!({
         "deployment": {"name": "nginx", "image": "nginx", "version": version, "labels": {"app": "nginx"}, "replicas": 10},
         "steps": steps,
-    }))
-    .rollout()
+    })))
     .expect("valid")
 }
 
@@ -103,7 +102,7 @@ fn bad_specs_name_the_field() {
         ),
     ];
     for (spec, field) in cases {
-        let error = canary(spec.clone()).rollout().expect_err("refused");
+        let error = crate::canary::rollout(&canary(spec.clone())).expect_err("refused");
         assert_eq!(error.field, field, "{spec}: {error}");
         assert!(error.to_string().starts_with("Canary/default/nginx: "), "{error}");
     }
@@ -111,12 +110,11 @@ fn bad_specs_name_the_field() {
 
 #[test]
 fn a_template_takes_its_version_from_a_label_and_gets_its_own_selector() {
-    let rollout = canary(json!({"template": {
+    let rollout = crate::canary::rollout(&canary(json!({"template": {
         "metadata": {"name": "web"},
         "spec": {"replicas": 4, "selector": {"matchLabels": {"app": "web"}}, "template": {
             "metadata": {"labels": {"app": "web", "app.kubernetes.io/version": "2.0.1"}},
-            "spec": {"containers": [{"name": "web", "image": "web:2.0.1"}]}}}}}))
-    .rollout()
+            "spec": {"containers": [{"name": "web", "image": "web:2.0.1"}]}}}}})))
     .expect("valid");
     assert_eq!((rollout.version.as_str(), rollout.replicas, rollout.prefix.as_str()), ("2.0.1", 4, "web"));
     assert_eq!(rollout.deployment["metadata"]["name"], "web-2.0.1");

@@ -28,8 +28,10 @@ use tokio_util::sync::CancellationToken;
 
 use bosun_kit::{self as kit, Failure, Published, Run};
 
+use bosun_api::notification::{AlertResource, ProviderResource, ProviderSpec};
+
 use crate::notification::{
-    AlertResource, NotificationError, ProviderResource, ProviderSpec,
+    NotificationError,
     event::{Dedup, Event, Matcher, dedup_key},
     provider,
     references::{self, CROSS_NAMESPACE_REF},

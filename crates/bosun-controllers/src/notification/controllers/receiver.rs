@@ -36,18 +36,18 @@ use bosun_core::cluster::ClusterError;
 
 use bosun_kit::{self as kit, Failure, Run};
 
+use bosun_api::notification::{ReceiverResource, ReceiverSpec, ReceiverType};
+
 use crate::notification::{
-    ReceiverResource, ReceiverSpec, ReceiverType,
     receiver::{
         DELIVERY_MEMORY, DELIVERY_MEMORY_SIZE, Deliveries, label_selector, selects, triggers, verify, webhook_path,
     },
     references::{self, CROSS_NAMESPACE_REF},
 };
 
-use bosun::package::{
-    Interval, PackageResource,
-    resource::{REQUESTED_AT, SOURCE_REQUESTED_AT, request_token},
-};
+use bosun_api::Interval;
+
+use bosun_api::package::{PackageResource, REQUESTED_AT, SOURCE_REQUESTED_AT, request_token};
 
 /// The controller's name: field manager, finalizer and event reporter.
 pub const NAME: &str = "receiver";

@@ -1,34 +1,47 @@
-//! The `Package` spec: what a package renders and how it rolls out (`bosun.yaml` and the
-//! `Package` resource alike), with the small types its fields share.
+//! The `Package`: what a package renders and how it rolls out — the spec of `bosun.yaml` and
+//! of the `Package` resource alike, with the small types its fields share — and what the
+//! `Package` controller reports in its status. Reading `bosun.yaml` and detecting a renderer
+//! from a directory are `bosun::package`'s.
+
+mod renderers;
+mod rollout;
+mod sources;
+mod status;
 
 use std::collections::BTreeMap;
 
+use kube_derive::CustomResource;
 use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
 use serde_json::Value;
 
-use super::*;
+use crate::{Interval, LocalObjectReference, ObjectReference, schema};
 
-/// Any JSON value, kept as given (renderer input).
-pub(super) fn any_value(_: &mut schemars::SchemaGenerator) -> schemars::Schema {
-    schemars::json_schema!({"x-kubernetes-preserve-unknown-fields": true})
-}
-
-/// A map of names to any JSON values.
-pub(super) fn map_of_any_value(_: &mut schemars::SchemaGenerator) -> schemars::Schema {
-    schemars::json_schema!({
-        "type": "object",
-        "additionalProperties": {"x-kubernetes-preserve-unknown-fields": true},
-    })
-}
+pub use renderers::{
+    ExecSpec, FilesSpec, HelmSpec, JsonnetSpec, KustomizeSpec, MAIN_JSONNET, RenderSpec, ValuesKind, ValuesReference,
+    package_root,
+};
+pub use rollout::{
+    Action, ComparisonValue, FieldComparison, Group, LOCUTUS_API_VERSION, Rest, RolloutSpec, Selector, Step,
+    SuccessCheck, WaitSpec,
+};
+pub use sources::{
+    ArchiveSource, BucketSource, GitReference, GitSource, HelmChartSource, OciLayerOperation, OciLayerSelector,
+    OciReference, OciSource, OciVerification, SourceSpec,
+};
+pub use status::{
+    DEFAULT_HISTORY, DEFAULT_INTERVAL, HistoryEntry, HookStatus, PackageStatus, REQUESTED_AT, ROLLBACK_TO,
+    RolloutProgress, SOURCE_REQUESTED_AT, record_history, request_token,
+};
 
 /// What a package renders and how it rolls out. Every field is optional.
 ///
 /// It is also the spec of the `Package` custom resource ([`PackageResource`]).
 // Each printer column repeats `type_`, which clippy takes for a duplicated attribute.
 #[allow(clippy::duplicated_attributes)]
-#[derive(Debug, Clone, Default, Deserialize, Serialize, PartialEq, JsonSchema, kube::CustomResource)]
+#[derive(Debug, Clone, Default, Deserialize, Serialize, PartialEq, JsonSchema, CustomResource)]
 #[kube(
+    crates(kube_core = "::kube_core"),
     group = "bosun.dev",
     version = "v1alpha1",
     kind = "Package",
@@ -203,7 +216,7 @@ pub struct RollbackSpec {
 pub struct ConfigSpec {
     /// Inline values.
     #[serde(default, skip_serializing_if = "Option::is_none")]
-    #[schemars(schema_with = "any_value")]
+    #[schemars(schema_with = "schema::any_value")]
     pub values: Option<Value>,
     /// A JSON or YAML file, relative to the package; overrides `values` key by key.
     #[serde(default, skip_serializing_if = "Option::is_none")]

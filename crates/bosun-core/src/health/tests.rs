@@ -1,7 +1,6 @@
 use serde_json::json;
 
 use super::*;
-use crate::package::SuccessCheck;
 
 fn deployment(generation: i64, status: Value) -> Value {
     json!({"apiVersion": "apps/v1", "kind": "Deployment", "metadata": {"name": "web", "generation": generation},
@@ -194,42 +193,6 @@ fn kinds_are_judged_by_their_status() {
         let health = evaluate(&object);
         assert_eq!(health.status, expected, "{case}: {}", health.message);
     }
-}
-
-#[test]
-fn field_comparisons_compare_paths_constants_and_defaults() {
-    let object = json!({"spec": {"replicas": 3}, "status": {"readyReplicas": 3, "phase": "Ready"}});
-    let check = |comparisons: Value| -> SuccessCheck {
-        crate::package::RolloutSpec::from_value(
-            &json!({"groups": [{"steps": [{"object": "x", "success": [{"fieldComparisons": comparisons}]}]}]}),
-            "test",
-        )
-        .expect("valid")
-        .groups[0]
-            .steps[0]
-            .success[0]
-            .clone()
-    };
-    assert!(
-        check_success(
-            &object,
-            &check(json!([{"path": "{.status.readyReplicas}", "value": {"path": "{.spec.replicas}"}}]))
-        )
-        .is_ok()
-    );
-    assert!(check_success(&object, &check(json!([{"path": "{.status.phase}", "value": {"static": "Ready"}}]))).is_ok());
-    assert!(
-        check_success(&object, &check(json!([{"path": "{.status.missing}", "default": 0, "value": {"static": 0}}])))
-            .is_ok()
-    );
-    let failure = check_success(
-        &object,
-        &check(
-            json!([{"name": "updated", "path": "{.status.updatedReplicas}", "value": {"path": "{.spec.replicas}"}}]),
-        ),
-    )
-    .expect_err("not equal");
-    assert_eq!(failure, "updated: {.status.updatedReplicas} is nothing, expected 3");
 }
 
 #[test]

@@ -1,13 +1,12 @@
-//! How a package renders (files, jsonnet, kustomize, a Helm chart, a command), declared or
-//! detected from the directory's contents.
+//! How a package renders: files, jsonnet, kustomize, a Helm chart, a command.
 
-use std::{collections::BTreeMap, path::Path};
+use std::collections::BTreeMap;
 
 use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
 use serde_json::Value;
 
-use super::*;
+use crate::Interval;
 
 /// `spec.render`: exactly one renderer.
 #[derive(Debug, Clone, Deserialize, Serialize, PartialEq, JsonSchema)]
@@ -30,14 +29,15 @@ pub enum RenderSpec {
 #[serde(rename_all = "camelCase", deny_unknown_fields)]
 pub struct FilesSpec {
     /// Directory of manifests, relative to the package (default: the package itself).
-    #[serde(default = "current_dir")]
+    #[serde(default = "package_root")]
     pub dir: String,
     /// A Locutus rollout file (relative to the package), read as the package's rollout.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub rollout: Option<String>,
 }
 
-pub(super) fn current_dir() -> String {
+/// `.`: the package directory itself (the default of every directory field).
+pub fn package_root() -> String {
     ".".to_string()
 }
 
@@ -56,11 +56,11 @@ pub struct JsonnetSpec {
     pub jpath: Vec<String>,
     /// `std.extVar` values: strings stay strings, anything else is passed as a value.
     #[serde(default, skip_serializing_if = "BTreeMap::is_empty")]
-    #[schemars(schema_with = "super::spec::map_of_any_value")]
+    #[schemars(schema_with = "crate::schema::map_of_any_value")]
     pub ext_vars: BTreeMap<String, Value>,
     /// Top-level arguments, when the program is a function.
     #[serde(default, skip_serializing_if = "BTreeMap::is_empty")]
-    #[schemars(schema_with = "super::spec::map_of_any_value")]
+    #[schemars(schema_with = "crate::schema::map_of_any_value")]
     pub tlas: BTreeMap<String, Value>,
     /// `std.extVar` values given as jsonnet code (`--ext-code`), by name.
     #[serde(default, skip_serializing_if = "BTreeMap::is_empty")]
@@ -73,33 +73,12 @@ pub struct JsonnetSpec {
 /// The program a jsonnet package runs when it names none.
 pub const MAIN_JSONNET: &str = "main.jsonnet";
 
-impl JsonnetSpec {
-    /// The program to run in `dir`: the named one, else `main.jsonnet` when there is one;
-    /// `None`: every `*.jsonnet` file of the directory.
-    pub fn program(&self, dir: &Path) -> Option<String> {
-        match &self.entrypoint {
-            Some(entrypoint) => Some(entrypoint.clone()),
-            None => dir.join(MAIN_JSONNET).is_file().then(|| MAIN_JSONNET.to_string()),
-        }
-    }
-}
-
-/// Whether `dir` holds a `*.jsonnet` file (a directory Argo CD renders as jsonnet).
-fn has_jsonnet_files(dir: &Path) -> bool {
-    std::fs::read_dir(dir).is_ok_and(|entries| {
-        entries.flatten().any(|entry| {
-            let path = entry.path();
-            path.is_file() && path.extension().is_some_and(|e| e == "jsonnet")
-        })
-    })
-}
-
 /// The kustomize renderer.
 #[derive(Debug, Clone, Deserialize, Serialize, PartialEq, JsonSchema)]
 #[serde(rename_all = "camelCase", deny_unknown_fields)]
 pub struct KustomizeSpec {
     /// Directory with the `kustomization.yaml`, relative to the package.
-    #[serde(default = "current_dir")]
+    #[serde(default = "package_root")]
     pub dir: String,
 }
 
@@ -111,7 +90,7 @@ pub struct KustomizeSpec {
 #[serde(rename_all = "camelCase", deny_unknown_fields)]
 pub struct HelmSpec {
     /// The chart: a directory (with `Chart.yaml`) or a `.tgz`, relative to the package.
-    #[serde(default = "current_dir")]
+    #[serde(default = "package_root")]
     pub chart: String,
     /// `.Release.Name` (default: the package's name, which for a directory without
     /// `bosun.yaml` is the directory's name).
@@ -119,7 +98,7 @@ pub struct HelmSpec {
     pub release_name: Option<String>,
     /// Values (a mapping), over the chart's defaults, the files and `valuesFrom`.
     #[serde(default, skip_serializing_if = "Option::is_none")]
-    #[schemars(schema_with = "super::spec::any_value")]
+    #[schemars(schema_with = "crate::schema::any_value")]
     pub values: Option<Value>,
     /// Values files, relative to the package, in order (`helm -f`).
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
@@ -196,38 +175,4 @@ pub struct ExecSpec {
     /// Kill the command after this long (default 1m).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub timeout: Option<Interval>,
-}
-
-/// The files whose presence marks a directory as a package on its own (without them, any
-/// directory of manifests is one only when named).
-pub const PACKAGE_MARKERS: [&str; 6] =
-    [PACKAGE_FILE, HELM_CHART_FILE, "kustomization.yaml", "kustomization.yml", "Kustomization", "main.jsonnet"];
-
-/// The file that makes a directory a Helm chart.
-pub const HELM_CHART_FILE: &str = "Chart.yaml";
-
-/// Whether `dir` holds one of the [`PACKAGE_MARKERS`].
-pub fn is_marked_package(dir: &Path) -> bool {
-    PACKAGE_MARKERS.iter().any(|f| dir.join(f).is_file())
-}
-
-/// Whether `dir` renders as a package of its own kind (a marker file, or jsonnet programs)
-/// rather than as plain manifests.
-pub(crate) fn looks_like_package(dir: &Path) -> bool {
-    is_marked_package(dir) || has_jsonnet_files(dir)
-}
-
-/// The renderer a directory's contents imply: `Chart.yaml` → helm, `kustomization.yaml` →
-/// kustomize, `main.jsonnet` or any `*.jsonnet` file → jsonnet, else every YAML/JSON file.
-pub fn detect_renderer(dir: &Path) -> RenderSpec {
-    let kustomization = ["kustomization.yaml", "kustomization.yml", "Kustomization"];
-    if dir.join(HELM_CHART_FILE).is_file() {
-        RenderSpec::Helm(Box::new(HelmSpec { chart: current_dir(), ..HelmSpec::default() }))
-    } else if kustomization.iter().any(|f| dir.join(f).is_file()) {
-        RenderSpec::Kustomize(KustomizeSpec { dir: current_dir() })
-    } else if has_jsonnet_files(dir) {
-        RenderSpec::Jsonnet(JsonnetSpec::default())
-    } else {
-        RenderSpec::Files(FilesSpec { dir: current_dir(), rollout: None })
-    }
 }

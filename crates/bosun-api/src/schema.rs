@@ -26,3 +26,26 @@ pub fn conditions(_: &mut schemars::SchemaGenerator) -> schemars::Schema {
 pub fn any_object(_: &mut schemars::SchemaGenerator) -> schemars::Schema {
     schemars::json_schema!({"type": "object", "x-kubernetes-preserve-unknown-fields": true})
 }
+
+/// Any JSON value, kept as given (renderer input).
+pub fn any_value(_: &mut schemars::SchemaGenerator) -> schemars::Schema {
+    schemars::json_schema!({"x-kubernetes-preserve-unknown-fields": true})
+}
+
+/// A map of names to any JSON values.
+pub fn map_of_any_value(_: &mut schemars::SchemaGenerator) -> schemars::Schema {
+    schemars::json_schema!({
+        "type": "object",
+        "additionalProperties": {"x-kubernetes-preserve-unknown-fields": true},
+    })
+}
+
+/// A list of objects, each kept as given.
+pub fn list_of_objects(_: &mut schemars::SchemaGenerator) -> schemars::Schema {
+    schemars::json_schema!({"type": "array", "items": {"type": "object", "x-kubernetes-preserve-unknown-fields": true}})
+}
+
+/// A number, or a percentage (`25%`): the pattern applies to strings only.
+pub fn int_or_string_percent(_: &mut schemars::SchemaGenerator) -> schemars::Schema {
+    schemars::json_schema!({"x-kubernetes-int-or-string": true, "pattern": "^[0-9]+%$"})
+}

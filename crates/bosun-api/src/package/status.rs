@@ -1,6 +1,5 @@
-//! The `Package` custom resource (`bosun.dev/v1alpha1`): the spec is `bosun.yaml`'s spec, the
-//! status is what the `Package` controller reports. [`crate::crds`] gives the definitions a
-//! cluster needs (`bosun crds`).
+//! What the `Package` controller reports in a Package's status, the annotations that ask it
+//! for a run, and the defaults it runs with.
 
 use std::time::Duration;
 
@@ -8,7 +7,8 @@ use k8s_openapi::apimachinery::pkg::apis::meta::v1::Condition;
 use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
 
-use super::{Interval, PackageSpec};
+use super::PackageSpec;
+use crate::Interval;
 use crate::inventory::Entry;
 
 /// Annotation that asks for a reconcile now; its value is echoed in
@@ -18,6 +18,11 @@ pub const REQUESTED_AT: &str = "bosun.dev/requested-at";
 /// Set to the same value as [`REQUESTED_AT`]: that run fetches the source again even if its
 /// revision is known (`bosun reconcile package --with-source`).
 pub const SOURCE_REQUESTED_AT: &str = "bosun.dev/source-requested-at";
+
+/// Annotation asking for a rollback: its value is a revision of the Package's history
+/// (`main@sha1:<commit>`), rolled out instead of the source's newest while the annotation is
+/// there (`bosun ui`'s rollback button sets it).
+pub const ROLLBACK_TO: &str = "bosun.dev/rollback-to";
 
 /// A fresh value for [`REQUESTED_AT`]: the current time (RFC 3339), as `flux reconcile` writes.
 pub fn request_token() -> String {
@@ -36,7 +41,7 @@ pub const DEFAULT_HISTORY: usize = 5;
 pub struct PackageStatus {
     /// `Ready`, `Reconciling`, `Stalled`, `Healthy`.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
-    #[schemars(schema_with = "bosun_core::schema::conditions")]
+    #[schemars(schema_with = "crate::schema::conditions")]
     pub conditions: Vec<Condition>,
     /// The generation the status describes.
     #[serde(default, skip_serializing_if = "Option::is_none")]
@@ -52,7 +57,7 @@ pub struct PackageStatus {
     pub last_handled_reconcile_at: Option<String>,
     /// The objects applied by the last successful run.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
-    pub inventory: Vec<InventoryEntry>,
+    pub inventory: Vec<Entry>,
     /// Where the running (or last) rollout is.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub progress: Option<RolloutProgress>,
@@ -80,46 +85,6 @@ pub struct HookStatus {
     /// Whether it was deleted after it ran (its delete policy).
     #[serde(default, skip_serializing_if = "std::ops::Not::not")]
     pub deleted: bool,
-}
-
-impl HookStatus {
-    /// The hooks of a report, in order.
-    pub fn of(report: &crate::report::Report) -> Vec<HookStatus> {
-        report
-            .changes
-            .iter()
-            .filter_map(|change| {
-                let hook = change.hook.as_ref()?;
-                Some(HookStatus {
-                    object: change.object.clone(),
-                    phase: hook.phase.clone(),
-                    result: hook.result.word().to_string(),
-                    deleted: hook.deleted,
-                })
-            })
-            .collect()
-    }
-}
-
-/// One applied object: `<group>_<Kind>_<namespace>_<name>` and its API version.
-#[derive(Debug, Clone, Default, Deserialize, Serialize, PartialEq, Eq, JsonSchema)]
-pub struct InventoryEntry {
-    /// The identity.
-    pub id: String,
-    /// The API version it was applied with.
-    pub v: String,
-}
-
-impl From<&Entry> for InventoryEntry {
-    fn from(entry: &Entry) -> Self {
-        InventoryEntry { id: entry.id.clone(), v: entry.v.clone() }
-    }
-}
-
-impl From<&InventoryEntry> for Entry {
-    fn from(entry: &InventoryEntry) -> Self {
-        Entry { id: entry.id.clone(), v: entry.v.clone() }
-    }
 }
 
 /// Where a rollout is (or where the last one ended).

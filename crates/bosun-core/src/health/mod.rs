@@ -2,13 +2,9 @@
 //! failed — terminally (waiting longer will not help) or retriably. The rules follow kstatus,
 //! which Flux and kubectl-style waits use: a controller must have observed the newest
 //! generation, then each kind has its readiness rule; anything else is judged by its `Ready`,
-//! `Stalled` and `Reconciling` conditions. Locutus' field comparisons are the user's own checks.
+//! `Stalled` and `Reconciling` conditions.
 
 use serde_json::Value;
-
-use bosun_core::jsonpath::Template;
-
-use crate::package::SuccessCheck;
 
 /// How healthy an object is.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -334,41 +330,6 @@ fn by_conditions(object: &Value) -> Health {
         return Health::progressing(reason_and_message(reconciling));
     }
     Health::current("no conditions to wait for")
-}
-
-/// Evaluates Locutus-style field comparisons; `Err` carries the report of the first that fails.
-pub fn check_success(object: &Value, check: &SuccessCheck) -> Result<(), String> {
-    for comparison in &check.field_comparisons {
-        let first = |template: &str| -> Result<Option<Value>, String> {
-            let parsed = Template::parse(template).map_err(|e| e.to_string())?;
-            Ok(parsed.values(object).into_iter().next())
-        };
-        let actual = first(&comparison.path)?.or_else(|| comparison.default.clone());
-        let expected = match (&comparison.value.constant, &comparison.value.path) {
-            (Some(constant), _) => Some(constant.clone()),
-            (None, Some(path)) => first(path)?,
-            (None, None) => None,
-        };
-        if !same(actual.as_ref(), expected.as_ref()) {
-            let shown = |v: Option<&Value>| v.map_or_else(|| "nothing".to_string(), Value::to_string);
-            let name = if comparison.name.is_empty() { comparison.path.clone() } else { comparison.name.clone() };
-            return Err(format!(
-                "{name}: {} is {}, expected {}",
-                comparison.path,
-                shown(actual.as_ref()),
-                shown(expected.as_ref())
-            ));
-        }
-    }
-    Ok(())
-}
-
-/// Equality that treats `2` and `2.0` alike, as Kubernetes values round-trip through JSON.
-fn same(a: Option<&Value>, b: Option<&Value>) -> bool {
-    match (a, b) {
-        (Some(Value::Number(x)), Some(Value::Number(y))) => x.as_f64() == y.as_f64(),
-        (a, b) => a == b,
-    }
 }
 
 #[cfg(test)]
