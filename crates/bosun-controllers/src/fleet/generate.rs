@@ -8,7 +8,7 @@ use serde_json::{Value, json};
 
 use super::{BasicGenerator, Combination, DirectoriesGenerator, FleetSpec, Generator, LabelSelector, Requirement};
 use bosun::package::PackageSpec;
-use bosun_helm::pattern::Pattern;
+use bosun_glob::Pattern;
 
 /// Parameter values by name (`cluster.name`, `cluster.labels.env`, `region`…).
 pub type Params = BTreeMap<String, String>;
