@@ -23,6 +23,7 @@ use crate::{
     registry::{Catalog, CatalogHandle, ResourceInfo, VersionInfo, shared},
     scale::{self, ScalePaths},
     selector::{FieldSelector, LabelSelector},
+    stamp,
     store::{ListPage, Mutation, Outcome, Store, StoredObject},
     types::Node,
 };
@@ -246,9 +247,9 @@ pub struct ListOptions {
 const GENERATE_NAME_ATTEMPTS: usize = 8;
 
 fn context(options: &WriteOptions) -> Context {
-    let name_suffix = object::random_suffix();
+    let name_suffix = stamp::random_suffix();
     Context {
-        now: object::now(),
+        now: stamp::now(),
         uid: uuid::Uuid::new_v4().to_string(),
         name_suffix,
         field_validation: options.field_validation,
@@ -417,7 +418,7 @@ impl Cluster {
             // A patch only conflicts when it sets a resourceVersion itself.
             if object::resource_version(&patched).is_empty() {
                 let current_version = object::resource_version(current).to_string();
-                object::meta_mut(&mut patched).insert("resourceVersion".into(), Value::String(current_version));
+                object::metadata_mut(&mut patched).insert("resourceVersion".into(), Value::String(current_version));
             }
             Ok(patched)
         })
@@ -448,7 +449,7 @@ impl Cluster {
         }
         let applied_name = object::name(&applied).to_string();
         if applied_name.is_empty() {
-            object::meta_mut(&mut applied).insert("name".into(), Value::String(name.to_string()));
+            object::metadata_mut(&mut applied).insert("name".into(), Value::String(name.to_string()));
         } else if applied_name != name {
             return Err(ApiError::bad_request(format!(
                 "the name of the object ({applied_name}) does not match the name on the URL ({name})"
@@ -492,7 +493,7 @@ impl Cluster {
                 let view = scope.current(current.value.clone());
                 let mut merged = fields::apply(Some(&view), &applied, node, &request).map_err(conflicts)?;
                 if object::resource_version(&applied).is_empty() {
-                    object::set_resource_version(&mut merged, current.revision);
+                    stamp::set_resource_version(&mut merged, current.revision);
                 }
                 let mut mutation = lifecycle::prepare_update(&target, &mut ctx, &view, merged, endpoint)?;
                 admit_mutation(options, &mut mutation, Some(&view))?;
@@ -566,7 +567,7 @@ impl Cluster {
         options: &DeleteOptions,
         dry_run: bool,
     ) -> Result<Deleted, ApiError> {
-        let now = object::now();
+        let now = stamp::now();
         let outcome = self
             .store
             .write(scope.info.store_key(), &scope.namespace, name, dry_run, |current| {
@@ -656,7 +657,7 @@ impl Cluster {
     pub(crate) async fn establish_crd(&self, name: &str) {
         let all = self.store.all(CRD_KEY);
         let others: Vec<&Value> = all.iter().map(|s| &s.value).collect();
-        let now = object::now();
+        let now = stamp::now();
         let result = self
             .store
             .write::<ApiError>(CRD_KEY, "", name, false, |current| {

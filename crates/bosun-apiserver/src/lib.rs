@@ -46,7 +46,6 @@ mod http;
 mod lifecycle;
 mod metrics;
 mod names;
-mod object;
 mod openapi;
 mod patch;
 #[cfg(test)]
@@ -60,11 +59,15 @@ mod secrets;
 mod selector;
 mod server;
 mod simulation;
+mod stamp;
 mod store;
 mod tables;
 mod tls;
 mod types;
 mod validation;
+
+// The accessors of untyped objects are bosun-core's; the modules reach them as `crate::object`.
+use bosun_core::object;
 
 pub use auth::AuthorizationMode;
 pub use server::{ApiServer, DEFAULT_MAX_WATCHES, NamedUser, RunningServer, ServerError, ServerOptions, Storage};

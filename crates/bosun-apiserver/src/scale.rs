@@ -122,7 +122,7 @@ pub fn apply_scale(paths: &ScalePaths, object: &Value, scale: &Value) -> Result<
     map.insert(last.to_string(), json!(replicas));
     if let Some(version) = scale.pointer("/metadata/resourceVersion").and_then(Value::as_str).filter(|v| !v.is_empty())
     {
-        crate::object::meta_mut(&mut updated).insert("resourceVersion".into(), json!(version));
+        crate::object::metadata_mut(&mut updated).insert("resourceVersion".into(), json!(version));
     }
     Ok(updated)
 }

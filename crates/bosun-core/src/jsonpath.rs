@@ -1,6 +1,7 @@
 //! kubectl's JSONPath templates: text with `{expression}` actions, `{range …}…{end}` loops
-//! and `{"literal"}` strings, as `kubectl get -o jsonpath=…`, Locutus success checks and
-//! `bosun observe -a` use them. The template language is written here; the path expressions
+//! and `{"literal"}` strings, as `kubectl get -o jsonpath=…`, Locutus success checks,
+//! `bosun observe -a` and the API server's CRD printer columns (kube-apiserver reads those with
+//! the same client-go package) use them. The template language is written here; the path expressions
 //! are RFC 9535 JSONPath evaluated by `jsonpath-rust` (after turning kubectl's spellings —
 //! a leading `.`, escaped dots in keys — into RFC form).
 

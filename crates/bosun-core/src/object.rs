@@ -16,7 +16,7 @@
 //! ```
 
 use kube::api::DynamicObject;
-use serde_json::{Value, json};
+use serde_json::{Map, Value, json};
 
 /// The value at a JSON pointer: `Value::pointer` without its allocations (it unescapes every
 /// token, `~` or not — the most frequent work of planning a thousand objects).
@@ -70,9 +70,66 @@ pub fn resource_version(object: &Value) -> &str {
     text(object, "/metadata/resourceVersion")
 }
 
+/// `metadata.uid`.
+pub fn uid(object: &Value) -> &str {
+    text(object, "/metadata/uid")
+}
+
+/// `metadata.generation` (0 when absent).
+pub fn generation(object: &Value) -> i64 {
+    at(object, "/metadata/generation").and_then(Value::as_i64).unwrap_or(0)
+}
+
+/// `metadata.deletionTimestamp`, when set.
+pub fn deletion_timestamp(object: &Value) -> Option<&str> {
+    at(object, "/metadata/deletionTimestamp").and_then(Value::as_str)
+}
+
+/// `metadata.finalizers`.
+pub fn finalizers(object: &Value) -> Vec<&str> {
+    at(object, "/metadata/finalizers")
+        .and_then(Value::as_array)
+        .map(|list| list.iter().filter_map(Value::as_str).collect())
+        .unwrap_or_default()
+}
+
+/// The strings of the array at a JSON pointer (non-strings skipped; none when absent).
+pub fn strings(object: &Value, pointer: &str) -> Vec<String> {
+    at(object, pointer)
+        .and_then(Value::as_array)
+        .into_iter()
+        .flatten()
+        .filter_map(Value::as_str)
+        .map(str::to_string)
+        .collect()
+}
+
+/// `metadata`, when it is a map.
+pub fn metadata(object: &Value) -> Option<&Map<String, Value>> {
+    object.get("metadata").and_then(Value::as_object)
+}
+
+/// `metadata`, for writing: made a map (and the object one) where it is not.
+pub fn metadata_mut(object: &mut Value) -> &mut Map<String, Value> {
+    if !object.is_object() {
+        *object = Value::Object(Map::new());
+    }
+    let map = object.as_object_mut().expect("made an object above");
+    let metadata = map.entry("metadata").or_insert_with(|| Value::Object(Map::new()));
+    if !metadata.is_object() {
+        *metadata = Value::Object(Map::new());
+    }
+    metadata.as_object_mut().expect("made an object above")
+}
+
+/// `metadata.labels`.
+pub fn labels(object: &Value) -> Option<&Map<String, Value>> {
+    metadata(object)?.get("labels")?.as_object()
+}
+
 /// One label's value.
 pub fn label<'a>(object: &'a Value, key: &str) -> Option<&'a str> {
-    object.get("metadata")?.get("labels")?.get(key)?.as_str()
+    labels(object)?.get(key)?.as_str()
 }
 
 /// One annotation's value.
@@ -185,6 +242,30 @@ mod tests {
         let mut bare = json!({});
         set_namespace(&mut bare, None);
         assert_eq!(bare, json!({}));
+    }
+
+    #[test]
+    fn accessors_tolerate_missing_and_malformed_metadata() {
+        for object in [json!({"kind": "ConfigMap"}), json!({"metadata": "text"}), json!(null)] {
+            assert_eq!((name(&object), uid(&object), generation(&object)), ("", "", 0), "{object}");
+            assert!(finalizers(&object).is_empty() && labels(&object).is_none(), "{object}");
+            assert_eq!(deletion_timestamp(&object), None, "{object}");
+            let mut written = object.clone();
+            metadata_mut(&mut written).insert("name".into(), json!("made"));
+            assert_eq!(name(&written), "made", "{object}");
+        }
+    }
+
+    #[test]
+    fn metadata_is_read_as_written() {
+        let object = json!({"metadata": {"uid": "u-1", "generation": 3, "deletionTimestamp": "2025-01-01T00:00:00Z",
+            "finalizers": ["a", 7, "b"], "labels": {"app": "web"}}, "spec": {"ips": ["10.0.0.1", null, "fd00::1"]}});
+        assert_eq!((uid(&object), generation(&object)), ("u-1", 3));
+        assert_eq!(deletion_timestamp(&object), Some("2025-01-01T00:00:00Z"));
+        assert_eq!(finalizers(&object), ["a", "b"]);
+        assert_eq!(label(&object, "app"), Some("web"));
+        assert_eq!(strings(&object, "/spec/ips"), ["10.0.0.1", "fd00::1"]);
+        assert!(strings(&object, "/spec/none").is_empty());
     }
 
     #[test]

@@ -7,8 +7,8 @@ use serde_json::{Map, Value};
 use std::collections::BTreeMap;
 
 use crate::chart::File;
-use crate::pattern::Pattern;
 use crate::yaml;
+use bosun_glob::Pattern;
 
 /// A chart's files by name (`files/a.txt`).
 #[derive(Debug, Clone, Default, PartialEq, Eq)]

@@ -6,7 +6,7 @@
 //! A negated rule (`!pattern`) keeps Helm's behaviour, which is not git's: a path that does
 //! NOT match it is ignored (and so is any file when the rule ends with `/`).
 
-use crate::pattern::{BadPattern, Pattern};
+use bosun_glob::{BadPattern, Pattern};
 
 /// The name of the rules file in a chart directory.
 pub const HELMIGNORE: &str = ".helmignore";

@@ -58,7 +58,6 @@ pub mod engine;
 pub mod golang;
 pub mod ignore;
 pub mod load;
-pub mod pattern;
 pub mod strvals;
 pub mod values;
 pub mod yaml;

@@ -14,8 +14,8 @@ use std::sync::LazyLock;
 
 use crate::chart::{Chart, Crd};
 use crate::golang::json_kind;
-use crate::pattern::Pattern;
 use crate::yaml::{self, YamlError};
+use bosun_glob::Pattern;
 
 /// `helm.sh/hook`: the events a hook runs at.
 pub const HOOK_ANNOTATION: &str = "helm.sh/hook";

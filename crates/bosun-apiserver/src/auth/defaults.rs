@@ -303,7 +303,7 @@ pub fn aggregated_rules(role: &Value, all: &[&Value]) -> Option<Vec<Value>> {
     for selector in selectors {
         let Ok(selector) = LabelSelector::from_object(selector) else { continue };
         let matching = sorted.iter().filter(|other| object::name(other) != object::name(role)).filter(|other| {
-            selector.matches(object::meta(other).and_then(|m| m.get("labels")).and_then(Value::as_object))
+            selector.matches(object::metadata(other).and_then(|m| m.get("labels")).and_then(Value::as_object))
         });
         for other in matching {
             for rule in other.get("rules").and_then(Value::as_array).into_iter().flatten().filter_map(normalized) {

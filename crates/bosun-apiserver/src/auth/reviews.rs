@@ -16,7 +16,7 @@ use super::{
 use crate::{
     cluster::Cluster,
     error::{ApiError, FieldError},
-    object,
+    object, stamp,
 };
 
 const AUTHORIZATION: &str = "authorization.k8s.io";
@@ -172,7 +172,7 @@ pub fn review(
             Ok(answer(json!({}), "SelfSubjectRulesReview", AUTHORIZATION, status))
         }
         "selfsubjectreviews" => {
-            let metadata = json!({"creationTimestamp": object::now()});
+            let metadata = json!({"creationTimestamp": stamp::now()});
             let answered = json!({"metadata": metadata});
             let mut answered =
                 answer(answered, "SelfSubjectReview", AUTHENTICATION, json!({"userInfo": user_info(user)}));
@@ -302,7 +302,7 @@ pub fn token_request(
         .authenticator
         .issue(&grant, now, uuid::Uuid::new_v4().to_string())
         .map_err(|e| ApiError::internal(e.to_string()))?;
-    let meta = object::meta_mut(&mut body);
+    let meta = object::metadata_mut(&mut body);
     meta.insert("name".into(), json!(name));
     meta.insert("namespace".into(), json!(namespace));
     meta.insert("creationTimestamp".into(), json!(timestamp(now)));

@@ -152,7 +152,7 @@ fn template_labels(object: &Value, pointer: &str) -> Option<Value> {
 
 /// Sets `metadata.labels` when the object has none.
 fn labels_when_none(object: &mut Value, labels: Value) {
-    let meta = object::meta_mut(object);
+    let meta = object::metadata_mut(object);
     if meta.get("labels").and_then(Value::as_object).is_none_or(Map::is_empty) {
         meta.insert("labels".into(), labels);
     }

@@ -12,7 +12,7 @@ use crate::{
     cluster::{Admission, Cluster, RBAC_KEYS, Scope, WriteOptions},
     error::ApiError,
     lifecycle::{author::Author, pods, pods::DEFAULT_SERVICE_ACCOUNT},
-    object,
+    object, stamp,
 };
 
 /// Storage key of Pods.
@@ -81,7 +81,7 @@ pub async fn pod_admission(cluster: &Cluster, scope: &Scope, pod: &Value) -> Res
         Some(class.ok_or_else(|| refuse(format!("no PriorityClass with name {class_name} was found")))?.value.clone())
     };
     let admitted =
-        pods::Admitted { account: account.value.clone(), priority_class, volume_suffix: object::random_suffix() };
+        pods::Admitted { account: account.value.clone(), priority_class, volume_suffix: stamp::random_suffix() };
     let group = scope.info.group.clone();
     let plural = scope.info.plural.clone();
     Ok(Admission(Arc::new(move |pod: &mut Value, old: Option<&Value>| {

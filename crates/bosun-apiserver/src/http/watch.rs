@@ -15,7 +15,7 @@ use super::{fairness::Ticket, query::ReadRequest, shape::Shape};
 use crate::{
     cluster::{Cluster, Scope},
     error::ApiError,
-    object,
+    object, stamp,
     store::{Event, EventKind, StoredObject},
 };
 
@@ -101,7 +101,7 @@ impl Watcher {
                 (true, false) => {
                     let previous = event.previous.as_ref()?;
                     let mut last = previous.value.clone();
-                    object::set_resource_version(&mut last, event.revision);
+                    stamp::set_resource_version(&mut last, event.revision);
                     Some(self.object_line("DELETED", &StoredObject::new(last, event.revision)))
                 }
                 (false, false) => None,

@@ -14,6 +14,7 @@ use crate::{
     error::{ApiError, FieldError},
     fields, object,
     registry::{ResourceInfo, VersionInfo},
+    stamp,
     store::Mutation,
     validation,
 };
@@ -163,7 +164,7 @@ fn canonicalize(
         }
         let mut object = normalize(object).map_err(|e| undecodable(&e))?;
         crate::defaults::apply(&info.group, &info.kind, &mut object);
-        object::sort_fields(&mut object);
+        stamp::sort_fields(&mut object);
         return Ok(object);
     }
     let mut object = object;
@@ -219,7 +220,7 @@ fn check_metadata(info: &ResourceInfo, object: &Value, extra: Vec<FieldError>, s
     for message in crate::names::name(info.name_rule, name) {
         errors.push(FieldError::invalid("metadata.name", json!(name), message));
     }
-    if let Some(meta) = object::meta(object) {
+    if let Some(meta) = object::metadata(object) {
         validation::object_meta(meta, &mut errors);
     }
     errors.extend(extra);
@@ -235,7 +236,7 @@ fn kind_rules(ctx: &mut Context, info: &ResourceInfo, object: &mut Value, old: O
         ("", "Service") => services::prepare(object, old, ctx.allocations.get_or_insert_with(Default::default)),
         ("", "Namespace") => {
             let name = object::name(object).to_string();
-            let meta = object::meta_mut(object);
+            let meta = object::metadata_mut(object);
             let labels = meta.entry("labels").or_insert_with(|| json!({}));
             if let Some(labels) = labels.as_object_mut() {
                 labels.insert("kubernetes.io/metadata.name".into(), json!(name));
@@ -288,7 +289,7 @@ fn immutable_fields(info: &ResourceInfo, old: &Value, new: &Value) -> Vec<FieldE
 pub fn prepare_create(target: &Target, ctx: &mut Context, mut object: Value) -> Result<Value, ApiError> {
     check_type(target, &mut object)?;
     let info = target.info;
-    let meta = object::meta_mut(&mut object);
+    let meta = object::metadata_mut(&mut object);
     if info.namespaced {
         match meta.get("namespace").and_then(Value::as_str) {
             None | Some("") => {
@@ -347,7 +348,7 @@ pub fn prepare_create(target: &Target, ctx: &mut Context, mut object: Value) -> 
     }
     if !info.custom {
         crate::defaults::on_create(&info.group, &info.kind, &mut object);
-        object::sort_fields(&mut object);
+        stamp::sort_fields(&mut object);
     }
     Ok(object)
 }
@@ -453,12 +454,20 @@ pub fn prepare_update(
             // Only status changes here; managedFields travel with it (they record this write).
             let mut new = current.clone();
             set(new.as_object_mut().expect("stored objects are maps"), "status", body.get("status"));
-            set(object::meta_mut(&mut new), "managedFields", object::meta(&body).and_then(|m| m.get("managedFields")));
+            set(
+                object::metadata_mut(&mut new),
+                "managedFields",
+                object::metadata(&body).and_then(|m| m.get("managedFields")),
+            );
             // Upstream's Deployment status strategy keeps only the spec and labels: its
             // controller records `deployment.kubernetes.io/revision` through /status, so the
             // generation does not move.
             if is_deployment(info) {
-                set(object::meta_mut(&mut new), "annotations", object::meta(&body).and_then(|m| m.get("annotations")));
+                set(
+                    object::metadata_mut(&mut new),
+                    "annotations",
+                    object::metadata(&body).and_then(|m| m.get("annotations")),
+                );
             }
             new
         }
@@ -469,8 +478,8 @@ pub fn prepare_update(
         }
     };
     {
-        let old_meta = object::meta(current).cloned().unwrap_or_default();
-        let meta = object::meta_mut(&mut new);
+        let old_meta = object::metadata(current).cloned().unwrap_or_default();
+        let meta = object::metadata_mut(&mut new);
         for field in
             ["uid", "creationTimestamp", "deletionTimestamp", "deletionGracePeriodSeconds", "generation", "namespace"]
         {
@@ -484,7 +493,7 @@ pub fn prepare_update(
     let mut new = canonicalize(target, ctx, new, Some(current), &name)?;
     if endpoint == Endpoint::Main && changes_generation(info, current, &new) {
         let generation = object::generation(current) + 1;
-        object::meta_mut(&mut new).insert("generation".into(), json!(generation));
+        object::metadata_mut(&mut new).insert("generation".into(), json!(generation));
     }
     let mut errors = kind_errors;
     if object::deletion_timestamp(current).is_some() {
@@ -524,8 +533,8 @@ pub fn prepare_update(
 /// store, a changed object.
 fn keep_timestamps_of_a_no_op(current: &Value, new: &mut Value) {
     if same_but_times(current, new) {
-        let old = object::meta(current).and_then(|m| m.get("managedFields")).cloned();
-        set(object::meta_mut(new), "managedFields", old.as_ref());
+        let old = object::metadata(current).and_then(|m| m.get("managedFields")).cloned();
+        set(object::metadata_mut(new), "managedFields", old.as_ref());
     }
 }
 
@@ -582,7 +591,7 @@ pub fn ready_to_delete(info: &ResourceInfo, object: &Value) -> bool {
 }
 
 fn add_finalizer(object: &mut Value, finalizer: &str) {
-    let finalizers = object::meta_mut(object).entry("finalizers").or_insert_with(|| json!([]));
+    let finalizers = object::metadata_mut(object).entry("finalizers").or_insert_with(|| json!([]));
     if let Some(list) = finalizers.as_array_mut()
         && !list.contains(&json!(finalizer))
     {
@@ -670,7 +679,7 @@ pub fn prepare_delete(
         return Ok(Some(Mutation::Delete(None)));
     }
     let generation = object::generation(current);
-    let meta = object::meta_mut(&mut marked);
+    let meta = object::metadata_mut(&mut marked);
     meta.insert("deletionTimestamp".into(), json!(now));
     meta.insert("deletionGracePeriodSeconds".into(), json!(0));
     if generation > 0 {

@@ -70,7 +70,7 @@ pub fn admit(pod: &mut Value, admitted: &Admitted) -> Result<(), String> {
     priority(pod, admitted.priority_class.as_ref())?;
     default_tolerations(pod);
     service_account(pod, &admitted.account, &admitted.volume_suffix);
-    crate::object::sort_fields(pod);
+    crate::stamp::sort_fields(pod);
     Ok(())
 }
 

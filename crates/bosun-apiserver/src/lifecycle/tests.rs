@@ -27,7 +27,7 @@ fn target<'a>(info: &'a ResourceInfo, namespace: &'a str) -> Target<'a> {
 }
 
 fn stored(mut object: Value) -> Value {
-    let meta = object::meta_mut(&mut object);
+    let meta = object::metadata_mut(&mut object);
     meta.insert("uid".into(), json!("uid-0"));
     meta.insert("creationTimestamp".into(), json!("2024-01-01T00:00:00Z"));
     meta.insert("resourceVersion".into(), json!("5"));

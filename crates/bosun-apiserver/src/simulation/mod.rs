@@ -37,6 +37,7 @@ use crate::{
     lifecycle::{DeleteOptions, Endpoint},
     object,
     selector::LabelSelector,
+    stamp,
     store::{Event, EventKind},
 };
 
@@ -446,7 +447,7 @@ impl Simulation {
             namespace => namespace,
         };
         let Some(scope) = scope(cluster, EVENTS, namespace) else { return };
-        let now = object::now();
+        let now = stamp::now();
         let mut involved = json!({
             "apiVersion": about.get("apiVersion").cloned().unwrap_or_else(|| json!("v1")),
             "kind": about.get("kind").cloned().unwrap_or_else(|| json!("Pod")),

@@ -94,7 +94,7 @@ pub fn spec(node: &Value, cidr: &str, ready: bool) -> Option<Value> {
         changed = true;
     } else if !ready && !tainted {
         let mut taints = taints;
-        taints.push(json!({"key": NOT_READY_TAINT, "effect": "NoSchedule", "timeAdded": crate::object::now()}));
+        taints.push(json!({"key": NOT_READY_TAINT, "effect": "NoSchedule", "timeAdded": crate::stamp::now()}));
         spec["taints"] = json!(taints);
         changed = true;
     }

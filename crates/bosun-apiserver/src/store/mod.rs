@@ -18,7 +18,7 @@ use std::{
 use serde_json::Value;
 use tokio::sync::{oneshot, watch};
 
-use crate::object;
+use crate::{object, stamp};
 
 /// Errors of the storage layer.
 #[derive(Debug, thiserror::Error)]
@@ -389,12 +389,12 @@ impl Store {
         let (outcome, event_kind, stored) = match mutation {
             Mutation::Put(mut value) => {
                 if let Some(current) = &current {
-                    object::set_resource_version(&mut value, current.revision);
+                    stamp::set_resource_version(&mut value, current.revision);
                     if value == current.value {
                         return (Outcome::Unchanged(current.clone()), None);
                     }
                 }
-                object::set_resource_version(&mut value, revision);
+                stamp::set_resource_version(&mut value, revision);
                 let stored = Arc::new(StoredObject::new(value, revision));
                 match current {
                     Some(_) => (Outcome::Updated(stored.clone()), EventKind::Modified, stored),
@@ -406,7 +406,7 @@ impl Store {
                     return (Outcome::Absent, None);
                 };
                 let mut last = last.unwrap_or_else(|| current.value.clone());
-                object::set_resource_version(&mut last, revision);
+                stamp::set_resource_version(&mut last, revision);
                 let stored = Arc::new(StoredObject::new(last, revision));
                 (Outcome::Deleted(stored.clone()), EventKind::Deleted, stored)
             }
@@ -473,11 +473,11 @@ impl Store {
 fn dry_run_result(mutation: Mutation, current: Option<&StoredObject>) -> Value {
     match (mutation, current) {
         (Mutation::Put(mut value), Some(current)) => {
-            object::set_resource_version(&mut value, current.revision);
+            stamp::set_resource_version(&mut value, current.revision);
             value
         }
         (Mutation::Put(mut value), None) => {
-            object::clear_resource_version(&mut value);
+            stamp::clear_resource_version(&mut value);
             value
         }
         (Mutation::Delete(last), Some(current)) => last.unwrap_or_else(|| current.value.clone()),

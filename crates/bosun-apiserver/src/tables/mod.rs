@@ -6,8 +6,8 @@
 
 mod cells;
 use cells::*;
-mod jsonpath;
 
+use bosun_core::jsonpath::Template;
 use jiff::Timestamp;
 use serde_json::{Value, json};
 
@@ -404,20 +404,54 @@ pub fn columns(info: &ResourceInfo, version: &VersionInfo) -> Vec<Value> {
     }
 }
 
-/// The cells of one object's row.
-pub fn cells(info: &ResourceInfo, version: &VersionInfo, object: &Value, now: Timestamp) -> Vec<Value> {
-    if info.custom {
-        let mut out = vec![name(object)];
-        for column in custom_columns(version) {
-            let path = column.get("jsonPath").and_then(Value::as_str).unwrap_or_default();
-            let kind = column.get("type").and_then(Value::as_str).unwrap_or_default();
-            out.push(jsonpath::find(object, path).map_or(Value::Null, |value| typed_cell(kind, value, now)));
+/// How the cells of a table's rows are made, worked out once per table (a CRD's column paths
+/// are parsed once, not for every object).
+enum RowCells {
+    /// A CRD version's printer columns: each one's path (`None` where it does not parse: its
+    /// cells are empty) and type.
+    Custom(Vec<(Option<Template>, String)>),
+    /// A built-in kind's printer.
+    Printer(fn(&Value, Timestamp) -> Vec<Value>),
+    /// Name and Age.
+    NameAndAge,
+}
+
+impl RowCells {
+    fn new(info: &ResourceInfo, version: &VersionInfo) -> RowCells {
+        if info.custom {
+            let columns = custom_columns(version)
+                .iter()
+                .map(|column| {
+                    let path = column.get("jsonPath").and_then(Value::as_str).unwrap_or_default();
+                    let kind = column.get("type").and_then(Value::as_str).unwrap_or_default();
+                    // Upstream's table convertor reads the path as the one action of a
+                    // kubectl JSONPath template.
+                    (Template::parse(&format!("{{{path}}}")).ok(), kind.to_string())
+                })
+                .collect();
+            return RowCells::Custom(columns);
         }
-        return out;
+        match printer(info) {
+            Some(printer) => RowCells::Printer(printer.cells),
+            None => RowCells::NameAndAge,
+        }
     }
-    match printer(info) {
-        Some(printer) => (printer.cells)(object, now),
-        None => vec![name(object), age(object, now)],
+
+    /// The cells of one object's row.
+    fn of(&self, object: &Value, now: Timestamp) -> Vec<Value> {
+        match self {
+            RowCells::Custom(columns) => {
+                let mut out = vec![name(object)];
+                // As upstream's table convertor, the first value the path finds is the cell.
+                out.extend(columns.iter().map(|(path, kind)| {
+                    let found = path.as_ref().and_then(|path| path.values(object).into_iter().next());
+                    found.map_or(Value::Null, |value| typed_cell(kind, &value, now))
+                }));
+                out
+            }
+            RowCells::Printer(cells) => cells(object, now),
+            RowCells::NameAndAge => vec![name(object), age(object, now)],
+        }
     }
 }
 
@@ -481,9 +515,10 @@ pub fn table<'a>(
 ) -> String {
     static NO_METADATA: std::sync::LazyLock<Value> = std::sync::LazyLock::new(|| json!({}));
     let now = Timestamp::now();
+    let row_cells = RowCells::new(info, version);
     let rows = objects
         .map(|object| Row {
-            cells: cells(info, version, object, now),
+            cells: row_cells.of(object, now),
             object: match include {
                 IncludeObject::None => Embedded::None(()),
                 IncludeObject::Metadata => Embedded::Metadata {

@@ -11,7 +11,7 @@ fn row(group: &str, plural: &str, object: Value) -> (Vec<String>, Vec<Value>) {
     let catalog = Catalog::new([]);
     let info = catalog.lookup(group, "v1", plural).expect("served");
     let names = columns(info, &info.versions[0]).iter().map(|c| c["name"].as_str().unwrap_or("").to_string()).collect();
-    (names, cells(info, &info.versions[0], &object, now()))
+    (names, RowCells::new(info, &info.versions[0]).of(&object, now()))
 }
 
 #[test]
@@ -95,6 +95,26 @@ fn built_in_kinds_have_upstreams_columns_and_cells() {
     );
 }
 
+/// A CRD's version as the registry serves it, from its definition.
+fn custom_version(definition: Value) -> VersionInfo {
+    VersionInfo {
+        name: "v1".into(),
+        status: false,
+        schema: None,
+        deprecation_warning: None,
+        selectable_fields: vec![],
+        normalizer: None,
+        definition: Some(std::sync::Arc::new(definition)),
+    }
+}
+
+fn custom_info() -> ResourceInfo {
+    let catalog = Catalog::new([]);
+    let mut info = (**catalog.lookup("apps", "v1", "deployments").expect("any")).clone();
+    info.custom = true;
+    info
+}
+
 #[test]
 fn custom_resources_use_their_printer_columns_typed_as_upstream() {
     let definition = json!({"name": "v1", "additionalPrinterColumns": [
@@ -104,18 +124,8 @@ fn custom_resources_use_their_printer_columns_typed_as_upstream() {
         {"name": "Started", "type": "date", "jsonPath": ".status.started"},
         {"name": "Missing", "type": "string", "jsonPath": ".status.nothing"},
     ]});
-    let version = VersionInfo {
-        name: "v1".into(),
-        status: false,
-        schema: None,
-        deprecation_warning: None,
-        selectable_fields: vec![],
-        normalizer: None,
-        definition: Some(std::sync::Arc::new(definition)),
-    };
-    let catalog = Catalog::new([]);
-    let mut info = (**catalog.lookup("apps", "v1", "deployments").expect("any")).clone();
-    info.custom = true;
+    let version = custom_version(definition);
+    let info = custom_info();
     let names: Vec<Value> = columns(&info, &version).iter().map(|c| c["name"].clone()).collect();
     assert_eq!(
         names,
@@ -124,11 +134,40 @@ fn custom_resources_use_their_printer_columns_typed_as_upstream() {
     assert_eq!(columns(&info, &version)[2]["priority"], 1);
     let object = json!({"metadata": {"name": "x"}, "spec": {"replicas": 2.0}, "status": {"phase": "Up", "ready": true, "started": "2025-01-01T10:00:00Z"}});
     assert_eq!(
-        cells(&info, &version, &object, now()),
+        RowCells::new(&info, &version).of(&object, now()),
         [json!("x"), json!(2), json!("Up"), json!(true), json!("120m"), Value::Null]
     );
     let bare = VersionInfo { definition: None, ..version };
     assert_eq!(columns(&info, &bare).len(), 2, "Name and the default Age");
+}
+
+#[test]
+fn printer_column_paths_give_the_first_value_they_find() {
+    let object = json!({"metadata": {"name": "x", "labels": {"app.kubernetes.io/name": "web"}},
+        "spec": {"replicas": 3, "list": [{"type": "a"}, {"type": "b"}]}});
+    let cases = [
+        (".spec.replicas", json!("3")),
+        (".spec.list[1].type", json!("b")),
+        (".spec.list[-1].type", json!("b")),
+        (".spec.list[*].type", json!("a")),
+        (".metadata.labels['app.kubernetes.io/name']", json!("web")),
+        (r".metadata.labels.app\.kubernetes\.io/name", json!("web")),
+        (r#".spec.list[?(@.type=="b")].type"#, json!("b")),
+        (".spec.list[?(@.type=='a')]", json!(r#"{"type":"a"}"#)),
+        (r#".spec.list[?(@.type!="a")].type"#, json!("b")),
+        (r#".spec.list[?(@.type=="c")].type"#, Value::Null),
+        (".spec.list[?(@.type==1)]", Value::Null),
+        (".spec.missing", Value::Null),
+        (".spec.list[5]", Value::Null),
+        // Not a path upstream reads (its validation refuses it): an empty cell.
+        ("{.spec.replicas}", Value::Null),
+    ];
+    let info = custom_info();
+    for (path, expected) in cases {
+        let version =
+            custom_version(json!({"additionalPrinterColumns": [{"name": "C", "type": "string", "jsonPath": path}]}));
+        assert_eq!(RowCells::new(&info, &version).of(&object, now()), [json!("x"), expected], "{path}");
+    }
 }
 
 #[test]

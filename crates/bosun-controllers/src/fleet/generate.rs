@@ -10,7 +10,7 @@ use bosun_api::fleet::{
     BasicGenerator, Combination, DirectoriesGenerator, FleetSpec, Generator, LabelSelector, Requirement,
 };
 use bosun_api::package::PackageSpec;
-use bosun_helm::pattern::Pattern;
+use bosun_glob::Pattern;
 
 /// Parameter values by name (`cluster.name`, `cluster.labels.env`, `region`…).
 pub type Params = BTreeMap<String, String>;

@@ -208,7 +208,7 @@ impl Simulation {
         let deployment = marked.as_ref().unwrap_or(deployment);
         let exceeded = now.saturating_duration_since(since) >= deadline;
         let view = controllers::DeploymentView { deployment, new: &new, all: &refs, deadline_exceeded: exceeded };
-        let status = controllers::deployment_status(&view, &object::now());
+        let status = controllers::deployment_status(&view, &stamp::now());
         let complete = status["conditions"][1]["reason"] == "NewReplicaSetAvailable";
         write_status(cluster, DEPLOYMENTS, deployment, status).await;
         (!complete && !exceeded && !paused).then(|| deadline.saturating_sub(now.saturating_duration_since(since)))

@@ -36,7 +36,7 @@ impl Simulation {
         let owned = self.owned(cluster, object::uid(job), PODS);
         let pods: Vec<&Value> = owned.iter().map(|p| &p.value).collect();
         let counts = JobCounts::of(&pods);
-        let now_text = object::now();
+        let now_text = stamp::now();
         let start = previous.and_then(|s| s.get("startTime")).cloned().unwrap_or_else(|| json!(now_text));
         let mut status = json!({"startTime": start, "active": counts.active, "ready": counts.ready,
                                 "succeeded": counts.succeeded, "failed": counts.failed, "terminating": 0,

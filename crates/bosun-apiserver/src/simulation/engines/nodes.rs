@@ -24,7 +24,7 @@ impl Simulation {
         }
         let node = &node;
         let ip = self.addresses.node_ip(name);
-        let status = nodes::status(node, ip, &crate::simulation::nodes::default_capacity(), false, &object::now());
+        let status = nodes::status(node, ip, &crate::simulation::nodes::default_capacity(), false, &stamp::now());
         write_status(cluster, NODES, node, status).await;
         if cluster.store.get(LEASES, nodes::LEASE_NAMESPACE, name).is_none()
             && let Some(scope) = scope_of(cluster, LEASES, nodes::LEASE_NAMESPACE)

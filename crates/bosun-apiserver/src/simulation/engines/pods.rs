@@ -71,7 +71,7 @@ impl Simulation {
         let candidates = self.candidates(&nodes, affinity);
         let decision = scheduler::schedule(pod, &candidates);
         let Some(scope) = scope(cluster, PODS, &key.0) else { return };
-        let now = object::now();
+        let now = stamp::now();
         match decision {
             scheduler::Decision::Bind(node) => {
                 let mut body = scope.view(pod.clone());
@@ -167,10 +167,10 @@ impl Simulation {
         // A pod whose author may not run commands here says so in a condition, which the
         // kubelet's steps keep as they keep other components' conditions.
         let stored = pod;
-        let marked = refused.as_deref().and_then(|why| process::policy::with_refusal(pod, why, &object::now()));
+        let marked = refused.as_deref().and_then(|why| process::policy::with_refusal(pod, why, &stamp::now()));
         let pod = marked.as_ref().unwrap_or(pod);
         let moment = kubelet::Moment {
-            now: object::now(),
+            now: stamp::now(),
             start: stage.start.unwrap_or(self.settings.delay),
             run: self.settings.delay,
             ages,

@@ -1,5 +1,10 @@
-//! The two wildcard dialects charts meet: Go's `path/filepath.Match` (`.helmignore` rules)
-//! and gobwas/glob with `/` as separator (`.Files.Glob`).
+//! Wildcard patterns in the two dialects bosun meets: Go's `path/filepath.Match` (Helm's
+//! `.helmignore` rules, and the `directories` generator of Fleets, as Argo CD's ApplicationSets
+//! match paths) and gobwas/glob with `/` as separator (Helm's `.Files.Glob`).
+//!
+//! Not `globset`: it reads `{a,b}` in every pattern, `**` only as a whole path segment, and
+//! accepts classes filepath.Match refuses, so a `.helmignore` rule would match other files than
+//! Helm's.
 //!
 //! Both: `*` matches within one path segment, `?` one character but not `/`, `[a-z]` classes,
 //! `\` escapes. filepath.Match negates a class with `^`; gobwas/glob with `!`, and adds `**`
