@@ -25,6 +25,7 @@ use bosun::report::Terminal;
 
 use bosun::trigger::FileTrigger;
 use bosun_apiserver::{RunningServer, ServerOptions, Storage};
+use bosun_controllers::dev::{self, CanaryController};
 use bosun_controllers::install::install_crds;
 
 /// Arguments of `bosun dev`.
@@ -288,37 +289,6 @@ fn in_package(dir: &Path, message: &str) -> String {
 /// How long `bosun dev` waits for a package's objects unless told otherwise.
 const DEFAULT_TIMEOUT: std::time::Duration = std::time::Duration::from_secs(120);
 
-/// The Canary controller running beside the packages (a `Canary` in a package rolls out as it
-/// would under `bosun controller`).
-struct Canaries {
-    stop: tokio::sync::oneshot::Sender<()>,
-    task: tokio::task::JoinHandle<()>,
-}
-
-impl Canaries {
-    async fn start(server: &RunningServer) -> Result<Canaries, String> {
-        install_crds(&server.client(), "bosun-dev").await.map_err(|e| e.to_string())?;
-        let controller = bosun_controllers::canary::controller::controller(server.client(), Default::default());
-        let (stop, stopped) = tokio::sync::oneshot::channel::<()>();
-        let task = tokio::spawn(async move {
-            let stopped = async move {
-                let _ = stopped.await;
-            };
-            if let Err(error) = controller.run(stopped).await {
-                tracing::warn!(%error, "the Canary controller stopped");
-            }
-        });
-        Ok(Canaries { stop, task })
-    }
-
-    /// Stops the controller and waits until it has: before the server goes, so its watches
-    /// do not see the server vanish.
-    async fn stop(self) {
-        let _ = self.stop.send(());
-        let _ = self.task.await;
-    }
-}
-
 /// Runs `bosun dev`.
 pub async fn run(args: Args) -> ExitCode {
     if args.dirs.is_empty() && !args.gitops && args.clusters.is_none() {
@@ -381,13 +351,15 @@ pub async fn run(args: Args) -> ExitCode {
         };
         crate::gitops::run(&server, &seed, dir, args.gitops_cache.clone(), origin).await
     } else {
-        match Canaries::start(&server).await {
-            Ok(canaries) => {
+        // A `Canary` in a package rolls out as it would under `bosun controller`.
+        match install_crds(&server.client(), dev::FIELD_MANAGER).await {
+            Ok(()) => {
+                let canaries = CanaryController::start(&server.client());
                 let code = roll_out_and_watch(&server, &args).await;
                 canaries.stop().await;
                 code
             }
-            Err(message) => crate::bad_input(message),
+            Err(error) => crate::bad_input(error),
         }
     };
     if let Some(dashboard) = dashboard {

@@ -19,7 +19,10 @@ use std::{
     process::{Command, ExitCode},
 };
 
-use bosun_controllers::{self as controllers, HostSettings, Tenancy, package};
+use bosun_controllers::{
+    dev::{self, Controllers},
+    package,
+};
 
 use bosun_api::package::{PackageResource, REQUESTED_AT, request_token};
 
@@ -254,24 +257,15 @@ pub async fn run(server: &RunningServer, seed: &Path, dir: &Path, cache: PathBuf
         Err(message) => return crate::bad_input(message),
     };
     let url = delivery.url();
-    if let Err(message) = install_crds(&server.client(), "bosun-dev").await {
-        return crate::bad_input(message);
+    if let Err(error) = install_crds(&server.client(), dev::FIELD_MANAGER).await {
+        return crate::bad_input(error);
     }
-    let package =
-        package::Settings { tenancy: Tenancy::own_machine(), ..package::Settings::new(server.config(), cache) };
-    let settings = HostSettings::new(package);
-    let (stop, stopped) = tokio::sync::oneshot::channel::<()>();
-    let controller = tokio::spawn(controllers::run(
-        server.client(),
-        settings,
-        async move {
-            let _ = stopped.await;
-        },
-        |_| {},
-    ));
+    let controllers = Controllers::start(&server.client(), server.config(), cache);
     let packages: Api<PackageResource> = Api::namespaced(server.client(), "default");
     let root = root_package(&url, origin);
-    if let Err(error) = packages.patch(ROOT, &PatchParams::apply("bosun-dev").force(), &Patch::Apply(&root)).await {
+    if let Err(error) =
+        packages.patch(ROOT, &PatchParams::apply(dev::FIELD_MANAGER).force(), &Patch::Apply(&root)).await
+    {
         return crate::bad_input(format!("creating the root Package: {error}"));
     }
     let mut trigger = match FileTrigger::watch(&[delivery.watched()], &[]) {
@@ -309,7 +303,6 @@ pub async fn run(server: &RunningServer, seed: &Path, dir: &Path, cache: PathBuf
         }
     }
     progress.abort();
-    let _ = stop.send(());
-    let _ = controller.await;
+    controllers.stop().await;
     ExitCode::SUCCESS
 }

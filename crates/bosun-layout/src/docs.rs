@@ -1,12 +1,13 @@
 //! The README's and docs/architecture.md's statements about the code, checked against it:
 //! the README's "Layout" table lists every workspace crate; architecture.md's crate table states
-//! each crate's workspace dependencies as `cargo metadata` does; the files, folders and modules
-//! architecture.md names exist.
+//! each crate's workspace dependencies as `cargo metadata` does, and its crate graph is the one
+//! `cargo metadata` draws; the files, folders and modules architecture.md names exist.
 
 use std::collections::{BTreeMap, BTreeSet};
 use std::path::{Path, PathBuf};
 
 use crate::Problem;
+use crate::graph;
 use crate::workspace::Workspace;
 
 /// What the documentation checks need to know of the code beyond `cargo metadata`.
@@ -65,7 +66,8 @@ pub(crate) fn readme(text: &str, workspace: &Workspace) -> Vec<Problem> {
     problems
 }
 
-/// docs/architecture.md: its crate table, the modules its tables name, and every path it names.
+/// docs/architecture.md: its crate table, its crate graph, the modules its tables name, and
+/// every path it names.
 pub(crate) fn architecture(text: &str, workspace: &Workspace, code: &Code) -> Vec<Problem> {
     let file = Path::new("docs/architecture.md");
     let tables = tables(text);
@@ -74,6 +76,7 @@ pub(crate) fn architecture(text: &str, workspace: &Workspace, code: &Code) -> Ve
         Some(table) => problems.extend(dependencies(file, table, workspace)),
         None => problems.push(problem(file, 0, "has no crate table (a table whose first column is `crate`)")),
     }
+    problems.extend(crate_graph(file, text, workspace));
     for table in &tables {
         problems.extend(modules(file, table, code));
     }
@@ -132,6 +135,33 @@ fn dependencies(file: &Path, table: &Table, workspace: &Workspace) -> Vec<Proble
         }
     }
     problems
+}
+
+/// The crate graph: the first ```` ```mermaid ```` block holds exactly the lines
+/// [`graph::lines`] draws from `cargo metadata`.
+fn crate_graph(file: &Path, text: &str, workspace: &Workspace) -> Vec<Problem> {
+    const REGENERATE: &str = "`cargo run -p bosun-layout -- --graph` prints it";
+    let mut lines = text.lines().enumerate();
+    let Some((start, _)) = lines.find(|(_, line)| line.trim_end() == graph::FENCE) else {
+        return vec![problem(file, 0, &format!("has no crate graph (a {} block; {REGENERATE})", graph::FENCE))];
+    };
+    let drawn: Vec<&str> = lines.map(|(_, line)| line.trim_end()).take_while(|line| *line != "```").collect();
+    let expected = graph::lines(workspace);
+    if drawn.iter().copied().eq(expected.iter().map(String::as_str)) {
+        return Vec::new();
+    }
+    let quoted =
+        |lines: Vec<&str>| lines.iter().map(|line| format!("`{}`", line.trim())).collect::<Vec<_>>().join(", ");
+    let missing: Vec<&str> = expected.iter().map(String::as_str).filter(|line| !drawn.contains(line)).collect();
+    let extra: Vec<&str> = drawn.iter().copied().filter(|line| !expected.iter().any(|e| e == line)).collect();
+    let mut message = format!("the crate graph is not what cargo metadata says ({REGENERATE})");
+    if !missing.is_empty() {
+        message.push_str(&format!("; not drawn: {}", quoted(missing)));
+    }
+    if !extra.is_empty() {
+        message.push_str(&format!("; not in cargo metadata: {}", quoted(extra)));
+    }
+    vec![problem(file, start + 1, &message)]
 }
 
 /// Under a heading naming a crate's sources (`crates/bosun/src`), a table's "module" column
@@ -287,6 +317,11 @@ mod tests {
         problems.iter().map(ToString::to_string).collect()
     }
 
+    /// `text` with the workspace's crate graph after it, as it should be.
+    fn with_graph(text: &str) -> String {
+        format!("{text}\n{}", graph::block(&workspace()))
+    }
+
     #[test]
     fn the_readme_must_list_every_crate_and_only_what_exists() {
         let text = "## Layout\n\n| path | what |\n|---|---|\n| `crates/app` | the app |\n| `crates/gone` | a crate since removed |\n";
@@ -316,7 +351,7 @@ mod tests {
 | `crates/base` | the base | `app` |
 ";
         assert_eq!(
-            messages(architecture(text, &workspace(), &code())),
+            messages(architecture(&with_graph(text), &workspace(), &code())),
             [
                 "docs/architecture.md:3: the crate table says app depends on no workspace crate; cargo metadata says \
                  base (not stated: base)",
@@ -330,7 +365,7 @@ mod tests {
     fn a_crate_missing_from_the_crate_table_is_named() {
         let text = "| crate | what | depends on (bosun crates) |\n|---|---|---|\n| `crates/app` | the app | `base` |\n";
         assert_eq!(
-            messages(architecture(text, &workspace(), &code())),
+            messages(architecture(&with_graph(text), &workspace(), &code())),
             ["docs/architecture.md: the crate table has no row for the crate base (`crates/base`)"]
         );
     }
@@ -351,12 +386,28 @@ mod tests {
 | `planner` | gone (`planner.rs`, `crates/app/src/planner`) |
 ";
         assert_eq!(
-            messages(architecture(text, &workspace(), &code())),
+            messages(architecture(&with_graph(text), &workspace(), &code())),
             [
                 "docs/architecture.md:11: names the module `planner`, which `crates/app` does not have",
                 "docs/architecture.md:11: names planner.rs, which no crate has",
                 "docs/architecture.md:11: names crates/app/src/planner, which does not exist",
             ]
+        );
+    }
+
+    #[test]
+    fn the_crate_graph_must_be_the_one_cargo_metadata_draws() {
+        let table = "| crate | what | depends on (bosun crates) |\n|---|---|---|\n| `crates/app` | the app | `base` |\n| `crates/base` | the base | none |\n";
+        assert_eq!(
+            messages(architecture(table, &workspace(), &code())),
+            ["docs/architecture.md: has no crate graph (a ```mermaid block; `cargo run -p bosun-layout -- --graph` \
+                 prints it)"]
+        );
+        let drawn = "```mermaid\nflowchart TD\n    app[\"app\"]\n    base[\"base\"]\n    base --> app\n```\n";
+        assert_eq!(
+            messages(architecture(&format!("{table}\n{drawn}"), &workspace(), &code())),
+            ["docs/architecture.md:6: the crate graph is not what cargo metadata says (`cargo run -p bosun-layout -- \
+                 --graph` prints it); not drawn: `app --> base`; not in cargo metadata: `base --> app`"]
         );
     }
 }

@@ -16,14 +16,16 @@
 //! - **the README and docs/architecture.md say what `cargo metadata` says**: the README's
 //!   "Layout" table has a row for every workspace crate and names only workspace crates;
 //!   architecture.md's crate table states each crate's normal dependencies on workspace crates
-//!   exactly; the modules its per-crate tables name, and the files and folders it names,
-//!   exist.
+//!   exactly, and its crate graph (a Mermaid flowchart) draws exactly those; the modules its
+//!   per-crate tables name, and the files and folders it names, exist.
 //!
-//! [`check`] runs all of it on a workspace and returns the [`Problem`]s.
+//! [`check`] runs all of it on a workspace and returns the [`Problem`]s; [`crate_graph`] draws
+//! the graph architecture.md shows.
 
 mod attributes;
 mod cycles;
 mod docs;
+mod graph;
 mod modules;
 mod references;
 mod resolve;
@@ -179,6 +181,16 @@ pub fn check(repo: &Path) -> Result<Vec<Problem>, Error> {
     problems.extend(docs::readme(&read(&workspace.root.join("README.md"))?, &workspace));
     problems.extend(docs::architecture(&read(&workspace.root.join("docs/architecture.md"))?, &workspace, &code));
     Ok(problems)
+}
+
+/// The crate graph of the workspace at `repo`: every workspace crate and the normal
+/// dependencies between them, as the Mermaid block docs/architecture.md holds.
+///
+/// # Errors
+///
+/// When `cargo metadata` fails.
+pub fn crate_graph(repo: &Path) -> Result<String, Error> {
+    Ok(graph::block(&Workspace::load(repo)?))
 }
 
 fn import_cycle(workspace: &Workspace, target: &str, edges: &cycles::Edges, cycle: &[Node]) -> Problem {

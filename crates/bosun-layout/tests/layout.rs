@@ -72,6 +72,23 @@ fn a_workspace_without_cycles_and_with_true_tables_passes() {
 }
 
 #[test]
+fn a_crate_graph_cargo_metadata_contradicts_fails_the_check() {
+    let problems: Vec<String> =
+        check(&fixture("graph")).expect("the fixture is checked").iter().map(ToString::to_string).collect();
+    assert_eq!(
+        problems,
+        ["docs/architecture.md:9: the crate graph is not what cargo metadata says (`cargo run -p bosun-layout -- \
+             --graph` prints it); not drawn: `web_ui --> core`; not in cargo metadata: `core --> api`"]
+    );
+}
+
+#[test]
+fn the_crate_graph_is_drawn_from_cargo_metadata() {
+    let graph = bosun_layout::crate_graph(&fixture("clean")).expect("the graph is drawn");
+    assert_eq!(graph, "```mermaid\nflowchart TD\n    app[\"app\"]\n    base[\"base\"]\n    app --> base\n```\n");
+}
+
+#[test]
 fn the_workspace_passes() {
     let repo = Path::new(env!("CARGO_MANIFEST_DIR")).join("../..");
     let problems = check(&repo).expect("the workspace is checked");

@@ -2,19 +2,21 @@
 //! Packages a dependency's change wakes. Decisions are pure; the controller feeds them the
 //! Packages it reads.
 
-use super::*;
 use std::{
     collections::{HashMap, HashSet},
     sync::Mutex,
 };
 
-use kube::runtime::reflector::ObjectRef;
+use kube::{Api, runtime::reflector::ObjectRef};
 
 use bosun_kit::conditions::{self, READY};
+use bosun_kit::{Failure, Run};
 
 use bosun_api::ObjectReference;
 
 use bosun_api::package::PackageResource;
+
+use super::{PackageReconciler, key};
 
 /// `namespace/name` of a Package.
 pub type Key = (String, String);
@@ -113,7 +115,13 @@ impl Waiting {
     }
 }
 
-impl super::PackageReconciler {
+/// The keys of a Package's dependencies.
+fn dependency_keys(resource: &PackageResource) -> Vec<Key> {
+    let namespace = resource.metadata.namespace.clone().unwrap_or_default();
+    resource.spec.depends_on.iter().map(|d| key_of(d, &namespace)).collect()
+}
+
+impl PackageReconciler {
     /// `Some(why)` when a dependency is not ready: the Package waits, and is woken the moment
     /// it is. A cycle stalls the Package. Dependencies are read from the controller's cache;
     /// one that looks unready there is read again from the cluster (the cache may lag the
@@ -136,13 +144,13 @@ impl super::PackageReconciler {
             // Registered before reading: a dependency that turns ready in between still wakes us.
             self.waiting.wait(dependency.clone(), ObjectRef::from_obj(resource));
             let mut found = run.peer(&dependency.0, &dependency.1).map(|p| (*p).clone());
-            if dependencies::ready(&dependency, found.as_ref()).is_err() {
+            if ready(&dependency, found.as_ref()).is_err() {
                 let api = Api::<PackageResource>::namespaced(run.client().clone(), &dependency.0);
                 let retry = resource.spec.retry_interval();
                 found = api.get_opt(&dependency.1).await.map_err(|e| Failure::from(e).within(retry))?;
             }
             known.insert(dependency.clone(), found.as_ref().map(dependency_keys));
-            if let Err(why) = dependencies::ready(&dependency, found.as_ref()) {
+            if let Err(why) = ready(&dependency, found.as_ref()) {
                 if let Some(cycle) = self.find_cycle(run, &own, &mut known) {
                     return Err(Failure::give_up("DependencyCycle", format!("dependency cycle: {cycle}")));
                 }
@@ -155,7 +163,7 @@ impl super::PackageReconciler {
 
     /// Reads `dependsOn` of the Packages reachable from `own` (from the cache) and names a
     /// cycle through it.
-    pub(super) fn find_cycle(
+    fn find_cycle(
         &self,
         run: &Run<PackageResource>,
         own: &Key,
@@ -170,7 +178,7 @@ impl super::PackageReconciler {
             pending.extend(edges.iter().flatten().cloned());
             known.insert(next, edges);
         }
-        dependencies::cycle(own, &|k: &Key| known.get(k).cloned().flatten())
+        cycle(own, &|k: &Key| known.get(k).cloned().flatten())
     }
 }
 

@@ -10,14 +10,15 @@
 //!   source's newest, as if the spec's `ref.commit` pinned it, without changing the spec (which
 //!   GitOps may own). Removing it follows the source again.
 
-use super::*;
 use std::io::{Read, Write};
+use std::time::Instant;
 
 use flate2::{Compression, read::GzDecoder, write::GzEncoder};
 use k8s_openapi::{ByteString, api::core::v1::Secret, apimachinery::pkg::apis::meta::v1::OwnerReference};
 use kube::{
     Api, Client, Resource,
     api::{ObjectMeta, Patch, PatchParams},
+    runtime::events::EventType,
 };
 use serde::{Deserialize, Serialize};
 use serde_json::{Map, Value};
@@ -26,7 +27,16 @@ use bosun::decrypt::Keys;
 
 use bosun_api::package::{GitReference, PackageResource, ROLLBACK_TO, RolloutSpec, SourceSpec};
 
+use bosun::plan::hooks::Operation;
 use bosun::render::{HookStyle, Manifests, Rendered};
+use bosun_kit::{Failure, Run};
+
+use super::{
+    Attempt, PackageReconciler, Set,
+    hooks::Hooks,
+    key,
+    status::{self, FAILED},
+};
 
 /// The key of the compressed set in the Secret's data.
 const DATA_KEY: &str = "rendered.json.gz";
@@ -240,7 +250,7 @@ fn place(package: &PackageResource) -> (String, String) {
     (namespace, secret_name(package.metadata.name.as_deref().unwrap_or_default()))
 }
 
-impl super::PackageReconciler {
+impl PackageReconciler {
     /// The failed rollout of `failed_set` is undone: the last good set applied again (pruning
     /// what the failed one added). Stalled with `RolledBack`: the failed revision is not tried
     /// again until the source or spec changes or a reconcile is requested; what runs is still
@@ -253,7 +263,7 @@ impl super::PackageReconciler {
         failure: Failure,
     ) -> Result<(), Failure> {
         let resource = run.object().clone();
-        let good = match rollback::load(run.client(), &resource, self.keys(run).await?.as_ref()).await {
+        let good = match load(run.client(), &resource, self.keys(run).await?.as_ref()).await {
             Ok(Some(good)) if good.digest != failed_set.digest => good,
             Ok(_) => return Err(failure),
             Err(error) => {
@@ -302,7 +312,7 @@ impl super::PackageReconciler {
         let resource = run.object().clone();
         let retry = resource.spec.retry_interval();
         let keys = self.keys(run).await?;
-        let good = rollback::load(run.client(), &resource, keys.as_ref())
+        let good = load(run.client(), &resource, keys.as_ref())
             .await
             .map_err(|e| Failure::retry(FAILED, e.to_string()).within(retry))?
             .ok_or_else(|| Failure::retry(FAILED, "the rolled-back set is gone".to_string()).within(retry))?;
@@ -346,7 +356,7 @@ impl super::PackageReconciler {
                 return;
             }
         };
-        match rollback::store(run.client(), resource, &good, keys.as_ref()).await {
+        match store(run.client(), resource, &good, keys.as_ref()).await {
             Ok(()) => {
                 self.stored.lock().unwrap_or_else(|e| e.into_inner()).insert(key, set.digest.to_string());
             }

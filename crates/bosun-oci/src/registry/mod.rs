@@ -1,5 +1,6 @@
 //! The registry client: the OCI Distribution API (manifests, blobs, tags) over reqwest, and the
-//! authentication it asks for (`WWW-Authenticate: Basic` or `Bearer` with a token service).
+//! authentication it asks for (`WWW-Authenticate: Basic` or `Bearer` with a token service:
+//! `auth.rs`; the answers read in `responses.rs`).
 //!
 //! Written on reqwest directly rather than on `oci-client`: that crate needs reqwest's `stream`
 //! feature, which brings `wasm-streams` 0.5 → `wasm-bindgen` ≥ 0.2.108 into the lock file, while
@@ -16,21 +17,18 @@ use std::{
     time::Duration,
 };
 
-use base64::Engine;
-use reqwest::{
-    Method, RequestBuilder, Response, StatusCode, Url,
-    header::{self, HeaderMap},
-};
+use reqwest::{Method, StatusCode, Url, header};
 use sha2::{Digest, Sha256};
 use tokio::io::{AsyncReadExt, AsyncWriteExt};
 
+mod auth;
 mod responses;
 
 use crate::{
     credentials::{CredentialSource, Credentials, CredentialsError},
     reference::Reference,
 };
-use responses::*;
+use responses::{content_type, digest_header, expect, next_link, upload_location};
 
 /// The largest layer downloaded unless [`ClientOptions::max_blob_size`] says otherwise:
 /// artifacts hold configuration, and a bound keeps a wrong reference from filling the disk.
@@ -261,146 +259,6 @@ impl Client {
             Protocol::Http => "http",
         };
         format!("{scheme}://{}/v2/{}/{path}", reference.registry, reference.repository)
-    }
-
-    async fn credentials_for(&self, registry: &str) -> Result<Credentials, RegistryError> {
-        let mut known = self.credentials.lock().await;
-        if let Some(credentials) = known.get(registry) {
-            return Ok(credentials.clone());
-        }
-        let credentials = self.options.credentials.credentials(registry).await?;
-        known.insert(registry.to_string(), credentials.clone());
-        Ok(credentials)
-    }
-
-    fn remembered(&self, registry: &str, scope: &str) -> Option<String> {
-        let known = self.authorizations.lock().unwrap_or_else(|e| e.into_inner());
-        known.get(&format!("{registry}\0{scope}")).or_else(|| known.get(&format!("{registry}\0*"))).cloned()
-    }
-
-    fn remember(&self, registry: &str, scope: &str, value: &str) {
-        let mut known = self.authorizations.lock().unwrap_or_else(|e| e.into_inner());
-        known.insert(format!("{registry}\0{scope}"), value.to_string());
-    }
-
-    /// Sends the request `build` makes, authenticating as the registry asks: on a `401`, gets
-    /// an `Authorization` for its challenge and sends once more.
-    pub(crate) async fn send(
-        &self,
-        reference: &Reference,
-        access: Access,
-        build: impl Fn(&reqwest::Client) -> RequestBuilder,
-    ) -> Result<Response, RegistryError> {
-        let registry = &reference.registry;
-        let scope = match access {
-            Access::Pull => format!("repository:{}:pull", reference.repository),
-            Access::Push => format!("repository:{}:pull,push", reference.repository),
-        };
-        let credentials = self.credentials_for(registry).await?;
-        let attempt = |authorization: Option<String>| {
-            let mut request = build(&self.http);
-            if let Some(value) = authorization {
-                request = request.header(header::AUTHORIZATION, value);
-            }
-            async move { request.send().await.map_err(|e| connection(registry, &e)) }
-        };
-        let refused = |reason: String| RegistryError::Unauthorized {
-            registry: registry.clone(),
-            user: credentials.user().to_string(),
-            reason,
-        };
-        let remembered = match &credentials {
-            Credentials::Bearer(token) => Some(format!("Bearer {token}")),
-            _ => self.remembered(registry, &scope),
-        };
-        let response = attempt(remembered).await?;
-        if response.status() != StatusCode::UNAUTHORIZED {
-            return Ok(response);
-        }
-        let challenge = response.headers().get(header::WWW_AUTHENTICATE).and_then(|v| v.to_str().ok());
-        let challenge = match (challenge.and_then(Challenge::parse), &credentials) {
-            (Some(challenge), credentials) if !matches!(credentials, Credentials::Bearer(_)) => challenge,
-            _ => return Err(refused(format!("HTTP 401: {}", error_message(response).await))),
-        };
-        let authorization = self.authorize(registry, &scope, &credentials, &challenge).await?;
-        let response = attempt(Some(authorization)).await?;
-        if response.status() == StatusCode::UNAUTHORIZED {
-            return Err(refused(format!("HTTP 401: {}", error_message(response).await)));
-        }
-        Ok(response)
-    }
-
-    /// The `Authorization` answering `challenge`, remembered for the next requests.
-    async fn authorize(
-        &self,
-        registry: &str,
-        scope: &str,
-        credentials: &Credentials,
-        challenge: &Challenge,
-    ) -> Result<String, RegistryError> {
-        let refused = |reason: String| RegistryError::Unauthorized {
-            registry: registry.to_string(),
-            user: credentials.user().to_string(),
-            reason,
-        };
-        match challenge {
-            Challenge::Basic => {
-                let Credentials::Basic { username, password } = credentials else {
-                    return Err(refused("the registry wants a user name and password (HTTP Basic)".into()));
-                };
-                let pair = base64::engine::general_purpose::STANDARD.encode(format!("{username}:{password}"));
-                let value = format!("Basic {pair}");
-                self.remember(registry, "*", &value);
-                Ok(value)
-            }
-            // The scope asked for is what this request needs (`pull,push` for uploads), whatever
-            // the challenge names: a `HEAD` of a blob before an upload is challenged for `pull`.
-            Challenge::Bearer { realm, service } => {
-                let mut query: Vec<(&str, &str)> = vec![("scope", scope)];
-                if let Some(service) = service {
-                    query.push(("service", service));
-                }
-                let request = match credentials {
-                    Credentials::IdentityToken(token) => {
-                        let mut form = query.clone();
-                        form.extend([
-                            ("grant_type", "refresh_token"),
-                            ("refresh_token", token),
-                            ("client_id", "bosun"),
-                        ]);
-                        self.http.post(realm).form(&form)
-                    }
-                    Credentials::Basic { username, password } => {
-                        self.http.get(realm).query(&query).basic_auth(username, Some(password))
-                    }
-                    Credentials::Anonymous | Credentials::Bearer(_) => self.http.get(realm).query(&query),
-                };
-                let response = request.send().await.map_err(|e| connection(registry, &e))?;
-                let status = response.status();
-                if status == StatusCode::UNAUTHORIZED || status == StatusCode::FORBIDDEN {
-                    return Err(refused(format!("the token service answered HTTP {status}")));
-                }
-                if !status.is_success() {
-                    return Err(refused(format!("the token service {realm} answered HTTP {status}")));
-                }
-                #[derive(serde::Deserialize)]
-                struct Token {
-                    token: Option<String>,
-                    access_token: Option<String>,
-                }
-                let token: Token = response
-                    .json()
-                    .await
-                    .map_err(|e| refused(format!("the token service's answer is not a token: {e}")))?;
-                let token = token
-                    .token
-                    .or(token.access_token)
-                    .ok_or_else(|| refused("the token service's answer has no token".into()))?;
-                let value = format!("Bearer {token}");
-                self.remember(registry, scope, &value);
-                Ok(value)
-            }
-        }
     }
 
     /// The digest and media type of the manifest `reference` names, by a `HEAD` request (no
@@ -696,43 +554,4 @@ fn chain(error: &dyn std::error::Error) -> String {
         source = cause.source();
     }
     text
-}
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    #[test]
-    fn challenges_parse_with_quoted_commas() {
-        let bearer = |realm: &str, service: Option<&str>| {
-            Some(Challenge::Bearer { realm: realm.into(), service: service.map(str::to_string) })
-        };
-        for (header, expected) in [
-            (r#"Basic realm="registry""#, Some(Challenge::Basic)),
-            ("basic", Some(Challenge::Basic)),
-            (
-                r#"Bearer realm="https://auth.docker.io/token",service="registry.docker.io",scope="repository:a/b:pull,push""#,
-                bearer("https://auth.docker.io/token", Some("registry.docker.io")),
-            ),
-            (r#"Bearer realm="https://ghcr.io/token", scope="x""#, bearer("https://ghcr.io/token", None)),
-            (r#"Bearer service=s,realm=https://r/t"#, bearer("https://r/t", Some("s"))),
-            (r#"Bearer scope="a,b",realm="https://r/t""#, bearer("https://r/t", None)),
-            (r#"Bearer service="s""#, None),
-            (r#"Bearer realm="unterminated"#, None),
-            ("Negotiate abc", None),
-        ] {
-            assert_eq!(Challenge::parse(header), expected, "{header}");
-        }
-    }
-
-    #[test]
-    fn next_pages_come_from_the_link_header() {
-        for (link, expected) in [
-            (r#"</v2/app/tags/list?last=b&n=2>; rel="next""#, Some("/v2/app/tags/list?last=b&n=2")),
-            (r#"<https://r/v2/x?a=1>; rel="prev", </next>; rel="next""#, Some("/next")),
-            (r#"</v2/app/tags/list?last=b>; rel="prev""#, None),
-        ] {
-            assert_eq!(next_link(link).as_deref(), expected, "{link}");
-        }
-    }
 }

@@ -1,7 +1,15 @@
 //! Reading the registry's answers: statuses into errors, its error bodies, the headers the
 //! API relies on, and the authentication challenge of a 401.
 
-use super::*;
+use std::collections::HashMap;
+
+use reqwest::{
+    Method, Response, StatusCode, Url,
+    header::{self, HeaderMap},
+};
+
+use super::RegistryError;
+use crate::reference::Reference;
 
 /// `response` if its status is `wanted`, else the error it means.
 pub(super) async fn expect(
@@ -124,5 +132,44 @@ impl Challenge {
             rest = after.trim_start_matches([',', ' ']);
         }
         Some(Challenge::Bearer { realm: params.remove("realm")?, service: params.remove("service") })
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn challenges_parse_with_quoted_commas() {
+        let bearer = |realm: &str, service: Option<&str>| {
+            Some(Challenge::Bearer { realm: realm.into(), service: service.map(str::to_string) })
+        };
+        for (header, expected) in [
+            (r#"Basic realm="registry""#, Some(Challenge::Basic)),
+            ("basic", Some(Challenge::Basic)),
+            (
+                r#"Bearer realm="https://auth.docker.io/token",service="registry.docker.io",scope="repository:a/b:pull,push""#,
+                bearer("https://auth.docker.io/token", Some("registry.docker.io")),
+            ),
+            (r#"Bearer realm="https://ghcr.io/token", scope="x""#, bearer("https://ghcr.io/token", None)),
+            (r#"Bearer service=s,realm=https://r/t"#, bearer("https://r/t", Some("s"))),
+            (r#"Bearer scope="a,b",realm="https://r/t""#, bearer("https://r/t", None)),
+            (r#"Bearer service="s""#, None),
+            (r#"Bearer realm="unterminated"#, None),
+            ("Negotiate abc", None),
+        ] {
+            assert_eq!(Challenge::parse(header), expected, "{header}");
+        }
+    }
+
+    #[test]
+    fn next_pages_come_from_the_link_header() {
+        for (link, expected) in [
+            (r#"</v2/app/tags/list?last=b&n=2>; rel="next""#, Some("/v2/app/tags/list?last=b&n=2")),
+            (r#"<https://r/v2/x?a=1>; rel="prev", </next>; rel="next""#, Some("/next")),
+            (r#"</v2/app/tags/list?last=b>; rel="prev""#, None),
+        ] {
+            assert_eq!(next_link(link).as_deref(), expected, "{link}");
+        }
     }
 }
