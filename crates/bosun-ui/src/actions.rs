@@ -9,7 +9,7 @@ use serde_json::{Value, json};
 
 /// An action on a Package or a Canary.
 #[derive(Debug, Clone, PartialEq, Eq)]
-pub enum Action {
+pub(crate) enum Action {
     /// Reconcile now (`bosun reconcile package`), fetching the source again when `with_source`.
     Reconcile {
         /// `--with-source`.
@@ -39,7 +39,7 @@ pub enum Action {
 impl Action {
     /// The action named `slug` on a page of `section` (`packages`, `canaries`); a rollback
     /// needs the revision.
-    pub fn parse(section: &str, slug: &str, revision: Option<&str>) -> Option<Action> {
+    pub(crate) fn parse(section: &str, slug: &str, revision: Option<&str>) -> Option<Action> {
         let action = match (section, slug) {
             ("packages", "reconcile") => Action::Reconcile { with_source: false },
             ("packages", "reconcile-source") => Action::Reconcile { with_source: true },
@@ -59,7 +59,7 @@ impl Action {
     }
 
     /// The button's word.
-    pub fn title(&self) -> &'static str {
+    pub(crate) fn title(&self) -> &'static str {
         match self {
             Action::Reconcile { with_source: false } => "Reconcile",
             Action::Reconcile { with_source: true } => "Reconcile with source",
@@ -75,7 +75,7 @@ impl Action {
     }
 
     /// What it does, and what it writes (shown before confirming).
-    pub fn explain(&self) -> String {
+    pub(crate) fn explain(&self) -> String {
         match self {
             Action::Reconcile { with_source: false } => {
                 format!("Asks the controller for a run now: sets the annotation {REQUESTED_AT} to the current time (as `bosun reconcile package`).")
@@ -97,7 +97,7 @@ impl Action {
     }
 
     /// The merge patch, with `token` (the current time) as the value of request annotations.
-    pub fn patch(&self, token: &str) -> Value {
+    pub(crate) fn patch(&self, token: &str) -> Value {
         let annotate = |annotations: Value| json!({"metadata": {"annotations": annotations}});
         match self {
             Action::Reconcile { with_source: false } => annotate(json!({REQUESTED_AT: token})),
@@ -116,7 +116,7 @@ impl Action {
     }
 
     /// What the page says once it is done.
-    pub fn done(&self) -> String {
+    pub(crate) fn done(&self) -> String {
         match self {
             Action::Reconcile { .. } => "Reconcile requested: the controller runs it now.".into(),
             Action::Suspend => "Suspended.".into(),
@@ -130,7 +130,7 @@ impl Action {
     }
 
     /// The slug of the action in URLs.
-    pub fn slug(&self) -> &'static str {
+    pub(crate) fn slug(&self) -> &'static str {
         match self {
             Action::Reconcile { with_source: false } => "reconcile",
             Action::Reconcile { with_source: true } => "reconcile-source",

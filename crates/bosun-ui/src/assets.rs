@@ -11,11 +11,11 @@ use axum::{
 use sha2::{Digest, Sha256};
 
 /// The stylesheet.
-pub const CSS: &str = include_str!("assets/ui.css");
+pub(crate) const CSS: &str = include_str!("assets/ui.css");
 /// The script of the live parts.
-pub const JS: &str = include_str!("assets/ui.js");
+pub(crate) const JS: &str = include_str!("assets/ui.js");
 /// The icon.
-pub const ICON: &str = include_str!("assets/icon.svg");
+pub(crate) const ICON: &str = include_str!("assets/icon.svg");
 
 fn versioned(name: &str, content: &str) -> String {
     let hash = Sha256::digest(content.as_bytes());
@@ -23,14 +23,14 @@ fn versioned(name: &str, content: &str) -> String {
 }
 
 /// Where the stylesheet is served.
-pub static CSS_PATH: LazyLock<String> = LazyLock::new(|| versioned("ui.css", CSS));
+pub(crate) static CSS_PATH: LazyLock<String> = LazyLock::new(|| versioned("ui.css", CSS));
 /// Where the script is served.
-pub static JS_PATH: LazyLock<String> = LazyLock::new(|| versioned("ui.js", JS));
+pub(crate) static JS_PATH: LazyLock<String> = LazyLock::new(|| versioned("ui.js", JS));
 /// Where the icon is served.
-pub static ICON_PATH: LazyLock<String> = LazyLock::new(|| versioned("icon.svg", ICON));
+pub(crate) static ICON_PATH: LazyLock<String> = LazyLock::new(|| versioned("icon.svg", ICON));
 
 /// An asset's response: its type, cached for a year (its URL changes with it).
-pub fn serve(content_type: &'static str, body: &'static str) -> Response {
+pub(crate) fn serve(content_type: &'static str, body: &'static str) -> Response {
     let mut response = body.into_response();
     let headers = response.headers_mut();
     headers.insert(header::CONTENT_TYPE, HeaderValue::from_static(content_type));

@@ -27,9 +27,9 @@ use sha2::{Digest, Sha256};
 use tokio::sync::OnceCell;
 
 /// The session cookie.
-pub const SESSION_COOKIE: &str = "bosun_session";
+pub(crate) const SESSION_COOKIE: &str = "bosun_session";
 /// The cookie binding the sign-in form's CSRF token (before there is a session).
-pub const LOGIN_COOKIE: &str = "bosun_login";
+pub(crate) const LOGIN_COOKIE: &str = "bosun_login";
 /// A session ends this long after sign-in.
 const SESSION_LIFETIME: Duration = Duration::from_secs(12 * 3600);
 /// Or after this long unused.
@@ -66,7 +66,7 @@ impl std::fmt::Debug for Authentication {
 
 /// Someone's credentials as the pages use them.
 #[derive(Clone)]
-pub struct Identity {
+pub(crate) struct Identity {
     /// Their client.
     pub client: Client,
     /// Who they are (`alice`), as the API server said.
@@ -83,14 +83,14 @@ impl Identity {
     ///
     /// # Errors
     /// When discovery cannot be read.
-    pub async fn resolver(&self) -> Result<&Resolver, kube::Error> {
+    pub(crate) async fn resolver(&self) -> Result<&Resolver, kube::Error> {
         self.resolver.get_or_try_init(|| Resolver::new(self.client.clone())).await
     }
 }
 
 /// The person behind a request.
 #[derive(Clone)]
-pub struct Caller {
+pub(crate) struct Caller {
     /// Their credentials.
     pub identity: Identity,
     /// The CSRF token their forms carry.
@@ -106,7 +106,7 @@ struct Session {
 }
 
 /// Sessions, clients and the CSRF key.
-pub struct Auth {
+pub(crate) struct Auth {
     authentication: Authentication,
     key: [u8; 32],
     local: Option<Identity>,
@@ -116,7 +116,7 @@ pub struct Auth {
 
 /// Why a sign-in failed.
 #[derive(Debug, thiserror::Error)]
-pub enum SignInError {
+pub(crate) enum SignInError {
     /// The token is empty.
     #[error("enter a token")]
     Empty,
@@ -135,7 +135,7 @@ fn random_hex() -> String {
 }
 
 /// The value of cookie `name` in the request's headers.
-pub fn cookie<'a>(headers: &'a HeaderMap, name: &str) -> Option<&'a str> {
+pub(crate) fn cookie<'a>(headers: &'a HeaderMap, name: &str) -> Option<&'a str> {
     headers
         .get_all(header::COOKIE)
         .iter()
@@ -148,19 +148,19 @@ pub fn cookie<'a>(headers: &'a HeaderMap, name: &str) -> Option<&'a str> {
 
 /// A `Set-Cookie` value: `HttpOnly`, `SameSite=Strict`, `Secure` when served over HTTPS (directly
 /// or by a proxy), for `max_age` seconds (0: delete it).
-pub fn set_cookie(name: &str, value: &str, max_age: u64, secure: bool) -> String {
+pub(crate) fn set_cookie(name: &str, value: &str, max_age: u64, secure: bool) -> String {
     let secure = if secure { "; Secure" } else { "" };
     format!("{name}={value}; Path=/; Max-Age={max_age}; HttpOnly; SameSite=Strict{secure}")
 }
 
 /// How long a session cookie lives.
-pub fn session_max_age() -> u64 {
+pub(crate) fn session_max_age() -> u64 {
     SESSION_LIFETIME.as_secs()
 }
 
 impl Auth {
     /// Sessions for `authentication`, with a fresh CSRF key.
-    pub fn new(authentication: Authentication) -> Auth {
+    pub(crate) fn new(authentication: Authentication) -> Auth {
         let mut key = [0u8; 32];
         rand::rng().fill_bytes(&mut key);
         let local = match &authentication {
@@ -171,7 +171,7 @@ impl Auth {
     }
 
     /// Whether people sign in (rather than being the kubeconfig's user).
-    pub fn signs_in(&self) -> bool {
+    pub(crate) fn signs_in(&self) -> bool {
         self.local.is_none()
     }
 
@@ -193,13 +193,13 @@ impl Auth {
 
     /// Who is asking: the local user, the bearer token of the `Authorization` header, or the
     /// session of the cookie; `None` when someone must sign in.
-    pub fn caller(&self, headers: &HeaderMap) -> Option<Caller> {
+    pub(crate) fn caller(&self, headers: &HeaderMap) -> Option<Caller> {
         let (identity, subject, signed_in) = self.identify(headers)?;
         Some(Caller { identity, csrf: self.csrf(&subject), signed_in })
     }
 
     /// Whether a form's CSRF token is the caller's.
-    pub fn check_csrf(&self, headers: &HeaderMap, token: &str) -> bool {
+    pub(crate) fn check_csrf(&self, headers: &HeaderMap, token: &str) -> bool {
         self.identify(headers).is_some_and(|(_, subject, _)| self.csrf_matches(&subject, token))
     }
 
@@ -257,7 +257,7 @@ impl Auth {
     ///
     /// # Errors
     /// When the token is empty or the API server refuses it.
-    pub async fn sign_in(&self, token: &str) -> Result<String, SignInError> {
+    pub(crate) async fn sign_in(&self, token: &str) -> Result<String, SignInError> {
         let token = token.trim();
         if token.is_empty() {
             return Err(SignInError::Empty);
@@ -288,21 +288,21 @@ impl Auth {
     }
 
     /// Ends the session of the request's cookie.
-    pub fn sign_out(&self, headers: &HeaderMap) {
+    pub(crate) fn sign_out(&self, headers: &HeaderMap) {
         if let Some(id) = cookie(headers, SESSION_COOKIE) {
             self.sessions.lock().unwrap_or_else(|e| e.into_inner()).remove(id);
         }
     }
 
     /// A fresh value for the sign-in form's cookie, and the CSRF token that goes with it.
-    pub fn login_form(&self) -> (String, String) {
+    pub(crate) fn login_form(&self) -> (String, String) {
         let nonce = random_hex();
         let token = self.csrf(&format!("login:{nonce}"));
         (nonce, token)
     }
 
     /// Whether the sign-in form's CSRF token matches its cookie.
-    pub fn check_login_csrf(&self, headers: &HeaderMap, token: &str) -> bool {
+    pub(crate) fn check_login_csrf(&self, headers: &HeaderMap, token: &str) -> bool {
         cookie(headers, LOGIN_COOKIE).is_some_and(|nonce| self.csrf_matches(&format!("login:{nonce}"), token))
     }
 }

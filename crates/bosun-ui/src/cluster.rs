@@ -7,7 +7,7 @@ use bosun_api::package::PackageResource;
 use bosun_api::{canary::CanaryResource, notification::AlertResource, operator::OperatorResource};
 use bosun_core::discovery::Resolver;
 use kube::{
-    Api, Client, Resource,
+    Api, Client,
     api::{ApiResource, DynamicObject, ListParams},
 };
 use serde_json::Value;
@@ -16,7 +16,7 @@ use crate::model::links::ObjectPage;
 
 /// A kind the dashboard lists.
 #[derive(Debug, Clone)]
-pub struct Listed {
+pub(crate) struct Listed {
     /// The section of links (`packages`) and the heading (`Packages`).
     pub section: &'static str,
     /// The heading.
@@ -28,33 +28,33 @@ pub struct Listed {
 }
 
 /// The kind in `section` (`packages`, `canaries`, …).
-pub fn listed(section: &'static str, title: &'static str, resource: ApiResource) -> Listed {
+pub(crate) fn listed(section: &'static str, title: &'static str, resource: ApiResource) -> Listed {
     Listed { section, title, resource, namespaced: true }
 }
 
 /// Packages.
-pub fn packages() -> Listed {
+pub(crate) fn packages() -> Listed {
     listed(ObjectPage::Package.section(), "Packages", ApiResource::erase::<PackageResource>(&()))
 }
 
 /// Canaries.
-pub fn canaries() -> Listed {
+pub(crate) fn canaries() -> Listed {
     listed(ObjectPage::Canary.section(), "Canaries", ApiResource::erase::<CanaryResource>(&()))
 }
 
 /// Operators.
-pub fn operators() -> Listed {
+pub(crate) fn operators() -> Listed {
     listed("operators", "Operators", ApiResource::erase::<OperatorResource>(&()))
 }
 
 /// Alerts.
-pub fn alerts() -> Listed {
+pub(crate) fn alerts() -> Listed {
     listed("alerts", "Alerts", ApiResource::erase::<AlertResource>(&()))
 }
 
 /// The CLI's inventory ConfigMaps: the packages `bosun apply` applied (see
 /// [`crate::model::inventory`]; listed with its label selector).
-pub fn inventories() -> Listed {
+pub(crate) fn inventories() -> Listed {
     listed(
         ObjectPage::Inventory.section(),
         "Packages applied by the CLI",
@@ -66,7 +66,7 @@ pub fn inventories() -> Listed {
 const BOSUN_GROUP: &str = "bosun.dev";
 
 /// Fleets, when the cluster serves the kind (`fleets.bosun.dev`; listed generically).
-pub async fn fleets(client: &Client) -> Option<Listed> {
+pub(crate) async fn fleets(client: &Client) -> Option<Listed> {
     let group = kube::discovery::group(client, BOSUN_GROUP).await.ok()?;
     let (resource, capabilities) = group.recommended_kind("Fleet")?;
     let namespaced = capabilities.scope == kube::discovery::Scope::Namespaced;
@@ -75,7 +75,7 @@ pub async fn fleets(client: &Client) -> Option<Listed> {
 
 /// A read that failed, naming what was read.
 #[derive(Debug, Clone, thiserror::Error)]
-pub enum ReadError {
+pub(crate) enum ReadError {
     /// The object does not exist.
     #[error("{what}: not found")]
     NotFound {
@@ -113,7 +113,7 @@ pub enum ReadError {
 
 impl ReadError {
     /// The error of reading `what`.
-    pub fn of(what: impl Into<String>, error: kube::Error) -> ReadError {
+    pub(crate) fn of(what: impl Into<String>, error: kube::Error) -> ReadError {
         let what = what.into();
         match error {
             kube::Error::Api(status) if status.code == 404 => {
@@ -129,7 +129,7 @@ impl ReadError {
     }
 
     /// The HTTP status a page reporting it answers with.
-    pub fn status(&self) -> u16 {
+    pub(crate) fn status(&self) -> u16 {
         match self {
             ReadError::NotFound { .. } | ReadError::NotServed { .. } => 404,
             ReadError::Refused { code, .. } => *code,
@@ -139,7 +139,7 @@ impl ReadError {
 }
 
 /// The API of a listed kind, in `namespace` or all.
-pub fn api(client: &Client, kind: &Listed, namespace: Option<&str>) -> Api<DynamicObject> {
+pub(crate) fn api(client: &Client, kind: &Listed, namespace: Option<&str>) -> Api<DynamicObject> {
     match namespace.filter(|_| kind.namespaced) {
         Some(namespace) => Api::namespaced_with(client.clone(), namespace, &kind.resource),
         None => Api::all_with(client.clone(), &kind.resource),
@@ -147,7 +147,7 @@ pub fn api(client: &Client, kind: &Listed, namespace: Option<&str>) -> Api<Dynam
 }
 
 /// The objects of a kind (in `namespace`, or all; matching `labels`), by namespace and name.
-pub async fn list(
+pub(crate) async fn list(
     client: &Client,
     kind: &Listed,
     namespace: Option<&str>,
@@ -165,7 +165,7 @@ pub async fn list(
 }
 
 /// One object of a listed kind.
-pub async fn get(
+pub(crate) async fn get(
     client: &Client,
     kind: &Listed,
     namespace: Option<&str>,
@@ -176,7 +176,7 @@ pub async fn get(
 }
 
 /// The Events about an object (core/v1, by involved object), as JSON.
-pub async fn events(client: &Client, namespace: &str, kind: &str, name: &str) -> Result<Vec<Value>, ReadError> {
+pub(crate) async fn events(client: &Client, namespace: &str, kind: &str, name: &str) -> Result<Vec<Value>, ReadError> {
     let events: Api<DynamicObject> =
         Api::namespaced_with(client.clone(), namespace, &ApiResource::erase::<k8s_openapi::api::core::v1::Event>(&()));
     let params = ListParams::default().fields(&format!("involvedObject.kind={kind},involvedObject.name={name}"));
@@ -188,7 +188,7 @@ pub async fn events(client: &Client, namespace: &str, kind: &str, name: &str) ->
 }
 
 /// Any object by apiVersion and kind (found through discovery), as JSON.
-pub async fn object(
+pub(crate) async fn object(
     client: &Client,
     resolver: &Resolver,
     api_version: &str,
@@ -209,7 +209,7 @@ pub async fn object(
 
 /// The objects of a kind found through discovery (`watch` of an Operator), in `namespace` or
 /// all, matching `labels`.
-pub async fn objects_of(
+pub(crate) async fn objects_of(
     client: &Client,
     resolver: &Resolver,
     api_version: &str,
@@ -228,9 +228,4 @@ pub async fn objects_of(
     }
     let listed = api(client, &listed, namespace).list(&params).await.map_err(|e| ReadError::of(what, e))?;
     Ok(listed.items)
-}
-
-/// The `Kind` bosun's own resources report in Events and owner references.
-pub fn kind_of<K: Resource<DynamicType = ()>>() -> String {
-    K::kind(&()).into_owned()
 }

@@ -13,33 +13,36 @@
 //!   configuration; maud is one proc-macro crate with no dependencies of note). Every page reads
 //!   without JavaScript.
 //! - **One small hand-written script** (`assets/ui.js`) for the live parts: the page's
-//!   Server-Sent Events, fed by kube watches ([`live`]), swap in parts the server renders again.
-//!   No Node toolchain: the CSS and the script are embedded with `include_str!` ([`assets`]).
+//!   Server-Sent Events, fed by kube watches (`live`), swap in parts the server renders again.
+//!   No Node toolchain: the CSS and the script are embedded with `include_str!` (`assets`).
 //! - **Every API call is the viewer's**: the kubeconfig's identity for `bosun ui` on loopback;
 //!   in a cluster (`bosun controller --ui-addr`) each person signs in with a bearer token or
-//!   comes through an authenticating proxy's `Authorization` header ([`auth`]), so RBAC decides
+//!   comes through an authenticating proxy's `Authorization` header (`auth`), so RBAC decides
 //!   what they see and may press, and a refusal shows the API server's reason.
-//! - **Pure decisions, thin effects**: [`model`] reads objects leniently (spec and status as
-//!   JSON) and decides states, plans, splits and links; [`pages`] renders; [`actions`] says
-//!   which patch a button sends; [`views`], [`routes`] and [`live`] do the IO.
-//! - **Security** ([`server`]): loopback by default; elsewhere only over TLS (or behind a proxy
+//! - **Pure decisions, thin effects**: `model` reads objects leniently (spec and status as
+//!   JSON) and decides states, plans, splits and links; `pages` renders; `actions` says
+//!   which patch a button sends; `views`, `routes` and `live` do the IO.
+//! - **Security** (`server`): loopback by default; elsewhere only over TLS (or behind a proxy
 //!   that terminates it) and with sign-in; a Content-Security-Policy without inline script;
 //!   CSRF tokens on every form that changes something; cookies `HttpOnly`, `SameSite=Strict`,
 //!   `Secure` over HTTPS; the `Host` checked on loopback (DNS rebinding); tokens never in URLs or
 //!   logs.
 
 #![warn(missing_docs)]
+// Everything is the crate's own but what this file exports (`Ui`, `Settings`, `UiError`,
+// `Authentication`, `Transport`): a `pub` that cannot be reached from outside is an error.
+#![deny(unreachable_pub)]
 
-pub mod actions;
-pub mod assets;
-pub mod auth;
-pub mod cluster;
-pub mod live;
-pub mod model;
-pub mod pages;
-pub mod routes;
-pub mod server;
-pub mod views;
+mod actions;
+mod assets;
+mod auth;
+mod cluster;
+mod live;
+mod model;
+mod pages;
+mod routes;
+mod server;
+mod views;
 
 use std::{future::Future, net::SocketAddr, path::PathBuf, sync::Arc};
 

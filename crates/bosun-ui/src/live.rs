@@ -206,7 +206,7 @@ fn event_triggers(identity: &Identity, namespace: &str, kind: &str, name: &str) 
 
 /// A detail page's updates (`/live/SECTION/NS/NAME`): its object's watches say when to render
 /// its parts again.
-pub async fn object(
+pub(crate) async fn object(
     State(state): State<Shared>,
     headers: HeaderMap,
     Path((section, namespace, name)): Path<(String, String, String)>,
@@ -318,7 +318,11 @@ async fn owned_triggers(
 /// The overview's updates: a watch per listed kind (with the filters); each change sends its
 /// row and the section's counts. The rows of the packages the CLI applied are read again when
 /// [`cli_triggers`] say something of theirs changed.
-pub async fn overview(State(state): State<Shared>, headers: HeaderMap, Query(filters): Query<Filters>) -> Response {
+pub(crate) async fn overview(
+    State(state): State<Shared>,
+    headers: HeaderMap,
+    Query(filters): Query<Filters>,
+) -> Response {
     stream(&state, &headers, move |caller, stopping, sender| async move {
         let kinds = views::overview_kinds(&caller.identity).await;
         let cli = cli_triggers(&caller.identity, &filters).await;

@@ -37,7 +37,7 @@ use crate::{
 };
 
 /// Every route.
-pub fn router(state: Shared) -> Router {
+pub(crate) fn router(state: Shared) -> Router {
     Router::new()
         .route("/", get(overview))
         .route("/healthz", get(|| async { "ok" }))
@@ -66,7 +66,7 @@ fn viewer(caller: &Caller) -> Viewer {
 }
 
 /// The caller, or the sign-in page for someone who must sign in.
-pub fn caller(state: &AppState, headers: &HeaderMap) -> Result<Caller, Box<Response>> {
+pub(crate) fn caller(state: &AppState, headers: &HeaderMap) -> Result<Caller, Box<Response>> {
     state.auth.caller(headers).ok_or_else(|| Box::new(Redirect::to("/login").into_response()))
 }
 

@@ -23,7 +23,7 @@ use tokio::net::TcpListener;
 use crate::{UiError, auth::Auth};
 
 /// What the handlers share.
-pub struct AppState {
+pub(crate) struct AppState {
     /// Sessions and credentials.
     pub auth: Auth,
     /// Whether browsers reach the dashboard over HTTPS (cookies are `Secure`).
@@ -33,7 +33,7 @@ pub struct AppState {
 }
 
 /// The shared state.
-pub type Shared = Arc<AppState>;
+pub(crate) type Shared = Arc<AppState>;
 
 /// How the dashboard is reached.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -64,7 +64,7 @@ impl Transport {
 ///
 /// # Errors
 /// [`UiError::Exposed`] saying what to do.
-pub fn check_exposure(address: &SocketAddr, transport: &Transport, signs_in: bool) -> Result<(), UiError> {
+pub(crate) fn check_exposure(address: &SocketAddr, transport: &Transport, signs_in: bool) -> Result<(), UiError> {
     if address.ip().is_loopback() {
         return Ok(());
     }
@@ -84,11 +84,11 @@ pub fn check_exposure(address: &SocketAddr, transport: &Transport, signs_in: boo
 
 /// The Content-Security-Policy: scripts, styles and images from the dashboard only, no inline
 /// script or style, no framing, forms and connections to itself.
-pub const CSP: &str = "default-src 'none'; script-src 'self'; style-src 'self'; img-src 'self' data:; connect-src 'self'; form-action 'self'; frame-ancestors 'none'; base-uri 'none'";
+pub(crate) const CSP: &str = "default-src 'none'; script-src 'self'; style-src 'self'; img-src 'self' data:; connect-src 'self'; form-action 'self'; frame-ancestors 'none'; base-uri 'none'";
 
 /// What the guard checks.
 #[derive(Debug, Clone)]
-pub struct Guard {
+pub(crate) struct Guard {
     /// The `Host` values accepted (loopback: the address's own names, against DNS rebinding);
     /// none: any.
     pub hosts: Option<Vec<String>>,
@@ -98,7 +98,7 @@ pub struct Guard {
 
 impl Guard {
     /// The guard for a server bound to `address`.
-    pub fn new(address: SocketAddr, https: bool) -> Guard {
+    pub(crate) fn new(address: SocketAddr, https: bool) -> Guard {
         let hosts = address.ip().is_loopback().then(|| {
             let port = address.port();
             let mut hosts = vec![format!("localhost:{port}"), format!("127.0.0.1:{port}"), format!("[::1]:{port}")];
@@ -112,7 +112,7 @@ impl Guard {
 
     /// Why a request is refused before it is handled, if it is: a foreign `Host` (DNS
     /// rebinding), or a form posted from another origin.
-    pub fn refuse(&self, method: &Method, headers: &HeaderMap) -> Option<&'static str> {
+    pub(crate) fn refuse(&self, method: &Method, headers: &HeaderMap) -> Option<&'static str> {
         let host = headers.get(header::HOST).and_then(|h| h.to_str().ok()).unwrap_or_default();
         if let Some(hosts) = &self.hosts
             && !hosts.iter().any(|h| h.eq_ignore_ascii_case(host))
@@ -132,7 +132,7 @@ impl Guard {
 }
 
 /// Refuses what the guard refuses; adds the security headers and `Server-Timing` to answers.
-pub async fn guard(State(guard): State<Arc<Guard>>, request: Request, next: Next) -> Response {
+pub(crate) async fn guard(State(guard): State<Arc<Guard>>, request: Request, next: Next) -> Response {
     let started = Instant::now();
     if let Some(why) = guard.refuse(request.method(), request.headers()) {
         return (StatusCode::FORBIDDEN, why).into_response();
@@ -160,7 +160,7 @@ pub async fn guard(State(guard): State<Arc<Guard>>, request: Request, next: Next
 ///
 /// # Errors
 /// [`UiError::Tls`] naming the file.
-pub fn tls_config(cert: &Path, key: &Path) -> Result<Arc<rustls::ServerConfig>, UiError> {
+pub(crate) fn tls_config(cert: &Path, key: &Path) -> Result<Arc<rustls::ServerConfig>, UiError> {
     let failed = |path: &Path, message: String| UiError::Tls { path: path.to_path_buf(), message };
     let chain: Vec<CertificateDer<'static>> = CertificateDer::pem_file_iter(cert)
         .map_err(|e| failed(cert, e.to_string()))?
@@ -184,7 +184,7 @@ const HANDSHAKE_TIMEOUT: Duration = Duration::from_secs(10);
 
 /// Serves `router` over HTTPS until `shutdown`: each connection's handshake and requests run
 /// in its own task, so a slow client holds up no other.
-pub async fn serve_tls(
+pub(crate) async fn serve_tls(
     listener: TcpListener,
     config: Arc<rustls::ServerConfig>,
     router: Router,

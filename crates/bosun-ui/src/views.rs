@@ -29,7 +29,7 @@ use crate::{
 const CONCURRENT_READS: usize = 8;
 
 /// The kinds the overview lists, Fleets among them when the cluster serves the kind.
-pub async fn overview_kinds(identity: &Identity) -> Vec<cluster::Listed> {
+pub(crate) async fn overview_kinds(identity: &Identity) -> Vec<cluster::Listed> {
     let mut kinds = vec![cluster::packages()];
     kinds.extend(cluster::fleets(&identity.client).await);
     kinds.extend([cluster::canaries(), cluster::operators(), cluster::alerts()]);
@@ -38,7 +38,7 @@ pub async fn overview_kinds(identity: &Identity) -> Vec<cluster::Listed> {
 
 /// The overview's sections, and the namespaces seen (for the filter's suggestions). The
 /// packages the CLI applied are rows of the Packages.
-pub async fn overview(identity: &Identity, filters: &Filters) -> (Vec<Section>, Vec<String>) {
+pub(crate) async fn overview(identity: &Identity, filters: &Filters) -> (Vec<Section>, Vec<String>) {
     let kinds = overview_kinds(identity).await;
     let client = &identity.client;
     let listings = kinds.iter().map(|kind| cluster::list(client, kind, filters.namespace(), filters.labels()));
@@ -67,7 +67,7 @@ pub async fn overview(identity: &Identity, filters: &Filters) -> (Vec<Section>, 
 }
 
 /// The health of each object, read live (at most [`CONCURRENT_READS`] at once).
-pub async fn leaves(identity: &Identity, owned: Vec<Owned>) -> Vec<Leaf> {
+pub(crate) async fn leaves(identity: &Identity, owned: Vec<Owned>) -> Vec<Leaf> {
     let resolver = match identity.resolver().await {
         Ok(resolver) => resolver.clone(),
         Err(error) => {
@@ -97,7 +97,7 @@ pub async fn leaves(identity: &Identity, owned: Vec<Owned>) -> Vec<Leaf> {
 }
 
 /// The packages the CLI applied that the overview's filters show, by namespace and name.
-pub async fn applied_inventories(identity: &Identity, filters: &Filters) -> Result<Vec<Applied>, ReadError> {
+pub(crate) async fn applied_inventories(identity: &Identity, filters: &Filters) -> Result<Vec<Applied>, ReadError> {
     let selector = inventory::selector(filters.labels());
     let configmaps =
         cluster::list(&identity.client, &cluster::inventories(), filters.namespace(), Some(&selector)).await?;
@@ -110,7 +110,7 @@ pub async fn applied_inventories(identity: &Identity, filters: &Filters) -> Resu
 
 /// The packages the CLI applied that the overview's filters show, each with its objects'
 /// health (read at most [`CONCURRENT_READS`] at once, across all of them).
-pub async fn applied(identity: &Identity, filters: &Filters) -> Result<Vec<(Applied, Vec<Leaf>)>, ReadError> {
+pub(crate) async fn applied(identity: &Identity, filters: &Filters) -> Result<Vec<(Applied, Vec<Leaf>)>, ReadError> {
     let applied = applied_inventories(identity, filters).await?;
     let owned = applied.iter().flat_map(|applied| applied.objects.iter().flatten().cloned()).collect();
     let mut leaves = leaves(identity, owned).await.into_iter();
@@ -125,13 +125,17 @@ pub async fn applied(identity: &Identity, filters: &Filters) -> Result<Vec<(Appl
 }
 
 /// The overview's rows of the packages the CLI applied, or why they could not be listed.
-pub async fn cli_rows(identity: &Identity, filters: &Filters) -> Result<Vec<Row>, String> {
+pub(crate) async fn cli_rows(identity: &Identity, filters: &Filters) -> Result<Vec<Row>, String> {
     let applied = applied(identity, filters).await.map_err(|e| e.to_string())?;
     Ok(applied.iter().map(|(applied, leaves)| inventory_row(applied, leaves)).collect())
 }
 
 /// A package the CLI applied (by its inventory) and its objects' health.
-pub async fn inventory(identity: &Identity, namespace: &str, name: &str) -> Result<(Applied, Vec<Leaf>), ReadError> {
+pub(crate) async fn inventory(
+    identity: &Identity,
+    namespace: &str,
+    name: &str,
+) -> Result<(Applied, Vec<Leaf>), ReadError> {
     let configmap_name = bosun_api::inventory::configmap_name(name);
     let configmap = cluster::get(&identity.client, &cluster::inventories(), Some(namespace), &configmap_name).await?;
     let Some(applied) = inventory::applied(&configmap).filter(|applied| applied.name == name) else {
@@ -153,7 +157,11 @@ async fn events(
 }
 
 /// A Package and what its page shows besides.
-pub async fn package(identity: &Identity, namespace: &str, name: &str) -> Result<(DynamicObject, Extras), ReadError> {
+pub(crate) async fn package(
+    identity: &Identity,
+    namespace: &str,
+    name: &str,
+) -> Result<(DynamicObject, Extras), ReadError> {
     let package = cluster::get(&identity.client, &cluster::packages(), Some(namespace), name).await?;
     let (tree, events) = futures::join!(
         leaves(identity, model::package::inventory(&package)),
@@ -163,17 +171,17 @@ pub async fn package(identity: &Identity, namespace: &str, name: &str) -> Result
 }
 
 /// The Deployments a Canary manages (by its label).
-pub fn deployments_kind() -> cluster::Listed {
+pub(crate) fn deployments_kind() -> cluster::Listed {
     cluster::listed("deployments", "Deployments", ApiResource::erase::<k8s_openapi::api::apps::v1::Deployment>(&()))
 }
 
 /// The label selector of a Canary's Deployments.
-pub fn canary_selector(name: &str) -> String {
+pub(crate) fn canary_selector(name: &str) -> String {
     format!("{CANARY_LABEL}={name}")
 }
 
 /// A Canary and what its page shows besides.
-pub async fn canary(
+pub(crate) async fn canary(
     identity: &Identity,
     namespace: &str,
     name: &str,
@@ -212,7 +220,7 @@ async fn operator_inventory(
 
 /// An Operator, its watched objects (the first [`WATCHED_SHOWN`]) with their children, and its
 /// Events.
-pub async fn operator(
+pub(crate) async fn operator(
     identity: &Identity,
     namespace: &str,
     name: &str,

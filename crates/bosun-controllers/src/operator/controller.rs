@@ -26,7 +26,8 @@ use kube::{
 use serde_json::{Value, json};
 use tokio_util::sync::CancellationToken;
 
-use bosun::apply::{Cache, Inventory, Journal, Kind, Options, Resolver};
+use bosun::apply::{Cache, Inventory, Journal, Options};
+use bosun_core::discovery::{Kind, Resolver};
 use bosun::package::Package;
 use bosun::pipeline::{self, RenderOptions};
 use bosun::render::{HelmRelease, Rendered, Sandbox};

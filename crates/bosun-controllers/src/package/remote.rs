@@ -10,7 +10,8 @@ use std::{
     time::Duration,
 };
 
-use bosun::apply::{Cache, Resolver};
+use bosun::apply::Cache;
+use bosun_core::discovery::Resolver;
 use bosun_api::package::{KUBECONFIG_KEY, PackageResource, SecretKeyReference};
 use bosun_core::cluster::ClusterError;
 use k8s_openapi::api::core::v1::Secret;

@@ -10,7 +10,7 @@ use super::{Standing, State, package::Mark, standing, text};
 
 /// The Canary's state: its phase (`Healthy`, `Progressing`, `Paused`, `Degraded`), else its
 /// conditions.
-pub fn canary_standing(canary: &DynamicObject) -> Standing {
+pub(crate) fn canary_standing(canary: &DynamicObject) -> Standing {
     let message = text(canary, "/status/message").to_string();
     match text(canary, "/status/phase") {
         "Healthy" => Standing { state: State::Ready, message },
@@ -22,7 +22,7 @@ pub fn canary_standing(canary: &DynamicObject) -> Standing {
 
 /// A step of the canary.
 #[derive(Debug, Clone, PartialEq, Eq)]
-pub struct Step {
+pub(crate) struct Step {
     /// `Set weight 30%`, `Pause 30s`, `Pause until promoted`, `Analysis`.
     pub label: String,
     /// For weight steps: `(stable, canary)` replicas it moves to.
@@ -33,7 +33,7 @@ pub struct Step {
 
 /// The steps of `spec.steps` (with the final 100% the controller adds when the last weight is
 /// lower), the split each weight step reaches, and which one runs.
-pub fn steps(canary: &DynamicObject) -> Vec<Step> {
+pub(crate) fn steps(canary: &DynamicObject) -> Vec<Step> {
     let specs = canary.data.pointer("/spec/steps").and_then(Value::as_array).map_or(&[][..], Vec::as_slice);
     let per_step =
         canary.data.pointer("/status/replicasPerStep").and_then(Value::as_array).map_or(&[][..], Vec::as_slice);
@@ -93,7 +93,7 @@ fn parse_split(text: &str) -> Option<(u32, u32)> {
 
 /// The replicas the Deployments of a Canary ask for now, `(stable, canary)`: the Deployment
 /// of the stable version and the one of the canary version (others, being deleted, aside).
-pub fn live_split(canary: &DynamicObject, deployments: &[DynamicObject]) -> Option<(i64, i64)> {
+pub(crate) fn live_split(canary: &DynamicObject, deployments: &[DynamicObject]) -> Option<(i64, i64)> {
     let stable = text(canary, "/status/stableVersion");
     let candidate = text(canary, "/status/canaryVersion");
     let replicas = |version: &str| {
@@ -114,7 +114,7 @@ pub fn live_split(canary: &DynamicObject, deployments: &[DynamicObject]) -> Opti
 
 /// One measurement of an analysis.
 #[derive(Debug, Clone, PartialEq)]
-pub struct Point {
+pub(crate) struct Point {
     /// When (RFC 3339).
     pub at: String,
     /// The check.
@@ -129,7 +129,7 @@ pub struct Point {
 
 /// An analysis run with its measurements.
 #[derive(Debug, Clone, PartialEq)]
-pub struct Analysis {
+pub(crate) struct Analysis {
     /// `step-2`, `background`, `pre-promotion`.
     pub key: String,
     /// The analysis' name.
@@ -143,7 +143,7 @@ pub struct Analysis {
 }
 
 /// The analysis runs of `status.analysisRuns`.
-pub fn analyses(canary: &DynamicObject) -> Vec<Analysis> {
+pub(crate) fn analyses(canary: &DynamicObject) -> Vec<Analysis> {
     let runs = canary.data.pointer("/status/analysisRuns").and_then(Value::as_array).map_or(&[][..], Vec::as_slice);
     runs.iter()
         .map(|run| {
@@ -175,7 +175,7 @@ pub fn analyses(canary: &DynamicObject) -> Vec<Analysis> {
 /// Where each point goes in a `width` × `height` chart: x by order, y by value scaled between
 /// the lowest and highest (points without a number sit at the bottom). Pure geometry, so the
 /// page draws it as inline SVG with no script.
-pub fn chart(points: &[Point], width: f64, height: f64) -> Vec<(f64, f64)> {
+pub(crate) fn chart(points: &[Point], width: f64, height: f64) -> Vec<(f64, f64)> {
     let values: Vec<f64> = points.iter().filter_map(|p| p.value).collect();
     let low = values.iter().copied().fold(f64::INFINITY, f64::min);
     let high = values.iter().copied().fold(f64::NEG_INFINITY, f64::max);

@@ -19,11 +19,11 @@ use super::{
 
 /// The section of these packages' pages (`/inventories/NS/NAME`): a Package resource and a
 /// package the CLI applied may have the same namespace and name.
-pub const SECTION: &str = ObjectPage::Inventory.section();
+pub(crate) const SECTION: &str = ObjectPage::Inventory.section();
 
 /// A package the CLI applied, as its inventory says.
 #[derive(Debug, Clone, PartialEq, Eq)]
-pub struct Applied {
+pub(crate) struct Applied {
     /// The package's namespace (its inventory's).
     pub namespace: String,
     /// The package's name.
@@ -36,7 +36,7 @@ pub struct Applied {
 
 /// The package a ConfigMap is the CLI's inventory of: `None` for any other ConfigMap (no
 /// `bosun.dev/inventory` label, a name that is not `bosun-inventory-<label>`, or an owner).
-pub fn applied(configmap: &DynamicObject) -> Option<Applied> {
+pub(crate) fn applied(configmap: &DynamicObject) -> Option<Applied> {
     let name = configmap.metadata.labels.as_ref()?.get(INVENTORY_LABEL)?;
     let configmap_name = configmap.metadata.name.as_deref()?;
     let owned = configmap.metadata.owner_references.as_ref().is_some_and(|owners| !owners.is_empty());
@@ -55,7 +55,7 @@ pub fn applied(configmap: &DynamicObject) -> Option<Applied> {
 }
 
 /// The label selector of the CLI's inventories, with the overview's own (`team=a`) if any.
-pub fn selector(labels: Option<&str>) -> String {
+pub(crate) fn selector(labels: Option<&str>) -> String {
     match labels {
         Some(labels) => format!("{INVENTORY_LABEL},{labels}"),
         None => INVENTORY_LABEL.to_string(),
@@ -66,7 +66,7 @@ pub fn selector(labels: Option<&str>) -> String {
 /// Failed when one failed or is gone (or the inventory is damaged), else Progressing when one
 /// is still changing or cannot be read, else Ready. The message names the first object that
 /// decided it.
-pub fn standing(applied: &Applied, leaves: &[Leaf]) -> Standing {
+pub(crate) fn standing(applied: &Applied, leaves: &[Leaf]) -> Standing {
     let say = |state, message: String| Standing { state, message };
     if let Err(error) = &applied.objects {
         return say(State::Failed, format!("inventory ConfigMap {}/{}: {error}", applied.namespace, applied.configmap));

@@ -3,13 +3,13 @@
 
 /// The segment standing for "no namespace" in links to cluster-scoped objects (a namespace
 /// name can never be `_`).
-pub const NO_NAMESPACE: &str = "_";
+pub(crate) const NO_NAMESPACE: &str = "_";
 
 /// The segment standing for the core API group (`v1` objects) in YAML links.
-pub const CORE_GROUP: &str = "core";
+pub(crate) const CORE_GROUP: &str = "core";
 
 /// The commit of a revision (`main@sha1:<commit>`, `sha1:<commit>`), if it names one.
-pub fn commit_of(revision: &str) -> Option<&str> {
+pub(crate) fn commit_of(revision: &str) -> Option<&str> {
     let (_, commit) = revision.rsplit_once("sha1:")?;
     (commit.len() >= 7 && commit.bytes().all(|b| b.is_ascii_hexdigit())).then_some(commit)
 }
@@ -18,7 +18,7 @@ pub fn commit_of(revision: &str) -> Option<&str> {
 /// GitLab (any host whose name says gitlab): `https://github.com/org/repo/commit/<sha>`,
 /// `https://gitlab.example.com/group/sub/repo/-/commit/<sha>`. Credentials in the URL are
 /// never carried into the link.
-pub fn commit_url(git_url: &str, revision: &str) -> Option<String> {
+pub(crate) fn commit_url(git_url: &str, revision: &str) -> Option<String> {
     let commit = commit_of(revision)?;
     let rest = git_url.strip_prefix("https://")?;
     let (authority, path) = rest.split_once('/')?;
@@ -39,7 +39,7 @@ pub fn commit_url(git_url: &str, revision: &str) -> Option<String> {
 /// The pages of an object with live parts (`/live/SECTION/NS/NAME`) and actions (but for a
 /// package the CLI applied, which has none).
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum ObjectPage {
+pub(crate) enum ObjectPage {
     /// A Package.
     Package,
     /// A Canary.
@@ -50,15 +50,15 @@ pub enum ObjectPage {
 
 impl ObjectPage {
     /// Every one of them.
-    pub const ALL: [ObjectPage; 3] = [ObjectPage::Package, ObjectPage::Canary, ObjectPage::Inventory];
+    pub(crate) const ALL: [ObjectPage; 3] = [ObjectPage::Package, ObjectPage::Canary, ObjectPage::Inventory];
 
     /// The page of a section of the URL space, if it is one of them.
-    pub fn parse(section: &str) -> Option<ObjectPage> {
+    pub(crate) fn parse(section: &str) -> Option<ObjectPage> {
         ObjectPage::ALL.into_iter().find(|page| page.section() == section)
     }
 
     /// Its section of the URL space (`packages`).
-    pub const fn section(self) -> &'static str {
+    pub(crate) const fn section(self) -> &'static str {
         match self {
             ObjectPage::Package => "packages",
             ObjectPage::Canary => "canaries",
@@ -67,7 +67,7 @@ impl ObjectPage {
     }
 
     /// What it shows, as a title (`Package team/web`).
-    pub fn title(self, namespace: &str, name: &str) -> String {
+    pub(crate) fn title(self, namespace: &str, name: &str) -> String {
         match self {
             ObjectPage::Package => format!("Package {namespace}/{name}"),
             ObjectPage::Canary => format!("Canary {namespace}/{name}"),
@@ -77,13 +77,13 @@ impl ObjectPage {
 }
 
 /// The page of a Package, Canary, Operator, Alert or Fleet (`/packages/NS/NAME`).
-pub fn object_page(section: &str, namespace: Option<&str>, name: &str) -> String {
+pub(crate) fn object_page(section: &str, namespace: Option<&str>, name: &str) -> String {
     format!("/{section}/{}/{name}", namespace.filter(|ns| !ns.is_empty()).unwrap_or(NO_NAMESPACE))
 }
 
 /// The YAML page of any object: `/yaml/GROUP/VERSION/KIND/NS/NAME` (`core` for `v1`, `_` for
 /// no namespace).
-pub fn yaml_page(api_version: &str, kind: &str, namespace: &str, name: &str) -> String {
+pub(crate) fn yaml_page(api_version: &str, kind: &str, namespace: &str, name: &str) -> String {
     let (group, version) = match api_version.split_once('/') {
         Some((group, version)) => (group, version),
         None => (CORE_GROUP, api_version),
@@ -93,12 +93,12 @@ pub fn yaml_page(api_version: &str, kind: &str, namespace: &str, name: &str) -> 
 }
 
 /// The `apiVersion` of a YAML link's group and version.
-pub fn api_version(group: &str, version: &str) -> String {
+pub(crate) fn api_version(group: &str, version: &str) -> String {
     if group == CORE_GROUP { version.to_string() } else { format!("{group}/{version}") }
 }
 
 /// The namespace of a link's segment (`_`: none).
-pub fn namespace_of(segment: &str) -> Option<&str> {
+pub(crate) fn namespace_of(segment: &str) -> Option<&str> {
     (segment != NO_NAMESPACE).then_some(segment)
 }
 

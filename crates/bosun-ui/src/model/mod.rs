@@ -3,18 +3,18 @@
 //! links to commits. Objects are read leniently — spec and status as `serde_json::Value`, so a
 //! field a newer bosun adds, or one this version does not know, never breaks a page.
 
-pub mod canary;
-pub mod inventory;
-pub mod links;
-pub mod package;
-pub mod shown;
+pub(crate) mod canary;
+pub(crate) mod inventory;
+pub(crate) mod links;
+pub(crate) mod package;
+pub(crate) mod shown;
 
 use kube::api::DynamicObject;
 use serde_json::Value;
 
 /// How an object stands, as the overview counts it.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash)]
-pub enum State {
+pub(crate) enum State {
     /// Reconciled and healthy.
     Ready,
     /// Being reconciled, or not yet observed.
@@ -27,10 +27,10 @@ pub enum State {
 
 impl State {
     /// Every state, in the order the overview lists them.
-    pub const ALL: [State; 4] = [State::Ready, State::Progressing, State::Failed, State::Suspended];
+    pub(crate) const ALL: [State; 4] = [State::Ready, State::Progressing, State::Failed, State::Suspended];
 
     /// The word shown (and the CSS class).
-    pub fn word(self) -> &'static str {
+    pub(crate) fn word(self) -> &'static str {
         match self {
             State::Ready => "Ready",
             State::Progressing => "Progressing",
@@ -40,7 +40,7 @@ impl State {
     }
 
     /// A symbol beside the word, so the state never rests on colour alone.
-    pub fn symbol(self) -> &'static str {
+    pub(crate) fn symbol(self) -> &'static str {
         match self {
             State::Ready => "✔",
             State::Progressing => "◎",
@@ -52,7 +52,7 @@ impl State {
 
 /// A state and the sentence that explains it.
 #[derive(Debug, Clone, PartialEq, Eq)]
-pub struct Standing {
+pub(crate) struct Standing {
     /// The state.
     pub state: State,
     /// Why, in the controller's words.
@@ -60,24 +60,24 @@ pub struct Standing {
 }
 
 /// The field at `pointer` of the object's body (spec, status, …) as text.
-pub fn text<'a>(object: &'a DynamicObject, pointer: &str) -> &'a str {
+pub(crate) fn text<'a>(object: &'a DynamicObject, pointer: &str) -> &'a str {
     object.data.pointer(pointer).and_then(Value::as_str).unwrap_or_default()
 }
 
 /// A condition of the object's status, by type.
-pub fn condition<'a>(object: &'a DynamicObject, kind: &str) -> Option<&'a Value> {
+pub(crate) fn condition<'a>(object: &'a DynamicObject, kind: &str) -> Option<&'a Value> {
     conditions(object).iter().find(|c| c["type"] == kind)
 }
 
 /// The object's status conditions (none when absent or malformed).
-pub fn conditions(object: &DynamicObject) -> &[Value] {
+pub(crate) fn conditions(object: &DynamicObject) -> &[Value] {
     object.data.pointer("/status/conditions").and_then(Value::as_array).map_or(&[], Vec::as_slice)
 }
 
 /// The state of an object reconciled by a kit controller (Package, Operator, Alert, a Fleet):
 /// suspended, then the generation not yet observed, then its `Ready`, `Stalled` and
 /// `Reconciling` conditions as kstatus reads them.
-pub fn standing(object: &DynamicObject) -> Standing {
+pub(crate) fn standing(object: &DynamicObject) -> Standing {
     let say = |state, message: &str| Standing { state, message: message.to_string() };
     if object.data.pointer("/spec/suspend") == Some(&Value::Bool(true)) {
         return say(State::Suspended, "suspended: the controller leaves it as it is");
@@ -108,14 +108,14 @@ pub fn standing(object: &DynamicObject) -> Standing {
 
 /// Objects counted by state.
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
-pub struct Counts {
+pub(crate) struct Counts {
     /// By [`State`], in [`State::ALL`] order.
     pub by_state: [usize; 4],
 }
 
 impl Counts {
     /// Counts these states.
-    pub fn of(states: impl IntoIterator<Item = State>) -> Counts {
+    pub(crate) fn of(states: impl IntoIterator<Item = State>) -> Counts {
         let mut counts = Counts::default();
         for state in states {
             counts.by_state[state as usize] += 1;
@@ -124,19 +124,14 @@ impl Counts {
     }
 
     /// How many are in `state`.
-    pub fn get(&self, state: State) -> usize {
+    pub(crate) fn get(&self, state: State) -> usize {
         self.by_state[state as usize]
-    }
-
-    /// How many in all.
-    pub fn total(&self) -> usize {
-        self.by_state.iter().sum()
     }
 }
 
 /// One line of an object's timeline: a condition's last transition or an Event.
 #[derive(Debug, Clone, PartialEq, Eq)]
-pub struct Moment {
+pub(crate) struct Moment {
     /// RFC 3339 (empty when unknown: listed last).
     pub at: String,
     /// `Ready=True`, or the Event's type (`Normal`, `Warning`).
@@ -152,7 +147,7 @@ pub struct Moment {
 }
 
 /// Conditions and Events, newest first.
-pub fn timeline(object: &DynamicObject, events: &[Value]) -> Vec<Moment> {
+pub(crate) fn timeline(object: &DynamicObject, events: &[Value]) -> Vec<Moment> {
     let mut moments: Vec<Moment> = conditions(object)
         .iter()
         .map(|c| {
@@ -201,7 +196,7 @@ pub fn timeline(object: &DynamicObject, events: &[Value]) -> Vec<Moment> {
 
 /// Whether an object matches the overview's text filter: every word is part of its namespace
 /// or name (case-insensitive).
-pub fn matches_text(namespace: &str, name: &str, filter: &str) -> bool {
+pub(crate) fn matches_text(namespace: &str, name: &str, filter: &str) -> bool {
     let haystack = format!("{namespace}/{name}").to_lowercase();
     filter.split_whitespace().all(|word| haystack.contains(&word.to_lowercase()))
 }
@@ -288,7 +283,7 @@ mod tests {
     fn counts_add_up_by_state() {
         let counts = Counts::of([State::Ready, State::Failed, State::Ready, State::Suspended]);
         assert_eq!(State::ALL.map(|s| counts.get(s)), [2, 0, 1, 1],);
-        assert_eq!(counts.total(), 4);
+        assert_eq!(counts.by_state.iter().sum::<usize>(), 4);
     }
 
     #[test]

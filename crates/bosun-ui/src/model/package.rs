@@ -11,7 +11,7 @@ use super::{State, links, text};
 
 /// Where the Package's files come from.
 #[derive(Debug, Clone, PartialEq, Eq)]
-pub struct Source {
+pub(crate) struct Source {
     /// `Git`, `Directory`, `Archive`, `Bucket`, `ConfigMap`, or `None`.
     pub kind: &'static str,
     /// The URL, path or name (credentials removed).
@@ -23,7 +23,7 @@ pub struct Source {
 }
 
 /// The Package's source, read from its spec.
-pub fn source(package: &DynamicObject) -> Source {
+pub(crate) fn source(package: &DynamicObject) -> Source {
     let spec = &package.data["spec"]["source"];
     let path = spec["path"].as_str().map(str::to_string);
     let found = |kind: &'static str, location: String, reference: Option<String>| Source {
@@ -67,13 +67,13 @@ pub fn source(package: &DynamicObject) -> Source {
 }
 
 /// The Git URL of the source, for commit links (none for other sources).
-pub fn git_url(package: &DynamicObject) -> Option<&str> {
+pub(crate) fn git_url(package: &DynamicObject) -> Option<&str> {
     package.data.pointer("/spec/source/git/url").and_then(Value::as_str)
 }
 
 /// A revision and where to see its commit.
 #[derive(Debug, Clone, PartialEq, Eq)]
-pub struct Revision {
+pub(crate) struct Revision {
     /// `main@sha1:…`.
     pub text: String,
     /// The commit's page, where the URL allows.
@@ -81,13 +81,13 @@ pub struct Revision {
 }
 
 /// `revision` with its commit link.
-pub fn revision(package: &DynamicObject, revision: &str) -> Revision {
+pub(crate) fn revision(package: &DynamicObject, revision: &str) -> Revision {
     Revision { text: revision.to_string(), link: git_url(package).and_then(|url| links::commit_url(url, revision)) }
 }
 
 /// Where the running (or last) rollout is, from `status.progress`.
 #[derive(Debug, Clone, Default, PartialEq, Eq)]
-pub struct Progress {
+pub(crate) struct Progress {
     /// `Fetching`, `Applying`, `Waiting`, `Succeeded`, `Failed`, …
     pub phase: String,
     /// The group's name.
@@ -104,12 +104,12 @@ pub struct Progress {
 
 impl Progress {
     /// Whether the rollout is still going.
-    pub fn running(&self) -> bool {
+    pub(crate) fn running(&self) -> bool {
         !matches!(self.phase.as_str(), "" | "Succeeded" | "Failed" | "RolledBack" | "Canceled")
     }
 
     /// `Waiting: group 2 of 3 (app), step 1 of 2`.
-    pub fn sentence(&self) -> String {
+    pub(crate) fn sentence(&self) -> String {
         if self.phase.is_empty() {
             return "no rollout yet".to_string();
         }
@@ -128,7 +128,7 @@ impl Progress {
 }
 
 /// The package's `status.progress`.
-pub fn progress(package: &DynamicObject) -> Progress {
+pub(crate) fn progress(package: &DynamicObject) -> Progress {
     let progress = &package.data["status"]["progress"];
     let number = |key: &str| progress[key].as_u64().unwrap_or_default();
     Progress {
@@ -143,7 +143,7 @@ pub fn progress(package: &DynamicObject) -> Progress {
 
 /// Where a group or step is in the rollout.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum Mark {
+pub(crate) enum Mark {
     /// Done in this rollout.
     Done,
     /// Running now.
@@ -156,7 +156,7 @@ pub enum Mark {
 
 /// A group of the plan.
 #[derive(Debug, Clone, PartialEq, Eq)]
-pub struct PlanGroup {
+pub(crate) struct PlanGroup {
     /// Its name (`group N` when the plan is not declared in the resource).
     pub name: String,
     /// Its steps, described (`Apply db/statefulset.yaml`); empty when not declared.
@@ -167,7 +167,7 @@ pub struct PlanGroup {
 
 /// The plan with the groups and steps of `spec.rollout` when the resource declares it (else
 /// the groups `status.progress` counts), each marked done, running or pending.
-pub fn plan(package: &DynamicObject) -> Vec<PlanGroup> {
+pub(crate) fn plan(package: &DynamicObject) -> Vec<PlanGroup> {
     let progress = progress(package);
     let declared = package.data.pointer("/spec/rollout/groups").and_then(Value::as_array);
     let finished = progress.phase == "Succeeded";
@@ -244,7 +244,7 @@ fn describe_step(step: &Value) -> String {
 
 /// An object the Package owns, from its inventory.
 #[derive(Debug, Clone, PartialEq, Eq)]
-pub struct Owned {
+pub(crate) struct Owned {
     /// Its API version.
     pub api_version: String,
     /// Its kind.
@@ -257,13 +257,13 @@ pub struct Owned {
 
 impl Owned {
     /// The object an inventory entry names.
-    pub fn of(entry: &bosun_api::inventory::Entry) -> Owned {
+    pub(crate) fn of(entry: &bosun_api::inventory::Entry) -> Owned {
         let (kind, namespace, name) = entry.parts();
         Owned { api_version: entry.v.clone(), kind: kind.into(), namespace: namespace.into(), name: name.into() }
     }
 
     /// `Kind/namespace/name`.
-    pub fn describe(&self) -> String {
+    pub(crate) fn describe(&self) -> String {
         match self.namespace.as_str() {
             "" => format!("{}/{}", self.kind, self.name),
             namespace => format!("{}/{namespace}/{}", self.kind, self.name),
@@ -272,7 +272,7 @@ impl Owned {
 }
 
 /// The objects of `status.inventory`, in apply order.
-pub fn inventory(package: &DynamicObject) -> Vec<Owned> {
+pub(crate) fn inventory(package: &DynamicObject) -> Vec<Owned> {
     let entries = package.data.pointer("/status/inventory").and_then(Value::as_array).map_or(&[][..], Vec::as_slice);
     entries
         .iter()
@@ -287,11 +287,11 @@ pub fn inventory(package: &DynamicObject) -> Vec<Owned> {
 }
 
 /// What a page says of an object it could not find.
-pub const NOT_FOUND: &str = "not found";
+pub(crate) const NOT_FOUND: &str = "not found";
 
 /// An owned object and how it is.
 #[derive(Debug, Clone)]
-pub struct Leaf {
+pub(crate) struct Leaf {
     /// The object.
     pub owned: Owned,
     /// Its health (from the live object), or why it could not be read ([`NOT_FOUND`]: it is
@@ -300,7 +300,7 @@ pub struct Leaf {
 }
 
 /// The state of a health verdict.
-pub fn health_state(health: &Health) -> State {
+pub(crate) fn health_state(health: &Health) -> State {
     match health.status {
         health::Status::Current => State::Ready,
         health::Status::InProgress => State::Progressing,
@@ -310,7 +310,7 @@ pub fn health_state(health: &Health) -> State {
 
 /// One run of `status.history`.
 #[derive(Debug, Clone, PartialEq, Eq)]
-pub struct Run {
+pub(crate) struct Run {
     /// The revision and its commit link.
     pub revision: Revision,
     /// `Succeeded`, `Failed`, `RolledBack`.
@@ -328,7 +328,7 @@ pub struct Run {
 }
 
 /// The history, newest first.
-pub fn history(package: &DynamicObject) -> Vec<Run> {
+pub(crate) fn history(package: &DynamicObject) -> Vec<Run> {
     let applied = text(package, "/status/lastAppliedRevision");
     let git = git_url(package).is_some();
     let entries = package.data.pointer("/status/history").and_then(Value::as_array).map_or(&[][..], Vec::as_slice);
@@ -351,12 +351,12 @@ pub fn history(package: &DynamicObject) -> Vec<Run> {
 }
 
 /// The revision `bosun.dev/rollback-to` pins, if any.
-pub fn pinned(package: &DynamicObject) -> Option<&str> {
+pub(crate) fn pinned(package: &DynamicObject) -> Option<&str> {
     package.metadata.annotations.as_ref()?.get(ROLLBACK_TO).map(String::as_str).filter(|v| !v.trim().is_empty())
 }
 
 /// The last diff, when the status carries one (`status.lastDiff` or `status.diff`, text).
-pub fn last_diff(package: &DynamicObject) -> Option<&str> {
+pub(crate) fn last_diff(package: &DynamicObject) -> Option<&str> {
     ["/status/lastDiff", "/status/diff"].iter().find_map(|p| package.data.pointer(p).and_then(Value::as_str))
 }
 

@@ -6,10 +6,10 @@
 use serde_json::Value;
 
 /// What a masked value shows.
-pub const MASK: &str = "***";
+pub(crate) const MASK: &str = "***";
 
 /// The object as its YAML view shows it, and whether values were masked (a Secret).
-pub fn yaml_view(object: &Value) -> (Value, bool) {
+pub(crate) fn yaml_view(object: &Value) -> (Value, bool) {
     let mut shown = object.clone();
     if let Some(metadata) = shown.get_mut("metadata").and_then(Value::as_object_mut) {
         // Field sets name the keys only, but are noise to a reader; they are left out for all.

@@ -7,7 +7,7 @@ use super::{Viewer, notice, page};
 use crate::actions::Action;
 
 /// Asks to confirm `action` on `kind` `namespace/name`; `back` is the object's page.
-pub fn confirm(viewer: &Viewer, kind: &str, namespace: &str, name: &str, action: &Action, back: &str) -> Markup {
+pub(crate) fn confirm(viewer: &Viewer, kind: &str, namespace: &str, name: &str, action: &Action, back: &str) -> Markup {
     let title = format!("{} {kind} {namespace}/{name}?", action.title());
     let body = html! {
         h1 { (title) }
@@ -27,7 +27,7 @@ pub fn confirm(viewer: &Viewer, kind: &str, namespace: &str, name: &str, action:
 }
 
 /// The API server refused the action: its reason (a 403 names the verb and resource).
-pub fn refused(
+pub(crate) fn refused(
     viewer: &Viewer,
     kind: &str,
     namespace: &str,

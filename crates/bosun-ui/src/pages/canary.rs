@@ -22,7 +22,7 @@ const CHART: (f64, f64) = (280.0, 64.0);
 
 /// What the page shows besides the Canary itself.
 #[derive(Debug, Clone)]
-pub struct Extras {
+pub(crate) struct Extras {
     /// Its Deployments.
     pub deployments: Result<Vec<DynamicObject>, String>,
     /// Its Events.
@@ -31,7 +31,7 @@ pub struct Extras {
 
 /// A bar of `stable` and `canary` replicas: two rectangles sized by share, labelled for
 /// screen readers (`9 stable, 1 canary`). Attributes, not styles: the CSP allows no inline style.
-pub fn bar(stable: i64, canary: i64) -> Markup {
+pub(crate) fn bar(stable: i64, canary: i64) -> Markup {
     let total = (stable + canary).max(1) as f64;
     let stable_width = (BAR_WIDTH * stable.max(0) as f64 / total * 10.0).round() / 10.0;
     let label = format!("{stable} stable, {canary} canary");
@@ -42,7 +42,7 @@ pub fn bar(stable: i64, canary: i64) -> Markup {
 }
 
 /// The live parts, by element id.
-pub fn fragments(canary: &DynamicObject, extras: &Extras) -> Vec<(&'static str, Markup)> {
+pub(crate) fn fragments(canary: &DynamicObject, extras: &Extras) -> Vec<(&'static str, Markup)> {
     let events = extras.events.as_deref().unwrap_or_default();
     vec![
         ("summary", summary(canary)),
@@ -57,7 +57,7 @@ pub fn fragments(canary: &DynamicObject, extras: &Extras) -> Vec<(&'static str, 
 }
 
 /// Phase, versions and message.
-pub fn summary(canary: &DynamicObject) -> Markup {
+pub(crate) fn summary(canary: &DynamicObject) -> Markup {
     let field = |p: &str| model::text(canary, p);
     html! {
         section id="summary" aria-labelledby="summary-title" {
@@ -74,7 +74,7 @@ pub fn summary(canary: &DynamicObject) -> Markup {
 }
 
 /// The split the Deployments ask for now.
-pub fn split(canary: &DynamicObject, extras: &Extras) -> Markup {
+pub(crate) fn split(canary: &DynamicObject, extras: &Extras) -> Markup {
     html! {
         section id="split" aria-labelledby="split-title" {
             h2 id="split-title" { "Replicas now" }
@@ -98,7 +98,7 @@ pub fn split(canary: &DynamicObject, extras: &Extras) -> Markup {
 }
 
 /// The steps with the split each reaches.
-pub fn steps(canary: &DynamicObject) -> Markup {
+pub(crate) fn steps(canary: &DynamicObject) -> Markup {
     let steps = model_canary::steps(canary);
     html! {
         section id="steps" aria-labelledby="steps-title" {
@@ -139,7 +139,7 @@ fn chart(run: &Analysis) -> Markup {
 }
 
 /// The analysis runs, each a chart and its measurements as a table.
-pub fn analysis(canary: &DynamicObject) -> Markup {
+pub(crate) fn analysis(canary: &DynamicObject) -> Markup {
     let runs = model_canary::analyses(canary);
     html! {
         section id="analysis" aria-labelledby="analysis-title" {
@@ -163,7 +163,7 @@ pub fn analysis(canary: &DynamicObject) -> Markup {
 }
 
 /// The gates, each a button opening its confirmation.
-pub fn actions(canary: &DynamicObject) -> Markup {
+pub(crate) fn actions(canary: &DynamicObject) -> Markup {
     let base = links::object_page(
         "canaries",
         canary.metadata.namespace.as_deref(),
@@ -184,7 +184,7 @@ pub fn actions(canary: &DynamicObject) -> Markup {
 }
 
 /// The whole page.
-pub fn canary_page(
+pub(crate) fn canary_page(
     viewer: Option<&Viewer>,
     canary: &DynamicObject,
     extras: &Extras,

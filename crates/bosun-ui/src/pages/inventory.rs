@@ -13,12 +13,12 @@ use crate::model::{
 };
 
 /// The live parts, by element id, as the page and its updates render them.
-pub fn fragments(applied: &Applied, leaves: &[Leaf]) -> Vec<(&'static str, Markup)> {
+pub(crate) fn fragments(applied: &Applied, leaves: &[Leaf]) -> Vec<(&'static str, Markup)> {
     vec![("summary", summary(applied, leaves)), ("tree", tree(leaves))]
 }
 
 /// State, who applied it, and its inventory.
-pub fn summary(applied: &Applied, leaves: &[Leaf]) -> Markup {
+pub(crate) fn summary(applied: &Applied, leaves: &[Leaf]) -> Markup {
     let inventory_yaml = links::yaml_page("v1", "ConfigMap", &applied.namespace, &applied.configmap);
     html! {
         section id="summary" aria-labelledby="summary-title" {
@@ -42,7 +42,7 @@ pub fn summary(applied: &Applied, leaves: &[Leaf]) -> Markup {
 }
 
 /// The whole page; `live` keeps it current.
-pub fn inventory_page(viewer: Option<&Viewer>, applied: &Applied, leaves: &[Leaf], live: &str) -> Markup {
+pub(crate) fn inventory_page(viewer: Option<&Viewer>, applied: &Applied, leaves: &[Leaf], live: &str) -> Markup {
     let (namespace, name) = (&applied.namespace, &applied.name);
     let body = html! {
         nav.crumbs aria-label="Breadcrumb" { a href="/#packages" { "Packages" } " / " span { (namespace) } }

@@ -3,12 +3,12 @@
 //! link, and `id`s on the parts that update live (the script swaps them; see `assets/ui.js`).
 //! Rendering is pure: data in, markup out.
 
-pub mod actions;
-pub mod canary;
-pub mod inventory;
-pub mod overview;
-pub mod package;
-pub mod resources;
+pub(crate) mod actions;
+pub(crate) mod canary;
+pub(crate) mod inventory;
+pub(crate) mod overview;
+pub(crate) mod package;
+pub(crate) mod resources;
 
 use maud::{DOCTYPE, Markup, PreEscaped, html};
 
@@ -16,7 +16,7 @@ use crate::model::{Moment, Standing, State, package::Mark};
 
 /// Who is looking, for the header and the forms.
 #[derive(Debug, Clone)]
-pub struct Viewer {
+pub(crate) struct Viewer {
     /// Their name.
     pub user: String,
     /// Their CSRF token (hidden in every form that changes something).
@@ -27,7 +27,7 @@ pub struct Viewer {
 
 /// A whole page: header with the user, navigation, the main content; `live` is the
 /// Server-Sent Events URL that keeps the page current (none: a static page).
-pub fn page(title: &str, viewer: Option<&Viewer>, live: Option<&str>, body: Markup) -> Markup {
+pub(crate) fn page(title: &str, viewer: Option<&Viewer>, live: Option<&str>, body: Markup) -> Markup {
     html! {
         (DOCTYPE)
         html lang="en" {
@@ -78,19 +78,19 @@ pub fn page(title: &str, viewer: Option<&Viewer>, live: Option<&str>, body: Mark
 }
 
 /// The state as a badge: symbol and word (never colour alone).
-pub fn badge(state: State) -> Markup {
+pub(crate) fn badge(state: State) -> Markup {
     html! { span class={ "badge " (state.word().to_lowercase()) } { span aria-hidden="true" { (state.symbol()) } " " (state.word()) } }
 }
 
 /// A state with its message.
-pub fn standing(standing: &Standing) -> Markup {
+pub(crate) fn standing(standing: &Standing) -> Markup {
     html! {
         p.standing { (badge(standing.state)) " " span.message { (standing.message) } }
     }
 }
 
 /// The mark of a plan's group or step, for screen readers and the eye.
-pub fn mark(mark: Mark) -> Markup {
+pub(crate) fn mark(mark: Mark) -> Markup {
     let (class, symbol, word) = match mark {
         Mark::Done => ("done", "✔", "done"),
         Mark::Running => ("running", "▶", "running"),
@@ -101,12 +101,12 @@ pub fn mark(mark: Mark) -> Markup {
 }
 
 /// `aria-current="step"` for the running group or step.
-pub fn current(mark: Mark) -> Option<&'static str> {
+pub(crate) fn current(mark: Mark) -> Option<&'static str> {
     (mark == Mark::Running).then_some("step")
 }
 
 /// Conditions and Events, newest first, as a list of times.
-pub fn timeline(id: &str, moments: &[Moment], events_error: Option<&str>) -> Markup {
+pub(crate) fn timeline(id: &str, moments: &[Moment], events_error: Option<&str>) -> Markup {
     html! {
         section id=(id) aria-labelledby={ (id) "-title" } {
             h2 id={ (id) "-title" } { "Conditions and events" }
@@ -133,14 +133,14 @@ pub fn timeline(id: &str, moments: &[Moment], events_error: Option<&str>) -> Mar
 }
 
 /// A notice (`role=status`) or, for errors, an alert.
-pub fn notice(text: &str, error: bool) -> Markup {
+pub(crate) fn notice(text: &str, error: bool) -> Markup {
     html! {
         @if error { p.notice.error role="alert" { (text) } } @else { p.notice role="status" { (text) } }
     }
 }
 
 /// A page that could not be shown: the reason, as the API server gave it.
-pub fn failure(title: &str, viewer: Option<&Viewer>, message: &str) -> Markup {
+pub(crate) fn failure(title: &str, viewer: Option<&Viewer>, message: &str) -> Markup {
     page(
         title,
         viewer,
@@ -154,17 +154,17 @@ pub fn failure(title: &str, viewer: Option<&Viewer>, message: &str) -> Markup {
 }
 
 /// `text` escaped for HTML (and SVG) text and attribute values.
-pub fn escape(text: &str) -> String {
+pub(crate) fn escape(text: &str) -> String {
     html! { (text) }.into_string()
 }
 
 /// Inline SVG markup (already escaped by construction).
-pub fn svg(text: String) -> PreEscaped<String> {
+pub(crate) fn svg(text: String) -> PreEscaped<String> {
     PreEscaped(text)
 }
 
 /// The sign-in page (in-cluster): a token field, never sent in a URL.
-pub fn login(csrf: &str, error: Option<&str>) -> Markup {
+pub(crate) fn login(csrf: &str, error: Option<&str>) -> Markup {
     page(
         "Sign in",
         None,

@@ -18,7 +18,7 @@ use crate::model::{
 /// The overview's filters (its query string).
 #[derive(Debug, Clone, Default, PartialEq, Eq, serde::Deserialize, serde::Serialize)]
 #[serde(default)]
-pub struct Filters {
+pub(crate) struct Filters {
     /// Only this namespace (empty: all).
     pub namespace: String,
     /// A label selector (`team=a,tier!=web`).
@@ -29,17 +29,17 @@ pub struct Filters {
 
 impl Filters {
     /// The namespace to list in, if one.
-    pub fn namespace(&self) -> Option<&str> {
+    pub(crate) fn namespace(&self) -> Option<&str> {
         Some(self.namespace.trim()).filter(|ns| !ns.is_empty())
     }
 
     /// The label selector, if one.
-    pub fn labels(&self) -> Option<&str> {
+    pub(crate) fn labels(&self) -> Option<&str> {
         Some(self.label.trim()).filter(|l| !l.is_empty())
     }
 
     /// Whether an object passes the text filter.
-    pub fn shows(&self, object: &DynamicObject) -> bool {
+    pub(crate) fn shows(&self, object: &DynamicObject) -> bool {
         let namespace = object.metadata.namespace.as_deref().unwrap_or_default();
         model::matches_text(namespace, object.metadata.name.as_deref().unwrap_or_default(), &self.q)
     }
@@ -47,7 +47,7 @@ impl Filters {
 
 /// One object in a section's table.
 #[derive(Debug, Clone, PartialEq, Eq)]
-pub struct Row {
+pub(crate) struct Row {
     /// Its element id (`row:packages:team:web`), for live updates.
     pub id: String,
     /// Its page.
@@ -65,12 +65,12 @@ pub struct Row {
 }
 
 /// The element id of an object's row.
-pub fn row_id(section: &str, namespace: &str, name: &str) -> String {
+pub(crate) fn row_id(section: &str, namespace: &str, name: &str) -> String {
     format!("row:{section}:{namespace}:{name}")
 }
 
 /// The row of an object in `section`.
-pub fn row(section: &str, object: &DynamicObject) -> Row {
+pub(crate) fn row(section: &str, object: &DynamicObject) -> Row {
     let namespace = object.metadata.namespace.clone().unwrap_or_default();
     let name = object.metadata.name.clone().unwrap_or_default();
     let (standing, detail) = match section {
@@ -120,7 +120,7 @@ pub fn row(section: &str, object: &DynamicObject) -> Row {
 }
 
 /// The row of a package the CLI applied, its state from its objects' health.
-pub fn inventory_row(applied: &Applied, leaves: &[Leaf]) -> Row {
+pub(crate) fn inventory_row(applied: &Applied, leaves: &[Leaf]) -> Row {
     let objects = match &applied.objects {
         Ok(objects) if objects.len() == 1 => "1 object".to_string(),
         Ok(objects) => format!("{} objects", objects.len()),
@@ -139,7 +139,7 @@ pub fn inventory_row(applied: &Applied, leaves: &[Leaf]) -> Row {
 
 /// A section of the overview: its kind and what could be read.
 #[derive(Debug, Clone)]
-pub struct Section {
+pub(crate) struct Section {
     /// `packages`, `canaries`, …
     pub id: &'static str,
     /// `Packages`.
@@ -153,7 +153,7 @@ pub struct Section {
 
 impl Section {
     /// The rows counted by state.
-    pub fn counts(&self) -> Counts {
+    pub(crate) fn counts(&self) -> Counts {
         Counts::of(self.rows.iter().flatten().map(|row| row.standing.state))
     }
 }
@@ -162,7 +162,7 @@ impl Section {
 /// resources' rows. When the CLI's cannot be listed, a note says why; when the resources cannot
 /// be (a cluster without bosun's CRDs, only ever used with `bosun apply`), the CLI's rows show
 /// with that reason as the note.
-pub fn with_cli_rows(section: &mut Section, cli: Result<Vec<Row>, String>) {
+pub(crate) fn with_cli_rows(section: &mut Section, cli: Result<Vec<Row>, String>) {
     let resources = std::mem::replace(&mut section.rows, Ok(Vec::new()));
     section.rows = match (resources, cli) {
         (Ok(mut rows), Ok(cli)) => {
@@ -182,7 +182,7 @@ pub fn with_cli_rows(section: &mut Section, cli: Result<Vec<Row>, String>) {
 }
 
 /// The counts of a section, as its live fragment.
-pub fn counts(section: &str, counts: &Counts) -> Markup {
+pub(crate) fn counts(section: &str, counts: &Counts) -> Markup {
     html! {
         ul.counts id={ "counts:" (section) } aria-label="Count by state" {
             @for state in model::State::ALL {
@@ -193,12 +193,12 @@ pub fn counts(section: &str, counts: &Counts) -> Markup {
 }
 
 /// The mark of a package the CLI applied.
-pub fn cli_badge() -> Markup {
+pub(crate) fn cli_badge() -> Markup {
     html! { span.badge.cli title="applied by bosun apply, not by a Package resource" { "CLI" } }
 }
 
 /// One row of a section's table.
-pub fn table_row(row: &Row) -> Markup {
+pub(crate) fn table_row(row: &Row) -> Markup {
     html! {
         tr id=(row.id) data-state=(row.standing.state.word()) {
             th scope="row" { a href=(row.link) { (row.name) } @if row.cli { " " (cli_badge()) } }
@@ -211,7 +211,7 @@ pub fn table_row(row: &Row) -> Markup {
 }
 
 /// The overview page; `live` keeps it current.
-pub fn overview(
+pub(crate) fn overview(
     viewer: Option<&Viewer>,
     filters: &Filters,
     sections: &[Section],

@@ -14,7 +14,7 @@ use crate::model::{
 
 /// What the page shows besides the Package itself.
 #[derive(Debug, Clone)]
-pub struct Extras {
+pub(crate) struct Extras {
     /// The owned objects with their health.
     pub tree: Vec<Leaf>,
     /// The Package's Events, or why they could not be read.
@@ -22,7 +22,7 @@ pub struct Extras {
 }
 
 /// The live parts, by element id, as the page and its updates render them.
-pub fn fragments(package: &DynamicObject, extras: &Extras, csrf: Option<&str>) -> Vec<(&'static str, Markup)> {
+pub(crate) fn fragments(package: &DynamicObject, extras: &Extras, csrf: Option<&str>) -> Vec<(&'static str, Markup)> {
     vec![
         ("summary", summary(package)),
         ("plan", plan(package)),
@@ -47,7 +47,7 @@ fn revision_link(revision: &Revision) -> Markup {
 }
 
 /// State, revisions and source.
-pub fn summary(package: &DynamicObject) -> Markup {
+pub(crate) fn summary(package: &DynamicObject) -> Markup {
     let source = model_package::source(package);
     let applied = model::text(package, "/status/lastAppliedRevision");
     let attempted = model::text(package, "/status/lastAttemptedRevision");
@@ -78,7 +78,7 @@ pub fn summary(package: &DynamicObject) -> Markup {
 }
 
 /// The rollout plan with the running group and step.
-pub fn plan(package: &DynamicObject) -> Markup {
+pub(crate) fn plan(package: &DynamicObject) -> Markup {
     let progress = model_package::progress(package);
     let groups = model_package::plan(package);
     html! {
@@ -112,7 +112,7 @@ pub fn plan(package: &DynamicObject) -> Markup {
 }
 
 /// The owned objects, by namespace, with health and a link to each one's YAML.
-pub fn tree(leaves: &[Leaf]) -> Markup {
+pub(crate) fn tree(leaves: &[Leaf]) -> Markup {
     let mut namespaces: Vec<&str> = leaves.iter().map(|l| l.owned.namespace.as_str()).collect();
     namespaces.sort_unstable();
     namespaces.dedup();
@@ -136,7 +136,7 @@ pub fn tree(leaves: &[Leaf]) -> Markup {
 }
 
 /// Objects with their health and a link to each one's YAML, as a list.
-pub fn tree_items(leaves: &[Leaf]) -> Markup {
+pub(crate) fn tree_items(leaves: &[Leaf]) -> Markup {
     html! {
         ul {
             @for leaf in leaves {
@@ -160,7 +160,7 @@ pub fn tree_items(leaves: &[Leaf]) -> Markup {
 }
 
 /// The history, newest first, with a rollback button for other Git revisions.
-pub fn history(package: &DynamicObject, csrf: Option<&str>) -> Markup {
+pub(crate) fn history(package: &DynamicObject, csrf: Option<&str>) -> Markup {
     let runs = model_package::history(package);
     let base = links::object_page(
         "packages",
@@ -201,7 +201,7 @@ pub fn history(package: &DynamicObject, csrf: Option<&str>) -> Markup {
 }
 
 /// The actions: each a button opening its confirmation.
-pub fn actions(package: &DynamicObject) -> Markup {
+pub(crate) fn actions(package: &DynamicObject) -> Markup {
     let base = links::object_page(
         "packages",
         package.metadata.namespace.as_deref(),
@@ -226,7 +226,7 @@ pub fn actions(package: &DynamicObject) -> Markup {
 }
 
 /// The whole page.
-pub fn package_page(
+pub(crate) fn package_page(
     viewer: Option<&Viewer>,
     package: &DynamicObject,
     extras: &Extras,

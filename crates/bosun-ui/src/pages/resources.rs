@@ -10,7 +10,7 @@ use crate::model::{self, links, package::Leaf};
 
 /// A watched object of an Operator and the children rendered from it.
 #[derive(Debug, Clone)]
-pub struct Watched {
+pub(crate) struct Watched {
     /// `apiVersion` of the object.
     pub api_version: String,
     /// The object.
@@ -21,7 +21,7 @@ pub struct Watched {
 
 /// What an Operator's page shows besides the Operator.
 #[derive(Debug, Clone)]
-pub struct OperatorExtras {
+pub(crate) struct OperatorExtras {
     /// The watched objects (at most [`WATCHED_SHOWN`]), or why they could not be listed.
     pub watched: Result<Vec<Watched>, String>,
     /// How many objects it watches in all.
@@ -31,10 +31,10 @@ pub struct OperatorExtras {
 }
 
 /// Watched objects whose children a page shows at most.
-pub const WATCHED_SHOWN: usize = 50;
+pub(crate) const WATCHED_SHOWN: usize = 50;
 
 /// An Operator's page.
-pub fn operator_page(viewer: Option<&Viewer>, operator: &DynamicObject, extras: &OperatorExtras) -> Markup {
+pub(crate) fn operator_page(viewer: Option<&Viewer>, operator: &DynamicObject, extras: &OperatorExtras) -> Markup {
     let name = operator.metadata.name.as_deref().unwrap_or_default();
     let namespace = operator.metadata.namespace.as_deref().unwrap_or_default();
     let watch = &operator.data["spec"]["watch"];
@@ -88,7 +88,7 @@ pub fn operator_page(viewer: Option<&Viewer>, operator: &DynamicObject, extras: 
 
 /// A resource shown generically (Alerts, and Fleets whatever their fields): its state, the
 /// fields of its spec at the top level, a summary if its status has one, conditions and Events.
-pub fn generic_page(
+pub(crate) fn generic_page(
     viewer: Option<&Viewer>,
     title: &str,
     section: &str,
@@ -154,7 +154,7 @@ pub fn generic_page(
 
 /// An object as YAML (without `managedFields`; a Secret's values hidden, also in the
 /// annotations that copy them: [`model::shown::yaml_view`]).
-pub fn yaml_page(viewer: Option<&Viewer>, what: &str, object: &Value) -> Markup {
+pub(crate) fn yaml_page(viewer: Option<&Viewer>, what: &str, object: &Value) -> Markup {
     let (shown, secret) = model::shown::yaml_view(object);
     let body = html! {
         h1 { (what) }

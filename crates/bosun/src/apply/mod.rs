@@ -49,7 +49,7 @@ use crate::policy::{self, ObjectPolicy};
 use crate::render::{HookStyle, Manifest, Rendered};
 
 use crate::report::{ApplyProgress, Change, ChangeEntry, Report};
-pub use bosun_core::discovery::{Kind, Resolver};
+use bosun_core::discovery::{Kind, Resolver};
 pub use cache::{Cache, Changed};
 use namespaces::{check_namespaces, created_namespaces, missing_namespaces_message};
 pub use preview::{DiffReport, ObjectDiff, diff};
