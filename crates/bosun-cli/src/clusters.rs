@@ -13,7 +13,7 @@ use std::{
 
 use bosun_api::fleet::CLUSTER_LABEL;
 use bosun_controllers::clusters::{probe, register, registered, standalone};
-use bosun_controllers::package::remote::self_contained;
+use bosun_controllers::package::self_contained;
 use bosun_core::cluster::root_cause;
 use kube::config::Kubeconfig;
 

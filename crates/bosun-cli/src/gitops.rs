@@ -238,7 +238,7 @@ fn progress_line(name: &str, status: &str, reason: &str, message: &str) -> Strin
     let first = message.lines().next().unwrap_or("");
     match status {
         "True" => format!("✔ {name}: {first}"),
-        "False" if reason == package::status::DEPENDENCY_NOT_READY => format!("◎ {name}: {first}"),
+        "False" if reason == package::DEPENDENCY_NOT_READY => format!("◎ {name}: {first}"),
         "False" => format!("✗ {name}: {reason}: {first}"),
         _ => format!("◎ {name}: {first}"),
     }

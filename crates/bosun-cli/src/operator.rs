@@ -8,7 +8,7 @@ use bosun_controllers::operator::{
     Definition,
     tenancy::{self, Policy},
 };
-use bosun_controllers::package::remote::Impersonating;
+use bosun_controllers::package::Impersonating;
 
 use bosun::render::ALLOW_EXEC_FLAG;
 use bosun_api::package::RenderSpec;

@@ -6,7 +6,7 @@ use crate::stdout::outln;
 
 use std::process::ExitCode;
 
-use bosun_controllers::package::status::run_outcome;
+use bosun_controllers::package::run_outcome;
 
 use bosun_api::Interval;
 

@@ -41,7 +41,7 @@ impl HostSettings {
 }
 
 /// How long an event equal to one already sent is not sent again, unless told otherwise.
-pub const DEFAULT_DEDUP_WINDOW: Duration = Duration::from_secs(300);
+pub(crate) const DEFAULT_DEDUP_WINDOW: Duration = Duration::from_secs(300);
 
 /// An address `run` listens on, once bound.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -193,7 +193,7 @@ pub async fn run(
         },
     )
     .on_event(alerts.listener());
-    let fleets = fleet::controller(
+    let fleets = fleet::controller::controller(
         client.clone(),
         fleet::controller::Settings {
             cache_dir: settings.package.cache_dir.join("fleets"),

@@ -63,7 +63,7 @@ impl Tenancy {
 }
 
 /// The flag that refuses cross-namespace references.
-pub const NO_CROSS_NAMESPACE_REFS_FLAG: &str = "--no-cross-namespace-refs";
+pub(crate) const NO_CROSS_NAMESPACE_REFS_FLAG: &str = "--no-cross-namespace-refs";
 
 #[cfg(test)]
 mod tests {

@@ -31,7 +31,7 @@ async fn management() -> (Harness, tempfile::TempDir) {
         selector: None,
         metrics: None,
     };
-    tokio::spawn(fleet::controller(h.server.client(), settings).run(std::future::pending()));
+    tokio::spawn(fleet::controller::controller(h.server.client(), settings).run(std::future::pending()));
     (h, cache)
 }
 

@@ -368,7 +368,7 @@ async fn cluster_wide_operators_reach_other_namespaces_when_the_administrator_al
 #[tokio::test]
 async fn a_confined_client_answers_every_request_outside_its_namespace_with_403_and_sends_nothing() {
     let host = start(|_| {}).await;
-    let fenced = bosun_controllers::operator::fence::fenced(host.server.client(), TEAM);
+    let fenced = bosun_controllers::operator::fenced(host.server.client(), TEAM);
     let own: Api<ConfigMap> = Api::namespaced(fenced.clone(), TEAM);
     own.list(&Default::default()).await.expect("its own namespace");
     let theirs: Api<Secret> = Api::namespaced(fenced.clone(), OTHER);
@@ -437,7 +437,7 @@ async fn the_administrators_operator_from_a_file_acts_as_the_service_account_it_
     let tenancy = decided.expect("the administrator's file");
     assert_eq!(tenancy.user.as_deref(), Some("system:serviceaccount:team-a:operator"));
     assert_eq!(tenancy.namespace, None, "not confined");
-    let impersonating = bosun_controllers::package::remote::Impersonating::new(host.server.config());
+    let impersonating = bosun_controllers::package::Impersonating::new(host.server.config());
     let settings = Settings { tenancy, impersonating: Some(std::sync::Arc::new(impersonating)), ..Settings::default() };
     let controller = operator::controller(host.server.client(), definition, settings).await.expect("starts");
     let (stop, stopped) = tokio::sync::oneshot::channel::<()>();

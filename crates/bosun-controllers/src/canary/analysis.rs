@@ -14,7 +14,7 @@ use super::plan::Verdict;
 ///
 /// # Errors
 /// `(field, message)` of the first problem.
-pub fn check(spec: &AnalysisSpec) -> Result<(), (String, String)> {
+pub(crate) fn check(spec: &AnalysisSpec) -> Result<(), (String, String)> {
     if spec.checks.is_empty() {
         return Err(("checks".into(), "at least one check is needed".into()));
     }
@@ -55,7 +55,7 @@ pub fn check(spec: &AnalysisSpec) -> Result<(), (String, String)> {
 
 /// A comparison of a measured value: `<op> <value>`, numbers compared as numbers.
 #[derive(Debug, Clone, PartialEq)]
-pub struct Expectation {
+pub(crate) struct Expectation {
     op: Op,
     value: String,
 }
@@ -107,7 +107,7 @@ impl fmt::Display for Expectation {
 impl Expectation {
     /// Whether `actual` meets it; `None` when it cannot be compared (not a number, or NaN: what
     /// Prometheus gives for a ratio without traffic).
-    pub fn met(&self, actual: &str) -> Option<bool> {
+    pub(crate) fn met(&self, actual: &str) -> Option<bool> {
         let numbers = (actual.trim().parse::<f64>(), self.value.parse::<f64>());
         if numbers.0.as_ref().is_ok_and(|a| a.is_nan()) {
             return None;
@@ -129,7 +129,7 @@ impl Expectation {
 }
 
 /// Adds a round of measurements to a run and sets its phase from the counts.
-pub fn record(run: &mut AnalysisRun, round: Vec<Measurement>, at: &str, spec: &AnalysisSpec) {
+pub(crate) fn record(run: &mut AnalysisRun, round: Vec<Measurement>, at: &str, spec: &AnalysisSpec) {
     for measurement in &round {
         match measurement.outcome {
             MeasurementResult::Successful => run.successful += 1,
@@ -153,7 +153,7 @@ pub fn record(run: &mut AnalysisRun, round: Vec<Measurement>, at: &str, spec: &A
 
 /// What a run says: over the failure limit → Failed; over the inconclusive limit →
 /// Inconclusive; `count` rounds taken → Successful; else Running. `count` None: runs on.
-pub fn verdict(run: &AnalysisRun, spec: &AnalysisSpec) -> Verdict {
+pub(crate) fn verdict(run: &AnalysisRun, spec: &AnalysisSpec) -> Verdict {
     let last = |outcome: MeasurementResult| {
         run.measurements
             .iter()
@@ -185,7 +185,7 @@ pub fn verdict(run: &AnalysisRun, spec: &AnalysisSpec) -> Verdict {
 }
 
 /// How long until a run's next round is due (zero: now).
-pub fn due_in(run: &AnalysisRun, spec: &AnalysisSpec, now: jiff::Timestamp) -> Duration {
+pub(crate) fn due_in(run: &AnalysisRun, spec: &AnalysisSpec, now: jiff::Timestamp) -> Duration {
     let Some(last) = run.last_round_at.as_deref().and_then(|at| at.parse::<jiff::Timestamp>().ok()) else {
         return Duration::ZERO;
     };

@@ -1,6 +1,6 @@
 //! The `Canary` controller (in `bosun controller`): a [`bosun_kit`] stepper whose plan reads the
 //! Canary's Deployments and requests, measures the analyses that are due, lets
-//! [`crate::canary::plan::decide`] choose, and applies the Deployments it wants (kit prunes the
+//! `crate::canary::plan::decide` choose, and applies the Deployments it wants (kit prunes the
 //! others: the old version at the end, a superseded one at once). The phase, the step and its
 //! timers live in status, so a restarted controller continues where it was; a change of an
 //! owned Deployment (a replica became available) reconciles its Canary at once.
@@ -72,7 +72,7 @@ struct Observed {
 }
 
 /// A Canary is reconciled by the free-style engine, in named stages: observe (reads), measure
-/// and decide ([`plan::decide`], pure), act (the Deployments, Events and webhooks the decision
+/// and decide (`plan::decide`, pure), act (the Deployments, Events and webhooks the decision
 /// calls for), report (the status). Measuring and acting are effects of one decision, so they
 /// do not fit the stepper's Plan/Apply split: the Events and post-promotion webhooks must follow
 /// the writes they report.

@@ -36,7 +36,7 @@ pub enum Probe {
 }
 
 /// The spec of a wanted run and its probes by name (none: the spec has no such run).
-pub fn plan(rollout: &Rollout, wanted: &Wanted) -> Option<(AnalysisSpec, Vec<(String, Probe)>)> {
+pub(crate) fn plan(rollout: &Rollout, wanted: &Wanted) -> Option<(AnalysisSpec, Vec<(String, Probe)>)> {
     let spec = match wanted {
         Wanted::Step(index) => match rollout.steps.get(*index as usize)? {
             Step::Analysis(spec) => spec.clone(),
@@ -66,7 +66,7 @@ pub fn plan(rollout: &Rollout, wanted: &Wanted) -> Option<(AnalysisSpec, Vec<(St
 }
 
 /// What a measurement needs.
-pub struct Context<'a> {
+pub(crate) struct Context<'a> {
     /// For HTTP checks and webhooks.
     pub http: &'a reqwest::Client,
     /// The Canary's reconcile (its client and namespace).
@@ -76,7 +76,7 @@ pub struct Context<'a> {
 }
 
 /// Takes one measurement.
-pub async fn take(context: &Context<'_>, name: &str, probe: &Probe) -> Measurement {
+pub(crate) async fn take(context: &Context<'_>, name: &str, probe: &Probe) -> Measurement {
     let (outcome, value, message) = match probe {
         Probe::Pods(check) => pods(context, check).await,
         Probe::Http(check) => http(context.http, check).await,
@@ -251,7 +251,7 @@ fn samples(body: &Value) -> Result<Vec<String>, String> {
 }
 
 /// POSTs the Canary's state to a webhook; a 2xx answer is success.
-pub async fn webhook(
+pub(crate) async fn webhook(
     client: &reqwest::Client,
     hook: &WebhookSpec,
     namespace: &str,

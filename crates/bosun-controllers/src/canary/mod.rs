@@ -5,12 +5,14 @@
 //!
 //! The resource is `bosun_api::canary`; this module holds its validation into a [`Rollout`]
 //! (what the controller works from), the Deployments rendered for a version, the pure
-//! decisions ([`plan`]) and the controller that acts on them.
+//! decisions (`plan`) and the controller that acts on them.
 
-pub mod analysis;
+pub(crate) mod analysis;
 pub mod controller;
-mod measure;
-pub mod plan;
+pub(crate) mod measure;
+pub(crate) mod plan;
+
+pub use plan::split;
 
 use std::time::Duration;
 
@@ -61,7 +63,7 @@ pub struct Rollout {
     pub replicas: i32,
     /// The steps, with a final 100% added when the last weight is lower.
     pub steps: Vec<Step>,
-    /// See [`CanarySpec::progress_deadline`].
+    /// See `CanarySpec::progress_deadline`.
     pub progress_deadline: Duration,
     /// The Deployment of `version` (without replicas; name `<prefix>-<version>`).
     pub deployment: Value,

@@ -29,7 +29,7 @@ pub enum WeightError {
 /// 10 = 1), old = the rest.
 ///
 /// ```
-/// use bosun_controllers::canary::plan::split;
+/// use bosun_controllers::canary::split;
 /// assert_eq!(split(10, 30), Ok((3, 7)));
 /// assert_eq!(split(3, 10), Ok((1, 2)), "rounded up: a step always moves a replica");
 /// ```
@@ -47,7 +47,7 @@ pub fn split(replicas: i32, weight: u32) -> Result<(i32, i32), WeightError> {
 
 /// The weight in effect once the first `count` steps have run (the last `setWeight` among
 /// them; 0 before any).
-pub fn weight_at(steps: &[Step], count: usize) -> u32 {
+pub(crate) fn weight_at(steps: &[Step], count: usize) -> u32 {
     steps[..count.min(steps.len())]
         .iter()
         .rev()
@@ -62,13 +62,13 @@ pub fn weight_at(steps: &[Step], count: usize) -> u32 {
 ///
 /// # Errors
 /// See [`split`].
-pub fn replicas_per_step(replicas: i32, steps: &[Step]) -> Result<Vec<(i32, i32)>, WeightError> {
+pub(crate) fn replicas_per_step(replicas: i32, steps: &[Step]) -> Result<Vec<(i32, i32)>, WeightError> {
     (1..=steps.len()).map(|count| split(replicas, weight_at(steps, count))).collect()
 }
 
 /// The Canary's phases.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Deserialize, Serialize)]
-pub enum Phase {
+pub(crate) enum Phase {
     /// Deploying, or a canary moving through its steps.
     Progressing,
     /// A canary waiting to be promoted (a pause without duration, an inconclusive analysis).
@@ -95,7 +95,7 @@ impl FromStr for Phase {
 
 /// What moves the phase.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum Event {
+pub(crate) enum Event {
     /// A version to deploy: the first, a new one, a retry, a superseding one.
     Start,
     /// Waiting for promotion.
@@ -115,7 +115,7 @@ impl fmt::Display for Event {
 }
 
 /// The phase lifecycle (kit's state machine; the phase is persisted in `status.phase`).
-pub fn phases() -> Machine<Phase, Event, ()> {
+pub(crate) fn phases() -> Machine<Phase, Event, ()> {
     use Phase::*;
     let mut machine = Machine::new();
     for from in [Progressing, Paused, Healthy, Degraded] {
@@ -133,7 +133,7 @@ pub fn phases() -> Machine<Phase, Event, ()> {
 
 /// A Deployment of the Canary as it is.
 #[derive(Debug, Clone, PartialEq, Eq)]
-pub struct Live {
+pub(crate) struct Live {
     /// The version it runs.
     pub version: String,
     /// Its name.
@@ -148,7 +148,7 @@ pub struct Live {
 
 /// The requests seen for the first time (annotations with a value not yet handled).
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
-pub struct Requests {
+pub(crate) struct Requests {
     /// End the current pause or wait.
     pub promote: bool,
     /// Skip to 100%.
@@ -161,7 +161,7 @@ pub struct Requests {
 
 /// What an analysis says so far.
 #[derive(Debug, Clone, PartialEq, Eq)]
-pub enum Verdict {
+pub(crate) enum Verdict {
     /// Measurements are still to come.
     Running,
     /// Every measurement taken, within the limits.
@@ -174,7 +174,7 @@ pub enum Verdict {
 
 /// An analysis run the decision wants running.
 #[derive(Debug, Clone, PartialEq, Eq, PartialOrd, Ord)]
-pub enum Wanted {
+pub(crate) enum Wanted {
     /// The analysis of step `index`.
     Step(u32),
     /// `spec.analysis`, for the whole canary.
@@ -185,7 +185,7 @@ pub enum Wanted {
 
 /// What one reconcile sees.
 #[derive(Debug, Clone)]
-pub struct Inputs<'a> {
+pub(crate) struct Inputs<'a> {
     /// The validated spec.
     pub rollout: &'a Rollout,
     /// The state persisted in status.
@@ -204,7 +204,7 @@ pub struct Inputs<'a> {
 
 /// An Event to publish.
 #[derive(Debug, Clone, PartialEq, Eq)]
-pub struct Note {
+pub(crate) struct Note {
     /// A Warning (else Normal).
     pub warning: bool,
     /// Why.
@@ -215,7 +215,7 @@ pub struct Note {
 
 /// What one reconcile does.
 #[derive(Debug, Clone, PartialEq)]
-pub struct Decided {
+pub(crate) struct Decided {
     /// The state to persist.
     pub progress: CanaryProgress,
     /// The Deployments wanted, by version, with their replicas; the others are deleted.
@@ -235,7 +235,7 @@ pub struct Decided {
 }
 
 /// Decides one reconcile.
-pub fn decide(inputs: &Inputs) -> Decided {
+pub(crate) fn decide(inputs: &Inputs) -> Decided {
     let mut decision = Deciding::new(inputs);
     let rollout = inputs.rollout;
     let version = rollout.version.as_str();

@@ -1,5 +1,5 @@
 //! The `Fleet` controller: reads the registered clusters and the Fleet's Packages, decides what
-//! to generate ([`generate`]) and what to write now ([`strategy`]), writes the Packages as the
+//! to generate (`generate`) and what to write now (`strategy`), writes the Packages as the
 //! Fleet's children (owned, pruned when no longer generated) and reports them in the status.
 //! A change of a Package (its status too) or of a cluster Secret reconciles the Fleet, and so
 //! does a new `bosun.dev/requested-at` annotation (echoed in `status.lastHandledReconcileAt`).

@@ -13,7 +13,7 @@ use bosun_api::package::PackageSpec;
 use bosun_glob::Pattern;
 
 /// Parameter values by name (`cluster.name`, `cluster.labels.env`, `region`…).
-pub type Params = BTreeMap<String, String>;
+pub(crate) type Params = BTreeMap<String, String>;
 
 /// A registered cluster, as the `clusters` generator sees it.
 #[derive(Debug, Clone, PartialEq)]
@@ -26,7 +26,7 @@ pub struct Cluster {
 
 /// What generators read from outside the Fleet.
 #[derive(Debug, Clone, Copy, Default)]
-pub struct Inputs<'a> {
+pub(crate) struct Inputs<'a> {
     /// The registered clusters.
     pub clusters: &'a [Cluster],
     /// The directories of the template's source, relative, `/`-separated (when a
@@ -35,7 +35,7 @@ pub struct Inputs<'a> {
 }
 
 /// Whether any generator of `spec` is a `directories` one (the source must be fetched).
-pub fn uses_directories(spec: &FleetSpec) -> bool {
+pub(crate) fn uses_directories(spec: &FleetSpec) -> bool {
     spec.generators.iter().any(|g| {
         g.directories.is_some()
             || [&g.matrix, &g.merge]
@@ -47,7 +47,7 @@ pub fn uses_directories(spec: &FleetSpec) -> bool {
 
 /// One generated parameter set.
 #[derive(Debug, Clone, Default, PartialEq)]
-pub struct ParamSet {
+pub(crate) struct ParamSet {
     /// The parameters.
     pub values: Params,
     /// The cluster it targets (the `clusters` generator's Secret), if any.
@@ -56,7 +56,7 @@ pub struct ParamSet {
 
 /// A Package the Fleet generates.
 #[derive(Debug, Clone, PartialEq)]
-pub struct Generated {
+pub(crate) struct Generated {
     /// Name.
     pub name: String,
     /// Labels.
@@ -70,7 +70,7 @@ pub struct Generated {
 /// A Fleet that cannot generate, naming the field.
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
 #[error("{field}: {message}")]
-pub struct GenerateError {
+pub(crate) struct GenerateError {
     /// The field, e.g. `spec.generators[1].matrix`.
     pub field: String,
     /// What is wrong.
@@ -82,7 +82,7 @@ fn invalid(field: &str, message: impl Into<String>) -> GenerateError {
 }
 
 /// The Packages `spec` generates from `inputs`, sorted by name.
-pub fn packages(spec: &FleetSpec, inputs: Inputs<'_>) -> Result<Vec<Generated>, GenerateError> {
+pub(crate) fn packages(spec: &FleetSpec, inputs: Inputs<'_>) -> Result<Vec<Generated>, GenerateError> {
     let mut generated: BTreeMap<String, Generated> = BTreeMap::new();
     for (index, generator) in spec.generators.iter().enumerate() {
         let field = format!("spec.generators[{index}]");
@@ -288,7 +288,7 @@ fn merged(
 }
 
 /// Whether `labels` satisfy the selector; an unknown operator is an error.
-pub fn selects(selector: &LabelSelector, labels: &BTreeMap<String, String>) -> Result<bool, String> {
+pub(crate) fn selects(selector: &LabelSelector, labels: &BTreeMap<String, String>) -> Result<bool, String> {
     if !selector.match_labels.iter().all(|(k, v)| labels.get(k) == Some(v)) {
         return Ok(false);
     }
@@ -310,7 +310,7 @@ pub fn selects(selector: &LabelSelector, labels: &BTreeMap<String, String>) -> R
 
 /// `text` with each `{{name}}` (spaces allowed inside the braces) replaced by the parameter's
 /// value; a name without a value is an error naming it.
-pub fn substitute(text: &str, params: &Params) -> Result<String, String> {
+pub(crate) fn substitute(text: &str, params: &Params) -> Result<String, String> {
     let mut out = String::with_capacity(text.len());
     let mut rest = text;
     while let Some(start) = rest.find("{{") {

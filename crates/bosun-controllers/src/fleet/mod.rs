@@ -6,7 +6,5 @@
 //! clusters and Packages, writes Packages and the status).
 
 pub mod controller;
-pub mod generate;
-pub mod strategy;
-
-pub use controller::{NAME, controller};
+pub(crate) mod generate;
+pub(crate) mod strategy;

@@ -11,7 +11,7 @@ use bosun_api::fleet::{LabelSelector, Step};
 
 /// Where a generated Package stands against what the Fleet generates now.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum State {
+pub(crate) enum State {
     /// Not created yet.
     Missing,
     /// Its spec or labels differ from what is generated now.
@@ -24,7 +24,7 @@ pub enum State {
 
 /// A generated Package, as the strategy sees it.
 #[derive(Debug, Clone)]
-pub struct Member<'a> {
+pub(crate) struct Member<'a> {
     /// Its name.
     pub name: &'a str,
     /// Its generated labels (steps select by them).
@@ -35,7 +35,7 @@ pub struct Member<'a> {
 
 /// What to do now.
 #[derive(Debug, Default, Clone, PartialEq, Eq)]
-pub struct Decision {
+pub(crate) struct Decision {
     /// The Packages to create or update now.
     pub write: BTreeSet<String>,
     /// The Packages held back, with why.
@@ -47,7 +47,7 @@ pub struct Decision {
 /// Decides which members to write. Without steps every missing or outdated member is written;
 /// with steps, a step's members are written only once every earlier step's members are Ready,
 /// at most `maxUnavailable` of them updating at once. Members no step selects form a last step.
-pub fn decide(steps: &[Step], members: &[Member<'_>]) -> Result<Decision, String> {
+pub(crate) fn decide(steps: &[Step], members: &[Member<'_>]) -> Result<Decision, String> {
     let mut decision = Decision::default();
     let pending = |member: &Member<'_>| matches!(member.state, State::Missing | State::Outdated);
     if steps.is_empty() {

@@ -16,13 +16,13 @@ use bosun_kit::Published;
 
 /// Annotations of the involved object with this prefix add to every event's metadata
 /// (`event.bosun.dev/team: a` → `team: a`), below the Alert's `eventMetadata`.
-pub const ANNOTATION_PREFIX: &str = "event.bosun.dev/";
+pub(crate) const ANNOTATION_PREFIX: &str = "event.bosun.dev/";
 
 /// An event as providers receive it (the shape of Flux's event, so receivers written for
 /// Flux's generic provider read it).
 #[derive(Debug, Clone, PartialEq, Eq, Serialize)]
 #[serde(rename_all = "camelCase")]
-pub struct Event {
+pub(crate) struct Event {
     /// The object the event is about.
     pub involved_object: InvolvedObject,
     /// `info` or `error`.
@@ -42,7 +42,7 @@ pub struct Event {
 /// The object an event is about.
 #[derive(Debug, Clone, PartialEq, Eq, Hash, Serialize)]
 #[serde(rename_all = "camelCase")]
-pub struct InvolvedObject {
+pub(crate) struct InvolvedObject {
     /// `bosun.dev/v1alpha1`.
     pub api_version: String,
     /// `Package`.
@@ -55,7 +55,7 @@ pub struct InvolvedObject {
 
 impl InvolvedObject {
     /// `Kind/namespace/name`.
-    pub fn describe(&self) -> String {
+    pub(crate) fn describe(&self) -> String {
         format!("{}/{}/{}", self.kind, self.namespace, self.name)
     }
 }
@@ -63,7 +63,7 @@ impl InvolvedObject {
 impl Event {
     /// The event a controller published, at `timestamp`: the annotations' metadata below the
     /// controller's.
-    pub fn from_published(published: &Published, timestamp: String) -> Event {
+    pub(crate) fn from_published(published: &Published, timestamp: String) -> Event {
         let mut metadata: BTreeMap<String, String> = published
             .annotations
             .iter()
@@ -89,7 +89,7 @@ impl Event {
 
     /// The event as `alert` sends it: its `eventMetadata` added below the controller's own
     /// fields (which win: an Alert cannot make a revision look different).
-    pub fn for_alert(&self, alert: &AlertSpec, own: &BTreeMap<String, String>) -> Event {
+    pub(crate) fn for_alert(&self, alert: &AlertSpec, own: &BTreeMap<String, String>) -> Event {
         let mut event = self.clone();
         for (key, value) in &alert.event_metadata {
             if !own.contains_key(key) {
@@ -101,7 +101,7 @@ impl Event {
 }
 
 /// Identifies duplicates: the same object, reason, message and metadata (not the time).
-pub fn dedup_key(event: &Event) -> u64 {
+pub(crate) fn dedup_key(event: &Event) -> u64 {
     let mut hasher = std::collections::hash_map::DefaultHasher::new();
     (&event.involved_object, &event.reason, &event.message, &event.metadata, event.severity).hash(&mut hasher);
     hasher.finish()
@@ -109,20 +109,20 @@ pub fn dedup_key(event: &Event) -> u64 {
 
 /// Drops events seen within a window (Flux's `--rate-limit-interval`, 5m by default).
 #[derive(Debug)]
-pub struct Dedup {
+pub(crate) struct Dedup {
     window: Duration,
     seen: HashMap<u64, Instant>,
 }
 
 impl Dedup {
     /// Forgets an event `window` after it was last let through.
-    pub fn new(window: Duration) -> Dedup {
+    pub(crate) fn new(window: Duration) -> Dedup {
         Dedup { window, seen: HashMap::new() }
     }
 
     /// Whether an event with `key` goes out at `now` (it is remembered if so); old keys are
     /// forgotten on the way.
-    pub fn admit(&mut self, key: u64, now: Instant) -> bool {
+    pub(crate) fn admit(&mut self, key: u64, now: Instant) -> bool {
         let window = self.window;
         if self.seen.len() > 1024 {
             self.seen.retain(|_, at| now.duration_since(*at) < window);
@@ -139,7 +139,7 @@ impl Dedup {
 
 /// An Alert's filters, compiled.
 #[derive(Debug)]
-pub struct Matcher {
+pub(crate) struct Matcher {
     namespace: String,
     sources: Vec<EventSource>,
     severity: Severity,
@@ -152,7 +152,7 @@ impl Matcher {
     ///
     /// # Errors
     /// A regular expression that does not compile, or no event sources.
-    pub fn new(namespace: &str, name: &str, spec: &AlertSpec) -> Result<Matcher, NotificationError> {
+    pub(crate) fn new(namespace: &str, name: &str, spec: &AlertSpec) -> Result<Matcher, NotificationError> {
         let object = format!("Alert/{namespace}/{name}");
         if spec.event_sources.is_empty() {
             return Err(NotificationError::Invalid { object, message: "spec.eventSources: at least one".into() });
@@ -180,7 +180,7 @@ impl Matcher {
     /// Whether the Alert sends `event` about an object with `labels`: a source names the
     /// object (kind, name or `*`, namespace, labels), the severity is enough, the message is
     /// included (when an inclusion list is given) and not excluded (exclusion wins).
-    pub fn matches(&self, event: &Event, labels: &BTreeMap<String, String>) -> bool {
+    pub(crate) fn matches(&self, event: &Event, labels: &BTreeMap<String, String>) -> bool {
         let object = &event.involved_object;
         let source_matches = |source: &EventSource| {
             source.kind == object.kind

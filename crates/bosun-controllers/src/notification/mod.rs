@@ -7,15 +7,15 @@
 //! controllers that act on them are [`crate::notification::controllers::alert`] and
 //! [`crate::notification::controllers::receiver`]. Flux's notification-controller is the anchor.
 
-pub mod controllers;
-pub mod event;
-pub mod provider;
-pub mod receiver;
-pub mod references;
+pub(crate) mod controllers;
+pub(crate) mod event;
+pub(crate) mod provider;
+pub(crate) mod receiver;
+pub(crate) mod references;
 
 /// Why a notification resource cannot work, or a delivery failed; each names the object.
 #[derive(Debug, thiserror::Error)]
-pub enum NotificationError {
+pub(crate) enum NotificationError {
     /// The spec can never work as written.
     #[error("{object}: {message}")]
     Invalid {

@@ -12,14 +12,14 @@ use bosun_api::Interval;
 use bosun_api::notification::{ProviderSpec, ProviderType, Severity};
 
 /// Bound of one delivery attempt when the provider sets no `timeout`.
-pub const DEFAULT_TIMEOUT: Duration = Duration::from_secs(15);
+pub(crate) const DEFAULT_TIMEOUT: Duration = Duration::from_secs(15);
 
 /// Attempts per event before the provider is reported failing.
-pub const ATTEMPTS: u32 = 4;
+pub(crate) const ATTEMPTS: u32 = 4;
 
 /// Where and how a provider is reached, with its Secret's values resolved.
 #[derive(Clone, PartialEq, Eq)]
-pub struct Target {
+pub(crate) struct Target {
     /// The kind of provider.
     pub type_: ProviderType,
     /// The URL (possibly secret: never logged).
@@ -42,7 +42,7 @@ impl std::fmt::Debug for Target {
 
 /// A request ready to send.
 #[derive(Clone, PartialEq, Eq)]
-pub struct Request {
+pub(crate) struct Request {
     /// The URL.
     pub url: String,
     /// The JSON body.
@@ -56,7 +56,7 @@ pub struct Request {
 ///
 /// # Errors
 /// No address, an address that is not an http(s) URL, or `generic-hmac` without a token.
-pub fn target(
+pub(crate) fn target(
     object: &str,
     spec: &ProviderSpec,
     secret: Option<&BTreeMap<String, Vec<u8>>>,
@@ -88,14 +88,14 @@ pub fn target(
 }
 
 /// `sha256=<hex HMAC-SHA256 of body with key>`, the `X-Signature` of `generic-hmac` (Flux's).
-pub fn sign(key: &[u8], body: &[u8]) -> String {
+pub(crate) fn sign(key: &[u8], body: &[u8]) -> String {
     let mut mac = Hmac::<sha2::Sha256>::new_from_slice(key).expect("HMAC takes keys of any length");
     mac.update(body);
     format!("sha256={}", hex::encode(mac.finalize().into_bytes()))
 }
 
 /// The request that delivers `event` to `target`.
-pub fn request(target: &Target, event: &Event) -> Request {
+pub(crate) fn request(target: &Target, event: &Event) -> Request {
     let body = match target.type_ {
         ProviderType::Generic | ProviderType::GenericHmac => serde_json::to_value(event).unwrap_or_default(),
         ProviderType::Slack => slack(target, event),
@@ -162,7 +162,7 @@ fn alertmanager(event: &Event) -> Value {
 
 /// How long to wait before attempt `attempt` (1-based; attempt 1 is immediate): 0.5s, 1s, 2s;
 /// `None` once [`ATTEMPTS`] have failed.
-pub fn retry_delay(attempt: u32) -> Option<Duration> {
+pub(crate) fn retry_delay(attempt: u32) -> Option<Duration> {
     const DELAYS: bosun_core::backoff::Exponential =
         bosun_core::backoff::Exponential::new(Duration::from_millis(500), Duration::from_secs(60));
     match attempt {
@@ -177,7 +177,7 @@ pub fn retry_delay(attempt: u32) -> Option<Duration> {
 /// # Errors
 /// The reason, without the address (it may be secret): a status other than 2xx, a timeout,
 /// a refused connection.
-pub async fn send(client: &reqwest::Client, request: &Request, timeout: Duration) -> Result<(), String> {
+pub(crate) async fn send(client: &reqwest::Client, request: &Request, timeout: Duration) -> Result<(), String> {
     let mut builder = client
         .post(&request.url)
         .timeout(timeout)

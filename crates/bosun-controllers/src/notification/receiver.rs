@@ -16,14 +16,14 @@ use bosun_api::notification::{ReceiverType, ResourceSelector};
 
 /// The path of a Receiver: `/hook/<hex sha256 of token, name and namespace>` (Flux's), so it
 /// cannot be guessed without the token and changes when the token does.
-pub fn webhook_path(token: &str, name: &str, namespace: &str) -> String {
+pub(crate) fn webhook_path(token: &str, name: &str, namespace: &str) -> String {
     let digest = Sha256::digest(format!("{token}{name}{namespace}").as_bytes());
     format!("/hook/{}", hex::encode(digest))
 }
 
 /// Why a call was refused (401). Says which check failed, never the expected value.
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
-pub enum Rejection {
+pub(crate) enum Rejection {
     /// The header that proves the call is missing.
     #[error("no {0} header")]
     Unsigned(&'static str),
@@ -41,7 +41,7 @@ fn header<'a>(headers: &'a HeaderMap, name: &str) -> Option<&'a str> {
 
 /// Whether `signature` (`sha1=…`, `sha256=…`, `sha512=…`, hex) is the HMAC of `body` with
 /// `key` (compared in constant time). `None`: not of that form.
-pub fn hmac_matches(signature: &str, key: &[u8], body: &[u8]) -> Option<bool> {
+pub(crate) fn hmac_matches(signature: &str, key: &[u8], body: &[u8]) -> Option<bool> {
     let (algorithm, hex_digest) = signature.split_once('=')?;
     let given = hex::decode(hex_digest.trim()).ok()?;
     fn check<M: Mac + KeyInit>(key: &[u8], body: &[u8], given: &[u8]) -> bool {
@@ -63,7 +63,7 @@ pub fn hmac_matches(signature: &str, key: &[u8], body: &[u8]) -> Option<bool> {
 ///
 /// # Errors
 /// Which check failed.
-pub fn verify(type_: ReceiverType, headers: &HeaderMap, body: &[u8], token: &str) -> Result<(), Rejection> {
+pub(crate) fn verify(type_: ReceiverType, headers: &HeaderMap, body: &[u8], token: &str) -> Result<(), Rejection> {
     let signed = |name: &'static str, value: Option<&str>| {
         let value = value.ok_or(Rejection::Unsigned(name))?;
         match hmac_matches(value, token.as_bytes(), body) {
@@ -92,7 +92,7 @@ pub fn verify(type_: ReceiverType, headers: &HeaderMap, body: &[u8], token: &str
 /// Whether a genuine call triggers: `Err(why not)` for an event the Receiver does not take
 /// (GitHub's `ping` never triggers; `events` filters `X-GitHub-Event` / `X-Gitlab-Event`,
 /// case-insensitively; generic types take every call).
-pub fn triggers(type_: ReceiverType, events: &[String], headers: &HeaderMap) -> Result<(), String> {
+pub(crate) fn triggers(type_: ReceiverType, events: &[String], headers: &HeaderMap) -> Result<(), String> {
     let name = match type_ {
         ReceiverType::Generic | ReceiverType::GenericHmac => return Ok(()),
         ReceiverType::Github => "X-GitHub-Event",
@@ -109,9 +109,9 @@ pub fn triggers(type_: ReceiverType, events: &[String], headers: &HeaderMap) -> 
 }
 
 /// How long a Receiver remembers a GitHub delivery it handled.
-pub const DELIVERY_MEMORY: Duration = Duration::from_secs(24 * 60 * 60);
+pub(crate) const DELIVERY_MEMORY: Duration = Duration::from_secs(24 * 60 * 60);
 /// How many handled deliveries a Receiver remembers at most (the oldest are forgotten first).
-pub const DELIVERY_MEMORY_SIZE: usize = 10_000;
+pub(crate) const DELIVERY_MEMORY_SIZE: usize = 10_000;
 /// The longest `X-GitHub-Delivery` kept (GitHub's are 36-character GUIDs; the header is not
 /// signed, so its length is the caller's choice).
 const DELIVERY_ID_MAX: usize = 128;
@@ -122,7 +122,7 @@ const DELIVERY_ID_MAX: usize = 128;
 /// the push). Memory, not proof: a replay after [`DELIVERY_MEMORY`], or after the controller
 /// restarted, is handled again.
 #[derive(Debug)]
-pub struct Deliveries {
+pub(crate) struct Deliveries {
     window: Duration,
     capacity: usize,
     /// When each id and digest was claimed, in that order.
@@ -133,14 +133,14 @@ pub struct Deliveries {
 
 impl Deliveries {
     /// Remembers deliveries for `window`, at most `capacity` of them.
-    pub fn new(window: Duration, capacity: usize) -> Deliveries {
+    pub(crate) fn new(window: Duration, capacity: usize) -> Deliveries {
         Deliveries { window, capacity, order: VecDeque::new(), ids: HashMap::new(), digests: HashMap::new() }
     }
 
     /// Claims the delivery `id` (its `X-GitHub-Delivery`) with `body` at `now`: `false` when
     /// the same id or the same body was claimed within the window (a duplicate, not to be
     /// handled again).
-    pub fn claim(&mut self, id: Option<&str>, body: &[u8], now: Instant) -> bool {
+    pub(crate) fn claim(&mut self, id: Option<&str>, body: &[u8], now: Instant) -> bool {
         self.forget_old(now);
         let id = id.map(|id| truncated(id, DELIVERY_ID_MAX).to_string()).filter(|id| !id.is_empty());
         let digest: [u8; 32] = Sha256::digest(body).into();
@@ -160,7 +160,7 @@ impl Deliveries {
 
     /// Forgets a claimed delivery whose handling failed: GitHub's redelivery of it must be
     /// handled.
-    pub fn release(&mut self, id: Option<&str>, body: &[u8]) {
+    pub(crate) fn release(&mut self, id: Option<&str>, body: &[u8]) {
         if let Some(id) = id {
             self.ids.remove(truncated(id, DELIVERY_ID_MAX));
         }
@@ -169,13 +169,9 @@ impl Deliveries {
     }
 
     /// How many deliveries are remembered.
-    pub fn len(&self) -> usize {
+    #[cfg(test)]
+    fn len(&self) -> usize {
         self.order.len()
-    }
-
-    /// Whether none is.
-    pub fn is_empty(&self) -> bool {
-        self.order.is_empty()
     }
 
     fn forget_old(&mut self, now: Instant) {
@@ -209,7 +205,7 @@ fn truncated(text: &str, max: usize) -> &str {
 
 /// Whether `selector` (of a Receiver in `namespace`) selects the Package `package_namespace`/
 /// `name` with `labels`.
-pub fn selects(
+pub(crate) fn selects(
     selector: &ResourceSelector,
     namespace: &str,
     package_namespace: &str,
@@ -224,7 +220,7 @@ pub fn selects(
 }
 
 /// The label selector (`a=b,c=d`) that lists the Packages `selector` may select.
-pub fn label_selector(selector: &ResourceSelector) -> String {
+pub(crate) fn label_selector(selector: &ResourceSelector) -> String {
     selector.match_labels.iter().map(|(k, v)| format!("{k}={v}")).collect::<Vec<_>>().join(",")
 }
 

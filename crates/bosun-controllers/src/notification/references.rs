@@ -6,16 +6,16 @@ use super::NotificationError;
 use bosun_api::notification::{AlertSpec, ReceiverSpec};
 
 /// `Ready=False` reason of an Alert or Receiver refused for a reference to another namespace.
-pub const CROSS_NAMESPACE_REF: &str = "CrossNamespaceRef";
+pub(crate) const CROSS_NAMESPACE_REF: &str = "CrossNamespaceRef";
 
 /// The namespaces an Alert names, by field: its event sources'.
-pub fn of_alert(spec: &AlertSpec) -> Vec<(String, Option<&str>)> {
+pub(crate) fn of_alert(spec: &AlertSpec) -> Vec<(String, Option<&str>)> {
     let sources = spec.event_sources.iter().enumerate();
     sources.map(|(i, source)| (format!("spec.eventSources[{i}].namespace"), source.namespace.as_deref())).collect()
 }
 
 /// The namespaces a Receiver names, by field: its resources'.
-pub fn of_receiver(spec: &ReceiverSpec) -> Vec<(String, Option<&str>)> {
+pub(crate) fn of_receiver(spec: &ReceiverSpec) -> Vec<(String, Option<&str>)> {
     let resources = spec.resources.iter().enumerate();
     resources.map(|(i, resource)| (format!("spec.resources[{i}].namespace"), resource.namespace.as_deref())).collect()
 }
@@ -25,7 +25,7 @@ pub fn of_receiver(spec: &ReceiverSpec) -> Vec<(String, Option<&str>)> {
 ///
 /// # Errors
 /// The first reference to another namespace.
-pub fn check(
+pub(crate) fn check(
     forbidden: bool,
     object: &str,
     namespace: &str,

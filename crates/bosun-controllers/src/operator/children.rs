@@ -50,7 +50,7 @@ pub fn set_owner(rendered: &mut Rendered, owner: &Value, namespaced_owner: bool,
 ///
 /// # Errors
 /// The first child out of reach.
-pub fn in_reach(tenancy: &Tenancy, object: &str, rendered: &Rendered, scopes: &Scopes) -> Result<(), Refusal> {
+pub(crate) fn in_reach(tenancy: &Tenancy, object: &str, rendered: &Rendered, scopes: &Scopes) -> Result<(), Refusal> {
     for child in rendered.manifests.iter() {
         tenancy::child_in_reach(tenancy, object, &child.object, scopes.namespaced(&child.object))?;
     }
@@ -58,12 +58,12 @@ pub fn in_reach(tenancy: &Tenancy, object: &str, rendered: &Rendered, scopes: &S
 }
 
 /// Whether some child's kind is unknown to `scopes` (discovery may be older than its CRD).
-pub fn any_unknown(rendered: &Rendered, scopes: &Scopes) -> bool {
+pub(crate) fn any_unknown(rendered: &Rendered, scopes: &Scopes) -> bool {
     rendered.manifests.iter().any(|child| scopes.namespaced(&child.object).is_none())
 }
 
 /// Whether an object names `uid` among its owners.
-pub fn owned_by_uid(object: &Value, uid: &str) -> bool {
+pub(crate) fn owned_by_uid(object: &Value, uid: &str) -> bool {
     object
         .pointer("/metadata/ownerReferences")
         .and_then(Value::as_array)

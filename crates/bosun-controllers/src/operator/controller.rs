@@ -27,13 +27,13 @@ use serde_json::{Value, json};
 use tokio_util::sync::CancellationToken;
 
 use bosun::apply::{Cache, Inventory, Journal, Options};
-use bosun_core::discovery::{Kind, Resolver};
 use bosun::package::Package;
 use bosun::pipeline::{self, RenderOptions};
 use bosun::render::{HelmRelease, Rendered, Sandbox};
 use bosun::report::{Report, Silent};
 use bosun_api::inventory::{Entry, PACKAGE_LABEL, PACKAGE_NAMESPACE_LABEL, configmap_name};
 use bosun_api::package::{PackageSpec, RenderSpec};
+use bosun_core::discovery::{Kind, Resolver};
 use bosun_core::{cluster::ClusterError, object, scopes::Scopes};
 use bosun_kit::{self as kit, Failure, Run};
 

@@ -38,7 +38,7 @@ pub enum ClientError {
 ///
 /// # Errors
 /// A user to impersonate without `impersonating`, or its client cannot be made.
-pub fn acting_client(
+pub(crate) fn acting_client(
     base: &Client,
     impersonating: Option<&Impersonating>,
     tenancy: &Tenancy,
@@ -56,7 +56,7 @@ pub fn acting_client(
     })
 }
 
-/// `client`, refusing every request outside `namespace` ([`tenancy::in_reach`]).
+/// `client`, refusing every request outside `namespace` (`tenancy::in_reach`).
 pub fn fenced(client: Client, namespace: &str) -> Client {
     let default_namespace = namespace.to_string();
     Client::new(Fence { client, namespace: namespace.to_string() }, default_namespace)

@@ -38,7 +38,7 @@ struct Resource {
 ///
 /// # Errors
 /// The file is unreadable or malformed, or `mainResource` names no resource.
-pub fn spec(trigger_config: &Path) -> Result<OperatorSpec, OperatorError> {
+pub(crate) fn spec(trigger_config: &Path) -> Result<OperatorSpec, OperatorError> {
     let origin = trigger_config.display().to_string();
     let text = std::fs::read_to_string(trigger_config).map_err(FileError::reading(&origin))?;
     let config: TriggerConfig = yaml::parse_document(&text, &origin)?;

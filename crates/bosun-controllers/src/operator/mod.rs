@@ -10,14 +10,16 @@
 //! [`crate::operator::controller`]; `schema` reads what the watched kind's CRD keeps, `fence`
 //! is the client a confined Operator acts with, `resource` runs Operator resources.
 
-pub mod children;
+pub(crate) mod children;
 pub mod controller;
-pub mod fence;
-pub mod locutus;
-pub mod related;
-pub mod resource;
-pub mod schema;
+pub(crate) mod fence;
+pub(crate) mod locutus;
+pub(crate) mod related;
+pub(crate) mod resource;
+pub(crate) mod schema;
 pub mod tenancy;
+
+pub use fence::fenced;
 
 use std::{
     collections::{BTreeMap, BTreeSet},
@@ -113,7 +115,7 @@ pub struct Definition {
 
 impl Definition {
     /// `Operator <namespace>/<name>`, as refusals name it (an Operator resource's definition is
-    /// named `<namespace>.<name>`, see [`resource::operator_name`]).
+    /// named `<namespace>.<name>`, see `resource::operator_name`).
     pub fn describe(&self) -> String {
         match &self.namespace {
             Some(namespace) => {

@@ -13,7 +13,7 @@ use bosun_core::object;
 
 /// How the objects of one related kind map to watched objects.
 #[derive(Debug, Clone)]
-pub enum Mapping {
+pub(crate) enum Mapping {
     /// By the controller owner reference naming a watched object.
     Owner,
     /// By a label whose value is the watched object's name, in the related object's namespace.
@@ -26,7 +26,7 @@ pub enum Mapping {
 
 /// One compiled key transformation.
 #[derive(Debug, Clone)]
-pub struct Transform {
+pub(crate) struct Transform {
     action: Action,
     regex: Regex,
     replacement: String,
@@ -42,7 +42,7 @@ enum Action {
 
 /// The watched objects a related object's change concerns.
 #[derive(Debug, Clone, PartialEq, Eq)]
-pub enum Targets {
+pub(crate) enum Targets {
     /// These, as `(namespace, name)` (the namespace empty for cluster-scoped objects).
     Objects(Vec<(String, String)>),
     /// All of them.
@@ -51,7 +51,7 @@ pub enum Targets {
 
 /// The kind watched, as far as mappings need it.
 #[derive(Debug, Clone, PartialEq, Eq)]
-pub struct Watched {
+pub(crate) struct Watched {
     /// `group/version`.
     pub api_version: String,
     /// Kind.
@@ -94,12 +94,12 @@ impl Transform {
 
 /// `namespace/name`, or `name` for a cluster-scoped object (Kubernetes' cache keys, which
 /// Locutus' transformations are written against).
-pub fn key(namespace: &str, name: &str) -> String {
+pub(crate) fn key(namespace: &str, name: &str) -> String {
     if namespace.is_empty() { name.to_string() } else { format!("{namespace}/{name}") }
 }
 
 /// Runs a key through every transformation; `None` when one drops it (or it ends empty).
-pub fn transform(transforms: &[Transform], key: &str) -> Option<String> {
+pub(crate) fn transform(transforms: &[Transform], key: &str) -> Option<String> {
     let mut current = key.to_string();
     for transform in transforms {
         current = transform.apply(&current)?;
@@ -110,7 +110,7 @@ pub fn transform(transforms: &[Transform], key: &str) -> Option<String> {
 impl Mapping {
     /// The mapping a related spec declares; `Err((field, message))` names the faulty field
     /// relative to the spec.
-    pub fn of(spec: &RelatedSpec) -> Result<Mapping, (String, String)> {
+    pub(crate) fn of(spec: &RelatedSpec) -> Result<Mapping, (String, String)> {
         let owner = spec.owner == Some(true);
         let declared = [owner, spec.label.is_some(), spec.key_transformations.is_some()];
         if declared.iter().filter(|d| **d).count() > 1 {
@@ -140,7 +140,7 @@ impl Mapping {
     }
 
     /// The watched objects a change of `related` concerns.
-    pub fn targets(&self, related: &Value, watched: &Watched) -> Targets {
+    pub(crate) fn targets(&self, related: &Value, watched: &Watched) -> Targets {
         let namespace = if watched.namespaced { object::namespace(related) } else { "" };
         let objects = match self {
             Mapping::All => return Targets::All,
@@ -159,7 +159,7 @@ impl Mapping {
     }
 
     /// Whether `related` concerns the watched object `main`.
-    pub fn concerns(&self, related: &Value, main: &Value, watched: &Watched) -> bool {
+    pub(crate) fn concerns(&self, related: &Value, main: &Value, watched: &Watched) -> bool {
         match self {
             Mapping::All => true,
             // By UID: a watched object deleted and created again under its name is not the

@@ -28,11 +28,11 @@ use bosun_kit::{self as kit, Failure, Run};
 
 /// The controller's name: its field manager, finalizer (`kit.bosun.dev/operators`) and event
 /// reporter.
-pub const NAME: &str = "operators";
+pub(crate) const NAME: &str = "operators";
 
 /// How the controller runs.
 #[derive(Clone)]
-pub struct HostSettings {
+pub(crate) struct HostSettings {
     /// Where sources are fetched to.
     pub cache_dir: PathBuf,
     /// Only Operators in this namespace.
@@ -72,7 +72,7 @@ impl Drop for Running {
 }
 
 /// The `Operator` reconciler.
-pub struct OperatorHost {
+pub(crate) struct OperatorHost {
     settings: HostSettings,
     fetcher: Fetcher,
     /// Clients impersonating the Operators' ServiceAccounts, made once per account.
@@ -81,7 +81,7 @@ pub struct OperatorHost {
 }
 
 /// The `Operator` controller, ready to [`kit::Controller::run`].
-pub fn controller(client: Client, settings: HostSettings) -> kit::Controller<OperatorHost> {
+pub(crate) fn controller(client: Client, settings: HostSettings) -> kit::Controller<OperatorHost> {
     let host = OperatorHost {
         fetcher: Fetcher::new(settings.cache_dir.clone()).with_local_roots(settings.tenancy.local_roots.clone()),
         impersonating: Arc::new(Impersonating::new(settings.config.clone())),
@@ -93,7 +93,7 @@ pub fn controller(client: Client, settings: HostSettings) -> kit::Controller<Ope
 }
 
 /// The operator name of an Operator resource: `<namespace>.<name>` (unique in the cluster).
-pub fn operator_name(namespace: &str, name: &str) -> String {
+pub(crate) fn operator_name(namespace: &str, name: &str) -> String {
     format!("{namespace}.{name}")
 }
 

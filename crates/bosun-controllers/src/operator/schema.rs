@@ -9,7 +9,7 @@ pub const INVENTORY_FIELD: &str = "inventory";
 
 /// What bosun may write to the watched kind's status.
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
-pub struct StatusSupport {
+pub(crate) struct StatusSupport {
     /// The kind has a status subresource (a CRD's; bosun writes no status to built-in kinds).
     pub written: bool,
     /// Its status schema keeps `status.inventory`, where the children are then recorded
@@ -18,7 +18,7 @@ pub struct StatusSupport {
 }
 
 /// What a CRD serving `resource` lets bosun write to its status.
-pub async fn status_support(client: &Client, resource: &ApiResource) -> StatusSupport {
+pub(crate) async fn status_support(client: &Client, resource: &ApiResource) -> StatusSupport {
     if resource.group.is_empty() || !resource.group.contains('.') {
         return StatusSupport::default();
     }

@@ -4,10 +4,10 @@
 //! else `bosun controller --default-service-account`), impersonated, so the API server's RBAC
 //! decides every read and write; and its watch, its related objects, its children and their
 //! inventories stay in the Operator's own namespace unless the administrator runs the
-//! controller with [`CLUSTER_WIDE_FLAG`]. The decisions are made here, before anything runs:
-//! [`decide`] from the spec, [`kind_in_reach`] once the kinds are discovered, and
-//! [`child_in_reach`] for every rendered child before the first write. [`in_reach`] is the
-//! same rule for a single request, which the confined client ([`super::fence`]) enforces on
+//! controller with `CLUSTER_WIDE_FLAG`. The decisions are made here, before anything runs:
+//! [`decide`] from the spec, `kind_in_reach` once the kinds are discovered, and
+//! `child_in_reach` for every rendered child before the first write. `in_reach` is the
+//! same rule for a single request, which the confined client (`super::fence`) enforces on
 //! everything the operator sends, as a backstop for paths no check above foresaw (a Helm
 //! `lookup`, an inventory entry written by hand).
 //!
@@ -21,12 +21,12 @@ use bosun_api::operator::OperatorSpec;
 use bosun_core::object;
 
 /// The flag of `bosun controller` that lets Operator resources reach beyond their namespace.
-pub const CLUSTER_WIDE_FLAG: &str = "--allow-cluster-wide-operators";
+pub(crate) const CLUSTER_WIDE_FLAG: &str = "--allow-cluster-wide-operators";
 
 /// `Ready=False` reason of an Operator whose ServiceAccount cannot be used.
-pub const INVALID_SERVICE_ACCOUNT: &str = "InvalidServiceAccount";
+pub(crate) const INVALID_SERVICE_ACCOUNT: &str = "InvalidServiceAccount";
 /// `Ready=False` reason of an Operator (or a watched object) reaching beyond its namespace.
-pub const OUTSIDE_NAMESPACE: &str = "OutsideNamespace";
+pub(crate) const OUTSIDE_NAMESPACE: &str = "OutsideNamespace";
 
 /// What the administrator decided for Operator resources.
 #[derive(Debug, Clone, Default, PartialEq, Eq)]
@@ -35,7 +35,7 @@ pub struct Policy {
     /// (`--default-service-account`); none: the controller's own identity.
     pub default_service_account: Option<String>,
     /// Operators may watch and write any namespace and cluster-scoped objects
-    /// ([`CLUSTER_WIDE_FLAG`]).
+    /// (`CLUSTER_WIDE_FLAG`).
     pub allow_cluster_wide: bool,
 }
 
@@ -160,7 +160,7 @@ impl Tenancy {
 ///
 /// # Errors
 /// A cluster-scoped kind for a confined Operator.
-pub fn kind_in_reach(
+pub(crate) fn kind_in_reach(
     tenancy: &Tenancy,
     object: &str,
     field: &str,
@@ -181,7 +181,12 @@ pub fn kind_in_reach(
 /// # Errors
 /// A cluster-scoped child, one in another namespace, or one of an unknown kind, for a
 /// confined Operator.
-pub fn child_in_reach(tenancy: &Tenancy, object: &str, child: &Value, namespaced: Option<bool>) -> Result<(), Refusal> {
+pub(crate) fn child_in_reach(
+    tenancy: &Tenancy,
+    object: &str,
+    child: &Value,
+    namespaced: Option<bool>,
+) -> Result<(), Refusal> {
     let Some(namespace) = &tenancy.namespace else { return Ok(()) };
     let (kind, name, child_namespace) = (object::kind(child), object::name(child), object::namespace(child));
     let refused = |field: String, message: String| Err(outside(object, &field, message, namespace));
@@ -202,7 +207,7 @@ pub fn child_in_reach(tenancy: &Tenancy, object: &str, child: &Value, namespaced
 /// namespace. An inventory kept in a watched object's status can be written by whoever may
 /// write that status; an entry naming another namespace or a cluster-scoped object is
 /// forgotten, never read or deleted.
-pub fn entries_in_reach(tenancy: &Tenancy, entries: Vec<Entry>) -> Vec<Entry> {
+pub(crate) fn entries_in_reach(tenancy: &Tenancy, entries: Vec<Entry>) -> Vec<Entry> {
     match &tenancy.namespace {
         None => entries,
         Some(namespace) => entries.into_iter().filter(|entry| entry.parts().1 == namespace).collect(),
@@ -216,7 +221,7 @@ pub fn entries_in_reach(tenancy: &Tenancy, entries: Vec<Entry>) -> Vec<Entry> {
 /// other namespaces, lists and watches across namespaces, cluster-scoped objects, writes to
 /// the Namespace (its `status` and `finalize` are the Namespace's own, as the API server reads
 /// them), and paths with `.`, `..`, empty or escaped-slash segments.
-pub fn in_reach(method: &str, path: &str, namespace: &str) -> bool {
+pub(crate) fn in_reach(method: &str, path: &str, namespace: &str) -> bool {
     let reading = matches!(method, "GET" | "HEAD");
     let Some(rest) = path.strip_prefix('/') else { return false };
     let segments: Vec<&str> = rest.split('/').collect();

@@ -19,16 +19,16 @@ use bosun_api::package::PackageResource;
 use super::{PackageReconciler, key};
 
 /// `namespace/name` of a Package.
-pub type Key = (String, String);
+pub(crate) type Key = (String, String);
 
 /// The key a reference names, relative to the referring Package's namespace.
-pub fn key_of(reference: &ObjectReference, namespace: &str) -> Key {
+pub(crate) fn key_of(reference: &ObjectReference, namespace: &str) -> Key {
     (reference.namespace.clone().unwrap_or_else(|| namespace.to_string()), reference.name.clone())
 }
 
 /// Whether a dependency is ready as Flux defines it: it exists, its status describes its
 /// current generation, and `Ready` is `True`. `Err` says why not.
-pub fn ready(key: &Key, dependency: Option<&PackageResource>) -> Result<(), String> {
+pub(crate) fn ready(key: &Key, dependency: Option<&PackageResource>) -> Result<(), String> {
     let (namespace, name) = key;
     let Some(dependency) = dependency else {
         return Err(format!("dependency '{namespace}/{name}' not found"));
@@ -48,7 +48,7 @@ pub fn ready(key: &Key, dependency: Option<&PackageResource>) -> Result<(), Stri
 
 /// The first cycle through `start`, as `a -> b -> a` (namespace/name), following `dependsOn`
 /// as `depends_on` reports it (None: the Package does not exist).
-pub fn cycle(start: &Key, depends_on: &dyn Fn(&Key) -> Option<Vec<Key>>) -> Option<String> {
+pub(crate) fn cycle(start: &Key, depends_on: &dyn Fn(&Key) -> Option<Vec<Key>>) -> Option<String> {
     fn visit(
         key: &Key,
         start: &Key,
@@ -80,19 +80,19 @@ pub fn cycle(start: &Key, depends_on: &dyn Fn(&Key) -> Option<Vec<Key>>) -> Opti
 /// Packages waiting for a dependency, by the dependency: the moment a dependency is seen
 /// ready, its waiters are reconciled (no polling).
 #[derive(Debug, Default)]
-pub struct Waiting {
+pub(crate) struct Waiting {
     waiters: Mutex<HashMap<Key, HashSet<ObjectRef<PackageResource>>>>,
 }
 
 impl Waiting {
     /// `waiter` waits for `dependency`.
-    pub fn wait(&self, dependency: Key, waiter: ObjectRef<PackageResource>) {
+    pub(crate) fn wait(&self, dependency: Key, waiter: ObjectRef<PackageResource>) {
         let mut waiters = self.waiters.lock().unwrap_or_else(|e| e.into_inner());
         waiters.entry(dependency).or_default().insert(waiter);
     }
 
     /// `waiter` no longer waits for `dependency` (it found it ready).
-    pub fn forget(&self, dependency: &Key, waiter: &ObjectRef<PackageResource>) {
+    pub(crate) fn forget(&self, dependency: &Key, waiter: &ObjectRef<PackageResource>) {
         let mut waiters = self.waiters.lock().unwrap_or_else(|e| e.into_inner());
         if let Some(set) = waiters.get_mut(dependency) {
             set.remove(waiter);
@@ -104,7 +104,7 @@ impl Waiting {
 
     /// The Packages to reconcile now that `changed` changed: its waiters if it is ready (and
     /// they stop waiting), none otherwise.
-    pub fn woken(&self, changed: &PackageResource) -> Vec<ObjectRef<PackageResource>> {
+    pub(crate) fn woken(&self, changed: &PackageResource) -> Vec<ObjectRef<PackageResource>> {
         let key =
             (changed.metadata.namespace.clone().unwrap_or_default(), changed.metadata.name.clone().unwrap_or_default());
         if ready(&key, Some(changed)).is_err() {

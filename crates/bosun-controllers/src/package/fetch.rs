@@ -24,7 +24,7 @@ use bosun::source::{BucketCredentials, Credentials, Fetcher, OciAccess, Snapshot
 
 /// Why a Package's files could not be had.
 #[derive(Debug, thiserror::Error)]
-pub enum FetchError {
+pub(crate) enum FetchError {
     /// The spec names no usable source (never retried: the spec must change).
     #[error("spec.source: {0}")]
     Invalid(String),
@@ -69,7 +69,7 @@ pub enum FetchError {
 impl FetchError {
     /// The condition reason, as Flux names them: `InvalidSource` (stalled),
     /// `AuthenticationFailed` or `ArtifactFailed` (retried).
-    pub fn reason(&self) -> &'static str {
+    pub(crate) fn reason(&self) -> &'static str {
         match self {
             FetchError::Invalid(_) => "InvalidSource",
             FetchError::Source(error) => error.reason(),
@@ -79,7 +79,7 @@ impl FetchError {
     }
 
     /// Whether only a spec change can help.
-    pub fn is_permanent(&self) -> bool {
+    pub(crate) fn is_permanent(&self) -> bool {
         match self {
             FetchError::Invalid(_) => true,
             FetchError::Source(error) => error.is_permanent(),
@@ -95,7 +95,7 @@ impl FetchError {
 /// inside it. Credentials come from the Secrets the source names, and a
 /// `configMap` source's files from its ConfigMap, both in the Package's namespace (read with
 /// `client`, the controller's own).
-pub async fn fetch(
+pub(crate) async fn fetch(
     fetcher: &Fetcher,
     client: &Client,
     resource: &PackageResource,
@@ -107,7 +107,7 @@ pub async fn fetch(
 
 /// Fetches a source of a resource in `namespace` (where its credentials Secret and its
 /// ConfigMap are): the snapshot and the directory `source.path` names inside it.
-pub async fn fetch_source(
+pub(crate) async fn fetch_source(
     fetcher: &Fetcher,
     client: &Client,
     source: Option<&SourceSpec>,
@@ -252,7 +252,7 @@ fn kind(source: &SourceSpec) -> Kind<'_> {
 }
 
 /// `source.path` as a relative path that stays inside the source.
-pub fn inner_path(source: &SourceSpec) -> Result<PathBuf, FetchError> {
+pub(crate) fn inner_path(source: &SourceSpec) -> Result<PathBuf, FetchError> {
     let Some(path) = source.path.as_deref().filter(|p| !p.is_empty()) else { return Ok(PathBuf::new()) };
     let path = Path::new(path);
     let escapes =
@@ -267,7 +267,7 @@ pub fn inner_path(source: &SourceSpec) -> Result<PathBuf, FetchError> {
 }
 
 /// Exactly one source kind must be set.
-pub fn check(source: Option<&SourceSpec>) -> Result<&SourceSpec, FetchError> {
+pub(crate) fn check(source: Option<&SourceSpec>) -> Result<&SourceSpec, FetchError> {
     const KINDS: &str = "git, archive, bucket, helm, oci, configMap or dir";
     let Some(source) = source else {
         return Err(FetchError::Invalid(format!("required: set {KINDS}")));
@@ -297,7 +297,7 @@ pub fn check(source: Option<&SourceSpec>) -> Result<&SourceSpec, FetchError> {
 /// The package in `dir` as the resource declares it: the directory's `bosun.yaml` (when
 /// there is one) with every field the resource's spec sets taking precedence, named and
 /// placed as the resource.
-pub fn assemble(dir: &Path, resource: &PackageResource) -> Result<Package, FetchError> {
+pub(crate) fn assemble(dir: &Path, resource: &PackageResource) -> Result<Package, FetchError> {
     let name = resource.metadata.name.clone().unwrap_or_default();
     let namespace = resource.metadata.namespace.clone();
     let from_file = Package::load(dir)?;
@@ -318,7 +318,7 @@ fn overlay(base: &PackageSpec, over: &PackageSpec) -> Result<PackageSpec, FetchE
 
 /// `message` with the snapshot directory left out of the paths it names, so they read as
 /// paths in the source (`apps/web/deployment.yaml`).
-pub fn in_source(message: &str, root: &Path) -> String {
+pub(crate) fn in_source(message: &str, root: &Path) -> String {
     let prefix = format!("{}/", root.display());
     message.replace(&prefix, "")
 }

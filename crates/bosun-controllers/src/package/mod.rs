@@ -13,18 +13,21 @@
 //! acts as, and its target), `remote` (the cluster a run applies to: this one, or the one
 //! `spec.kubeConfig` names).
 
-mod deletion;
-pub mod dependencies;
-pub mod fetch;
-mod hooks;
-mod identity;
-mod progress;
-pub mod remote;
-mod render;
-pub mod rollback;
-mod rollout;
-mod running;
-pub mod status;
+pub(crate) mod deletion;
+pub(crate) mod dependencies;
+pub(crate) mod fetch;
+pub(crate) mod hooks;
+pub(crate) mod identity;
+pub(crate) mod progress;
+pub(crate) mod remote;
+pub(crate) mod render;
+pub(crate) mod rollback;
+pub(crate) mod rollout;
+pub(crate) mod running;
+pub(crate) mod status;
+
+pub use remote::{Impersonating, self_contained};
+pub use status::{DEPENDENCY_NOT_READY, run_outcome};
 
 use std::{
     collections::HashMap,
@@ -40,11 +43,10 @@ use tokio_util::sync::CancellationToken;
 use self::{
     dependencies::{Key, Waiting},
     progress::{Tracker, fields_of},
-    remote::{Impersonating, Remotes, Target},
+    remote::{Remotes, Target},
     render::RenderedAt,
     rollout::Request,
     running::Running,
-    status::DEPENDENCY_NOT_READY,
 };
 use bosun::apply::Cache;
 use bosun::package::Package;

@@ -19,7 +19,7 @@ use bosun_api::package::{PackageStatus, RolloutProgress};
 use bosun::report::{self, ChangeEntry};
 
 /// Follows one run and hands each change to the progress writer.
-pub struct Tracker {
+pub(crate) struct Tracker {
     handle: ProgressHandle,
     groups: Vec<String>,
     state: Arc<Mutex<State>>,
@@ -64,7 +64,7 @@ impl Journal for StatusJournal {
 /// The status fields the controller writes besides conditions and the observed generation
 /// (those are kit's). Empty lists are written as such: a status write names every field the
 /// controller keeps, so a list that became empty is not mistaken for one left alone.
-pub fn fields_of(status: &PackageStatus) -> Map<String, Value> {
+pub(crate) fn fields_of(status: &PackageStatus) -> Map<String, Value> {
     let mut map = match serde_json::to_value(status) {
         Ok(Value::Object(map)) => map,
         _ => Map::new(),
@@ -88,14 +88,14 @@ fn group_label(progress: &RolloutProgress) -> String {
 
 impl Tracker {
     /// A tracker reporting through `handle`, starting from `status`.
-    pub fn new(handle: ProgressHandle, status: &PackageStatus) -> Tracker {
+    pub(crate) fn new(handle: ProgressHandle, status: &PackageStatus) -> Tracker {
         let progress = RolloutProgress { phase: "Fetching".into(), ..RolloutProgress::default() };
         let state = State { progress, message: String::new(), fields: fields_of(status) };
         Tracker { handle, groups: Vec::new(), state: Arc::new(Mutex::new(state)) }
     }
 
     /// The run moved on to something other than a group: fetching, rendering.
-    pub fn phase(&self, phase: &str, message: &str, status: &PackageStatus) {
+    pub(crate) fn phase(&self, phase: &str, message: &str, status: &PackageStatus) {
         self.change(|state| {
             state.fields = fields_of(status);
             state.progress = RolloutProgress { phase: phase.into(), ..RolloutProgress::default() };
@@ -104,18 +104,18 @@ impl Tracker {
     }
 
     /// The groups of the rollout, once planned.
-    pub fn planned(&mut self, groups: Vec<String>) {
+    pub(crate) fn planned(&mut self, groups: Vec<String>) {
         self.groups = groups;
     }
 
     /// Records the inventory in the status ahead of the apply's first writes.
-    pub fn journal(&self) -> Arc<dyn Journal> {
+    pub(crate) fn journal(&self) -> Arc<dyn Journal> {
         Arc::new(StatusJournal { handle: self.handle.clone(), state: self.state.clone() })
     }
 
     /// Where the rollout ended: the last group it was in, with the final phase (`Succeeded`,
     /// `Failed`, `RolledBack`, `Canceled`).
-    pub fn finish(&self, phase: &str) -> RolloutProgress {
+    pub(crate) fn finish(&self, phase: &str) -> RolloutProgress {
         let state = self.state.lock().unwrap_or_else(|e| e.into_inner());
         let mut progress = state.progress.clone();
         progress.phase = phase.into();

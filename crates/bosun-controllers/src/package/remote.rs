@@ -11,9 +11,9 @@ use std::{
 };
 
 use bosun::apply::Cache;
-use bosun_core::discovery::Resolver;
 use bosun_api::package::{KUBECONFIG_KEY, PackageResource, SecretKeyReference};
 use bosun_core::cluster::ClusterError;
+use bosun_core::discovery::Resolver;
 use k8s_openapi::api::core::v1::Secret;
 use kube::{
     Api, Client,
@@ -22,9 +22,9 @@ use kube::{
 use sha2::{Digest, Sha256};
 
 /// The reason of a Package whose remote cluster does not answer.
-pub const CLUSTER_UNREACHABLE: &str = "ClusterUnreachable";
+pub(crate) const CLUSTER_UNREACHABLE: &str = "ClusterUnreachable";
 /// The reason of a Package whose `spec.kubeConfig` cannot be used.
-pub const INVALID_KUBECONFIG: &str = "InvalidKubeConfig";
+pub(crate) const INVALID_KUBECONFIG: &str = "InvalidKubeConfig";
 
 /// How long connecting to a remote cluster may take: an unreachable cluster fails its
 /// Packages' runs this soon, instead of holding a worker for the client's default 30 s.
@@ -32,7 +32,7 @@ const CONNECT_TIMEOUT: Duration = Duration::from_secs(5);
 
 /// Why a run cannot reach its cluster.
 #[derive(Debug, thiserror::Error)]
-pub enum RemoteError {
+pub(crate) enum RemoteError {
     /// The Secret or its key is missing, or the kubeconfig cannot be read.
     #[error("spec.kubeConfig.secretRef: Secret {secret}: {message}")]
     Invalid {
@@ -65,7 +65,7 @@ pub enum RemoteError {
 
 impl RemoteError {
     /// The reason a Package's status gives for it.
-    pub fn reason(&self) -> &'static str {
+    pub(crate) fn reason(&self) -> &'static str {
         match self {
             RemoteError::Invalid { .. } => INVALID_KUBECONFIG,
             RemoteError::Secret { .. } => super::status::FAILED,
@@ -112,13 +112,13 @@ impl Impersonating {
 
 /// The remote clusters in use, by the digest of their kubeconfig.
 #[derive(Default)]
-pub struct Remotes {
+pub(crate) struct Remotes {
     clusters: Mutex<HashMap<Vec<u8>, Arc<Remote>>>,
 }
 
 /// Where one run applies.
 #[derive(Clone)]
-pub struct Target {
+pub(crate) struct Target {
     /// The client applying, waiting and pruning (impersonating when the Package says so).
     pub client: Client,
     /// The cluster's kinds.
@@ -131,7 +131,7 @@ pub struct Target {
 
 impl Target {
     /// Says whether the remote cluster (if any) answers now; the error names it when not.
-    pub async fn check_reachable(&self, remotes: &Remotes) -> Result<(), RemoteError> {
+    pub(crate) async fn check_reachable(&self, remotes: &Remotes) -> Result<(), RemoteError> {
         let Some((address, secret)) = &self.remote else { return Ok(()) };
         match self.client.apiserver_version().await {
             Err(error) => {
@@ -155,7 +155,7 @@ impl Remotes {
     /// The target of a Package with `spec.kubeConfig`, applying as `user` when given: its
     /// Secret is read from the management cluster (`management`), the remote cluster's
     /// discovery is read once.
-    pub async fn target(
+    pub(crate) async fn target(
         &self,
         management: &Client,
         resource: &PackageResource,
@@ -273,7 +273,7 @@ async fn read_kubeconfig(
 }
 
 /// The kubeconfig a Secret holds under `key` (in `data` or `stringData`).
-pub fn kubeconfig_of(secret: &Secret, key: &str) -> Result<String, String> {
+pub(crate) fn kubeconfig_of(secret: &Secret, key: &str) -> Result<String, String> {
     if let Some(text) = secret.string_data.as_ref().and_then(|d| d.get(key)) {
         return Ok(text.clone());
     }

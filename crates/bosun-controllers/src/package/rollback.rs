@@ -48,7 +48,7 @@ const SECRET_TYPE: &str = "bosun.dev/rollback";
 
 /// A rendered set that rolled out successfully.
 #[derive(Debug, Clone, PartialEq)]
-pub struct GoodSet {
+pub(crate) struct GoodSet {
     /// The source revision it was rendered from.
     pub revision: String,
     /// `sha256:` of the rendered objects.
@@ -59,7 +59,7 @@ pub struct GoodSet {
 
 /// Why the stored set could not be read or written.
 #[derive(Debug, thiserror::Error)]
-pub enum RollbackError {
+pub(crate) enum RollbackError {
     /// The Secret could not be read or written.
     #[error("Secret {namespace}/{name}: {source}")]
     Cluster {
@@ -96,12 +96,12 @@ struct Stored {
 }
 
 /// The Secret holding a Package's last good set.
-pub fn secret_name(package: &str) -> String {
+pub(crate) fn secret_name(package: &str) -> String {
     format!("bosun-rollback-{package}")
 }
 
 /// The set, compressed.
-pub fn encode(set: &GoodSet) -> Vec<u8> {
+pub(crate) fn encode(set: &GoodSet) -> Vec<u8> {
     let stored = Stored {
         revision: set.revision.clone(),
         digest: set.digest.clone(),
@@ -117,7 +117,7 @@ pub fn encode(set: &GoodSet) -> Vec<u8> {
 }
 
 /// The set from its compressed form.
-pub fn decode(bytes: &[u8]) -> Result<GoodSet, String> {
+pub(crate) fn decode(bytes: &[u8]) -> Result<GoodSet, String> {
     let mut json = Vec::new();
     GzDecoder::new(bytes).read_to_end(&mut json).map_err(|e| format!("not gzip: {e}"))?;
     let stored: Stored = serde_json::from_slice(&json).map_err(|e| format!("not a rendered set: {e}"))?;
@@ -132,7 +132,7 @@ pub fn decode(bytes: &[u8]) -> Result<GoodSet, String> {
 }
 
 /// The Package's last good set, if one was stored (opened with `keys` when it was sealed).
-pub async fn load(
+pub(crate) async fn load(
     client: &Client,
     package: &PackageResource,
     keys: Option<&Keys>,
@@ -156,7 +156,7 @@ pub async fn load(
 
 /// Stores a good set, replacing the one before (server-side apply by the controller); sealed
 /// for `keys` when given (the set came from SOPS-encrypted files).
-pub async fn store(
+pub(crate) async fn store(
     client: &Client,
     package: &PackageResource,
     set: &GoodSet,
@@ -209,7 +209,7 @@ pub async fn store(
 }
 
 /// The revision a Package is asked to roll back to ([`ROLLBACK_TO`]), if any.
-pub fn requested_revision(package: &PackageResource) -> Option<&str> {
+pub(crate) fn requested_revision(package: &PackageResource) -> Option<&str> {
     let value = package.metadata.annotations.as_ref()?.get(ROLLBACK_TO)?;
     Some(value.trim()).filter(|value| !value.is_empty())
 }
@@ -220,7 +220,7 @@ pub fn requested_revision(package: &PackageResource) -> Option<&str> {
 ///
 /// # Errors
 /// A message naming the annotation when the source is not Git or the revision not a commit.
-pub fn pinned_source(source: Option<&SourceSpec>, revision: &str) -> Result<SourceSpec, String> {
+pub(crate) fn pinned_source(source: Option<&SourceSpec>, revision: &str) -> Result<SourceSpec, String> {
     let field = format!("metadata.annotations[{ROLLBACK_TO:?}]");
     let Some(source) = source.filter(|s| s.git.is_some()) else {
         return Err(format!(

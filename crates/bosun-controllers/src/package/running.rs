@@ -12,7 +12,7 @@ use bosun_api::package::PackageResource;
 
 /// What a run was started for.
 #[derive(Debug, Clone, PartialEq, Eq)]
-pub struct StartedFor {
+pub(crate) struct StartedFor {
     /// The spec's generation.
     pub generation: Option<i64>,
     /// The reconcile request handled.
@@ -23,7 +23,7 @@ pub struct StartedFor {
 
 impl StartedFor {
     /// What a run of `package` as it is now is for.
-    pub fn of(package: &PackageResource) -> StartedFor {
+    pub(crate) fn of(package: &PackageResource) -> StartedFor {
         StartedFor {
             generation: package.metadata.generation,
             requested_at: requested_at(package),
@@ -32,7 +32,7 @@ impl StartedFor {
     }
 
     /// Whether a Package that now looks like `now` wants a newer run than this one.
-    pub fn overtaken_by(&self, now: &StartedFor) -> bool {
+    pub(crate) fn overtaken_by(&self, now: &StartedFor) -> bool {
         let newer_spec = now.generation.is_some() && now.generation != self.generation;
         let newer_request = now.requested_at.is_some() && now.requested_at != self.requested_at;
         newer_spec || newer_request || now.rollback_to != self.rollback_to
@@ -41,7 +41,7 @@ impl StartedFor {
 
 /// The runs under way.
 #[derive(Debug)]
-pub struct Running {
+pub(crate) struct Running {
     runs: Mutex<HashMap<Key, (StartedFor, CancellationToken)>>,
     /// Cancelled when the controller stops: every run's waits end, so it stops in seconds.
     stopping: CancellationToken,
@@ -49,24 +49,24 @@ pub struct Running {
 
 impl Running {
     /// No runs yet; `stopping` stops them all.
-    pub fn new(stopping: CancellationToken) -> Running {
+    pub(crate) fn new(stopping: CancellationToken) -> Running {
         Running { runs: Mutex::default(), stopping }
     }
 
     /// A run starts; the token stops its waits.
-    pub fn start(&self, key: &Key, started: StartedFor) -> CancellationToken {
+    pub(crate) fn start(&self, key: &Key, started: StartedFor) -> CancellationToken {
         let token = self.stopping.child_token();
         self.runs.lock().unwrap_or_else(|e| e.into_inner()).insert(key.clone(), (started, token.clone()));
         token
     }
 
     /// The run ended.
-    pub fn end(&self, key: &Key) {
+    pub(crate) fn end(&self, key: &Key) {
         self.runs.lock().unwrap_or_else(|e| e.into_inner()).remove(key);
     }
 
     /// A Package changed: its run stops waiting if the change asks for a newer one.
-    pub fn changed(&self, package: &PackageResource) {
+    pub(crate) fn changed(&self, package: &PackageResource) {
         let now = StartedFor::of(package);
         let runs = self.runs.lock().unwrap_or_else(|e| e.into_inner());
         if let Some((started, token)) = runs.get(&key(package))

@@ -9,35 +9,33 @@ use bosun_api::package::{HistoryEntry, PackageResource};
 use bosun::report::{Change, ObjectFailure, Report, Stage};
 
 /// `Ready=True`.
-pub const SUCCEEDED: &str = "ReconciliationSucceeded";
+pub(crate) const SUCCEEDED: &str = "ReconciliationSucceeded";
 /// Writes, dry runs or the cluster refused the rollout.
-pub const FAILED: &str = "ReconciliationFailed";
-/// The source could not be fetched.
-pub const ARTIFACT_FAILED: &str = "ArtifactFailed";
+pub(crate) const FAILED: &str = "ReconciliationFailed";
 /// The package could not be rendered or planned.
-pub const BUILD_FAILED: &str = "BuildFailed";
+pub(crate) const BUILD_FAILED: &str = "BuildFailed";
 /// An applied object did not become healthy.
-pub const HEALTH_CHECK_FAILED: &str = "HealthCheckFailed";
+pub(crate) const HEALTH_CHECK_FAILED: &str = "HealthCheckFailed";
 /// The health wait was stopped by a newer revision or spec.
-pub const HEALTH_CHECK_CANCELED: &str = "HealthCheckCanceled";
+pub(crate) const HEALTH_CHECK_CANCELED: &str = "HealthCheckCanceled";
 /// Deleting what is no longer rendered failed.
-pub const PRUNE_FAILED: &str = "PruneFailed";
+pub(crate) const PRUNE_FAILED: &str = "PruneFailed";
 /// The Package's identity may not do what the rollout needs.
-pub const ACCESS_DENIED: &str = "AccessDenied";
+pub(crate) const ACCESS_DENIED: &str = "AccessDenied";
 /// A dependency is not ready yet.
 pub const DEPENDENCY_NOT_READY: &str = "DependencyNotReady";
 /// The revision `bosun.dev/rollback-to` names cannot be fetched that way.
-pub const INVALID_ROLLBACK: &str = "InvalidRollback";
+pub(crate) const INVALID_ROLLBACK: &str = "InvalidRollback";
 /// The rollout failed and the last good revision was applied again.
-pub const ROLLED_BACK: &str = "RolledBack";
+pub(crate) const ROLLED_BACK: &str = "RolledBack";
 
 /// `status.history` results.
-pub const SUCCEEDED_RUN: &str = "Succeeded";
+pub(crate) const SUCCEEDED_RUN: &str = "Succeeded";
 /// A rollout that failed.
-pub const FAILED_RUN: &str = "Failed";
+pub(crate) const FAILED_RUN: &str = "Failed";
 
 /// The failed run a rollback undid, when the newest history entry is that rollback.
-pub fn rolled_back_from(history: &[HistoryEntry]) -> Option<&HistoryEntry> {
+pub(crate) fn rolled_back_from(history: &[HistoryEntry]) -> Option<&HistoryEntry> {
     match history {
         [newest, failed, ..] if newest.result == ROLLED_BACK && failed.result == FAILED_RUN => Some(failed),
         _ => None,
@@ -45,7 +43,7 @@ pub fn rolled_back_from(history: &[HistoryEntry]) -> Option<&HistoryEntry> {
 }
 
 /// The `Ready=False` reason for a failed rollout.
-pub fn failure_reason(report: &Report) -> &'static str {
+pub(crate) fn failure_reason(report: &Report) -> &'static str {
     let Some(failure) = &report.failure else { return SUCCEEDED };
     if failure.objects.iter().any(|object| object.cause.is_forbidden()) {
         return ACCESS_DENIED;
@@ -63,7 +61,7 @@ const NAMED_OBJECTS: usize = 5;
 
 /// The failure on one line (it is the `Status` column of `kubectl get packages`): what
 /// stopped the rollout, then each object and its message.
-pub fn failure_message(report: &Report) -> String {
+pub(crate) fn failure_message(report: &Report) -> String {
     let Some(failure) = &report.failure else { return String::new() };
     let mut parts = vec![format!("group {:?}: {}", failure.group, failure.reason)];
     for ObjectFailure { object, message, .. } in failure.objects.iter().take(NAMED_OBJECTS) {
@@ -77,7 +75,7 @@ pub fn failure_message(report: &Report) -> String {
 
 /// The change set as Flux's events list it, one line per written object:
 /// `Deployment/team/web configured`.
-pub fn change_set(report: &Report) -> String {
+pub(crate) fn change_set(report: &Report) -> String {
     report
         .changes
         .iter()
@@ -89,7 +87,7 @@ pub fn change_set(report: &Report) -> String {
 
 /// The change set counted, for notifications: `1 created, 2 configured, 3 unchanged` (the
 /// kinds of change that happened, in apply order of importance; `nothing applied` for none).
-pub fn summary(report: &Report) -> String {
+pub(crate) fn summary(report: &Report) -> String {
     let kinds = [Change::Created, Change::Configured, Change::Deleted, Change::Failed, Change::Unchanged];
     let parts: Vec<String> = kinds
         .into_iter()
@@ -104,7 +102,7 @@ pub fn summary(report: &Report) -> String {
 /// Whether a run goes into the history: when it wrote something, or ended differently from the
 /// newest entry (another digest, revision or result). A resync that found everything as it was
 /// leaves the history — and so the status — alone, and writes nothing.
-pub fn worth_recording(history: &[HistoryEntry], run: &HistoryEntry, wrote: bool) -> bool {
+pub(crate) fn worth_recording(history: &[HistoryEntry], run: &HistoryEntry, wrote: bool) -> bool {
     wrote
         || history.first().is_none_or(|newest| {
             (&newest.revision, &newest.digest, &newest.result) != (&run.revision, &run.digest, &run.result)
@@ -134,7 +132,7 @@ pub fn run_outcome(package: &PackageResource, token: Option<&str>) -> Option<Res
 /// successful rollout's again when neither the source revision nor the spec changed since (a
 /// restarted controller renders what it rolled out, not an upgrade of it), else the next one —
 /// 1, an install, when there was none.
-pub fn release_revision(package: &PackageResource, revision: &str) -> i64 {
+pub(crate) fn release_revision(package: &PackageResource, revision: &str) -> i64 {
     let Some(status) = package.status.as_ref() else { return 1 };
     let Some(last) = status.release_revision else { return 1 };
     let unchanged = status.last_applied_revision.as_deref() == Some(revision)

@@ -38,14 +38,14 @@ use crate::notification::{
 };
 
 /// The controller's name: field manager, finalizer and event reporter.
-pub const NAME: &str = "alert";
+pub(crate) const NAME: &str = "alert";
 
 /// `Ready=False` while the provider keeps failing.
-pub const DELIVERY_FAILED: &str = "DeliveryFailed";
+pub(crate) const DELIVERY_FAILED: &str = "DeliveryFailed";
 
 /// How notifications are sent.
 #[derive(Debug, Clone)]
-pub struct Settings {
+pub(crate) struct Settings {
     /// An event equal to one sent within this window is dropped (default 5m).
     pub dedup_window: Duration,
     /// Events waiting for the dispatcher, and per Alert for delivery; more are dropped (and
@@ -106,7 +106,7 @@ impl Health {
 
 /// The `Alert` reconciler: checks the Alert (filters compile, the provider exists) and
 /// reports whether its provider accepts deliveries.
-pub struct AlertReconciler {
+pub(crate) struct AlertReconciler {
     health: Arc<Health>,
     /// `--no-cross-namespace-refs`.
     no_cross_namespace_refs: bool,
@@ -156,7 +156,7 @@ fn type_name(spec: &ProviderSpec) -> String {
 }
 
 /// The Alert controller, its dispatcher and its listener.
-pub struct Alerts {
+pub(crate) struct Alerts {
     listener: kit::Listener,
     controller: kit::Controller<AlertReconciler>,
     dispatcher: Dispatcher,
@@ -164,7 +164,7 @@ pub struct Alerts {
 
 impl Alerts {
     /// Alerts of the cluster `client` talks to.
-    pub fn new(client: Client, settings: Settings) -> Alerts {
+    pub(crate) fn new(client: Client, settings: Settings) -> Alerts {
         let (sender, events) = mpsc::channel::<Published>(settings.queue.max(1));
         let listener: kit::Listener = Arc::new(move |published: Published| {
             if let Err(error) = sender.try_send(published) {
@@ -199,20 +199,15 @@ impl Alerts {
     }
 
     /// Give it to the controllers whose events are sent ([`kit::Controller::on_event`]).
-    pub fn listener(&self) -> kit::Listener {
+    pub(crate) fn listener(&self) -> kit::Listener {
         self.listener.clone()
-    }
-
-    /// The Alert controller's metrics.
-    pub fn metrics(&self) -> Arc<kit::Metrics> {
-        self.controller.metrics()
     }
 
     /// Reconciles Alerts and delivers events until `shutdown` is cancelled.
     ///
     /// # Errors
     /// Listing Alerts fails at start.
-    pub async fn run(self, shutdown: CancellationToken) -> Result<(), kube::Error> {
+    pub(crate) async fn run(self, shutdown: CancellationToken) -> Result<(), kube::Error> {
         let stop = shutdown.clone();
         let dispatcher = tokio::spawn(self.dispatcher.run(stop));
         let result = self.controller.run(async move { shutdown.cancelled().await }).await;

@@ -2,5 +2,5 @@
 //! Operators and Canaries to the Alerts that select them; [`receiver`] serves the Receivers'
 //! webhooks and asks for the runs they select.
 
-pub mod alert;
-pub mod receiver;
+pub(crate) mod alert;
+pub(crate) mod receiver;

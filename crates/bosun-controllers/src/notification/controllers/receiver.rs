@@ -50,14 +50,14 @@ use bosun_api::Interval;
 use bosun_api::package::{PackageResource, REQUESTED_AT, SOURCE_REQUESTED_AT, request_token};
 
 /// The controller's name: field manager, finalizer and event reporter.
-pub const NAME: &str = "receiver";
+pub(crate) const NAME: &str = "receiver";
 
 /// How often a Receiver's Secret is read again when `spec.interval` is not set.
 const DEFAULT_INTERVAL: Duration = Duration::from_secs(600);
 
 /// Why a genuine call could not reconcile its Packages.
 #[derive(Debug, thiserror::Error)]
-pub enum ReceiverError {
+pub(crate) enum ReceiverError {
     /// Listing or annotating a Package failed.
     #[error("Receiver/{namespace}/{name}: reconciling {package} failed: {source}")]
     Annotate {
@@ -87,7 +87,7 @@ struct Route {
 
 /// The paths served, shared by the reconciler and the server.
 #[derive(Default)]
-pub struct Routes {
+pub(crate) struct Routes {
     by_path: RwLock<HashMap<String, Route>>,
     /// The GitHub deliveries each Receiver handled lately.
     deliveries: Mutex<HashMap<Key, Deliveries>>,
@@ -128,7 +128,7 @@ impl Routes {
 
 /// How the Receivers are reconciled.
 #[derive(Debug, Clone, Default)]
-pub struct Settings {
+pub(crate) struct Settings {
     /// Only Receivers in this namespace.
     pub namespace: Option<String>,
     /// A Receiver selecting resources in another namespace is refused and serves no path
@@ -137,14 +137,14 @@ pub struct Settings {
 }
 
 /// The `Receiver` reconciler.
-pub struct ReceiverReconciler {
+pub(crate) struct ReceiverReconciler {
     routes: Arc<Routes>,
     /// `--no-cross-namespace-refs`.
     no_cross_namespace_refs: bool,
 }
 
 /// The Receiver controller, and the routes to serve with [`serve`].
-pub fn controller(client: Client, settings: Settings) -> (kit::Controller<ReceiverReconciler>, Arc<Routes>) {
+pub(crate) fn controller(client: Client, settings: Settings) -> (kit::Controller<ReceiverReconciler>, Arc<Routes>) {
     let routes = Arc::new(Routes::default());
     let reconciler =
         ReceiverReconciler { routes: routes.clone(), no_cross_namespace_refs: settings.no_cross_namespace_refs };
@@ -229,7 +229,7 @@ struct Server {
 ///
 /// # Errors
 /// The address cannot be listened on.
-pub async fn serve(
+pub(crate) async fn serve(
     address: SocketAddr,
     routes: Arc<Routes>,
     client: Client,
