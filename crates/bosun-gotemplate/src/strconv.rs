@@ -499,3 +499,26 @@ pub(crate) fn parse_go_float(text: &str) -> Option<f64> {
     };
     Some(if negative { -value } else { value })
 }
+
+/// A JSON string literal as Go's `encoding/json` writes it, appended to `out`: `<`, `>` and
+/// `&` escaped when `html` (`json.Marshal`), kept otherwise (an `Encoder` with
+/// `SetEscapeHTML(false)`, as sprig's `toRawJson`).
+pub fn write_json_string(out: &mut String, s: &str, html: bool) {
+    out.push('"');
+    for c in s.chars() {
+        match c {
+            '"' => out.push_str("\\\""),
+            '\\' => out.push_str("\\\\"),
+            '\n' => out.push_str("\\n"),
+            '\r' => out.push_str("\\r"),
+            '\t' => out.push_str("\\t"),
+            '\x08' => out.push_str("\\b"),
+            '\x0c' => out.push_str("\\f"),
+            '<' | '>' | '&' if html => out.push_str(&format!("\\u{:04x}", c as u32)),
+            '\u{2028}' | '\u{2029}' => out.push_str(&format!("\\u{:04x}", c as u32)),
+            c if c < ' ' => out.push_str(&format!("\\u{:04x}", c as u32)),
+            c => out.push(c),
+        }
+    }
+    out.push('"');
+}

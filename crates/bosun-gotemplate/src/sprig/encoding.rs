@@ -232,7 +232,7 @@ fn write_json(out: &mut String, v: &Value, html: bool, depth: Option<usize>) -> 
         Value::Int(i, _) => out.push_str(&i.to_string()),
         Value::Uint(u, _) => out.push_str(&u.to_string()),
         Value::Float(f) => out.push_str(&json_float(*f)?),
-        Value::String(s) => json_string(out, s, html),
+        Value::String(s) => crate::write_json_string(out, s, html),
         Value::List(l) => {
             out.push('[');
             for (i, item) in l.items.iter().enumerate() {
@@ -255,7 +255,7 @@ fn write_json(out: &mut String, v: &Value, html: bool, depth: Option<usize>) -> 
                     out.push(',');
                 }
                 newline(out, inner);
-                json_string(out, k, html);
+                crate::write_json_string(out, k, html);
                 out.push(':');
                 if depth.is_some() {
                     out.push(' ');
@@ -298,26 +298,6 @@ fn json_float(f: f64) -> Result<String, FuncError> {
         });
     }
     Ok(format_float(f, 'f', -1))
-}
-
-fn json_string(out: &mut String, s: &str, html: bool) {
-    out.push('"');
-    for c in s.chars() {
-        match c {
-            '"' => out.push_str("\\\""),
-            '\\' => out.push_str("\\\\"),
-            '\n' => out.push_str("\\n"),
-            '\r' => out.push_str("\\r"),
-            '\t' => out.push_str("\\t"),
-            '\x08' => out.push_str("\\b"),
-            '\x0c' => out.push_str("\\f"),
-            '<' | '>' | '&' if html => out.push_str(&format!("\\u{:04x}", c as u32)),
-            '\u{2028}' | '\u{2029}' => out.push_str(&format!("\\u{:04x}", c as u32)),
-            c if c < ' ' => out.push_str(&format!("\\u{:04x}", c as u32)),
-            c => out.push(c),
-        }
-    }
-    out.push('"');
 }
 
 /// Go's `json.Unmarshal` into `interface{}`: numbers are `float64`.
