@@ -288,7 +288,7 @@ fn merged(
 }
 
 /// Whether `labels` satisfy the selector; an unknown operator is an error.
-pub fn selects(selector: &LabelSelector, labels: &BTreeMap<String, String>) -> Result<bool, String> {
+pub(crate) fn selects(selector: &LabelSelector, labels: &BTreeMap<String, String>) -> Result<bool, String> {
     if !selector.match_labels.iter().all(|(k, v)| labels.get(k) == Some(v)) {
         return Ok(false);
     }
@@ -310,7 +310,7 @@ pub fn selects(selector: &LabelSelector, labels: &BTreeMap<String, String>) -> R
 
 /// `text` with each `{{name}}` (spaces allowed inside the braces) replaced by the parameter's
 /// value; a name without a value is an error naming it.
-pub fn substitute(text: &str, params: &Params) -> Result<String, String> {
+pub(crate) fn substitute(text: &str, params: &Params) -> Result<String, String> {
     let mut out = String::with_capacity(text.len());
     let mut rest = text;
     while let Some(start) = rest.find("{{") {

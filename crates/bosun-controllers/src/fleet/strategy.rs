@@ -47,7 +47,7 @@ pub struct Decision {
 /// Decides which members to write. Without steps every missing or outdated member is written;
 /// with steps, a step's members are written only once every earlier step's members are Ready,
 /// at most `maxUnavailable` of them updating at once. Members no step selects form a last step.
-pub fn decide(steps: &[Step], members: &[Member<'_>]) -> Result<Decision, String> {
+pub(crate) fn decide(steps: &[Step], members: &[Member<'_>]) -> Result<Decision, String> {
     let mut decision = Decision::default();
     let pending = |member: &Member<'_>| matches!(member.state, State::Missing | State::Outdated);
     if steps.is_empty() {

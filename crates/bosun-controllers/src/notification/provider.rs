@@ -177,7 +177,7 @@ pub fn retry_delay(attempt: u32) -> Option<Duration> {
 /// # Errors
 /// The reason, without the address (it may be secret): a status other than 2xx, a timeout,
 /// a refused connection.
-pub async fn send(client: &reqwest::Client, request: &Request, timeout: Duration) -> Result<(), String> {
+pub(crate) async fn send(client: &reqwest::Client, request: &Request, timeout: Duration) -> Result<(), String> {
     let mut builder = client
         .post(&request.url)
         .timeout(timeout)

@@ -92,7 +92,7 @@ pub fn verify(type_: ReceiverType, headers: &HeaderMap, body: &[u8], token: &str
 /// Whether a genuine call triggers: `Err(why not)` for an event the Receiver does not take
 /// (GitHub's `ping` never triggers; `events` filters `X-GitHub-Event` / `X-Gitlab-Event`,
 /// case-insensitively; generic types take every call).
-pub fn triggers(type_: ReceiverType, events: &[String], headers: &HeaderMap) -> Result<(), String> {
+pub(crate) fn triggers(type_: ReceiverType, events: &[String], headers: &HeaderMap) -> Result<(), String> {
     let name = match type_ {
         ReceiverType::Generic | ReceiverType::GenericHmac => return Ok(()),
         ReceiverType::Github => "X-GitHub-Event",

@@ -28,7 +28,7 @@ pub fn key_of(reference: &ObjectReference, namespace: &str) -> Key {
 
 /// Whether a dependency is ready as Flux defines it: it exists, its status describes its
 /// current generation, and `Ready` is `True`. `Err` says why not.
-pub fn ready(key: &Key, dependency: Option<&PackageResource>) -> Result<(), String> {
+pub(crate) fn ready(key: &Key, dependency: Option<&PackageResource>) -> Result<(), String> {
     let (namespace, name) = key;
     let Some(dependency) = dependency else {
         return Err(format!("dependency '{namespace}/{name}' not found"));

@@ -117,7 +117,7 @@ pub fn encode(set: &GoodSet) -> Vec<u8> {
 }
 
 /// The set from its compressed form.
-pub fn decode(bytes: &[u8]) -> Result<GoodSet, String> {
+pub(crate) fn decode(bytes: &[u8]) -> Result<GoodSet, String> {
     let mut json = Vec::new();
     GzDecoder::new(bytes).read_to_end(&mut json).map_err(|e| format!("not gzip: {e}"))?;
     let stored: Stored = serde_json::from_slice(&json).map_err(|e| format!("not a rendered set: {e}"))?;
@@ -220,7 +220,7 @@ pub fn requested_revision(package: &PackageResource) -> Option<&str> {
 ///
 /// # Errors
 /// A message naming the annotation when the source is not Git or the revision not a commit.
-pub fn pinned_source(source: Option<&SourceSpec>, revision: &str) -> Result<SourceSpec, String> {
+pub(crate) fn pinned_source(source: Option<&SourceSpec>, revision: &str) -> Result<SourceSpec, String> {
     let field = format!("metadata.annotations[{ROLLBACK_TO:?}]");
     let Some(source) = source.filter(|s| s.git.is_some()) else {
         return Err(format!(
