@@ -4,8 +4,8 @@
 use std::{collections::BTreeMap, path::PathBuf, process::ExitCode};
 
 use bosun_oci::{
-    Client, ClientOptions, CredentialSource, Credentials, DockerConfig, Protocol, PullOptions, PushOptions, Reference,
-    Select, archive,
+    Client, ClientOptions, CredentialSource, DockerConfig, Protocol, PullOptions, PushOptions, Reference,
+    RegistryCredentials, Select, archive,
 };
 
 use crate::stdout::outln;
@@ -35,7 +35,7 @@ impl RegistryFlags {
     /// A client as the flags say, or why not (bad input).
     fn client(&self) -> Result<Client, String> {
         let credentials = match &self.creds {
-            Some(creds) => CredentialSource::Fixed(Credentials::from_creds(creds).map_err(|e| e.to_string())?),
+            Some(creds) => CredentialSource::Fixed(RegistryCredentials::from_creds(creds).map_err(|e| e.to_string())?),
             None => match DockerConfig::from_default_file().map_err(|e| e.to_string())? {
                 Some(config) => CredentialSource::Docker(config),
                 None => CredentialSource::Anonymous,

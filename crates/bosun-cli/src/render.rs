@@ -10,7 +10,7 @@ use bosun::plan::hooks::{Phase, Role, classify};
 use bosun::render::{HookStyle, Rendered};
 use serde_json::json;
 
-use crate::source::{Source, SourceError};
+use crate::source::{PackageLoadError, Source};
 
 /// Output formats.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, clap::ValueEnum)]
@@ -47,7 +47,7 @@ pub struct Args {
     pub notes: bool,
 }
 
-fn print_plan(package: &Package, rendered: &Rendered) -> Result<(), SourceError> {
+fn print_plan(package: &Package, rendered: &Rendered) -> Result<(), PackageLoadError> {
     let plan = bosun::plan::plan(rendered)?;
     let source =
         match (&rendered.rollout, plan.groups.iter().any(|g| g.phase != Phase::Sync || g.name.contains("wave"))) {

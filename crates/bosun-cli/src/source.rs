@@ -96,7 +96,7 @@ pub struct JsonnetInputs {
 impl JsonnetInputs {
     /// Adds the inputs to a jsonnet package's spec (over the values its `bosun.yaml` gives);
     /// an error for any other package.
-    pub fn add_to(&self, package: &mut Package) -> Result<(), SourceError> {
+    pub fn add_to(&self, package: &mut Package) -> Result<(), PackageLoadError> {
         let given = [
             ("--tla-str", &self.tla_str),
             ("--tla-code", &self.tla_code),
@@ -105,17 +105,17 @@ impl JsonnetInputs {
         ];
         let Some((flag, _)) = given.iter().find(|(_, values)| !values.is_empty()) else { return Ok(()) };
         let RenderSpec::Jsonnet(mut spec) = package.renderer() else {
-            return Err(SourceError::Arguments(format!(
+            return Err(PackageLoadError::Arguments(format!(
                 "{flag} only applies to jsonnet packages; {} renders otherwise",
                 package.dir.display()
             )));
         };
-        let pairs = |flag: &str, values: &[String]| -> Result<Vec<(String, String)>, SourceError> {
+        let pairs = |flag: &str, values: &[String]| -> Result<Vec<(String, String)>, PackageLoadError> {
             values
                 .iter()
                 .map(|pair| match pair.split_once('=') {
                     Some((name, value)) if !name.is_empty() => Ok((name.to_string(), value.to_string())),
-                    _ => Err(SourceError::Arguments(format!("{flag} {pair}: give NAME=VALUE"))),
+                    _ => Err(PackageLoadError::Arguments(format!("{flag} {pair}: give NAME=VALUE"))),
                 })
                 .collect()
         };
@@ -142,7 +142,7 @@ impl JsonnetInputs {
 
 /// Why a package could not be loaded or rendered (all bad input: exit code 2).
 #[derive(Debug, thiserror::Error)]
-pub enum SourceError {
+pub enum PackageLoadError {
     /// The flags do not name a package.
     #[error("{0}")]
     Arguments(String),
@@ -168,12 +168,12 @@ pub enum SourceError {
 
 impl Source {
     /// The package these arguments describe; `command` names the command in messages.
-    pub fn package(&self, command: &str) -> Result<Package, SourceError> {
+    pub fn package(&self, command: &str) -> Result<Package, PackageLoadError> {
         let mut package = if let Some(dir) = &self.files {
             Package::from_files(dir, self.rollout.as_deref())
         } else if let Some(file) = &self.jsonnet {
             if !file.is_file() {
-                return Err(SourceError::Arguments(format!("{}: no such jsonnet file", file.display())));
+                return Err(PackageLoadError::Arguments(format!("{}: no such jsonnet file", file.display())));
             }
             Package::from_jsonnet(file, &self.jpath)
         } else {
@@ -184,9 +184,9 @@ impl Source {
                 None if is_marked_package(Path::new(".")) => PathBuf::from("."),
                 None => {
                     if let Some(message) = self.helm.without_package(command) {
-                        return Err(SourceError::Arguments(message));
+                        return Err(PackageLoadError::Arguments(message));
                     }
-                    return Err(SourceError::Arguments(format!(
+                    return Err(PackageLoadError::Arguments(format!(
                         "no package given: pass DIR, --files DIR or --jsonnet FILE (the current directory has none of {})",
                         PACKAGE_MARKERS.join(", ")
                     )));
@@ -194,7 +194,7 @@ impl Source {
             };
             if dir.is_file() { Package::from_file(&dir) } else { Package::load(&dir)? }
         };
-        self.helm.apply_to(&mut package, command).map_err(SourceError::Arguments)?;
+        self.helm.apply_to(&mut package, command).map_err(PackageLoadError::Arguments)?;
         if self.jsonnet.is_none() && !self.jpath.is_empty() {
             match &mut package.spec.render {
                 Some(RenderSpec::Jsonnet(spec)) => spec.jpath.extend(
@@ -202,7 +202,7 @@ impl Source {
                         .iter()
                         .map(|p| std::path::absolute(p).unwrap_or_else(|_| p.clone()).display().to_string()),
                 ),
-                _ => return Err(SourceError::Arguments("-J/--jpath only applies to jsonnet packages".into())),
+                _ => return Err(PackageLoadError::Arguments("-J/--jpath only applies to jsonnet packages".into())),
             }
         }
         self.jsonnet_inputs.add_to(&mut package)?;
@@ -210,12 +210,12 @@ impl Source {
     }
 
     /// The age keys of the `--decrypt-key` files, if any.
-    fn keys(&self) -> Result<Option<Keys>, SourceError> {
+    fn keys(&self) -> Result<Option<Keys>, PackageLoadError> {
         let mut all: Option<Keys> = None;
         for file in &self.decrypt_keys {
             let origin = file.display().to_string();
             let text = std::fs::read_to_string(file).map_err(|e| {
-                SourceError::Arguments(format!("--decrypt-key {origin}: {}", bosun_core::cluster::root_cause(&e)))
+                PackageLoadError::Arguments(format!("--decrypt-key {origin}: {}", bosun_core::cluster::root_cause(&e)))
             })?;
             let keys = Keys::parse(&text, &origin)?;
             match all.as_mut() {
@@ -236,7 +236,7 @@ impl Source {
         &self,
         command: &str,
         cluster: Option<&Cluster<'_>>,
-    ) -> Result<(Package, Rendered), SourceError> {
+    ) -> Result<(Package, Rendered), PackageLoadError> {
         let rendered = self.render(command, cluster).await?;
         print_warnings(&rendered.0, &rendered.1);
         Ok(rendered)
@@ -250,7 +250,7 @@ impl Source {
         &self,
         command: &str,
         cluster: Option<&Cluster<'_>>,
-    ) -> Result<(Package, Rendered), SourceError> {
+    ) -> Result<(Package, Rendered), PackageLoadError> {
         let package = self.package(command)?;
         let helm_release = match cluster {
             Some(cluster) => pipeline::helm_release(cluster.client, &package, cluster.namespace).await?,
@@ -302,9 +302,9 @@ pub fn print_warnings(package: &Package, rendered: &Rendered) {
 }
 
 /// Refuses a package whose `bosun.yaml` says `suspend: true` (for the commands that write).
-pub fn check_not_suspended(package: &Package) -> Result<(), SourceError> {
+pub fn check_not_suspended(package: &Package) -> Result<(), PackageLoadError> {
     match (&package.origin, package.spec.suspend) {
-        (Origin::File(file), Some(true)) => Err(SourceError::Suspended { file: file.display().to_string() }),
+        (Origin::File(file), Some(true)) => Err(PackageLoadError::Suspended { file: file.display().to_string() }),
         _ => Ok(()),
     }
 }

@@ -155,10 +155,10 @@ async fn a_chart_from_a_helm_repository_follows_its_version_range() {
 
 #[tokio::test]
 async fn a_chart_from_an_oci_registry_follows_its_version_range_with_basic_authentication() {
-    use bosun_oci::{Client, ClientOptions, CredentialSource, Credentials, Reference};
+    use bosun_oci::{Client, ClientOptions, CredentialSource, Reference, RegistryCredentials};
     let h = start().await;
     let registry = bosun_test_tools::registry::Registry::start(false, Some(("ci", "chart-secret")));
-    let credentials = Credentials::Basic { username: "ci".into(), password: "chart-secret".into() };
+    let credentials = RegistryCredentials::Basic { username: "ci".into(), password: "chart-secret".into() };
     let options = ClientOptions { credentials: CredentialSource::Fixed(credentials), ..ClientOptions::default() };
     let client = Client::new(options).expect("client");
     let charts = Reference::parse(&registry.url("charts")).expect("reference");

@@ -6,8 +6,8 @@
 use std::time::Duration;
 
 use bosun_oci::{
-    Client, ClientOptions, CredentialSource, Credentials, Protocol, PushOptions, Pushed, Reference, archive::keep_all,
-    cosign::SigningKey,
+    Client, ClientOptions, CredentialSource, Protocol, PushOptions, Pushed, Reference, RegistryCredentials,
+    archive::keep_all, cosign::SigningKey,
 };
 use bosun_test_tools::registry::Registry;
 use serde_json::{Value, json};
@@ -31,7 +31,7 @@ impl Fleet {
     fn start() -> Fleet {
         let registry = Registry::start(true, Some((USER, PASSWORD)));
         let client = Client::new(ClientOptions {
-            credentials: CredentialSource::Fixed(Credentials::Basic {
+            credentials: CredentialSource::Fixed(RegistryCredentials::Basic {
                 username: USER.into(),
                 password: PASSWORD.into(),
             }),

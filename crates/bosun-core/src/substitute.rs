@@ -11,8 +11,19 @@ fn is_name(text: &str) -> bool {
         && chars.all(|c| c.is_ascii_alphanumeric() || c == '_')
 }
 
-/// Substitutes one string; `Err(name)` for a variable without value or default.
-pub fn substitute_text(text: &str, vars: &BTreeMap<String, String>) -> Result<String, String> {
+/// A `${VAR}` that has neither a value nor a default.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[error("${{{variable}}} is not set and has no default")]
+pub struct UnsetVariable {
+    /// The variable's name.
+    pub variable: String,
+}
+
+/// Substitutes one string.
+///
+/// # Errors
+/// The first variable without value or default.
+pub fn substitute_text(text: &str, vars: &BTreeMap<String, String>) -> Result<String, UnsetVariable> {
     if !text.contains("${") {
         return Ok(text.to_string());
     }
@@ -45,7 +56,7 @@ pub fn substitute_text(text: &str, vars: &BTreeMap<String, String>) -> Result<St
             match (vars.get(name), default) {
                 (Some(value), _) => out.push_str(value),
                 (None, Some(default)) => out.push_str(default),
-                (None, None) => return Err(name.to_string()),
+                (None, None) => return Err(UnsetVariable { variable: name.to_string() }),
             }
         } else {
             out.push_str("${");
@@ -80,7 +91,7 @@ mod tests {
         ];
         for (text, expected) in cases {
             let got = substitute_text(text, &vars);
-            assert_eq!(got.as_deref().map_err(String::as_str), expected, "{text}");
+            assert_eq!(got.as_deref().map_err(|unset| unset.variable.as_str()), expected, "{text}");
         }
     }
 }

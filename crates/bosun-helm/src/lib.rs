@@ -26,7 +26,7 @@
 //!   order ([`release`] for `.Release` and `.Capabilities`, [`files`] for `.Files`).
 //! - [`engine`]: the templates executed ([`engine::execute`]) and assembled
 //!   ([`engine::render`]).
-//! - [`manifest`]: rendered text to [`manifest::Rendered`] (manifests in install order, hooks,
+//! - [`manifest`]: rendered text to [`manifest::RenderedChart`] (manifests in install order, hooks,
 //!   CRDs, notes) and `helm template`'s output.
 //! - The engine's YAML, JSON and TOML: [`yaml::to_yaml`], [`yaml::from_yaml`],
 //!   [`yaml::from_yaml_array`], [`golang::to_json`], [`golang::from_json`],

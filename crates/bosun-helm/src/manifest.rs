@@ -3,7 +3,7 @@
 //! order, and the whole printed as `---\n# Source: <template>\n<document as rendered>`.
 //!
 //! The caller executes the templates; this module takes the text of each (a map from Helm's
-//! template name, `chart/templates/x.yaml`, to text) and returns a [`Rendered`]: CRDs from
+//! template name, `chart/templates/x.yaml`, to text) and returns a [`RenderedChart`]: CRDs from
 //! `crds/`, manifests and hooks, each with its parsed object and its text as rendered (Helm
 //! prints the text, not a re-serialisation).
 
@@ -168,7 +168,7 @@ pub struct Hook {
 
 /// What rendering a chart produced, in the order `helm template` prints it.
 #[derive(Debug, Clone, Default, PartialEq)]
-pub struct Rendered {
+pub struct RenderedChart {
     /// CRD files from `crds/` directories (parent first), printed only with `--include-crds`.
     pub crds: Vec<Crd>,
     /// Manifests in install order (kind, then template name, then position in the template).
@@ -279,7 +279,7 @@ pub fn assemble(
     chart: &Chart,
     rendered: &BTreeMap<String, String>,
     options: AssembleOptions,
-) -> Result<Rendered, ManifestError> {
+) -> Result<RenderedChart, ManifestError> {
     let root_notes = format!("{}/templates/NOTES.txt", chart.name());
     let mut notes = Vec::new();
     let mut manifests = Vec::new();
@@ -334,7 +334,7 @@ pub fn assemble(
     // Stable sorts: within a kind, template name then position in the template.
     manifests.sort_by(|a, b| kind_rank(&a.1).cmp(&kind_rank(&b.1)));
     hooks.sort_by(|a, b| kind_rank(&a.1).cmp(&kind_rank(&b.1)));
-    Ok(Rendered {
+    Ok(RenderedChart {
         crds: chart.crd_objects(chart.name()),
         manifests: manifests.into_iter().map(|(_, _, m)| m).collect(),
         hooks: hooks.into_iter().map(|(_, _, h)| h).collect(),
@@ -362,7 +362,7 @@ pub struct PrintOptions {
 }
 
 /// The text `helm template` prints.
-pub fn print(rendered: &Rendered, options: PrintOptions) -> String {
+pub fn print(rendered: &RenderedChart, options: PrintOptions) -> String {
     let mut manifest = String::new();
     if options.include_crds {
         for crd in &rendered.crds {

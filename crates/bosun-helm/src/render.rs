@@ -19,9 +19,9 @@ use crate::schema::{self, SchemaError};
 use crate::values::{self, Values, ValuesError};
 use bosun_semver::is_compatible_range;
 
-/// Why a chart cannot be rendered.
+/// Why a chart cannot be prepared for rendering ([`prepare`]): before the template engine runs.
 #[derive(Debug, Clone, PartialEq, thiserror::Error)]
-pub enum RenderError {
+pub enum PrepareError {
     /// Not an application chart.
     #[error(transparent)]
     NotInstallable(#[from] ChartError),
@@ -179,7 +179,7 @@ pub fn prepare(
     values: &Values,
     release: &ReleaseOptions,
     capabilities: &Capabilities,
-) -> Result<Prepared, RenderError> {
+) -> Result<Prepared, PrepareError> {
     chart.check_installable()?;
     dependencies::check_dependencies(&chart)?;
     let mut warnings = dependencies::process_dependencies(&mut chart, values)?;
@@ -188,7 +188,7 @@ pub fn prepare(
     schema::validate(&chart, &coalesced.values)?;
     let kube_version = &chart.metadata.kube_version;
     if !kube_version.is_empty() && !is_compatible_range(kube_version, capabilities.kube_version.normalized()) {
-        return Err(RenderError::KubeVersion {
+        return Err(PrepareError::KubeVersion {
             required: kube_version.clone(),
             actual: capabilities.kube_version.git_version().to_string(),
         });

@@ -149,7 +149,7 @@ fn write_error(error: &boon::ValidationError, indent: usize, out: &mut String) {
 
 /// Checks `values` against one schema (`values.schema.json`'s bytes); the error is the list
 /// of problems, each line `- at '<pointer>': <message>`, ending with a line break.
-pub fn validate_single(values: &Values, schema: &[u8]) -> Result<(), String> {
+fn validate_single(values: &Values, schema: &[u8]) -> Result<(), String> {
     let document: Value = serde_json::from_slice(schema).map_err(|e| format!("invalid values.schema.json: {e}"))?;
     let mut schemas = boon::Schemas::new();
     let mut compiler = boon::Compiler::new();

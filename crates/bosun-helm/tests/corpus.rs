@@ -9,7 +9,7 @@ use bosun_helm::chart::Chart;
 use bosun_helm::load::{LoadError, load};
 use bosun_helm::manifest::{AssembleOptions, PrintOptions, assemble, print, show_only};
 use bosun_helm::release::{Capabilities, KubeVersion, ReleaseOptions};
-use bosun_helm::render::{Prepared, RenderError, prepare};
+use bosun_helm::render::{PrepareError, Prepared, prepare};
 use bosun_helm::values::{ValueSources, Values, path_value};
 use bosun_helm::yaml::to_yaml;
 use std::collections::BTreeMap;
@@ -35,7 +35,7 @@ fn user_values(sources: ValueSources) -> Values {
     sources.merge(&|name: &str| std::fs::read_to_string(name).map_err(|e| e.to_string())).unwrap()
 }
 
-fn prepared(name: &str, sources: ValueSources) -> Result<Prepared, RenderError> {
+fn prepared(name: &str, sources: ValueSources) -> Result<Prepared, PrepareError> {
     prepare(chart(name), &user_values(sources), &ReleaseOptions::template_defaults(), &test_capabilities(&[]))
 }
 

@@ -244,7 +244,7 @@ const CASES: &[Case] = &[
 enum Refusal {
     NoChart,
     Load(LoadError),
-    Prepare(bosun_helm::render::RenderError),
+    Prepare(bosun_helm::render::PrepareError),
     Template(TemplateError),
     Manifest(ManifestError),
 }

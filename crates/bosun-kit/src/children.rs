@@ -137,7 +137,8 @@ impl Template {
     /// ```
     pub fn render<T: DeserializeOwned>(&self, vars: &BTreeMap<String, String>) -> Result<T, ChildError> {
         let invalid = |message: String| ChildError::Invalid { source_name: self.name.clone(), message };
-        let filled = bosun_core::substitute::substitute_text(&self.text, vars).map_err(invalid)?;
+        let filled =
+            bosun_core::substitute::substitute_text(&self.text, vars).map_err(|unset| invalid(unset.variable))?;
         bosun_core::yaml::parse_document(&filled, &self.name).map_err(|error| invalid(error.message))
     }
 }

@@ -205,7 +205,7 @@ pub fn payload(repository: &str, digest: &str) -> Vec<u8> {
 }
 
 /// The digest a payload signs, or why it is not a cosign payload.
-pub fn signed_digest(payload: &[u8]) -> Result<String, String> {
+fn signed_digest(payload: &[u8]) -> Result<String, String> {
     #[derive(Deserialize)]
     struct Payload {
         critical: Critical,

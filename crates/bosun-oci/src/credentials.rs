@@ -14,7 +14,7 @@ use tokio::io::AsyncWriteExt;
 
 /// What to present to a registry.
 #[derive(Clone, PartialEq, Eq, Default)]
-pub enum Credentials {
+pub enum RegistryCredentials {
     /// Nothing: public repositories.
     #[default]
     Anonymous,
@@ -33,27 +33,27 @@ pub enum Credentials {
     Bearer(String),
 }
 
-impl fmt::Debug for Credentials {
+impl fmt::Debug for RegistryCredentials {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         match self {
-            Credentials::Anonymous => f.write_str("Anonymous"),
-            Credentials::Basic { username, .. } => write!(f, "Basic({username}, <redacted>)"),
-            Credentials::IdentityToken(_) => f.write_str("IdentityToken(<redacted>)"),
-            Credentials::Bearer(_) => f.write_str("Bearer(<redacted>)"),
+            RegistryCredentials::Anonymous => f.write_str("Anonymous"),
+            RegistryCredentials::Basic { username, .. } => write!(f, "Basic({username}, <redacted>)"),
+            RegistryCredentials::IdentityToken(_) => f.write_str("IdentityToken(<redacted>)"),
+            RegistryCredentials::Bearer(_) => f.write_str("Bearer(<redacted>)"),
         }
     }
 }
 
-impl Credentials {
+impl RegistryCredentials {
     /// Parses `USER:PASSWORD` as the CLI's `--creds` takes it (the password may contain `:`).
     ///
     /// # Errors
     ///
     /// [`CredentialsError::Invalid`] without a `:` or with an empty user name.
-    pub fn from_creds(creds: &str) -> Result<Credentials, CredentialsError> {
+    pub fn from_creds(creds: &str) -> Result<RegistryCredentials, CredentialsError> {
         match creds.split_once(':') {
             Some((username, password)) if !username.is_empty() => {
-                Ok(Credentials::Basic { username: username.into(), password: password.into() })
+                Ok(RegistryCredentials::Basic { username: username.into(), password: password.into() })
             }
             _ => Err(CredentialsError::Invalid {
                 origin: "--creds".into(),
@@ -65,10 +65,10 @@ impl Credentials {
     /// The user name to name in errors: the Basic user, or what kind of credential it is.
     pub fn user(&self) -> &str {
         match self {
-            Credentials::Anonymous => "anonymous",
-            Credentials::Basic { username, .. } => username,
-            Credentials::IdentityToken(_) => "<identity token>",
-            Credentials::Bearer(_) => "<bearer token>",
+            RegistryCredentials::Anonymous => "anonymous",
+            RegistryCredentials::Basic { username, .. } => username,
+            RegistryCredentials::IdentityToken(_) => "<identity token>",
+            RegistryCredentials::Bearer(_) => "<bearer token>",
         }
     }
 }
@@ -141,7 +141,7 @@ struct ConfigFile {
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub enum Lookup {
     /// In the file.
-    Inline(Credentials),
+    Inline(RegistryCredentials),
     /// With the helper of that name.
     Helper(String),
     /// Nowhere: anonymous.
@@ -220,10 +220,10 @@ impl DockerConfig {
         };
         let nonempty = |s: &Option<String>| s.clone().filter(|s| !s.is_empty());
         if let Some(token) = nonempty(&entry.identity_token) {
-            return Ok(Lookup::Inline(Credentials::IdentityToken(token)));
+            return Ok(Lookup::Inline(RegistryCredentials::IdentityToken(token)));
         }
         if let Some(token) = nonempty(&entry.registry_token) {
-            return Ok(Lookup::Inline(Credentials::Bearer(token)));
+            return Ok(Lookup::Inline(RegistryCredentials::Bearer(token)));
         }
         if let Some(auth) = nonempty(&entry.auth) {
             let decoded = base64::engine::general_purpose::STANDARD
@@ -231,10 +231,13 @@ impl DockerConfig {
                 .map_err(|_| invalid("auth is not base64"))?;
             let decoded = String::from_utf8(decoded).map_err(|_| invalid("auth is not UTF-8"))?;
             let (username, password) = decoded.split_once(':').ok_or_else(|| invalid("auth is not user:password"))?;
-            return Ok(Lookup::Inline(Credentials::Basic { username: username.into(), password: password.into() }));
+            return Ok(Lookup::Inline(RegistryCredentials::Basic {
+                username: username.into(),
+                password: password.into(),
+            }));
         }
         match (nonempty(&entry.username), entry.password.clone()) {
-            (Some(username), Some(password)) => Ok(Lookup::Inline(Credentials::Basic { username, password })),
+            (Some(username), Some(password)) => Ok(Lookup::Inline(RegistryCredentials::Basic { username, password })),
             _ => Ok(Lookup::None),
         }
     }
@@ -245,10 +248,10 @@ impl DockerConfig {
     ///
     /// [`CredentialsError`] when the entry is malformed or the helper fails (a helper that has
     /// nothing for the registry means anonymous).
-    pub async fn credentials(&self, registry: &str) -> Result<Credentials, CredentialsError> {
+    pub async fn credentials(&self, registry: &str) -> Result<RegistryCredentials, CredentialsError> {
         match self.lookup(registry)? {
             Lookup::Inline(credentials) => Ok(credentials),
-            Lookup::None => Ok(Credentials::Anonymous),
+            Lookup::None => Ok(RegistryCredentials::Anonymous),
             Lookup::Helper(helper) => {
                 let program = PathBuf::from(format!("docker-credential-{helper}"));
                 run_helper(&program, &helper, &helper_server(registry)).await
@@ -288,7 +291,7 @@ pub(crate) async fn run_helper(
     program: &std::path::Path,
     helper: &str,
     server: &str,
-) -> Result<Credentials, CredentialsError> {
+) -> Result<RegistryCredentials, CredentialsError> {
     let fail = |message: String| CredentialsError::Helper {
         helper: helper.to_string(),
         registry: server.to_string(),
@@ -315,15 +318,15 @@ pub(crate) async fn run_helper(
             String::from_utf8_lossy(&output.stdout).trim().to_string() + String::from_utf8_lossy(&output.stderr).trim();
         // The helpers' protocol for "nothing stored for this server".
         if said.contains("credentials not found") {
-            return Ok(Credentials::Anonymous);
+            return Ok(RegistryCredentials::Anonymous);
         }
         return Err(fail(format!("{}: {said}", output.status)));
     }
     let answer: HelperAnswer =
         serde_json::from_slice(&output.stdout).map_err(|e| fail(format!("its answer is not JSON: {e}")))?;
     Ok(match answer.username.as_str() {
-        "<token>" => Credentials::IdentityToken(answer.secret),
-        _ => Credentials::Basic { username: answer.username, password: answer.secret },
+        "<token>" => RegistryCredentials::IdentityToken(answer.secret),
+        _ => RegistryCredentials::Basic { username: answer.username, password: answer.secret },
     })
 }
 
@@ -335,7 +338,7 @@ pub enum CredentialSource {
     Anonymous,
     /// The same credentials for every registry (the CLI's `--creds`, a Secret's username and
     /// password).
-    Fixed(Credentials),
+    Fixed(RegistryCredentials),
     /// A Docker config (the user's file, or a `dockerconfigjson` Secret), per registry.
     Docker(DockerConfig),
 }
@@ -346,9 +349,9 @@ impl CredentialSource {
     /// # Errors
     ///
     /// See [`DockerConfig::credentials`].
-    pub async fn credentials(&self, registry: &str) -> Result<Credentials, CredentialsError> {
+    pub async fn credentials(&self, registry: &str) -> Result<RegistryCredentials, CredentialsError> {
         match self {
-            CredentialSource::Anonymous => Ok(Credentials::Anonymous),
+            CredentialSource::Anonymous => Ok(RegistryCredentials::Anonymous),
             CredentialSource::Fixed(credentials) => Ok(credentials.clone()),
             CredentialSource::Docker(config) => config.credentials(registry).await,
         }
@@ -360,7 +363,7 @@ mod tests {
     use super::*;
 
     fn basic(username: &str, password: &str) -> Lookup {
-        Lookup::Inline(Credentials::Basic { username: username.into(), password: password.into() })
+        Lookup::Inline(RegistryCredentials::Basic { username: username.into(), password: password.into() })
     }
 
     #[test]
@@ -384,7 +387,7 @@ mod tests {
             ("GHCR.io", basic("gh", "pa:ss")),
             ("registry.local:5000", basic("u", "p")),
             ("registry.local", Lookup::None),
-            ("quay.io", Lookup::Inline(Credentials::IdentityToken("refresh".into()))),
+            ("quay.io", Lookup::Inline(RegistryCredentials::IdentityToken("refresh".into()))),
             ("empty.io", Lookup::None),
             ("helped.io", Lookup::Helper("ecr-login".into())),
             ("other.io", Lookup::None),
@@ -409,13 +412,13 @@ mod tests {
             assert!(!text.contains("secret\""), "{text}");
         }
         assert_eq!(
-            Credentials::from_creds("me:p:w").expect("creds"),
-            Credentials::Basic { username: "me".into(), password: "p:w".into() }
+            RegistryCredentials::from_creds("me:p:w").expect("creds"),
+            RegistryCredentials::Basic { username: "me".into(), password: "p:w".into() }
         );
         for bad in ["nocolon", ":pw", ""] {
-            assert!(Credentials::from_creds(bad).is_err(), "{bad}");
+            assert!(RegistryCredentials::from_creds(bad).is_err(), "{bad}");
         }
-        let shown = format!("{:?}", Credentials::Basic { username: "me".into(), password: "hunter2".into() });
+        let shown = format!("{:?}", RegistryCredentials::Basic { username: "me".into(), password: "hunter2".into() });
         assert!(shown.contains("me") && !shown.contains("hunter2"), "{shown}");
     }
 
@@ -435,15 +438,15 @@ mod tests {
         );
         assert_eq!(
             run_helper(&echo, "echo", "r.io:5000").await.expect("helper"),
-            Credentials::Basic { username: "u-r.io:5000".into(), password: "s".into() }
+            RegistryCredentials::Basic { username: "u-r.io:5000".into(), password: "s".into() }
         );
         let token = write("token", r#"printf '{"Username":"<token>","Secret":"refresh"}'"#);
         assert_eq!(
             run_helper(&token, "token", "r.io").await.expect("helper"),
-            Credentials::IdentityToken("refresh".into())
+            RegistryCredentials::IdentityToken("refresh".into())
         );
         let none = write("none", "echo 'credentials not found in native keychain'; exit 1");
-        assert_eq!(run_helper(&none, "none", "r.io").await.expect("helper"), Credentials::Anonymous);
+        assert_eq!(run_helper(&none, "none", "r.io").await.expect("helper"), RegistryCredentials::Anonymous);
         let broken = write("broken", "echo 'keychain locked' >&2; exit 1");
         let error = run_helper(&broken, "broken", "r.io").await.expect_err("fails");
         assert!(

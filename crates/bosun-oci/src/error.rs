@@ -1,5 +1,5 @@
 //! What fails: [`Error`] for an operation on a registry (push, resolve, pull, list, tag,
-//! sign), and [`ChartError`] for a Helm chart that cannot be pushed or pulled.
+//! sign), and [`ChartArchiveError`] for a chart archive that cannot be read to be pushed.
 
 use std::path::{Path, PathBuf};
 
@@ -28,7 +28,7 @@ pub enum Error {
     Signature(#[from] SignatureError),
     /// A Helm chart that cannot be pushed or pulled.
     #[error(transparent)]
-    Chart(#[from] ChartError),
+    Chart(#[from] ChartArchiveError),
     /// No tag is in the semver range.
     #[error("no tag of {repository} is in the range {range:?} ({tags} tags looked at)")]
     NoMatchingTag {
@@ -56,10 +56,11 @@ impl Error {
     }
 }
 
-/// A chart that cannot be pushed or pulled; names the chart.
+/// A chart archive that cannot be read to be pushed (not a `.tgz`, no `Chart.yaml`, no name or
+/// semver version); names the file.
 #[derive(Debug, thiserror::Error, PartialEq, Eq)]
 #[error("chart {chart}: {message}")]
-pub struct ChartError {
+pub struct ChartArchiveError {
     /// The chart's file or reference.
     pub chart: String,
     /// What is wrong.

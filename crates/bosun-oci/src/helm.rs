@@ -13,7 +13,7 @@ use flate2::read::GzDecoder;
 
 use crate::{
     artifact::{PullOptions, Pulled, Pushed, descriptor},
-    error::{ChartError, Error},
+    error::{ChartArchiveError, Error},
     manifest::{
         ANNOTATION_CREATED, ANNOTATION_DESCRIPTION, ANNOTATION_TITLE, ANNOTATION_VERSION, HELM_CHART_CONTENT,
         HELM_CONFIG, LayerSelector, Manifest, Operation,
@@ -28,7 +28,7 @@ const MAX_CHART_YAML: u64 = 1 << 20;
 
 /// A chart's identity, from its `Chart.yaml`.
 #[derive(Debug, Clone, PartialEq)]
-pub struct Chart {
+pub struct ChartIdentity {
     /// `name`.
     pub name: String,
     /// `version` (semver).
@@ -39,7 +39,7 @@ pub struct Chart {
 
 /// Which version of a chart to pull.
 #[derive(Debug, Clone)]
-pub enum ChartVersion {
+pub enum WantedChartVersion {
     /// This version (`1.2.3+build` is tag `1.2.3_build`).
     Exact(String),
     /// The highest version in the range.
@@ -55,10 +55,10 @@ pub fn chart_tag(version: &str) -> String {
 ///
 /// # Errors
 ///
-/// [`ChartError`] when the file is not a chart archive, or its `Chart.yaml` lacks a name or a
+/// [`ChartArchiveError`] when the file is not a chart archive, or its `Chart.yaml` lacks a name or a
 /// semver version.
-pub fn read_chart(tgz: &Path) -> Result<Chart, ChartError> {
-    let fail = |message: String| ChartError { chart: tgz.display().to_string(), message };
+pub fn read_chart(tgz: &Path) -> Result<ChartIdentity, ChartArchiveError> {
+    let fail = |message: String| ChartArchiveError { chart: tgz.display().to_string(), message };
     let file = std::fs::File::open(tgz).map_err(|e| fail(e.to_string()))?;
     let mut archive = tar::Archive::new(GzDecoder::new(std::io::BufReader::new(file)));
     let broken = |e: std::io::Error| fail(format!("not a chart archive (.tgz): {e}"));
@@ -86,7 +86,7 @@ pub fn read_chart(tgz: &Path) -> Result<Chart, ChartError> {
     if dir != name {
         return Err(fail(format!("the chart {name:?} is in directory {dir:?} of the archive")));
     }
-    Ok(Chart { name, version, metadata })
+    Ok(ChartIdentity { name, version, metadata })
 }
 
 impl Client {
@@ -135,10 +135,15 @@ impl Client {
     /// # Errors
     ///
     /// [`Error`]: no such version, no version in the range, a manifest without a chart layer.
-    pub async fn pull_chart(&self, chart: &Reference, version: &ChartVersion, into: &Path) -> Result<Pulled, Error> {
+    pub async fn pull_chart(
+        &self,
+        chart: &Reference,
+        version: &WantedChartVersion,
+        into: &Path,
+    ) -> Result<Pulled, Error> {
         let (reference, select) = match version {
-            ChartVersion::Exact(version) => (chart.with_tag(&chart_tag(version)), Select::Reference),
-            ChartVersion::Range(range) => (
+            WantedChartVersion::Exact(version) => (chart.with_tag(&chart_tag(version)), Select::Reference),
+            WantedChartVersion::Range(range) => (
                 Reference { tag: None, digest: None, ..chart.clone() },
                 Select::Semver { range: range.clone(), filter: None },
             ),

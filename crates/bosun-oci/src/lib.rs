@@ -74,9 +74,9 @@ mod registry;
 mod select;
 
 pub use artifact::{Listed, PullOptions, Pulled, PushOptions, Pushed, Resolved, push_annotations, revision};
-pub use credentials::{CredentialSource, Credentials, CredentialsError, DockerConfig, Lookup};
-pub use error::{ChartError, Error};
-pub use helm::{Chart, ChartVersion, chart_tag, read_chart};
+pub use credentials::{CredentialSource, CredentialsError, DockerConfig, Lookup, RegistryCredentials};
+pub use error::{ChartArchiveError, Error};
+pub use helm::{ChartIdentity, WantedChartVersion, chart_tag, read_chart};
 pub use reference::{Reference, ReferenceError};
 pub use registry::{Client, ClientOptions, DEFAULT_MAX_BLOB_SIZE, Protocol, RegistryError};
 pub use select::{Select, TagRange, choose_tag};

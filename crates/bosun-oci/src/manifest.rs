@@ -140,7 +140,7 @@ impl Default for LayerSelector {
 }
 
 /// The first layer of `manifest` with `media_type`, or an error listing the types it has.
-pub fn select_layer<'a>(manifest: &'a Manifest, media_type: &str) -> Result<&'a Descriptor, String> {
+pub(crate) fn select_layer<'a>(manifest: &'a Manifest, media_type: &str) -> Result<&'a Descriptor, String> {
     manifest.layers.iter().find(|layer| layer.media_type == media_type).ok_or_else(|| {
         let present: Vec<&str> = manifest.layers.iter().map(|l| l.media_type.as_str()).collect();
         match present.is_empty() {

@@ -5,8 +5,8 @@ mod support;
 use std::{collections::BTreeMap, sync::Arc};
 
 use bosun_oci::{
-    ChartVersion, Client, ClientOptions, CredentialSource, Credentials, DockerConfig, Error, PullOptions, PushOptions,
-    RegistryError, Select,
+    Client, ClientOptions, CredentialSource, DockerConfig, Error, PullOptions, PushOptions, RegistryCredentials,
+    RegistryError, Select, WantedChartVersion,
     archive::keep_all,
     cosign::{SignatureError, SigningKey, Verify},
     manifest::{FLUX_CONFIG, FLUX_CONTENT, HELM_CHART_CONTENT, HELM_CONFIG, LayerSelector, OCI_MANIFEST, Operation},
@@ -16,8 +16,8 @@ use support::{Auth, Registry, RegistryExt, TokenService, files, write_files};
 const USER: &str = "ci";
 const PASSWORD: &str = "s3cret-pass";
 
-fn basic() -> Credentials {
-    Credentials::Basic { username: USER.into(), password: PASSWORD.into() }
+fn basic() -> RegistryCredentials {
+    RegistryCredentials::Basic { username: USER.into(), password: PASSWORD.into() }
 }
 
 fn fixed_time(text: &str) -> PushOptions {
@@ -136,7 +136,7 @@ use sha2::Digest as _;
 #[tokio::test]
 async fn the_same_directory_gives_the_same_digest() {
     let registry = Registry::start(false, None);
-    let client = registry.client(Credentials::Anonymous);
+    let client = registry.client(RegistryCredentials::Anonymous);
     let dir = manifests_dir("1.0");
     let time = fixed_time("2025-01-02T03:04:05Z");
     let first = client.push_artifact(&registry.reference("app:a"), dir.path(), keep_all(), &time).await.expect("a");
@@ -158,7 +158,7 @@ async fn the_same_directory_gives_the_same_digest() {
 #[tokio::test]
 async fn a_semver_range_picks_the_highest_matching_tag() {
     let registry = Registry::start(false, None);
-    let client = registry.client(Credentials::Anonymous);
+    let client = registry.client(RegistryCredentials::Anonymous);
     let mut digests = BTreeMap::new();
     for version in ["1.0.0", "1.2.0", "2.0.0", "latest"] {
         let dir = manifests_dir(version);
@@ -230,7 +230,8 @@ async fn credentials_are_checked_and_a_refusal_names_registry_and_user() {
     let registry = Registry::start(true, Some((USER, PASSWORD)));
     let dir = manifests_dir("1.0");
     let reference = registry.reference("app:v1");
-    let wrong = registry.client(Credentials::Basic { username: USER.into(), password: "wrong-password".into() });
+    let wrong =
+        registry.client(RegistryCredentials::Basic { username: USER.into(), password: "wrong-password".into() });
     let error =
         wrong.push_artifact(&reference, dir.path(), keep_all(), &PushOptions::default()).await.expect_err("401");
     let text = error.to_string();
@@ -238,7 +239,7 @@ async fn credentials_are_checked_and_a_refusal_names_registry_and_user() {
     assert!(text.contains(&registry.host) && text.contains(USER) && text.contains("401"), "{text}");
     assert!(!text.contains("wrong-password"), "{text}");
 
-    let anonymous = registry.client(Credentials::Anonymous);
+    let anonymous = registry.client(RegistryCredentials::Anonymous);
     let error = anonymous.resolve(&reference, &Select::Reference).await.expect_err("anonymous");
     assert!(error.to_string().contains("anonymous") && error.to_string().contains(&registry.host), "{error}");
 
@@ -248,7 +249,7 @@ async fn credentials_are_checked_and_a_refusal_names_registry_and_user() {
     let config = DockerConfig::from_json(json.as_bytes(), "Secret flux-system/regcred").expect("config");
     let client = Client::new(ClientOptions {
         credentials: CredentialSource::Docker(config),
-        ..registry.options(Credentials::Anonymous)
+        ..registry.options(RegistryCredentials::Anonymous)
     })
     .expect("client");
     let pushed = client.push_artifact(&reference, dir.path(), keep_all(), &PushOptions::default()).await.expect("push");
@@ -282,15 +283,17 @@ async fn bearer_tokens_come_from_the_registrys_token_service_and_are_reused() {
     // A Docker config's identitytoken is exchanged as an OAuth2 refresh token.
     let json = format!(r#"{{"auths": {{"{}": {{"identitytoken": "refresh-me"}}}}}}"#, registry.host);
     let config = DockerConfig::from_json(json.as_bytes(), "config.json").expect("config");
-    let options =
-        ClientOptions { credentials: CredentialSource::Docker(config), ..registry.options(Credentials::Anonymous) };
+    let options = ClientOptions {
+        credentials: CredentialSource::Docker(config),
+        ..registry.options(RegistryCredentials::Anonymous)
+    };
     let by_refresh = Client::new(options).expect("client");
     assert_eq!(by_refresh.resolve(&reference, &Select::Reference).await.expect("resolve").digest, pushed.digest);
 
     for (credentials, user) in [
-        (Credentials::Basic { username: USER.into(), password: "wrong-password".into() }, USER),
-        (Credentials::IdentityToken("stale".into()), "<identity token>"),
-        (Credentials::Anonymous, "anonymous"),
+        (RegistryCredentials::Basic { username: USER.into(), password: "wrong-password".into() }, USER),
+        (RegistryCredentials::IdentityToken("stale".into()), "<identity token>"),
+        (RegistryCredentials::Anonymous, "anonymous"),
     ] {
         let error = registry.client(credentials).resolve(&reference, &Select::Reference).await.expect_err(user);
         let text = error.to_string();
@@ -307,7 +310,7 @@ fn base64_encode(text: &str) -> String {
 #[tokio::test]
 async fn a_missing_tag_is_named() {
     let registry = Registry::start(false, None);
-    let client = registry.client(Credentials::Anonymous);
+    let client = registry.client(RegistryCredentials::Anonymous);
     let dir = manifests_dir("1.0");
     client
         .push_artifact(&registry.reference("app:v1"), dir.path(), keep_all(), &PushOptions::default())
@@ -321,7 +324,7 @@ async fn a_missing_tag_is_named() {
 #[tokio::test]
 async fn a_tampered_blob_is_refused_and_nothing_is_extracted() {
     let registry = Registry::start(false, None);
-    let client = registry.client(Credentials::Anonymous);
+    let client = registry.client(RegistryCredentials::Anonymous);
     let dir = manifests_dir("1.0");
     let reference = registry.reference("app:v1");
     let pushed = client.push_artifact(&reference, dir.path(), keep_all(), &PushOptions::default()).await.expect("push");
@@ -336,8 +339,8 @@ async fn a_tampered_blob_is_refused_and_nothing_is_extracted() {
     assert!(error.to_string().contains(&pushed.layer.digest), "{error}");
     assert!(!files_dir.exists(), "nothing extracted");
 
-    let small =
-        Client::new(ClientOptions { max_blob_size: 16, ..registry.options(Credentials::Anonymous) }).expect("client");
+    let small = Client::new(ClientOptions { max_blob_size: 16, ..registry.options(RegistryCredentials::Anonymous) })
+        .expect("client");
     let error = small.pull(&resolved, &files_dir, &PullOptions::default()).await.expect_err("too large");
     let text = error.to_string();
     assert!(text.contains(&size.to_string()) && text.contains("limit of 16 bytes"), "names both sizes: {text}");
@@ -346,7 +349,7 @@ async fn a_tampered_blob_is_refused_and_nothing_is_extracted() {
 #[tokio::test]
 async fn large_layers_upload_in_chunks() {
     let registry = Registry::start(false, None);
-    let client = registry.client(Credentials::Anonymous);
+    let client = registry.client(RegistryCredentials::Anonymous);
     let dir = tempfile::tempdir().expect("tempdir");
     // 9 MiB that gzip cannot shrink: a SHA-256 chain.
     let mut block = sha2::Sha256::digest(b"seed").to_vec();
@@ -475,11 +478,11 @@ async fn helm_charts_are_pushed_and_pulled_with_helms_media_types() {
     let into = tempfile::tempdir().expect("tempdir");
     let chart_reference = registry.reference("charts/web");
     let exact = client
-        .pull_chart(&chart_reference, &ChartVersion::Exact("1.0.0".into()), &into.path().join("exact"))
+        .pull_chart(&chart_reference, &WantedChartVersion::Exact("1.0.0".into()), &into.path().join("exact"))
         .await
         .expect("exact");
     assert_eq!(exact.path, into.path().join("exact/web-1.0.0.tgz"));
-    let range = ChartVersion::Range(Arc::new(bosun_semver::Constraints::parse(">=1.0.0").expect("range")));
+    let range = WantedChartVersion::Range(Arc::new(bosun_semver::Constraints::parse(">=1.0.0").expect("range")));
     let newest = client.pull_chart(&chart_reference, &range, &into.path().join("range")).await.expect("range");
     assert_eq!(newest.path, into.path().join("range/web-1.1.0+build.7.tgz"));
     assert_eq!(newest.revision, format!("1.1.0_build.7@{}", second.digest));
@@ -498,7 +501,7 @@ async fn helm_charts_are_pushed_and_pulled_with_helms_media_types() {
     let error = client
         .pull_chart(
             &registry.reference("charts/notachart"),
-            &ChartVersion::Exact("1.0.0".into()),
+            &WantedChartVersion::Exact("1.0.0".into()),
             &into.path().join("no"),
         )
         .await
@@ -521,14 +524,15 @@ async fn loopback_registries_work_over_plain_http_and_tls_needs_its_ca() {
     let tls = Registry::start(true, None);
     let reference = tls.reference("app:v1");
     let without_ca =
-        Client::new(ClientOptions { ca_pem: None, ..tls.options(Credentials::Anonymous) }).expect("client");
+        Client::new(ClientOptions { ca_pem: None, ..tls.options(RegistryCredentials::Anonymous) }).expect("client");
     let error = without_ca.resolve(&reference, &Select::Reference).await.expect_err("unknown CA");
     assert!(matches!(error, Error::Registry(RegistryError::Connection { .. })), "{error}");
     assert!(error.to_string().contains(&tls.host), "{error}");
-    let insecure = Client::new(ClientOptions { ca_pem: None, insecure: true, ..tls.options(Credentials::Anonymous) })
-        .expect("client");
+    let insecure =
+        Client::new(ClientOptions { ca_pem: None, insecure: true, ..tls.options(RegistryCredentials::Anonymous) })
+            .expect("client");
     insecure.push_artifact(&reference, dir.path(), keep_all(), &PushOptions::default()).await.expect("insecure push");
-    let with_ca = tls.client(Credentials::Anonymous);
+    let with_ca = tls.client(RegistryCredentials::Anonymous);
     with_ca.resolve(&reference, &Select::Reference).await.expect("with the CA");
     let error = Client::new(ClientOptions { ca_pem: Some(b"not pem".to_vec()), ..ClientOptions::default() })
         .expect_err("bad CA");

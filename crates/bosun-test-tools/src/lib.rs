@@ -34,7 +34,7 @@ const HELM_CORPUS_ORIGIN: &str =
 ///
 /// # Errors
 /// One line saying where it was looked for and how to get it.
-pub fn helm_corpus() -> Result<PathBuf, String> {
+fn helm_corpus() -> Result<PathBuf, String> {
     if let Some(given) = std::env::var_os(HELM_CORPUS_VARIABLE).filter(|v| !v.is_empty()) {
         let given = PathBuf::from(given);
         return [given.join("pkg/cmd/testdata"), given.clone()]
@@ -54,7 +54,7 @@ pub fn helm_corpus() -> Result<PathBuf, String> {
         })
 }
 
-/// [`helm_corpus`], for a test that has checked [`skip_without_helm_corpus`].
+/// Helm's `pkg/cmd/testdata`, for a test that has checked [`skip_without_helm_corpus`].
 ///
 /// # Panics
 /// When the corpus is not there.

@@ -198,7 +198,7 @@ impl Remotes {
         }
         let invalid = |message: String| RemoteError::Invalid { secret: secret.to_string(), message };
         let parsed = Kubeconfig::from_yaml(kubeconfig).map_err(|e| invalid(format!("not a kubeconfig: {e}")))?;
-        self_contained(&parsed).map_err(invalid)?;
+        self_contained(&parsed).map_err(|refused| invalid(refused.to_string()))?;
         let mut config = kube::Config::from_custom_kubeconfig(parsed, &KubeConfigOptions::default())
             .await
             .map_err(|e| invalid(format!("kubeconfig: {e}")))?;
@@ -222,11 +222,35 @@ impl Remotes {
     }
 }
 
+/// What a kubeconfig holds that the controller refuses to use for a tenant (see
+/// [`self_contained`]).
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+pub enum NotSelfContained {
+    /// A user runs a command (`exec`, `auth-provider`) or reads a file (`tokenFile`,
+    /// `client-certificate`, `client-key`).
+    #[error("user {user}: {field} is not allowed (inline credentials only)")]
+    User {
+        /// The user's name in the kubeconfig.
+        user: String,
+        /// The field that is set.
+        field: &'static str,
+    },
+    /// A cluster reads its certificate authority from a file.
+    #[error("cluster {cluster}: certificate-authority is not allowed (certificate-authority-data only)")]
+    CertificateAuthorityFile {
+        /// The cluster's name in the kubeconfig.
+        cluster: String,
+    },
+}
+
 /// Refuses what would make the controller run a command or read its own files for a tenant
 /// (as Flux does by default): `exec` and `auth-provider` plugins, and paths (`tokenFile`,
 /// `client-certificate`, `client-key`, `certificate-authority`) — a `tokenFile` naming the
 /// controller's ServiceAccount token would send it to any server the Secret names.
-pub fn self_contained(kubeconfig: &Kubeconfig) -> Result<(), String> {
+///
+/// # Errors
+/// The first user or cluster that runs a command or reads a file.
+pub fn self_contained(kubeconfig: &Kubeconfig) -> Result<(), NotSelfContained> {
     for named in &kubeconfig.auth_infos {
         let Some(user) = &named.auth_info else { continue };
         let refused = [
@@ -236,14 +260,13 @@ pub fn self_contained(kubeconfig: &Kubeconfig) -> Result<(), String> {
             ("client-certificate", user.client_certificate.is_some()),
             ("client-key", user.client_key.is_some()),
         ];
-        if let Some((field, _)) = refused.iter().find(|(_, set)| *set) {
-            return Err(format!("user {}: {field} is not allowed (inline credentials only)", named.name));
+        if let Some(&(field, _)) = refused.iter().find(|(_, set)| *set) {
+            return Err(NotSelfContained::User { user: named.name.clone(), field });
         }
     }
     for named in &kubeconfig.clusters {
         if named.cluster.as_ref().is_some_and(|c| c.certificate_authority.is_some()) {
-            let message = "certificate-authority is not allowed (certificate-authority-data only)";
-            return Err(format!("cluster {}: {message}", named.name));
+            return Err(NotSelfContained::CertificateAuthorityFile { cluster: named.name.clone() });
         }
     }
     Ok(())
@@ -306,11 +329,15 @@ mod tests {
         ];
         for (users, expected) in cases {
             let kubeconfig = Kubeconfig::from_yaml(&format!("{base}{users}")).expect("kubeconfig");
-            assert_eq!(self_contained(&kubeconfig), expected.map_err(str::to_string), "{users}");
+            assert_eq!(
+                self_contained(&kubeconfig).map_err(|e| e.to_string()),
+                expected.map_err(str::to_string),
+                "{users}"
+            );
         }
         let ca =
             "apiVersion: v1\nclusters:\n- name: c\n  cluster: {server: 'https://c', certificate-authority: /ca.pem}\n";
-        let error = self_contained(&Kubeconfig::from_yaml(ca).expect("kubeconfig"));
+        let error = self_contained(&Kubeconfig::from_yaml(ca).expect("kubeconfig")).map_err(|e| e.to_string());
         assert_eq!(
             error,
             Err("cluster c: certificate-authority is not allowed (certificate-authority-data only)".into())

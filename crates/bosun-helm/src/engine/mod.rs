@@ -43,7 +43,7 @@ use bosun_gotemplate::{JsonNumbers, MissingKey, Template, Value, sprig};
 pub use error::{Frame, TemplateError};
 pub use funcs::Lookup;
 
-use crate::manifest::{self, AssembleOptions, ManifestError, Rendered};
+use crate::manifest::{self, AssembleOptions, ManifestError, RenderedChart};
 use crate::render::Prepared;
 
 /// Nesting allowed to template calls: enough for Helm's include limit to be met first,
@@ -179,7 +179,7 @@ pub fn render(
     prepared: &Prepared,
     options: &EngineOptions,
     assemble: AssembleOptions,
-) -> Result<Rendered, EngineError> {
+) -> Result<RenderedChart, EngineError> {
     let rendered = execute(prepared, options)?;
     Ok(manifest::assemble(&prepared.chart, &rendered, assemble)?)
 }

@@ -9,10 +9,10 @@ use super::{
     Access, Client, RegistryError, connection,
     responses::{Challenge, error_message},
 };
-use crate::{credentials::Credentials, reference::Reference};
+use crate::{credentials::RegistryCredentials, reference::Reference};
 
 impl Client {
-    async fn credentials_for(&self, registry: &str) -> Result<Credentials, RegistryError> {
+    async fn credentials_for(&self, registry: &str) -> Result<RegistryCredentials, RegistryError> {
         let mut known = self.credentials.lock().await;
         if let Some(credentials) = known.get(registry) {
             return Ok(credentials.clone());
@@ -59,7 +59,7 @@ impl Client {
             reason,
         };
         let remembered = match &credentials {
-            Credentials::Bearer(token) => Some(format!("Bearer {token}")),
+            RegistryCredentials::Bearer(token) => Some(format!("Bearer {token}")),
             _ => self.remembered(registry, &scope),
         };
         let response = attempt(remembered).await?;
@@ -68,7 +68,7 @@ impl Client {
         }
         let challenge = response.headers().get(header::WWW_AUTHENTICATE).and_then(|v| v.to_str().ok());
         let challenge = match (challenge.and_then(Challenge::parse), &credentials) {
-            (Some(challenge), credentials) if !matches!(credentials, Credentials::Bearer(_)) => challenge,
+            (Some(challenge), credentials) if !matches!(credentials, RegistryCredentials::Bearer(_)) => challenge,
             _ => return Err(refused(format!("HTTP 401: {}", error_message(response).await))),
         };
         let authorization = self.authorize(registry, &scope, &credentials, &challenge).await?;
@@ -84,7 +84,7 @@ impl Client {
         &self,
         registry: &str,
         scope: &str,
-        credentials: &Credentials,
+        credentials: &RegistryCredentials,
         challenge: &Challenge,
     ) -> Result<String, RegistryError> {
         let refused = |reason: String| RegistryError::Unauthorized {
@@ -94,7 +94,7 @@ impl Client {
         };
         match challenge {
             Challenge::Basic => {
-                let Credentials::Basic { username, password } = credentials else {
+                let RegistryCredentials::Basic { username, password } = credentials else {
                     return Err(refused("the registry wants a user name and password (HTTP Basic)".into()));
                 };
                 let pair = base64::engine::general_purpose::STANDARD.encode(format!("{username}:{password}"));
@@ -110,7 +110,7 @@ impl Client {
                     query.push(("service", service));
                 }
                 let request = match credentials {
-                    Credentials::IdentityToken(token) => {
+                    RegistryCredentials::IdentityToken(token) => {
                         let mut form = query.clone();
                         form.extend([
                             ("grant_type", "refresh_token"),
@@ -119,10 +119,12 @@ impl Client {
                         ]);
                         self.http.post(realm).form(&form)
                     }
-                    Credentials::Basic { username, password } => {
+                    RegistryCredentials::Basic { username, password } => {
                         self.http.get(realm).query(&query).basic_auth(username, Some(password))
                     }
-                    Credentials::Anonymous | Credentials::Bearer(_) => self.http.get(realm).query(&query),
+                    RegistryCredentials::Anonymous | RegistryCredentials::Bearer(_) => {
+                        self.http.get(realm).query(&query)
+                    }
                 };
                 let response = request.send().await.map_err(|e| connection(registry, &e))?;
                 let status = response.status();

@@ -25,7 +25,7 @@ mod auth;
 mod responses;
 
 use crate::{
-    credentials::{CredentialSource, Credentials, CredentialsError},
+    credentials::{CredentialSource, CredentialsError, RegistryCredentials},
     reference::Reference,
 };
 use responses::{content_type, digest_header, expect, next_link, upload_location};
@@ -196,7 +196,7 @@ pub struct Client {
     /// `Authorization` values per `registry \0 scope` (`*` for registries taking Basic).
     authorizations: std::sync::Arc<Mutex<HashMap<String, String>>>,
     /// Credentials per registry, once looked up (helpers run once).
-    credentials: std::sync::Arc<tokio::sync::Mutex<HashMap<String, Credentials>>>,
+    credentials: std::sync::Arc<tokio::sync::Mutex<HashMap<String, RegistryCredentials>>>,
 }
 
 impl std::fmt::Debug for Client {

@@ -1,7 +1,7 @@
 //! The registry of the tests (bosun-test-tools' `docker-registry`), a token service for its
 //! bearer-token mode, and files written and read back.
 
-use bosun_oci::{Client, ClientOptions, CredentialSource, Credentials, Protocol, Reference};
+use bosun_oci::{Client, ClientOptions, CredentialSource, Protocol, Reference, RegistryCredentials};
 pub use bosun_test_tools::{
     files,
     registry::{Auth, ISSUER, Registry, SERVICE},
@@ -13,9 +13,9 @@ pub trait RegistryExt {
     /// `oci://HOST/path`.
     fn reference(&self, path: &str) -> Reference;
     /// Client options for this registry (HTTPS with its CA when it has TLS).
-    fn options(&self, credentials: Credentials) -> ClientOptions;
+    fn options(&self, credentials: RegistryCredentials) -> ClientOptions;
     /// A client for this registry.
-    fn client(&self, credentials: Credentials) -> Client;
+    fn client(&self, credentials: RegistryCredentials) -> Client;
 }
 
 impl RegistryExt for Registry {
@@ -23,7 +23,7 @@ impl RegistryExt for Registry {
         Reference::parse(&self.url(path)).expect("reference")
     }
 
-    fn options(&self, credentials: Credentials) -> ClientOptions {
+    fn options(&self, credentials: RegistryCredentials) -> ClientOptions {
         ClientOptions {
             credentials: CredentialSource::Fixed(credentials),
             ca_pem: self.ca_pem.clone(),
@@ -32,7 +32,7 @@ impl RegistryExt for Registry {
         }
     }
 
-    fn client(&self, credentials: Credentials) -> Client {
+    fn client(&self, credentials: RegistryCredentials) -> Client {
         Client::new(self.options(credentials)).expect("client")
     }
 }

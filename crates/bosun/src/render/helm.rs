@@ -17,7 +17,7 @@ use bosun_helm::dependencies::DependencyError;
 use bosun_helm::engine::{self, EngineError, EngineOptions};
 use bosun_helm::manifest::{AssembleOptions, HookEvent, split_manifests};
 use bosun_helm::release::{Capabilities, KubeVersion, KubeVersionError, ReleaseOptions};
-use bosun_helm::render::RenderError as PrepareError;
+use bosun_helm::render::PrepareError;
 use bosun_helm::values::ValueSources;
 use serde_json::Value;
 

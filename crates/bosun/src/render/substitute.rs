@@ -9,11 +9,11 @@ use std::collections::BTreeMap;
 
 use serde_json::{Map, Value};
 
-use bosun_core::substitute::substitute_text;
+use bosun_core::substitute::{UnsetVariable, substitute_text};
 
 use super::{Manifests, RenderError};
 
-fn substitute_value(value: &mut Value, vars: &BTreeMap<String, String>) -> Result<(), String> {
+fn substitute_value(value: &mut Value, vars: &BTreeMap<String, String>) -> Result<(), UnsetVariable> {
     match value {
         Value::String(text) if text.contains('$') => *text = substitute_text(text, vars)?,
         Value::Array(items) => {
@@ -46,10 +46,10 @@ pub fn apply(manifests: &mut Manifests, vars: &BTreeMap<String, String>) -> Resu
         if !crate::policy::of(&manifest.object).substitute {
             continue;
         }
-        substitute_value(&mut manifest.object, vars).map_err(|variable| RenderError::Unset {
+        substitute_value(&mut manifest.object, vars).map_err(|unset| RenderError::Unset {
             object: manifest.describe(),
             key: manifest.key.clone(),
-            variable,
+            variable: unset.variable,
         })?;
     }
     Ok(())

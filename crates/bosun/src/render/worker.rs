@@ -46,14 +46,20 @@ pub const TIME_FLAG: &str = "--render-time-limit";
 /// See [`MEMORY_FLAG`].
 pub const OUTPUT_FLAG: &str = "--render-output-limit";
 
+/// A size flag's value that is not a size, or is zero.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[error("{text:?} is not a size (examples: 256MiB, 1GiB)")]
+pub struct SizeError {
+    /// The value as given.
+    pub text: String,
+}
+
 /// A size flag's value: bytes, or with a `KiB`, `MiB` or `GiB` suffix (powers of 1024).
 ///
 /// # Errors
 /// The text is not a size, or is zero.
-pub fn parse_size(text: &str) -> Result<u64, String> {
-    super::memory::parse_size(text)
-        .filter(|bytes| *bytes > 0)
-        .ok_or_else(|| format!("{text:?} is not a size (examples: 256MiB, 1GiB)"))
+pub fn parse_size(text: &str) -> Result<u64, SizeError> {
+    super::memory::parse_size(text).filter(|bytes| *bytes > 0).ok_or_else(|| SizeError { text: text.to_string() })
 }
 
 /// Which limit stopped a worker.
@@ -422,7 +428,7 @@ mod tests {
             assert_eq!(parse_size(text), expected);
         }
         for text in ["0", "1.5GiB", "lots", ""] {
-            assert!(parse_size(text).is_err_and(|e| e.contains("is not a size")), "{text:?}");
+            assert!(parse_size(text).is_err_and(|e| e.to_string().contains("is not a size")), "{text:?}");
         }
     }
 

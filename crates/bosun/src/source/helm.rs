@@ -108,7 +108,7 @@ async fn pull_from_registry(wanted: &WantedChart<'_>, into: &Path) -> Result<Fet
     let failed = |message: String| SourceError::Fetch { url: shown.clone(), message };
     let invalid = |message: String| SourceError::Invalid { source_name: shown.clone(), message };
     let oci_credentials = match basic(credentials) {
-        Some((username, password)) => bosun_oci::CredentialSource::Fixed(bosun_oci::Credentials::Basic {
+        Some((username, password)) => bosun_oci::CredentialSource::Fixed(bosun_oci::RegistryCredentials::Basic {
             username: username.into(),
             password: password.into(),
         }),
@@ -120,12 +120,12 @@ async fn pull_from_registry(wanted: &WantedChart<'_>, into: &Path) -> Result<Fet
         .map_err(|e| invalid(e.to_string()))?;
     let exact = Version::parse(version).is_ok_and(|v| v.to_string() == version.trim_start_matches('v'));
     let wanted = if exact {
-        bosun_oci::ChartVersion::Exact(version.to_string())
+        bosun_oci::WantedChartVersion::Exact(version.to_string())
     } else {
         let text = if version.is_empty() { "*" } else { version };
         let constraints = Constraints::parse(text).map_err(|e| invalid(format!("version {text:?}: {e}")))?;
         // Chart tags read `_` as `+` in the client (`choose_tag`).
-        bosun_oci::ChartVersion::Range(Arc::new(constraints))
+        bosun_oci::WantedChartVersion::Range(Arc::new(constraints))
     };
     let pulled = client.pull_chart(&reference, &wanted, into).await.map_err(|e| match e {
         bosun_oci::Error::Registry(bosun_oci::RegistryError::Unauthorized { .. }) => {

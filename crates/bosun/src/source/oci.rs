@@ -60,7 +60,7 @@ impl OciAccess {
                 String::from_utf8(bytes.clone()).map_err(|_| fail(format!("{key} is not UTF-8 text")))
             };
             let (username, password) = (text("username")?.trim().to_string(), text("password")?.trim().to_string());
-            CredentialSource::Fixed(bosun_oci::Credentials::Basic { username, password })
+            CredentialSource::Fixed(bosun_oci::RegistryCredentials::Basic { username, password })
         };
         let fingerprint = hex_digest(&[&self.fingerprint, "credentials", &data_digest(data)]);
         Ok(OciAccess { credentials: Some((secret.to_string(), credentials)), fingerprint, ..self })
@@ -416,7 +416,7 @@ mod tests {
         let basic = OciAccess::default()
             .with_credentials("regcred", &data(&[("username", b"ci"), ("password", b"pw\n")]))
             .expect("basic");
-        let Some((_, CredentialSource::Fixed(bosun_oci::Credentials::Basic { username, password }))) =
+        let Some((_, CredentialSource::Fixed(bosun_oci::RegistryCredentials::Basic { username, password }))) =
             &basic.credentials
         else {
             panic!("{basic:?}")

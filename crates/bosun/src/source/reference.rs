@@ -60,7 +60,7 @@ pub(crate) enum Unresolved {
 
 impl Wanted {
     /// The spec's reference after precedence, or what is wrong with it.
-    pub fn from_spec(reference: Option<&GitReference>) -> Result<Wanted, String> {
+    pub(crate) fn from_spec(reference: Option<&GitReference>) -> Result<Wanted, String> {
         let set =
             |field: &Option<String>| field.as_deref().map(str::trim).filter(|s| !s.is_empty()).map(str::to_string);
         let Some(reference) = reference else { return Ok(Wanted::DefaultBranch) };
