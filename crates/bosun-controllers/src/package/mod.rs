@@ -26,7 +26,7 @@ pub(crate) mod rollout;
 pub(crate) mod running;
 pub(crate) mod status;
 
-pub use remote::{Impersonating, self_contained};
+pub use remote::{Impersonating, NotSelfContained, self_contained};
 pub use status::{DEPENDENCY_NOT_READY, run_outcome};
 
 use std::{
