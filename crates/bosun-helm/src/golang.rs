@@ -14,7 +14,7 @@ use serde_json::{Map, Number, Value};
 /// The formats of Go's `strconv.FormatFloat` with precision -1 (the shortest text that reads
 /// back as the same number).
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum FloatFormat {
+pub(crate) enum FloatFormat {
     /// `'g'`: exponent form when the exponent is below -4 or at least 6 (`1e+06`), else plain.
     General,
     /// `'e'`: always exponent form, at least two exponent digits (`1e+06`, `1.5e-07`).
@@ -33,7 +33,7 @@ fn shortest_digits(exponent_form: &str) -> (String, i32) {
 }
 
 /// `strconv.FormatFloat(f, fmt, -1, 64)`.
-pub fn format_float(f: f64, format: FloatFormat) -> String {
+pub(crate) fn format_float(f: f64, format: FloatFormat) -> String {
     if f.is_nan() {
         return "NaN".to_string();
     }
@@ -45,7 +45,7 @@ pub fn format_float(f: f64, format: FloatFormat) -> String {
 
 /// `strconv.FormatFloat(f, fmt, -1, 32)`: sigs.k8s.io/yaml writes a float map key, or a float
 /// read into a string field, with 32-bit precision (`appVersion: 1.10` reads as `1.1`).
-pub fn format_float32(f: f32, format: FloatFormat) -> String {
+pub(crate) fn format_float32(f: f32, format: FloatFormat) -> String {
     if f.is_nan() || f.is_infinite() {
         return format_float(f64::from(f), format);
     }
@@ -77,7 +77,7 @@ fn format_digits(negative: bool, exponent_form: &str, format: FloatFormat) -> St
 }
 
 /// How Go's `%v` prints a number: `float64` in `g` format, integers in decimal.
-pub fn format_number(number: &Number) -> String {
+pub(crate) fn format_number(number: &Number) -> String {
     match (number.as_i64(), number.as_u64(), number.as_f64()) {
         (Some(i), _, _) if !number.is_f64() => i.to_string(),
         (_, Some(u), _) if !number.is_f64() => u.to_string(),
@@ -87,7 +87,7 @@ pub fn format_number(number: &Number) -> String {
 }
 
 /// How `encoding/json` prints a number.
-pub fn json_number(number: &Number) -> String {
+pub(crate) fn json_number(number: &Number) -> String {
     let Some(f) = number.as_f64().filter(|_| number.is_f64()) else {
         return number.to_string();
     };
@@ -105,7 +105,7 @@ pub fn json_number(number: &Number) -> String {
 }
 
 /// A JSON string literal as `encoding/json` writes it (HTML characters escaped).
-pub fn json_string(s: &str) -> String {
+pub(crate) fn json_string(s: &str) -> String {
     let mut out = String::with_capacity(s.len() + 2);
     bosun_gotemplate::write_json_string(&mut out, s, true);
     out
@@ -164,14 +164,15 @@ fn write_json(value: &Value, indent: Option<&str>, depth: usize, out: &mut Strin
 }
 
 /// `json.Marshal(v)`: what Helm's `toJson` prints.
-pub fn to_json(value: &Value) -> String {
+pub(crate) fn to_json(value: &Value) -> String {
     let mut out = String::new();
     write_json(value, None, 0, &mut out);
     out
 }
 
 /// `json.MarshalIndent(v, "", indent)` (sprig's `toPrettyJson` uses two spaces).
-pub fn to_json_indent(value: &Value, indent: &str) -> String {
+#[cfg(test)]
+fn to_json_indent(value: &Value, indent: &str) -> String {
     let mut out = String::new();
     write_json(value, Some(indent), 0, &mut out);
     out
@@ -179,7 +180,7 @@ pub fn to_json_indent(value: &Value, indent: &str) -> String {
 
 /// `fmt.Sprint(v)` (`%v`) of a value decoded from JSON or YAML: `<nil>`, `[a b]`,
 /// `map[a:1 b:2]` (keys sorted), floats in `g` format. What a template prints for a value.
-pub fn sprint(value: &Value) -> String {
+pub(crate) fn sprint(value: &Value) -> String {
     match value {
         Value::Null => "<nil>".to_string(),
         Value::Bool(b) => b.to_string(),
@@ -196,7 +197,7 @@ pub fn sprint(value: &Value) -> String {
 
 /// Every number as a Go `float64`, as `json.Unmarshal` into `any` gives them (`--set-json`,
 /// `fromJson`, values files). An integer beyond 2^53 loses precision as it does in Go.
-pub fn numbers_to_float(value: Value) -> Value {
+pub(crate) fn numbers_to_float(value: Value) -> Value {
     match value {
         Value::Number(n) if !n.is_f64() => {
             Number::from_f64(n.as_f64().unwrap_or_default()).map_or(Value::Number(n), Value::Number)
@@ -225,7 +226,7 @@ fn parse_json(text: &str) -> Result<Value, String> {
 
 /// Helm's `fromJson`: the object (numbers as floats), or on error an object holding the
 /// message under `Error` (serde_json's wording, not Go's).
-pub fn from_json(text: &str) -> Map<String, Value> {
+pub(crate) fn from_json(text: &str) -> Map<String, Value> {
     let parsed = parse_json(text).and_then(|value| match value {
         Value::Null => Ok(Map::new()),
         Value::Object(map) => Ok(map),
@@ -242,7 +243,7 @@ pub fn from_json(text: &str) -> Map<String, Value> {
 
 /// Helm's `fromJsonArray`: the list (numbers as floats), or on error a list holding the
 /// message.
-pub fn from_json_array(text: &str) -> Vec<Value> {
+pub(crate) fn from_json_array(text: &str) -> Vec<Value> {
     let parsed = parse_json(text).and_then(|value| match value {
         Value::Null => Ok(Vec::new()),
         Value::Array(items) => Ok(items),

@@ -9,7 +9,7 @@
 use bosun_glob::{BadPattern, Pattern};
 
 /// The name of the rules file in a chart directory.
-pub const HELMIGNORE: &str = ".helmignore";
+pub(crate) const HELMIGNORE: &str = ".helmignore";
 
 /// Why a `.helmignore` cannot be used.
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
@@ -52,13 +52,13 @@ struct Rule {
 
 /// The rules of one chart directory.
 #[derive(Debug, Clone, Default)]
-pub struct Rules {
+pub(crate) struct Rules {
     rules: Vec<Rule>,
 }
 
 impl Rules {
     /// Reads a `.helmignore` (`file` names it in errors) and adds Helm's default rule.
-    pub fn parse(file: &str, text: &str) -> Result<Rules, IgnoreError> {
+    pub(crate) fn parse(file: &str, text: &str) -> Result<Rules, IgnoreError> {
         let mut rules = Rules::default();
         let text = text.strip_prefix('\u{feff}').unwrap_or(text);
         for (index, line) in text.lines().enumerate() {
@@ -72,7 +72,7 @@ impl Rules {
     }
 
     /// Only Helm's default rule (for a directory without `.helmignore`).
-    pub fn defaults() -> Rules {
+    pub(crate) fn defaults() -> Rules {
         let mut rules = Rules::default();
         rules.add_defaults();
         rules
@@ -112,7 +112,7 @@ impl Rules {
     }
 
     /// Whether `path` (relative to the chart, `/`-separated) is left out.
-    pub fn ignores(&self, path: &str, is_dir: bool) -> bool {
+    pub(crate) fn ignores(&self, path: &str, is_dir: bool) -> bool {
         if path.is_empty() || path == "." || path == "./" {
             return false;
         }

@@ -17,13 +17,13 @@
 //!
 //! The modules, in the order a render uses them:
 //!
-//! - [`load`]: a [`chart::Chart`] from a directory or archive ([`ignore`] for
+//! - [`load`]: a [`chart::Chart`] from a directory or archive (`ignore` for
 //!   `.helmignore`, [`chart`] for `Chart.yaml` and lock files).
-//! - [`values`]: values files and [`strvals`] (`--set…`) merged in Helm's order, coalesced
-//!   with chart defaults. Numbers: see [`golang`] (`f64` = Go `float64`, `i64` = `int64`).
+//! - [`values`]: values files and `strvals` (`--set…`) merged in Helm's order, coalesced
+//!   with chart defaults. Numbers: see `golang` (`f64` = Go `float64`, `i64` = `int64`).
 //! - [`render::prepare`]: the install checks, [`dependencies`] processing, coalescing,
-//!   [`schema`] validation, then each template with its [`render::Scope`] in Helm's parse
-//!   order ([`release`] for `.Release` and `.Capabilities`, [`files`] for `.Files`).
+//!   `schema` validation, then each template with its [`render::Scope`] in Helm's parse
+//!   order ([`release`] for `.Release` and `.Capabilities`, `files` for `.Files`).
 //! - [`engine`]: the templates executed ([`engine::execute`]) and assembled
 //!   ([`engine::render`]).
 //! - [`manifest`]: rendered text to [`manifest::RenderedChart`] (manifests in install order, hooks,
@@ -51,14 +51,16 @@
 //! ```
 
 #![warn(missing_docs)]
+// What the public modules below export is the crate's interface; the rest is its own.
+#![deny(unreachable_pub)]
 
 pub mod chart;
 pub mod dependencies;
 pub mod engine;
-pub mod golang;
-pub mod ignore;
+mod golang;
+mod ignore;
 pub mod load;
-pub mod strvals;
+mod strvals;
 pub mod values;
 pub mod yaml;
 
@@ -68,7 +70,7 @@ mod test_files {
     use std::path::Path;
 
     /// Writes `files` (path, content) below `dir`.
-    pub fn write(dir: &Path, files: &[(&str, &str)]) {
+    pub(crate) fn write(dir: &Path, files: &[(&str, &str)]) {
         for (name, content) in files {
             let path = dir.join(name);
             std::fs::create_dir_all(path.parent().unwrap()).unwrap();
@@ -76,10 +78,10 @@ mod test_files {
         }
     }
 }
-pub mod files;
+mod files;
 pub mod manifest;
 pub mod release;
 pub mod render;
 pub mod repo;
-pub mod schema;
-pub mod toml;
+mod schema;
+mod toml;

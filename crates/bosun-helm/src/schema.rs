@@ -185,7 +185,7 @@ fn report(chart: &Chart, values: &Values, out: &mut String) {
 
 /// Helm's `ValidateAgainstSchema`: the coalesced `values` of `chart` against its schema, and
 /// each subchart's values against the subchart's schema.
-pub fn validate(chart: &Chart, values: &Values) -> Result<(), SchemaError> {
+pub(crate) fn validate(chart: &Chart, values: &Values) -> Result<(), SchemaError> {
     let mut out = String::new();
     report(chart, values, &mut out);
     if out.is_empty() { Ok(()) } else { Err(SchemaError { report: out }) }

@@ -18,9 +18,9 @@ use serde_json::{Map, Value};
 use crate::golang::numbers_to_float;
 
 /// The deepest nesting of names Helm accepts (`a.b.c…`).
-pub const MAX_NESTED_NAME_LEVEL: usize = 30;
+pub(crate) const MAX_NESTED_NAME_LEVEL: usize = 30;
 /// The largest list index Helm accepts.
-pub const MAX_INDEX: usize = 65536;
+pub(crate) const MAX_INDEX: usize = 65536;
 
 /// Why a `--set` expression was refused; the message is Helm's.
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
@@ -28,7 +28,7 @@ pub const MAX_INDEX: usize = 65536;
 pub struct StrvalsError(pub String);
 
 /// Reads the file a `--set-file` value names; the error text is reported as is.
-pub type FileReader<'a> = &'a dyn Fn(&str) -> Result<String, String>;
+pub(crate) type FileReader<'a> = &'a dyn Fn(&str) -> Result<String, String>;
 
 /// How values are read.
 #[derive(Clone, Copy)]
@@ -373,32 +373,33 @@ fn parse_with(text: &str, data: &mut Map<String, Value>, mode: Mode) -> Result<(
 }
 
 /// `--set`: parses `text` into `data`.
-pub fn parse_into(text: &str, data: &mut Map<String, Value>) -> Result<(), StrvalsError> {
+pub(crate) fn parse_into(text: &str, data: &mut Map<String, Value>) -> Result<(), StrvalsError> {
     parse_with(text, data, Mode::Typed)
 }
 
 /// `--set-string`: parses `text` into `data`, every value a string.
-pub fn parse_into_string(text: &str, data: &mut Map<String, Value>) -> Result<(), StrvalsError> {
+pub(crate) fn parse_into_string(text: &str, data: &mut Map<String, Value>) -> Result<(), StrvalsError> {
     parse_with(text, data, Mode::Strings)
 }
 
 /// `--set-json` with `key=json` pairs: parses `text` into `data`.
-pub fn parse_json(text: &str, data: &mut Map<String, Value>) -> Result<(), StrvalsError> {
+pub(crate) fn parse_json(text: &str, data: &mut Map<String, Value>) -> Result<(), StrvalsError> {
     parse_with(text, data, Mode::Json)
 }
 
 /// `--set-file`: parses `text` into `data`, each value a file name given to `read`.
-pub fn parse_into_file(text: &str, data: &mut Map<String, Value>, read: FileReader) -> Result<(), StrvalsError> {
+pub(crate) fn parse_into_file(text: &str, data: &mut Map<String, Value>, read: FileReader) -> Result<(), StrvalsError> {
     parse_with(text, data, Mode::File(read))
 }
 
 /// `--set-literal`: parses `text` into `data`; the value is everything after the first `=`.
-pub fn parse_literal_into(text: &str, data: &mut Map<String, Value>) -> Result<(), StrvalsError> {
+pub(crate) fn parse_literal_into(text: &str, data: &mut Map<String, Value>) -> Result<(), StrvalsError> {
     parse_with(text, data, Mode::Literal)
 }
 
 /// `--set` into new values.
-pub fn parse(text: &str) -> Result<Map<String, Value>, StrvalsError> {
+#[cfg(test)]
+fn parse(text: &str) -> Result<Map<String, Value>, StrvalsError> {
     let mut data = Map::new();
     parse_into(text, &mut data)?;
     Ok(data)

@@ -11,7 +11,7 @@ use serde_json::{Map, Value};
 /// Why a value has no TOML form.
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
 #[error("{0}")]
-pub struct TomlError(pub String);
+pub(crate) struct TomlError(pub String);
 
 const NIL_ELEMENT: &str = "toml: cannot encode array with nil element";
 const NO_KEY: &str = "toml: top-level values must be Go maps or structs";
@@ -192,7 +192,7 @@ impl Encoder {
 }
 
 /// The TOML BurntSushi/toml writes for `value`.
-pub fn to_toml(value: &Value) -> Result<String, TomlError> {
+pub(crate) fn to_toml(value: &Value) -> Result<String, TomlError> {
     let mut encoder = Encoder { out: String::new() };
     encoder.encode(&[], value)?;
     Ok(encoder.out)

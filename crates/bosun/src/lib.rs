@@ -26,6 +26,9 @@
 //! Beside the pipeline: [`observe`] (a command for every object of a kind and every change).
 
 #![warn(missing_docs)]
+// A `pub` item that cannot be reached from outside is an error: the stages' modules below say
+// what the crate exports, and the rest is its own.
+#![deny(unreachable_pub)]
 
 pub mod apply;
 pub mod config;

@@ -26,7 +26,7 @@ use bosun_core::object;
 
 /// The label that ties the runs of one hook together (its name, or its `generateName`), so
 /// that `BeforeHookCreation` finds the earlier runs of a hook the server named.
-pub const HOOK_LABEL: &str = "bosun.dev/hook";
+pub(crate) const HOOK_LABEL: &str = "bosun.dev/hook";
 
 /// The longest label value Kubernetes accepts.
 const LABEL_VALUE_MAX: usize = 63;

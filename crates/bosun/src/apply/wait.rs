@@ -22,7 +22,7 @@ use bosun_core::discovery::Kind;
 
 /// An object to wait for.
 #[derive(Debug, Clone)]
-pub struct Watched {
+pub(crate) struct Watched {
     /// `Kind/namespace/name`.
     pub described: String,
     /// Its resource.
@@ -42,7 +42,7 @@ pub struct Watched {
 
 /// How long a wait may last: until a deadline, or until it is cancelled.
 #[derive(Debug, Clone)]
-pub struct Until {
+pub(crate) struct Until {
     /// When the wait gives up.
     pub deadline: Instant,
     /// Stops the wait early (a controller's run overtaken by a new revision).
@@ -61,7 +61,7 @@ impl Until {
 
 /// How a wait ended.
 #[derive(Debug, Clone, PartialEq, Eq)]
-pub enum Waited {
+pub(crate) enum Waited {
     /// Every object is healthy: their final messages.
     Healthy(Vec<(String, String)>),
     /// An object failed for good.
@@ -105,7 +105,7 @@ fn fresh(live: &Value, written: Option<&str>) -> Option<bool> {
 /// events, so thousands of waits cost the API server nothing. An object this apply wrote
 /// counts once the cache shows it at least as new as written. `None` when the cache cannot
 /// serve every object (the caller watches instead).
-pub async fn healthy_cached(
+pub(crate) async fn healthy_cached(
     cache: &super::Cache,
     objects: &[Watched],
     until: &Until,
@@ -189,7 +189,12 @@ fn watches(objects: &[Watched]) -> (Vec<(Kind, String)>, HashMap<Key, usize>) {
 
 /// Waits until every object is healthy (with its checks), one fails terminally, the deadline
 /// passes or the wait is cancelled.
-pub async fn healthy(client: &Client, objects: &[Watched], until: &Until, progress: &dyn ApplyProgress) -> Waited {
+pub(crate) async fn healthy(
+    client: &Client,
+    objects: &[Watched],
+    until: &Until,
+    progress: &dyn ApplyProgress,
+) -> Waited {
     if objects.is_empty() {
         return Waited::Healthy(Vec::new());
     }
@@ -256,7 +261,7 @@ pub async fn healthy(client: &Client, objects: &[Watched], until: &Until, progre
 
 /// Waits until every object is gone; returns those still there at the deadline (or when
 /// cancelled).
-pub async fn gone(client: &Client, objects: &[Watched], until: &Until) -> Vec<String> {
+pub(crate) async fn gone(client: &Client, objects: &[Watched], until: &Until) -> Vec<String> {
     if objects.is_empty() {
         return Vec::new();
     }

@@ -36,7 +36,7 @@ const MAC_ONLY_ENCRYPTED_INIT: [u8; 32] = [
 ];
 
 /// Whether a document is SOPS-encrypted: it has a `sops` object with a MAC.
-pub fn is_encrypted(document: &Value) -> bool {
+pub(crate) fn is_encrypted(document: &Value) -> bool {
     document.get("sops").and_then(|sops| sops.get("mac")).is_some()
 }
 
@@ -260,7 +260,7 @@ impl Walk<'_> {
 /// # Errors
 /// No key opens it, a value does not decrypt, the MAC does not match, or the format is not
 /// SOPS'. Messages name the manifest and the key path, never a decrypted value.
-pub fn decrypt(document: &Value, keys: &Keys, manifest: &str) -> Result<Value, DecryptError> {
+pub(crate) fn decrypt(document: &Value, keys: &Keys, manifest: &str) -> Result<Value, DecryptError> {
     let Some(Value::Object(map)) = Some(document) else {
         return Err(DecryptError::Format { manifest: manifest.to_string(), message: "not an object".into() });
     };

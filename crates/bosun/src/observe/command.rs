@@ -15,13 +15,6 @@ pub const MAX_BACKOFF: Duration = Duration::from_secs(300);
 
 /// The command line for one object: `COMMAND ARGS... [NAMESPACE] NAME OUTPUTS...` (the namespace
 /// only for namespaced resources), as oc observe builds it.
-///
-/// ```
-/// use bosun::observe::{command::command_line, known::Key};
-/// let key = Key { namespace: "default".into(), name: "web".into() };
-/// let line = command_line(&["./register.sh".into(), "--zone".into(), "a".into()], &key, true, &["10.0.0.1".into()]);
-/// assert_eq!(line, ["./register.sh", "--zone", "a", "default", "web", "10.0.0.1"]);
-/// ```
 pub fn command_line(command: &[String], key: &Key, namespaced: bool, outputs: &[String]) -> Vec<String> {
     let mut line = command.to_vec();
     if namespaced {
@@ -108,6 +101,15 @@ fn shell_words(line: &[String]) -> String {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn command_lines_are_built_as_oc_observe_does() {
+        use crate::observe::{command::command_line, known::Key};
+        let key = Key { namespace: "default".into(), name: "web".into() };
+        let line =
+            command_line(&["./register.sh".into(), "--zone".into(), "a".into()], &key, true, &["10.0.0.1".into()]);
+        assert_eq!(line, ["./register.sh", "--zone", "a", "default", "web", "10.0.0.1"]);
+    }
 
     #[test]
     fn command_lines_follow_the_scope() {

@@ -68,7 +68,7 @@ impl fmt::Display for EventType {
 
 /// What the templates made of one object.
 #[derive(Debug, Clone, PartialEq, Eq)]
-pub struct TemplateOutputs {
+pub(crate) struct TemplateOutputs {
     /// The `-a` template outputs, or why a strict template failed.
     pub args: Result<Vec<String>, TemplateMissed>,
     /// Digest of the `--on-change` template's output, when there is one.
@@ -77,7 +77,7 @@ pub struct TemplateOutputs {
 
 /// Where a run finds the object for `--object-env-var` and `--object-stdin`.
 #[derive(Debug, Clone, PartialEq)]
-pub enum ObjectSource {
+pub(crate) enum ObjectSource {
     /// Not needed.
     None,
     /// The object as the event delivered it.
@@ -88,7 +88,7 @@ pub enum ObjectSource {
 
 /// One run of the command (or of the delete command) for one object.
 #[derive(Debug, Clone, PartialEq)]
-pub struct CommandRun {
+pub(crate) struct CommandRun {
     /// The object.
     pub key: Key,
     /// Why it runs.
@@ -111,20 +111,8 @@ struct Entry {
 }
 
 /// The objects observed so far.
-///
-/// ```
-/// use bosun::observe::known::{EventType, Key, Known, TemplateOutputs};
-/// let mut known = Known::default();
-/// let key = Key { namespace: "default".into(), name: "web".into() };
-/// let rendered = TemplateOutputs { args: Ok(vec!["10.0.0.1".into()]), change: None };
-/// known.begin_list();
-/// assert_eq!(known.listed(&key, "1", &rendered), Some(EventType::Sync));
-/// assert!(known.end_list().is_empty());
-/// assert_eq!(known.applied(&key, "1", &rendered), None, "the same version again runs nothing");
-/// assert_eq!(known.applied(&key, "2", &rendered), Some(EventType::Updated));
-/// ```
 #[derive(Debug, Default)]
-pub struct Known {
+pub(crate) struct Known {
     entries: HashMap<Key, Entry>,
     /// Keys a list in progress has delivered.
     listing: Option<HashSet<Key>>,
@@ -132,13 +120,18 @@ pub struct Known {
 
 impl Known {
     /// A list starts (at start, or when the watch had to start over).
-    pub fn begin_list(&mut self) {
+    pub(crate) fn begin_list(&mut self) {
         self.listing = Some(HashSet::new());
     }
 
     /// An object a list delivered: `Sync` when it is new or changed since last seen, nothing
     /// when it is unchanged (a relist must not run unchanged objects again).
-    pub fn listed(&mut self, key: &Key, resource_version: &str, rendered: &TemplateOutputs) -> Option<EventType> {
+    pub(crate) fn listed(
+        &mut self,
+        key: &Key,
+        resource_version: &str,
+        rendered: &TemplateOutputs,
+    ) -> Option<EventType> {
         if let Some(listing) = &mut self.listing {
             listing.insert(key.clone());
         }
@@ -147,7 +140,7 @@ impl Known {
 
     /// The list is complete: objects known before and not in it were deleted meanwhile; they
     /// are forgotten and returned with their last template outputs.
-    pub fn end_list(&mut self) -> Vec<(Key, Vec<String>)> {
+    pub(crate) fn end_list(&mut self) -> Vec<(Key, Vec<String>)> {
         let Some(listed) = self.listing.take() else { return Vec::new() };
         let gone: Vec<Key> = self.entries.keys().filter(|key| !listed.contains(*key)).cloned().collect();
         let mut deleted: Vec<(Key, Vec<String>)> =
@@ -158,7 +151,12 @@ impl Known {
 
     /// A watched creation or change: `Added` for a new object, `Updated` for a new version
     /// whose change filter output changed, nothing otherwise.
-    pub fn applied(&mut self, key: &Key, resource_version: &str, rendered: &TemplateOutputs) -> Option<EventType> {
+    pub(crate) fn applied(
+        &mut self,
+        key: &Key,
+        resource_version: &str,
+        rendered: &TemplateOutputs,
+    ) -> Option<EventType> {
         self.record(key, resource_version, rendered)
     }
 
@@ -184,7 +182,7 @@ impl Known {
 
     /// A watched deletion: forgets the object and returns its last template outputs (`None`
     /// when it was never seen).
-    pub fn deleted(&mut self, key: &Key) -> Option<Vec<String>> {
+    pub(crate) fn deleted(&mut self, key: &Key) -> Option<Vec<String>> {
         if let Some(listing) = &mut self.listing {
             listing.remove(key);
         }
@@ -192,7 +190,7 @@ impl Known {
     }
 
     /// Runs for a resync: every known object, as `Sync`, with its last template outputs.
-    pub fn resync(&self, object: &ObjectSource) -> Vec<CommandRun> {
+    pub(crate) fn resync(&self, object: &ObjectSource) -> Vec<CommandRun> {
         let mut runs: Vec<CommandRun> = self
             .entries
             .iter()
@@ -210,32 +208,27 @@ impl Known {
     }
 
     /// The resourceVersion last seen of an object.
-    pub fn version(&self, key: &Key) -> Option<&str> {
+    pub(crate) fn version(&self, key: &Key) -> Option<&str> {
         self.entries.get(key).map(|entry| entry.resource_version.as_str())
     }
 
     /// Whether a list is in progress (its objects are `Sync`, not `Added`).
-    pub fn is_listing(&self) -> bool {
+    pub(crate) fn is_listing(&self) -> bool {
         self.listing.is_some()
     }
 
     /// Whether the object is known.
-    pub fn contains(&self, key: &Key) -> bool {
+    pub(crate) fn contains(&self, key: &Key) -> bool {
         self.entries.contains_key(key)
     }
 
     /// How many objects are known.
-    pub fn len(&self) -> usize {
+    pub(crate) fn len(&self) -> usize {
         self.entries.len()
     }
 
-    /// Whether no object is known.
-    pub fn is_empty(&self) -> bool {
-        self.entries.is_empty()
-    }
-
     /// The names `--names` printed that are not known: candidates for deletion.
-    pub fn unknown<'a>(&self, names: &'a [Key]) -> Vec<&'a Key> {
+    pub(crate) fn unknown<'a>(&self, names: &'a [Key]) -> Vec<&'a Key> {
         names.iter().filter(|key| !self.entries.contains_key(*key)).collect()
     }
 }
@@ -243,7 +236,7 @@ impl Known {
 /// Parses `--names` output: one `namespace/name` (or, for cluster-scoped resources or a single
 /// observed namespace, `name`) per line; blank lines are skipped. Names outside the observed
 /// namespace are dropped: they are not this observer's.
-pub fn parse_names(output: &str, namespaced: bool, namespace: Option<&str>) -> Result<Vec<Key>, BadName> {
+pub(crate) fn parse_names(output: &str, namespaced: bool, namespace: Option<&str>) -> Result<Vec<Key>, BadName> {
     let mut keys = Vec::new();
     for (number, line) in output.lines().enumerate() {
         let line = line.trim();
@@ -314,6 +307,19 @@ pub enum Expected {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn known_objects_decide_events() {
+        use crate::observe::known::{EventType, Key, Known, TemplateOutputs};
+        let mut known = Known::default();
+        let key = Key { namespace: "default".into(), name: "web".into() };
+        let rendered = TemplateOutputs { args: Ok(vec!["10.0.0.1".into()]), change: None };
+        known.begin_list();
+        assert_eq!(known.listed(&key, "1", &rendered), Some(EventType::Sync));
+        assert!(known.end_list().is_empty());
+        assert_eq!(known.applied(&key, "1", &rendered), None, "the same version again runs nothing");
+        assert_eq!(known.applied(&key, "2", &rendered), Some(EventType::Updated));
+    }
 
     fn key(name: &str) -> Key {
         Key { namespace: "ns".into(), name: name.into() }

@@ -20,11 +20,11 @@
 //! `output`.
 
 pub mod command;
-pub mod known;
-pub mod metrics;
+pub(crate) mod known;
+pub(crate) mod metrics;
 mod output;
-pub mod queue;
-pub mod resource;
+pub(crate) mod queue;
+pub(crate) mod resource;
 mod state;
 
 use std::{

@@ -13,28 +13,8 @@ struct Slot {
 }
 
 /// Runs waiting and running, per object.
-///
-/// ```
-/// use bosun::observe::{known::{EventType, Key, ObjectSource, CommandRun}, queue::Queue};
-/// let run = |version: &str| CommandRun {
-///     key: Key { namespace: "ns".into(), name: "a".into() },
-///     event: EventType::Updated,
-///     args: Ok(vec![version.into()]),
-///     resource_version: version.into(),
-///     object: ObjectSource::None,
-///     attempt: 0,
-/// };
-/// let mut queue = Queue::new(4);
-/// queue.push(run("1"));
-/// let first = queue.start().unwrap();
-/// queue.push(run("2"));
-/// queue.push(run("3"));
-/// assert!(queue.start().is_none(), "never two runs for one object at once");
-/// queue.done(&first.key);
-/// assert_eq!(queue.start().unwrap().resource_version, "3", "one further run, the newest state");
-/// ```
 #[derive(Debug)]
-pub struct Queue {
+pub(crate) struct Queue {
     slots: HashMap<Key, Slot>,
     ready: VecDeque<Key>,
     running: usize,
@@ -61,12 +41,12 @@ fn coalesce(old: CommandRun, new: CommandRun) -> CommandRun {
 
 impl Queue {
     /// A queue running at most `limit` objects at once.
-    pub fn new(limit: usize) -> Queue {
+    pub(crate) fn new(limit: usize) -> Queue {
         Queue { slots: HashMap::new(), ready: VecDeque::new(), running: 0, limit: limit.max(1) }
     }
 
     /// Adds a run, merging it with one already waiting for the same object.
-    pub fn push(&mut self, run: CommandRun) {
+    pub(crate) fn push(&mut self, run: CommandRun) {
         let key = run.key.clone();
         let slot = self.slots.entry(key.clone()).or_default();
         let was_waiting = slot.pending.is_some();
@@ -80,7 +60,7 @@ impl Queue {
     }
 
     /// The next run to start, if the limit allows and one is ready.
-    pub fn start(&mut self) -> Option<CommandRun> {
+    pub(crate) fn start(&mut self) -> Option<CommandRun> {
         if self.running >= self.limit {
             return None;
         }
@@ -93,7 +73,7 @@ impl Queue {
     }
 
     /// A run finished; a run that waited meanwhile becomes ready.
-    pub fn done(&mut self, key: &Key) {
+    pub(crate) fn done(&mut self, key: &Key) {
         let Some(slot) = self.slots.get_mut(key) else { return };
         if slot.running {
             slot.running = false;
@@ -107,17 +87,17 @@ impl Queue {
     }
 
     /// Runs waiting (not running).
-    pub fn waiting(&self) -> usize {
+    pub(crate) fn waiting(&self) -> usize {
         self.slots.values().filter(|slot| slot.pending.is_some()).count()
     }
 
     /// Runs running.
-    pub fn running(&self) -> usize {
+    pub(crate) fn running(&self) -> usize {
         self.running
     }
 
     /// Whether nothing waits and nothing runs.
-    pub fn is_idle(&self) -> bool {
+    pub(crate) fn is_idle(&self) -> bool {
         self.slots.is_empty()
     }
 }
@@ -126,6 +106,30 @@ impl Queue {
 mod tests {
     use super::*;
     use crate::observe::known::ObjectSource;
+
+    #[test]
+    fn one_run_per_object_and_the_newest_state_next() {
+        use crate::observe::{
+            known::{CommandRun, EventType, Key, ObjectSource},
+            queue::Queue,
+        };
+        let run = |version: &str| CommandRun {
+            key: Key { namespace: "ns".into(), name: "a".into() },
+            event: EventType::Updated,
+            args: Ok(vec![version.into()]),
+            resource_version: version.into(),
+            object: ObjectSource::None,
+            attempt: 0,
+        };
+        let mut queue = Queue::new(4);
+        queue.push(run("1"));
+        let first = queue.start().unwrap();
+        queue.push(run("2"));
+        queue.push(run("3"));
+        assert!(queue.start().is_none(), "never two runs for one object at once");
+        queue.done(&first.key);
+        assert_eq!(queue.start().unwrap().resource_version, "3", "one further run, the newest state");
+    }
 
     fn run(name: &str, event: EventType, version: &str) -> CommandRun {
         CommandRun {

@@ -74,20 +74,7 @@ fn suggestion(close: &[String]) -> String {
 
 /// Picks the resource `query` names among `candidates`: the core group before others and a
 /// group's preferred version before the rest, as kubectl does.
-///
-/// ```
-/// use bosun::observe::resource::{Candidate, resolve};
-/// let deployments = Candidate {
-///     group: "apps".into(), version: "v1".into(), preferred: true, plural: "deployments".into(),
-///     singular: "deployment".into(), kind: "Deployment".into(), short_names: vec!["deploy".into()],
-///     namespaced: true, watchable: true,
-/// };
-/// let all = [deployments];
-/// assert_eq!(resolve("deploy", &all).unwrap().plural, "deployments");
-/// assert_eq!(resolve("deployments.v1.apps", &all).unwrap().kind, "Deployment");
-/// assert_eq!(resolve("deploymnets", &all).unwrap_err().close, ["deployments"]);
-/// ```
-pub fn resolve<'a>(query: &str, candidates: &'a [Candidate]) -> Result<&'a Candidate, UnknownResource> {
+pub(crate) fn resolve<'a>(query: &str, candidates: &'a [Candidate]) -> Result<&'a Candidate, UnknownResource> {
     let watchable: Vec<&Candidate> = candidates.iter().filter(|c| c.watchable).collect();
     // `name`, `name.group` or `name.version.group`: try every split point.
     let mut splits = vec![(query, None, None)];
@@ -135,7 +122,7 @@ fn close_matches(query: &str, candidates: &[&Candidate]) -> Vec<String> {
 }
 
 /// Every resource the cluster serves, from aggregated discovery (two requests).
-pub async fn candidates(client: &Client) -> Result<Vec<Candidate>, kube::Error> {
+pub(crate) async fn candidates(client: &Client) -> Result<Vec<Candidate>, kube::Error> {
     let mut all = Vec::new();
     let core = client.list_core_api_versions_aggregated().await?;
     let groups = client.list_api_groups_aggregated().await?;
@@ -165,6 +152,26 @@ pub async fn candidates(client: &Client) -> Result<Vec<Candidate>, kube::Error> 
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn resources_resolve_as_kubectl_does() {
+        use crate::observe::resource::{Candidate, resolve};
+        let deployments = Candidate {
+            group: "apps".into(),
+            version: "v1".into(),
+            preferred: true,
+            plural: "deployments".into(),
+            singular: "deployment".into(),
+            kind: "Deployment".into(),
+            short_names: vec!["deploy".into()],
+            namespaced: true,
+            watchable: true,
+        };
+        let all = [deployments];
+        assert_eq!(resolve("deploy", &all).unwrap().plural, "deployments");
+        assert_eq!(resolve("deployments.v1.apps", &all).unwrap().kind, "Deployment");
+        assert_eq!(resolve("deploymnets", &all).unwrap_err().close, ["deployments"]);
+    }
 
     fn candidate(group: &str, version: &str, preferred: bool, plural: &str, kind: &str, short: &[&str]) -> Candidate {
         Candidate {

@@ -2,7 +2,7 @@
 //! the directory's contents. The same spec is the `spec` of the `Package` custom resource.
 
 mod detect;
-pub mod rollout;
+pub(crate) mod rollout;
 
 use bosun_core::file::FileError;
 use std::{

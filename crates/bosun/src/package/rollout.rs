@@ -27,7 +27,7 @@ fn fail(origin: &str, field: impl Into<String>, message: impl Into<String>) -> R
 ///
 /// # Errors
 /// Not a rollout, or a field that cannot work: the error names the origin and the field.
-pub fn read(value: &Value, origin: &str) -> Result<RolloutSpec, RolloutError> {
+pub(crate) fn read(value: &Value, origin: &str) -> Result<RolloutSpec, RolloutError> {
     let spec = if value.get("apiVersion").is_some() || value.get("kind").is_some() {
         let api_version = value.get("apiVersion").and_then(Value::as_str).unwrap_or_default();
         if api_version != LOCUTUS_API_VERSION {
@@ -60,7 +60,7 @@ pub fn read(value: &Value, origin: &str) -> Result<RolloutSpec, RolloutError> {
 ///
 /// # Errors
 /// The file cannot be read or parsed, or [`read`] refuses it.
-pub fn read_file(path: &std::path::Path) -> Result<RolloutSpec, RolloutError> {
+pub(crate) fn read_file(path: &std::path::Path) -> Result<RolloutSpec, RolloutError> {
     let origin = path.display().to_string();
     let text = std::fs::read_to_string(path).map_err(|e| fail(&origin, "", e.to_string()))?;
     let value: Value = bosun_core::yaml::parse_document(&text, &origin).map_err(|e| fail(&origin, "", e.message))?;
@@ -102,7 +102,7 @@ fn check(spec: &RolloutSpec, origin: &str, prefix: &str) -> Result<(), RolloutEr
 }
 
 /// Whether a step's selector names `object`.
-pub fn selects(selector: &Selector, object: &Value) -> bool {
+pub(crate) fn selects(selector: &Selector, object: &Value) -> bool {
     let field = |wanted: &Option<String>, actual: &str| wanted.as_deref().is_none_or(|w| w == actual);
     field(&selector.kind, object::kind(object))
         && field(&selector.name, object::name(object))

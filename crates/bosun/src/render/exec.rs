@@ -23,13 +23,13 @@ const SIGXCPU: i32 = 24;
 const SIGXFSZ: i32 = 25;
 
 /// Default bound on an exec renderer.
-pub const DEFAULT_TIMEOUT: Duration = Duration::from_secs(60);
+pub(crate) const DEFAULT_TIMEOUT: Duration = Duration::from_secs(60);
 
 /// Lines of stderr shown when a command fails.
 const STDERR_LINES: usize = 20;
 
 /// A program found on `PATH` (the `which` of a shell).
-pub fn find_program(name: &str) -> Option<PathBuf> {
+pub(crate) fn find_program(name: &str) -> Option<PathBuf> {
     let path = std::env::var_os("PATH")?;
     std::env::split_paths(&path).map(|dir| dir.join(name)).find(|candidate| candidate.is_file())
 }
@@ -41,7 +41,7 @@ fn tail(text: &str) -> String {
 }
 
 /// What a finished command printed.
-pub struct Finished {
+pub(crate) struct Finished {
     /// Its standard output.
     pub stdout: String,
 }
@@ -131,7 +131,7 @@ pub(crate) fn run(
 /// Runs the exec renderer: the configuration as JSON on stdin and in `BOSUN_CONFIG`, further
 /// inputs as JSON in `BOSUN_<NAME>` (`BOSUN_RELATED`, `BOSUN_FINALIZING`); objects from stdout.
 /// One JSON document in the response form ([`output::is_response`]) is read as such.
-pub fn render(package_dir: &Path, spec: &ExecSpec, input: &Input<'_>) -> Result<Output, RenderError> {
+pub(crate) fn render(package_dir: &Path, spec: &ExecSpec, input: &Input<'_>) -> Result<Output, RenderError> {
     let limits = input.sandbox.map(|sandbox| sandbox.exec_limits("spec.render.exec")).transpose()?;
     let Some((program, args)) = spec.command.split_first() else {
         return Err(RenderError::Command {

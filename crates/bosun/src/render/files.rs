@@ -77,7 +77,7 @@ fn parse_all(files: &[(PathBuf, String)]) -> Vec<Result<Vec<Value>, RenderError>
 
 /// Renders the files of `package_dir/spec.dir`, and the rollout (from `spec.rollout`, or a
 /// Locutus `Rollout` document found among the files).
-pub fn render(
+pub(crate) fn render(
     package_dir: &Path,
     spec: &FilesSpec,
     sandbox: Option<&Sandbox>,

@@ -29,7 +29,7 @@ use super::{
 use bosun_api::package::{FilesSpec, JsonnetSpec};
 
 /// The import path under which programs find their configuration (Locutus' name for it).
-pub const CONFIG_IMPORT: &str = "generic-operator/config";
+pub(crate) const CONFIG_IMPORT: &str = "generic-operator/config";
 
 /// Evaluation runs on its own thread: jrsonnet keeps per-thread state, and deep programs want
 /// more stack than a worker thread has.
@@ -204,7 +204,7 @@ fn run(
 
 /// Renders the jsonnet program of a package with its inputs (or, without one, every
 /// `*.jsonnet` file of the package directory).
-pub fn render(package_dir: &Path, spec: &JsonnetSpec, input: &Input<'_>) -> Result<Output, RenderError> {
+pub(crate) fn render(package_dir: &Path, spec: &JsonnetSpec, input: &Input<'_>) -> Result<Output, RenderError> {
     // Traces show paths relative to the package, which jrsonnet computes from a canonical base.
     let dir = package_dir.canonicalize().map_err(FileError::reading(package_dir.display()))?;
     let Some(entrypoint) = crate::package::jsonnet_program(spec, &dir) else {

@@ -29,7 +29,11 @@ const KUSTOMIZATION_FILES: [&str; 3] = ["kustomization.yaml", "kustomization.yml
 const ROOT_FIELDS: [&str; 6] = ["resources", "bases", "components", "generators", "transformers", "validators"];
 
 /// Renders the kustomization in `package_dir/spec.dir`.
-pub fn render(package_dir: &Path, spec: &KustomizeSpec, sandbox: Option<&Sandbox>) -> Result<Manifests, RenderError> {
+pub(crate) fn render(
+    package_dir: &Path,
+    spec: &KustomizeSpec,
+    sandbox: Option<&Sandbox>,
+) -> Result<Manifests, RenderError> {
     let dir = match sandbox {
         Some(sandbox) => sandbox.resolve(package_dir, &spec.dir, "spec.render.kustomize.dir")?,
         None => package_dir.join(&spec.dir),

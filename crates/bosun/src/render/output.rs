@@ -17,7 +17,7 @@ const RESPONSE_KEYS: [&str; 6] = ["objects", "children", "rollout", "status", "r
 
 /// A program's output, interpreted.
 #[derive(Debug, Default)]
-pub struct Output {
+pub(crate) struct Output {
     /// The objects, keyed.
     pub manifests: Manifests,
     /// The rollout it returned (Locutus' form).
@@ -27,14 +27,14 @@ pub struct Output {
 }
 
 /// Whether a value is a Kubernetes object (has `apiVersion` and `kind`).
-pub fn is_object(value: &Value) -> bool {
+pub(crate) fn is_object(value: &Value) -> bool {
     value.get("apiVersion").is_some_and(Value::is_string) && value.get("kind").is_some_and(Value::is_string)
 }
 
 /// Whether a value is the response form: a map of response keys only, naming objects,
 /// children or whether finalizing is done (a map of objects that merely has a field named
 /// `status` is not).
-pub fn is_response(value: &Value) -> bool {
+pub(crate) fn is_response(value: &Value) -> bool {
     let Value::Object(map) = value else { return false };
     !is_object(value)
         && !map.is_empty()
@@ -44,7 +44,7 @@ pub fn is_response(value: &Value) -> bool {
 }
 
 /// A description of a JSON value's type, for messages.
-pub fn type_name(value: &Value) -> &'static str {
+pub(crate) fn type_name(value: &Value) -> &'static str {
     match value {
         Value::Null => "null",
         Value::Bool(_) => "a boolean",
@@ -56,7 +56,7 @@ pub fn type_name(value: &Value) -> &'static str {
 }
 
 /// Interprets a program's output; `origin` names the program in errors.
-pub fn interpret(output: Value, origin: &str) -> Result<Output, RenderError> {
+pub(crate) fn interpret(output: Value, origin: &str) -> Result<Output, RenderError> {
     let invalid = |message: String| RenderError::Output { origin: origin.to_string(), message };
     let mut manifests = Manifests::default();
     match output {

@@ -159,7 +159,7 @@ impl PackageFiles<'_> {
     ///
     /// # Errors
     /// In a sandbox, a path outside it (see [`Sandbox::resolve`]).
-    pub fn path(&self, named: &str, field: &str) -> Result<PathBuf, SandboxError> {
+    pub(crate) fn path(&self, named: &str, field: &str) -> Result<PathBuf, SandboxError> {
         match self.sandbox {
             Some(sandbox) => sandbox.resolve(self.dir, named, field),
             None => Ok(self.dir.join(named)),

@@ -41,7 +41,7 @@ fn substitute_value(value: &mut Value, vars: &BTreeMap<String, String>) -> Resul
 }
 
 /// Substitutes every manifest that does not opt out.
-pub fn apply(manifests: &mut Manifests, vars: &BTreeMap<String, String>) -> Result<(), RenderError> {
+pub(crate) fn apply(manifests: &mut Manifests, vars: &BTreeMap<String, String>) -> Result<(), RenderError> {
     for manifest in &mut manifests.items {
         if !crate::policy::of(&manifest.object).substitute {
             continue;

@@ -47,7 +47,7 @@ pub(super) struct Helm {
 }
 
 impl Helm {
-    pub fn from_context(context: &HelmContext) -> Helm {
+    pub(crate) fn from_context(context: &HelmContext) -> Helm {
         Helm {
             namespace: context.namespace.clone(),
             revision: context.revision,
@@ -61,7 +61,7 @@ impl Helm {
     }
 
     /// The context in the worker, `lookup` (when there was one) going back to the controller.
-    pub fn into_context(self, lookup: Arc<dyn bosun_helm::engine::Lookup>) -> HelmContext {
+    pub(crate) fn into_context(self, lookup: Arc<dyn bosun_helm::engine::Lookup>) -> HelmContext {
         HelmContext {
             namespace: self.namespace,
             revision: self.revision,
@@ -84,11 +84,11 @@ pub(super) struct WireSandbox {
 }
 
 impl WireSandbox {
-    pub fn from_sandbox(sandbox: &Sandbox) -> WireSandbox {
+    pub(crate) fn from_sandbox(sandbox: &Sandbox) -> WireSandbox {
         WireSandbox { root: sandbox.root.clone(), exec: sandbox.exec.clone(), remote_bases: sandbox.remote_bases }
     }
 
-    pub fn into_sandbox(self) -> Sandbox {
+    pub(crate) fn into_sandbox(self) -> Sandbox {
         Sandbox { root: self.root, exec: self.exec, remote_bases: self.remote_bases, worker: None }
     }
 }

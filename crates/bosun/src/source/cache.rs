@@ -66,53 +66,53 @@ impl Drop for Lease {
 
 impl Cache {
     /// The cache at `root`, its scratch space emptied (one process per cache directory).
-    pub fn new(root: PathBuf) -> Cache {
+    pub(crate) fn new(root: PathBuf) -> Cache {
         // Left over by a process that stopped in the middle of a fetch.
         let _ = std::fs::remove_dir_all(root.join("tmp"));
         Cache { root, registry: Mutex::new(Registry::default()), locks: Mutex::new(HashMap::new()) }
     }
 
     /// The cache directory, canonical where it exists.
-    pub fn root(&self) -> PathBuf {
+    pub(crate) fn root(&self) -> PathBuf {
         self.root.canonicalize().unwrap_or_else(|_| self.root.clone())
     }
 
     /// The lock serializing fetches into the repository `key`.
-    pub fn lock(&self, key: &str) -> Arc<tokio::sync::Mutex<()>> {
+    pub(crate) fn lock(&self, key: &str) -> Arc<tokio::sync::Mutex<()>> {
         let mut locks = self.locks.lock().unwrap_or_else(|e| e.into_inner());
         locks.entry(key.to_string()).or_default().clone()
     }
 
     /// Where the bare repository of `url` lives.
-    pub fn repository(&self, url: &str) -> PathBuf {
+    pub(crate) fn repository(&self, url: &str) -> PathBuf {
         self.root.join("git").join(hex_digest(&[url]))
     }
 
     /// The mirror directory of a bucket (and prefix).
-    pub fn mirror(&self, bucket: &str) -> PathBuf {
+    pub(crate) fn mirror(&self, bucket: &str) -> PathBuf {
         self.root.join("buckets").join(hex_digest(&[bucket]))
     }
 
     /// The scratch space, created when needed.
-    pub fn tmp(&self) -> Result<PathBuf, SourceError> {
+    pub(crate) fn tmp(&self) -> Result<PathBuf, SourceError> {
         let tmp = self.root.join("tmp");
         std::fs::create_dir_all(&tmp).map_err(SourceError::io(&tmp, "creating the cache directory"))?;
         Ok(tmp)
     }
 
     /// A new scratch directory, removed when dropped.
-    pub fn scratch(&self) -> Result<tempfile::TempDir, SourceError> {
+    pub(crate) fn scratch(&self) -> Result<tempfile::TempDir, SourceError> {
         let tmp = self.tmp()?;
         tempfile::Builder::new().tempdir_in(&tmp).map_err(SourceError::io(&tmp, "creating a scratch directory"))
     }
 
     /// The directory of snapshot `key`.
-    pub fn snapshot(&self, key: &str) -> PathBuf {
+    pub(crate) fn snapshot(&self, key: &str) -> PathBuf {
         self.root.join("snapshots").join(key)
     }
 
     /// Leases snapshot `key` for `source` if it exists.
-    pub fn claim(self: &Arc<Self>, source: &str, key: &str) -> Option<Lease> {
+    pub(crate) fn claim(self: &Arc<Self>, source: &str, key: &str) -> Option<Lease> {
         let mut registry = self.registry();
         if !self.snapshot(key).is_dir() {
             return None;
@@ -126,7 +126,7 @@ impl Cache {
     /// Makes `files` snapshot `key` and leases it for `source`. If the snapshot exists already
     /// (made meanwhile by another source with the same content), `files` is dropped — unless
     /// `replace` asks to replace it, which happens when nobody holds it.
-    pub fn publish(
+    pub(crate) fn publish(
         self: &Arc<Self>,
         source: &str,
         key: &str,

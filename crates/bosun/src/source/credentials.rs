@@ -147,7 +147,7 @@ pub(crate) struct SshSession {
 
 impl SshSession {
     /// Writes the key material under `tmp` and composes the command.
-    pub fn start(
+    pub(crate) fn start(
         identity: &[u8],
         known_hosts: &[u8],
         passphrase: Option<&[u8]>,
@@ -188,7 +188,7 @@ impl SshSession {
     }
 
     /// What `ssh` logged (errors only), to tell why a connection failed.
-    pub fn log(&self) -> String {
+    pub(crate) fn log(&self) -> String {
         std::fs::read_to_string(&self.log).unwrap_or_default()
     }
 }

@@ -35,7 +35,7 @@ impl Entry<'_> {
 
     /// Writes the entry at `path` (its directory exists): files `0644` or `0755` whatever the
     /// umask, symlinks as they are.
-    pub fn write(&self, path: &Path) -> std::io::Result<()> {
+    pub(crate) fn write(&self, path: &Path) -> std::io::Result<()> {
         match self {
             Entry::File { executable, content } => {
                 let mode = if *executable { 0o755 } else { 0o644 };
@@ -56,14 +56,14 @@ pub(crate) struct Hasher(Sha256);
 
 impl Hasher {
     /// Adds the entry at `path`.
-    pub fn add(&mut self, path: &str, entry: &Entry<'_>) {
+    pub(crate) fn add(&mut self, path: &str, entry: &Entry<'_>) {
         let bytes = entry.bytes();
         self.0.update(format!("{} {path}\0{}\0", entry.mode(), bytes.len()).as_bytes());
         self.0.update(bytes);
     }
 
     /// The digest in hex.
-    pub fn finish(self) -> String {
+    pub(crate) fn finish(self) -> String {
         self.0.finalize().iter().map(|b| format!("{b:02x}")).collect()
     }
 }

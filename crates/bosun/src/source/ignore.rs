@@ -56,7 +56,7 @@ pub(crate) struct Rules {
 
 impl Rules {
     /// The defaults plus the spec's `ignore` (one pattern per line).
-    pub fn new(spec: Option<&str>) -> Rules {
+    pub(crate) fn new(spec: Option<&str>) -> Rules {
         let list = |bytes: &[u8]| parse(bytes, "");
         Rules {
             defaults: list(DEFAULT_EXCLUSIONS.join("\n").as_bytes()),
@@ -67,17 +67,17 @@ impl Rules {
 
     /// Enters directory `dir` (relative to the source root, `/`-separated, `""` for the root),
     /// whose `.sourceignore` holds `content` (none: no file).
-    pub fn enter(&mut self, dir: &str, content: Option<&[u8]>) {
+    pub(crate) fn enter(&mut self, dir: &str, content: Option<&[u8]>) {
         self.nested.push(content.map(|bytes| parse(bytes, dir)));
     }
 
     /// Leaves the directory entered last.
-    pub fn leave(&mut self) {
+    pub(crate) fn leave(&mut self) {
         self.nested.pop();
     }
 
     /// Whether `path` (relative to the source root, `/`-separated) is left out.
-    pub fn is_ignored(&self, path: &str, is_dir: bool) -> bool {
+    pub(crate) fn is_ignored(&self, path: &str, is_dir: bool) -> bool {
         let lists = std::iter::once(&self.spec).chain(self.nested.iter().rev().flatten()).chain([&self.defaults]);
         let path: &BStr = path.as_bytes().as_bstr();
         let basename = path.rfind_byte(b'/').map(|at| at + 1);

@@ -89,7 +89,7 @@ impl Wanted {
 
     /// The references to list to resolve this one: one name, or the tags for a range. A pinned
     /// commit without a branch lists `HEAD` only to check that the remote can be read.
-    pub fn listing(&self) -> String {
+    pub(crate) fn listing(&self) -> String {
         match self {
             Wanted::Commit { branch: Some(branch), .. } | Wanted::Branch(branch) => format!("refs/heads/{branch}"),
             Wanted::Commit { branch: None, .. } | Wanted::DefaultBranch => "HEAD".into(),
@@ -101,7 +101,7 @@ impl Wanted {
     }
 
     /// The reference in words, for messages.
-    pub fn describe(&self) -> String {
+    pub(crate) fn describe(&self) -> String {
         match self {
             Wanted::Commit { id, branch: None } => format!("commit {id}"),
             Wanted::Commit { id, branch: Some(branch) } => format!("commit {id} (branch {branch:?})"),
@@ -114,7 +114,7 @@ impl Wanted {
     }
 
     /// The commit this reference means among `refs`.
-    pub fn resolve(&self, refs: &[Advertised]) -> Result<Resolved, Unresolved> {
+    pub(crate) fn resolve(&self, refs: &[Advertised]) -> Result<Resolved, Unresolved> {
         let find = |name: &str| refs.iter().find(|r| r.name == name);
         let named = |label: &str, name: &str| {
             find(name)
