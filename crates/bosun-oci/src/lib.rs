@@ -25,8 +25,8 @@
 //!
 //! ```no_run
 //! # async fn run() -> Result<(), Box<dyn std::error::Error>> {
-//! use bosun_oci::{Client, ClientOptions, CredentialSource, Credentials, PushOptions, Reference, archive};
-//! let credentials = CredentialSource::Fixed(Credentials::from_creds("user:token")?);
+//! use bosun_oci::{Client, ClientOptions, CredentialSource, RegistryCredentials, PushOptions, Reference, archive};
+//! let credentials = CredentialSource::Fixed(RegistryCredentials::from_creds("user:token")?);
 //! let client = Client::new(ClientOptions { credentials, ..ClientOptions::default() })?;
 //! let reference = Reference::parse("oci://ghcr.io/org/manifests:v1.2.0")?;
 //! let options = PushOptions {
