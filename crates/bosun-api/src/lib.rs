@@ -1,7 +1,7 @@
 //! bosun's resources as types (`bosun.dev/v1alpha1`), as `kube-core` holds Kubernetes' own and
 //! Flux its `api/` modules: the specs and statuses of [`package`] (`Package`, also the spec of
 //! `bosun.yaml`), [`operator`], [`canary`], [`fleet`] and [`notification`] (`Alert`,
-//! `Provider`, `Receiver`), their CRDs ([`crds`]), the labels and annotations bosun writes and
+//! `Provider`, `Receiver`), their CRDs ([`crds`]), Flux's own kinds and their CRDs ([`flux`]), the labels and annotations bosun writes and
 //! reads, the [`inventory`] format, and the helpers their status needs. It depends on
 //! kube-core, k8s-openapi, serde and schemars only, so a client or a dashboard can use bosun's
 //! resources without compiling the pipeline.
@@ -21,6 +21,7 @@
 pub mod canary;
 mod duration;
 pub mod fleet;
+pub mod flux;
 pub mod inventory;
 pub mod notification;
 pub mod operator;
@@ -55,12 +56,12 @@ pub fn crds() -> Vec<CustomResourceDefinition> {
 }
 
 #[cfg(test)]
-mod tests {
+pub(crate) mod tests {
     use kube_core::CustomResourceExt;
     use serde_json::{Value, json};
 
     /// Rules a real API server enforces on a structural schema, checked on the whole tree.
-    fn check_structural(schema: &Value, path: &str, problems: &mut Vec<String>) {
+    pub(crate) fn check_structural(schema: &Value, path: &str, problems: &mut Vec<String>) {
         let Some(object) = schema.as_object() else { return };
         let open = object.get("x-kubernetes-preserve-unknown-fields") == Some(&json!(true));
         if !open && !object.contains_key("type") && !object.contains_key("x-kubernetes-int-or-string") {
