@@ -4,7 +4,7 @@ use crate::stdout::out;
 
 use std::process::ExitCode;
 
-use bosun_controllers::install::{InstallOptions, default_image, manifests};
+use bosun_controllers::install::{InstallOptions, crd_manifests, default_image, manifests};
 
 /// Arguments of `bosun install`.
 #[derive(Debug, clap::Args)]
@@ -38,6 +38,23 @@ pub struct Args {
     /// renderers, remote bases and local sources are off in every installation.
     #[arg(long)]
     multi_tenant: bool,
+
+    /// Also Flux's CRDs (GitRepository, OCIRepository, HelmRepository, Bucket, Kustomization,
+    /// HelmRelease), for a cluster without Flux. A cluster running Flux has them already.
+    #[arg(long)]
+    flux: bool,
+}
+
+/// Arguments of `bosun crds`.
+#[derive(Debug, clap::Args)]
+#[command(
+    after_help = "Examples:\n  bosun crds | kubectl apply --server-side -f -\n  bosun crds --flux | kubectl apply --server-side -f -    # and Flux's, on a cluster without Flux"
+)]
+pub struct CrdsArgs {
+    /// Also Flux's CRDs (GitRepository, OCIRepository, HelmRepository, Bucket, Kustomization,
+    /// HelmRelease), with every version Flux serves, as Flux's own CRDs define them.
+    #[arg(long)]
+    flux: bool,
 }
 
 fn print(objects: &[serde_json::Value]) {
@@ -45,26 +62,25 @@ fn print(objects: &[serde_json::Value]) {
 }
 
 /// Runs `bosun crds`.
-pub fn crds() -> ExitCode {
-    let objects: Vec<serde_json::Value> =
-        manifests(&options_of(None)).into_iter().filter(|o| o["kind"] == "CustomResourceDefinition").collect();
-    print(&objects);
+pub fn crds(args: CrdsArgs) -> ExitCode {
+    print(&crd_manifests(args.flux));
     ExitCode::SUCCESS
 }
 
-fn options_of(args: Option<&Args>) -> InstallOptions {
+fn options_of(args: &Args) -> InstallOptions {
     InstallOptions {
-        namespace: args.map_or_else(|| "bosun-system".to_string(), |a| a.namespace.clone()),
-        image: args.and_then(|a| a.image.clone()).unwrap_or_else(default_image),
-        concurrency: args.map_or(4, |a| a.concurrency),
-        watch_label_selector: args.and_then(|a| a.watch_label_selector.clone()),
-        default_service_account: args.and_then(|a| a.default_service_account.clone()),
-        multi_tenant: args.is_some_and(|a| a.multi_tenant),
+        namespace: args.namespace.clone(),
+        image: args.image.clone().unwrap_or_else(default_image),
+        concurrency: args.concurrency,
+        watch_label_selector: args.watch_label_selector.clone(),
+        default_service_account: args.default_service_account.clone(),
+        multi_tenant: args.multi_tenant,
+        flux: args.flux,
     }
 }
 
 /// Runs `bosun install`.
 pub fn run(args: Args) -> ExitCode {
-    print(&manifests(&options_of(Some(&args))));
+    print(&manifests(&options_of(&args)));
     ExitCode::SUCCESS
 }

@@ -173,8 +173,8 @@ enum Command {
         #[command(subcommand)]
         target: canaries::Target,
     },
-    /// Print bosun's CRDs, for `kubectl apply -f -`.
-    Crds,
+    /// Print bosun's CRDs (with --flux, Flux's too), for `kubectl apply -f -`.
+    Crds(install::CrdsArgs),
     /// Push an OCI artifact (a package directory) or a Helm chart to a container registry.
     Push {
         #[command(subcommand)]
@@ -284,7 +284,7 @@ fn main() -> ExitCode {
             Command::Promote { target } => canaries::run(canaries::Verb::Promote, target).await,
             Command::Abort { target } => canaries::run(canaries::Verb::Abort, target).await,
             Command::Retry { target } => canaries::run(canaries::Verb::Retry, target).await,
-            Command::Crds => install::crds(),
+            Command::Crds(args) => install::crds(args),
             Command::Push { what } => artifact::push(what).await,
             Command::Pull { what } => artifact::pull(what).await,
             Command::List { what } => artifact::list(what).await,

@@ -306,3 +306,71 @@ async fn the_tenancy_flags_confine_operators_and_refuse_cross_namespace_referenc
     wait("operators", "Operator", "reach", "Running").await;
     wait("alerts", "Alert", "snoop", "Succeeded").await;
 }
+
+/// Flux's README example (kustomize-controller's, in `v1beta1`) and a `v1` Kustomization,
+/// applied with kubectl once `bosun crds --flux` is: accepted as written, listed with Flux's
+/// columns, and the old version read as the stored one.
+#[tokio::test]
+async fn flux_crds_take_flux_objects_as_written_in_every_served_version() {
+    let cluster = start().await;
+    let crds = cluster.bosun(&["crds", "--flux"]).await;
+    assert!(crds.status.success(), "{}", text(&crds));
+    let printed = String::from_utf8_lossy(&crds.stdout).to_string();
+    for name in [
+        "packages.bosun.dev",
+        "gitrepositories.source.toolkit.fluxcd.io",
+        "kustomizations.kustomize.toolkit.fluxcd.io",
+        "helmreleases.helm.toolkit.fluxcd.io",
+    ] {
+        assert!(printed.contains(&format!("name: {name}")), "bosun's and Flux's CRDs: {name} missing");
+    }
+    cluster.kubectl(&["apply", "-f", "-"], Some(&crds.stdout)).await;
+    let readme = "\
+apiVersion: source.toolkit.fluxcd.io/v1beta1
+kind: GitRepository
+metadata: {name: podinfo, namespace: default}
+spec:
+  interval: 1m
+  url: https://github.com/stefanprodan/podinfo
+  ref: {branch: master}
+---
+apiVersion: kustomize.toolkit.fluxcd.io/v1beta1
+kind: Kustomization
+metadata: {name: podinfo-dev, namespace: default}
+spec:
+  interval: 5m
+  path: ./deploy/overlays/dev
+  prune: true
+  sourceRef: {kind: GitRepository, name: podinfo}
+  validation: client
+  healthChecks:
+  - {kind: Deployment, name: frontend, namespace: dev}
+  timeout: 80s
+---
+apiVersion: kustomize.toolkit.fluxcd.io/v1
+kind: Kustomization
+metadata: {name: apps, namespace: default}
+spec:
+  interval: 10m
+  path: ./apps
+  prune: true
+  sourceRef: {kind: GitRepository, name: podinfo}
+  dependsOn: [{name: podinfo-dev}]
+  postBuild:
+    substitute: {cluster: dev}
+    substituteFrom: [{kind: ConfigMap, name: vars, optional: true}]
+";
+    cluster.kubectl(&["apply", "-f", "-"], Some(readme.as_bytes())).await;
+    let listed = cluster.kubectl(&["get", "kustomizations"], None).await;
+    let header = String::from_utf8_lossy(&listed.stdout).lines().next().unwrap_or_default().to_string();
+    for column in ["NAME", "AGE", "READY", "STATUS"] {
+        assert!(header.contains(column), "Flux's columns: {header}");
+    }
+    let stored = cluster
+        .kubectl(&["get", "kustomizations.v1.kustomize.toolkit.fluxcd.io", "podinfo-dev", "-o", "json"], None)
+        .await;
+    let object: Value = serde_json::from_slice(&stored.stdout).expect("json");
+    assert_eq!(object["apiVersion"], "kustomize.toolkit.fluxcd.io/v1", "read in the stored version");
+    assert_eq!(object["spec"]["path"], "./deploy/overlays/dev");
+    assert_eq!(object["spec"]["sourceRef"]["name"], "podinfo");
+}

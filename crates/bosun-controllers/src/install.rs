@@ -24,6 +24,9 @@ pub struct InstallOptions {
     /// name no ServiceAccount apply as `default` of their namespace unless another default is
     /// given. (Exec renderers, remote bases and local sources are off in any installation.)
     pub multi_tenant: bool,
+    /// Flux's CRDs too (`GitRepository`, `OCIRepository`, `HelmRepository`, `Bucket`,
+    /// `Kustomization`, `HelmRelease`), for a cluster that has no Flux installed.
+    pub flux: bool,
 }
 
 /// The image of this version.
@@ -36,17 +39,24 @@ const METRICS_PORT: u16 = 8080;
 /// The port of the Receivers' webhooks in the pod.
 const WEBHOOK_PORT: u16 = 9292;
 
-/// Everything to apply, CRDs first.
-pub fn manifests(options: &InstallOptions) -> Vec<Value> {
-    let mut objects: Vec<Value> = bosun_api::crds()
+/// The CRDs to apply: bosun's, then Flux's when asked for, as objects with their kind.
+pub fn crd_manifests(flux: bool) -> Vec<Value> {
+    let flux_crds = if flux { bosun_api::flux::crds() } else { Vec::new() };
+    bosun_api::crds()
         .iter()
+        .chain(&flux_crds)
         .map(|crd| {
             let mut value = serde_json::to_value(crd).unwrap_or_default();
             value["apiVersion"] = json!("apiextensions.k8s.io/v1");
             value["kind"] = json!("CustomResourceDefinition");
             value
         })
-        .collect();
+        .collect()
+}
+
+/// Everything to apply, CRDs first.
+pub fn manifests(options: &InstallOptions) -> Vec<Value> {
+    let mut objects = crd_manifests(options.flux);
     let namespace = options.namespace.as_str();
     let name = shard_name(options);
     let labels = json!({"app.kubernetes.io/name": "bosun", "app.kubernetes.io/component": "controller", "app.kubernetes.io/instance": name});
@@ -149,6 +159,7 @@ mod tests {
 
     fn options(selector: Option<&str>) -> InstallOptions {
         InstallOptions {
+            flux: false,
             namespace: "bosun-system".into(),
             image: "example.com/bosun:test".into(),
             concurrency: 8,
