@@ -15,7 +15,7 @@ use crate::{
     error::Error,
     manifest::{
         ANNOTATION_CREATED, ANNOTATION_REVISION, ANNOTATION_SOURCE, ANNOTATION_TITLE, COSIGN_SIMPLE_SIGNING,
-        Descriptor, FLUX_CONFIG, FLUX_CONTENT, LayerSelector, Manifest, ManifestError, OCI_MANIFEST, Operation,
+        Descriptor, FLUX_CONFIG, FLUX_CONTENT, ImageManifest, LayerSelector, ManifestError, OCI_MANIFEST, Operation,
         select_layer,
     },
     reference::{Reference, ReferenceError, valid_tag},
@@ -182,7 +182,7 @@ impl Client {
         let config = Blob::write(scratch.path().join("config.json"), b"{}").await?;
         let annotations = push_annotations(options, jiff::Timestamp::now());
         let layer_descriptor = descriptor(FLUX_CONTENT, &layer, BTreeMap::new());
-        let manifest = Manifest::new(
+        let manifest = ImageManifest::new(
             descriptor(FLUX_CONFIG, &config, BTreeMap::new()),
             vec![layer_descriptor.clone()],
             annotations,
@@ -195,7 +195,7 @@ impl Client {
         &self,
         reference: &Reference,
         blobs: &[Blob],
-        manifest: &Manifest,
+        manifest: &ImageManifest,
         more: &[String],
         layer: Descriptor,
     ) -> Result<Pushed, Error> {
@@ -259,9 +259,9 @@ impl Client {
     /// # Errors
     ///
     /// [`Error::Registry`] (`NotFound` naming the tag), [`Error::Manifest`] for an image index.
-    pub async fn manifest(&self, reference: &Reference) -> Result<(Manifest, String), Error> {
+    pub async fn manifest(&self, reference: &Reference) -> Result<(ImageManifest, String), Error> {
         let (bytes, head) = self.get_manifest(reference).await?;
-        Ok((Manifest::parse(&bytes, &head.media_type, &reference.to_string())?, head.digest))
+        Ok((ImageManifest::parse(&bytes, &head.media_type, &reference.to_string())?, head.digest))
     }
 
     /// Pulls the artifact `resolved` names into `into` (a directory that is empty or does not
@@ -321,7 +321,8 @@ impl Client {
         let fetches = tags.into_iter().filter(|tag| !is_cosign_tag(tag)).map(|tag| async move {
             let (bytes, head) = self.get_manifest(&reference.with_tag(&tag)).await?;
             // An image index (no annotations of an artifact) is listed all the same.
-            let annotations = Manifest::parse(&bytes, &head.media_type, "").map(|m| m.annotations).unwrap_or_default();
+            let annotations =
+                ImageManifest::parse(&bytes, &head.media_type, "").map(|m| m.annotations).unwrap_or_default();
             let get = |key: &str| annotations.get(key).cloned();
             Ok::<_, Error>(Listed {
                 digest: head.digest,

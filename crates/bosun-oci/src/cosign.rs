@@ -24,7 +24,7 @@ use ring::{
 use rustls::pki_types::{PrivatePkcs8KeyDer, SubjectPublicKeyInfoDer, pem::PemObject};
 use serde::Deserialize;
 
-use crate::manifest::{COSIGN_SIMPLE_SIGNING, Descriptor, Manifest, OCI_CONFIG};
+use crate::manifest::{COSIGN_SIMPLE_SIGNING, Descriptor, ImageManifest, OCI_CONFIG};
 
 /// The annotation holding a layer's signature.
 pub const SIGNATURE_ANNOTATION: &str = "dev.cosignproject.cosign/signature";
@@ -278,13 +278,13 @@ pub(crate) fn judge(
 }
 
 /// The signature manifest for a payload blob: cosign's layout, with an empty config.
-pub(crate) fn signature_manifest(config: Descriptor, payload: Descriptor, signature: &[u8]) -> Manifest {
+pub(crate) fn signature_manifest(config: Descriptor, payload: Descriptor, signature: &[u8]) -> ImageManifest {
     let annotations = BTreeMap::from([(
         SIGNATURE_ANNOTATION.to_string(),
         base64::engine::general_purpose::STANDARD.encode(signature),
     )]);
     let layer = Descriptor { media_type: COSIGN_SIMPLE_SIGNING.into(), annotations, ..payload };
-    Manifest::new(Descriptor { media_type: OCI_CONFIG.into(), ..config }, vec![layer], BTreeMap::new())
+    ImageManifest::new(Descriptor { media_type: OCI_CONFIG.into(), ..config }, vec![layer], BTreeMap::new())
 }
 
 #[cfg(test)]

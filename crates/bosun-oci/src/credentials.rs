@@ -139,7 +139,7 @@ struct ConfigFile {
 
 /// Where a registry's credentials are, per a Docker config.
 #[derive(Debug, Clone, PartialEq, Eq)]
-pub enum Lookup {
+pub enum CredentialLookup {
     /// In the file.
     Inline(RegistryCredentials),
     /// With the helper of that name.
@@ -204,26 +204,26 @@ impl DockerConfig {
     /// # Errors
     ///
     /// [`CredentialsError::Invalid`] when its `auth` is not base64 of `user:pass`.
-    pub fn lookup(&self, registry: &str) -> Result<Lookup, CredentialsError> {
+    pub fn lookup(&self, registry: &str) -> Result<CredentialLookup, CredentialsError> {
         let host = host_of(registry);
         let keys = aliases(&host);
         if let Some(helper) = keys.iter().find_map(|k| self.helpers.get(*k)) {
-            return Ok(Lookup::Helper(helper.clone()));
+            return Ok(CredentialLookup::Helper(helper.clone()));
         }
         if let Some(store) = &self.store {
-            return Ok(Lookup::Helper(store.clone()));
+            return Ok(CredentialLookup::Helper(store.clone()));
         }
-        let Some(entry) = keys.iter().find_map(|k| self.auths.get(*k)) else { return Ok(Lookup::None) };
+        let Some(entry) = keys.iter().find_map(|k| self.auths.get(*k)) else { return Ok(CredentialLookup::None) };
         let invalid = |message: &str| CredentialsError::Invalid {
             origin: self.origin.clone(),
             message: format!("auths entry of {host}: {message}"),
         };
         let nonempty = |s: &Option<String>| s.clone().filter(|s| !s.is_empty());
         if let Some(token) = nonempty(&entry.identity_token) {
-            return Ok(Lookup::Inline(RegistryCredentials::IdentityToken(token)));
+            return Ok(CredentialLookup::Inline(RegistryCredentials::IdentityToken(token)));
         }
         if let Some(token) = nonempty(&entry.registry_token) {
-            return Ok(Lookup::Inline(RegistryCredentials::Bearer(token)));
+            return Ok(CredentialLookup::Inline(RegistryCredentials::Bearer(token)));
         }
         if let Some(auth) = nonempty(&entry.auth) {
             let decoded = base64::engine::general_purpose::STANDARD
@@ -231,14 +231,16 @@ impl DockerConfig {
                 .map_err(|_| invalid("auth is not base64"))?;
             let decoded = String::from_utf8(decoded).map_err(|_| invalid("auth is not UTF-8"))?;
             let (username, password) = decoded.split_once(':').ok_or_else(|| invalid("auth is not user:password"))?;
-            return Ok(Lookup::Inline(RegistryCredentials::Basic {
+            return Ok(CredentialLookup::Inline(RegistryCredentials::Basic {
                 username: username.into(),
                 password: password.into(),
             }));
         }
         match (nonempty(&entry.username), entry.password.clone()) {
-            (Some(username), Some(password)) => Ok(Lookup::Inline(RegistryCredentials::Basic { username, password })),
-            _ => Ok(Lookup::None),
+            (Some(username), Some(password)) => {
+                Ok(CredentialLookup::Inline(RegistryCredentials::Basic { username, password }))
+            }
+            _ => Ok(CredentialLookup::None),
         }
     }
 
@@ -250,9 +252,9 @@ impl DockerConfig {
     /// nothing for the registry means anonymous).
     pub async fn credentials(&self, registry: &str) -> Result<RegistryCredentials, CredentialsError> {
         match self.lookup(registry)? {
-            Lookup::Inline(credentials) => Ok(credentials),
-            Lookup::None => Ok(RegistryCredentials::Anonymous),
-            Lookup::Helper(helper) => {
+            CredentialLookup::Inline(credentials) => Ok(credentials),
+            CredentialLookup::None => Ok(RegistryCredentials::Anonymous),
+            CredentialLookup::Helper(helper) => {
                 let program = PathBuf::from(format!("docker-credential-{helper}"));
                 run_helper(&program, &helper, &helper_server(registry)).await
             }
@@ -362,8 +364,8 @@ impl CredentialSource {
 mod tests {
     use super::*;
 
-    fn basic(username: &str, password: &str) -> Lookup {
-        Lookup::Inline(RegistryCredentials::Basic { username: username.into(), password: password.into() })
+    fn basic(username: &str, password: &str) -> CredentialLookup {
+        CredentialLookup::Inline(RegistryCredentials::Basic { username: username.into(), password: password.into() })
     }
 
     #[test]
@@ -386,17 +388,17 @@ mod tests {
             ("registry-1.docker.io", basic("hub", "hubpass")),
             ("GHCR.io", basic("gh", "pa:ss")),
             ("registry.local:5000", basic("u", "p")),
-            ("registry.local", Lookup::None),
-            ("quay.io", Lookup::Inline(RegistryCredentials::IdentityToken("refresh".into()))),
-            ("empty.io", Lookup::None),
-            ("helped.io", Lookup::Helper("ecr-login".into())),
-            ("other.io", Lookup::None),
+            ("registry.local", CredentialLookup::None),
+            ("quay.io", CredentialLookup::Inline(RegistryCredentials::IdentityToken("refresh".into()))),
+            ("empty.io", CredentialLookup::None),
+            ("helped.io", CredentialLookup::Helper("ecr-login".into())),
+            ("other.io", CredentialLookup::None),
         ] {
             assert_eq!(config.lookup(registry).expect(registry), expected, "{registry}");
         }
         let stored = serde_json::json!({"auths": {"ghcr.io": {}}, "credsStore": "desktop"});
         let stored = DockerConfig::from_json(stored.to_string().as_bytes(), "c").expect("config");
-        assert_eq!(stored.lookup("ghcr.io").expect("lookup"), Lookup::Helper("desktop".into()));
+        assert_eq!(stored.lookup("ghcr.io").expect("lookup"), CredentialLookup::Helper("desktop".into()));
     }
 
     #[test]

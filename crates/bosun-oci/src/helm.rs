@@ -16,7 +16,7 @@ use crate::{
     error::{ChartArchiveError, Error},
     manifest::{
         ANNOTATION_CREATED, ANNOTATION_DESCRIPTION, ANNOTATION_TITLE, ANNOTATION_VERSION, HELM_CHART_CONTENT,
-        HELM_CONFIG, LayerSelector, Manifest, Operation,
+        HELM_CONFIG, ImageManifest, LayerSelector, Operation,
     },
     reference::Reference,
     registry::{Blob, Client},
@@ -119,7 +119,7 @@ impl Client {
         }
         let layer = descriptor(HELM_CHART_CONTENT, &blob, BTreeMap::new());
         let manifest =
-            Manifest::new(descriptor(HELM_CONFIG, &config, BTreeMap::new()), vec![layer.clone()], annotations);
+            ImageManifest::new(descriptor(HELM_CONFIG, &config, BTreeMap::new()), vec![layer.clone()], annotations);
         let target = Reference {
             repository: format!("{}/{}", repository.repository, read.name),
             tag: Some(chart_tag(&read.version)),

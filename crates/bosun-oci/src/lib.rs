@@ -74,7 +74,7 @@ mod registry;
 mod select;
 
 pub use artifact::{Listed, PullOptions, Pulled, PushOptions, Pushed, Resolved, push_annotations, revision};
-pub use credentials::{CredentialSource, CredentialsError, DockerConfig, Lookup, RegistryCredentials};
+pub use credentials::{CredentialLookup, CredentialSource, CredentialsError, DockerConfig, RegistryCredentials};
 pub use error::{ChartArchiveError, Error};
 pub use helm::{ChartIdentity, WantedChartVersion, chart_tag, read_chart};
 pub use reference::{Reference, ReferenceError};

@@ -54,7 +54,7 @@ pub struct Descriptor {
 /// content is the same bytes and digest.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(rename_all = "camelCase")]
-pub struct Manifest {
+pub struct ImageManifest {
     /// Always 2.
     pub schema_version: u32,
     /// [`OCI_MANIFEST`] (Docker's v2 manifests are read too).
@@ -80,10 +80,10 @@ pub struct ManifestError {
     pub message: String,
 }
 
-impl Manifest {
+impl ImageManifest {
     /// An OCI manifest of `config` and `layers`.
-    pub fn new(config: Descriptor, layers: Vec<Descriptor>, annotations: BTreeMap<String, String>) -> Manifest {
-        Manifest { schema_version: 2, media_type: Some(OCI_MANIFEST.into()), config, layers, annotations }
+    pub fn new(config: Descriptor, layers: Vec<Descriptor>, annotations: BTreeMap<String, String>) -> ImageManifest {
+        ImageManifest { schema_version: 2, media_type: Some(OCI_MANIFEST.into()), config, layers, annotations }
     }
 
     /// The JSON bytes pushed (and digested).
@@ -98,13 +98,13 @@ impl Manifest {
     ///
     /// [`ManifestError`] for an image index (a multi-platform image, not an artifact) or JSON
     /// that is no image manifest.
-    pub fn parse(bytes: &[u8], media_type: &str, reference: &str) -> Result<Manifest, ManifestError> {
+    pub fn parse(bytes: &[u8], media_type: &str, reference: &str) -> Result<ImageManifest, ManifestError> {
         let fail = |message: String| ManifestError { reference: reference.to_string(), message };
         let is_index = |t: &str| t == OCI_INDEX || t.ends_with("manifest.list.v2+json");
         if is_index(media_type) {
             return Err(fail(format!("it is an image index ({media_type}), not an artifact")));
         }
-        let manifest: Manifest =
+        let manifest: ImageManifest =
             serde_json::from_slice(bytes).map_err(|e| fail(format!("not an OCI image manifest: {e}")))?;
         if manifest.schema_version != 2 || manifest.media_type.as_deref().is_some_and(is_index) {
             return Err(fail("not an OCI image manifest (schemaVersion 2)".into()));
@@ -140,7 +140,7 @@ impl Default for LayerSelector {
 }
 
 /// The first layer of `manifest` with `media_type`, or an error listing the types it has.
-pub(crate) fn select_layer<'a>(manifest: &'a Manifest, media_type: &str) -> Result<&'a Descriptor, String> {
+pub(crate) fn select_layer<'a>(manifest: &'a ImageManifest, media_type: &str) -> Result<&'a Descriptor, String> {
     manifest.layers.iter().find(|layer| layer.media_type == media_type).ok_or_else(|| {
         let present: Vec<&str> = manifest.layers.iter().map(|l| l.media_type.as_str()).collect();
         match present.is_empty() {
@@ -165,8 +165,11 @@ mod tests {
 
     #[test]
     fn the_layer_is_chosen_by_media_type_or_the_error_lists_what_there_is() {
-        let manifest =
-            Manifest::new(layer(FLUX_CONFIG, 0), vec![layer("text/plain", 1), layer(FLUX_CONTENT, 2)], BTreeMap::new());
+        let manifest = ImageManifest::new(
+            layer(FLUX_CONFIG, 0),
+            vec![layer("text/plain", 1), layer(FLUX_CONTENT, 2)],
+            BTreeMap::new(),
+        );
         let table: &[(&str, Result<u8, &str>)] = &[
             (FLUX_CONTENT, Ok(2)),
             ("text/plain", Ok(1)),
@@ -179,17 +182,23 @@ mod tests {
                 Err(text) => assert!(chosen.expect_err(media_type).contains(text)),
             }
         }
-        let empty = Manifest::new(layer(FLUX_CONFIG, 0), vec![], BTreeMap::new());
+        let empty = ImageManifest::new(layer(FLUX_CONFIG, 0), vec![], BTreeMap::new());
         assert!(select_layer(&empty, FLUX_CONTENT).expect_err("none").contains("no layers"));
     }
 
     #[test]
     fn manifests_serialize_deterministically_and_indexes_are_refused() {
         let annotations = |pairs: &[(&str, &str)]| pairs.iter().map(|(k, v)| (k.to_string(), v.to_string())).collect();
-        let a =
-            Manifest::new(layer(FLUX_CONFIG, 0), vec![layer(FLUX_CONTENT, 1)], annotations(&[("b", "2"), ("a", "1")]));
-        let b =
-            Manifest::new(layer(FLUX_CONFIG, 0), vec![layer(FLUX_CONTENT, 1)], annotations(&[("a", "1"), ("b", "2")]));
+        let a = ImageManifest::new(
+            layer(FLUX_CONFIG, 0),
+            vec![layer(FLUX_CONTENT, 1)],
+            annotations(&[("b", "2"), ("a", "1")]),
+        );
+        let b = ImageManifest::new(
+            layer(FLUX_CONFIG, 0),
+            vec![layer(FLUX_CONTENT, 1)],
+            annotations(&[("a", "1"), ("b", "2")]),
+        );
         assert_eq!(a.to_bytes(), b.to_bytes());
         let text = String::from_utf8(a.to_bytes()).expect("utf8");
         assert!(
@@ -198,14 +207,14 @@ mod tests {
             ),
             "{text}"
         );
-        assert_eq!(Manifest::parse(&a.to_bytes(), OCI_MANIFEST, "r").expect("parse"), a);
+        assert_eq!(ImageManifest::parse(&a.to_bytes(), OCI_MANIFEST, "r").expect("parse"), a);
         for (bytes, media_type, why) in [
             (&br#"{"schemaVersion":2,"manifests":[]}"#[..], OCI_INDEX, "image index"),
             (b"{\"schemaVersion\":2,\"mediaType\":\"application/vnd.oci.image.index.v1+json\",\"config\":{\"mediaType\":\"x\",\"digest\":\"d\",\"size\":1}}", "", "not an OCI image manifest"),
             (b"{}", OCI_MANIFEST, "not an OCI image manifest"),
             (b"<html>", "text/html", "not an OCI image manifest"),
         ] {
-            let error = Manifest::parse(bytes, media_type, "oci://r/app:v1").expect_err(why);
+            let error = ImageManifest::parse(bytes, media_type, "oci://r/app:v1").expect_err(why);
             assert!(error.to_string().contains(why) && error.to_string().contains("oci://r/app:v1"), "{error}");
         }
     }

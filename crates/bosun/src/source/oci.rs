@@ -10,8 +10,8 @@ use std::{
 };
 
 use bosun_oci::{
-    Client, ClientOptions, CredentialSource, DockerConfig, Lookup, Protocol, Reference, RegistryError, Resolved,
-    Select,
+    Client, ClientOptions, CredentialLookup, CredentialSource, DockerConfig, Protocol, Reference, RegistryError,
+    Resolved, Select,
     cosign::{PublicKey, Verify},
     manifest::{FLUX_CONTENT, LayerSelector, Operation},
 };
@@ -279,7 +279,7 @@ impl Fetcher {
             None => CredentialSource::Anonymous,
             Some((secret, credentials)) => {
                 if let CredentialSource::Docker(config) = credentials
-                    && let Ok(Lookup::Helper(helper)) = config.lookup(registry)
+                    && let Ok(CredentialLookup::Helper(helper)) = config.lookup(registry)
                 {
                     return Err(SourceError::Credentials {
                         secret: secret.clone(),
