@@ -29,8 +29,8 @@
 //! - [`manifest`]: rendered text to [`manifest::RenderedChart`] (manifests in install order, hooks,
 //!   CRDs, notes) and `helm template`'s output.
 //! - The engine's YAML, JSON and TOML: [`yaml::to_yaml`], [`yaml::from_yaml`],
-//!   [`yaml::from_yaml_array`], [`golang::to_json`], [`golang::from_json`],
-//!   [`golang::from_json_array`], [`toml::to_toml`], [`golang::sprint`] (Go's `%v`).
+//!   [`yaml::from_yaml_array`], `golang::to_json`, `golang::from_json`,
+//!   `golang::from_json_array`, `toml::to_toml`, `golang::sprint` (Go's `%v`).
 //! - [`repo`]: `index.yaml`, its versions read by `bosun-semver` (Masterminds' rules).
 //!
 //! The whole of `helm template`, from a chart directory to its printed output:

@@ -3,7 +3,7 @@
 //! Representation: [`Values`] is a JSON object ([`serde_json::Map`]). Every number read from
 //! YAML or JSON is a Go `float64` (a [`serde_json::Number`] holding an `f64`); only `--set`
 //! (and `--set-literal`-free paths like it) produce `int64` (a `Number` holding an `i64`).
-//! An engine prints the first with [`crate::golang::format_number`] (`1e+06`) and the second
+//! An engine prints the first with `crate::golang::format_number` (`1e+06`) and the second
 //! as an integer, as Go's `%v` does.
 //!
 //! Precedence (lowest first): the chart's `values.yaml`; a parent's values under the

@@ -1,7 +1,7 @@
 //! A state machine for an application's lifecycle beyond the first rollout (deploy, upgrade,
 //! backup, restore…): states, events, transitions with guards and actions. The current state
 //! lives in the custom resource's status (write it with the status, read it back with
-//! [`Machine::restore`]), so a phase survives a restart of the operator. Invalid transitions are
+//! [`restore`]), so a phase survives a restart of the operator. Invalid transitions are
 //! errors, never panics.
 //!
 //! ```

@@ -100,7 +100,7 @@ pub enum Decision {
 pub const MAX_REQUEUE: Duration = Duration::from_secs(6 * 3600);
 
 /// One decision from a reconcile's records: the first give-up wins over everything, then the
-/// first failure; otherwise the shortest requeue asked for (bounded by [`MAX_REQUEUE`]), or done.
+/// first failure; otherwise the shortest requeue asked for (at most 6 hours), or done.
 pub fn consolidate(records: &[Record]) -> Decision {
     let failures = || records.iter().filter_map(|record| record.result.as_ref().err());
     if let Some(failure) = failures().find(|failure| failure.give_up) {

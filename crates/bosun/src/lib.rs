@@ -19,7 +19,7 @@
 //! - [`policy`]: per-object rules (Flux's, Argo CD's and bosun's annotations) for apply and prune.
 //! - [`apply`]: the rollout — dry run, server-side apply, health waits, prune.
 //! - [`diff`]: unified diffs of what applying would change.
-//! - [`health`]: whether live objects are ready, in progress or failed.
+//! - health: whether live objects are ready, in progress or failed, is `bosun_core::health`'s.
 //! - [`inventory`]: what a package applied, for pruning.
 //! - [`report`]: change sets, progress, tables and JSON.
 //!

@@ -61,11 +61,11 @@ pub struct RenderOptions {
     /// The configuration itself, instead of the package's configuration files (an
     /// operator's: the watched object).
     pub config: Option<Value>,
-    /// Render a Helm chart as this release of the cluster given to [`render`] (`helm install`
+    /// Render a Helm chart as this release of the cluster given to `render` (`helm install`
     /// or `upgrade`: its values from `valuesFrom`, the cluster's capabilities, `lookup`)
     /// instead of as `helm template`. Ignored by the other renderers.
     pub helm_release: Option<render::HelmRelease>,
-    /// Where a chart's `valuesFrom` is read when not from the cluster given to [`render`]: a
+    /// Where a chart's `valuesFrom` is read when not from the cluster given to `render`: a
     /// remote Package's values live beside it in the management cluster (as Flux reads them),
     /// while `lookup` and `.Capabilities` read the cluster the release goes to.
     pub values_cluster: Option<ValuesCluster>,
@@ -251,7 +251,7 @@ pub async fn apply(
 /// and `PostDelete` hooks of `rendered` (its last rendering) around the deletion.
 ///
 /// # Errors
-/// As [`apply`].
+/// As `apply`.
 pub async fn delete(
     client: &kube::Client,
     package: &Package,
@@ -269,7 +269,7 @@ pub async fn delete(
 /// What applying a rendered package would change (a server-side dry run).
 ///
 /// # Errors
-/// As [`apply`], before anything would be applied.
+/// As `apply`, before anything would be applied.
 pub async fn diff(
     client: &kube::Client,
     package: &Package,

@@ -4,7 +4,7 @@
 //! booleans, `0777` is octal, `1_000` is 1000, dates stay strings, `.inf`/`.nan` cannot become
 //! JSON and are refused), merge keys `<<`, anchors and aliases; map keys become strings
 //! (`1: a` → `"1"`, `1.10: a` → `"1.1"`). Then the JSON step: every number becomes a float
-//! ([`crate::golang`] says how the kinds are marked), which is why `1000000` in a values file
+//! (`crate::golang` says how the kinds are marked), which is why `1000000` in a values file
 //! prints as `1e+06` in a template. The serde-saphyr crate the workspace uses reads YAML 1.2;
 //! only its event parser is used here, with go-yaml v2's typing on top.
 //!

@@ -4,10 +4,10 @@
 //! One task owns all state and decides; commands run as child processes beside it:
 //!
 //! - a kube-runtime watcher lists and watches the resource (relisting by itself when the watch
-//!   expires); [`known::Known`] turns its events into runs — new and changed objects, objects
+//!   expires); `known::Known` turns its events into runs — new and changed objects, objects
 //!   that vanished while the watch was down — keeping per object only its resourceVersion,
 //!   template outputs and a change digest;
-//! - [`queue::Queue`] holds runs: one at a time per object, later changes coalesced into one
+//! - `queue::Queue` holds runs: one at a time per object, later changes coalesced into one
 //!   run with the newest state, `--concurrency` objects at once;
 //! - `--names` lists what the user's external system knows; names the cluster no longer has
 //!   (checked with a read, so a just-created object is never mistaken for a deleted one) get

@@ -2,7 +2,7 @@
 //! without hook or wave annotations, cluster prerequisites (CRDs, namespaces, cluster roles,
 //! classes) form a first group that must become healthy — CRDs established — before the rest
 //! is applied in a fixed kind order. With hooks or waves (Argo CD's, Helm's or bosun's
-//! annotations, read in [`hooks`]), the phased plan of [`phases`]. With a rollout spec, its
+//! annotations, read in [`hooks`]), the phased plan of `phases`. With a rollout spec, its
 //! groups and steps, every object covered by some step unless `rest: ignore`, with the hooks'
 //! phases around them.
 

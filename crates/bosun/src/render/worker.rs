@@ -7,7 +7,7 @@
 //! subcommand [`WORKER_SUBCOMMAND`], within [`WorkerLimits`] (data memory and CPU time as
 //! resource limits, wall time and output watched by the controller), in a process group of its
 //! own and with a clean environment. The request goes to its stdin and the render comes back on
-//! its stdout, one JSON line each (see [`super::wire`]); a chart's `lookup` calls come back to
+//! its stdout, one JSON line each (see `super::wire`); a chart's `lookup` calls come back to
 //! the controller over the same pipes and are answered with its own cluster reader, as the
 //! tenant. A worker that passes a limit is stopped and the render fails with a message naming
 //! the package and the limit; nothing of it is applied.

@@ -1,5 +1,5 @@
 //! `kustomize.toolkit.fluxcd.io`: `Kustomization` v1 (stored), and v1beta2 and v1beta1
-//! ([`beta`]) with the fields v1 dropped (`validation`, `patchesStrategicMerge`,
+//! (`beta`) with the fields v1 dropped (`validation`, `patchesStrategicMerge`,
 //! `patchesJson6902`), still accepted in those versions as Flux's CRDs accepted them.
 
 mod beta;
