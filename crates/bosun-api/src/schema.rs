@@ -49,3 +49,8 @@ pub fn list_of_objects(_: &mut schemars::SchemaGenerator) -> schemars::Schema {
 pub fn int_or_string_percent(_: &mut schemars::SchemaGenerator) -> schemars::Schema {
     schemars::json_schema!({"x-kubernetes-int-or-string": true, "pattern": "^[0-9]+%$"})
 }
+
+/// The kinds of Flux source a Package's `source.sourceRef` may name: those bosun reconciles.
+pub fn source_reference_kind(_: &mut schemars::SchemaGenerator) -> schemars::Schema {
+    schemars::json_schema!({"type": "string", "enum": ["GitRepository"]})
+}

@@ -11,7 +11,7 @@ use crate::cluster::ClusterArgs;
 /// Arguments of `bosun controller`.
 #[derive(Debug, clap::Args)]
 #[command(
-    after_help = "Packages are fetched from their source, rendered, rolled out in order with health checks and\nprune, and reported in their status; again every spec.interval, at once when their spec changes or\na dependency becomes ready. See docs/controller.md.\n\nExamples:\n  bosun controller                                   # the cluster of your kubeconfig, all namespaces\n  bosun controller --namespace team-a --concurrency 8\n  bosun controller --leader-elect --watch-label-selector sharding.bosun.dev/key=shard1"
+    after_help = "Packages are fetched from their source, rendered, rolled out in order with health checks and\nprune, and reported in their status; again every spec.interval, at once when their spec changes or\na dependency becomes ready. See docs/controller.md.\n\nExamples:\n  bosun controller                                   # the cluster of your kubeconfig, all namespaces\n  bosun controller --namespace team-a --concurrency 8\n  bosun controller --leader-elect --watch-label-selector sharding.bosun.dev/key=shard1\n  bosun controller --flux --flux-selector 'bosun.dev/migrate=true'   # Flux's GitRepositories and Kustomizations too"
 )]
 pub struct Args {
     #[command(flatten)]
@@ -93,6 +93,18 @@ pub struct Args {
 
     #[command(flatten)]
     render: RenderLimitArgs,
+
+    /// Reconcile Flux's own objects too: GitRepository and Kustomization, as Flux's source and
+    /// kustomize controllers would, writing the status they write. Needs Flux's CRDs
+    /// (`bosun crds --flux | kubectl apply --server-side -f -`). See docs/flux.md.
+    #[arg(long)]
+    flux: bool,
+
+    /// Only the Flux objects whose labels match: move to bosun a label or namespace at a time
+    /// while Flux's controllers, started with the opposite selector, serve the rest (two
+    /// controllers must never reconcile one object).
+    #[arg(long, value_name = "SELECTOR", requires = "flux")]
+    flux_selector: Option<String>,
 }
 
 /// The limits of each tenant's render. Every render runs in a child process (the same binary),
@@ -245,6 +257,9 @@ pub async fn run(args: Args) -> ExitCode {
         leader,
         webhook: args.webhook_addr,
         dedup_window: args.alert_dedup_window.0,
+        flux: args
+            .flux
+            .then(|| controllers::flux::Scope { selector: args.flux_selector.clone(), ..Default::default() }),
         ..HostSettings::new(package)
     };
     let dashboard = match args.ui_addr {
@@ -288,7 +303,9 @@ pub async fn run(args: Args) -> ExitCode {
     match result {
         Ok(()) => ExitCode::SUCCESS,
         Err(HostError::Cluster(error)) => crate::bad_input(connection.explain(&error)),
-        Err(error @ (HostError::MissingCrd(_) | HostError::Endpoints { .. })) => crate::bad_input(error),
+        Err(error @ (HostError::MissingCrd(_) | HostError::MissingFluxCrd(_) | HostError::Endpoints { .. })) => {
+            crate::bad_input(error)
+        }
         Err(error @ HostError::LostLeadership(_)) => {
             eprintln!("error: {error}");
             ExitCode::FAILURE

@@ -40,7 +40,8 @@ pub struct Args {
     multi_tenant: bool,
 
     /// Also Flux's CRDs (GitRepository, OCIRepository, HelmRepository, Bucket, Kustomization,
-    /// HelmRelease), for a cluster without Flux. A cluster running Flux has them already.
+    /// HelmRelease), and the controller reconciles Flux's GitRepositories and Kustomizations
+    /// (`bosun controller --flux`; see docs/flux.md).
     #[arg(long)]
     flux: bool,
 }

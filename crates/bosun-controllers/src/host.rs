@@ -12,7 +12,7 @@ use bosun_core::cluster::ClusterError;
 
 use crate::{
     canary::controller as canary,
-    fleet, leader,
+    fleet, flux, leader,
     notification::controllers::{alert, receiver},
     operator, package,
 };
@@ -30,13 +30,23 @@ pub struct HostSettings {
     pub webhook: Option<SocketAddr>,
     /// Events equal to one sent within this window are not sent again.
     pub dedup_window: Duration,
+    /// Reconcile Flux's `GitRepository` and `Kustomization` objects too (`--flux`), those of
+    /// this scope (its namespace, when unset, the Packages').
+    pub flux: Option<flux::Scope>,
 }
 
 impl HostSettings {
     /// Settings hosting the Package controller with `package`'s settings, and nothing served
     /// (no endpoints, no webhooks, no leader election; events de-duplicated over 5 minutes).
     pub fn new(package: package::Settings) -> HostSettings {
-        HostSettings { package, endpoints: None, leader: None, webhook: None, dedup_window: DEFAULT_DEDUP_WINDOW }
+        HostSettings {
+            package,
+            endpoints: None,
+            leader: None,
+            webhook: None,
+            dedup_window: DEFAULT_DEDUP_WINDOW,
+            flux: None,
+        }
     }
 }
 
@@ -58,6 +68,11 @@ pub enum HostError {
     /// A CRD the controllers need is not installed.
     #[error("the cluster has no {0} CRD: install bosun's CRDs first (`bosun crds | kubectl apply -f -`)")]
     MissingCrd(String),
+    /// `--flux` was given and a Flux CRD is not installed.
+    #[error(
+        "the cluster has no {0} CRD, which --flux reconciles: install Flux's CRDs (`bosun crds --flux | kubectl apply --server-side -f -`)"
+    )]
+    MissingFluxCrd(String),
     /// The cluster refused or could not be reached.
     #[error(transparent)]
     Cluster(#[from] ClusterError),
@@ -97,6 +112,13 @@ pub async fn run(
             return Err(HostError::MissingCrd(name));
         }
     }
+    if settings.flux.is_some()
+        && let Some(name) = flux::missing_crd(&client).await?
+    {
+        return Err(HostError::MissingFluxCrd(name));
+    }
+    let mut settings = settings;
+    settings.package.flux = settings.flux.is_some();
     let stopping = settings.package.stopping.clone();
     let shutting_down = CancellationToken::new();
     let trigger = shutting_down.clone();
@@ -200,6 +222,7 @@ pub async fn run(
             namespace: settings.package.namespace.clone(),
             selector: settings.package.selector.clone(),
             metrics: Some(metrics.clone()),
+            no_cross_namespace_refs: settings.package.tenancy.no_cross_namespace_refs,
         },
     );
     let fleets_stop = settings.package.stopping.clone();
@@ -207,7 +230,29 @@ pub async fn run(
     let operators_stop = settings.package.stopping.clone();
     let others = CancellationToken::new();
     let (alerts_stop, receivers_stop) = (others.clone(), others.clone());
-    let (packages, alerts, receivers, operators, canaries, fleets) = tokio::join!(
+    let flux_controllers = settings.flux.as_ref().map(|scope| {
+        let scope = flux::Scope {
+            namespace: scope.namespace.clone().or_else(|| settings.package.namespace.clone()),
+            selector: scope.selector.clone(),
+            metrics: Some(metrics.clone()),
+        };
+        let fetcher = bosun::source::Fetcher::new(settings.package.cache_dir.join("flux"))
+            .with_local_roots(settings.package.tenancy.local_roots.clone());
+        let repositories =
+            flux::git_repository::controller(client.clone(), fetcher, &scope).on_event(alerts.listener());
+        (repositories, flux::kustomization::controller(client.clone(), &scope).on_event(alerts.listener()))
+    });
+    let flux_stop = settings.package.stopping.clone();
+    let flux_controllers = async move {
+        let Some((repositories, kustomizations)) = flux_controllers else { return Ok(()) };
+        let stop = flux_stop.clone();
+        let (repositories, kustomizations) = tokio::join!(
+            repositories.run(async move { stop.cancelled().await }),
+            kustomizations.run(async move { flux_stop.cancelled().await }),
+        );
+        repositories.and(kustomizations)
+    };
+    let (packages, alerts, receivers, operators, canaries, fleets, flux) = tokio::join!(
         async {
             let result = controller.run(stop).await;
             others.cancel();
@@ -218,8 +263,16 @@ pub async fn run(
         operators.run(async move { operators_stop.cancelled().await }),
         canaries.run(async move { canaries_stop.cancelled().await }),
         fleets.run(async move { fleets_stop.cancelled().await }),
+        flux_controllers,
     );
-    packages.and(alerts).and(receivers).and(operators).and(canaries).and(fleets).map_err(ClusterError::from)?;
+    packages
+        .and(alerts)
+        .and(receivers)
+        .and(operators)
+        .and(canaries)
+        .and(fleets)
+        .and(flux)
+        .map_err(ClusterError::from)?;
     if lost.is_cancelled() {
         let name = settings.leader.map(|l| l.name).unwrap_or_default();
         return Err(HostError::LostLeadership(name));

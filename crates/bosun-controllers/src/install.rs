@@ -25,7 +25,8 @@ pub struct InstallOptions {
     /// given. (Exec renderers, remote bases and local sources are off in any installation.)
     pub multi_tenant: bool,
     /// Flux's CRDs too (`GitRepository`, `OCIRepository`, `HelmRepository`, `Bucket`,
-    /// `Kustomization`, `HelmRelease`), for a cluster that has no Flux installed.
+    /// `Kustomization`, `HelmRelease`), for a cluster that has no Flux installed, and the
+    /// controller started with `--flux` to reconcile them.
     pub flux: bool,
 }
 
@@ -110,6 +111,10 @@ fn deployment(options: &InstallOptions, name: &str, labels: &Value) -> Value {
     }
     if options.multi_tenant {
         args.push("--no-cross-namespace-refs".to_string());
+    }
+    if options.flux {
+        // The CRDs installed with Flux's are reconciled too.
+        args.push("--flux".to_string());
     }
     let probe = |path: &str| json!({"httpGet": {"path": path, "port": "http-metrics"}, "periodSeconds": 10});
     json!({
@@ -255,6 +260,17 @@ mod tests {
         assert_ne!(name, "bosun-controller");
         let args = deployment["spec"]["template"]["spec"]["containers"][0]["args"].to_string();
         assert!(args.contains("--watch-label-selector=sharding.bosun.dev/key=shard1"), "{args}");
+    }
+
+    #[test]
+    fn with_flux_s_crds_the_controller_reconciles_flux_s_objects() {
+        let args = |flux: bool| {
+            let installed = manifests(&InstallOptions { flux, ..options(None) });
+            let deployment = installed.iter().find(|o| o["kind"] == "Deployment").expect("deployment").clone();
+            deployment["spec"]["template"]["spec"]["containers"][0]["args"].to_string()
+        };
+        assert!(args(true).contains("\"--flux\""), "{}", args(true));
+        assert!(!args(false).contains("--flux"), "{}", args(false));
     }
 }
 

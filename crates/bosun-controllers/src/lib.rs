@@ -18,7 +18,9 @@
 pub mod canary;
 pub mod clusters;
 pub mod dev;
+mod fetch;
 pub mod fleet;
+pub mod flux;
 mod host;
 pub mod install;
 pub mod leader;

@@ -30,6 +30,7 @@ async fn management() -> (Harness, tempfile::TempDir) {
         namespace: None,
         selector: None,
         metrics: None,
+        no_cross_namespace_refs: false,
     };
     tokio::spawn(fleet::controller::controller(h.server.client(), settings).run(std::future::pending()));
     (h, cache)

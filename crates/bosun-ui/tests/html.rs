@@ -278,6 +278,7 @@ async fn operator_fleet_and_alert_pages_show_their_objects() {
             namespace: None,
             selector: None,
             metrics: None,
+            no_cross_namespace_refs: false,
         },
     );
     tokio::spawn(fleets.run(std::future::pending::<()>()));

@@ -27,7 +27,7 @@ pub use rollout::{
 };
 pub use sources::{
     ArchiveSource, BucketSource, GitReference, GitSource, HelmChartSource, OciLayerOperation, OciLayerSelector,
-    OciReference, OciSource, OciVerification, SourceSpec,
+    OciReference, OciSource, OciVerification, SourceReference, SourceSpec,
 };
 pub use status::{
     DEFAULT_HISTORY, DEFAULT_INTERVAL, HistoryEntry, HookStatus, PackageStatus, REQUESTED_AT, ROLLBACK_TO,

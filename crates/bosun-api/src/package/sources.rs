@@ -1,5 +1,5 @@
 //! Where a `Package` comes from: Git, an archive, a bucket, a Helm chart repository, an OCI
-//! artifact, a ConfigMap or a directory.
+//! artifact, a ConfigMap, a directory, or a source object of Flux's.
 
 use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
@@ -33,6 +33,11 @@ pub struct SourceSpec {
     /// A ConfigMap in the Package's namespace: each key of its `data` and `binaryData` is a file.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub config_map: Option<LocalObjectReference>,
+    /// A source object of Flux's (`GitRepository`), in the Package's namespace or another:
+    /// the revision in its `status.artifact`, fetched with the credentials in its own
+    /// namespace. Many Packages (and Flux `Kustomization`s) can share one.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub source_ref: Option<SourceReference>,
     /// Path of the package within the source.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub path: Option<String>,
@@ -40,6 +45,23 @@ pub struct SourceSpec {
     /// the source's `.sourceignore` files and the default exclusions).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub ignore: Option<String>,
+}
+
+/// A source object of Flux's, by kind and name (Flux's `CrossNamespaceSourceReference`).
+#[derive(Debug, Clone, Default, Deserialize, Serialize, PartialEq, JsonSchema)]
+#[serde(rename_all = "camelCase", deny_unknown_fields)]
+pub struct SourceReference {
+    /// Its API version (`source.toolkit.fluxcd.io/v1`; any served version reads the same).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub api_version: Option<String>,
+    /// Its kind: `GitRepository`.
+    #[schemars(schema_with = "crate::schema::source_reference_kind")]
+    pub kind: String,
+    /// Its name.
+    pub name: String,
+    /// Its namespace (the Package's when absent).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub namespace: Option<String>,
 }
 
 /// A Git repository as a source.

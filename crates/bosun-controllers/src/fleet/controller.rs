@@ -39,6 +39,8 @@ const DIRECTORIES_INTERVAL: Duration = Duration::from_secs(60);
 pub struct Fleets {
     /// Fetches the sources `directories` generators list.
     fetcher: Fetcher,
+    /// Whether a template's `source.sourceRef` may name another namespace's source.
+    cross_namespace: bool,
 }
 
 /// How the controller runs.
@@ -51,11 +53,15 @@ pub struct Settings {
     pub selector: Option<String>,
     /// Shared metrics, when hosted with other controllers.
     pub metrics: Option<std::sync::Arc<kit::Metrics>>,
+    /// Refuse a template source naming another namespace's Flux source object
+    /// (`--no-cross-namespace-refs`).
+    pub no_cross_namespace_refs: bool,
 }
 
 /// The `Fleet` controller, ready to [`kit::Controller::run`].
 pub fn controller(client: Client, settings: Settings) -> kit::Controller<Fleets> {
-    let fleets = Fleets { fetcher: Fetcher::new(settings.cache_dir) };
+    let fleets =
+        Fleets { fetcher: Fetcher::new(settings.cache_dir), cross_namespace: !settings.no_cross_namespace_refs };
     kit::Controller::new(NAME, fleets, client)
         .owns::<PackageResource>()
         .backoff(Duration::from_secs(1), Duration::from_secs(60))
@@ -156,6 +162,11 @@ fn child(
 }
 
 impl Fleets {
+    /// Where a Fleet's template source is read from.
+    fn scope<'a>(&self, run: &'a Run<FleetResource>) -> crate::fetch::Scope<'a> {
+        crate::fetch::Scope { namespace: run.namespace(), cross_namespace: self.cross_namespace }
+    }
+
     /// The directories of the template's source, fetched without its `path` (which usually
     /// is `{{path}}`).
     async fn directories(&self, run: &Run<FleetResource>) -> Result<Vec<String>, String> {
@@ -167,8 +178,7 @@ impl Fleets {
             return Err(format!("{field}: a directories generator reads the source: only its path may hold {{{{…}}}}"));
         }
         let fetched =
-            crate::package::fetch::fetch_source(&self.fetcher, run.client(), Some(&source), run.namespace(), false)
-                .await;
+            crate::fetch::fetch_source(&self.fetcher, run.client(), Some(&source), self.scope(run), false).await;
         let (snapshot, _) = fetched.map_err(|e| format!("{field}: {e}"))?;
         Ok(directories_under(&snapshot.root))
     }

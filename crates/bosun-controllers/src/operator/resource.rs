@@ -142,11 +142,14 @@ impl kit::Reconciler for OperatorHost {
                 return Err(Failure::give_up(refusal.reason(), refusal.to_string()));
             }
         };
-        let fetched = crate::package::fetch::fetch_source(
+        let fetched = crate::fetch::fetch_source(
             &self.fetcher,
             run.client(),
             resource.spec.source.as_ref(),
-            run.namespace(),
+            crate::fetch::Scope {
+                namespace: run.namespace(),
+                cross_namespace: !self.settings.tenancy.no_cross_namespace_refs,
+            },
             false,
         )
         .await;

@@ -6,7 +6,7 @@
 //! conditions, events and metrics come from there; this module decides what one run does.
 //! Files: `rollout` (one run: fetch, render, apply, record), `render` (a run's rendering and
 //! the last one kept), `deletion` (what a deleted Package prunes), `dependencies` (dependsOn),
-//! `fetch` (sources), `status` (what outcomes mean for the status, pure), `progress` (the
+//! `status` (what outcomes mean for the status, pure), `progress` (the
 //! status while a run goes on), `running` (runs under way, and stopping their waits when a
 //! newer revision or spec arrives), `hooks` (which runs run hooks, and what the status and
 //! events say of them), `rollback` (the last good set; rolling back), `identity` (who a run
@@ -15,7 +15,6 @@
 
 pub(crate) mod deletion;
 pub(crate) mod dependencies;
-pub(crate) mod fetch;
 pub(crate) mod hooks;
 pub(crate) mod identity;
 pub(crate) mod progress;
@@ -52,6 +51,7 @@ use bosun::apply::Cache;
 use bosun::package::Package;
 use bosun::render::Rendered;
 use bosun::source::Fetcher;
+use bosun_api::flux::source::GitRepository;
 use bosun_api::package::{
     PackageResource, {PackageStatus, REQUESTED_AT},
 };
@@ -92,6 +92,9 @@ pub struct Settings {
     /// What tenants' Packages may do beyond rendering files inside their source (nothing,
     /// unless the administrator allows it).
     pub tenancy: crate::Tenancy,
+    /// Packages may name Flux source objects (`source.sourceRef`): their changes reconcile
+    /// those Packages (needs Flux's CRDs; `bosun controller --flux` sets it).
+    pub flux: bool,
 }
 
 impl Settings {
@@ -109,6 +112,7 @@ impl Settings {
             selector: None,
             stopping: CancellationToken::default(),
             tenancy: crate::Tenancy::default(),
+            flux: false,
         }
     }
 
@@ -176,6 +180,11 @@ pub fn controller(client: Client, settings: Settings) -> kit::Controller<Package
         .triggered_by::<ConfigMap>(|config_map, packages| {
             packages.iter().filter(|p| sourced_from(p, config_map)).map(|p| ObjectRef::from_obj(&**p)).collect()
         });
+    if settings.flux {
+        controller = controller.triggered_by::<GitRepository>(|repository, packages| {
+            packages.iter().filter(|p| uses_source(p, repository)).map(|p| ObjectRef::from_obj(&**p)).collect()
+        });
+    }
     if let Some(namespace) = &settings.namespace {
         controller = controller.namespace(namespace);
     }
@@ -190,6 +199,16 @@ fn sourced_from(package: &PackageResource, config_map: &PartialObjectMeta<Config
     let source = package.spec.source.as_ref().and_then(|s| s.config_map.as_ref());
     source.is_some_and(|s| Some(&s.name) == config_map.metadata.name.as_ref())
         && package.metadata.namespace == config_map.metadata.namespace
+}
+
+/// Whether the Package's source is this Flux source object (its new artifacts are the
+/// Package's new revisions).
+fn uses_source(package: &PackageResource, repository: &PartialObjectMeta<GitRepository>) -> bool {
+    let Some(reference) = package.spec.source.as_ref().and_then(|s| s.source_ref.as_ref()) else { return false };
+    let namespace = reference.namespace.as_ref().or(package.metadata.namespace.as_ref());
+    reference.kind == "GitRepository"
+        && Some(&reference.name) == repository.metadata.name.as_ref()
+        && namespace == repository.metadata.namespace.as_ref()
 }
 
 fn key(resource: &PackageResource) -> Key {

@@ -8,6 +8,7 @@ use std::sync::Arc;
 use k8s_openapi::api::core::v1::Secret;
 use kube::Api;
 
+use crate::fetch;
 use bosun::decrypt::Keys;
 use bosun::package::Package;
 use bosun::pipeline::{self, RenderOptions};
@@ -17,7 +18,7 @@ use bosun_api::package::{PackageResource, RenderSpec};
 use bosun_kit::{Failure, Run};
 
 use super::{
-    PackageReconciler, fetch, key,
+    PackageReconciler, key,
     remote::Target,
     status::{self, BUILD_FAILED},
 };
@@ -119,7 +120,9 @@ impl PackageReconciler {
             return Ok(cached.rendered.clone());
         }
         let (snapshot, dir) =
-            fetch::fetch(&self.fetcher, run.client(), &resource, false).await.map_err(|e| e.to_string())?;
+            fetch::fetch(&self.fetcher, run.client(), &resource, false, !self.settings.tenancy.no_cross_namespace_refs)
+                .await
+                .map_err(|e| e.to_string())?;
         let package = fetch::assemble(&dir, &resource).map_err(|e| e.to_string())?;
         let keys = self.keys(run).await.map_err(|f| f.message)?;
         self.render(run, &package, &snapshot, target, keys).await.map_err(|f| f.message)

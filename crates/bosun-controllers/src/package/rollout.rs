@@ -6,6 +6,7 @@ use std::time::{Duration, Instant};
 use k8s_openapi::jiff::Timestamp;
 use kube::runtime::events::EventType;
 
+use crate::fetch;
 use bosun::apply::{Inventory, Options};
 use bosun::pipeline;
 use bosun::plan;
@@ -18,7 +19,7 @@ use bosun_api::package::{
 use bosun_kit::{Failure, Run};
 
 use super::{
-    Attempt, PackageReconciler, Set, fetch,
+    Attempt, PackageReconciler, Set,
     hooks::{Hooks, publish_hooks},
     key,
     progress::Tracker,
@@ -55,7 +56,14 @@ impl PackageReconciler {
                 .map_err(|message| Failure::give_up(status::INVALID_ROLLBACK, message))?;
             fetched_resource.spec.source = Some(source);
         }
-        let fetched = fetch::fetch(&self.fetcher, run.client(), &fetched_resource, request.refetch).await;
+        let fetched = fetch::fetch(
+            &self.fetcher,
+            run.client(),
+            &fetched_resource,
+            request.refetch,
+            !self.settings.tenancy.no_cross_namespace_refs,
+        )
+        .await;
         // The snapshot is held until the run ends: its files are not removed meanwhile.
         let (snapshot, dir) = fetched.map_err(|e| match e.is_permanent() {
             true => Failure::give_up(e.reason(), e.to_string()),

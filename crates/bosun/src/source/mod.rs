@@ -498,6 +498,16 @@ fn snapshot_commit(
     Ok(Snapshot { root: cache.snapshot(&key), revision: found.revision, _lease: lease })
 }
 
+/// `sha256:<digest>` of a snapshot's files (their relative paths, modes and contents), as
+/// Flux's artifacts carry a digest: equal files, equal digest.
+///
+/// # Errors
+///
+/// [`SourceError::Io`] when the directory cannot be read.
+pub fn digest(snapshot: &Snapshot) -> Result<String, SourceError> {
+    Ok(format!("sha256:{}", dir::walk(&snapshot.root, None, None)?))
+}
+
 /// Digests the directory and leases its snapshot, copying it when that content has none yet.
 fn snapshot_dir(cache: &Arc<Cache>, dir: &Path, ignore: Option<&str>) -> Result<Snapshot, SourceError> {
     if !dir.is_dir() {

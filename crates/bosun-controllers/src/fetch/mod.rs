@@ -1,7 +1,11 @@
-//! Where a Package's files come from: its source fetched (a Git repository, an archive, a
-//! bucket, a Helm chart repository, an OCI artifact, a ConfigMap, a directory) into a snapshot,
-//! `source.path` resolved inside it, and the package
-//! assembled from the directory's `bosun.yaml` (if any) under the resource's spec.
+//! Where a Package's (an Operator's, a Fleet's) files come from: its source fetched (a Git
+//! repository, an archive, a bucket, a Helm chart repository, an OCI artifact, a ConfigMap, a
+//! directory, or a Flux source object's artifact: `flux`) into a snapshot, `source.path`
+//! resolved inside it, and the package assembled from the directory's `bosun.yaml` (if any)
+//! under the resource's spec.
+
+pub(crate) mod flux;
+pub(crate) mod unsupported;
 
 use std::{
     collections::BTreeMap,
@@ -15,7 +19,8 @@ use serde_json::Value;
 use bosun::package::{Package, PackageError};
 
 use bosun_api::package::{
-    ArchiveSource, BucketSource, GitSource, HelmChartSource, OciSource, PackageResource, PackageSpec, SourceSpec,
+    ArchiveSource, BucketSource, GitSource, HelmChartSource, OciSource, PackageResource, PackageSpec, SourceReference,
+    SourceSpec,
 };
 
 use bosun_api::LocalObjectReference;
@@ -64,6 +69,15 @@ pub(crate) enum FetchError {
     /// The package directory or its `bosun.yaml`.
     #[error(transparent)]
     Package(#[from] PackageError),
+    /// The Flux source object `source.sourceRef` names has no artifact to give yet (missing,
+    /// not reconciled, or failing): retried, as Flux retries it.
+    #[error("spec.source.sourceRef: {source_name}: {message}")]
+    SourceNotReady {
+        /// `GitRepository/namespace/name`.
+        source_name: String,
+        /// Why.
+        message: String,
+    },
 }
 
 impl FetchError {
@@ -74,7 +88,10 @@ impl FetchError {
             FetchError::Invalid(_) => "InvalidSource",
             FetchError::Source(error) => error.reason(),
             FetchError::Secret { .. } => "AuthenticationFailed",
-            FetchError::ConfigMap { .. } | FetchError::MissingPath { .. } | FetchError::Package(_) => "ArtifactFailed",
+            FetchError::ConfigMap { .. }
+            | FetchError::MissingPath { .. }
+            | FetchError::Package(_)
+            | FetchError::SourceNotReady { .. } => "ArtifactFailed",
         }
     }
 
@@ -86,7 +103,8 @@ impl FetchError {
             FetchError::Secret { .. }
             | FetchError::ConfigMap { .. }
             | FetchError::MissingPath { .. }
-            | FetchError::Package(_) => false,
+            | FetchError::Package(_)
+            | FetchError::SourceNotReady { .. } => false,
         }
     }
 }
@@ -94,50 +112,73 @@ impl FetchError {
 /// Fetches the Package's source: the snapshot (held for the run) and the package directory
 /// inside it. Credentials come from the Secrets the source names, and a
 /// `configMap` source's files from its ConfigMap, both in the Package's namespace (read with
-/// `client`, the controller's own).
+/// `client`, the controller's own); a Flux source object's from its own namespace, which may
+/// be another only when `cross_namespace` allows.
 pub(crate) async fn fetch(
     fetcher: &Fetcher,
     client: &Client,
     resource: &PackageResource,
     refetch: bool,
+    cross_namespace: bool,
 ) -> Result<(Snapshot, PathBuf), FetchError> {
     let namespace = resource.metadata.namespace.clone().unwrap_or_default();
-    fetch_source(fetcher, client, resource.spec.source.as_ref(), &namespace, refetch).await
+    let scope = Scope { namespace: &namespace, cross_namespace };
+    fetch_source(fetcher, client, resource.spec.source.as_ref(), scope, refetch).await
 }
 
-/// Fetches a source of a resource in `namespace` (where its credentials Secret and its
-/// ConfigMap are): the snapshot and the directory `source.path` names inside it.
+/// Where a source is read from: the namespace of the resource that names it (its credentials
+/// Secret and ConfigMap are there), and whether it may name a Flux source object in another.
+#[derive(Clone, Copy)]
+pub(crate) struct Scope<'a> {
+    /// The resource's namespace.
+    pub(crate) namespace: &'a str,
+    /// Whether `source.sourceRef` may name another namespace's object.
+    pub(crate) cross_namespace: bool,
+}
+
+/// Fetches a source of a resource: the snapshot and the directory `source.path` names inside
+/// it.
 pub(crate) async fn fetch_source(
     fetcher: &Fetcher,
     client: &Client,
     source: Option<&SourceSpec>,
-    namespace: &str,
+    scope: Scope<'_>,
     refetch: bool,
 ) -> Result<(Snapshot, PathBuf), FetchError> {
+    let namespace = scope.namespace;
     let source = check(source)?;
     let inner = inner_path(source)?;
     let ignore = source.ignore.as_deref();
     let snapshot = match kind(source) {
+        Kind::Flux(reference) => flux::artifact(fetcher, client, reference, scope, ignore, refetch).await?,
         Kind::Git(git) => {
-            let credentials =
-                secret(client, namespace, git.secret_ref.as_ref(), "git.secretRef", Credentials::from_secret).await?;
+            let credentials = secret(
+                client,
+                namespace,
+                git.secret_ref.as_ref(),
+                "spec.source.git.secretRef",
+                Credentials::from_secret,
+            )
+            .await?;
             fetcher.git(git, credentials.as_ref(), ignore, refetch).await?
         }
         Kind::Archive(archive) => {
             let reference = archive.secret_ref.as_ref();
             let credentials =
-                secret(client, namespace, reference, "archive.secretRef", Credentials::from_secret).await?;
+                secret(client, namespace, reference, "spec.source.archive.secretRef", Credentials::from_secret).await?;
             fetcher.archive(archive, credentials.as_ref(), ignore, refetch).await?
         }
         Kind::Bucket(bucket) => {
             let reference = bucket.secret_ref.as_ref();
             let credentials =
-                secret(client, namespace, reference, "bucket.secretRef", BucketCredentials::from_secret).await?;
+                secret(client, namespace, reference, "spec.source.bucket.secretRef", BucketCredentials::from_secret)
+                    .await?;
             fetcher.bucket(bucket, credentials.as_ref(), ignore, refetch).await?
         }
         Kind::Helm(chart) => {
             let reference = chart.secret_ref.as_ref();
-            let credentials = secret(client, namespace, reference, "helm.secretRef", Credentials::from_secret).await?;
+            let credentials =
+                secret(client, namespace, reference, "spec.source.helm.secretRef", Credentials::from_secret).await?;
             fetcher.helm(chart, credentials.as_ref(), ignore, refetch).await?
         }
         Kind::Oci(oci) => {
@@ -163,23 +204,23 @@ pub(crate) async fn fetch_source(
 async fn oci_access(client: &Client, namespace: &str, oci: &OciSource) -> Result<OciAccess, FetchError> {
     let mut access = OciAccess::default();
     if let Some(reference) = &oci.secret_ref {
-        let data = secret_data(client, namespace, &reference.name, "oci.secretRef").await?;
+        let data = secret_data(client, namespace, &reference.name, "spec.source.oci.secretRef").await?;
         access = access.with_credentials(&reference.name, &data)?;
     }
     if let Some(reference) = &oci.cert_secret_ref {
-        let data = secret_data(client, namespace, &reference.name, "oci.certSecretRef").await?;
+        let data = secret_data(client, namespace, &reference.name, "spec.source.oci.certSecretRef").await?;
         access = access.with_ca(&reference.name, &data)?;
     }
     if let Some(reference) = oci.verify.as_ref().and_then(|v| v.secret_ref.as_ref()) {
-        let data = secret_data(client, namespace, &reference.name, "oci.verify.secretRef").await?;
+        let data = secret_data(client, namespace, &reference.name, "spec.source.oci.verify.secretRef").await?;
         access = access.with_cosign_keys(&reference.name, &data)?;
     }
     Ok(access)
 }
 
-/// The credentials in the Secret `spec.source.<field>` names, if it names one, read by
-/// `parse`.
-async fn secret<T>(
+/// The credentials in the Secret the field `field` (`spec.source.git.secretRef`) names, if it
+/// names one, read by `parse`.
+pub(crate) async fn secret<T>(
     client: &Client,
     namespace: &str,
     reference: Option<&LocalObjectReference>,
@@ -191,7 +232,7 @@ async fn secret<T>(
     Ok(Some(parse(&reference.name, &data)?))
 }
 
-/// The data of the Secret `spec.source.<field>` names.
+/// The data of the Secret the field `field` names.
 async fn secret_data(
     client: &Client,
     namespace: &str,
@@ -199,7 +240,7 @@ async fn secret_data(
     field: &str,
 ) -> Result<BTreeMap<String, Vec<u8>>, FetchError> {
     let failed = |message: String| FetchError::Secret {
-        field: format!("spec.source.{field}"),
+        field: field.to_string(),
         namespace: namespace.to_string(),
         name: name.to_string(),
         message,
@@ -237,6 +278,7 @@ enum Kind<'a> {
     Helm(&'a HelmChartSource),
     Oci(&'a OciSource),
     ConfigMap(&'a str),
+    Flux(&'a SourceReference),
 }
 
 fn kind(source: &SourceSpec) -> Kind<'_> {
@@ -247,6 +289,7 @@ fn kind(source: &SourceSpec) -> Kind<'_> {
         SourceSpec { helm: Some(chart), .. } => Kind::Helm(chart),
         SourceSpec { oci: Some(oci), .. } => Kind::Oci(oci),
         SourceSpec { config_map: Some(config_map), .. } => Kind::ConfigMap(&config_map.name),
+        SourceSpec { source_ref: Some(reference), .. } => Kind::Flux(reference),
         SourceSpec { dir, .. } => Kind::Dir(dir.as_deref().unwrap_or_default()),
     }
 }
@@ -268,7 +311,7 @@ pub(crate) fn inner_path(source: &SourceSpec) -> Result<PathBuf, FetchError> {
 
 /// Exactly one source kind must be set.
 pub(crate) fn check(source: Option<&SourceSpec>) -> Result<&SourceSpec, FetchError> {
-    const KINDS: &str = "git, archive, bucket, helm, oci, configMap or dir";
+    const KINDS: &str = "git, archive, bucket, helm, oci, configMap, sourceRef or dir";
     let Some(source) = source else {
         return Err(FetchError::Invalid(format!("required: set {KINDS}")));
     };
@@ -279,6 +322,7 @@ pub(crate) fn check(source: Option<&SourceSpec>) -> Result<&SourceSpec, FetchErr
         ("helm", source.helm.is_some()),
         ("oci", source.oci.is_some()),
         ("configMap", source.config_map.is_some()),
+        ("sourceRef", source.source_ref.is_some()),
         ("dir", source.dir.is_some()),
     ]
     .into_iter()
@@ -374,7 +418,7 @@ mod tests {
         assert!(check(Some(&SourceSpec::default())).is_err());
         let both = SourceSpec { git: Some(git.clone()), dir: Some("/x".into()), ..SourceSpec::default() };
         assert!(check(Some(&both)).is_err_and(|e| e.to_string()
-            == "spec.source: set one of git, archive, bucket, helm, oci, configMap or dir, not git and dir"));
+            == "spec.source: set one of git, archive, bucket, helm, oci, configMap, sourceRef or dir, not git and dir"));
         let config_map = SourceSpec {
             config_map: Some(bosun_api::LocalObjectReference { name: "files".into() }),
             ..SourceSpec::default()

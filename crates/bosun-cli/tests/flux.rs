@@ -1,0 +1,223 @@
+//! Flux's own objects reconciled by `bosun controller --flux`: a `GitRepository` over HTTP with
+//! basic auth and `Kustomization`s written in `v1beta1` and `v1`, applied with kubectl as a
+//! Flux user has them, waited for with `kubectl wait` as Flux's e2e waits, and read back in
+//! the shape Flux writes (artifact revision `main@sha1:…`, conditions, inventory ids, labels).
+
+use std::time::{Duration, Instant};
+
+use bosun_apiserver::ApiServer;
+use bosun_test_tools::git_server::{HttpAuth, HttpServer, Repos};
+use k8s_openapi::api::core::v1::{ConfigMap, Event};
+use kube::{
+    Api,
+    api::{ApiResource, DynamicObject, ListParams},
+    core::GroupVersionKind,
+};
+use serde_json::Value;
+
+mod common;
+#[path = "support/controller.rs"]
+mod support;
+
+use common::Cluster;
+use support::{BOUND, configmap, text};
+
+fn flux_api(cluster: &Cluster, group: &str, kind: &str) -> Api<DynamicObject> {
+    let gvk = GroupVersionKind::gvk(group, "v1", kind);
+    Api::namespaced_with(cluster.server.client(), "flux-system", &ApiResource::from_gvk(&gvk))
+}
+
+/// Waits until `probe` finds what it looks for in the object (as JSON), and returns it.
+async fn wait_for(api: &Api<DynamicObject>, name: &str, what: &str, probe: impl Fn(&Value) -> bool) -> Value {
+    let deadline = Instant::now() + BOUND;
+    loop {
+        let object = api.get_opt(name).await.expect("get").map(|o| serde_json::to_value(o).expect("json"));
+        if let Some(object) = object.filter(|o| probe(o)) {
+            return object;
+        }
+        assert!(Instant::now() < deadline, "{name}: never {what}: {:?}", api.get_opt(name).await);
+        tokio::time::sleep(Duration::from_millis(50)).await;
+    }
+}
+
+fn condition<'a>(object: &'a Value, type_: &str) -> Option<&'a Value> {
+    object.pointer("/status/conditions")?.as_array()?.iter().find(|c| c["type"] == type_)
+}
+
+const OBJECTS: &str = "\
+apiVersion: v1
+kind: Namespace
+metadata: {name: flux-system}
+---
+apiVersion: v1
+kind: Secret
+metadata: {name: git-auth, namespace: flux-system, labels: {bosun.dev/migrate: 'true'}}
+stringData: {username: flux, password: s3cret}
+---
+apiVersion: source.toolkit.fluxcd.io/v1
+kind: GitRepository
+metadata: {name: fleet, namespace: flux-system, labels: {bosun.dev/migrate: 'true'}}
+spec:
+  interval: 1s
+  url: URL
+  ref: {branch: main}
+  secretRef: {name: git-auth}
+---
+apiVersion: kustomize.toolkit.fluxcd.io/v1beta1
+kind: Kustomization
+metadata: {name: infra, namespace: flux-system, labels: {bosun.dev/migrate: 'true'}}
+spec:
+  interval: 5m
+  path: ./infra
+  prune: true
+  sourceRef: {kind: GitRepository, name: fleet}
+  targetNamespace: default
+  validation: client
+---
+apiVersion: kustomize.toolkit.fluxcd.io/v1
+kind: Kustomization
+metadata: {name: webapp, namespace: flux-system, labels: {bosun.dev/migrate: 'true'}}
+spec:
+  interval: 5m
+  path: ./deploy/webapp
+  prune: true
+  wait: true
+  sourceRef: {kind: GitRepository, name: fleet}
+  targetNamespace: default
+  dependsOn: [{name: infra}]
+  postBuild:
+    substitute: {color: blue}
+---
+apiVersion: kustomize.toolkit.fluxcd.io/v1
+kind: Kustomization
+metadata: {name: retagged, namespace: flux-system, labels: {bosun.dev/migrate: 'true'}}
+spec:
+  interval: 5m
+  path: ./deploy/webapp
+  prune: true
+  sourceRef: {kind: GitRepository, name: fleet}
+  images: [{name: nginx, newTag: '1.27'}]
+---
+apiVersion: kustomize.toolkit.fluxcd.io/v1
+kind: Kustomization
+metadata: {name: still-flux-s, namespace: flux-system}
+spec:
+  interval: 5m
+  path: ./infra
+  prune: true
+  sourceRef: {kind: GitRepository, name: fleet}
+";
+
+#[tokio::test]
+async fn flux_objects_are_reconciled_with_the_status_flux_writes() {
+    let server = ApiServer::in_memory().start().await.expect("server");
+    let cluster = Cluster::around(server);
+    let repos = Repos::new();
+    let repo = repos.create("fleet");
+    repo.write("infra/kustomization.yaml", "resources: [settings.yaml]\n")
+        .write("infra/settings.yaml", &configmap("infra-settings", "1"))
+        .write("deploy/webapp/web.yaml", &configmap("web-config", "${color}"))
+        .write("deploy/webapp/extra.yaml", &configmap("web-extra", "x"));
+    let first = repo.commit("first");
+    let http = HttpServer::start(&repos, HttpAuth::Basic("flux".into(), "s3cret".into()));
+
+    let crds = cluster.bosun(&["crds", "--flux"]).await;
+    assert!(crds.status.success(), "{}", text(&crds));
+    cluster.kubectl(&["apply", "--server-side", "-f", "-"], Some(&crds.stdout)).await;
+    let objects = OBJECTS.replace("URL", &http.url(&repo));
+    cluster.kubectl(&["apply", "-f", "-"], Some(objects.as_bytes())).await;
+    let _controller = cluster.controller("controller", &["--flux", "--flux-selector", "bosun.dev/migrate=true"]);
+
+    // As Flux's e2e waits: kubectl's own condition wait on the Kustomization.
+    let waited = cluster
+        .run(
+            "kubectl",
+            &["wait", "--for=condition=ready", "kustomization/webapp", "-n", "flux-system", "--timeout=60s"],
+            None,
+        )
+        .await;
+    assert!(waited.status.success(), "{}", text(&waited));
+
+    let repositories = flux_api(&cluster, "source.toolkit.fluxcd.io", "GitRepository");
+    let repository = repositories.get("fleet").await.expect("GitRepository");
+    let repository = serde_json::to_value(repository).expect("json");
+    let revision = format!("main@sha1:{first}");
+    assert_eq!(repository["status"]["artifact"]["revision"], revision.as_str(), "{repository:#}");
+    assert!(repository["status"]["artifact"]["digest"].as_str().is_some_and(|d| d.starts_with("sha256:")));
+    assert_eq!(condition(&repository, "Ready").map(|c| c["reason"].clone()), Some("Succeeded".into()));
+    assert_eq!(condition(&repository, "ArtifactInStorage").map(|c| c["status"].clone()), Some("True".into()));
+
+    let kustomizations = flux_api(&cluster, "kustomize.toolkit.fluxcd.io", "Kustomization");
+    let webapp = serde_json::to_value(kustomizations.get("webapp").await.expect("webapp")).expect("json");
+    assert_eq!(webapp["status"]["lastAppliedRevision"], revision.as_str(), "{webapp:#}");
+    assert_eq!(webapp["status"]["lastAttemptedRevision"], revision.as_str());
+    assert_eq!(webapp["status"]["observedGeneration"], webapp["metadata"]["generation"]);
+    assert_eq!(condition(&webapp, "Ready").map(|c| c["reason"].clone()), Some("ReconciliationSucceeded".into()));
+    let mut ids: Vec<String> = webapp["status"]["inventory"]["entries"]
+        .as_array()
+        .expect("inventory")
+        .iter()
+        .map(|e| format!("{} {}", e["id"].as_str().unwrap_or_default(), e["v"].as_str().unwrap_or_default()))
+        .collect();
+    ids.sort();
+    assert_eq!(ids, ["default_web-config__ConfigMap v1", "default_web-extra__ConfigMap v1"]);
+
+    // Applied as Flux applies: substituted, in the target namespace, with Flux's labels.
+    let configmaps: Api<ConfigMap> = Api::namespaced(cluster.server.client(), "default");
+    let web = configmaps.get("web-config").await.expect("applied");
+    assert_eq!(web.data.expect("data")["value"], "blue");
+    let labels = web.metadata.labels.expect("labels");
+    assert_eq!(labels.get("kustomize.toolkit.fluxcd.io/name").map(String::as_str), Some("webapp"));
+    assert_eq!(labels.get("kustomize.toolkit.fluxcd.io/namespace").map(String::as_str), Some("flux-system"));
+    assert!(configmaps.get_opt("infra-settings").await.expect("get").is_some(), "the v1beta1 one applied too");
+
+    // v1beta1's `validation` is accepted and reported as ignored, never refused.
+    let events: Api<Event> = Api::namespaced(cluster.server.client(), "flux-system");
+    let deadline = Instant::now() + BOUND;
+    loop {
+        let listed = events.list(&ListParams::default()).await.expect("events");
+        let ignored = listed.items.iter().any(|e| {
+            e.involved_object.name.as_deref() == Some("infra")
+                && e.reason.as_deref() == Some("FieldIgnored")
+                && e.message.as_deref().is_some_and(|m| m.contains("spec.validation"))
+        });
+        if ignored {
+            break;
+        }
+        assert!(Instant::now() < deadline, "no FieldIgnored event for spec.validation: {:?}", listed.items);
+        tokio::time::sleep(Duration::from_millis(50)).await;
+    }
+
+    // A field bosun cannot honour yet is named in Ready=False, and nothing is applied for it.
+    let retagged = wait_for(&kustomizations, "retagged", "refused", |k| {
+        condition(k, "Ready").is_some_and(|c| c["status"] == "False")
+    })
+    .await;
+    let ready = condition(&retagged, "Ready").expect("Ready");
+    assert_eq!(ready["reason"], "UnsupportedField");
+    assert!(ready["message"].as_str().is_some_and(|m| m.contains("spec.images")), "{ready}");
+
+    // Outside --flux-selector: left to Flux, untouched.
+    let untouched = serde_json::to_value(kustomizations.get("still-flux-s").await.expect("get")).expect("json");
+    assert_eq!(untouched["status"], serde_json::json!({"observedGeneration": -1}), "{untouched:#}");
+
+    // A new commit: the source stores it, the Kustomization applies it and prunes what went.
+    repo.write("deploy/webapp/web.yaml", &configmap("web-config", "${color}-2"));
+    std::fs::remove_file(repo.path.join("deploy/webapp/extra.yaml")).expect("remove");
+    let second = repo.commit("second");
+    let revision = format!("main@sha1:{second}");
+    wait_for(&kustomizations, "webapp", "at the new revision", |k| {
+        k["status"]["lastAppliedRevision"] == revision.as_str()
+    })
+    .await;
+    assert_eq!(configmaps.get("web-config").await.expect("applied").data.expect("data")["value"], "blue-2");
+    assert!(configmaps.get_opt("web-extra").await.expect("get").is_none(), "pruned");
+
+    // Deleting the Kustomization deletes what it applied (prune: true).
+    cluster.kubectl(&["delete", "kustomization", "webapp", "-n", "flux-system"], None).await;
+    let deadline = Instant::now() + BOUND;
+    while configmaps.get_opt("web-config").await.expect("get").is_some() {
+        assert!(Instant::now() < deadline, "web-config never deleted with its Kustomization");
+        tokio::time::sleep(Duration::from_millis(50)).await;
+    }
+}

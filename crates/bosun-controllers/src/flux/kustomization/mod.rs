@@ -1,0 +1,128 @@
+//! Flux's `Kustomization` (`kustomize.toolkit.fluxcd.io/v1`, and objects written as
+//! `v1beta2` or `v1beta1`), reconciled by the Package pipeline: each Kustomization is read
+//! into the `Package` that does the same (`translate`), written as its child (same name and
+//! namespace, owned, deleted with it), and the Package's status is written back in Flux's
+//! shape (`status`): `Ready`/`Reconciling`/`Stalled`/`Healthy`, the revisions, the handled
+//! request, the inventory. A field bosun cannot honour yet is refused by name.
+
+mod status;
+pub(crate) mod translate;
+
+use std::time::Duration;
+
+use kube::{
+    Api, Client,
+    api::{ApiResource, DynamicObject},
+    runtime::events::EventType,
+};
+use serde_json::json;
+
+use bosun_api::flux::RECONCILE_REQUESTED_AT;
+use bosun_api::flux::kustomize::Kustomization;
+use bosun_api::package::{PackageResource, REQUESTED_AT};
+use bosun_kit::{self as kit, Failure, Run};
+
+use self::status::Outcome;
+use crate::fetch::unsupported;
+
+/// The controller's name: its field manager and event reporter.
+pub const NAME: &str = "flux-kustomize";
+
+/// The reason Flux gives a Kustomization whose run is under way.
+const PROGRESSING: &str = "Progressing";
+
+/// The `Kustomization` reconciler.
+pub struct Kustomizations;
+
+/// The `Kustomization` controller, ready to [`kit::Controller::run`]: a change of a
+/// Kustomization or of its Package (its status too) reconciles it.
+pub fn controller(client: Client, scope: &super::Scope) -> kit::Controller<Kustomizations> {
+    kit::Controller::new(NAME, Kustomizations, client)
+        .finalizer_on_demand()
+        .owns::<PackageResource>()
+        .backoff(Duration::from_secs(1), Duration::from_secs(300))
+        .confined(scope.namespace.as_deref(), scope.selector.as_deref(), scope.metrics.clone())
+}
+
+/// Whether `package` is the child of the Kustomization with this uid.
+fn owned_by(package: &PackageResource, uid: &str) -> bool {
+    package.metadata.owner_references.iter().flatten().any(|owner| owner.uid == uid && owner.kind == "Kustomization")
+}
+
+impl kit::Reconciler for Kustomizations {
+    type Resource = Kustomization;
+
+    async fn reconcile(&self, run: &mut Run<Kustomization>) -> Result<(), Failure> {
+        let kustomization = run.object().clone();
+        let described = format!("Kustomization/{}/{}", run.namespace(), run.name());
+        // As stored: an object written as v1beta1 may hold fields v1 dropped, which the typed
+        // object has lost and which must be refused or reported, never silently ignored.
+        let stored: Api<DynamicObject> =
+            Api::namespaced_with(run.client().clone(), run.namespace(), &ApiResource::erase::<Kustomization>(&()));
+        let cluster_error = |e: kube::Error| Failure::from_error("ReconciliationFailed", &e);
+        let raw = stored.get(run.name()).await.map_err(cluster_error)?;
+        let raw = serde_json::to_value(raw).unwrap_or_default();
+        let translated = translate::package_spec(&kustomization, &raw)
+            .map_err(|e| Failure::give_up(unsupported::REASON, format!("{described}: {e}")))?;
+        let observed = run.live_status("/observedGeneration").and_then(serde_json::Value::as_i64);
+        if observed != kustomization.metadata.generation {
+            for ignored in &translated.ignored {
+                run.publish(EventType::Warning, "FieldIgnored", ignored, "Reconcile").await;
+            }
+        }
+        let packages: Api<PackageResource> = run.api();
+        let uid = kustomization.metadata.uid.clone().unwrap_or_default();
+        if let Some(existing) = packages.get_opt(run.name()).await.map_err(cluster_error)?
+            && !owned_by(&existing, &uid)
+        {
+            return Err(Failure::give_up(
+                "PackageConflict",
+                format!(
+                    "{described}: Package/{}/{} exists and is not this Kustomization's: rename one of them",
+                    run.namespace(),
+                    run.name()
+                ),
+            ));
+        }
+        let mut metadata = json!({"name": run.name(), "labels": translate::package_labels(&kustomization)});
+        if let Some(requested) = kustomization.metadata.annotations.as_ref().and_then(|a| a.get(RECONCILE_REQUESTED_AT))
+        {
+            metadata["annotations"] = json!({ REQUESTED_AT: requested });
+        }
+        let child = json!({
+            "apiVersion": bosun_api::API_VERSION, "kind": "Package", "metadata": metadata, "spec": translated.spec,
+        });
+        run.children
+            .add_value(child)
+            .map_err(|e| Failure::give_up("ReconciliationFailed", format!("{described}: {e}")))?;
+        run.apply_children().await?;
+        if kustomization.spec.suspend == Some(true) {
+            run.hold();
+            return Ok(());
+        }
+        let Some(package) = packages.get_opt(run.name()).await.map_err(cluster_error)? else {
+            run.progressing(PROGRESSING, "Reconciliation in progress");
+            return Ok(());
+        };
+        let package_status = package.status.clone().unwrap_or_default();
+        run.set_status("lastAppliedRevision", &package_status.last_applied_revision);
+        run.set_status("lastAttemptedRevision", &package_status.last_attempted_revision);
+        run.set_status("lastHandledReconcileAt", &package_status.last_handled_reconcile_at);
+        run.set_status("inventory", status::inventory(&package_status.inventory));
+        match package_status.conditions.iter().find(|c| c.type_ == "Healthy") {
+            Some(healthy) => run.condition("Healthy", healthy.status == "True", &healthy.reason, &healthy.message),
+            None => run.remove_condition("Healthy"),
+        }
+        let retry = kustomization.spec.retry_interval.unwrap_or(kustomization.spec.interval).0;
+        match status::outcome(&package) {
+            Outcome::Pending => run.progressing(PROGRESSING, "Reconciliation in progress"),
+            Outcome::Progressing(reason, message) => run.progressing(&reason, &message),
+            Outcome::Ready(reason, message) => run.succeeded(&reason, &message),
+            Outcome::Failed { reason, message, stalled: true } => return Err(Failure::give_up(reason, message)),
+            Outcome::Failed { reason, message, stalled: false } => {
+                return Err(Failure::retry(reason, message).within(retry));
+            }
+        }
+        Ok(())
+    }
+}

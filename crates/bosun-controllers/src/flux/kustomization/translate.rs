@@ -1,0 +1,240 @@
+//! A Flux `Kustomization` read as the `Package` that does the same (pure): the source object
+//! it names, its path, intervals, prune, wait, dependencies, target namespace, metadata,
+//! substitutions, decryption, identity and remote cluster — and the first field bosun cannot
+//! honour yet, by name. Objects applied carry Flux's own labels
+//! (`kustomize.toolkit.fluxcd.io/name` and `/namespace`), as kustomize-controller stamps them.
+
+use std::collections::BTreeMap;
+
+use serde_json::Value;
+
+use bosun_api::flux::kustomize::Kustomization;
+use bosun_api::package::{
+    CommonMetadata, DecryptionProvider, DecryptionSpec, DeletionPolicy, KubeConfigSpec, PackageSpec,
+    SecretKeyReference, SourceReference, SourceSpec,
+};
+use bosun_api::{LocalObjectReference, ObjectReference};
+
+use crate::fetch::unsupported::{self, Unsupported};
+
+/// The label naming the Kustomization on what it applied (and on its Package).
+pub(crate) const NAME_LABEL: &str = "kustomize.toolkit.fluxcd.io/name";
+/// The label naming the Kustomization's namespace on what it applied.
+pub(crate) const NAMESPACE_LABEL: &str = "kustomize.toolkit.fluxcd.io/namespace";
+
+/// What a Kustomization becomes.
+#[derive(Debug, Clone, PartialEq)]
+pub(crate) struct Translated {
+    /// The Package's spec.
+    pub(crate) spec: PackageSpec,
+    /// Fields of older versions that Flux's v1 dropped and that have no effect (`validation`):
+    /// reported in an Event, never refused.
+    pub(crate) ignored: Vec<String>,
+}
+
+/// The fields older versions had that v1 dropped without replacement: accepted and ignored, as
+/// Flux's own upgrade ignores them.
+const DROPPED: [(&str, &str); 1] = [("validation", "server-side apply validates every object")];
+
+/// The Package doing what `kustomization` asks; `raw` is the object as stored, which may hold
+/// fields of the version it was written in (`v1beta1`'s `validation`, `patchesStrategicMerge`).
+///
+/// # Errors
+/// The first field bosun cannot honour yet.
+pub(crate) fn package_spec(kustomization: &Kustomization, raw: &Value) -> Result<Translated, Unsupported> {
+    let spec = &kustomization.spec;
+    let raw_spec = raw.get("spec");
+    let raw_set = |field: &str| raw_spec.and_then(|s| s.get(field)).is_some_and(|v| !v.is_null());
+    let post_build = spec.post_build.as_ref();
+    let decryption = spec.decryption.as_ref();
+    let kube_config = spec.kube_config.as_ref();
+    unsupported::refuse(&[
+        ("spec.sourceRef.kind", spec.source_ref.kind != "GitRepository"),
+        ("spec.healthChecks", !spec.health_checks.is_empty() && spec.wait != Some(true)),
+        ("spec.healthCheckExprs", !spec.health_check_exprs.is_empty()),
+        ("spec.dependsOn.readyExpr", spec.depends_on.iter().any(|d| d.ready_expr.is_some())),
+        ("spec.namePrefix", spec.name_prefix.is_some()),
+        ("spec.nameSuffix", spec.name_suffix.is_some()),
+        ("spec.patches", !spec.patches.is_empty()),
+        ("spec.patchesStrategicMerge", raw_set("patchesStrategicMerge")),
+        ("spec.patchesJson6902", raw_set("patchesJson6902")),
+        ("spec.images", !spec.images.is_empty()),
+        ("spec.components", !spec.components.is_empty()),
+        ("spec.ignoreMissingComponents", spec.ignore_missing_components == Some(true)),
+        ("spec.ignore", !spec.ignore.is_empty()),
+        ("spec.buildMetadata", !spec.build_metadata.is_empty()),
+        ("spec.postBuild.substituteFrom", post_build.is_some_and(|p| !p.substitute_from.is_empty())),
+        ("spec.postBuild.substituteStrategy", post_build.is_some_and(|p| p.substitute_strategy.is_some())),
+        ("spec.decryption.provider", decryption.is_some_and(|d| d.provider != "sops")),
+        ("spec.decryption.serviceAccountName", decryption.is_some_and(|d| d.service_account_name.is_some())),
+        ("spec.kubeConfig.configMapRef", kube_config.is_some_and(|k| k.config_map_ref.is_some())),
+        ("spec.force", spec.force == Some(true)),
+    ])?;
+    let deletion_policy = match spec.deletion_policy.as_deref() {
+        None | Some("MirrorPrune") => None,
+        Some("Delete") => Some(DeletionPolicy::Delete),
+        Some("WaitForTermination") => Some(DeletionPolicy::WaitForTermination),
+        Some("Orphan") => Some(DeletionPolicy::Orphan),
+        Some(_) => return Err(Unsupported { field: "spec.deletionPolicy".into() }),
+    };
+    let name = kustomization.metadata.name.clone().unwrap_or_default();
+    let namespace = kustomization.metadata.namespace.clone().unwrap_or_default();
+    let mut common = spec.common_metadata.clone().unwrap_or_default();
+    common.labels.insert(NAME_LABEL.into(), name);
+    common.labels.insert(NAMESPACE_LABEL.into(), namespace);
+    let path = spec.path.as_deref().map(|p| p.trim_start_matches("./")).filter(|p| !p.is_empty() && *p != ".");
+    let package = PackageSpec {
+        source: Some(SourceSpec {
+            source_ref: Some(SourceReference {
+                api_version: spec.source_ref.api_version.clone(),
+                kind: spec.source_ref.kind.clone(),
+                name: spec.source_ref.name.clone(),
+                namespace: spec.source_ref.namespace.clone(),
+            }),
+            path: path.map(str::to_string),
+            ..SourceSpec::default()
+        }),
+        substitute: post_build.map(|p| p.substitute.clone()).unwrap_or_default(),
+        target_namespace: spec.target_namespace.clone(),
+        common_metadata: Some(CommonMetadata { labels: common.labels, annotations: common.annotations }),
+        prune: Some(spec.prune),
+        // Flux waits for what it applied only when asked.
+        wait: Some(spec.wait == Some(true)),
+        timeout: spec.timeout,
+        interval: Some(spec.interval),
+        retry_interval: spec.retry_interval,
+        depends_on: spec
+            .depends_on
+            .iter()
+            .map(|d| ObjectReference { name: d.name.clone(), namespace: d.namespace.clone() })
+            .collect(),
+        suspend: spec.suspend,
+        service_account_name: spec.service_account_name.clone(),
+        deletion_policy,
+        decryption: decryption.map(|d| DecryptionSpec {
+            provider: DecryptionProvider::Sops,
+            secret_ref: d.secret_ref.as_ref().map(|r| LocalObjectReference { name: r.name.clone() }),
+        }),
+        kube_config: kube_config.and_then(|k| k.secret_ref.as_ref()).map(|secret| KubeConfigSpec {
+            secret_ref: SecretKeyReference { name: secret.name.clone(), key: secret.key.clone() },
+        }),
+        ..PackageSpec::default()
+    };
+    let ignored = DROPPED
+        .iter()
+        .filter(|(field, _)| raw_set(field))
+        .map(|(field, why)| format!("spec.{field} is ignored: Flux's v1 dropped it ({why})"))
+        .collect();
+    Ok(Translated { spec: package, ignored })
+}
+
+/// Labels the Kustomization gives its Package besides its own: they select it for the
+/// controllers (`--selector`) as the Kustomization's select it.
+pub(crate) fn package_labels(kustomization: &Kustomization) -> BTreeMap<String, String> {
+    let mut labels = kustomization.metadata.labels.clone().unwrap_or_default();
+    labels.insert(NAME_LABEL.into(), kustomization.metadata.name.clone().unwrap_or_default());
+    labels.insert(NAMESPACE_LABEL.into(), kustomization.metadata.namespace.clone().unwrap_or_default());
+    labels
+}
+
+#[cfg(test)]
+mod tests {
+    use serde_json::json;
+
+    use super::*;
+
+    fn kustomization(spec: Value) -> (Kustomization, Value) {
+        let raw = json!({
+            "apiVersion": "kustomize.toolkit.fluxcd.io/v1", "kind": "Kustomization",
+            "metadata": {"name": "apps", "namespace": "flux-system"}, "spec": spec,
+        });
+        (serde_json::from_value(raw.clone()).expect("Kustomization"), raw)
+    }
+
+    fn base() -> Value {
+        json!({"interval": "10m", "prune": true, "sourceRef": {"kind": "GitRepository", "name": "fleet"}})
+    }
+
+    fn with(fields: Value) -> Value {
+        let mut spec = base();
+        spec.as_object_mut().expect("object").extend(fields.as_object().expect("object").clone());
+        spec
+    }
+
+    #[test]
+    fn the_readme_example_becomes_a_package_of_the_same_source_and_path() {
+        let (k, raw) = kustomization(with(json!({
+            "path": "./deploy/webapp/", "timeout": "2m", "targetNamespace": "webapp", "validation": "client",
+            "dependsOn": [{"name": "common"}], "postBuild": {"substitute": {"cluster": "prod"}},
+        })));
+        let translated = package_spec(&k, &raw).expect("translated");
+        let spec = translated.spec;
+        let source = spec.source.expect("source");
+        let reference = source.source_ref.expect("sourceRef");
+        assert_eq!(
+            (reference.kind.as_str(), reference.name.as_str(), reference.namespace),
+            ("GitRepository", "fleet", None)
+        );
+        assert_eq!(source.path.as_deref(), Some("deploy/webapp/"));
+        assert_eq!(spec.prune, Some(true));
+        assert_eq!(spec.wait, Some(false), "Flux waits only when asked");
+        assert_eq!(spec.target_namespace.as_deref(), Some("webapp"));
+        assert_eq!(spec.depends_on, vec![ObjectReference { name: "common".into(), namespace: None }]);
+        assert_eq!(spec.substitute.get("cluster").map(String::as_str), Some("prod"));
+        let labels = spec.common_metadata.expect("metadata").labels;
+        assert_eq!(labels.get(NAME_LABEL).map(String::as_str), Some("apps"));
+        assert_eq!(labels.get(NAMESPACE_LABEL).map(String::as_str), Some("flux-system"));
+        assert_eq!(translated.ignored.len(), 1, "validation reported");
+        assert!(translated.ignored[0].starts_with("spec.validation is ignored"), "{:?}", translated.ignored);
+    }
+
+    #[test]
+    fn the_root_of_the_source_is_no_path() {
+        for path in ["./", ".", ""] {
+            let (k, raw) = kustomization(with(json!({"path": path})));
+            assert_eq!(package_spec(&k, &raw).expect(path).spec.source.and_then(|s| s.path), None, "{path:?}");
+        }
+    }
+
+    #[test]
+    fn every_field_bosun_cannot_honour_yet_is_named() {
+        for (fields, field) in [
+            (json!({"patches": [{"patch": "- op: remove\n  path: /x"}]}), "spec.patches"),
+            (json!({"images": [{"name": "nginx", "newTag": "1"}]}), "spec.images"),
+            (json!({"namePrefix": "a-"}), "spec.namePrefix"),
+            (json!({"components": ["../c"]}), "spec.components"),
+            (json!({"healthChecks": [{"kind": "Deployment", "name": "web", "namespace": "a"}]}), "spec.healthChecks"),
+            (
+                json!({"postBuild": {"substituteFrom": [{"kind": "ConfigMap", "name": "vars"}]}}),
+                "spec.postBuild.substituteFrom",
+            ),
+            (json!({"patchesStrategicMerge": [{"kind": "Deployment"}]}), "spec.patchesStrategicMerge"),
+            (json!({"force": true}), "spec.force"),
+            (json!({"sourceRef": {"kind": "OCIRepository", "name": "x"}}), "spec.sourceRef.kind"),
+        ] {
+            let (k, raw) = kustomization(with(fields));
+            assert_eq!(package_spec(&k, &raw).expect_err(field).field, field);
+        }
+    }
+
+    #[test]
+    fn health_checks_under_wait_are_covered_by_it_as_in_flux() {
+        let (k, raw) = kustomization(with(json!({
+            "wait": true, "healthChecks": [{"kind": "Deployment", "name": "web", "namespace": "a"}],
+        })));
+        assert_eq!(package_spec(&k, &raw).expect("translated").spec.wait, Some(true));
+    }
+
+    #[test]
+    fn deletion_policies_map_one_to_one() {
+        for (policy, expected) in [
+            ("MirrorPrune", None),
+            ("Delete", Some(DeletionPolicy::Delete)),
+            ("WaitForTermination", Some(DeletionPolicy::WaitForTermination)),
+            ("Orphan", Some(DeletionPolicy::Orphan)),
+        ] {
+            let (k, raw) = kustomization(with(json!({"deletionPolicy": policy})));
+            assert_eq!(package_spec(&k, &raw).expect(policy).spec.deletion_policy, expected, "{policy}");
+        }
+    }
+}

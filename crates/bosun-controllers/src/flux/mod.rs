@@ -1,0 +1,48 @@
+//! Flux's own objects, reconciled by bosun (`bosun controller --flux`): `GitRepository`
+//! ([`git_repository`]) fetched and its artifact recorded as source-controller does, and
+//! `Kustomization` ([`kustomization`]) read into the Package that does the same, so that one
+//! pipeline (source, render, plan, apply, health, prune) serves both; their statuses are
+//! written in Flux's shape. A field bosun cannot honour yet is refused by name
+//! (`crate::fetch::unsupported`).
+
+pub mod git_repository;
+pub mod kustomization;
+
+use std::sync::Arc;
+
+use k8s_openapi::apiextensions_apiserver::pkg::apis::apiextensions::v1::CustomResourceDefinition;
+use kube::{Api, Client, CustomResourceExt};
+
+use bosun_core::cluster::ClusterError;
+
+/// Which Flux objects a controller reconciles.
+#[derive(Clone, Default)]
+pub struct Scope {
+    /// Only this namespace's.
+    pub namespace: Option<String>,
+    /// Only those whose labels match (`--flux-selector`): a migration moves a namespace or a
+    /// label at a time while Flux's controllers, with the opposite selector, serve the rest.
+    pub selector: Option<String>,
+    /// Shared metrics, when hosted with other controllers.
+    pub metrics: Option<Arc<bosun_kit::Metrics>>,
+}
+
+/// The names of the CRDs of the Flux kinds bosun reconciles.
+pub fn reconciled_crds() -> Vec<String> {
+    use bosun_api::flux::{kustomize::Kustomization, source::GitRepository};
+    [GitRepository::crd(), Kustomization::crd()].into_iter().filter_map(|crd| crd.metadata.name).collect()
+}
+
+/// The first CRD of [`reconciled_crds`] the cluster lacks, if any.
+///
+/// # Errors
+/// The cluster cannot be asked.
+pub async fn missing_crd(client: &Client) -> Result<Option<String>, ClusterError> {
+    let crds: Api<CustomResourceDefinition> = Api::all(client.clone());
+    for name in reconciled_crds() {
+        if crds.get_opt(&name).await.map_err(ClusterError::from)?.is_none() {
+            return Ok(Some(name));
+        }
+    }
+    Ok(None)
+}
