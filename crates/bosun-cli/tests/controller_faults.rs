@@ -179,7 +179,7 @@ async fn a_rollout_waiting_while_the_api_server_restarts_carries_on() {
     write_package(&dir, true);
     kubectl(&["apply", "-f", "-"], Some(package_yaml("gated", &dir, "  timeout: 1h\n  wait: false\n").into_bytes()));
 
-    let controller = Controller::start(&data.join("kubeconfig"), data, "controller", &[]);
+    let controller = Controller::start(&data.join("kubeconfig"), data, "controller", &[], &[]);
     let packages = || {
         let gvk = kube::core::GroupVersionKind::gvk("bosun.dev", "v1alpha1", "Package");
         async move {

@@ -1,5 +1,5 @@
-//! Flux's own objects reconciled by `bosun controller --flux`: a `GitRepository` over HTTP with
-//! basic auth and `Kustomization`s written in `v1beta1` and `v1`, applied with kubectl as a
+//! Flux's own objects reconciled by `bosun controller --flux`: a `GitRepository` naming GitHub,
+//! fetched from a local mirror over HTTP with basic auth by git's `url.<base>.insteadOf`, and `Kustomization`s written in `v1beta1` and `v1`, applied with kubectl as a
 //! Flux user has them, waited for with `kubectl wait` as Flux's e2e waits, and read back in
 //! the shape Flux writes (artifact revision `main@sha1:…`, conditions, inventory ids, labels).
 
@@ -124,9 +124,16 @@ async fn flux_objects_are_reconciled_with_the_status_flux_writes() {
     let crds = cluster.bosun(&["crds", "--flux"]).await;
     assert!(crds.status.success(), "{}", text(&crds));
     cluster.kubectl(&["apply", "--server-side", "-f", "-"], Some(&crds.stdout)).await;
-    let objects = OBJECTS.replace("URL", &http.url(&repo));
+    // The GitRepository names GitHub, as a Flux repository does; git's own `insteadOf` in the
+    // controller's global git configuration stands the local server in for it.
+    let objects = OBJECTS.replace("URL", "https://github.com/example/fleet");
+    let git_config = cluster.dir.path().join("gitconfig");
+    let mirror = http.url(&repo).trim_end_matches("fleet").to_string();
+    std::fs::write(&git_config, format!("[url \"{mirror}\"]\n\tinsteadOf = https://github.com/example/\n"))
+        .expect("gitconfig");
     cluster.kubectl(&["apply", "-f", "-"], Some(objects.as_bytes())).await;
-    let _controller = cluster.controller("controller", &["--flux", "--flux-selector", "bosun.dev/migrate=true"]);
+    let flags = ["--flux", "--flux-selector", "bosun.dev/migrate=true"];
+    let _controller = cluster.controller_with_env("controller", &flags, &[("GIT_CONFIG_GLOBAL", &git_config)]);
 
     // As Flux's e2e waits: kubectl's own condition wait on the Kustomization.
     let waited = cluster

@@ -54,7 +54,12 @@ impl Cluster {
 
     /// `bosun controller` with `extra` flags; its log goes to a file (read by [`Controller`]).
     pub fn controller(&self, name: &str, extra: &[&str]) -> Controller {
-        Controller::start(&self.kubeconfig, self.dir.path(), name, extra)
+        Controller::start(&self.kubeconfig, self.dir.path(), name, extra, &[])
+    }
+
+    /// [`Cluster::controller`] with these environment variables set too.
+    pub fn controller_with_env(&self, name: &str, extra: &[&str], env: &[(&str, &Path)]) -> Controller {
+        Controller::start(&self.kubeconfig, self.dir.path(), name, extra, env)
     }
 
     pub fn package_dir(&self, name: &str, objects: &[(&str, &str)]) -> PathBuf {
@@ -102,7 +107,7 @@ pub struct Controller {
 impl Controller {
     /// `bosun controller` for the cluster of `kubeconfig`, run in `dir` (its log and cache
     /// there, named after `name`).
-    pub fn start(kubeconfig: &Path, dir: &Path, name: &str, extra: &[&str]) -> Controller {
+    pub fn start(kubeconfig: &Path, dir: &Path, name: &str, extra: &[&str], env: &[(&str, &Path)]) -> Controller {
         let log = dir.join(format!("{name}.log"));
         // The test's directory holds its local sources, as an administrator allow-lists theirs.
         let child = Command::new(env!("CARGO_BIN_EXE_bosun"))
@@ -112,6 +117,7 @@ impl Controller {
             .arg(dir.join(format!("{name}-cache")))
             .args(extra)
             .env("KUBECONFIG", kubeconfig)
+            .envs(env.iter().copied())
             .current_dir(dir)
             .stdout(Stdio::null())
             .stderr(std::fs::OpenOptions::new().create(true).append(true).open(&log).expect("log file"))

@@ -39,6 +39,7 @@ mod ignore;
 mod location;
 mod oci;
 mod reference;
+mod rewrite;
 
 use std::{
     collections::{BTreeMap, HashMap},
@@ -438,9 +439,11 @@ impl Fetcher {
 
 /// The fetch `source` asks for, or why it cannot work.
 fn job(source: &GitSource, credentials: Option<&Credentials>, refetch: bool) -> Result<git::Job, SourceError> {
-    let shown = redact::url(&source.url);
+    // A mirror the user's git configuration names is fetched instead, as git would.
+    let url = rewrite::rewrite(&source.url);
+    let shown = redact::url(&url);
     let invalid = |message: String| SourceError::Invalid { source_name: shown.clone(), message };
-    let location = location::locate(&source.url).map_err(invalid)?;
+    let location = location::locate(&url).map_err(invalid)?;
     let wanted = Wanted::from_spec(source.reference.as_ref()).map_err(invalid)?;
     if let Location::Remote(remote) = &location {
         let mismatch = match (remote.scheme, credentials.map(|c| &c.kind)) {
