@@ -18,18 +18,18 @@ use crate::yaml::{self, YamlError};
 use bosun_glob::Pattern;
 
 /// `helm.sh/hook`: the events a hook runs at.
-pub const HOOK_ANNOTATION: &str = "helm.sh/hook";
+pub(crate) const HOOK_ANNOTATION: &str = "helm.sh/hook";
 /// `helm.sh/hook-weight`: a string integer ordering hooks of one event.
-pub const HOOK_WEIGHT_ANNOTATION: &str = "helm.sh/hook-weight";
+pub(crate) const HOOK_WEIGHT_ANNOTATION: &str = "helm.sh/hook-weight";
 /// `helm.sh/hook-delete-policy`: when a hook's object is deleted.
-pub const HOOK_DELETE_ANNOTATION: &str = "helm.sh/hook-delete-policy";
+pub(crate) const HOOK_DELETE_ANNOTATION: &str = "helm.sh/hook-delete-policy";
 /// `helm.sh/hook-output-log-policy`: when a hook's logs are shown.
-pub const HOOK_OUTPUT_LOG_ANNOTATION: &str = "helm.sh/hook-output-log-policy";
+pub(crate) const HOOK_OUTPUT_LOG_ANNOTATION: &str = "helm.sh/hook-output-log-policy";
 /// The delete policy of a hook that names none.
-pub const DEFAULT_DELETE_POLICY: &str = "before-hook-creation";
+pub(crate) const DEFAULT_DELETE_POLICY: &str = "before-hook-creation";
 
 /// Helm's install order of kinds; other kinds follow, by name.
-pub const INSTALL_ORDER: &[&str] = &[
+pub(crate) const INSTALL_ORDER: &[&str] = &[
     "PriorityClass",
     "Namespace",
     "NetworkPolicy",
@@ -95,7 +95,7 @@ pub enum HookEvent {
 
 impl HookEvent {
     /// The event an annotation value names (already trimmed and lower-cased).
-    pub fn parse(name: &str) -> Option<HookEvent> {
+    pub(crate) fn parse(name: &str) -> Option<HookEvent> {
         Some(match name {
             "pre-install" => HookEvent::PreInstall,
             "post-install" => HookEvent::PostInstall,
@@ -139,7 +139,7 @@ pub struct Manifest {
     /// for a document holding only comments, which Helm keeps and prints.
     pub object: Value,
     /// The document's text as rendered (leading white space removed, as Helm does).
-    pub text: String,
+    pub(crate) text: String,
 }
 
 /// A rendered hook.
@@ -150,20 +150,20 @@ pub struct Hook {
     /// The parsed document.
     pub object: Value,
     /// The document's text as rendered.
-    pub text: String,
+    pub(crate) text: String,
     /// `metadata.name`.
-    pub name: String,
+    pub(crate) name: String,
     /// `kind`.
-    pub kind: String,
+    pub(crate) kind: String,
     /// The events of `helm.sh/hook`.
     pub events: Vec<HookEvent>,
     /// `helm.sh/hook-weight` (0 when absent or not an integer).
-    pub weight: i64,
+    pub(crate) weight: i64,
     /// `helm.sh/hook-delete-policy`, lower-cased; `before-hook-creation` when none is given
     /// (the default Helm applies when it runs the hook).
-    pub delete_policies: Vec<String>,
+    pub(crate) delete_policies: Vec<String>,
     /// `helm.sh/hook-output-log-policy`, lower-cased.
-    pub output_log_policies: Vec<String>,
+    pub(crate) output_log_policies: Vec<String>,
 }
 
 /// What rendering a chart produced, in the order `helm template` prints it.
@@ -173,7 +173,7 @@ pub struct RenderedChart {
     pub crds: Vec<Crd>,
     /// Manifests in install order (kind, then template name, then position in the template).
     pub manifests: Vec<Manifest>,
-    /// Hooks by kind (then template name and position); see [`hooks_for_event`].
+    /// Hooks by kind (then template name and position); see `hooks_for_event`.
     pub hooks: Vec<Hook>,
     /// `NOTES.txt` as Helm shows it.
     pub notes: String,
@@ -269,7 +269,7 @@ fn atoi(text: &str) -> Option<i64> {
 #[derive(Debug, Clone, Copy, Default)]
 pub struct AssembleOptions {
     /// Keep the notes of subcharts too (`--render-subchart-notes`).
-    pub subchart_notes: bool,
+    pub(crate) subchart_notes: bool,
 }
 
 /// Helm's `SortManifests` and the notes handling of `renderResources`: `rendered` maps each
@@ -344,7 +344,9 @@ pub fn assemble(
 
 /// The hooks of one event in the order Helm runs them: by weight, then name (kinds already
 /// ordered).
-pub fn hooks_for_event(hooks: &[Hook], event: HookEvent) -> Vec<&Hook> {
+// Only the tests select hooks by event; bosun runs them from `RenderedChart::hooks` itself.
+#[cfg(test)]
+pub(crate) fn hooks_for_event(hooks: &[Hook], event: HookEvent) -> Vec<&Hook> {
     let mut selected: Vec<&Hook> = hooks.iter().filter(|h| h.events.contains(&event)).collect();
     selected.sort_by(|a, b| a.weight.cmp(&b.weight).then_with(|| a.name.cmp(&b.name)));
     selected

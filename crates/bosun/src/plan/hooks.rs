@@ -14,23 +14,23 @@ use crate::render::HookStyle;
 use bosun_core::object;
 
 /// Argo CD's hook annotation.
-pub const ARGO_HOOK: &str = "argocd.argoproj.io/hook";
+pub(crate) const ARGO_HOOK: &str = "argocd.argoproj.io/hook";
 /// Argo CD's hook delete policy annotation.
-pub const ARGO_DELETE_POLICY: &str = "argocd.argoproj.io/hook-delete-policy";
+pub(crate) const ARGO_DELETE_POLICY: &str = "argocd.argoproj.io/hook-delete-policy";
 /// Argo CD's wave annotation.
-pub const ARGO_WAVE: &str = "argocd.argoproj.io/sync-wave";
+pub(crate) const ARGO_WAVE: &str = "argocd.argoproj.io/sync-wave";
 /// bosun's hook annotation (Argo CD's values).
-pub const HOOK: &str = "bosun.dev/hook";
+pub(crate) const HOOK: &str = "bosun.dev/hook";
 /// bosun's hook delete policy annotation (Argo CD's values).
-pub const DELETE_POLICY: &str = "bosun.dev/hook-delete-policy";
+pub(crate) const DELETE_POLICY: &str = "bosun.dev/hook-delete-policy";
 /// bosun's wave annotation.
-pub const WAVE: &str = "bosun.dev/wave";
+pub(crate) const WAVE: &str = "bosun.dev/wave";
 /// Helm's hook annotation.
-pub const HELM_HOOK: &str = "helm.sh/hook";
+pub(crate) const HELM_HOOK: &str = "helm.sh/hook";
 /// Helm's hook weight annotation.
-pub const HELM_WEIGHT: &str = "helm.sh/hook-weight";
+pub(crate) const HELM_WEIGHT: &str = "helm.sh/hook-weight";
 /// Helm's hook delete policy annotation.
-pub const HELM_DELETE_POLICY: &str = "helm.sh/hook-delete-policy";
+pub(crate) const HELM_DELETE_POLICY: &str = "helm.sh/hook-delete-policy";
 
 /// The phases of a rollout, in the order they run.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash)]
@@ -50,12 +50,8 @@ pub enum Phase {
 }
 
 impl Phase {
-    /// Every phase, in order.
-    pub const ALL: [Phase; 6] =
-        [Phase::PreSync, Phase::Sync, Phase::PostSync, Phase::SyncFail, Phase::PreDelete, Phase::PostDelete];
-
     /// Whether a rollout (not a deletion, not a failure) runs it.
-    pub fn in_rollout(self) -> bool {
+    pub(crate) fn in_rollout(self) -> bool {
         matches!(self, Phase::PreSync | Phase::Sync | Phase::PostSync)
     }
 }
@@ -91,20 +87,20 @@ pub struct Operations(u8);
 
 impl Operations {
     /// Every operation.
-    pub const ALL: Operations = Operations(0b111);
+    pub(crate) const ALL: Operations = Operations(0b111);
 
     /// Just `operation`.
-    pub const fn of(operation: Operation) -> Operations {
+    pub(crate) const fn of(operation: Operation) -> Operations {
         Operations(1 << operation as u8)
     }
 
     /// Whether `operation` is in the set.
-    pub fn contains(self, operation: Operation) -> bool {
+    pub(crate) fn contains(self, operation: Operation) -> bool {
         self.0 & Operations::of(operation).0 != 0
     }
 
     /// Both sets.
-    pub fn with(self, other: Operations) -> Operations {
+    pub(crate) fn with(self, other: Operations) -> Operations {
         Operations(self.0 | other.0)
     }
 
@@ -125,11 +121,11 @@ impl Operations {
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
 pub struct DeletePolicy {
     /// The previous instance is deleted (and gone) before the hook is created again.
-    pub before_creation: bool,
+    pub(crate) before_creation: bool,
     /// Deleted once its phase succeeded.
-    pub succeeded: bool,
+    pub(crate) succeeded: bool,
     /// Deleted when it failed.
-    pub failed: bool,
+    pub(crate) failed: bool,
 }
 
 impl DeletePolicy {
@@ -148,9 +144,9 @@ impl DeletePolicy {
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Hook {
     /// Each phase it runs in, with the operations it runs on there.
-    pub runs: Vec<(Phase, Operations)>,
+    pub(crate) runs: Vec<(Phase, Operations)>,
     /// Its wave in those phases.
-    pub wave: i32,
+    pub(crate) wave: i32,
     /// When it is deleted.
     pub delete: DeletePolicy,
 }
@@ -178,7 +174,7 @@ pub struct Classified {
     /// The role.
     pub role: Role,
     /// Values that were not understood, each a sentence naming the object.
-    pub notes: Vec<String>,
+    pub(crate) notes: Vec<String>,
 }
 
 /// The comma-separated values of an annotation, trimmed, without repeats.
