@@ -17,12 +17,12 @@ use crate::golang::json_kind;
 use crate::yaml::{self, YamlError};
 use bosun_glob::Pattern;
 
-/// `helm.sh/hook`: the events a hook runs at.
-pub(crate) const HOOK_ANNOTATION: &str = "helm.sh/hook";
+/// `helm.sh/hook`: the events a hook runs at ([`HookEvent`]).
+pub const HOOK_ANNOTATION: &str = "helm.sh/hook";
 /// `helm.sh/hook-weight`: a string integer ordering hooks of one event.
-pub(crate) const HOOK_WEIGHT_ANNOTATION: &str = "helm.sh/hook-weight";
-/// `helm.sh/hook-delete-policy`: when a hook's object is deleted.
-pub(crate) const HOOK_DELETE_ANNOTATION: &str = "helm.sh/hook-delete-policy";
+pub const HOOK_WEIGHT_ANNOTATION: &str = "helm.sh/hook-weight";
+/// `helm.sh/hook-delete-policy`: when a hook's object is deleted ([`HookDeletePolicy`]).
+pub const HOOK_DELETE_ANNOTATION: &str = "helm.sh/hook-delete-policy";
 /// `helm.sh/hook-output-log-policy`: when a hook's logs are shown.
 pub(crate) const HOOK_OUTPUT_LOG_ANNOTATION: &str = "helm.sh/hook-output-log-policy";
 /// The delete policy of a hook that names none.
@@ -94,8 +94,9 @@ pub enum HookEvent {
 }
 
 impl HookEvent {
-    /// The event an annotation value names (already trimmed and lower-cased).
-    pub(crate) fn parse(name: &str) -> Option<HookEvent> {
+    /// The event a `helm.sh/hook` value names, as Helm spells it (Helm trims and lower-cases
+    /// the value first); `None` for any other word, `crd-install` (Helm 2's) included.
+    pub fn parse(name: &str) -> Option<HookEvent> {
         Some(match name {
             "pre-install" => HookEvent::PreInstall,
             "post-install" => HookEvent::PostInstall,
@@ -106,6 +107,30 @@ impl HookEvent {
             "pre-rollback" => HookEvent::PreRollback,
             "post-rollback" => HookEvent::PostRollback,
             "test" | "test-success" => HookEvent::Test,
+            _ => return None,
+        })
+    }
+}
+
+/// The policies of `helm.sh/hook-delete-policy`: when a hook's object is deleted.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub enum HookDeletePolicy {
+    /// `before-hook-creation`, the default: the previous instance goes before the hook is
+    /// created again.
+    BeforeHookCreation,
+    /// `hook-succeeded`: deleted once it succeeded.
+    HookSucceeded,
+    /// `hook-failed`: deleted when it failed.
+    HookFailed,
+}
+
+impl HookDeletePolicy {
+    /// The policy a `helm.sh/hook-delete-policy` value names, as Helm spells it.
+    pub fn parse(name: &str) -> Option<HookDeletePolicy> {
+        Some(match name {
+            DEFAULT_DELETE_POLICY => HookDeletePolicy::BeforeHookCreation,
+            "hook-succeeded" => HookDeletePolicy::HookSucceeded,
+            "hook-failed" => HookDeletePolicy::HookFailed,
             _ => return None,
         })
     }
@@ -531,6 +556,16 @@ metadata:
         let pre_install: Vec<&str> =
             hooks_for_event(&result.hooks, HookEvent::PreInstall).iter().map(|h| h.name.as_str()).collect();
         assert_eq!(pre_install, ["b", "a"], "by weight, then name");
+    }
+
+    #[test]
+    fn hook_words_are_helms_spelling() {
+        assert_eq!(HookEvent::parse("test-success"), Some(HookEvent::Test));
+        assert_eq!(HookEvent::parse("Pre-Install"), None, "callers lower-case first");
+        assert_eq!(HookEvent::parse("crd-install"), None);
+        assert_eq!(HookDeletePolicy::parse(DEFAULT_DELETE_POLICY), Some(HookDeletePolicy::BeforeHookCreation));
+        assert_eq!(HookDeletePolicy::parse("hook-failed"), Some(HookDeletePolicy::HookFailed));
+        assert_eq!(HookDeletePolicy::parse("HookFailed"), None, "Argo CD's spelling is not Helm's");
     }
 
     #[test]
