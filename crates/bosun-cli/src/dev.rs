@@ -177,7 +177,7 @@ impl Dashboard {
         };
         let authentication =
             bosun_ui::Authentication::Kubeconfig { client: server.client(), user: "kubernetes-admin".into() };
-        let settings = bosun_ui::Settings { address, authentication, transport: bosun_ui::Transport::Plain };
+        let settings = bosun_ui::UiSettings { address, authentication, transport: bosun_ui::Transport::Plain };
         let ui = match bosun_ui::Ui::bind(settings).await {
             Ok(ui) => ui,
             Err(error) => {

@@ -157,7 +157,7 @@ pub enum ManifestError {
 
 /// A rendered object that is not a hook.
 #[derive(Debug, Clone, PartialEq)]
-pub struct Manifest {
+pub struct ChartManifest {
     /// The template it came from (`chart/templates/x.yaml`).
     pub source: String,
     /// The parsed document, integers kept as integers (see [`yaml::parse_object`]); `null`
@@ -169,7 +169,7 @@ pub struct Manifest {
 
 /// A rendered hook.
 #[derive(Debug, Clone, PartialEq)]
-pub struct Hook {
+pub struct ChartHook {
     /// The template it came from.
     pub source: String,
     /// The parsed document.
@@ -197,9 +197,9 @@ pub struct RenderedChart {
     /// CRD files from `crds/` directories (parent first), printed only with `--include-crds`.
     pub crds: Vec<Crd>,
     /// Manifests in install order (kind, then template name, then position in the template).
-    pub manifests: Vec<Manifest>,
+    pub manifests: Vec<ChartManifest>,
     /// Hooks by kind (then template name and position); see `hooks_for_event`.
-    pub hooks: Vec<Hook>,
+    pub hooks: Vec<ChartHook>,
     /// `NOTES.txt` as Helm shows it.
     pub notes: String,
 }
@@ -330,7 +330,7 @@ pub fn assemble(
                 manifests.push((
                     kind_rank(&head.kind).0,
                     head.kind,
-                    Manifest { source: source.clone(), object, text: document },
+                    ChartManifest { source: source.clone(), object, text: document },
                 ));
                 continue;
             };
@@ -342,7 +342,7 @@ pub fn assemble(
             if delete_policies.is_empty() {
                 delete_policies.push(DEFAULT_DELETE_POLICY.to_string());
             }
-            let hook = Hook {
+            let hook = ChartHook {
                 source: source.clone(),
                 object,
                 text: document,
@@ -371,8 +371,8 @@ pub fn assemble(
 /// ordered).
 // Only the tests select hooks by event; bosun runs them from `RenderedChart::hooks` itself.
 #[cfg(test)]
-pub(crate) fn hooks_for_event(hooks: &[Hook], event: HookEvent) -> Vec<&Hook> {
-    let mut selected: Vec<&Hook> = hooks.iter().filter(|h| h.events.contains(&event)).collect();
+pub(crate) fn hooks_for_event(hooks: &[ChartHook], event: HookEvent) -> Vec<&ChartHook> {
+    let mut selected: Vec<&ChartHook> = hooks.iter().filter(|h| h.events.contains(&event)).collect();
     selected.sort_by(|a, b| a.weight.cmp(&b.weight).then_with(|| a.name.cmp(&b.name)));
     selected
 }

@@ -90,7 +90,7 @@ pub enum InventoryError {
         /// Its name.
         name: String,
         /// What is wrong.
-        reason: bosun_api::inventory::ParseError,
+        reason: bosun_api::inventory::InventoryParseError,
     },
 }
 

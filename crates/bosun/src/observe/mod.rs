@@ -44,7 +44,7 @@ use kube::{
 use serde_json::Value;
 use tokio::task::JoinSet;
 
-use bosun_core::jsonpath::{Template, TemplateError};
+use bosun_core::jsonpath::{JsonPathError, JsonPathTemplate};
 pub use known::{BadName, TemplateMissed};
 use known::{CommandRun, EventType, Key, Known, ObjectSource, TemplateOutputs};
 use metrics::ObserverMetrics;
@@ -154,7 +154,7 @@ pub enum ObserveError {
         flag: String,
         /// What is wrong, and where.
         #[source]
-        source: TemplateError,
+        source: JsonPathError,
     },
     /// A command is missing.
     #[error("{flag}: no command given")]
@@ -221,8 +221,8 @@ pub struct Observer {
     client: Client,
     spec: Spec,
     resource: Candidate,
-    templates: Vec<Template>,
-    on_change: Option<Template>,
+    templates: Vec<JsonPathTemplate>,
+    on_change: Option<JsonPathTemplate>,
     metrics: Arc<ObserverMetrics>,
     listen: Option<(SocketAddr, tokio::task::JoinHandle<()>)>,
     output: Arc<dyn Output>,
@@ -242,8 +242,9 @@ impl Observer {
             (true, false) => return Err(ObserveError::NamesWithoutDelete),
             _ => {}
         }
-        let template =
-            |flag: String, text: &str| Template::parse(text).map_err(|source| ObserveError::Template { flag, source });
+        let template = |flag: String, text: &str| {
+            JsonPathTemplate::parse(text).map_err(|source| ObserveError::Template { flag, source })
+        };
         let templates = spec
             .templates
             .iter()
