@@ -67,30 +67,30 @@ pub fn configmap_name(package: &str) -> String {
 ///
 /// # Errors
 /// No `data.inventory`, or one that is not a list of entries.
-pub fn parse(text: Option<&str>) -> Result<Vec<Entry>, ParseError> {
-    let text = text.ok_or(ParseError::Missing)?;
-    serde_json::from_str(text).map_err(|e| ParseError::Malformed(e.to_string()))
+pub fn parse(text: Option<&str>) -> Result<Vec<Entry>, InventoryParseError> {
+    let text = text.ok_or(InventoryParseError::Missing)?;
+    serde_json::from_str(text).map_err(|e| InventoryParseError::Malformed(e.to_string()))
 }
 
 /// An inventory ConfigMap's data that is not an inventory.
 #[derive(Debug, Clone, PartialEq, Eq)]
-pub enum ParseError {
+pub enum InventoryParseError {
     /// There is no `data.inventory`.
     Missing,
     /// `data.inventory` is not a list of entries (serde's message).
     Malformed(String),
 }
 
-impl fmt::Display for ParseError {
+impl fmt::Display for InventoryParseError {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         match self {
-            ParseError::Missing => write!(f, "it has no data.{INVENTORY_KEY}"),
-            ParseError::Malformed(message) => write!(f, "data.{INVENTORY_KEY}: {message}"),
+            InventoryParseError::Missing => write!(f, "it has no data.{INVENTORY_KEY}"),
+            InventoryParseError::Malformed(message) => write!(f, "data.{INVENTORY_KEY}: {message}"),
         }
     }
 }
 
-impl std::error::Error for ParseError {}
+impl std::error::Error for InventoryParseError {}
 
 #[cfg(test)]
 mod tests {
@@ -108,8 +108,8 @@ mod tests {
 
     #[test]
     fn a_damaged_inventory_is_an_error_not_empty() {
-        assert_eq!(parse(None), Err(ParseError::Missing));
-        assert!(matches!(parse(Some("{}")), Err(ParseError::Malformed(_))));
+        assert_eq!(parse(None), Err(InventoryParseError::Missing));
+        assert!(matches!(parse(Some("{}")), Err(InventoryParseError::Malformed(_))));
         assert_eq!(parse(None).expect_err("missing").to_string(), "it has no data.inventory");
         let error = parse(Some("{not json")).expect_err("corrupt").to_string();
         assert!(error.starts_with("data.inventory: "), "{error}");

@@ -9,7 +9,7 @@ use std::{
 /// A secret file could not be read or written.
 #[derive(Debug, thiserror::Error)]
 #[error("{path}: {source}")]
-pub struct FileError {
+pub struct SecretFileError {
     /// The file.
     pub path: PathBuf,
     /// Why.
@@ -18,13 +18,13 @@ pub struct FileError {
 }
 
 /// Reads a file as text.
-pub fn read(path: &Path) -> Result<String, FileError> {
-    std::fs::read_to_string(path).map_err(|source| FileError { path: path.to_path_buf(), source })
+pub fn read(path: &Path) -> Result<String, SecretFileError> {
+    std::fs::read_to_string(path).map_err(|source| SecretFileError { path: path.to_path_buf(), source })
 }
 
 /// Writes a file only its owner can read (mode 0600), creating its directory.
-pub fn write_private(path: &Path, content: &str) -> Result<(), FileError> {
-    let error = |source| FileError { path: path.to_path_buf(), source };
+pub fn write_private(path: &Path, content: &str) -> Result<(), SecretFileError> {
+    let error = |source| SecretFileError { path: path.to_path_buf(), source };
     if let Some(parent) = path.parent() {
         std::fs::create_dir_all(parent).map_err(error)?;
     }

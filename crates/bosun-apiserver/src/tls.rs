@@ -24,7 +24,7 @@ use tokio::{
 };
 use tokio_rustls::{TlsAcceptor, server::TlsStream};
 
-use crate::secrets::{self, FileError};
+use crate::secrets::{self, SecretFileError};
 
 /// How long a client may take to complete its TLS handshake.
 const HANDSHAKE_TIMEOUT: Duration = Duration::from_secs(10);
@@ -39,7 +39,7 @@ const TOKEN_FILE: &str = "token";
 pub enum TlsError {
     /// A credentials file could not be read or written.
     #[error(transparent)]
-    File(#[from] FileError),
+    File(#[from] SecretFileError),
     /// A stored certificate or key could not be used.
     #[error("{path}: {message} (delete {path} to generate a new one; kubeconfigs written before stop working)")]
     Stored {

@@ -271,7 +271,7 @@ pub async fn run(args: Args) -> ExitCode {
                 tls_key: args.ui_tls_key.clone(),
                 behind_tls_proxy: args.ui_behind_tls_proxy,
             };
-            let settings = bosun_ui::Settings {
+            let settings = bosun_ui::UiSettings {
                 address,
                 authentication: bosun_ui::Authentication::Token(crate::ui::without_credentials(&connection.config)),
                 transport: serve.transport(),

@@ -177,7 +177,7 @@ impl Dashboard {
         };
         let authentication =
             bosun_ui::Authentication::Kubeconfig { client: server.client(), user: "kubernetes-admin".into() };
-        let settings = bosun_ui::Settings { address, authentication, transport: bosun_ui::Transport::Plain };
+        let settings = bosun_ui::UiSettings { address, authentication, transport: bosun_ui::Transport::Plain };
         let ui = match bosun_ui::Ui::bind(settings).await {
             Ok(ui) => ui,
             Err(error) => {
@@ -346,8 +346,8 @@ pub async fn run(args: Args) -> ExitCode {
     } else if args.gitops {
         outln!("kubeconfig: {}", args.kubeconfig.display());
         let (origin, dir) = match args.oci {
-            true => (crate::gitops::Origin::Oci, &args.oci_dir),
-            false => (crate::gitops::Origin::Git, &args.gitops_repo),
+            true => (dev::gitops::Origin::Oci, &args.oci_dir),
+            false => (dev::gitops::Origin::Git, &args.gitops_repo),
         };
         crate::gitops::run(&server, &seed, dir, args.gitops_cache.clone(), origin).await
     } else {

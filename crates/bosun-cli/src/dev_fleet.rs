@@ -22,7 +22,7 @@ use bosun_controllers::{
     dev::{
         self, Controllers,
         fleet::{
-            NAMESPACE, Request, Standing, apply_fleets, cluster_names, read_fleets, register_workload,
+            NAMESPACE, RunRequest, Standing, apply_fleets, cluster_names, read_fleets, register_workload,
             unregister_stale, watched,
         },
     },
@@ -72,7 +72,7 @@ pub async fn run(server: &RunningServer, settings: Settings<'_>) -> ExitCode {
     }
     // Asked before the controllers start, so that their first run of each Package answers it.
     let packages: Api<PackageResource> = Api::namespaced(server.client(), NAMESPACE);
-    let request = match Request::ask(&packages, &fleets).await {
+    let request = match RunRequest::ask(&packages, &fleets).await {
         Ok(request) => request,
         Err(error) => {
             return crate::bad_input(format!("asking the Packages of an earlier run to deliver again: {error}"));
@@ -118,7 +118,7 @@ pub async fn run(server: &RunningServer, settings: Settings<'_>) -> ExitCode {
                 continue;
             }
         }
-        let asked = match Request::ask(&packages, &fleets).await {
+        let asked = match RunRequest::ask(&packages, &fleets).await {
             Ok(asked) => asked,
             Err(error) => {
                 outln!("✗ asking the Packages to deliver again: {error}");
@@ -166,7 +166,7 @@ async fn follow(
     fleets: &Api<FleetResource>,
     packages: &Api<PackageResource>,
     names: &[String],
-    request: &Request,
+    request: &RunRequest,
     once: Option<Duration>,
     mut changes: Option<&mut tokio::sync::mpsc::UnboundedReceiver<()>>,
 ) -> Followed {

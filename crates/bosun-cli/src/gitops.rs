@@ -4,8 +4,8 @@
 //! repository is rolled out at once (its branches are watched), as a webhook would trigger it
 //! in a cluster.
 //!
-//! The repository is created with the `git` command (the user commits with it anyway); the
-//! controller reads it with gix, as it reads any Git source.
+//! Seeding the repository, the root Package and the runs requested on a change are
+//! `bosun_controllers::dev::gitops`'s; this starts the rest and prints.
 //!
 //! `--oci` is the same delivery from an OCI registry ("Gitless GitOps"): a local
 //! `docker-registry` is started, the seeded directory is pushed to it as an artifact on start
@@ -16,15 +16,18 @@ use crate::stdout::outln;
 
 use std::{
     path::{Path, PathBuf},
-    process::{Command, ExitCode},
+    process::ExitCode,
 };
 
 use bosun_controllers::{
-    dev::{self, Controllers},
+    dev::{
+        self, Controllers,
+        gitops::{OCI_TAG, Origin, ROOT, apply_root, copy_seed, request_runs, seed_repository},
+    },
     package,
 };
 
-use bosun_api::package::{PackageResource, REQUESTED_AT, request_token};
+use bosun_api::package::PackageResource;
 
 use bosun::trigger::FileTrigger;
 use bosun_apiserver::RunningServer;
@@ -32,89 +35,8 @@ use bosun_controllers::install::install_crds;
 use futures::StreamExt;
 use kube::{
     Api,
-    api::{ListParams, Patch, PatchParams},
     runtime::{WatchStreamExt, watcher},
 };
-use serde_json::json;
-
-/// The root Package: it rolls out `clusters/dev` of the repository, the Packages themselves.
-const ROOT: &str = "gitops";
-/// The tag `--oci` pushes and the Packages follow.
-const OCI_TAG: &str = "latest";
-
-/// Where `bosun dev --gitops` delivers from.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum Origin {
-    /// A Git repository (`file://`), rolled out on every commit.
-    Git,
-    /// An artifact in a local OCI registry, pushed and rolled out on every change of the files.
-    Oci,
-}
-
-/// Runs `git` in `dir`; `Err` with its message.
-fn git(dir: &Path, args: &[&str]) -> Result<(), String> {
-    let output =
-        Command::new("git").args(args).current_dir(dir).output().map_err(|e| format!("cannot run git: {e}"))?;
-    if output.status.success() {
-        Ok(())
-    } else {
-        Err(format!("git {}: {}", args.join(" "), String::from_utf8_lossy(&output.stderr).trim()))
-    }
-}
-
-/// Copies `from` into `to` (files and directories; hidden entries left out).
-fn copy_tree(from: &Path, to: &Path) -> std::io::Result<()> {
-    std::fs::create_dir_all(to)?;
-    for entry in std::fs::read_dir(from)? {
-        let entry = entry?;
-        if entry.file_name().to_string_lossy().starts_with('.') {
-            continue;
-        }
-        let target = to.join(entry.file_name());
-        if entry.file_type()?.is_dir() {
-            copy_tree(&entry.path(), &target)?;
-        } else {
-            std::fs::copy(entry.path(), target)?;
-        }
-    }
-    Ok(())
-}
-
-/// The repository at `repo`, created from `seed` (one commit on `main`) unless it exists.
-/// Returns whether it was created.
-fn seed_repository(seed: &Path, repo: &Path) -> Result<bool, String> {
-    if repo.join(".git").is_dir() {
-        return Ok(false);
-    }
-    copy_tree(seed, repo).map_err(|e| format!("copying {} to {}: {e}", seed.display(), repo.display()))?;
-    git(repo, &["init", "-q", "-b", "main"])?;
-    // Commits here must work on a machine where git has no identity yet (a fresh one): the
-    // repository gets a local one then, which the user's own settings would override anyway.
-    if git(repo, &["config", "user.email"]).is_err() {
-        git(repo, &["config", "user.name", "bosun dev"])?;
-        git(repo, &["config", "user.email", "bosun-dev@localhost"])?;
-    }
-    git(repo, &["add", "-A"])?;
-    // An identity for the seed commit only; the user's own commits use theirs.
-    let commit = ["-c", "user.name=bosun", "-c", "user.email=bosun@localhost", "commit", "-q", "-m"];
-    let message = format!("Seeded from {}", seed.display());
-    git(repo, &[&commit[..], &[message.as_str()]].concat())?;
-    Ok(true)
-}
-
-/// The root Package, reading `clusters/dev` of the repository at `url` (`clusters/dev-oci` of
-/// the artifact at `url`).
-fn root_package(url: &str, origin: Origin) -> serde_json::Value {
-    let source = match origin {
-        Origin::Git => json!({"git": {"url": url, "ref": {"branch": "main"}}, "path": "clusters/dev"}),
-        Origin::Oci => json!({"oci": {"url": url, "ref": {"tag": OCI_TAG}}, "path": "clusters/dev-oci"}),
-    };
-    json!({
-        "apiVersion": "bosun.dev/v1alpha1", "kind": "Package",
-        "metadata": {"name": ROOT, "namespace": "default"},
-        "spec": {"source": source, "substitute": {"repo": url}, "interval": "1m"},
-    })
-}
 
 /// Where the files are and how they reach the controller.
 enum Delivery {
@@ -159,10 +81,7 @@ impl Delivery {
 
 /// The Git repository at `repo` seeded from `seed`, and whether it was created.
 fn prepare_git(seed: &Path, repo: &Path) -> Result<(Delivery, bool), String> {
-    if Command::new("git").arg("--version").output().is_err() {
-        return Err("bosun dev --gitops needs git (to create the repository you commit to); install it".into());
-    }
-    let created = seed_repository(seed, repo)?;
+    let created = seed_repository(seed, repo).map_err(|e| e.to_string())?;
     let repo = repo.canonicalize().unwrap_or_else(|_| repo.to_path_buf());
     let url = format!("file://{}", repo.display());
     Ok((Delivery::Git { repo, url }, created))
@@ -174,7 +93,7 @@ async fn prepare_oci(seed: &Path, dir: &Path) -> Result<(Delivery, bool), String
     let registry = crate::local_registry::LocalRegistry::start().await?;
     let created = !dir.is_dir();
     if created {
-        copy_tree(seed, dir).map_err(|e| format!("copying {} to {}: {e}", seed.display(), dir.display()))?;
+        copy_seed(seed, dir).map_err(|e| e.to_string())?;
     }
     let dir = dir.canonicalize().unwrap_or_else(|_| dir.to_path_buf());
     let reference =
@@ -183,27 +102,6 @@ async fn prepare_oci(seed: &Path, dir: &Path) -> Result<(Delivery, bool), String
     let delivery = Delivery::Oci { dir, _registry: Box::new(registry), reference };
     delivery.publish().await?;
     Ok((delivery, created))
-}
-
-/// Asks every Package reading `url` (Git or OCI) for a run now.
-async fn request_runs(server: &RunningServer, url: &str) {
-    let api: Api<PackageResource> = Api::all(server.client());
-    let Ok(packages) = api.list(&ListParams::default()).await else { return };
-    let token = request_token();
-    for package in packages {
-        let source = package.spec.source.as_ref();
-        let reads = source.and_then(|s| s.git.as_ref()).is_some_and(|g| g.url == url)
-            || source.and_then(|s| s.oci.as_ref()).is_some_and(|o| o.url == url);
-        let (Some(name), Some(namespace)) = (package.metadata.name.as_deref(), package.metadata.namespace.as_deref())
-        else {
-            continue;
-        };
-        if reads {
-            let api: Api<PackageResource> = Api::namespaced(server.client(), namespace);
-            let patch = json!({"metadata": {"annotations": {REQUESTED_AT: token}}});
-            let _ = api.patch(name, &PatchParams::default(), &Patch::Merge(&patch)).await;
-        }
-    }
 }
 
 /// Prints each Package's Ready condition when it changes (also `bosun dev --clusters`), for the
@@ -261,11 +159,7 @@ pub async fn run(server: &RunningServer, seed: &Path, dir: &Path, cache: PathBuf
         return crate::bad_input(error);
     }
     let controllers = Controllers::start(&server.client(), server.config(), cache);
-    let packages: Api<PackageResource> = Api::namespaced(server.client(), "default");
-    let root = root_package(&url, origin);
-    if let Err(error) =
-        packages.patch(ROOT, &PatchParams::apply(dev::FIELD_MANAGER).force(), &Patch::Apply(&root)).await
-    {
+    if let Err(error) = apply_root(&server.client(), &url, origin).await {
         return crate::bad_input(format!("creating the root Package: {error}"));
     }
     let mut trigger = match FileTrigger::watch(&[delivery.watched()], &[]) {
@@ -297,7 +191,7 @@ pub async fn run(server: &RunningServer, seed: &Path, dir: &Path, cache: PathBuf
                     continue;
                 }
                 outln!("\na change in {}: reconciling its Packages", files.display());
-                request_runs(server, &url).await;
+                request_runs(&server.client(), &url).await;
             }
             () = crate::signal::shutdown() => break,
         }

@@ -5,7 +5,7 @@ use crate::stdout::outln;
 
 use std::{net::SocketAddr, path::PathBuf, process::ExitCode};
 
-use bosun_ui::{Authentication, Settings, Transport, Ui};
+use bosun_ui::{Authentication, Transport, Ui, UiSettings};
 
 use crate::cluster::ClusterArgs;
 
@@ -104,7 +104,7 @@ pub async fn run(args: Args) -> ExitCode {
             Authentication::Kubeconfig { client: connection.client.clone(), user }
         }
     };
-    let settings = Settings { address: args.serve.addr, authentication, transport: args.serve.transport() };
+    let settings = UiSettings { address: args.serve.addr, authentication, transport: args.serve.transport() };
     let ui = match Ui::bind(settings).await {
         Ok(ui) => ui,
         Err(error) => return crate::bad_input(error),

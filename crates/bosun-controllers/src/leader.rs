@@ -55,7 +55,7 @@ impl LeaseSettings {
 
 /// What a candidate does with the Lease it read.
 #[derive(Debug, Clone, PartialEq, Eq)]
-pub enum Decision {
+pub enum LeaseDecision {
     /// Take it: free, released, or expired.
     Acquire,
     /// It is ours: renew it.
@@ -68,22 +68,22 @@ pub enum Decision {
 }
 
 /// Decides from the Lease's spec (none: no Lease yet) at `now`.
-pub fn decide(spec: Option<&LeaseSpec>, identity: &str, now: Timestamp) -> Decision {
-    let Some(spec) = spec else { return Decision::Acquire };
+pub fn decide(spec: Option<&LeaseSpec>, identity: &str, now: Timestamp) -> LeaseDecision {
+    let Some(spec) = spec else { return LeaseDecision::Acquire };
     let holder = spec.holder_identity.clone().unwrap_or_default();
     if holder.is_empty() {
-        return Decision::Acquire;
+        return LeaseDecision::Acquire;
     }
     if holder == identity {
-        return Decision::Renew;
+        return LeaseDecision::Renew;
     }
     let duration = SignedDuration::from_secs(i64::from(spec.lease_duration_seconds.unwrap_or(15)));
     let renewed = spec.renew_time.as_ref().or(spec.acquire_time.as_ref()).map(|t| t.0);
     match renewed {
         Some(renewed) if renewed.saturating_add(duration).is_ok_and(|expires| expires > now) => {
-            Decision::Wait { holder }
+            LeaseDecision::Wait { holder }
         }
-        _ => Decision::Acquire,
+        _ => LeaseDecision::Acquire,
     }
 }
 
@@ -119,9 +119,9 @@ async fn try_hold(api: &Api<Lease>, settings: &LeaseSettings) -> Result<bool, ku
     let existing = api.get_opt(&settings.name).await?;
     let decision = decide(existing.as_ref().and_then(|l| l.spec.as_ref()), &settings.identity, now);
     let acquiring = match decision {
-        Decision::Wait { .. } => return Ok(false),
-        Decision::Acquire => true,
-        Decision::Renew => false,
+        LeaseDecision::Wait { .. } => return Ok(false),
+        LeaseDecision::Acquire => true,
+        LeaseDecision::Renew => false,
     };
     let spec = held(existing.as_ref().and_then(|l| l.spec.as_ref()), settings, now, acquiring);
     let written = match existing {
@@ -283,15 +283,15 @@ mod tests {
 
     #[test]
     fn a_lease_is_taken_when_free_released_or_expired() {
-        let wait = |holder: &str| Decision::Wait { holder: holder.into() };
+        let wait = |holder: &str| LeaseDecision::Wait { holder: holder.into() };
         let cases = [
-            (None, 0, Decision::Acquire),
-            (Some(lease(None, 0, 15)), 1, Decision::Acquire),
-            (Some(lease(Some(""), 0, 15)), 1, Decision::Acquire),
-            (Some(lease(Some("me"), 0, 15)), 100, Decision::Renew),
+            (None, 0, LeaseDecision::Acquire),
+            (Some(lease(None, 0, 15)), 1, LeaseDecision::Acquire),
+            (Some(lease(Some(""), 0, 15)), 1, LeaseDecision::Acquire),
+            (Some(lease(Some("me"), 0, 15)), 100, LeaseDecision::Renew),
             (Some(lease(Some("other"), 0, 15)), 14, wait("other")),
-            (Some(lease(Some("other"), 0, 15)), 15, Decision::Acquire),
-            (Some(lease(Some("other"), 0, 1)), 2, Decision::Acquire),
+            (Some(lease(Some("other"), 0, 15)), 15, LeaseDecision::Acquire),
+            (Some(lease(Some("other"), 0, 1)), 2, LeaseDecision::Acquire),
         ];
         for (spec, now, expected) in cases {
             assert_eq!(decide(spec.as_ref(), "me", at(now)), expected, "{spec:?} at +{now}s");

@@ -14,7 +14,7 @@ use serde_json::Value;
 /// A template that does not parse; `position` is the character offset of the faulty action.
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
 #[error("invalid JSONPath template {template:?} at position {position}: {message}")]
-pub struct TemplateError {
+pub struct JsonPathError {
     /// The template.
     pub template: String,
     /// Offset (in characters) where the problem starts.
@@ -44,12 +44,12 @@ enum Part {
 /// A parsed template.
 ///
 /// ```
-/// let template = bosun_core::jsonpath::Template::parse("{range .items[*]}{.metadata.name}:{.spec.replicas} {end}").unwrap();
+/// let template = bosun_core::jsonpath::JsonPathTemplate::parse("{range .items[*]}{.metadata.name}:{.spec.replicas} {end}").unwrap();
 /// let list = serde_json::json!({"items": [{"metadata": {"name": "a"}, "spec": {"replicas": 2}}]});
 /// assert_eq!(template.render(&list, false).unwrap(), "a:2 ");
 /// ```
 #[derive(Debug, Clone)]
-pub struct Template {
+pub struct JsonPathTemplate {
     parts: Vec<Part>,
 }
 
@@ -149,11 +149,11 @@ fn unquote(text: &str) -> Option<String> {
     Some(out)
 }
 
-impl Template {
+impl JsonPathTemplate {
     /// Parses a template such as `{.status.phase}` or `{range .items[*]}{.metadata.name}{"\n"}{end}`.
-    pub fn parse(template: &str) -> Result<Template, TemplateError> {
+    pub fn parse(template: &str) -> Result<JsonPathTemplate, JsonPathError> {
         let fail =
-            |position: usize, message: String| TemplateError { template: template.to_string(), position, message };
+            |position: usize, message: String| JsonPathError { template: template.to_string(), position, message };
         let chars: Vec<char> = template.chars().collect();
         let mut stack: Vec<(Vec<Part>, Option<OpenRange>)> = vec![(Vec::new(), None)];
         let mut text = String::new();
@@ -213,7 +213,7 @@ impl Template {
             let position = range.map(|(_, _, p)| p).unwrap_or_default();
             return Err(fail(position, "`{range}` without its `{end}`".into()));
         }
-        Ok(Template { parts: stack.pop().expect("root level").0 })
+        Ok(JsonPathTemplate { parts: stack.pop().expect("root level").0 })
     }
 
     /// Renders the template against a value. With `strict`, an expression that finds nothing
@@ -302,14 +302,14 @@ mod tests {
             ("{.missing}", ""),
         ];
         for (template, expected) in cases {
-            let parsed = Template::parse(template).unwrap_or_else(|e| panic!("{template}: {e}"));
+            let parsed = JsonPathTemplate::parse(template).unwrap_or_else(|e| panic!("{template}: {e}"));
             assert_eq!(parsed.render(&pod(), false).expect(template), expected, "{template}");
         }
     }
 
     #[test]
     fn strict_rendering_reports_what_is_missing() {
-        let template = Template::parse("{.spec.nodeName}").expect("valid");
+        let template = JsonPathTemplate::parse("{.spec.nodeName}").expect("valid");
         assert_eq!(template.render(&pod(), true), Err(Missing { expression: ".spec.nodeName".into() }));
     }
 
@@ -323,15 +323,15 @@ mod tests {
             ("ab{}", 2),
         ];
         for (template, position) in cases {
-            let err = Template::parse(template).expect_err(template);
+            let err = JsonPathTemplate::parse(template).expect_err(template);
             assert_eq!(err.position, position, "{template}: {err}");
         }
     }
 
     #[test]
     fn values_feed_comparisons() {
-        let template = Template::parse("{.status.replicas}").expect("valid");
+        let template = JsonPathTemplate::parse("{.status.replicas}").expect("valid");
         assert_eq!(template.values(&pod()), [json!(3)]);
-        assert!(Template::parse("{.status.none}").expect("valid").values(&pod()).is_empty());
+        assert!(JsonPathTemplate::parse("{.status.none}").expect("valid").values(&pod()).is_empty());
     }
 }

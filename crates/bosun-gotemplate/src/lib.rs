@@ -49,5 +49,7 @@ mod template;
 pub use error::{Error, FuncError, Trace};
 pub use strconv::{format_float, quote, write_json_string};
 pub use template::fmt::{sprint, sprintf, sprintln};
-pub use template::value::{Field, Function, IntKind, JsonNumbers, List, Map, NativeFn, Object, Type, UintKind, Value};
+pub use template::value::{
+    Field, Function, IntKind, JsonNumbers, List, Map, NativeFn, TemplateObject, Type, UintKind, Value,
+};
 pub use template::{Context, DEFAULT_MAX_DEPTH, MissingKey, Template};

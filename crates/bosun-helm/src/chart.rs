@@ -13,9 +13,9 @@ use crate::yaml::{self, YamlError};
 use bosun_semver::Version;
 
 /// `apiVersion: v1` (Helm 2 charts: dependencies in `requirements.yaml`).
-pub const API_VERSION_V1: &str = "v1";
+pub(crate) const API_VERSION_V1: &str = "v1";
 /// `apiVersion: v2` (Helm 3 charts: dependencies in `Chart.yaml`).
-pub const API_VERSION_V2: &str = "v2";
+pub(crate) const API_VERSION_V2: &str = "v2";
 
 /// Why a chart's metadata or lock file is not acceptable.
 #[derive(Debug, Clone, PartialEq, thiserror::Error)]
@@ -62,18 +62,18 @@ pub struct File {
     /// The path inside the chart, with `/` separators.
     pub name: String,
     /// The content (a UTF-8 byte-order mark removed).
-    pub data: Vec<u8>,
+    pub(crate) data: Vec<u8>,
 }
 
 /// A maintainer in `Chart.yaml`.
 #[derive(Debug, Clone, Default, PartialEq, Eq)]
-pub struct Maintainer {
+pub(crate) struct Maintainer {
     /// `name`.
-    pub name: String,
+    pub(crate) name: String,
     /// `email`.
-    pub email: String,
+    pub(crate) email: String,
     /// `url`.
-    pub url: String,
+    pub(crate) url: String,
 }
 
 /// An entry of `dependencies` (Chart.yaml, requirements.yaml, and the lock files).
@@ -86,50 +86,50 @@ pub struct Dependency {
     /// `repository`: where `helm dependency` fetches it from.
     pub repository: String,
     /// `condition`: comma-separated values paths, the first holding a bool decides.
-    pub condition: String,
+    pub(crate) condition: String,
     /// `tags`: names under the parent's `tags` values.
-    pub tags: Vec<String>,
+    pub(crate) tags: Vec<String>,
     /// `enabled`: set while dependencies are processed.
-    pub enabled: bool,
+    pub(crate) enabled: bool,
     /// `import-values`: strings (`exports.<x>`) or `{child, parent}` mappings, as written.
-    pub import_values: Vec<Value>,
+    pub(crate) import_values: Vec<Value>,
     /// `alias`: the name the subchart loads under.
-    pub alias: String,
+    pub(crate) alias: String,
 }
 
 /// `Chart.yaml`.
 #[derive(Debug, Clone, Default, PartialEq)]
 pub struct Metadata {
     /// `name`.
-    pub name: String,
+    pub(crate) name: String,
     /// `home`.
-    pub home: String,
+    pub(crate) home: String,
     /// `sources`.
-    pub sources: Vec<String>,
+    pub(crate) sources: Vec<String>,
     /// `version`: a semantic version.
     pub version: String,
     /// `description`.
-    pub description: String,
+    pub(crate) description: String,
     /// `keywords`.
-    pub keywords: Vec<String>,
+    pub(crate) keywords: Vec<String>,
     /// `maintainers`.
-    pub maintainers: Vec<Maintainer>,
+    pub(crate) maintainers: Vec<Maintainer>,
     /// `icon`.
-    pub icon: String,
+    pub(crate) icon: String,
     /// `apiVersion`: `v1` when absent.
-    pub api_version: String,
+    pub(crate) api_version: String,
     /// `condition` (unused by Helm for the chart itself).
-    pub condition: String,
+    pub(crate) condition: String,
     /// `tags` (a string, unused by Helm for the chart itself).
-    pub tags: String,
+    pub(crate) tags: String,
     /// `appVersion`.
-    pub app_version: String,
+    pub(crate) app_version: String,
     /// `deprecated`.
-    pub deprecated: bool,
+    pub(crate) deprecated: bool,
     /// `annotations`; `None` when absent (templates see `null`).
-    pub annotations: Option<BTreeMap<String, String>>,
+    pub(crate) annotations: Option<BTreeMap<String, String>>,
     /// `kubeVersion`: a constraint on the cluster's version.
-    pub kube_version: String,
+    pub(crate) kube_version: String,
     /// `dependencies` (or requirements.yaml's).
     pub dependencies: Vec<Dependency>,
     /// `type`: `application` (or empty) or `library`.
@@ -140,7 +140,7 @@ pub struct Metadata {
 #[derive(Debug, Clone, Default, PartialEq)]
 pub struct Lock {
     /// `generated`, as written (not checked to be an RFC 3339 time).
-    pub generated: String,
+    pub(crate) generated: String,
     /// `digest`.
     pub digest: String,
     /// The locked dependencies.
@@ -166,9 +166,9 @@ pub struct Chart {
     /// Files under `templates/`, in load order.
     pub templates: Vec<File>,
     /// `values.yaml` (numbers as floats, see [`crate::values`]).
-    pub values: Map<String, Value>,
+    pub(crate) values: Map<String, Value>,
     /// `values.schema.json`, as written.
-    pub schema: Option<Vec<u8>>,
+    pub(crate) schema: Option<Vec<u8>>,
     /// Every other file (what `.Files` sees), `crds/` included.
     pub files: Vec<File>,
     /// Subcharts from `charts/`.
@@ -187,12 +187,12 @@ impl Chart {
     }
 
     /// Whether the chart is a library chart (its templates only define named templates).
-    pub fn is_library(&self) -> bool {
+    pub(crate) fn is_library(&self) -> bool {
         self.metadata.chart_type.eq_ignore_ascii_case("library")
     }
 
     /// `helm install`'s check: only application charts are installed.
-    pub fn check_installable(&self) -> Result<(), ChartError> {
+    pub(crate) fn check_installable(&self) -> Result<(), ChartError> {
         match self.metadata.chart_type.as_str() {
             "" | "application" => Ok(()),
             other => Err(ChartError::NotInstallable { chart: self.name().to_string(), chart_type: other.to_string() }),
@@ -360,7 +360,7 @@ pub(crate) fn mapping_of(file: &str, text: &str) -> Result<Map<String, Value>, C
 
 /// Reads `Chart.yaml` (or `requirements.yaml`) over `metadata`: only the fields written are
 /// set, as Go's decoder does. `file` names the file in errors.
-pub fn read_metadata_into(metadata: &mut Metadata, file: &str, text: &str) -> Result<(), ChartError> {
+pub(crate) fn read_metadata_into(metadata: &mut Metadata, file: &str, text: &str) -> Result<(), ChartError> {
     let map = mapping_of(file, text)?;
     read_metadata_fields(metadata, &Fields::new(file, String::new(), &map))
 }
@@ -401,7 +401,7 @@ pub(crate) fn read_metadata_fields(metadata: &mut Metadata, fields: &Fields) -> 
 }
 
 /// Reads `Chart.lock` or `requirements.lock`.
-pub fn read_lock(file: &str, text: &str) -> Result<Lock, ChartError> {
+pub(crate) fn read_lock(file: &str, text: &str) -> Result<Lock, ChartError> {
     let map = mapping_of(file, text)?;
     let fields = Fields::new(file, String::new(), &map);
     Ok(Lock {
@@ -417,7 +417,7 @@ fn is_alias_name(alias: &str) -> bool {
 
 /// Helm's `Metadata.Validate`: sanitizes the text fields, then checks them. `file` names the
 /// file in errors.
-pub fn validate_metadata(metadata: &mut Metadata, file: &str) -> Result<(), ChartError> {
+pub(crate) fn validate_metadata(metadata: &mut Metadata, file: &str) -> Result<(), ChartError> {
     let invalid = |field: &str, message: String| ChartError::Invalid {
         file: file.to_string(),
         field: field.to_string(),
@@ -494,7 +494,7 @@ fn strings_value(items: &[String]) -> Value {
 
 impl Dependency {
     /// The dependency as templates see it under `.Chart.Dependencies` (Go field names).
-    pub fn to_template_value(&self) -> Value {
+    pub(crate) fn to_template_value(&self) -> Value {
         serde_json::json!({
             "Name": self.name,
             "Version": self.version,
@@ -512,7 +512,7 @@ impl Metadata {
     /// `.Chart` as templates see it: every field under its Go name (`Name`, `Version`,
     /// `AppVersion`, `APIVersion`, `KubeVersion`, `Type`…), lists empty rather than absent,
     /// `Annotations` null when absent.
-    pub fn to_template_value(&self) -> Value {
+    pub(crate) fn to_template_value(&self) -> Value {
         let maintainers: Vec<Value> = self
             .maintainers
             .iter()

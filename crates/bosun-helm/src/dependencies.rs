@@ -1,7 +1,7 @@
 //! Dependencies: which subcharts are present, which are enabled, and the values they export
 //! (Helm's `CheckDependencies` and `ProcessDependencies`).
 //!
-//! [`process_dependencies`] mutates the chart as Helm does: an aliased dependency loads a copy
+//! `process_dependencies` mutates the chart as Helm does: an aliased dependency loads a copy
 //! of the subchart under the alias (one subchart can be loaded twice), `tags` then `condition`
 //! decide what stays (the first condition path holding a bool wins; conditions of a
 //! subchart's dependencies are read under the subchart's name), and `import-values` copy a
@@ -48,7 +48,7 @@ fn missing_message(chart: &str, missing: &[Dependency]) -> String {
 
 /// Helm's `CheckDependencies`: every dependency of `Chart.yaml` must be loaded from
 /// `charts/` (by name, before aliases apply).
-pub fn check_dependencies(chart: &Chart) -> Result<(), DependencyError> {
+pub(crate) fn check_dependencies(chart: &Chart) -> Result<(), DependencyError> {
     let missing: Vec<Dependency> = chart
         .metadata
         .dependencies
@@ -61,7 +61,7 @@ pub fn check_dependencies(chart: &Chart) -> Result<(), DependencyError> {
 
 /// Helm's `ProcessDependencies`: removes disabled subcharts and applies aliases, then imports
 /// values. `values` are the user's values (before coalescing). Returns Helm's warnings.
-pub fn process_dependencies(chart: &mut Chart, values: &Values) -> Result<Vec<String>, DependencyError> {
+pub(crate) fn process_dependencies(chart: &mut Chart, values: &Values) -> Result<Vec<String>, DependencyError> {
     let mut warnings = Vec::new();
     process_enabled(chart, values, "", &mut warnings)?;
     process_import_values(chart, true, &mut warnings)?;
@@ -187,7 +187,7 @@ fn trim_nil_values(values: &mut Values) {
 
 /// Helm's `processDependencyImportValues` (depth first), with `merge` choosing Helm's
 /// `MergeValues` (nulls kept, as installs use) or `CoalesceValues`.
-pub fn process_import_values(
+pub(crate) fn process_import_values(
     chart: &mut Chart,
     merge: bool,
     warnings: &mut Vec<String>,

@@ -12,35 +12,35 @@ use bosun_glob::Pattern;
 
 /// A chart's files by name (`files/a.txt`).
 #[derive(Debug, Clone, Default, PartialEq, Eq)]
-pub struct Files {
+pub(crate) struct Files {
     files: BTreeMap<String, Vec<u8>>,
 }
 
 impl Files {
     /// The files of a chart (its `files` field: everything but templates, values, schema,
     /// `Chart.yaml`, locks and subcharts).
-    pub fn new(files: &[File]) -> Files {
+    pub(crate) fn new(files: &[File]) -> Files {
         Files { files: files.iter().map(|f| (f.name.clone(), f.data.clone())).collect() }
     }
 
     /// The names, sorted.
-    pub fn names(&self) -> impl Iterator<Item = &str> {
+    pub(crate) fn names(&self) -> impl Iterator<Item = &str> {
         self.files.keys().map(String::as_str)
     }
 
     /// `.Files.GetBytes`: the content, empty when absent.
-    pub fn get_bytes(&self, name: &str) -> &[u8] {
+    pub(crate) fn get_bytes(&self, name: &str) -> &[u8] {
         self.files.get(name).map_or(&[], Vec::as_slice)
     }
 
     /// `.Files.Get`: the content as text (invalid UTF-8 replaced), empty when absent.
-    pub fn get(&self, name: &str) -> String {
+    pub(crate) fn get(&self, name: &str) -> String {
         String::from_utf8_lossy(self.get_bytes(name)).into_owned()
     }
 
     /// `.Files.Glob`: the files whose names match a gobwas/glob pattern (`*` within a
     /// segment, `**` across); a malformed pattern matches everything, as in Helm.
-    pub fn glob(&self, pattern: &str) -> Files {
+    pub(crate) fn glob(&self, pattern: &str) -> Files {
         let matcher = Pattern::glob(pattern).ok();
         Files {
             files: self
@@ -63,18 +63,18 @@ impl Files {
     }
 
     /// `.Files.AsConfig`: `base name: content` as YAML, for a ConfigMap's `data`.
-    pub fn as_config(&self) -> String {
+    pub(crate) fn as_config(&self) -> String {
         self.by_base_name(|data| String::from_utf8_lossy(data).into_owned())
     }
 
     /// `.Files.AsSecrets`: `base name: base64(content)` as YAML, for a Secret's `data`.
-    pub fn as_secrets(&self) -> String {
+    pub(crate) fn as_secrets(&self) -> String {
         self.by_base_name(|data| base64::engine::general_purpose::STANDARD.encode(data))
     }
 
     /// `.Files.Lines`: the lines of a file (one final line break dropped); none when the
     /// file is absent or empty.
-    pub fn lines(&self, name: &str) -> Vec<String> {
+    pub(crate) fn lines(&self, name: &str) -> Vec<String> {
         let text = self.get(name);
         if text.is_empty() {
             return Vec::new();

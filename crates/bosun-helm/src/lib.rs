@@ -24,12 +24,12 @@
 //! - [`render::prepare`]: the install checks, [`dependencies`] processing, coalescing,
 //!   `schema` validation, then each template with its [`render::Scope`] in Helm's parse
 //!   order ([`release`] for `.Release` and `.Capabilities`, `files` for `.Files`).
-//! - [`engine`]: the templates executed ([`engine::execute`]) and assembled
+//! - [`engine`]: the templates executed (`engine::execute`) and assembled
 //!   ([`engine::render`]).
 //! - [`manifest`]: rendered text to [`manifest::RenderedChart`] (manifests in install order, hooks,
 //!   CRDs, notes) and `helm template`'s output.
-//! - The engine's YAML, JSON and TOML: [`yaml::to_yaml`], [`yaml::from_yaml`],
-//!   [`yaml::from_yaml_array`], `golang::to_json`, `golang::from_json`,
+//! - The engine's YAML, JSON and TOML: [`yaml::to_yaml`], `yaml::from_yaml`,
+//!   `yaml::from_yaml_array`, `golang::to_json`, `golang::from_json`,
 //!   `golang::from_json_array`, `toml::to_toml`, `golang::sprint` (Go's `%v`).
 //! - [`repo`]: `index.yaml`, its versions read by `bosun-semver` (Masterminds' rules).
 //!

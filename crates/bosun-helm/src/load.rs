@@ -21,9 +21,9 @@ use crate::values;
 use crate::yaml::YamlError;
 
 /// The largest file Helm reads from a chart.
-pub const MAX_FILE_SIZE: u64 = 5 * 1024 * 1024;
+pub(crate) const MAX_FILE_SIZE: u64 = 5 * 1024 * 1024;
 /// The largest total size Helm unpacks from an archive.
-pub const MAX_ARCHIVE_SIZE: u64 = 100 * 1024 * 1024;
+pub(crate) const MAX_ARCHIVE_SIZE: u64 = 100 * 1024 * 1024;
 
 /// Why a chart could not be loaded.
 #[derive(Debug, Clone, PartialEq, thiserror::Error)]
@@ -53,7 +53,7 @@ pub enum LoadError {
     /// A directory entry that is not a regular file.
     #[error("cannot load irregular file {0} as it has file mode type bits set")]
     Irregular(String),
-    /// A file over [`MAX_FILE_SIZE`].
+    /// A file over `MAX_FILE_SIZE`.
     #[error("chart file {0:?} is larger than the maximum file size {MAX_FILE_SIZE}")]
     TooLarge(String),
     /// The chart has no `Chart.yaml`.
@@ -124,7 +124,7 @@ pub fn load(path: &Path) -> Result<Chart, LoadError> {
 }
 
 /// Loads a chart directory; errors name files as `<directory name>/<path>`.
-pub fn load_dir(dir: &Path) -> Result<Chart, LoadError> {
+pub(crate) fn load_dir(dir: &Path) -> Result<Chart, LoadError> {
     let display = dir
         .canonicalize()
         .ok()
@@ -196,7 +196,7 @@ fn clean(path: &str) -> String {
 }
 
 /// The files of a chart archive, named below the archive's top directory.
-pub fn archive_files(data: &[u8], display: &str) -> Result<Vec<File>, LoadError> {
+pub(crate) fn archive_files(data: &[u8], display: &str) -> Result<Vec<File>, LoadError> {
     if !data.starts_with(&[0x1F, 0x8B, 0x08]) {
         return Err(LoadError::NotAnArchive(display.to_string()));
     }
@@ -253,7 +253,7 @@ pub fn archive_files(data: &[u8], display: &str) -> Result<Vec<File>, LoadError>
 }
 
 /// Loads a chart archive (`.tgz`); `display` names it in errors.
-pub fn load_archive(data: &[u8], display: &str) -> Result<Chart, LoadError> {
+pub(crate) fn load_archive(data: &[u8], display: &str) -> Result<Chart, LoadError> {
     top_level(load_files(archive_files(data, display)?, display)?, display)
 }
 
@@ -270,7 +270,7 @@ fn top_level(chart: Chart, display: &str) -> Result<Chart, LoadError> {
 
 /// Helm's `LoadFiles`: a chart from its files (names relative to the chart); `display`
 /// names the chart in errors (`parent/charts/sub`).
-pub fn load_files(files: Vec<File>, display: &str) -> Result<Chart, LoadError> {
+pub(crate) fn load_files(files: Vec<File>, display: &str) -> Result<Chart, LoadError> {
     let chart_yaml = format!("{display}/Chart.yaml");
     let mut metadata: Option<Metadata> = None;
     for file in files.iter().filter(|f| f.name == "Chart.yaml") {

@@ -17,19 +17,19 @@ use crate::golang::json_kind;
 use crate::yaml::{self, YamlError};
 use bosun_glob::Pattern;
 
-/// `helm.sh/hook`: the events a hook runs at.
+/// `helm.sh/hook`: the events a hook runs at ([`HookEvent`]).
 pub const HOOK_ANNOTATION: &str = "helm.sh/hook";
 /// `helm.sh/hook-weight`: a string integer ordering hooks of one event.
 pub const HOOK_WEIGHT_ANNOTATION: &str = "helm.sh/hook-weight";
-/// `helm.sh/hook-delete-policy`: when a hook's object is deleted.
+/// `helm.sh/hook-delete-policy`: when a hook's object is deleted ([`HookDeletePolicy`]).
 pub const HOOK_DELETE_ANNOTATION: &str = "helm.sh/hook-delete-policy";
 /// `helm.sh/hook-output-log-policy`: when a hook's logs are shown.
-pub const HOOK_OUTPUT_LOG_ANNOTATION: &str = "helm.sh/hook-output-log-policy";
+pub(crate) const HOOK_OUTPUT_LOG_ANNOTATION: &str = "helm.sh/hook-output-log-policy";
 /// The delete policy of a hook that names none.
-pub const DEFAULT_DELETE_POLICY: &str = "before-hook-creation";
+pub(crate) const DEFAULT_DELETE_POLICY: &str = "before-hook-creation";
 
 /// Helm's install order of kinds; other kinds follow, by name.
-pub const INSTALL_ORDER: &[&str] = &[
+pub(crate) const INSTALL_ORDER: &[&str] = &[
     "PriorityClass",
     "Namespace",
     "NetworkPolicy",
@@ -94,7 +94,8 @@ pub enum HookEvent {
 }
 
 impl HookEvent {
-    /// The event an annotation value names (already trimmed and lower-cased).
+    /// The event a `helm.sh/hook` value names, as Helm spells it (Helm trims and lower-cases
+    /// the value first); `None` for any other word, `crd-install` (Helm 2's) included.
     pub fn parse(name: &str) -> Option<HookEvent> {
         Some(match name {
             "pre-install" => HookEvent::PreInstall,
@@ -106,6 +107,30 @@ impl HookEvent {
             "pre-rollback" => HookEvent::PreRollback,
             "post-rollback" => HookEvent::PostRollback,
             "test" | "test-success" => HookEvent::Test,
+            _ => return None,
+        })
+    }
+}
+
+/// The policies of `helm.sh/hook-delete-policy`: when a hook's object is deleted.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub enum HookDeletePolicy {
+    /// `before-hook-creation`, the default: the previous instance goes before the hook is
+    /// created again.
+    BeforeHookCreation,
+    /// `hook-succeeded`: deleted once it succeeded.
+    HookSucceeded,
+    /// `hook-failed`: deleted when it failed.
+    HookFailed,
+}
+
+impl HookDeletePolicy {
+    /// The policy a `helm.sh/hook-delete-policy` value names, as Helm spells it.
+    pub fn parse(name: &str) -> Option<HookDeletePolicy> {
+        Some(match name {
+            DEFAULT_DELETE_POLICY => HookDeletePolicy::BeforeHookCreation,
+            "hook-succeeded" => HookDeletePolicy::HookSucceeded,
+            "hook-failed" => HookDeletePolicy::HookFailed,
             _ => return None,
         })
     }
@@ -132,38 +157,38 @@ pub enum ManifestError {
 
 /// A rendered object that is not a hook.
 #[derive(Debug, Clone, PartialEq)]
-pub struct Manifest {
+pub struct ChartManifest {
     /// The template it came from (`chart/templates/x.yaml`).
     pub source: String,
     /// The parsed document, integers kept as integers (see [`yaml::parse_object`]); `null`
     /// for a document holding only comments, which Helm keeps and prints.
     pub object: Value,
     /// The document's text as rendered (leading white space removed, as Helm does).
-    pub text: String,
+    pub(crate) text: String,
 }
 
 /// A rendered hook.
 #[derive(Debug, Clone, PartialEq)]
-pub struct Hook {
+pub struct ChartHook {
     /// The template it came from.
     pub source: String,
     /// The parsed document.
     pub object: Value,
     /// The document's text as rendered.
-    pub text: String,
+    pub(crate) text: String,
     /// `metadata.name`.
-    pub name: String,
+    pub(crate) name: String,
     /// `kind`.
-    pub kind: String,
+    pub(crate) kind: String,
     /// The events of `helm.sh/hook`.
     pub events: Vec<HookEvent>,
     /// `helm.sh/hook-weight` (0 when absent or not an integer).
-    pub weight: i64,
+    pub(crate) weight: i64,
     /// `helm.sh/hook-delete-policy`, lower-cased; `before-hook-creation` when none is given
     /// (the default Helm applies when it runs the hook).
-    pub delete_policies: Vec<String>,
+    pub(crate) delete_policies: Vec<String>,
     /// `helm.sh/hook-output-log-policy`, lower-cased.
-    pub output_log_policies: Vec<String>,
+    pub(crate) output_log_policies: Vec<String>,
 }
 
 /// What rendering a chart produced, in the order `helm template` prints it.
@@ -172,9 +197,9 @@ pub struct RenderedChart {
     /// CRD files from `crds/` directories (parent first), printed only with `--include-crds`.
     pub crds: Vec<Crd>,
     /// Manifests in install order (kind, then template name, then position in the template).
-    pub manifests: Vec<Manifest>,
-    /// Hooks by kind (then template name and position); see [`hooks_for_event`].
-    pub hooks: Vec<Hook>,
+    pub manifests: Vec<ChartManifest>,
+    /// Hooks by kind (then template name and position); see `hooks_for_event`.
+    pub hooks: Vec<ChartHook>,
     /// `NOTES.txt` as Helm shows it.
     pub notes: String,
 }
@@ -269,7 +294,7 @@ fn atoi(text: &str) -> Option<i64> {
 #[derive(Debug, Clone, Copy, Default)]
 pub struct AssembleOptions {
     /// Keep the notes of subcharts too (`--render-subchart-notes`).
-    pub subchart_notes: bool,
+    pub(crate) subchart_notes: bool,
 }
 
 /// Helm's `SortManifests` and the notes handling of `renderResources`: `rendered` maps each
@@ -305,7 +330,7 @@ pub fn assemble(
                 manifests.push((
                     kind_rank(&head.kind).0,
                     head.kind,
-                    Manifest { source: source.clone(), object, text: document },
+                    ChartManifest { source: source.clone(), object, text: document },
                 ));
                 continue;
             };
@@ -317,7 +342,7 @@ pub fn assemble(
             if delete_policies.is_empty() {
                 delete_policies.push(DEFAULT_DELETE_POLICY.to_string());
             }
-            let hook = Hook {
+            let hook = ChartHook {
                 source: source.clone(),
                 object,
                 text: document,
@@ -344,8 +369,10 @@ pub fn assemble(
 
 /// The hooks of one event in the order Helm runs them: by weight, then name (kinds already
 /// ordered).
-pub fn hooks_for_event(hooks: &[Hook], event: HookEvent) -> Vec<&Hook> {
-    let mut selected: Vec<&Hook> = hooks.iter().filter(|h| h.events.contains(&event)).collect();
+// Only the tests select hooks by event; bosun runs them from `RenderedChart::hooks` itself.
+#[cfg(test)]
+pub(crate) fn hooks_for_event(hooks: &[ChartHook], event: HookEvent) -> Vec<&ChartHook> {
+    let mut selected: Vec<&ChartHook> = hooks.iter().filter(|h| h.events.contains(&event)).collect();
     selected.sort_by(|a, b| a.weight.cmp(&b.weight).then_with(|| a.name.cmp(&b.name)));
     selected
 }
@@ -529,6 +556,16 @@ metadata:
         let pre_install: Vec<&str> =
             hooks_for_event(&result.hooks, HookEvent::PreInstall).iter().map(|h| h.name.as_str()).collect();
         assert_eq!(pre_install, ["b", "a"], "by weight, then name");
+    }
+
+    #[test]
+    fn hook_words_are_helms_spelling() {
+        assert_eq!(HookEvent::parse("test-success"), Some(HookEvent::Test));
+        assert_eq!(HookEvent::parse("Pre-Install"), None, "callers lower-case first");
+        assert_eq!(HookEvent::parse("crd-install"), None);
+        assert_eq!(HookDeletePolicy::parse(DEFAULT_DELETE_POLICY), Some(HookDeletePolicy::BeforeHookCreation));
+        assert_eq!(HookDeletePolicy::parse("hook-failed"), Some(HookDeletePolicy::HookFailed));
+        assert_eq!(HookDeletePolicy::parse("HookFailed"), None, "Argo CD's spelling is not Helm's");
     }
 
     #[test]

@@ -2,24 +2,24 @@
 //!
 //! Go exposes these as structs with methods; the `to_value` forms carry the fields under
 //! their Go names for an engine that works on JSON-like data, and the methods templates call
-//! are methods here: `.Capabilities.APIVersions.Has` is [`ApiVersions::has`],
-//! `.Capabilities.KubeVersion.GitVersion` is [`KubeVersion::git_version`], and printing
-//! `.Capabilities.KubeVersion` itself gives [`KubeVersion::normalized`].
+//! are methods here: `.Capabilities.APIVersions.Has` is `ApiVersions::has`,
+//! `.Capabilities.KubeVersion.GitVersion` is `KubeVersion::git_version`, and printing
+//! `.Capabilities.KubeVersion` itself gives `KubeVersion::normalized`.
 
 use serde_json::{Value, json};
 
 /// The Helm release this crate follows (Helm 4 at the conformance corpus's commit), as
 /// `.Capabilities.HelmVersion.Version` reports it.
-pub const HELM_VERSION: &str = "v4.2";
+pub(crate) const HELM_VERSION: &str = "v4.2";
 
 /// Why a Kubernetes version could not be read.
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
 #[error("invalid kube version '{version}': {reason}")]
 pub struct KubeVersionError {
     /// The text given.
-    pub version: String,
+    pub(crate) version: String,
     /// Why it was refused.
-    pub reason: String,
+    pub(crate) reason: String,
 }
 
 /// `.Release`.
@@ -50,7 +50,7 @@ impl ReleaseOptions {
     }
 
     /// `.Release` with Go field names; `Service` is always `Helm`.
-    pub fn to_value(&self) -> Value {
+    pub(crate) fn to_value(&self) -> Value {
         json!({
             "Name": self.name,
             "Namespace": self.namespace,
@@ -68,9 +68,9 @@ pub struct KubeVersion {
     git_version: String,
     normalized: String,
     /// `.Major`.
-    pub major: String,
+    pub(crate) major: String,
     /// `.Minor`.
-    pub minor: String,
+    pub(crate) minor: String,
 }
 
 impl KubeVersion {
@@ -108,18 +108,18 @@ impl KubeVersion {
     }
 
     /// `.Version` and `.GitVersion`: the version as given, with a `v`.
-    pub fn git_version(&self) -> &str {
+    pub(crate) fn git_version(&self) -> &str {
         &self.git_version
     }
 
     /// What `{{ .Capabilities.KubeVersion }}` prints, and what `kubeVersion` constraints are
     /// checked against: the numbers only (`v1.33.4`).
-    pub fn normalized(&self) -> &str {
+    pub(crate) fn normalized(&self) -> &str {
         &self.normalized
     }
 
     /// Go field names (`Version`, `Major`, `Minor`) and `GitVersion`.
-    pub fn to_value(&self) -> Value {
+    pub(crate) fn to_value(&self) -> Value {
         json!({"Version": self.git_version, "Major": self.major, "Minor": self.minor, "GitVersion": self.git_version})
     }
 }
@@ -130,7 +130,10 @@ pub struct ApiVersions(pub Vec<String>);
 
 impl ApiVersions {
     /// `.Has`: whether the list holds exactly this `group/version` (or `group/version/Kind`).
-    pub fn has(&self, api_version: &str) -> bool {
+    // Templates call the engine's `.Has` (`engine::objects`), which compares the same way;
+    // only the tests call this one.
+    #[cfg(test)]
+    pub(crate) fn has(&self, api_version: &str) -> bool {
         self.0.iter().any(|v| v == api_version)
     }
 }
@@ -199,13 +202,13 @@ const DEFAULT_API_VERSIONS: &[&str] = &[
 #[derive(Debug, Clone, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
 pub struct Capabilities {
     /// `.KubeVersion`.
-    pub kube_version: KubeVersion,
+    pub(crate) kube_version: KubeVersion,
     /// `.APIVersions`.
     pub api_versions: ApiVersions,
     /// `.HelmVersion.Version`.
-    pub helm_version: String,
+    pub(crate) helm_version: String,
     /// `.HelmVersion.KubeClientVersion`.
-    pub kube_client_version: String,
+    pub(crate) kube_client_version: String,
 }
 
 impl Capabilities {
@@ -230,7 +233,7 @@ impl Capabilities {
     }
 
     /// Go field names: `KubeVersion`, `APIVersions` (a list), `HelmVersion`.
-    pub fn to_value(&self) -> Value {
+    pub(crate) fn to_value(&self) -> Value {
         json!({
             "KubeVersion": self.kube_version.to_value(),
             "APIVersions": self.api_versions.0,

@@ -50,14 +50,14 @@ pub struct Scope {
     /// The chart's full path (`parent/charts/sub`), the prefix of its template names.
     pub path: String,
     /// `.Chart`: the metadata with Go field names, and `IsRoot`.
-    pub chart: Value,
+    pub(crate) chart: Value,
     /// `.Values`: the root's coalesced values, or the subchart's table in its parent's
     /// (empty when that is not a table).
     pub values: Value,
     /// `.Files`.
-    pub files: Files,
+    pub(crate) files: Files,
     /// `.Subcharts`: each subchart's name and the index of its scope.
-    pub subcharts: Vec<(String, usize)>,
+    pub(crate) subcharts: Vec<(String, usize)>,
 }
 
 /// A template to parse and, unless a partial, execute.
@@ -67,11 +67,11 @@ pub struct TemplateInput {
     /// (`.Template.Name`).
     pub name: String,
     /// `.Template.BasePath`: `chart/templates`.
-    pub base_path: String,
+    pub(crate) base_path: String,
     /// The template's text.
     pub text: String,
     /// The index of its chart's scope in [`Prepared::scopes`].
-    pub scope: usize,
+    pub(crate) scope: usize,
     /// Whether the name starts with `_`: parsed for its `define`s, not executed.
     pub partial: bool,
 }
@@ -87,9 +87,9 @@ pub struct Prepared {
     /// Helm's warnings met on the way.
     pub warnings: Vec<String>,
     /// `.Release`.
-    pub release: Value,
+    pub(crate) release: Value,
     /// `.Capabilities`.
-    pub capabilities: Capabilities,
+    pub(crate) capabilities: Capabilities,
     /// One scope per chart, the root first.
     pub scopes: Vec<Scope>,
     /// The templates in Helm's parse order.
@@ -113,7 +113,7 @@ impl Prepared {
     /// The data a template is executed with, as JSON-like values under Go's names:
     /// `Chart`, `Release`, `Capabilities`, `Values`, `Subcharts` (the same for each
     /// subchart, recursively) and `Template` (`Name`, `BasePath`). `.Files` is not in it:
-    /// the engine provides it from [`Scope::files`] (it has methods), as it provides the
+    /// the engine provides it from `Scope::files` (it has methods), as it provides the
     /// methods of `.Capabilities` (see [`crate::release`]).
     pub fn data(&self, template: &TemplateInput) -> Value {
         let mut data = self.scope_value(template.scope);

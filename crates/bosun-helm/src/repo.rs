@@ -57,9 +57,9 @@ pub struct ChartVersion {
     /// `urls`: where the archive is (possibly relative to the repository).
     pub urls: Vec<String>,
     /// `created`, as written.
-    pub created: String,
+    pub(crate) created: String,
     /// `removed`.
-    pub removed: bool,
+    pub(crate) removed: bool,
     /// `digest`: the archive's SHA-256, hex.
     pub digest: String,
 }
@@ -68,13 +68,13 @@ pub struct ChartVersion {
 #[derive(Debug, Clone, PartialEq)]
 pub struct IndexFile {
     /// `apiVersion`.
-    pub api_version: String,
+    pub(crate) api_version: String,
     /// `generated`, as written.
-    pub generated: String,
+    pub(crate) generated: String,
     /// Each chart's versions, newest first.
-    pub entries: BTreeMap<String, Vec<ChartVersion>>,
+    pub(crate) entries: BTreeMap<String, Vec<ChartVersion>>,
     /// Entries skipped because Helm refuses their metadata, with the reason.
-    pub skipped: Vec<String>,
+    pub(crate) skipped: Vec<String>,
 }
 
 fn read_version(fields: &Fields) -> Result<ChartVersion, ChartError> {

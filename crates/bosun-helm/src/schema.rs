@@ -26,7 +26,7 @@ const SCHEMA_URL: &str = "file:///values.schema.json";
 #[error("values don't meet the specifications of the schema(s) in the following chart(s):\n{report}")]
 pub struct SchemaError {
     /// One section per chart: `name:\n- at '<pointer>': <message>\n`.
-    pub report: String,
+    pub(crate) report: String,
 }
 
 /// Go's `quote` in the validator: single quotes, Go escapes.

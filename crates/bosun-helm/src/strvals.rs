@@ -25,7 +25,7 @@ pub(crate) const MAX_INDEX: usize = 65536;
 /// Why a `--set` expression was refused; the message is Helm's.
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
 #[error("{0}")]
-pub struct StrvalsError(pub String);
+pub struct StrvalsError(pub(crate) String);
 
 /// Reads the file a `--set-file` value names; the error text is reported as is.
 pub(crate) type FileReader<'a> = &'a dyn Fn(&str) -> Result<String, String>;

@@ -11,7 +11,7 @@ use serde_json::{Map, Value};
 /// Why a value has no TOML form.
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
 #[error("{0}")]
-pub(crate) struct TomlError(pub String);
+pub(crate) struct TomlError(pub(crate) String);
 
 const NIL_ELEMENT: &str = "toml: cannot encode array with nil element";
 const NO_KEY: &str = "toml: top-level values must be Go maps or structs";

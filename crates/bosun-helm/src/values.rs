@@ -25,13 +25,13 @@ use crate::golang::{json_kind, numbers_to_float};
 use crate::strvals::{self, StrvalsError};
 use crate::yaml::{self, YamlError};
 
-pub use self::coalesce::{Coalesced, coalesce_tables, coalesce_values, merge_tables, merge_values};
+pub(crate) use self::coalesce::{coalesce_tables, coalesce_values, merge_tables, merge_values};
 
 /// Values: a JSON object.
 pub type Values = Map<String, Value>;
 
 /// The key shared with every subchart.
-pub const GLOBAL_KEY: &str = "global";
+pub(crate) const GLOBAL_KEY: &str = "global";
 
 /// Why values could not be read or combined.
 #[derive(Debug, Clone, PartialEq, thiserror::Error)]
@@ -78,7 +78,7 @@ pub enum ValuesError {
 
 /// Helm's `LoadValues`: every YAML document of `text` must be a mapping (or empty); later
 /// documents merge over earlier ones.
-pub fn read_values(text: &str) -> Result<Values, YamlError> {
+pub(crate) fn read_values(text: &str) -> Result<Values, YamlError> {
     let mut values = Values::new();
     for document in yaml::documents(text, false)? {
         match numbers_to_float(document) {
@@ -104,7 +104,7 @@ fn in_words(kind: &str) -> &'static str {
 }
 
 /// Helm's `MergeMaps`: `b` over `a`, mappings merged key by key, anything else replaced.
-pub fn merge_maps(mut a: Values, b: Values) -> Values {
+pub(crate) fn merge_maps(mut a: Values, b: Values) -> Values {
     for (key, value) in b {
         match (a.get_mut(&key), value) {
             (Some(Value::Object(existing)), Value::Object(incoming)) => {
@@ -121,7 +121,7 @@ pub fn merge_maps(mut a: Values, b: Values) -> Values {
 
 /// The table at a dotted `path` (`Values.Table`): `None` when a step is missing or not a
 /// table.
-pub fn table<'a>(values: &'a Values, path: &str) -> Option<&'a Values> {
+pub(crate) fn table<'a>(values: &'a Values, path: &str) -> Option<&'a Values> {
     path.split('.').try_fold(values, |table, key| table.get(key)?.as_object())
 }
 

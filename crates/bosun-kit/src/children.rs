@@ -1,5 +1,5 @@
 //! Children: the objects a custom resource owns. A reconcile registers the desired children —
-//! typed (`k8s-openapi` structs), as JSON, or from a YAML [`Template`] filled from the custom
+//! typed (`k8s-openapi` structs), as JSON, or from a YAML [`ChildTemplate`] filled from the custom
 //! resource and mutated in Rust — and [`apply`] makes the cluster match: each child gets a
 //! controller owner reference, the owner labels and a digest annotation of its desired state;
 //! a child whose digest and live state already match costs a read and no write; children the
@@ -105,30 +105,30 @@ impl Children {
 /// with `${var:=default}`), filled from values taken from the custom resource, then decoded into
 /// a typed object to mutate in Rust. No code generation, unlike OKT's `okt-gen-resource`.
 #[derive(Debug, Clone)]
-pub struct Template {
+pub struct ChildTemplate {
     name: String,
     text: String,
 }
 
-impl Template {
+impl ChildTemplate {
     /// A template from text; `name` appears in errors (usually the file name).
-    pub fn new(name: impl Into<String>, text: impl Into<String>) -> Template {
-        Template { name: name.into(), text: text.into() }
+    pub fn new(name: impl Into<String>, text: impl Into<String>) -> ChildTemplate {
+        ChildTemplate { name: name.into(), text: text.into() }
     }
 
     /// A template read from a file.
-    pub fn load(path: impl AsRef<std::path::Path>) -> Result<Template, ChildError> {
+    pub fn load(path: impl AsRef<std::path::Path>) -> Result<ChildTemplate, ChildError> {
         let path = path.as_ref();
         let text = std::fs::read_to_string(path)
             .map_err(|source| ChildError::Read { path: path.display().to_string(), source })?;
-        Ok(Template::new(path.display().to_string(), text))
+        Ok(ChildTemplate::new(path.display().to_string(), text))
     }
 
     /// Fills the template and decodes it as `T`.
     ///
     /// ```
     /// use k8s_openapi::api::core::v1::ConfigMap;
-    /// let template = bosun_kit::Template::new("cm.yaml",
+    /// let template = bosun_kit::ChildTemplate::new("cm.yaml",
     ///     "apiVersion: v1\nkind: ConfigMap\nmetadata: {name: ${name}-settings}\ndata: {size: \"${size:=1}\"}\n");
     /// let vars = [("name".to_string(), "cache".to_string())].into();
     /// let cm: ConfigMap = template.render(&vars).unwrap();

@@ -58,7 +58,7 @@ mod results;
 mod run;
 mod shared;
 
-pub use children::{Children, Template};
+pub use children::{ChildTemplate, Children};
 pub use controller::Controller;
 pub use metrics::{Metrics, serve};
 pub use progress::{Progress, ProgressHandle, ProgressWriter};

@@ -52,7 +52,7 @@ pub enum Problem {
         /// The crate target (`bosun_kit`).
         target: String,
         /// The dependencies around the loop, the last leading back to the first.
-        steps: Vec<Step>,
+        steps: Vec<CycleStep>,
     },
     /// A source file outside tests has more than [`MAX_LINES`] lines.
     LongFile {
@@ -79,7 +79,7 @@ pub enum Problem {
 
 /// One dependency of an import cycle: module `from` uses module `to` at `places`.
 #[derive(Debug, Clone, PartialEq, Eq)]
-pub struct Step {
+pub struct CycleStep {
     /// The module that uses (`controller`, `a::b`).
     pub from: String,
     /// The module it uses.
@@ -198,7 +198,7 @@ fn import_cycle(workspace: &Workspace, target: &str, edges: &cycles::Edges, cycl
         .windows(2)
         .map(|pair| {
             let places = &edges[&pair[0]][&pair[1]];
-            Step {
+            CycleStep {
                 from: pair[0].join("::"),
                 to: pair[1].join("::"),
                 places: places

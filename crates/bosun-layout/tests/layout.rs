@@ -2,14 +2,14 @@
 
 use std::path::{Path, PathBuf};
 
-use bosun_layout::{Problem, Step, check};
+use bosun_layout::{CycleStep, Problem, check};
 
 fn fixture(name: &str) -> PathBuf {
     Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/fixtures").join(name)
 }
 
-fn step(from: &str, to: &str, places: &[&str]) -> Step {
-    Step {
+fn step(from: &str, to: &str, places: &[&str]) -> CycleStep {
+    CycleStep {
         from: from.into(),
         to: to.into(),
         places: places.iter().map(|place| (*place).to_owned()).collect(),

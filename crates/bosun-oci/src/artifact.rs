@@ -15,8 +15,8 @@ use crate::{
     error::Error,
     manifest::{
         ANNOTATION_CREATED, ANNOTATION_REVISION, ANNOTATION_SOURCE, ANNOTATION_TITLE, COSIGN_SIMPLE_SIGNING,
-        Descriptor, FLUX_CONFIG, FLUX_CONTENT, ImageManifest, LayerSelector, ManifestError, OCI_MANIFEST, Operation,
-        select_layer,
+        Descriptor, FLUX_CONFIG, FLUX_CONTENT, ImageManifest, ImageManifestError, LayerOperation, LayerSelector,
+        OCI_MANIFEST, select_layer,
     },
     reference::{Reference, ReferenceError, valid_tag},
     registry::{Blob, Client, RegistryError},
@@ -89,8 +89,8 @@ pub struct Pulled {
     pub annotations: BTreeMap<String, String>,
     /// The layer taken.
     pub layer: Descriptor,
-    /// The directory the files went to ([`Operation::Extract`]), or the file the layer went to
-    /// ([`Operation::Copy`]).
+    /// The directory the files went to ([`LayerOperation::Extract`]), or the file the layer went to
+    /// ([`LayerOperation::Copy`]).
     pub path: PathBuf,
 }
 
@@ -284,14 +284,14 @@ impl Client {
             self.verify(reference, &digest, verify).await?;
         }
         let layer = select_layer(&manifest, &options.layer.media_type)
-            .map_err(|message| ManifestError { reference: reference.to_string(), message })?
+            .map_err(|message| ImageManifestError { reference: reference.to_string(), message })?
             .clone();
         let scratch = scratch_beside(into)?;
         let blob = scratch.path().join("blob");
         self.pull_blob(reference, &layer.digest, layer.size, &blob).await?;
         std::fs::create_dir_all(into).map_err(Error::io(into))?;
         let path = match options.layer.operation {
-            Operation::Extract => {
+            LayerOperation::Extract => {
                 let (target, shown) = (into.to_path_buf(), format!("blob {}", layer.digest));
                 tokio::task::spawn_blocking(move || {
                     archive::unpack(&blob, &target, &shown, archive::MAX_UNPACKED_SIZE)
@@ -300,7 +300,7 @@ impl Client {
                 .map_err(|e| Error::Io { path: scratch.path().to_path_buf(), message: e.to_string() })??;
                 into.to_path_buf()
             }
-            Operation::Copy => {
+            LayerOperation::Copy => {
                 let file = into.join(copy_name(&layer));
                 std::fs::rename(&blob, &file).map_err(Error::io(&file))?;
                 file

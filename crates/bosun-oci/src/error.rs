@@ -4,7 +4,7 @@
 use std::path::{Path, PathBuf};
 
 use crate::{
-    archive::ArchiveError, cosign::SignatureError, manifest::ManifestError, reference::ReferenceError,
+    archive::ArchiveError, cosign::SignatureError, manifest::ImageManifestError, reference::ReferenceError,
     registry::RegistryError,
 };
 
@@ -19,7 +19,7 @@ pub enum Error {
     Registry(#[from] RegistryError),
     /// The manifest is not an artifact's, or lacks the layer asked for.
     #[error(transparent)]
-    Manifest(#[from] ManifestError),
+    Manifest(#[from] ImageManifestError),
     /// Packing or unpacking failed.
     #[error(transparent)]
     Archive(#[from] ArchiveError),

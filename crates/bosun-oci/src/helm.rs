@@ -16,7 +16,7 @@ use crate::{
     error::{ChartArchiveError, Error},
     manifest::{
         ANNOTATION_CREATED, ANNOTATION_DESCRIPTION, ANNOTATION_TITLE, ANNOTATION_VERSION, HELM_CHART_CONTENT,
-        HELM_CONFIG, ImageManifest, LayerSelector, Operation,
+        HELM_CONFIG, ImageManifest, LayerOperation, LayerSelector,
     },
     reference::Reference,
     registry::{Blob, Client},
@@ -150,7 +150,7 @@ impl Client {
         };
         let resolved = self.resolve_tags(&reference, &select, true).await?;
         let options = PullOptions {
-            layer: LayerSelector { media_type: HELM_CHART_CONTENT.into(), operation: Operation::Copy },
+            layer: LayerSelector { media_type: HELM_CHART_CONTENT.into(), operation: LayerOperation::Copy },
             verify: None,
         };
         let mut pulled = self.pull(&resolved, into, &options).await?;

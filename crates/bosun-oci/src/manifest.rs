@@ -73,7 +73,7 @@ pub struct ImageManifest {
 /// A manifest that cannot be used; names the reference.
 #[derive(Debug, thiserror::Error, PartialEq, Eq)]
 #[error("the manifest of {reference}: {message}")]
-pub struct ManifestError {
+pub struct ImageManifestError {
     /// The reference whose manifest it is.
     pub reference: String,
     /// What is wrong with it.
@@ -96,10 +96,10 @@ impl ImageManifest {
     ///
     /// # Errors
     ///
-    /// [`ManifestError`] for an image index (a multi-platform image, not an artifact) or JSON
+    /// [`ImageManifestError`] for an image index (a multi-platform image, not an artifact) or JSON
     /// that is no image manifest.
-    pub fn parse(bytes: &[u8], media_type: &str, reference: &str) -> Result<ImageManifest, ManifestError> {
-        let fail = |message: String| ManifestError { reference: reference.to_string(), message };
+    pub fn parse(bytes: &[u8], media_type: &str, reference: &str) -> Result<ImageManifest, ImageManifestError> {
+        let fail = |message: String| ImageManifestError { reference: reference.to_string(), message };
         let is_index = |t: &str| t == OCI_INDEX || t.ends_with("manifest.list.v2+json");
         if is_index(media_type) {
             return Err(fail(format!("it is an image index ({media_type}), not an artifact")));
@@ -115,7 +115,7 @@ impl ImageManifest {
 
 /// What a pull does with the layer it selects (Flux's `layerSelector.operation`).
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
-pub enum Operation {
+pub enum LayerOperation {
     /// Unpack the tar+gzip layer into the destination directory.
     #[default]
     Extract,
@@ -129,13 +129,13 @@ pub struct LayerSelector {
     /// The media type of the layer: the first layer of that type is taken.
     pub media_type: String,
     /// Extract or copy.
-    pub operation: Operation,
+    pub operation: LayerOperation,
 }
 
 impl Default for LayerSelector {
     /// Flux's content layer, extracted.
     fn default() -> LayerSelector {
-        LayerSelector { media_type: FLUX_CONTENT.into(), operation: Operation::Extract }
+        LayerSelector { media_type: FLUX_CONTENT.into(), operation: LayerOperation::Extract }
     }
 }
 

@@ -9,7 +9,9 @@ use bosun_oci::{
     RegistryError, Select, WantedChartVersion,
     archive::keep_all,
     cosign::{SignatureError, SigningKey, Verify},
-    manifest::{FLUX_CONFIG, FLUX_CONTENT, HELM_CHART_CONTENT, HELM_CONFIG, LayerSelector, OCI_MANIFEST, Operation},
+    manifest::{
+        FLUX_CONFIG, FLUX_CONTENT, HELM_CHART_CONTENT, HELM_CONFIG, LayerOperation, LayerSelector, OCI_MANIFEST,
+    },
 };
 use support::{Auth, Registry, RegistryExt, TokenService, files, write_files};
 
@@ -114,7 +116,7 @@ async fn push_list_tag_and_pull_round_trip_over_tls_with_basic_auth() {
             &resolved,
             &into.path().join("copy"),
             &PullOptions {
-                layer: LayerSelector { media_type: FLUX_CONTENT.into(), operation: Operation::Copy },
+                layer: LayerSelector { media_type: FLUX_CONTENT.into(), operation: LayerOperation::Copy },
                 ..PullOptions::default()
             },
         )

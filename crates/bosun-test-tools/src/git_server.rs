@@ -457,16 +457,16 @@ fn keygen(path: &Path, passphrase: Option<&str>) {
 }
 
 /// A TCP server that accepts connections and never answers (to test timeouts).
-pub struct Silent {
+pub struct SilentServer {
     /// Its port.
     pub port: u16,
     stop: Arc<AtomicBool>,
     thread: Option<JoinHandle<()>>,
 }
 
-impl Silent {
+impl SilentServer {
     /// Starts it.
-    pub fn start() -> Silent {
+    pub fn start() -> SilentServer {
         let listener = TcpListener::bind("127.0.0.1:0").expect("bind");
         let port = listener.local_addr().expect("addr").port();
         let stop = Arc::new(AtomicBool::new(false));
@@ -485,11 +485,11 @@ impl Silent {
                 }
             }
         });
-        Silent { port, stop, thread: Some(thread) }
+        SilentServer { port, stop, thread: Some(thread) }
     }
 }
 
-impl Drop for Silent {
+impl Drop for SilentServer {
     fn drop(&mut self) {
         self.stop.store(true, Ordering::Relaxed);
         let _ = TcpStream::connect(("127.0.0.1", self.port));

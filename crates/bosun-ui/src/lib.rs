@@ -29,7 +29,7 @@
 //!   logs.
 
 #![warn(missing_docs)]
-// Everything is the crate's own but what this file exports (`Ui`, `Settings`, `UiError`,
+// Everything is the crate's own but what this file exports (`Ui`, `UiSettings`, `UiError`,
 // `Authentication`, `Transport`): a `pub` that cannot be reached from outside is an error.
 #![deny(unreachable_pub)]
 
@@ -51,7 +51,7 @@ pub use server::Transport;
 
 /// How the dashboard is served.
 #[derive(Debug, Clone)]
-pub struct Settings {
+pub struct UiSettings {
     /// Where it listens (`127.0.0.1:8090` by default in the CLI).
     pub address: SocketAddr,
     /// Who people are to the cluster.
@@ -104,7 +104,7 @@ impl Ui {
     ///
     /// # Errors
     /// An unsafe address, an address in use, or an unusable certificate.
-    pub async fn bind(settings: Settings) -> Result<Ui, UiError> {
+    pub async fn bind(settings: UiSettings) -> Result<Ui, UiError> {
         let auth = auth::Auth::new(settings.authentication);
         server::check_exposure(&settings.address, &settings.transport, auth.signs_in())?;
         let tls = match &settings.transport {

@@ -39,14 +39,7 @@ pub enum ConfigError {
 }
 
 /// Merges `overlay` into `base`: maps merge key by key (recursively), anything else replaces.
-///
-/// ```
-/// use serde_json::json;
-/// let mut base = json!({"image": {"tag": "1", "repo": "x"}, "replicas": 1});
-/// bosun::config::merge(&mut base, json!({"image": {"tag": "2"}, "replicas": 3}));
-/// assert_eq!(base, json!({"image": {"tag": "2", "repo": "x"}, "replicas": 3}));
-/// ```
-pub fn merge(base: &mut Value, overlay: Value) {
+pub(crate) fn merge(base: &mut Value, overlay: Value) {
     match (base, overlay) {
         (Value::Object(base), Value::Object(overlay)) => {
             for (key, value) in overlay {
@@ -86,7 +79,7 @@ fn read_file(path: &Path) -> Result<Value, ConfigError> {
 
 /// Builds the configuration of a package in `dir` from its spec and extra files (later wins).
 /// In a tenant's `sandbox`, `config.file` must be inside the source.
-pub fn load(
+pub(crate) fn load(
     spec: &ConfigSpec,
     dir: &Path,
     sandbox: Option<&Sandbox>,
@@ -113,6 +106,14 @@ pub fn load(
 mod tests {
     use super::*;
     use serde_json::json;
+
+    // Was the doc example of `merge` before it became crate-private.
+    #[test]
+    fn merge_merges_maps_and_replaces_the_rest() {
+        let mut base = json!({"image": {"tag": "1", "repo": "x"}, "replicas": 1});
+        merge(&mut base, json!({"image": {"tag": "2"}, "replicas": 3}));
+        assert_eq!(base, json!({"image": {"tag": "2", "repo": "x"}, "replicas": 3}));
+    }
 
     #[test]
     fn later_sources_override_earlier_ones_key_by_key() {

@@ -40,7 +40,7 @@ fn masked(live: Option<&Value>, desired: &Value) -> (Option<Value>, Value) {
 
 /// A unified diff of two objects' YAML (server-owned fields hidden, Secret values masked);
 /// empty when equal.
-pub fn unified(live: Option<&Value>, desired: &Value, label: &str) -> String {
+pub(crate) fn unified(live: Option<&Value>, desired: &Value, label: &str) -> String {
     let (live, desired) = masked(live, desired);
     let old = live.map(|l| bosun_core::yaml::to_yaml(&without_server_fields(&l))).unwrap_or_default();
     let new = bosun_core::yaml::to_yaml(&without_server_fields(&desired));

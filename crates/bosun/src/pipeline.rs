@@ -110,7 +110,7 @@ pub enum PipelineError {
 
 impl PipelineError {
     /// Whether the cluster refused to authorize what the run needed (see
-    /// [`ApplyError::is_forbidden`]).
+    /// `ApplyError::is_forbidden`).
     pub fn is_forbidden(&self) -> bool {
         matches!(self, PipelineError::Apply(error) if error.is_forbidden())
     }
@@ -214,7 +214,7 @@ pub async fn helm_release(
 
 /// Where a package's objects and inventory go: its own namespace if `bosun.yaml` names one,
 /// else `default_namespace`.
-pub fn target(package: &Package, default_namespace: &str) -> Target {
+pub(crate) fn target(package: &Package, default_namespace: &str) -> Target {
     Target {
         name: package.name.clone(),
         namespace: package.namespace.clone().unwrap_or_else(|| default_namespace.to_string()),

@@ -1,7 +1,7 @@
 //! Per-object rules: how one object is applied, pruned and deleted, read from its metadata.
 //! Flux's `kustomize.toolkit.fluxcd.io/*` labels and annotations, Argo CD's `sync-options` and
 //! `compare-options` annotations and bosun's own `bosun.dev/*` spelling of the same rules are
-//! one table, [`RULES`]; [`of`] reads an object's policy from it. (Hooks and waves, which
+//! one table, `RULES`; `of` reads an object's policy from it. (Hooks and waves, which
 //! order objects rather than change how each is written, are the plan's: `plan::hooks`.)
 //!
 //! As Flux does, its keys and bosun's may be labels or annotations and their values are not
@@ -14,7 +14,7 @@ use bosun_core::object;
 
 /// How an object is written (Flux's `kustomize.toolkit.fluxcd.io/ssa`).
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
-pub enum Ssa {
+pub(crate) enum Ssa {
     /// Server-side apply, bosun's values win (the default).
     #[default]
     Override,
@@ -29,31 +29,31 @@ pub enum Ssa {
 
 /// What the rules say about one object. The default is what every object without rules gets.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub struct ObjectPolicy {
+pub(crate) struct ObjectPolicy {
     /// How it is written.
-    pub ssa: Ssa,
+    pub(crate) ssa: Ssa,
     /// Deleted when no longer rendered (prune).
-    pub prune: bool,
+    pub(crate) prune: bool,
     /// Deleted when its package is deleted.
-    pub delete: bool,
+    pub(crate) delete: bool,
     /// Deleted and created again when a change touches an immutable field.
-    pub force: bool,
+    pub(crate) force: bool,
     /// Deleted and created again whenever it changes (Argo CD's `Replace=true`).
-    pub replace: bool,
+    pub(crate) replace: bool,
     /// Written at all: `reconcile: disabled` (on the rendered or the live object) leaves it
     /// alone, written and pruned by nobody.
-    pub reconcile: bool,
+    pub(crate) reconcile: bool,
     /// Its namespace is created when missing.
-    pub create_namespace: bool,
+    pub(crate) create_namespace: bool,
     /// Checked by a server-side dry run before the group is written.
-    pub dry_run: bool,
+    pub(crate) dry_run: bool,
     /// The server rejects unknown or duplicate fields (`fieldValidation=Strict`); off, it
     /// drops them (`Ignore`).
-    pub validate: bool,
+    pub(crate) validate: bool,
     /// `${VAR}` substitution applies to it.
-    pub substitute: bool,
+    pub(crate) substitute: bool,
     /// When live but no longer rendered, it does not count as a difference (`bosun diff`).
-    pub ignore_extraneous: bool,
+    pub(crate) ignore_extraneous: bool,
 }
 
 impl Default for ObjectPolicy {
@@ -76,24 +76,24 @@ impl Default for ObjectPolicy {
 
 impl ObjectPolicy {
     /// Whether bosun writes the object at all.
-    pub fn writes(&self) -> bool {
+    pub(crate) fn writes(&self) -> bool {
         self.reconcile && self.ssa != Ssa::Ignore
     }
 
     /// Whether a prune may delete it.
-    pub fn prunes(&self) -> bool {
+    pub(crate) fn prunes(&self) -> bool {
         self.prune && self.writes()
     }
 
     /// Whether deleting its package deletes it.
-    pub fn deletes(&self) -> bool {
+    pub(crate) fn deletes(&self) -> bool {
         self.delete && self.writes()
     }
 }
 
 /// What a rule does.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum Effect {
+pub(crate) enum Effect {
     /// Sets how the object is written.
     Ssa(Ssa),
     /// Never pruned, nor deleted with the package (Flux: one exclusion serves both).
@@ -124,7 +124,7 @@ pub enum Effect {
 
 /// Where a rule's key is read.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum Place {
+pub(crate) enum Place {
     /// A label or an annotation with exactly this value.
     Metadata,
     /// An annotation holding a comma-separated list, one item of which is the value.
@@ -133,15 +133,15 @@ pub enum Place {
 
 /// One rule: `key: value` does `effect`.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub struct Rule {
+pub(crate) struct Rule {
     /// The label or annotation.
-    pub key: &'static str,
+    pub(crate) key: &'static str,
     /// The value (or list item), compared without case.
-    pub value: &'static str,
+    pub(crate) value: &'static str,
     /// Where the key is read.
-    pub place: Place,
+    pub(crate) place: Place,
     /// What it does.
-    pub effect: Effect,
+    pub(crate) effect: Effect,
 }
 
 const ARGO_SYNC: &str = "argocd.argoproj.io/sync-options";
@@ -156,7 +156,7 @@ const fn argo(key: &'static str, value: &'static str, effect: Effect) -> Rule {
 }
 
 /// Every per-object rule bosun knows. Flux's keys and bosun's own say the same things.
-pub const RULES: [Rule; 35] = [
+pub(crate) const RULES: [Rule; 35] = [
     flux("kustomize.toolkit.fluxcd.io/prune", "disabled", Effect::Keep),
     flux("kustomize.toolkit.fluxcd.io/ssa", "Override", Effect::Ssa(Ssa::Override)),
     flux("kustomize.toolkit.fluxcd.io/ssa", "Merge", Effect::Ssa(Ssa::Merge)),
@@ -211,7 +211,7 @@ fn values<'a>(object: &'a Value, key: &str, place: Place) -> Vec<&'a str> {
 }
 
 /// The rules an object's metadata matches, in table order.
-pub fn matched(object: &Value) -> Vec<&'static Rule> {
+pub(crate) fn matched(object: &Value) -> Vec<&'static Rule> {
     RULES
         .iter()
         .filter(|rule| values(object, rule.key, rule.place).iter().any(|value| value.eq_ignore_ascii_case(rule.value)))
@@ -228,7 +228,7 @@ pub fn reasons(object: &Value) -> Vec<String> {
 }
 
 /// The policy of a rendered (or live) object.
-pub fn of(object: &Value) -> ObjectPolicy {
+pub(crate) fn of(object: &Value) -> ObjectPolicy {
     let mut policy = ObjectPolicy::default();
     for rule in matched(object) {
         match rule.effect {
@@ -253,7 +253,7 @@ pub fn of(object: &Value) -> ObjectPolicy {
 /// The policy of an object as it is rendered and as it is live: rules that stop bosun from
 /// touching it, or that ask for recreation, count wherever they are set (as Flux reads them);
 /// the rest is what the rendered object says.
-pub fn merged(rendered: &Value, live: Option<&Value>) -> ObjectPolicy {
+pub(crate) fn merged(rendered: &Value, live: Option<&Value>) -> ObjectPolicy {
     let mut policy = of(rendered);
     if let Some(live) = live {
         let live = of(live);
@@ -269,7 +269,7 @@ pub fn merged(rendered: &Value, live: Option<&Value>) -> ObjectPolicy {
 /// Values of the keys in [`RULES`] that match no rule (a typo, or an option bosun does not
 /// know): each as a sentence naming the object, to warn about. Such values change nothing,
 /// as they change nothing for Flux and Argo CD.
-pub fn unknown_values(object: &Value) -> Vec<String> {
+pub(crate) fn unknown_values(object: &Value) -> Vec<String> {
     let mut keys: Vec<(&str, Place)> = RULES.iter().map(|rule| (rule.key, rule.place)).collect();
     keys.dedup();
     let mut notes = Vec::new();
@@ -290,7 +290,7 @@ pub fn unknown_values(object: &Value) -> Vec<String> {
 }
 
 /// The namespaces that objects asking for `CreateNamespace` are in.
-pub fn namespaces_to_create<'a>(objects: impl Iterator<Item = &'a Value>) -> Vec<String> {
+pub(crate) fn namespaces_to_create<'a>(objects: impl Iterator<Item = &'a Value>) -> Vec<String> {
     let mut namespaces: Vec<String> = objects
         .filter(|object| of(object).create_namespace)
         .map(|object| object::namespace(object).to_string())

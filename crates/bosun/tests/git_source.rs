@@ -16,7 +16,7 @@ use bosun_api::package::{GitReference, GitSource};
 use bosun_api::Interval;
 
 use bosun::source::{Credentials, Fetcher, Snapshot, SourceError};
-use git_server::{GitDaemon, HttpAuth, HttpServer, Repo, Repos, Silent, SshServer, unused_port};
+use git_server::{GitDaemon, HttpAuth, HttpServer, Repo, Repos, SilentServer, SshServer, unused_port};
 
 /// Generous bound for anything a test waits for.
 const BOUND: Duration = Duration::from_secs(60);
@@ -334,7 +334,7 @@ async fn ssh_checks_the_key_and_the_host_key() {
 
 #[tokio::test]
 async fn unreachable_and_silent_servers_fail_clearly_within_the_timeout() {
-    let silent = Silent::start();
+    let silent = SilentServer::start();
     let cache = tempfile::tempdir().expect("cache");
     let fetcher = Fetcher::new(cache.path().to_path_buf());
     // Any key will do: no server gets as far as checking it.

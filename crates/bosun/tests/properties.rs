@@ -77,7 +77,7 @@ proptest! {
         ],
         object in json_value(),
     ) {
-        if let Ok(parsed) = bosun_core::jsonpath::Template::parse(&template) {
+        if let Ok(parsed) = bosun_core::jsonpath::JsonPathTemplate::parse(&template) {
             let _ = parsed.render(&object, false);
             let _ = parsed.render(&object, true);
             let _ = parsed.values(&object);

@@ -7,7 +7,7 @@
 use std::{collections::BTreeMap, fmt, str::FromStr, time::Duration};
 
 use bosun_kit::{
-    Controller, Failure, Lifecycle, Run, Stepper, Template,
+    ChildTemplate, Controller, Failure, Lifecycle, Run, Stepper,
     machine::{self, Machine},
 };
 use k8s_openapi::{
@@ -166,7 +166,8 @@ impl Lifecycle for Operator {
         let vars =
             BTreeMap::from([("name".to_string(), run.name().to_string()), ("image".to_string(), image(&memcached))]);
         let mut deployment: Deployment =
-            Template::new("templates/deployment.yaml", include_str!("../templates/deployment.yaml")).render(&vars)?;
+            ChildTemplate::new("templates/deployment.yaml", include_str!("../templates/deployment.yaml"))
+                .render(&vars)?;
         if let Some(spec) = deployment.spec.as_mut() {
             spec.replicas = Some(memcached.spec.size);
         }

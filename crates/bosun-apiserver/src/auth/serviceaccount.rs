@@ -10,7 +10,7 @@ use rcgen::{KeyPair, PublicKeyData};
 use serde::{Deserialize, Serialize};
 use sha2::Digest as _;
 
-use crate::secrets::{self, FileError};
+use crate::secrets::{self, SecretFileError};
 
 /// The issuer of the tokens, and the audience the API server accepts by default (what kubeadm
 /// and kind configure).
@@ -26,7 +26,7 @@ const KEY_FILE: &str = "sa.key";
 pub enum TokenError {
     /// The signing key file could not be read or written.
     #[error(transparent)]
-    File(#[from] FileError),
+    File(#[from] SecretFileError),
     /// The stored key is unusable.
     #[error("{path}: {message} (delete it to generate a new one; tokens issued before stop working)")]
     Key {

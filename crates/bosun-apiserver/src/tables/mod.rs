@@ -7,7 +7,7 @@
 mod cells;
 use cells::*;
 
-use bosun_core::jsonpath::Template;
+use bosun_core::jsonpath::JsonPathTemplate;
 use jiff::Timestamp;
 use serde_json::{Value, json};
 
@@ -409,7 +409,7 @@ pub fn columns(info: &ResourceInfo, version: &VersionInfo) -> Vec<Value> {
 enum RowCells {
     /// A CRD version's printer columns: each one's path (`None` where it does not parse: its
     /// cells are empty) and type.
-    Custom(Vec<(Option<Template>, String)>),
+    Custom(Vec<(Option<JsonPathTemplate>, String)>),
     /// A built-in kind's printer.
     Printer(fn(&Value, Timestamp) -> Vec<Value>),
     /// Name and Age.
@@ -426,7 +426,7 @@ impl RowCells {
                     let kind = column.get("type").and_then(Value::as_str).unwrap_or_default();
                     // Upstream's table convertor reads the path as the one action of a
                     // kubectl JSONPath template.
-                    (Template::parse(&format!("{{{path}}}")).ok(), kind.to_string())
+                    (JsonPathTemplate::parse(&format!("{{{path}}}")).ok(), kind.to_string())
                 })
                 .collect();
             return RowCells::Custom(columns);

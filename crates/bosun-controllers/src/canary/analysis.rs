@@ -32,7 +32,8 @@ pub(crate) fn check(spec: &AnalysisSpec) -> Result<(), (String, String)> {
                 return Err((field("http.expect"), "jsonPath and expect go together".into()));
             }
             if let Some(path) = &http.json_path {
-                bosun_core::jsonpath::Template::parse(path).map_err(|e| (field("http.jsonPath"), e.to_string()))?;
+                bosun_core::jsonpath::JsonPathTemplate::parse(path)
+                    .map_err(|e| (field("http.jsonPath"), e.to_string()))?;
             }
             if let Some(expect) = &http.expect {
                 expect.parse::<Expectation>().map_err(|e| (field("http.expect"), e))?;

@@ -13,7 +13,7 @@ use bosun_api::canary::{
     AnalysisSpec, CanaryResource, HttpCheck, Measurement, MeasurementResult, PodsCheck, PrometheusCheck, WebhookSpec,
 };
 
-use crate::canary::{Rollout, Step, analysis::Expectation, plan::Wanted};
+use crate::canary::{CanaryStep, Rollout, analysis::Expectation, plan::Wanted};
 
 use bosun_kit::Run;
 
@@ -39,7 +39,7 @@ pub enum Probe {
 pub(crate) fn plan(rollout: &Rollout, wanted: &Wanted) -> Option<(AnalysisSpec, Vec<(String, Probe)>)> {
     let spec = match wanted {
         Wanted::Step(index) => match rollout.steps.get(*index as usize)? {
-            Step::Analysis(spec) => spec.clone(),
+            CanaryStep::Analysis(spec) => spec.clone(),
             _ => return None,
         },
         Wanted::Background => rollout.analysis.clone()?,
@@ -173,7 +173,8 @@ async fn http(client: &reqwest::Client, check: &HttpCheck) -> Measured {
         Ok(Err(error)) => return inconclusive(format!("{}: the body is not JSON: {error}", check.url)),
         Err(error) => return inconclusive(format!("{}: {error}", check.url)),
     };
-    let found = bosun_core::jsonpath::Template::parse(path).map(|template| template.values(&body)).unwrap_or_default();
+    let found =
+        bosun_core::jsonpath::JsonPathTemplate::parse(path).map(|template| template.values(&body)).unwrap_or_default();
     let Some(found) = found.first() else {
         return inconclusive(format!("{}: {path} found nothing in the body", check.url));
     };

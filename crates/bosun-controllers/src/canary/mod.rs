@@ -40,7 +40,7 @@ pub struct CanaryError {
 
 /// A step as the controller runs it.
 #[derive(Debug, Clone, PartialEq)]
-pub enum Step {
+pub enum CanaryStep {
     /// Move `weight`% of the replicas to the new version, then wait `sleep` (if any).
     Weight {
         /// 0–100.
@@ -62,7 +62,7 @@ pub struct Rollout {
     /// Replicas of the whole.
     pub replicas: i32,
     /// The steps, with a final 100% added when the last weight is lower.
-    pub steps: Vec<Step>,
+    pub steps: Vec<CanaryStep>,
     /// See `CanarySpec::progress_deadline`.
     pub progress_deadline: Duration,
     /// The Deployment of `version` (without replicas; name `<prefix>-<version>`).
@@ -268,7 +268,7 @@ fn label_version(deployment: &mut Value, canary: &str, version: &str) {
 }
 
 /// The steps as run: each checked, and a final 100% when the last weight is lower.
-fn steps(specs: &[StepSpec]) -> Result<Vec<Step>, (String, String)> {
+fn steps(specs: &[StepSpec]) -> Result<Vec<CanaryStep>, (String, String)> {
     let mut steps = Vec::new();
     for (index, spec) in specs.iter().enumerate() {
         let field = |name: &str| format!("spec.steps[{index}].{name}");
@@ -287,20 +287,23 @@ fn steps(specs: &[StepSpec]) -> Result<Vec<Step>, (String, String)> {
             return Err((field("sleep"), "goes with percent (use pause: {duration} elsewhere)".into()));
         }
         let step = if let Some(value) = spec.set_weight {
-            Step::Weight { weight: weight("setWeight", value)?, sleep: None }
+            CanaryStep::Weight { weight: weight("setWeight", value)?, sleep: None }
         } else if let Some(value) = spec.percent {
-            Step::Weight { weight: weight("percent", value)?, sleep: spec.sleep.map(|bosun_api::canary::Sleep(d)| d) }
+            CanaryStep::Weight {
+                weight: weight("percent", value)?,
+                sleep: spec.sleep.map(|bosun_api::canary::Sleep(d)| d),
+            }
         } else if let Some(pause) = &spec.pause {
-            Step::Pause(pause.duration.map(|Interval(d)| d))
+            CanaryStep::Pause(pause.duration.map(|Interval(d)| d))
         } else {
             let analysis = spec.analysis.clone().unwrap_or_default();
             analysis::check(&analysis).map_err(|(f, m)| (field(&format!("analysis.{f}")), m))?;
-            Step::Analysis(analysis)
+            CanaryStep::Analysis(analysis)
         };
         steps.push(step);
     }
     if plan::weight_at(&steps, steps.len()) < 100 {
-        steps.push(Step::Weight { weight: 100, sleep: None });
+        steps.push(CanaryStep::Weight { weight: 100, sleep: None });
     }
     Ok(steps)
 }

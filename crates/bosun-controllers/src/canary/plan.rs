@@ -11,7 +11,7 @@ use serde::{Deserialize, Serialize};
 
 use bosun_api::canary::CanaryProgress;
 
-use super::{Rollout, Step};
+use super::{CanaryStep, Rollout};
 use bosun_kit::machine::{self, Machine};
 
 /// Why a weight cannot be planned.
@@ -47,12 +47,12 @@ pub fn split(replicas: i32, weight: u32) -> Result<(i32, i32), WeightError> {
 
 /// The weight in effect once the first `count` steps have run (the last `setWeight` among
 /// them; 0 before any).
-pub(crate) fn weight_at(steps: &[Step], count: usize) -> u32 {
+pub(crate) fn weight_at(steps: &[CanaryStep], count: usize) -> u32 {
     steps[..count.min(steps.len())]
         .iter()
         .rev()
         .find_map(|step| match step {
-            Step::Weight { weight, .. } => Some(*weight),
+            CanaryStep::Weight { weight, .. } => Some(*weight),
             _ => None,
         })
         .unwrap_or(0)
@@ -62,7 +62,7 @@ pub(crate) fn weight_at(steps: &[Step], count: usize) -> u32 {
 ///
 /// # Errors
 /// See [`split`].
-pub(crate) fn replicas_per_step(replicas: i32, steps: &[Step]) -> Result<Vec<(i32, i32)>, WeightError> {
+pub(crate) fn replicas_per_step(replicas: i32, steps: &[CanaryStep]) -> Result<Vec<(i32, i32)>, WeightError> {
     (1..=steps.len()).map(|count| split(replicas, weight_at(steps, count))).collect()
 }
 
@@ -478,7 +478,7 @@ impl<'a> Deciding<'a> {
             }
             if self.progress.step_started_at.is_none() {
                 self.progress.step_started_at = self.now();
-                if index < total && matches!(rollout.steps[index as usize], Step::Weight { .. }) {
+                if index < total && matches!(rollout.steps[index as usize], CanaryStep::Weight { .. }) {
                     let (new, old) = split(rollout.replicas, weight).unwrap_or_default();
                     self.note(
                         false,
@@ -509,23 +509,23 @@ impl<'a> Deciding<'a> {
         let inputs = self.inputs;
         let elapsed = self.since(self.progress.step_started_at.as_deref());
         match &inputs.rollout.steps[index as usize] {
-            Step::Weight { sleep: None, .. } => Wait::Over { promoted: false },
-            Step::Weight { sleep: Some(wait), .. } | Step::Pause(Some(wait)) if elapsed >= *wait => {
+            CanaryStep::Weight { sleep: None, .. } => Wait::Over { promoted: false },
+            CanaryStep::Weight { sleep: Some(wait), .. } | CanaryStep::Pause(Some(wait)) if elapsed >= *wait => {
                 Wait::Over { promoted: false }
             }
-            Step::Weight { .. } | Step::Pause(_) if promote => Wait::Over { promoted: true },
-            Step::Weight { sleep: Some(wait), .. } | Step::Pause(Some(wait)) => {
+            CanaryStep::Weight { .. } | CanaryStep::Pause(_) if promote => Wait::Over { promoted: true },
+            CanaryStep::Weight { sleep: Some(wait), .. } | CanaryStep::Pause(Some(wait)) => {
                 let left = *wait - elapsed;
                 self.message = format!("{weight}% has been deployed, {} till next step", seconds(left));
                 self.requeue = Some(left);
                 Wait::On
             }
-            Step::Pause(None) => {
+            CanaryStep::Pause(None) => {
                 self.fire(Event::Pause);
                 self.message = format!("{weight}% has been deployed, paused until promoted (bosun promote canary)");
                 Wait::On
             }
-            Step::Analysis(analysis) => {
+            CanaryStep::Analysis(analysis) => {
                 let name = analysis.name.clone().unwrap_or_else(|| format!("step-{index}"));
                 match inputs.verdicts.get(&Wanted::Step(index)) {
                     Some(Verdict::Successful) => Wait::Over { promoted: false },

@@ -168,7 +168,7 @@ pub fn read_fleets(dir: &Path) -> Result<Vec<Value>, FleetsError> {
 pub async fn apply_fleets(
     api: &Api<FleetResource>,
     fleets: &mut [Value],
-    request: &Request,
+    request: &RunRequest,
 ) -> Result<(), FleetsError> {
     for fleet in fleets {
         fleet["metadata"]["annotations"][REQUESTED_AT] = json!(request.token);
@@ -183,15 +183,15 @@ pub async fn apply_fleets(
 /// This run's request, so that its result is told from what the kept state says of an earlier
 /// run (whose clusters are gone): the token in `bosun.dev/requested-at` on each Fleet and on the
 /// Packages that were there before this run, and those Packages' uids.
-pub struct Request {
+pub struct RunRequest {
     token: String,
     asked: HashSet<String>,
 }
 
-impl Request {
+impl RunRequest {
     /// Asks every Package the Fleets generated in an earlier run to deliver again: this run's
     /// clusters are new and empty, though the Packages did not change.
-    pub async fn ask(packages: &Api<PackageResource>, fleets: &[Value]) -> Result<Request, kube::Error> {
+    pub async fn ask(packages: &Api<PackageResource>, fleets: &[Value]) -> Result<RunRequest, kube::Error> {
         let token = request_token();
         let mut asked = HashSet::new();
         let patch = json!({"metadata": {"annotations": {REQUESTED_AT: token}}});
@@ -206,7 +206,7 @@ impl Request {
                 asked.insert(uid);
             }
         }
-        Ok(Request { token, asked })
+        Ok(RunRequest { token, asked })
     }
 
     /// Whether a Package's status is from this run: it handled the request, or it was created
@@ -327,7 +327,7 @@ mod tests {
     #[test]
     fn a_rerun_waits_for_its_own_runs_not_the_status_an_earlier_run_left() {
         // staging and prod-1 were there before this run (asked); prod-2 was created since.
-        let request = Request { token: "now".into(), asked: HashSet::from(["s".to_string(), "p1".to_string()]) };
+        let request = RunRequest { token: "now".into(), asked: HashSet::from(["s".to_string(), "p1".to_string()]) };
         let stale = package("hello-staging", "s", None, "True");
         let staging = package("hello-staging", "s", Some("now"), "True");
         let prod1 = package("hello-prod-1", "p1", Some("now"), "True");

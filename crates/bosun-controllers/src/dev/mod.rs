@@ -1,10 +1,12 @@
 //! What `bosun dev` runs of the controllers beside its embedded API server, once bosun's CRDs
 //! are installed there (as [`FIELD_MANAGER`]): the Canary controller ([`CanaryController`]: a
 //! `Canary` in a package rolls out as it would under `bosun controller`), or all of `bosun
-//! controller`'s controllers ([`Controllers`], for `--gitops` and `--clusters`); and for
-//! `--clusters`, a fleet on a workstation ([`fleet`]).
+//! controller`'s controllers ([`Controllers`], for `--gitops` and `--clusters`); for `--gitops`,
+//! the repository they deliver from ([`gitops`]); and for `--clusters`, a fleet on a workstation
+//! ([`fleet`]).
 
 pub mod fleet;
+pub mod gitops;
 
 use std::path::PathBuf;
 

@@ -205,7 +205,8 @@ pub fn substitutions(
     vars.insert("name".to_string(), bosun_core::object::name(object).to_string());
     vars.insert("namespace".to_string(), bosun_core::object::namespace(object).to_string());
     for (variable, template) in substitute {
-        let parsed = bosun_core::jsonpath::Template::parse(template).map_err(|e| (variable.clone(), e.to_string()))?;
+        let parsed =
+            bosun_core::jsonpath::JsonPathTemplate::parse(template).map_err(|e| (variable.clone(), e.to_string()))?;
         let value = parsed.render(object, true).map_err(|e| (variable.clone(), e.to_string()))?;
         vars.insert(variable.clone(), value);
     }

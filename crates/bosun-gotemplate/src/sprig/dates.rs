@@ -8,7 +8,7 @@ use jiff::{Timestamp, Zoned};
 
 use super::{Registry, int_arg, text};
 use crate::error::FuncError;
-use crate::template::value::{Field, Function, IntKind, Object, Type, Value};
+use crate::template::value::{Field, Function, IntKind, TemplateObject, Type, Value};
 
 const NANOS_PER_SECOND: i128 = 1_000_000_000;
 
@@ -26,7 +26,7 @@ fn time_type() -> Type {
     Type::Named(Arc::from("time.Time"))
 }
 
-impl Object for Time {
+impl TemplateObject for Time {
     fn type_name(&self) -> String {
         "time.Time".into()
     }

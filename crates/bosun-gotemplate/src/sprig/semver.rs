@@ -10,7 +10,7 @@ use bosun_semver::{Constraints, SemverError, Version};
 
 use super::{Registry, text};
 use crate::error::FuncError;
-use crate::template::value::{Function, Object, Type, UintKind, Value};
+use crate::template::value::{Function, TemplateObject, Type, UintKind, Value};
 
 /// The error a template sees, in Masterminds' words.
 fn masterminds(error: SemverError) -> FuncError {
@@ -34,7 +34,7 @@ fn version_type() -> Type {
     Type::Named(Arc::from("*semver.Version"))
 }
 
-impl Object for Version {
+impl TemplateObject for Version {
     fn type_name(&self) -> String {
         "*semver.Version".into()
     }

@@ -1,7 +1,7 @@
 //! Go's `fmt` printing (`Sprint`, `Sprintln`, `Sprintf`) over [`Value`]s: what `{{ . }}`,
 //! `print` and `printf` write.
 
-use super::value::{Object, Type, Value};
+use super::value::{TemplateObject, Type, Value};
 use crate::strconv::*;
 
 impl std::fmt::Debug for Value {
@@ -374,7 +374,7 @@ impl Printer {
         }
     }
 
-    fn print_object(&mut self, o: &dyn Object, verb: char, arg: &Value, depth: usize) {
+    fn print_object(&mut self, o: &dyn TemplateObject, verb: char, arg: &Value, depth: usize) {
         if matches!(verb, 'v' | 's' | 'x' | 'X' | 'q')
             && let Some(s) = o.string()
         {

@@ -139,7 +139,7 @@ pub enum Value {
     /// A map with string keys.
     Map(Arc<Map>),
     /// A host value with fields and methods (Helm's `.Files`, `.Capabilities`, `.Release`).
-    Object(Arc<dyn Object>),
+    Object(Arc<dyn TemplateObject>),
     /// A function value, for the `call` builtin.
     Func(Function),
 }
@@ -176,7 +176,7 @@ impl Value {
     }
 
     /// A host object.
-    pub fn object(object: impl Object + 'static) -> Value {
+    pub fn object(object: impl TemplateObject + 'static) -> Value {
         Value::Object(Arc::new(object))
     }
 
@@ -276,7 +276,7 @@ impl Value {
     }
 
     /// Converts the value to JSON as Go's `encoding/json` would marshal it: objects through
-    /// [`Object::to_json`], non-finite floats and functions are errors.
+    /// [`TemplateObject::to_json`], non-finite floats and functions are errors.
     pub fn to_json(&self) -> Result<serde_json::Value, FuncError> {
         Ok(match self {
             Value::Missing | Value::Nil => serde_json::Value::Null,
@@ -378,11 +378,11 @@ impl PartialEq for Value {
 }
 
 /// Whether two objects are the same one (Go compares pointers by address).
-pub(crate) fn same_object(a: &Arc<dyn Object>, b: &Arc<dyn Object>) -> bool {
+pub(crate) fn same_object(a: &Arc<dyn TemplateObject>, b: &Arc<dyn TemplateObject>) -> bool {
     std::ptr::addr_eq(Arc::as_ptr(a), Arc::as_ptr(b))
 }
 
-/// What looking up a field of an [`Object`] finds.
+/// What looking up a field of a [`TemplateObject`] finds.
 pub enum Field {
     /// The field's value.
     Value(Value),
@@ -397,7 +397,7 @@ pub enum Field {
 /// Helm's `.Release`, `.Chart`, `.Files` and `.Capabilities` are objects: `.Files.Get "x"`
 /// calls the method `Get`, `.Release.Name` reads a field. Every method has a default so an
 /// implementation says only what its type has.
-pub trait Object: std::any::Any + Send + Sync {
+pub trait TemplateObject: std::any::Any + Send + Sync {
     /// Go's name of the type, for `%T` and error messages (`*chart.Metadata`).
     fn type_name(&self) -> String;
 

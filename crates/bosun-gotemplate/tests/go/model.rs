@@ -1,11 +1,13 @@
 //! Go's test data (`tVal`, `cmpStruct`, the test functions of `exec_test.go`) as host values:
-//! structs and pointers become [`Object`]s, Go functions become typed [`Function`]s.
+//! structs and pointers become [`TemplateObject`]s, Go functions become typed [`Function`]s.
 //! Derived from golang/go src/text/template/exec_test.go (BSD-3-Clause; see README.md here).
 
 use std::collections::BTreeMap;
 use std::sync::Arc;
 
-use bosun_gotemplate::{Field, FuncError, Function, IntKind, Object, Type, UintKind, Value, sprint, sprintf, sprintln};
+use bosun_gotemplate::{
+    Field, FuncError, Function, IntKind, TemplateObject, Type, UintKind, Value, sprint, sprintf, sprintln,
+};
 
 pub fn named(name: &str) -> Type {
     Type::Named(Arc::from(name))
@@ -62,7 +64,7 @@ pub struct Struct {
     pub value_key: Option<String>,
 }
 
-impl Object for Struct {
+impl TemplateObject for Struct {
     fn type_name(&self) -> String {
         self.type_name.clone()
     }
@@ -115,7 +117,7 @@ impl Pointer {
     }
 }
 
-impl Object for Pointer {
+impl TemplateObject for Pointer {
     fn type_name(&self) -> String {
         self.type_name.clone()
     }
@@ -143,7 +145,7 @@ pub struct IntMap {
     pub key_unsigned: bool,
 }
 
-impl Object for IntMap {
+impl TemplateObject for IntMap {
     fn type_name(&self) -> String {
         self.type_name.clone()
     }
@@ -182,7 +184,7 @@ impl IntMap {
 /// A nil map: compares equal to nil, ranges as empty.
 pub struct NilMap;
 
-impl Object for NilMap {
+impl TemplateObject for NilMap {
     fn type_name(&self) -> String {
         "map[int]int".into()
     }

@@ -12,17 +12,17 @@ use regex::Regex;
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Frame {
     /// The template file (`chart/templates/x.yaml`; `gotpl` for `tpl` text).
-    pub file: String,
+    pub(crate) file: String,
     /// The line, from 1.
-    pub line: usize,
+    pub(crate) line: usize,
     /// The byte in the line, from 0 (Go's column).
-    pub column: usize,
+    pub(crate) column: usize,
     /// The template being executed (a file or a `define`).
-    pub template: String,
+    pub(crate) template: String,
     /// The node being evaluated, as Go prints it.
-    pub node: String,
+    pub(crate) node: String,
     /// What went wrong at this node.
-    pub reason: String,
+    pub(crate) reason: String,
 }
 
 /// Why a chart's templates could not be executed.

@@ -1,6 +1,6 @@
 //! Executing a chart's templates: Helm's `pkg/engine` on [`bosun_gotemplate`].
 //!
-//! [`execute`] parses every template of a [`Prepared`] chart into one set in Helm's order
+//! `execute` parses every template of a [`Prepared`] chart into one set in Helm's order
 //! (so a parent's `define` overrides a subchart's and `include` sees them all), registers
 //! sprig (without `env` and `expandenv`) and Helm's functions (`include` with Helm's limit of
 //! 1000 nested includes of one name, `tpl`, `required`, `fail`, `toYaml`, `fromYaml`,
@@ -138,7 +138,7 @@ fn template_error(error: &bosun_gotemplate::Error, failure: Option<String>, prep
 /// # Errors
 /// A template that does not parse, or whose execution fails (`required`, `fail`, a nil
 /// pointer, a function's error), named by file, line and column.
-pub fn execute(prepared: &Prepared, options: &EngineOptions) -> Result<BTreeMap<String, String>, TemplateError> {
+pub(crate) fn execute(prepared: &Prepared, options: &EngineOptions) -> Result<BTreeMap<String, String>, TemplateError> {
     let failure = funcs::Failure::default();
     let mut set = Template::new("gotpl");
     set.set_missing_key(if options.strict { MissingKey::Error } else { MissingKey::Zero });
@@ -170,11 +170,11 @@ pub fn execute(prepared: &Prepared, options: &EngineOptions) -> Result<BTreeMap<
     Ok(rendered)
 }
 
-/// [`execute`], then the output assembled as `helm template` assembles it: manifests in install
+/// `execute`, then the output assembled as `helm template` assembles it: manifests in install
 /// order, hooks apart, CRDs, notes.
 ///
 /// # Errors
-/// As [`execute`], and output that is not YAML or not a Kubernetes object's head.
+/// As `execute`, and output that is not YAML or not a Kubernetes object's head.
 pub fn render(
     prepared: &Prepared,
     options: &EngineOptions,

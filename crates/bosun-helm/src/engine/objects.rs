@@ -6,7 +6,7 @@
 use std::collections::BTreeMap;
 use std::sync::Arc;
 
-use bosun_gotemplate::{Field, FuncError, Function, Object, Type, UintKind, Value, sprint};
+use bosun_gotemplate::{Field, FuncError, Function, TemplateObject, Type, UintKind, Value, sprint};
 
 use crate::files::Files;
 use crate::release::{Capabilities, KubeVersion};
@@ -37,7 +37,7 @@ impl FilesObject {
     }
 }
 
-impl Object for FilesObject {
+impl TemplateObject for FilesObject {
     fn type_name(&self) -> String {
         "engine.files".into()
     }
@@ -96,7 +96,7 @@ struct Struct {
     json: serde_json::Value,
 }
 
-impl Object for Struct {
+impl TemplateObject for Struct {
     fn type_name(&self) -> String {
         self.type_name.into()
     }
@@ -155,7 +155,7 @@ fn kube_version(version: &KubeVersion) -> Value {
 /// `.Capabilities.APIVersions`: Helm's `VersionSet`, a `[]string` with `Has`.
 struct VersionSet(Arc<Vec<String>>);
 
-impl Object for VersionSet {
+impl TemplateObject for VersionSet {
     fn type_name(&self) -> String {
         "common.VersionSet".into()
     }

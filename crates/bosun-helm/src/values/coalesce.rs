@@ -13,11 +13,11 @@ fn concat_prefix(a: &str, b: &str) -> String {
 
 /// Coalesced values with the warnings Helm logs on the way.
 #[derive(Debug, Clone, Default, PartialEq)]
-pub struct Coalesced {
+pub(crate) struct Coalesced {
     /// The values.
-    pub values: Values,
+    pub(crate) values: Values,
     /// Helm's warnings (`warning: skipped value for …: Not a table.`).
-    pub warnings: Vec<String>,
+    pub(crate) warnings: Vec<String>,
 }
 
 struct Coalescer {
@@ -26,12 +26,12 @@ struct Coalescer {
 
 /// Helm's `CoalesceValues`: the chart's defaults (and its subcharts', under their names)
 /// under `values`; a `null` in `values` deletes the default.
-pub fn coalesce_values(chart: &Chart, values: &Values) -> Result<Coalesced, ValuesError> {
+pub(crate) fn coalesce_values(chart: &Chart, values: &Values) -> Result<Coalesced, ValuesError> {
     run_coalesce(chart, values, false)
 }
 
 /// Helm's `MergeValues`: as [`coalesce_values`], but `null`s are kept.
-pub fn merge_values(chart: &Chart, values: &Values) -> Result<Coalesced, ValuesError> {
+pub(crate) fn merge_values(chart: &Chart, values: &Values) -> Result<Coalesced, ValuesError> {
     run_coalesce(chart, values, true)
 }
 
@@ -43,14 +43,14 @@ fn run_coalesce(chart: &Chart, values: &Values, merge: bool) -> Result<Coalesced
 }
 
 /// Helm's `CoalesceTables`: `src` under `dst` (`dst` wins), `null` in `dst` deleting.
-pub fn coalesce_tables(dst: &mut Values, src: Values) -> Vec<String> {
+pub(crate) fn coalesce_tables(dst: &mut Values, src: Values) -> Vec<String> {
     let mut coalescer = Coalescer { warnings: Vec::new() };
     coalescer.tables(dst, src, "", false);
     coalescer.warnings
 }
 
 /// Helm's `MergeTables`: as [`coalesce_tables`], `null`s kept.
-pub fn merge_tables(dst: &mut Values, src: Values) -> Vec<String> {
+pub(crate) fn merge_tables(dst: &mut Values, src: Values) -> Vec<String> {
     let mut coalescer = Coalescer { warnings: Vec::new() };
     coalescer.tables(dst, src, "", true);
     coalescer.warnings

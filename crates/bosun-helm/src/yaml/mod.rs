@@ -73,7 +73,7 @@ pub enum YamlError {
 
 /// `sigs.k8s.io/yaml.Unmarshal` into `any`: the first document, numbers as floats. An empty
 /// document is `null`.
-pub fn parse_document(text: &str) -> Result<Value, YamlError> {
+pub(crate) fn parse_document(text: &str) -> Result<Value, YamlError> {
     let first = documents(text, true)?.into_iter().next().unwrap_or(Value::Null);
     Ok(numbers_to_float(first))
 }
@@ -86,7 +86,7 @@ pub fn parse_object(text: &str) -> Result<Value, YamlError> {
 }
 
 /// The first document as a mapping (`null` and empty give an empty one).
-pub fn parse_mapping(text: &str) -> Result<Map<String, Value>, YamlError> {
+pub(crate) fn parse_mapping(text: &str) -> Result<Map<String, Value>, YamlError> {
     match parse_document(text)? {
         Value::Null => Ok(Map::new()),
         Value::Object(map) => Ok(map),
@@ -95,7 +95,7 @@ pub fn parse_mapping(text: &str) -> Result<Map<String, Value>, YamlError> {
 }
 
 /// Helm's `fromYaml`: the mapping, or on error a mapping with the message under `Error`.
-pub fn from_yaml(text: &str) -> Map<String, Value> {
+pub(crate) fn from_yaml(text: &str) -> Map<String, Value> {
     parse_mapping(text).unwrap_or_else(|e| {
         let mut map = Map::new();
         map.insert("Error".into(), Value::String(format!("error converting YAML to JSON: {e}")));
@@ -104,7 +104,7 @@ pub fn from_yaml(text: &str) -> Map<String, Value> {
 }
 
 /// Helm's `fromYamlArray`: the list, or on error a list holding the message.
-pub fn from_yaml_array(text: &str) -> Vec<Value> {
+pub(crate) fn from_yaml_array(text: &str) -> Vec<Value> {
     let parsed = parse_document(text).and_then(|value| match value {
         Value::Null => Ok(Vec::new()),
         Value::Array(items) => Ok(items),
@@ -114,11 +114,11 @@ pub fn from_yaml_array(text: &str) -> Vec<Value> {
 }
 
 /// `sigs.k8s.io/yaml.Marshal`: the document with its final line break.
-pub fn marshal(value: &Value) -> String {
+pub(crate) fn marshal(value: &Value) -> String {
     emit::marshal(value)
 }
 
-/// Helm's `toYaml`: [`marshal`] without the final line break.
+/// Helm's `toYaml`: `marshal` without the final line break.
 pub fn to_yaml(value: &Value) -> String {
     let mut text = marshal(value);
     if text.ends_with('\n') {

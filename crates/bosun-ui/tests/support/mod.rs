@@ -13,7 +13,7 @@ use std::{
 };
 
 use bosun_apiserver::{ApiServer, RunningServer};
-use bosun_ui::{Authentication, Settings, Transport, Ui};
+use bosun_ui::{Authentication, Transport, Ui, UiSettings};
 use kube::{
     Api,
     api::{DynamicObject, Patch, PatchParams, PostParams},
@@ -182,8 +182,11 @@ pub struct Dashboard {
 
 impl Dashboard {
     async fn start(authentication: Authentication) -> Dashboard {
-        let settings =
-            Settings { address: "127.0.0.1:0".parse().expect("address"), authentication, transport: Transport::Plain };
+        let settings = UiSettings {
+            address: "127.0.0.1:0".parse().expect("address"),
+            authentication,
+            transport: Transport::Plain,
+        };
         let ui = Ui::bind(settings).await.expect("the dashboard listens");
         let url = ui.url().trim_end_matches('/').to_string();
         let stop = CancellationToken::new();

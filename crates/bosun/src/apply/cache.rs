@@ -50,13 +50,13 @@ const SUBSCRIBER_BUFFER: usize = 4096;
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Changed {
     /// Its `apiVersion`.
-    pub api_version: String,
+    pub(crate) api_version: String,
     /// Its kind.
-    pub kind: String,
+    pub(crate) kind: String,
     /// Its namespace (`""` when cluster-scoped).
-    pub namespace: String,
+    pub(crate) namespace: String,
     /// Its name.
-    pub name: String,
+    pub(crate) name: String,
     /// Its labels (bosun's owner labels say what applied it).
     pub labels: BTreeMap<String, String>,
 }
@@ -356,13 +356,13 @@ impl Cache {
     }
 
     /// Changes whenever any store takes in an event (for waiting on what the cache shows).
-    pub fn changes(&self) -> watch::Receiver<u64> {
+    pub(crate) fn changes(&self) -> watch::Receiver<u64> {
         self.inner.changes.subscribe()
     }
 
     /// The live object (`Some(None)`: it does not exist), or `None` when the cache cannot say
     /// (the caller asks the server).
-    pub async fn object(&self, kind: &Kind, namespace: &str, name: &str) -> Option<Option<Value>> {
+    pub(crate) async fn object(&self, kind: &Kind, namespace: &str, name: &str) -> Option<Option<Value>> {
         if !self.objects {
             if self.notifies {
                 self.watched(&kind.resource).await;
@@ -381,7 +381,7 @@ impl Cache {
     /// Takes in an object this process has just written (the server's answer): decisions see
     /// it at once, before its watch event comes, and subscribers are not told of that event —
     /// an operator is not woken by its own writes.
-    pub async fn wrote(&self, kind: &Kind, written: &Value) {
+    pub(crate) async fn wrote(&self, kind: &Kind, written: &Value) {
         if !self.objects {
             // Only this write's version is kept: its watch event is not told to subscribers.
             if self.notifies {
@@ -402,7 +402,7 @@ impl Cache {
     }
 
     /// Whether a namespace exists, or `None` when the cache cannot say.
-    pub async fn namespace_exists(&self, name: &str) -> Option<bool> {
+    pub(crate) async fn namespace_exists(&self, name: &str) -> Option<bool> {
         let texts = self
             .inner
             .namespaces

@@ -31,13 +31,13 @@ pub(super) enum Refusal {
 /// What one object's dry run decided for its write.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
 pub(super) struct Planned {
-    pub exists: bool,
-    pub unchanged: bool,
-    pub recreate: bool,
+    pub(crate) exists: bool,
+    pub(crate) unchanged: bool,
+    pub(crate) recreate: bool,
     /// Recreate whenever it changes (Argo CD's `Replace=true`).
-    pub replace: bool,
+    pub(crate) replace: bool,
     /// Left alone, for this reason (a rule on the live object).
-    pub left: Option<&'static str>,
+    pub(crate) left: Option<&'static str>,
 }
 
 /// The action a step's action becomes for one object under its rules: `IfNotPresent` makes

@@ -7,7 +7,7 @@
 //! is written.
 //!
 //! Groups run phase by phase (see [`crate::plan`]): `PreSync`, `Sync`, `PostSync`; when the
-//! rollout fails, the `SyncFail` hooks run; deleting a package ([`delete`]) runs `PreDelete`
+//! rollout fails, the `SyncFail` hooks run; deleting a package (`delete`) runs `PreDelete`
 //! hooks, deletes, then runs `PostDelete` hooks. Each object's own rules ([`crate::policy`])
 //! change how it is written and whether it is pruned.
 //!
@@ -52,11 +52,12 @@ use crate::report::{ApplyProgress, Change, ChangeEntry, Report};
 use bosun_core::discovery::{Kind, Resolver};
 pub use cache::{Cache, Changed};
 use namespaces::{check_namespaces, created_namespaces, missing_namespaces_message};
-pub use preview::{DiffReport, ObjectDiff, diff};
+pub(crate) use preview::diff;
+pub use preview::{DiffReport, ObjectDiff};
 use wait::Watched;
 
 /// The field manager bosun applies with.
-pub const FIELD_MANAGER: &str = "bosun";
+pub(crate) const FIELD_MANAGER: &str = "bosun";
 
 /// How to apply.
 #[derive(Debug, Clone)]
@@ -174,13 +175,13 @@ pub trait Journal: Send + Sync {
 /// The package being applied: its name, the namespace of its inventory, and the namespace for
 /// namespaced objects that name none (the kubeconfig's).
 #[derive(Debug, Clone)]
-pub struct Target {
+pub(crate) struct Target {
     /// Package name (owner label, inventory name).
-    pub name: String,
+    pub(crate) name: String,
     /// Package namespace.
-    pub namespace: String,
+    pub(crate) namespace: String,
     /// Namespace of namespaced objects without one.
-    pub default_namespace: String,
+    pub(crate) default_namespace: String,
 }
 
 /// Errors that stop an apply before it starts.
@@ -208,7 +209,7 @@ pub enum ApplyError {
 impl ApplyError {
     /// Whether the cluster refused to authorize what the apply needed before it could start
     /// (discovery, the inventory): the identity it applies as lacks a permission.
-    pub fn is_forbidden(&self) -> bool {
+    pub(crate) fn is_forbidden(&self) -> bool {
         match self {
             ApplyError::Cluster(error) => error.is_forbidden(),
             ApplyError::Inventory(inventory::InventoryError::Cluster { source, .. }) => source.is_forbidden(),
@@ -486,7 +487,7 @@ impl<'a> Runner<'a> {
 /// `SyncFail` hooks if that fails, then the prune. The report says what changed and, when the
 /// rollout stopped, why; `Err` is for what prevents starting (no cluster, unreadable
 /// inventory).
-pub async fn apply(
+pub(crate) async fn apply(
     client: &Client,
     target: &Target,
     rendered: &Rendered,
@@ -521,7 +522,7 @@ pub async fn apply(
 /// Deletes a package: its `PreDelete` hooks, then every object of its inventory that still
 /// carries its owner labels and whose rules allow it (in reverse order), then its `PostDelete`
 /// hooks. A failing `PreDelete` hook deletes nothing.
-pub async fn delete(
+pub(crate) async fn delete(
     client: &Client,
     target: &Target,
     rendered: &Rendered,

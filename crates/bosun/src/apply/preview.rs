@@ -47,7 +47,7 @@ impl DiffReport {
 }
 
 /// Server-side dry run of every rendered object against the live cluster, as unified diffs.
-pub async fn diff(
+pub(crate) async fn diff(
     client: &Client,
     target: &Target,
     rendered: &Rendered,

@@ -3,13 +3,13 @@
 use serde_json::Value;
 
 use bosun_api::package::SuccessCheck;
-use bosun_core::jsonpath::Template;
+use bosun_core::jsonpath::JsonPathTemplate;
 
 /// Evaluates Locutus-style field comparisons; `Err` carries the report of the first that fails.
 pub(super) fn check_success(object: &Value, check: &SuccessCheck) -> Result<(), String> {
     for comparison in &check.field_comparisons {
         let first = |template: &str| -> Result<Option<Value>, String> {
-            let parsed = Template::parse(template).map_err(|e| e.to_string())?;
+            let parsed = JsonPathTemplate::parse(template).map_err(|e| e.to_string())?;
             Ok(parsed.values(object).into_iter().next())
         };
         let actual = first(&comparison.path)?.or_else(|| comparison.default.clone());

@@ -24,29 +24,29 @@ use bosun_core::discovery::Kind;
 #[derive(Debug, Clone)]
 pub(crate) struct Watched {
     /// `Kind/namespace/name`.
-    pub described: String,
+    pub(crate) described: String,
     /// Its resource.
-    pub kind: Kind,
+    pub(crate) kind: Kind,
     /// Namespace (empty when cluster-scoped).
-    pub namespace: String,
+    pub(crate) namespace: String,
     /// Name.
-    pub name: String,
+    pub(crate) name: String,
     /// User checks that must also hold.
-    pub checks: Vec<SuccessCheck>,
+    pub(crate) checks: Vec<SuccessCheck>,
     /// The resourceVersion this apply wrote it at, if it wrote it: a cache must show it at
     /// least that new.
-    pub written: Option<String>,
+    pub(crate) written: Option<String>,
     /// A hook: done when complete ([`health::completion`]), not merely healthy.
-    pub hook: bool,
+    pub(crate) hook: bool,
 }
 
 /// How long a wait may last: until a deadline, or until it is cancelled.
 #[derive(Debug, Clone)]
 pub(crate) struct Until {
     /// When the wait gives up.
-    pub deadline: Instant,
+    pub(crate) deadline: Instant,
     /// Stops the wait early (a controller's run overtaken by a new revision).
-    pub cancel: Option<CancellationToken>,
+    pub(crate) cancel: Option<CancellationToken>,
 }
 
 impl Until {

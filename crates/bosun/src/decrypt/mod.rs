@@ -136,13 +136,13 @@ impl Keys {
 
     /// The keys as an identity file's text (what [`Keys::parse`] reads): for a render worker,
     /// which receives them on its stdin. The text is secret.
-    pub fn to_text(&self) -> String {
+    pub(crate) fn to_text(&self) -> String {
         use age::secrecy::ExposeSecret;
         self.identities.iter().map(|identity| format!("{}\n", identity.to_string().expose_secret())).collect()
     }
 
     /// The keys' public halves (`age1…`): to encrypt for whoever holds these keys.
-    pub fn recipients(&self) -> Vec<age::x25519::Recipient> {
+    pub(crate) fn recipients(&self) -> Vec<age::x25519::Recipient> {
         self.identities.iter().map(age::x25519::Identity::to_public).collect()
     }
 
@@ -179,7 +179,7 @@ impl Keys {
 ///
 /// # Errors
 /// An object is encrypted and `keys` is `None`, or it does not decrypt (see [`DecryptError`]).
-pub fn objects<'a>(
+pub(crate) fn objects<'a>(
     objects: impl Iterator<Item = (&'a str, &'a mut serde_json::Value)>,
     keys: Option<&Keys>,
 ) -> Result<(), DecryptError> {

@@ -19,26 +19,19 @@ use bosun_api::inventory::{
 use bosun_core::object;
 
 /// The inventory entry of an object.
-pub fn entry_of(object: &Value) -> Entry {
+pub(crate) fn entry_of(object: &Value) -> Entry {
     Entry::new(object::api_version(object), object::kind(object), object::namespace(object), object::name(object))
 }
 
 /// The objects that were applied before and are not rendered now, in reverse apply order.
-///
-/// ```
-/// use bosun::inventory::prune_set;
-/// use bosun_api::inventory::Entry;
-/// let e = |id: &str| Entry { id: id.into(), v: "v1".into() };
-/// assert_eq!(prune_set(&[e("_ConfigMap_a_x"), e("_ConfigMap_a_y")], &[e("_ConfigMap_a_y")]), [e("_ConfigMap_a_x")]);
-/// ```
-pub fn prune_set(previous: &[Entry], current: &[Entry]) -> Vec<Entry> {
+pub(crate) fn prune_set(previous: &[Entry], current: &[Entry]) -> Vec<Entry> {
     let current: HashSet<&str> = current.iter().map(|entry| entry.id.as_str()).collect();
     previous.iter().rev().filter(|old| !current.contains(old.id.as_str())).cloned().collect()
 }
 
 /// The inventory after an apply: the current objects, plus — when pruning did not run — the
 /// previous ones, so a later prune still knows them.
-pub fn next(previous: &[Entry], current: &[Entry], pruned: bool) -> Vec<Entry> {
+pub(crate) fn next(previous: &[Entry], current: &[Entry], pruned: bool) -> Vec<Entry> {
     let mut entries: Vec<Entry> = current.to_vec();
     if !pruned {
         let mut known: HashSet<String> = current.iter().map(|entry| entry.id.clone()).collect();
@@ -48,7 +41,7 @@ pub fn next(previous: &[Entry], current: &[Entry], pruned: bool) -> Vec<Entry> {
 }
 
 /// Whether an object carries the package's owner labels.
-pub fn owned_by(object: &Value, package: &str, namespace: &str) -> bool {
+pub(crate) fn owned_by(object: &Value, package: &str, namespace: &str) -> bool {
     object::label(object, PACKAGE_LABEL) == Some(package)
         && object::label(object, PACKAGE_NAMESPACE_LABEL) == Some(namespace)
 }
@@ -60,7 +53,7 @@ pub fn label(object: &mut Value, package: &str, namespace: &str) {
 }
 
 /// Reads a package's inventory (empty when there is none yet).
-pub async fn read(client: &kube::Client, package: &str, namespace: &str) -> Result<Vec<Entry>, InventoryError> {
+pub(crate) async fn read(client: &kube::Client, package: &str, namespace: &str) -> Result<Vec<Entry>, InventoryError> {
     let name = configmap_name(package);
     let api: Api<ConfigMap> = Api::namespaced(client.clone(), namespace);
     let cluster = |source: kube::Error| InventoryError::Cluster {
@@ -97,17 +90,17 @@ pub enum InventoryError {
         /// Its name.
         name: String,
         /// What is wrong.
-        reason: bosun_api::inventory::ParseError,
+        reason: bosun_api::inventory::InventoryParseError,
     },
 }
 
 /// The annotation of the inventory ConfigMap that counts a Helm chart's successful rollouts
 /// (its `.Release.Revision`).
-pub const RELEASE_REVISION_ANNOTATION: &str = "bosun.dev/release-revision";
+pub(crate) const RELEASE_REVISION_ANNOTATION: &str = "bosun.dev/release-revision";
 
 /// What the inventory says of a Helm release: `None` when the package was never applied (an
 /// install), else the revision of its last successful rollout (0 when none succeeded yet).
-pub async fn release_revision(
+pub(crate) async fn release_revision(
     client: &kube::Client,
     package: &str,
     namespace: &str,
@@ -126,7 +119,7 @@ pub async fn release_revision(
 
 /// Counts one more successful rollout of a Helm release on its inventory (which the rollout
 /// has written).
-pub async fn record_release_revision(
+pub(crate) async fn record_release_revision(
     client: &kube::Client,
     package: &str,
     namespace: &str,
@@ -150,7 +143,7 @@ pub async fn record_release_revision(
 }
 
 /// Writes a package's inventory (server-side apply, field manager `bosun`).
-pub async fn write(
+pub(crate) async fn write(
     client: &kube::Client,
     package: &str,
     namespace: &str,
@@ -178,6 +171,15 @@ mod tests {
 
     fn entry(id: &str) -> Entry {
         Entry { id: id.into(), v: "v1".into() }
+    }
+
+    // Was the doc example of `prune_set` before it became crate-private.
+    #[test]
+    fn prune_set_is_what_is_no_longer_rendered() {
+        assert_eq!(
+            prune_set(&[entry("_ConfigMap_a_x"), entry("_ConfigMap_a_y")], &[entry("_ConfigMap_a_y")]),
+            [entry("_ConfigMap_a_x")]
+        );
     }
 
     #[test]

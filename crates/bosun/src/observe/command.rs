@@ -11,11 +11,11 @@ use super::{
 };
 
 /// The longest wait between retries of one object.
-pub const MAX_BACKOFF: Duration = Duration::from_secs(300);
+pub(crate) const MAX_BACKOFF: Duration = Duration::from_secs(300);
 
 /// The command line for one object: `COMMAND ARGS... [NAMESPACE] NAME OUTPUTS...` (the namespace
 /// only for namespaced resources), as oc observe builds it.
-pub fn command_line(command: &[String], key: &Key, namespaced: bool, outputs: &[String]) -> Vec<String> {
+pub(crate) fn command_line(command: &[String], key: &Key, namespaced: bool, outputs: &[String]) -> Vec<String> {
     let mut line = command.to_vec();
     if namespaced {
         line.push(key.namespace.clone());
@@ -27,22 +27,22 @@ pub fn command_line(command: &[String], key: &Key, namespaced: bool, outputs: &[
 
 /// The wait before retry number `attempt` (1, 2, …): `base`, doubling each time, at most
 /// [`MAX_BACKOFF`].
-pub fn backoff(attempt: u32, base: Duration) -> Duration {
+pub(crate) fn backoff(attempt: u32, base: Duration) -> Duration {
     bosun_core::backoff::Exponential::new(base, MAX_BACKOFF).delay(attempt)
 }
 
 /// What to give a command besides its arguments.
 #[derive(Debug, Clone, Default)]
-pub struct Extras {
+pub(crate) struct Extras {
     /// Environment variables to set.
-    pub env: Vec<(String, String)>,
+    pub(crate) env: Vec<(String, String)>,
     /// Bytes to write to its stdin (closed after), or `None` to inherit nothing (null).
-    pub stdin: Option<Vec<u8>>,
+    pub(crate) stdin: Option<Vec<u8>>,
 }
 
 /// How a command ended.
 #[derive(Debug, Clone, PartialEq, Eq)]
-pub enum Exit {
+pub(crate) enum Exit {
     /// It exited with this code.
     Code(i32),
     /// This signal ended it.
@@ -54,7 +54,7 @@ pub enum Exit {
 pub const SIGPIPE: i32 = 13;
 
 /// Runs a command to its end, its output going to ours.
-pub async fn execute(line: &[String], extras: Extras) -> std::io::Result<Exit> {
+pub(crate) async fn execute(line: &[String], extras: Extras) -> std::io::Result<Exit> {
     let (program, args) = line.split_first().ok_or_else(|| std::io::Error::other("empty command"))?;
     let mut command = tokio::process::Command::new(program);
     command.args(args).envs(extras.env).stdin(if extras.stdin.is_some() { Stdio::piped() } else { Stdio::null() });
@@ -72,7 +72,7 @@ pub async fn execute(line: &[String], extras: Extras) -> std::io::Result<Exit> {
 
 /// Checks that a command can be started: a path that is an executable file, or a name found
 /// on `PATH`.
-pub fn check(command: &[String], flag: &'static str) -> Result<(), ObserveError> {
+pub(crate) fn check(command: &[String], flag: &'static str) -> Result<(), ObserveError> {
     let Some(program) = command.first() else { return Err(ObserveError::NoCommand { flag }) };
     // `which` resolves a path (`./run.sh`) or a name on PATH, and checks it is executable.
     match which::which(program) {

@@ -14,14 +14,14 @@ use serde_json::Value;
 #[derive(Debug, Clone, PartialEq, Eq, Hash, PartialOrd, Ord)]
 pub struct Key {
     /// Namespace; empty for cluster-scoped objects.
-    pub namespace: String,
+    pub(crate) namespace: String,
     /// Name.
-    pub name: String,
+    pub(crate) name: String,
 }
 
 impl Key {
     /// The key of an object.
-    pub fn of(object: &Value) -> Key {
+    pub(crate) fn of(object: &Value) -> Key {
         Key {
             namespace: bosun_core::object::namespace(object).to_string(),
             name: bosun_core::object::name(object).to_string(),
@@ -50,7 +50,7 @@ pub enum EventType {
 
 impl EventType {
     /// The name, e.g. `Sync`.
-    pub fn as_str(self) -> &'static str {
+    pub(crate) fn as_str(self) -> &'static str {
         match self {
             EventType::Sync => "Sync",
             EventType::Added => "Added",
@@ -70,9 +70,9 @@ impl fmt::Display for EventType {
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub(crate) struct TemplateOutputs {
     /// The `-a` template outputs, or why a strict template failed.
-    pub args: Result<Vec<String>, TemplateMissed>,
+    pub(crate) args: Result<Vec<String>, TemplateMissed>,
     /// Digest of the `--on-change` template's output, when there is one.
-    pub change: Option<u64>,
+    pub(crate) change: Option<u64>,
 }
 
 /// Where a run finds the object for `--object-env-var` and `--object-stdin`.
@@ -90,17 +90,17 @@ pub(crate) enum ObjectSource {
 #[derive(Debug, Clone, PartialEq)]
 pub(crate) struct CommandRun {
     /// The object.
-    pub key: Key,
+    pub(crate) key: Key,
     /// Why it runs.
-    pub event: EventType,
+    pub(crate) event: EventType,
     /// Template outputs, or why they could not be made.
-    pub args: Result<Vec<String>, TemplateMissed>,
+    pub(crate) args: Result<Vec<String>, TemplateMissed>,
     /// The object's resourceVersion (empty when unknown).
-    pub resource_version: String,
+    pub(crate) resource_version: String,
     /// The object, when the command wants it.
-    pub object: ObjectSource,
+    pub(crate) object: ObjectSource,
     /// Earlier failed attempts of this run.
-    pub attempt: u32,
+    pub(crate) attempt: u32,
 }
 
 #[derive(Debug, Clone)]
@@ -270,11 +270,11 @@ pub(crate) fn parse_names(output: &str, namespaced: bool, namespace: Option<&str
 #[error("{object}: template {template:?}: {missing}")]
 pub struct TemplateMissed {
     /// `Kind/namespace/name`.
-    pub object: String,
+    pub(crate) object: String,
     /// The template as given.
-    pub template: String,
+    pub(crate) template: String,
     /// What it missed.
-    pub missing: String,
+    pub(crate) missing: String,
 }
 
 /// A line of `--names` output that is not a name in the observed scope.
@@ -286,16 +286,16 @@ pub struct TemplateMissed {
 })]
 pub struct BadName {
     /// 1-based line number.
-    pub line: usize,
+    pub(crate) line: usize,
     /// The line.
-    pub text: String,
+    pub(crate) text: String,
     /// What the line should have been.
-    pub expected: Expected,
+    pub(crate) expected: Expected,
 }
 
 /// The shape a `--names` line must have.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum Expected {
+pub(crate) enum Expected {
     /// `name` (cluster-scoped resources).
     NoNamespace,
     /// `namespace/name` (every namespace observed).

@@ -84,24 +84,24 @@ impl Default for ObserverMetrics {
 
 impl ObserverMetrics {
     /// Records a finished run.
-    pub fn ran(&self, event: EventType, success: bool, seconds: f64) {
+    pub(crate) fn ran(&self, event: EventType, success: bool, seconds: f64) {
         let result = if success { "success" } else { "failure" };
         self.runs.get_or_create(&RunLabels { event: event.as_str(), result }).inc();
         self.durations.get_or_create(&EventLabels { event: event.as_str() }).observe(seconds);
     }
 
     /// Records a change the filter skipped.
-    pub fn skipped(&self) {
+    pub(crate) fn skipped(&self) {
         self.skipped.inc();
     }
 
     /// Records a failed list or watch.
-    pub fn watch_error(&self) {
+    pub(crate) fn watch_error(&self) {
         self.watch_errors.inc();
     }
 
     /// Sets the gauges.
-    pub fn gauges(&self, waiting: usize, running: usize, objects: usize) {
+    pub(crate) fn gauges(&self, waiting: usize, running: usize, objects: usize) {
         let as_i64 = |n: usize| i64::try_from(n).unwrap_or(i64::MAX);
         self.queue_depth.set(as_i64(waiting));
         self.running.set(as_i64(running));
@@ -109,7 +109,7 @@ impl ObserverMetrics {
     }
 
     /// The initial sync is done: `/readyz` answers 200.
-    pub fn set_ready(&self) {
+    pub(crate) fn set_ready(&self) {
         self.ready.store(true, Ordering::Relaxed);
     }
 

@@ -44,8 +44,8 @@ use kube::{
 use serde_json::Value;
 use tokio::task::JoinSet;
 
-use bosun_core::jsonpath::{Template, TemplateError};
-pub use known::{BadName, Expected, TemplateMissed};
+use bosun_core::jsonpath::{JsonPathError, JsonPathTemplate};
+pub use known::{BadName, TemplateMissed};
 use known::{CommandRun, EventType, Key, Known, ObjectSource, TemplateOutputs};
 use metrics::ObserverMetrics;
 pub use output::{Event, Log, Output, RunError};
@@ -66,9 +66,9 @@ pub enum Namespaces {
 #[derive(Debug, Clone)]
 pub struct Spec {
     /// The resource, as kubectl names it (`services`, `svc`, `deployments.apps`, a CRD's plural).
-    pub resource: String,
+    pub(crate) resource: String,
     /// Namespaces (ignored for cluster-scoped resources).
-    pub namespaces: Namespaces,
+    pub(crate) namespaces: Namespaces,
     /// Label selector, sent to the server.
     pub label_selector: Option<String>,
     /// Field selector, sent to the server.
@@ -80,7 +80,7 @@ pub struct Spec {
     /// CommandRun on a change only when this template's output changed.
     pub on_change: Option<String>,
     /// The command and its first arguments.
-    pub command: Vec<String>,
+    pub(crate) command: Vec<String>,
     /// The command run for deleted objects (empty: none).
     pub delete: Vec<String>,
     /// The command printing the names the external system knows (empty: none).
@@ -154,7 +154,7 @@ pub enum ObserveError {
         flag: String,
         /// What is wrong, and where.
         #[source]
-        source: TemplateError,
+        source: JsonPathError,
     },
     /// A command is missing.
     #[error("{flag}: no command given")]
@@ -221,8 +221,8 @@ pub struct Observer {
     client: Client,
     spec: Spec,
     resource: Candidate,
-    templates: Vec<Template>,
-    on_change: Option<Template>,
+    templates: Vec<JsonPathTemplate>,
+    on_change: Option<JsonPathTemplate>,
     metrics: Arc<ObserverMetrics>,
     listen: Option<(SocketAddr, tokio::task::JoinHandle<()>)>,
     output: Arc<dyn Output>,
@@ -242,8 +242,9 @@ impl Observer {
             (true, false) => return Err(ObserveError::NamesWithoutDelete),
             _ => {}
         }
-        let template =
-            |flag: String, text: &str| Template::parse(text).map_err(|source| ObserveError::Template { flag, source });
+        let template = |flag: String, text: &str| {
+            JsonPathTemplate::parse(text).map_err(|source| ObserveError::Template { flag, source })
+        };
         let templates = spec
             .templates
             .iter()
@@ -273,11 +274,6 @@ impl Observer {
     /// Reports to `output` instead of `tracing` ([`Log`]).
     pub fn with_output(self, output: Arc<dyn Output>) -> Observer {
         Observer { output, ..self }
-    }
-
-    /// The resource observed.
-    pub fn resource(&self) -> &Candidate {
-        &self.resource
     }
 
     /// Where `/metrics` and `/healthz` are served.

@@ -6,30 +6,30 @@ use kube::{Client, api::ApiResource};
 
 /// A resource the cluster serves, as discovery describes it.
 #[derive(Debug, Clone, PartialEq, Eq)]
-pub struct Candidate {
+pub(crate) struct Candidate {
     /// API group (empty for the core group).
-    pub group: String,
+    pub(crate) group: String,
     /// Version.
-    pub version: String,
+    pub(crate) version: String,
     /// Whether this is the group's preferred version.
-    pub preferred: bool,
+    pub(crate) preferred: bool,
     /// Plural resource name, e.g. `deployments`.
-    pub plural: String,
+    pub(crate) plural: String,
     /// Singular name, e.g. `deployment`.
-    pub singular: String,
+    pub(crate) singular: String,
     /// Kind, e.g. `Deployment`.
-    pub kind: String,
+    pub(crate) kind: String,
     /// Short names, e.g. `deploy`.
-    pub short_names: Vec<String>,
+    pub(crate) short_names: Vec<String>,
     /// Whether objects live in namespaces.
-    pub namespaced: bool,
+    pub(crate) namespaced: bool,
     /// Whether it can be listed and watched.
-    pub watchable: bool,
+    pub(crate) watchable: bool,
 }
 
 impl Candidate {
     /// The resource for kube-rs.
-    pub fn api_resource(&self) -> ApiResource {
+    pub(crate) fn api_resource(&self) -> ApiResource {
         let api_version =
             if self.group.is_empty() { self.version.clone() } else { format!("{}/{}", self.group, self.version) };
         ApiResource {
@@ -42,7 +42,7 @@ impl Candidate {
     }
 
     /// `plural.group` (or `plural` for the core group).
-    pub fn display(&self) -> String {
+    pub(crate) fn display(&self) -> String {
         if self.group.is_empty() { self.plural.clone() } else { format!("{}.{}", self.plural, self.group) }
     }
 
@@ -63,9 +63,9 @@ impl Candidate {
 #[error("the server has no resource type {name:?}{}", suggestion(.close))]
 pub struct UnknownResource {
     /// The name asked for.
-    pub name: String,
+    pub(crate) name: String,
     /// Close matches, best first.
-    pub close: Vec<String>,
+    pub(crate) close: Vec<String>,
 }
 
 fn suggestion(close: &[String]) -> String {

@@ -13,7 +13,7 @@ pub const PACKAGE_MARKERS: [&str; 6] =
     [PACKAGE_FILE, HELM_CHART_FILE, "kustomization.yaml", "kustomization.yml", "Kustomization", MAIN_JSONNET];
 
 /// The file that makes a directory a Helm chart.
-pub const HELM_CHART_FILE: &str = "Chart.yaml";
+pub(crate) const HELM_CHART_FILE: &str = "Chart.yaml";
 
 /// Whether `dir` holds one of the [`PACKAGE_MARKERS`].
 pub fn is_marked_package(dir: &Path) -> bool {

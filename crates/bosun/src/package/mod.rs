@@ -16,10 +16,10 @@ use bosun_api::API_VERSION;
 use bosun_api::package::{FilesSpec, JsonnetSpec, MAIN_JSONNET, PackageSpec, RenderSpec, package_root};
 use bosun_core::yaml;
 pub(crate) use detect::looks_like_package;
-pub use detect::{HELM_CHART_FILE, PACKAGE_MARKERS, detect_renderer, is_marked_package, jsonnet_program};
+pub use detect::{PACKAGE_MARKERS, detect_renderer, is_marked_package, jsonnet_program};
 
 /// The file that declares a package.
-pub const PACKAGE_FILE: &str = "bosun.yaml";
+pub(crate) const PACKAGE_FILE: &str = "bosun.yaml";
 
 /// Errors loading a package.
 #[derive(Debug, thiserror::Error)]
@@ -54,17 +54,17 @@ impl From<bosun_core::yaml::ParseError> for PackageError {
 /// `bosun.yaml`.
 #[derive(Debug, Clone, Deserialize, Serialize, PartialEq)]
 #[serde(rename_all = "camelCase", deny_unknown_fields)]
-pub struct PackageFile {
+pub(crate) struct PackageFile {
     /// `bosun.dev/v1alpha1`
-    pub api_version: String,
+    pub(crate) api_version: String,
     /// `Package`
-    pub kind: String,
+    pub(crate) kind: String,
     /// Name (and namespace, for the custom resource).
     #[serde(default)]
-    pub metadata: PackageMetadata,
+    pub(crate) metadata: PackageMetadata,
     /// The spec.
     #[serde(default)]
-    pub spec: PackageSpec,
+    pub(crate) spec: PackageSpec,
 }
 
 /// `metadata` of a package.
@@ -79,10 +79,10 @@ pub struct PackageMetadata {
     pub namespace: Option<String>,
     /// Labels (the custom resource's).
     #[serde(default, skip_serializing_if = "BTreeMap::is_empty")]
-    pub labels: BTreeMap<String, String>,
+    pub(crate) labels: BTreeMap<String, String>,
     /// Annotations (the custom resource's).
     #[serde(default, skip_serializing_if = "BTreeMap::is_empty")]
-    pub annotations: BTreeMap<String, String>,
+    pub(crate) annotations: BTreeMap<String, String>,
 }
 
 /// How the package was found.

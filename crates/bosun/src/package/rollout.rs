@@ -12,11 +12,11 @@ use bosun_core::object;
 #[error("{origin}: {field}: {message}")]
 pub struct RolloutError {
     /// Where the rollout came from.
-    pub origin: String,
+    pub(crate) origin: String,
     /// The field at fault (e.g. `spec.groups[0].steps[1].action`).
-    pub field: String,
+    pub(crate) field: String,
     /// What is wrong.
-    pub message: String,
+    pub(crate) message: String,
 }
 
 fn fail(origin: &str, field: impl Into<String>, message: impl Into<String>) -> RolloutError {

@@ -4,7 +4,8 @@
 //! (`bosun.dev/hook`, `bosun.dev/hook-delete-policy`, `bosun.dev/wave`) and Helm's
 //! (`helm.sh/hook`, `hook-weight`, `hook-delete-policy`). Helm's are read as the rendering says
 //! ([`HookStyle`]): mapped onto Argo CD's phases as Argo CD maps them, or run as Helm runs a
-//! release (install hooks on the first rollout, upgrade hooks on later ones).
+//! release (install hooks on the first rollout, upgrade hooks on later ones). Helm's annotation
+//! names and their words (events, delete policies) are `bosun_helm::manifest`'s.
 
 use std::fmt;
 
@@ -12,25 +13,25 @@ use serde_json::Value;
 
 use crate::render::HookStyle;
 use bosun_core::object;
+use bosun_helm::manifest::{
+    HOOK_ANNOTATION as HELM_HOOK, HOOK_DELETE_ANNOTATION as HELM_DELETE_POLICY, HOOK_WEIGHT_ANNOTATION as HELM_WEIGHT,
+    HookDeletePolicy, HookEvent,
+};
 
 /// Argo CD's hook annotation.
-pub const ARGO_HOOK: &str = "argocd.argoproj.io/hook";
+pub(crate) const ARGO_HOOK: &str = "argocd.argoproj.io/hook";
 /// Argo CD's hook delete policy annotation.
-pub const ARGO_DELETE_POLICY: &str = "argocd.argoproj.io/hook-delete-policy";
+pub(crate) const ARGO_DELETE_POLICY: &str = "argocd.argoproj.io/hook-delete-policy";
 /// Argo CD's wave annotation.
-pub const ARGO_WAVE: &str = "argocd.argoproj.io/sync-wave";
+pub(crate) const ARGO_WAVE: &str = "argocd.argoproj.io/sync-wave";
 /// bosun's hook annotation (Argo CD's values).
-pub const HOOK: &str = "bosun.dev/hook";
+pub(crate) const HOOK: &str = "bosun.dev/hook";
 /// bosun's hook delete policy annotation (Argo CD's values).
-pub const DELETE_POLICY: &str = "bosun.dev/hook-delete-policy";
+pub(crate) const DELETE_POLICY: &str = "bosun.dev/hook-delete-policy";
 /// bosun's wave annotation.
-pub const WAVE: &str = "bosun.dev/wave";
-/// Helm's hook annotation.
-pub const HELM_HOOK: &str = "helm.sh/hook";
-/// Helm's hook weight annotation.
-pub const HELM_WEIGHT: &str = "helm.sh/hook-weight";
-/// Helm's hook delete policy annotation.
-pub const HELM_DELETE_POLICY: &str = "helm.sh/hook-delete-policy";
+pub(crate) const WAVE: &str = "bosun.dev/wave";
+/// Helm 2's CRD hook, which Helm 3 ignores: such an object is applied as any other.
+const HELM_CRD_INSTALL: &str = "crd-install";
 
 /// The phases of a rollout, in the order they run.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash)]
@@ -50,12 +51,8 @@ pub enum Phase {
 }
 
 impl Phase {
-    /// Every phase, in order.
-    pub const ALL: [Phase; 6] =
-        [Phase::PreSync, Phase::Sync, Phase::PostSync, Phase::SyncFail, Phase::PreDelete, Phase::PostDelete];
-
     /// Whether a rollout (not a deletion, not a failure) runs it.
-    pub fn in_rollout(self) -> bool {
+    pub(crate) fn in_rollout(self) -> bool {
         matches!(self, Phase::PreSync | Phase::Sync | Phase::PostSync)
     }
 }
@@ -91,20 +88,20 @@ pub struct Operations(u8);
 
 impl Operations {
     /// Every operation.
-    pub const ALL: Operations = Operations(0b111);
+    pub(crate) const ALL: Operations = Operations(0b111);
 
     /// Just `operation`.
-    pub const fn of(operation: Operation) -> Operations {
+    pub(crate) const fn of(operation: Operation) -> Operations {
         Operations(1 << operation as u8)
     }
 
     /// Whether `operation` is in the set.
-    pub fn contains(self, operation: Operation) -> bool {
+    pub(crate) fn contains(self, operation: Operation) -> bool {
         self.0 & Operations::of(operation).0 != 0
     }
 
     /// Both sets.
-    pub fn with(self, other: Operations) -> Operations {
+    pub(crate) fn with(self, other: Operations) -> Operations {
         Operations(self.0 | other.0)
     }
 
@@ -125,11 +122,11 @@ impl Operations {
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
 pub struct DeletePolicy {
     /// The previous instance is deleted (and gone) before the hook is created again.
-    pub before_creation: bool,
+    pub(crate) before_creation: bool,
     /// Deleted once its phase succeeded.
-    pub succeeded: bool,
+    pub(crate) succeeded: bool,
     /// Deleted when it failed.
-    pub failed: bool,
+    pub(crate) failed: bool,
 }
 
 impl DeletePolicy {
@@ -148,9 +145,9 @@ impl DeletePolicy {
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Hook {
     /// Each phase it runs in, with the operations it runs on there.
-    pub runs: Vec<(Phase, Operations)>,
+    pub(crate) runs: Vec<(Phase, Operations)>,
     /// Its wave in those phases.
-    pub wave: i32,
+    pub(crate) wave: i32,
     /// When it is deleted.
     pub delete: DeletePolicy,
 }
@@ -178,7 +175,7 @@ pub struct Classified {
     /// The role.
     pub role: Role,
     /// Values that were not understood, each a sentence naming the object.
-    pub notes: Vec<String>,
+    pub(crate) notes: Vec<String>,
 }
 
 /// The comma-separated values of an annotation, trimmed, without repeats.
@@ -210,46 +207,31 @@ fn argo_phase(value: &str) -> Option<Phase> {
     })
 }
 
-/// Where a Helm hook event runs when the rendering runs hooks as Helm does.
-fn helm_release(event: &str) -> Option<(Phase, Operations)> {
+/// Where a Helm hook event runs when the rendering runs hooks as Helm does (test hooks never).
+fn helm_release(event: HookEvent) -> Option<(Phase, Operations)> {
     use Operation::*;
     Some(match event {
-        "pre-install" => (Phase::PreSync, Operations::of(Install)),
-        "post-install" => (Phase::PostSync, Operations::of(Install)),
-        "pre-upgrade" => (Phase::PreSync, Operations::of(Upgrade)),
-        "post-upgrade" => (Phase::PostSync, Operations::of(Upgrade)),
-        "pre-rollback" => (Phase::PreSync, Operations::of(Rollback)),
-        "post-rollback" => (Phase::PostSync, Operations::of(Rollback)),
-        "pre-delete" => (Phase::PreDelete, Operations::ALL),
-        "post-delete" => (Phase::PostDelete, Operations::ALL),
-        _ => return None,
+        HookEvent::PreInstall => (Phase::PreSync, Operations::of(Install)),
+        HookEvent::PostInstall => (Phase::PostSync, Operations::of(Install)),
+        HookEvent::PreUpgrade => (Phase::PreSync, Operations::of(Upgrade)),
+        HookEvent::PostUpgrade => (Phase::PostSync, Operations::of(Upgrade)),
+        HookEvent::PreRollback => (Phase::PreSync, Operations::of(Rollback)),
+        HookEvent::PostRollback => (Phase::PostSync, Operations::of(Rollback)),
+        HookEvent::PreDelete => (Phase::PreDelete, Operations::ALL),
+        HookEvent::PostDelete => (Phase::PostDelete, Operations::ALL),
+        HookEvent::Test => return None,
     })
 }
 
 /// Where a Helm hook event runs as Argo CD maps it: install and upgrade hooks alike around
 /// every sync; the rest never.
-fn helm_as_argo(event: &str) -> Option<(Phase, Operations)> {
+fn helm_as_argo(event: HookEvent) -> Option<(Phase, Operations)> {
     match event {
-        "pre-install" | "pre-upgrade" => Some((Phase::PreSync, Operations::ALL)),
-        "post-install" | "post-upgrade" => Some((Phase::PostSync, Operations::ALL)),
+        HookEvent::PreInstall | HookEvent::PreUpgrade => Some((Phase::PreSync, Operations::ALL)),
+        HookEvent::PostInstall | HookEvent::PostUpgrade => Some((Phase::PostSync, Operations::ALL)),
         _ => None,
     }
 }
-
-/// Helm's hook events.
-const HELM_EVENTS: [&str; 11] = [
-    "pre-install",
-    "post-install",
-    "pre-delete",
-    "post-delete",
-    "pre-upgrade",
-    "post-upgrade",
-    "pre-rollback",
-    "post-rollback",
-    "test",
-    "test-success",
-    "crd-install",
-];
 
 /// Adds `operations` to the entry for `phase`, keeping phases in their order.
 fn add_run(runs: &mut Vec<(Phase, Operations)>, phase: Phase, operations: Operations) {
@@ -271,17 +253,28 @@ fn integer(object: &Value, key: &str, value: &str, notes: &mut Vec<String>) -> O
     }
 }
 
-/// The hook delete policy: Argo CD's and bosun's values and Helm's, together.
+/// A delete policy in Argo CD's spelling (bosun's too).
+fn argo_delete_policy(value: &str) -> Option<HookDeletePolicy> {
+    Some(match value {
+        "BeforeHookCreation" => HookDeletePolicy::BeforeHookCreation,
+        "HookSucceeded" => HookDeletePolicy::HookSucceeded,
+        "HookFailed" => HookDeletePolicy::HookFailed,
+        _ => return None,
+    })
+}
+
+/// The hook delete policy: Argo CD's and bosun's values and Helm's, together (either spelling
+/// under any of the three annotations).
 fn delete_policy(object: &Value, notes: &mut Vec<String>) -> DeletePolicy {
     let mut policy = DeletePolicy::default();
     for key in [DELETE_POLICY, ARGO_DELETE_POLICY, HELM_DELETE_POLICY] {
         for value in list(object, key) {
-            match value.as_str() {
-                "BeforeHookCreation" | "before-hook-creation" => policy.before_creation = true,
-                "HookSucceeded" | "hook-succeeded" => policy.succeeded = true,
-                "HookFailed" | "hook-failed" => policy.failed = true,
-                other => notes.push(format!(
-                    "{}: {key}: {other:?} is no delete policy (BeforeHookCreation, HookSucceeded, HookFailed; Helm: before-hook-creation, hook-succeeded, hook-failed); it is ignored",
+            match argo_delete_policy(&value).or_else(|| HookDeletePolicy::parse(&value)) {
+                Some(HookDeletePolicy::BeforeHookCreation) => policy.before_creation = true,
+                Some(HookDeletePolicy::HookSucceeded) => policy.succeeded = true,
+                Some(HookDeletePolicy::HookFailed) => policy.failed = true,
+                None => notes.push(format!(
+                    "{}: {key}: {value:?} is no delete policy (BeforeHookCreation, HookSucceeded, HookFailed; Helm: before-hook-creation, hook-succeeded, hook-failed); it is ignored",
                     object::describe(object)
                 )),
             }
@@ -322,15 +315,22 @@ pub fn classify(object: &Value, style: HookStyle) -> Classified {
             let wave = explicit_wave.or_else(helm_weight).unwrap_or(0);
             Role::Hook(Hook { runs, wave, delete: delete_policy(object, &mut notes) })
         }
-    } else if let Some(events) = object::annotation(object, HELM_HOOK).filter(|events| events.trim() != "crd-install") {
+    } else if let Some(events) =
+        object::annotation(object, HELM_HOOK).filter(|events| events.trim() != HELM_CRD_INSTALL)
+    {
         let map = match style {
             HookStyle::ArgoCd => helm_as_argo,
             HookStyle::Helm => helm_release,
         };
         for event in events.split(',').map(str::trim).filter(|e| !e.is_empty()) {
-            match map(event) {
-                Some((phase, operations)) => add_run(&mut runs, phase, operations),
-                None if HELM_EVENTS.contains(&event) => {}
+            // Matched as written, without the lower-casing Helm does first.
+            match HookEvent::parse(event) {
+                Some(known) => {
+                    if let Some((phase, operations)) = map(known) {
+                        add_run(&mut runs, phase, operations);
+                    }
+                }
+                None if event == HELM_CRD_INSTALL => {}
                 None => notes.push(format!("{described}: {HELM_HOOK}: {event:?} is no Helm hook event")),
             }
         }

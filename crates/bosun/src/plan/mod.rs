@@ -80,7 +80,7 @@ pub struct Plan {
 
 impl Plan {
     /// The groups of `phase`, in order.
-    pub fn phase(&self, phase: Phase) -> impl Iterator<Item = &PlanGroup> {
+    pub(crate) fn phase(&self, phase: Phase) -> impl Iterator<Item = &PlanGroup> {
         self.groups.iter().filter(move |g| g.phase == phase)
     }
 }

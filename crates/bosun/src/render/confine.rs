@@ -23,13 +23,13 @@ use rustix::process::{Resource, Rlimit};
 #[derive(Debug, Clone, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
 pub struct CommandLimits {
     /// Its data memory (`RLIMIT_DATA`: heap and private writable mappings), in bytes.
-    pub memory: u64,
+    pub(crate) memory: u64,
     /// Its CPU time (`RLIMIT_CPU`).
-    pub cpu: Duration,
+    pub(crate) cpu: Duration,
     /// What it may print on stdout, in bytes; more stops it.
     pub output: usize,
     /// The largest file it may write (`RLIMIT_FSIZE`), in bytes.
-    pub file_size: u64,
+    pub(crate) file_size: u64,
 }
 
 impl Default for CommandLimits {
@@ -71,11 +71,11 @@ const SYSTEM_FILES: &[&str] = &[
 /// What a confined command is confined to.
 pub(crate) struct Confinement<'a> {
     /// The source snapshot: readable, nothing else of the controller's files is.
-    pub root: &'a Path,
+    pub(crate) root: &'a Path,
     /// Whether it may open TCP connections.
-    pub network: bool,
+    pub(crate) network: bool,
     /// Its resource limits.
-    pub limits: &'a CommandLimits,
+    pub(crate) limits: &'a CommandLimits,
 }
 
 /// A confined command's scratch directory (its `HOME` and `TMPDIR`): keep it until the command

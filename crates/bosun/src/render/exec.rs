@@ -43,7 +43,7 @@ fn tail(text: &str) -> String {
 /// What a finished command printed.
 pub(crate) struct Finished {
     /// Its standard output.
-    pub stdout: String,
+    pub(crate) stdout: String,
 }
 
 /// Runs `command` (program, arguments, directory and environment set) with `input` on stdin,

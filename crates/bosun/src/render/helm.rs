@@ -112,10 +112,10 @@ fn missing_message(chart_dir: &str, missing: &[Dependency]) -> String {
 /// What the renderer produced.
 #[derive(Debug)]
 pub(super) struct Output {
-    pub manifests: Manifests,
-    pub warnings: Vec<String>,
+    pub(crate) manifests: Manifests,
+    pub(crate) warnings: Vec<String>,
     /// `NOTES.txt`, rendered.
-    pub notes: String,
+    pub(crate) notes: String,
 }
 
 /// The user's values in Helm's order (see [`HelmSpec`]).

@@ -60,7 +60,7 @@ pub struct HelmRelease {
 ///
 /// # Errors
 /// The inventory could not be read.
-pub async fn release_from_inventory(
+pub(crate) async fn release_from_inventory(
     client: &kube::Client,
     package: &str,
     inventory_namespace: &str,
@@ -82,7 +82,7 @@ pub async fn release_from_inventory(
 ///
 /// # Errors
 /// A `valuesFrom` object, the cluster's version or its discovery could not be read.
-pub async fn helm_context(
+pub(crate) async fn helm_context(
     client: &kube::Client,
     values_client: &kube::Client,
     resolver: Option<&Resolver>,

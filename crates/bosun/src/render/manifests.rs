@@ -46,7 +46,7 @@ impl Manifests {
     }
 
     /// Every manifest, in order, to change in place (keys stay).
-    pub fn items_mut(&mut self) -> impl Iterator<Item = &mut Manifest> {
+    pub(crate) fn items_mut(&mut self) -> impl Iterator<Item = &mut Manifest> {
         self.items.iter_mut()
     }
 
@@ -71,7 +71,7 @@ impl Manifests {
     }
 
     /// The manifests a rollout key names: the key itself, or every `key#N` under it.
-    pub fn named(&self, key: &str) -> Vec<&Manifest> {
+    pub(crate) fn named(&self, key: &str) -> Vec<&Manifest> {
         let key = key.trim_start_matches('/');
         let mut named: Vec<usize> = self
             .index
@@ -105,7 +105,7 @@ impl Manifests {
     }
 
     /// The objects as a YAML stream, each with a `# Source:` comment.
-    pub fn to_yaml(&self) -> String {
+    pub(crate) fn to_yaml(&self) -> String {
         yaml::to_stream(self.items.iter().map(|m| (Some(m.key.as_str()), &m.object)))
     }
 
@@ -197,7 +197,7 @@ impl Rendered {
     /// Puts namespaced objects that name no namespace into `namespace`, as `kubectl apply -n`
     /// does (objects that name one keep it; cluster-scoped objects and kinds unknown to
     /// `scopes` are left alone: applying resolves those through discovery).
-    pub fn default_namespace(&mut self, namespace: &str, scopes: &Scopes) {
+    pub(crate) fn default_namespace(&mut self, namespace: &str, scopes: &Scopes) {
         let scopes = scopes.with_crds(self.manifests.iter().map(|m| &m.object));
         for manifest in &mut self.manifests.items {
             if object::namespace(&manifest.object).is_empty() && scopes.namespaced(&manifest.object) == Some(true) {
@@ -252,36 +252,36 @@ pub(crate) fn push_stream(manifests: &mut Manifests, documents: Vec<Value>) {
         manifests.push(key, object);
     }
 }
-/// The release a Helm chart is rendered as. [`HelmContext::template`] is `helm template`'s
+/// The release a Helm chart is rendered as. `HelmContext::template` is `helm template`'s
 /// (revision 1, an install, Helm's default capabilities, lookups finding nothing, no
 /// `valuesFrom`); rendering for a cluster (`bosun apply`, `diff`, `dev`, the controllers), the
-/// rest is read from it ([`super::helm_context`]).
+/// rest is read from it (`render::helm_context`).
 #[derive(Clone, Default)]
 pub struct HelmContext {
     /// `.Release.Namespace`.
-    pub namespace: String,
+    pub(crate) namespace: String,
     /// `.Release.Revision`: 1 for an install.
-    pub revision: i64,
+    pub(crate) revision: i64,
     /// `.Release.IsUpgrade` (else `.Release.IsInstall`): the package has been applied before.
-    pub is_upgrade: bool,
+    pub(crate) is_upgrade: bool,
     /// The values of `valuesFrom`, in its order: (where from, YAML text); a reference that was
     /// optional and missing has no entry. `None` when no cluster was read.
-    pub values_from: Option<Vec<(String, String)>>,
+    pub(crate) values_from: Option<Vec<(String, String)>>,
     /// The cluster's version and API versions (`.Capabilities`).
-    pub capabilities: Option<Capabilities>,
+    pub(crate) capabilities: Option<Capabilities>,
     /// Objects in the cluster, for `lookup`.
-    pub lookup: Option<Arc<dyn Lookup>>,
+    pub(crate) lookup: Option<Arc<dyn Lookup>>,
     /// `.Release.Name` over `releaseName` and the package's name (an operator's: the watched
     /// object's name).
-    pub release_name: Option<String>,
+    pub(crate) release_name: Option<String>,
     /// Values over the chart's, the files' and `values` (an operator's: the watched object's
     /// `spec`, as operator-sdk's Helm operator gives it); `--set` flags still win.
-    pub object_values: Option<Value>,
+    pub(crate) object_values: Option<Value>,
 }
 
 impl HelmContext {
     /// `helm template`'s release, in `namespace`.
-    pub fn template(namespace: &str) -> HelmContext {
+    pub(crate) fn template(namespace: &str) -> HelmContext {
         HelmContext { namespace: namespace.to_string(), revision: 1, ..HelmContext::default() }
     }
 }
@@ -318,7 +318,8 @@ pub struct Response {
 
 impl Response {
     /// Whether the program said anything beyond objects and rollout.
-    pub fn is_empty(&self) -> bool {
+    #[cfg(test)]
+    pub(crate) fn is_empty(&self) -> bool {
         *self == Response::default()
     }
 }

@@ -21,7 +21,7 @@ use std::{
 };
 
 /// The environment variable that sets the limit: bytes, or with a `KiB`, `MiB` or `GiB` suffix.
-pub const LIMIT_VARIABLE: &str = "BOSUN_JSONNET_MEMORY_LIMIT";
+pub(crate) const LIMIT_VARIABLE: &str = "BOSUN_JSONNET_MEMORY_LIMIT";
 
 /// The limit when the variable is not set: far above what rendering a package takes (tens of
 /// MiB), well below what a runaway program reaches.

@@ -19,7 +19,7 @@ mod substitute;
 mod wire;
 pub mod worker;
 
-use std::collections::{BTreeMap, HashMap};
+use std::collections::HashMap;
 
 use serde_json::{Value, json};
 
@@ -34,31 +34,37 @@ pub use confine::{CommandLimits, landlock_enforced};
 pub use error::RenderError;
 pub(crate) use error::read_dir_error;
 pub use helm::HelmError;
-pub use helm_release::{HelmRelease, ReleaseError, helm_context, release_from_inventory};
+pub use helm_release::{HelmRelease, ReleaseError};
+pub(crate) use helm_release::{helm_context, release_from_inventory};
 pub use manifests::{HelmContext, HookStyle, Input, Manifest, Manifests, Rendered, Response};
 pub(crate) use manifests::{push_source, push_stream};
-pub use memory::LIMIT_VARIABLE as JSONNET_MEMORY_LIMIT_VARIABLE;
 pub(crate) use sandbox::PackageFiles;
-pub use sandbox::{ALLOW_EXEC_FLAG, ALLOW_REMOTE_BASES_FLAG, Sandbox, SandboxError, Worker, WorkerLimits};
+pub use sandbox::{ALLOW_EXEC_FLAG, Sandbox, SandboxError, Worker, WorkerLimits};
 
-/// Renders a package with its configuration. `scopes` says which kinds are namespaced (for
-/// `targetNamespace`); the package's own CRDs are added to it.
-///
-/// # Errors
-/// Any renderer failure, malformed output, an object without kind/apiVersion/name, an identity
-/// rendered twice, an unset variable, or a rollout step naming a key that was not rendered.
-pub fn render(package: &Package, config: &Value, scopes: &Scopes) -> Result<Rendered, RenderError> {
+/// [`render_with`] with nothing but the configuration: the tests' shorthand.
+#[cfg(test)]
+pub(crate) fn render(package: &Package, config: &Value, scopes: &Scopes) -> Result<Rendered, RenderError> {
     render_with(
         package,
-        &Input { config, extra: &BTreeMap::new(), allow_empty: false, keys: None, helm: None, sandbox: None },
+        &Input {
+            config,
+            extra: &std::collections::BTreeMap::new(),
+            allow_empty: false,
+            keys: None,
+            helm: None,
+            sandbox: None,
+        },
         scopes,
     )
 }
 
-/// [`render`] with further inputs (see [`Input`]).
+/// Renders a package with its configuration and further inputs (see [`Input`]). `scopes` says
+/// which kinds are namespaced (for `targetNamespace`); the package's own CRDs are added to it.
 ///
 /// # Errors
-/// As [`render`] (and [`crate::decrypt::DecryptError`]s); no objects is an error only when
+/// Any renderer failure, malformed output, an object without kind/apiVersion/name, an identity
+/// rendered twice, an unset variable, or a rollout step naming a key that was not rendered
+/// (and [`crate::decrypt::DecryptError`]s); no objects is an error only when
 /// `input.allow_empty` is false.
 pub fn render_with(package: &Package, input: &Input<'_>, scopes: &Scopes) -> Result<Rendered, RenderError> {
     match (render_package(package, input, scopes), package.renderer()) {

@@ -19,11 +19,11 @@ const RESPONSE_KEYS: [&str; 6] = ["objects", "children", "rollout", "status", "r
 #[derive(Debug, Default)]
 pub(crate) struct Output {
     /// The objects, keyed.
-    pub manifests: Manifests,
+    pub(crate) manifests: Manifests,
     /// The rollout it returned (Locutus' form).
-    pub rollout: Option<RolloutSpec>,
+    pub(crate) rollout: Option<RolloutSpec>,
     /// What else it said.
-    pub response: Response,
+    pub(crate) response: Response,
 }
 
 /// Whether a value is a Kubernetes object (has `apiVersion` and `kind`).

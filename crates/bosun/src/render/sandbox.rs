@@ -59,9 +59,9 @@ impl Default for WorkerLimits {
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Worker {
     /// The `bosun` binary (a controller's own: `std::env::current_exe()`).
-    pub program: PathBuf,
+    pub(crate) program: PathBuf,
     /// What each render may use.
-    pub limits: WorkerLimits,
+    pub(crate) limits: WorkerLimits,
 }
 
 impl Worker {
@@ -74,7 +74,7 @@ impl Worker {
 /// The flag that allows the exec renderer in the controllers.
 pub const ALLOW_EXEC_FLAG: &str = "--allow-exec";
 /// The flag that allows kustomize's remote bases in the controllers.
-pub const ALLOW_REMOTE_BASES_FLAG: &str = "--allow-remote-bases";
+pub(crate) const ALLOW_REMOTE_BASES_FLAG: &str = "--allow-remote-bases";
 
 /// Why a sandboxed render was refused. Messages name the field and the path as the package
 /// wrote it, never anything read from the host.
@@ -119,7 +119,7 @@ impl Sandbox {
     /// # Errors
     /// [`SandboxError::Outside`] for an absolute path, a `..` that climbs out, or an existing
     /// path whose symbolic links lead out.
-    pub fn resolve(&self, base: &Path, named: &str, field: &str) -> Result<PathBuf, SandboxError> {
+    pub(crate) fn resolve(&self, base: &Path, named: &str, field: &str) -> Result<PathBuf, SandboxError> {
         let outside = || SandboxError::Outside { field: field.to_string(), path: named.to_string() };
         let root = canonical(&self.root);
         let base = canonical(base);
@@ -139,7 +139,7 @@ impl Sandbox {
     ///
     /// # Errors
     /// [`SandboxError::ExecRefused`] when the administrator did not allow it.
-    pub fn exec_limits(&self, field: &str) -> Result<&CommandLimits, SandboxError> {
+    pub(crate) fn exec_limits(&self, field: &str) -> Result<&CommandLimits, SandboxError> {
         self.exec.as_ref().ok_or_else(|| SandboxError::ExecRefused { field: field.to_string() })
     }
 }
@@ -149,9 +149,9 @@ impl Sandbox {
 #[derive(Debug, Clone, Copy)]
 pub(crate) struct PackageFiles<'a> {
     /// The package directory.
-    pub dir: &'a Path,
+    pub(crate) dir: &'a Path,
     /// The tenant's sandbox, if any.
-    pub sandbox: Option<&'a Sandbox>,
+    pub(crate) sandbox: Option<&'a Sandbox>,
 }
 
 impl PackageFiles<'_> {

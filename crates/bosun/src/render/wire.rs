@@ -19,18 +19,18 @@ use super::{CommandLimits, HelmContext, HookStyle, Manifests, Rendered, Response
 /// into a flag (the calls come back to the controller) and the keys as text.
 #[derive(Debug, Serialize, Deserialize)]
 pub(super) struct Request {
-    pub package: Package,
-    pub config: Value,
-    pub extra: BTreeMap<String, Value>,
-    pub allow_empty: bool,
+    pub(crate) package: Package,
+    pub(crate) config: Value,
+    pub(crate) extra: BTreeMap<String, Value>,
+    pub(crate) allow_empty: bool,
     /// The age identities, as an identity file.
-    pub keys: Option<String>,
-    pub helm: Option<Helm>,
-    pub sandbox: Option<WireSandbox>,
+    pub(crate) keys: Option<String>,
+    pub(crate) helm: Option<Helm>,
+    pub(crate) sandbox: Option<WireSandbox>,
     /// The scopes known beyond the built-ins: (API group, kind, namespaced).
-    pub scopes: Vec<(String, String, bool)>,
+    pub(crate) scopes: Vec<(String, String, bool)>,
     /// Namespaced objects that name none go here (`kubectl apply -n`).
-    pub default_namespace: Option<String>,
+    pub(crate) default_namespace: Option<String>,
 }
 
 /// [`HelmContext`] without its `lookup` callback: only whether there is one.

@@ -38,20 +38,20 @@ use super::{
 pub const WORKER_SUBCOMMAND: &str = "__render-worker";
 
 /// The flags of `bosun controller` that set [`WorkerLimits`], as messages name them.
-pub const MEMORY_FLAG: &str = "--render-memory-limit";
+pub(crate) const MEMORY_FLAG: &str = "--render-memory-limit";
 /// See [`MEMORY_FLAG`].
-pub const CPU_FLAG: &str = "--render-cpu-limit";
+pub(crate) const CPU_FLAG: &str = "--render-cpu-limit";
 /// See [`MEMORY_FLAG`].
-pub const TIME_FLAG: &str = "--render-time-limit";
+pub(crate) const TIME_FLAG: &str = "--render-time-limit";
 /// See [`MEMORY_FLAG`].
-pub const OUTPUT_FLAG: &str = "--render-output-limit";
+pub(crate) const OUTPUT_FLAG: &str = "--render-output-limit";
 
 /// A size flag's value that is not a size, or is zero.
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
 #[error("{text:?} is not a size (examples: 256MiB, 1GiB)")]
 pub struct SizeError {
     /// The value as given.
-    pub text: String,
+    pub(crate) text: String,
 }
 
 /// A size flag's value: bytes, or with a `KiB`, `MiB` or `GiB` suffix (powers of 1024).

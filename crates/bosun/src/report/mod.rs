@@ -91,7 +91,7 @@ pub enum Cause {
 
 impl Cause {
     /// The cause of a failed request.
-    pub fn of(error: &kube::Error) -> Cause {
+    pub(crate) fn of(error: &kube::Error) -> Cause {
         match error {
             kube::Error::Api(status) => Cause::Refused { code: status.code },
             _ => Cause::Unanswered,

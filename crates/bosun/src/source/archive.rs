@@ -27,10 +27,10 @@ pub(crate) const MAX_UNPACKED: u64 = 1 << 30;
 /// What the last download of a URL left to ask the server with.
 #[derive(Debug, Clone, PartialEq)]
 pub(crate) struct Remembered {
-    pub etag: Option<String>,
-    pub last_modified: Option<String>,
+    pub(crate) etag: Option<String>,
+    pub(crate) last_modified: Option<String>,
     /// The archive's SHA-256 in hex.
-    pub digest: String,
+    pub(crate) digest: String,
 }
 
 /// What a request brought.

@@ -64,10 +64,10 @@ impl BucketCredentials {
 #[derive(Debug, Clone, PartialEq)]
 pub(crate) struct Listed {
     /// The key.
-    pub key: String,
+    pub(crate) key: String,
     /// The path under the mirror (the key without the prefix).
-    pub path: String,
-    pub etag: String,
+    pub(crate) path: String,
+    pub(crate) etag: String,
 }
 
 /// The bucket `source` names, or why it cannot work.

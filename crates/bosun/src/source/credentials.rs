@@ -111,7 +111,7 @@ impl Credentials {
     }
 
     /// The Secret the credentials came from.
-    pub fn secret(&self) -> &str {
+    pub(crate) fn secret(&self) -> &str {
         &self.secret
     }
 
@@ -141,7 +141,7 @@ impl fmt::Debug for Credentials {
 pub(crate) struct SshSession {
     _dir: tempfile::TempDir,
     /// The command line gix runs (through `sh`, which gix uses for commands with arguments).
-    pub command: String,
+    pub(crate) command: String,
     log: PathBuf,
 }
 

@@ -36,20 +36,20 @@ use super::{
 /// One fetch.
 pub(crate) struct Job {
     /// The URL without credentials, for messages.
-    pub shown: String,
-    pub location: Location,
-    pub wanted: Wanted,
-    pub credentials: Option<Credentials>,
-    pub timeout: Duration,
+    pub(crate) shown: String,
+    pub(crate) location: Location,
+    pub(crate) wanted: Wanted,
+    pub(crate) credentials: Option<Credentials>,
+    pub(crate) timeout: Duration,
     /// Download again even if the commit is in the cache.
-    pub refetch: bool,
+    pub(crate) refetch: bool,
 }
 
 /// A commit, in the repository that has it.
 pub(crate) struct Found {
-    pub repo: gix::Repository,
-    pub commit: ObjectId,
-    pub revision: String,
+    pub(crate) repo: gix::Repository,
+    pub(crate) commit: ObjectId,
+    pub(crate) revision: String,
 }
 
 /// Finds the commit `job` means, fetching it if needed.

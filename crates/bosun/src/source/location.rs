@@ -14,8 +14,8 @@ pub(crate) enum Location {
 /// A remote repository.
 #[derive(Debug, Clone, PartialEq)]
 pub(crate) struct Remote {
-    pub url: gix::Url,
-    pub scheme: Scheme,
+    pub(crate) url: gix::Url,
+    pub(crate) scheme: Scheme,
 }
 
 /// The transports bosun speaks.

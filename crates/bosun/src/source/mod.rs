@@ -67,7 +67,7 @@ use self::{
 use bosun_api::package::{ArchiveSource, BucketSource, GitSource};
 
 /// How long a Git fetch may take when the source sets no `timeout` (Flux's default).
-pub const DEFAULT_TIMEOUT: Duration = Duration::from_secs(60);
+pub(crate) const DEFAULT_TIMEOUT: Duration = Duration::from_secs(60);
 
 /// A fetched source: a directory with the source's files (ignore rules applied) and its
 /// revision. The directory stays while this lives.
@@ -99,7 +99,7 @@ pub struct Fetcher {
 }
 
 /// The flag that allow-lists directories for local sources in the controllers.
-pub const ALLOW_LOCAL_SOURCES_FLAG: &str = "--allow-local-sources";
+pub(crate) const ALLOW_LOCAL_SOURCES_FLAG: &str = "--allow-local-sources";
 
 impl Fetcher {
     /// A fetcher caching in `cache_dir` (created when needed; its scratch space is emptied, so

@@ -13,7 +13,7 @@ use bosun_oci::{
     Client, ClientOptions, CredentialLookup, CredentialSource, DockerConfig, Protocol, Reference, RegistryError,
     Resolved, Select,
     cosign::{PublicKey, Verify},
-    manifest::{FLUX_CONTENT, LayerSelector, Operation},
+    manifest::{FLUX_CONTENT, LayerOperation, LayerSelector},
 };
 
 use super::{DEFAULT_TIMEOUT, Fetcher, Snapshot, SourceError, cache::hex_digest, dir};
@@ -154,8 +154,8 @@ fn layer(source: &OciSource) -> LayerSelector {
     LayerSelector {
         media_type: selector.media_type.filter(|m| !m.is_empty()).unwrap_or_else(|| FLUX_CONTENT.into()),
         operation: match selector.operation.unwrap_or_default() {
-            OciLayerOperation::Extract => Operation::Extract,
-            OciLayerOperation::Copy => Operation::Copy,
+            OciLayerOperation::Extract => LayerOperation::Extract,
+            OciLayerOperation::Copy => LayerOperation::Copy,
         },
     }
 }
@@ -394,10 +394,10 @@ mod tests {
     #[test]
     fn the_layer_defaults_to_flux_content_extracted() {
         let mut oci = OciSource { url: "oci://r.io/app".into(), ..OciSource::default() };
-        assert_eq!(layer(&oci), LayerSelector { media_type: FLUX_CONTENT.into(), operation: Operation::Extract });
+        assert_eq!(layer(&oci), LayerSelector { media_type: FLUX_CONTENT.into(), operation: LayerOperation::Extract });
         oci.layer_selector =
             Some(OciLayerSelector { media_type: Some("text/plain".into()), operation: Some(OciLayerOperation::Copy) });
-        assert_eq!(layer(&oci), LayerSelector { media_type: "text/plain".into(), operation: Operation::Copy });
+        assert_eq!(layer(&oci), LayerSelector { media_type: "text/plain".into(), operation: LayerOperation::Copy });
     }
 
     #[test]

@@ -28,13 +28,13 @@ pub(crate) enum Wanted {
 #[derive(Debug, Clone, PartialEq)]
 pub(crate) struct Advertised {
     /// Full name (`refs/heads/main`, `HEAD`).
-    pub name: String,
+    pub(crate) name: String,
     /// The object the reference points to: a commit, or an annotated tag.
-    pub target: ObjectId,
+    pub(crate) target: ObjectId,
     /// The commit behind `target` (annotated tags peeled).
-    pub commit: ObjectId,
+    pub(crate) commit: ObjectId,
     /// For a symbolic reference (`HEAD`), the full name it points to.
-    pub symref: Option<String>,
+    pub(crate) symref: Option<String>,
 }
 
 /// What a wanted reference resolved to.
@@ -42,11 +42,11 @@ pub(crate) struct Advertised {
 pub(crate) struct Resolved {
     /// The name in the revision string (`main`, `v1.2.0`, `refs/pull/1/head`), none for a bare
     /// commit.
-    pub label: Option<String>,
+    pub(crate) label: Option<String>,
     /// The advertised reference to fetch, none for a pinned commit (fetched by its id).
-    pub reference: Option<String>,
+    pub(crate) reference: Option<String>,
     /// The commit.
-    pub commit: ObjectId,
+    pub(crate) commit: ObjectId,
 }
 
 /// Why a wanted reference resolved to nothing.

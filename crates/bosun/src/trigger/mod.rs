@@ -26,10 +26,10 @@ const POLL: Duration = Duration::from_millis(700);
 #[error("cannot watch {dir}: {source}")]
 pub struct TriggerError {
     /// The directory.
-    pub dir: String,
+    pub(crate) dir: String,
     /// Why.
     #[source]
-    pub source: notify::Error,
+    pub(crate) source: notify::Error,
 }
 
 /// Watches directories for changes that matter to their packages.
@@ -48,7 +48,7 @@ impl std::fmt::Debug for FileTrigger {
 
 /// Whether a change of `path` inside the watched `dir` matters: not under an ignored path, and
 /// no hidden component below `dir`.
-pub fn is_relevant(path: &Path, dir: &Path, ignored: &[PathBuf]) -> bool {
+pub(crate) fn is_relevant(path: &Path, dir: &Path, ignored: &[PathBuf]) -> bool {
     if ignored.iter().any(|ignored| path.starts_with(ignored)) {
         return false;
     }
