@@ -54,6 +54,11 @@ kind: Secret
 metadata: {name: git-auth, namespace: flux-system, labels: {bosun.dev/migrate: 'true'}}
 stringData: {username: flux, password: s3cret}
 ---
+apiVersion: v1
+kind: ConfigMap
+metadata: {name: cluster-vars, namespace: flux-system}
+data: {color: red, greeting: hello}
+---
 apiVersion: source.toolkit.fluxcd.io/v1
 kind: GitRepository
 metadata: {name: fleet, namespace: flux-system, labels: {bosun.dev/migrate: 'true'}}
@@ -87,6 +92,9 @@ spec:
   dependsOn: [{name: infra}]
   postBuild:
     substitute: {color: blue}
+    substituteFrom:
+    - {kind: ConfigMap, name: cluster-vars}
+    - {kind: Secret, name: not-there, optional: true}
 ---
 apiVersion: kustomize.toolkit.fluxcd.io/v1
 kind: Kustomization
@@ -116,7 +124,7 @@ async fn flux_objects_are_reconciled_with_the_status_flux_writes() {
     let repo = repos.create("fleet");
     repo.write("infra/kustomization.yaml", "resources: [settings.yaml]\n")
         .write("infra/settings.yaml", &configmap("infra-settings", "1"))
-        .write("deploy/webapp/web.yaml", &configmap("web-config", "${color}"))
+        .write("deploy/webapp/web.yaml", &configmap("web-config", "${color}-${greeting}"))
         .write("deploy/webapp/extra.yaml", &configmap("web-extra", "x"));
     let first = repo.commit("first");
     let http = HttpServer::start(&repos, HttpAuth::Basic("flux".into(), "s3cret".into()));
@@ -169,10 +177,11 @@ async fn flux_objects_are_reconciled_with_the_status_flux_writes() {
     ids.sort();
     assert_eq!(ids, ["default_web-config__ConfigMap v1", "default_web-extra__ConfigMap v1"]);
 
-    // Applied as Flux applies: substituted, in the target namespace, with Flux's labels.
+    // Applied as Flux applies: substituted (`substitute` over `substituteFrom`, an optional
+    // Secret missing), in the target namespace, with Flux's labels.
     let configmaps: Api<ConfigMap> = Api::namespaced(cluster.server.client(), "default");
     let web = configmaps.get("web-config").await.expect("applied");
-    assert_eq!(web.data.expect("data")["value"], "blue");
+    assert_eq!(web.data.expect("data")["value"], "blue-hello");
     let labels = web.metadata.labels.expect("labels");
     assert_eq!(labels.get("kustomize.toolkit.fluxcd.io/name").map(String::as_str), Some("webapp"));
     assert_eq!(labels.get("kustomize.toolkit.fluxcd.io/namespace").map(String::as_str), Some("flux-system"));
@@ -209,7 +218,7 @@ async fn flux_objects_are_reconciled_with_the_status_flux_writes() {
     assert_eq!(untouched["status"], serde_json::json!({"observedGeneration": -1}), "{untouched:#}");
 
     // A new commit: the source stores it, the Kustomization applies it and prunes what went.
-    repo.write("deploy/webapp/web.yaml", &configmap("web-config", "${color}-2"));
+    repo.write("deploy/webapp/web.yaml", &configmap("web-config", "${color}-${greeting}-2"));
     std::fs::remove_file(repo.path.join("deploy/webapp/extra.yaml")).expect("remove");
     let second = repo.commit("second");
     let revision = format!("main@sha1:{second}");
@@ -217,8 +226,27 @@ async fn flux_objects_are_reconciled_with_the_status_flux_writes() {
         k["status"]["lastAppliedRevision"] == revision.as_str()
     })
     .await;
-    assert_eq!(configmaps.get("web-config").await.expect("applied").data.expect("data")["value"], "blue-2");
+    assert_eq!(configmaps.get("web-config").await.expect("applied").data.expect("data")["value"], "blue-hello-2");
     assert!(configmaps.get_opt("web-extra").await.expect("get").is_none(), "pruned");
+
+    // `flux reconcile` writes `requestedAt`: a run now, reading `substituteFrom` again, and the
+    // request echoed in `lastHandledReconcileAt`.
+    let vars = "apiVersion: v1\nkind: ConfigMap\nmetadata: {name: cluster-vars, namespace: flux-system}\ndata: {color: red, greeting: hi}\n";
+    cluster.kubectl(&["apply", "-f", "-"], Some(vars.as_bytes())).await;
+    let token = "2026-11-29T10:00:00Z";
+    let annotation = format!("reconcile.fluxcd.io/requestedAt={token}");
+    cluster
+        .kubectl(&["annotate", "--overwrite", "kustomization", "webapp", "-n", "flux-system", &annotation], None)
+        .await;
+    let deadline = Instant::now() + BOUND;
+    while configmaps.get("web-config").await.expect("applied").data.expect("data")["value"] != "blue-hi-2" {
+        assert!(Instant::now() < deadline, "the requested run never read the new variables");
+        tokio::time::sleep(Duration::from_millis(50)).await;
+    }
+    wait_for(&kustomizations, "webapp", "the request handled", |k| {
+        k["status"]["lastHandledReconcileAt"] == token && condition(k, "Ready").is_some_and(|c| c["status"] == "True")
+    })
+    .await;
 
     // Deleting the Kustomization deletes what it applied (prune: true).
     cluster.kubectl(&["delete", "kustomization", "webapp", "-n", "flux-system"], None).await;

@@ -70,6 +70,11 @@ pub struct PackageSpec {
     /// Values for `${VAR}` in rendered manifests.
     #[serde(default, skip_serializing_if = "BTreeMap::is_empty")]
     pub substitute: BTreeMap<String, String>,
+    /// Variables from ConfigMaps and Secrets of the Package's namespace, each key one
+    /// variable, read before every render: later ones win, and `substitute` wins over them
+    /// (Flux's `postBuild.substituteFrom`; custom resource).
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub substitute_from: Vec<SubstituteReference>,
     /// Namespace set on every namespaced object.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub target_namespace: Option<String>,
@@ -180,6 +185,19 @@ pub enum DecryptionProvider {
     /// SOPS, with age keys.
     #[default]
     Sops,
+}
+
+/// A ConfigMap or Secret whose keys are substitution variables (`spec.substituteFrom`).
+#[derive(Debug, Clone, Deserialize, Serialize, PartialEq, JsonSchema)]
+#[serde(rename_all = "camelCase", deny_unknown_fields)]
+pub struct SubstituteReference {
+    /// `ConfigMap` or `Secret`.
+    pub kind: ValuesKind,
+    /// Its name, in the Package's namespace.
+    pub name: String,
+    /// A missing object is skipped instead of failing the render.
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    pub optional: bool,
 }
 
 /// What deleting a `Package` does to the objects it applied (Flux's `deletionPolicy`).

@@ -5,7 +5,7 @@
 use std::collections::BTreeMap;
 use std::sync::Arc;
 
-use k8s_openapi::api::core::v1::Secret;
+use k8s_openapi::api::core::v1::{ConfigMap, Secret};
 use kube::Api;
 
 use crate::fetch;
@@ -14,7 +14,7 @@ use bosun::package::Package;
 use bosun::pipeline::{self, RenderOptions};
 use bosun::render::{HelmRelease, Rendered};
 use bosun::source::Snapshot;
-use bosun_api::package::{PackageResource, RenderSpec};
+use bosun_api::package::{PackageResource, RenderSpec, ValuesKind};
 use bosun_kit::{Failure, Run};
 
 use super::{
@@ -23,10 +23,12 @@ use super::{
     status::{self, BUILD_FAILED},
 };
 
-/// A rendering and what it was rendered from: the source revision and the spec's generation.
+/// A rendering and what it was rendered from: the source revision, the spec's generation and
+/// the variables read from `substituteFrom`.
 pub(super) struct RenderedAt {
     revision: String,
     generation: i64,
+    variables: BTreeMap<String, String>,
     rendered: Arc<Rendered>,
 }
 
@@ -55,8 +57,45 @@ impl PackageReconciler {
         Keys::from_secret(&reference.name, &data).map(Some).map_err(|e| failed(e.to_string()))
     }
 
-    /// Renders the run's package unless the same revision and generation were rendered last
-    /// time.
+    /// The variables of `substituteFrom`, each ConfigMap's or Secret's keys in order (later
+    /// ones win), read with the controller's identity from the Package's namespace, as the
+    /// decryption keys are.
+    async fn variables(
+        &self,
+        run: &Run<PackageResource>,
+        package: &Package,
+    ) -> Result<BTreeMap<String, String>, Failure> {
+        let retry = run.object().spec.retry_interval();
+        let mut sources = Vec::new();
+        for (index, reference) in package.spec.substitute_from.iter().enumerate() {
+            let failed = |message: String| {
+                let field = format!("spec.substituteFrom[{index}]: {:?} {}", reference.kind, reference.name);
+                Failure::retry(BUILD_FAILED, format!("{field}: {message}")).within(retry)
+            };
+            let found = match reference.kind {
+                ValuesKind::ConfigMap => run
+                    .api::<ConfigMap>()
+                    .get_opt(&reference.name)
+                    .await
+                    .map(|c| c.map(|c| c.data.unwrap_or_default().into_iter().collect::<BTreeMap<_, _>>())),
+                ValuesKind::Secret => run.api::<Secret>().get_opt(&reference.name).await.map(|s| {
+                    s.map(|s| {
+                        let data = s.data.unwrap_or_default().into_iter();
+                        data.map(|(key, value)| (key, String::from_utf8_lossy(&value.0).into_owned())).collect()
+                    })
+                }),
+            };
+            match found.map_err(|e| failed(bosun_core::cluster::ClusterError::from(e).to_string()))? {
+                Some(variables) => sources.push(variables),
+                None if reference.optional => {}
+                None => return Err(failed("not found (set optional: true to render without it)".into())),
+            }
+        }
+        Ok(merged_variables(sources, &package.spec.substitute))
+    }
+
+    /// Renders the run's package unless the same revision, generation and variables were
+    /// rendered last time.
     pub(super) async fn render(
         &self,
         run: &Run<PackageResource>,
@@ -69,11 +108,23 @@ impl PackageReconciler {
         let resource = run.object();
         let key = key(resource);
         let generation = resource.metadata.generation.unwrap_or_default();
+        let variables = self.variables(run, package).await?;
+        let with_variables;
+        let package = match package.spec.substitute_from.is_empty() {
+            true => package,
+            false => {
+                let mut spec = package.spec.clone();
+                spec.substitute = variables.clone();
+                with_variables = Package { spec, ..package.clone() };
+                &with_variables
+            }
+        };
         {
             let cache = self.rendered.lock().unwrap_or_else(|e| e.into_inner());
             if let Some(cached) = cache.get(&key)
                 && cached.revision == revision
                 && cached.generation == generation
+                && cached.variables == variables
             {
                 return Ok(cached.rendered.clone());
             }
@@ -103,7 +154,7 @@ impl PackageReconciler {
             .map_err(|e| Failure::retry(BUILD_FAILED, e.to_string()).within(resource.spec.retry_interval()))?;
         let rendered = Arc::new(rendered);
         let mut cache = self.rendered.lock().unwrap_or_else(|e| e.into_inner());
-        let entry = RenderedAt { revision: revision.to_string(), generation, rendered: rendered.clone() };
+        let entry = RenderedAt { revision: revision.to_string(), generation, variables, rendered: rendered.clone() };
         cache.insert(key, entry);
         Ok(rendered)
     }
@@ -126,5 +177,31 @@ impl PackageReconciler {
         let package = fetch::assemble(&dir, &resource).map_err(|e| e.to_string())?;
         let keys = self.keys(run).await.map_err(|f| f.message)?;
         self.render(run, &package, &snapshot, target, keys).await.map_err(|f| f.message)
+    }
+}
+
+/// The variables a render substitutes: each source's in order, later ones winning, and the
+/// spec's own `substitute` over all of them (Flux's precedence).
+fn merged_variables(
+    sources: Vec<BTreeMap<String, String>>,
+    inline: &BTreeMap<String, String>,
+) -> BTreeMap<String, String> {
+    let mut merged: BTreeMap<String, String> = sources.into_iter().flatten().collect();
+    merged.extend(inline.iter().map(|(k, v)| (k.clone(), v.clone())));
+    merged
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn later_sources_win_and_the_spec_s_own_wins_over_all() {
+        let map = |pairs: &[(&str, &str)]| pairs.iter().map(|(k, v)| (k.to_string(), v.to_string())).collect();
+        let merged = merged_variables(
+            vec![map(&[("color", "red"), ("size", "s")]), map(&[("size", "m"), ("zone", "eu")])],
+            &map(&[("color", "blue")]),
+        );
+        assert_eq!(merged, map(&[("color", "blue"), ("size", "m"), ("zone", "eu")]));
     }
 }

@@ -8,10 +8,11 @@ use std::collections::BTreeMap;
 
 use serde_json::Value;
 
+use bosun_api::flux::ValuesSourceKind;
 use bosun_api::flux::kustomize::Kustomization;
 use bosun_api::package::{
     CommonMetadata, DecryptionProvider, DecryptionSpec, DeletionPolicy, KubeConfigSpec, PackageSpec,
-    SecretKeyReference, SourceReference, SourceSpec,
+    SecretKeyReference, SourceReference, SourceSpec, SubstituteReference, ValuesKind,
 };
 use bosun_api::{LocalObjectReference, ObjectReference};
 
@@ -63,7 +64,6 @@ pub(crate) fn package_spec(kustomization: &Kustomization, raw: &Value) -> Result
         ("spec.ignoreMissingComponents", spec.ignore_missing_components == Some(true)),
         ("spec.ignore", !spec.ignore.is_empty()),
         ("spec.buildMetadata", !spec.build_metadata.is_empty()),
-        ("spec.postBuild.substituteFrom", post_build.is_some_and(|p| !p.substitute_from.is_empty())),
         ("spec.postBuild.substituteStrategy", post_build.is_some_and(|p| p.substitute_strategy.is_some())),
         ("spec.decryption.provider", decryption.is_some_and(|d| d.provider != "sops")),
         ("spec.decryption.serviceAccountName", decryption.is_some_and(|d| d.service_account_name.is_some())),
@@ -95,6 +95,19 @@ pub(crate) fn package_spec(kustomization: &Kustomization, raw: &Value) -> Result
             ..SourceSpec::default()
         }),
         substitute: post_build.map(|p| p.substitute.clone()).unwrap_or_default(),
+        substitute_from: post_build
+            .map(|p| &p.substitute_from[..])
+            .unwrap_or_default()
+            .iter()
+            .map(|from| SubstituteReference {
+                kind: match from.kind {
+                    ValuesSourceKind::ConfigMap => ValuesKind::ConfigMap,
+                    ValuesSourceKind::Secret => ValuesKind::Secret,
+                },
+                name: from.name.clone(),
+                optional: from.optional == Some(true),
+            })
+            .collect(),
         target_namespace: spec.target_namespace.clone(),
         common_metadata: Some(CommonMetadata { labels: common.labels, annotations: common.annotations }),
         prune: Some(spec.prune),
@@ -165,7 +178,11 @@ mod tests {
     fn the_readme_example_becomes_a_package_of_the_same_source_and_path() {
         let (k, raw) = kustomization(with(json!({
             "path": "./deploy/webapp/", "timeout": "2m", "targetNamespace": "webapp", "validation": "client",
-            "dependsOn": [{"name": "common"}], "postBuild": {"substitute": {"cluster": "prod"}},
+            "dependsOn": [{"name": "common"}],
+            "postBuild": {
+                "substitute": {"cluster": "prod"},
+                "substituteFrom": [{"kind": "ConfigMap", "name": "vars"}, {"kind": "Secret", "name": "keys", "optional": true}],
+            },
         })));
         let translated = package_spec(&k, &raw).expect("translated");
         let spec = translated.spec;
@@ -181,6 +198,9 @@ mod tests {
         assert_eq!(spec.target_namespace.as_deref(), Some("webapp"));
         assert_eq!(spec.depends_on, vec![ObjectReference { name: "common".into(), namespace: None }]);
         assert_eq!(spec.substitute.get("cluster").map(String::as_str), Some("prod"));
+        let from: Vec<(ValuesKind, &str, bool)> =
+            spec.substitute_from.iter().map(|f| (f.kind, f.name.as_str(), f.optional)).collect();
+        assert_eq!(from, [(ValuesKind::ConfigMap, "vars", false), (ValuesKind::Secret, "keys", true)]);
         let labels = spec.common_metadata.expect("metadata").labels;
         assert_eq!(labels.get(NAME_LABEL).map(String::as_str), Some("apps"));
         assert_eq!(labels.get(NAMESPACE_LABEL).map(String::as_str), Some("flux-system"));
@@ -204,10 +224,7 @@ mod tests {
             (json!({"namePrefix": "a-"}), "spec.namePrefix"),
             (json!({"components": ["../c"]}), "spec.components"),
             (json!({"healthChecks": [{"kind": "Deployment", "name": "web", "namespace": "a"}]}), "spec.healthChecks"),
-            (
-                json!({"postBuild": {"substituteFrom": [{"kind": "ConfigMap", "name": "vars"}]}}),
-                "spec.postBuild.substituteFrom",
-            ),
+            (json!({"postBuild": {"substituteStrategy": "Strict"}}), "spec.postBuild.substituteStrategy"),
             (json!({"patchesStrategicMerge": [{"kind": "Deployment"}]}), "spec.patchesStrategicMerge"),
             (json!({"force": true}), "spec.force"),
             (json!({"sourceRef": {"kind": "OCIRepository", "name": "x"}}), "spec.sourceRef.kind"),
