@@ -11,7 +11,7 @@ use crate::cluster::ClusterArgs;
 /// Arguments of `bosun controller`.
 #[derive(Debug, clap::Args)]
 #[command(
-    after_help = "Packages are fetched from their source, rendered, rolled out in order with health checks and\nprune, and reported in their status; again every spec.interval, at once when their spec changes or\na dependency becomes ready. See docs/controller.md.\n\nExamples:\n  bosun controller                                   # the cluster of your kubeconfig, all namespaces\n  bosun controller --namespace team-a --concurrency 8\n  bosun controller --leader-elect --watch-label-selector sharding.bosun.dev/key=shard1\n  bosun controller --flux --flux-selector 'bosun.dev/migrate=true'   # Flux's GitRepositories and Kustomizations too"
+    after_help = "Packages are fetched from their source, rendered, rolled out in order with health checks and\nprune, and reported in their status; again every spec.interval, at once when their spec changes or\na dependency becomes ready. See docs/controller.md.\n\nExamples:\n  bosun controller                                   # the cluster of your kubeconfig, all namespaces\n  bosun controller --namespace team-a --concurrency 8\n  bosun controller --leader-elect --watch-label-selector sharding.bosun.dev/key=shard1\n  bosun controller --flux --flux-selector 'bosun.dev/migrate=true'   # Flux's sources and Kustomizations too"
 )]
 pub struct Args {
     #[command(flatten)]
@@ -94,9 +94,9 @@ pub struct Args {
     #[command(flatten)]
     render: RenderLimitArgs,
 
-    /// Reconcile Flux's own objects too: GitRepository and Kustomization, as Flux's source and
-    /// kustomize controllers would, writing the status they write. Needs Flux's CRDs
-    /// (`bosun crds --flux | kubectl apply --server-side -f -`). See docs/flux.md.
+    /// Reconcile Flux's own objects too: GitRepository, OCIRepository, Bucket and Kustomization,
+    /// as Flux's source and kustomize controllers would, writing the status they write. Needs
+    /// Flux's CRDs (`bosun crds --flux | kubectl apply --server-side -f -`). See docs/flux.md.
     #[arg(long)]
     flux: bool,
 

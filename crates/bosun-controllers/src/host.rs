@@ -8,6 +8,7 @@ use k8s_openapi::apiextensions_apiserver::pkg::apis::apiextensions::v1::CustomRe
 use kube::{Api, Client};
 use tokio_util::sync::CancellationToken;
 
+use bosun_api::flux::source::{Bucket, GitRepository, OciRepository};
 use bosun_core::cluster::ClusterError;
 
 use crate::{
@@ -30,8 +31,8 @@ pub struct HostSettings {
     pub webhook: Option<SocketAddr>,
     /// Events equal to one sent within this window are not sent again.
     pub dedup_window: Duration,
-    /// Reconcile Flux's `GitRepository` and `Kustomization` objects too (`--flux`), those of
-    /// this scope (its namespace, when unset, the Packages').
+    /// Reconcile Flux's `GitRepository`, `OCIRepository`, `Bucket` and `Kustomization` objects
+    /// too (`--flux`), those of this scope (its namespace, when unset, the Packages').
     pub flux: Option<flux::Scope>,
 }
 
@@ -238,19 +239,28 @@ pub async fn run(
         };
         let fetcher = bosun::source::Fetcher::new(settings.package.cache_dir.join("flux"))
             .with_local_roots(settings.package.tenancy.local_roots.clone());
-        let repositories =
-            flux::git_repository::controller(client.clone(), fetcher, &scope).on_event(alerts.listener());
-        (repositories, flux::kustomization::controller(client.clone(), &scope).on_event(alerts.listener()))
+        let (client, listener) = (&client, || alerts.listener());
+        (
+            flux::source::controller::<GitRepository>(client.clone(), fetcher.clone(), &scope).on_event(listener()),
+            flux::source::controller::<OciRepository>(client.clone(), fetcher.clone(), &scope).on_event(listener()),
+            flux::source::controller::<Bucket>(client.clone(), fetcher, &scope).on_event(listener()),
+            flux::kustomization::controller(client.clone(), &scope).on_event(listener()),
+        )
     });
     let flux_stop = settings.package.stopping.clone();
     let flux_controllers = async move {
-        let Some((repositories, kustomizations)) = flux_controllers else { return Ok(()) };
-        let stop = flux_stop.clone();
-        let (repositories, kustomizations) = tokio::join!(
-            repositories.run(async move { stop.cancelled().await }),
-            kustomizations.run(async move { flux_stop.cancelled().await }),
+        let Some((git, oci, buckets, kustomizations)) = flux_controllers else { return Ok(()) };
+        let stopped = || {
+            let stop = flux_stop.clone();
+            async move { stop.cancelled().await }
+        };
+        let (git, oci, buckets, kustomizations) = tokio::join!(
+            git.run(stopped()),
+            oci.run(stopped()),
+            buckets.run(stopped()),
+            kustomizations.run(stopped()),
         );
-        repositories.and(kustomizations)
+        git.and(oci).and(buckets).and(kustomizations)
     };
     let (packages, alerts, receivers, operators, canaries, fleets, flux) = tokio::join!(
         async {

@@ -33,9 +33,9 @@ pub struct SourceSpec {
     /// A ConfigMap in the Package's namespace: each key of its `data` and `binaryData` is a file.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub config_map: Option<LocalObjectReference>,
-    /// A source object of Flux's (`GitRepository`), in the Package's namespace or another:
-    /// the revision in its `status.artifact`, fetched with the credentials in its own
-    /// namespace. Many Packages (and Flux `Kustomization`s) can share one.
+    /// A source object of Flux's (`GitRepository`, `OCIRepository`, `Bucket`), in the
+    /// Package's namespace or another: the revision in its `status.artifact`, fetched with the
+    /// credentials in its own namespace. Many Packages (and Flux `Kustomization`s) can share one.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub source_ref: Option<SourceReference>,
     /// Path of the package within the source.
@@ -54,7 +54,7 @@ pub struct SourceReference {
     /// Its API version (`source.toolkit.fluxcd.io/v1`; any served version reads the same).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub api_version: Option<String>,
-    /// Its kind: `GitRepository`.
+    /// Its kind: `GitRepository`, `OCIRepository` or `Bucket`.
     #[schemars(schema_with = "crate::schema::source_reference_kind")]
     pub kind: String,
     /// Its name.

@@ -151,39 +151,18 @@ pub(crate) async fn fetch_source(
     let ignore = source.ignore.as_deref();
     let snapshot = match kind(source) {
         Kind::Flux(reference) => flux::artifact(fetcher, client, reference, scope, ignore, refetch).await?,
-        Kind::Git(git) => {
-            let credentials = secret(
-                client,
-                namespace,
-                git.secret_ref.as_ref(),
-                "spec.source.git.secretRef",
-                Credentials::from_secret,
-            )
-            .await?;
-            fetcher.git(git, credentials.as_ref(), ignore, refetch).await?
-        }
+        Kind::Remote(remote, field) => remote.fetch(fetcher, client, namespace, field, ignore, refetch).await?,
         Kind::Archive(archive) => {
             let reference = archive.secret_ref.as_ref();
             let credentials =
                 secret(client, namespace, reference, "spec.source.archive.secretRef", Credentials::from_secret).await?;
             fetcher.archive(archive, credentials.as_ref(), ignore, refetch).await?
         }
-        Kind::Bucket(bucket) => {
-            let reference = bucket.secret_ref.as_ref();
-            let credentials =
-                secret(client, namespace, reference, "spec.source.bucket.secretRef", BucketCredentials::from_secret)
-                    .await?;
-            fetcher.bucket(bucket, credentials.as_ref(), ignore, refetch).await?
-        }
         Kind::Helm(chart) => {
             let reference = chart.secret_ref.as_ref();
             let credentials =
                 secret(client, namespace, reference, "spec.source.helm.secretRef", Credentials::from_secret).await?;
             fetcher.helm(chart, credentials.as_ref(), ignore, refetch).await?
-        }
-        Kind::Oci(oci) => {
-            let access = oci_access(client, namespace, oci).await?;
-            fetcher.oci(oci, &access, ignore, refetch).await?
         }
         Kind::ConfigMap(name) => {
             let files = config_map(client, namespace, name).await?;
@@ -199,20 +178,76 @@ pub(crate) async fn fetch_source(
     Ok((snapshot, dir))
 }
 
+/// A source of a kind Flux's source objects also fetch: a Git repository, an OCI artifact or
+/// a bucket, each with the Secrets it names.
+#[derive(Debug, Clone, PartialEq)]
+pub(crate) enum Remote {
+    /// A Git repository.
+    Git(GitSource),
+    /// An OCI artifact.
+    Oci(OciSource),
+    /// An S3-compatible bucket.
+    Bucket(BucketSource),
+}
+
+impl Remote {
+    /// Fetches it with the credentials of the Secrets it names in `namespace`; `field` is
+    /// where the spec stands (`spec.source.git`, a Flux object's `spec`), naming those Secrets
+    /// in errors.
+    pub(crate) async fn fetch(
+        &self,
+        fetcher: &Fetcher,
+        client: &Client,
+        namespace: &str,
+        field: &str,
+        ignore: Option<&str>,
+        refetch: bool,
+    ) -> Result<Snapshot, FetchError> {
+        let secret_field = format!("{field}.secretRef");
+        match self {
+            Remote::Git(git) => {
+                let reference = git.secret_ref.as_ref();
+                let credentials = secret(client, namespace, reference, &secret_field, Credentials::from_secret).await?;
+                Ok(fetcher.git(git, credentials.as_ref(), ignore, refetch).await?)
+            }
+            Remote::Oci(oci) => {
+                let access = oci_access(client, namespace, oci, field).await?;
+                Ok(fetcher.oci(oci, &access, ignore, refetch).await?)
+            }
+            Remote::Bucket(bucket) => {
+                let reference = bucket.secret_ref.as_ref();
+                let credentials =
+                    secret(client, namespace, reference, &secret_field, BucketCredentials::from_secret).await?;
+                Ok(fetcher.bucket(bucket, credentials.as_ref(), ignore, refetch).await?)
+            }
+        }
+    }
+}
+
 /// What an OCI source's Secrets hold: credentials (`secretRef`), CA (`certSecretRef`), cosign
-/// keys (`verify.secretRef`).
-async fn oci_access(client: &Client, namespace: &str, oci: &OciSource) -> Result<OciAccess, FetchError> {
+/// keys (`verify.secretRef`); `field` is where the source's spec stands.
+async fn oci_access(client: &Client, namespace: &str, oci: &OciSource, field: &str) -> Result<OciAccess, FetchError> {
     let mut access = OciAccess::default();
     if let Some(reference) = &oci.secret_ref {
-        let data = secret_data(client, namespace, &reference.name, "spec.source.oci.secretRef").await?;
+        let data = secret_data(client, namespace, &reference.name, &format!("{field}.secretRef")).await?;
         access = access.with_credentials(&reference.name, &data)?;
     }
     if let Some(reference) = &oci.cert_secret_ref {
-        let data = secret_data(client, namespace, &reference.name, "spec.source.oci.certSecretRef").await?;
+        let cert_field = format!("{field}.certSecretRef");
+        let data = secret_data(client, namespace, &reference.name, &cert_field).await?;
+        // A client certificate would be silently left out: refused, as Flux would use it.
+        if let Some(key) = ["tls.crt", "tls.key"].into_iter().find(|key| data.contains_key(*key)) {
+            return Err(FetchError::Secret {
+                field: cert_field,
+                namespace: namespace.to_string(),
+                name: reference.name.clone(),
+                message: format!("{key}: client certificates are not honoured yet (only ca.crt is)"),
+            });
+        }
         access = access.with_ca(&reference.name, &data)?;
     }
     if let Some(reference) = oci.verify.as_ref().and_then(|v| v.secret_ref.as_ref()) {
-        let data = secret_data(client, namespace, &reference.name, "spec.source.oci.verify.secretRef").await?;
+        let data = secret_data(client, namespace, &reference.name, &format!("{field}.verify.secretRef")).await?;
         access = access.with_cosign_keys(&reference.name, &data)?;
     }
     Ok(access)
@@ -271,23 +306,24 @@ async fn config_map(client: &Client, namespace: &str, name: &str) -> Result<BTre
 
 /// The one kind of source a checked spec sets.
 enum Kind<'a> {
-    Git(&'a GitSource),
+    /// Git, OCI or a bucket, and the field that sets it.
+    Remote(Box<Remote>, &'static str),
     Dir(&'a str),
     Archive(&'a ArchiveSource),
-    Bucket(&'a BucketSource),
     Helm(&'a HelmChartSource),
-    Oci(&'a OciSource),
     ConfigMap(&'a str),
     Flux(&'a SourceReference),
 }
 
 fn kind(source: &SourceSpec) -> Kind<'_> {
     match source {
-        SourceSpec { git: Some(git), .. } => Kind::Git(git),
+        SourceSpec { git: Some(git), .. } => Kind::Remote(Box::new(Remote::Git(git.clone())), "spec.source.git"),
         SourceSpec { archive: Some(archive), .. } => Kind::Archive(archive),
-        SourceSpec { bucket: Some(bucket), .. } => Kind::Bucket(bucket),
+        SourceSpec { bucket: Some(bucket), .. } => {
+            Kind::Remote(Box::new(Remote::Bucket(bucket.clone())), "spec.source.bucket")
+        }
         SourceSpec { helm: Some(chart), .. } => Kind::Helm(chart),
-        SourceSpec { oci: Some(oci), .. } => Kind::Oci(oci),
+        SourceSpec { oci: Some(oci), .. } => Kind::Remote(Box::new(Remote::Oci(oci.clone())), "spec.source.oci"),
         SourceSpec { config_map: Some(config_map), .. } => Kind::ConfigMap(&config_map.name),
         SourceSpec { source_ref: Some(reference), .. } => Kind::Flux(reference),
         SourceSpec { dir, .. } => Kind::Dir(dir.as_deref().unwrap_or_default()),

@@ -1,12 +1,16 @@
-//! Flux's own objects, reconciled by bosun (`bosun controller --flux`): `GitRepository`
-//! ([`git_repository`]) fetched and its artifact recorded as source-controller does, and
-//! `Kustomization` ([`kustomization`]) read into the Package that does the same, so that one
-//! pipeline (source, render, plan, apply, health, prune) serves both; their statuses are
+//! Flux's own objects, reconciled by bosun (`bosun controller --flux`): the sources
+//! `GitRepository`, `OCIRepository` and `Bucket` (`git_repository.rs`, `oci_repository.rs`,
+//! `bucket.rs`) fetched and their artifacts recorded as source-controller does (`source.rs`),
+//! and `Kustomization` ([`kustomization`]) read into the Package that does the same, so that
+//! one pipeline (source, render, plan, apply, health, prune) serves both; their statuses are
 //! written in Flux's shape. A field bosun cannot honour yet is refused by name
 //! (`crate::fetch::unsupported`).
 
-pub mod git_repository;
+mod bucket;
+mod git_repository;
 pub mod kustomization;
+mod oci_repository;
+pub(crate) mod source;
 
 use std::sync::Arc;
 
@@ -29,8 +33,14 @@ pub struct Scope {
 
 /// The names of the CRDs of the Flux kinds bosun reconciles.
 pub fn reconciled_crds() -> Vec<String> {
-    use bosun_api::flux::{kustomize::Kustomization, source::GitRepository};
-    [GitRepository::crd(), Kustomization::crd()].into_iter().filter_map(|crd| crd.metadata.name).collect()
+    use bosun_api::flux::{
+        kustomize::Kustomization,
+        source::{Bucket, GitRepository, OciRepository},
+    };
+    [GitRepository::crd(), OciRepository::crd(), Bucket::crd(), Kustomization::crd()]
+        .into_iter()
+        .filter_map(|crd| crd.metadata.name)
+        .collect()
 }
 
 /// The first CRD of [`reconciled_crds`] the cluster lacks, if any.

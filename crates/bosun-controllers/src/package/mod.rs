@@ -51,7 +51,7 @@ use bosun::apply::Cache;
 use bosun::package::Package;
 use bosun::render::Rendered;
 use bosun::source::Fetcher;
-use bosun_api::flux::source::GitRepository;
+use bosun_api::flux::source::{Bucket, GitRepository, OciRepository};
 use bosun_api::package::{
     PackageResource, {PackageStatus, REQUESTED_AT},
 };
@@ -181,9 +181,10 @@ pub fn controller(client: Client, settings: Settings) -> kit::Controller<Package
             packages.iter().filter(|p| sourced_from(p, config_map)).map(|p| ObjectRef::from_obj(&**p)).collect()
         });
     if settings.flux {
-        controller = controller.triggered_by::<GitRepository>(|repository, packages| {
-            packages.iter().filter(|p| uses_source(p, repository)).map(|p| ObjectRef::from_obj(&**p)).collect()
-        });
+        controller = controller
+            .triggered_by(using_source::<GitRepository>)
+            .triggered_by(using_source::<OciRepository>)
+            .triggered_by(using_source::<Bucket>);
     }
     if let Some(namespace) = &settings.namespace {
         controller = controller.namespace(namespace);
@@ -201,14 +202,22 @@ fn sourced_from(package: &PackageResource, config_map: &PartialObjectMeta<Config
         && package.metadata.namespace == config_map.metadata.namespace
 }
 
-/// Whether the Package's source is this Flux source object (its new artifacts are the
-/// Package's new revisions).
-fn uses_source(package: &PackageResource, repository: &PartialObjectMeta<GitRepository>) -> bool {
+/// The Packages whose source is this Flux source object (its new artifacts are their new
+/// revisions).
+fn using_source<K: kube::Resource<DynamicType = ()>>(
+    source: &PartialObjectMeta<K>,
+    packages: &[Arc<PackageResource>],
+) -> Vec<ObjectRef<PackageResource>> {
+    packages.iter().filter(|p| uses_source(p, source)).map(|p| ObjectRef::from_obj(&**p)).collect()
+}
+
+/// Whether the Package's source is this Flux source object.
+fn uses_source<K: kube::Resource<DynamicType = ()>>(package: &PackageResource, source: &PartialObjectMeta<K>) -> bool {
     let Some(reference) = package.spec.source.as_ref().and_then(|s| s.source_ref.as_ref()) else { return false };
     let namespace = reference.namespace.as_ref().or(package.metadata.namespace.as_ref());
-    reference.kind == "GitRepository"
-        && Some(&reference.name) == repository.metadata.name.as_ref()
-        && namespace == repository.metadata.namespace.as_ref()
+    reference.kind == K::kind(&())
+        && Some(&reference.name) == source.metadata.name.as_ref()
+        && namespace == source.metadata.namespace.as_ref()
 }
 
 fn key(resource: &PackageResource) -> Key {

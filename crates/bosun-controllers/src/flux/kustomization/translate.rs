@@ -16,6 +16,7 @@ use bosun_api::package::{
 };
 use bosun_api::{LocalObjectReference, ObjectReference};
 
+use crate::fetch::flux::KINDS;
 use crate::fetch::unsupported::{self, Unsupported};
 
 /// The label naming the Kustomization on what it applied (and on its Package).
@@ -50,7 +51,7 @@ pub(crate) fn package_spec(kustomization: &Kustomization, raw: &Value) -> Result
     let decryption = spec.decryption.as_ref();
     let kube_config = spec.kube_config.as_ref();
     unsupported::refuse(&[
-        ("spec.sourceRef.kind", spec.source_ref.kind != "GitRepository"),
+        ("spec.sourceRef.kind", !KINDS.contains(&spec.source_ref.kind.as_str())),
         ("spec.healthChecks", !spec.health_checks.is_empty() && spec.wait != Some(true)),
         ("spec.healthCheckExprs", !spec.health_check_exprs.is_empty()),
         ("spec.dependsOn.readyExpr", spec.depends_on.iter().any(|d| d.ready_expr.is_some())),
@@ -227,10 +228,25 @@ mod tests {
             (json!({"postBuild": {"substituteStrategy": "Strict"}}), "spec.postBuild.substituteStrategy"),
             (json!({"patchesStrategicMerge": [{"kind": "Deployment"}]}), "spec.patchesStrategicMerge"),
             (json!({"force": true}), "spec.force"),
-            (json!({"sourceRef": {"kind": "OCIRepository", "name": "x"}}), "spec.sourceRef.kind"),
+            (json!({"sourceRef": {"kind": "HelmRepository", "name": "x"}}), "spec.sourceRef.kind"),
+            (json!({"sourceRef": {"kind": "ExternalArtifact", "name": "x"}}), "spec.sourceRef.kind"),
         ] {
             let (k, raw) = kustomization(with(fields));
             assert_eq!(package_spec(&k, &raw).expect_err(field).field, field);
+        }
+    }
+
+    #[test]
+    fn every_source_kind_bosun_reconciles_is_a_package_source_ref() {
+        for kind in ["GitRepository", "OCIRepository", "Bucket"] {
+            let reference = json!({"kind": kind, "name": "fleet", "namespace": "sources"});
+            let (k, raw) = kustomization(with(json!({"sourceRef": reference})));
+            let spec = package_spec(&k, &raw).expect(kind).spec;
+            let source = spec.source.and_then(|s| s.source_ref).expect("sourceRef");
+            assert_eq!(
+                (source.kind.as_str(), source.name.as_str(), source.namespace.as_deref()),
+                (kind, "fleet", Some("sources"))
+            );
         }
     }
 

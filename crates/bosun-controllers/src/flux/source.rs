@@ -1,0 +1,150 @@
+//! What Flux's source objects share (`GitRepository`, `OCIRepository`, `Bucket`): reconciled
+//! as source-controller does — fetched every `interval`, the result written where Flux writes
+//! it: `status.artifact` (revision, digest, time), the `Ready` and `ArtifactInStorage`
+//! conditions, `FetchFailed` while fetching fails, `observedIgnore`,
+//! `lastHandledReconcileAt`, and a `NewArtifact` event per new revision. What consumes them
+//! (`Kustomization`s, and Packages naming them in `source.sourceRef`) fetches that revision
+//! with the source's credentials; no tarball is served, so `status.artifact.url` names nothing
+//! to download.
+
+use std::{marker::PhantomData, path::Path, time::Duration};
+
+use kube::{Client, runtime::events::EventType};
+use serde_json::Value;
+
+use bosun::source::{Fetcher, Snapshot};
+use bosun_api::flux::{Artifact, RECONCILE_REQUESTED_AT};
+use bosun_kit::{self as kit, Failure, Run};
+
+use crate::fetch::{flux::FluxSource, unsupported};
+
+/// A kind of Flux source object as its reconciler sees it, beyond what it fetches.
+pub(crate) trait Reconciled: FluxSource {
+    /// The note of the `NewArtifact` event for `revision`, as source-controller words it.
+    fn note(&self, revision: &str, files: &Path) -> String;
+
+    /// The `observed…` status fields besides `observedIgnore` (`observedLayerSelector`).
+    fn observed(&self) -> Vec<(&'static str, Value)> {
+        Vec::new()
+    }
+}
+
+/// The reconciler of the Flux source objects of kind `S`.
+pub(crate) struct Sources<S> {
+    fetcher: Fetcher,
+    kind: PhantomData<fn() -> S>,
+}
+
+/// The controller of the Flux source objects of kind `S`, ready to [`kit::Controller::run`];
+/// named `flux-<kind>` (`flux-gitrepository`): its field manager, event reporter and metrics
+/// label.
+pub(crate) fn controller<S: Reconciled>(
+    client: Client,
+    fetcher: Fetcher,
+    scope: &super::Scope,
+) -> kit::Controller<Sources<S>> {
+    let name = format!("flux-{}", S::KIND.to_lowercase());
+    kit::Controller::new(&name, Sources { fetcher, kind: PhantomData }, client)
+        .finalizer_on_demand()
+        .backoff(Duration::from_secs(1), Duration::from_secs(300))
+        .confined(scope.namespace.as_deref(), scope.selector.as_deref(), scope.metrics.clone())
+}
+
+/// Where Flux's storage would keep the artifact of `revision`
+/// (`gitrepository/NAMESPACE/NAME/COMMIT.tar.gz`, `ocirepository/…/DIGEST.tar.gz`: the hex
+/// after the revision's algorithm).
+fn artifact_path(kind: &str, namespace: &str, name: &str, revision: &str) -> String {
+    let hex = revision.rsplit_once(':').map_or(revision, |(_, hex)| hex);
+    format!("{}/{namespace}/{name}/{hex}.tar.gz", kind.to_lowercase())
+}
+
+/// The artifact of `snapshot`: `previous` when it is of the same revision (its digest and
+/// time stand), else a new one.
+fn stored<S: Reconciled>(
+    run: &Run<S>,
+    snapshot: &Snapshot,
+    previous: Option<&Artifact>,
+) -> Result<(Artifact, bool), bosun::source::SourceError> {
+    if let Some(previous) = previous.filter(|a| a.revision == snapshot.revision) {
+        return Ok((previous.clone(), false));
+    }
+    let digest = bosun::source::digest(snapshot)?;
+    let path = artifact_path(S::KIND, run.namespace(), run.name(), &snapshot.revision);
+    let artifact = Artifact {
+        digest,
+        last_update_time: k8s_openapi::jiff::Timestamp::now().to_string(),
+        metadata: Default::default(),
+        url: format!("bosun://{path}"),
+        path,
+        revision: snapshot.revision.clone(),
+        size: None,
+    };
+    Ok((artifact, true))
+}
+
+impl<S: Reconciled> kit::Reconciler for Sources<S> {
+    type Resource = S;
+
+    async fn reconcile(&self, run: &mut Run<S>) -> Result<(), Failure> {
+        let source = run.object().clone();
+        let described = run.describe().to_string();
+        if let Some(requested) = source.meta().annotations.as_ref().and_then(|a| a.get(RECONCILE_REQUESTED_AT)) {
+            run.set_status("lastHandledReconcileAt", requested);
+        }
+        if source.suspended() {
+            run.hold();
+            return Ok(());
+        }
+        let interval = source.interval();
+        let remote = source.remote().map_err(|e| Failure::give_up(unsupported::REASON, format!("{described}: {e}")))?;
+        let namespace = run.namespace().to_string();
+        let fetched = remote.fetch(&self.fetcher, run.client(), &namespace, "spec", source.ignore(), false).await;
+        let snapshot = match fetched {
+            Ok(snapshot) => snapshot,
+            Err(e) => {
+                run.condition("FetchFailed", true, e.reason(), &e.to_string());
+                let message = format!("{described}: {e}");
+                // Stalled when only a change of the spec can help, looked at again each interval.
+                let failure = match e.is_permanent() {
+                    true => Failure::give_up(e.reason(), message),
+                    false => Failure::retry(e.reason(), message),
+                };
+                return Err(failure.within(interval));
+            }
+        };
+        run.remove_condition("FetchFailed");
+        let (artifact, new) = stored(run, &snapshot, source.artifact())
+            .map_err(|e| Failure::retry("StorageOperationFailed", format!("{described}: {e}")).within(interval))?;
+        let message = format!("stored artifact for revision '{}'", artifact.revision);
+        if new {
+            let note = source.note(&artifact.revision, &snapshot.root);
+            run.publish(EventType::Normal, "NewArtifact", &note, "Reconcile").await;
+        }
+        run.set_status("artifact", &artifact);
+        run.set_status("observedIgnore", source.ignore());
+        for (field, value) in source.observed() {
+            run.set_status(field, value);
+        }
+        run.condition("ArtifactInStorage", true, "Succeeded", &message);
+        run.succeeded("Succeeded", &message);
+        run.requeue_after(interval);
+        Ok(())
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn the_artifact_path_is_flux_storage_s() {
+        for (kind, revision, path) in [
+            ("GitRepository", "main@sha1:0123abcd", "gitrepository/flux-system/podinfo/0123abcd.tar.gz"),
+            ("OCIRepository", "latest@sha256:3b6c", "ocirepository/flux-system/podinfo/3b6c.tar.gz"),
+            ("OCIRepository", "sha256:3b6c", "ocirepository/flux-system/podinfo/3b6c.tar.gz"),
+            ("Bucket", "sha256:9f00", "bucket/flux-system/podinfo/9f00.tar.gz"),
+        ] {
+            assert_eq!(artifact_path(kind, "flux-system", "podinfo", revision), path, "{revision}");
+        }
+    }
+}
