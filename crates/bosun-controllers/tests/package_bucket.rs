@@ -3,7 +3,6 @@
 //! rolled out; only changed objects are downloaded; S3 errors are conditions.
 
 use std::{
-    process::{Child, Command, Stdio},
     sync::{Arc, Mutex},
     time::Duration,
 };
@@ -15,9 +14,9 @@ use axum::{
     http::{Method, StatusCode, Uri},
     response::{IntoResponse, Response},
 };
+use bosun_test_tools::moto::{ACCESS_KEY, Moto, SECRET_KEY, Store};
 use k8s_openapi::{ByteString, api::core::v1::Secret};
 use kube::{Api, api::PostParams};
-use rusty_s3::{Bucket, Credentials, S3Action, UrlStyle};
 use serde_json::json;
 use tokio::time::Instant;
 
@@ -25,70 +24,6 @@ use tokio::time::Instant;
 mod harness;
 
 use harness::*;
-
-/// moto's S3 server on a free loopback port; stopped when dropped.
-struct Moto {
-    child: Child,
-    base: String,
-}
-
-impl Drop for Moto {
-    fn drop(&mut self) {
-        let _ = self.child.kill();
-        let _ = self.child.wait();
-    }
-}
-
-impl Moto {
-    async fn start() -> Moto {
-        let port = std::net::TcpListener::bind("127.0.0.1:0").expect("port").local_addr().expect("addr").port();
-        let child = Command::new(bosun_test_tools::require("moto_server"))
-            .args(["-H", "127.0.0.1", "-p", &port.to_string()])
-            .stdout(Stdio::null())
-            .stderr(Stdio::null())
-            .spawn()
-            .expect("moto_server starts");
-        let moto = Moto { child, base: format!("http://127.0.0.1:{port}") };
-        let deadline = Instant::now() + BOUND;
-        while reqwest::get(&moto.base).await.is_err() {
-            assert!(Instant::now() < deadline, "moto_server did not start");
-            tokio::time::sleep(Duration::from_millis(50)).await;
-        }
-        moto
-    }
-}
-
-/// A bucket on moto, written to as a user's tooling would (signed S3 requests).
-struct Store {
-    bucket: Bucket,
-    keys: Credentials,
-    http: reqwest::Client,
-}
-
-impl Store {
-    async fn create(moto: &Moto, name: &str) -> Store {
-        let bucket = Bucket::new(moto.base.parse().expect("url"), UrlStyle::Path, name.to_string(), "us-east-1")
-            .expect("bucket");
-        let store =
-            Store { bucket, keys: Credentials::new("AKIDTEST", "secret-test-key"), http: reqwest::Client::new() };
-        let url = store.bucket.create_bucket(&store.keys).sign(Duration::from_secs(60));
-        let response = store.http.put(url).header("content-length", "0").send().await.expect("create bucket");
-        assert!(response.status().is_success(), "{:?}", response.text().await);
-        store
-    }
-
-    async fn put(&self, key: &str, text: &str) {
-        let url = self.bucket.put_object(Some(&self.keys), key).sign(Duration::from_secs(60));
-        let response = self.http.put(url).body(text.to_string()).send().await.expect("put");
-        assert!(response.status().is_success(), "{:?}", response.text().await);
-    }
-
-    async fn delete(&self, key: &str) {
-        let url = self.bucket.delete_object(Some(&self.keys), key).sign(Duration::from_secs(60));
-        let response = self.http.delete(url).send().await.expect("delete");
-        assert!(response.status().is_success(), "{:?}", response.text().await);
-    }
-}
 
 /// Forwards to moto and records the object downloads (GETs of a key, not listings).
 #[derive(Clone)]
@@ -137,7 +72,7 @@ fn revision(package: &bosun_api::package::PackageResource) -> String {
 #[tokio::test]
 async fn bucket_objects_are_rolled_out_and_only_changed_ones_downloaded() {
     let h = start().await;
-    let moto = Moto::start().await;
+    let moto = Moto::start();
     let store = Store::create(&moto, "fleet").await;
     store.put("apps/web/a.yaml", &configmap("a", "1")).await;
     store.put("apps/web/b.yaml", &configmap("b", "1")).await;
@@ -147,7 +82,7 @@ async fn bucket_objects_are_rolled_out_and_only_changed_ones_downloaded() {
     let secrets: Api<Secret> = Api::default_namespaced(h.server.client());
     let secret: Secret = serde_json::from_value(json!({
         "metadata": {"name": "bucket-keys"},
-        "data": {"accesskey": ByteString(b"AKIDTEST".to_vec()), "secretkey": ByteString(b"secret-test-key".to_vec())},
+        "data": {"accesskey": ByteString(ACCESS_KEY.into()), "secretkey": ByteString(SECRET_KEY.into())},
     }))
     .expect("secret");
     secrets.create(&PostParams::default(), &secret).await.expect("secret");

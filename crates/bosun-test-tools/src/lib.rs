@@ -5,16 +5,40 @@
 //! machine learns in one place what to install (`.ci/run` installs all of it as root).
 //!
 //! [`git_server`] runs real Git servers (git://, HTTP with authentication, SSH) on loopback for
-//! the source tests; [`registry`] a real OCI registry (TLS, htpasswd or token auth).
+//! the source tests; [`registry`] a real OCI registry (TLS, htpasswd or token auth); [`moto`]
+//! moto's S3 server.
 //!
 //! Depends on nothing of bosun's; every test crate may use it.
 
 #![warn(missing_docs)]
 
 pub mod git_server;
+pub mod moto;
 pub mod registry;
 
-use std::path::PathBuf;
+use std::{
+    net::TcpStream,
+    path::{Path, PathBuf},
+    process::Child,
+    time::{Duration, Instant},
+};
+
+/// How long a server a test starts may take to listen.
+const STARTUP: Duration = Duration::from_secs(30);
+
+/// Waits until `child`, the server `name`, accepts connections on `host`; panics with what it
+/// wrote to `log` when it exits first, or when it takes longer than [`STARTUP`].
+fn wait_listening(child: &mut Child, host: &str, name: &str, log: &Path) {
+    let started = Instant::now();
+    while TcpStream::connect(host).is_err() {
+        if let Some(status) = child.try_wait().expect("wait") {
+            let said = std::fs::read_to_string(log).unwrap_or_default();
+            panic!("{name} exited ({status}) before listening: {said}");
+        }
+        assert!(started.elapsed() < STARTUP, "{name} did not listen on {host} within {STARTUP:?}");
+        std::thread::sleep(Duration::from_millis(20));
+    }
+}
 
 /// The environment variable that names Helm's test corpus: a directory holding Helm's
 /// `pkg/cmd/testdata` (a checkout of helm/helm, or the corpus folder itself).

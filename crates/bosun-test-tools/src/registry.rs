@@ -5,14 +5,10 @@
 //! tells which requests reached it.
 
 use std::{
-    net::{TcpListener, TcpStream},
+    net::TcpListener,
     path::PathBuf,
     process::{Child, Command, Stdio},
-    time::{Duration, Instant},
 };
-
-/// How long the registry may take to listen.
-const STARTUP: Duration = Duration::from_secs(30);
 
 /// A running registry.
 pub struct Registry {
@@ -144,15 +140,7 @@ impl Registry {
             .stderr(errors)
             .spawn()
             .expect("starting docker-registry");
-        let started = Instant::now();
-        while TcpStream::connect(&host).is_err() {
-            if let Some(status) = child.try_wait().expect("wait") {
-                let said = std::fs::read_to_string(dir.path().join("registry.log")).unwrap_or_default();
-                panic!("docker-registry exited ({status}) before listening: {said}");
-            }
-            assert!(started.elapsed() < STARTUP, "docker-registry did not listen on {host} within {STARTUP:?}");
-            std::thread::sleep(Duration::from_millis(20));
-        }
+        crate::wait_listening(&mut child, &host, "docker-registry", &dir.path().join("registry.log"));
         Registry { child, host, dir, ca_pem }
     }
 
