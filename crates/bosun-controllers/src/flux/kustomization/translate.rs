@@ -51,7 +51,6 @@ pub(crate) fn package_spec(kustomization: &Kustomization, raw: &Value) -> Result
     let kube_config = spec.kube_config.as_ref();
     unsupported::refuse(&[
         ("spec.sourceRef.kind", spec.source_ref.kind != "GitRepository"),
-        ("spec.healthChecks", !spec.health_checks.is_empty() && spec.wait != Some(true)),
         ("spec.healthCheckExprs", !spec.health_check_exprs.is_empty()),
         ("spec.dependsOn.readyExpr", spec.depends_on.iter().any(|d| d.ready_expr.is_some())),
         ("spec.namePrefix", spec.name_prefix.is_some()),
@@ -109,6 +108,12 @@ pub(crate) fn package_spec(kustomization: &Kustomization, raw: &Value) -> Result
             })
             .collect(),
         target_namespace: spec.target_namespace.clone(),
+        // Under `wait`, every applied object is checked and the list is not needed (Flux
+        // ignores it then too).
+        health_checks: match spec.wait {
+            Some(true) => Vec::new(),
+            _ => spec.health_checks.clone(),
+        },
         common_metadata: Some(CommonMetadata { labels: common.labels, annotations: common.annotations }),
         prune: Some(spec.prune),
         // Flux waits for what it applied only when asked.
@@ -155,6 +160,7 @@ mod tests {
     use serde_json::json;
 
     use super::*;
+    use bosun_api::flux::kustomize::NamespacedObjectKindReference;
 
     fn kustomization(spec: Value) -> (Kustomization, Value) {
         let raw = json!({
@@ -223,7 +229,6 @@ mod tests {
             (json!({"images": [{"name": "nginx", "newTag": "1"}]}), "spec.images"),
             (json!({"namePrefix": "a-"}), "spec.namePrefix"),
             (json!({"components": ["../c"]}), "spec.components"),
-            (json!({"healthChecks": [{"kind": "Deployment", "name": "web", "namespace": "a"}]}), "spec.healthChecks"),
             (json!({"postBuild": {"substituteStrategy": "Strict"}}), "spec.postBuild.substituteStrategy"),
             (json!({"patchesStrategicMerge": [{"kind": "Deployment"}]}), "spec.patchesStrategicMerge"),
             (json!({"force": true}), "spec.force"),
@@ -235,11 +240,21 @@ mod tests {
     }
 
     #[test]
-    fn health_checks_under_wait_are_covered_by_it_as_in_flux() {
-        let (k, raw) = kustomization(with(json!({
-            "wait": true, "healthChecks": [{"kind": "Deployment", "name": "web", "namespace": "a"}],
-        })));
-        assert_eq!(package_spec(&k, &raw).expect("translated").spec.wait, Some(true));
+    fn health_checks_are_the_package_s_unless_wait_covers_them_as_in_flux() {
+        let checks = json!([{"kind": "Deployment", "name": "web", "namespace": "a"}]);
+        let (k, raw) = kustomization(with(json!({"wait": true, "healthChecks": checks})));
+        let spec = package_spec(&k, &raw).expect("translated").spec;
+        assert_eq!((spec.wait, spec.health_checks.len()), (Some(true), 0));
+        let (k, raw) = kustomization(with(json!({"healthChecks": checks})));
+        let spec = package_spec(&k, &raw).expect("translated").spec;
+        assert_eq!(spec.wait, Some(false));
+        let expected = NamespacedObjectKindReference {
+            kind: "Deployment".into(),
+            name: "web".into(),
+            namespace: Some("a".into()),
+            api_version: None,
+        };
+        assert_eq!(spec.health_checks, vec![expected]);
     }
 
     #[test]
