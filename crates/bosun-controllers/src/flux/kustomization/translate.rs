@@ -8,11 +8,11 @@ use std::collections::BTreeMap;
 
 use serde_json::Value;
 
-use bosun_api::flux::ValuesSourceKind;
 use bosun_api::flux::kustomize::Kustomization;
+use bosun_api::flux::{Patch, ValuesSourceKind};
 use bosun_api::package::{
-    CommonMetadata, DecryptionProvider, DecryptionSpec, DeletionPolicy, KubeConfigSpec, PackageSpec,
-    SecretKeyReference, SourceReference, SourceSpec, SubstituteReference, ValuesKind,
+    CommonMetadata, DecryptionProvider, DecryptionSpec, DeletionPolicy, KubeConfigSpec, KustomizeSpec, PackageSpec,
+    RenderSpec, SecretKeyReference, SourceReference, SourceSpec, SubstituteReference, ValuesKind,
 };
 use bosun_api::{LocalObjectReference, ObjectReference};
 
@@ -53,13 +53,6 @@ pub(crate) fn package_spec(kustomization: &Kustomization, raw: &Value) -> Result
         ("spec.sourceRef.kind", spec.source_ref.kind != "GitRepository"),
         ("spec.healthCheckExprs", !spec.health_check_exprs.is_empty()),
         ("spec.dependsOn.readyExpr", spec.depends_on.iter().any(|d| d.ready_expr.is_some())),
-        ("spec.namePrefix", spec.name_prefix.is_some()),
-        ("spec.nameSuffix", spec.name_suffix.is_some()),
-        ("spec.patches", !spec.patches.is_empty()),
-        ("spec.patchesStrategicMerge", raw_set("patchesStrategicMerge")),
-        ("spec.patchesJson6902", raw_set("patchesJson6902")),
-        ("spec.images", !spec.images.is_empty()),
-        ("spec.components", !spec.components.is_empty()),
         ("spec.ignoreMissingComponents", spec.ignore_missing_components == Some(true)),
         ("spec.ignore", !spec.ignore.is_empty()),
         ("spec.buildMetadata", !spec.build_metadata.is_empty()),
@@ -93,6 +86,16 @@ pub(crate) fn package_spec(kustomization: &Kustomization, raw: &Value) -> Result
             path: path.map(str::to_string),
             ..SourceSpec::default()
         }),
+        // kustomize, always: a directory without a kustomization gets one generated, as Flux
+        // generates it (never another renderer bosun would detect).
+        render: Some(RenderSpec::Kustomize(KustomizeSpec {
+            dir: ".".into(),
+            name_prefix: spec.name_prefix.clone(),
+            name_suffix: spec.name_suffix.clone(),
+            patches: spec.patches.iter().cloned().chain(older_patches(raw_spec)).collect(),
+            images: spec.images.clone(),
+            components: spec.components.clone(),
+        })),
         substitute: post_build.map(|p| p.substitute.clone()).unwrap_or_default(),
         substitute_from: post_build
             .map(|p| &p.substitute_from[..])
@@ -144,6 +147,19 @@ pub(crate) fn package_spec(kustomization: &Kustomization, raw: &Value) -> Result
         .map(|(field, why)| format!("spec.{field} is ignored: Flux's v1 dropped it ({why})"))
         .collect();
     Ok(Translated { spec: package, ignored })
+}
+
+/// The patches of older versions (`patchesStrategicMerge`, `patchesJson6902`, which v1 folded
+/// into `patches`), as v1 writes them: the patch as YAML (JSON is YAML), with its target.
+fn older_patches(raw_spec: Option<&Value>) -> Vec<Patch> {
+    let list = |field: &str| raw_spec.and_then(|s| s.get(field)).and_then(Value::as_array).cloned().unwrap_or_default();
+    let strategic =
+        list("patchesStrategicMerge").into_iter().map(|patch| Patch { patch: patch.to_string(), target: None });
+    let json6902 = list("patchesJson6902").into_iter().map(|entry| Patch {
+        patch: entry.get("patch").cloned().unwrap_or_default().to_string(),
+        target: entry.get("target").and_then(|t| serde_json::from_value(t.clone()).ok()),
+    });
+    strategic.chain(json6902).collect()
 }
 
 /// Labels the Kustomization gives its Package besides its own: they select it for the
@@ -215,6 +231,38 @@ mod tests {
     }
 
     #[test]
+    fn overlays_go_to_the_kustomize_renderer() {
+        let (k, raw) = kustomization(with(json!({
+            "namePrefix": "prod-", "nameSuffix": "-v2", "components": ["../tls"],
+            "images": [{"name": "nginx", "newTag": "1.27"}],
+            "patches": [{"patch": "- op: remove\n  path: /x", "target": {"kind": "Deployment"}}],
+        })));
+        let Some(RenderSpec::Kustomize(render)) = package_spec(&k, &raw).expect("translated").spec.render else {
+            panic!("kustomize")
+        };
+        assert_eq!((render.name_prefix.as_deref(), render.name_suffix.as_deref()), (Some("prod-"), Some("-v2")));
+        assert_eq!((render.patches.len(), render.images.len(), render.components.len()), (1, 1, 1));
+        assert!(render.has_overlay());
+    }
+
+    #[test]
+    fn older_versions_patches_become_v1_s() {
+        let (k, raw) = kustomization(with(json!({
+            "patchesStrategicMerge": [{"apiVersion": "apps/v1", "kind": "Deployment", "metadata": {"name": "web"}, "spec": {"replicas": 2}}],
+            "patchesJson6902": [{"target": {"group": "apps", "version": "v1", "kind": "Deployment", "name": "web"}, "patch": [{"op": "remove", "path": "/spec/x"}]}],
+        })));
+        let Some(RenderSpec::Kustomize(render)) = package_spec(&k, &raw).expect("translated").spec.render else {
+            panic!("kustomize")
+        };
+        assert_eq!(render.patches.len(), 2);
+        let strategic: Value = serde_json::from_str(&render.patches[0].patch).expect("json");
+        assert_eq!(strategic["spec"]["replicas"], 2);
+        assert_eq!(render.patches[1].patch, r#"[{"op":"remove","path":"/spec/x"}]"#);
+        let target = render.patches[1].target.as_ref().expect("target");
+        assert_eq!((target.kind.as_deref(), target.name.as_deref()), (Some("Deployment"), Some("web")));
+    }
+
+    #[test]
     fn the_root_of_the_source_is_no_path() {
         for path in ["./", ".", ""] {
             let (k, raw) = kustomization(with(json!({"path": path})));
@@ -225,12 +273,7 @@ mod tests {
     #[test]
     fn every_field_bosun_cannot_honour_yet_is_named() {
         for (fields, field) in [
-            (json!({"patches": [{"patch": "- op: remove\n  path: /x"}]}), "spec.patches"),
-            (json!({"images": [{"name": "nginx", "newTag": "1"}]}), "spec.images"),
-            (json!({"namePrefix": "a-"}), "spec.namePrefix"),
-            (json!({"components": ["../c"]}), "spec.components"),
             (json!({"postBuild": {"substituteStrategy": "Strict"}}), "spec.postBuild.substituteStrategy"),
-            (json!({"patchesStrategicMerge": [{"kind": "Deployment"}]}), "spec.patchesStrategicMerge"),
             (json!({"force": true}), "spec.force"),
             (json!({"sourceRef": {"kind": "OCIRepository", "name": "x"}}), "spec.sourceRef.kind"),
         ] {
