@@ -40,10 +40,16 @@ pub struct Args {
     /// worth of resyncs (one per Package).
     #[arg(long, default_value = "30s")]
     interval: String,
+    /// Flux's objects too: the apps committed to one Git repository and its GitRepository;
+    /// the Packages name it (`source.sourceRef`), then as many Kustomizations (`bosun
+    /// controller --flux`) deliver the same apps to another namespace, timed the same way.
+    #[arg(long)]
+    flux: bool,
 }
 
 const NAMESPACE: &str = "bench-packages";
 const LOWER_BOUND_NAMESPACE: &str = "bench-apply";
+const FLUX_NAMESPACE: &str = "bench-kustomizations";
 
 /// The four objects of app `name` in `namespace`, as users keep them: one file each.
 pub fn write_app(dir: &Path, name: &str, namespace: &str) {
@@ -120,11 +126,19 @@ pub fn bosun_apply_wait(kubeconfig: &Path, dir: &Path) {
 
 /// Starts `bosun controller --concurrency N` on the cluster of `kubeconfig`, serving its
 /// metrics at `metrics` (or `off`), with its cache and log (`controller.log`) in `scratch`.
-pub fn spawn_controller(kubeconfig: &Path, scratch: &Path, concurrency: usize, metrics: &str) -> std::process::Child {
+pub fn spawn_controller(
+    kubeconfig: &Path,
+    scratch: &Path,
+    concurrency: usize,
+    metrics: &str,
+    flux: bool,
+) -> std::process::Child {
     let log = std::fs::File::create(scratch.join("controller.log")).expect("log");
     Command::new(bosun_binary())
         .args(["controller", "--concurrency", &concurrency.to_string(), "--metrics-addr", metrics, "--kubeconfig"])
         .arg(kubeconfig)
+        .args(flux.then_some("--flux"))
+        .env("GIT_CONFIG_GLOBAL", git_config(scratch))
         .arg("--cache-dir")
         .arg(scratch.join("cache"))
         // The benchmark's packages are directories in its scratch space.
@@ -183,6 +197,67 @@ pub async fn all_ready(api: &Api<DynamicObject>, count: usize) {
     }
 }
 
+/// The apps of both trees (`packages/` for the Packages, `kustomizations/` for the
+/// Kustomizations, each into its own namespace) committed to a repository in `dir`, and the
+/// URL a GitRepository names it by: an `https://` one (Flux's CRD takes no other), which the
+/// controller's git configuration ([`git_config`]) maps to the directory by `insteadOf`.
+fn committed_apps(dir: &Path, count: usize) -> String {
+    use bosun_test_tools::git_server::git;
+    std::fs::create_dir_all(dir).expect("repository directory");
+    git(dir, &["init", "-q", "-b", "main"]);
+    for index in 0..count {
+        let name = app_name(index);
+        write_app(&dir.join("packages").join(&name), &name, NAMESPACE);
+        write_app(&dir.join("kustomizations").join(&name), &name, FLUX_NAMESPACE);
+    }
+    git(dir, &["add", "-A"]);
+    git(dir, &["commit", "-q", "-m", "apps"]);
+    let parent = dir.parent().unwrap_or(dir);
+    let config = format!("[url \"file://{}/\"]\n\tinsteadOf = https://bench.invalid/\n", parent.display());
+    std::fs::write(git_config(parent), config).expect("git config");
+    format!("https://bench.invalid/{}", dir.file_name().unwrap_or_default().to_string_lossy())
+}
+
+/// The controller's global git configuration, in the scratch space.
+fn git_config(scratch: &Path) -> std::path::PathBuf {
+    scratch.join("gitconfig")
+}
+
+/// Creates `objects` (16 at a time).
+async fn create_all(api: &Api<DynamicObject>, objects: Vec<Value>) {
+    stream::iter(objects)
+        .map(|object| {
+            let api = api.clone();
+            async move {
+                let object: DynamicObject = serde_json::from_value(object).expect("object");
+                api.create(&PostParams::default(), &object).await.expect("create");
+            }
+        })
+        .buffer_unordered(16)
+        .collect::<Vec<()>>()
+        .await;
+}
+
+/// Creates `objects` of `gvk` in `namespace` and waits until all are Ready: the seconds it
+/// took and the API requests it cost.
+async fn until_ready(
+    server: &bosun_apiserver::RunningServer,
+    gvk: &GroupVersionKind,
+    namespace: &str,
+    objects: Vec<Value>,
+) -> (f64, u64) {
+    let api: Api<DynamicObject> = Api::namespaced_with(server.client(), namespace, &ApiResource::from_gvk(gvk));
+    let count = objects.len();
+    let watching = tokio::spawn({
+        let api = api.clone();
+        async move { all_ready(&api, count).await }
+    });
+    let (requests, started) = (server.requests(), Instant::now());
+    create_all(&api, objects).await;
+    watching.await.expect("watch");
+    (started.elapsed().as_secs_f64(), server.requests() - requests)
+}
+
 /// Runs the packages benchmark and prints the Markdown table.
 pub async fn run(args: Args) {
     let scratch = tempfile::tempdir().expect("tempdir");
@@ -193,9 +268,16 @@ pub async fn run(args: Args) {
         .expect("server");
     let kubeconfig = scratch.path().join("kubeconfig");
     server.write_kubeconfig(&kubeconfig).expect("kubeconfig");
-    install_crds(&kubeconfig);
+    match args.flux {
+        // bosun's and Flux's, server-side as Flux's CRDs are too large for client-side apply.
+        true => {
+            let crds = Command::new(bosun_binary()).args(["crds", "--flux"]).output().expect("bosun crds --flux");
+            kubectl(&kubeconfig, &["apply", "--server-side", "-f", "-"], &crds.stdout);
+        }
+        false => install_crds(&kubeconfig),
+    }
     let namespaces: Api<Namespace> = Api::all(server.client());
-    for name in [NAMESPACE, LOWER_BOUND_NAMESPACE] {
+    for name in [NAMESPACE, LOWER_BOUND_NAMESPACE, FLUX_NAMESPACE] {
         let namespace =
             Namespace { metadata: ObjectMeta { name: Some(name.into()), ..Default::default() }, ..Default::default() };
         namespaces.create(&PostParams::default(), &namespace).await.expect("namespace");
@@ -217,39 +299,40 @@ pub async fn run(args: Args) {
     eprintln!("bosun controller, {} Packages, concurrency {}…", args.packages, args.concurrency);
     let port = std::net::TcpListener::bind("127.0.0.1:0").expect("a free port").local_addr().expect("addr").port();
     let metrics = format!("127.0.0.1:{port}");
-    let mut controller = spawn_controller(&kubeconfig, scratch.path(), args.concurrency, &metrics);
+    let mut controller = spawn_controller(&kubeconfig, scratch.path(), args.concurrency, &metrics, args.flux);
     let pid = controller.id();
-    let gvk = GroupVersionKind::gvk("bosun.dev", "v1alpha1", "Package");
-    let packages: Api<DynamicObject> = Api::namespaced_with(server.client(), NAMESPACE, &ApiResource::from_gvk(&gvk));
-    let watching = tokio::spawn({
-        let packages = packages.clone();
-        let count = args.packages;
-        async move { all_ready(&packages, count).await }
-    });
-    let (requests, started) = (server.requests(), Instant::now());
     let apps = scratch.path().join("apps");
-    stream::iter(0..args.packages)
+    let source: fn(&str) -> Value = match args.flux {
+        // One GitRepository holding every app; its artifact is fetched once per controller.
+        true => {
+            let url = committed_apps(&scratch.path().join("fleet"), args.packages);
+            let gvk = GroupVersionKind::gvk("source.toolkit.fluxcd.io", "v1", "GitRepository");
+            let repository = json!({
+                "apiVersion": "source.toolkit.fluxcd.io/v1", "kind": "GitRepository",
+                "metadata": {"name": "fleet", "namespace": NAMESPACE},
+                "spec": {"url": url, "interval": "1h", "ref": {"branch": "main"}},
+            });
+            until_ready(&server, &gvk, NAMESPACE, vec![repository]).await;
+            |name: &str| json!({"sourceRef": {"kind": "GitRepository", "name": "fleet"}, "path": format!("packages/{name}")})
+        }
+        false => |name: &str| json!({"dir": format!("apps/{name}")}),
+    };
+    let packages = (0..args.packages)
         .map(|index| {
             let name = app_name(index);
-            let dir = apps.join(&name);
-            let packages = packages.clone();
-            let interval = args.interval.clone();
-            async move {
-                let package: DynamicObject = serde_json::from_value(json!({
-                    "apiVersion": "bosun.dev/v1alpha1", "kind": "Package",
-                    "metadata": {"name": name, "namespace": NAMESPACE},
-                    "spec": {"source": {"dir": dir}, "interval": interval, "timeout": "5m"},
-                }))
-                .expect("package");
-                packages.create(&PostParams::default(), &package).await.expect("create package");
+            let mut source = source(&name);
+            if let Some(dir) = source.get_mut("dir") {
+                *dir = json!(apps.join(&name));
             }
+            json!({
+                "apiVersion": "bosun.dev/v1alpha1", "kind": "Package",
+                "metadata": {"name": name, "namespace": NAMESPACE},
+                "spec": {"source": source, "interval": args.interval, "timeout": "5m"},
+            })
         })
-        .buffer_unordered(16)
-        .collect::<Vec<()>>()
-        .await;
-    watching.await.expect("watch");
-    let controller_seconds = started.elapsed().as_secs_f64();
-    let controller_requests = server.requests() - requests;
+        .collect();
+    let gvk = GroupVersionKind::gvk("bosun.dev", "v1alpha1", "Package");
+    let (controller_seconds, controller_requests) = until_ready(&server, &gvk, NAMESPACE, packages).await;
     let peak_ready = peak_mib(pid);
 
     eprintln!("unchanged resyncs (one interval's worth)…");
@@ -260,6 +343,28 @@ pub async fn run(args: Args) {
         resyncs = reconciles(&metrics).await - before;
     }
     let resync_requests = server.requests() - requests;
+    let kustomizations = match args.flux {
+        true => {
+            eprintln!("{} Kustomizations of the same apps (Flux's objects)…", args.packages);
+            let kustomizations = (0..args.packages)
+                .map(|index| {
+                    let name = app_name(index);
+                    json!({
+                        "apiVersion": "kustomize.toolkit.fluxcd.io/v1", "kind": "Kustomization",
+                        "metadata": {"name": name, "namespace": FLUX_NAMESPACE},
+                        "spec": {
+                            "sourceRef": {"kind": "GitRepository", "name": "fleet", "namespace": NAMESPACE},
+                            "path": format!("./kustomizations/{name}"), "prune": true, "wait": true,
+                            "interval": args.interval, "timeout": "5m",
+                        },
+                    })
+                })
+                .collect();
+            let gvk = GroupVersionKind::gvk("kustomize.toolkit.fluxcd.io", "v1", "Kustomization");
+            Some(until_ready(&server, &gvk, FLUX_NAMESPACE, kustomizations).await)
+        }
+        false => None,
+    };
     let peak_after = peak_mib(pid);
     let _ = controller.kill();
     let _ = controller.wait();
@@ -274,6 +379,7 @@ pub async fn run(args: Args) {
         peak: peak_after.or(peak_ready),
         resyncs,
         resync_requests,
+        kustomizations,
     });
 }
 
@@ -287,6 +393,8 @@ struct Figures<'a> {
     peak: Option<f64>,
     resyncs: f64,
     resync_requests: u64,
+    /// With `--flux`: the Kustomizations' seconds until all Ready and API requests.
+    kustomizations: Option<(f64, u64)>,
 }
 
 fn print_table(f: &Figures) {
@@ -314,5 +422,13 @@ fn print_table(f: &Figures) {
         f.resync_requests, f.resyncs
     )
     .unwrap();
+    if let Some((seconds, requests)) = f.kustomizations {
+        writeln!(out, "| {} Kustomizations (Flux's objects) until all Ready | {seconds:.1} s | | |", f.args.packages)
+            .unwrap();
+        writeln!(out, "| Kustomizations ÷ Packages (aim ≤ 1.1×) | {:.2}× | | |", seconds / f.controller_seconds)
+            .unwrap();
+        writeln!(out, "| Kustomizations: API requests per object | {:.2} | | |", requests as f64 / f.objects as f64)
+            .unwrap();
+    }
     print!("{out}");
 }

@@ -101,10 +101,52 @@ kind: Kustomization
 metadata: {name: retagged, namespace: flux-system, labels: {bosun.dev/migrate: 'true'}}
 spec:
   interval: 5m
-  path: ./deploy/webapp
+  path: ./overlaid
   prune: true
   sourceRef: {kind: GitRepository, name: fleet}
+  targetNamespace: default
+  namePrefix: prod-
   images: [{name: nginx, newTag: '1.27'}]
+  patches:
+  - target: {kind: Deployment}
+    patch: |
+      - op: replace
+        path: /spec/replicas
+        value: 3
+---
+apiVersion: kustomize.toolkit.fluxcd.io/v1
+kind: Kustomization
+metadata: {name: forced, namespace: flux-system, labels: {bosun.dev/migrate: 'true'}}
+spec:
+  interval: 5m
+  path: ./lonely
+  prune: true
+  force: true
+  sourceRef: {kind: GitRepository, name: fleet}
+---
+apiVersion: kustomize.toolkit.fluxcd.io/v1beta1
+kind: Kustomization
+metadata: {name: frontend, namespace: flux-system, labels: {bosun.dev/migrate: 'true'}}
+spec:
+  interval: 5m
+  path: ./frontend
+  prune: true
+  sourceRef: {kind: GitRepository, name: fleet}
+  healthChecks:
+  - {kind: Deployment, name: frontend, namespace: dev}
+  timeout: 80s
+---
+apiVersion: kustomize.toolkit.fluxcd.io/v1
+kind: Kustomization
+metadata: {name: waits-in-vain, namespace: flux-system, labels: {bosun.dev/migrate: 'true'}}
+spec:
+  interval: 5m
+  path: ./lonely
+  prune: true
+  sourceRef: {kind: GitRepository, name: fleet}
+  healthChecks:
+  - {apiVersion: apps/v1, kind: Deployment, name: nowhere, namespace: default}
+  timeout: 2s
 ---
 apiVersion: kustomize.toolkit.fluxcd.io/v1
 kind: Kustomization
@@ -116,16 +158,48 @@ spec:
   sourceRef: {kind: GitRepository, name: fleet}
 ";
 
+const FRONTEND: &str = "\
+apiVersion: v1
+kind: Namespace
+metadata: {name: dev}
+---
+apiVersion: apps/v1
+kind: Deployment
+metadata: {name: frontend, namespace: dev}
+spec:
+  replicas: 1
+  selector: {matchLabels: {app: frontend}}
+  template:
+    metadata: {labels: {app: frontend}}
+    spec: {containers: [{name: web, image: nginx}]}
+";
+
+const API: &str = "\
+apiVersion: apps/v1
+kind: Deployment
+metadata: {name: api}
+spec:
+  replicas: 1
+  selector: {matchLabels: {app: api}}
+  template:
+    metadata: {labels: {app: api}}
+    spec: {containers: [{name: api, image: 'nginx:1.0'}]}
+";
+
 #[tokio::test]
 async fn flux_objects_are_reconciled_with_the_status_flux_writes() {
-    let server = ApiServer::in_memory().start().await.expect("server");
+    let server = ApiServer::in_memory().simulate_workloads(Duration::from_millis(100)).start().await.expect("server");
     let cluster = Cluster::around(server);
     let repos = Repos::new();
     let repo = repos.create("fleet");
     repo.write("infra/kustomization.yaml", "resources: [settings.yaml]\n")
         .write("infra/settings.yaml", &configmap("infra-settings", "1"))
         .write("deploy/webapp/web.yaml", &configmap("web-config", "${color}-${greeting}"))
-        .write("deploy/webapp/extra.yaml", &configmap("web-extra", "x"));
+        .write("deploy/webapp/extra.yaml", &configmap("web-extra", "x"))
+        .write("frontend/frontend.yaml", FRONTEND)
+        .write("lonely/lonely.yaml", &configmap("lonely", "1"))
+        .write("overlaid/kustomization.yaml", "resources: [api.yaml]\n")
+        .write("overlaid/api.yaml", API);
     let first = repo.commit("first");
     let http = HttpServer::start(&repos, HttpAuth::Basic("flux".into(), "s3cret".into()));
 
@@ -204,14 +278,38 @@ async fn flux_objects_are_reconciled_with_the_status_flux_writes() {
         tokio::time::sleep(Duration::from_millis(50)).await;
     }
 
+    // Flux's overlay on the path's kustomization: prefix, image and patch.
+    wait_for(&kustomizations, "retagged", "ready", |k| condition(k, "Ready").is_some_and(|c| c["status"] == "True"))
+        .await;
+    let deployments: Api<k8s_openapi::api::apps::v1::Deployment> = Api::namespaced(cluster.server.client(), "default");
+    let api = deployments.get("prod-api").await.expect("the prefixed Deployment");
+    let spec = api.spec.expect("spec");
+    assert_eq!(spec.replicas, Some(3), "patched");
+    assert_eq!(spec.template.spec.expect("pod").containers[0].image.as_deref(), Some("nginx:1.27"), "retagged");
+
     // A field bosun cannot honour yet is named in Ready=False, and nothing is applied for it.
-    let retagged = wait_for(&kustomizations, "retagged", "refused", |k| {
+    let forced = wait_for(&kustomizations, "forced", "refused", |k| {
         condition(k, "Ready").is_some_and(|c| c["status"] == "False")
     })
     .await;
-    let ready = condition(&retagged, "Ready").expect("Ready");
+    let ready = condition(&forced, "Ready").expect("Ready");
     assert_eq!(ready["reason"], "UnsupportedField");
-    assert!(ready["message"].as_str().is_some_and(|m| m.contains("spec.images")), "{ready}");
+    assert!(ready["message"].as_str().is_some_and(|m| m.contains("spec.force")), "{ready}");
+
+    // `healthChecks` (with `wait` off): the named Deployment's health decides, as in Flux's
+    // README example; one that never appears fails the run with HealthCheckFailed.
+    let frontend = wait_for(&kustomizations, "frontend", "healthy", |k| {
+        condition(k, "Ready").is_some_and(|c| c["status"] == "True")
+    })
+    .await;
+    assert_eq!(condition(&frontend, "Healthy").map(|c| c["status"].clone()), Some("True".into()), "{frontend:#}");
+    let in_vain = wait_for(&kustomizations, "waits-in-vain", "failed", |k| {
+        condition(k, "Ready").is_some_and(|c| c["status"] == "False" && c["reason"] != "Progressing")
+    })
+    .await;
+    let ready = condition(&in_vain, "Ready").expect("Ready");
+    assert_eq!(ready["reason"], "HealthCheckFailed", "{ready}");
+    assert!(ready["message"].as_str().is_some_and(|m| m.contains("Deployment/default/nowhere")), "{ready}");
 
     // Outside --flux-selector: left to Flux, untouched.
     let untouched = serde_json::to_value(kustomizations.get("still-flux-s").await.expect("get")).expect("json");

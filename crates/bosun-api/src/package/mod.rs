@@ -15,6 +15,7 @@ use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
 use serde_json::Value;
 
+use crate::flux::kustomize::NamespacedObjectKindReference;
 use crate::{Interval, LocalObjectReference, ObjectReference, schema};
 
 pub use renderers::{
@@ -78,6 +79,11 @@ pub struct PackageSpec {
     /// Namespace set on every namespaced object.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub target_namespace: Option<String>,
+    /// Objects whose health a run waits for after applying, when `wait` is off — applied by
+    /// this Package or not (Flux's `healthChecks`; custom resource). Within `timeout`; one
+    /// that fails or stays unready fails the run with `HealthCheckFailed`.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub health_checks: Vec<NamespacedObjectKindReference>,
     /// Labels and annotations added to every object.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub common_metadata: Option<CommonMetadata>,

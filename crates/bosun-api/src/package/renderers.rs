@@ -73,13 +73,41 @@ pub struct JsonnetSpec {
 /// The program a jsonnet package runs when it names none.
 pub const MAIN_JSONNET: &str = "main.jsonnet";
 
-/// The kustomize renderer.
-#[derive(Debug, Clone, Deserialize, Serialize, PartialEq, JsonSchema)]
+/// The kustomize renderer, with Flux's overlay: the prefix, suffix, patches, images and
+/// components a Kustomization adds to the kustomization of its path (one is generated, listing
+/// the directory's manifests, when there is none and an overlay is asked for).
+#[derive(Debug, Clone, Default, Deserialize, Serialize, PartialEq, JsonSchema)]
 #[serde(rename_all = "camelCase", deny_unknown_fields)]
 pub struct KustomizeSpec {
     /// Directory with the `kustomization.yaml`, relative to the package.
     #[serde(default = "package_root")]
     pub dir: String,
+    /// Put before every object's name (kustomize's `namePrefix`; Flux's).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub name_prefix: Option<String>,
+    /// Put after every object's name (kustomize's `nameSuffix`; Flux's).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub name_suffix: Option<String>,
+    /// Strategic merge or JSON 6902 patches, with the objects they apply to (Flux's `patches`).
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub patches: Vec<crate::flux::Patch>,
+    /// Image names, tags and digests replaced (Flux's `images`).
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub images: Vec<crate::flux::Image>,
+    /// Kustomize components added, relative to `dir` (Flux's `components`).
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub components: Vec<String>,
+}
+
+impl KustomizeSpec {
+    /// Whether it asks for more than the kustomization in `dir` says.
+    pub fn has_overlay(&self) -> bool {
+        self.name_prefix.is_some()
+            || self.name_suffix.is_some()
+            || !self.patches.is_empty()
+            || !self.images.is_empty()
+            || !self.components.is_empty()
+    }
 }
 
 /// The Helm renderer: a chart and its values, as `helm template`/`helm install` take them.

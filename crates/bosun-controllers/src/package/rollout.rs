@@ -178,6 +178,7 @@ impl PackageReconciler {
             cache: Some(target.cache.clone()),
             hooks: hooks.run,
             operation: hooks.operation,
+            health_checks: package.spec.health_checks.clone(),
             ..Options::default()
         };
         let namespace = run.namespace().to_string();
@@ -238,10 +239,11 @@ impl PackageReconciler {
 
     /// `Healthy`, when the Package waits for health.
     pub(super) fn set_health(&self, run: &mut Run<PackageResource>, resource: &PackageResource, report: &Report) {
-        if !resource.spec.wait.unwrap_or(true) {
+        let checks = &resource.spec.health_checks;
+        if !resource.spec.wait.unwrap_or(true) && checks.is_empty() {
             run.remove_condition(HEALTHY);
         } else if report.succeeded() {
-            let objects = report.inventory.len();
+            let objects = if resource.spec.wait.unwrap_or(true) { report.inventory.len() } else { checks.len() };
             run.condition(HEALTHY, true, "Succeeded", &format!("{objects} objects are healthy"));
         } else if report.failure.as_ref().is_some_and(|f| f.stage == Stage::Health) {
             run.condition(HEALTHY, false, status::HEALTH_CHECK_FAILED, &status::failure_message(report));

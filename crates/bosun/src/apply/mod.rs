@@ -36,6 +36,7 @@ use serde_json::Value;
 
 use crate::inventory;
 
+use bosun_api::flux::kustomize::NamespacedObjectKindReference;
 use bosun_api::inventory::Entry;
 
 use bosun_core::object::{self, describe};
@@ -98,6 +99,9 @@ pub struct Options {
     /// Run hooks. Off for a rollout of a set already rolled out (a resync correcting drift):
     /// hooks run when something new is rolled out, as Argo CD runs them on a sync.
     pub hooks: bool,
+    /// Objects whose health is waited for after the rollout and prune when `wait` is off
+    /// (Flux's `healthChecks`): a failure is the rollout's, at the health stage.
+    pub health_checks: Vec<NamespacedObjectKindReference>,
 }
 
 impl Options {
@@ -130,6 +134,7 @@ impl Default for Options {
             cache: None,
             operation: None,
             hooks: true,
+            health_checks: Vec::new(),
         }
     }
 }
@@ -458,6 +463,53 @@ impl<'a> Runner<'a> {
         self.report.failure = Some(failure);
     }
 
+    /// Waits for the objects `checks` names to be healthy; a failure (or a kind the cluster
+    /// does not serve) is recorded as the rollout's, in a group named `healthChecks`.
+    async fn check_health(&mut self, checks: &[NamespacedObjectKindReference]) {
+        const GROUP: &str = "healthChecks";
+        let mut watched = Vec::new();
+        for check in checks {
+            let namespace = check.namespace.clone().unwrap_or_else(|| self.target.namespace.clone());
+            let described = format!("{}/{namespace}/{}", check.kind, check.name);
+            let Some(kind) = self.health_check_kind(check).await else {
+                let message = "the cluster serves no such kind".to_string();
+                self.report.failure = Some(crate::report::RolloutFailure {
+                    group: GROUP.into(),
+                    stage: crate::report::Stage::Health,
+                    reason: format!("{described}: {message}"),
+                    objects: vec![crate::report::ObjectFailure::new(
+                        described,
+                        message,
+                        crate::report::Cause::Unhealthy,
+                    )],
+                });
+                return;
+            };
+            let (namespace, described) = match kind.namespaced {
+                true => (namespace, described),
+                false => (String::new(), format!("{}/{}", check.kind, check.name)),
+            };
+            let name = check.name.clone();
+            watched.push(Watched { described, kind, namespace, name, checks: Vec::new(), written: None, hook: false });
+        }
+        self.report.failure = self.await_health(&watched, self.options.timeout, GROUP).await;
+    }
+
+    /// The resource a health check names: by its `apiVersion`, else the first version the
+    /// cluster serves its kind in.
+    async fn health_check_kind(&self, check: &NamespacedObjectKindReference) -> Option<Kind> {
+        let api_version = match &check.api_version {
+            Some(api_version) => api_version.clone(),
+            None => {
+                let suffix = format!("/{}", check.kind);
+                let served = self.resolver.api_versions().await;
+                // `apps/v1/Deployment`, `v1/ConfigMap`: the kinds listed under their version.
+                served.iter().find_map(|v| v.strip_suffix(&suffix))?.to_string()
+            }
+        };
+        self.resolver.kind(&api_version, &check.kind).await
+    }
+
     /// Writes the inventory after an apply (or a deletion) and finishes the report.
     async fn finish(self, pruned: bool) -> Result<Report, ApplyError> {
         let (client, target, options, progress) = (self.client, self.target, self.options, self.progress);
@@ -516,6 +568,9 @@ pub(crate) async fn apply(
         runner.prune(&previous, &current).await;
     }
     let pruned = options.prune && runner.report.failure.is_none();
+    if runner.report.failure.is_none() && !options.wait && !options.dry_run && !options.health_checks.is_empty() {
+        runner.check_health(&options.health_checks).await;
+    }
     runner.finish(pruned).await
 }
 

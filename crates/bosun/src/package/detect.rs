@@ -33,7 +33,7 @@ pub fn detect_renderer(dir: &Path) -> RenderSpec {
     if dir.join(HELM_CHART_FILE).is_file() {
         RenderSpec::Helm(Box::new(HelmSpec { chart: package_root(), ..HelmSpec::default() }))
     } else if kustomization.iter().any(|f| dir.join(f).is_file()) {
-        RenderSpec::Kustomize(KustomizeSpec { dir: package_root() })
+        RenderSpec::Kustomize(KustomizeSpec { dir: package_root(), ..KustomizeSpec::default() })
     } else if has_jsonnet_files(dir) {
         RenderSpec::Jsonnet(JsonnetSpec::default())
     } else {

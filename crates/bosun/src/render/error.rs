@@ -39,6 +39,15 @@ pub enum RenderError {
         /// What is wrong.
         message: String,
     },
+    /// The working copy of a kustomization with its overlay (`namePrefix`, `patches`, …) could
+    /// not be made.
+    #[error("{dir}: preparing the kustomization with its overlay: {message}")]
+    Overlay {
+        /// The kustomization's directory.
+        dir: String,
+        /// Why.
+        message: String,
+    },
     /// An external command (kustomize, kubectl, an exec renderer) failed.
     #[error("{command}: {message}")]
     Command {

@@ -14,15 +14,12 @@ use std::{
 
 use serde_json::Value;
 
-use super::{Manifests, RenderError, confine, exec, push_stream, sandbox::Sandbox, sandbox::SandboxError};
+use super::{Manifests, RenderError, confine, exec, overlay, push_stream, sandbox::Sandbox, sandbox::SandboxError};
 use bosun_api::package::KustomizeSpec;
 use bosun_core::yaml;
 
 /// Bound on one kustomize run.
 const TIMEOUT: Duration = Duration::from_secs(300);
-
-/// The names kustomize reads a kustomization from, in its order.
-const KUSTOMIZATION_FILES: [&str; 3] = ["kustomization.yaml", "kustomization.yml", "Kustomization"];
 
 /// The fields whose entries name other kustomizations or files kustomize loads as roots of
 /// their own (so its load restrictor does not keep them inside the kustomization).
@@ -37,6 +34,17 @@ pub(crate) fn render(
     let dir = match sandbox {
         Some(sandbox) => sandbox.resolve(package_dir, &spec.dir, "spec.render.kustomize.dir")?,
         None => package_dir.join(&spec.dir),
+    };
+    // Flux's overlay, or a directory without a kustomization: kustomize builds a working copy
+    // of the source with the kustomization written (the snapshot itself is shared).
+    let overlaid = match spec.has_overlay() || overlay::kustomization_file(&dir).is_none() {
+        true => Some(overlay::overlay(sandbox.map_or(package_dir, |s| &s.root), &dir, spec)?),
+        false => None,
+    };
+    let in_copy = overlaid.as_ref().map(|o| sandbox.map(|s| Sandbox { root: o.root().to_path_buf(), ..s.clone() }));
+    let (dir, package_dir, sandbox) = match (&overlaid, &in_copy) {
+        (Some(overlaid), Some(in_copy)) => (overlaid.dir.clone(), overlaid.dir.as_path(), in_copy.as_ref()),
+        _ => (dir, package_dir, sandbox),
     };
     // The command runs in the package directory; give it a path that holds from there.
     let target = std::path::absolute(&dir).unwrap_or(dir).display().to_string();
@@ -76,7 +84,7 @@ fn check_kustomizations(sandbox: &Sandbox, dir: &Path, seen: &mut BTreeSet<PathB
     if !seen.insert(dir.to_path_buf()) {
         return Ok(());
     }
-    let Some(file) = KUSTOMIZATION_FILES.iter().map(|name| dir.join(name)).find(|path| path.is_file()) else {
+    let Some(file) = overlay::kustomization_file(dir) else {
         return Ok(());
     };
     let shown = file.strip_prefix(&sandbox.root).unwrap_or(&file).display().to_string();

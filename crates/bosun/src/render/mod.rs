@@ -14,6 +14,7 @@ mod kustomize;
 mod manifests;
 mod memory;
 mod output;
+mod overlay;
 mod sandbox;
 mod substitute;
 mod wire;

@@ -150,18 +150,19 @@ pub struct Decryption {
     pub service_account_name: Option<String>,
 }
 
-/// An object by kind, name and namespace (a health check).
+/// An object by kind, name and namespace: a health check, of a Kustomization's or a Package's
+/// (`spec.healthChecks`).
 #[derive(Debug, Clone, Default, Deserialize, Serialize, PartialEq, JsonSchema)]
 #[serde(rename_all = "camelCase")]
 pub struct NamespacedObjectKindReference {
-    /// Its API version.
+    /// Its API version (`apps/v1`); absent, the version the cluster serves its kind in.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub api_version: Option<String>,
     /// Its kind.
     pub kind: String,
     /// Its name.
     pub name: String,
-    /// Its namespace (the Kustomization's when absent).
+    /// Its namespace (the referrer's when absent and the kind is namespaced).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub namespace: Option<String>,
 }

@@ -49,20 +49,35 @@ fn owned_by(package: &PackageResource, uid: &str) -> bool {
     package.metadata.owner_references.iter().flatten().any(|owner| owner.uid == uid && owner.kind == "Kustomization")
 }
 
-impl kit::Reconciler for Kustomizations {
-    type Resource = Kustomization;
+/// The annotation on a Kustomization's Package naming the generation it was written for.
+const WRITTEN_FOR: &str = "bosun.dev/kustomization-generation";
 
-    async fn reconcile(&self, run: &mut Run<Kustomization>) -> Result<(), Failure> {
-        let kustomization = run.object().clone();
-        let described = format!("Kustomization/{}/{}", run.namespace(), run.name());
+/// Whether `package` is what the Kustomization's current generation, reconcile request and
+/// labels make.
+fn written_for(package: &PackageResource, kustomization: &Kustomization) -> bool {
+    let annotation =
+        |meta: &kube::core::ObjectMeta, key: &str| meta.annotations.as_ref().and_then(|a| a.get(key)).cloned();
+    let labels = package.metadata.labels.clone().unwrap_or_default();
+    annotation(&package.metadata, WRITTEN_FOR) == kustomization.metadata.generation.map(|g| g.to_string())
+        && annotation(&package.metadata, REQUESTED_AT) == annotation(&kustomization.metadata, RECONCILE_REQUESTED_AT)
+        && translate::package_labels(kustomization).iter().all(|(k, v)| labels.get(k) == Some(v))
+}
+
+impl Kustomizations {
+    /// Reads the Kustomization as stored, and writes the Package it makes.
+    async fn write_package(
+        &self,
+        run: &mut Run<Kustomization>,
+        kustomization: &Kustomization,
+        described: &str,
+    ) -> Result<(), Failure> {
         // As stored: an object written as v1beta1 may hold fields v1 dropped, which the typed
         // object has lost and which must be refused or reported, never silently ignored.
         let stored: Api<DynamicObject> =
             Api::namespaced_with(run.client().clone(), run.namespace(), &ApiResource::erase::<Kustomization>(&()));
-        let cluster_error = |e: kube::Error| Failure::from_error("ReconciliationFailed", &e);
-        let raw = stored.get(run.name()).await.map_err(cluster_error)?;
+        let raw = stored.get(run.name()).await.map_err(|e| Failure::from_error("ReconciliationFailed", &e))?;
         let raw = serde_json::to_value(raw).unwrap_or_default();
-        let translated = translate::package_spec(&kustomization, &raw)
+        let translated = translate::package_spec(kustomization, &raw)
             .map_err(|e| Failure::give_up(unsupported::REASON, format!("{described}: {e}")))?;
         let observed = run.live_status("/observedGeneration").and_then(serde_json::Value::as_i64);
         if observed != kustomization.metadata.generation {
@@ -70,11 +85,35 @@ impl kit::Reconciler for Kustomizations {
                 run.publish(EventType::Warning, "FieldIgnored", ignored, "Reconcile").await;
             }
         }
+        let generation = kustomization.metadata.generation.unwrap_or_default().to_string();
+        let mut annotations = json!({ WRITTEN_FOR: generation });
+        if let Some(requested) = kustomization.metadata.annotations.as_ref().and_then(|a| a.get(RECONCILE_REQUESTED_AT))
+        {
+            annotations[REQUESTED_AT] = json!(requested);
+        }
+        let metadata =
+            json!({"name": run.name(), "labels": translate::package_labels(kustomization), "annotations": annotations});
+        let child = json!({
+            "apiVersion": bosun_api::API_VERSION, "kind": "Package", "metadata": metadata, "spec": translated.spec,
+        });
+        run.children
+            .add_value(child)
+            .map_err(|e| Failure::give_up("ReconciliationFailed", format!("{described}: {e}")))?;
+        run.apply_children().await
+    }
+}
+
+impl kit::Reconciler for Kustomizations {
+    type Resource = Kustomization;
+
+    async fn reconcile(&self, run: &mut Run<Kustomization>) -> Result<(), Failure> {
+        let kustomization = run.object().clone();
+        let described = format!("Kustomization/{}/{}", run.namespace(), run.name());
+        let cluster_error = |e: kube::Error| Failure::from_error("ReconciliationFailed", &e);
         let packages: Api<PackageResource> = run.api();
         let uid = kustomization.metadata.uid.clone().unwrap_or_default();
-        if let Some(existing) = packages.get_opt(run.name()).await.map_err(cluster_error)?
-            && !owned_by(&existing, &uid)
-        {
+        let existing = packages.get_opt(run.name()).await.map_err(cluster_error)?;
+        if existing.as_ref().is_some_and(|p| !owned_by(p, &uid)) {
             return Err(Failure::give_up(
                 "PackageConflict",
                 format!(
@@ -84,26 +123,24 @@ impl kit::Reconciler for Kustomizations {
                 ),
             ));
         }
-        let mut metadata = json!({"name": run.name(), "labels": translate::package_labels(&kustomization)});
-        if let Some(requested) = kustomization.metadata.annotations.as_ref().and_then(|a| a.get(RECONCILE_REQUESTED_AT))
-        {
-            metadata["annotations"] = json!({ REQUESTED_AT: requested });
-        }
-        let child = json!({
-            "apiVersion": bosun_api::API_VERSION, "kind": "Package", "metadata": metadata, "spec": translated.spec,
-        });
-        run.children
-            .add_value(child)
-            .map_err(|e| Failure::give_up("ReconciliationFailed", format!("{described}: {e}")))?;
-        run.apply_children().await?;
+        // The Package written for this generation (and request, and labels) says all there is:
+        // a reconcile woken by its status only reads it (most of them).
+        let current = existing.filter(|p| written_for(p, &kustomization));
+        let package = match current {
+            Some(package) => package,
+            None => {
+                self.write_package(run, &kustomization, &described).await?;
+                let Some(package) = packages.get_opt(run.name()).await.map_err(cluster_error)? else {
+                    run.progressing(PROGRESSING, "Reconciliation in progress");
+                    return Ok(());
+                };
+                package
+            }
+        };
         if kustomization.spec.suspend == Some(true) {
             run.hold();
             return Ok(());
         }
-        let Some(package) = packages.get_opt(run.name()).await.map_err(cluster_error)? else {
-            run.progressing(PROGRESSING, "Reconciliation in progress");
-            return Ok(());
-        };
         let package_status = package.status.clone().unwrap_or_default();
         run.set_status("lastAppliedRevision", &package_status.last_applied_revision);
         run.set_status("lastAttemptedRevision", &package_status.last_attempted_revision);

@@ -8,11 +8,11 @@ use std::collections::BTreeMap;
 
 use serde_json::Value;
 
-use bosun_api::flux::ValuesSourceKind;
 use bosun_api::flux::kustomize::Kustomization;
+use bosun_api::flux::{Patch, ValuesSourceKind};
 use bosun_api::package::{
-    CommonMetadata, DecryptionProvider, DecryptionSpec, DeletionPolicy, KubeConfigSpec, PackageSpec,
-    SecretKeyReference, SourceReference, SourceSpec, SubstituteReference, ValuesKind,
+    CommonMetadata, DecryptionProvider, DecryptionSpec, DeletionPolicy, KubeConfigSpec, KustomizeSpec, PackageSpec,
+    RenderSpec, SecretKeyReference, SourceReference, SourceSpec, SubstituteReference, ValuesKind,
 };
 use bosun_api::{LocalObjectReference, ObjectReference};
 
@@ -52,16 +52,8 @@ pub(crate) fn package_spec(kustomization: &Kustomization, raw: &Value) -> Result
     let kube_config = spec.kube_config.as_ref();
     unsupported::refuse(&[
         ("spec.sourceRef.kind", !KINDS.contains(&spec.source_ref.kind.as_str())),
-        ("spec.healthChecks", !spec.health_checks.is_empty() && spec.wait != Some(true)),
         ("spec.healthCheckExprs", !spec.health_check_exprs.is_empty()),
         ("spec.dependsOn.readyExpr", spec.depends_on.iter().any(|d| d.ready_expr.is_some())),
-        ("spec.namePrefix", spec.name_prefix.is_some()),
-        ("spec.nameSuffix", spec.name_suffix.is_some()),
-        ("spec.patches", !spec.patches.is_empty()),
-        ("spec.patchesStrategicMerge", raw_set("patchesStrategicMerge")),
-        ("spec.patchesJson6902", raw_set("patchesJson6902")),
-        ("spec.images", !spec.images.is_empty()),
-        ("spec.components", !spec.components.is_empty()),
         ("spec.ignoreMissingComponents", spec.ignore_missing_components == Some(true)),
         ("spec.ignore", !spec.ignore.is_empty()),
         ("spec.buildMetadata", !spec.build_metadata.is_empty()),
@@ -95,6 +87,16 @@ pub(crate) fn package_spec(kustomization: &Kustomization, raw: &Value) -> Result
             path: path.map(str::to_string),
             ..SourceSpec::default()
         }),
+        // kustomize, always: a directory without a kustomization gets one generated, as Flux
+        // generates it (never another renderer bosun would detect).
+        render: Some(RenderSpec::Kustomize(KustomizeSpec {
+            dir: ".".into(),
+            name_prefix: spec.name_prefix.clone(),
+            name_suffix: spec.name_suffix.clone(),
+            patches: spec.patches.iter().cloned().chain(older_patches(raw_spec)).collect(),
+            images: spec.images.clone(),
+            components: spec.components.clone(),
+        })),
         substitute: post_build.map(|p| p.substitute.clone()).unwrap_or_default(),
         substitute_from: post_build
             .map(|p| &p.substitute_from[..])
@@ -110,6 +112,12 @@ pub(crate) fn package_spec(kustomization: &Kustomization, raw: &Value) -> Result
             })
             .collect(),
         target_namespace: spec.target_namespace.clone(),
+        // Under `wait`, every applied object is checked and the list is not needed (Flux
+        // ignores it then too).
+        health_checks: match spec.wait {
+            Some(true) => Vec::new(),
+            _ => spec.health_checks.clone(),
+        },
         common_metadata: Some(CommonMetadata { labels: common.labels, annotations: common.annotations }),
         prune: Some(spec.prune),
         // Flux waits for what it applied only when asked.
@@ -142,6 +150,19 @@ pub(crate) fn package_spec(kustomization: &Kustomization, raw: &Value) -> Result
     Ok(Translated { spec: package, ignored })
 }
 
+/// The patches of older versions (`patchesStrategicMerge`, `patchesJson6902`, which v1 folded
+/// into `patches`), as v1 writes them: the patch as YAML (JSON is YAML), with its target.
+fn older_patches(raw_spec: Option<&Value>) -> Vec<Patch> {
+    let list = |field: &str| raw_spec.and_then(|s| s.get(field)).and_then(Value::as_array).cloned().unwrap_or_default();
+    let strategic =
+        list("patchesStrategicMerge").into_iter().map(|patch| Patch { patch: patch.to_string(), target: None });
+    let json6902 = list("patchesJson6902").into_iter().map(|entry| Patch {
+        patch: entry.get("patch").cloned().unwrap_or_default().to_string(),
+        target: entry.get("target").and_then(|t| serde_json::from_value(t.clone()).ok()),
+    });
+    strategic.chain(json6902).collect()
+}
+
 /// Labels the Kustomization gives its Package besides its own: they select it for the
 /// controllers (`--selector`) as the Kustomization's select it.
 pub(crate) fn package_labels(kustomization: &Kustomization) -> BTreeMap<String, String> {
@@ -156,6 +177,7 @@ mod tests {
     use serde_json::json;
 
     use super::*;
+    use bosun_api::flux::kustomize::NamespacedObjectKindReference;
 
     fn kustomization(spec: Value) -> (Kustomization, Value) {
         let raw = json!({
@@ -210,6 +232,38 @@ mod tests {
     }
 
     #[test]
+    fn overlays_go_to_the_kustomize_renderer() {
+        let (k, raw) = kustomization(with(json!({
+            "namePrefix": "prod-", "nameSuffix": "-v2", "components": ["../tls"],
+            "images": [{"name": "nginx", "newTag": "1.27"}],
+            "patches": [{"patch": "- op: remove\n  path: /x", "target": {"kind": "Deployment"}}],
+        })));
+        let Some(RenderSpec::Kustomize(render)) = package_spec(&k, &raw).expect("translated").spec.render else {
+            panic!("kustomize")
+        };
+        assert_eq!((render.name_prefix.as_deref(), render.name_suffix.as_deref()), (Some("prod-"), Some("-v2")));
+        assert_eq!((render.patches.len(), render.images.len(), render.components.len()), (1, 1, 1));
+        assert!(render.has_overlay());
+    }
+
+    #[test]
+    fn older_versions_patches_become_v1_s() {
+        let (k, raw) = kustomization(with(json!({
+            "patchesStrategicMerge": [{"apiVersion": "apps/v1", "kind": "Deployment", "metadata": {"name": "web"}, "spec": {"replicas": 2}}],
+            "patchesJson6902": [{"target": {"group": "apps", "version": "v1", "kind": "Deployment", "name": "web"}, "patch": [{"op": "remove", "path": "/spec/x"}]}],
+        })));
+        let Some(RenderSpec::Kustomize(render)) = package_spec(&k, &raw).expect("translated").spec.render else {
+            panic!("kustomize")
+        };
+        assert_eq!(render.patches.len(), 2);
+        let strategic: Value = serde_json::from_str(&render.patches[0].patch).expect("json");
+        assert_eq!(strategic["spec"]["replicas"], 2);
+        assert_eq!(render.patches[1].patch, r#"[{"op":"remove","path":"/spec/x"}]"#);
+        let target = render.patches[1].target.as_ref().expect("target");
+        assert_eq!((target.kind.as_deref(), target.name.as_deref()), (Some("Deployment"), Some("web")));
+    }
+
+    #[test]
     fn the_root_of_the_source_is_no_path() {
         for path in ["./", ".", ""] {
             let (k, raw) = kustomization(with(json!({"path": path})));
@@ -220,13 +274,7 @@ mod tests {
     #[test]
     fn every_field_bosun_cannot_honour_yet_is_named() {
         for (fields, field) in [
-            (json!({"patches": [{"patch": "- op: remove\n  path: /x"}]}), "spec.patches"),
-            (json!({"images": [{"name": "nginx", "newTag": "1"}]}), "spec.images"),
-            (json!({"namePrefix": "a-"}), "spec.namePrefix"),
-            (json!({"components": ["../c"]}), "spec.components"),
-            (json!({"healthChecks": [{"kind": "Deployment", "name": "web", "namespace": "a"}]}), "spec.healthChecks"),
             (json!({"postBuild": {"substituteStrategy": "Strict"}}), "spec.postBuild.substituteStrategy"),
-            (json!({"patchesStrategicMerge": [{"kind": "Deployment"}]}), "spec.patchesStrategicMerge"),
             (json!({"force": true}), "spec.force"),
             (json!({"sourceRef": {"kind": "HelmRepository", "name": "x"}}), "spec.sourceRef.kind"),
             (json!({"sourceRef": {"kind": "ExternalArtifact", "name": "x"}}), "spec.sourceRef.kind"),
@@ -251,11 +299,21 @@ mod tests {
     }
 
     #[test]
-    fn health_checks_under_wait_are_covered_by_it_as_in_flux() {
-        let (k, raw) = kustomization(with(json!({
-            "wait": true, "healthChecks": [{"kind": "Deployment", "name": "web", "namespace": "a"}],
-        })));
-        assert_eq!(package_spec(&k, &raw).expect("translated").spec.wait, Some(true));
+    fn health_checks_are_the_package_s_unless_wait_covers_them_as_in_flux() {
+        let checks = json!([{"kind": "Deployment", "name": "web", "namespace": "a"}]);
+        let (k, raw) = kustomization(with(json!({"wait": true, "healthChecks": checks})));
+        let spec = package_spec(&k, &raw).expect("translated").spec;
+        assert_eq!((spec.wait, spec.health_checks.len()), (Some(true), 0));
+        let (k, raw) = kustomization(with(json!({"healthChecks": checks})));
+        let spec = package_spec(&k, &raw).expect("translated").spec;
+        assert_eq!(spec.wait, Some(false));
+        let expected = NamespacedObjectKindReference {
+            kind: "Deployment".into(),
+            name: "web".into(),
+            namespace: Some("a".into()),
+            api_version: None,
+        };
+        assert_eq!(spec.health_checks, vec![expected]);
     }
 
     #[test]
