@@ -87,16 +87,7 @@ pub(crate) fn package_spec(kustomization: &Kustomization, raw: &Value) -> Result
             path: path.map(str::to_string),
             ..SourceSpec::default()
         }),
-        // kustomize, always: a directory without a kustomization gets one generated, as Flux
-        // generates it (never another renderer bosun would detect).
-        render: Some(RenderSpec::Kustomize(KustomizeSpec {
-            dir: ".".into(),
-            name_prefix: spec.name_prefix.clone(),
-            name_suffix: spec.name_suffix.clone(),
-            patches: spec.patches.iter().cloned().chain(older_patches(raw_spec)).collect(),
-            images: spec.images.clone(),
-            components: spec.components.clone(),
-        })),
+        render: render(spec, raw_spec),
         substitute: post_build.map(|p| p.substitute.clone()).unwrap_or_default(),
         substitute_from: post_build
             .map(|p| &p.substitute_from[..])
@@ -148,6 +139,23 @@ pub(crate) fn package_spec(kustomization: &Kustomization, raw: &Value) -> Result
         .map(|(field, why)| format!("spec.{field} is ignored: Flux's v1 dropped it ({why})"))
         .collect();
     Ok(Translated { spec: package, ignored })
+}
+
+/// The kustomize renderer with Flux's overlay, when the Kustomization asks for one (its
+/// kustomization, or one generated, is written into a working copy of the source). Without
+/// one, the directory renders as bosun detects it: its kustomization with kustomize, else its
+/// manifests as they are — what Flux's generated kustomization builds, without a copy of the
+/// source and a kustomize process per run.
+fn render(spec: &bosun_api::flux::kustomize::KustomizationSpec, raw_spec: Option<&Value>) -> Option<RenderSpec> {
+    let kustomize = KustomizeSpec {
+        dir: ".".into(),
+        name_prefix: spec.name_prefix.clone(),
+        name_suffix: spec.name_suffix.clone(),
+        patches: spec.patches.iter().cloned().chain(older_patches(raw_spec)).collect(),
+        images: spec.images.clone(),
+        components: spec.components.clone(),
+    };
+    kustomize.has_overlay().then_some(RenderSpec::Kustomize(kustomize))
 }
 
 /// The patches of older versions (`patchesStrategicMerge`, `patchesJson6902`, which v1 folded
