@@ -96,7 +96,7 @@ pub struct Args {
 
     /// Reconcile Flux's own objects too: GitRepository, OCIRepository, Bucket and Kustomization,
     /// as Flux's source and kustomize controllers would, writing the status they write. Needs
-    /// Flux's CRDs (`bosun crds --flux | kubectl apply --server-side -f -`). See docs/flux.md.
+    /// Flux's CRDs (`bosun crds --flux | kubectl apply --server-side --force-conflicts -f -`). See docs/flux.md.
     #[arg(long)]
     flux: bool,
 

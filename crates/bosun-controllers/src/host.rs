@@ -71,7 +71,7 @@ pub enum HostError {
     MissingCrd(String),
     /// `--flux` was given and a Flux CRD is not installed.
     #[error(
-        "the cluster has no {0} CRD, which --flux reconciles: install Flux's CRDs (`bosun crds --flux | kubectl apply --server-side -f -`)"
+        "the cluster has no {0} CRD, which --flux reconciles: install Flux's CRDs (`bosun crds --flux | kubectl apply --server-side --force-conflicts -f -`)"
     )]
     MissingFluxCrd(String),
     /// The cluster refused or could not be reached.
