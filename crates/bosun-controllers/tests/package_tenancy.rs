@@ -218,3 +218,30 @@ async fn cross_namespace_dependencies_are_refused_with_no_cross_namespace_refs()
         "{message}"
     );
 }
+
+/// `substituteFrom` is read as the Package's ServiceAccount: a Secret the account may not read
+/// is refused by the API server, named in the condition, and its values reach no object.
+#[tokio::test]
+async fn substitute_from_is_read_as_the_service_account() {
+    let h = start().await;
+    tenants(&h).await;
+    apply_to::<Secret>(
+        &h.server,
+        Some(TEAM),
+        json!({"apiVersion": "v1", "kind": "Secret", "metadata": {"name": "admin-token"}, "stringData": {"token": "s3cret"}}),
+    )
+    .await;
+    let dir = tempfile::tempdir().expect("dir");
+    let leak =
+        "apiVersion: v1\nkind: ConfigMap\nmetadata:\n  name: leak\n  namespace: team-a\ndata:\n  value: \"${token}\"\n";
+    write(dir.path(), "cm.yaml", leak);
+    let spec = json!({
+        "source": source(dir.path()), "serviceAccountName": "deployer", "retryInterval": "1s",
+        "substituteFrom": [{"kind": "Secret", "name": "admin-token"}],
+    });
+    create_in(&h, "exfiltrate", spec).await;
+    let (_, message) = wait_in(&h, "exfiltrate", "False", "BuildFailed").await;
+    assert!(message.contains("spec.substituteFrom[0]") && message.contains(r#"resource "secrets""#), "{message}");
+    let team: Api<ConfigMap> = Api::namespaced(h.server.client(), TEAM);
+    assert!(team.get_opt("leak").await.expect("get").is_none(), "nothing applied");
+}

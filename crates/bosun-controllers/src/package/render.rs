@@ -58,14 +58,20 @@ impl PackageReconciler {
     }
 
     /// The variables of `substituteFrom`, each ConfigMap's or Secret's keys in order (later
-    /// ones win), read with the controller's identity from the Package's namespace, as the
-    /// decryption keys are.
+    /// ones win), read from the Package's namespace as its ServiceAccount (as Helm's
+    /// `valuesFrom`): a tenant gets no Secret its account could not read.
     async fn variables(
         &self,
         run: &Run<PackageResource>,
         package: &Package,
     ) -> Result<BTreeMap<String, String>, Failure> {
         let retry = run.object().spec.retry_interval();
+        if package.spec.substitute_from.is_empty() {
+            return Ok(package.spec.substitute.clone());
+        }
+        let client = self.values_client(run)?;
+        let config_maps: Api<ConfigMap> = Api::namespaced(client.clone(), run.namespace());
+        let secrets: Api<Secret> = Api::namespaced(client, run.namespace());
         let mut sources = Vec::new();
         for (index, reference) in package.spec.substitute_from.iter().enumerate() {
             let failed = |message: String| {
@@ -73,12 +79,11 @@ impl PackageReconciler {
                 Failure::retry(BUILD_FAILED, format!("{field}: {message}")).within(retry)
             };
             let found = match reference.kind {
-                ValuesKind::ConfigMap => run
-                    .api::<ConfigMap>()
+                ValuesKind::ConfigMap => config_maps
                     .get_opt(&reference.name)
                     .await
                     .map(|c| c.map(|c| c.data.unwrap_or_default().into_iter().collect::<BTreeMap<_, _>>())),
-                ValuesKind::Secret => run.api::<Secret>().get_opt(&reference.name).await.map(|s| {
+                ValuesKind::Secret => secrets.get_opt(&reference.name).await.map(|s| {
                     s.map(|s| {
                         let data = s.data.unwrap_or_default().into_iter();
                         data.map(|(key, value)| (key, String::from_utf8_lossy(&value.0).into_owned())).collect()
