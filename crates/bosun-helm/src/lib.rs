@@ -32,6 +32,8 @@
 //!   `yaml::from_yaml_array`, `golang::to_json`, `golang::from_json`,
 //!   `golang::from_json_array`, `toml::to_toml`, `golang::sprint` (Go's `%v`).
 //! - [`repo`]: `index.yaml`, its versions read by `bosun-semver` (Masterminds' rules).
+//! - [`storage`]: releases as Helm's storage records them (`sh.helm.release.v1.<name>.v<n>`
+//!   Secrets), so that Helm and Flux read what bosun installed and the other way round.
 //!
 //! The whole of `helm template`, from a chart directory to its printed output:
 //!
@@ -60,6 +62,7 @@ pub mod engine;
 mod golang;
 mod ignore;
 pub mod load;
+pub mod storage;
 mod strvals;
 pub mod values;
 pub mod yaml;

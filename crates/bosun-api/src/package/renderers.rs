@@ -160,6 +160,24 @@ pub struct HelmSpec {
     /// Keep the chart's test hooks (`helm.sh/hook: test`), left out by default.
     #[serde(default, skip_serializing_if = "std::ops::Not::not")]
     pub include_tests: bool,
+    /// Record each release in Helm's own storage, as `helm install` and `helm upgrade` do
+    /// (custom resource only): `helm list`, `helm history` and Flux read it, and a release
+    /// Helm or Flux installed is upgraded in place to its next revision.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub storage: Option<HelmStorage>,
+}
+
+/// Where and how many of a release's revisions are kept in Helm's storage: Secrets
+/// `sh.helm.release.v1.<release>.v<revision>` of type `helm.sh/release.v1`.
+#[derive(Debug, Clone, Default, Deserialize, Serialize, PartialEq, JsonSchema)]
+#[serde(rename_all = "camelCase", deny_unknown_fields)]
+pub struct HelmStorage {
+    /// The namespace of the Secrets (default: the Package's, as Flux's `storageNamespace`).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub namespace: Option<String>,
+    /// Revisions kept, the oldest removed first (default 10, `helm upgrade`'s; 0 keeps all).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub max_history: Option<u32>,
 }
 
 /// Where `valuesFrom` reads values (Flux's `valuesFrom`).

@@ -1,13 +1,16 @@
 //! Flux's own objects, reconciled by bosun (`bosun controller --flux`): the sources
 //! `GitRepository`, `OCIRepository` and `Bucket` (`git_repository.rs`, `oci_repository.rs`,
 //! `bucket.rs`) fetched and their artifacts recorded as source-controller does (`source.rs`),
-//! and `Kustomization` ([`kustomization`]) read into the Package that does the same, so that
+//! and `Kustomization` ([`kustomization`]) and `HelmRelease` ([`helm_release`], its chart from
+//! a `HelmRepository`, an `OCIRepository` or a path of a source) read into the Package that does the same, so that
 //! one pipeline (source, render, plan, apply, health, prune) serves both; their statuses are
 //! written in Flux's shape. A field bosun cannot honour yet is refused by name
 //! (`crate::fetch::unsupported`).
 
 mod bucket;
+mod child;
 mod git_repository;
+pub mod helm_release;
 pub mod kustomization;
 mod oci_repository;
 pub(crate) mod source;
@@ -34,13 +37,21 @@ pub struct Scope {
 /// The names of the CRDs of the Flux kinds bosun reconciles.
 pub fn reconciled_crds() -> Vec<String> {
     use bosun_api::flux::{
+        helm::HelmRelease,
         kustomize::Kustomization,
-        source::{Bucket, GitRepository, OciRepository},
+        source::{Bucket, GitRepository, HelmRepository, OciRepository},
     };
-    [GitRepository::crd(), OciRepository::crd(), Bucket::crd(), Kustomization::crd()]
-        .into_iter()
-        .filter_map(|crd| crd.metadata.name)
-        .collect()
+    [
+        GitRepository::crd(),
+        OciRepository::crd(),
+        Bucket::crd(),
+        HelmRepository::crd(),
+        Kustomization::crd(),
+        HelmRelease::crd(),
+    ]
+    .into_iter()
+    .filter_map(|crd| crd.metadata.name)
+    .collect()
 }
 
 /// The first CRD of [`reconciled_crds`] the cluster lacks, if any.

@@ -16,7 +16,7 @@ use bosun_api::inventory::Entry;
 use bosun_api::package::{DeletionPolicy, PackageResource};
 use bosun_kit::{Failure, Run};
 
-use super::{PackageReconciler, hooks::publish_hooks, remote, status};
+use super::{PackageReconciler, helm_storage::HelmStorage, hooks::publish_hooks, remote, status};
 
 impl PackageReconciler {
     /// Deletes what the Package applied as its `deletionPolicy` says (the finalizer's work).
@@ -81,6 +81,12 @@ impl PackageReconciler {
         }
         let mut status = resource.status.clone().unwrap_or_default();
         publish_hooks(run, &mut status, &outcome.report, "Delete").await;
+        // Uninstalled, as `helm uninstall` leaves it: no record of the release.
+        if outcome.report.failure.is_none()
+            && let Some(storage) = HelmStorage::of(&target.client, &package, run.namespace())
+        {
+            storage.forget().await.map_err(|e| Failure::retry(status::PRUNE_FAILED, e.to_string()))?;
+        }
         let Some(failure) = &outcome.report.failure else { return Ok(()) };
         let still_there = failure.objects.iter().all(|object| object.cause == Cause::StillPresent);
         if wait && still_there {

@@ -9,12 +9,14 @@
 //! `status` (what outcomes mean for the status, pure), `progress` (the
 //! status while a run goes on), `running` (runs under way, and stopping their waits when a
 //! newer revision or spec arrives), `hooks` (which runs run hooks, and what the status and
-//! events say of them), `rollback` (the last good set; rolling back), `identity` (who a run
+//! events say of them), `rollback` (the last good set; rolling back), `helm_storage` (a
+//! chart's releases in Helm's own storage), `identity` (who a run
 //! acts as, and its target), `remote` (the cluster a run applies to: this one, or the one
 //! `spec.kubeConfig` names).
 
 pub(crate) mod deletion;
 pub(crate) mod dependencies;
+pub(crate) mod helm_storage;
 pub(crate) mod hooks;
 pub(crate) mod identity;
 pub(crate) mod progress;

@@ -23,12 +23,13 @@ use super::{
     status::{self, BUILD_FAILED},
 };
 
-/// A rendering and what it was rendered from: the source revision, the spec's generation and
-/// the variables read from `substituteFrom`.
+/// A rendering and what it was rendered from: the source revision, the spec's generation,
+/// the variables read from `substituteFrom` and a chart's release revision.
 pub(super) struct RenderedAt {
     revision: String,
     generation: i64,
     variables: BTreeMap<String, String>,
+    release_revision: i64,
     rendered: Arc<Rendered>,
 }
 
@@ -99,15 +100,15 @@ impl PackageReconciler {
         Ok(merged_variables(sources, &package.spec.substitute))
     }
 
-    /// Renders the run's package unless the same revision, generation and variables were
-    /// rendered last time.
+    /// Renders the run's package (a chart as `release_revision` of its release) unless the
+    /// same was rendered last time.
     pub(super) async fn render(
         &self,
         run: &Run<PackageResource>,
         package: &Package,
         snapshot: &Snapshot,
         target: &Target,
-        keys: Option<Keys>,
+        (keys, release_revision): (Option<Keys>, i64),
     ) -> Result<Arc<Rendered>, Failure> {
         let revision = snapshot.revision.as_str();
         let resource = run.object();
@@ -130,14 +131,14 @@ impl PackageReconciler {
                 && cached.revision == revision
                 && cached.generation == generation
                 && cached.variables == variables
+                && cached.release_revision == release_revision
             {
                 return Ok(cached.rendered.clone());
             }
         }
         // A chart renders as its release in the cluster it goes to: `lookup` and
         // `.Capabilities` read it. `valuesFrom` is read here, beside the Package (as Flux
-        // does). The release record is the Package's status.
-        let release_revision = status::release_revision(resource, revision);
+        // does). The release record is the Package's status, or Helm's storage.
         let helm_release = matches!(package.renderer(), RenderSpec::Helm(_)).then(|| HelmRelease {
             namespace: package.spec.target_namespace.clone().or_else(|| package.namespace.clone()).unwrap_or_default(),
             values_namespace: package.namespace.clone().unwrap_or_default(),
@@ -159,7 +160,13 @@ impl PackageReconciler {
             .map_err(|e| Failure::retry(BUILD_FAILED, e.to_string()).within(resource.spec.retry_interval()))?;
         let rendered = Arc::new(rendered);
         let mut cache = self.rendered.lock().unwrap_or_else(|e| e.into_inner());
-        let entry = RenderedAt { revision: revision.to_string(), generation, variables, rendered: rendered.clone() };
+        let entry = RenderedAt {
+            revision: revision.to_string(),
+            generation,
+            variables,
+            release_revision,
+            rendered: rendered.clone(),
+        };
         cache.insert(key, entry);
         Ok(rendered)
     }
@@ -181,7 +188,8 @@ impl PackageReconciler {
                 .map_err(|e| e.to_string())?;
         let package = fetch::assemble(&dir, &resource).map_err(|e| e.to_string())?;
         let keys = self.keys(run).await.map_err(|f| f.message)?;
-        self.render(run, &package, &snapshot, target, keys).await.map_err(|f| f.message)
+        let release_revision = status::release_revision(&resource, &snapshot.revision);
+        self.render(run, &package, &snapshot, target, (keys, release_revision)).await.map_err(|f| f.message)
     }
 }
 

@@ -33,6 +33,7 @@ use bosun_kit::{Failure, Run};
 
 use super::{
     Attempt, PackageReconciler, Set,
+    helm_storage::HelmStorage,
     hooks::Hooks,
     key,
     status::{self, FAILED},
@@ -292,6 +293,11 @@ impl PackageReconciler {
         }
         status.progress = Some(tracker.finish(status::ROLLED_BACK));
         self.add_history(status, &resource, &set, status::ROLLED_BACK, true, started);
+        if let Some(storage) = HelmStorage::of(&attempt.target.client, attempt.package, run.namespace())
+            && let Err(error) = storage.record_rollback().await
+        {
+            run.publish(EventType::Warning, FAILED, &error.to_string(), "Rollback").await;
+        }
         status.last_applied_revision = Some(good.revision.clone());
         let message = format!(
             "revision {} failed ({}: {}); rolled back to {}",

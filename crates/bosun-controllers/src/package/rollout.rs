@@ -16,10 +16,12 @@ use bosun_api::package::{
     PackageResource, RenderSpec, SourceSpec,
     {DEFAULT_HISTORY, HistoryEntry, PackageStatus, REQUESTED_AT, SOURCE_REQUESTED_AT, record_history},
 };
+use bosun_helm::storage;
 use bosun_kit::{Failure, Run};
 
 use super::{
     Attempt, PackageReconciler, Set,
+    helm_storage::{self, HelmStorage},
     hooks::{Hooks, publish_hooks},
     key,
     progress::Tracker,
@@ -82,7 +84,20 @@ impl PackageReconciler {
         let target = self.target(run).await?;
         tracker.phase("Rendering", "rendering", status);
         let keys = self.keys(run).await?;
-        let rendered = self.render(run, &package, &snapshot, &target, keys).await.map_err(in_source)?;
+        // A chart keeping its releases in Helm's storage renders as the revision after the
+        // stored ones (a release Helm installed is upgraded, not installed again).
+        let storage = HelmStorage::of(&target.client, &package, run.namespace());
+        let stored = match &storage {
+            Some(storage) => storage.read().await.map_err(|e| Failure::retry(FAILED, e.to_string()).within(retry))?,
+            None => Vec::new(),
+        };
+        let release_revision = helm_storage::next_revision(
+            &stored,
+            status::release_revision(&resource, &revision),
+            resource.status.as_ref().and_then(|s| s.release_revision),
+        );
+        let rendered =
+            self.render(run, &package, &snapshot, &target, (keys, release_revision)).await.map_err(in_source)?;
         let digest = pipeline::digest(&rendered);
         let rollback = resource.spec.rollback.as_ref().is_some_and(|r| r.on_failure);
         if rollback
@@ -116,9 +131,18 @@ impl PackageReconciler {
         let result = if succeeded { status::SUCCEEDED_RUN } else { status::FAILED_RUN };
         self.add_history(status, &resource, &set, result, !changes.is_empty(), started);
         self.set_health(run, &resource, &report);
+        if let (Some(storage), Some(release)) = (&storage, &rendered.release)
+            && storage::latest(&stored).is_none_or(|latest| latest.version < release.version)
+        {
+            let failure = (!succeeded).then(|| status::failure_message(&report));
+            storage
+                .record_rollout(&stored, release.as_ref().clone(), failure.as_deref())
+                .await
+                .map_err(|e| Failure::retry(FAILED, e.to_string()).within(retry))?;
+        }
         if succeeded {
             if matches!(package.renderer(), RenderSpec::Helm(_)) {
-                status.release_revision = Some(status::release_revision(&resource, &revision));
+                status.release_revision = Some(release_revision);
             }
             status.last_applied_revision = Some(revision.clone());
             if rollback {

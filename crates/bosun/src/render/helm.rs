@@ -18,6 +18,7 @@ use bosun_helm::engine::{self, EngineError, EngineOptions};
 use bosun_helm::manifest::{AssembleOptions, HookEvent, split_manifests};
 use bosun_helm::release::{Capabilities, KubeVersion, KubeVersionError, ReleaseOptions};
 use bosun_helm::render::PrepareError;
+use bosun_helm::storage::{self, Release};
 use bosun_helm::values::ValueSources;
 use serde_json::Value;
 
@@ -116,6 +117,8 @@ pub(super) struct Output {
     pub(crate) warnings: Vec<String>,
     /// `NOTES.txt`, rendered.
     pub(crate) notes: String,
+    /// The release's record for Helm's storage, when the spec keeps one.
+    pub(crate) release: Option<Box<Release>>,
 }
 
 /// The user's values in Helm's order (see [`HelmSpec`]).
@@ -216,6 +219,15 @@ pub(super) fn render(
     })?;
     let options = EngineOptions { lookup: context.lookup.clone(), ..EngineOptions::default() };
     let rendered = engine::render(&prepared, &options, AssembleOptions::default())?;
+    let record = spec.storage.is_some().then(|| {
+        let mut record = Release::new(&release.name, &release.namespace, release.revision);
+        record.chart = storage::chart_record(&prepared);
+        record.config = Value::Object(values.clone());
+        record.info.notes = rendered.notes.clone();
+        record.manifest =
+            bosun_core::yaml::to_stream(rendered.manifests.iter().map(|m| (Some(m.source.as_str()), &m.object)));
+        Box::new(record)
+    });
     let mut documents: Vec<(String, Value)> = Vec::new();
     if !spec.skip_crds {
         for crd in &rendered.crds {
@@ -237,7 +249,31 @@ pub(super) fn render(
     );
     // A document holding only comments is printed by Helm and is no object to apply.
     documents.retain(|(_, object)| !object.is_null());
-    Ok(Output { manifests: keyed(documents), warnings: prepared.warnings, notes: rendered.notes })
+    if let Some(record) = &record {
+        for (_, object) in &mut documents {
+            mark_owned(object, record);
+        }
+    }
+    Ok(Output { manifests: keyed(documents), warnings: prepared.warnings, notes: rendered.notes, release: record })
+}
+
+/// Helm's ownership marks on an object of a recorded release, which `helm upgrade` checks
+/// before it takes an object over: `app.kubernetes.io/managed-by: Helm` and the
+/// `meta.helm.sh/release-name` and `-namespace` annotations.
+fn mark_owned(object: &mut Value, release: &Release) {
+    let Some(metadata) = object.get_mut("metadata").and_then(Value::as_object_mut) else { return };
+    let marks = [
+        ("labels", "app.kubernetes.io/managed-by", "Helm"),
+        ("annotations", "meta.helm.sh/release-name", release.name.as_str()),
+        ("annotations", "meta.helm.sh/release-namespace", release.namespace.as_str()),
+    ];
+    for (field, key, value) in marks {
+        let entry = metadata.entry(field).or_insert_with(|| Value::Object(Default::default()));
+        if !entry.is_object() {
+            *entry = Value::Object(Default::default());
+        }
+        entry[key] = Value::String(value.to_string());
+    }
 }
 
 /// The documents under their sources' paths, `path#N` when a source has several.

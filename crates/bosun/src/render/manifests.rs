@@ -131,6 +131,9 @@ pub struct Rendered {
     /// A chart's `NOTES.txt`, rendered, as `helm install` prints it after installing (empty
     /// for charts without one and for other renderers).
     pub notes: String,
+    /// A chart's release as Helm's storage records it, when the spec keeps one
+    /// (`spec.render.helm.storage`): its status and times are the caller's to set.
+    pub release: Option<Box<bosun_helm::storage::Release>>,
 }
 
 impl Rendered {

@@ -84,6 +84,7 @@ fn render_package(package: &Package, input: &Input<'_>, scopes: &Scopes) -> Resu
     let mut warnings = Vec::new();
     let mut hooks = HookStyle::default();
     let mut notes = String::new();
+    let mut release = None;
     // A chart whose templates all render empty is an empty release, as Helm installs it.
     let mut allow_empty = input.allow_empty;
     let (mut manifests, produced_rollout, response) = match package.renderer() {
@@ -108,6 +109,7 @@ fn render_package(package: &Package, input: &Input<'_>, scopes: &Scopes) -> Resu
             hooks = HookStyle::Helm;
             warnings.extend(out.warnings);
             notes = out.notes;
+            release = out.release;
             allow_empty = true;
             (out.manifests, None, Response::default())
         }
@@ -183,7 +185,7 @@ fn render_package(package: &Package, input: &Input<'_>, scopes: &Scopes) -> Resu
     if let Some(rollout) = &rollout {
         check_rollout_keys(rollout, &manifests)?;
     }
-    Ok(Rendered { manifests, rollout, warnings, response, hooks, notes })
+    Ok(Rendered { manifests, rollout, warnings, response, hooks, notes, release })
 }
 
 /// How deep below a directory packages are looked for when it turns out to be none.

@@ -126,6 +126,7 @@ pub(super) struct WireRendered {
     response: Response,
     hooks: HookStyle,
     notes: String,
+    release: Option<Box<bosun_helm::storage::Release>>,
 }
 
 impl From<Rendered> for WireRendered {
@@ -137,6 +138,7 @@ impl From<Rendered> for WireRendered {
             response: rendered.response,
             hooks: rendered.hooks,
             notes: rendered.notes,
+            release: rendered.release,
         }
     }
 }
@@ -154,6 +156,7 @@ impl From<WireRendered> for Rendered {
             response: wire.response,
             hooks: wire.hooks,
             notes: wire.notes,
+            release: wire.release,
         }
     }
 }
@@ -183,6 +186,7 @@ mod tests {
             response: Response { finalized: Some(true), ..Response::default() },
             hooks: HookStyle::Helm,
             notes: "installed".into(),
+            release: Some(Box::new(bosun_helm::storage::Release::new("web", "apps", 3))),
         };
         let text = line(&FromWorker::Rendered(rendered.clone().into()));
         assert_eq!(text.matches('\n').count(), 1, "{text}");

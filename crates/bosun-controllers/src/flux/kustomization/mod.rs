@@ -5,7 +5,7 @@
 //! shape (`status`): `Ready`/`Reconciling`/`Stalled`/`Healthy`, the revisions, the handled
 //! request, the inventory. A field bosun cannot honour yet is refused by name.
 
-mod status;
+pub(crate) mod status;
 pub(crate) mod translate;
 
 use std::time::Duration;
@@ -15,14 +15,13 @@ use kube::{
     api::{ApiResource, DynamicObject},
     runtime::events::EventType,
 };
-use serde_json::json;
 
-use bosun_api::flux::RECONCILE_REQUESTED_AT;
 use bosun_api::flux::kustomize::Kustomization;
-use bosun_api::package::{PackageResource, REQUESTED_AT};
+use bosun_api::package::PackageResource;
 use bosun_kit::{self as kit, Failure, Run};
 
 use self::status::Outcome;
+use super::child::{self, WrittenFor};
 use crate::fetch::unsupported;
 
 /// The controller's name: its field manager and event reporter.
@@ -44,24 +43,8 @@ pub fn controller(client: Client, scope: &super::Scope) -> kit::Controller<Kusto
         .confined(scope.namespace.as_deref(), scope.selector.as_deref(), scope.metrics.clone())
 }
 
-/// Whether `package` is the child of the Kustomization with this uid.
-fn owned_by(package: &PackageResource, uid: &str) -> bool {
-    package.metadata.owner_references.iter().flatten().any(|owner| owner.uid == uid && owner.kind == "Kustomization")
-}
-
 /// The annotation on a Kustomization's Package naming the generation it was written for.
 const WRITTEN_FOR: &str = "bosun.dev/kustomization-generation";
-
-/// Whether `package` is what the Kustomization's current generation, reconcile request and
-/// labels make.
-fn written_for(package: &PackageResource, kustomization: &Kustomization) -> bool {
-    let annotation =
-        |meta: &kube::core::ObjectMeta, key: &str| meta.annotations.as_ref().and_then(|a| a.get(key)).cloned();
-    let labels = package.metadata.labels.clone().unwrap_or_default();
-    annotation(&package.metadata, WRITTEN_FOR) == kustomization.metadata.generation.map(|g| g.to_string())
-        && annotation(&package.metadata, REQUESTED_AT) == annotation(&kustomization.metadata, RECONCILE_REQUESTED_AT)
-        && translate::package_labels(kustomization).iter().all(|(k, v)| labels.get(k) == Some(v))
-}
 
 impl Kustomizations {
     /// Reads the Kustomization as stored, and writes the Package it makes.
@@ -69,7 +52,7 @@ impl Kustomizations {
         &self,
         run: &mut Run<Kustomization>,
         kustomization: &Kustomization,
-        described: &str,
+        written_for: &WrittenFor<'_>,
     ) -> Result<(), Failure> {
         // As stored: an object written as v1beta1 may hold fields v1 dropped, which the typed
         // object has lost and which must be refused or reported, never silently ignored.
@@ -78,28 +61,14 @@ impl Kustomizations {
         let raw = stored.get(run.name()).await.map_err(|e| Failure::from_error("ReconciliationFailed", &e))?;
         let raw = serde_json::to_value(raw).unwrap_or_default();
         let translated = translate::package_spec(kustomization, &raw)
-            .map_err(|e| Failure::give_up(unsupported::REASON, format!("{described}: {e}")))?;
+            .map_err(|e| Failure::give_up(unsupported::REASON, format!("{}: {e}", run.describe())))?;
         let observed = run.live_status("/observedGeneration").and_then(serde_json::Value::as_i64);
         if observed != kustomization.metadata.generation {
             for ignored in &translated.ignored {
                 run.publish(EventType::Warning, "FieldIgnored", ignored, "Reconcile").await;
             }
         }
-        let generation = kustomization.metadata.generation.unwrap_or_default().to_string();
-        let mut annotations = json!({ WRITTEN_FOR: generation });
-        if let Some(requested) = kustomization.metadata.annotations.as_ref().and_then(|a| a.get(RECONCILE_REQUESTED_AT))
-        {
-            annotations[REQUESTED_AT] = json!(requested);
-        }
-        let metadata =
-            json!({"name": run.name(), "labels": translate::package_labels(kustomization), "annotations": annotations});
-        let child = json!({
-            "apiVersion": bosun_api::API_VERSION, "kind": "Package", "metadata": metadata, "spec": translated.spec,
-        });
-        run.children
-            .add_value(child)
-            .map_err(|e| Failure::give_up("ReconciliationFailed", format!("{described}: {e}")))?;
-        run.apply_children().await
+        written_for.write(run, &translated.spec).await
     }
 }
 
@@ -108,28 +77,20 @@ impl kit::Reconciler for Kustomizations {
 
     async fn reconcile(&self, run: &mut Run<Kustomization>) -> Result<(), Failure> {
         let kustomization = run.object().clone();
-        let described = format!("Kustomization/{}/{}", run.namespace(), run.name());
         let cluster_error = |e: kube::Error| Failure::from_error("ReconciliationFailed", &e);
         let packages: Api<PackageResource> = run.api();
-        let uid = kustomization.metadata.uid.clone().unwrap_or_default();
-        let existing = packages.get_opt(run.name()).await.map_err(cluster_error)?;
-        if existing.as_ref().is_some_and(|p| !owned_by(p, &uid)) {
-            return Err(Failure::give_up(
-                "PackageConflict",
-                format!(
-                    "{described}: Package/{}/{} exists and is not this Kustomization's: rename one of them",
-                    run.namespace(),
-                    run.name()
-                ),
-            ));
-        }
+        let existing = child::existing(run, "Kustomization").await?;
+        let labels =
+            child::package_labels(&kustomization.metadata, (translate::NAME_LABEL, translate::NAMESPACE_LABEL));
+        let generation = kustomization.metadata.generation.unwrap_or_default().to_string();
+        let written_for = WrittenFor { annotation: WRITTEN_FOR, written: generation, labels: &labels };
         // The Package written for this generation (and request, and labels) says all there is:
         // a reconcile woken by its status only reads it (most of them).
-        let current = existing.filter(|p| written_for(p, &kustomization));
+        let current = existing.filter(|p| written_for.matches(p, &kustomization));
         let package = match current {
             Some(package) => package,
             None => {
-                self.write_package(run, &kustomization, &described).await?;
+                self.write_package(run, &kustomization, &written_for).await?;
                 let Some(package) = packages.get_opt(run.name()).await.map_err(cluster_error)? else {
                     run.progressing(PROGRESSING, "Reconciliation in progress");
                     return Ok(());

@@ -4,20 +4,19 @@
 //! honour yet, by name. Objects applied carry Flux's own labels
 //! (`kustomize.toolkit.fluxcd.io/name` and `/namespace`), as kustomize-controller stamps them.
 
-use std::collections::BTreeMap;
-
 use serde_json::Value;
 
+use bosun_api::LocalObjectReference;
 use bosun_api::flux::kustomize::Kustomization;
 use bosun_api::flux::{Patch, ValuesSourceKind};
 use bosun_api::package::{
-    CommonMetadata, DecryptionProvider, DecryptionSpec, DeletionPolicy, KubeConfigSpec, KustomizeSpec, PackageSpec,
-    RenderSpec, SecretKeyReference, SourceReference, SourceSpec, SubstituteReference, ValuesKind,
+    CommonMetadata, DecryptionProvider, DecryptionSpec, DeletionPolicy, KustomizeSpec, PackageSpec, RenderSpec,
+    SourceReference, SourceSpec, SubstituteReference, ValuesKind,
 };
-use bosun_api::{LocalObjectReference, ObjectReference};
 
 use crate::fetch::flux::KINDS;
 use crate::fetch::unsupported::{self, Unsupported};
+use crate::flux::child;
 
 /// The label naming the Kustomization on what it applied (and on its Package).
 pub(crate) const NAME_LABEL: &str = "kustomize.toolkit.fluxcd.io/name";
@@ -116,11 +115,7 @@ pub(crate) fn package_spec(kustomization: &Kustomization, raw: &Value) -> Result
         timeout: spec.timeout,
         interval: Some(spec.interval),
         retry_interval: spec.retry_interval,
-        depends_on: spec
-            .depends_on
-            .iter()
-            .map(|d| ObjectReference { name: d.name.clone(), namespace: d.namespace.clone() })
-            .collect(),
+        depends_on: child::depends_on(&spec.depends_on),
         suspend: spec.suspend,
         service_account_name: spec.service_account_name.clone(),
         deletion_policy,
@@ -128,9 +123,7 @@ pub(crate) fn package_spec(kustomization: &Kustomization, raw: &Value) -> Result
             provider: DecryptionProvider::Sops,
             secret_ref: d.secret_ref.as_ref().map(|r| LocalObjectReference { name: r.name.clone() }),
         }),
-        kube_config: kube_config.and_then(|k| k.secret_ref.as_ref()).map(|secret| KubeConfigSpec {
-            secret_ref: SecretKeyReference { name: secret.name.clone(), key: secret.key.clone() },
-        }),
+        kube_config: child::kube_config(kube_config),
         ..PackageSpec::default()
     };
     let ignored = DROPPED
@@ -169,15 +162,6 @@ fn older_patches(raw_spec: Option<&Value>) -> Vec<Patch> {
         target: entry.get("target").and_then(|t| serde_json::from_value(t.clone()).ok()),
     });
     strategic.chain(json6902).collect()
-}
-
-/// Labels the Kustomization gives its Package besides its own: they select it for the
-/// controllers (`--selector`) as the Kustomization's select it.
-pub(crate) fn package_labels(kustomization: &Kustomization) -> BTreeMap<String, String> {
-    let mut labels = kustomization.metadata.labels.clone().unwrap_or_default();
-    labels.insert(NAME_LABEL.into(), kustomization.metadata.name.clone().unwrap_or_default());
-    labels.insert(NAMESPACE_LABEL.into(), kustomization.metadata.namespace.clone().unwrap_or_default());
-    labels
 }
 
 #[cfg(test)]
@@ -227,7 +211,7 @@ mod tests {
         assert_eq!(spec.prune, Some(true));
         assert_eq!(spec.wait, Some(false), "Flux waits only when asked");
         assert_eq!(spec.target_namespace.as_deref(), Some("webapp"));
-        assert_eq!(spec.depends_on, vec![ObjectReference { name: "common".into(), namespace: None }]);
+        assert_eq!(spec.depends_on, vec![bosun_api::ObjectReference { name: "common".into(), namespace: None }]);
         assert_eq!(spec.substitute.get("cluster").map(String::as_str), Some("prod"));
         let from: Vec<(ValuesKind, &str, bool)> =
             spec.substitute_from.iter().map(|f| (f.kind, f.name.as_str(), f.optional)).collect();

@@ -1,0 +1,320 @@
+//! Flux's `HelmRelease` reconciled by `bosun controller --flux`, its chart from a
+//! `HelmRepository` served over HTTP on loopback (`index.yaml` and archives made by the real
+//! `tar`): a release Helm installed (its record written in Helm's storage format, its object
+//! marked as Helm marks them) upgraded in place to revision 2 and its object adopted, upgraded
+//! again, a failed upgrade rolled back, and each revision recorded as Helm records it — read
+//! back here by decoding the Secrets as Helm does, and through the HelmRelease's status in
+//! helm-controller's shape, waited for with `kubectl wait`.
+
+use std::{
+    collections::BTreeMap,
+    io::{Read, Write},
+    process::Command,
+    sync::{Arc, Mutex},
+    time::{Duration, Instant},
+};
+
+use axum::{
+    Router,
+    extract::{Path as UrlPath, State},
+    http::StatusCode,
+    response::{IntoResponse, Response},
+    routing::get,
+};
+use base64::Engine;
+use base64::engine::general_purpose::STANDARD;
+use bosun_apiserver::ApiServer;
+use k8s_openapi::api::core::v1::{ConfigMap, Secret};
+use kube::{
+    Api,
+    api::{ApiResource, DynamicObject, ListParams},
+    core::GroupVersionKind,
+};
+use serde_json::{Value, json};
+
+mod common;
+#[path = "support/controller.rs"]
+mod support;
+
+use common::Cluster;
+use support::{BOUND, text};
+
+/// The charts' archives by version.
+type Charts = Arc<Mutex<BTreeMap<String, Vec<u8>>>>;
+
+async fn index(State(charts): State<Charts>) -> String {
+    let mut text = String::from("apiVersion: v1\nentries:\n  web:\n");
+    for version in charts.lock().expect("lock").keys() {
+        text.push_str(&format!(
+            "  - apiVersion: v2\n    name: web\n    version: {version}\n    urls:\n    - charts/web-{version}.tgz\n"
+        ));
+    }
+    text
+}
+
+async fn archive(State(charts): State<Charts>, UrlPath(file): UrlPath<String>) -> Response {
+    let version = file.strip_prefix("web-").and_then(|f| f.strip_suffix(".tgz")).unwrap_or_default();
+    match charts.lock().expect("lock").get(version) {
+        Some(archive) => archive.clone().into_response(),
+        None => StatusCode::NOT_FOUND.into_response(),
+    }
+}
+
+/// The `web` chart at `version` as `helm package` lays it out, made by the real `tar`: one
+/// ConfigMap saying the chart's version, a value and the release's revision — named
+/// `Bad_Name` (refused by the server) when `broken`.
+fn chart(version: &str, broken: bool) -> Vec<u8> {
+    let dir = tempfile::tempdir().expect("dir");
+    let chart = dir.path().join("web");
+    std::fs::create_dir_all(chart.join("templates")).expect("mkdir");
+    let write = |file: &str, text: &str| std::fs::write(chart.join(file), text).expect("write");
+    write("Chart.yaml", &format!("apiVersion: v2\nname: web\nversion: {version}\nappVersion: '2.{version}'\n"));
+    write("values.yaml", "greeting: hello\n");
+    let name = if broken { "Bad_Name" } else { "web" };
+    write(
+        "templates/config.yaml",
+        &format!(
+            "apiVersion: v1\nkind: ConfigMap\nmetadata:\n  name: {name}\ndata:\n  version: {{{{ .Chart.Version | quote }}}}\n  greeting: {{{{ .Values.greeting | quote }}}}\n  revision: {{{{ .Release.Revision | quote }}}}\n  upgrade: {{{{ .Release.IsUpgrade | quote }}}}\n"
+        ),
+    );
+    let out = dir.path().join("out.tgz");
+    let status = Command::new(bosun_test_tools::require("tar"))
+        .arg("czf")
+        .arg(&out)
+        .arg("-C")
+        .arg(dir.path())
+        .arg("web")
+        .status()
+        .expect("tar");
+    assert!(status.success());
+    std::fs::read(out).expect("archive")
+}
+
+/// What Helm 3 stored when it installed `web` 0.9.0 as revision 1: the release as JSON,
+/// gzipped, base64 (inside the Secret's own base64).
+fn helm_installed_record() -> String {
+    let release = json!({
+        "name": "web", "namespace": "default", "version": 1,
+        "info": {"first_deployed": "2026-01-01T10:00:00Z", "last_deployed": "2026-01-01T10:00:00Z",
+                 "deleted": "", "description": "Install complete", "status": "deployed"},
+        "chart": {"metadata": {"apiVersion": "v2", "name": "web", "version": "0.9.0"}, "lock": null,
+                  "templates": [], "values": {"greeting": "hello"}, "schema": null, "files": []},
+        "config": {},
+        "manifest": "---\n# Source: web/templates/config.yaml\napiVersion: v1\nkind: ConfigMap\nmetadata:\n  name: web\n",
+    });
+    let mut gzip = flate2::write::GzEncoder::new(Vec::new(), flate2::Compression::default());
+    gzip.write_all(release.to_string().as_bytes()).expect("gzip");
+    STANDARD.encode(gzip.finish().expect("gzip"))
+}
+
+/// A stored revision read as Helm reads it.
+fn decode(secret: &Secret) -> Value {
+    let text = &secret.data.as_ref().expect("data")["release"].0;
+    let gzipped = STANDARD.decode(text).expect("base64");
+    let mut json = String::new();
+    flate2::read::GzDecoder::new(gzipped.as_slice()).read_to_string(&mut json).expect("gzip");
+    serde_json::from_str(&json).expect("json")
+}
+
+/// The stored revisions of `web`: (version, status label, status in the record, description).
+async fn revisions(secrets: &Api<Secret>) -> Vec<(String, String, String, String)> {
+    let list = secrets.list(&ListParams::default().labels("owner=helm,name=web")).await.expect("list");
+    let mut found: Vec<_> = list
+        .items
+        .iter()
+        .map(|secret| {
+            assert_eq!(secret.type_.as_deref(), Some("helm.sh/release.v1"));
+            let labels = secret.metadata.labels.clone().unwrap_or_default();
+            let record = decode(secret);
+            let name = secret.metadata.name.clone().unwrap_or_default();
+            assert_eq!(name, format!("sh.helm.release.v1.web.v{}", record["version"]));
+            (
+                labels["version"].clone(),
+                labels["status"].clone(),
+                record["info"]["status"].as_str().unwrap_or_default().to_string(),
+                record["info"]["description"].as_str().unwrap_or_default().to_string(),
+            )
+        })
+        .collect();
+    found.sort_by_key(|(version, ..)| version.parse::<i64>().unwrap_or_default());
+    found
+}
+
+fn condition<'a>(object: &'a Value, type_: &str) -> Option<&'a Value> {
+    object.pointer("/status/conditions")?.as_array()?.iter().find(|c| c["type"] == type_)
+}
+
+/// Waits until the HelmRelease (as JSON) satisfies `probe`.
+async fn wait_release(api: &Api<DynamicObject>, what: &str, probe: impl Fn(&Value) -> bool) -> Value {
+    let deadline = Instant::now() + BOUND;
+    loop {
+        let object = serde_json::to_value(api.get("web").await.expect("HelmRelease")).expect("json");
+        if probe(&object) {
+            return object;
+        }
+        assert!(Instant::now() < deadline, "never {what}: {object:#}");
+        tokio::time::sleep(Duration::from_millis(50)).await;
+    }
+}
+
+fn history_versions(release: &Value) -> Vec<(i64, String)> {
+    let history = release.pointer("/status/history").and_then(Value::as_array).cloned().unwrap_or_default();
+    history
+        .iter()
+        .map(|s| (s["version"].as_i64().unwrap_or_default(), s["status"].as_str().unwrap_or_default().into()))
+        .collect()
+}
+
+const OBJECTS: &str = "\
+apiVersion: source.toolkit.fluxcd.io/v1
+kind: HelmRepository
+metadata: {name: charts, namespace: default}
+spec:
+  interval: 5m
+  url: URL
+---
+apiVersion: helm.toolkit.fluxcd.io/v2
+kind: HelmRelease
+metadata: {name: web, namespace: default}
+spec:
+  interval: 5m
+  chart:
+    spec:
+      chart: web
+      version: 1.0.0
+      sourceRef: {kind: HelmRepository, name: charts}
+  values: {greeting: from-flux}
+  upgrade:
+    remediation: {retries: 1}
+";
+
+#[tokio::test]
+async fn a_helm_release_upgrades_a_release_helm_installed_and_rolls_back_a_failed_upgrade() {
+    let charts: Charts = Arc::default();
+    for (version, broken) in [("1.0.0", false), ("1.1.0", false), ("2.0.0", true)] {
+        charts.lock().expect("lock").insert(version.to_string(), chart(version, broken));
+    }
+    let router =
+        Router::new().route("/index.yaml", get(index)).route("/charts/{file}", get(archive)).with_state(charts.clone());
+    let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.expect("bind");
+    let url = format!("http://{}", listener.local_addr().expect("address"));
+    tokio::spawn(async move { axum::serve(listener, router).await });
+
+    let server = ApiServer::in_memory().start().await.expect("server");
+    let cluster = Cluster::around(server);
+    let crds = cluster.bosun(&["crds", "--flux"]).await;
+    assert!(crds.status.success(), "{}", text(&crds));
+    cluster.kubectl(&["apply", "--server-side", "-f", "-"], Some(&crds.stdout)).await;
+
+    // Installed by Helm before: revision 1 in Helm's storage, its object marked as Helm's.
+    let client = cluster.server.client();
+    let secrets: Api<Secret> = Api::namespaced(client.clone(), "default");
+    let configmaps: Api<ConfigMap> = Api::namespaced(client.clone(), "default");
+    let installed: ConfigMap = serde_json::from_value(json!({
+        "metadata": {"name": "web", "labels": {"app.kubernetes.io/managed-by": "Helm"},
+                     "annotations": {"meta.helm.sh/release-name": "web", "meta.helm.sh/release-namespace": "default"}},
+        "data": {"version": "0.9.0"},
+    }))
+    .expect("ConfigMap");
+    let installed = configmaps.create(&Default::default(), &installed).await.expect("installed object");
+    let record: Secret = serde_json::from_value(json!({
+        "metadata": {"name": "sh.helm.release.v1.web.v1",
+                     "labels": {"name": "web", "owner": "helm", "status": "deployed", "version": "1"}},
+        "type": "helm.sh/release.v1",
+        "data": {"release": STANDARD.encode(helm_installed_record())},
+    }))
+    .expect("Secret");
+    secrets.create(&Default::default(), &record).await.expect("Helm's record");
+
+    cluster.kubectl(&["apply", "-f", "-"], Some(OBJECTS.replace("URL", &url).as_bytes())).await;
+    let _controller = cluster.controller("controller", &["--flux"]);
+    let waited = cluster
+        .run("kubectl", &["wait", "--for=condition=ready", "helmrelease/web", "-n", "default", "--timeout=60s"], None)
+        .await;
+    assert!(waited.status.success(), "{}", text(&waited));
+
+    // Upgraded in place: revision 2, an upgrade, the object Helm created adopted (same uid).
+    let web = configmaps.get("web").await.expect("web");
+    let data = web.data.clone().expect("data");
+    assert_eq!((data["version"].as_str(), data["greeting"].as_str()), ("1.0.0", "from-flux"));
+    assert_eq!((data["revision"].as_str(), data["upgrade"].as_str()), ("2", "true"));
+    assert_eq!(web.metadata.uid, installed.metadata.uid, "adopted, not recreated");
+    let annotations = web.metadata.annotations.clone().unwrap_or_default();
+    assert_eq!(annotations.get("meta.helm.sh/release-name").map(String::as_str), Some("web"));
+    let labels = web.metadata.labels.clone().unwrap_or_default();
+    assert_eq!(labels.get("helm.toolkit.fluxcd.io/name").map(String::as_str), Some("web"));
+    assert_eq!(labels.get("app.kubernetes.io/managed-by").map(String::as_str), Some("Helm"));
+    let strings = |v: &[(&str, &str, &str, &str)]| {
+        v.iter().map(|(a, b, c, d)| (a.to_string(), b.to_string(), c.to_string(), d.to_string())).collect::<Vec<_>>()
+    };
+    assert_eq!(
+        revisions(&secrets).await,
+        strings(&[
+            ("1", "superseded", "superseded", "Install complete"),
+            ("2", "deployed", "deployed", "Upgrade complete"),
+        ])
+    );
+    let v2 = decode(&secrets.get("sh.helm.release.v1.web.v2").await.expect("v2"));
+    assert_eq!(v2["chart"]["metadata"]["version"], "1.0.0");
+    assert_eq!(v2["chart"]["metadata"]["appVersion"], "2.1.0.0");
+    assert_eq!(v2["config"], json!({"greeting": "from-flux"}));
+    assert_eq!(v2["info"]["first_deployed"], "2026-01-01T10:00:00Z", "revision 1's");
+    assert!(v2["manifest"].as_str().is_some_and(|m| m.contains("# Source: web/templates/config.yaml")), "{v2:#}");
+
+    let gvk = GroupVersionKind::gvk("helm.toolkit.fluxcd.io", "v2", "HelmRelease");
+    let releases: Api<DynamicObject> = Api::namespaced_with(client.clone(), "default", &ApiResource::from_gvk(&gvk));
+    let release = wait_release(&releases, "upgraded", |r| history_versions(r).first().is_some_and(|h| h.0 == 2)).await;
+    let ready = condition(&release, "Ready").expect("Ready");
+    assert_eq!(ready["reason"], "UpgradeSucceeded", "{release:#}");
+    assert_eq!(ready["message"], "Helm upgrade succeeded for release default/web.v2 with chart web@1.0.0");
+    assert_eq!(condition(&release, "Released").map(|c| c["status"].clone()), Some("True".into()));
+    assert_eq!(release["status"]["lastAttemptedRevision"], "1.0.0");
+    assert_eq!(release["status"]["lastAttemptedReleaseAction"], "upgrade");
+    assert_eq!(release["status"]["storageNamespace"], "default");
+    assert_eq!(release["status"]["history"][0]["chartName"], "web");
+    assert_eq!(release["status"]["history"][1]["status"], "superseded");
+
+    // A new chart version: revision 3.
+    let patch = r#"{"spec":{"chart":{"spec":{"version":"1.1.0"}}}}"#;
+    let patched = cluster.kubectl(&["patch", "helmrelease", "web", "--type=merge", "-p", patch], None).await;
+    assert!(patched.status.success(), "{}", text(&patched));
+    let release = wait_release(&releases, "at 1.1.0", |r| {
+        history_versions(r).first() == Some(&(3, "deployed".into()))
+            && condition(r, "Ready").is_some_and(|c| c["status"] == "True")
+    })
+    .await;
+    assert_eq!(release["status"]["lastAttemptedRevision"], "1.1.0");
+    let data = configmaps.get("web").await.expect("web").data.expect("data");
+    assert_eq!((data["version"].as_str(), data["revision"].as_str()), ("1.1.0", "3"));
+
+    // A broken chart: the upgrade fails (revision 4, failed) and is rolled back (revision 5,
+    // a copy of 3), as helm-controller remediates with `retries`.
+    let patch = r#"{"spec":{"chart":{"spec":{"version":"2.0.0"}}}}"#;
+    let patched = cluster.kubectl(&["patch", "helmrelease", "web", "--type=merge", "-p", patch], None).await;
+    assert!(patched.status.success(), "{}", text(&patched));
+    let release = wait_release(&releases, "remediated", |r| {
+        condition(r, "Remediated").is_some_and(|c| c["status"] == "True")
+            && history_versions(r).first().is_some_and(|h| h.0 == 5)
+    })
+    .await;
+    assert_eq!(condition(&release, "Ready").map(|c| c["reason"].clone()), Some("RollbackSucceeded".into()));
+    assert_eq!(condition(&release, "Released").map(|c| c["reason"].clone()), Some("UpgradeFailed".into()));
+    let stored = revisions(&secrets).await;
+    assert_eq!(
+        stored.iter().map(|r| (r.0.as_str(), r.1.as_str())).collect::<Vec<_>>(),
+        [("1", "superseded"), ("2", "superseded"), ("3", "superseded"), ("4", "failed"), ("5", "deployed"),]
+    );
+    assert!(stored[3].3.starts_with("Upgrade \"web\" failed: "), "{stored:?}");
+    assert_eq!(stored[4].3, "Rollback to 3");
+    let data = configmaps.get("web").await.expect("web").data.expect("data");
+    assert_eq!(data["version"], "1.1.0", "the good release stays");
+
+    // Deleted: uninstalled as `helm uninstall` leaves it, objects and records gone.
+    let deleted = cluster.kubectl(&["delete", "helmrelease", "web", "--wait=false"], None).await;
+    assert!(deleted.status.success(), "{}", text(&deleted));
+    let deadline = Instant::now() + BOUND;
+    while configmaps.get_opt("web").await.expect("get").is_some() || !revisions(&secrets).await.is_empty() {
+        assert!(Instant::now() < deadline, "never uninstalled: {:?}", revisions(&secrets).await);
+        tokio::time::sleep(Duration::from_millis(50)).await;
+    }
+}

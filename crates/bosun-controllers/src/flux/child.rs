@@ -1,0 +1,102 @@
+//! What the Flux appliers (`Kustomization`, `HelmRelease`) share: each is served by a `Package`
+//! of the same name and namespace, its child (owned, deleted with it), written only when what
+//! it was written for changed — the parent's generation, its reconcile request, its labels
+//! and what else the caller names (a chart repository's generation) — so that a reconcile
+//! woken by the Package's status only reads it.
+
+use std::collections::BTreeMap;
+
+use kube::{Api, core::ObjectMeta};
+use serde_json::json;
+
+use bosun_api::ObjectReference;
+use bosun_api::flux::{DependencyReference, KubeConfigReference, RECONCILE_REQUESTED_AT};
+use bosun_api::package::{KubeConfigSpec, PackageResource, PackageSpec, REQUESTED_AT, SecretKeyReference};
+use bosun_kit::{Failure, Object, Run};
+
+/// The labels a parent gives its Package besides its own: the names Flux stamps on what it
+/// applied (`name_label`, `namespace_label`). They select the Package for the controllers
+/// (`--selector`) as the parent's select it.
+pub(crate) fn package_labels(
+    parent: &ObjectMeta,
+    (name_label, namespace_label): (&str, &str),
+) -> BTreeMap<String, String> {
+    let mut labels = parent.labels.clone().unwrap_or_default();
+    labels.insert(name_label.into(), parent.name.clone().unwrap_or_default());
+    labels.insert(namespace_label.into(), parent.namespace.clone().unwrap_or_default());
+    labels
+}
+
+/// A Flux `kubeConfig` as the Package's: the Secret holding the remote cluster's kubeconfig
+/// (`configMapRef` is refused by the callers).
+pub(crate) fn kube_config(reference: Option<&KubeConfigReference>) -> Option<KubeConfigSpec> {
+    let secret = reference?.secret_ref.as_ref()?;
+    Some(KubeConfigSpec { secret_ref: SecretKeyReference { name: secret.name.clone(), key: secret.key.clone() } })
+}
+
+/// Flux's `dependsOn` as the Package's: the parents' Packages have their names.
+pub(crate) fn depends_on(references: &[DependencyReference]) -> Vec<ObjectReference> {
+    references.iter().map(|d| ObjectReference { name: d.name.clone(), namespace: d.namespace.clone() }).collect()
+}
+
+/// The parent's child Package, if it has one; a Package of that name it does not own is a
+/// conflict (`PackageConflict`), never taken over.
+pub(crate) async fn existing<K: Object>(run: &Run<K>, kind: &str) -> Result<Option<PackageResource>, Failure> {
+    let packages: Api<PackageResource> = run.api();
+    let package = packages.get_opt(run.name()).await.map_err(|e| Failure::from_error("ReconciliationFailed", &e))?;
+    let uid = run.object().meta().uid.clone().unwrap_or_default();
+    let owned =
+        |p: &PackageResource| p.metadata.owner_references.iter().flatten().any(|o| o.uid == uid && o.kind == kind);
+    match package {
+        Some(package) if !owned(&package) => Err(Failure::give_up(
+            "PackageConflict",
+            format!(
+                "{}: Package/{}/{} exists and is not this {kind}'s: rename one of them",
+                run.describe(),
+                run.namespace(),
+                run.name()
+            ),
+        )),
+        package => Ok(package),
+    }
+}
+
+/// What a child Package records of what it was written for: under `annotation`, `written`
+/// (the parent's generation and whatever else the caller adds).
+pub(crate) struct WrittenFor<'a> {
+    /// The annotation (`bosun.dev/kustomization-generation`).
+    pub(crate) annotation: &'static str,
+    /// Its value for the parent as it is now.
+    pub(crate) written: String,
+    /// Labels the Package carries (the parent's own, and the names Flux stamps).
+    pub(crate) labels: &'a BTreeMap<String, String>,
+}
+
+impl WrittenFor<'_> {
+    /// Whether `package` is what the parent makes now.
+    pub(crate) fn matches<K: Object>(&self, package: &PackageResource, parent: &K) -> bool {
+        let annotation =
+            |meta: &kube::core::ObjectMeta, key: &str| meta.annotations.as_ref().and_then(|a| a.get(key)).cloned();
+        let labels = package.metadata.labels.clone().unwrap_or_default();
+        annotation(&package.metadata, self.annotation).as_ref() == Some(&self.written)
+            && annotation(&package.metadata, REQUESTED_AT) == annotation(parent.meta(), RECONCILE_REQUESTED_AT)
+            && self.labels.iter().all(|(k, v)| labels.get(k) == Some(v))
+    }
+
+    /// Writes the child Package with `spec`, passing the reconcile request on.
+    pub(crate) async fn write<K: Object>(&self, run: &mut Run<K>, spec: &PackageSpec) -> Result<(), Failure> {
+        let mut annotations = json!({ self.annotation: self.written });
+        let requested = run.object().meta().annotations.as_ref().and_then(|a| a.get(RECONCILE_REQUESTED_AT)).cloned();
+        if let Some(requested) = requested {
+            annotations[REQUESTED_AT] = json!(requested);
+        }
+        let metadata = json!({"name": run.name(), "labels": self.labels, "annotations": annotations});
+        let child =
+            json!({"apiVersion": bosun_api::API_VERSION, "kind": "Package", "metadata": metadata, "spec": spec});
+        let described = run.describe().to_string();
+        run.children
+            .add_value(child)
+            .map_err(|e| Failure::give_up("ReconciliationFailed", format!("{described}: {e}")))?;
+        run.apply_children().await
+    }
+}

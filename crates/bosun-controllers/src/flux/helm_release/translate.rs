@@ -1,0 +1,347 @@
+//! A Flux `HelmRelease` read as the `Package` that does the same (pure): the chart (from a
+//! `HelmRepository`, HTTP or OCI, an `OCIRepository`, or a path of a `GitRepository` or
+//! `Bucket`), its values, release name and namespaces, Helm's storage, waiting, remediation by
+//! rollback, dependencies, identity and remote cluster — and the first field bosun cannot
+//! honour yet, by name. Objects carry Flux's `helm.toolkit.fluxcd.io/name` and `/namespace`
+//! labels, as helm-controller stamps them.
+
+use bosun_api::LocalObjectReference;
+use bosun_api::flux::ValuesSourceKind;
+use bosun_api::flux::helm::HelmRelease;
+use bosun_api::flux::source::{HelmRepository, OciRepository};
+use bosun_api::package::{
+    CommonMetadata, HelmChartSource, HelmSpec, HelmStorage, PackageSpec, RenderSpec, RollbackSpec, SourceReference,
+    SourceSpec, ValuesKind, ValuesReference,
+};
+
+use crate::fetch::unsupported::{self, Unsupported};
+use crate::flux::child;
+
+/// The label naming the HelmRelease on what it applied (and on its Package).
+pub(crate) const NAME_LABEL: &str = "helm.toolkit.fluxcd.io/name";
+/// The label naming the HelmRelease's namespace on what it applied.
+pub(crate) const NAMESPACE_LABEL: &str = "helm.toolkit.fluxcd.io/namespace";
+/// Revisions Flux keeps in Helm's storage unless `maxHistory` says otherwise.
+const FLUX_MAX_HISTORY: u32 = 5;
+
+/// The object the chart comes from, as the reconciler found it.
+#[derive(Debug, Clone)]
+pub(crate) enum ChartOrigin {
+    /// `chart.spec.sourceRef` names a `HelmRepository` (HTTP index or `type: oci`).
+    HelmRepository(Box<HelmRepository>),
+    /// `chartRef` names an `OCIRepository` holding the chart.
+    OciRepository(Box<OciRepository>),
+    /// `chart.spec.sourceRef` names a `GitRepository` or `Bucket`: the chart is a path in it.
+    Artifact,
+}
+
+/// The kind of object the chart comes from and its reference, as the HelmRelease names it.
+pub(crate) fn chart_source(release: &HelmRelease) -> Result<(String, String, Option<String>), Unsupported> {
+    let spec = &release.spec;
+    match (&spec.chart, &spec.chart_ref) {
+        (Some(chart), None) => {
+            let source = &chart.spec.source_ref;
+            Ok((source.kind.clone(), source.name.clone(), source.namespace.clone()))
+        }
+        (None, Some(reference)) if reference.kind == "OCIRepository" => {
+            Ok((reference.kind.clone(), reference.name.clone(), reference.namespace.clone()))
+        }
+        (None, Some(_)) => Err(Unsupported { field: "spec.chartRef.kind".into() }),
+        _ => Err(Unsupported { field: "spec.chart".into() }),
+    }
+}
+
+/// The release's name: `releaseName`, else `[<targetNamespace>-]<name>` (Flux's default).
+pub(crate) fn release_name(release: &HelmRelease) -> String {
+    let name = release.metadata.name.clone().unwrap_or_default();
+    match (&release.spec.release_name, &release.spec.target_namespace) {
+        (Some(given), _) => given.clone(),
+        (None, Some(target)) => format!("{target}-{name}"),
+        (None, None) => name,
+    }
+}
+
+/// The namespace of the release's records in Helm's storage.
+pub(crate) fn storage_namespace(release: &HelmRelease) -> String {
+    release.spec.storage_namespace.clone().or_else(|| release.metadata.namespace.clone()).unwrap_or_default()
+}
+
+/// The Package doing what `release` asks, its chart coming from `origin`.
+///
+/// # Errors
+/// The first field bosun cannot honour yet.
+pub(crate) fn package_spec(release: &HelmRelease, origin: &ChartOrigin) -> Result<PackageSpec, Unsupported> {
+    let spec = &release.spec;
+    let install = spec.install.clone().unwrap_or_default();
+    let upgrade = spec.upgrade.clone().unwrap_or_default();
+    let upgrade_remediation = upgrade.remediation.clone().unwrap_or_default();
+    let namespace = release.metadata.namespace.clone().unwrap_or_default();
+    unsupported::refuse(&[
+        ("spec.postRenderers", !spec.post_renderers.is_empty()),
+        ("spec.healthCheckExprs", !spec.health_check_exprs.is_empty()),
+        ("spec.dependsOn.readyExpr", spec.depends_on.iter().any(|d| d.ready_expr.is_some())),
+        ("spec.test.enable", spec.test.as_ref().is_some_and(|t| t.enable == Some(true))),
+        ("spec.chart.spec.verify", spec.chart.as_ref().is_some_and(|c| c.spec.verify.is_some())),
+        ("spec.install.createNamespace", install.create_namespace == Some(true)),
+        ("spec.install.replace", install.replace == Some(true)),
+        ("spec.upgrade.force", upgrade.force == Some(true)),
+        ("spec.upgrade.preserveValues", upgrade.preserve_values == Some(true)),
+        ("spec.upgrade.remediation.strategy", upgrade_remediation.strategy.as_deref().is_some_and(|s| s != "rollback")),
+        ("spec.valuesFrom.targetPath", spec.values_from.iter().any(|v| v.target_path.is_some())),
+        ("spec.kubeConfig.configMapRef", spec.kube_config.as_ref().is_some_and(|k| k.config_map_ref.is_some())),
+    ])?;
+    let (source, chart) = chart(release, origin)?;
+    let values_files = spec.chart.as_ref().map(|c| c.spec.values_files.clone()).unwrap_or_default();
+    let helm = HelmSpec {
+        chart,
+        release_name: Some(release_name(release)),
+        values: spec.values.clone(),
+        values_files,
+        values_from: spec
+            .values_from
+            .iter()
+            .map(|from| ValuesReference {
+                kind: match from.kind {
+                    ValuesSourceKind::ConfigMap => ValuesKind::ConfigMap,
+                    ValuesSourceKind::Secret => ValuesKind::Secret,
+                },
+                name: from.name.clone(),
+                values_key: from.values_key.clone(),
+                optional: from.optional == Some(true),
+            })
+            .collect(),
+        skip_crds: install.skip_crds == Some(true) || install.crds.as_deref() == Some("Skip"),
+        storage: Some(HelmStorage {
+            namespace: Some(storage_namespace(release)),
+            max_history: Some(spec.max_history.map_or(FLUX_MAX_HISTORY, |m| m.max(0) as u32)),
+        }),
+        ..HelmSpec::default()
+    };
+    let mut common = spec.common_metadata.clone().unwrap_or_default();
+    common.labels.insert(NAME_LABEL.into(), release.metadata.name.clone().unwrap_or_default());
+    common.labels.insert(NAMESPACE_LABEL.into(), namespace);
+    // Flux remediates a failed upgrade only when asked (retries, or the last failure).
+    let remediate =
+        upgrade_remediation.retries.is_some_and(|r| r != 0) || upgrade_remediation.remediate_last_failure == Some(true);
+    let disable_wait = install.disable_wait == Some(true) || upgrade.disable_wait == Some(true);
+    Ok(PackageSpec {
+        source: Some(source),
+        render: Some(RenderSpec::Helm(Box::new(helm))),
+        target_namespace: spec.target_namespace.clone(),
+        common_metadata: Some(CommonMetadata { labels: common.labels, annotations: common.annotations }),
+        prune: Some(true),
+        wait: Some(!disable_wait),
+        timeout: spec.timeout.or(upgrade.timeout).or(install.timeout),
+        interval: Some(spec.interval),
+        depends_on: child::depends_on(&spec.depends_on),
+        suspend: spec.suspend,
+        service_account_name: spec.service_account_name.clone(),
+        rollback: remediate.then_some(RollbackSpec { on_failure: true, keep: None }),
+        kube_config: child::kube_config(spec.kube_config.as_ref()),
+        ..PackageSpec::default()
+    })
+}
+
+/// Where the chart comes from, and its path in the source.
+fn chart(release: &HelmRelease, origin: &ChartOrigin) -> Result<(SourceSpec, String), Unsupported> {
+    let namespace = release.metadata.namespace.as_deref();
+    let unsupported = |field: &str| Unsupported { field: field.into() };
+    match origin {
+        ChartOrigin::HelmRepository(repository) => {
+            let template = release.spec.chart.as_ref().ok_or_else(|| unsupported("spec.chart"))?;
+            let repo = &repository.spec;
+            unsupported::refuse(&[
+                ("HelmRepository spec.provider", repo.provider.as_deref().is_some_and(|p| p != "generic")),
+                ("HelmRepository spec.certSecretRef", repo.cert_secret_ref.is_some()),
+                // Its Secret is read beside the Package, in the HelmRelease's namespace.
+                (
+                    "spec.chart.spec.sourceRef.namespace",
+                    repo.secret_ref.is_some() && repository.metadata.namespace.as_deref() != namespace,
+                ),
+            ])?;
+            let version = template.spec.version.clone().filter(|v| v != "*" && !v.is_empty());
+            let source = HelmChartSource {
+                url: repo.url.clone(),
+                chart: template.spec.chart.clone(),
+                version,
+                secret_ref: repo.secret_ref.as_ref().map(|r| LocalObjectReference { name: r.name.clone() }),
+                timeout: repo.timeout,
+            };
+            Ok((SourceSpec { helm: Some(source), ..SourceSpec::default() }, ".".into()))
+        }
+        ChartOrigin::OciRepository(repository) => {
+            let repo = &repository.spec;
+            let reference = repo.reference.clone().unwrap_or_default();
+            unsupported::refuse(&[
+                ("OCIRepository spec.provider", repo.provider.as_deref().is_some_and(|p| p != "generic")),
+                ("OCIRepository spec.verify", repo.verify.is_some()),
+                ("OCIRepository spec.certSecretRef", repo.cert_secret_ref.is_some()),
+                ("OCIRepository spec.ref.digest", reference.digest.is_some()),
+                (
+                    "spec.chartRef.namespace",
+                    repo.secret_ref.is_some() && repository.metadata.namespace.as_deref() != namespace,
+                ),
+            ])?;
+            // `oci://host/charts/web` is the chart `web` of the repository `oci://host/charts`.
+            let (url, chart) = repo.url.rsplit_once('/').ok_or_else(|| unsupported("OCIRepository spec.url"))?;
+            let source = HelmChartSource {
+                url: url.to_string(),
+                chart: chart.to_string(),
+                version: reference.tag.or(reference.semver),
+                secret_ref: repo.secret_ref.as_ref().map(|r| LocalObjectReference { name: r.name.clone() }),
+                timeout: repo.timeout,
+            };
+            Ok((SourceSpec { helm: Some(source), ..SourceSpec::default() }, ".".into()))
+        }
+        ChartOrigin::Artifact => {
+            let template = release.spec.chart.as_ref().ok_or_else(|| unsupported("spec.chart"))?;
+            let source = &template.spec.source_ref;
+            let reference = SourceReference {
+                api_version: source.api_version.clone(),
+                kind: source.kind.clone(),
+                name: source.name.clone(),
+                namespace: source.namespace.clone(),
+            };
+            let path = template.spec.chart.trim_start_matches("./");
+            let path = if path.is_empty() { "." } else { path };
+            Ok((SourceSpec { source_ref: Some(reference), ..SourceSpec::default() }, path.to_string()))
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use serde_json::{Value, json};
+
+    use super::*;
+
+    fn helm_release(spec: Value) -> HelmRelease {
+        serde_json::from_value(json!({
+            "apiVersion": "helm.toolkit.fluxcd.io/v2", "kind": "HelmRelease",
+            "metadata": {"name": "podinfo", "namespace": "flux-system"}, "spec": spec,
+        }))
+        .expect("HelmRelease")
+    }
+
+    fn from_repository(extra: Value) -> Value {
+        let mut spec = json!({
+            "interval": "10m",
+            "chart": {"spec": {"chart": "podinfo", "version": "6.x",
+                               "sourceRef": {"kind": "HelmRepository", "name": "podinfo"}}},
+        });
+        for (k, v) in extra.as_object().expect("object") {
+            spec[k] = v.clone();
+        }
+        spec
+    }
+
+    fn repository(spec: Value, namespace: &str) -> ChartOrigin {
+        let repository = serde_json::from_value(json!({
+            "apiVersion": "source.toolkit.fluxcd.io/v1", "kind": "HelmRepository",
+            "metadata": {"name": "podinfo", "namespace": namespace}, "spec": spec,
+        }))
+        .expect("HelmRepository");
+        ChartOrigin::HelmRepository(Box::new(repository))
+    }
+
+    fn helm(spec: &PackageSpec) -> &HelmSpec {
+        match spec.render.as_ref() {
+            Some(RenderSpec::Helm(helm)) => helm,
+            other => panic!("not helm: {other:?}"),
+        }
+    }
+
+    #[test]
+    fn a_release_from_a_helm_repository_is_a_chart_source_with_flux_s_defaults() {
+        let origin =
+            repository(json!({"url": "https://charts.example.com", "secretRef": {"name": "auth"}}), "flux-system");
+        let values = json!({"replicaCount": 2});
+        let release = helm_release(from_repository(json!({
+            "targetNamespace": "apps", "values": values,
+            "valuesFrom": [{"kind": "Secret", "name": "prod", "valuesKey": "v.yaml", "optional": true}],
+            "upgrade": {"remediation": {"retries": 2}},
+            "dependsOn": [{"name": "redis"}],
+        })));
+        let spec = package_spec(&release, &origin).expect("translated");
+        let source = spec.source.as_ref().and_then(|s| s.helm.as_ref()).expect("chart source");
+        assert_eq!((source.url.as_str(), source.chart.as_str()), ("https://charts.example.com", "podinfo"));
+        assert_eq!(source.version.as_deref(), Some("6.x"));
+        assert_eq!(source.secret_ref.as_ref().map(|r| r.name.as_str()), Some("auth"));
+        let helm = helm(&spec);
+        assert_eq!(helm.release_name.as_deref(), Some("apps-podinfo"), "Flux's default name");
+        assert_eq!(helm.values.as_ref(), Some(&values));
+        assert_eq!(helm.values_from[0].key(), "v.yaml");
+        assert!(helm.values_from[0].optional);
+        let storage = helm.storage.as_ref().expect("storage");
+        assert_eq!((storage.namespace.as_deref(), storage.max_history), (Some("flux-system"), Some(5)));
+        assert_eq!(spec.target_namespace.as_deref(), Some("apps"));
+        assert_eq!(spec.wait, Some(true));
+        assert_eq!(spec.rollback.as_ref().map(|r| r.on_failure), Some(true));
+        assert_eq!(spec.depends_on[0].name, "redis");
+        let labels = &spec.common_metadata.as_ref().expect("metadata").labels;
+        assert_eq!(labels[NAME_LABEL], "podinfo");
+        assert_eq!(labels[NAMESPACE_LABEL], "flux-system");
+    }
+
+    #[test]
+    fn charts_from_oci_and_git_sources() {
+        let oci: OciRepository = serde_json::from_value(json!({
+            "apiVersion": "source.toolkit.fluxcd.io/v1", "kind": "OCIRepository",
+            "metadata": {"name": "podinfo", "namespace": "flux-system"},
+            "spec": {"interval": "5m", "url": "oci://ghcr.io/stefanprodan/charts/podinfo", "ref": {"semver": ">=6.0.0"}},
+        }))
+        .expect("OCIRepository");
+        let release = helm_release(json!({"interval": "5m", "chartRef": {"kind": "OCIRepository", "name": "podinfo"}}));
+        let spec = package_spec(&release, &ChartOrigin::OciRepository(Box::new(oci))).expect("translated");
+        let source = spec.source.as_ref().and_then(|s| s.helm.as_ref()).expect("chart source");
+        assert_eq!(source.url, "oci://ghcr.io/stefanprodan/charts");
+        assert_eq!((source.chart.as_str(), source.version.as_deref()), ("podinfo", Some(">=6.0.0")));
+        assert_eq!(helm(&spec).release_name.as_deref(), Some("podinfo"));
+        assert_eq!(spec.rollback, None, "no remediation unless asked");
+
+        let release = helm_release(json!({
+            "interval": "5m", "releaseName": "web", "storageNamespace": "helm", "maxHistory": 0,
+            "install": {"disableWait": true},
+            "chart": {"spec": {"chart": "./charts/web", "sourceRef": {"kind": "GitRepository", "name": "fleet"}}},
+        }));
+        let spec = package_spec(&release, &ChartOrigin::Artifact).expect("translated");
+        let reference = spec.source.as_ref().and_then(|s| s.source_ref.as_ref()).expect("sourceRef");
+        assert_eq!((reference.kind.as_str(), reference.name.as_str()), ("GitRepository", "fleet"));
+        let helm = helm(&spec);
+        assert_eq!((helm.chart.as_str(), helm.release_name.as_deref()), ("charts/web", Some("web")));
+        let storage = helm.storage.as_ref().expect("storage");
+        assert_eq!((storage.namespace.as_deref(), storage.max_history), (Some("helm"), Some(0)));
+        assert_eq!(spec.wait, Some(false));
+    }
+
+    #[test]
+    fn fields_bosun_cannot_honour_are_refused_by_name() {
+        let origin = repository(json!({"url": "https://charts.example.com"}), "flux-system");
+        let cases = [
+            (
+                json!({"postRenderers": [{"kustomize": {"images": [{"name": "a", "newTag": "b"}]}}]}),
+                "spec.postRenderers",
+            ),
+            (json!({"test": {"enable": true}}), "spec.test.enable"),
+            (json!({"install": {"createNamespace": true}}), "spec.install.createNamespace"),
+            (
+                json!({"upgrade": {"remediation": {"retries": 1, "strategy": "uninstall"}}}),
+                "spec.upgrade.remediation.strategy",
+            ),
+            (
+                json!({"valuesFrom": [{"kind": "ConfigMap", "name": "a", "targetPath": "x.y"}]}),
+                "spec.valuesFrom.targetPath",
+            ),
+        ];
+        for (extra, field) in cases {
+            let error = package_spec(&helm_release(from_repository(extra)), &origin).expect_err(field);
+            assert_eq!(error.field, field);
+        }
+        // A Secret of a repository in another namespace would be read in the wrong one.
+        let elsewhere = repository(json!({"url": "https://charts.example.com", "secretRef": {"name": "a"}}), "charts");
+        let error = package_spec(&helm_release(from_repository(json!({}))), &elsewhere).expect_err("namespace");
+        assert_eq!(error.field, "spec.chart.spec.sourceRef.namespace");
+        let release = helm_release(json!({"interval": "5m", "chartRef": {"kind": "HelmChart", "name": "podinfo"}}));
+        assert_eq!(chart_source(&release).expect_err("kind").field, "spec.chartRef.kind");
+    }
+}
