@@ -19,11 +19,9 @@ mod semver;
 mod strings;
 
 /// Sprig functions this crate does not provide; calling one is an error naming it. They need
-/// crypto this crate does not carry (bcrypt, and RSA key generation, which sprig's keys and
+/// crypto this crate does not carry yet (RSA key generation, which sprig's keys and
 /// certificates use) or the network.
 pub const UNSUPPORTED: &[&str] = &[
-    "bcrypt",
-    "htpasswd",
     "genPrivateKey",
     "buildCustomCert",
     "genCA",
