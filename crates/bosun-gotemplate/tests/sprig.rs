@@ -342,7 +342,7 @@ const ERRORS: &[(&str, &str)] = &[
     ("{{ upper .n }}", "wrong type for value; expected string; got float64"),
     (r#"{{ mustRegexMatch "(" "x" }}"#, "error parsing regexp"),
     ("{{ div 1 0 }}", "integer divide by zero"),
-    (r#"{{ genCA "x" 3 }}"#, "genCA is not supported"),
+    (r#"{{ getHostByName "example.com" }}"#, "getHostByName is not supported"),
 ];
 
 #[test]

@@ -1,6 +1,11 @@
-//! Sprig's crypto functions this crate can reproduce exactly: `derivePassword` (the Master
-//! Password algorithm: scrypt, then HMAC-SHA256 picking template characters) and
-//! `encryptAES`/`decryptAES` (AES-256-CBC, PKCS#7 padding, random IV first, base64).
+//! Sprig's crypto functions: here `derivePassword` (the Master Password algorithm: scrypt, then
+//! HMAC-SHA256 picking template characters) and `encryptAES`/`decryptAES` (AES-256-CBC, PKCS#7
+//! padding, random IV first, base64), exact; `bcrypt` and `htpasswd` in [`password`]; private
+//! keys in [`keys`] and certificates in [`certificates`].
+
+mod certificates;
+mod keys;
+mod password;
 
 use aes::Aes256;
 use aes::cipher::generic_array::GenericArray;
@@ -166,4 +171,6 @@ pub(super) fn register(r: &mut Registry) {
     });
     r.add("encryptAES", &[S, S], S, |a| Ok(Value::from(encrypt_aes(text(&a[0]), text(&a[1])))));
     r.add("decryptAES", &[S, S], S, |a| decrypt_aes(text(&a[0]), text(&a[1])).map(Value::from));
+    password::register(r);
+    certificates::register(r);
 }

@@ -18,22 +18,9 @@ mod numbers;
 mod semver;
 mod strings;
 
-/// Sprig functions this crate does not provide; calling one is an error naming it. They need
-/// crypto this crate does not carry (bcrypt, and RSA key generation, which sprig's keys and
-/// certificates use) or the network.
-pub const UNSUPPORTED: &[&str] = &[
-    "bcrypt",
-    "htpasswd",
-    "genPrivateKey",
-    "buildCustomCert",
-    "genCA",
-    "genCAWithKey",
-    "genSelfSignedCert",
-    "genSelfSignedCertWithKey",
-    "genSignedCert",
-    "genSignedCertWithKey",
-    "getHostByName",
-];
+/// Sprig functions this crate does not provide; calling one is an error naming it.
+/// `getHostByName` needs the network (a host such as Helm's engine may register its own).
+pub const UNSUPPORTED: &[&str] = &["getHostByName"];
 
 /// Sprig's functions as Helm registers them, ready for [`crate::Template::add_funcs`].
 pub fn functions() -> Vec<(String, Function)> {
