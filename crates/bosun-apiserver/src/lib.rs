@@ -72,3 +72,9 @@ use bosun_core::object;
 pub use auth::AuthorizationMode;
 pub use server::{ApiServer, DEFAULT_MAX_WATCHES, NamedUser, RunningServer, ServerError, ServerOptions, Storage};
 pub use simulation::stages::ANNOTATION as FAIL_ANNOTATION;
+// The errors `ServerError` carries, nameable by callers that match on them.
+pub use auth::{authentication::AuthenticationError, serviceaccount::TokenError};
+pub use secrets::SecretFileError;
+pub use simulation::stages::StageError;
+pub use store::StoreError;
+pub use tls::TlsError;

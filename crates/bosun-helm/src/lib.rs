@@ -67,6 +67,11 @@ mod strvals;
 pub mod values;
 pub mod yaml;
 
+// The errors of modules that stay the crate's own, named where the public errors carry them.
+pub use ignore::IgnoreError;
+pub use schema::SchemaError;
+pub use strvals::StrvalsError;
+
 /// Chart fixtures the unit tests write into temporary directories.
 #[cfg(test)]
 mod test_files {

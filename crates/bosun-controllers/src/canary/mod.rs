@@ -12,7 +12,7 @@ pub mod controller;
 pub(crate) mod measure;
 pub(crate) mod plan;
 
-pub use plan::split;
+pub use plan::{WeightError, split};
 
 use std::time::Duration;
 

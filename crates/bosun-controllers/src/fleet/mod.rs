@@ -8,3 +8,5 @@
 pub mod controller;
 pub(crate) mod generate;
 pub(crate) mod strategy;
+
+pub use generate::Cluster;

@@ -19,7 +19,7 @@ pub(crate) mod resource;
 pub(crate) mod schema;
 pub mod tenancy;
 
-pub use fence::fenced;
+pub use fence::{ClientError, fenced};
 
 use std::{
     collections::{BTreeMap, BTreeSet},

@@ -20,6 +20,16 @@ pub struct Key {
 }
 
 impl Key {
+    /// The object's namespace; empty for a cluster-scoped object.
+    pub fn namespace(&self) -> &str {
+        &self.namespace
+    }
+
+    /// The object's name.
+    pub fn name(&self) -> &str {
+        &self.name
+    }
+
     /// The key of an object.
     pub(crate) fn of(object: &Value) -> Key {
         Key {

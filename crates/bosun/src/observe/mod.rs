@@ -45,12 +45,13 @@ use serde_json::Value;
 use tokio::task::JoinSet;
 
 use bosun_core::jsonpath::{JsonPathError, JsonPathTemplate};
-pub use known::{BadName, TemplateMissed};
-use known::{CommandRun, EventType, Key, Known, ObjectSource, TemplateOutputs};
-use metrics::ObserverMetrics;
+pub use known::{BadName, EventType, Key, TemplateMissed};
+use known::{CommandRun, Known, ObjectSource, TemplateOutputs};
+pub use metrics::ObserverMetrics;
 pub use output::{Event, Log, Output, RunError};
 use queue::Queue;
-use resource::{Candidate, UnknownResource};
+use resource::Candidate;
+pub use resource::UnknownResource;
 use state::{Exec, Loop};
 
 /// Which namespaces to observe.

@@ -17,6 +17,7 @@ use bosun_api::package::{FilesSpec, JsonnetSpec, MAIN_JSONNET, PackageSpec, Rend
 use bosun_core::yaml;
 pub(crate) use detect::looks_like_package;
 pub use detect::{PACKAGE_MARKERS, detect_renderer, is_marked_package, jsonnet_program};
+pub use rollout::RolloutError;
 
 /// The file that declares a package.
 pub(crate) const PACKAGE_FILE: &str = "bosun.yaml";
