@@ -8,6 +8,7 @@ use k8s_openapi::apiextensions_apiserver::pkg::apis::apiextensions::v1::CustomRe
 use kube::{Api, Client};
 use tokio_util::sync::CancellationToken;
 
+use bosun_api::flux::notification::{FluxAlert, FluxProvider, FluxReceiver};
 use bosun_api::flux::source::{Bucket, GitRepository, OciRepository};
 use bosun_core::cluster::ClusterError;
 
@@ -246,23 +247,34 @@ pub async fn run(
             flux::source::controller::<Bucket>(client.clone(), fetcher, &scope).on_event(listener()),
             flux::kustomization::controller(client.clone(), &scope).on_event(listener()),
             flux::helm_release::controller(client.clone(), &scope).on_event(listener()),
+            (
+                flux::notification::controller::<FluxProvider>(client.clone(), &scope).on_event(listener()),
+                flux::notification::controller::<FluxAlert>(client.clone(), &scope).on_event(listener()),
+                flux::notification::controller::<FluxReceiver>(client.clone(), &scope).on_event(listener()),
+            ),
         )
     });
     let flux_stop = settings.package.stopping.clone();
     let flux_controllers = async move {
-        let Some((git, oci, buckets, kustomizations, helm_releases)) = flux_controllers else { return Ok(()) };
+        let Some((git, oci, buckets, kustomizations, helm_releases, (providers, alerts, receivers))) = flux_controllers
+        else {
+            return Ok(());
+        };
         let stopped = || {
             let stop = flux_stop.clone();
             async move { stop.cancelled().await }
         };
-        let (git, oci, buckets, kustomizations, helm_releases) = tokio::join!(
+        let (git, oci, buckets, kustomizations, helm_releases, providers, alerts, receivers) = tokio::join!(
             git.run(stopped()),
             oci.run(stopped()),
             buckets.run(stopped()),
             kustomizations.run(stopped()),
             helm_releases.run(stopped()),
+            providers.run(stopped()),
+            alerts.run(stopped()),
+            receivers.run(stopped()),
         );
-        git.and(oci).and(buckets).and(kustomizations).and(helm_releases)
+        git.and(oci).and(buckets).and(kustomizations).and(helm_releases).and(providers).and(alerts).and(receivers)
     };
     let (packages, alerts, receivers, operators, canaries, fleets, flux) = tokio::join!(
         async {

@@ -1,6 +1,6 @@
 //! Flux's own kinds as types, by API group: [`source`] (`GitRepository`, `OCIRepository`,
-//! `HelmRepository`, `Bucket`), [`kustomize`] (`Kustomization`) and [`helm`]
-//! (`HelmRelease`), with the CRDs ([`crds`]) Flux installs for them: the same group, names,
+//! `HelmRepository`, `Bucket`), [`kustomize`] (`Kustomization`), [`helm`] (`HelmRelease`)
+//! and [`notification`] (`Provider`, `Alert`, `Receiver`), with the CRDs ([`crds`]) Flux installs for them: the same group, names,
 //! short names, categories, printer columns, served versions (the deprecated ones Flux's
 //! README examples still use among them) and schemas, so that a Flux repository's objects
 //! apply unchanged. `bosun crds --flux` prints them.
@@ -14,6 +14,7 @@ mod meta;
 
 pub mod helm;
 pub mod kustomize;
+pub mod notification;
 pub mod source;
 
 pub use meta::{
@@ -33,7 +34,8 @@ pub const RECONCILE_REQUESTED_AT: &str = "reconcile.fluxcd.io/requestedAt";
 /// The CRDs of Flux's kinds, one per kind with every version Flux serves for it (v1 stored;
 /// conversion `None`, as Flux's CRDs: an object reads in any served version as stored),
 /// sources first: `gitrepositories`, `ocirepositories`, `helmrepositories`, `buckets`,
-/// `kustomizations`, `helmreleases`.
+/// `kustomizations`, `helmreleases`, then notification-controller's `providers`, `alerts`,
+/// `receivers`.
 pub fn crds() -> Vec<CustomResourceDefinition> {
     // The storage version is given first, then the others in the order Flux's CRDs list them
     // (merge_crds appends from the end of the list).
@@ -55,6 +57,9 @@ pub fn crds() -> Vec<CustomResourceDefinition> {
             kustomize::KustomizationV1beta1::crd(),
         ]),
         helm::HelmRelease::crd(),
+        notification::FluxProvider::crd(),
+        notification::FluxAlert::crd(),
+        notification::FluxReceiver::crd(),
     ]
 }
 
@@ -100,6 +105,41 @@ mod tests {
     }
 
     #[test]
+    fn notification_crds_are_flux_s_static_providers_and_alerts_and_a_receiver_with_status() {
+        for (plural, kind, version, status) in [
+            ("providers", "Provider", "v1beta3", false),
+            ("alerts", "Alert", "v1beta3", false),
+            ("receivers", "Receiver", "v1", true),
+        ] {
+            let crd = crd(plural);
+            assert_eq!(crd["metadata"]["name"], format!("{plural}.notification.toolkit.fluxcd.io"));
+            assert_eq!(crd["spec"]["names"]["kind"], kind);
+            assert_eq!(crd["spec"]["names"]["categories"], json!(["fluxcd"]), "{plural}");
+            let served = &crd["spec"]["versions"][0];
+            assert_eq!((served["name"].as_str(), served["storage"].as_bool()), (Some(version), Some(true)));
+            assert_eq!(served["subresources"].get("status").is_some(), status, "{plural}");
+            let mut problems = Vec::new();
+            check_structural(&served["schema"]["openAPIV3Schema"], plural, &mut problems);
+            assert!(problems.is_empty(), "{problems:#?}");
+        }
+        let alert: notification::FluxAlert = round_trip(json!({
+            "apiVersion": "notification.toolkit.fluxcd.io/v1beta3", "kind": "Alert",
+            "metadata": {"name": "on-call", "namespace": "flux-system"},
+            "spec": {"providerRef": {"name": "slack"}, "eventSeverity": "error",
+                     "eventSources": [{"kind": "Kustomization", "name": "*", "matchLabels": {"team": "a"}}],
+                     "exclusionList": [".*upgrade.*"]},
+        }));
+        assert_eq!(alert.spec.event_sources[0].match_labels["team"], "a");
+        let receiver: notification::FluxReceiver = round_trip(json!({
+            "apiVersion": "notification.toolkit.fluxcd.io/v1", "kind": "Receiver",
+            "metadata": {"name": "github", "namespace": "flux-system"},
+            "spec": {"type": "github", "events": ["push"], "secretRef": {"name": "token"},
+                     "resources": [{"kind": "GitRepository", "name": "fleet"}]},
+        }));
+        assert_eq!(receiver.spec.type_, "github");
+    }
+
+    #[test]
     fn every_flux_crd_is_structural_with_flux_names_versions_and_columns() {
         let expected = [
             (
@@ -137,7 +177,7 @@ mod tests {
             ),
             ("helmreleases", "helm.toolkit.fluxcd.io", "HelmRelease", json!(["hr"]), vec!["v1"; 0], "fluxcd-appliers"),
         ];
-        assert_eq!(crds().len(), expected.len());
+        assert_eq!(crds().len(), expected.len() + 3, "and notification-controller's three, below");
         for (plural, group, kind, short_names, versions, category) in expected {
             let crd = crd(plural);
             assert_eq!(crd["metadata"]["name"], format!("{plural}.{group}"));

@@ -39,25 +39,33 @@ pub(crate) fn depends_on(references: &[DependencyReference]) -> Vec<ObjectRefere
     references.iter().map(|d| ObjectReference { name: d.name.clone(), namespace: d.namespace.clone() }).collect()
 }
 
-/// The parent's child Package, if it has one; a Package of that name it does not own is a
-/// conflict (`PackageConflict`), never taken over.
-pub(crate) async fn existing<K: Object>(run: &Run<K>, kind: &str) -> Result<Option<PackageResource>, Failure> {
-    let packages: Api<PackageResource> = run.api();
-    let package = packages.get_opt(run.name()).await.map_err(|e| Failure::from_error("ReconciliationFailed", &e))?;
+/// The parent's child of type `T` (same name and namespace: a `Package`, or bosun's own
+/// `Provider`, `Alert`, `Receiver`), if it has one; one it does not own is a conflict
+/// (`PackageConflict`, …), never taken over.
+pub(crate) async fn existing<K: Object, T>(run: &Run<K>, kind: &str) -> Result<Option<T>, Failure>
+where
+    T: kube::Resource<DynamicType = (), Scope = kube::core::NamespaceResourceScope>
+        + Clone
+        + serde::de::DeserializeOwned
+        + std::fmt::Debug,
+{
+    let children: Api<T> = run.api();
+    let child = children.get_opt(run.name()).await.map_err(|e| Failure::from_error("ReconciliationFailed", &e))?;
     let uid = run.object().meta().uid.clone().unwrap_or_default();
-    let owned =
-        |p: &PackageResource| p.metadata.owner_references.iter().flatten().any(|o| o.uid == uid && o.kind == kind);
-    match package {
-        Some(package) if !owned(&package) => Err(Failure::give_up(
-            "PackageConflict",
-            format!(
-                "{}: Package/{}/{} exists and is not this {kind}'s: rename one of them",
-                run.describe(),
-                run.namespace(),
-                run.name()
-            ),
-        )),
-        package => Ok(package),
+    let child_kind = T::kind(&());
+    match child {
+        Some(child) if !child.meta().owner_references.iter().flatten().any(|o| o.uid == uid && o.kind == kind) => {
+            Err(Failure::give_up(
+                format!("{child_kind}Conflict"),
+                format!(
+                    "{}: {child_kind}/{}/{} exists and is not this {kind}'s: rename one of them",
+                    run.describe(),
+                    run.namespace(),
+                    run.name()
+                ),
+            ))
+        }
+        child => Ok(child),
     }
 }
 

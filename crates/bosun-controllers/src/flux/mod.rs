@@ -2,7 +2,8 @@
 //! `GitRepository`, `OCIRepository` and `Bucket` (`git_repository.rs`, `oci_repository.rs`,
 //! `bucket.rs`) fetched and their artifacts recorded as source-controller does (`source.rs`),
 //! and `Kustomization` ([`kustomization`]) and `HelmRelease` ([`helm_release`], its chart from
-//! a `HelmRepository`, an `OCIRepository` or a path of a source) read into the Package that does the same, so that
+//! a `HelmRepository`, an `OCIRepository` or a path of a source) read into the Package that does the same, and
+//! the notification kinds `Provider`, `Alert` and `Receiver` into bosun's own (`notification`), so that
 //! one pipeline (source, render, plan, apply, health, prune) serves both; their statuses are
 //! written in Flux's shape. A field bosun cannot honour yet is refused by name
 //! (`crate::fetch::unsupported`).
@@ -12,6 +13,7 @@ mod child;
 mod git_repository;
 pub mod helm_release;
 pub mod kustomization;
+pub(crate) mod notification;
 mod oci_repository;
 pub(crate) mod source;
 
@@ -39,6 +41,7 @@ pub fn reconciled_crds() -> Vec<String> {
     use bosun_api::flux::{
         helm::HelmRelease,
         kustomize::Kustomization,
+        notification::{FluxAlert, FluxProvider, FluxReceiver},
         source::{Bucket, GitRepository, HelmRepository, OciRepository},
     };
     [
@@ -48,6 +51,9 @@ pub fn reconciled_crds() -> Vec<String> {
         HelmRepository::crd(),
         Kustomization::crd(),
         HelmRelease::crd(),
+        FluxProvider::crd(),
+        FluxAlert::crd(),
+        FluxReceiver::crd(),
     ]
     .into_iter()
     .filter_map(|crd| crd.metadata.name)

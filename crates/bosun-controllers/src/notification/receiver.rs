@@ -203,8 +203,60 @@ fn truncated(text: &str, max: usize) -> &str {
     &text[..end]
 }
 
-/// Whether `selector` (of a Receiver in `namespace`) selects the Package `package_namespace`/
-/// `name` with `labels`.
+/// A kind a Receiver can ask to reconcile, and the annotations a call sets on its objects.
+#[derive(Debug, PartialEq, Eq)]
+pub(crate) struct Reconcilable {
+    /// API group.
+    pub(crate) group: &'static str,
+    /// The version read and annotated.
+    pub(crate) version: &'static str,
+    /// Kind.
+    pub(crate) kind: &'static str,
+    /// Resource (plural).
+    pub(crate) plural: &'static str,
+    /// Set to the call's token: a Package's run with its source fetched again; a Flux
+    /// object's `reconcile.fluxcd.io/requestedAt`, as notification-controller sets it.
+    pub(crate) annotations: &'static [&'static str],
+}
+
+const FLUX_REQUEST: &[&str] = &[bosun_api::flux::RECONCILE_REQUESTED_AT];
+
+/// What Receivers reconcile: bosun's Packages and the Flux objects bosun serves.
+pub(crate) const RECONCILABLE: [Reconcilable; 7] = [
+    Reconcilable {
+        group: "bosun.dev",
+        version: "v1alpha1",
+        kind: "Package",
+        plural: "packages",
+        annotations: &[bosun_api::package::REQUESTED_AT, bosun_api::package::SOURCE_REQUESTED_AT],
+    },
+    flux("source.toolkit.fluxcd.io", "v1", "GitRepository", "gitrepositories"),
+    flux("source.toolkit.fluxcd.io", "v1", "OCIRepository", "ocirepositories"),
+    flux("source.toolkit.fluxcd.io", "v1", "Bucket", "buckets"),
+    flux("source.toolkit.fluxcd.io", "v1", "HelmRepository", "helmrepositories"),
+    flux("kustomize.toolkit.fluxcd.io", "v1", "Kustomization", "kustomizations"),
+    flux("helm.toolkit.fluxcd.io", "v2", "HelmRelease", "helmreleases"),
+];
+
+const fn flux(group: &'static str, version: &'static str, kind: &'static str, plural: &'static str) -> Reconcilable {
+    Reconcilable { group, version, kind, plural, annotations: FLUX_REQUEST }
+}
+
+/// The kind `selector` names, when Receivers can reconcile it. An `apiVersion`, when given,
+/// names the version served, or for Flux's kinds any version of their group (an object written
+/// as `v1beta2` is the same object).
+pub(crate) fn reconcilable(selector: &ResourceSelector) -> Option<&'static Reconcilable> {
+    let group_of = |api_version: &str| api_version.rsplit_once('/').map_or("", |(group, _)| group).to_string();
+    RECONCILABLE.iter().find(|r| {
+        let version_ok = |v: &str| {
+            v == format!("{}/{}", r.group, r.version) || (r.annotations == FLUX_REQUEST && group_of(v) == r.group)
+        };
+        r.kind == selector.kind && selector.api_version.as_deref().is_none_or(version_ok)
+    })
+}
+
+/// Whether `selector` (of a Receiver in `namespace`) selects the object `object_namespace`/
+/// `name` with `labels` (of the kind it names).
 pub(crate) fn selects(
     selector: &ResourceSelector,
     namespace: &str,
@@ -212,8 +264,7 @@ pub(crate) fn selects(
     name: &str,
     labels: &BTreeMap<String, String>,
 ) -> bool {
-    selector.kind == "Package"
-        && selector.api_version.as_deref().is_none_or(|v| v == "bosun.dev/v1alpha1")
+    reconcilable(selector).is_some()
         && selector.namespace.as_deref().unwrap_or(namespace) == package_namespace
         && (selector.name == "*" || selector.name == name)
         && selector.match_labels.iter().all(|(k, v)| labels.get(k) == Some(v))
@@ -380,6 +431,25 @@ mod tests {
                 false,
             ),
             (selector(serde_json::json!({"kind": "Canary", "name": "*"})), "apps", "db", &none, false),
+            (selector(serde_json::json!({"kind": "GitRepository", "name": "fleet"})), "apps", "fleet", &none, true),
+            (
+                selector(
+                    serde_json::json!({"apiVersion": "kustomize.toolkit.fluxcd.io/v1beta2", "kind": "Kustomization", "name": "*"}),
+                ),
+                "apps",
+                "infra",
+                &none,
+                true,
+            ),
+            (
+                selector(
+                    serde_json::json!({"apiVersion": "source.toolkit.fluxcd.io/v1", "kind": "Kustomization", "name": "*"}),
+                ),
+                "apps",
+                "infra",
+                &none,
+                false,
+            ),
             (
                 selector(serde_json::json!({"apiVersion": "bosun.dev/v1", "kind": "Package", "name": "*"})),
                 "apps",

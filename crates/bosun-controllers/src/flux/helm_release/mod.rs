@@ -80,7 +80,7 @@ impl kit::Reconciler for HelmReleases {
     async fn reconcile(&self, run: &mut Run<HelmRelease>) -> Result<(), Failure> {
         let release = run.object().clone();
         let packages: Api<PackageResource> = run.api();
-        let existing = child::existing(run, "HelmRelease").await?;
+        let existing = child::existing::<_, PackageResource>(run, "HelmRelease").await?;
         let (origin, origin_generation) = origin(run, &release).await?;
         let labels = child::package_labels(&release.metadata, (translate::NAME_LABEL, translate::NAMESPACE_LABEL));
         let generation = release.metadata.generation.unwrap_or_default();

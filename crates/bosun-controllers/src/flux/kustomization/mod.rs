@@ -79,7 +79,7 @@ impl kit::Reconciler for Kustomizations {
         let kustomization = run.object().clone();
         let cluster_error = |e: kube::Error| Failure::from_error("ReconciliationFailed", &e);
         let packages: Api<PackageResource> = run.api();
-        let existing = child::existing(run, "Kustomization").await?;
+        let existing = child::existing::<_, PackageResource>(run, "Kustomization").await?;
         let labels =
             child::package_labels(&kustomization.metadata, (translate::NAME_LABEL, translate::NAMESPACE_LABEL));
         let generation = kustomization.metadata.generation.unwrap_or_default().to_string();

@@ -28,7 +28,7 @@ use axum::{
 use k8s_openapi::api::core::v1::Secret;
 use kube::{
     Api, Client,
-    api::{ListParams, Patch, PatchParams},
+    api::{ApiResource, DynamicObject, ListParams, Patch, PatchParams},
 };
 use serde_json::json;
 
@@ -40,14 +40,15 @@ use bosun_api::notification::{ReceiverResource, ReceiverSpec, ReceiverType};
 
 use crate::notification::{
     receiver::{
-        DELIVERY_MEMORY, DELIVERY_MEMORY_SIZE, Deliveries, label_selector, selects, triggers, verify, webhook_path,
+        DELIVERY_MEMORY, DELIVERY_MEMORY_SIZE, Deliveries, RECONCILABLE, label_selector, reconcilable, selects,
+        triggers, verify, webhook_path,
     },
     references::{self, CROSS_NAMESPACE_REF},
 };
 
 use bosun_api::Interval;
 
-use bosun_api::package::{PackageResource, REQUESTED_AT, SOURCE_REQUESTED_AT, request_token};
+use bosun_api::package::request_token;
 
 /// The controller's name: field manager, finalizer and event reporter.
 pub(crate) const NAME: &str = "receiver";
@@ -65,7 +66,7 @@ pub(crate) enum ReceiverError {
         namespace: String,
         /// The Receiver's name.
         name: String,
-        /// `Package/ns/name`, or `Packages in ns` for a list.
+        /// `Kind/ns/name`, or `Kind objects in ns` for a list.
         package: String,
         /// Why.
         #[source]
@@ -170,11 +171,13 @@ impl kit::Reconciler for ReceiverReconciler {
         }
         let interval = receiver.spec.interval.map_or(DEFAULT_INTERVAL, |Interval(d)| d);
         for (i, resource) in receiver.spec.resources.iter().enumerate() {
-            let api_version_ok = resource.api_version.as_deref().is_none_or(|v| v == "bosun.dev/v1alpha1");
-            if resource.kind != "Package" || !api_version_ok {
+            if reconcilable(resource).is_none() {
+                let kinds: Vec<&str> = RECONCILABLE.iter().map(|r| r.kind).collect();
                 let message = format!(
-                    "{object}: spec.resources[{i}]: only Packages (bosun.dev/v1alpha1) can be reconciled, not {}",
-                    resource.kind
+                    "{object}: spec.resources[{i}]: {} {} cannot be reconciled by a Receiver; these can: {}",
+                    resource.api_version.as_deref().unwrap_or_default(),
+                    resource.kind,
+                    kinds.join(", ")
                 );
                 self.routes.remove(&key);
                 return Err(Failure::give_up("InvalidReceiver", message));
@@ -294,11 +297,10 @@ async fn call(
     }
 }
 
-/// Asks every Package the Receiver selects to reconcile with its source fetched again;
-/// returns their `namespace/name`.
+/// Asks every object the Receiver selects to reconcile (a Package with its source fetched
+/// again, a Flux object as notification-controller asks it); returns their `namespace/name`.
 async fn reconcile_selected(client: &Client, route: &Route) -> Result<Vec<String>, ReceiverError> {
     let token = request_token();
-    let patch = json!({"metadata": {"annotations": {REQUESTED_AT: token, SOURCE_REQUESTED_AT: token}}});
     let failed = |package: String| {
         move |e: kube::Error| ReceiverError::Annotate {
             namespace: route.namespace.clone(),
@@ -309,17 +311,29 @@ async fn reconcile_selected(client: &Client, route: &Route) -> Result<Vec<String
     };
     let mut reconciling = Vec::new();
     for selector in &route.spec.resources {
+        let Some(kind) = reconcilable(selector) else { continue };
+        let annotations: serde_json::Map<String, serde_json::Value> =
+            kind.annotations.iter().map(|a| (a.to_string(), json!(token))).collect();
+        let patch = json!({"metadata": {"annotations": annotations}});
         let namespace = selector.namespace.clone().unwrap_or_else(|| route.namespace.clone());
-        let packages: Api<PackageResource> = Api::namespaced(client.clone(), &namespace);
+        let resource = ApiResource {
+            group: kind.group.into(),
+            version: kind.version.into(),
+            api_version: format!("{}/{}", kind.group, kind.version),
+            kind: kind.kind.into(),
+            plural: kind.plural.into(),
+        };
+        let packages: Api<DynamicObject> = Api::namespaced_with(client.clone(), &namespace, &resource);
         let candidates = match selector.name.as_str() {
             "*" => {
                 let list = ListParams::default().labels(&label_selector(selector));
-                packages.list_metadata(&list).await.map_err(failed(format!("Packages in {namespace}")))?.items
+                let what = format!("{} objects in {namespace}", kind.kind);
+                packages.list_metadata(&list).await.map_err(failed(what))?.items
             }
             name => packages
                 .get_metadata_opt(name)
                 .await
-                .map_err(failed(format!("Package/{namespace}/{name}")))?
+                .map_err(failed(format!("{}/{namespace}/{name}", kind.kind)))?
                 .into_iter()
                 .collect(),
         };
@@ -332,7 +346,7 @@ async fn reconcile_selected(client: &Client, route: &Route) -> Result<Vec<String
             packages
                 .patch_metadata(&name, &PatchParams::default(), &Patch::Merge(&patch))
                 .await
-                .map_err(failed(format!("Package/{namespace}/{name}")))?;
+                .map_err(failed(format!("{}/{namespace}/{name}", kind.kind)))?;
             reconciling.push(format!("{namespace}/{name}"));
         }
     }
