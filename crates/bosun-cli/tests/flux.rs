@@ -8,41 +8,17 @@ use std::time::{Duration, Instant};
 use bosun_apiserver::ApiServer;
 use bosun_test_tools::git_server::{HttpAuth, HttpServer, Repos};
 use k8s_openapi::api::core::v1::{ConfigMap, Event};
-use kube::{
-    Api,
-    api::{ApiResource, DynamicObject, ListParams},
-    core::GroupVersionKind,
-};
-use serde_json::Value;
+use kube::{Api, api::ListParams};
 
 mod common;
+#[path = "support/flux.rs"]
+mod flux_support;
 #[path = "support/controller.rs"]
 mod support;
 
 use common::Cluster;
+use flux_support::{condition, flux_api, wait_for};
 use support::{BOUND, configmap, text};
-
-fn flux_api(cluster: &Cluster, group: &str, kind: &str) -> Api<DynamicObject> {
-    let gvk = GroupVersionKind::gvk(group, "v1", kind);
-    Api::namespaced_with(cluster.server.client(), "flux-system", &ApiResource::from_gvk(&gvk))
-}
-
-/// Waits until `probe` finds what it looks for in the object (as JSON), and returns it.
-async fn wait_for(api: &Api<DynamicObject>, name: &str, what: &str, probe: impl Fn(&Value) -> bool) -> Value {
-    let deadline = Instant::now() + BOUND;
-    loop {
-        let object = api.get_opt(name).await.expect("get").map(|o| serde_json::to_value(o).expect("json"));
-        if let Some(object) = object.filter(|o| probe(o)) {
-            return object;
-        }
-        assert!(Instant::now() < deadline, "{name}: never {what}: {:?}", api.get_opt(name).await);
-        tokio::time::sleep(Duration::from_millis(50)).await;
-    }
-}
-
-fn condition<'a>(object: &'a Value, type_: &str) -> Option<&'a Value> {
-    object.pointer("/status/conditions")?.as_array()?.iter().find(|c| c["type"] == type_)
-}
 
 const OBJECTS: &str = "\
 apiVersion: v1
@@ -227,7 +203,7 @@ async fn flux_objects_are_reconciled_with_the_status_flux_writes() {
         .await;
     assert!(waited.status.success(), "{}", text(&waited));
 
-    let repositories = flux_api(&cluster, "source.toolkit.fluxcd.io", "GitRepository");
+    let repositories = flux_api(cluster.server.client(), "flux-system", "source.toolkit.fluxcd.io", "GitRepository");
     let repository = repositories.get("fleet").await.expect("GitRepository");
     let repository = serde_json::to_value(repository).expect("json");
     let revision = format!("main@sha1:{first}");
@@ -236,7 +212,8 @@ async fn flux_objects_are_reconciled_with_the_status_flux_writes() {
     assert_eq!(condition(&repository, "Ready").map(|c| c["reason"].clone()), Some("Succeeded".into()));
     assert_eq!(condition(&repository, "ArtifactInStorage").map(|c| c["status"].clone()), Some("True".into()));
 
-    let kustomizations = flux_api(&cluster, "kustomize.toolkit.fluxcd.io", "Kustomization");
+    let kustomizations =
+        flux_api(cluster.server.client(), "flux-system", "kustomize.toolkit.fluxcd.io", "Kustomization");
     let webapp = serde_json::to_value(kustomizations.get("webapp").await.expect("webapp")).expect("json");
     assert_eq!(webapp["status"]["lastAppliedRevision"], revision.as_str(), "{webapp:#}");
     assert_eq!(webapp["status"]["lastAttemptedRevision"], revision.as_str());

@@ -25,18 +25,17 @@ use base64::Engine;
 use base64::engine::general_purpose::STANDARD;
 use bosun_apiserver::ApiServer;
 use k8s_openapi::api::core::v1::{ConfigMap, Secret};
-use kube::{
-    Api,
-    api::{ApiResource, DynamicObject, ListParams},
-    core::GroupVersionKind,
-};
+use kube::{Api, api::ListParams};
 use serde_json::{Value, json};
 
 mod common;
+#[path = "support/flux.rs"]
+mod flux_support;
 #[path = "support/controller.rs"]
 mod support;
 
 use common::Cluster;
+use flux_support::{condition, flux_api, wait_for};
 use support::{BOUND, text};
 
 /// The charts' archives by version.
@@ -138,23 +137,6 @@ async fn revisions(secrets: &Api<Secret>) -> Vec<(String, String, String, String
         .collect();
     found.sort_by_key(|(version, ..)| version.parse::<i64>().unwrap_or_default());
     found
-}
-
-fn condition<'a>(object: &'a Value, type_: &str) -> Option<&'a Value> {
-    object.pointer("/status/conditions")?.as_array()?.iter().find(|c| c["type"] == type_)
-}
-
-/// Waits until the HelmRelease (as JSON) satisfies `probe`.
-async fn wait_release(api: &Api<DynamicObject>, what: &str, probe: impl Fn(&Value) -> bool) -> Value {
-    let deadline = Instant::now() + BOUND;
-    loop {
-        let object = serde_json::to_value(api.get("web").await.expect("HelmRelease")).expect("json");
-        if probe(&object) {
-            return object;
-        }
-        assert!(Instant::now() < deadline, "never {what}: {object:#}");
-        tokio::time::sleep(Duration::from_millis(50)).await;
-    }
 }
 
 fn history_versions(release: &Value) -> Vec<(i64, String)> {
@@ -261,9 +243,9 @@ async fn a_helm_release_upgrades_a_release_helm_installed_and_rolls_back_a_faile
     assert_eq!(v2["info"]["first_deployed"], "2026-01-01T10:00:00Z", "revision 1's");
     assert!(v2["manifest"].as_str().is_some_and(|m| m.contains("# Source: web/templates/config.yaml")), "{v2:#}");
 
-    let gvk = GroupVersionKind::gvk("helm.toolkit.fluxcd.io", "v2", "HelmRelease");
-    let releases: Api<DynamicObject> = Api::namespaced_with(client.clone(), "default", &ApiResource::from_gvk(&gvk));
-    let release = wait_release(&releases, "upgraded", |r| history_versions(r).first().is_some_and(|h| h.0 == 2)).await;
+    let releases = flux_api(client.clone(), "default", "helm.toolkit.fluxcd.io", "HelmRelease");
+    let release =
+        wait_for(&releases, "web", "upgraded", |r| history_versions(r).first().is_some_and(|h| h.0 == 2)).await;
     let ready = condition(&release, "Ready").expect("Ready");
     assert_eq!(ready["reason"], "UpgradeSucceeded", "{release:#}");
     assert_eq!(ready["message"], "Helm upgrade succeeded for release default/web.v2 with chart web@1.0.0");
@@ -278,7 +260,7 @@ async fn a_helm_release_upgrades_a_release_helm_installed_and_rolls_back_a_faile
     let patch = r#"{"spec":{"chart":{"spec":{"version":"1.1.0"}}}}"#;
     let patched = cluster.kubectl(&["patch", "helmrelease", "web", "--type=merge", "-p", patch], None).await;
     assert!(patched.status.success(), "{}", text(&patched));
-    let release = wait_release(&releases, "at 1.1.0", |r| {
+    let release = wait_for(&releases, "web", "at 1.1.0", |r| {
         history_versions(r).first() == Some(&(3, "deployed".into()))
             && condition(r, "Ready").is_some_and(|c| c["status"] == "True")
     })
@@ -292,7 +274,7 @@ async fn a_helm_release_upgrades_a_release_helm_installed_and_rolls_back_a_faile
     let patch = r#"{"spec":{"chart":{"spec":{"version":"2.0.0"}}}}"#;
     let patched = cluster.kubectl(&["patch", "helmrelease", "web", "--type=merge", "-p", patch], None).await;
     assert!(patched.status.success(), "{}", text(&patched));
-    let release = wait_release(&releases, "remediated", |r| {
+    let release = wait_for(&releases, "web", "remediated", |r| {
         condition(r, "Remediated").is_some_and(|c| c["status"] == "True")
             && history_versions(r).first().is_some_and(|h| h.0 == 5)
     })

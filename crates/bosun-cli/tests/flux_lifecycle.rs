@@ -1,0 +1,193 @@
+//! A Flux repository's lifecycle under `bosun controller --flux`, with RBAC on (the embedded
+//! API server's default): three Kustomizations in a `dependsOn` chain held back while the
+//! first is suspended (`DependencyNotReady`) and reaching Ready in order once it resumes; a
+//! suspended Kustomization not applying a new commit until resumed; and a Kustomization whose
+//! `serviceAccountName` may not write what its path holds refused (`AccessDenied`), nothing
+//! applied.
+
+use std::time::{Duration, Instant};
+
+use bosun_apiserver::ApiServer;
+use bosun_test_tools::git_server::{HttpAuth, HttpServer, Repos};
+use k8s_openapi::api::core::v1::ConfigMap;
+use kube::Api;
+use serde_json::Value;
+
+mod common;
+#[path = "support/flux.rs"]
+mod flux_support;
+#[path = "support/controller.rs"]
+mod support;
+
+use common::Cluster;
+use flux_support::{condition, flux_api, ready_is, wait_for};
+use support::{BOUND, configmap, text};
+
+const OBJECTS: &str = "\
+apiVersion: v1
+kind: Namespace
+metadata: {name: flux-system}
+---
+apiVersion: v1
+kind: ServiceAccount
+metadata: {name: deployer, namespace: flux-system}
+---
+apiVersion: rbac.authorization.k8s.io/v1
+kind: Role
+metadata: {name: configmaps, namespace: default}
+rules:
+- {apiGroups: [''], resources: [configmaps], verbs: ['*']}
+---
+apiVersion: rbac.authorization.k8s.io/v1
+kind: RoleBinding
+metadata: {name: deployer-configmaps, namespace: default}
+roleRef: {apiGroup: rbac.authorization.k8s.io, kind: Role, name: configmaps}
+subjects:
+- {kind: ServiceAccount, name: deployer, namespace: flux-system}
+---
+apiVersion: source.toolkit.fluxcd.io/v1
+kind: GitRepository
+metadata: {name: fleet, namespace: flux-system}
+spec:
+  interval: 1s
+  url: URL
+  ref: {branch: main}
+---
+apiVersion: kustomize.toolkit.fluxcd.io/v1
+kind: Kustomization
+metadata: {name: base, namespace: flux-system}
+spec:
+  interval: 1h
+  path: ./base
+  prune: true
+  suspend: true
+  targetNamespace: default
+  sourceRef: {kind: GitRepository, name: fleet}
+---
+apiVersion: kustomize.toolkit.fluxcd.io/v1
+kind: Kustomization
+metadata: {name: middle, namespace: flux-system}
+spec:
+  interval: 1h
+  retryInterval: 1s
+  path: ./middle
+  prune: true
+  targetNamespace: default
+  dependsOn: [{name: base}]
+  sourceRef: {kind: GitRepository, name: fleet}
+---
+apiVersion: kustomize.toolkit.fluxcd.io/v1
+kind: Kustomization
+metadata: {name: top, namespace: flux-system}
+spec:
+  interval: 1h
+  retryInterval: 1s
+  path: ./top
+  prune: true
+  targetNamespace: default
+  dependsOn: [{name: middle}]
+  sourceRef: {kind: GitRepository, name: fleet}
+---
+apiVersion: kustomize.toolkit.fluxcd.io/v1
+kind: Kustomization
+metadata: {name: tenant, namespace: flux-system}
+spec:
+  interval: 1h
+  path: ./tenant
+  prune: true
+  serviceAccountName: deployer
+  sourceRef: {kind: GitRepository, name: fleet}
+";
+
+const SECRET: &str =
+    "apiVersion: v1\nkind: Secret\nmetadata: {name: stolen, namespace: kube-system}\nstringData: {a: b}\n";
+
+/// When the object's `Ready` condition last changed (RFC 3339, whole seconds).
+fn ready_since(object: &Value) -> String {
+    condition(object, "Ready").and_then(|c| c["lastTransitionTime"].as_str()).unwrap_or_default().to_string()
+}
+
+#[tokio::test]
+async fn dependencies_suspension_and_service_accounts_behave_as_flux_s() {
+    let repos = Repos::new();
+    let repo = repos.create("fleet");
+    repo.write("base/a.yaml", &configmap("base", "1"))
+        .write("middle/a.yaml", &configmap("middle", "1"))
+        .write("top/a.yaml", &configmap("top", "1"))
+        .write("tenant/mine.yaml", &configmap("tenant", "1"))
+        .write("tenant/secret.yaml", SECRET);
+    repo.commit("first");
+    let http = HttpServer::start(&repos, HttpAuth::None);
+
+    let server = ApiServer::in_memory().start().await.expect("server");
+    let cluster = Cluster::around(server);
+    let crds = cluster.bosun(&["crds", "--flux"]).await;
+    cluster.kubectl(&["apply", "--server-side", "-f", "-"], Some(&crds.stdout)).await;
+    let objects = OBJECTS.replace("URL", &http.url(&repo));
+    let applied = cluster.kubectl(&["apply", "-f", "-"], Some(objects.as_bytes())).await;
+    assert!(applied.status.success(), "{}", text(&applied));
+    let _controller = cluster.controller("controller", &["--flux"]);
+
+    let client = cluster.server.client();
+    let kustomizations = flux_api(client.clone(), "flux-system", "kustomize.toolkit.fluxcd.io", "Kustomization");
+    let configmaps: Api<ConfigMap> = Api::namespaced(client.clone(), "default");
+
+    // `base` is suspended: `middle` waits for it, `top` for `middle`; nothing of theirs applied.
+    let waiting = "not ready: DependencyNotReady";
+    let middle =
+        wait_for(&kustomizations, "middle", waiting, |k| ready_is(k, "False", Some("DependencyNotReady"))).await;
+    let message = condition(&middle, "Ready").map(|c| c["message"].to_string()).unwrap_or_default();
+    assert!(message.contains("base"), "names the dependency: {message}");
+    wait_for(&kustomizations, "top", waiting, |k| ready_is(k, "False", Some("DependencyNotReady"))).await;
+    for name in ["base", "middle", "top"] {
+        assert!(configmaps.get_opt(name).await.expect("get").is_none(), "{name} applied too early");
+    }
+
+    // Resumed: all three Ready, in order.
+    let patch = r#"{"spec":{"suspend":false}}"#;
+    let resumed = cluster
+        .kubectl(&["patch", "kustomization", "base", "-n", "flux-system", "--type=merge", "-p", patch], None)
+        .await;
+    assert!(resumed.status.success(), "{}", text(&resumed));
+    let mut since = Vec::new();
+    for name in ["base", "middle", "top"] {
+        let ready = wait_for(&kustomizations, name, "ready", |k| ready_is(k, "True", None)).await;
+        since.push(ready_since(&ready));
+        assert!(configmaps.get_opt(name).await.expect("get").is_some(), "{name} not applied");
+    }
+    assert!(since.windows(2).all(|w| w[0] <= w[1]), "ready out of order: {since:?}");
+
+    // The tenant's ServiceAccount may write ConfigMaps in default, not Secrets in kube-system:
+    // refused, and nothing of its path applied (the dry run comes first).
+    let tenant = wait_for(&kustomizations, "tenant", "refused", |k| ready_is(k, "False", Some("AccessDenied"))).await;
+    let message = condition(&tenant, "Ready").map(|c| c["message"].to_string()).unwrap_or_default();
+    assert!(message.contains("kube-system") && message.contains("forbidden"), "{message}");
+    assert!(configmaps.get_opt("tenant").await.expect("get").is_none(), "nothing applied");
+
+    // `top` suspended: a new commit is applied to the others, not to it, until it resumes.
+    let patch = r#"{"spec":{"suspend":true}}"#;
+    let suspended = cluster
+        .kubectl(&["patch", "kustomization", "top", "-n", "flux-system", "--type=merge", "-p", patch], None)
+        .await;
+    assert!(suspended.status.success(), "{}", text(&suspended));
+    repo.write("middle/a.yaml", &configmap("middle", "2")).write("top/a.yaml", &configmap("top", "2"));
+    let second = repo.commit("second");
+    let revision = format!("main@sha1:{second}");
+    wait_for(&kustomizations, "middle", "at the second commit", |k| {
+        k["status"]["lastAppliedRevision"] == revision.as_str()
+    })
+    .await;
+    let value = |c: ConfigMap| c.data.unwrap_or_default().get("value").cloned().unwrap_or_default();
+    assert_eq!(value(configmaps.get("middle").await.expect("middle")), "2");
+    assert_eq!(value(configmaps.get("top").await.expect("top")), "1", "suspended");
+    let patch = r#"{"spec":{"suspend":false}}"#;
+    let resumed = cluster
+        .kubectl(&["patch", "kustomization", "top", "-n", "flux-system", "--type=merge", "-p", patch], None)
+        .await;
+    assert!(resumed.status.success(), "{}", text(&resumed));
+    let deadline = Instant::now() + BOUND;
+    while value(configmaps.get("top").await.expect("top")) != "2" {
+        assert!(Instant::now() < deadline, "resumed but not applied");
+        tokio::time::sleep(Duration::from_millis(50)).await;
+    }
+}
