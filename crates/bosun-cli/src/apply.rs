@@ -75,7 +75,7 @@ pub struct Args {
 pub fn options(package: &Package, args: &Args) -> Options {
     Options {
         concurrency: args.concurrency.max(1),
-        force: args.force,
+        force: args.force || package.spec.force == Some(true),
         dry_run: args.dry_run,
         prune: args.prune || package.spec.prune == Some(true),
         wait: args.wait || package.spec.wait == Some(true),

@@ -92,12 +92,12 @@ spec:
 ---
 apiVersion: kustomize.toolkit.fluxcd.io/v1
 kind: Kustomization
-metadata: {name: forced, namespace: flux-system, labels: {bosun.dev/migrate: 'true'}}
+metadata: {name: unhonoured, namespace: flux-system, labels: {bosun.dev/migrate: 'true'}}
 spec:
   interval: 5m
   path: ./lonely
   prune: true
-  force: true
+  ignoreMissingComponents: true
   sourceRef: {kind: GitRepository, name: fleet}
 ---
 apiVersion: kustomize.toolkit.fluxcd.io/v1beta1
@@ -265,13 +265,13 @@ async fn flux_objects_are_reconciled_with_the_status_flux_writes() {
     assert_eq!(spec.template.spec.expect("pod").containers[0].image.as_deref(), Some("nginx:1.27"), "retagged");
 
     // A field bosun cannot honour yet is named in Ready=False, and nothing is applied for it.
-    let forced = wait_for(&kustomizations, "forced", "refused", |k| {
+    let unhonoured = wait_for(&kustomizations, "unhonoured", "refused", |k| {
         condition(k, "Ready").is_some_and(|c| c["status"] == "False")
     })
     .await;
-    let ready = condition(&forced, "Ready").expect("Ready");
+    let ready = condition(&unhonoured, "Ready").expect("Ready");
     assert_eq!(ready["reason"], "UnsupportedField");
-    assert!(ready["message"].as_str().is_some_and(|m| m.contains("spec.force")), "{ready}");
+    assert!(ready["message"].as_str().is_some_and(|m| m.contains("spec.ignoreMissingComponents")), "{ready}");
 
     // `healthChecks` (with `wait` off): the named Deployment's health decides, as in Flux's
     // README example; one that never appears fails the run with HealthCheckFailed.

@@ -1,7 +1,8 @@
 //! A Flux repository's lifecycle under `bosun controller --flux`, with RBAC on (the embedded
 //! API server's default): three Kustomizations in a `dependsOn` chain held back while the
 //! first is suspended (`DependencyNotReady`) and reaching Ready in order once it resumes; a
-//! suspended Kustomization not applying a new commit until resumed; and a Kustomization whose
+//! suspended Kustomization not applying a new commit until resumed; `force` recreating an
+//! immutable ConfigMap whose data changed; and a Kustomization whose
 //! `serviceAccountName` may not write what its path holds refused (`AccessDenied`), nothing
 //! applied.
 
@@ -60,6 +61,7 @@ spec:
   interval: 1h
   path: ./base
   prune: true
+  force: true
   suspend: true
   targetNamespace: default
   sourceRef: {kind: GitRepository, name: fleet}
@@ -99,6 +101,13 @@ spec:
   sourceRef: {kind: GitRepository, name: fleet}
 ";
 
+/// An immutable ConfigMap: a change of its data can only be applied by recreating it.
+fn frozen(value: &str) -> String {
+    format!(
+        "apiVersion: v1\nkind: ConfigMap\nmetadata: {{name: frozen}}\nimmutable: true\ndata: {{value: '{value}'}}\n"
+    )
+}
+
 const SECRET: &str =
     "apiVersion: v1\nkind: Secret\nmetadata: {name: stolen, namespace: kube-system}\nstringData: {a: b}\n";
 
@@ -112,6 +121,7 @@ async fn dependencies_suspension_and_service_accounts_behave_as_flux_s() {
     let repos = Repos::new();
     let repo = repos.create("fleet");
     repo.write("base/a.yaml", &configmap("base", "1"))
+        .write("base/frozen.yaml", &frozen("1"))
         .write("middle/a.yaml", &configmap("middle", "1"))
         .write("top/a.yaml", &configmap("top", "1"))
         .write("tenant/mine.yaml", &configmap("tenant", "1"))
@@ -170,7 +180,10 @@ async fn dependencies_suspension_and_service_accounts_behave_as_flux_s() {
         .kubectl(&["patch", "kustomization", "top", "-n", "flux-system", "--type=merge", "-p", patch], None)
         .await;
     assert!(suspended.status.success(), "{}", text(&suspended));
-    repo.write("middle/a.yaml", &configmap("middle", "2")).write("top/a.yaml", &configmap("top", "2"));
+    let frozen_before = configmaps.get("frozen").await.expect("frozen");
+    repo.write("middle/a.yaml", &configmap("middle", "2"))
+        .write("top/a.yaml", &configmap("top", "2"))
+        .write("base/frozen.yaml", &frozen("2"));
     let second = repo.commit("second");
     let revision = format!("main@sha1:{second}");
     wait_for(&kustomizations, "middle", "at the second commit", |k| {
@@ -180,6 +193,14 @@ async fn dependencies_suspension_and_service_accounts_behave_as_flux_s() {
     let value = |c: ConfigMap| c.data.unwrap_or_default().get("value").cloned().unwrap_or_default();
     assert_eq!(value(configmaps.get("middle").await.expect("middle")), "2");
     assert_eq!(value(configmaps.get("top").await.expect("top")), "1", "suspended");
+    // `force`: the immutable ConfigMap's change applied by recreating it.
+    wait_for(&kustomizations, "base", "at the second commit", |k| {
+        k["status"]["lastAppliedRevision"] == revision.as_str()
+    })
+    .await;
+    let frozen_after = configmaps.get("frozen").await.expect("frozen");
+    assert_ne!(frozen_after.metadata.uid, frozen_before.metadata.uid, "recreated");
+    assert_eq!(value(frozen_after), "2");
     let patch = r#"{"spec":{"suspend":false}}"#;
     let resumed = cluster
         .kubectl(&["patch", "kustomization", "top", "-n", "flux-system", "--type=merge", "-p", patch], None)

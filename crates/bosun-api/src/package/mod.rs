@@ -96,6 +96,10 @@ pub struct PackageSpec {
     /// Wait for applied objects to become healthy.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub wait: Option<bool>,
+    /// Recreate an object whose change touches an immutable field (deleted, then applied)
+    /// instead of failing the run (Flux's `force`; `bosun apply --force`).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub force: Option<bool>,
     /// Bound of apply plus wait.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub timeout: Option<Interval>,

@@ -191,6 +191,7 @@ impl PackageReconciler {
         let cancel = self.running.start(&key, running::StartedFor::of(&resource));
         let options = Options {
             concurrency: APPLY_CONCURRENCY,
+            force: resource.spec.force == Some(true),
             prune: resource.spec.prune.unwrap_or(true),
             wait: resource.spec.wait.unwrap_or(true),
             timeout: resource.spec.run_timeout(),

@@ -84,7 +84,6 @@ pub(crate) fn package_spec(release: &HelmRelease, origin: &ChartOrigin) -> Resul
         ("spec.chart.spec.verify", spec.chart.as_ref().is_some_and(|c| c.spec.verify.is_some())),
         ("spec.install.createNamespace", install.create_namespace == Some(true)),
         ("spec.install.replace", install.replace == Some(true)),
-        ("spec.upgrade.force", upgrade.force == Some(true)),
         ("spec.upgrade.preserveValues", upgrade.preserve_values == Some(true)),
         ("spec.upgrade.remediation.strategy", upgrade_remediation.strategy.as_deref().is_some_and(|s| s != "rollback")),
         ("spec.valuesFrom.targetPath", spec.values_from.iter().any(|v| v.target_path.is_some())),
@@ -130,6 +129,8 @@ pub(crate) fn package_spec(release: &HelmRelease, origin: &ChartOrigin) -> Resul
         target_namespace: spec.target_namespace.clone(),
         common_metadata: Some(CommonMetadata { labels: common.labels, annotations: common.annotations }),
         prune: Some(true),
+        // Helm's `--force`: objects replaced when a change cannot be patched.
+        force: upgrade.force,
         wait: Some(!disable_wait),
         timeout: spec.timeout.or(upgrade.timeout).or(install.timeout),
         interval: Some(spec.interval),

@@ -60,7 +60,6 @@ pub(crate) fn package_spec(kustomization: &Kustomization, raw: &Value) -> Result
         ("spec.decryption.provider", decryption.is_some_and(|d| d.provider != "sops")),
         ("spec.decryption.serviceAccountName", decryption.is_some_and(|d| d.service_account_name.is_some())),
         ("spec.kubeConfig.configMapRef", kube_config.is_some_and(|k| k.config_map_ref.is_some())),
-        ("spec.force", spec.force == Some(true)),
     ])?;
     let deletion_policy = match spec.deletion_policy.as_deref() {
         None | Some("MirrorPrune") => None,
@@ -110,6 +109,7 @@ pub(crate) fn package_spec(kustomization: &Kustomization, raw: &Value) -> Result
         },
         common_metadata: Some(CommonMetadata { labels: common.labels, annotations: common.annotations }),
         prune: Some(spec.prune),
+        force: spec.force,
         // Flux waits for what it applied only when asked.
         wait: Some(spec.wait == Some(true)),
         timeout: spec.timeout,
@@ -267,7 +267,7 @@ mod tests {
     fn every_field_bosun_cannot_honour_yet_is_named() {
         for (fields, field) in [
             (json!({"postBuild": {"substituteStrategy": "Strict"}}), "spec.postBuild.substituteStrategy"),
-            (json!({"force": true}), "spec.force"),
+            (json!({"ignoreMissingComponents": true}), "spec.ignoreMissingComponents"),
             (json!({"sourceRef": {"kind": "HelmRepository", "name": "x"}}), "spec.sourceRef.kind"),
             (json!({"sourceRef": {"kind": "ExternalArtifact", "name": "x"}}), "spec.sourceRef.kind"),
         ] {
