@@ -6,12 +6,10 @@
 //! `fieldPath`. The engine is the `cel` crate; evaluation is bounded by a cost limit counted in
 //! the values a rule sees, not upstream's static estimate.
 
-use std::{collections::HashMap, sync::Arc};
+use std::sync::Arc;
 
-use cel::{
-    Context, Program,
-    objects::{Key, OptionalValue},
-};
+use bosun_core::cel::to_cel;
+use cel::{Context, Program, objects::OptionalValue};
 use serde_json::{Value, json};
 
 use crate::error::FieldError;
@@ -36,27 +34,6 @@ pub struct Rule {
 impl std::fmt::Debug for Rule {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         f.debug_struct("Rule").field("source", &self.source).finish_non_exhaustive()
-    }
-}
-
-/// A JSON value as CEL sees it: integers are `int` (as Kubernetes' CEL types them), objects
-/// are maps with string keys.
-fn to_cel(value: &Value) -> cel::Value {
-    match value {
-        Value::Null => cel::Value::Null,
-        Value::Bool(flag) => cel::Value::Bool(*flag),
-        Value::Number(number) => match (number.as_i64(), number.as_u64()) {
-            (Some(int), _) => cel::Value::Int(int),
-            (None, Some(uint)) => cel::Value::UInt(uint),
-            _ => cel::Value::Float(number.as_f64().unwrap_or_default()),
-        },
-        Value::String(text) => cel::Value::String(Arc::new(text.clone())),
-        Value::Array(items) => cel::Value::List(Arc::new(items.iter().map(to_cel).collect())),
-        Value::Object(map) => {
-            let entries: HashMap<Key, cel::Value> =
-                map.iter().map(|(key, value)| (Key::String(Arc::new(key.clone())), to_cel(value))).collect();
-            cel::Value::Map(entries.into())
-        }
     }
 }
 

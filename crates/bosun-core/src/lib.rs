@@ -12,6 +12,7 @@
 #![warn(missing_docs)]
 
 pub mod backoff;
+pub mod cel;
 pub mod cluster;
 pub mod discovery;
 pub mod endpoints;

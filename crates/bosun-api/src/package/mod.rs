@@ -84,6 +84,11 @@ pub struct PackageSpec {
     /// that fails or stays unready fails the run with `HealthCheckFailed`.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub health_checks: Vec<NamespacedObjectKindReference>,
+    /// CEL expressions deciding the health of a kind's objects, instead of the built-in
+    /// rules, wherever the Package waits for health (custom resource; Flux's
+    /// `healthCheckExprs`).
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub health_check_exprs: Vec<crate::flux::HealthCheckExpression>,
     /// Labels and annotations added to every object.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub common_metadata: Option<CommonMetadata>,
@@ -150,6 +155,7 @@ impl PackageSpec {
             ("deletionPolicy", self.deletion_policy.is_some()),
             ("decryption", self.decryption.is_some()),
             ("kubeConfig", self.kube_config.is_some()),
+            ("healthCheckExprs", !self.health_check_exprs.is_empty()),
         ];
         set.into_iter().filter(|(_, present)| *present).map(|(field, _)| field).collect()
     }

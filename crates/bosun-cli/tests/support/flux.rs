@@ -17,6 +17,11 @@ use crate::support::BOUND;
 /// Flux's `kind` of `group` (its stored version), in `namespace`.
 pub fn flux_api(client: kube::Client, namespace: &str, group: &str, kind: &str) -> Api<DynamicObject> {
     let version = if group == "helm.toolkit.fluxcd.io" { "v2" } else { "v1" };
+    api(client, namespace, group, version, kind)
+}
+
+/// Objects of `kind` in `group/version`, in `namespace`.
+pub fn api(client: kube::Client, namespace: &str, group: &str, version: &str, kind: &str) -> Api<DynamicObject> {
     let gvk = GroupVersionKind::gvk(group, version, kind);
     Api::namespaced_with(client, namespace, &ApiResource::from_gvk(&gvk))
 }

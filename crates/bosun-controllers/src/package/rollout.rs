@@ -185,6 +185,8 @@ impl PackageReconciler {
         let resource = run.object().clone();
         let plan = plan::plan(set.rendered)
             .map_err(|e| Failure::retry(BUILD_FAILED, e.to_string()).within(resource.spec.retry_interval()))?;
+        let health_expressions = bosun::apply::health_expressions(&package.spec.health_check_exprs)
+            .map_err(|e| Failure::give_up(BUILD_FAILED, e.to_string()))?;
         tracker.planned(plan.groups.iter().map(|g| g.name.clone()).collect());
         tracker.phase("Applying", &format!("applying revision {}", set.revision), status);
         let key = key(&resource);
@@ -204,6 +206,7 @@ impl PackageReconciler {
             hooks: hooks.run,
             operation: hooks.operation,
             health_checks: package.spec.health_checks.clone(),
+            health_expressions,
             ..Options::default()
         };
         let namespace = run.namespace().to_string();

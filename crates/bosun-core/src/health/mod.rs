@@ -4,6 +4,10 @@
 //! generation, then each kind has its readiness rule; anything else is judged by its `Ready`,
 //! `Stalled` and `Reconciling` conditions.
 
+mod expressions;
+
+pub use expressions::{ExpressionError, ExpressionTexts, HealthExpressions};
+
 use serde_json::Value;
 
 /// How healthy an object is.
@@ -30,13 +34,13 @@ pub struct Health {
 }
 
 impl Health {
-    fn current(message: impl Into<String>) -> Health {
+    pub(crate) fn current(message: impl Into<String>) -> Health {
         Health { status: Status::Current, message: message.into() }
     }
-    fn progressing(message: impl Into<String>) -> Health {
+    pub(crate) fn progressing(message: impl Into<String>) -> Health {
         Health { status: Status::InProgress, message: message.into() }
     }
-    fn failed(terminal: bool, message: impl Into<String>) -> Health {
+    pub(crate) fn failed(terminal: bool, message: impl Into<String>) -> Health {
         Health { status: Status::Failed { terminal }, message: message.into() }
     }
 

@@ -51,6 +51,7 @@ use crate::render::{HookStyle, Manifest, Rendered};
 
 use crate::report::{ApplyProgress, Change, ChangeEntry, Report};
 use bosun_core::discovery::{Kind, Resolver};
+use bosun_core::health::{ExpressionTexts, HealthExpressions};
 pub use cache::{Cache, Changed};
 use namespaces::{check_namespaces, created_namespaces, missing_namespaces_message};
 pub(crate) use preview::diff;
@@ -102,6 +103,9 @@ pub struct Options {
     /// Objects whose health is waited for after the rollout and prune when `wait` is off
     /// (Flux's `healthChecks`): a failure is the rollout's, at the health stage.
     pub health_checks: Vec<NamespacedObjectKindReference>,
+    /// CEL expressions judging the health of their kinds' objects instead of the built-in
+    /// rules (Flux's `healthCheckExprs`; [`health_expressions`] compiles them).
+    pub health_expressions: Vec<HealthExpressions>,
 }
 
 impl Options {
@@ -135,6 +139,7 @@ impl Default for Options {
             operation: None,
             hooks: true,
             health_checks: Vec::new(),
+            health_expressions: Vec::new(),
         }
     }
 }
@@ -251,8 +256,31 @@ impl Item {
             checks: checks.to_vec(),
             written: None,
             hook: false,
+            expressions: None,
         }
     }
+}
+
+/// Compiles a package's `healthCheckExprs`, naming the first invalid one.
+///
+/// # Errors
+/// An expression is not valid CEL.
+pub fn health_expressions(
+    given: &[bosun_api::flux::HealthCheckExpression],
+) -> Result<Vec<HealthExpressions>, bosun_core::health::ExpressionError> {
+    given
+        .iter()
+        .enumerate()
+        .map(|(index, expression)| {
+            let texts = ExpressionTexts {
+                current: &expression.current,
+                in_progress: expression.in_progress.as_deref(),
+                failed: expression.failed.as_deref(),
+            };
+            let at = format!("spec.healthCheckExprs[{index}]");
+            HealthExpressions::compile(&at, &expression.api_version, expression.kind.as_deref(), texts)
+        })
+        .collect()
 }
 
 /// Where a rendered object goes, found without copying it: the kind the cluster serves it as
@@ -490,7 +518,8 @@ impl<'a> Runner<'a> {
                 false => (String::new(), format!("{}/{}", check.kind, check.name)),
             };
             let name = check.name.clone();
-            watched.push(Watched { described, kind, namespace, name, checks: Vec::new(), written: None, hook: false });
+            let (checks, written, hook, expressions) = (Vec::new(), None, false, None);
+            watched.push(Watched { described, kind, namespace, name, checks, written, hook, expressions });
         }
         self.report.failure = self.await_health(&watched, self.options.timeout, GROUP).await;
     }

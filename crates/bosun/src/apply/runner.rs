@@ -325,6 +325,26 @@ impl Runner<'_> {
     /// ends; with how long it could last at most.
     pub(super) async fn wait_for(&self, objects: &[Watched], timeout: Duration) -> (Waited, Duration) {
         let until = self.options.until(timeout);
+        // Kinds with health expressions are judged by them.
+        let judged: Vec<Watched>;
+        let objects = match self.options.health_expressions.is_empty() {
+            true => objects,
+            false => {
+                judged = objects
+                    .iter()
+                    .map(|watched| {
+                        let resource = &watched.kind.resource;
+                        let expressions = self
+                            .options
+                            .health_expressions
+                            .iter()
+                            .find(|e| e.judges(&resource.api_version, &resource.kind));
+                        Watched { expressions: expressions.cloned(), ..watched.clone() }
+                    })
+                    .collect();
+                &judged
+            }
+        };
         // The run's deadline may bound the wait more than the group's timeout.
         let limit = until.deadline.saturating_duration_since(tokio::time::Instant::now());
         self.progress.waiting_until(until.deadline.into_std());

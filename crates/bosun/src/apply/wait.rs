@@ -13,7 +13,7 @@ use serde_json::Value;
 use tokio::time::Instant;
 use tokio_util::sync::CancellationToken;
 
-use bosun_core::health::{self, Health, Status};
+use bosun_core::health::{self, Health, HealthExpressions, Status};
 
 use super::success::check_success;
 use crate::report::ApplyProgress;
@@ -38,6 +38,8 @@ pub(crate) struct Watched {
     pub(crate) written: Option<String>,
     /// A hook: done when complete ([`health::completion`]), not merely healthy.
     pub(crate) hook: bool,
+    /// CEL expressions judging its kind, instead of the built-in rules.
+    pub(crate) expressions: Option<HealthExpressions>,
 }
 
 /// How long a wait may last: until a deadline, or until it is cancelled.
@@ -80,7 +82,11 @@ pub(crate) enum Waited {
 type Key = (usize, String);
 
 fn judge(object: &Value, watched: &Watched) -> Health {
-    let health = if watched.hook { health::completion(object) } else { health::evaluate(object) };
+    let health = match (&watched.expressions, watched.hook) {
+        (_, true) => health::completion(object),
+        (Some(expressions), false) => expressions.evaluate(object),
+        (None, false) => health::evaluate(object),
+    };
     let checks = &watched.checks;
     if health.status != Status::Current {
         return health;

@@ -78,7 +78,6 @@ pub(crate) fn package_spec(release: &HelmRelease, origin: &ChartOrigin) -> Resul
     let namespace = release.metadata.namespace.clone().unwrap_or_default();
     unsupported::refuse(&[
         ("spec.postRenderers", !spec.post_renderers.is_empty()),
-        ("spec.healthCheckExprs", !spec.health_check_exprs.is_empty()),
         ("spec.dependsOn.readyExpr", spec.depends_on.iter().any(|d| d.ready_expr.is_some())),
         ("spec.test.enable", spec.test.as_ref().is_some_and(|t| t.enable == Some(true))),
         ("spec.chart.spec.verify", spec.chart.as_ref().is_some_and(|c| c.spec.verify.is_some())),
@@ -131,6 +130,7 @@ pub(crate) fn package_spec(release: &HelmRelease, origin: &ChartOrigin) -> Resul
         prune: Some(true),
         // Helm's `--force`: objects replaced when a change cannot be patched.
         force: upgrade.force,
+        health_check_exprs: spec.health_check_exprs.clone(),
         wait: Some(!disable_wait),
         timeout: spec.timeout.or(upgrade.timeout).or(install.timeout),
         interval: Some(spec.interval),

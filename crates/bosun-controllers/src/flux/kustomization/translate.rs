@@ -51,7 +51,6 @@ pub(crate) fn package_spec(kustomization: &Kustomization, raw: &Value) -> Result
     let kube_config = spec.kube_config.as_ref();
     unsupported::refuse(&[
         ("spec.sourceRef.kind", !KINDS.contains(&spec.source_ref.kind.as_str())),
-        ("spec.healthCheckExprs", !spec.health_check_exprs.is_empty()),
         ("spec.dependsOn.readyExpr", spec.depends_on.iter().any(|d| d.ready_expr.is_some())),
         ("spec.ignoreMissingComponents", spec.ignore_missing_components == Some(true)),
         ("spec.ignore", !spec.ignore.is_empty()),
@@ -110,6 +109,7 @@ pub(crate) fn package_spec(kustomization: &Kustomization, raw: &Value) -> Result
         common_metadata: Some(CommonMetadata { labels: common.labels, annotations: common.annotations }),
         prune: Some(spec.prune),
         force: spec.force,
+        health_check_exprs: spec.health_check_exprs.clone(),
         // Flux waits for what it applied only when asked.
         wait: Some(spec.wait == Some(true)),
         timeout: spec.timeout,
