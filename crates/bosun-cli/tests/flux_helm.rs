@@ -4,7 +4,10 @@
 //! marked as Helm marks them) upgraded in place to revision 2 and its object adopted, upgraded
 //! again, a failed upgrade rolled back, and each revision recorded as Helm records it — read
 //! back here by decoding the Secrets as Helm does, and through the HelmRelease's status in
-//! helm-controller's shape, waited for with `kubectl wait`.
+//! helm-controller's shape, waited for with `kubectl wait`. The HelmRepository's own status
+//! (its index's revision, `FetchFailed` for a missing one) is source-controller's. Charts
+//! pushed to a registry (Debian's `docker-registry`) are installed through an `OCIRepository`
+//! and an OCI `HelmRepository`.
 
 use std::{
     collections::BTreeMap,
@@ -24,7 +27,7 @@ use axum::{
 use base64::Engine;
 use base64::engine::general_purpose::STANDARD;
 use bosun_apiserver::ApiServer;
-use k8s_openapi::api::core::v1::{ConfigMap, Secret};
+use k8s_openapi::api::core::v1::{ConfigMap, Event, Secret};
 use kube::{Api, api::ListParams};
 use serde_json::{Value, json};
 
@@ -139,6 +142,25 @@ async fn revisions(secrets: &Api<Secret>) -> Vec<(String, String, String, String
     found
 }
 
+/// `kubectl wait --for=condition=ready` on `object` in `namespace`, asserted to succeed.
+async fn kubectl_wait_ready(cluster: &Cluster, namespace: &str, object: &str) {
+    let args = ["wait", "--for=condition=ready", object, "-n", namespace, "--timeout=60s"];
+    let waited = cluster.run("kubectl", &args, None).await;
+    assert!(waited.status.success(), "{object}: {}", text(&waited));
+}
+
+/// The SHA-256 of `bytes` in hex, as `sha256sum` computes it.
+fn sha256sum(bytes: &[u8]) -> String {
+    let mut child = Command::new(bosun_test_tools::require("sha256sum"))
+        .stdin(std::process::Stdio::piped())
+        .stdout(std::process::Stdio::piped())
+        .spawn()
+        .expect("sha256sum");
+    child.stdin.take().expect("stdin").write_all(bytes).expect("write");
+    let output = child.wait_with_output().expect("sha256sum");
+    String::from_utf8(output.stdout).expect("utf8").split_whitespace().next().expect("digest").to_string()
+}
+
 fn history_versions(release: &Value) -> Vec<(i64, String)> {
     let history = release.pointer("/status/history").and_then(Value::as_array).cloned().unwrap_or_default();
     history
@@ -168,6 +190,9 @@ spec:
   values: {greeting: from-flux}
   upgrade:
     remediation: {retries: 1}
+---
+{apiVersion: source.toolkit.fluxcd.io/v1, kind: HelmRepository, metadata: {name: nowhere, namespace: default},
+ spec: {interval: 5m, url: URL/missing}}
 ";
 
 #[tokio::test]
@@ -210,10 +235,59 @@ async fn a_helm_release_upgrades_a_release_helm_installed_and_rolls_back_a_faile
 
     cluster.kubectl(&["apply", "-f", "-"], Some(OBJECTS.replace("URL", &url).as_bytes())).await;
     let _controller = cluster.controller("controller", &["--flux"]);
-    let waited = cluster
-        .run("kubectl", &["wait", "--for=condition=ready", "helmrelease/web", "-n", "default", "--timeout=60s"], None)
-        .await;
-    assert!(waited.status.success(), "{}", text(&waited));
+    kubectl_wait_ready(&cluster, "default", "helmrelease/web").await;
+
+    // The HelmRepository stores the index as source-controller does: revision the digest of
+    // the index as served.
+    kubectl_wait_ready(&cluster, "default", "helmrepository/charts").await;
+    let repositories =
+        flux_support::api(cluster.server.client(), "default", "source.toolkit.fluxcd.io", "v1", "HelmRepository");
+    let repository = serde_json::to_value(repositories.get("charts").await.expect("charts")).expect("json");
+    let served = index(State(charts.clone())).await;
+    let digest = sha256sum(served.as_bytes());
+    let revision = format!("sha256:{digest}");
+    let artifact = &repository["status"]["artifact"];
+    assert_eq!(artifact["revision"], revision.as_str(), "{repository:#}");
+    assert_eq!(artifact["path"], format!("helmrepository/default/charts/index-{digest}.yaml"));
+    assert_eq!(artifact["url"], format!("bosun://helmrepository/default/charts/index-{digest}.yaml"));
+    assert_eq!(artifact["size"], served.len());
+    let stored = condition(&repository, "ArtifactInStorage").expect("ArtifactInStorage");
+    assert_eq!(
+        (&stored["reason"], &stored["message"]),
+        (&json!("Succeeded"), &json!(format!("stored artifact: revision '{revision}'")))
+    );
+    assert_eq!(condition(&repository, "Ready").map(|c| c["reason"].clone()), Some("Succeeded".into()));
+    assert_eq!(repository["status"]["observedGeneration"], repository["metadata"]["generation"]);
+    let events: Api<Event> = Api::namespaced(client.clone(), "default");
+    let note = format!("stored fetched index of size {}B from '{url}'", served.len());
+    let deadline = Instant::now() + BOUND;
+    loop {
+        let events = events.list(&ListParams::default()).await.expect("events");
+        let found = events.items.iter().any(|e| {
+            e.involved_object.name.as_deref() == Some("charts")
+                && e.reason.as_deref() == Some("NewArtifact")
+                && e.message.as_deref() == Some(note.as_str())
+        });
+        if found {
+            break;
+        }
+        let seen: Vec<_> = events.items.iter().map(|e| (e.reason.clone(), e.message.clone())).collect();
+        assert!(Instant::now() < deadline, "no NewArtifact event {note:?}: {seen:?}");
+        tokio::time::sleep(Duration::from_millis(50)).await;
+    }
+
+    // A repository whose index is not there: FetchFailed and Ready=False, naming the URL.
+    let failing = wait_for(&repositories, "nowhere", "failed", |r| {
+        condition(r, "Ready").is_some_and(|c| c["status"] == "False") && condition(r, "FetchFailed").is_some()
+    })
+    .await;
+    let fetch_failed = condition(&failing, "FetchFailed").expect("FetchFailed");
+    assert_eq!((&fetch_failed["status"], &fetch_failed["reason"]), (&json!("True"), &json!("Failed")));
+    let message = fetch_failed["message"].as_str().unwrap_or_default();
+    assert_eq!(message, format!("failed to fetch Helm repository index: {url}/missing: HTTP 404 Not Found"));
+    let ready = condition(&failing, "Ready").expect("Ready");
+    assert!(ready["message"].as_str().is_some_and(|m| m.contains(&format!("{url}/missing"))), "{failing:#}");
+    assert!(failing["status"].get("artifact").is_none(), "{failing:#}");
 
     // Upgraded in place: revision 2, an upgrade, the object Helm created adopted (same uid).
     let web = configmaps.get("web").await.expect("web");
@@ -299,4 +373,91 @@ async fn a_helm_release_upgrades_a_release_helm_installed_and_rolls_back_a_faile
         assert!(Instant::now() < deadline, "never uninstalled: {:?}", revisions(&secrets).await);
         tokio::time::sleep(Duration::from_millis(50)).await;
     }
+}
+
+const REGISTRY_USER: &str = "ci";
+const REGISTRY_PASSWORD: &str = "chart-secret";
+
+/// Two releases of the `web` chart pushed to a registry as Helm 3.8+ stores charts: one
+/// through an `OCIRepository` (`chartRef`), one through a `HelmRepository` of `type: oci`;
+/// credentials in `kubectl create secret docker-registry` Secrets, as Flux users write them.
+const OCI_OBJECTS: &str = "\
+apiVersion: source.toolkit.fluxcd.io/v1
+kind: OCIRepository
+metadata: {name: web, namespace: by-oci-repository}
+spec: {interval: 5m, url: 'oci://REGISTRY/charts/web', ref: {tag: 1.0.0}, insecure: true, secretRef: {name: regcred}}
+---
+apiVersion: helm.toolkit.fluxcd.io/v2
+kind: HelmRelease
+metadata: {name: web, namespace: by-oci-repository}
+spec: {interval: 5m, chartRef: {kind: OCIRepository, name: web}, values: {greeting: from-oci-repository}}
+---
+apiVersion: source.toolkit.fluxcd.io/v1
+kind: HelmRepository
+metadata: {name: charts, namespace: by-helm-repository}
+spec: {type: oci, interval: 5m, url: 'oci://REGISTRY/charts', insecure: true, secretRef: {name: regcred}}
+---
+apiVersion: helm.toolkit.fluxcd.io/v2
+kind: HelmRelease
+metadata: {name: web, namespace: by-helm-repository}
+spec:
+  interval: 5m
+  chart: {spec: {chart: web, version: '1.x', sourceRef: {kind: HelmRepository, name: charts}}}
+  values: {greeting: from-helm-repository}
+";
+
+#[tokio::test]
+async fn helm_releases_install_charts_from_an_oci_registry() {
+    use bosun_oci::{Client, ClientOptions, CredentialSource, Reference, RegistryCredentials};
+    let registry = bosun_test_tools::registry::Registry::start(false, Some((REGISTRY_USER, REGISTRY_PASSWORD)));
+    let credentials = RegistryCredentials::Basic { username: REGISTRY_USER.into(), password: REGISTRY_PASSWORD.into() };
+    let options = ClientOptions { credentials: CredentialSource::Fixed(credentials), ..ClientOptions::default() };
+    let pusher = Client::new(options).expect("client");
+    let charts = Reference::parse(&registry.url("charts")).expect("reference");
+    let dir = tempfile::tempdir().expect("dir");
+    let file = dir.path().join("web-1.0.0.tgz");
+    std::fs::write(&file, chart("1.0.0", false)).expect("archive");
+    pusher.push_chart(&charts, &file).await.expect("push the chart");
+
+    let server = ApiServer::in_memory().start().await.expect("server");
+    let cluster = Cluster::around(server);
+    let crds = cluster.bosun(&["crds", "--flux"]).await;
+    assert!(crds.status.success(), "{}", text(&crds));
+    cluster.kubectl(&["apply", "--server-side", "-f", "-"], Some(&crds.stdout)).await;
+    let namespaces = ["by-oci-repository", "by-helm-repository"];
+    let server_flag = format!("--docker-server={}", registry.host);
+    let user_flag = format!("--docker-username={REGISTRY_USER}");
+    let password_flag = format!("--docker-password={REGISTRY_PASSWORD}");
+    for namespace in namespaces {
+        cluster.kubectl(&["create", "namespace", namespace], None).await;
+        let secret = ["create", "secret", "docker-registry", "regcred", "-n", namespace];
+        cluster.kubectl(&[&secret[..], &[&server_flag, &user_flag, &password_flag]].concat(), None).await;
+    }
+    let objects = OCI_OBJECTS.replace("REGISTRY", &registry.host);
+    cluster.kubectl(&["apply", "-f", "-"], Some(objects.as_bytes())).await;
+    let _controller = cluster.controller("controller", &["--flux"]);
+
+    let client = cluster.server.client();
+    for namespace in namespaces {
+        kubectl_wait_ready(&cluster, namespace, "helmrelease/web").await;
+        let configmaps: Api<ConfigMap> = Api::namespaced(client.clone(), namespace);
+        let data = configmaps.get("web").await.expect("the chart's object").data.expect("data");
+        let greeting = format!("from-{}", namespace.trim_start_matches("by-"));
+        assert_eq!((data["version"].as_str(), data["greeting"].as_str()), ("1.0.0", greeting.as_str()), "{namespace}");
+        let secrets: Api<Secret> = Api::namespaced(client.clone(), namespace);
+        let record = decode(&secrets.get("sh.helm.release.v1.web.v1").await.expect("Helm's record"));
+        assert_eq!(record["chart"]["metadata"]["version"], "1.0.0", "{namespace}");
+        assert_eq!(record["info"]["status"], "deployed", "{namespace}");
+    }
+    // An OCI HelmRepository is static, as source-controller leaves it since v1.2: no status.
+    let repositories = flux_support::api(
+        cluster.server.client(),
+        "by-helm-repository",
+        "source.toolkit.fluxcd.io",
+        "v1",
+        "HelmRepository",
+    );
+    let repository = serde_json::to_value(repositories.get("charts").await.expect("charts")).expect("json");
+    assert!(condition(&repository, "Ready").is_none(), "{repository:#}");
+    assert!(repository.pointer("/status/artifact").is_none(), "{repository:#}");
 }

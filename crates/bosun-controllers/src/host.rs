@@ -244,7 +244,8 @@ pub async fn run(
         (
             flux::source::controller::<GitRepository>(client.clone(), fetcher.clone(), &scope).on_event(listener()),
             flux::source::controller::<OciRepository>(client.clone(), fetcher.clone(), &scope).on_event(listener()),
-            flux::source::controller::<Bucket>(client.clone(), fetcher, &scope).on_event(listener()),
+            flux::source::controller::<Bucket>(client.clone(), fetcher.clone(), &scope).on_event(listener()),
+            flux::helm_repository::controller(client.clone(), fetcher, &scope).on_event(listener()),
             flux::kustomization::controller(client.clone(), &scope).on_event(listener()),
             flux::helm_release::controller(client.clone(), &scope).on_event(listener()),
             (
@@ -256,7 +257,8 @@ pub async fn run(
     });
     let flux_stop = settings.package.stopping.clone();
     let flux_controllers = async move {
-        let Some((git, oci, buckets, kustomizations, helm_releases, (providers, alerts, receivers))) = flux_controllers
+        let Some((git, oci, buckets, helm_repositories, kustomizations, helm_releases, (providers, alerts, receivers))) =
+            flux_controllers
         else {
             return Ok(());
         };
@@ -264,17 +266,25 @@ pub async fn run(
             let stop = flux_stop.clone();
             async move { stop.cancelled().await }
         };
-        let (git, oci, buckets, kustomizations, helm_releases, providers, alerts, receivers) = tokio::join!(
+        let (git, oci, buckets, helm_repositories, kustomizations, helm_releases, providers, alerts, receivers) = tokio::join!(
             git.run(stopped()),
             oci.run(stopped()),
             buckets.run(stopped()),
+            helm_repositories.run(stopped()),
             kustomizations.run(stopped()),
             helm_releases.run(stopped()),
             providers.run(stopped()),
             alerts.run(stopped()),
             receivers.run(stopped()),
         );
-        git.and(oci).and(buckets).and(kustomizations).and(helm_releases).and(providers).and(alerts).and(receivers)
+        git.and(oci)
+            .and(buckets)
+            .and(helm_repositories)
+            .and(kustomizations)
+            .and(helm_releases)
+            .and(providers)
+            .and(alerts)
+            .and(receivers)
     };
     let (packages, alerts, receivers, operators, canaries, fleets, flux) = tokio::join!(
         async {

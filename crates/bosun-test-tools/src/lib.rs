@@ -155,6 +155,12 @@ pub const TOOLS: &[Tool] = &[
     Tool { name: "tar", also_at: &[], needed_by: "the archive source tests", install: "apt-get install tar" },
     Tool { name: "kill", also_at: &[], needed_by: "the signal tests", install: "apt-get install procps" },
     Tool {
+        name: "sha256sum",
+        also_at: &[],
+        needed_by: "the Flux HelmRepository tests (digests computed apart from bosun)",
+        install: "apt-get install coreutils",
+    },
+    Tool {
         name: "docker-registry",
         also_at: &[],
         needed_by: "the OCI tests (a real registry on loopback)",

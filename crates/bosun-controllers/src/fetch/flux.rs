@@ -237,7 +237,7 @@ pub(crate) fn bucket_source(bucket: &Bucket) -> Result<BucketSource, Unsupported
 }
 
 /// A Flux reference to a Secret as bosun's.
-fn local(reference: Option<&bosun_api::flux::LocalObjectReference>) -> Option<LocalObjectReference> {
+pub(crate) fn local(reference: Option<&bosun_api::flux::LocalObjectReference>) -> Option<LocalObjectReference> {
     reference.map(|r| LocalObjectReference { name: r.name.clone() })
 }
 

@@ -160,8 +160,8 @@ pub(crate) async fn fetch_source(
         }
         Kind::Helm(chart) => {
             let reference = chart.secret_ref.as_ref();
-            let credentials =
-                secret(client, namespace, reference, "spec.source.helm.secretRef", Credentials::from_secret).await?;
+            let parse = |name: &str, data: &_| bosun::source::chart_credentials(&chart.url, name, data);
+            let credentials = secret(client, namespace, reference, "spec.source.helm.secretRef", parse).await?;
             fetcher.helm(chart, credentials.as_ref(), ignore, refetch).await?
         }
         Kind::ConfigMap(name) => {

@@ -1,6 +1,7 @@
 //! Flux's own objects, reconciled by bosun (`bosun controller --flux`): the sources
 //! `GitRepository`, `OCIRepository` and `Bucket` (`git_repository.rs`, `oci_repository.rs`,
 //! `bucket.rs`) fetched and their artifacts recorded as source-controller does (`source.rs`),
+//! `HelmRepository` (`helm_repository.rs`) its index fetched and recorded likewise,
 //! and `Kustomization` ([`kustomization`]) and `HelmRelease` ([`helm_release`], its chart from
 //! a `HelmRepository`, an `OCIRepository` or a path of a source) read into the Package that does the same, and
 //! the notification kinds `Provider`, `Alert` and `Receiver` into bosun's own (`notification`), so that
@@ -12,6 +13,7 @@ mod bucket;
 mod child;
 mod git_repository;
 pub mod helm_release;
+pub(crate) mod helm_repository;
 pub mod kustomization;
 pub(crate) mod notification;
 mod oci_repository;

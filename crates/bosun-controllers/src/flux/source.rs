@@ -35,19 +35,77 @@ pub(crate) struct Sources<S> {
     kind: PhantomData<fn() -> S>,
 }
 
-/// The controller of the Flux source objects of kind `S`, ready to [`kit::Controller::run`];
-/// named `flux-<kind>` (`flux-gitrepository`): its field manager, event reporter and metrics
-/// label.
+/// The controller of the Flux source objects of kind `S`, ready to [`kit::Controller::run`].
 pub(crate) fn controller<S: Reconciled>(
     client: Client,
     fetcher: Fetcher,
     scope: &super::Scope,
 ) -> kit::Controller<Sources<S>> {
-    let name = format!("flux-{}", S::KIND.to_lowercase());
-    kit::Controller::new(&name, Sources { fetcher, kind: PhantomData }, client)
+    source_controller(S::KIND, Sources { fetcher, kind: PhantomData }, client, scope)
+}
+
+/// The controller of `reconciler`, which reconciles Flux's source objects of kind `kind`,
+/// named `flux-<kind>` (`flux-gitrepository`): its field manager, event reporter and metrics
+/// label.
+pub(super) fn source_controller<R>(
+    kind: &str,
+    reconciler: R,
+    client: Client,
+    scope: &super::Scope,
+) -> kit::Controller<R>
+where
+    R: kit::Reconciler,
+    R::Resource: kube::Resource<DynamicType = (), Scope = kube::core::NamespaceResourceScope>,
+{
+    let name = format!("flux-{}", kind.to_lowercase());
+    kit::Controller::new(&name, reconciler, client)
         .finalizer_on_demand()
         .backoff(Duration::from_secs(1), Duration::from_secs(300))
         .confined(scope.namespace.as_deref(), scope.selector.as_deref(), scope.metrics.clone())
+}
+
+/// Writes `status.lastHandledReconcileAt` when the object asks for a reconcile
+/// (`reconcile.fluxcd.io/requestedAt`), as Flux's controllers acknowledge it.
+pub(super) fn acknowledge_request<K: kit::Object>(run: &mut Run<K>) {
+    let requested = run.object().meta().annotations.as_ref().and_then(|a| a.get(RECONCILE_REQUESTED_AT)).cloned();
+    if let Some(requested) = requested {
+        run.set_status("lastHandledReconcileAt", requested);
+    }
+}
+
+/// A failed fetch as source-controller reports it: `FetchFailed=True` with `reason` and
+/// `message`, and the run's failure (naming the object) — stalled when only a change of the
+/// spec can help (`permanent`) — looked at again within `interval`.
+pub(super) fn fetch_failed<K: kit::Object>(
+    run: &mut Run<K>,
+    reason: &str,
+    message: &str,
+    permanent: bool,
+    interval: Duration,
+) -> Failure {
+    run.condition("FetchFailed", true, reason, message);
+    let described = format!("{}: {message}", run.describe());
+    let failure = match permanent {
+        true => Failure::give_up(reason, described),
+        false => Failure::retry(reason, described),
+    };
+    failure.within(interval)
+}
+
+/// A stored artifact as source-controller reports it: `status.artifact`, `FetchFailed`
+/// removed, `ArtifactInStorage` and `Ready` true with reason `Succeeded` and `message`, the
+/// object looked at again after `interval`.
+pub(super) fn artifact_stored<K: kit::Object>(
+    run: &mut Run<K>,
+    artifact: &Artifact,
+    message: &str,
+    interval: Duration,
+) {
+    run.remove_condition("FetchFailed");
+    run.set_status("artifact", artifact);
+    run.condition("ArtifactInStorage", true, "Succeeded", message);
+    run.succeeded("Succeeded", message);
+    run.requeue_after(interval);
 }
 
 /// Where Flux's storage would keep the artifact of `revision`
@@ -88,9 +146,7 @@ impl<S: Reconciled> kit::Reconciler for Sources<S> {
     async fn reconcile(&self, run: &mut Run<S>) -> Result<(), Failure> {
         let source = run.object().clone();
         let described = run.describe().to_string();
-        if let Some(requested) = source.meta().annotations.as_ref().and_then(|a| a.get(RECONCILE_REQUESTED_AT)) {
-            run.set_status("lastHandledReconcileAt", requested);
-        }
+        acknowledge_request(run);
         if source.suspended() {
             run.hold();
             return Ok(());
@@ -101,33 +157,19 @@ impl<S: Reconciled> kit::Reconciler for Sources<S> {
         let fetched = remote.fetch(&self.fetcher, run.client(), &namespace, "spec", source.ignore(), false).await;
         let snapshot = match fetched {
             Ok(snapshot) => snapshot,
-            Err(e) => {
-                run.condition("FetchFailed", true, e.reason(), &e.to_string());
-                let message = format!("{described}: {e}");
-                // Stalled when only a change of the spec can help, looked at again each interval.
-                let failure = match e.is_permanent() {
-                    true => Failure::give_up(e.reason(), message),
-                    false => Failure::retry(e.reason(), message),
-                };
-                return Err(failure.within(interval));
-            }
+            Err(e) => return Err(fetch_failed(run, e.reason(), &e.to_string(), e.is_permanent(), interval)),
         };
-        run.remove_condition("FetchFailed");
         let (artifact, new) = stored(run, &snapshot, source.artifact())
             .map_err(|e| Failure::retry("StorageOperationFailed", format!("{described}: {e}")).within(interval))?;
-        let message = format!("stored artifact for revision '{}'", artifact.revision);
         if new {
             let note = source.note(&artifact.revision, &snapshot.root);
             run.publish(EventType::Normal, "NewArtifact", &note, "Reconcile").await;
         }
-        run.set_status("artifact", &artifact);
         run.set_status("observedIgnore", source.ignore());
         for (field, value) in source.observed() {
             run.set_status(field, value);
         }
-        run.condition("ArtifactInStorage", true, "Succeeded", &message);
-        run.succeeded("Succeeded", &message);
-        run.requeue_after(interval);
+        artifact_stored(run, &artifact, &format!("stored artifact for revision '{}'", artifact.revision), interval);
         Ok(())
     }
 }

@@ -110,6 +110,11 @@ impl Credentials {
         Ok(Credentials { secret: secret_name.to_string(), kind })
     }
 
+    /// Username and password read from Secret `secret` some other way (a Docker config).
+    pub(crate) fn basic(secret: &str, username: String, password: String) -> Credentials {
+        Credentials { secret: secret.to_string(), kind: Kind::Basic { username, password } }
+    }
+
     /// The Secret the credentials came from.
     pub(crate) fn secret(&self) -> &str {
         &self.secret

@@ -29,6 +29,18 @@ struct FetchedChart {
     digest: String,
 }
 
+/// Refuses credentials other than username and password, the only ones chart repositories
+/// take.
+fn basic_only(shown: &str, credentials: Option<&Credentials>) -> Result<(), SourceError> {
+    match credentials.is_some_and(|c| !matches!(c.kind, Kind::Basic { .. })) {
+        true => Err(SourceError::Invalid {
+            source_name: shown.to_string(),
+            message: "a chart repository takes username and password".into(),
+        }),
+        false => Ok(()),
+    }
+}
+
 fn basic(credentials: Option<&Credentials>) -> Option<(&str, &str)> {
     match credentials.map(|c| &c.kind) {
         Some(Kind::Basic { username, password }) => Some((username, password)),
@@ -36,13 +48,81 @@ fn basic(credentials: Option<&Credentials>) -> Option<(&str, &str)> {
     }
 }
 
-/// The repository's `index.yaml`.
-async fn index(
+/// An HTTP(S) chart repository's `index.yaml` as the server sent it.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct HelmIndex {
+    /// The SHA-256 of the bytes as served, in hex: what Flux's `HelmRepository` revision
+    /// (`sha256:…`) is made of.
+    pub digest: String,
+    /// Its size in bytes.
+    pub size: u64,
+    /// The repository's URL, credentials redacted: what errors name.
+    shown: String,
+    text: String,
+}
+
+impl HelmIndex {
+    /// The index `bytes` as the repository `repository` served them.
+    ///
+    /// # Errors
+    ///
+    /// [`SourceError::Fetch`] when they are not UTF-8 text.
+    pub fn new(repository: &str, bytes: Vec<u8>) -> Result<HelmIndex, SourceError> {
+        use sha2::{Digest, Sha256};
+        let shown = redact::url(repository);
+        let digest = Sha256::digest(&bytes).iter().map(|b| format!("{b:02x}")).collect();
+        let size = bytes.len() as u64;
+        let text = String::from_utf8(bytes)
+            .map_err(|_| SourceError::Fetch { url: shown.clone(), message: "index.yaml is not UTF-8 text".into() })?;
+        Ok(HelmIndex { digest, size, shown, text })
+    }
+
+    /// The index read as Helm reads it (YAML or JSON, `apiVersion` required).
+    ///
+    /// # Errors
+    ///
+    /// [`SourceError::Fetch`] naming the index and what Helm's loader says of it.
+    pub fn parse(&self) -> Result<IndexFile, SourceError> {
+        repo::parse_index(&format!("{}/index.yaml", self.shown), &self.text)
+            .map_err(|e| SourceError::Fetch { url: self.shown.clone(), message: e.to_string() })
+    }
+}
+
+/// The credentials of a chart repository from the data of Secret `secret`: for an OCI
+/// registry (`oci://`) a `kubernetes.io/dockerconfigjson` Secret's entry for the registry's
+/// host, as Flux reads them, else `username` and `password` ([`Credentials::from_secret`]).
+///
+/// # Errors
+///
+/// [`SourceError::Credentials`] naming the Secret: a Docker config that is not one, or that
+/// has no username and password for the registry.
+pub fn chart_credentials(
+    repository: &str,
+    secret: &str,
+    data: &std::collections::BTreeMap<String, Vec<u8>>,
+) -> Result<Credentials, SourceError> {
+    let (Some(path), Some(json)) = (repository.strip_prefix("oci://"), data.get(".dockerconfigjson")) else {
+        return Credentials::from_secret(secret, data);
+    };
+    let fail = |message: String| SourceError::Credentials { secret: secret.to_string(), message };
+    let config = bosun_oci::DockerConfig::from_json(json, &format!("Secret {secret} .dockerconfigjson"))
+        .map_err(|e| fail(e.to_string()))?;
+    let host = path.split('/').next().unwrap_or_default();
+    match config.lookup(host).map_err(|e| fail(e.to_string()))? {
+        bosun_oci::CredentialLookup::Inline(bosun_oci::RegistryCredentials::Basic { username, password }) => {
+            Ok(Credentials::basic(secret, username, password))
+        }
+        _ => Err(fail(format!(".dockerconfigjson has no username and password for {host}"))),
+    }
+}
+
+/// Downloads the repository's `index.yaml`, unparsed.
+async fn download_index(
     http: &reqwest::Client,
     repository: &str,
     credentials: Option<&Credentials>,
     secret_field: &str,
-) -> Result<IndexFile, SourceError> {
+) -> Result<HelmIndex, SourceError> {
     let shown = redact::url(repository);
     let url = format!("{}/index.yaml", repository.trim_end_matches('/'));
     let scratch =
@@ -52,9 +132,8 @@ async fn index(
     else {
         unreachable!("an unconditional request is never answered Not Modified");
     };
-    let text = std::fs::read_to_string(&path).map_err(SourceError::io(&path, "reading index.yaml"))?;
-    repo::parse_index(&format!("{shown}/index.yaml"), &text)
-        .map_err(|e| SourceError::Fetch { url: shown.clone(), message: e.to_string() })
+    let bytes = std::fs::read(&path).map_err(SourceError::io(&path, "reading index.yaml"))?;
+    HelmIndex::new(repository, bytes)
 }
 
 /// Downloads version `version` (a version or range) of `chart` from the HTTP(S) repository into
@@ -66,7 +145,7 @@ async fn download_from_repository(
 ) -> Result<FetchedChart, SourceError> {
     let WantedChart { repository, chart, version, credentials, secret_field } = *wanted;
     let shown = redact::url(repository);
-    let index = index(http, repository, credentials, secret_field).await?;
+    let index = download_index(http, repository, credentials, secret_field).await?.parse()?;
     let entry = index.get(chart, version).map_err(|e| SourceError::NotFound {
         url: shown.clone(),
         reference: format!("chart {chart} {}: {e}", if version.is_empty() { "(any version)" } else { version }),
@@ -188,12 +267,7 @@ impl Fetcher {
         refetch: bool,
     ) -> Result<Snapshot, SourceError> {
         let shown = redact::url(&source.url);
-        if credentials.is_some_and(|c| !matches!(c.kind, Kind::Basic { .. })) {
-            return Err(SourceError::Invalid {
-                source_name: shown,
-                message: "a chart repository takes username and password".into(),
-            });
-        }
+        basic_only(&shown, credentials)?;
         let timeout = source.timeout.map_or(super::DEFAULT_TIMEOUT, |t| t.0);
         let lock = self.cache.lock(&format!("helm\0{shown}\0{}", source.chart));
         let run = async {
@@ -243,6 +317,36 @@ impl Fetcher {
         tokio::time::timeout(timeout, run)
             .await
             .unwrap_or(Err(SourceError::Timeout { url: shown.clone(), after: timeout }))
+    }
+}
+
+impl Fetcher {
+    /// The `index.yaml` of the HTTP(S) chart repository `repository`, as served (what Flux's
+    /// `HelmRepository` stores), fetched within `timeout` with `credentials` (username and
+    /// password); `secret_field` names where the credentials would be set, for messages.
+    ///
+    /// # Errors
+    ///
+    /// [`SourceError`]: a URL that is not `http(s)://` is `Invalid`; refused credentials
+    /// `Authentication`; an unreachable server or an HTTP error `Fetch`; `Timeout`.
+    pub async fn helm_index(
+        &self,
+        repository: &str,
+        credentials: Option<&Credentials>,
+        secret_field: &str,
+        timeout: std::time::Duration,
+    ) -> Result<HelmIndex, SourceError> {
+        let shown = redact::url(repository);
+        if !(repository.starts_with("https://") || repository.starts_with("http://")) {
+            return Err(SourceError::Invalid {
+                source_name: shown,
+                message: "a chart repository index is fetched over http:// or https://".into(),
+            });
+        }
+        basic_only(&shown, credentials)?;
+        tokio::time::timeout(timeout, download_index(&self.http, repository, credentials, secret_field))
+            .await
+            .unwrap_or(Err(SourceError::Timeout { url: shown, after: timeout }))
     }
 }
 
@@ -353,4 +457,51 @@ fn copy_dir(from: &Path, to: &Path) -> Result<(), SourceError> {
         }
     }
     Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use std::collections::BTreeMap;
+
+    use super::*;
+
+    fn data(pairs: &[(&str, &str)]) -> BTreeMap<String, Vec<u8>> {
+        pairs.iter().map(|(k, v)| (k.to_string(), v.as_bytes().to_vec())).collect()
+    }
+
+    fn user(credentials: &Credentials) -> Option<(&str, &str)> {
+        basic(Some(credentials))
+    }
+
+    #[test]
+    fn registry_charts_take_a_docker_config_secret_as_flux_and_repositories_username_and_password() {
+        let docker = data(&[(".dockerconfigjson", r#"{"auths":{"127.0.0.1:5000":{"username":"ci","password":"p"}}}"#)]);
+        let from_docker = chart_credentials("oci://127.0.0.1:5000/charts", "regcred", &docker).expect("docker config");
+        assert_eq!(user(&from_docker), Some(("ci", "p")));
+        let other = chart_credentials("oci://ghcr.io/org", "regcred", &docker).err().map(|e| e.to_string());
+        assert_eq!(
+            other.as_deref(),
+            Some("secret regcred: .dockerconfigjson has no username and password for ghcr.io")
+        );
+        let plain = data(&[("username", "u"), ("password", "p")]);
+        for url in ["oci://127.0.0.1:5000/charts", "https://charts.example.com"] {
+            assert_eq!(user(&chart_credentials(url, "auth", &plain).expect(url)), Some(("u", "p")));
+        }
+        assert!(chart_credentials("https://charts.example.com", "regcred", &docker).is_err(), "OCI registries only");
+    }
+
+    #[test]
+    fn an_index_is_identified_by_the_sha256_of_its_bytes_and_read_as_helm_reads_it() {
+        let index =
+            HelmIndex::new("https://u:p@charts.example.com", b"apiVersion: v1\nentries: {}\n".to_vec()).expect("index");
+        assert_eq!(index.digest, "b0ffa5d88041aebe0397263f77ab4f2a095f32e7cdeda476eb9194226213d4fc");
+        assert_eq!(index.size, 27);
+        assert!(index.parse().is_ok());
+        let bare = HelmIndex::new("https://charts.example.com", b"entries: {}\n".to_vec()).expect("index");
+        let error = bare.parse().expect_err("no apiVersion").to_string();
+        assert!(error.starts_with("https://charts.example.com: "), "{error}");
+        let html = HelmIndex::new("https://charts.example.com", b"<html>not found</html>".to_vec()).expect("index");
+        assert!(html.parse().is_err());
+        assert!(HelmIndex::new("https://charts.example.com", vec![0xff, 0xfe]).is_err());
+    }
 }

@@ -55,7 +55,7 @@ use bosun_core::redact;
 pub use bucket::BucketCredentials;
 pub use credentials::Credentials;
 pub use error::SourceError;
-pub use helm::{BuiltDependency, build_dependencies};
+pub use helm::{BuiltDependency, HelmIndex, build_dependencies, chart_credentials};
 pub use oci::{OciAccess, copy_source_files};
 
 use self::{

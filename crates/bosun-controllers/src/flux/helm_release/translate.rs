@@ -143,6 +143,19 @@ pub(crate) fn package_spec(release: &HelmRelease, origin: &ChartOrigin) -> Resul
     })
 }
 
+/// Whether `insecure` (plain HTTP to the registry of `url`) asks what bosun cannot do: it
+/// speaks plain HTTP to loopback registries only (as Docker), and TLS to the others.
+fn plain_http_refused(url: &str, insecure: Option<bool>) -> bool {
+    let authority = url.trim_start_matches("oci://").split('/').next().unwrap_or_default();
+    let host = match authority.strip_prefix('[') {
+        Some(bracketed) => bracketed.split(']').next().unwrap_or_default(),
+        None => authority.split(':').next().unwrap_or_default(),
+    };
+    let loopback =
+        host.eq_ignore_ascii_case("localhost") || host.parse::<std::net::IpAddr>().is_ok_and(|ip| ip.is_loopback());
+    insecure == Some(true) && !loopback
+}
+
 /// Where the chart comes from, and its path in the source.
 fn chart(release: &HelmRelease, origin: &ChartOrigin) -> Result<(SourceSpec, String), Unsupported> {
     let namespace = release.metadata.namespace.as_deref();
@@ -151,9 +164,13 @@ fn chart(release: &HelmRelease, origin: &ChartOrigin) -> Result<(SourceSpec, Str
         ChartOrigin::HelmRepository(repository) => {
             let template = release.spec.chart.as_ref().ok_or_else(|| unsupported("spec.chart"))?;
             let repo = &repository.spec;
+            let oci = repo.type_.as_deref() == Some("oci");
             unsupported::refuse(&[
-                ("HelmRepository spec.provider", repo.provider.as_deref().is_some_and(|p| p != "generic")),
+                ("HelmRepository spec.provider", oci && repo.provider.as_deref().is_some_and(|p| p != "generic")),
                 ("HelmRepository spec.certSecretRef", repo.cert_secret_ref.is_some()),
+                // bosun sends a repository's credentials to its own host only.
+                ("HelmRepository spec.passCredentials", !oci && repo.pass_credentials == Some(true)),
+                ("HelmRepository spec.insecure", oci && plain_http_refused(&repo.url, repo.insecure)),
                 // Its Secret is read beside the Package, in the HelmRelease's namespace.
                 (
                     "spec.chart.spec.sourceRef.namespace",
@@ -178,6 +195,8 @@ fn chart(release: &HelmRelease, origin: &ChartOrigin) -> Result<(SourceSpec, Str
                 ("OCIRepository spec.verify", repo.verify.is_some()),
                 ("OCIRepository spec.certSecretRef", repo.cert_secret_ref.is_some()),
                 ("OCIRepository spec.ref.digest", reference.digest.is_some()),
+                ("OCIRepository spec.ref.semverFilter", reference.semver_filter.is_some()),
+                ("OCIRepository spec.insecure", plain_http_refused(&repo.url, repo.insecure)),
                 (
                     "spec.chartRef.namespace",
                     repo.secret_ref.is_some() && repository.metadata.namespace.as_deref() != namespace,
@@ -188,7 +207,8 @@ fn chart(release: &HelmRelease, origin: &ChartOrigin) -> Result<(SourceSpec, Str
             let source = HelmChartSource {
                 url: url.to_string(),
                 chart: chart.to_string(),
-                version: reference.tag.or(reference.semver),
+                // Flux's precedence: a semver range over a tag.
+                version: reference.semver.or(reference.tag),
                 secret_ref: repo.secret_ref.as_ref().map(|r| LocalObjectReference { name: r.name.clone() }),
                 timeout: repo.timeout,
             };
@@ -297,6 +317,16 @@ mod tests {
         let source = spec.source.as_ref().and_then(|s| s.helm.as_ref()).expect("chart source");
         assert_eq!(source.url, "oci://ghcr.io/stefanprodan/charts");
         assert_eq!((source.chart.as_str(), source.version.as_deref()), ("podinfo", Some(">=6.0.0")));
+        let both = json!({"interval": "5m", "url": "oci://127.0.0.1:5000/charts/web", "insecure": true,
+                          "ref": {"tag": "1.0.0", "semver": "^2.0.0"}});
+        let both: OciRepository = serde_json::from_value(json!({
+            "apiVersion": "source.toolkit.fluxcd.io/v1", "kind": "OCIRepository",
+            "metadata": {"name": "web", "namespace": "default"}, "spec": both,
+        }))
+        .expect("OCIRepository");
+        let spec = package_spec(&release, &ChartOrigin::OciRepository(Box::new(both))).expect("insecure on loopback");
+        let source = spec.source.as_ref().and_then(|s| s.helm.as_ref()).expect("chart source");
+        assert_eq!(source.version.as_deref(), Some("^2.0.0"), "semver takes precedence over tag, as in Flux");
         assert_eq!(helm(&spec).release_name.as_deref(), Some("podinfo"));
         assert_eq!(spec.rollback, None, "no remediation unless asked");
 
@@ -342,6 +372,24 @@ mod tests {
         let elsewhere = repository(json!({"url": "https://charts.example.com", "secretRef": {"name": "a"}}), "charts");
         let error = package_spec(&helm_release(from_repository(json!({}))), &elsewhere).expect_err("namespace");
         assert_eq!(error.field, "spec.chart.spec.sourceRef.namespace");
+        let repository_cases = [
+            (json!({"url": "https://c.example.com", "passCredentials": true}), "HelmRepository spec.passCredentials"),
+            (json!({"url": "oci://ghcr.io/org", "type": "oci", "insecure": true}), "HelmRepository spec.insecure"),
+            (json!({"url": "oci://ghcr.io/org", "type": "oci", "provider": "aws"}), "HelmRepository spec.provider"),
+        ];
+        for (spec, field) in repository_cases {
+            let origin = repository(spec, "flux-system");
+            let error = package_spec(&helm_release(from_repository(json!({}))), &origin).expect_err(field);
+            assert_eq!(error.field, field);
+        }
+        // Read for OCI registries only, as Flux; plain HTTP is what bosun speaks to loopback.
+        for spec in [
+            json!({"url": "https://c.example.com", "provider": "aws", "insecure": true}),
+            json!({"url": "oci://127.0.0.1:5000/charts", "type": "oci", "insecure": true}),
+        ] {
+            let origin = repository(spec.clone(), "flux-system");
+            assert!(package_spec(&helm_release(from_repository(json!({}))), &origin).is_ok(), "{spec}");
+        }
         let release = helm_release(json!({"interval": "5m", "chartRef": {"kind": "HelmChart", "name": "podinfo"}}));
         assert_eq!(chart_source(&release).expect_err("kind").field, "spec.chartRef.kind");
     }
