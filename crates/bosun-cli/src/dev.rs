@@ -31,7 +31,7 @@ use bosun_controllers::install::install_crds;
 /// Arguments of `bosun dev`.
 #[derive(Debug, clap::Args)]
 #[command(
-    after_help = "Examples:\n  bosun dev examples/quickstart\n  KUBECONFIG=.bosun/kubeconfig kubectl get all -A\n\n  bosun dev --gitops                # the Package controller and a Git repository seeded from examples/gitops\n  cd .bosun/gitops && git commit -am '…'   # rolled out at once\n\n  bosun dev --gitops --oci          # the same from a local OCI registry (docker-registry on the PATH)\n  $EDITOR .bosun/gitops-oci/apps/web/deployment.yaml   # pushed and rolled out on save\n\n  bosun dev --clusters 3            # three workload clusters and the Fleet of examples/fleet, staging first"
+    after_help = "Examples:\n  bosun dev examples/quickstart\n  KUBECONFIG=.bosun/kubeconfig kubectl get all -A\n\n  bosun dev --gitops                # the Package controller and a Git repository seeded from examples/gitops\n  cd .bosun/gitops && git commit -am '…'   # rolled out at once\n\n  bosun dev --gitops --oci          # the same from a local OCI registry (docker-registry on the PATH)\n  $EDITOR .bosun/gitops-oci/apps/web/deployment.yaml   # pushed and rolled out on save\n\n  bosun dev --clusters 3            # three workload clusters and the Fleet of examples/fleet, staging first\n\n  bosun dev --flux clusters/staging # a Flux repository's cluster path, served from this working tree\n  bosun dev --flux examples/flux/clusters/dev   # the example Flux repository"
 )]
 pub struct Args {
     /// Package directories to apply (and watch); with --gitops, the directory the Git
@@ -71,6 +71,23 @@ pub struct Args {
     #[arg(long, value_name = "DIR", default_value = ".bosun/fleet-cache", requires = "clusters")]
     pub clusters_cache: PathBuf,
 
+    /// A Flux repository's cluster path (`clusters/staging`): install Flux's CRDs, run the
+    /// controllers with Flux's kinds, apply PATH as `flux bootstrap` would (its flux-system
+    /// directory, Flux's own controllers left out), serve the repository's URLs from the
+    /// working tree (uncommitted edits delivered on save) and show every Kustomization and
+    /// HelmRelease reaching Ready.
+    #[arg(long, value_name = "PATH", conflicts_with_all = ["gitops", "clusters", "dirs", "once"])]
+    pub flux: Option<PathBuf>,
+
+    /// With --flux: another URL the repository is known by, served from the working tree too
+    /// (besides its bootstrap GitRepository's URL and the working tree's remotes).
+    #[arg(long, value_name = "URL", requires = "flux")]
+    pub flux_repo_url: Vec<String>,
+
+    /// Where the --flux controllers keep the sources they fetched.
+    #[arg(long, value_name = "DIR", default_value = ".bosun/flux-cache", requires = "flux")]
+    pub flux_cache: PathBuf,
+
     /// Apply once and exit (0 if every package rolled out, else 1).
     #[arg(long)]
     pub once: bool,
@@ -78,7 +95,7 @@ pub struct Args {
     /// Where the API server keeps its objects (default: each mode its own, so that one mode's
     /// objects never reach another: `.bosun/apiserver` for packages, `.bosun/gitops-apiserver`
     /// with --gitops, `.bosun/gitops-oci-apiserver` with --gitops --oci,
-    /// `.bosun/fleet-apiserver` with --clusters).
+    /// `.bosun/fleet-apiserver` with --clusters, `.bosun/flux-apiserver` with --flux).
     #[arg(long, value_name = "DIR")]
     pub data_dir: Option<PathBuf>,
 
@@ -146,6 +163,7 @@ impl Args {
     /// The API server's data directory: the one given, else the mode's own.
     pub fn data_dir(&self) -> PathBuf {
         let mode = match (self.clusters.is_some(), self.gitops, self.oci) {
+            _ if self.flux.is_some() => ".bosun/flux-apiserver",
             (true, ..) => ".bosun/fleet-apiserver",
             (false, true, true) => ".bosun/gitops-oci-apiserver",
             (false, true, false) => ".bosun/gitops-apiserver",
@@ -291,7 +309,7 @@ const DEFAULT_TIMEOUT: std::time::Duration = std::time::Duration::from_secs(120)
 
 /// Runs `bosun dev`.
 pub async fn run(args: Args) -> ExitCode {
-    if args.dirs.is_empty() && !args.gitops && args.clusters.is_none() {
+    if args.dirs.is_empty() && !args.gitops && args.clusters.is_none() && args.flux.is_none() {
         return crate::bad_input(
             "bosun dev needs a package directory: bosun dev examples/quickstart (or bosun dev --gitops for continuous delivery from Git)",
         );
@@ -333,7 +351,14 @@ pub async fn run(args: Args) -> ExitCode {
     };
     outln!("bosun dev: API server on {} (objects {stored}, workloads simulated)", server.url());
     let dashboard = Dashboard::start(&server, &args.ui_addr).await;
-    let code = if let Some(clusters) = args.clusters {
+    let code = if let Some(path) = &args.flux {
+        outln!("kubeconfig: {}", args.kubeconfig.display());
+        let mut written = vec![args.kubeconfig.clone(), args.flux_cache.clone()];
+        written.extend((!args.in_memory).then(|| args.data_dir()));
+        let settings =
+            crate::dev_flux::Settings { path, urls: &args.flux_repo_url, cache: args.flux_cache.clone(), written };
+        crate::dev_flux::run(&server, settings).await
+    } else if let Some(clusters) = args.clusters {
         outln!("kubeconfig: {}", args.kubeconfig.display());
         let settings = crate::dev_fleet::Settings {
             dir: &seed,

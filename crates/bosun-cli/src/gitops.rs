@@ -130,13 +130,16 @@ pub(crate) async fn print_progress(client: kube::Client, shown: impl Fn(&Package
     }
 }
 
-/// A Package's Ready condition as one line: ✔ ready, ◎ on its way (waiting for what it
-/// depends on counts), ✗ failed.
-fn progress_line(name: &str, status: &str, reason: &str, message: &str) -> String {
+/// The reason of a run under way (Flux's, the Packages' too).
+const PROGRESSING: &str = "Progressing";
+
+/// A Package's (a Kustomization's, a HelmRelease's) Ready condition as one line: ✔ ready, ◎
+/// on its way (waiting for what it depends on, or under way), ✗ failed.
+pub(crate) fn progress_line(name: &str, status: &str, reason: &str, message: &str) -> String {
     let first = message.lines().next().unwrap_or("");
     match status {
         "True" => format!("✔ {name}: {first}"),
-        "False" if reason == package::DEPENDENCY_NOT_READY => format!("◎ {name}: {first}"),
+        "False" if reason == package::DEPENDENCY_NOT_READY || reason == PROGRESSING => format!("◎ {name}: {first}"),
         "False" => format!("✗ {name}: {reason}: {first}"),
         _ => format!("◎ {name}: {first}"),
     }

@@ -10,6 +10,7 @@ mod controller;
 mod deps;
 mod dev;
 mod dev_fleet;
+mod dev_flux;
 mod diff;
 mod gitops;
 mod helm;

@@ -16,38 +16,10 @@ use kube::{
 };
 use serde_json::Value;
 
-const BOUND: Duration = Duration::from_secs(90);
+#[path = "support/dev.rs"]
+mod support;
 
-/// Stops `bosun dev` however the test ends.
-struct Dev(std::process::Child);
-
-impl Drop for Dev {
-    fn drop(&mut self) {
-        let _ = self.0.kill();
-        let _ = self.0.wait();
-    }
-}
-
-fn git(dir: &Path, args: &[&str]) {
-    let output = Command::new(bosun_test_tools::require("git"))
-        .args(["-c", "user.name=Test", "-c", "user.email=test@example.com"])
-        .args(args)
-        .current_dir(dir)
-        .output()
-        .expect("git runs");
-    assert!(output.status.success(), "git {args:?}: {}", String::from_utf8_lossy(&output.stderr));
-}
-
-async fn client(kubeconfig: &Path) -> kube::Client {
-    let deadline = Instant::now() + BOUND;
-    while !kubeconfig.is_file() {
-        assert!(Instant::now() < deadline, "bosun dev wrote no kubeconfig");
-        tokio::time::sleep(Duration::from_millis(50)).await;
-    }
-    let kubeconfig = kube::config::Kubeconfig::read_from(kubeconfig).expect("kubeconfig");
-    let config = kube::Config::from_custom_kubeconfig(kubeconfig, &Default::default()).await.expect("config");
-    kube::Client::try_from(config).expect("client")
-}
+use support::{BOUND, Dev, client, git};
 
 /// Each Package's Ready status (for its current generation), by name.
 async fn readiness(packages: &Api<DynamicObject>) -> Vec<(String, bool)> {

@@ -238,8 +238,7 @@ pub async fn run(
             selector: scope.selector.clone(),
             metrics: Some(metrics.clone()),
         };
-        let fetcher = bosun::source::Fetcher::new(settings.package.cache_dir.join("flux"))
-            .with_local_roots(settings.package.tenancy.local_roots.clone());
+        let fetcher = settings.package.fetcher(settings.package.cache_dir.join("flux"));
         let (client, listener) = (&client, || alerts.listener());
         (
             flux::source::controller::<GitRepository>(client.clone(), fetcher.clone(), &scope).on_event(listener()),

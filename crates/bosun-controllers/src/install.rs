@@ -280,10 +280,29 @@ mod tests {
 /// # Errors
 /// The CRD that could not be applied, and why.
 pub async fn install_crds(client: &kube::Client, manager: &str) -> Result<(), InstallError> {
+    apply_crds(client, manager, bosun_api::crds()).await
+}
+
+/// Installs (or updates) Flux's CRDs ([`bosun_api::flux::crds`]) as [`install_crds`] does
+/// bosun's: for a cluster without Flux whose Flux objects bosun reconciles (`bosun dev
+/// --flux`).
+///
+/// # Errors
+/// The CRD that could not be applied, and why.
+pub async fn install_flux_crds(client: &kube::Client, manager: &str) -> Result<(), InstallError> {
+    apply_crds(client, manager, bosun_api::flux::crds()).await
+}
+
+/// Applies `crds` with server-side apply as `manager`, forcing conflicts.
+async fn apply_crds(
+    client: &kube::Client,
+    manager: &str,
+    crds_to_apply: Vec<k8s_openapi::apiextensions_apiserver::pkg::apis::apiextensions::v1::CustomResourceDefinition>,
+) -> Result<(), InstallError> {
     use k8s_openapi::apiextensions_apiserver::pkg::apis::apiextensions::v1::CustomResourceDefinition;
     use kube::api::{Api, Patch, PatchParams};
     let crds: Api<CustomResourceDefinition> = Api::all(client.clone());
-    for crd in bosun_api::crds() {
+    for crd in crds_to_apply {
         let mut body = serde_json::to_value(&crd).unwrap_or_default();
         body["apiVersion"] = json!("apiextensions.k8s.io/v1");
         body["kind"] = json!("CustomResourceDefinition");

@@ -1,11 +1,13 @@
 //! What `bosun dev` runs of the controllers beside its embedded API server, once bosun's CRDs
 //! are installed there (as [`FIELD_MANAGER`]): the Canary controller ([`CanaryController`]: a
 //! `Canary` in a package rolls out as it would under `bosun controller`), or all of `bosun
-//! controller`'s controllers ([`Controllers`], for `--gitops` and `--clusters`); for `--gitops`,
-//! the repository they deliver from ([`gitops`]); and for `--clusters`, a fleet on a workstation
-//! ([`fleet`]).
+//! controller`'s controllers ([`Controllers`], for `--gitops`, `--clusters` and, with Flux's
+//! kinds, `--flux`); for `--gitops`, the repository they deliver from ([`gitops`]); for
+//! `--clusters`, a fleet on a workstation ([`fleet`]); and for `--flux`, a Flux repository's
+//! cluster path bootstrapped and served from its working tree ([`flux`]).
 
 pub mod fleet;
+pub mod flux;
 pub mod gitops;
 
 use std::path::PathBuf;
@@ -59,11 +61,27 @@ impl Controllers {
     /// Starts the controllers with `client` (made from `config`); sources are fetched into
     /// `cache`.
     pub fn start(client: &kube::Client, config: kube::Config, cache: PathBuf) -> Controllers {
-        let package = package::Settings { tenancy: Tenancy::own_machine(), ..package::Settings::new(config, cache) };
+        Controllers::spawn(client, HostSettings::new(own_machine(config, cache)))
+    }
+
+    /// Starts the controllers with Flux's kinds too (`bosun controller --flux`; Flux's CRDs
+    /// must be installed), the Git repositories of `trees` read from their working trees.
+    pub fn start_flux(
+        client: &kube::Client,
+        config: kube::Config,
+        cache: PathBuf,
+        trees: bosun::source::WorkingTrees,
+    ) -> Controllers {
+        let package = package::Settings { working_trees: trees, ..own_machine(config, cache) };
+        let settings = HostSettings { flux: Some(crate::flux::Scope::default()), ..HostSettings::new(package) };
+        Controllers::spawn(client, settings)
+    }
+
+    fn spawn(client: &kube::Client, settings: HostSettings) -> Controllers {
         let (stop, stopped) = oneshot::channel::<()>();
         let task = tokio::spawn(crate::run(
             client.clone(),
-            HostSettings::new(package),
+            settings,
             async move {
                 let _ = stopped.await;
             },
@@ -77,4 +95,9 @@ impl Controllers {
         let _ = self.stop.send(());
         let _ = self.task.await;
     }
+}
+
+/// The Package controller's settings on the user's own machine.
+fn own_machine(config: kube::Config, cache: PathBuf) -> package::Settings {
+    package::Settings { tenancy: Tenancy::own_machine(), ..package::Settings::new(config, cache) }
 }

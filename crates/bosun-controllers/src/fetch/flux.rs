@@ -109,6 +109,11 @@ fn pin(remote: &mut Remote, revision: &str) -> Result<bool, String> {
     match remote {
         Remote::Git(git) => {
             let Some((_, commit)) = revision.rsplit_once("sha1:") else {
+                // A working tree's files (`worktree@sha256:…`, `bosun dev --flux`) are no
+                // commit: fetched as they are now, then compared, as a bucket's.
+                if revision.contains("@sha256:") {
+                    return Ok(false);
+                }
                 return Err(format!("revision {revision:?} names no commit"));
             };
             git.reference = Some(GitReference { commit: Some(commit.to_string()), ..GitReference::default() });
@@ -468,6 +473,7 @@ mod tests {
         let Remote::Git(pinned) = &remote else { panic!("git") };
         assert_eq!(pinned.reference.as_ref().and_then(|r| r.commit.as_deref()), Some("0123abcd"));
         assert!(pin(&mut remote, "main").is_err_and(|e| e.contains("names no commit")));
+        assert_eq!(pin(&mut git.remote().expect("git"), "worktree@sha256:abcd"), Ok(false), "fetched, then compared");
 
         let oci = object::<OciRepository>(json!({"url": "oci://r/m", "interval": "1m", "ref": {"tag": "v1"}}));
         for revision in ["v1@sha256:abcd", "sha256:abcd"] {

@@ -97,6 +97,9 @@ pub struct Settings {
     /// Packages may name Flux source objects (`source.sourceRef`): their changes reconcile
     /// those Packages (needs Flux's CRDs; `bosun controller --flux` sets it).
     pub flux: bool,
+    /// Git repositories read from working trees on this machine instead of their remotes
+    /// (`bosun dev --flux`; none in a cluster).
+    pub working_trees: bosun::source::WorkingTrees,
 }
 
 impl Settings {
@@ -115,7 +118,17 @@ impl Settings {
             stopping: CancellationToken::default(),
             tenancy: crate::Tenancy::default(),
             flux: false,
+            working_trees: bosun::source::WorkingTrees::default(),
         }
+    }
+
+    /// A fetcher caching in `cache_dir`, reading local sources only where the tenancy allows
+    /// and the working trees' repositories from them: the Package controller's and the Flux
+    /// source controllers' alike.
+    pub(crate) fn fetcher(&self, cache_dir: PathBuf) -> Fetcher {
+        Fetcher::new(cache_dir)
+            .with_local_roots(self.tenancy.local_roots.clone())
+            .with_working_trees(self.working_trees.clone())
     }
 
     /// Packages of one remote cluster reconciled at once.
@@ -169,7 +182,7 @@ pub fn controller(client: Client, settings: Settings) -> kit::Controller<Package
         stored: Mutex::default(),
         cache: Cache::new(client.clone()),
         remotes: Remotes::default(),
-        fetcher: Fetcher::new(settings.cache_dir.clone()).with_local_roots(settings.tenancy.local_roots.clone()),
+        fetcher: settings.fetcher(settings.cache_dir.clone()),
     };
     let mut controller = kit::Controller::new(NAME, reconciler, client)
         .concurrency(settings.concurrency)

@@ -26,13 +26,18 @@ pub(crate) fn looks_like_package(dir: &Path) -> bool {
     is_marked_package(dir) || has_jsonnet_files(dir)
 }
 
+/// The files that make a directory a kustomization.
+const KUSTOMIZATION_FILES: [&str; 3] = ["kustomization.yaml", "kustomization.yml", "Kustomization"];
+
 /// The renderer a directory's contents imply: `Chart.yaml` → helm, `kustomization.yaml` →
-/// kustomize, `main.jsonnet` or any `*.jsonnet` file → jsonnet, else every YAML/JSON file.
+/// kustomize, `main.jsonnet` or any `*.jsonnet` file → jsonnet, else every YAML/JSON file —
+/// unless a directory beneath holds a kustomization: then kustomize, with the kustomization
+/// kustomize-controller generates (that directory built as a whole; its `kustomization.yaml`
+/// is no object to apply), as in a Flux repository's `clusters/<name>` with its `flux-system`.
 pub fn detect_renderer(dir: &Path) -> RenderSpec {
-    let kustomization = ["kustomization.yaml", "kustomization.yml", "Kustomization"];
     if dir.join(HELM_CHART_FILE).is_file() {
         RenderSpec::Helm(Box::new(HelmSpec { chart: package_root(), ..HelmSpec::default() }))
-    } else if kustomization.iter().any(|f| dir.join(f).is_file()) {
+    } else if KUSTOMIZATION_FILES.iter().any(|f| dir.join(f).is_file()) || has_kustomization_beneath(dir) {
         RenderSpec::Kustomize(KustomizeSpec { dir: package_root(), ..KustomizeSpec::default() })
     } else if has_jsonnet_files(dir) {
         RenderSpec::Jsonnet(JsonnetSpec::default())
@@ -50,6 +55,18 @@ pub fn jsonnet_program(spec: &JsonnetSpec, dir: &Path) -> Option<String> {
     }
 }
 
+/// Whether a directory beneath `dir` (hidden ones left out, as the files renderer leaves them
+/// out) holds a kustomization.
+fn has_kustomization_beneath(dir: &Path) -> bool {
+    let Ok(entries) = std::fs::read_dir(dir) else { return false };
+    entries.flatten().any(|entry| {
+        let path = entry.path();
+        !entry.file_name().to_string_lossy().starts_with('.')
+            && path.is_dir()
+            && (KUSTOMIZATION_FILES.iter().any(|f| path.join(f).is_file()) || has_kustomization_beneath(&path))
+    })
+}
+
 /// Whether `dir` holds a `*.jsonnet` file (a directory Argo CD renders as jsonnet).
 fn has_jsonnet_files(dir: &Path) -> bool {
     std::fs::read_dir(dir).is_ok_and(|entries| {
@@ -58,4 +75,22 @@ fn has_jsonnet_files(dir: &Path) -> bool {
             path.is_file() && path.extension().is_some_and(|e| e == "jsonnet")
         })
     })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_kustomization_beneath_makes_the_directory_a_generated_kustomization() {
+        let dir = tempfile::tempdir().expect("tempdir");
+        std::fs::write(dir.path().join("apps.yaml"), "kind: ConfigMap\n").expect("write");
+        assert!(matches!(detect_renderer(dir.path()), RenderSpec::Files(_)), "plain manifests");
+        std::fs::create_dir_all(dir.path().join(".hidden")).expect("mkdir");
+        std::fs::write(dir.path().join(".hidden/kustomization.yaml"), "resources: []\n").expect("write");
+        assert!(matches!(detect_renderer(dir.path()), RenderSpec::Files(_)), "hidden directories are left out");
+        std::fs::create_dir_all(dir.path().join("flux/system")).expect("mkdir");
+        std::fs::write(dir.path().join("flux/system/kustomization.yaml"), "resources: []\n").expect("write");
+        assert!(matches!(detect_renderer(dir.path()), RenderSpec::Kustomize(_)), "flux/system is built as a whole");
+    }
 }

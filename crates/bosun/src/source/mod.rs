@@ -10,6 +10,8 @@
 //! [`Fetcher::helm`] a chart from a Helm repository or an OCI registry, [`Fetcher::oci`] an
 //! OCI artifact (one manifest `HEAD` when unchanged), and
 //! [`Fetcher::contents`] takes files given by content (a ConfigMap's keys).
+//! [`Fetcher::with_working_trees`] reads chosen Git repositories from working trees on this
+//! machine instead (`bosun dev --flux`).
 //!
 //! # Guarantees
 //!
@@ -40,6 +42,7 @@ mod location;
 mod oci;
 mod reference;
 mod rewrite;
+mod worktree;
 
 use std::{
     collections::{BTreeMap, HashMap},
@@ -57,6 +60,7 @@ pub use credentials::Credentials;
 pub use error::SourceError;
 pub use helm::{BuiltDependency, HelmIndex, build_dependencies, chart_credentials};
 pub use oci::{OciAccess, copy_source_files};
+pub use worktree::{WORKTREE_REVISION_NAME, WorkingTree, WorkingTrees, repository_key};
 
 use self::{
     cache::{Cache, Lease, hex_digest},
@@ -96,6 +100,8 @@ pub struct Fetcher {
     /// Where local sources (`source.dir`, a Git repository by path) may be: anywhere (`None`,
     /// the user's own machine), or beneath these directories only (a controller's tenants).
     local_roots: Option<Arc<Vec<PathBuf>>>,
+    /// Git repositories read from working trees on this machine instead of their remotes.
+    working_trees: Arc<WorkingTrees>,
 }
 
 /// The flag that allow-lists directories for local sources in the controllers.
@@ -119,7 +125,15 @@ impl Fetcher {
             archives: Arc::default(),
             oci_clients: Arc::default(),
             local_roots: None,
+            working_trees: Arc::default(),
         }
+    }
+
+    /// This fetcher with the Git repositories of `trees` read from their working trees, as
+    /// they are on disk, whatever reference a source names (`bosun dev --flux`: uncommitted
+    /// edits are delivered). See [`WorkingTrees`].
+    pub fn with_working_trees(self, trees: WorkingTrees) -> Fetcher {
+        Fetcher { working_trees: Arc::new(trees), ..self }
     }
 
     /// This fetcher with local sources (`source.dir`, Git repositories by path) allowed only
@@ -164,6 +178,9 @@ impl Fetcher {
         ignore: Option<&str>,
         refetch: bool,
     ) -> Result<Snapshot, SourceError> {
+        if let Some(tree) = self.working_trees.get(&source.url) {
+            return self.working_tree(tree, ignore).await;
+        }
         let job = job(source, credentials, refetch)?;
         if let Location::Local(path) = &job.location {
             self.check_local(path, &job.shown)?;
@@ -216,6 +233,15 @@ impl Fetcher {
 }
 
 impl Fetcher {
+    /// The files of a working tree as a Git source's snapshot: a directory snapshot with its
+    /// extra ignore rules before the source's, the revision `worktree@sha256:<digest>`.
+    async fn working_tree(&self, tree: &WorkingTree, ignore: Option<&str>) -> Result<Snapshot, SourceError> {
+        let rules = [tree.ignore.as_deref(), ignore].into_iter().flatten().collect::<Vec<_>>().join("\n");
+        let mut snapshot = self.dir(&tree.dir, (!rules.is_empty()).then_some(rules.as_str())).await?;
+        snapshot.revision = format!("{WORKTREE_REVISION_NAME}@{}", snapshot.revision);
+        Ok(snapshot)
+    }
+
     /// The archive `source` names, as a snapshot with the revision `sha256:<digest of the
     /// archive>`.
     ///
