@@ -26,18 +26,26 @@ pub(crate) fn looks_like_package(dir: &Path) -> bool {
     is_marked_package(dir) || has_jsonnet_files(dir)
 }
 
+/// The extensions of manifest files (the files renderer's, and what makes a directory hold
+/// manifests of its own).
+pub(crate) const MANIFEST_EXTENSIONS: [&str; 3] = ["yaml", "yml", "json"];
+
 /// The files that make a directory a kustomization.
 const KUSTOMIZATION_FILES: [&str; 3] = ["kustomization.yaml", "kustomization.yml", "Kustomization"];
 
 /// The renderer a directory's contents imply: `Chart.yaml` → helm, `kustomization.yaml` →
 /// kustomize, `main.jsonnet` or any `*.jsonnet` file → jsonnet, else every YAML/JSON file —
-/// unless a directory beneath holds a kustomization: then kustomize, with the kustomization
-/// kustomize-controller generates (that directory built as a whole; its `kustomization.yaml`
-/// is no object to apply), as in a Flux repository's `clusters/<name>` with its `flux-system`.
+/// unless the directory's own manifests sit beside a directory holding a kustomization: then
+/// kustomize, with the kustomization kustomize-controller generates (that directory built as
+/// a whole; its `kustomization.yaml` is no object to apply), as in a Flux repository's
+/// `clusters/<name>` with its `flux-system`. A directory of directories only is a folder of
+/// packages (a kustomize base and its overlays), which rendering names as such.
 pub fn detect_renderer(dir: &Path) -> RenderSpec {
     if dir.join(HELM_CHART_FILE).is_file() {
         RenderSpec::Helm(Box::new(HelmSpec { chart: package_root(), ..HelmSpec::default() }))
-    } else if KUSTOMIZATION_FILES.iter().any(|f| dir.join(f).is_file()) || has_kustomization_beneath(dir) {
+    } else if KUSTOMIZATION_FILES.iter().any(|f| dir.join(f).is_file())
+        || (has_own_manifests(dir) && has_kustomization_beneath(dir))
+    {
         RenderSpec::Kustomize(KustomizeSpec { dir: package_root(), ..KustomizeSpec::default() })
     } else if has_jsonnet_files(dir) {
         RenderSpec::Jsonnet(JsonnetSpec::default())
@@ -67,6 +75,19 @@ fn has_kustomization_beneath(dir: &Path) -> bool {
     })
 }
 
+/// Whether `dir` itself holds a manifest file (hidden ones left out).
+fn has_own_manifests(dir: &Path) -> bool {
+    std::fs::read_dir(dir).is_ok_and(|entries| {
+        entries.flatten().any(|entry| {
+            let path = entry.path();
+            let extension = path.extension().and_then(|e| e.to_str()).unwrap_or_default();
+            !entry.file_name().to_string_lossy().starts_with('.')
+                && path.is_file()
+                && MANIFEST_EXTENSIONS.contains(&extension)
+        })
+    })
+}
+
 /// Whether `dir` holds a `*.jsonnet` file (a directory Argo CD renders as jsonnet).
 fn has_jsonnet_files(dir: &Path) -> bool {
     std::fs::read_dir(dir).is_ok_and(|entries| {
@@ -92,5 +113,10 @@ mod tests {
         std::fs::create_dir_all(dir.path().join("flux/system")).expect("mkdir");
         std::fs::write(dir.path().join("flux/system/kustomization.yaml"), "resources: []\n").expect("write");
         assert!(matches!(detect_renderer(dir.path()), RenderSpec::Kustomize(_)), "flux/system is built as a whole");
+        // Directories only (a base and its overlays): a folder of packages, not a package.
+        let folder = tempfile::tempdir().expect("tempdir");
+        std::fs::create_dir_all(folder.path().join("base")).expect("mkdir");
+        std::fs::write(folder.path().join("base/kustomization.yaml"), "resources: []\n").expect("write");
+        assert!(matches!(detect_renderer(folder.path()), RenderSpec::Files(_)), "a folder of packages");
     }
 }

@@ -15,7 +15,7 @@ use serde::{Deserialize, Serialize};
 use bosun_api::API_VERSION;
 use bosun_api::package::{FilesSpec, JsonnetSpec, MAIN_JSONNET, PackageSpec, RenderSpec, package_root};
 use bosun_core::yaml;
-pub(crate) use detect::looks_like_package;
+pub(crate) use detect::{MANIFEST_EXTENSIONS, looks_like_package};
 pub use detect::{PACKAGE_MARKERS, detect_renderer, is_marked_package, jsonnet_program};
 pub use rollout::RolloutError;
 

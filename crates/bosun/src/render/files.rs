@@ -7,11 +7,9 @@ use std::path::{Path, PathBuf};
 use serde_json::Value;
 
 use super::{Manifests, PackageFiles, RenderError, Sandbox, push_source, read_dir_error};
-use crate::package::PACKAGE_FILE;
+use crate::package::{MANIFEST_EXTENSIONS as EXTENSIONS, PACKAGE_FILE};
 use bosun_api::package::{FilesSpec, LOCUTUS_API_VERSION, RolloutSpec};
 use bosun_core::yaml;
-
-const EXTENSIONS: [&str; 3] = ["yaml", "yml", "json"];
 
 /// Files below `dir` with a manifest extension, sorted by relative path; hidden entries skipped.
 /// With none, the error lists what the directory does hold. A file is itself.
