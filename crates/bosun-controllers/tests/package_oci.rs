@@ -162,7 +162,10 @@ async fn a_semver_range_follows_the_highest_tag_across_pushes() {
 
     let third = fleet.push("1.2.0", "web", "4").await;
     wait_value(&h, "web", "4").await;
-    assert_eq!(revision(&wait_ready(&h, "web", |s, _, _| s == "True").await), format!("1.2.0@{}", third.digest));
+    // The objects are applied a moment before the run writes its status: wait for the status
+    // of this revision, not any Ready one.
+    let ready = wait_ready(&h, "web", |s, _, message| s == "True" && message.contains(&third.digest)).await;
+    assert_eq!(revision(&ready), format!("1.2.0@{}", third.digest));
 }
 
 #[tokio::test]
