@@ -105,7 +105,7 @@ mod tests {
     #[test]
     fn a_mapped_repository_is_found_by_any_of_its_urls() {
         let mut trees = WorkingTrees::default();
-        let tree = WorkingTree { dir: PathBuf::from("/work/fleet"), ignore: None };
+        let tree = WorkingTree { dir: PathBuf::from("/srv/checkouts/fleet"), ignore: None };
         assert!(trees.insert("git@github.com:org/fleet.git", tree.clone()));
         assert!(!trees.insert("not a url", tree.clone()));
         assert_eq!(trees.get("https://github.com/org/fleet"), Some(&tree));
