@@ -328,6 +328,12 @@ pub async fn run(args: Args) -> ExitCode {
             seed.display()
         ));
     }
+    if let Some(path) = args.flux.as_ref().filter(|path| !path.is_dir()) {
+        return crate::bad_input(format!(
+            "{}: no such directory: bosun dev --flux takes a Flux repository's cluster path (examples/flux/clusters/dev)",
+            path.display()
+        ));
+    }
     if let Some(missing) = args.dirs.iter().find(|dir| !dir.is_dir()) {
         return crate::bad_input(format!("{}: no such package directory", missing.display()));
     }
