@@ -105,6 +105,33 @@ pub struct Args {
     /// controllers must never reconcile one object).
     #[arg(long, value_name = "SELECTOR", requires = "flux")]
     flux_selector: Option<String>,
+
+    #[command(flatten)]
+    mirrors: SourceMirrorArgs,
+}
+
+/// Mirrors standing in for source URLs: the same flag on `bosun controller` and `bosun dev`.
+#[derive(Debug, Clone, Default, clap::Args)]
+pub struct SourceMirrorArgs {
+    /// Fetch sources whose URL starts with FROM from TO instead (repeatable; the longest FROM
+    /// wins, as git's insteadOf): Helm repositories and the charts their indexes name, OCI
+    /// registries, archives, bucket endpoints and Git URLs — e.g.
+    /// `https://charts.example.com/=http://mirror.internal/charts/` or
+    /// `oci://ghcr.io/=oci://registry.internal/ghcr/`. An air-gapped cluster keeps its sources'
+    /// URLs unedited. Git also honours git's own `url.<base>.insteadOf`.
+    #[arg(long = "source-mirror", value_name = "FROM=TO")]
+    pub source_mirror: Vec<String>,
+}
+
+impl SourceMirrorArgs {
+    /// The mirrors these flags give.
+    ///
+    /// # Errors
+    ///
+    /// A flag that is not `FROM=TO`, named.
+    pub fn mirrors(&self) -> Result<bosun::source::SourceMirrors, String> {
+        bosun::source::SourceMirrors::parse(&self.source_mirror)
+    }
 }
 
 /// The limits of each tenant's render. Every render runs in a child process (the same binary),
@@ -221,6 +248,10 @@ pub async fn run(args: Args) -> ExitCode {
             Err(_) => return crate::bad_input(format!("--metrics-addr {text}: not an address (HOST:PORT, or off)")),
         },
     };
+    let source_mirrors = match args.mirrors.mirrors() {
+        Ok(mirrors) => mirrors,
+        Err(message) => return crate::bad_input(message),
+    };
     let render_worker = match args.render.worker() {
         Ok(worker) => worker,
         Err(error) => return crate::bad_input(format!("cannot find this program, to render in: {error}")),
@@ -246,6 +277,7 @@ pub async fn run(args: Args) -> ExitCode {
         namespace: args.namespace.clone(),
         selector: args.watch_label_selector.clone(),
         tenancy: Tenancy { render_worker: Some(render_worker), ..args.tenancy.tenancy() },
+        source_mirrors,
         ..package::Settings::new(connection.config.clone(), args.cache_dir.clone())
     };
     // Logged, not printed: with --log-format json every line stays one object.

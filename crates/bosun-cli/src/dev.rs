@@ -88,6 +88,9 @@ pub struct Args {
     #[arg(long, value_name = "DIR", default_value = ".bosun/flux-cache", requires = "flux")]
     pub flux_cache: PathBuf,
 
+    #[command(flatten)]
+    pub mirrors: crate::controller::SourceMirrorArgs,
+
     /// Apply once and exit (0 if every package rolled out, else 1).
     #[arg(long)]
     pub once: bool,
@@ -337,6 +340,13 @@ pub async fn run(args: Args) -> ExitCode {
     if let Some(missing) = args.dirs.iter().find(|dir| !dir.is_dir()) {
         return crate::bad_input(format!("{}: no such package directory", missing.display()));
     }
+    let mirrors = match args.mirrors.mirrors() {
+        Ok(mirrors) if !mirrors.is_empty() && args.flux.is_none() => {
+            return crate::bad_input("--source-mirror is for --flux (the other modes serve their own sources)");
+        }
+        Ok(mirrors) => mirrors,
+        Err(message) => return crate::bad_input(message),
+    };
     let storage = if args.in_memory { Storage::InMemory } else { Storage::Directory(args.data_dir()) };
     let options = ServerOptions {
         storage,
@@ -361,8 +371,13 @@ pub async fn run(args: Args) -> ExitCode {
         outln!("kubeconfig: {}", args.kubeconfig.display());
         let mut written = vec![args.kubeconfig.clone(), args.flux_cache.clone()];
         written.extend((!args.in_memory).then(|| args.data_dir()));
-        let settings =
-            crate::dev_flux::Settings { path, urls: &args.flux_repo_url, cache: args.flux_cache.clone(), written };
+        let settings = crate::dev_flux::Settings {
+            path,
+            urls: &args.flux_repo_url,
+            cache: args.flux_cache.clone(),
+            written,
+            mirrors,
+        };
         crate::dev_flux::run(&server, settings).await
     } else if let Some(clusters) = args.clusters {
         outln!("kubeconfig: {}", args.kubeconfig.display());

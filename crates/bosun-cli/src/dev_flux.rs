@@ -45,6 +45,8 @@ pub struct Settings<'a> {
     /// What `bosun dev` writes (data directory, kubeconfig, cache): never part of the
     /// repository's files.
     pub written: Vec<PathBuf>,
+    /// Mirrors standing in for the sources' URLs (`--source-mirror`).
+    pub mirrors: bosun::source::SourceMirrors,
 }
 
 /// Runs `bosun dev --flux` on a started server.
@@ -72,7 +74,8 @@ pub async fn run(server: &RunningServer, settings: Settings<'_>) -> ExitCode {
         return crate::bad_input(error);
     }
     outln!("Flux's CRDs installed; bosun reconciles GitRepository, OCIRepository, Bucket, Kustomization, HelmRelease");
-    let controllers = Controllers::start_flux(&client, server.config(), settings.cache, trees.clone());
+    let controllers =
+        Controllers::start_flux(&client, server.config(), settings.cache, trees.clone(), settings.mirrors);
     outln!("repository {} served from its working tree (uncommitted edits included) as:", repository.root.display());
     for url in &repository.urls {
         outln!("  {url}");

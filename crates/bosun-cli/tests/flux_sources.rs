@@ -76,6 +76,24 @@ fn kustomization(name: &str, kind: &str, source: &str) -> String {
     )
 }
 
+/// Flux's CRDs, the `flux-system` namespace, and the registry's and bucket's credentials in
+/// Secrets as kubectl makes them.
+async fn flux_system(cluster: &Cluster, registry: &Registry) {
+    let crds = cluster.bosun(&["crds", "--flux"]).await;
+    assert!(crds.status.success(), "{}", text(&crds));
+    cluster.kubectl(&["apply", "--server-side", "-f", "-"], Some(&crds.stdout)).await;
+    cluster.kubectl(&["create", "namespace", "flux-system"], None).await;
+    let server_flag = format!("--docker-server={}", registry.host);
+    let (user_flag, password_flag) = (format!("--docker-username={USER}"), format!("--docker-password={PASSWORD}"));
+    let secret = ["create", "secret", "docker-registry", "regcred", "-n", "flux-system"];
+    cluster.kubectl(&[&secret[..], &[&server_flag, &user_flag, &password_flag]].concat(), None).await;
+    let (access_flag, secret_flag) =
+        (format!("--from-literal=accesskey={ACCESS_KEY}"), format!("--from-literal=secretkey={SECRET_KEY}"));
+    cluster
+        .kubectl(&["create", "secret", "generic", "bucket-keys", "-n", "flux-system", &access_flag, &secret_flag], None)
+        .await;
+}
+
 const OBJECTS: &str = "\
 apiVersion: source.toolkit.fluxcd.io/v1
 kind: OCIRepository
@@ -115,19 +133,7 @@ async fn oci_repositories_and_buckets_are_sources_of_kustomizations_and_packages
     let first = push(&cluster, &registry, "oci-web", "1").await;
     store.put("deploy/web.yaml", &configmap("bucket-web", "1")).await;
 
-    let crds = cluster.bosun(&["crds", "--flux"]).await;
-    assert!(crds.status.success(), "{}", text(&crds));
-    cluster.kubectl(&["apply", "--server-side", "-f", "-"], Some(&crds.stdout)).await;
-    cluster.kubectl(&["create", "namespace", "flux-system"], None).await;
-    let server_flag = format!("--docker-server={}", registry.host);
-    let (user_flag, password_flag) = (format!("--docker-username={USER}"), format!("--docker-password={PASSWORD}"));
-    let secret = ["create", "secret", "docker-registry", "regcred", "-n", "flux-system"];
-    cluster.kubectl(&[&secret[..], &[&server_flag, &user_flag, &password_flag]].concat(), None).await;
-    let (access_flag, secret_flag) =
-        (format!("--from-literal=accesskey={ACCESS_KEY}"), format!("--from-literal=secretkey={SECRET_KEY}"));
-    cluster
-        .kubectl(&["create", "secret", "generic", "bucket-keys", "-n", "flux-system", &access_flag, &secret_flag], None)
-        .await;
+    flux_system(&cluster, &registry).await;
     let objects = OBJECTS.replace("REGISTRY", &registry.host).replace("MOTO", &moto.host)
         + &kustomization("oci-apps", "OCIRepository", "apps")
         + &kustomization("bucket-apps", "Bucket", "manifests");
@@ -216,4 +222,58 @@ async fn oci_repositories_and_buckets_are_sources_of_kustomizations_and_packages
         .collect();
     let expected = format!("stored artifact with revision 'prod@{first}' from 'oci://{}/fleet/apps'", registry.host);
     assert_eq!(notes, [expected.as_str()]);
+}
+
+const MIRRORED: &str = "\
+apiVersion: source.toolkit.fluxcd.io/v1
+kind: OCIRepository
+metadata: {name: from-ghcr, namespace: flux-system}
+spec: {interval: 5m, url: 'oci://ghcr.io/example/fleet/apps', ref: {tag: prod}, secretRef: {name: regcred}}
+---
+apiVersion: source.toolkit.fluxcd.io/v1
+kind: Bucket
+metadata: {name: from-s3, namespace: flux-system}
+spec: {interval: 5m, bucketName: fleet, endpoint: s3.amazonaws.com, secretRef: {name: bucket-keys}}
+";
+
+/// `--source-mirror FROM=TO` serves sources whose objects name public URLs (GitHub's registry,
+/// AWS's S3) from mirrors on loopback, the objects unedited.
+#[tokio::test]
+async fn source_mirrors_stand_in_for_public_urls_without_editing_a_source() {
+    let server = ApiServer::in_memory().start().await.expect("server");
+    let cluster = Cluster::around(server);
+    let registry = Registry::start(false, Some((USER, PASSWORD)));
+    let moto = Moto::start();
+    let store = Store::create(&moto, "fleet").await;
+    let digest = push(&cluster, &registry, "mirrored-oci", "1").await;
+    store.put("deploy/web.yaml", &configmap("mirrored-bucket", "1")).await;
+
+    // The registry's credentials name the mirror, where they are presented.
+    flux_system(&cluster, &registry).await;
+    let objects = MIRRORED.to_string()
+        + &kustomization("ghcr-apps", "OCIRepository", "from-ghcr")
+        + &kustomization("s3-apps", "Bucket", "from-s3");
+    cluster.kubectl(&["apply", "-f", "-"], Some(objects.as_bytes())).await;
+
+    // A malformed mirror is refused before the controller starts.
+    let refused = cluster.bosun(&["controller", "--flux", "--source-mirror", "oci://ghcr.io/"]).await;
+    assert_eq!(refused.status.code(), Some(2), "{}", text(&refused));
+    assert!(text(&refused).contains("--source-mirror \"oci://ghcr.io/\": expected FROM=TO"), "{}", text(&refused));
+
+    let oci_mirror = format!("oci://ghcr.io/example/=oci://{}/", registry.host);
+    let s3_mirror = format!("https://s3.amazonaws.com=http://{}", moto.host);
+    let _controller =
+        cluster.controller("controller", &["--flux", "--source-mirror", &oci_mirror, "--source-mirror", &s3_mirror]);
+
+    let repositories = api(&cluster, "source.toolkit.fluxcd.io", "v1", "OCIRepository");
+    let repository = wait_for(&repositories, "from-ghcr", "stored", ready).await;
+    assert_eq!(repository["status"]["artifact"]["revision"], format!("prod@{digest}").as_str(), "{repository:#}");
+    assert_eq!(repository["spec"]["url"], "oci://ghcr.io/example/fleet/apps", "the object is unedited");
+    let kustomizations = api(&cluster, "kustomize.toolkit.fluxcd.io", "v1", "Kustomization");
+    wait_for(&kustomizations, "ghcr-apps", "applied", ready).await;
+    wait_for(&kustomizations, "s3-apps", "applied", ready).await;
+    let configmaps: Api<ConfigMap> = Api::namespaced(cluster.server.client(), "default");
+    for name in ["mirrored-oci", "mirrored-bucket"] {
+        assert_eq!(configmaps.get(name).await.expect(name).data.expect("data")["value"], "1", "{name}");
+    }
 }

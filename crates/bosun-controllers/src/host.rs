@@ -198,7 +198,7 @@ pub async fn run(
     let operators = operator::resource::controller(
         client.clone(),
         operator::resource::HostSettings {
-            cache_dir: settings.package.cache_dir.join("operators"),
+            fetcher: settings.package.fetcher(settings.package.cache_dir.join("operators")),
             namespace: settings.package.namespace.clone(),
             selector: settings.package.selector.clone(),
             stopping: settings.package.stopping.clone(),
@@ -220,7 +220,7 @@ pub async fn run(
     let fleets = fleet::controller::controller(
         client.clone(),
         fleet::controller::Settings {
-            cache_dir: settings.package.cache_dir.join("fleets"),
+            fetcher: settings.package.fetcher(settings.package.cache_dir.join("fleets")),
             namespace: settings.package.namespace.clone(),
             selector: settings.package.selector.clone(),
             metrics: Some(metrics.clone()),

@@ -26,7 +26,7 @@ async fn management() -> (Harness, tempfile::TempDir) {
     let h = start().await;
     let cache = tempfile::tempdir().expect("cache");
     let settings = fleet::controller::Settings {
-        cache_dir: cache.path().to_path_buf(),
+        fetcher: bosun::source::Fetcher::new(cache.path().to_path_buf()),
         namespace: None,
         selector: None,
         metrics: None,

@@ -274,7 +274,7 @@ async fn operator_fleet_and_alert_pages_show_their_objects() {
     let fleets = bosun_controllers::fleet::controller::controller(
         client.clone(),
         bosun_controllers::fleet::controller::Settings {
-            cache_dir: cache.path().to_path_buf(),
+            fetcher: bosun::source::Fetcher::new(cache.path().to_path_buf()),
             namespace: None,
             selector: None,
             metrics: None,

@@ -65,14 +65,16 @@ impl Controllers {
     }
 
     /// Starts the controllers with Flux's kinds too (`bosun controller --flux`; Flux's CRDs
-    /// must be installed), the Git repositories of `trees` read from their working trees.
+    /// must be installed), the Git repositories of `trees` read from their working trees and
+    /// source URLs rewritten by `mirrors`.
     pub fn start_flux(
         client: &kube::Client,
         config: kube::Config,
         cache: PathBuf,
         trees: bosun::source::WorkingTrees,
+        mirrors: bosun::source::SourceMirrors,
     ) -> Controllers {
-        let package = package::Settings { working_trees: trees, ..own_machine(config, cache) };
+        let package = package::Settings { working_trees: trees, source_mirrors: mirrors, ..own_machine(config, cache) };
         let settings = HostSettings { flux: Some(crate::flux::Scope::default()), ..HostSettings::new(package) };
         Controllers::spawn(client, settings)
     }

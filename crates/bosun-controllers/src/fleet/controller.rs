@@ -45,8 +45,8 @@ pub struct Fleets {
 
 /// How the controller runs.
 pub struct Settings {
-    /// Where sources are fetched to (for `directories`).
-    pub cache_dir: PathBuf,
+    /// Fetches the sources `directories` generators list.
+    pub fetcher: Fetcher,
     /// Only Fleets in this namespace.
     pub namespace: Option<String>,
     /// Only Fleets whose labels match.
@@ -60,8 +60,7 @@ pub struct Settings {
 
 /// The `Fleet` controller, ready to [`kit::Controller::run`].
 pub fn controller(client: Client, settings: Settings) -> kit::Controller<Fleets> {
-    let fleets =
-        Fleets { fetcher: Fetcher::new(settings.cache_dir), cross_namespace: !settings.no_cross_namespace_refs };
+    let fleets = Fleets { fetcher: settings.fetcher, cross_namespace: !settings.no_cross_namespace_refs };
     kit::Controller::new(NAME, fleets, client)
         .owns::<PackageResource>()
         .backoff(Duration::from_secs(1), Duration::from_secs(60))

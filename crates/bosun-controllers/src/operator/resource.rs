@@ -9,7 +9,6 @@
 
 use std::{
     collections::HashMap,
-    path::PathBuf,
     sync::{Arc, Mutex},
     time::Duration,
 };
@@ -33,8 +32,8 @@ pub(crate) const NAME: &str = "operators";
 /// How the controller runs.
 #[derive(Clone)]
 pub(crate) struct HostSettings {
-    /// Where sources are fetched to.
-    pub cache_dir: PathBuf,
+    /// Fetches the Operators' sources (tenancy's local roots and the source mirrors applied).
+    pub fetcher: Fetcher,
     /// Only Operators in this namespace.
     pub namespace: Option<String>,
     /// Only Operators whose labels match.
@@ -83,7 +82,7 @@ pub(crate) struct OperatorHost {
 /// The `Operator` controller, ready to [`kit::Controller::run`].
 pub(crate) fn controller(client: Client, settings: HostSettings) -> kit::Controller<OperatorHost> {
     let host = OperatorHost {
-        fetcher: Fetcher::new(settings.cache_dir.clone()).with_local_roots(settings.tenancy.local_roots.clone()),
+        fetcher: settings.fetcher.clone(),
         impersonating: Arc::new(Impersonating::new(settings.config.clone())),
         settings: settings.clone(),
         running: Mutex::default(),

@@ -100,6 +100,8 @@ pub struct Settings {
     /// Git repositories read from working trees on this machine instead of their remotes
     /// (`bosun dev --flux`; none in a cluster).
     pub working_trees: bosun::source::WorkingTrees,
+    /// Source URLs fetched from mirrors instead (`--source-mirror FROM=TO`).
+    pub source_mirrors: bosun::source::SourceMirrors,
 }
 
 impl Settings {
@@ -119,16 +121,18 @@ impl Settings {
             tenancy: crate::Tenancy::default(),
             flux: false,
             working_trees: bosun::source::WorkingTrees::default(),
+            source_mirrors: bosun::source::SourceMirrors::default(),
         }
     }
 
     /// A fetcher caching in `cache_dir`, reading local sources only where the tenancy allows
-    /// and the working trees' repositories from them: the Package controller's and the Flux
-    /// source controllers' alike.
+    /// the working trees' repositories from them, and URLs rewritten by the source mirrors: the
+    /// Package, Operator and Fleet controllers' and the Flux source controllers' alike.
     pub(crate) fn fetcher(&self, cache_dir: PathBuf) -> Fetcher {
         Fetcher::new(cache_dir)
             .with_local_roots(self.tenancy.local_roots.clone())
             .with_working_trees(self.working_trees.clone())
+            .with_source_mirrors(self.source_mirrors.clone())
     }
 
     /// Packages of one remote cluster reconciled at once.

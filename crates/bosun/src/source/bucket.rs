@@ -73,9 +73,7 @@ pub(crate) struct Listed {
 /// The bucket `source` names, or why it cannot work.
 pub(crate) fn bucket(source: &BucketSource, shown: &str) -> Result<Bucket, SourceError> {
     let invalid = |message: String| SourceError::Invalid { source_name: shown.to_string(), message };
-    let endpoint =
-        if source.endpoint.contains("://") { source.endpoint.clone() } else { format!("https://{}", source.endpoint) };
-    let url: reqwest::Url = endpoint.parse().map_err(|e| invalid(format!("endpoint: {e}")))?;
+    let url: reqwest::Url = endpoint(source).parse().map_err(|e| invalid(format!("endpoint: {e}")))?;
     // AWS names buckets in the host; other S3-compatible servers (MinIO, Ceph, moto) expect
     // them in the path, which AWS also still answers.
     let style = if url.host_str().is_some_and(|h| h.ends_with(".amazonaws.com")) {
@@ -85,6 +83,11 @@ pub(crate) fn bucket(source: &BucketSource, shown: &str) -> Result<Bucket, Sourc
     };
     let region = source.region.clone().unwrap_or_else(|| "us-east-1".to_string());
     Bucket::new(url, style, source.bucket.clone(), region).map_err(|e| invalid(format!("endpoint: {e}")))
+}
+
+/// The endpoint as a URL: `https://` unless it names its scheme.
+pub(crate) fn endpoint(source: &BucketSource) -> String {
+    if source.endpoint.contains("://") { source.endpoint.clone() } else { format!("https://{}", source.endpoint) }
 }
 
 /// How the source is shown: the endpoint and the bucket, and the prefix if any.

@@ -10,7 +10,7 @@ use bosun_helm::repo::{self, IndexFile};
 use bosun_semver::{Constraints, Version};
 
 use super::{
-    Fetcher, Snapshot, SourceError, archive,
+    Fetcher, Snapshot, SourceError, SourceMirrors, archive,
     cache::hex_digest,
     credentials::{Credentials, Kind},
     dir,
@@ -143,7 +143,7 @@ async fn download_from_repository(
     wanted: &WantedChart<'_>,
     into: &Path,
 ) -> Result<FetchedChart, SourceError> {
-    let WantedChart { repository, chart, version, credentials, secret_field } = *wanted;
+    let WantedChart { repository, chart, version, credentials, secret_field, mirrors } = *wanted;
     let shown = redact::url(repository);
     let index = download_index(http, repository, credentials, secret_field).await?.parse()?;
     let entry = index.get(chart, version).map_err(|e| SourceError::NotFound {
@@ -154,7 +154,9 @@ async fn download_from_repository(
         url: shown.clone(),
         message: format!("index.yaml lists {chart} {} without a URL", entry.metadata.version),
     })?;
+    // An index may name its archives by absolute URL, elsewhere (a CDN): mirrored too.
     let url = repo::resolve_url(repository, first)
+        .map(|url| mirrors.rewrite(&url))
         .map_err(|e| SourceError::Fetch { url: shown.clone(), message: e.to_string() })?;
     let shown_chart = redact::url(&url);
     // Archives are served from the repository's host or elsewhere (a CDN): credentials go to
@@ -227,6 +229,8 @@ struct WantedChart<'a> {
     credentials: Option<&'a Credentials>,
     /// The spec field of the credentials, for messages (empty: none).
     secret_field: &'a str,
+    /// Rewrites of the archives' URLs the index names.
+    mirrors: &'a SourceMirrors,
 }
 
 /// Fetches the chart `wanted` names into `into`.
@@ -274,12 +278,14 @@ impl Fetcher {
             let _guard = lock.lock().await;
             let scratch = self.cache.scratch()?;
             let version = source.version.as_deref().unwrap_or_default();
+            let repository = self.mirrors.rewrite(&source.url);
             let wanted = WantedChart {
-                repository: &source.url,
+                repository: &repository,
                 chart: &source.chart,
                 version,
                 credentials,
                 secret_field: "spec.source.helm.secretRef",
+                mirrors: &self.mirrors,
             };
             let fetched = fetch_chart(&self.http, &wanted, scratch.path()).await?;
             let revision = format!("{}@{}", fetched.name, fetched.version);
@@ -336,6 +342,7 @@ impl Fetcher {
         secret_field: &str,
         timeout: std::time::Duration,
     ) -> Result<HelmIndex, SourceError> {
+        let repository = &self.mirrors.rewrite(repository);
         let shown = redact::url(repository);
         if !(repository.starts_with("https://") || repository.starts_with("http://")) {
             return Err(SourceError::Invalid {
@@ -417,6 +424,7 @@ pub async fn build_dependencies(chart_dir: &Path) -> Result<Vec<BuiltDependency>
             version: &dependency.version,
             credentials: None,
             secret_field: "",
+            mirrors: &SourceMirrors::default(),
         };
         let fetched = fetch_chart(&http, &wanted, scratch.path()).await?;
         let file = charts.join(format!("{}-{}.tgz", dependency.name, fetched.version));

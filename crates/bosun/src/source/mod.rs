@@ -60,6 +60,7 @@ pub use credentials::Credentials;
 pub use error::SourceError;
 pub use helm::{BuiltDependency, HelmIndex, build_dependencies, chart_credentials};
 pub use oci::{OciAccess, copy_source_files};
+pub use rewrite::SourceMirrors;
 pub use worktree::{WORKTREE_REVISION_NAME, WorkingTree, WorkingTrees, repository_key};
 
 use self::{
@@ -102,6 +103,8 @@ pub struct Fetcher {
     local_roots: Option<Arc<Vec<PathBuf>>>,
     /// Git repositories read from working trees on this machine instead of their remotes.
     working_trees: Arc<WorkingTrees>,
+    /// Source URLs fetched from mirrors instead (`--source-mirror`).
+    mirrors: Arc<SourceMirrors>,
 }
 
 /// The flag that allow-lists directories for local sources in the controllers.
@@ -126,7 +129,15 @@ impl Fetcher {
             oci_clients: Arc::default(),
             local_roots: None,
             working_trees: Arc::default(),
+            mirrors: Arc::default(),
         }
+    }
+
+    /// This fetcher with source URLs rewritten by `mirrors` before anything is fetched: Git
+    /// (before git's own `insteadOf`), archives, Helm repositories and the charts their indexes
+    /// name, OCI registries and bucket endpoints.
+    pub fn with_source_mirrors(self, mirrors: SourceMirrors) -> Fetcher {
+        Fetcher { mirrors: Arc::new(mirrors), ..self }
     }
 
     /// This fetcher with the Git repositories of `trees` read from their working trees, as
@@ -181,7 +192,8 @@ impl Fetcher {
         if let Some(tree) = self.working_trees.get(&source.url) {
             return self.working_tree(tree, ignore).await;
         }
-        let job = job(source, credentials, refetch)?;
+        let mirrored = GitSource { url: self.mirrors.rewrite(&source.url), ..source.clone() };
+        let job = job(&mirrored, credentials, refetch)?;
         if let Location::Local(path) = &job.location {
             self.check_local(path, &job.shown)?;
         }
@@ -261,6 +273,7 @@ impl Fetcher {
         ignore: Option<&str>,
         refetch: bool,
     ) -> Result<Snapshot, SourceError> {
+        let source = &ArchiveSource { url: self.mirrors.rewrite(&source.url), ..source.clone() };
         let shown = redact::url(&source.url);
         let invalid = |message: &str| SourceError::Invalid { source_name: shown.clone(), message: message.into() };
         if !(source.url.starts_with("https://") || source.url.starts_with("http://")) {
@@ -381,6 +394,7 @@ impl Fetcher {
         ignore: Option<&str>,
         refetch: bool,
     ) -> Result<Snapshot, SourceError> {
+        let source = &BucketSource { endpoint: self.mirrors.rewrite(&bucket::endpoint(source)), ..source.clone() };
         let shown = bucket::shown(source);
         let s3 = bucket::bucket(source, &shown)?;
         let timeout = source.timeout.map_or(DEFAULT_TIMEOUT, |t| t.0);

@@ -211,6 +211,7 @@ impl Fetcher {
         ignore: Option<&str>,
         refetch: bool,
     ) -> Result<Snapshot, SourceError> {
+        let source = &OciSource { url: self.mirrors.rewrite(&source.url), ..source.clone() };
         let (reference, select) = wanted(source)?;
         let shown = reference.repository_url();
         let keys = match &source.verify {
