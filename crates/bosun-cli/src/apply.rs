@@ -76,6 +76,7 @@ pub fn options(package: &Package, args: &Args) -> Options {
     Options {
         concurrency: args.concurrency.max(1),
         force: args.force || package.spec.force == Some(true),
+        take_over_managers: package.spec.take_over_managers.clone(),
         dry_run: args.dry_run,
         prune: args.prune || package.spec.prune == Some(true),
         wait: args.wait || package.spec.wait == Some(true),

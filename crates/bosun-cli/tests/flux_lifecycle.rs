@@ -4,7 +4,8 @@
 //! suspended Kustomization not applying a new commit until resumed; `force` recreating an
 //! immutable ConfigMap whose data changed; and a Kustomization whose
 //! `serviceAccountName` may not write what its path holds refused (`AccessDenied`), nothing
-//! applied.
+//! applied. Fields `kubectl` and Flux's own controller set are handed to bosun before it
+//! applies, so what a Kustomization no longer sets is removed, as kustomize-controller does.
 
 use std::time::{Duration, Instant};
 
@@ -127,12 +128,7 @@ async fn dependencies_suspension_and_service_accounts_behave_as_flux_s() {
         .write("tenant/mine.yaml", &configmap("tenant", "1"))
         .write("tenant/secret.yaml", SECRET);
     repo.commit("first");
-    let http = HttpServer::start(&repos, HttpAuth::None);
-
-    let server = ApiServer::in_memory().start().await.expect("server");
-    let cluster = Cluster::around(server);
-    let crds = cluster.bosun(&["crds", "--flux"]).await;
-    cluster.kubectl(&["apply", "--server-side", "-f", "-"], Some(&crds.stdout)).await;
+    let (http, cluster) = serve_with_flux(&repos).await;
     let objects = OBJECTS.replace("URL", &http.url(&repo));
     let applied = cluster.kubectl(&["apply", "-f", "-"], Some(objects.as_bytes())).await;
     assert!(applied.status.success(), "{}", text(&applied));
@@ -213,6 +209,23 @@ async fn dependencies_suspension_and_service_accounts_behave_as_flux_s() {
     }
 }
 
+/// The repositories served over HTTP, and an API server with Flux's CRDs.
+async fn serve_with_flux(repos: &Repos) -> (HttpServer, Cluster) {
+    let http = HttpServer::start(repos, HttpAuth::None);
+    let server = ApiServer::in_memory().start().await.expect("server");
+    let cluster = Cluster::around(server);
+    let crds = cluster.bosun(&["crds", "--flux"]).await;
+    cluster.kubectl(&["apply", "--server-side", "-f", "-"], Some(&crds.stdout)).await;
+    (http, cluster)
+}
+
+/// `flux-system` and the GitRepository `fleet` at `url` (fetched when asked), then `objects`.
+fn with_fleet(url: &str, objects: &str) -> String {
+    format!(
+        "apiVersion: v1\nkind: Namespace\nmetadata: {{name: flux-system}}\n---\napiVersion: source.toolkit.fluxcd.io/v1\nkind: GitRepository\nmetadata: {{name: fleet, namespace: flux-system}}\nspec: {{interval: 1h, url: {url}, ref: {{branch: main}}}}\n---\n{objects}"
+    )
+}
+
 const WIDGETS: &str = "\
 apiVersion: apiextensions.k8s.io/v1
 kind: CustomResourceDefinition
@@ -230,18 +243,6 @@ spec:
       openAPIV3Schema:
         type: object
         x-kubernetes-preserve-unknown-fields: true
----
-apiVersion: v1
-kind: Namespace
-metadata: {name: flux-system}
----
-apiVersion: source.toolkit.fluxcd.io/v1
-kind: GitRepository
-metadata: {name: fleet, namespace: flux-system}
-spec:
-  interval: 1h
-  url: URL
-  ref: {branch: main}
 ---
 apiVersion: kustomize.toolkit.fluxcd.io/v1
 kind: Kustomization
@@ -267,12 +268,8 @@ async fn health_check_expressions_decide_a_custom_resource_s_health() {
     let repo = repos.create("fleet");
     repo.write("widgets/w.yaml", "apiVersion: example.com/v1\nkind: Widget\nmetadata: {name: w}\nspec: {size: 1}\n");
     repo.commit("first");
-    let http = HttpServer::start(&repos, HttpAuth::None);
-    let server = ApiServer::in_memory().start().await.expect("server");
-    let cluster = Cluster::around(server);
-    let crds = cluster.bosun(&["crds", "--flux"]).await;
-    cluster.kubectl(&["apply", "--server-side", "-f", "-"], Some(&crds.stdout)).await;
-    let objects = WIDGETS.replace("URL", &http.url(&repo));
+    let (http, cluster) = serve_with_flux(&repos).await;
+    let objects = with_fleet(&http.url(&repo), WIDGETS);
     let applied = cluster.kubectl(&["apply", "-f", "-"], Some(objects.as_bytes())).await;
     assert!(applied.status.success(), "{}", text(&applied));
     let _controller = cluster.controller("controller", &["--flux"]);
@@ -296,4 +293,89 @@ async fn health_check_expressions_decide_a_custom_resource_s_health() {
         .await;
     assert!(patched.status.success(), "{}", text(&patched));
     wait_for(&kustomizations, "widgets", "ready", |k| ready_is(k, "True", None)).await;
+}
+
+const HANDED_OVER: &str = "\
+apiVersion: kustomize.toolkit.fluxcd.io/v1
+kind: Kustomization
+metadata: {name: apps, namespace: flux-system}
+spec: {interval: 1h, path: ./apps, prune: true, targetNamespace: default, sourceRef: {kind: GitRepository, name: fleet}}
+";
+
+/// The managers of a ConfigMap's fields (`manager/operation`), and its data's keys.
+async fn owners_and_keys(configmaps: &Api<ConfigMap>, name: &str) -> (Vec<String>, Vec<String>, bool) {
+    let live = configmaps.get(name).await.expect(name);
+    let owners = live
+        .metadata
+        .managed_fields
+        .unwrap_or_default()
+        .into_iter()
+        .map(|e| format!("{}/{}", e.manager.unwrap_or_default(), e.operation.unwrap_or_default()))
+        .collect();
+    let annotated =
+        live.metadata.annotations.unwrap_or_default().contains_key("kubectl.kubernetes.io/last-applied-configuration");
+    (owners, live.data.unwrap_or_default().into_keys().collect(), annotated)
+}
+
+#[tokio::test]
+async fn fields_kubectl_and_flux_set_are_taken_over_so_removed_fields_go() {
+    let repos = Repos::new();
+    let repo = repos.create("fleet");
+    let annotated = "apiVersion: v1\nkind: ConfigMap\nmetadata:\n  name: merged\n  annotations: {kustomize.toolkit.fluxcd.io/ssa: Merge}\ndata: {a: '1'}\n";
+    for (name, text) in [("by-kubectl", configmap("by-kubectl", "1")), ("by-flux", configmap("by-flux", "1"))] {
+        repo.write(&format!("apps/{name}.yaml"), &text);
+    }
+    repo.write("apps/merged.yaml", annotated);
+    repo.commit("first");
+    let (http, cluster) = serve_with_flux(&repos).await;
+
+    // Before bosun: one ConfigMap made by `kubectl apply` (client-side, last-applied annotation)
+    // and one by Flux's kustomize-controller (server-side apply under its name), each with a
+    // key the repository no longer has; a third made by kubectl, opted out with Flux's `Merge`.
+    let with_extra = |name: &str| {
+        format!(
+            "apiVersion: v1\nkind: ConfigMap\nmetadata: {{name: {name}, namespace: default}}\ndata: {{value: '1', extra: 'x'}}\n"
+        )
+    };
+    for (name, args) in [
+        ("by-kubectl", vec!["apply", "-f", "-"]),
+        ("merged", vec!["apply", "-f", "-"]),
+        ("by-flux", vec!["apply", "--server-side", "--field-manager", "kustomize-controller", "-f", "-"]),
+    ] {
+        let made = cluster.kubectl(&args, Some(with_extra(name).as_bytes())).await;
+        assert!(made.status.success(), "{name}: {}", text(&made));
+    }
+    let configmaps: Api<ConfigMap> = Api::namespaced(cluster.server.client(), "default");
+    let (owners, _, annotated) = owners_and_keys(&configmaps, "by-kubectl").await;
+    assert_eq!((owners, annotated), (vec!["kubectl-client-side-apply/Update".to_string()], true));
+
+    let objects = with_fleet(&http.url(&repo), HANDED_OVER);
+    let applied = cluster.kubectl(&["apply", "-f", "-"], Some(objects.as_bytes())).await;
+    assert!(applied.status.success(), "{}", text(&applied));
+    let _controller = cluster.controller("controller", &["--flux"]);
+    let kustomizations =
+        flux_api(cluster.server.client(), "flux-system", "kustomize.toolkit.fluxcd.io", "Kustomization");
+    wait_for(&kustomizations, "apps", "ready", |k| ready_is(k, "True", None)).await;
+
+    for name in ["by-kubectl", "by-flux"] {
+        let (owners, keys, annotated) = owners_and_keys(&configmaps, name).await;
+        assert_eq!(keys, ["value"], "{name}: the key the repository no longer has is gone");
+        assert!(!annotated, "{name}: kubectl's last-applied annotation removed");
+        assert!(
+            owners.iter().all(|o| !o.starts_with("kubectl") && !o.starts_with("kustomize-controller")),
+            "{name}: {owners:?}"
+        );
+    }
+    let (owners, keys, _) = owners_and_keys(&configmaps, "merged").await;
+    assert_eq!(keys, ["a", "extra", "value"], "opted out: kubectl's fields stay theirs ({owners:?})");
+
+    // A label added by hand to an object bosun applied goes at the next run (`kubectl label`
+    // is one of kubectl's managers), as a `kubectl edit` is reverted by Flux.
+    let labelled = cluster.kubectl(&["label", "configmap", "by-kubectl", "-n", "default", "added=by-hand"], None).await;
+    assert!(labelled.status.success(), "{}", text(&labelled));
+    let asked = "reconcile.fluxcd.io/requestedAt=after-label";
+    cluster.kubectl(&["annotate", "kustomization", "apps", "-n", "flux-system", asked], None).await;
+    wait_for(&kustomizations, "apps", "handled", |k| k["status"]["lastHandledReconcileAt"] == "after-label").await;
+    let labels = configmaps.get("by-kubectl").await.expect("by-kubectl").metadata.labels.unwrap_or_default();
+    assert!(!labels.contains_key("added"), "{labels:?}");
 }

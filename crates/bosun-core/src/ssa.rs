@@ -4,6 +4,10 @@
 
 use serde_json::Value;
 
+mod take_over;
+
+pub use take_over::{FLUX_SSA, LAST_APPLIED, take_over};
+
 /// Metadata the server owns; never part of a comparison or a diff.
 const SERVER_METADATA: [&str; 7] = [
     "managedFields",

@@ -105,6 +105,14 @@ pub struct PackageSpec {
     /// instead of failing the run (Flux's `force`; `bosun apply --force`).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub force: Option<bool>,
+    /// Field managers (by name prefix) whose fields on this package's objects are handed to
+    /// bosun before it applies, kubectl's last-applied annotation removed with them: what the
+    /// package no longer sets is then removed even where `kubectl apply`, `kubectl edit` or
+    /// another controller set it, as Flux's kustomize-controller does (a Flux `Kustomization`
+    /// gets `kubectl`, `before-first-apply` and `kustomize-controller`). Objects annotated
+    /// `kustomize.toolkit.fluxcd.io/ssa: Merge` are left alone.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub take_over_managers: Vec<String>,
     /// Bound of apply plus wait.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub timeout: Option<Interval>,

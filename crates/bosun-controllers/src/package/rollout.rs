@@ -194,6 +194,7 @@ impl PackageReconciler {
         let options = Options {
             concurrency: APPLY_CONCURRENCY,
             force: resource.spec.force == Some(true),
+            take_over_managers: resource.spec.take_over_managers.clone(),
             prune: resource.spec.prune.unwrap_or(true),
             wait: resource.spec.wait.unwrap_or(true),
             timeout: resource.spec.run_timeout(),

@@ -39,6 +39,7 @@ use tokio::{
 use super::FIELD_MANAGER;
 use bosun_api::inventory::PACKAGE_LABEL;
 use bosun_core::discovery::Kind;
+use bosun_core::ssa::LAST_APPLIED;
 
 /// How long the first use of a resource waits for its watch to list everything.
 const FIRST_SYNC: Duration = Duration::from_secs(10);
@@ -192,18 +193,23 @@ fn key_of<K: Resource>(object: &K) -> Key {
     (meta.namespace.clone().unwrap_or_default(), meta.name.clone().unwrap_or_default())
 }
 
-/// Keeps what decisions need and drops the rest (memory): other managers' field sets and
-/// the last-applied annotation.
+/// Keeps what decisions need and drops the rest (memory): other managers' field sets (their
+/// names stay: whether fields are to be taken over is decided from them, and the whole object
+/// read then) and the last-applied annotation's value (its presence stays, for the same).
 fn slim(object: &mut DynamicObject) {
     if let Some(entries) = object.metadata.managed_fields.as_mut() {
-        entries.retain(|entry| {
-            entry.manager.as_deref() == Some(FIELD_MANAGER)
+        for entry in entries.iter_mut() {
+            let own = entry.manager.as_deref() == Some(FIELD_MANAGER)
                 && entry.operation.as_deref() == Some("Apply")
-                && entry.subresource.is_none()
-        });
+                && entry.subresource.is_none();
+            if !own {
+                entry.fields_v1 = None;
+                entry.time = None;
+            }
+        }
     }
-    if let Some(annotations) = object.metadata.annotations.as_mut() {
-        annotations.remove("kubectl.kubernetes.io/last-applied-configuration");
+    if let Some(value) = object.metadata.annotations.as_mut().and_then(|a| a.get_mut(LAST_APPLIED)) {
+        value.clear();
     }
 }
 
@@ -448,11 +454,27 @@ mod tests {
             ]
             .into(),
         );
+        for entry in object.metadata.managed_fields.iter_mut().flatten() {
+            entry.fields_v1 =
+                Some(k8s_openapi::apimachinery::pkg::apis::meta::v1::FieldsV1(serde_json::json!({"f:data": {}})));
+        }
         slim(&mut object);
-        let kept = object.metadata.managed_fields.expect("entries");
-        assert_eq!(kept.len(), 1);
-        assert_eq!((kept[0].manager.as_deref(), kept[0].operation.as_deref()), (Some("bosun"), Some("Apply")));
-        assert_eq!(object.metadata.annotations.expect("annotations").keys().collect::<Vec<_>>(), ["team"]);
+        let kept: Vec<_> = object
+            .metadata
+            .managed_fields
+            .expect("entries")
+            .into_iter()
+            .map(|e| (e.manager.unwrap_or_default(), e.operation.unwrap_or_default(), e.fields_v1.is_some()))
+            .collect();
+        let expected = [
+            ("bosun", "Apply", true),
+            ("bosun", "Apply", false),
+            ("kubectl", "Update", false),
+            ("bosun", "Update", false),
+        ];
+        assert_eq!(kept, expected.map(|(m, o, f)| (m.to_string(), o.to_string(), f)));
+        let annotations = object.metadata.annotations.expect("annotations");
+        assert_eq!(annotations.get(LAST_APPLIED).map(String::as_str), Some(""), "its presence only");
     }
 
     #[test]

@@ -162,18 +162,89 @@ pub(super) async fn dry_run(
     }
 }
 
-/// Dry runs of many objects, `concurrency` at once, after reading their live state.
+/// Dry runs of many objects, `concurrency` at once, after reading their live state — and,
+/// with `take_over` managers, handing their fields on the live objects to bosun first.
 pub(super) async fn dry_runs(
     client: &Client,
     items: &[(&Item, Action)],
     concurrency: usize,
     cache: Option<&Cache>,
+    take_over: Option<&[String]>,
 ) -> Vec<DryRun> {
-    let live = live_objects(client, items, concurrency, cache).await;
+    let mut live = live_objects(client, items, concurrency, cache).await;
+    if let Some(managers) = take_over.filter(|managers| !managers.is_empty()) {
+        let handed: Vec<_> = items
+            .iter()
+            .zip(live.iter_mut())
+            .filter_map(|((item, _), live)| Some((*item, live.as_mut().ok()?.as_mut()?)))
+            .map(|(item, live)| take_over_fields(client, item, live, managers, cache))
+            .collect();
+        stream::iter(handed).buffer_unordered(concurrency.max(1)).collect::<Vec<bool>>().await;
+    }
     // Futures collected first, for the `Send` proof (see runner.rs).
     let runs: Vec<_> =
         items.iter().zip(live).map(|((item, action), live)| dry_run(client, item, *action, live)).collect();
     stream::iter(runs).buffered(concurrency.max(1)).collect().await
+}
+
+/// Server-side applies `item`; when the answer shows fields of `managers` (an object bosun
+/// adopts, which the cache did not hold: it holds only objects bosun applied), hands them
+/// over and applies again, so the fields the configuration does not set go at once.
+pub(super) async fn apply_taking_over(client: &Client, item: &Item, managers: &[String]) -> Result<Value, kube::Error> {
+    let mut applied = server_side_apply(client, item, false).await?;
+    match !managers.is_empty() && take_over_fields(client, item, &mut applied, managers, None).await {
+        true => server_side_apply(client, item, false).await,
+        false => Ok(applied),
+    }
+}
+
+/// Hands the fields of `managers` on `live` to bosun (one JSON patch), updates `live` to the
+/// answer, and says whether it did. A failure (the object changed in between, a webhook
+/// refused) only leaves the fields where they were, logged: the apply goes on, and the next
+/// one tries again.
+///
+/// The cache keeps other managers' names but not their fields: what it says is to be taken
+/// over is read whole from the server first (once: the fields are bosun's afterwards).
+async fn take_over_fields(
+    client: &Client,
+    item: &Item,
+    live: &mut Value,
+    managers: &[String],
+    cache: Option<&Cache>,
+) -> bool {
+    let now = jiff::Timestamp::now().round(jiff::Unit::Second).unwrap_or_else(|_| jiff::Timestamp::now()).to_string();
+    if ssa::take_over(live, &item.object, managers, FIELD_MANAGER, &now).is_none() {
+        return false;
+    }
+    let api = item.api(client);
+    let whole = match cache {
+        None => Some(live.clone()),
+        Some(_) => match idempotent(|| api.get_opt(&item.name)).await {
+            Ok(found) => found.map(|object| serde_json::to_value(object).unwrap_or_default()),
+            Err(error) => {
+                tracing::warn!(object = %item.described, "reading it to hand fields over failed: {}", message(&error));
+                None
+            }
+        },
+    };
+    let patch = whole.and_then(|whole| ssa::take_over(&whole, &item.object, managers, FIELD_MANAGER, &now));
+    let Some(Ok(patch)) = patch.map(serde_json::from_value::<json_patch::Patch>) else { return false };
+    let params = PatchParams { field_manager: Some(FIELD_MANAGER.to_string()), ..PatchParams::default() };
+    match api.patch(&item.name, &params, &Patch::<()>::Json(patch)).await {
+        Ok(answer) => {
+            let answer = header_first(serde_json::to_value(answer).unwrap_or_default());
+            if let Some(cache) = cache {
+                cache.wrote(&item.kind, &answer).await;
+            }
+            tracing::debug!(object = %item.described, "fields of {managers:?} handed to {FIELD_MANAGER}");
+            *live = answer;
+            true
+        }
+        Err(error) => {
+            tracing::warn!(object = %item.described, "handing the fields of {managers:?} over failed: {}", message(&error));
+            false
+        }
+    }
 }
 
 /// From how many objects of one resource in one namespace a list (paged) is cheaper than a

@@ -68,6 +68,9 @@ pub struct Options {
     pub concurrency: usize,
     /// Recreate objects whose immutable fields change.
     pub force: bool,
+    /// Managers (by name prefix) whose fields are handed to bosun before it applies (see
+    /// [`bosun_core::ssa::take_over`]; a Package's `takeOverManagers`).
+    pub take_over_managers: Vec<String>,
     /// Only dry-run: write nothing.
     pub dry_run: bool,
     /// Delete what the previous inventory has and this render does not.
@@ -125,6 +128,7 @@ impl Default for Options {
         Options {
             concurrency: 8,
             force: false,
+            take_over_managers: Vec::new(),
             dry_run: false,
             prune: false,
             wait: false,

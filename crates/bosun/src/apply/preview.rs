@@ -87,7 +87,7 @@ pub(crate) async fn diff(
         .collect();
     let planned: Vec<(&Item, Action)> =
         items.iter().map(|item| (item, decide::action_for(Action::Apply, &item.policy))).collect();
-    let dry_runs = dry_runs(client, &planned, concurrency, None).await;
+    let dry_runs = dry_runs(client, &planned, concurrency, None, None).await;
     for ((item, action), dry) in planned.iter().zip(dry_runs) {
         let unchanged = dry.unchanged();
         // Apply's verdict on the dry run: an object in a namespace the package creates passes

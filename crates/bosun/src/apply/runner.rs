@@ -9,7 +9,7 @@ use super::{
     Inventory, Item, Runner, decide,
     decide::{Planned, Write},
     entry,
-    live::{delete, dry_runs, message, server_side_apply},
+    live::{apply_taking_over, delete, dry_runs, message},
     resolve_items, unresolved,
     wait::{self, Waited, Watched},
 };
@@ -277,7 +277,11 @@ impl Runner<'_> {
                 item.policy.dry_run && matches!(action, Action::Apply | Action::CreateIfNotExist | Action::Recreate)
             })
             .collect();
-        let dry_runs = dry_runs(self.client, &writes, self.options.concurrency, self.options.cache.as_ref()).await;
+        // Others' fields are handed over first, as Flux does before its dry run: the dry run
+        // then shows what the apply removes of theirs.
+        let take_over = (!self.options.dry_run).then_some(self.options.take_over_managers.as_slice());
+        let dry_runs =
+            dry_runs(self.client, &writes, self.options.concurrency, self.options.cache.as_ref(), take_over).await;
         let mut plans: HashMap<String, Planned> = HashMap::new();
         let mut failures = Vec::new();
         for ((item, action), dry) in writes.iter().zip(dry_runs) {
@@ -459,7 +463,7 @@ impl Runner<'_> {
                         return failed("the old object was not gone before the timeout".into(), Cause::StillPresent);
                     }
                 }
-                match server_side_apply(client, item, false).await {
+                match apply_taking_over(client, item, &options.take_over_managers).await {
                     Ok(applied) => {
                         if let Some(cache) = &options.cache {
                             cache.wrote(&item.kind, &applied).await;

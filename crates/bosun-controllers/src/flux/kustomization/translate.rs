@@ -18,6 +18,12 @@ use crate::fetch::flux::KINDS;
 use crate::fetch::unsupported::{self, Unsupported};
 use crate::flux::child;
 
+/// The managers whose fields kustomize-controller hands to itself before applying: kubectl's
+/// (`apply` client- and server-side, `edit`, `patch`, …), client-side apply's first owner, and
+/// kustomize-controller's own — a cluster moving from Flux keeps no field Flux applied that
+/// the Kustomization no longer sets.
+const TAKEN_OVER_MANAGERS: [&str; 3] = ["kubectl", "before-first-apply", "kustomize-controller"];
+
 /// The label naming the Kustomization on what it applied (and on its Package).
 pub(crate) const NAME_LABEL: &str = "kustomize.toolkit.fluxcd.io/name";
 /// The label naming the Kustomization's namespace on what it applied.
@@ -109,6 +115,7 @@ pub(crate) fn package_spec(kustomization: &Kustomization, raw: &Value) -> Result
         common_metadata: Some(CommonMetadata { labels: common.labels, annotations: common.annotations }),
         prune: Some(spec.prune),
         force: spec.force,
+        take_over_managers: TAKEN_OVER_MANAGERS.map(String::from).to_vec(),
         health_check_exprs: spec.health_check_exprs.clone(),
         // Flux waits for what it applied only when asked.
         wait: Some(spec.wait == Some(true)),
