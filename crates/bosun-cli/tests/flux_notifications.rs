@@ -128,12 +128,15 @@ async fn flux_alerts_deliver_runs_and_receivers_trigger_sources() {
     let line = controller.logged("serving the Receivers' webhooks").await;
     let address = line.split("address=").nth(1).and_then(|a| a.split_whitespace().next()).expect("address").to_string();
 
-    // The Kustomization's run (published on its Package) and the GitRepository's new artifact.
+    // The Kustomization's run (published on it, as Flux does) and the GitRepository's new
+    // artifact.
     let applied = wait_event(&received, "the change set", |e| {
         e["message"].as_str().is_some_and(|m| m.contains("ConfigMap/default/first created"))
     })
     .await;
     assert_eq!(applied["involvedObject"]["name"], "apps", "{applied:#}");
+    assert_eq!(applied["involvedObject"]["kind"], "Kustomization", "{applied:#}");
+    assert_eq!(applied["reason"], "Progressing", "{applied:#}");
     assert_eq!(applied["severity"], "info");
     wait_event(&received, "the new artifact", |e| {
         e["involvedObject"]["kind"] == "GitRepository" && e["reason"] == "NewArtifact"

@@ -44,6 +44,8 @@ pub struct Run<K: Object> {
     hold: bool,
     /// Context added to the events the run publishes (`revision`, `summary`).
     event_metadata: std::collections::BTreeMap<String, String>,
+    /// The object the run's events are about, when not the reconciled one.
+    event_subject: Option<k8s_openapi::api::core::v1::ObjectReference>,
     /// The stepper states this run went through, for logs.
     pub(super) path: Vec<State>,
 }
@@ -70,6 +72,7 @@ impl<K: Object> Run<K> {
             removed: Vec::new(),
             hold: false,
             event_metadata: std::collections::BTreeMap::new(),
+            event_subject: None,
             path: Vec::new(),
         }
     }
@@ -311,15 +314,24 @@ impl<K: Object> Run<K> {
         self.event_metadata.insert(key.to_string(), value.to_string());
     }
 
+    /// Publishes this run's events about `subject` instead of the reconciled object (same
+    /// namespace): an object that stands for another — a Package doing what a Flux
+    /// Kustomization asks — reports where its users look (`kubectl describe kustomization`,
+    /// Alerts on that kind). Listeners get the object's own labels and annotations.
+    pub fn publish_events_on(&mut self, subject: k8s_openapi::api::core::v1::ObjectReference) {
+        self.event_subject = Some(subject);
+    }
+
     /// Publishes a Kubernetes Event about the object (failures to publish are logged only:
     /// events are best effort, as upstream's recorder), and tells the controller's listener.
     pub async fn publish(&self, type_: EventType, reason: &str, note: &str, action: &str) {
+        let reference = self.event_subject.clone().unwrap_or_else(|| self.object.object_ref(&self.dyntype));
         if let Some(listener) = &self.shared.listener {
             listener(Published {
-                api_version: object::api_version(&self.value).to_string(),
-                kind: object::kind(&self.value).to_string(),
+                api_version: reference.api_version.clone().unwrap_or_default(),
+                kind: reference.kind.clone().unwrap_or_default(),
                 namespace: self.namespace().to_string(),
-                name: self.name().to_string(),
+                name: reference.name.clone().unwrap_or_default(),
                 labels: string_map(self.value.pointer("/metadata/labels")),
                 annotations: string_map(self.value.pointer("/metadata/annotations")),
                 warning: type_ == EventType::Warning,
@@ -336,7 +348,7 @@ impl<K: Object> Run<K> {
             action: action.to_string(),
             secondary: None,
         };
-        if let Err(error) = self.shared.recorder.publish(&event, &self.object.object_ref(&self.dyntype)).await {
+        if let Err(error) = self.shared.recorder.publish(&event, &reference).await {
             tracing::debug!(object = %self.described, %error, "publishing an event failed");
         }
     }

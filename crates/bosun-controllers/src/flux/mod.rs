@@ -10,7 +10,7 @@
 //! (`crate::fetch::unsupported`).
 
 mod bucket;
-mod child;
+pub(crate) mod child;
 mod git_repository;
 pub mod helm_release;
 pub(crate) mod helm_repository;

@@ -1,9 +1,9 @@
 //! Flux's notification kinds served by bosun's own: each `Provider`, `Alert` (v1beta3) and
 //! `Receiver` (v1) of `notification.toolkit.fluxcd.io` is read into the bosun object that does
 //! the same (`translate_*`, pure) and written as its child (same name and namespace, owned,
-//! deleted with it), which bosun's alert and receiver controllers serve. An Alert's
-//! `Kustomization` and `HelmRelease` sources also match the events of their Packages, where
-//! bosun publishes a run's change set; a Receiver's status (its webhook path) is written back
+//! deleted with it), which bosun's alert and receiver controllers serve (the Packages doing
+//! the work of Kustomizations and HelmReleases publish their events on those, as Flux does);
+//! a Receiver's status (its webhook path) is written back
 //! as notification-controller writes it. Providers and Alerts have no status in v1beta3: a
 //! field bosun cannot honour is a Warning event on the object (`UnsupportedField`).
 
@@ -24,7 +24,6 @@ use bosun_kit::{self as kit, Failure, Object, Run};
 
 use super::child;
 use crate::fetch::unsupported::{self, Unsupported};
-use crate::flux::{helm_release, kustomization};
 
 /// A Flux notification kind and the bosun kind that serves it.
 pub(crate) trait Notifying:
@@ -119,41 +118,19 @@ pub(crate) fn translate_provider(spec: &ProviderSpec) -> Result<bosun_api::notif
     })
 }
 
-/// The label a Kustomization's or HelmRelease's Package carries naming its namespace.
-fn parent_namespace_label(kind: &str) -> Option<&'static str> {
-    match kind {
-        "Kustomization" => Some(kustomization::translate::NAMESPACE_LABEL),
-        "HelmRelease" => Some(helm_release::translate::NAMESPACE_LABEL),
-        _ => None,
-    }
-}
-
-/// The event sources of one Flux source: itself, and for a Kustomization or HelmRelease its
-/// Package (same name), whose events are the run's.
-fn event_sources(source: &CrossNamespaceObjectReference, alert_namespace: &str) -> Vec<EventSource> {
-    let own = EventSource {
+/// An event source as bosun's Alert names one.
+fn event_source(source: &CrossNamespaceObjectReference) -> EventSource {
+    EventSource {
         kind: source.kind.clone(),
         name: source.name.clone(),
         namespace: source.namespace.clone(),
         match_labels: source.match_labels.clone(),
-    };
-    let Some(label) = parent_namespace_label(&source.kind) else { return vec![own] };
-    let namespace = source.namespace.clone().unwrap_or_else(|| alert_namespace.to_string());
-    let mut match_labels = source.match_labels.clone();
-    // Every Package of a Kustomization in that namespace, and no Package of bosun's own.
-    match_labels.insert(label.to_string(), namespace);
-    let package = EventSource {
-        kind: "Package".into(),
-        name: source.name.clone(),
-        namespace: source.namespace.clone(),
-        match_labels,
-    };
-    vec![own, package]
+    }
 }
 
-/// The bosun `Alert` doing what a Flux Alert in `namespace` asks (its Provider is the bosun
-/// Provider of the same name, the Flux Provider's child).
-pub(crate) fn translate_alert(spec: &AlertSpec, namespace: &str) -> bosun_api::notification::AlertSpec {
+/// The bosun `Alert` doing what a Flux Alert asks (its Provider is the bosun Provider of the
+/// same name, the Flux Provider's child).
+pub(crate) fn translate_alert(spec: &AlertSpec) -> bosun_api::notification::AlertSpec {
     let mut event_metadata = spec.event_metadata.clone();
     if let Some(summary) = &spec.summary {
         event_metadata.entry("summary".into()).or_insert_with(|| summary.clone());
@@ -161,7 +138,7 @@ pub(crate) fn translate_alert(spec: &AlertSpec, namespace: &str) -> bosun_api::n
     bosun_api::notification::AlertSpec {
         provider_ref: Some(LocalObjectReference { name: spec.provider_ref.name.clone() }),
         provider: None,
-        event_sources: spec.event_sources.iter().flat_map(|s| event_sources(s, namespace)).collect(),
+        event_sources: spec.event_sources.iter().map(event_source).collect(),
         event_severity: Some(match spec.event_severity.as_deref() {
             Some("error") => Severity::Error,
             _ => Severity::Info,
@@ -219,8 +196,7 @@ impl Notifying for FluxAlert {
     const STATUS: bool = false;
 
     fn child_spec(&self) -> Result<Value, Unsupported> {
-        let namespace = self.metadata.namespace.as_deref().unwrap_or_default();
-        Ok(serde_json::to_value(translate_alert(&self.spec, namespace)).unwrap_or_default())
+        Ok(serde_json::to_value(translate_alert(&self.spec)).unwrap_or_default())
     }
 }
 
@@ -267,7 +243,7 @@ mod tests {
     }
 
     #[test]
-    fn alerts_on_appliers_also_match_their_packages_events() {
+    fn alerts_keep_their_sources_severity_and_metadata() {
         let spec: AlertSpec = from(json!({
             "providerRef": {"name": "slack"}, "eventSeverity": "error", "summary": "prod",
             "eventSources": [
@@ -276,13 +252,10 @@ mod tests {
                 {"kind": "GitRepository", "name": "fleet"},
             ],
         }));
-        let alert = translate_alert(&spec, "flux-system");
+        let alert = translate_alert(&spec);
         let expected: Vec<EventSource> = from(json!([
             {"kind": "Kustomization", "name": "*"},
-            {"kind": "Package", "name": "*", "matchLabels": {"kustomize.toolkit.fluxcd.io/namespace": "flux-system"}},
             {"kind": "HelmRelease", "name": "web", "namespace": "apps"},
-            {"kind": "Package", "name": "web", "namespace": "apps",
-             "matchLabels": {"helm.toolkit.fluxcd.io/namespace": "apps"}},
             {"kind": "GitRepository", "name": "fleet"},
         ]));
         assert_eq!(alert.event_sources, expected);

@@ -277,6 +277,9 @@ impl kit::Reconciler for PackageReconciler {
 
     async fn reconcile(&self, run: &mut Run<PackageResource>) -> Result<(), Failure> {
         let resource = run.object().clone();
+        if let Some(parent) = crate::flux::child::flux_parent(&resource.metadata) {
+            run.publish_events_on(parent);
+        }
         if resource.spec.suspend == Some(true) {
             run.hold();
             return Ok(());
@@ -304,6 +307,9 @@ impl kit::Reconciler for PackageReconciler {
     }
 
     async fn finalize(&self, run: &mut Run<PackageResource>) -> Result<(), Failure> {
+        if let Some(parent) = crate::flux::child::flux_parent(&run.object().metadata) {
+            run.publish_events_on(parent);
+        }
         self.delete(run).await
     }
 }

@@ -10,7 +10,7 @@ pub(crate) mod translate;
 
 use std::time::Duration;
 
-use kube::{Api, Client, Resource};
+use kube::{Api, Client, Resource, runtime::events::EventType};
 
 use bosun_api::flux::helm::HelmRelease;
 use bosun_api::flux::source::{HelmRepository, OciRepository};
@@ -123,6 +123,11 @@ impl kit::Reconciler for HelmReleases {
         run.set_status("inventory", inventory(&package_status.inventory));
         for (type_, holds, reason, message) in &summary.conditions {
             run.condition(type_, *holds, reason, message);
+        }
+        let before = release.status.as_ref().map(|s| s.conditions.as_slice()).unwrap_or_default();
+        for (warning, reason, message) in status::release_events(before, &summary.conditions) {
+            let type_ = if warning { EventType::Warning } else { EventType::Normal };
+            run.publish(type_, &reason, &message, "Release").await;
         }
         let retry = release.spec.interval.0;
         match summary.ready {

@@ -5,6 +5,7 @@
 
 use bosun_api::flux::helm::ReleaseSnapshot;
 use bosun_helm::storage::{self, Release, Status};
+use k8s_openapi::apimachinery::pkg::apis::meta::v1::Condition;
 use sha2::{Digest, Sha256};
 
 use crate::flux::kustomization::status::Outcome;
@@ -119,10 +120,58 @@ pub(crate) fn history(stored: &[Release]) -> Vec<ReleaseSnapshot> {
         .collect()
 }
 
+/// The events a status change is told by, as helm-controller publishes them: each `Released`
+/// or `Remediated` condition whose message is new (a new release, a failed one, a rollback),
+/// as (warning, reason, message).
+pub(crate) fn release_events(before: &[Condition], now: &[ConditionOf]) -> Vec<(bool, String, String)> {
+    now.iter()
+        .filter(|(type_, ..)| matches!(*type_, "Released" | "Remediated"))
+        .filter(|(type_, _, _, message)| !before.iter().any(|old| old.type_ == *type_ && old.message == *message))
+        .map(|(type_, holds, reason, message)| (!holds || *type_ == "Remediated", reason.clone(), message.clone()))
+        .collect()
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
     use serde_json::json;
+
+    #[test]
+    fn new_releases_failures_and_rollbacks_are_told_once() {
+        let old = |type_: &str, message: &str| Condition {
+            type_: type_.into(),
+            message: message.into(),
+            status: "True".into(),
+            reason: "R".into(),
+            last_transition_time: k8s_openapi::apimachinery::pkg::apis::meta::v1::Time(Default::default()),
+            observed_generation: None,
+        };
+        let released = ("Released", true, "UpgradeSucceeded".to_string(), "Helm upgrade succeeded for v2".to_string());
+        let failed = ("Released", false, "UpgradeFailed".to_string(), "Helm upgrade failed for v3".to_string());
+        let rolled = ("Remediated", true, "RollbackSucceeded".to_string(), "Helm rollback to v2".to_string());
+        let ready = ("Ready", true, "UpgradeSucceeded".to_string(), "x".to_string());
+        let cases = [
+            (
+                vec![],
+                vec![released.clone(), ready.clone()],
+                vec![(false, "UpgradeSucceeded", "Helm upgrade succeeded for v2")],
+            ),
+            (vec![old("Released", "Helm upgrade succeeded for v2")], vec![released.clone()], vec![]),
+            (
+                vec![old("Released", "Helm upgrade succeeded for v2")],
+                vec![failed, rolled],
+                vec![
+                    (true, "UpgradeFailed", "Helm upgrade failed for v3"),
+                    (true, "RollbackSucceeded", "Helm rollback to v2"),
+                ],
+            ),
+        ];
+        for (before, now, expected) in cases {
+            let told = release_events(&before, &now);
+            let told: Vec<(bool, &str, &str)> = told.iter().map(|(w, r, m)| (*w, r.as_str(), m.as_str())).collect();
+            assert_eq!(told, expected, "{now:?}");
+        }
+    }
 
     fn record(version: i64, status: Status, description: &str) -> Release {
         let mut r = Release::new("podinfo", "apps", version);
