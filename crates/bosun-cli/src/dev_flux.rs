@@ -55,14 +55,15 @@ pub async fn run(server: &RunningServer, settings: Settings<'_>) -> ExitCode {
         Ok(path) if path.is_dir() => path,
         _ => return crate::bad_input(format!("{}: no such directory", settings.path.display())),
     };
-    let bootstrap = match Bootstrap::render(&path).await {
+    let mut bootstrap = match Bootstrap::render(&path).await {
         Ok(bootstrap) => bootstrap,
         Err(error) => return crate::bad_input(error),
     };
-    let repository = match Repository::discover(&path, &bootstrap, settings.urls) {
+    let mut repository = match Repository::discover(&path, &bootstrap, settings.urls) {
         Ok(repository) => repository,
         Err(error) => return crate::bad_input(error),
     };
+    bootstrap.sync_if_missing(&path, &mut repository);
     let written: Vec<PathBuf> =
         settings.written.iter().map(|p| std::path::absolute(p).unwrap_or_else(|_| p.clone())).collect();
     let trees = working_trees(&repository, &written);
@@ -79,6 +80,13 @@ pub async fn run(server: &RunningServer, settings: Settings<'_>) -> ExitCode {
     outln!("repository {} served from its working tree (uncommitted edits included) as:", repository.root.display());
     for url in &repository.urls {
         outln!("  {url}");
+    }
+    if let Some(url) = &bootstrap.generated_sync {
+        outln!(
+            "{} syncs nothing: applying the GitRepository and Kustomization flux-system `flux bootstrap` writes ({url}, path ./{})",
+            bootstrap.dir.display(),
+            path.strip_prefix(&repository.root).unwrap_or(&path).display()
+        );
     }
     if !bootstrap.skipped.is_empty() {
         outln!(

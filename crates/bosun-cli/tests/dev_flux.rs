@@ -162,3 +162,50 @@ async fn a_flux_repository_is_bootstrapped_from_its_working_tree_and_uncommitted
     }
     assert!(printed.contains("a change in"), "{printed}");
 }
+
+/// A repository as Flux's example repositories ship it: `flux-system` holds placeholders
+/// (`flux bootstrap` writes the files), and the working tree has no remote. `bosun dev`
+/// applies the sync bootstrap would write, and the cluster path is delivered.
+#[tokio::test]
+async fn a_repository_never_bootstrapped_gets_the_sync_bootstrap_would_write() {
+    let scratch = tempfile::tempdir().expect("tempdir");
+    let repo = scratch.path().join("example");
+    std::fs::create_dir_all(repo.join("clusters/staging/flux-system")).expect("mkdir");
+    let placeholder = "# This file will be generated automatically by flux bootstrap.\n";
+    for file in ["gotk-components.yaml", "gotk-sync.yaml"] {
+        std::fs::write(repo.join("clusters/staging/flux-system").join(file), placeholder).expect("write");
+    }
+    std::fs::write(
+        repo.join("clusters/staging/flux-system/kustomization.yaml"),
+        "apiVersion: kustomize.config.k8s.io/v1beta1\nkind: Kustomization\nresources: [gotk-components.yaml, gotk-sync.yaml]\n",
+    )
+    .expect("write");
+    std::fs::write(
+        repo.join("clusters/staging/settings.yaml"),
+        "apiVersion: v1\nkind: ConfigMap\nmetadata: {name: staging-settings, namespace: default}\ndata: {GREETING: from staging}\n",
+    )
+    .expect("write");
+    git(&repo, &["init", "-q", "-b", "main"]);
+    git(&repo, &["add", "-A"]);
+    git(&repo, &["commit", "-q", "-m", "example"]);
+
+    let stdout = std::fs::File::create(scratch.path().join("stdout")).expect("stdout");
+    let child = Command::new(env!("CARGO_BIN_EXE_bosun"))
+        .args(["dev", "--flux", "clusters/staging", "--port", "0", "--ui-addr", "off", "--in-memory"])
+        .current_dir(&repo)
+        .stdout(stdout)
+        .stderr(Stdio::null())
+        .spawn()
+        .expect("bosun dev starts");
+    let _dev = Dev(child);
+    let client = client(&repo.join(".bosun/kubeconfig")).await;
+    let kustomizations = flux_api(&client, "kustomize.toolkit.fluxcd.io", "v1", "Kustomization");
+    all_ready(&kustomizations, &["flux-system"]).await;
+    let defaults: Api<ConfigMap> = Api::namespaced(client.clone(), "default");
+    assert_eq!(greeting(&defaults, "staging-settings").await.as_deref(), Some("from staging"));
+    let sources = flux_api(&client, "source.toolkit.fluxcd.io", "v1", "GitRepository");
+    let source = serde_json::to_value(sources.get("flux-system").await.expect("source")).expect("json");
+    assert_eq!(source["spec"]["url"], "https://worktree.invalid/example", "{source}");
+    let printed = std::fs::read_to_string(scratch.path().join("stdout")).expect("stdout");
+    assert!(printed.contains("syncs nothing: applying the GitRepository and Kustomization flux-system"), "{printed}");
+}
