@@ -53,7 +53,9 @@ pub struct Controller<R: Reconciler> {
     dyntype: <R::Resource as Resource>::DynamicType,
     namespaced: bool,
     namespace: Option<String>,
-    owned: Vec<ApiResource>,
+    /// The owned kinds, each with the label selector of the children kept in a store (see
+    /// [`Controller::owns_labelled`]).
+    owned: Vec<(ApiResource, Option<String>)>,
     backoff: Backoff,
     metrics: Arc<Metrics>,
     selector: Option<String>,
@@ -308,7 +310,16 @@ impl<R: Reconciler> Controller<R> {
 
     /// Children of a kind known at run time.
     pub fn owns_dynamic(mut self, resource: ApiResource) -> Self {
-        self.owned.push(resource);
+        self.owned.push((resource, None));
+        self
+    }
+
+    /// Children of `T` carrying labels that match `selector` (every child this controller
+    /// makes carries them) are watched, pruned, and kept in a store: a reconcile reads them
+    /// with [`Run::owned_child`] instead of a request. The selector keeps the store to this
+    /// controller's children, not every object of the kind.
+    pub fn owns_labelled<T: Resource<DynamicType = ()>>(mut self, selector: &str) -> Self {
+        self.owned.push((ApiResource::erase::<T>(&()), Some(selector.to_string())));
         self
     }
 
@@ -341,11 +352,33 @@ impl<R: Reconciler> Controller<R> {
             Some(resolver) => resolver,
             None => Resolver::new(client.clone()).await?,
         };
+        // Each owned kind's watch keeps a store (read by `Run::owned_child`) and wakes the
+        // owners; the store is updated before the change is passed on, so a reconcile it wakes
+        // reads the child as changed.
+        let mut owned_stores = Vec::new();
+        let mut owned_triggers = Vec::new();
+        for (resource, selector) in &self.owned {
+            let children: Api<DynamicObject> = match &self.namespace {
+                Some(namespace) => Api::namespaced_with(client.clone(), namespace, resource),
+                None => Api::all_with(client.clone(), resource),
+            };
+            let trigger = match selector {
+                None => watcher(children, watcher::Config::default()).default_backoff().touched_objects().boxed(),
+                Some(selector) => {
+                    let writer = reflector::store::Writer::new(resource.clone());
+                    owned_stores.push(((resource.api_version.clone(), resource.kind.clone()), writer.as_reader()));
+                    let config = watcher::Config::default().labels(selector);
+                    reflector(writer, watcher(children, config)).default_backoff().touched_objects().boxed()
+                }
+            };
+            owned_triggers.push((trigger, resource.clone()));
+        }
         let shared = Arc::new(Shared {
             name: self.name.clone(),
             client: client.clone(),
             resolver,
-            owned: self.owned.iter().map(|r| (r.api_version.clone(), r.kind.clone())).collect(),
+            owned: self.owned.iter().map(|(r, _)| (r.api_version.clone(), r.kind.clone())).collect(),
+            owned_stores,
             recorder: Recorder::new(client.clone(), Reporter { controller: self.name.clone(), instance: None }),
             metrics: self.metrics.clone(),
             backoff: self.backoff,
@@ -379,12 +412,8 @@ impl<R: Reconciler> Controller<R> {
         for extend in self.extensions {
             runtime = extend(runtime, &client, scope);
         }
-        for resource in &self.owned {
-            let children: Api<DynamicObject> = match &self.namespace {
-                Some(namespace) => Api::namespaced_with(client.clone(), namespace, resource),
-                None => Api::all_with(client.clone(), resource),
-            };
-            runtime = runtime.owns_with(children, resource.clone(), watcher::Config::default());
+        for (trigger, resource) in owned_triggers {
+            runtime = runtime.owns_stream_with(trigger, resource);
         }
         // Ready once the objects can be listed (kube-runtime's store readiness is not signalled
         // for a controller's own store in this version).

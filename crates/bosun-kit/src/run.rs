@@ -213,6 +213,22 @@ impl<K: Object> Run<K> {
         Api::namespaced(self.shared.client.clone(), self.namespace())
     }
 
+    /// The child of the owned kind `T` named `name` in the object's namespace, as the
+    /// controller's watch of its children last saw it (owned with
+    /// [`Controller::owns_labelled`](super::Controller::owns_labelled)): no request. `None`
+    /// when the watch has not seen it (not yet listed, or just created), or `T` is not owned
+    /// so: read it from the server then.
+    pub fn owned_child<T>(&self, name: &str) -> Option<T>
+    where
+        T: Resource<DynamicType = ()> + serde::de::DeserializeOwned,
+    {
+        let wanted = (T::api_version(&()).to_string(), T::kind(&()).to_string());
+        let (_, store) = self.shared.owned_stores.iter().find(|(kind, _)| *kind == wanted)?;
+        let resource = kube::api::ApiResource::erase::<T>(&());
+        let found = store.get(&ObjectRef::new_with(name, resource).within(self.namespace()))?;
+        serde_json::to_value(&*found).ok().and_then(|value| serde_json::from_value(value).ok())
+    }
+
     /// A field of the live status (`/phase`, `/nodes/0`), as last written.
     pub fn live_status(&self, pointer: &str) -> Option<&Value> {
         self.value.get("status")?.pointer(pointer)

@@ -23,6 +23,9 @@ pub(super) struct Shared {
     pub(super) resolver: Resolver,
     /// `(apiVersion, kind)` of the owned kinds: watched, and pruned when no longer wanted.
     pub(super) owned: Vec<(String, String)>,
+    /// What the watches of the owned kinds have seen, by `(apiVersion, kind)`: a reconcile
+    /// woken by a child's change reads the child here, without a request.
+    pub(super) owned_stores: Vec<((String, String), kube::runtime::reflector::Store<kube::api::DynamicObject>)>,
     pub(super) recorder: Recorder,
     pub(super) metrics: Arc<Metrics>,
     pub(super) backoff: Backoff,

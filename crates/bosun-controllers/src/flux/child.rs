@@ -68,8 +68,15 @@ where
         + serde::de::DeserializeOwned
         + std::fmt::Debug,
 {
-    let children: Api<T> = run.api();
-    let child = children.get_opt(run.name()).await.map_err(|e| Failure::from_error("ReconciliationFailed", &e))?;
+    // From the watch of the children when it has seen it (a reconcile woken by the child's
+    // change, the most of them), else read.
+    let child = match run.owned_child::<T>(run.name()) {
+        Some(child) => Some(child),
+        None => {
+            let children: Api<T> = run.api();
+            children.get_opt(run.name()).await.map_err(|e| Failure::from_error("ReconciliationFailed", &e))?
+        }
+    };
     let uid = run.object().meta().uid.clone().unwrap_or_default();
     let child_kind = T::kind(&());
     match child {

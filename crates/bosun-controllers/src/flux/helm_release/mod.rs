@@ -38,7 +38,7 @@ pub struct HelmReleases;
 pub fn controller(client: Client, scope: &super::Scope) -> kit::Controller<HelmReleases> {
     kit::Controller::new(NAME, HelmReleases, client)
         .finalizer_on_demand()
-        .owns::<PackageResource>()
+        .owns_labelled::<PackageResource>(translate::NAME_LABEL)
         .backoff(Duration::from_secs(1), Duration::from_secs(300))
         .confined(scope.namespace.as_deref(), scope.selector.as_deref(), scope.metrics.clone())
 }

@@ -38,7 +38,7 @@ pub struct Kustomizations;
 pub fn controller(client: Client, scope: &super::Scope) -> kit::Controller<Kustomizations> {
     kit::Controller::new(NAME, Kustomizations, client)
         .finalizer_on_demand()
-        .owns::<PackageResource>()
+        .owns_labelled::<PackageResource>(translate::NAME_LABEL)
         .backoff(Duration::from_secs(1), Duration::from_secs(300))
         .confined(scope.namespace.as_deref(), scope.selector.as_deref(), scope.metrics.clone())
 }
