@@ -506,9 +506,13 @@ pub fn next_conditions(
 /// everything else by equality).
 pub fn contains(live: &Value, wanted: &Value) -> bool {
     match (live, wanted) {
-        (Value::Object(live), Value::Object(wanted)) => {
-            wanted.iter().all(|(key, value)| live.get(key).is_some_and(|live| contains(live, value)))
-        }
+        // An empty list asked for is there when the field is absent: a server may leave an
+        // empty list out (and an absent list is an empty one), and writing it again would be a
+        // request per reconcile that changes nothing.
+        (Value::Object(live), Value::Object(wanted)) => wanted.iter().all(|(key, value)| match live.get(key) {
+            Some(live) => contains(live, value),
+            None => value.as_array().is_some_and(Vec::is_empty),
+        }),
         (live, wanted) => live == wanted,
     }
 }
@@ -570,6 +574,9 @@ mod tests {
             (json!({"nodes": ["a", "b"]}), false),
             (json!({"new": true}), false),
             (json!({}), true),
+            (json!({"hooks": []}), true),
+            (json!({"nodes": []}), false),
+            (json!({"hooks": {}}), false),
         ];
         for (wanted, expected) in cases {
             assert_eq!(contains(&live, &wanted), expected, "{wanted}");
