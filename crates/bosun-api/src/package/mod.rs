@@ -19,8 +19,8 @@ use crate::flux::kustomize::NamespacedObjectKindReference;
 use crate::{Interval, LocalObjectReference, ObjectReference, schema};
 
 pub use renderers::{
-    ExecSpec, FilesSpec, HelmSpec, HelmStorage, JsonnetSpec, KustomizeSpec, MAIN_JSONNET, RenderSpec, ValuesKind,
-    ValuesReference, package_root,
+    ExecSpec, FilesSpec, HelmSpec, HelmStorage, JsonnetSpec, KustomizeSpec, MAIN_JSONNET, PostRenderStrategy,
+    RenderSpec, ValuesKind, ValuesReference, package_root,
 };
 pub use rollout::{
     Action, ComparisonValue, FieldComparison, Group, LOCUTUS_API_VERSION, Rest, RolloutSpec, Selector, Step,
