@@ -79,6 +79,11 @@ pub struct PackageSpec {
     /// Namespace set on every namespaced object.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub target_namespace: Option<String>,
+    /// Create the namespace the objects go to (`targetNamespace`, else the default one) when
+    /// it does not exist, before anything is applied; it is never pruned (Helm's
+    /// `--create-namespace`, Flux's `install.createNamespace`).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub create_namespace: Option<bool>,
     /// Objects whose health a run waits for after applying, when `wait` is off — applied by
     /// this Package or not (Flux's `healthChecks`; custom resource). Within `timeout`; one
     /// that fails or stays unready fails the run with `HealthCheckFailed`.
