@@ -31,8 +31,8 @@ pub use sources::{
     OciReference, OciSource, OciVerification, SourceReference, SourceSpec,
 };
 pub use status::{
-    DEFAULT_HISTORY, DEFAULT_INTERVAL, HistoryEntry, HookStatus, PackageStatus, REQUESTED_AT, ROLLBACK_TO,
-    RolloutProgress, SOURCE_REQUESTED_AT, record_history, request_token,
+    DEFAULT_HISTORY, DEFAULT_INTERVAL, FORCE_REQUESTED_AT, HistoryEntry, HookStatus, PackageStatus, REQUESTED_AT,
+    ROLLBACK_TO, RolloutProgress, SOURCE_REQUESTED_AT, record_history, request_token,
 };
 
 /// What a package renders and how it rolls out. Every field is optional.
