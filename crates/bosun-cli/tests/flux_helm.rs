@@ -142,6 +142,26 @@ async fn revisions(secrets: &Api<Secret>) -> Vec<(String, String, String, String
     found
 }
 
+/// Waits for an event on `(kind, name)` with `reason` whose message `probe` accepts.
+async fn wait_for_event(events: &Api<Event>, (kind, name, reason): (&str, &str, &str), probe: impl Fn(&str) -> bool) {
+    let deadline = Instant::now() + BOUND;
+    loop {
+        let listed = events.list(&ListParams::default()).await.expect("events");
+        let found = listed.items.iter().any(|e| {
+            e.involved_object.kind.as_deref() == Some(kind)
+                && e.involved_object.name.as_deref() == Some(name)
+                && e.reason.as_deref() == Some(reason)
+                && e.message.as_deref().is_some_and(&probe)
+        });
+        if found {
+            return;
+        }
+        let seen: Vec<_> = listed.items.iter().map(|e| (e.reason.clone(), e.message.clone())).collect();
+        assert!(Instant::now() < deadline, "no {reason} event on {kind}/{name}: {seen:?}");
+        tokio::time::sleep(Duration::from_millis(50)).await;
+    }
+}
+
 /// `kubectl wait --for=condition=ready` on `object` in `namespace`, asserted to succeed.
 async fn kubectl_wait_ready(cluster: &Cluster, namespace: &str, object: &str) {
     let args = ["wait", "--for=condition=ready", object, "-n", namespace, "--timeout=60s"];
@@ -169,14 +189,17 @@ fn history_versions(release: &Value) -> Vec<(i64, String)> {
         .collect()
 }
 
-const OBJECTS: &str = "\
+/// The HelmRepository `charts` of the chart server at `URL`.
+const REPOSITORY: &str = "\
 apiVersion: source.toolkit.fluxcd.io/v1
 kind: HelmRepository
 metadata: {name: charts, namespace: default}
 spec:
   interval: 5m
   url: URL
----
+";
+
+const OBJECTS: &str = "\
 apiVersion: helm.toolkit.fluxcd.io/v2
 kind: HelmRelease
 metadata: {name: web, namespace: default}
@@ -195,23 +218,34 @@ spec:
  spec: {interval: 5m, url: URL/missing}}
 ";
 
+/// Serves `charts` as a Helm repository on loopback; its URL.
+async fn serve_charts(charts: Charts) -> String {
+    let router =
+        Router::new().route("/index.yaml", get(index)).route("/charts/{file}", get(archive)).with_state(charts);
+    let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.expect("bind");
+    let url = format!("http://{}", listener.local_addr().expect("address"));
+    tokio::spawn(async move { axum::serve(listener, router).await });
+    url
+}
+
+/// An embedded API server with bosun's and Flux's CRDs installed.
+async fn flux_cluster() -> Cluster {
+    let server = ApiServer::in_memory().start().await.expect("server");
+    let cluster = Cluster::around(server);
+    let crds = cluster.bosun(&["crds", "--flux"]).await;
+    assert!(crds.status.success(), "{}", text(&crds));
+    cluster.kubectl(&["apply", "--server-side", "-f", "-"], Some(&crds.stdout)).await;
+    cluster
+}
+
 #[tokio::test]
 async fn a_helm_release_upgrades_a_release_helm_installed_and_rolls_back_a_failed_upgrade() {
     let charts: Charts = Arc::default();
     for (version, broken) in [("1.0.0", false), ("1.1.0", false), ("2.0.0", true)] {
         charts.lock().expect("lock").insert(version.to_string(), chart(version, broken));
     }
-    let router =
-        Router::new().route("/index.yaml", get(index)).route("/charts/{file}", get(archive)).with_state(charts.clone());
-    let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.expect("bind");
-    let url = format!("http://{}", listener.local_addr().expect("address"));
-    tokio::spawn(async move { axum::serve(listener, router).await });
-
-    let server = ApiServer::in_memory().start().await.expect("server");
-    let cluster = Cluster::around(server);
-    let crds = cluster.bosun(&["crds", "--flux"]).await;
-    assert!(crds.status.success(), "{}", text(&crds));
-    cluster.kubectl(&["apply", "--server-side", "-f", "-"], Some(&crds.stdout)).await;
+    let url = serve_charts(charts.clone()).await;
+    let cluster = flux_cluster().await;
 
     // Installed by Helm before: revision 1 in Helm's storage, its object marked as Helm's.
     let client = cluster.server.client();
@@ -233,7 +267,8 @@ async fn a_helm_release_upgrades_a_release_helm_installed_and_rolls_back_a_faile
     .expect("Secret");
     secrets.create(&Default::default(), &record).await.expect("Helm's record");
 
-    cluster.kubectl(&["apply", "-f", "-"], Some(OBJECTS.replace("URL", &url).as_bytes())).await;
+    let objects = [REPOSITORY, OBJECTS].join("---\n").replace("URL", &url);
+    cluster.kubectl(&["apply", "-f", "-"], Some(objects.as_bytes())).await;
     let _controller = cluster.controller("controller", &["--flux"]);
     kubectl_wait_ready(&cluster, "default", "helmrelease/web").await;
 
@@ -260,21 +295,7 @@ async fn a_helm_release_upgrades_a_release_helm_installed_and_rolls_back_a_faile
     assert_eq!(repository["status"]["observedGeneration"], repository["metadata"]["generation"]);
     let events: Api<Event> = Api::namespaced(client.clone(), "default");
     let note = format!("stored fetched index of size {}B from '{url}'", served.len());
-    let deadline = Instant::now() + BOUND;
-    loop {
-        let events = events.list(&ListParams::default()).await.expect("events");
-        let found = events.items.iter().any(|e| {
-            e.involved_object.name.as_deref() == Some("charts")
-                && e.reason.as_deref() == Some("NewArtifact")
-                && e.message.as_deref() == Some(note.as_str())
-        });
-        if found {
-            break;
-        }
-        let seen: Vec<_> = events.items.iter().map(|e| (e.reason.clone(), e.message.clone())).collect();
-        assert!(Instant::now() < deadline, "no NewArtifact event {note:?}: {seen:?}");
-        tokio::time::sleep(Duration::from_millis(50)).await;
-    }
+    wait_for_event(&events, ("HelmRepository", "charts", "NewArtifact"), |m| m == note).await;
 
     // A repository whose index is not there: FetchFailed and Ready=False, naming the URL.
     let failing = wait_for(&repositories, "nowhere", "failed", |r| {
@@ -362,6 +383,13 @@ async fn a_helm_release_upgrades_a_release_helm_installed_and_rolls_back_a_faile
     );
     assert!(stored[3].3.starts_with("Upgrade \"web\" failed: "), "{stored:?}");
     assert_eq!(stored[4].3, "Rollback to 3");
+    // Each told by an event on the HelmRelease, as helm-controller tells them (a repeated
+    // reason counts in its first event's series, as Kubernetes' event recorders do).
+    let upgraded = |m: &str| m.starts_with("Helm upgrade succeeded for release default/web.v");
+    wait_for_event(&events, ("HelmRelease", "web", "UpgradeSucceeded"), upgraded).await;
+    wait_for_event(&events, ("HelmRelease", "web", "UpgradeFailed"), |m| m.starts_with("Upgrade \"web\" failed")).await;
+    let rolled_back = "Helm rollback to previous release default/web.v5 with chart web@1.1.0 succeeded";
+    wait_for_event(&events, ("HelmRelease", "web", "RollbackSucceeded"), |m| m == rolled_back).await;
     let data = configmaps.get("web").await.expect("web").data.expect("data");
     assert_eq!(data["version"], "1.1.0", "the good release stays");
 
@@ -419,11 +447,7 @@ async fn helm_releases_install_charts_from_an_oci_registry() {
     std::fs::write(&file, chart("1.0.0", false)).expect("archive");
     pusher.push_chart(&charts, &file).await.expect("push the chart");
 
-    let server = ApiServer::in_memory().start().await.expect("server");
-    let cluster = Cluster::around(server);
-    let crds = cluster.bosun(&["crds", "--flux"]).await;
-    assert!(crds.status.success(), "{}", text(&crds));
-    cluster.kubectl(&["apply", "--server-side", "-f", "-"], Some(&crds.stdout)).await;
+    let cluster = flux_cluster().await;
     let namespaces = ["by-oci-repository", "by-helm-repository"];
     let server_flag = format!("--docker-server={}", registry.host);
     let user_flag = format!("--docker-username={REGISTRY_USER}");
@@ -460,4 +484,118 @@ async fn helm_releases_install_charts_from_an_oci_registry() {
     let repository = serde_json::to_value(repositories.get("charts").await.expect("charts")).expect("json");
     assert!(condition(&repository, "Ready").is_none(), "{repository:#}");
     assert!(repository.pointer("/status/artifact").is_none(), "{repository:#}");
+}
+
+/// A HelmRelease into a namespace that does not exist yet (`install.createNamespace`), its
+/// storage there too, with two post-renderers: a JSON 6902 patch on a target, then a strategic
+/// merge on what the first printed.
+const POST_RENDERED: &str = "\
+apiVersion: helm.toolkit.fluxcd.io/v2
+kind: HelmRelease
+metadata: {name: web, namespace: default}
+spec:
+  chart: {spec: {chart: web, version: 1.0.0, sourceRef: {kind: HelmRepository, name: charts}}}
+  interval: 5m
+  targetNamespace: shop
+  storageNamespace: shop
+  install: {createNamespace: true}
+  postRenderers:
+  - kustomize:
+      patches:
+      - target: {kind: ConfigMap, name: web}
+        patch: |
+          - {op: add, path: /data/patched, value: 'yes'}
+  - kustomize:
+      patches:
+      - patch: |
+          apiVersion: v1
+          kind: ConfigMap
+          metadata: {name: web, labels: {tier: frontend}}
+";
+
+/// The label or annotation `key` of `object`.
+fn meta(object: &ConfigMap, field: &str, key: &str) -> Option<String> {
+    let map = if field == "labels" { &object.metadata.labels } else { &object.metadata.annotations };
+    map.as_ref().and_then(|m| m.get(key)).cloned()
+}
+
+#[tokio::test]
+async fn a_helm_release_post_renders_creates_its_namespace_and_is_released_again_when_forced() {
+    let charts: Charts = Arc::default();
+    charts.lock().expect("lock").insert("1.0.0".into(), chart("1.0.0", false));
+    let url = serve_charts(charts).await;
+    let cluster = flux_cluster().await;
+    let objects = [REPOSITORY, POST_RENDERED].join("---\n").replace("URL", &url);
+    cluster.kubectl(&["apply", "-f", "-"], Some(objects.as_bytes())).await;
+    let _controller = cluster.controller("controller", &["--flux"]);
+    kubectl_wait_ready(&cluster, "default", "helmrelease/web").await;
+
+    // The namespace was created, the object post-rendered by both entries in turn and still
+    // marked as Helm's and Flux's.
+    let client = cluster.server.client();
+    let namespaces: Api<k8s_openapi::api::core::v1::Namespace> = Api::all(client.clone());
+    assert!(namespaces.get_opt("shop").await.expect("get").is_some(), "createNamespace");
+    let configmaps: Api<ConfigMap> = Api::namespaced(client.clone(), "shop");
+    let web = configmaps.get("web").await.expect("web");
+    let data = web.data.clone().expect("data");
+    assert_eq!((data["patched"].as_str(), data["revision"].as_str()), ("yes", "1"));
+    assert_eq!(meta(&web, "labels", "tier").as_deref(), Some("frontend"));
+    assert_eq!(meta(&web, "labels", "app.kubernetes.io/managed-by").as_deref(), Some("Helm"));
+    assert_eq!(meta(&web, "labels", "helm.toolkit.fluxcd.io/name").as_deref(), Some("web"));
+    assert_eq!(meta(&web, "annotations", "meta.helm.sh/release-name").as_deref(), Some("shop-web"));
+    assert_eq!(meta(&web, "annotations", "meta.helm.sh/release-namespace").as_deref(), Some("shop"));
+    // Recorded in the new namespace, its manifest the post-rendered one, as Helm records it.
+    let secrets: Api<Secret> = Api::namespaced(client.clone(), "shop");
+    let v1 = decode(&secrets.get("sh.helm.release.v1.shop-web.v1").await.expect("v1"));
+    let manifest = v1["manifest"].as_str().unwrap_or_default();
+    assert!(manifest.contains("patched: \"yes\"") && manifest.contains("tier: frontend"), "{manifest}");
+    assert!(manifest.contains("# Source: web/templates/config.yaml"), "{manifest}");
+
+    // Forced: requestedAt and forceAt of one value release again, nothing changed — revision 2,
+    // an upgrade, handled in the status.
+    let releases = flux_api(client.clone(), "default", "helm.toolkit.fluxcd.io", "HelmRelease");
+    let force = |requested: &str, forced: &str| {
+        format!(
+            r#"{{"metadata":{{"annotations":{{"reconcile.fluxcd.io/requestedAt":"{requested}","reconcile.fluxcd.io/forceAt":"{forced}"}}}}}}"#
+        )
+    };
+    let patch = force("first", "first");
+    cluster.kubectl(&["patch", "helmrelease", "web", "--type=merge", "-p", &patch], None).await;
+    let release = wait_for(&releases, "web", "released again", |r| {
+        history_versions(r).first() == Some(&(2, "deployed".into()))
+            && r.pointer("/status/lastHandledForceAt") == Some(&json!("first"))
+            && condition(r, "Ready").is_some_and(|c| c["status"] == "True")
+    })
+    .await;
+    assert_eq!(release["status"]["lastHandledReconcileAt"], "first");
+    assert_eq!(condition(&release, "Ready").map(|c| c["reason"].clone()), Some("UpgradeSucceeded".into()));
+    assert_eq!(release["status"]["storageNamespace"], "shop");
+    let v2 = decode(&secrets.get("sh.helm.release.v1.shop-web.v2").await.expect("v2"));
+    assert_eq!((&v2["info"]["status"], &v2["info"]["description"]), (&json!("deployed"), &json!("Upgrade complete")));
+    let data = configmaps.get("web").await.expect("web").data.expect("data");
+    assert_eq!((data["revision"].as_str(), data["upgrade"].as_str()), ("2", "true"));
+
+    // A reconcile request whose value forceAt does not share is no forced release.
+    let patch = force("second", "first");
+    cluster.kubectl(&["patch", "helmrelease", "web", "--type=merge", "-p", &patch], None).await;
+    let release = wait_for(&releases, "web", "reconciled", |r| {
+        r.pointer("/status/lastHandledReconcileAt") == Some(&json!("second"))
+            && condition(r, "Ready").is_some_and(|c| c["status"] == "True")
+    })
+    .await;
+    assert_eq!(history_versions(&release).first(), Some(&(2, "deployed".into())), "{release:#}");
+    assert_eq!(release["status"]["lastHandledForceAt"], "first");
+
+    // A post-renderer that fails says which, in the HelmRelease's status.
+    let broken = r#"{"spec":{"postRenderers":[{"kustomize":{"patches":[{"patch":"apiVersion: v1\nkind: ConfigMap\nmetadata: {name: nowhere}\ndata: {a: b}\n"}]}}]}}"#;
+    cluster.kubectl(&["patch", "helmrelease", "web", "--type=merge", "-p", broken], None).await;
+    let failed = wait_for(&releases, "web", "failed", |r| {
+        condition(r, "Ready").is_some_and(|c| c["status"] == "False" && c["reason"] != "Progressing")
+    })
+    .await;
+    let message = condition(&failed, "Ready").and_then(|c| c["message"].as_str()).unwrap_or_default().to_string();
+    assert!(
+        message.contains("spec.render.helm.postRenderers[0].kustomize.patches[0]: ") && message.contains("nowhere"),
+        "{message}"
+    );
 }

@@ -213,12 +213,15 @@ pub async fn helm_release(
 }
 
 /// Where a package's objects and inventory go: its own namespace if `bosun.yaml` names one,
-/// else `default_namespace`.
+/// else `default_namespace`; with `createNamespace`, the objects' namespace (its
+/// `targetNamespace`, else `default_namespace`) is created when missing.
 pub(crate) fn target(package: &Package, default_namespace: &str) -> Target {
+    let objects_namespace = package.spec.target_namespace.as_deref().unwrap_or(default_namespace);
     Target {
         name: package.name.clone(),
         namespace: package.namespace.clone().unwrap_or_else(|| default_namespace.to_string()),
         default_namespace: default_namespace.to_string(),
+        create_namespace: (package.spec.create_namespace == Some(true)).then(|| objects_namespace.to_string()),
     }
 }
 

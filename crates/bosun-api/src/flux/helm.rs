@@ -93,7 +93,7 @@ pub struct HelmReleaseSpec {
     #[serde(default, skip_serializing_if = "Option::is_none")]
     #[schemars(extend("minLength" = 1, "maxLength" = 253))]
     pub service_account_name: Option<String>,
-    /// Where Helm's release Secrets are kept (`targetNamespace`, else the HelmRelease's).
+    /// Where Helm's release Secrets are kept (the HelmRelease's namespace when absent).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     #[schemars(extend("minLength" = 1, "maxLength" = 63))]
     pub storage_namespace: Option<String>,

@@ -31,6 +31,11 @@ use kube_core::crd::merge_crds;
 /// `status.lastHandledReconcileAt` (`flux reconcile` sets it).
 pub const RECONCILE_REQUESTED_AT: &str = "reconcile.fluxcd.io/requestedAt";
 
+/// The annotation asking a HelmRelease for a one-off release (an upgrade even if nothing
+/// changed) when it has the value of [`RECONCILE_REQUESTED_AT`]; the value comes back in
+/// `status.lastHandledForceAt` (`flux reconcile helmrelease --force` sets both).
+pub const RECONCILE_FORCE_AT: &str = "reconcile.fluxcd.io/forceAt";
+
 /// The CRDs of Flux's kinds, one per kind with every version Flux serves for it (v1 stored;
 /// conversion `None`, as Flux's CRDs: an object reads in any served version as stored),
 /// sources first: `gitrepositories`, `ocirepositories`, `helmrepositories`, `buckets`,

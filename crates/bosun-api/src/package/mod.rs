@@ -19,8 +19,8 @@ use crate::flux::kustomize::NamespacedObjectKindReference;
 use crate::{Interval, LocalObjectReference, ObjectReference, schema};
 
 pub use renderers::{
-    ExecSpec, FilesSpec, HelmSpec, HelmStorage, JsonnetSpec, KustomizeSpec, MAIN_JSONNET, RenderSpec, ValuesKind,
-    ValuesReference, package_root,
+    ExecSpec, FilesSpec, HelmSpec, HelmStorage, JsonnetSpec, KustomizeSpec, MAIN_JSONNET, PostRenderStrategy,
+    RenderSpec, ValuesKind, ValuesReference, package_root,
 };
 pub use rollout::{
     Action, ComparisonValue, FieldComparison, Group, LOCUTUS_API_VERSION, Rest, RolloutSpec, Selector, Step,
@@ -31,8 +31,8 @@ pub use sources::{
     OciReference, OciSource, OciVerification, SourceReference, SourceSpec,
 };
 pub use status::{
-    DEFAULT_HISTORY, DEFAULT_INTERVAL, HistoryEntry, HookStatus, PackageStatus, REQUESTED_AT, ROLLBACK_TO,
-    RolloutProgress, SOURCE_REQUESTED_AT, record_history, request_token,
+    DEFAULT_HISTORY, DEFAULT_INTERVAL, FORCE_REQUESTED_AT, HistoryEntry, HookStatus, PackageStatus, REQUESTED_AT,
+    ROLLBACK_TO, RolloutProgress, SOURCE_REQUESTED_AT, record_history, request_token,
 };
 
 /// What a package renders and how it rolls out. Every field is optional.
@@ -79,6 +79,11 @@ pub struct PackageSpec {
     /// Namespace set on every namespaced object.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub target_namespace: Option<String>,
+    /// Create the namespace the objects go to (`targetNamespace`, else the default one) when
+    /// it does not exist, before anything is applied; it is never pruned (Helm's
+    /// `--create-namespace`, Flux's `install.createNamespace`).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub create_namespace: Option<bool>,
     /// Objects whose health a run waits for after applying, when `wait` is off — applied by
     /// this Package or not (Flux's `healthChecks`; custom resource). Within `timeout`; one
     /// that fails or stays unready fails the run with `HealthCheckFailed`.

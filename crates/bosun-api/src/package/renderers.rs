@@ -165,6 +165,29 @@ pub struct HelmSpec {
     /// Helm or Flux installed is upgraded in place to its next revision.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub storage: Option<HelmStorage>,
+    /// Kustomize patches and images applied to the rendered chart, each entry in turn over
+    /// the previous one's output, before Helm's ownership marks and anything else (Flux's
+    /// `postRenderers`; kustomize runs as the kustomize renderer does). The CRDs of `crds/`
+    /// are never post-rendered.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub post_renderers: Vec<crate::flux::helm::PostRenderer>,
+    /// Whether the post-renderers see the chart's hooks (Flux's `postRenderStrategy`;
+    /// default `combined`).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub post_render_strategy: Option<PostRenderStrategy>,
+}
+
+/// Which of a chart's objects its post-renderers see (Flux's and Helm 4's names).
+#[derive(Debug, Clone, Copy, Default, Deserialize, Serialize, PartialEq, Eq, JsonSchema)]
+#[serde(rename_all = "lowercase")]
+pub enum PostRenderStrategy {
+    /// The templates' objects only, not the hooks (Helm 3).
+    NoHooks,
+    /// The templates' objects and the hooks in one stream (Helm 4's default).
+    #[default]
+    Combined,
+    /// The templates' objects, then the hooks, each stream post-rendered on its own.
+    Separate,
 }
 
 /// Where and how many of a release's revisions are kept in Helm's storage: Secrets

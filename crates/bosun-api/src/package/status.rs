@@ -19,6 +19,12 @@ pub const REQUESTED_AT: &str = "bosun.dev/requested-at";
 /// revision is known (`bosun reconcile package --with-source`).
 pub const SOURCE_REQUESTED_AT: &str = "bosun.dev/source-requested-at";
 
+/// Set to the same value as [`REQUESTED_AT`]: that run releases again even if nothing changed,
+/// a chart rendering as its release's next revision (an upgrade, recorded in Helm's storage
+/// when the chart keeps one there). A HelmRelease's `reconcile.fluxcd.io/forceAt` comes to its
+/// Package as this.
+pub const FORCE_REQUESTED_AT: &str = "bosun.dev/force-requested-at";
+
 /// Annotation asking for a rollback: its value is a revision of the Package's history
 /// (`main@sha1:<commit>`), rolled out instead of the source's newest while the annotation is
 /// there (`bosun ui`'s rollback button sets it).

@@ -95,6 +95,9 @@ where
     }
 }
 
+/// A reconcile request as a Package takes it: the parent's annotation, and the Package's.
+pub(crate) const RECONCILE_REQUEST: (&str, &str) = (RECONCILE_REQUESTED_AT, REQUESTED_AT);
+
 /// What a child Package records of what it was written for: under `annotation`, `written`
 /// (the parent's generation and whatever else the caller adds).
 pub(crate) struct WrittenFor<'a> {
@@ -104,25 +107,33 @@ pub(crate) struct WrittenFor<'a> {
     pub(crate) written: String,
     /// Labels the Package carries (the parent's own, and the names Flux stamps).
     pub(crate) labels: &'a BTreeMap<String, String>,
+    /// The requests passed on: each annotation of the parent's, and the Package's name for it
+    /// ([`RECONCILE_REQUEST`], and a HelmRelease's `forceAt`).
+    pub(crate) requests: &'a [(&'static str, &'static str)],
+}
+
+fn annotation(meta: &ObjectMeta, key: &str) -> Option<String> {
+    meta.annotations.as_ref().and_then(|a| a.get(key)).cloned()
 }
 
 impl WrittenFor<'_> {
     /// Whether `package` is what the parent makes now.
     pub(crate) fn matches<K: Object>(&self, package: &PackageResource, parent: &K) -> bool {
-        let annotation =
-            |meta: &kube::core::ObjectMeta, key: &str| meta.annotations.as_ref().and_then(|a| a.get(key)).cloned();
         let labels = package.metadata.labels.clone().unwrap_or_default();
         annotation(&package.metadata, self.annotation).as_ref() == Some(&self.written)
-            && annotation(&package.metadata, REQUESTED_AT) == annotation(parent.meta(), RECONCILE_REQUESTED_AT)
+            && self.requests.iter().all(|(of_parent, of_package)| {
+                annotation(&package.metadata, of_package) == annotation(parent.meta(), of_parent)
+            })
             && self.labels.iter().all(|(k, v)| labels.get(k) == Some(v))
     }
 
-    /// Writes the child Package with `spec`, passing the reconcile request on.
+    /// Writes the child Package with `spec`, passing the requests on.
     pub(crate) async fn write<K: Object>(&self, run: &mut Run<K>, spec: &PackageSpec) -> Result<(), Failure> {
         let mut annotations = json!({ self.annotation: self.written });
-        let requested = run.object().meta().annotations.as_ref().and_then(|a| a.get(RECONCILE_REQUESTED_AT)).cloned();
-        if let Some(requested) = requested {
-            annotations[REQUESTED_AT] = json!(requested);
+        for (of_parent, of_package) in self.requests {
+            if let Some(requested) = annotation(run.object().meta(), of_parent) {
+                annotations[*of_package] = json!(requested);
+            }
         }
         let metadata = json!({"name": run.name(), "labels": self.labels, "annotations": annotations});
         let child =

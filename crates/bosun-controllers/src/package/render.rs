@@ -188,7 +188,7 @@ impl PackageReconciler {
                 .map_err(|e| e.to_string())?;
         let package = fetch::assemble(&dir, &resource).map_err(|e| e.to_string())?;
         let keys = self.keys(run).await.map_err(|f| f.message)?;
-        let release_revision = status::release_revision(&resource, &snapshot.revision);
+        let release_revision = status::release_revision(&resource, &snapshot.revision, false);
         self.render(run, &package, &snapshot, target, (keys, release_revision)).await.map_err(|f| f.message)
     }
 }

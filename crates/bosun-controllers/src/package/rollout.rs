@@ -14,7 +14,10 @@ use bosun::report::{Report, Stage};
 use bosun_api::Interval;
 use bosun_api::package::{
     PackageResource, RenderSpec, SourceSpec,
-    {DEFAULT_HISTORY, HistoryEntry, PackageStatus, REQUESTED_AT, SOURCE_REQUESTED_AT, record_history},
+    {
+        DEFAULT_HISTORY, FORCE_REQUESTED_AT, HistoryEntry, PackageStatus, REQUESTED_AT, SOURCE_REQUESTED_AT,
+        record_history,
+    },
 };
 use bosun_helm::storage;
 use bosun_kit::{Failure, Run};
@@ -93,7 +96,7 @@ impl PackageReconciler {
         };
         let release_revision = helm_storage::next_revision(
             &stored,
-            status::release_revision(&resource, &revision),
+            status::release_revision(&resource, &revision, request.force),
             resource.status.as_ref().and_then(|s| s.release_revision),
         );
         let rendered =
@@ -287,6 +290,9 @@ pub(super) struct Request {
     pub(super) fresh: bool,
     /// With it, `bosun.dev/source-requested-at`: fetch the source again.
     pub(super) refetch: bool,
+    /// With it, `bosun.dev/force-requested-at`: release again even if nothing changed (a
+    /// chart as its release's next revision).
+    pub(super) force: bool,
 }
 
 impl Request {
@@ -295,8 +301,9 @@ impl Request {
         let annotation = |name: &str| resource.metadata.annotations.as_ref().and_then(|a| a.get(name));
         let handled = resource.status.as_ref().and_then(|s| s.last_handled_reconcile_at.as_ref());
         let fresh = annotation(REQUESTED_AT).is_some_and(|at| Some(at) != handled);
-        let refetch = fresh && annotation(SOURCE_REQUESTED_AT) == annotation(REQUESTED_AT);
-        Request { fresh, refetch }
+        // A request's companions count only with its value, as Flux's `forceAt` does.
+        let with_request = |name: &str| fresh && annotation(name) == annotation(REQUESTED_AT);
+        Request { fresh, refetch: with_request(SOURCE_REQUESTED_AT), force: with_request(FORCE_REQUESTED_AT) }
     }
 }
 
@@ -327,6 +334,33 @@ fn jittered(interval: Duration) -> Duration {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn a_request_s_companions_count_only_with_its_value() {
+        let resource = |annotations: &[(&str, &str)], handled: Option<&str>| {
+            let mut resource = PackageResource::new("web", Default::default());
+            resource.metadata.annotations =
+                Some(annotations.iter().map(|(k, v)| (k.to_string(), v.to_string())).collect());
+            resource.status =
+                Some(PackageStatus { last_handled_reconcile_at: handled.map(str::to_string), ..Default::default() });
+            resource
+        };
+        let (requested, source, force) = (REQUESTED_AT, SOURCE_REQUESTED_AT, FORCE_REQUESTED_AT);
+        // (annotations, last handled request, expected (fresh, refetch, force))
+        let cases = [
+            (vec![], None, (false, false, false)),
+            (vec![(requested, "1")], None, (true, false, false)),
+            (vec![(requested, "1")], Some("1"), (false, false, false)),
+            (vec![(requested, "2"), (source, "2")], Some("1"), (true, true, false)),
+            (vec![(requested, "2"), (force, "2")], Some("1"), (true, false, true)),
+            (vec![(requested, "2"), (force, "1")], Some("1"), (true, false, false)),
+            (vec![(requested, "2"), (force, "2"), (source, "2")], Some("2"), (false, false, false)),
+        ];
+        for (annotations, handled, expected) in cases {
+            let request = Request::of(&resource(&annotations, handled));
+            assert_eq!((request.fresh, request.refetch, request.force), expected, "{annotations:?} {handled:?}");
+        }
+    }
 
     #[test]
     fn jitter_stays_within_five_percent() {

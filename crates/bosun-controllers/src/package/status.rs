@@ -130,12 +130,14 @@ pub fn run_outcome(package: &PackageResource, token: Option<&str>) -> Option<Res
 
 /// The `.Release.Revision` a chart renders as for `revision` of the source: the last
 /// successful rollout's again when neither the source revision nor the spec changed since (a
-/// restarted controller renders what it rolled out, not an upgrade of it), else the next one —
-/// 1, an install, when there was none.
-pub(crate) fn release_revision(package: &PackageResource, revision: &str) -> i64 {
+/// restarted controller renders what it rolled out, not an upgrade of it) and the run is not
+/// `forced` (a forced release is an upgrade even so), else the next one — 1, an install, when
+/// there was none.
+pub(crate) fn release_revision(package: &PackageResource, revision: &str, forced: bool) -> i64 {
     let Some(status) = package.status.as_ref() else { return 1 };
     let Some(last) = status.release_revision else { return 1 };
-    let unchanged = status.last_applied_revision.as_deref() == Some(revision)
+    let unchanged = !forced
+        && status.last_applied_revision.as_deref() == Some(revision)
         && status.observed_generation == package.metadata.generation;
     if unchanged { last } else { last + 1 }
 }
@@ -289,15 +291,18 @@ mod tests {
             package
         };
         let never_applied = PackageResource::new("web", Default::default());
+        // (the Package, the source's revision, forced, expected, why)
         let cases = [
-            (never_applied, "main@sha1:b", 1, "no status: an install"),
-            (package(None, "main@sha1:a", 2), "main@sha1:b", 1, "applied before charts counted: an install"),
-            (package(Some(3), "main@sha1:a", 2), "main@sha1:b", 4, "a new source revision: the next"),
-            (package(Some(3), "main@sha1:b", 1), "main@sha1:b", 4, "a new spec: the next"),
-            (package(Some(3), "main@sha1:b", 2), "main@sha1:b", 3, "nothing new: the same again"),
+            (never_applied.clone(), "main@sha1:b", false, 1, "no status: an install"),
+            (never_applied, "main@sha1:b", true, 1, "forced without a release: an install"),
+            (package(None, "main@sha1:a", 2), "main@sha1:b", false, 1, "applied before charts counted: an install"),
+            (package(Some(3), "main@sha1:a", 2), "main@sha1:b", false, 4, "a new source revision: the next"),
+            (package(Some(3), "main@sha1:b", 1), "main@sha1:b", false, 4, "a new spec: the next"),
+            (package(Some(3), "main@sha1:b", 2), "main@sha1:b", false, 3, "nothing new: the same again"),
+            (package(Some(3), "main@sha1:b", 2), "main@sha1:b", true, 4, "nothing new, forced: the next"),
         ];
-        for (package, revision, expected, case) in cases {
-            assert_eq!(release_revision(&package, revision), expected, "{case}");
+        for (package, revision, forced, expected, case) in cases {
+            assert_eq!(release_revision(&package, revision, forced), expected, "{case}");
         }
     }
 }

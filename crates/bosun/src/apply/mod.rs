@@ -53,7 +53,7 @@ use crate::report::{ApplyProgress, Change, ChangeEntry, Report};
 use bosun_core::discovery::{Kind, Resolver};
 use bosun_core::health::{ExpressionTexts, HealthExpressions};
 pub use cache::{Cache, Changed};
-use namespaces::{check_namespaces, created_namespaces, missing_namespaces_message};
+use namespaces::{check_namespaces, created_namespaces, missing_namespaces_message, namespaces_asked};
 pub(crate) use preview::diff;
 pub use preview::{DiffReport, ObjectDiff};
 use wait::Watched;
@@ -196,6 +196,9 @@ pub(crate) struct Target {
     pub(crate) namespace: String,
     /// Namespace of namespaced objects without one.
     pub(crate) default_namespace: String,
+    /// The namespace the package asks to have created when missing (its `createNamespace`:
+    /// where its objects go).
+    pub(crate) create_namespace: Option<String>,
 }
 
 /// Errors that stop an apply before it starts.
@@ -582,7 +585,7 @@ pub(crate) async fn apply(
 ) -> Result<Report, ApplyError> {
     let (mut runner, previous) = Runner::start(client, target, rendered, options, progress).await?;
     let all = place_all(&runner.resolver, rendered, target).await;
-    let asked = policy::namespaces_to_create(rendered.manifests.iter().map(|m| &m.object));
+    let asked = namespaces_asked(rendered, target);
     let mut namespaces = created_namespaces(rendered);
     namespaces.extend(asked.iter().filter(|n| !namespaces.contains(n)).cloned().collect::<Vec<_>>());
     let placed = all.iter().map(|placement| placement.namespace.as_str());

@@ -77,16 +77,28 @@ pub(super) async fn check_namespaces<'a>(
     }
 }
 
+/// The namespaces created first when missing: those objects ask for (Argo CD's
+/// `CreateNamespace=true`) and the package's own (its `createNamespace`), sorted.
+pub(super) fn namespaces_asked(rendered: &Rendered, target: &Target) -> Vec<String> {
+    let mut asked = crate::policy::namespaces_to_create(rendered.manifests.iter().map(|m| &m.object));
+    asked.extend(target.create_namespace.iter().cloned());
+    asked.sort();
+    asked.dedup();
+    asked
+}
+
 impl Runner<'_> {
-    /// Creates the namespaces objects ask for (Argo CD's `CreateNamespace=true`) that do not
-    /// exist yet, before anything else is written. They are not in the inventory, so never
-    /// pruned (Argo CD does not delete them either).
+    /// Creates the namespaces asked for ([`namespaces_asked`]) that do not exist yet, before
+    /// anything else is written. They are not in the inventory, so never pruned (neither
+    /// Argo CD nor Helm deletes them).
     pub(super) async fn create_namespaces(&mut self, names: &[String]) -> Option<RolloutFailure> {
         let api: Api<k8s_openapi::api::core::v1::Namespace> = Api::all(self.client.clone());
         let failed = |name: &str, error: kube::Error| RolloutFailure {
             group: "namespaces".into(),
             stage: Stage::Apply,
-            reason: "creating a namespace objects ask for (CreateNamespace=true) failed; nothing was written".into(),
+            reason:
+                "creating a namespace asked for (CreateNamespace=true, createNamespace) failed; nothing was written"
+                    .into(),
             objects: vec![ObjectFailure::new(
                 format!("Namespace/{name}"),
                 super::live::message(&error),
@@ -106,7 +118,7 @@ impl Runner<'_> {
                     return Some(failed(name, error));
                 }
             }
-            let entry = unresolved(format!("Namespace/{name}"), "namespaces", Change::Created, "CreateNamespace=true");
+            let entry = unresolved(format!("Namespace/{name}"), "namespaces", Change::Created, "created when missing");
             self.progress.applied(&entry);
             self.report.changes.push(entry);
         }

@@ -7,7 +7,8 @@
 use kube::Client;
 
 use super::{
-    ApplyError, Item, Resolver, Target, check_namespaces, created_namespaces, decide, live::dry_runs, resolve_items,
+    ApplyError, Item, Resolver, Target, check_namespaces, created_namespaces, decide, live::dry_runs, namespaces_asked,
+    resolve_items,
 };
 use crate::diff;
 use crate::inventory;
@@ -64,7 +65,7 @@ pub(crate) async fn diff(
         .collect();
     let resolved = resolve_items(&resolver, rendered, &keys, target).await;
     let mut created = created_namespaces(rendered);
-    created.extend(policy::namespaces_to_create(rendered.manifests.iter().map(|m| &m.object)));
+    created.extend(namespaces_asked(rendered, target));
     let placed = resolved.iter().filter_map(|r| r.as_ref().ok()).map(|item| item.namespace.as_str());
     check_namespaces(client, None, target, placed, &created, false).await?;
     let mut report = DiffReport::default();

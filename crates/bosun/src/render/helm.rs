@@ -7,7 +7,8 @@
 //! template renders several objects), in Helm's install order: the CRDs of `crds/` first
 //! (unless `skipCrds`), then the templates' objects, then hooks with their `helm.sh/hook*`
 //! annotations as the chart renders them (test hooks only with `includeTests`), marked
-//! [`super::HookStyle::Helm`] for the planner. Nothing here reads the network or a cluster.
+//! [`super::HookStyle::Helm`] for the planner — after the spec's post-renderers, which the
+//! caller runs. Nothing here reads the network or a cluster.
 
 use std::collections::HashMap;
 use std::path::Path;
@@ -84,6 +85,9 @@ pub enum HelmError {
     /// A template failed or rendered something that is not an object.
     #[error(transparent)]
     Template(#[from] EngineError),
+    /// A post-renderer failed (the error names the patch).
+    #[error(transparent)]
+    PostRender(Box<dyn std::error::Error + Send + Sync>),
     /// A file of `crds/` is not YAML.
     #[error("{file}: {message}")]
     Crd {
@@ -191,13 +195,19 @@ pub(super) fn chart_path(
     }
 }
 
-/// Renders the chart of a Helm package. `release_name` is the default of `releaseName`.
+/// A chart's objects as rendered: (its template's path, the object).
+pub(super) type Objects = Vec<(String, Value)>;
+
+/// Renders the chart of a Helm package. `release_name` is the default of `releaseName`;
+/// `post_render` turns the templates' objects and the hooks into what is recorded and applied
+/// (the spec's post-renderers).
 pub(super) fn render(
     files: &PackageFiles<'_>,
     chart_dir: &Path,
     release_name: &str,
     spec: &HelmSpec,
     context: &HelmContext,
+    post_render: impl FnOnce(Objects, Objects) -> Result<(Objects, Objects), HelmError>,
 ) -> Result<Output, HelmError> {
     let chart = bosun_helm::load::load(chart_dir)?;
     let values = user_values(files, spec, context)?;
@@ -219,13 +229,17 @@ pub(super) fn render(
     })?;
     let options = EngineOptions { lookup: context.lookup.clone(), ..EngineOptions::default() };
     let rendered = engine::render(&prepared, &options, AssembleOptions::default())?;
+    let templates = rendered.manifests.into_iter().map(|m| (m.source, m.object)).collect();
+    let hooks = rendered.hooks.into_iter().map(|hook| (hook.source, hook.object)).collect();
+    // Helm records and applies what its post-renderer printed.
+    let (templates, hooks) = post_render(templates, hooks)?;
     let record = spec.storage.is_some().then(|| {
         let mut record = Release::new(&release.name, &release.namespace, release.revision);
         record.chart = storage::chart_record(&prepared);
         record.config = Value::Object(values.clone());
         record.info.notes = rendered.notes.clone();
         record.manifest =
-            bosun_core::yaml::to_stream(rendered.manifests.iter().map(|m| (Some(m.source.as_str()), &m.object)));
+            bosun_core::yaml::to_stream(templates.iter().map(|(source, object)| (Some(source.as_str()), object)));
         Box::new(record)
     });
     let mut documents: Vec<(String, Value)> = Vec::new();
@@ -238,15 +252,9 @@ pub(super) fn render(
             }
         }
     }
-    documents.extend(rendered.manifests.into_iter().map(|m| (m.source, m.object)));
+    documents.extend(templates);
     let tests_left_out = !spec.include_tests;
-    documents.extend(
-        rendered
-            .hooks
-            .into_iter()
-            .filter(|hook| !(tests_left_out && hook.events.contains(&HookEvent::Test)))
-            .map(|hook| (hook.source, hook.object)),
-    );
+    documents.extend(hooks.into_iter().filter(|(_, object)| !(tests_left_out && runs_on_test(object))));
     // A document holding only comments is printed by Helm and is no object to apply.
     documents.retain(|(_, object)| !object.is_null());
     if let Some(record) = &record {
@@ -255,6 +263,12 @@ pub(super) fn render(
         }
     }
     Ok(Output { manifests: keyed(documents), warnings: prepared.warnings, notes: rendered.notes, release: record })
+}
+
+/// Whether a hook runs on `helm test` (its `helm.sh/hook` annotation names `test`).
+fn runs_on_test(object: &Value) -> bool {
+    let events = object.pointer("/metadata/annotations/helm.sh~1hook").and_then(Value::as_str).unwrap_or_default();
+    events.split(',').any(|event| HookEvent::parse(&event.trim().to_lowercase()) == Some(HookEvent::Test))
 }
 
 /// Helm's ownership marks on an object of a recorded release, which `helm upgrade` checks

@@ -47,11 +47,33 @@ pub(crate) fn render(
         _ => (dir, package_dir, sandbox),
     };
     // The command runs in the package directory; give it a path that holds from there.
-    let target = std::path::absolute(&dir).unwrap_or(dir).display().to_string();
+    let target = std::path::absolute(&dir).unwrap_or(dir);
+    let limits = confine::CommandLimits::default();
+    let confinement = match sandbox {
+        Some(sandbox) => {
+            check_kustomizations(sandbox, &target, &mut BTreeSet::new())?;
+            // Kustomize reaches the network only for remote bases.
+            Some(confine::Confinement { root: &sandbox.root, network: sandbox.remote_bases, limits: &limits })
+        }
+        None => None,
+    };
+    let mut manifests = Manifests::default();
+    push_stream(&mut manifests, build(package_dir, &target.display().to_string(), confinement.as_ref())?);
+    Ok(manifests)
+}
+
+/// The objects `kustomize build TARGET` prints (`kubectl kustomize TARGET` without
+/// kustomize), run in `cwd` (which `target` is relative to, unless absolute), confined when
+/// given.
+pub(super) fn build(
+    cwd: &Path,
+    target: &str,
+    confinement: Option<&confine::Confinement<'_>>,
+) -> Result<Vec<Value>, RenderError> {
     let (program, args) = if let Some(kustomize) = exec::find_program("kustomize") {
-        (kustomize, vec!["build".to_string(), target.clone()])
+        (kustomize, vec!["build".to_string(), target.to_string()])
     } else if let Some(kubectl) = exec::find_program("kubectl") {
-        (kubectl, vec!["kustomize".to_string(), target.clone()])
+        (kubectl, vec!["kustomize".to_string(), target.to_string()])
     } else {
         return Err(RenderError::Command {
             command: format!("kustomize build {target}"),
@@ -61,21 +83,9 @@ pub(crate) fn render(
     let name = program.file_name().map(|n| n.to_string_lossy().into_owned()).unwrap_or_default();
     let shown = format!("{name} {}", args.join(" "));
     let mut command = Command::new(&program);
-    command.args(&args).current_dir(package_dir);
-    let limits = confine::CommandLimits::default();
-    let confinement = match sandbox {
-        Some(sandbox) => {
-            check_kustomizations(sandbox, Path::new(&target), &mut BTreeSet::new())?;
-            // Kustomize reaches the network only for remote bases.
-            Some(confine::Confinement { root: &sandbox.root, network: sandbox.remote_bases, limits: &limits })
-        }
-        None => None,
-    };
-    let finished = exec::run(command, &[], TIMEOUT, confinement.as_ref(), &shown)?;
-    let documents = yaml::parse_stream(&finished.stdout, &format!("output of `{shown}`"))?;
-    let mut manifests = Manifests::default();
-    push_stream(&mut manifests, documents);
-    Ok(manifests)
+    command.args(&args).current_dir(cwd);
+    let finished = exec::run(command, &[], TIMEOUT, confinement, &shown)?;
+    Ok(yaml::parse_stream(&finished.stdout, &format!("output of `{shown}`"))?)
 }
 
 /// Checks the kustomization in `dir` and every one it names, depth first: local entries stay

@@ -15,6 +15,7 @@ mod manifests;
 mod memory;
 mod output;
 mod overlay;
+mod post_render;
 mod sandbox;
 mod substitute;
 mod wire;
@@ -104,7 +105,11 @@ fn render_package(package: &Package, input: &Input<'_>, scopes: &Scopes) -> Resu
             let shown = chart.display().to_string();
             let template = HelmContext::template(spec_namespace(package));
             let files = sandbox::PackageFiles { dir: &package.dir, sandbox: input.sandbox };
-            let out = helm::render(&files, &chart, &package.name, &spec, input.helm.unwrap_or(&template))
+            let post_render = |templates, hooks| {
+                post_render::post_render(&spec, templates, hooks, input.sandbox)
+                    .map_err(|e| HelmError::PostRender(Box::new(e)))
+            };
+            let out = helm::render(&files, &chart, &package.name, &spec, input.helm.unwrap_or(&template), post_render)
                 .map_err(|source| RenderError::Helm { chart: shown, source: Box::new(source) })?;
             hooks = HookStyle::Helm;
             warnings.extend(out.warnings);

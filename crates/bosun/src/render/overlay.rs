@@ -67,7 +67,7 @@ fn file_name(path: &Path) -> String {
 
 /// `kustomization` with the spec's fields: the prefix and suffix set, the patches, images and
 /// components added after its own (Flux's order).
-fn with_overlay(mut kustomization: Value, spec: &KustomizeSpec) -> Value {
+pub(super) fn with_overlay(mut kustomization: Value, spec: &KustomizeSpec) -> Value {
     if !kustomization.is_object() {
         kustomization = json!({});
     }

@@ -2,8 +2,10 @@
 //! each HelmRelease is read into the `Package` that renders its chart (`translate`), written
 //! as its child as a Kustomization's is (`super::child`), with the release kept in Helm's own
 //! storage (Secrets `sh.helm.release.v1.<release>.v<n>`), so that `helm list` and Flux read
-//! it and a release Helm or Flux installed is upgraded in place. The status is written back in
-//! helm-controller's shape (`status`) from the Package's and the stored records.
+//! it and a release Helm or Flux installed is upgraded in place. `reconcile.fluxcd.io/forceAt`
+//! with `requestedAt`'s value is passed on as the Package's forced release (an upgrade even if
+//! nothing changed). The status is written back in helm-controller's shape (`status`) from the
+//! Package's and the stored records.
 
 pub(crate) mod status;
 pub(crate) mod translate;
@@ -12,9 +14,10 @@ use std::time::Duration;
 
 use kube::{Api, Client, Resource, runtime::events::EventType};
 
+use bosun_api::flux::RECONCILE_FORCE_AT;
 use bosun_api::flux::helm::HelmRelease;
 use bosun_api::flux::source::{HelmRepository, OciRepository};
-use bosun_api::package::PackageResource;
+use bosun_api::package::{FORCE_REQUESTED_AT, PackageResource};
 use bosun_kit::{self as kit, Failure, Run};
 
 use self::translate::ChartOrigin;
@@ -88,6 +91,8 @@ impl kit::Reconciler for HelmReleases {
             annotation: WRITTEN_FOR,
             written: format!("{generation}/{origin_generation}"),
             labels: &labels,
+            // `forceAt` is the Package's forced release (it counts with `requestedAt`'s value).
+            requests: &[child::RECONCILE_REQUEST, (RECONCILE_FORCE_AT, FORCE_REQUESTED_AT)],
         };
         let package = match existing.filter(|p| written_for.matches(p, &release)) {
             Some(package) => package,
@@ -120,6 +125,13 @@ impl kit::Reconciler for HelmReleases {
         run.set_status("lastAttemptedReleaseAction", summary.action);
         run.set_status("lastAttemptedGeneration", generation);
         run.set_status("lastHandledReconcileAt", &package_status.last_handled_reconcile_at);
+        let handled_before = release.status.as_ref().and_then(|s| s.last_handled_force_at.as_deref());
+        let handled_force = status::last_handled_force_at(
+            release.metadata.annotations.as_ref(),
+            package_status.last_handled_reconcile_at.as_deref(),
+            handled_before,
+        );
+        run.set_status("lastHandledForceAt", handled_force);
         run.set_status("inventory", inventory(&package_status.inventory));
         for (type_, holds, reason, message) in &summary.conditions {
             run.condition(type_, *holds, reason, message);

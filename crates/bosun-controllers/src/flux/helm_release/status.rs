@@ -1,9 +1,13 @@
 //! What a HelmRelease's status says, read from its Package's outcome and the release's records
 //! in Helm's storage (pure): `Ready` and `Released` with helm-controller's reasons
 //! (`InstallSucceeded`, `UpgradeSucceeded`, `InstallFailed`, `UpgradeFailed`), `Remediated`
-//! after a rollback, and `history` as Flux's snapshots, newest first.
+//! after a rollback, `history` as Flux's snapshots, newest first, and the last `forceAt`
+//! handled.
+
+use std::collections::BTreeMap;
 
 use bosun_api::flux::helm::ReleaseSnapshot;
+use bosun_api::flux::{RECONCILE_FORCE_AT, RECONCILE_REQUESTED_AT};
 use bosun_helm::storage::{self, Release, Status};
 use k8s_openapi::apimachinery::pkg::apis::meta::v1::Condition;
 use sha2::{Digest, Sha256};
@@ -88,6 +92,24 @@ pub(crate) fn summary(outcome: Outcome, stored: &[Release]) -> Summary {
     Summary { ready, conditions, action }
 }
 
+/// `status.lastHandledForceAt`: the `reconcile.fluxcd.io/forceAt` annotation's value once the
+/// Package took the request it came with — `requestedAt` with the same value, as
+/// helm-controller requires (`package_handled`: the Package's last handled request) — else
+/// the one handled `before`.
+pub(crate) fn last_handled_force_at(
+    annotations: Option<&BTreeMap<String, String>>,
+    package_handled: Option<&str>,
+    before: Option<&str>,
+) -> Option<String> {
+    let annotation = |key: &str| annotations.and_then(|a| a.get(key)).map(String::as_str);
+    match (annotation(RECONCILE_FORCE_AT), annotation(RECONCILE_REQUESTED_AT)) {
+        (Some(force), Some(requested)) if force == requested && package_handled == Some(requested) => {
+            Some(force.to_string())
+        }
+        _ => before.map(str::to_string),
+    }
+}
+
 /// `sha256:<hex>` of `bytes`, as Flux writes digests.
 fn digest(bytes: &[u8]) -> String {
     format!("sha256:{}", hex::encode(Sha256::digest(bytes)))
@@ -170,6 +192,32 @@ mod tests {
             let told = release_events(&before, &now);
             let told: Vec<(bool, &str, &str)> = told.iter().map(|(w, r, m)| (*w, r.as_str(), m.as_str())).collect();
             assert_eq!(told, expected, "{now:?}");
+        }
+    }
+
+    #[test]
+    fn a_force_request_is_handled_with_the_reconcile_request_of_its_value() {
+        let annotations = |pairs: &[(&str, &str)]| -> BTreeMap<String, String> {
+            pairs.iter().map(|(k, v)| (k.to_string(), v.to_string())).collect()
+        };
+        let (force, requested) = (RECONCILE_FORCE_AT, RECONCILE_REQUESTED_AT);
+        // (annotations, the Package's last handled request, handled before, expected)
+        let cases = [
+            (annotations(&[]), None, None, None),
+            (annotations(&[]), None, Some("1"), Some("1")),
+            (annotations(&[(force, "2"), (requested, "2")]), Some("2"), Some("1"), Some("2")),
+            // Not taken by the Package yet.
+            (annotations(&[(force, "2"), (requested, "2")]), Some("1"), Some("1"), Some("1")),
+            // Another value than the request's: no force, as helm-controller.
+            (annotations(&[(force, "2"), (requested, "3")]), Some("3"), Some("1"), Some("1")),
+            (annotations(&[(force, "2")]), None, None, None),
+        ];
+        for (annotations, handled, before, expected) in cases {
+            assert_eq!(
+                last_handled_force_at(Some(&annotations), handled, before).as_deref(),
+                expected,
+                "{annotations:?} {handled:?} {before:?}"
+            );
         }
     }
 

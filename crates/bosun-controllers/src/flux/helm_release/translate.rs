@@ -1,8 +1,8 @@
 //! A Flux `HelmRelease` read as the `Package` that does the same (pure): the chart (from a
 //! `HelmRepository`, HTTP or OCI, an `OCIRepository`, or a path of a `GitRepository` or
-//! `Bucket`), its values, release name and namespaces, Helm's storage, waiting, remediation by
-//! rollback, dependencies, identity and remote cluster — and the first field bosun cannot
-//! honour yet, by name. Objects carry Flux's `helm.toolkit.fluxcd.io/name` and `/namespace`
+//! `Bucket`), its values, release name and namespaces (the target one created when asked),
+//! Helm's storage, post-renderers, waiting, remediation by rollback, dependencies, identity and
+//! remote cluster — and the first field bosun cannot honour yet, by name. Objects carry Flux's `helm.toolkit.fluxcd.io/name` and `/namespace`
 //! labels, as helm-controller stamps them.
 
 use bosun_api::LocalObjectReference;
@@ -10,8 +10,8 @@ use bosun_api::flux::ValuesSourceKind;
 use bosun_api::flux::helm::HelmRelease;
 use bosun_api::flux::source::{HelmRepository, OciRepository};
 use bosun_api::package::{
-    CommonMetadata, HelmChartSource, HelmSpec, HelmStorage, PackageSpec, RenderSpec, RollbackSpec, SourceReference,
-    SourceSpec, ValuesKind, ValuesReference,
+    CommonMetadata, HelmChartSource, HelmSpec, HelmStorage, PackageSpec, PostRenderStrategy, RenderSpec, RollbackSpec,
+    SourceReference, SourceSpec, ValuesKind, ValuesReference,
 };
 
 use crate::fetch::unsupported::{self, Unsupported};
@@ -77,11 +77,9 @@ pub(crate) fn package_spec(release: &HelmRelease, origin: &ChartOrigin) -> Resul
     let upgrade_remediation = upgrade.remediation.clone().unwrap_or_default();
     let namespace = release.metadata.namespace.clone().unwrap_or_default();
     unsupported::refuse(&[
-        ("spec.postRenderers", !spec.post_renderers.is_empty()),
         ("spec.dependsOn.readyExpr", spec.depends_on.iter().any(|d| d.ready_expr.is_some())),
         ("spec.test.enable", spec.test.as_ref().is_some_and(|t| t.enable == Some(true))),
         ("spec.chart.spec.verify", spec.chart.as_ref().is_some_and(|c| c.spec.verify.is_some())),
-        ("spec.install.createNamespace", install.create_namespace == Some(true)),
         ("spec.install.replace", install.replace == Some(true)),
         ("spec.upgrade.preserveValues", upgrade.preserve_values == Some(true)),
         ("spec.upgrade.remediation.strategy", upgrade_remediation.strategy.as_deref().is_some_and(|s| s != "rollback")),
@@ -89,6 +87,13 @@ pub(crate) fn package_spec(release: &HelmRelease, origin: &ChartOrigin) -> Resul
         ("spec.kubeConfig.configMapRef", spec.kube_config.as_ref().is_some_and(|k| k.config_map_ref.is_some())),
     ])?;
     let (source, chart) = chart(release, origin)?;
+    let post_render_strategy = match &spec.post_render_strategy {
+        Some(strategy) => Some(
+            serde_json::from_value::<PostRenderStrategy>(serde_json::json!(strategy))
+                .map_err(|_| Unsupported { field: "spec.postRenderStrategy".into() })?,
+        ),
+        None => None,
+    };
     let values_files = spec.chart.as_ref().map(|c| c.spec.values_files.clone()).unwrap_or_default();
     let helm = HelmSpec {
         chart,
@@ -113,6 +118,8 @@ pub(crate) fn package_spec(release: &HelmRelease, origin: &ChartOrigin) -> Resul
             namespace: Some(storage_namespace(release)),
             max_history: Some(spec.max_history.map_or(FLUX_MAX_HISTORY, |m| m.max(0) as u32)),
         }),
+        post_renderers: spec.post_renderers.clone(),
+        post_render_strategy,
         ..HelmSpec::default()
     };
     let mut common = spec.common_metadata.clone().unwrap_or_default();
@@ -126,6 +133,8 @@ pub(crate) fn package_spec(release: &HelmRelease, origin: &ChartOrigin) -> Resul
         source: Some(source),
         render: Some(RenderSpec::Helm(Box::new(helm))),
         target_namespace: spec.target_namespace.clone(),
+        // Only a target namespace is created, as Flux: the HelmRelease's own exists.
+        create_namespace: (install.create_namespace == Some(true) && spec.target_namespace.is_some()).then_some(true),
         common_metadata: Some(CommonMetadata { labels: common.labels, annotations: common.annotations }),
         prune: Some(true),
         // Helm's `--force`: objects replaced when a change cannot be patched.
@@ -346,15 +355,43 @@ mod tests {
     }
 
     #[test]
+    fn post_renderers_and_the_created_namespace_are_the_package_s() {
+        let origin = repository(json!({"url": "https://charts.example.com"}), "flux-system");
+        let renderers = json!([
+            {"kustomize": {"patches": [{"patch": "- op: add\n  path: /x\n  value: 1\n", "target": {"kind": "ConfigMap"}}]}},
+            {"kustomize": {"images": [{"name": "nginx", "newTag": "1.27"}]}},
+        ]);
+        // (the HelmRelease's fields, the post-render strategy, the namespace created)
+        let cases = [
+            (json!({}), None, None),
+            (json!({"postRenderers": renderers}), None, None),
+            (
+                json!({"postRenderers": renderers, "postRenderStrategy": "nohooks"}),
+                Some(PostRenderStrategy::NoHooks),
+                None,
+            ),
+            (json!({"postRenderStrategy": "separate"}), Some(PostRenderStrategy::Separate), None),
+            (json!({"install": {"createNamespace": true}, "targetNamespace": "apps"}), None, Some(true)),
+            // Its own namespace exists: nothing to create, as Flux.
+            (json!({"install": {"createNamespace": true}}), None, None),
+            (json!({"install": {"createNamespace": false}, "targetNamespace": "apps"}), None, None),
+        ];
+        for (extra, strategy, create_namespace) in cases {
+            let release = helm_release(from_repository(extra.clone()));
+            let spec = package_spec(&release, &origin).expect("translated");
+            let helm = helm(&spec);
+            assert_eq!(helm.post_renderers, release.spec.post_renderers, "{extra}");
+            assert_eq!(helm.post_render_strategy, strategy, "{extra}");
+            assert_eq!(spec.create_namespace, create_namespace, "{extra}");
+        }
+    }
+
+    #[test]
     fn fields_bosun_cannot_honour_are_refused_by_name() {
         let origin = repository(json!({"url": "https://charts.example.com"}), "flux-system");
         let cases = [
-            (
-                json!({"postRenderers": [{"kustomize": {"images": [{"name": "a", "newTag": "b"}]}}]}),
-                "spec.postRenderers",
-            ),
             (json!({"test": {"enable": true}}), "spec.test.enable"),
-            (json!({"install": {"createNamespace": true}}), "spec.install.createNamespace"),
+            (json!({"postRenderStrategy": "later"}), "spec.postRenderStrategy"),
             (
                 json!({"upgrade": {"remediation": {"retries": 1, "strategy": "uninstall"}}}),
                 "spec.upgrade.remediation.strategy",

@@ -83,7 +83,12 @@ impl kit::Reconciler for Kustomizations {
         let labels =
             child::package_labels(&kustomization.metadata, (translate::NAME_LABEL, translate::NAMESPACE_LABEL));
         let generation = kustomization.metadata.generation.unwrap_or_default().to_string();
-        let written_for = WrittenFor { annotation: WRITTEN_FOR, written: generation, labels: &labels };
+        let written_for = WrittenFor {
+            annotation: WRITTEN_FOR,
+            written: generation,
+            labels: &labels,
+            requests: &[child::RECONCILE_REQUEST],
+        };
         // The Package written for this generation (and request, and labels) says all there is:
         // a reconcile woken by its status only reads it (most of them).
         let current = existing.filter(|p| written_for.matches(p, &kustomization));
