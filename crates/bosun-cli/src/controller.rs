@@ -56,8 +56,8 @@ pub struct Args {
     leader_election_id: Option<String>,
 
     /// How long a leader that stopped renewing keeps the Lease: a standby takes over this long
-    /// after its leader died (whole seconds; it renews every 2/15 of this, and gives up after
-    /// 2/3 of it without renewing).
+    /// after the last renewal of a leader that died (whole seconds; a leader renews every 2/15
+    /// of it, and stops after 2/3 of it without renewing).
     #[arg(long, value_name = "DURATION", default_value = "15s", requires = "leader_elect")]
     leader_election_lease_duration: Interval,
 
