@@ -70,6 +70,7 @@ mod validation;
 use bosun_core::object;
 
 pub use auth::AuthorizationMode;
+pub use http::LoggedRequest;
 pub use server::{ApiServer, DEFAULT_MAX_WATCHES, NamedUser, RunningServer, ServerError, ServerOptions, Storage};
 pub use simulation::stages::ANNOTATION as FAIL_ANNOTATION;
 // The errors `ServerError` carries, nameable by callers that match on them.

@@ -132,6 +132,10 @@ pub struct ServerOptions {
     pub users: Vec<NamedUser>,
     /// A static token file in upstream's format (`token,user,uid[,"group1,group2"]` per line).
     pub token_file: Option<PathBuf>,
+    /// Keep a log of every request (its client's User-Agent, method, path and answer's code,
+    /// as kube-apiserver's audit log records them), read with [`RunningServer::request_log`].
+    /// Off by default: it grows with every request.
+    pub log_requests: bool,
 }
 
 /// A named user the server makes a token for (`bosun apiserver --user NAME[:GROUPS]`).
@@ -196,6 +200,7 @@ impl Default for ServerOptions {
             authorization: AuthorizationMode::Rbac,
             users: Vec::new(),
             token_file: None,
+            log_requests: false,
         }
     }
 }
@@ -300,6 +305,12 @@ impl ApiServer {
     }
 
     /// Simulate workloads with nodes, pods and a kubelet: the controllers of ReplicaSets,
+    /// Keep a log of every request ([`ServerOptions::log_requests`]).
+    pub fn log_requests(mut self, enabled: bool) -> Self {
+        self.options.log_requests = enabled;
+        self
+    }
+
     /// Deployments, StatefulSets, DaemonSets and Jobs make pods, which are scheduled and start
     /// `delay` after they are bound (or, as the annotation `bosun.dev/simulate` or a stages
     /// file says, fail, crash-loop or never become ready).
@@ -421,6 +432,7 @@ impl ApiServer {
             budget: Budget::new(options.max_watches),
             shutdown: shutdown_signal.clone(),
             requests: AtomicU64::new(0),
+            request_log: options.log_requests.then(Default::default),
             auth: Auth::new(authenticator, options.authorization, credentials.is_some()),
             metrics: Default::default(),
             openapi: Default::default(),
@@ -578,6 +590,16 @@ impl RunningServer {
     /// HTTP requests received since the server started.
     pub fn requests(&self) -> u64 {
         self.state.requests.load(Ordering::Relaxed)
+    }
+
+    /// The requests answered so far, oldest first, with [`ServerOptions::log_requests`] (else
+    /// none).
+    pub fn request_log(&self) -> Vec<crate::LoggedRequest> {
+        self.state
+            .request_log
+            .as_ref()
+            .map(|log| log.lock().unwrap_or_else(|e| e.into_inner()).clone())
+            .unwrap_or_default()
     }
 
     /// A kubeconfig (YAML) pointing at this server, context `bosun`, namespace `default`; with

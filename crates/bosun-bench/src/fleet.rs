@@ -146,7 +146,7 @@ pub async fn run(args: Args) {
         args.clusters * args.packages,
         args.concurrency
     );
-    let mut controller = spawn_controller(&kubeconfig, scratch.path(), args.concurrency, "off", false);
+    let mut controller = spawn_controller(&kubeconfig, scratch.path(), args.concurrency, "off", false, None);
     let pid = controller.id();
     let package = ApiResource::from_gvk(&GroupVersionKind::gvk("bosun.dev", "v1alpha1", "Package"));
     let packages: Api<DynamicObject> = Api::namespaced_with(management.client(), NAMESPACE, &package);

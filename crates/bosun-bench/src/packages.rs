@@ -5,6 +5,9 @@
 //! memory read from the kernel). Beside it, in the same run and on the same server, one `bosun
 //! apply --wait` of the same 4×N objects as a single package: the lower bound a controller can
 //! approach. Then the cost of an unchanged resync: API requests per Package per interval.
+//! With `--shards N`, N shard controllers (`--shard shard-0` …) share the Packages, labelled
+//! `bosun.dev/shard` round robin; every run reports the CPU time the controllers and the API
+//! server spent per Package, from which the time on more cores is bounded.
 
 use std::{
     collections::HashMap,
@@ -45,6 +48,10 @@ pub struct Args {
     /// controller --flux`) deliver the same apps to another namespace, timed the same way.
     #[arg(long)]
     flux: bool,
+    /// Shard controllers sharing the Packages (`bosun controller --shard shard-I`, each with
+    /// --concurrency), instead of one controller (0).
+    #[arg(long, default_value_t = 0, conflicts_with = "flux")]
+    shards: usize,
 }
 
 const NAMESPACE: &str = "bench-packages";
@@ -124,23 +131,27 @@ pub fn bosun_apply_wait(kubeconfig: &Path, dir: &Path) {
     assert!(apply.status.success(), "bosun apply failed: {}", String::from_utf8_lossy(&apply.stderr));
 }
 
-/// Starts `bosun controller --concurrency N` on the cluster of `kubeconfig`, serving its
-/// metrics at `metrics` (or `off`), with its cache and log (`controller.log`) in `scratch`.
+/// Starts `bosun controller --concurrency N` on the cluster of `kubeconfig` (`--shard` when
+/// given), serving its metrics at `metrics` (or `off`), with its cache and log
+/// (`controller.log`, `controller-SHARD.log`) in `scratch`.
 pub fn spawn_controller(
     kubeconfig: &Path,
     scratch: &Path,
     concurrency: usize,
     metrics: &str,
     flux: bool,
+    shard: Option<&str>,
 ) -> std::process::Child {
-    let log = std::fs::File::create(scratch.join("controller.log")).expect("log");
+    let suffix = shard.map(|s| format!("-{s}")).unwrap_or_default();
+    let log = std::fs::File::create(scratch.join(format!("controller{suffix}.log"))).expect("log");
     Command::new(bosun_binary())
         .args(["controller", "--concurrency", &concurrency.to_string(), "--metrics-addr", metrics, "--kubeconfig"])
         .arg(kubeconfig)
         .args(flux.then_some("--flux"))
+        .args(shard.map(|shard| ["--shard", shard]).into_iter().flatten())
         .env("GIT_CONFIG_GLOBAL", git_config(scratch))
         .arg("--cache-dir")
-        .arg(scratch.join("cache"))
+        .arg(scratch.join(format!("cache{suffix}")))
         // The benchmark's packages are directories in its scratch space.
         .arg("--allow-local-sources")
         .arg(scratch)
@@ -158,8 +169,20 @@ pub fn peak_mib(pid: u32) -> Option<f64> {
     Some(kib / 1024.0)
 }
 
-/// Reconciles counted by the controller, from its `/metrics`.
-async fn reconciles(address: &str) -> f64 {
+/// CPU time (user and system, all threads) a process has used, from `/proc` (Linux), in
+/// seconds.
+pub fn cpu_seconds(pid: u32) -> Option<f64> {
+    let stat = std::fs::read_to_string(format!("/proc/{pid}/stat")).ok()?;
+    // Fields after the command (which may hold spaces), from the third: utime and stime are
+    // the 14th and 15th.
+    let fields: Vec<&str> = stat.rsplit_once(')')?.1.split_whitespace().collect();
+    let ticks: f64 = fields.get(11)?.parse::<f64>().ok()? + fields.get(12)?.parse::<f64>().ok()?;
+    // USER_HZ, which Linux fixes at 100 on every architecture it exports to user space.
+    Some(ticks / 100.0)
+}
+
+/// The sum of the controller's metrics whose line starts with `prefix`, from its `/metrics`.
+async fn metric_sum(address: &str, prefix: &str) -> f64 {
     use tokio::io::{AsyncReadExt, AsyncWriteExt};
     let Ok(mut stream) = tokio::net::TcpStream::connect(address).await else { return 0.0 };
     let request = format!("GET /metrics HTTP/1.1\r\nHost: {address}\r\nConnection: close\r\n\r\n");
@@ -168,11 +191,7 @@ async fn reconciles(address: &str) -> f64 {
     }
     let mut response = String::new();
     let _ = stream.read_to_string(&mut response).await;
-    response
-        .lines()
-        .filter(|l| l.starts_with("bosun_kit_reconciles_total{"))
-        .filter_map(|l| l.rsplit(' ').next()?.parse::<f64>().ok())
-        .sum()
+    response.lines().filter(|l| l.starts_with(prefix)).filter_map(|l| l.rsplit(' ').next()?.parse::<f64>().ok()).sum()
 }
 
 pub fn is_ready(package: &DynamicObject) -> bool {
@@ -296,11 +315,29 @@ pub async fn run(args: Args) {
     let apply_seconds = started.elapsed().as_secs_f64();
     let apply_requests = server.requests() - requests;
 
-    eprintln!("bosun controller, {} Packages, concurrency {}…", args.packages, args.concurrency);
-    let port = std::net::TcpListener::bind("127.0.0.1:0").expect("a free port").local_addr().expect("addr").port();
-    let metrics = format!("127.0.0.1:{port}");
-    let mut controller = spawn_controller(&kubeconfig, scratch.path(), args.concurrency, &metrics, args.flux);
-    let pid = controller.id();
+    eprintln!(
+        "bosun controller ×{}, {} Packages, concurrency {}…",
+        args.shards.max(1),
+        args.packages,
+        args.concurrency
+    );
+    let shards: Vec<Option<String>> = match args.shards {
+        0 => vec![None],
+        count => (0..count).map(|index| Some(format!("shard-{index}"))).collect(),
+    };
+    let mut controllers: Vec<(std::process::Child, String)> = shards
+        .iter()
+        .map(|shard| {
+            let port =
+                std::net::TcpListener::bind("127.0.0.1:0").expect("a free port").local_addr().expect("addr").port();
+            let metrics = format!("127.0.0.1:{port}");
+            let child =
+                spawn_controller(&kubeconfig, scratch.path(), args.concurrency, &metrics, args.flux, shard.as_deref());
+            (child, metrics)
+        })
+        .collect();
+    let pids: Vec<u32> = controllers.iter().map(|(child, _)| child.id()).collect();
+    let addresses: Vec<String> = controllers.iter().map(|(_, metrics)| metrics.clone()).collect();
     let apps = scratch.path().join("apps");
     let source: fn(&str) -> Value = match args.flux {
         // One GitRepository holding every app; its artifact is fetched once per controller.
@@ -324,23 +361,32 @@ pub async fn run(args: Args) {
             if let Some(dir) = source.get_mut("dir") {
                 *dir = json!(apps.join(&name));
             }
+            let labels = match &shards[index % shards.len()] {
+                Some(shard) => json!({"bosun.dev/shard": shard}),
+                None => json!({}),
+            };
             json!({
                 "apiVersion": "bosun.dev/v1alpha1", "kind": "Package",
-                "metadata": {"name": name, "namespace": NAMESPACE},
+                "metadata": {"name": name, "namespace": NAMESPACE, "labels": labels},
                 "spec": {"source": source, "interval": args.interval, "timeout": "5m"},
             })
         })
         .collect();
     let gvk = GroupVersionKind::gvk("bosun.dev", "v1alpha1", "Package");
+    let cpu = || Cpu::now(&pids);
+    let started = cpu();
     let (controller_seconds, controller_requests) = until_ready(&server, &gvk, NAMESPACE, packages).await;
-    let peak_ready = peak_mib(pid);
+    let cpu = cpu().since(&started);
+    let reconcile_seconds = sum(&addresses, "bosun_kit_reconcile_duration_seconds_sum{controller=\"package\"").await;
+    let reconcile_count = sum(&addresses, "bosun_kit_reconcile_duration_seconds_count{controller=\"package\"").await;
+    let peaks_ready: Vec<Option<f64>> = pids.iter().map(|pid| peak_mib(*pid)).collect();
 
     eprintln!("unchanged resyncs (one interval's worth)…");
-    let (requests, before) = (server.requests(), reconciles(&metrics).await);
+    let (requests, before) = (server.requests(), sum(&addresses, "bosun_kit_reconciles_total{").await);
     let mut resyncs = 0.0;
     while resyncs < args.packages as f64 {
         tokio::time::sleep(Duration::from_millis(100)).await;
-        resyncs = reconciles(&metrics).await - before;
+        resyncs = sum(&addresses, "bosun_kit_reconciles_total{").await - before;
     }
     let resync_requests = server.requests() - requests;
     let kustomizations = match args.flux {
@@ -365,9 +411,12 @@ pub async fn run(args: Args) {
         }
         false => None,
     };
-    let peak_after = peak_mib(pid);
-    let _ = controller.kill();
-    let _ = controller.wait();
+    // The high-water mark: the later reading covers the earlier.
+    let peaks: Vec<Option<f64>> = pids.iter().zip(peaks_ready).map(|(pid, ready)| peak_mib(*pid).or(ready)).collect();
+    for (controller, _) in &mut controllers {
+        let _ = controller.kill();
+        let _ = controller.wait();
+    }
     print_table(&Figures {
         args: &args,
         objects,
@@ -375,12 +424,43 @@ pub async fn run(args: Args) {
         apply_requests,
         controller_seconds,
         controller_requests,
-        // The high-water mark: the later reading covers the earlier.
-        peak: peak_after.or(peak_ready),
+        peak: peaks.iter().flatten().copied().reduce(f64::max),
+        cpu,
+        reconcile_seconds: reconcile_seconds / reconcile_count.max(1.0),
         resyncs,
         resync_requests,
         kustomizations,
     });
+}
+
+/// The sum of a metric over the controllers at `addresses`.
+async fn sum(addresses: &[String], prefix: &str) -> f64 {
+    let mut total = 0.0;
+    for address in addresses {
+        total += metric_sum(address, prefix).await;
+    }
+    total
+}
+
+/// CPU seconds used: by the controllers together, and by this process (the API server, and
+/// the benchmark's own watch and creates).
+#[derive(Debug, Clone, Copy)]
+struct Cpu {
+    controllers: f64,
+    server: f64,
+}
+
+impl Cpu {
+    fn now(controllers: &[u32]) -> Cpu {
+        Cpu {
+            controllers: controllers.iter().filter_map(|pid| cpu_seconds(*pid)).sum(),
+            server: cpu_seconds(std::process::id()).unwrap_or_default(),
+        }
+    }
+
+    fn since(self, earlier: &Cpu) -> Cpu {
+        Cpu { controllers: self.controllers - earlier.controllers, server: self.server - earlier.server }
+    }
 }
 
 struct Figures<'a> {
@@ -390,7 +470,12 @@ struct Figures<'a> {
     apply_requests: u64,
     controller_seconds: f64,
     controller_requests: u64,
+    /// The highest of the controllers' peaks.
     peak: Option<f64>,
+    /// Until all Ready.
+    cpu: Cpu,
+    /// The mean wall time of one Package reconcile.
+    reconcile_seconds: f64,
     resyncs: f64,
     resync_requests: u64,
     /// With `--flux`: the Kustomizations' seconds until all Ready and API requests.
@@ -400,7 +485,11 @@ struct Figures<'a> {
 fn print_table(f: &Figures) {
     let packages = f.args.packages as f64;
     let mut out = String::new();
-    writeln!(out, "| {} Packages × 4 objects | bosun controller (concurrency {}) | bosun apply --wait, one package of {} objects | Flux kustomize-controller (published, 1,000 apps) |", f.args.packages, f.args.concurrency, f.objects).unwrap();
+    let controllers = match f.args.shards {
+        0 => "bosun controller".to_string(),
+        shards => format!("{shards} shard controllers"),
+    };
+    writeln!(out, "| {} Packages × 4 objects | {controllers} (concurrency {}) | bosun apply --wait, one package of {} objects | Flux kustomize-controller (published, 1,000 apps) |", f.args.packages, f.args.concurrency, f.objects).unwrap();
     writeln!(out, "|---|---|---|---|").unwrap();
     writeln!(out, "| time until all Ready | {:.1} s | {:.1} s | 253 s |", f.controller_seconds, f.apply_seconds)
         .unwrap();
@@ -414,7 +503,34 @@ fn print_table(f: &Figures) {
     )
     .unwrap();
     let peak = f.peak.map_or_else(|| "—".to_string(), |mib| format!("{mib:.0} MiB"));
-    writeln!(out, "| controller peak memory (VmHWM) | {peak} | | 223 MiB |").unwrap();
+    writeln!(out, "| controller peak memory (VmHWM, the highest) | {peak} | | 223 MiB |").unwrap();
+    let per_package = |seconds: f64| seconds * 1000.0 / packages;
+    writeln!(out, "| CPU per Package: controllers | {:.2} ms | | |", per_package(f.cpu.controllers)).unwrap();
+    writeln!(
+        out,
+        "| CPU per Package: API server (and the benchmark's watch) | {:.2} ms | | |",
+        per_package(f.cpu.server)
+    )
+    .unwrap();
+    let busy = (f.cpu.controllers + f.cpu.server) / f.controller_seconds;
+    writeln!(out, "| cores busy until all Ready | {busy:.2} | | |").unwrap();
+    writeln!(out, "| wall time of one Package reconcile (mean) | {:.0} ms | | |", f.reconcile_seconds * 1000.0)
+        .unwrap();
+    // What bounds the time on a machine with more cores: the controllers' CPU spread over the
+    // shards (one core each), the API server's CPU, and the reconciles' latency through
+    // `concurrency` places per controller.
+    let shards = f.args.shards.max(1) as f64;
+    let bounds = [
+        ("controllers' CPU ÷ controllers", f.cpu.controllers / shards),
+        ("API server's CPU on one core", f.cpu.server),
+        (
+            "reconcile latency × Packages ÷ places",
+            f.reconcile_seconds * packages / (shards * f.args.concurrency as f64),
+        ),
+    ];
+    for (what, seconds) in bounds {
+        writeln!(out, "| floor on more cores: {what} | {seconds:.1} s | | |").unwrap();
+    }
     let per_resync = if f.resyncs > 0.0 { f.resync_requests as f64 / f.resyncs } else { f64::NAN };
     writeln!(
         out,

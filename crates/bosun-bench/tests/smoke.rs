@@ -100,6 +100,9 @@ fn observe_benchmark_runs() {
 fn packages_benchmark_runs() {
     let out = bench(&["packages", "--packages", "3", "--concurrency", "2", "--interval", "2s"]);
     assert_table(&out, 6);
+    let sharded = bench(&["packages", "--packages", "4", "--concurrency", "2", "--interval", "2s", "--shards", "2"]);
+    assert_table(&sharded, 6);
+    assert!(sharded.contains("2 shard controllers") && sharded.contains("CPU per Package: controllers"), "{sharded}");
 }
 
 #[test]

@@ -81,6 +81,19 @@ pub struct Connection {
 }
 
 impl Connection {
+    /// Sends `agent` as the User-Agent of every request (of the clients made from the
+    /// configuration too), so the API server's request log tells this process's requests apart.
+    ///
+    /// # Errors
+    /// `agent` is no valid header value, or the client cannot be built again.
+    pub fn with_user_agent(&mut self, agent: &str) -> Result<(), String> {
+        let value = http::HeaderValue::from_str(agent).map_err(|e| format!("User-Agent {agent:?}: {e}"))?;
+        self.config.headers.retain(|(name, _)| name != http::header::USER_AGENT);
+        self.config.headers.push((http::header::USER_AGENT, value));
+        self.client = kube::Client::try_from(self.config.clone()).map_err(|e| format!("cannot build a client: {e}"))?;
+        Ok(())
+    }
+
     /// A failed request as one line naming the server.
     pub fn explain(&self, error: &ClusterError) -> String {
         explain(&self.url, error)

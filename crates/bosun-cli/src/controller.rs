@@ -2,7 +2,7 @@
 
 use std::{net::SocketAddr, path::PathBuf, process::ExitCode};
 
-use bosun_controllers::{self as controllers, HostError, HostSettings, Listening, Tenancy, leader, package};
+use bosun_controllers::{self as controllers, HostError, HostSettings, Listening, Tenancy, leader, package, shard};
 
 use bosun_api::Interval;
 
@@ -11,7 +11,7 @@ use crate::cluster::ClusterArgs;
 /// Arguments of `bosun controller`.
 #[derive(Debug, clap::Args)]
 #[command(
-    after_help = "Packages are fetched from their source, rendered, rolled out in order with health checks and\nprune, and reported in their status; again every spec.interval, at once when their spec changes or\na dependency becomes ready. See docs/controller.md.\n\nExamples:\n  bosun controller                                   # the cluster of your kubeconfig, all namespaces\n  bosun controller --namespace team-a --concurrency 8\n  bosun controller --leader-elect --watch-label-selector sharding.bosun.dev/key=shard1\n  bosun controller --flux --flux-selector 'bosun.dev/migrate=true'   # Flux's sources and Kustomizations too"
+    after_help = "Packages are fetched from their source, rendered, rolled out in order with health checks and\nprune, and reported in their status; again every spec.interval, at once when their spec changes or\na dependency becomes ready. See docs/controller.md.\n\nSharding: a controller started with --shard NAME reconciles the objects labelled\nbosun.dev/shard=NAME (Packages, Operators, Canaries, Fleets, Alerts, Receivers, and Flux's objects\nwith --flux); one without --shard those without the label, so every object has one controller.\nEach shard elects its own leader (Lease bosun-controller-NAME): start a standby with the same\n--shard. Move an object with `kubectl label package web bosun.dev/shard=NAME --overwrite`.\n\nExamples:\n  bosun controller                                   # the cluster of your kubeconfig, all namespaces\n  bosun controller --namespace team-a --concurrency 8\n  bosun controller --leader-elect --shard shard-1     # the Packages labelled bosun.dev/shard=shard-1\n  bosun controller --flux --flux-selector 'bosun.dev/migrate=true'   # Flux's sources and Kustomizations too"
 )]
 pub struct Args {
     #[command(flatten)]
@@ -30,7 +30,13 @@ pub struct Args {
     #[arg(short = 'n', long, value_name = "NAMESPACE")]
     namespace: Option<String>,
 
-    /// Only Packages whose labels match (shard several controllers: `sharding.bosun.dev/key=shard1`).
+    /// Reconcile only the objects labelled `bosun.dev/shard: NAME` (default: only those without
+    /// the label). Each shard has its own Lease with --leader-elect.
+    #[arg(long, value_name = "NAME")]
+    shard: Option<String>,
+
+    /// Only the Packages (Operators, Canaries, Fleets) whose labels match too: ANDed with the
+    /// shard's selector (`team=web` reconciles the shard's Packages labelled team=web).
     #[arg(long, value_name = "SELECTOR")]
     watch_label_selector: Option<String>,
 
@@ -44,9 +50,16 @@ pub struct Args {
     #[arg(long, value_name = "NAMESPACE", requires = "leader_elect")]
     leader_election_namespace: Option<String>,
 
-    /// Name of the Lease (default: bosun-controller, plus a hash of --watch-label-selector).
+    /// Name of the Lease (default: bosun-controller, then -SHARD with --shard, then a hash of
+    /// --watch-label-selector when given).
     #[arg(long, value_name = "NAME", requires = "leader_elect")]
     leader_election_id: Option<String>,
+
+    /// How long a leader that stopped renewing keeps the Lease: a standby takes over this long
+    /// after the last renewal of a leader that died (whole seconds; a leader renews every 2/15
+    /// of it, and stops after 2/3 of it without renewing).
+    #[arg(long, value_name = "DURATION", default_value = "15s", requires = "leader_elect")]
+    leader_election_lease_duration: Interval,
 
     /// Serve /metrics, /healthz and /readyz here (`off`: don't).
     #[arg(long, value_name = "ADDR", default_value = "127.0.0.1:8080")]
@@ -100,9 +113,9 @@ pub struct Args {
     #[arg(long)]
     flux: bool,
 
-    /// Only the Flux objects whose labels match: move to bosun a label or namespace at a time
-    /// while Flux's controllers, started with the opposite selector, serve the rest (two
-    /// controllers must never reconcile one object).
+    /// Only the Flux objects whose labels match (ANDed with the shard's selector): move to bosun
+    /// a label or namespace at a time while Flux's controllers, started with the opposite
+    /// selector, serve the rest (two controllers must never reconcile one object).
     #[arg(long, value_name = "SELECTOR", requires = "flux")]
     flux_selector: Option<String>,
 
@@ -256,26 +269,41 @@ pub async fn run(args: Args) -> ExitCode {
         Ok(worker) => worker,
         Err(error) => return crate::bad_input(format!("cannot find this program, to render in: {error}")),
     };
-    let connection = match args.cluster.connect().await {
+    let selectors = [
+        ("--watch-label-selector", args.watch_label_selector.as_deref()),
+        ("--flux-selector", args.flux_selector.as_deref()),
+    ];
+    if let Err(error) = shard::check(args.shard.as_deref(), &selectors) {
+        return crate::bad_input(error);
+    }
+    let mut connection = match args.cluster.connect().await {
         Ok(connection) => connection,
         Err(message) => return crate::bad_input(message),
     };
+    // Which process of which shard made a request shows in the API server's request (audit) log.
+    let identity = leader::identity();
+    if let Err(message) = connection.with_user_agent(&shard::user_agent(args.shard.as_deref(), &identity)) {
+        return crate::bad_input(message);
+    }
     let leader = args.leader_elect.then(|| {
         let namespace = args
             .leader_election_namespace
             .clone()
             .or_else(pod_namespace)
             .unwrap_or_else(|| connection.namespace.clone());
-        let name =
-            args.leader_election_id.clone().unwrap_or_else(|| leader::lease_name(args.watch_label_selector.as_deref()));
-        leader::LeaseSettings::new(&namespace, &name, &leader::identity())
+        let name = args
+            .leader_election_id
+            .clone()
+            .unwrap_or_else(|| shard::lease_name(args.shard.as_deref(), args.watch_label_selector.as_deref()));
+        leader::LeaseSettings::new(&namespace, &name, &identity).with_duration(args.leader_election_lease_duration.0)
     });
+    let selector = shard::selector(args.shard.as_deref(), args.watch_label_selector.as_deref());
     let package = package::Settings {
         default_service_account: args.default_service_account.clone(),
         concurrency: args.concurrency,
         concurrency_per_cluster: args.concurrency_per_cluster,
         namespace: args.namespace.clone(),
-        selector: args.watch_label_selector.clone(),
+        selector: Some(selector.clone()),
         tenancy: Tenancy { render_worker: Some(render_worker), ..args.tenancy.tenancy() },
         source_mirrors,
         ..package::Settings::new(connection.config.clone(), args.cache_dir.clone())
@@ -289,9 +317,11 @@ pub async fn run(args: Args) -> ExitCode {
         leader,
         webhook: args.webhook_addr,
         dedup_window: args.alert_dedup_window.0,
-        flux: args
-            .flux
-            .then(|| controllers::flux::Scope { selector: args.flux_selector.clone(), ..Default::default() }),
+        flux: args.flux.then(|| controllers::flux::Scope {
+            selector: Some(shard::selector(args.shard.as_deref(), args.flux_selector.as_deref())),
+            ..Default::default()
+        }),
+        notifications_selector: Some(shard::requirement(args.shard.as_deref())),
         ..HostSettings::new(package)
     };
     let dashboard = match args.ui_addr {
@@ -321,7 +351,7 @@ pub async fn run(args: Args) -> ExitCode {
         tokio::spawn(ui.run(async move { stopped.cancelled().await }))
     });
     let scope = args.namespace.as_deref().map_or("all namespaces".to_string(), |ns| format!("namespace {ns}"));
-    tracing::info!(cluster = %connection.url, %scope, selector = args.watch_label_selector.as_deref().unwrap_or(""), "bosun controller starting");
+    tracing::info!(cluster = %connection.url, %scope, %selector, "bosun controller starting");
     let result =
         controllers::run(connection.client.clone(), settings, crate::signal::shutdown(), |listening| match listening {
             Listening::Endpoints(address) => tracing::info!(%address, "serving /metrics, /healthz and /readyz"),

@@ -5,11 +5,12 @@ use crate::stdout::out;
 use std::process::ExitCode;
 
 use bosun_controllers::install::{InstallOptions, crd_manifests, default_image, manifests};
+use bosun_controllers::shard;
 
 /// Arguments of `bosun install`.
 #[derive(Debug, clap::Args)]
 #[command(
-    after_help = "Prints the CRDs, a namespace, a ServiceAccount bound to cluster-admin and a Deployment running\n`bosun controller --leader-elect` with probes, a metrics port (8080) and a source cache.\n\nExample:\n  bosun install | kubectl apply --server-side -f -\n  kubectl -n bosun-system rollout status deployment/bosun-controller"
+    after_help = "Prints the CRDs, a namespace, a ServiceAccount bound to cluster-admin and a Deployment running\n`bosun controller --leader-elect` with probes, a metrics port (8080) and a source cache.\n\nWith --shards N, N more Deployments bosun-controller-shard-0 … shard-(N-1), each running\n`bosun controller --leader-elect --shard shard-I`: label an object `bosun.dev/shard: shard-I` for\nshard I to reconcile it (objects without the label stay with bosun-controller). Scale a\nDeployment to 2 replicas for a standby. See docs/controller.md, Sharding.\n\nExamples:\n  bosun install | kubectl apply --server-side -f -\n  kubectl -n bosun-system rollout status deployment/bosun-controller\n  bosun install --shards 3 | kubectl apply --server-side -f -\n  kubectl label package web bosun.dev/shard=shard-1 --overwrite"
 )]
 pub struct Args {
     /// Namespace of the controller.
@@ -24,7 +25,12 @@ pub struct Args {
     #[arg(long, value_name = "N", default_value_t = 4)]
     concurrency: u16,
 
-    /// Install a shard: only Packages whose labels match (its own Deployment and Lease).
+    /// Shard controllers to install beside the unsharded one (`--shard shard-0` … `shard-(N-1)`).
+    #[arg(long, value_name = "N", default_value_t = 0)]
+    shards: u16,
+
+    /// Only Packages whose labels match too (an installation of its own: its own Deployments
+    /// and Leases, named with a hash of the selector).
     #[arg(long, value_name = "SELECTOR")]
     watch_label_selector: Option<String>,
 
@@ -74,6 +80,7 @@ fn options_of(args: &Args) -> InstallOptions {
         image: args.image.clone().unwrap_or_else(default_image),
         concurrency: args.concurrency,
         watch_label_selector: args.watch_label_selector.clone(),
+        shards: args.shards,
         default_service_account: args.default_service_account.clone(),
         multi_tenant: args.multi_tenant,
         flux: args.flux,
@@ -82,6 +89,9 @@ fn options_of(args: &Args) -> InstallOptions {
 
 /// Runs `bosun install`.
 pub fn run(args: Args) -> ExitCode {
+    if let Err(error) = shard::check(None, &[("--watch-label-selector", args.watch_label_selector.as_deref())]) {
+        return crate::bad_input(error);
+    }
     print(&manifests(&options_of(&args)));
     ExitCode::SUCCESS
 }

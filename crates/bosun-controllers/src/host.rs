@@ -35,6 +35,10 @@ pub struct HostSettings {
     /// Reconcile Flux's `GitRepository`, `OCIRepository`, `Bucket` and `Kustomization` objects
     /// too (`--flux`), those of this scope (its namespace, when unset, the Packages').
     pub flux: Option<flux::Scope>,
+    /// Only the Alerts and Receivers whose labels match: a shard's ([`crate::shard`]), so
+    /// that each shard sends its own objects' events and serves its own webhooks (none: all
+    /// of them).
+    pub notifications_selector: Option<String>,
 }
 
 impl HostSettings {
@@ -48,6 +52,7 @@ impl HostSettings {
             webhook: None,
             dedup_window: DEFAULT_DEDUP_WINDOW,
             flux: None,
+            notifications_selector: None,
         }
     }
 }
@@ -131,6 +136,7 @@ pub async fn run(
     let alert_settings = alert::Settings {
         dedup_window: settings.dedup_window,
         namespace: settings.package.namespace.clone(),
+        selector: settings.notifications_selector.clone(),
         no_cross_namespace_refs: settings.package.tenancy.no_cross_namespace_refs,
         ..alert::Settings::default()
     };
@@ -138,6 +144,7 @@ pub async fn run(
     let controller = package::controller(client.clone(), settings.package.clone()).on_event(alerts.listener());
     let receiver_settings = receiver::Settings {
         namespace: settings.package.namespace.clone(),
+        selector: settings.notifications_selector.clone(),
         no_cross_namespace_refs: settings.package.tenancy.no_cross_namespace_refs,
     };
     let (receivers, routes) = receiver::controller(client.clone(), receiver_settings);

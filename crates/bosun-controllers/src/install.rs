@@ -4,8 +4,12 @@
 //! `serviceAccountName` / `--default-service-account`), and a Deployment with leader election,
 //! probes, a metrics port, a source cache and a locked-down security context, and a Service for
 //! the Receivers' webhooks (`http://<service>/hook/…`; expose it with an Ingress of your own).
+//! With shards, a Deployment and a Service for each shard beside the unsharded controller's,
+//! all with the one ServiceAccount.
 
 use serde_json::{Value, json};
+
+use crate::shard;
 
 /// What `bosun install` prints.
 #[derive(Debug, Clone)]
@@ -16,8 +20,11 @@ pub struct InstallOptions {
     pub image: String,
     /// Packages reconciled at once.
     pub concurrency: u16,
-    /// Only Packages whose labels match (one installation per shard).
+    /// Only Packages whose labels match (one installation per selector).
     pub watch_label_selector: Option<String>,
+    /// Shard controllers beside the unsharded one: `shard-0` … `shard-{N-1}`, each reconciling
+    /// the objects labelled `bosun.dev/shard: shard-I` ([`shard_names`]).
+    pub shards: u16,
     /// Apply as this ServiceAccount when a Package names none.
     pub default_service_account: Option<String>,
     /// Flux's multi-tenancy lockdown: cross-namespace references refused, and Packages that
@@ -59,40 +66,51 @@ pub fn crd_manifests(flux: bool) -> Vec<Value> {
 pub fn manifests(options: &InstallOptions) -> Vec<Value> {
     let mut objects = crd_manifests(options.flux);
     let namespace = options.namespace.as_str();
-    let name = shard_name(options);
-    let labels = json!({"app.kubernetes.io/name": "bosun", "app.kubernetes.io/component": "controller", "app.kubernetes.io/instance": name});
+    let selector = options.watch_label_selector.as_deref();
+    let account = shard::lease_name(None, selector);
     objects.push(json!({
         "apiVersion": "v1", "kind": "Namespace",
         "metadata": {"name": namespace, "labels": {"app.kubernetes.io/name": "bosun"}},
     }));
+    let account_labels = labels(&account);
     objects.push(json!({
         "apiVersion": "v1", "kind": "ServiceAccount",
-        "metadata": {"name": name, "namespace": namespace, "labels": labels},
+        "metadata": {"name": account, "namespace": namespace, "labels": account_labels},
     }));
     objects.push(json!({
         "apiVersion": "rbac.authorization.k8s.io/v1", "kind": "ClusterRoleBinding",
-        "metadata": {"name": name, "labels": labels},
+        "metadata": {"name": account, "labels": account_labels},
         "roleRef": {"apiGroup": "rbac.authorization.k8s.io", "kind": "ClusterRole", "name": "cluster-admin"},
-        "subjects": [{"kind": "ServiceAccount", "name": name, "namespace": namespace}],
+        "subjects": [{"kind": "ServiceAccount", "name": account, "namespace": namespace}],
     }));
-    objects.push(deployment(options, &name, &labels));
-    objects.push(json!({
-        "apiVersion": "v1", "kind": "Service",
-        "metadata": {"name": format!("{name}-webhook"), "namespace": namespace, "labels": labels},
-        "spec": {
-            "selector": {"app.kubernetes.io/instance": name},
-            "ports": [{"name": "http-webhook", "port": 80, "targetPort": "http-webhook", "protocol": "TCP"}],
-        },
-    }));
+    let shards = std::iter::once(None).chain(shard_names(options.shards).into_iter().map(Some));
+    for shard in shards {
+        // Named as its Lease: shards and selectors install side by side.
+        let name = shard::lease_name(shard.as_deref(), selector);
+        let labels = labels(&name);
+        objects.push(deployment(options, shard.as_deref(), &name, &account, &labels));
+        objects.push(json!({
+            "apiVersion": "v1", "kind": "Service",
+            "metadata": {"name": format!("{name}-webhook"), "namespace": namespace, "labels": labels},
+            "spec": {
+                "selector": {"app.kubernetes.io/instance": name},
+                "ports": [{"name": "http-webhook", "port": 80, "targetPort": "http-webhook", "protocol": "TCP"}],
+            },
+        }));
+    }
     objects
 }
 
-/// `bosun-controller`, or `bosun-controller-<hash>` for a shard (so shards install side by side).
-fn shard_name(options: &InstallOptions) -> String {
-    crate::leader::lease_name(options.watch_label_selector.as_deref())
+/// The shards `bosun install --shards N` installs: `shard-0` … `shard-{N-1}`.
+pub fn shard_names(count: u16) -> Vec<String> {
+    (0..count).map(|index| format!("shard-{index}")).collect()
 }
 
-fn deployment(options: &InstallOptions, name: &str, labels: &Value) -> Value {
+fn labels(instance: &str) -> Value {
+    json!({"app.kubernetes.io/name": "bosun", "app.kubernetes.io/component": "controller", "app.kubernetes.io/instance": instance})
+}
+
+fn deployment(options: &InstallOptions, shard: Option<&str>, name: &str, account: &str, labels: &Value) -> Value {
     let mut args = vec![
         "controller".to_string(),
         "--leader-elect".to_string(),
@@ -102,6 +120,9 @@ fn deployment(options: &InstallOptions, name: &str, labels: &Value) -> Value {
         "--cache-dir=/cache".to_string(),
         format!("--concurrency={}", options.concurrency),
     ];
+    if let Some(shard) = shard {
+        args.push(format!("--shard={shard}"));
+    }
     if let Some(selector) = &options.watch_label_selector {
         args.push(format!("--watch-label-selector={selector}"));
     }
@@ -130,7 +151,7 @@ fn deployment(options: &InstallOptions, name: &str, labels: &Value) -> Value {
                     "annotations": {"prometheus.io/scrape": "true", "prometheus.io/port": METRICS_PORT.to_string()},
                 },
                 "spec": {
-                    "serviceAccountName": name,
+                    "serviceAccountName": account,
                     "terminationGracePeriodSeconds": 30,
                     "securityContext": {"runAsNonRoot": true, "runAsUser": 65532, "fsGroup": 65532, "seccompProfile": {"type": "RuntimeDefault"}},
                     "containers": [{
@@ -169,6 +190,7 @@ mod tests {
             image: "example.com/bosun:test".into(),
             concurrency: 8,
             watch_label_selector: selector.map(str::to_string),
+            shards: 0,
             default_service_account: Some("deployer".into()),
             multi_tenant: false,
         }
@@ -260,6 +282,39 @@ mod tests {
         assert_ne!(name, "bosun-controller");
         let args = deployment["spec"]["template"]["spec"]["containers"][0]["args"].to_string();
         assert!(args.contains("--watch-label-selector=sharding.bosun.dev/key=shard1"), "{args}");
+    }
+
+    #[test]
+    fn each_shard_gets_its_deployment_and_lease_beside_the_unsharded_controller() {
+        let installed = manifests(&InstallOptions { shards: 3, ..options(None) });
+        let of_kind = |kind: &str| -> Vec<&Value> { installed.iter().filter(|o| o["kind"] == kind).collect() };
+        let deployments: Vec<(String, String)> = of_kind("Deployment")
+            .iter()
+            .map(|d| {
+                let spec = &d["spec"]["template"]["spec"];
+                let args = spec["containers"][0]["args"].as_array().expect("args");
+                let shard = args.iter().filter_map(Value::as_str).find(|a| a.starts_with("--shard="));
+                assert_eq!(spec["serviceAccountName"], "bosun-controller", "one account for all");
+                assert!(args.iter().any(|a| a == "--leader-elect"), "{args:?}");
+                (d["metadata"]["name"].as_str().unwrap_or_default().to_string(), shard.unwrap_or("").to_string())
+            })
+            .collect();
+        let expected = [
+            ("bosun-controller", ""),
+            ("bosun-controller-shard-0", "--shard=shard-0"),
+            ("bosun-controller-shard-1", "--shard=shard-1"),
+            ("bosun-controller-shard-2", "--shard=shard-2"),
+        ];
+        assert_eq!(deployments, expected.map(|(name, shard)| (name.to_string(), shard.to_string())));
+        assert_eq!((of_kind("Service").len(), of_kind("ServiceAccount").len(), of_kind("Namespace").len()), (4, 1, 1));
+        let sharded = manifests(&InstallOptions { shards: 1, ..options(Some("team=web")) });
+        let names: Vec<&str> = sharded
+            .iter()
+            .filter(|o| o["kind"] == "Deployment")
+            .filter_map(|d| d["metadata"]["name"].as_str())
+            .collect();
+        let hash = shard::lease_name(None, Some("team=web")).trim_start_matches("bosun-controller-").to_string();
+        assert_eq!(names, [format!("bosun-controller-{hash}"), format!("bosun-controller-shard-0-{hash}")]);
     }
 
     #[test]

@@ -51,6 +51,14 @@ impl LeaseSettings {
             retry: Duration::from_secs(2),
         }
     }
+
+    /// These settings with a lease of `duration` (whole seconds, at least one: the Lease
+    /// records seconds), the renew deadline and retry period scaled as client-go's defaults
+    /// are (15 s : 10 s : 2 s), so the leader still stops renewing before anyone may take over.
+    pub fn with_duration(self, duration: Duration) -> LeaseSettings {
+        let duration = Duration::from_secs(duration.as_secs().max(1));
+        LeaseSettings { duration, renew_deadline: duration * 2 / 3, retry: duration * 2 / 15, ..self }
+    }
 }
 
 /// What a candidate does with the Lease it read.
@@ -240,20 +248,6 @@ impl Leadership {
     }
 }
 
-/// The Lease of a shard: `bosun-controller`, with a hash of the shard's label selector when
-/// there is one, so each shard elects its own leader.
-pub fn lease_name(selector: Option<&str>) -> String {
-    use sha2::Digest;
-    match selector {
-        None => "bosun-controller".to_string(),
-        Some(selector) => {
-            let hash = sha2::Sha256::digest(selector.as_bytes());
-            let hex: String = hash.iter().take(4).map(|b| format!("{b:02x}")).collect();
-            format!("bosun-controller-{hex}")
-        }
-    }
-}
-
 /// A candidate identity: the host name and a random suffix (two processes on one host differ).
 pub fn identity() -> String {
     let host = std::env::var("HOSTNAME")
@@ -299,13 +293,14 @@ mod tests {
     }
 
     #[test]
-    fn each_shard_has_its_own_lease() {
-        assert_eq!(lease_name(None), "bosun-controller");
-        let one = lease_name(Some("sharding.bosun.dev/key=shard1"));
-        let two = lease_name(Some("sharding.bosun.dev/key=shard2"));
-        assert!(one.starts_with("bosun-controller-") && one.len() == "bosun-controller-".len() + 8, "{one}");
-        assert_ne!(one, two);
-        assert_eq!(one, lease_name(Some("sharding.bosun.dev/key=shard1")), "stable");
+    fn a_shorter_lease_renews_and_retries_as_much_sooner() {
+        let cases =
+            [(15_000, (15, 10_000, 2_000)), (3_000, (3, 2_000, 400)), (1_500, (1, 666, 133)), (0, (1, 666, 133))];
+        for (millis, (seconds, renew, retry)) in cases {
+            let settings = LeaseSettings::new("ns", "lease", "me").with_duration(Duration::from_millis(millis));
+            let got = (settings.duration.as_secs(), settings.renew_deadline.as_millis(), settings.retry.as_millis());
+            assert_eq!(got, (seconds, renew, retry), "{millis} ms");
+        }
     }
 
     #[test]

@@ -27,6 +27,7 @@ pub mod leader;
 mod notification;
 pub mod operator;
 pub mod package;
+pub mod shard;
 mod tenancy;
 
 pub use host::{HostError, HostSettings, Listening, run};

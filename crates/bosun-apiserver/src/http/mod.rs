@@ -20,7 +20,7 @@ mod spdy;
 pub mod watch;
 
 use std::sync::{
-    Arc,
+    Arc, Mutex,
     atomic::{AtomicU64, Ordering},
 };
 
@@ -75,6 +75,8 @@ pub struct AppState {
     pub shutdown: signal::Receiver<bool>,
     /// HTTP requests received so far (benchmarks report requests per object).
     pub requests: AtomicU64,
+    /// Every request answered, when the server keeps a request log.
+    pub request_log: Option<Mutex<Vec<LoggedRequest>>>,
     /// Who requests come from and what they may do.
     pub auth: Auth,
     /// The server's Prometheus metrics.
@@ -88,7 +90,8 @@ pub struct AppState {
 }
 
 /// The router: every path goes through [`handle`], behind five layers (outermost first):
-/// tracing (a span per request, its status and latency at debug level), request counting,
+/// tracing (a span per request with its client's User-Agent, its status and latency at debug
+/// level), request counting and the request log,
 /// metrics, authentication (with impersonation), and authorization.
 pub fn router(state: Arc<AppState>) -> Router {
     Router::new()
@@ -97,7 +100,11 @@ pub fn router(state: Arc<AppState>) -> Router {
         .layer(middleware::from_fn_with_state(state.clone(), authenticate))
         .layer(middleware::from_fn_with_state(state.clone(), measure))
         .layer(middleware::from_fn_with_state(state.clone(), count))
-        .layer(TraceLayer::new_for_http())
+        // The client's User-Agent in each request's span: which controller (or shard) asked.
+        .layer(TraceLayer::new_for_http().make_span_with(|request: &Request| {
+            let agent = header_text(request.headers(), header::USER_AGENT);
+            tracing::debug_span!("request", method = %request.method(), uri = %request.uri(), user_agent = agent)
+        }))
         .with_state(state)
 }
 
@@ -105,10 +112,38 @@ async fn handle(State(state): State<Arc<AppState>>, request: Request) -> Respons
     dispatch(&state, request).await.unwrap_or_else(IntoResponse::into_response)
 }
 
-/// Counts every request received (benchmarks report requests per object).
+/// One request in the server's request log: who sent it and what it asked, as
+/// kube-apiserver's audit log records it.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct LoggedRequest {
+    /// The client's `User-Agent` (empty without one).
+    pub user_agent: String,
+    /// The HTTP method.
+    pub method: String,
+    /// The path, without the query.
+    pub path: String,
+    /// The query (empty without one).
+    pub query: String,
+    /// The answer's status code.
+    pub code: u16,
+}
+
+/// Counts every request received (benchmarks report requests per object), and logs it when
+/// the server keeps a request log.
 async fn count(State(state): State<Arc<AppState>>, request: Request, next: Next) -> Response {
     state.requests.fetch_add(1, Ordering::Relaxed);
-    next.run(request).await
+    let Some(log) = &state.request_log else { return next.run(request).await };
+    let mut logged = LoggedRequest {
+        user_agent: header_text(request.headers(), header::USER_AGENT).to_string(),
+        method: request.method().to_string(),
+        path: request.uri().path().to_string(),
+        query: request.uri().query().unwrap_or_default().to_string(),
+        code: 0,
+    };
+    let response = next.run(request).await;
+    logged.code = response.status().as_u16();
+    log.lock().unwrap_or_else(|e| e.into_inner()).push(logged);
+    response
 }
 
 /// Records every request in the metrics as upstream labels it; a watch counts as long-running

@@ -53,6 +53,9 @@ pub(crate) struct Settings {
     pub queue: usize,
     /// Only Alerts in this namespace.
     pub namespace: Option<String>,
+    /// Only Alerts whose labels match (their shard's): each shard delivers its own objects'
+    /// events to its own Alerts.
+    pub selector: Option<String>,
     /// An Alert with an event source in another namespace is refused and sends nothing
     /// (`--no-cross-namespace-refs`).
     pub no_cross_namespace_refs: bool,
@@ -64,6 +67,7 @@ impl Default for Settings {
             dedup_window: Duration::from_secs(300),
             queue: 1000,
             namespace: None,
+            selector: None,
             no_cross_namespace_refs: false,
         }
     }
@@ -179,12 +183,10 @@ impl Alerts {
         let triggered = futures::stream::unfold(triggered, |mut rx| async { rx.recv().await.map(|r| (r, rx)) });
         let reconciler =
             AlertReconciler { health: health.clone(), no_cross_namespace_refs: settings.no_cross_namespace_refs };
-        let mut controller = kit::Controller::new(NAME, reconciler, client.clone())
+        let controller = kit::Controller::new(NAME, reconciler, client.clone())
             .backoff(Duration::from_secs(1), Duration::from_secs(300))
-            .trigger(triggered);
-        if let Some(namespace) = &settings.namespace {
-            controller = controller.namespace(namespace);
-        }
+            .trigger(triggered)
+            .confined(settings.namespace.as_deref(), settings.selector.as_deref(), None);
         let dispatcher = Dispatcher {
             client,
             settings,
@@ -236,13 +238,18 @@ struct Dispatcher {
     http: reqwest::Client,
 }
 
-/// Keeps a cache of the objects of `api`, calling `changed` with each applied object.
-fn cache<K>(api: Api<K>, changed: impl Fn(&K) + Send + 'static) -> (Store<K>, tokio::task::JoinHandle<()>)
+/// Keeps a cache of the objects of `api` that `config` selects, calling `changed` with each
+/// applied object.
+fn cache<K>(
+    api: Api<K>,
+    config: watcher::Config,
+    changed: impl Fn(&K) + Send + 'static,
+) -> (Store<K>, tokio::task::JoinHandle<()>)
 where
     K: kube::Resource<DynamicType = ()> + Clone + std::fmt::Debug + serde::de::DeserializeOwned + Send + Sync + 'static,
 {
     let (store, writer) = reflector::store();
-    let stream = reflector(writer, watcher(api, watcher::Config::default())).default_backoff().applied_objects();
+    let stream = reflector(writer, watcher(api, config)).default_backoff().applied_objects();
     let task = tokio::spawn(stream.for_each(move |object| {
         if let Ok(object) = object {
             changed(&object);
@@ -258,18 +265,24 @@ impl Dispatcher {
             Some(ns) => (Api::namespaced(self.client.clone(), ns), Api::namespaced(self.client.clone(), ns)),
             None => (Api::all(self.client.clone()), Api::all(self.client.clone())),
         };
-        let (alerts, alerts_task) = cache(alerts_api, |_| {});
+        // The shard's Alerts; Providers are read whichever shard's Alert names them.
+        let mut selected = watcher::Config::default();
+        if let Some(selector) = &self.settings.selector {
+            selected = selected.labels(selector);
+        }
+        let (alerts, alerts_task) = cache(alerts_api, selected, |_| {});
         // A changed Provider has its Alerts checked again.
         let (referring, trigger) = (alerts.clone(), self.trigger.clone());
-        let (providers, providers_task) = cache(providers_api, move |provider: &ProviderResource| {
-            let (namespace, name) = key_of(provider);
-            for alert in referring.state() {
-                let refers = alert.spec.provider_ref.as_ref().is_some_and(|r| r.name == name);
-                if refers && alert.metadata.namespace.as_deref() == Some(namespace.as_str()) {
-                    let _ = trigger.send(ObjectRef::from_obj(&*alert));
+        let (providers, providers_task) =
+            cache(providers_api, watcher::Config::default(), move |provider: &ProviderResource| {
+                let (namespace, name) = key_of(provider);
+                for alert in referring.state() {
+                    let refers = alert.spec.provider_ref.as_ref().is_some_and(|r| r.name == name);
+                    if refers && alert.metadata.namespace.as_deref() == Some(namespace.as_str()) {
+                        let _ = trigger.send(ObjectRef::from_obj(&*alert));
+                    }
                 }
-            }
-        });
+            });
         let _tasks = (AbortOnDrop(alerts_task), AbortOnDrop(providers_task));
         tokio::select! {
             _ = async { alerts.wait_until_ready().await.ok(); providers.wait_until_ready().await.ok() } => {}

@@ -132,6 +132,8 @@ impl Routes {
 pub(crate) struct Settings {
     /// Only Receivers in this namespace.
     pub namespace: Option<String>,
+    /// Only Receivers whose labels match (their shard's: its leader serves their webhooks).
+    pub selector: Option<String>,
     /// A Receiver selecting resources in another namespace is refused and serves no path
     /// (`--no-cross-namespace-refs`).
     pub no_cross_namespace_refs: bool,
@@ -149,11 +151,9 @@ pub(crate) fn controller(client: Client, settings: Settings) -> (kit::Controller
     let routes = Arc::new(Routes::default());
     let reconciler =
         ReceiverReconciler { routes: routes.clone(), no_cross_namespace_refs: settings.no_cross_namespace_refs };
-    let mut controller =
-        kit::Controller::new(NAME, reconciler, client).backoff(Duration::from_secs(1), Duration::from_secs(300));
-    if let Some(namespace) = &settings.namespace {
-        controller = controller.namespace(namespace);
-    }
+    let controller = kit::Controller::new(NAME, reconciler, client)
+        .backoff(Duration::from_secs(1), Duration::from_secs(300))
+        .confined(settings.namespace.as_deref(), settings.selector.as_deref(), None);
     (controller, routes)
 }
 
