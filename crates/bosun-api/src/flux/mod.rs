@@ -23,7 +23,9 @@ pub use meta::{
     SecretKeyReference, Selector, TIMEOUT_PATTERN, ValuesSourceKind,
 };
 
+use k8s_openapi::api::core::v1::ObjectReference;
 use k8s_openapi::apiextensions_apiserver::pkg::apis::apiextensions::v1::CustomResourceDefinition;
+use k8s_openapi::apimachinery::pkg::apis::meta::v1::ObjectMeta;
 use kube_core::CustomResourceExt;
 use kube_core::crd::merge_crds;
 
@@ -68,9 +70,30 @@ pub fn crds() -> Vec<CustomResourceDefinition> {
     ]
 }
 
+/// The Flux applier a Package does the work of (its controlling owner, a `Kustomization` or
+/// `HelmRelease`), as the object its events are published on — where Flux publishes them.
+pub fn controlling_applier(child: &ObjectMeta) -> Option<ObjectReference> {
+    let owner = child.owner_references.iter().flatten().find(|owner| {
+        owner.controller == Some(true)
+            && ["kustomize.toolkit.fluxcd.io/", "helm.toolkit.fluxcd.io/"]
+                .iter()
+                .any(|group| owner.api_version.starts_with(group))
+    })?;
+    Some(ObjectReference {
+        api_version: Some(owner.api_version.clone()),
+        kind: Some(owner.kind.clone()),
+        name: Some(owner.name.clone()),
+        namespace: child.namespace.clone(),
+        uid: Some(owner.uid.clone()),
+        ..Default::default()
+    })
+}
+
 #[cfg(test)]
 mod tests {
     use std::collections::BTreeSet;
+
+    use k8s_openapi::apimachinery::pkg::apis::meta::v1::OwnerReference;
 
     use serde_json::{Value, json};
 
@@ -331,5 +354,39 @@ mod tests {
             "metadata": {"name": "podinfo"}, "spec": {"interval": "5m0s", "url": "oci://ghcr.io/stefanprodan/manifests/podinfo", "ref": {"tag": "latest"}},
             "status": {"contentConfigChecksum": "sha256:ee"},
         }));
+    }
+
+    #[test]
+    fn a_package_s_events_go_to_the_flux_applier_controlling_it() {
+        let owner = |api_version: &str, kind: &str, controller: bool| OwnerReference {
+            api_version: api_version.into(),
+            kind: kind.into(),
+            name: "apps".into(),
+            uid: "u-1".into(),
+            controller: Some(controller),
+            ..OwnerReference::default()
+        };
+        let cases = [
+            (vec![owner("kustomize.toolkit.fluxcd.io/v1", "Kustomization", true)], Some("Kustomization")),
+            (vec![owner("helm.toolkit.fluxcd.io/v2", "HelmRelease", true)], Some("HelmRelease")),
+            (vec![owner("kustomize.toolkit.fluxcd.io/v1", "Kustomization", false)], None),
+            (vec![owner("bosun.dev/v1alpha1", "Fleet", true)], None),
+            (vec![], None),
+        ];
+        for (owners, expected) in cases {
+            let meta = ObjectMeta {
+                namespace: Some("flux-system".into()),
+                owner_references: Some(owners.clone()),
+                ..ObjectMeta::default()
+            };
+            let parent = controlling_applier(&meta);
+            assert_eq!(parent.as_ref().and_then(|p| p.kind.as_deref()), expected, "{owners:?}");
+            if let Some(parent) = parent {
+                assert_eq!(
+                    (parent.name.as_deref(), parent.namespace.as_deref(), parent.uid.as_deref()),
+                    (Some("apps"), Some("flux-system"), Some("u-1"))
+                );
+            }
+        }
     }
 }

@@ -14,25 +14,6 @@ use bosun_api::flux::{DependencyReference, KubeConfigReference, RECONCILE_REQUES
 use bosun_api::package::{KubeConfigSpec, PackageResource, PackageSpec, REQUESTED_AT, SecretKeyReference};
 use bosun_kit::{Failure, Object, Run};
 
-/// The Flux applier a Package does the work of (its controlling owner, a `Kustomization` or
-/// `HelmRelease`), as the object its events are published on — where Flux publishes them.
-pub(crate) fn flux_parent(child: &ObjectMeta) -> Option<k8s_openapi::api::core::v1::ObjectReference> {
-    let owner = child.owner_references.iter().flatten().find(|owner| {
-        owner.controller == Some(true)
-            && ["kustomize.toolkit.fluxcd.io/", "helm.toolkit.fluxcd.io/"]
-                .iter()
-                .any(|group| owner.api_version.starts_with(group))
-    })?;
-    Some(k8s_openapi::api::core::v1::ObjectReference {
-        api_version: Some(owner.api_version.clone()),
-        kind: Some(owner.kind.clone()),
-        name: Some(owner.name.clone()),
-        namespace: child.namespace.clone(),
-        uid: Some(owner.uid.clone()),
-        ..Default::default()
-    })
-}
-
 /// The labels a parent gives its Package besides its own: the names Flux stamps on what it
 /// applied (`name_label`, `namespace_label`). They select the Package for the controllers
 /// (`--selector`) as the parent's select it.
@@ -143,46 +124,5 @@ impl WrittenFor<'_> {
             .add_value(child)
             .map_err(|e| Failure::give_up("ReconciliationFailed", format!("{described}: {e}")))?;
         run.apply_children().await
-    }
-}
-
-#[cfg(test)]
-mod tests {
-    use k8s_openapi::apimachinery::pkg::apis::meta::v1::OwnerReference;
-
-    use super::*;
-
-    #[test]
-    fn a_package_s_events_go_to_the_flux_applier_controlling_it() {
-        let owner = |api_version: &str, kind: &str, controller: bool| OwnerReference {
-            api_version: api_version.into(),
-            kind: kind.into(),
-            name: "apps".into(),
-            uid: "u-1".into(),
-            controller: Some(controller),
-            ..OwnerReference::default()
-        };
-        let cases = [
-            (vec![owner("kustomize.toolkit.fluxcd.io/v1", "Kustomization", true)], Some("Kustomization")),
-            (vec![owner("helm.toolkit.fluxcd.io/v2", "HelmRelease", true)], Some("HelmRelease")),
-            (vec![owner("kustomize.toolkit.fluxcd.io/v1", "Kustomization", false)], None),
-            (vec![owner("bosun.dev/v1alpha1", "Fleet", true)], None),
-            (vec![], None),
-        ];
-        for (owners, expected) in cases {
-            let meta = ObjectMeta {
-                namespace: Some("flux-system".into()),
-                owner_references: Some(owners.clone()),
-                ..ObjectMeta::default()
-            };
-            let parent = flux_parent(&meta);
-            assert_eq!(parent.as_ref().and_then(|p| p.kind.as_deref()), expected, "{owners:?}");
-            if let Some(parent) = parent {
-                assert_eq!(
-                    (parent.name.as_deref(), parent.namespace.as_deref(), parent.uid.as_deref()),
-                    (Some("apps"), Some("flux-system"), Some("u-1"))
-                );
-            }
-        }
     }
 }

@@ -277,7 +277,7 @@ impl kit::Reconciler for PackageReconciler {
 
     async fn reconcile(&self, run: &mut Run<PackageResource>) -> Result<(), Failure> {
         let resource = run.object().clone();
-        if let Some(parent) = crate::flux::child::flux_parent(&resource.metadata) {
+        if let Some(parent) = bosun_api::flux::controlling_applier(&resource.metadata) {
             run.publish_events_on(parent);
         }
         if resource.spec.suspend == Some(true) {
@@ -307,7 +307,7 @@ impl kit::Reconciler for PackageReconciler {
     }
 
     async fn finalize(&self, run: &mut Run<PackageResource>) -> Result<(), Failure> {
-        if let Some(parent) = crate::flux::child::flux_parent(&run.object().metadata) {
+        if let Some(parent) = bosun_api::flux::controlling_applier(&run.object().metadata) {
             run.publish_events_on(parent);
         }
         self.delete(run).await
