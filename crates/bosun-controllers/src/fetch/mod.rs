@@ -5,6 +5,8 @@
 //! under the resource's spec.
 
 pub(crate) mod flux;
+pub(crate) mod generated;
+pub(crate) mod path_pattern;
 pub(crate) mod unsupported;
 
 use std::{
