@@ -94,12 +94,19 @@ fn artifact(object: &Value) -> &Value {
     &object["status"]["artifact"]
 }
 
+/// The revision a Kustomization last applied.
+async fn last_applied(kustomizations: &kube::Api<kube::api::DynamicObject>, name: &str) -> Value {
+    let kustomization = serde_json::to_value(kustomizations.get(name).await.expect("ks")).expect("json");
+    kustomization["status"]["lastAppliedRevision"].clone()
+}
+
 #[tokio::test]
 async fn a_generator_decomposes_a_monorepo_into_external_artifacts_kustomizations_apply() {
     let repos = Repos::new();
     let repo = repos.create("monorepo");
     repo.write("infrastructure/controllers/controller.yaml", &configmap("controller", "1"))
         .write("infrastructure/configs/issuer.yaml", &configmap("issuer", "1"))
+        .write("apps/base/kustomization.yaml", "resources: [app.yaml]\n")
         .write("apps/base/app.yaml", &configmap("app", "1"))
         .write("apps/staging/kustomization.yaml", "resources: [../base, staging.yaml]\n")
         .write("apps/staging/staging.yaml", &configmap("staging", "1"))
@@ -156,11 +163,7 @@ async fn a_generator_decomposes_a_monorepo_into_external_artifacts_kustomization
         assert_eq!(external["spec"]["sourceRef"]["kind"], "ArtifactGenerator");
         assert_eq!(external["spec"]["sourceRef"]["name"], "flux-system");
     }
-    let applied = |name: &str| async move {
-        let kustomization = serde_json::to_value(kustomizations.get(name).await.expect("ks")).expect("json");
-        kustomization["status"]["lastAppliedRevision"].clone()
-    };
-    assert_eq!(applied("apps").await, artifact(&apps)["revision"]);
+    assert_eq!(last_applied(&kustomizations, "apps").await, artifact(&apps)["revision"]);
 
     // A commit touching only the apps' files: only `apps` gets a new revision.
     repo.write("apps/base/app.yaml", &configmap("app", "2"));
@@ -180,7 +183,8 @@ async fn a_generator_decomposes_a_monorepo_into_external_artifacts_kustomization
     .await;
     let app = configmaps.get("app").await.expect("app");
     assert_eq!(app.data.unwrap_or_default().get("value").map(String::as_str), Some("2"));
-    assert_eq!(applied("infra-controllers").await, artifact(&infrastructure)["revision"], "nothing new to apply");
+    let infra = last_applied(&kustomizations, "infra-controllers").await;
+    assert_eq!(infra, artifact(&infrastructure)["revision"], "nothing new to apply");
 
     // An artifact the generator no longer lists is deleted.
     let without_apps = GENERATOR.split("  - name: apps").next().expect("infrastructure only");
