@@ -1,7 +1,7 @@
 //! Flux's source objects as sources: what a `GitRepository`, an `OCIRepository` or a `Bucket`
 //! fetches (bosun's own source of the same kind, or the first field bosun cannot honour yet),
-//! and the artifact it stored, as a Package's `source.sourceRef` gets it; an
-//! `ExternalArtifact` an `ArtifactGenerator` stored is composed again ([`super::generated`]).
+//! and the artifact it stored, as a Package's `source.sourceRef` gets it (an `ExternalArtifact`
+//! is composed again instead: [`super::generated`]).
 
 use std::time::Duration;
 
@@ -11,8 +11,7 @@ use serde::de::DeserializeOwned;
 use bosun::source::{Fetcher, Snapshot};
 use bosun_api::LocalObjectReference;
 use bosun_api::flux::Artifact;
-use bosun_api::flux::extensions::ArtifactGenerator;
-use bosun_api::flux::source::{Bucket, ExternalArtifact, GitProvider, GitRepository, OciRepository};
+use bosun_api::flux::source::{Bucket, GitProvider, GitRepository, OciRepository};
 use bosun_api::package::{
     BucketSource, GitReference, GitSource, OciLayerOperation, OciLayerSelector, OciReference, OciSource,
     OciVerification, SourceReference,
@@ -138,7 +137,7 @@ fn pin(remote: &mut Remote, revision: &str) -> Result<bool, String> {
 pub(crate) const KINDS: [&str; 4] = [GitRepository::KIND, OciRepository::KIND, Bucket::KIND, EXTERNAL_ARTIFACT];
 
 /// `ExternalArtifact`, as `sourceRef.kind` names it.
-const EXTERNAL_ARTIFACT: &str = "ExternalArtifact";
+pub(super) const EXTERNAL_ARTIFACT: &str = "ExternalArtifact";
 
 /// What bosun fetches for a `GitRepository`: its URL and reference (`master` when it names
 /// none, as Flux), or the first field it cannot honour yet.
@@ -251,21 +250,11 @@ pub(crate) fn local(reference: Option<&bosun_api::flux::LocalObjectReference>) -
     reference.map(|r| LocalObjectReference { name: r.name.clone() })
 }
 
-/// The artifact of the Flux source object `reference` names: its files at the revision of
-/// its `status.artifact` (Flux's Kustomization applies what its source stored, not what the
-/// source has since), fetched with the credentials in the source's own namespace.
-pub(super) async fn artifact(
-    fetcher: &Fetcher,
-    client: &Client,
-    reference: &SourceReference,
-    scope: Scope<'_>,
-    ignore: Option<&str>,
-    refetch: bool,
-) -> Result<Snapshot, FetchError> {
-    Ok(stored_artifact(fetcher, client, reference, scope, ignore, refetch).await?.0)
-}
-
-/// [`artifact`], with the source's `status.artifact`.
+/// The artifact of the Flux source object `reference` names (a `GitRepository`, an
+/// `OCIRepository` or a `Bucket`; an `ExternalArtifact` is [`super::generated`]'s), and its
+/// `status.artifact`: its files at the revision it stored (Flux's Kustomization applies what
+/// its source stored, not what the source has since), fetched with the credentials in the
+/// source's own namespace.
 pub(super) async fn stored_artifact(
     fetcher: &Fetcher,
     client: &Client,
@@ -279,7 +268,6 @@ pub(super) async fn stored_artifact(
         GitRepository::KIND => fetch.of::<GitRepository>().await,
         OciRepository::KIND => fetch.of::<OciRepository>().await,
         Bucket::KIND => fetch.of::<Bucket>().await,
-        EXTERNAL_ARTIFACT => fetch.external().await,
         kind => Err(FetchError::Invalid(format!(
             "sourceRef.kind: {kind} is not a source bosun reconciles (it reconciles {})",
             KINDS.join(", ")
@@ -297,42 +285,43 @@ struct Stored<'a> {
     refetch: bool,
 }
 
+/// The namespace of the object `reference` names (the referrer's when it names none), unless
+/// `scope` refuses another namespace.
+pub(super) fn referenced_namespace<'a>(
+    reference: &'a SourceReference,
+    scope: Scope<'a>,
+) -> Result<&'a str, FetchError> {
+    let namespace = reference.namespace.as_deref().unwrap_or(scope.namespace);
+    if namespace != scope.namespace && !scope.cross_namespace {
+        return Err(FetchError::Invalid(format!(
+            "sourceRef: {}/{namespace}/{} is in another namespace, and this controller refuses cross-namespace references",
+            reference.kind, reference.name
+        )));
+    }
+    Ok(namespace)
+}
+
+/// The object of kind `K` named `name` in `namespace`; missing or unreadable, the source
+/// `source_name` is not ready.
+pub(super) async fn get<K>(client: &Client, namespace: &str, name: &str, source_name: &str) -> Result<K, FetchError>
+where
+    K: kube::Resource<DynamicType = (), Scope = NamespaceResourceScope> + Clone + DeserializeOwned + std::fmt::Debug,
+{
+    let not_ready = |message: String| FetchError::SourceNotReady { source_name: source_name.to_string(), message };
+    let api: Api<K> = Api::namespaced(client.clone(), namespace);
+    api.get_opt(name)
+        .await
+        .map_err(|e| not_ready(bosun_core::cluster::ClusterError::from(e).to_string()))?
+        .ok_or_else(|| not_ready("not found".into()))
+}
+
 impl Stored<'_> {
-    /// The namespace of the object the reference names, unless another namespace is refused.
-    fn namespace(&self) -> Result<&str, FetchError> {
-        let reference = self.reference;
-        let namespace = reference.namespace.as_deref().unwrap_or(self.scope.namespace);
-        if namespace != self.scope.namespace && !self.scope.cross_namespace {
-            return Err(FetchError::Invalid(format!(
-                "sourceRef: {}/{namespace}/{} is in another namespace, and this controller refuses cross-namespace references",
-                reference.kind, reference.name
-            )));
-        }
-        Ok(namespace)
-    }
-
-    /// The object of kind `K` named `name` in `namespace`; missing or unreadable is not ready.
-    async fn get<K>(&self, namespace: &str, name: &str, source_name: &str) -> Result<K, FetchError>
-    where
-        K: kube::Resource<DynamicType = (), Scope = NamespaceResourceScope>
-            + Clone
-            + DeserializeOwned
-            + std::fmt::Debug,
-    {
-        let not_ready = |message: String| FetchError::SourceNotReady { source_name: source_name.to_string(), message };
-        let api: Api<K> = Api::namespaced(self.client.clone(), namespace);
-        api.get_opt(name)
-            .await
-            .map_err(|e| not_ready(bosun_core::cluster::ClusterError::from(e).to_string()))?
-            .ok_or_else(|| not_ready("not found".into()))
-    }
-
     async fn of<S: FluxSource>(&self) -> Result<(Snapshot, Artifact), FetchError> {
         let reference = self.reference;
-        let namespace = self.namespace()?;
+        let namespace = referenced_namespace(reference, self.scope)?;
         let source_name = format!("{}/{namespace}/{}", S::KIND, reference.name);
         let not_ready = |message: String| FetchError::SourceNotReady { source_name: source_name.clone(), message };
-        let source: S = self.get(namespace, &reference.name, &source_name).await?;
+        let source: S = get(self.client, namespace, &reference.name, &source_name).await?;
         let Some(artifact) = source.artifact() else { return Err(not_ready("its artifact is not stored yet".into())) };
         let mut remote = source.remote().map_err(|e| not_ready(e.to_string()))?;
         let pinned = pin(&mut remote, &artifact.revision).map_err(not_ready)?;
@@ -353,50 +342,6 @@ impl Stored<'_> {
         // status repeats.
         snapshot.revision.clone_from(&artifact.revision);
         Ok((snapshot, artifact.clone()))
-    }
-
-    /// An `ExternalArtifact` its `ArtifactGenerator` stored: composed again from the
-    /// generator's sources as they stored their artifacts, and compared with the one stored
-    /// (a source that moved on since makes another: retried until the generator stores it).
-    async fn external(&self) -> Result<(Snapshot, Artifact), FetchError> {
-        let reference = self.reference;
-        let namespace = self.namespace()?;
-        let source_name = format!("{EXTERNAL_ARTIFACT}/{namespace}/{}", reference.name);
-        let not_ready = |message: String| FetchError::SourceNotReady { source_name: source_name.clone(), message };
-        let external: ExternalArtifact = self.get(namespace, &reference.name, &source_name).await?;
-        let Some(artifact) = external.status.as_ref().and_then(|s| s.artifact.clone()) else {
-            return Err(not_ready("its artifact is not stored yet".into()));
-        };
-        let producer =
-            external.spec.source_ref.as_ref().filter(|r| r.kind == "ArtifactGenerator").ok_or_else(|| {
-                not_ready("it is not an ArtifactGenerator's, the only producer whose artifacts bosun fetches".into())
-            })?;
-        let generator_namespace = producer.namespace.as_deref().unwrap_or(namespace);
-        let generator: ArtifactGenerator = self.get(generator_namespace, &producer.name, &source_name).await?;
-        let failed = |e: super::generated::GenerateError| not_ready(e.to_string());
-        let sources = super::generated::sources(self.fetcher, self.client, &generator, self.scope.cross_namespace)
-            .await
-            .map_err(failed)?;
-        let requests = sources.requests(&generator).map_err(failed)?;
-        let output = requests
-            .iter()
-            .map(|r| &r.output)
-            .find(|a| a.name == reference.name)
-            .ok_or_else(|| not_ready(format!("{} generates it no more", super::generated::describe(&generator))))?;
-        let generated = super::generated::generate(self.fetcher, &generator, output, &sources, self.ignore)
-            .await
-            .map_err(failed)?;
-        if generated.fields.digest != artifact.digest {
-            return Err(not_ready(format!(
-                "its sources make {} now, not its stored {}: waiting for {} to store the new one",
-                generated.fields.digest,
-                artifact.digest,
-                super::generated::describe(&generator)
-            )));
-        }
-        let mut snapshot = generated.snapshot;
-        snapshot.revision.clone_from(&artifact.revision);
-        Ok((snapshot, artifact))
     }
 }
 

@@ -11,6 +11,7 @@ use kube::Client;
 use bosun::source::{ComposeError, Fetcher, Snapshot};
 use bosun_api::flux::Artifact;
 use bosun_api::flux::extensions::{ArtifactGenerator, ORIGIN_REVISION, OutputArtifact};
+use bosun_api::flux::source::ExternalArtifact;
 use bosun_api::package::SourceReference;
 
 use super::path_pattern::{self, Request};
@@ -46,8 +47,8 @@ pub(crate) enum GenerateError {
         generator: String,
         /// The source's alias.
         alias: String,
-        /// Why.
-        error: FetchError,
+        /// Why (boxed: it is large, and rare).
+        error: Box<FetchError>,
     },
     /// An artifact could not be composed.
     #[error("{generator}: artifact {artifact}: {error}")]
@@ -67,7 +68,7 @@ impl GenerateError {
         match self {
             GenerateError::Unsupported { .. } => unsupported::REASON,
             GenerateError::Invalid { .. } => "ValidationFailed",
-            GenerateError::Source { error: FetchError::Invalid(_), .. } => "AccessDenied",
+            GenerateError::Source { error, .. } if matches!(**error, FetchError::Invalid(_)) => "AccessDenied",
             GenerateError::Source { .. } => "SourceFetchFailed",
             GenerateError::Build { .. } => "BuildFailed",
         }
@@ -182,11 +183,12 @@ pub(crate) async fn sources(
             name: source.name.clone(),
             namespace: source.namespace.clone(),
         };
-        let stored = Box::pin(flux::stored_artifact(fetcher, client, &reference, scope, None, false)).await;
+        // Boxed: an ExternalArtifact source is composed from its own generator's sources.
+        let stored = Box::pin(super::stored_artifact(fetcher, client, &reference, scope, None, false)).await;
         let stored = stored.map_err(|error| GenerateError::Source {
             generator: describe(generator),
             alias: source.alias.clone(),
-            error,
+            error: Box::new(error),
         })?;
         fetched.insert(source.alias.clone(), stored);
     }
@@ -241,6 +243,51 @@ pub(crate) async fn generate(
         })
         .unwrap_or_default();
     Ok(Generated { snapshot, fields: ArtifactFields { digest, revision, metadata } })
+}
+
+/// The `ExternalArtifact` `reference` names, as its `ArtifactGenerator` stored it: composed
+/// again from the generator's sources as they stored their artifacts, and compared with the one
+/// stored (a source that moved on since makes another: retried until the generator stores it).
+/// `ignore` leaves files out (not out of the digest compared).
+pub(super) async fn external(
+    fetcher: &Fetcher,
+    client: &Client,
+    reference: &SourceReference,
+    scope: Scope<'_>,
+    ignore: Option<&str>,
+) -> Result<(Snapshot, Artifact), FetchError> {
+    let namespace = flux::referenced_namespace(reference, scope)?;
+    let source_name = format!("{}/{namespace}/{}", flux::EXTERNAL_ARTIFACT, reference.name);
+    let not_ready = |message: String| FetchError::SourceNotReady { source_name: source_name.clone(), message };
+    let external: ExternalArtifact = flux::get(client, namespace, &reference.name, &source_name).await?;
+    let Some(artifact) = external.status.as_ref().and_then(|s| s.artifact.clone()) else {
+        return Err(not_ready("its artifact is not stored yet".into()));
+    };
+    let producer = external.spec.source_ref.as_ref().filter(|r| r.kind == "ArtifactGenerator").ok_or_else(|| {
+        not_ready("it is not an ArtifactGenerator's, the only producer whose artifacts bosun fetches".into())
+    })?;
+    let generator_namespace = producer.namespace.as_deref().unwrap_or(namespace);
+    let generator: ArtifactGenerator = flux::get(client, generator_namespace, &producer.name, &source_name).await?;
+    let failed = |e: GenerateError| not_ready(e.to_string());
+    let sources = sources(fetcher, client, &generator, scope.cross_namespace).await.map_err(failed)?;
+    let requests = sources.requests(&generator).map_err(failed)?;
+    let output = requests
+        .iter()
+        .map(|r| &r.output)
+        .find(|a| a.name == reference.name)
+        .ok_or_else(|| not_ready(format!("{} generates it no more", describe(&generator))))?;
+    let generated = generate(fetcher, &generator, output, &sources, ignore).await.map_err(failed)?;
+    if generated.fields.digest != artifact.digest {
+        return Err(not_ready(format!(
+            "its sources make {} now, not its stored {}: waiting for {} to store the new one",
+            generated.fields.digest,
+            artifact.digest,
+            describe(&generator)
+        )));
+    }
+    let mut snapshot = generated.snapshot;
+    snapshot.revision.clone_from(&artifact.revision);
+    Ok((snapshot, artifact))
 }
 
 #[cfg(test)]

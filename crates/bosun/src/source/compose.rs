@@ -360,7 +360,7 @@ fn copy_file(from: &Path, to: &Path) -> std::io::Result<()> {
 /// then `from`'s over `to`'s.
 fn merge_file(from: &Path, to: &Path) -> Result<(), String> {
     let mut merged = yaml_map(to)?;
-    crate::config::merge(&mut merged, yaml_map(from)?);
+    bosun_core::yaml::merge(&mut merged, yaml_map(from)?);
     fs::write(to, bosun_core::yaml::to_yaml(&merged)).map_err(|e| e.to_string())
 }
 
@@ -370,7 +370,7 @@ fn yaml_map(path: &Path) -> Result<Value, String> {
     let mut map = Value::Object(serde_json::Map::new());
     for document in bosun_core::yaml::parse_stream(&text, &path.display().to_string()).map_err(|e| e.to_string())? {
         match document {
-            Value::Object(_) => crate::config::merge(&mut map, document),
+            Value::Object(_) => bosun_core::yaml::merge(&mut map, document),
             Value::Null => {}
             _ => return Err(format!("{}: not a YAML map", path.display())),
         }

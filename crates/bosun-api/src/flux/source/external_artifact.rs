@@ -5,6 +5,7 @@ use kube_derive::CustomResource;
 use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
 
+use crate::flux::kustomize::NamespacedObjectKindReference;
 use crate::flux::meta::{self, Artifact};
 
 /// An artifact produced outside source-controller, consumed as a source (`sourceRef.kind:
@@ -34,22 +35,6 @@ pub struct ExternalArtifactSpec {
     /// The object the artifact is produced for (an `ArtifactGenerator`).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub source_ref: Option<NamespacedObjectKindReference>,
-}
-
-/// An object of any kind, possibly in another namespace (`meta.NamespacedObjectKindReference`).
-#[derive(Debug, Clone, Default, Deserialize, Serialize, PartialEq, JsonSchema)]
-#[serde(rename_all = "camelCase")]
-pub struct NamespacedObjectKindReference {
-    /// Its API version.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub api_version: Option<String>,
-    /// Its kind.
-    pub kind: String,
-    /// Its name.
-    pub name: String,
-    /// Its namespace (the referrer's when absent).
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub namespace: Option<String>,
 }
 
 /// What the producing controller reports.
