@@ -93,21 +93,20 @@ fn sources_digest(revisions: &BTreeMap<&str, &str>) -> String {
 
 /// The artifact to store for what was composed: `previous` (its time kept) when it holds the
 /// same files, revision and metadata.
-fn artifact(namespace: &str, name: &str, generated: &ArtifactFields, previous: Option<&Artifact>) -> (Artifact, bool) {
-    let same = |a: &&Artifact| {
-        a.digest == generated.digest && a.revision == generated.revision && a.metadata == generated.metadata
-    };
+fn artifact(namespace: &str, name: &str, fields: &ArtifactFields, previous: Option<&Artifact>) -> (Artifact, bool) {
+    let same =
+        |a: &&Artifact| a.digest == fields.digest && a.revision == fields.revision && a.metadata == fields.metadata;
     if let Some(previous) = previous.filter(same) {
         return (previous.clone(), false);
     }
-    let path = artifact_path("ExternalArtifact", namespace, name, &generated.digest);
+    let path = artifact_path("ExternalArtifact", namespace, name, &fields.digest);
     let artifact = Artifact {
-        digest: generated.digest.clone(),
+        digest: fields.digest.clone(),
         last_update_time: k8s_openapi::jiff::Timestamp::now().to_string(),
-        metadata: generated.metadata.clone(),
+        metadata: fields.metadata.clone(),
         url: format!("bosun://{path}"),
         path,
-        revision: generated.revision.clone(),
+        revision: fields.revision.clone(),
         size: None,
     };
     (artifact, true)
