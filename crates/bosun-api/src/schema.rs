@@ -52,5 +52,5 @@ pub fn int_or_string_percent(_: &mut schemars::SchemaGenerator) -> schemars::Sch
 
 /// The kinds of Flux source a Package's `source.sourceRef` may name: those bosun reconciles.
 pub fn source_reference_kind(_: &mut schemars::SchemaGenerator) -> schemars::Schema {
-    schemars::json_schema!({"type": "string", "enum": ["GitRepository", "OCIRepository", "Bucket"]})
+    schemars::json_schema!({"type": "string", "enum": ["GitRepository", "OCIRepository", "Bucket", "ExternalArtifact"]})
 }

@@ -107,8 +107,9 @@ pub struct Args {
     #[command(flatten)]
     render: RenderLimitArgs,
 
-    /// Reconcile Flux's own objects too: GitRepository, OCIRepository, Bucket and Kustomization,
-    /// as Flux's source and kustomize controllers would, writing the status they write. Needs
+    /// Reconcile Flux's own objects too: GitRepository, OCIRepository, Bucket, HelmRepository,
+    /// ArtifactGenerator (its ExternalArtifacts), Kustomization and HelmRelease, as Flux's
+    /// source, source-watcher, kustomize and helm controllers would, writing the status they write. Needs
     /// Flux's CRDs (`bosun crds --flux | kubectl apply --server-side --force-conflicts -f -`). See docs/flux.md.
     #[arg(long)]
     flux: bool,

@@ -74,7 +74,9 @@ pub async fn run(server: &RunningServer, settings: Settings<'_>) -> ExitCode {
     if let Err(error) = install_flux_crds(&client, dev::FIELD_MANAGER).await {
         return crate::bad_input(error);
     }
-    outln!("Flux's CRDs installed; bosun reconciles GitRepository, OCIRepository, Bucket, Kustomization, HelmRelease");
+    outln!(
+        "Flux's CRDs installed; bosun reconciles GitRepository, OCIRepository, Bucket, HelmRepository, ArtifactGenerator, Kustomization, HelmRelease"
+    );
     let controllers =
         Controllers::start_flux(&client, server.config(), settings.cache, trees.clone(), settings.mirrors);
     outln!("repository {} served from its working tree (uncommitted edits included) as:", repository.root.display());

@@ -32,7 +32,7 @@ pub struct HostSettings {
     pub webhook: Option<SocketAddr>,
     /// Events equal to one sent within this window are not sent again.
     pub dedup_window: Duration,
-    /// Reconcile Flux's `GitRepository`, `OCIRepository`, `Bucket` and `Kustomization` objects
+    /// Reconcile Flux's `GitRepository`, `OCIRepository`, `Bucket`, `ArtifactGenerator` and `Kustomization` objects
     /// too (`--flux`), those of this scope (its namespace, when unset, the Packages').
     pub flux: Option<flux::Scope>,
     /// Only the Alerts and Receivers whose labels match: a shard's ([`crate::shard`]), so
@@ -246,11 +246,14 @@ pub async fn run(
             metrics: Some(metrics.clone()),
         };
         let fetcher = settings.package.fetcher(settings.package.cache_dir.join("flux"));
+        let cross_namespace = !settings.package.tenancy.no_cross_namespace_refs;
         let (client, listener) = (&client, || alerts.listener());
         (
             flux::source::controller::<GitRepository>(client.clone(), fetcher.clone(), &scope).on_event(listener()),
             flux::source::controller::<OciRepository>(client.clone(), fetcher.clone(), &scope).on_event(listener()),
             flux::source::controller::<Bucket>(client.clone(), fetcher.clone(), &scope).on_event(listener()),
+            flux::artifact_generator::controller(client.clone(), fetcher.clone(), &scope, cross_namespace)
+                .on_event(listener()),
             flux::helm_repository::controller(client.clone(), fetcher, &scope).on_event(listener()),
             flux::kustomization::controller(client.clone(), &scope).on_event(listener()),
             flux::helm_release::controller(client.clone(), &scope).on_event(listener()),
@@ -263,8 +266,16 @@ pub async fn run(
     });
     let flux_stop = settings.package.stopping.clone();
     let flux_controllers = async move {
-        let Some((git, oci, buckets, helm_repositories, kustomizations, helm_releases, (providers, alerts, receivers))) =
-            flux_controllers
+        let Some((
+            git,
+            oci,
+            buckets,
+            generators,
+            helm_repositories,
+            kustomizations,
+            helm_releases,
+            (providers, alerts, receivers),
+        )) = flux_controllers
         else {
             return Ok(());
         };
@@ -272,10 +283,22 @@ pub async fn run(
             let stop = flux_stop.clone();
             async move { stop.cancelled().await }
         };
-        let (git, oci, buckets, helm_repositories, kustomizations, helm_releases, providers, alerts, receivers) = tokio::join!(
+        let (
+            git,
+            oci,
+            buckets,
+            generators,
+            helm_repositories,
+            kustomizations,
+            helm_releases,
+            providers,
+            alerts,
+            receivers,
+        ) = tokio::join!(
             git.run(stopped()),
             oci.run(stopped()),
             buckets.run(stopped()),
+            generators.run(stopped()),
             helm_repositories.run(stopped()),
             kustomizations.run(stopped()),
             helm_releases.run(stopped()),
@@ -285,6 +308,7 @@ pub async fn run(
         );
         git.and(oci)
             .and(buckets)
+            .and(generators)
             .and(helm_repositories)
             .and(kustomizations)
             .and(helm_releases)

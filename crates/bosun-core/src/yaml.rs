@@ -1,5 +1,5 @@
-//! YAML and JSON documents: parsing streams with the position of errors, and writing the
-//! deterministic YAML stream `bosun render` prints.
+//! YAML and JSON documents: parsing streams with the position of errors, merging values as
+//! Helm merges values files, and writing the deterministic YAML stream `bosun render` prints.
 
 use std::fmt::Write;
 
@@ -13,6 +13,31 @@ pub struct ParseError {
     pub origin: String,
     /// What the parser said, with the position.
     pub message: String,
+}
+
+/// Merges `overlay` into `base` as Helm merges values files: maps merge key by key
+/// (recursively), anything else (lists too) replaces.
+///
+/// ```
+/// use serde_json::json;
+/// let mut base = json!({"image": {"tag": "1", "repo": "x"}, "replicas": 1});
+/// bosun_core::yaml::merge(&mut base, json!({"image": {"tag": "2"}, "replicas": 3}));
+/// assert_eq!(base, json!({"image": {"tag": "2", "repo": "x"}, "replicas": 3}));
+/// ```
+pub fn merge(base: &mut Value, overlay: Value) {
+    match (base, overlay) {
+        (Value::Object(base), Value::Object(overlay)) => {
+            for (key, value) in overlay {
+                match base.get_mut(&key) {
+                    Some(existing) => merge(existing, value),
+                    None => {
+                        base.insert(key, value);
+                    }
+                }
+            }
+        }
+        (base, overlay) => *base = overlay,
+    }
 }
 
 /// Parses a YAML (or JSON) stream into its non-empty documents.

@@ -8,7 +8,7 @@ use serde_json::{Map, Value};
 use crate::render::{PackageFiles, Sandbox, SandboxError};
 use bosun_api::package::ConfigSpec;
 
-use bosun_core::yaml;
+use bosun_core::yaml::{self, merge};
 
 /// Errors assembling the configuration.
 #[derive(Debug, thiserror::Error)]
@@ -36,23 +36,6 @@ pub enum ConfigError {
         /// What it was.
         found: &'static str,
     },
-}
-
-/// Merges `overlay` into `base`: maps merge key by key (recursively), anything else replaces.
-pub(crate) fn merge(base: &mut Value, overlay: Value) {
-    match (base, overlay) {
-        (Value::Object(base), Value::Object(overlay)) => {
-            for (key, value) in overlay {
-                match base.get_mut(&key) {
-                    Some(existing) => merge(existing, value),
-                    None => {
-                        base.insert(key, value);
-                    }
-                }
-            }
-        }
-        (base, overlay) => *base = overlay,
-    }
 }
 
 fn kind_of(value: &Value) -> &'static str {
@@ -106,14 +89,6 @@ pub(crate) fn load(
 mod tests {
     use super::*;
     use serde_json::json;
-
-    // Was the doc example of `merge` before it became crate-private.
-    #[test]
-    fn merge_merges_maps_and_replaces_the_rest() {
-        let mut base = json!({"image": {"tag": "1", "repo": "x"}, "replicas": 1});
-        merge(&mut base, json!({"image": {"tag": "2"}, "replicas": 3}));
-        assert_eq!(base, json!({"image": {"tag": "2", "repo": "x"}, "replicas": 3}));
-    }
 
     #[test]
     fn later_sources_override_earlier_ones_key_by_key() {

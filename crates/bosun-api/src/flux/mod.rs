@@ -1,5 +1,5 @@
 //! Flux's own kinds as types, by API group: [`source`] (`GitRepository`, `OCIRepository`,
-//! `HelmRepository`, `Bucket`), [`kustomize`] (`Kustomization`), [`helm`] (`HelmRelease`)
+//! `HelmRepository`, `Bucket`, `ExternalArtifact`), [`extensions`] (`ArtifactGenerator`), [`kustomize`] (`Kustomization`), [`helm`] (`HelmRelease`)
 //! and [`notification`] (`Provider`, `Alert`, `Receiver`), with the CRDs ([`crds`]) Flux installs for them: the same group, names,
 //! short names, categories, printer columns, served versions (the deprecated ones Flux's
 //! README examples still use among them) and schemas, so that a Flux repository's objects
@@ -12,6 +12,7 @@
 
 mod meta;
 
+pub mod extensions;
 pub mod helm;
 pub mod kustomize;
 pub mod notification;
@@ -41,8 +42,8 @@ pub const RECONCILE_FORCE_AT: &str = "reconcile.fluxcd.io/forceAt";
 /// The CRDs of Flux's kinds, one per kind with every version Flux serves for it (v1 stored;
 /// conversion `None`, as Flux's CRDs: an object reads in any served version as stored),
 /// sources first: `gitrepositories`, `ocirepositories`, `helmrepositories`, `buckets`,
-/// `kustomizations`, `helmreleases`, then notification-controller's `providers`, `alerts`,
-/// `receivers`.
+/// `externalartifacts`, source-watcher's `artifactgenerators`, `kustomizations`,
+/// `helmreleases`, then notification-controller's `providers`, `alerts`, `receivers`.
 pub fn crds() -> Vec<CustomResourceDefinition> {
     // The storage version is given first, then the others in the order Flux's CRDs list them
     // (merge_crds appends from the end of the list).
@@ -58,6 +59,8 @@ pub fn crds() -> Vec<CustomResourceDefinition> {
         merged(vec![source::OciRepository::crd(), source::OciRepositoryV1beta2::crd()]),
         source::HelmRepository::crd(),
         source::Bucket::crd(),
+        source::ExternalArtifact::crd(),
+        extensions::ArtifactGenerator::crd(),
         merged(vec![
             kustomize::Kustomization::crd(),
             kustomize::KustomizationV1beta2::crd(),
@@ -205,7 +208,11 @@ mod tests {
             ),
             ("helmreleases", "helm.toolkit.fluxcd.io", "HelmRelease", json!(["hr"]), vec!["v1"; 0], "fluxcd-appliers"),
         ];
-        assert_eq!(crds().len(), expected.len() + 3, "and notification-controller's three, below");
+        assert_eq!(
+            crds().len(),
+            expected.len() + 5,
+            "and the artifact kinds' two and notification-controller's three, below"
+        );
         for (plural, group, kind, short_names, versions, category) in expected {
             let crd = crd(plural);
             assert_eq!(crd["metadata"]["name"], format!("{plural}.{group}"));
@@ -264,6 +271,53 @@ mod tests {
             v1["schema"]["openAPIV3Schema"]["properties"]["spec"]["properties"]["interval"]["pattern"],
             DURATION_PATTERN
         );
+    }
+
+    #[test]
+    fn the_artifact_crds_are_source_watcher_s_and_source_controller_s_with_the_example_reading_back_whole() {
+        for (plural, group, kind, short, version) in [
+            ("externalartifacts", "source.toolkit.fluxcd.io", "ExternalArtifact", "ea", "v1"),
+            ("artifactgenerators", "source.extensions.fluxcd.io", "ArtifactGenerator", "ag", "v1beta1"),
+        ] {
+            let crd = crd(plural);
+            assert_eq!(crd["metadata"]["name"], format!("{plural}.{group}"));
+            assert_eq!(crd["metadata"]["annotations"]["kustomize.toolkit.fluxcd.io/substitute"], "disabled");
+            assert_eq!(crd["spec"]["names"]["kind"], kind);
+            assert_eq!(crd["spec"]["names"]["shortNames"], json!([short]));
+            assert_eq!(crd["spec"]["names"]["categories"], json!(["all", "fluxcd", "fluxcd-sources"]));
+            let served = &crd["spec"]["versions"][0];
+            assert_eq!((served["name"].as_str(), served["storage"].as_bool()), (Some(version), Some(true)));
+            assert_eq!(served["subresources"]["status"], json!({}));
+            let mut problems = Vec::new();
+            check_structural(&served["schema"]["openAPIV3Schema"], plural, &mut problems);
+            assert!(problems.is_empty(), "{problems:#?}");
+        }
+        let generator: extensions::ArtifactGenerator = round_trip(json!({
+            "apiVersion": "source.extensions.fluxcd.io/v1beta1", "kind": "ArtifactGenerator",
+            "metadata": {"name": "flux-system", "namespace": "flux-system"},
+            "spec": {
+                "sources": [{"alias": "monorepo", "kind": "GitRepository", "name": "flux-system"}],
+                "artifacts": [
+                    {"name": "infrastructure", "originRevision": "@monorepo",
+                     "copy": [{"from": "@monorepo/infrastructure/**", "to": "@artifact/"}]},
+                    {"name": "apps", "revision": "@monorepo",
+                     "copy": [{"from": "@monorepo/apps/base/**", "to": "@artifact/base/", "exclude": ["*.md"], "strategy": "Merge"}]},
+                ],
+                "commonMetadata": {"labels": {"team": "a"}},
+            },
+            "status": {
+                "inventory": [{"name": "apps", "namespace": "flux-system", "digest": "sha256:aa", "filename": "aa.tar.gz"}],
+                "lastHandledReconcileAt": "now", "observedSourcesDigest": "sha256:bb",
+            },
+        }));
+        assert_eq!(generator.spec.artifacts[1].copy[0].strategy, Some(extensions::CopyStrategy::Merge));
+        let artifact: source::ExternalArtifact = round_trip(json!({
+            "apiVersion": "source.toolkit.fluxcd.io/v1", "kind": "ExternalArtifact",
+            "metadata": {"name": "apps", "namespace": "flux-system"},
+            "spec": {"sourceRef": {"apiVersion": "source.extensions.fluxcd.io/v1beta1", "kind": "ArtifactGenerator", "name": "flux-system", "namespace": "flux-system"}},
+            "status": {"artifact": {"digest": "sha256:cc", "lastUpdateTime": "2026-11-29T05:00:00Z", "path": "externalartifact/flux-system/apps/cc.tar.gz", "revision": "latest@sha256:cc", "url": "bosun://x", "metadata": {"org.opencontainers.image.revision": "main@sha1:dd"}}},
+        }));
+        assert_eq!(artifact.spec.source_ref.expect("sourceRef").kind, "ArtifactGenerator");
     }
 
     #[test]

@@ -54,7 +54,7 @@ pub struct SourceReference {
     /// Its API version (`source.toolkit.fluxcd.io/v1`; any served version reads the same).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub api_version: Option<String>,
-    /// Its kind: `GitRepository`, `OCIRepository` or `Bucket`.
+    /// Its kind: `GitRepository`, `OCIRepository`, `Bucket` or `ExternalArtifact`.
     #[schemars(schema_with = "crate::schema::source_reference_kind")]
     pub kind: String,
     /// Its name.

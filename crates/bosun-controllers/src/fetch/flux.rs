@@ -1,6 +1,7 @@
 //! Flux's source objects as sources: what a `GitRepository`, an `OCIRepository` or a `Bucket`
 //! fetches (bosun's own source of the same kind, or the first field bosun cannot honour yet),
-//! and the artifact it stored, as a Package's `source.sourceRef` gets it.
+//! and the artifact it stored, as a Package's `source.sourceRef` gets it (an `ExternalArtifact`
+//! is composed again instead: [`super::generated`]).
 
 use std::time::Duration;
 
@@ -133,7 +134,10 @@ fn pin(remote: &mut Remote, revision: &str) -> Result<bool, String> {
 }
 
 /// The kinds a `sourceRef` may name, as `docs/flux.md` lists them.
-pub(crate) const KINDS: [&str; 3] = [GitRepository::KIND, OciRepository::KIND, Bucket::KIND];
+pub(crate) const KINDS: [&str; 4] = [GitRepository::KIND, OciRepository::KIND, Bucket::KIND, EXTERNAL_ARTIFACT];
+
+/// `ExternalArtifact`, as `sourceRef.kind` names it.
+pub(super) const EXTERNAL_ARTIFACT: &str = "ExternalArtifact";
 
 /// What bosun fetches for a `GitRepository`: its URL and reference (`master` when it names
 /// none, as Flux), or the first field it cannot honour yet.
@@ -246,17 +250,19 @@ pub(crate) fn local(reference: Option<&bosun_api::flux::LocalObjectReference>) -
     reference.map(|r| LocalObjectReference { name: r.name.clone() })
 }
 
-/// The artifact of the Flux source object `reference` names: its files at the revision of
-/// its `status.artifact` (Flux's Kustomization applies what its source stored, not what the
-/// source has since), fetched with the credentials in the source's own namespace.
-pub(super) async fn artifact(
+/// The artifact of the Flux source object `reference` names (a `GitRepository`, an
+/// `OCIRepository` or a `Bucket`; an `ExternalArtifact` is [`super::generated`]'s), and its
+/// `status.artifact`: its files at the revision it stored (Flux's Kustomization applies what
+/// its source stored, not what the source has since), fetched with the credentials in the
+/// source's own namespace.
+pub(super) async fn stored_artifact(
     fetcher: &Fetcher,
     client: &Client,
     reference: &SourceReference,
     scope: Scope<'_>,
     ignore: Option<&str>,
     refetch: bool,
-) -> Result<Snapshot, FetchError> {
+) -> Result<(Snapshot, Artifact), FetchError> {
     let fetch = Stored { fetcher, client, reference, scope, ignore, refetch };
     match reference.kind.as_str() {
         GitRepository::KIND => fetch.of::<GitRepository>().await,
@@ -279,24 +285,43 @@ struct Stored<'a> {
     refetch: bool,
 }
 
+/// The namespace of the object `reference` names (the referrer's when it names none), unless
+/// `scope` refuses another namespace.
+pub(super) fn referenced_namespace<'a>(
+    reference: &'a SourceReference,
+    scope: Scope<'a>,
+) -> Result<&'a str, FetchError> {
+    let namespace = reference.namespace.as_deref().unwrap_or(scope.namespace);
+    if namespace != scope.namespace && !scope.cross_namespace {
+        return Err(FetchError::Invalid(format!(
+            "sourceRef: {}/{namespace}/{} is in another namespace, and this controller refuses cross-namespace references",
+            reference.kind, reference.name
+        )));
+    }
+    Ok(namespace)
+}
+
+/// The object of kind `K` named `name` in `namespace`; missing or unreadable, the source
+/// `source_name` is not ready.
+pub(super) async fn get<K>(client: &Client, namespace: &str, name: &str, source_name: &str) -> Result<K, FetchError>
+where
+    K: kube::Resource<DynamicType = (), Scope = NamespaceResourceScope> + Clone + DeserializeOwned + std::fmt::Debug,
+{
+    let not_ready = |message: String| FetchError::SourceNotReady { source_name: source_name.to_string(), message };
+    let api: Api<K> = Api::namespaced(client.clone(), namespace);
+    api.get_opt(name)
+        .await
+        .map_err(|e| not_ready(bosun_core::cluster::ClusterError::from(e).to_string()))?
+        .ok_or_else(|| not_ready("not found".into()))
+}
+
 impl Stored<'_> {
-    async fn of<S: FluxSource>(&self) -> Result<Snapshot, FetchError> {
+    async fn of<S: FluxSource>(&self) -> Result<(Snapshot, Artifact), FetchError> {
         let reference = self.reference;
-        let namespace = reference.namespace.as_deref().unwrap_or(self.scope.namespace);
-        if namespace != self.scope.namespace && !self.scope.cross_namespace {
-            return Err(FetchError::Invalid(format!(
-                "sourceRef: {}/{namespace}/{} is in another namespace, and this controller refuses cross-namespace references",
-                reference.kind, reference.name
-            )));
-        }
+        let namespace = referenced_namespace(reference, self.scope)?;
         let source_name = format!("{}/{namespace}/{}", S::KIND, reference.name);
         let not_ready = |message: String| FetchError::SourceNotReady { source_name: source_name.clone(), message };
-        let api: Api<S> = Api::namespaced(self.client.clone(), namespace);
-        let source = api
-            .get_opt(&reference.name)
-            .await
-            .map_err(|e| not_ready(bosun_core::cluster::ClusterError::from(e).to_string()))?
-            .ok_or_else(|| not_ready("not found".into()))?;
+        let source: S = get(self.client, namespace, &reference.name, &source_name).await?;
         let Some(artifact) = source.artifact() else { return Err(not_ready("its artifact is not stored yet".into())) };
         let mut remote = source.remote().map_err(|e| not_ready(e.to_string()))?;
         let pinned = pin(&mut remote, &artifact.revision).map_err(not_ready)?;
@@ -316,7 +341,7 @@ impl Stored<'_> {
         // The revision as the source stored it (`main@sha1:…`, `v1@sha256:…`), which Flux's
         // status repeats.
         snapshot.revision.clone_from(&artifact.revision);
-        Ok(snapshot)
+        Ok((snapshot, artifact.clone()))
     }
 }
 

@@ -5,6 +5,8 @@
 //! under the resource's spec.
 
 pub(crate) mod flux;
+pub(crate) mod generated;
+pub(crate) mod path_pattern;
 pub(crate) mod unsupported;
 
 use std::{
@@ -150,7 +152,7 @@ pub(crate) async fn fetch_source(
     let inner = inner_path(source)?;
     let ignore = source.ignore.as_deref();
     let snapshot = match kind(source) {
-        Kind::Flux(reference) => flux::artifact(fetcher, client, reference, scope, ignore, refetch).await?,
+        Kind::Flux(reference) => stored_artifact(fetcher, client, reference, scope, ignore, refetch).await?.0,
         Kind::Remote(remote, field) => remote.fetch(fetcher, client, namespace, field, ignore, refetch).await?,
         Kind::Archive(archive) => {
             let reference = archive.secret_ref.as_ref();
@@ -176,6 +178,24 @@ pub(crate) async fn fetch_source(
         return Err(FetchError::MissingPath { path, revision: snapshot.revision.clone() });
     }
     Ok((snapshot, dir))
+}
+
+/// The artifact of the Flux source object `reference` names, and its `status.artifact`: a
+/// `GitRepository`'s, `OCIRepository`'s or `Bucket`'s fetched at its stored revision
+/// ([`flux`]), an `ExternalArtifact`'s composed again ([`generated`]); `ignore` leaves files
+/// out.
+pub(crate) async fn stored_artifact(
+    fetcher: &Fetcher,
+    client: &Client,
+    reference: &SourceReference,
+    scope: Scope<'_>,
+    ignore: Option<&str>,
+    refetch: bool,
+) -> Result<(Snapshot, bosun_api::flux::Artifact), FetchError> {
+    match reference.kind.as_str() {
+        flux::EXTERNAL_ARTIFACT => generated::external(fetcher, client, reference, scope, ignore).await,
+        _ => flux::stored_artifact(fetcher, client, reference, scope, ignore, refetch).await,
+    }
 }
 
 /// A source of a kind Flux's source objects also fetch: a Git repository, an OCI artifact or

@@ -2,6 +2,8 @@
 //! `GitRepository`, `OCIRepository` and `Bucket` (`git_repository.rs`, `oci_repository.rs`,
 //! `bucket.rs`) fetched and their artifacts recorded as source-controller does (`source.rs`),
 //! `HelmRepository` (`helm_repository.rs`) its index fetched and recorded likewise,
+//! `ArtifactGenerator` (`artifact_generator.rs`) its sources' artifacts composed into
+//! `ExternalArtifact`s, as source-watcher does,
 //! and `Kustomization` ([`kustomization`]) and `HelmRelease` ([`helm_release`], its chart from
 //! a `HelmRepository`, an `OCIRepository` or a path of a source) read into the Package that does the same, and
 //! the notification kinds `Provider`, `Alert` and `Receiver` into bosun's own (`notification`), so that
@@ -9,6 +11,7 @@
 //! written in Flux's shape. A field bosun cannot honour yet is refused by name
 //! (`crate::fetch::unsupported`).
 
+pub(crate) mod artifact_generator;
 mod bucket;
 pub(crate) mod child;
 mod git_repository;
@@ -41,16 +44,19 @@ pub struct Scope {
 /// The names of the CRDs of the Flux kinds bosun reconciles.
 pub fn reconciled_crds() -> Vec<String> {
     use bosun_api::flux::{
+        extensions::ArtifactGenerator,
         helm::HelmRelease,
         kustomize::Kustomization,
         notification::{FluxAlert, FluxProvider, FluxReceiver},
-        source::{Bucket, GitRepository, HelmRepository, OciRepository},
+        source::{Bucket, ExternalArtifact, GitRepository, HelmRepository, OciRepository},
     };
     [
         GitRepository::crd(),
         OciRepository::crd(),
         Bucket::crd(),
         HelmRepository::crd(),
+        ExternalArtifact::crd(),
+        ArtifactGenerator::crd(),
         Kustomization::crd(),
         HelmRelease::crd(),
         FluxProvider::crd(),

@@ -109,9 +109,9 @@ pub(super) fn artifact_stored<K: kit::Object>(
 }
 
 /// Where Flux's storage would keep the artifact of `revision`
-/// (`gitrepository/NAMESPACE/NAME/COMMIT.tar.gz`, `ocirepository/…/DIGEST.tar.gz`: the hex
-/// after the revision's algorithm).
-fn artifact_path(kind: &str, namespace: &str, name: &str, revision: &str) -> String {
+/// (`gitrepository/NAMESPACE/NAME/COMMIT.tar.gz`, `ocirepository/…/DIGEST.tar.gz`,
+/// `externalartifact/…/DIGEST.tar.gz`: the hex after the revision's algorithm).
+pub(super) fn artifact_path(kind: &str, namespace: &str, name: &str, revision: &str) -> String {
     let hex = revision.rsplit_once(':').map_or(revision, |(_, hex)| hex);
     format!("{}/{namespace}/{name}/{hex}.tar.gz", kind.to_lowercase())
 }

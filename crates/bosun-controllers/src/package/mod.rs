@@ -53,7 +53,7 @@ use bosun::apply::Cache;
 use bosun::package::Package;
 use bosun::render::Rendered;
 use bosun::source::Fetcher;
-use bosun_api::flux::source::{Bucket, GitRepository, OciRepository};
+use bosun_api::flux::source::{Bucket, ExternalArtifact, GitRepository, OciRepository};
 use bosun_api::package::{
     PackageResource, {PackageStatus, REQUESTED_AT},
 };
@@ -203,7 +203,8 @@ pub fn controller(client: Client, settings: Settings) -> kit::Controller<Package
         controller = controller
             .triggered_by(using_source::<GitRepository>)
             .triggered_by(using_source::<OciRepository>)
-            .triggered_by(using_source::<Bucket>);
+            .triggered_by(using_source::<Bucket>)
+            .triggered_by(using_source::<ExternalArtifact>);
     }
     if let Some(namespace) = &settings.namespace {
         controller = controller.namespace(namespace);

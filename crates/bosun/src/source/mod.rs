@@ -30,6 +30,7 @@
 mod archive;
 mod bucket;
 mod cache;
+mod compose;
 mod credentials;
 mod dir;
 mod error;
@@ -56,6 +57,7 @@ use std::{
 
 use bosun_core::redact;
 pub use bucket::BucketCredentials;
+pub use compose::{ComposeError, compose};
 pub use credentials::Credentials;
 pub use error::SourceError;
 pub use helm::{BuiltDependency, HelmIndex, build_dependencies, chart_credentials};
@@ -473,6 +475,50 @@ impl Fetcher {
         .await
         .unwrap_or_else(|panicked| {
             Err(SourceError::Fetch { url: shown, message: format!("reading failed: {panicked}") })
+        })
+    }
+}
+
+impl Fetcher {
+    /// The artifact `copies` compose from the snapshot directories of `sources` (by alias;
+    /// see [`compose`]), as a snapshot with the revision `latest@sha256:<digest>` of its files
+    /// (paths, modes, contents) as composed. `ignore` leaves files out of the snapshot, not
+    /// out of the digest, so that the revision is the artifact's wherever it is composed.
+    /// `origin` keys the cache (`ExternalArtifact/ns/name`).
+    ///
+    /// # Errors
+    ///
+    /// [`ComposeError`]: the copy operation that cannot be done, or the cache not written.
+    pub async fn compose(
+        &self,
+        origin: &str,
+        sources: BTreeMap<String, PathBuf>,
+        copies: Vec<bosun_api::flux::extensions::CopyOperation>,
+        ignore: Option<&str>,
+    ) -> Result<Snapshot, ComposeError> {
+        let cache = self.cache.clone();
+        let (origin, ignore) = (origin.to_string(), ignore.map(str::to_string));
+        let shown = origin.clone();
+        tokio::task::spawn_blocking(move || {
+            let staging = cache.scratch()?;
+            compose::compose(&sources, &copies, staging.path())?;
+            let ignore = ignore.as_deref();
+            let digest = dir::walk(staging.path(), None, None)?;
+            let source_id = format!("composed\0{origin}\0{}", ignore.unwrap_or_default());
+            let key = format!("composed-{}", hex_digest(&["v1", &digest, ignore.unwrap_or_default()]));
+            let lease = match cache.claim(&source_id, &key) {
+                Some(lease) => lease,
+                None => {
+                    let files = cache.scratch()?;
+                    dir::walk(staging.path(), ignore, Some(files.path()))?;
+                    cache.publish(&source_id, &key, files, false)?
+                }
+            };
+            Ok(Snapshot { root: cache.snapshot(&key), revision: format!("latest@sha256:{digest}"), _lease: lease })
+        })
+        .await
+        .unwrap_or_else(|panicked| {
+            Err(SourceError::Fetch { url: shown, message: format!("composing failed: {panicked}") }.into())
         })
     }
 }

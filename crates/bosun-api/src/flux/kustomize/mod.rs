@@ -150,8 +150,9 @@ pub struct Decryption {
     pub service_account_name: Option<String>,
 }
 
-/// An object by kind, name and namespace: a health check, of a Kustomization's or a Package's
-/// (`spec.healthChecks`).
+/// An object by kind, name and namespace (`meta.NamespacedObjectKindReference`): a health
+/// check, of a Kustomization's or a Package's (`spec.healthChecks`); the producer of an
+/// `ExternalArtifact` (`spec.sourceRef`).
 #[derive(Debug, Clone, Default, Deserialize, Serialize, PartialEq, JsonSchema)]
 #[serde(rename_all = "camelCase")]
 pub struct NamespacedObjectKindReference {

@@ -1,11 +1,13 @@
 //! `source.toolkit.fluxcd.io`: where appliers' manifests and charts come from.
 
 mod bucket;
+mod external_artifact;
 mod git;
 mod helm_repository;
 mod oci;
 
 pub use bucket::{Bucket, BucketSpec, BucketStatus, BucketSts};
+pub use external_artifact::{ExternalArtifact, ExternalArtifactSpec, ExternalArtifactStatus};
 pub use git::{
     ArtifactV1beta1, GitProvider, GitRepository, GitRepositoryInclude, GitRepositoryRef, GitRepositorySpec,
     GitRepositorySpecV1beta1, GitRepositorySpecV1beta2, GitRepositoryStatus, GitRepositoryStatusV1beta1,

@@ -5,7 +5,6 @@
 //! remote cluster — and the first field bosun cannot honour yet, by name. Objects carry Flux's `helm.toolkit.fluxcd.io/name` and `/namespace`
 //! labels, as helm-controller stamps them.
 
-use bosun_api::LocalObjectReference;
 use bosun_api::flux::ValuesSourceKind;
 use bosun_api::flux::helm::HelmRelease;
 use bosun_api::flux::source::{HelmRepository, OciRepository};
@@ -13,6 +12,7 @@ use bosun_api::package::{
     CommonMetadata, HelmChartSource, HelmSpec, HelmStorage, PackageSpec, PostRenderStrategy, RenderSpec, RollbackSpec,
     SourceReference, SourceSpec, ValuesKind, ValuesReference,
 };
+use bosun_api::{Interval, LocalObjectReference};
 
 use crate::fetch::unsupported::{self, Unsupported};
 use crate::flux::child;
@@ -21,6 +21,8 @@ use crate::flux::child;
 pub(crate) const NAME_LABEL: &str = "helm.toolkit.fluxcd.io/name";
 /// The label naming the HelmRelease's namespace on what it applied.
 pub(crate) const NAMESPACE_LABEL: &str = "helm.toolkit.fluxcd.io/namespace";
+/// How soon a `RetryOnFailure` strategy retries a failed action unless it says.
+const RETRY_ON_FAILURE: Interval = Interval(std::time::Duration::from_secs(300));
 /// Revisions Flux keeps in Helm's storage unless `maxHistory` says otherwise.
 const FLUX_MAX_HISTORY: u32 = 5;
 
@@ -125,9 +127,14 @@ pub(crate) fn package_spec(release: &HelmRelease, origin: &ChartOrigin) -> Resul
     let mut common = spec.common_metadata.clone().unwrap_or_default();
     common.labels.insert(NAME_LABEL.into(), release.metadata.name.clone().unwrap_or_default());
     common.labels.insert(NAMESPACE_LABEL.into(), namespace);
-    // Flux remediates a failed upgrade only when asked (retries, or the last failure).
-    let remediate =
-        upgrade_remediation.retries.is_some_and(|r| r != 0) || upgrade_remediation.remediate_last_failure == Some(true);
+    // Flux remediates a failed upgrade only when asked (retries, or the last failure), and
+    // never under `RetryOnFailure`, which retries every `retryInterval` (5m) instead.
+    let retrying = [&install.strategy, &upgrade.strategy].map(|s| {
+        s.as_ref().filter(|s| s.name == "RetryOnFailure").map(|s| s.retry_interval.unwrap_or(RETRY_ON_FAILURE))
+    });
+    let remediate = retrying[1].is_none()
+        && (upgrade_remediation.retries.is_some_and(|r| r != 0)
+            || upgrade_remediation.remediate_last_failure == Some(true));
     let disable_wait = install.disable_wait == Some(true) || upgrade.disable_wait == Some(true);
     Ok(PackageSpec {
         source: Some(source),
@@ -147,6 +154,7 @@ pub(crate) fn package_spec(release: &HelmRelease, origin: &ChartOrigin) -> Resul
         suspend: spec.suspend,
         service_account_name: spec.service_account_name.clone(),
         rollback: remediate.then_some(RollbackSpec { on_failure: true, keep: None }),
+        retry_interval: retrying[1].or(retrying[0]),
         kube_config: child::kube_config(spec.kube_config.as_ref()),
         ..PackageSpec::default()
     })
@@ -311,6 +319,39 @@ mod tests {
         let labels = &spec.common_metadata.as_ref().expect("metadata").labels;
         assert_eq!(labels[NAME_LABEL], "podinfo");
         assert_eq!(labels[NAMESPACE_LABEL], "flux-system");
+    }
+
+    #[test]
+    fn retry_on_failure_retries_at_its_interval_without_remediation() {
+        let origin = repository(json!({"url": "https://charts.example.com"}), "flux-system");
+        let retries = json!({"retries": 2});
+        for (install, upgrade, rollback, retry) in [
+            (json!({}), json!({"remediation": retries}), true, None),
+            (
+                json!({"strategy": {"name": "RetryOnFailure"}}),
+                json!({"strategy": {"name": "RetryOnFailure"}, "remediation": retries}),
+                false,
+                Some(300),
+            ),
+            (json!({}), json!({"strategy": {"name": "RetryOnFailure", "retryInterval": "1m"}}), false, Some(60)),
+            (
+                json!({"strategy": {"name": "RetryOnFailure", "retryInterval": "2m"}}),
+                json!({"remediation": retries}),
+                true,
+                Some(120),
+            ),
+            (
+                json!({"strategy": {"name": "RemediateOnFailure"}}),
+                json!({"strategy": {"name": "RemediateOnFailure"}, "remediation": retries}),
+                true,
+                None,
+            ),
+        ] {
+            let release = helm_release(from_repository(json!({"install": install, "upgrade": upgrade})));
+            let spec = package_spec(&release, &origin).expect("translated");
+            assert_eq!(spec.rollback.is_some(), rollback, "{install} {upgrade}");
+            assert_eq!(spec.retry_interval.map(|i| i.0.as_secs()), retry, "{install} {upgrade}");
+        }
     }
 
     #[test]

@@ -276,7 +276,6 @@ mod tests {
             (json!({"postBuild": {"substituteStrategy": "Strict"}}), "spec.postBuild.substituteStrategy"),
             (json!({"ignoreMissingComponents": true}), "spec.ignoreMissingComponents"),
             (json!({"sourceRef": {"kind": "HelmRepository", "name": "x"}}), "spec.sourceRef.kind"),
-            (json!({"sourceRef": {"kind": "ExternalArtifact", "name": "x"}}), "spec.sourceRef.kind"),
         ] {
             let (k, raw) = kustomization(with(fields));
             assert_eq!(package_spec(&k, &raw).expect_err(field).field, field);
@@ -285,7 +284,7 @@ mod tests {
 
     #[test]
     fn every_source_kind_bosun_reconciles_is_a_package_source_ref() {
-        for kind in ["GitRepository", "OCIRepository", "Bucket"] {
+        for kind in ["GitRepository", "OCIRepository", "Bucket", "ExternalArtifact"] {
             let reference = json!({"kind": kind, "name": "fleet", "namespace": "sources"});
             let (k, raw) = kustomization(with(json!({"sourceRef": reference})));
             let spec = package_spec(&k, &raw).expect(kind).spec;
