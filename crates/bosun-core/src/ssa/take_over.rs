@@ -43,7 +43,8 @@ pub fn take_over(live: &Value, desired: &Value, from: &[String], manager: &str, 
     let handed = |entry: &Value| {
         let name = entry["manager"].as_str().unwrap_or_default();
         name != manager
-            && from.iter().any(|prefix| name.starts_with(prefix.as_str()))
+            // An empty name would be every manager's prefix: never a manager meant.
+            && from.iter().any(|prefix| !prefix.is_empty() && name.starts_with(prefix.as_str()))
             && matches!(entry["operation"].as_str(), Some("Apply" | "Update"))
             && entry.get("subresource").and_then(Value::as_str).is_none_or(str::is_empty)
     };
@@ -225,5 +226,7 @@ mod tests {
             "status writes stay"
         );
         assert_eq!(take_over(&object, &object, &[], "bosun", NOW), None, "no managers named");
+        let other = live(vec![entry("hpa-controller", "Update", json!({"f:spec": {}}))], json!({}));
+        assert_eq!(take_over(&other, &other, &[String::new()], "bosun", NOW), None, "an empty name is no manager");
     }
 }
