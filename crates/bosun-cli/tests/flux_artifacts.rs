@@ -4,7 +4,8 @@
 //! one; `apps/base/**` and `apps/staging/**` under `base/` and `staging/` of the other), and
 //! Kustomizations with `sourceRef.kind: ExternalArtifact` applying them. A commit touching one
 //! artifact's files gives only that artifact a new revision; an artifact no longer generated
-//! is deleted.
+//! is deleted. Also `GitRepository.spec.include`, the older composition: another repository's
+//! artifact copied into a path of the including one's.
 
 use bosun_apiserver::ApiServer;
 use bosun_test_tools::git_server::{HttpAuth, HttpServer, Repos};
@@ -199,4 +200,121 @@ async fn a_generator_decomposes_a_monorepo_into_external_artifacts_kustomization
         assert!(std::time::Instant::now() < deadline, "apps never deleted");
         tokio::time::sleep(std::time::Duration::from_millis(50)).await;
     }
+}
+
+const INCLUDING: &str = "\
+apiVersion: v1
+kind: Namespace
+metadata: {name: flux-system}
+---
+apiVersion: source.toolkit.fluxcd.io/v1
+kind: GitRepository
+metadata: {name: app, namespace: flux-system}
+spec:
+  interval: 1s
+  url: APP_URL
+  ref: {branch: main}
+---
+apiVersion: source.toolkit.fluxcd.io/v1
+kind: GitRepository
+metadata: {name: config, namespace: flux-system}
+spec:
+  interval: 1h
+  url: CONFIG_URL
+  ref: {branch: main}
+  include:
+  - repository: {name: app}
+    fromPath: deploy/kubernetes
+    toPath: apps/shared
+  - repository: {name: app}
+    fromPath: deploy/extra.yaml
+    toPath: apps/extra.yaml
+---
+apiVersion: source.toolkit.fluxcd.io/v1
+kind: GitRepository
+metadata: {name: broken, namespace: flux-system}
+spec:
+  interval: 1h
+  url: CONFIG_URL
+  ref: {branch: main}
+  include:
+  - repository: {name: absent}
+---
+apiVersion: kustomize.toolkit.fluxcd.io/v1
+kind: Kustomization
+metadata: {name: apps, namespace: flux-system}
+spec:
+  interval: 1h
+  retryInterval: 1s
+  path: ./apps
+  prune: true
+  targetNamespace: default
+  sourceRef: {kind: GitRepository, name: config}
+";
+
+#[tokio::test]
+async fn a_git_repository_includes_another_s_artifact_and_follows_its_changes() {
+    let repos = Repos::new();
+    let app = repos.create("app");
+    app.write("deploy/kubernetes/shared.yaml", &configmap("shared", "1"))
+        .write("deploy/extra.yaml", &configmap("extra", "1"))
+        .write("src/not-deployed.yaml", &configmap("source", "1"));
+    app.commit("first");
+    let config = repos.create("config");
+    config.write("apps/local.yaml", &configmap("local", "1"));
+    config.commit("first");
+    let http = HttpServer::start(&repos, HttpAuth::None);
+    let cluster = Cluster::around(ApiServer::in_memory().start().await.expect("server"));
+    let crds = cluster.bosun(&["crds", "--flux"]).await;
+    let installed = cluster.kubectl(&["apply", "--server-side", "-f", "-"], Some(&crds.stdout)).await;
+    assert!(installed.status.success(), "{}", text(&installed));
+    let objects = INCLUDING.replace("APP_URL", &http.url(&app)).replace("CONFIG_URL", &http.url(&config));
+    let applied = cluster.kubectl(&["apply", "-f", "-"], Some(objects.as_bytes())).await;
+    assert!(applied.status.success(), "{}", text(&applied));
+    let _controller = cluster.controller("controller", &["--flux"]);
+
+    let client = cluster.server.client();
+    let kustomizations = flux_api(client.clone(), "flux-system", "kustomize.toolkit.fluxcd.io", "Kustomization");
+    let sources = flux_api(client.clone(), "flux-system", "source.toolkit.fluxcd.io", "GitRepository");
+    wait_for(&kustomizations, "apps", "ready", |k| ready_is(k, "True", None)).await;
+    let configmaps: Api<ConfigMap> = Api::namespaced(client.clone(), "default");
+    for name in ["local", "shared", "extra"] {
+        assert!(configmaps.get_opt(name).await.expect("get").is_some(), "{name} applied");
+    }
+    assert!(configmaps.get_opt("source").await.expect("get").is_none(), "outside fromPath");
+    let included = serde_json::to_value(sources.get("app").await.expect("app")).expect("json");
+    let including = wait_for(&sources, "config", "ready", |s| ready_is(s, "True", Some("Succeeded"))).await;
+    let status = &including["status"];
+    assert_eq!(status["includedArtifacts"][0]["revision"], artifact(&included)["revision"]);
+    assert_eq!(status["includedArtifacts"][1]["revision"], artifact(&included)["revision"]);
+    assert_eq!(status["observedInclude"][0]["toPath"], "apps/shared");
+    let revision = artifact(&including)["revision"].as_str().expect("revision").to_string();
+    assert!(revision.starts_with("main@sha1:"), "the including repository's own commit: {revision}");
+
+    // The included repository's change makes the includer's artifact anew (the same revision,
+    // another digest) though its own interval is an hour, and the Kustomization applies it.
+    app.write("deploy/kubernetes/shared.yaml", &configmap("shared", "2"));
+    app.commit("second");
+    let digest = artifact(&including)["digest"].clone();
+    let changed = wait_for(&sources, "config", "a new artifact", |s| artifact(s)["digest"] != digest).await;
+    assert_eq!(artifact(&changed)["revision"], revision.as_str());
+    let deadline = std::time::Instant::now() + support::BOUND;
+    loop {
+        let shared = configmaps.get("shared").await.expect("shared").data.unwrap_or_default();
+        if shared.get("value").map(String::as_str) == Some("2") {
+            break;
+        }
+        assert!(std::time::Instant::now() < deadline, "the included change never applied: {shared:?}");
+        tokio::time::sleep(std::time::Duration::from_millis(50)).await;
+    }
+
+    // An include naming no GitRepository: `IncludeUnavailable`, as source-controller reports it.
+    let broken = wait_for(&sources, "broken", "include unavailable", |s| {
+        flux_support::condition(s, "IncludeUnavailable").is_some_and(|c| c["status"] == "True")
+    })
+    .await;
+    let unavailable = flux_support::condition(&broken, "IncludeUnavailable").expect("condition");
+    assert_eq!(unavailable["reason"], "NotFound");
+    assert!(unavailable["message"].as_str().is_some_and(|m| m.contains("absent")), "{unavailable:#}");
+    assert!(ready_is(&broken, "False", None), "{broken:#}");
 }

@@ -554,3 +554,53 @@ async fn https_refuses_a_certificate_no_trusted_authority_signed() {
     assert_eq!(error.reason(), "ArtifactFailed", "{error}");
     assert!(error.to_string().starts_with(&url) && error.to_string().contains("certificate"), "{error}");
 }
+
+/// Commits a gitlink at `path` to `commit` in `repo`, with `.gitmodules` naming `url` for it,
+/// as `git submodule add` leaves them (written by hand: `git add -A` would drop a gitlink
+/// without its checkout).
+fn add_submodule(repo: &Repo, path: &str, url: &str, commit: &str) {
+    repo.write(".gitmodules", &format!("[submodule \"{path}\"]\n\tpath = {path}\n\turl = {url}\n"));
+    repo.git(&["add", "-A"]);
+    repo.git(&["update-index", "--add", "--cacheinfo", &format!("160000,{commit},{path}")]);
+    repo.git(&["commit", "-q", "-m", &format!("submodule {path}")]);
+}
+
+#[tokio::test]
+async fn submodules_are_checked_out_recursively_when_asked() {
+    let repos = Repos::new();
+    let deep = repos.create("deep");
+    let deep_commit = deep.write("deep.yaml", "deep: 1\n").commit("deep");
+    let lib = repos.create("lib");
+    lib.write("lib.yaml", "lib: 1\n").write("notes.txt", "left out by the superproject's ignore").commit("lib");
+    add_submodule(&lib, "nested/deep", "../deep", &deep_commit);
+    let lib_commit = lib.head();
+    // A later commit of lib: the superproject's gitlink pins the earlier one.
+    lib.write("lib.yaml", "lib: 2\n").commit("lib moved on");
+    let app = repos.create("app");
+    app.write("app.yaml", "app: 1\n").write(".sourceignore", "*.txt\n").commit("app");
+    add_submodule(&app, "vendor/lib", "../lib", &lib_commit);
+    let http = HttpServer::start(&repos, HttpAuth::None);
+
+    let cache = tempfile::tempdir().expect("cache");
+    let fetcher = Fetcher::new(cache.path().to_path_buf());
+    let mut spec = source(&http.url(&app), reference("branch", "main"));
+    let plain = fetch(&fetcher, &spec, None).await.expect("fetch");
+    let names: Vec<String> = files(&plain.root).into_keys().collect();
+    assert_eq!(names, [".sourceignore", "app.yaml"], "submodules are skipped unless asked for");
+
+    spec.recurse_submodules = true;
+    let recursed = fetch(&fetcher, &spec, None).await.expect("fetch with submodules");
+    assert_eq!(recursed.revision, plain.revision, "the superproject's commit");
+    let found = files(&recursed.root);
+    let names: Vec<&str> = found.keys().map(String::as_str).collect();
+    assert_eq!(names, [".sourceignore", "app.yaml", "vendor/lib/lib.yaml", "vendor/lib/nested/deep/deep.yaml"]);
+    assert_eq!(found["vendor/lib/lib.yaml"], "lib: 1\n", "the commit the gitlink records");
+
+    // A submodule whose URL leads nowhere fails naming it.
+    let broken = repos.create("broken");
+    broken.write("app.yaml", "app: 1\n").commit("app");
+    add_submodule(&broken, "vendor/gone", "../gone", &lib_commit);
+    let spec = GitSource { recurse_submodules: true, ..source(&http.url(&broken), reference("branch", "main")) };
+    let error = fetch(&fetcher, &spec, None).await.expect_err("no such repository").to_string();
+    assert!(error.contains("/gone"), "{error}");
+}

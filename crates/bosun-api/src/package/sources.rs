@@ -80,6 +80,11 @@ pub struct GitSource {
     /// Bound of one fetch (default 60s).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub timeout: Option<Interval>,
+    /// Check out the commit's submodules too, recursively, as `git submodule update --init
+    /// --recursive` (Flux's `recurseSubmodules`): each from the URL `.gitmodules` gives it
+    /// (relative to this one's), with this source's credentials when on the same host.
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    pub recurse_submodules: bool,
 }
 
 /// An archive downloaded over HTTP(S) as a source.

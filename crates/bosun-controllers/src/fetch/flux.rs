@@ -3,7 +3,7 @@
 //! and the artifact it stored, as a Package's `source.sourceRef` gets it (an `ExternalArtifact`
 //! is composed again instead: [`super::generated`]).
 
-use std::time::Duration;
+use std::{collections::BTreeMap, time::Duration};
 
 use kube::{Api, Client, core::NamespaceResourceScope};
 use serde::de::DeserializeOwned;
@@ -11,7 +11,8 @@ use serde::de::DeserializeOwned;
 use bosun::source::{Fetcher, Snapshot};
 use bosun_api::LocalObjectReference;
 use bosun_api::flux::Artifact;
-use bosun_api::flux::source::{Bucket, GitProvider, GitRepository, OciRepository};
+use bosun_api::flux::extensions::CopyOperation;
+use bosun_api::flux::source::{Bucket, GitProvider, GitRepository, GitRepositoryInclude, OciRepository};
 use bosun_api::package::{
     BucketSource, GitReference, GitSource, OciLayerOperation, OciLayerSelector, OciReference, OciSource,
     OciVerification, SourceReference,
@@ -51,6 +52,18 @@ pub(crate) trait FluxSource:
 
     /// Its `spec.interval`.
     fn interval(&self) -> Duration;
+
+    /// The GitRepositories whose artifacts its own includes (a `GitRepository`'s
+    /// `spec.include`).
+    fn includes(&self) -> &[GitRepositoryInclude] {
+        &[]
+    }
+
+    /// The artifacts of [`includes`](Self::includes) its stored artifact holds
+    /// (`status.includedArtifacts`).
+    fn included_artifacts(&self) -> &[Artifact] {
+        &[]
+    }
 }
 
 /// The methods of [`FluxSource`] that read fields every kind names alike.
@@ -79,6 +92,14 @@ impl FluxSource for GitRepository {
 
     fn remote(&self) -> Result<Remote, Unsupported> {
         git_source(self).map(Remote::Git)
+    }
+
+    fn includes(&self) -> &[GitRepositoryInclude] {
+        &self.spec.include
+    }
+
+    fn included_artifacts(&self) -> &[Artifact] {
+        self.status.as_ref().map_or(&[], |s| &s.included_artifacts)
     }
 
     same_named_fields!();
@@ -144,8 +165,6 @@ pub(super) const EXTERNAL_ARTIFACT: &str = "ExternalArtifact";
 pub(crate) fn git_source(repository: &GitRepository) -> Result<GitSource, Unsupported> {
     let spec = &repository.spec;
     unsupported::refuse(&[
-        ("spec.include", !spec.include.is_empty()),
-        ("spec.recurseSubmodules", spec.recurse_submodules == Some(true)),
         ("spec.verify", spec.verify.is_some()),
         ("spec.sparseCheckout", !spec.sparse_checkout.is_empty()),
         ("spec.proxySecretRef", spec.proxy_secret_ref.is_some()),
@@ -171,6 +190,7 @@ pub(crate) fn git_source(repository: &GitRepository) -> Result<GitSource, Unsupp
         reference,
         secret_ref: local(spec.secret_ref.as_ref()),
         timeout: spec.timeout,
+        recurse_submodules: spec.recurse_submodules == Some(true),
     })
 }
 
@@ -338,10 +358,154 @@ impl Stored<'_> {
                 snapshot.revision, artifact.revision
             )));
         }
+        if !source.includes().is_empty() {
+            let (composed, included) = include(
+                self.fetcher,
+                self.client,
+                namespace,
+                &source_name,
+                snapshot,
+                source.includes(),
+                ignore.as_deref(),
+            )
+            .await
+            .map_err(|e| not_ready(e.to_string()))?;
+            if !same_artifacts(&included, source.included_artifacts()) {
+                return Err(not_ready(
+                    "what it includes changed since it stored its artifact: waiting for it to store the new one".into(),
+                ));
+            }
+            snapshot = composed;
+        }
         // The revision as the source stored it (`main@sha1:…`, `v1@sha256:…`), which Flux's
         // status repeats.
         snapshot.revision.clone_from(&artifact.revision);
         Ok((snapshot, artifact.clone()))
+    }
+}
+
+/// Why the artifacts a `GitRepository` includes could not be had, as source-controller's
+/// `IncludeUnavailable` reasons name it.
+#[derive(Debug, thiserror::Error)]
+pub(crate) enum IncludeError {
+    /// The included GitRepository is missing or has stored no artifact yet: retried.
+    #[error("include '{name}': {message}")]
+    Unavailable {
+        /// The included GitRepository's name.
+        name: String,
+        /// `NotFound` or `NoArtifact`.
+        reason: &'static str,
+        /// Why.
+        message: String,
+    },
+    /// Its artifact could not be fetched or copied in.
+    #[error("include '{name}': {error}")]
+    Failed {
+        /// The included GitRepository's name.
+        name: String,
+        /// Why (boxed: large, and rare).
+        error: Box<FetchError>,
+    },
+}
+
+impl IncludeError {
+    /// The reason of the includer's `IncludeUnavailable` condition.
+    pub(crate) fn reason(&self) -> &'static str {
+        match self {
+            IncludeError::Unavailable { reason, .. } => reason,
+            IncludeError::Failed { .. } => "CopyFailure",
+        }
+    }
+}
+
+/// `snapshot` (of `described`, a GitRepository in `namespace`) with the stored artifacts of the
+/// GitRepositories `includes` names copied in, as source-controller's `include` does: each
+/// one's `fromPath` (its root when absent) at `toPath` (its name when absent), in order, over
+/// the files already there; `ignore` applies to the whole. Also the artifacts included, in
+/// the order of `includes` (the includer's `status.includedArtifacts`).
+pub(crate) async fn include(
+    fetcher: &Fetcher,
+    client: &Client,
+    namespace: &str,
+    described: &str,
+    snapshot: Snapshot,
+    includes: &[GitRepositoryInclude],
+    ignore: Option<&str>,
+) -> Result<(Snapshot, Vec<Artifact>), IncludeError> {
+    let mut included = Vec::with_capacity(includes.len());
+    for include in includes {
+        let name = &include.repository.name;
+        let unavailable = |reason, message: String| IncludeError::Unavailable { name: name.clone(), reason, message };
+        let source_name = format!("GitRepository/{namespace}/{name}");
+        let repository = match get::<GitRepository>(client, namespace, name, &source_name).await {
+            Ok(repository) => repository,
+            Err(e) => return Err(unavailable("NotFound", plain(&e))),
+        };
+        if repository.artifact().is_none() {
+            return Err(unavailable("NoArtifact", "no artifact available yet".into()));
+        }
+        let reference =
+            SourceReference { kind: GitRepository::KIND.into(), name: name.clone(), ..SourceReference::default() };
+        let stored = Stored {
+            fetcher,
+            client,
+            reference: &reference,
+            scope: Scope { namespace, cross_namespace: false },
+            ignore: None,
+            refetch: false,
+        };
+        // Boxed: an included repository may include others in turn.
+        let fetch = Box::pin(stored.of::<GitRepository>());
+        let hint = "do GitRepositories include each other in a cycle?";
+        let failed = |error: FetchError| IncludeError::Failed { name: name.clone(), error: Box::new(error) };
+        included.push(super::nested(described, hint, fetch).await.map_err(failed)?.map_err(failed)?);
+    }
+    let mut sources = BTreeMap::from([(INCLUDER.to_string(), snapshot.root.clone())]);
+    let mut copies =
+        vec![CopyOperation { from: format!("@{INCLUDER}/**"), to: "@artifact/".into(), ..Default::default() }];
+    for (index, (include, (files, _))) in includes.iter().zip(&included).enumerate() {
+        let alias = format!("include-{index}");
+        copies.push(include_copy(&alias, include, &files.root));
+        sources.insert(alias, files.root.clone());
+    }
+    let mut composed = fetcher.compose(described, sources, copies, ignore).await.map_err(|e| IncludeError::Failed {
+        name: includes.first().map(|i| i.repository.name.clone()).unwrap_or_default(),
+        error: Box::new(FetchError::Invalid(e.to_string())),
+    })?;
+    // The including repository's own revision, as Flux keeps it (the digest tells the rest).
+    composed.revision = snapshot.revision;
+    Ok((composed, included.into_iter().map(|(_, artifact)| artifact).collect()))
+}
+
+/// The alias of the including repository's own files among the composed sources (`include-N`
+/// the others': no GitRepository name can clash, they are not aliases).
+const INCLUDER: &str = "repository";
+
+/// The copy operation that lands `include` (the files of `alias`, under `root`): its
+/// `fromPath` directory's contents, or that one file, at `toPath`.
+fn include_copy(alias: &str, include: &GitRepositoryInclude, root: &std::path::Path) -> CopyOperation {
+    let from_path = include.from_path.as_deref().map(|p| p.trim_matches('/')).filter(|p| !p.is_empty() && *p != ".");
+    let to_path = include.to_path.as_deref().unwrap_or(&include.repository.name).trim_matches('/');
+    let file = from_path.is_some_and(|p| root.join(p).is_file());
+    let (from, to) = match (from_path, file) {
+        (Some(path), true) => (format!("@{alias}/{path}"), format!("@artifact/{to_path}")),
+        (Some(path), false) => (format!("@{alias}/{path}/**"), format!("@artifact/{to_path}/")),
+        (None, _) => (format!("@{alias}/**"), format!("@artifact/{to_path}/")),
+    };
+    CopyOperation { from, to, ..Default::default() }
+}
+
+/// Whether two lists of artifacts hold the same revisions and digests (their times and URLs
+/// aside).
+pub(crate) fn same_artifacts(a: &[Artifact], b: &[Artifact]) -> bool {
+    a.len() == b.len() && a.iter().zip(b).all(|(a, b)| a.revision == b.revision && a.digest == b.digest)
+}
+
+/// A fetch failure without the Package field it would stand at.
+fn plain(error: &FetchError) -> String {
+    match error {
+        FetchError::SourceNotReady { message, .. } => message.clone(),
+        error => error.to_string(),
     }
 }
 
@@ -383,6 +547,9 @@ mod tests {
         let source = git_source(&object(with(&base, json!({"ref": {"tag": "v1"}})))).expect("source");
         assert_eq!(source.reference.as_ref().and_then(|r| r.tag.as_deref()), Some("v1"));
         assert_eq!(source.reference.and_then(|r| r.branch), None);
+        assert!(!source.recurse_submodules);
+        let source = git_source(&object(with(&base, json!({"recurseSubmodules": true})))).expect("source");
+        assert!(source.recurse_submodules);
     }
 
     #[test]
@@ -390,13 +557,41 @@ mod tests {
         refused::<GitRepository>(
             &json!({"url": "https://example.com/r", "interval": "1m"}),
             vec![
-                (json!({"recurseSubmodules": true}), "spec.recurseSubmodules"),
-                (json!({"include": [{"repository": {"name": "other"}}]}), "spec.include"),
                 (json!({"verify": {"mode": "HEAD", "secretRef": {"name": "keys"}}}), "spec.verify"),
                 (json!({"sparseCheckout": ["apps"]}), "spec.sparseCheckout"),
                 (json!({"provider": "azure"}), "spec.provider"),
             ],
         );
+    }
+
+    #[test]
+    fn an_include_lands_its_from_path_at_its_to_path_as_source_controller() {
+        let root = tempfile::tempdir().expect("tmp");
+        std::fs::create_dir_all(root.path().join("deploy/kubernetes")).expect("dir");
+        std::fs::write(root.path().join("deploy/extra.yaml"), "x: 1\n").expect("file");
+        let include = |spec: Value| serde_json::from_value::<GitRepositoryInclude>(spec).expect("include");
+        for (spec, from, to) in [
+            (json!({"repository": {"name": "app"}}), "@include-0/**", "@artifact/app/"),
+            (json!({"repository": {"name": "app"}, "fromPath": "./"}), "@include-0/**", "@artifact/app/"),
+            (
+                json!({"repository": {"name": "app"}, "fromPath": "deploy/kubernetes", "toPath": "base/app"}),
+                "@include-0/deploy/kubernetes/**",
+                "@artifact/base/app/",
+            ),
+            (
+                json!({"repository": {"name": "app"}, "fromPath": "/deploy/kubernetes/", "toPath": "/base/app/"}),
+                "@include-0/deploy/kubernetes/**",
+                "@artifact/base/app/",
+            ),
+            (
+                json!({"repository": {"name": "app"}, "fromPath": "deploy/extra.yaml", "toPath": "apps/x.yaml"}),
+                "@include-0/deploy/extra.yaml",
+                "@artifact/apps/x.yaml",
+            ),
+        ] {
+            let copy = include_copy("include-0", &include(spec.clone()), root.path());
+            assert_eq!((copy.from.as_str(), copy.to.as_str()), (from, to), "{spec}");
+        }
     }
 
     #[test]

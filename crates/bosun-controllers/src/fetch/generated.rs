@@ -245,15 +245,6 @@ pub(crate) async fn generate(
     Ok(Generated { snapshot, fields: ArtifactFields { digest, revision, metadata } })
 }
 
-/// How deep ExternalArtifacts may be composed from other ExternalArtifacts: a cycle of
-/// generators (A reads B's artifact, B reads A's) is stopped here, not followed for ever.
-const MAX_NESTING: u32 = 8;
-
-tokio::task_local! {
-    /// The ExternalArtifacts being composed around this one.
-    static NESTING: u32;
-}
-
 /// The `ExternalArtifact` `reference` names, as its `ArtifactGenerator` stored it: composed
 /// again from the generator's sources as they stored their artifacts, and compared with the one
 /// stored (a source that moved on since makes another: retried until the generator stores it).
@@ -278,16 +269,11 @@ pub(super) async fn external(
     let generator_namespace = producer.namespace.as_deref().unwrap_or(namespace);
     let generator: ArtifactGenerator = flux::get(client, generator_namespace, &producer.name, &source_name).await?;
     let failed = |e: GenerateError| not_ready(e.to_string());
-    let nesting = NESTING.try_with(|n| *n).unwrap_or(0);
-    if nesting >= MAX_NESTING {
-        return Err(FetchError::Invalid(format!(
-            "{source_name}: composed from ExternalArtifacts more than {MAX_NESTING} deep: do generators read each other's artifacts in a cycle?"
-        )));
-    }
-    let sources = NESTING
-        .scope(nesting + 1, sources(fetcher, client, &generator, scope.cross_namespace))
-        .await
-        .map_err(failed)?;
+    let sources = super::nested(&source_name, "do generators read each other's artifacts in a cycle?", async {
+        sources(fetcher, client, &generator, scope.cross_namespace).await
+    })
+    .await?
+    .map_err(failed)?;
     let requests = sources.requests(&generator).map_err(failed)?;
     let output = requests
         .iter()

@@ -198,6 +198,32 @@ pub(crate) async fn stored_artifact(
     }
 }
 
+/// How deep artifacts may be composed from other composed artifacts (ExternalArtifacts of
+/// generators reading ExternalArtifacts, GitRepositories including GitRepositories): a cycle
+/// (A reads B's artifact, B reads A's) is stopped here, not followed for ever.
+const MAX_NESTING: u32 = 8;
+
+tokio::task_local! {
+    /// The composed artifacts being fetched around this one.
+    static NESTING: u32;
+}
+
+/// Runs `fetch`, which fetches the artifacts `source_name`'s is composed from, one level
+/// deeper; refused naming `source_name` and `hint` beyond [`MAX_NESTING`] levels.
+pub(super) async fn nested<F: std::future::Future>(
+    source_name: &str,
+    hint: &str,
+    fetch: F,
+) -> Result<F::Output, FetchError> {
+    let nesting = NESTING.try_with(|n| *n).unwrap_or(0);
+    if nesting >= MAX_NESTING {
+        return Err(FetchError::Invalid(format!(
+            "{source_name}: composed from other artifacts more than {MAX_NESTING} deep: {hint}"
+        )));
+    }
+    Ok(NESTING.scope(nesting + 1, fetch).await)
+}
+
 /// A source of a kind Flux's source objects also fetch: a Git repository, an OCI artifact or
 /// a bucket, each with the Secrets it names.
 #[derive(Debug, Clone, PartialEq)]

@@ -16,7 +16,10 @@ use bosun::source::{Fetcher, Snapshot};
 use bosun_api::flux::{Artifact, RECONCILE_REQUESTED_AT};
 use bosun_kit::{self as kit, Failure, Run};
 
-use crate::fetch::{flux::FluxSource, unsupported};
+use crate::fetch::{
+    flux::{self, FluxSource},
+    unsupported,
+};
 
 /// A kind of Flux source object as its reconciler sees it, beyond what it fetches.
 pub(crate) trait Reconciled: FluxSource {
@@ -26,6 +29,11 @@ pub(crate) trait Reconciled: FluxSource {
     /// The `observed…` status fields besides `observedIgnore` (`observedLayerSelector`).
     fn observed(&self) -> Vec<(&'static str, Value)> {
         Vec::new()
+    }
+
+    /// `controller` with the watches this kind needs besides its own objects.
+    fn watching(controller: kit::Controller<Sources<Self>>) -> kit::Controller<Sources<Self>> {
+        controller
     }
 }
 
@@ -41,7 +49,7 @@ pub(crate) fn controller<S: Reconciled>(
     fetcher: Fetcher,
     scope: &super::Scope,
 ) -> kit::Controller<Sources<S>> {
-    source_controller(S::KIND, Sources { fetcher, kind: PhantomData }, client, scope)
+    S::watching(source_controller(S::KIND, Sources { fetcher, kind: PhantomData }, client, scope))
 }
 
 /// The controller of `reconciler`, which reconciles Flux's source objects of kind `kind`,
@@ -92,6 +100,15 @@ pub(super) fn fetch_failed<K: kit::Object>(
     failure.within(interval)
 }
 
+/// Included artifacts that cannot be had, as source-controller reports it:
+/// `IncludeUnavailable=True` with the reason (`NotFound`, `NoArtifact`, `CopyFailure`),
+/// retried within `interval` (an included repository's change wakes it sooner).
+fn include_unavailable<K: kit::Object>(run: &mut Run<K>, error: &flux::IncludeError, interval: Duration) -> Failure {
+    let message = error.to_string();
+    run.condition("IncludeUnavailable", true, error.reason(), &message);
+    Failure::retry(error.reason(), format!("{}: {message}", run.describe())).within(interval)
+}
+
 /// A stored artifact as source-controller reports it: `status.artifact`, `FetchFailed`
 /// removed, `ArtifactInStorage` and `Ready` true with reason `Succeeded` and `message`, the
 /// object looked at again after `interval`.
@@ -116,14 +133,17 @@ pub(super) fn artifact_path(kind: &str, namespace: &str, name: &str, revision: &
     format!("{}/{namespace}/{name}/{hex}.tar.gz", kind.to_lowercase())
 }
 
-/// The artifact of `snapshot`: `previous` when it is of the same revision (its digest and
-/// time stand), else a new one.
+/// The artifact of `snapshot`: the source's stored one when it is of the same revision and
+/// includes the same artifacts (its digest and time stand), else a new one.
 fn stored<S: Reconciled>(
     run: &Run<S>,
     snapshot: &Snapshot,
-    previous: Option<&Artifact>,
+    included: &[Artifact],
 ) -> Result<(Artifact, bool), bosun::source::SourceError> {
-    if let Some(previous) = previous.filter(|a| a.revision == snapshot.revision) {
+    let source = run.object();
+    let same =
+        |a: &&Artifact| a.revision == snapshot.revision && flux::same_artifacts(included, source.included_artifacts());
+    if let Some(previous) = source.artifact().filter(same) {
         return Ok((previous.clone(), false));
     }
     let digest = bosun::source::digest(snapshot)?;
@@ -159,7 +179,21 @@ impl<S: Reconciled> kit::Reconciler for Sources<S> {
             Ok(snapshot) => snapshot,
             Err(e) => return Err(fetch_failed(run, e.reason(), &e.to_string(), e.is_permanent(), interval)),
         };
-        let (artifact, new) = stored(run, &snapshot, source.artifact())
+        let (snapshot, included) = match source.includes() {
+            [] => (snapshot, Vec::new()),
+            includes => {
+                let ignore = source.ignore();
+                match flux::include(&self.fetcher, run.client(), &namespace, &described, snapshot, includes, ignore)
+                    .await
+                {
+                    Ok(included) => included,
+                    Err(e) => return Err(include_unavailable(run, &e, interval)),
+                }
+            }
+        };
+        run.remove_condition("IncludeUnavailable");
+        run.set_status("includedArtifacts", &included);
+        let (artifact, new) = stored(run, &snapshot, &included)
             .map_err(|e| Failure::retry("StorageOperationFailed", format!("{described}: {e}")).within(interval))?;
         if new {
             let note = source.note(&artifact.revision, &snapshot.root);

@@ -23,10 +23,13 @@ use super::{
     status::{self, BUILD_FAILED},
 };
 
-/// A rendering and what it was rendered from: the source revision, the spec's generation,
-/// the variables read from `substituteFrom` and a chart's release revision.
+/// A rendering and what it was rendered from: the source revision and its files' snapshot
+/// directory (named by their content: a GitRepository's includes change it under the same
+/// revision), the spec's generation, the variables read from `substituteFrom` and a chart's
+/// release revision.
 pub(super) struct RenderedAt {
     revision: String,
+    files: std::path::PathBuf,
     generation: i64,
     variables: BTreeMap<String, String>,
     release_revision: i64,
@@ -129,6 +132,7 @@ impl PackageReconciler {
             let cache = self.rendered.lock().unwrap_or_else(|e| e.into_inner());
             if let Some(cached) = cache.get(&key)
                 && cached.revision == revision
+                && cached.files == snapshot.root
                 && cached.generation == generation
                 && cached.variables == variables
                 && cached.release_revision == release_revision
@@ -162,6 +166,7 @@ impl PackageReconciler {
         let mut cache = self.rendered.lock().unwrap_or_else(|e| e.into_inner());
         let entry = RenderedAt {
             revision: revision.to_string(),
+            files: snapshot.root.clone(),
             generation,
             variables,
             release_revision,

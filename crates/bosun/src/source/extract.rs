@@ -1,5 +1,6 @@
 //! A commit's files written out, with the ignore rules applied: plain files, executables (their
-//! bit kept, for exec renderers' scripts) and symlinks that stay inside; submodules skipped.
+//! bit kept, for exec renderers' scripts) and symlinks that stay inside; submodules (gitlinks)
+//! listed for [`super::submodules`], which checks them out when the source asks.
 
 use std::path::Path;
 
@@ -8,21 +9,33 @@ use gix::{ObjectId, objs::tree::EntryKind};
 use super::{
     SourceError,
     files::{Entry, safe_link, safe_name},
-    ignore::{IGNORE_FILE, Rules},
+    ignore::{Entered, IGNORE_FILE, Rules},
 };
 
-/// Writes the tree of `commit` into the empty directory `target`.
+/// A submodule of a commit: the commit its path (relative to the snapshot root) records, and
+/// the ignore rules of its directory.
+pub(crate) struct Gitlink {
+    pub(crate) path: String,
+    pub(crate) commit: ObjectId,
+    pub(crate) rules: Entered,
+}
+
+/// Writes the tree of `commit` into directory `dir` (relative, `""` for the root) of
+/// `target`, which exists and is empty; returns the submodules found, not ignored.
 pub(crate) fn extract(
     repo: &gix::Repository,
     commit: ObjectId,
     rules: &mut Rules,
     target: &Path,
+    dir: &str,
     url: &str,
-) -> Result<(), SourceError> {
+) -> Result<Vec<Gitlink>, SourceError> {
     let failed =
         |e: gix::Error| SourceError::Fetch { url: url.to_string(), message: format!("reading commit {commit}: {e}") };
     let tree = repo.find_commit(commit).and_then(|c| c.tree_id()).map_err(failed)?;
-    walk(repo, tree.detach(), "", rules, target, &failed)
+    let mut gitlinks = Vec::new();
+    walk(repo, tree.detach(), dir, rules, target, &failed, &mut gitlinks)?;
+    Ok(gitlinks)
 }
 
 fn walk(
@@ -32,6 +45,7 @@ fn walk(
     rules: &mut Rules,
     target: &Path,
     failed: &dyn Fn(gix::Error) -> SourceError,
+    gitlinks: &mut Vec<Gitlink>,
 ) -> Result<(), SourceError> {
     let tree = repo.find_tree(tree).map_err(failed)?;
     let entries: Vec<(String, EntryKind, ObjectId)> = tree
@@ -52,7 +66,7 @@ fn walk(
         match kind {
             EntryKind::Tree => {
                 std::fs::create_dir(&at).map_err(SourceError::io(&at, "writing the snapshot"))?;
-                walk(repo, id, &path, rules, target, failed)?;
+                walk(repo, id, &path, rules, target, failed, gitlinks)?;
             }
             EntryKind::Blob | EntryKind::BlobExecutable => {
                 let content = repo.find_blob(id).map_err(failed)?.take_data();
@@ -68,8 +82,7 @@ fn walk(
                     tracing::debug!(path, link = %link, "symlink leaving the source skipped");
                 }
             }
-            // Submodules are not fetched.
-            EntryKind::Commit => {}
+            EntryKind::Commit => gitlinks.push(Gitlink { path, commit: id, rules: rules.entered() }),
         }
     }
     rules.leave();

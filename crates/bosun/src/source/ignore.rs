@@ -76,6 +76,18 @@ impl Rules {
         self.nested.pop();
     }
 
+    /// The `.sourceignore` rules of the directories entered now, to [`Rules::resume`] a walk
+    /// here later (a submodule is written after the walk of its superproject left its
+    /// directory).
+    pub(crate) fn entered(&self) -> Entered {
+        Entered(self.nested.clone())
+    }
+
+    /// Back in the directories of `entered`; returns the ones entered before.
+    pub(crate) fn resume(&mut self, entered: Entered) -> Entered {
+        Entered(std::mem::replace(&mut self.nested, entered.0))
+    }
+
     /// Whether `path` (relative to the source root, `/`-separated) is left out.
     pub(crate) fn is_ignored(&self, path: &str, is_dir: bool) -> bool {
         let lists = std::iter::once(&self.spec).chain(self.nested.iter().rev().flatten()).chain([&self.defaults]);
@@ -88,6 +100,10 @@ impl Rules {
             .unwrap_or(false)
     }
 }
+
+/// The `.sourceignore` rules of the directories a walk is in ([`Rules::entered`]).
+#[derive(Clone)]
+pub(crate) struct Entered(Vec<Option<List<Ignore>>>);
 
 /// Patterns from `bytes`, relative to directory `dir`.
 fn parse(bytes: &[u8], dir: &str) -> List<Ignore> {

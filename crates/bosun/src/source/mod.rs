@@ -43,6 +43,7 @@ mod location;
 mod oci;
 mod reference;
 mod rewrite;
+mod submodules;
 mod worktree;
 
 use std::{
@@ -201,19 +202,33 @@ impl Fetcher {
         }
         let timeout = job.timeout;
         let ignore = ignore.map(str::to_string);
-        let source_id =
-            format!("git\0{}\0{}\0{}", job.shown, job.wanted.describe(), ignore.as_deref().unwrap_or_default());
+        let recurse = if source.recurse_submodules { "\0submodules" } else { "" };
+        let source_id = format!(
+            "git\0{}\0{}\0{}{recurse}",
+            job.shown,
+            job.wanted.describe(),
+            ignore.as_deref().unwrap_or_default()
+        );
         let lock = self.cache.lock(&lock_key(&job));
         let cache = self.cache.clone();
         let interrupt = Arc::new(AtomicBool::new(false));
         let flag = interrupt.clone();
         let url = job.shown.clone();
+        // Relative submodule URLs resolve against the URL as the source names it, as git's do.
+        let superproject = source.recurse_submodules.then(|| (self.clone(), source.url.clone(), credentials.cloned()));
         let run = async move {
             let guard = lock.lock_owned().await;
             tokio::task::spawn_blocking(move || {
                 // Held until the blocking work ends, even when the caller gave up waiting.
                 let _guard = guard;
-                snapshot_commit(&cache, &job, ignore.as_deref(), &source_id, &flag)
+                let superproject = superproject.as_ref().map(|(fetcher, url, credentials)| submodules::Superproject {
+                    fetcher,
+                    url: url.clone(),
+                    credentials: credentials.clone(),
+                    timeout: job.timeout,
+                    dir: String::new(),
+                });
+                snapshot_commit(&cache, &job, ignore.as_deref(), &source_id, &flag, superproject.as_ref())
             })
             .await
         };
@@ -563,24 +578,32 @@ fn lock_key(job: &git::Job) -> String {
     }
 }
 
-/// Finds the commit and leases its snapshot, extracting it when it is not there yet.
+/// Finds the commit and leases its snapshot, extracting it (and the submodules of
+/// `superproject`, when given) when it is not there yet.
 fn snapshot_commit(
     cache: &Arc<Cache>,
     job: &git::Job,
     ignore: Option<&str>,
     source_id: &str,
     interrupt: &AtomicBool,
+    superproject: Option<&submodules::Superproject<'_>>,
 ) -> Result<Snapshot, SourceError> {
     let found = git::find(job, cache, interrupt)?;
     let commit = found.commit.to_string();
-    let key = format!("git-{}", hex_digest(&["v1", &commit, ignore.unwrap_or_default()]));
+    let mut parts = vec!["v1", &commit, ignore.unwrap_or_default()];
+    parts.extend(superproject.map(|_| "submodules"));
+    let key = format!("git-{}", hex_digest(&parts));
     let cached = if job.refetch { None } else { cache.claim(source_id, &key) };
     let lease = match cached {
         Some(lease) => lease,
         None => {
             let files = cache.scratch()?;
             let mut rules = ignore::Rules::new(ignore);
-            extract::extract(&found.repo, found.commit, &mut rules, files.path(), &job.shown)?;
+            let gitlinks = extract::extract(&found.repo, found.commit, &mut rules, files.path(), "", &job.shown)?;
+            if let Some(superproject) = superproject {
+                let mut checkout = submodules::Checkout::new(&mut rules, files.path(), interrupt, lock_key(job));
+                superproject.check_out(&found.repo, found.commit, gitlinks, &mut checkout)?;
+            }
             cache.publish(source_id, &key, files, job.refetch)?
         }
     };
