@@ -249,7 +249,10 @@ async fn create_all(api: &Api<DynamicObject>, objects: Vec<Value>) {
             let api = api.clone();
             async move {
                 let object: DynamicObject = serde_json::from_value(object).expect("object");
-                api.create(&PostParams::default(), &object).await.expect("create");
+                // As every real client names itself (kubectl, flux): the server records the
+                // writer in the object's managed fields.
+                let params = PostParams { field_manager: Some("bosun-bench".into()), ..PostParams::default() };
+                api.create(&params, &object).await.expect("create");
             }
         })
         .buffer_unordered(16)

@@ -294,16 +294,54 @@ impl<K: Object> Run<K> {
         self.value["status"] = status;
     }
 
-    /// Applies the registered children and prunes those of the owned kinds no longer
-    /// registered; each child's result is recorded. Returns the first failure.
-    pub async fn apply_children(&mut self) -> Result<(), Failure> {
-        let owner = Owner {
+    /// Applies one child of type `T` (server-side apply, forced, owned by the object as
+    /// [`Run::apply_children`] owns its children) in one request, and returns it as the server
+    /// answered: for a caller that knows the child must change (it read it, or its watch
+    /// did), where [`Run::apply_children`] would read it first and list the kind to prune.
+    /// The result is recorded, as theirs; no event is published.
+    ///
+    /// ```text
+    /// let package: PackageResource = run.apply_child(json!({"apiVersion": …, "kind": "Package", …})).await?;
+    /// ```
+    pub async fn apply_child<T>(&mut self, child: Value) -> Result<T, Failure>
+    where
+        T: Resource<DynamicType = (), Scope = kube::core::NamespaceResourceScope>
+            + Clone
+            + serde::de::DeserializeOwned
+            + std::fmt::Debug,
+    {
+        let desired =
+            children::prepare(&child, &self.owner(), &self.shared.name, &bosun_core::scopes::Scopes::builtin());
+        let described = object::describe(&desired);
+        let api: Api<T> = Api::namespaced(self.shared.client.clone(), object::namespace(&desired));
+        let params = PatchParams::apply(&self.shared.name).force();
+        let result = api.patch(object::name(&desired), &params, &Patch::Apply(&desired)).await.map_err(Failure::from);
+        self.shared.metrics.child(&self.shared.name, "apply", result.is_ok());
+        let recorded = result.as_ref().map(drop).map_err(Clone::clone);
+        self.records.push(Record {
+            object: described,
+            operation: "apply".into(),
+            result: recorded,
+            requeue_after: None,
+        });
+        result
+    }
+
+    /// The object as the owner of its children.
+    fn owner(&self) -> Owner {
+        Owner {
             api_version: object::api_version(&self.value).to_string(),
             kind: object::kind(&self.value).to_string(),
             name: self.name().to_string(),
             namespace: self.namespace().to_string(),
             uid: object::text(&self.value, "/metadata/uid").to_string(),
-        };
+        }
+    }
+
+    /// Applies the registered children and prunes those of the owned kinds no longer
+    /// registered; each child's result is recorded. Returns the first failure.
+    pub async fn apply_children(&mut self) -> Result<(), Failure> {
+        let owner = self.owner();
         let shared = &self.shared;
         let records =
             children::apply(&shared.client, &shared.resolver, &owner, &shared.name, &self.children, &shared.owned)

@@ -108,8 +108,13 @@ impl WrittenFor<'_> {
             && self.labels.iter().all(|(k, v)| labels.get(k) == Some(v))
     }
 
-    /// Writes the child Package with `spec`, passing the requests on.
-    pub(crate) async fn write<K: Object>(&self, run: &mut Run<K>, spec: &PackageSpec) -> Result<(), Failure> {
+    /// Writes the child Package with `spec`, passing the requests on, in one request (the
+    /// caller found it missing or different); returns it as written.
+    pub(crate) async fn write<K: Object>(
+        &self,
+        run: &mut Run<K>,
+        spec: &PackageSpec,
+    ) -> Result<PackageResource, Failure> {
         let mut annotations = json!({ self.annotation: self.written });
         for (of_parent, of_package) in self.requests {
             if let Some(requested) = annotation(run.object().meta(), of_parent) {
@@ -119,10 +124,6 @@ impl WrittenFor<'_> {
         let metadata = json!({"name": run.name(), "labels": self.labels, "annotations": annotations});
         let child =
             json!({"apiVersion": bosun_api::API_VERSION, "kind": "Package", "metadata": metadata, "spec": spec});
-        let described = run.describe().to_string();
-        run.children
-            .add_value(child)
-            .map_err(|e| Failure::give_up("ReconciliationFailed", format!("{described}: {e}")))?;
-        run.apply_children().await
+        run.apply_child(child).await
     }
 }

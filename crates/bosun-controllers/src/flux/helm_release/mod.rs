@@ -82,7 +82,6 @@ impl kit::Reconciler for HelmReleases {
 
     async fn reconcile(&self, run: &mut Run<HelmRelease>) -> Result<(), Failure> {
         let release = run.object().clone();
-        let packages: Api<PackageResource> = run.api();
         let existing = child::existing::<_, PackageResource>(run, "HelmRelease").await?;
         let (origin, origin_generation) = origin(run, &release).await?;
         let labels = child::package_labels(&release.metadata, (translate::NAME_LABEL, translate::NAMESPACE_LABEL));
@@ -99,14 +98,7 @@ impl kit::Reconciler for HelmReleases {
             None => {
                 let spec = translate::package_spec(&release, &origin)
                     .map_err(|e| Failure::give_up(unsupported::REASON, format!("{}: {e}", run.describe())))?;
-                written_for.write(run, &spec).await?;
-                let got =
-                    packages.get_opt(run.name()).await.map_err(|e| Failure::from_error("ReconciliationFailed", &e))?;
-                let Some(package) = got else {
-                    run.progressing("Progressing", "Reconciliation in progress");
-                    return Ok(());
-                };
-                package
+                written_for.write(run, &spec).await?
             }
         };
         if release.spec.suspend == Some(true) {

@@ -47,19 +47,27 @@ pub fn controller(client: Client, scope: &super::Scope) -> kit::Controller<Kusto
 const WRITTEN_FOR: &str = "bosun.dev/kustomization-generation";
 
 impl Kustomizations {
-    /// Reads the Kustomization as stored, and writes the Package it makes.
+    /// Reads the Kustomization as stored (when it may hold more than the typed object), and
+    /// writes the Package it makes.
     async fn write_package(
         &self,
         run: &mut Run<Kustomization>,
         kustomization: &Kustomization,
         written_for: &WrittenFor<'_>,
-    ) -> Result<(), Failure> {
+    ) -> Result<PackageResource, Failure> {
         // As stored: an object written as v1beta1 may hold fields v1 dropped, which the typed
-        // object has lost and which must be refused or reported, never silently ignored.
-        let stored: Api<DynamicObject> =
-            Api::namespaced_with(run.client().clone(), run.namespace(), &ApiResource::erase::<Kustomization>(&()));
-        let raw = stored.get(run.name()).await.map_err(|e| Failure::from_error("ReconciliationFailed", &e))?;
-        let raw = serde_json::to_value(raw).unwrap_or_default();
+        // object has lost and which must be refused or reported, never silently ignored. One
+        // only ever written as v1 holds what the typed object holds (v1's schema prunes the
+        // rest): its managed fields say which versions wrote it.
+        let raw = match translate::written_as_v1_only(&kustomization.metadata) {
+            true => serde_json::to_value(kustomization).unwrap_or_default(),
+            false => {
+                let resource = ApiResource::erase::<Kustomization>(&());
+                let stored: Api<DynamicObject> = Api::namespaced_with(run.client().clone(), run.namespace(), &resource);
+                let raw = stored.get(run.name()).await.map_err(|e| Failure::from_error("ReconciliationFailed", &e))?;
+                serde_json::to_value(raw).unwrap_or_default()
+            }
+        };
         let translated = translate::package_spec(kustomization, &raw)
             .map_err(|e| Failure::give_up(unsupported::REASON, format!("{}: {e}", run.describe())))?;
         let observed = run.live_status("/observedGeneration").and_then(serde_json::Value::as_i64);
@@ -77,8 +85,6 @@ impl kit::Reconciler for Kustomizations {
 
     async fn reconcile(&self, run: &mut Run<Kustomization>) -> Result<(), Failure> {
         let kustomization = run.object().clone();
-        let cluster_error = |e: kube::Error| Failure::from_error("ReconciliationFailed", &e);
-        let packages: Api<PackageResource> = run.api();
         let existing = child::existing::<_, PackageResource>(run, "Kustomization").await?;
         let labels =
             child::package_labels(&kustomization.metadata, (translate::NAME_LABEL, translate::NAMESPACE_LABEL));
@@ -94,16 +100,14 @@ impl kit::Reconciler for Kustomizations {
         let current = existing.filter(|p| written_for.matches(p, &kustomization));
         let package = match current {
             Some(package) => package,
-            None => {
-                self.write_package(run, &kustomization, &written_for).await?;
-                let Some(package) = packages.get_opt(run.name()).await.map_err(cluster_error)? else {
-                    run.progressing(PROGRESSING, "Reconciliation in progress");
-                    return Ok(());
-                };
-                package
-            }
+            None => self.write_package(run, &kustomization, &written_for).await?,
         };
         if kustomization.spec.suspend == Some(true) {
+            run.hold();
+            return Ok(());
+        }
+        let outcome = status::outcome(&package);
+        if status::already_progressing(&outcome, run.live_status("/conditions"), kustomization.metadata.generation) {
             run.hold();
             return Ok(());
         }
@@ -117,7 +121,7 @@ impl kit::Reconciler for Kustomizations {
             None => run.remove_condition("Healthy"),
         }
         let retry = kustomization.spec.retry_interval.unwrap_or(kustomization.spec.interval).0;
-        match status::outcome(&package) {
+        match outcome {
             Outcome::Pending => run.progressing(PROGRESSING, "Reconciliation in progress"),
             Outcome::Progressing(reason, message) => run.progressing(&reason, &message),
             Outcome::Ready(reason, message) => run.succeeded(&reason, &message),

@@ -45,6 +45,29 @@ pub(crate) fn outcome(package: &PackageResource) -> Outcome {
     }
 }
 
+/// Whether the Kustomization's status (its `conditions` as stored, at `generation`) already
+/// says a run is under way, for the same reason, when the Package's `outcome` says so too:
+/// then nothing is written. As Flux writes a run's start and its end, not each of its steps —
+/// mirroring every step of the Package (fetched, applied, health checks) would double its
+/// status writes. Another reason (a failure being retried: `HealthCheckFailed`) is written.
+pub(crate) fn already_progressing(
+    outcome: &Outcome,
+    conditions: Option<&serde_json::Value>,
+    generation: Option<i64>,
+) -> bool {
+    let reason = match outcome {
+        Outcome::Pending => super::PROGRESSING,
+        Outcome::Progressing(reason, _) => reason.as_str(),
+        Outcome::Ready(..) | Outcome::Failed { .. } => return false,
+    };
+    let list = conditions.and_then(serde_json::Value::as_array).map(Vec::as_slice).unwrap_or_default();
+    let find = |type_: &str| list.iter().find(|c| c["type"] == type_);
+    let reconciling = find("Reconciling").filter(|c| c["status"] == "True");
+    generation.is_some()
+        && reconciling.is_some_and(|c| c["observedGeneration"].as_i64() == generation)
+        && find("Ready").is_some_and(|c| c["reason"] == reason)
+}
+
 /// bosun's inventory entries (`GROUP_KIND_NAMESPACE_NAME`, `v` the API version) as Flux
 /// writes them (`NAMESPACE_NAME_GROUP_KIND`, `v` the version alone).
 pub(crate) fn inventory(entries: &[Entry]) -> Inventory {
@@ -110,5 +133,31 @@ mod tests {
         let progressing = condition("Reconciling", "True", "Progressing");
         let unknown = condition("Ready", "Unknown", "Progressing");
         assert!(matches!(outcome(&package(1, 1, json!([unknown, progressing]))), Outcome::Progressing(..)));
+    }
+
+    #[test]
+    fn a_run_under_way_is_written_once_per_generation() {
+        let progressing = Outcome::Progressing("Progressing".into(), "applying".into());
+        let ready = Outcome::Ready("ReconciliationSucceeded".into(), "applied".into());
+        let retrying = Outcome::Progressing("HealthCheckFailed".into(), "timeout".into());
+        let reconciling = |status: &str, generation: i64| {
+            json!([
+                {"type": "Ready", "status": "False", "reason": "Progressing", "observedGeneration": generation},
+                {"type": "Reconciling", "status": status, "reason": "Progressing", "observedGeneration": generation},
+            ])
+        };
+        for (outcome, conditions, generation, quiet) in [
+            (&progressing, Some(reconciling("True", 2)), Some(2), true),
+            (&Outcome::Pending, Some(reconciling("True", 2)), Some(2), true),
+            (&retrying, Some(reconciling("True", 2)), Some(2), false),
+            (&progressing, Some(reconciling("True", 1)), Some(2), false),
+            (&progressing, Some(reconciling("False", 2)), Some(2), false),
+            (&progressing, None, Some(2), false),
+            (&ready, Some(reconciling("True", 2)), Some(2), false),
+            (&progressing, Some(reconciling("True", 2)), None, false),
+        ] {
+            let conditions = conditions.as_ref();
+            assert_eq!(already_progressing(outcome, conditions, generation), quiet, "{outcome:?} {conditions:?}");
+        }
     }
 }

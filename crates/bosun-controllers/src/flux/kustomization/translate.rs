@@ -171,6 +171,14 @@ fn older_patches(raw_spec: Option<&Value>) -> Vec<Patch> {
     strategic.chain(json6902).collect()
 }
 
+/// Whether every write of the object was at `v1` (its managed fields name the version each
+/// manager wrote with); none recorded: not known.
+pub(crate) fn written_as_v1_only(meta: &kube::core::ObjectMeta) -> bool {
+    let version = <Kustomization as kube::Resource>::api_version(&());
+    let fields = meta.managed_fields.as_deref().unwrap_or_default();
+    !fields.is_empty() && fields.iter().all(|entry| entry.api_version.as_deref() == Some(&*version))
+}
+
 #[cfg(test)]
 mod tests {
     use serde_json::json;
@@ -325,5 +333,27 @@ mod tests {
             let (k, raw) = kustomization(with(json!({"deletionPolicy": policy})));
             assert_eq!(package_spec(&k, &raw).expect(policy).spec.deletion_policy, expected, "{policy}");
         }
+    }
+
+    #[test]
+    fn only_objects_written_at_v1_alone_skip_the_read_as_stored() {
+        let meta = |versions: &[&str]| kube::core::ObjectMeta {
+            managed_fields: Some(
+                versions
+                    .iter()
+                    .map(|v| k8s_openapi::apimachinery::pkg::apis::meta::v1::ManagedFieldsEntry {
+                        api_version: Some(v.to_string()),
+                        manager: Some("kubectl".into()),
+                        ..Default::default()
+                    })
+                    .collect(),
+            ),
+            ..Default::default()
+        };
+        let v1 = "kustomize.toolkit.fluxcd.io/v1";
+        assert!(written_as_v1_only(&meta(&[v1, v1])));
+        assert!(!written_as_v1_only(&meta(&[v1, "kustomize.toolkit.fluxcd.io/v1beta1"])), "may hold v1beta1's fields");
+        assert!(!written_as_v1_only(&meta(&[])), "not recorded: not known");
+        assert!(!written_as_v1_only(&kube::core::ObjectMeta::default()));
     }
 }
