@@ -604,3 +604,24 @@ async fn submodules_are_checked_out_recursively_when_asked() {
     let error = fetch(&fetcher, &spec, None).await.expect_err("no such repository").to_string();
     assert!(error.contains("/gone"), "{error}");
 }
+
+#[tokio::test]
+async fn a_sparse_checkout_keeps_only_its_directories() {
+    let repos = Repos::new();
+    let repo = repos.create("fleet");
+    repo.write("apps/web/deploy.yaml", "web: 1\n")
+        .write("apps/api/deploy.yaml", "api: 1\n")
+        .write("infra/x.yaml", "x: 1\n")
+        .write("top.yaml", "top: 1\n")
+        .commit("files");
+    let cache = tempfile::tempdir().expect("cache");
+    let fetcher = Fetcher::new(cache.path().to_path_buf());
+    let whole = source(&repo.path.display().to_string(), reference("branch", "main"));
+    let sparse = GitSource { sparse_checkout: vec!["./apps/web".into(), "infra/".into()], ..whole.clone() };
+    let snapshot = fetch(&fetcher, &sparse, None).await.expect("fetch");
+    let names: Vec<String> = files(&snapshot.root).into_keys().collect();
+    assert_eq!(names, ["apps/web/deploy.yaml", "infra/x.yaml"]);
+    let all = fetch(&fetcher, &whole, None).await.expect("fetch");
+    assert_eq!(all.revision, snapshot.revision, "the same commit");
+    assert_eq!(files(&all.root).len(), 4, "another snapshot for the whole commit");
+}

@@ -85,6 +85,10 @@ pub struct GitSource {
     /// (relative to this one's), with this source's credentials when on the same host.
     #[serde(default, skip_serializing_if = "std::ops::Not::not")]
     pub recurse_submodules: bool,
+    /// Only these directories of the commit (and everything below them), as Flux's
+    /// `sparseCheckout`: the rest is left out of the snapshot. Empty: the whole commit.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub sparse_checkout: Vec<String>,
 }
 
 /// An archive downloaded over HTTP(S) as a source.

@@ -166,7 +166,6 @@ pub(crate) fn git_source(repository: &GitRepository) -> Result<GitSource, Unsupp
     let spec = &repository.spec;
     unsupported::refuse(&[
         ("spec.verify", spec.verify.is_some()),
-        ("spec.sparseCheckout", !spec.sparse_checkout.is_empty()),
         ("spec.proxySecretRef", spec.proxy_secret_ref.is_some()),
         ("spec.serviceAccountName", spec.service_account_name.is_some()),
         ("spec.provider", spec.provider.as_ref().is_some_and(|p| !matches!(p, GitProvider::Generic))),
@@ -191,6 +190,7 @@ pub(crate) fn git_source(repository: &GitRepository) -> Result<GitSource, Unsupp
         secret_ref: local(spec.secret_ref.as_ref()),
         timeout: spec.timeout,
         recurse_submodules: spec.recurse_submodules == Some(true),
+        sparse_checkout: spec.sparse_checkout.clone(),
     })
 }
 
@@ -548,8 +548,10 @@ mod tests {
         assert_eq!(source.reference.as_ref().and_then(|r| r.tag.as_deref()), Some("v1"));
         assert_eq!(source.reference.and_then(|r| r.branch), None);
         assert!(!source.recurse_submodules);
-        let source = git_source(&object(with(&base, json!({"recurseSubmodules": true})))).expect("source");
+        let source = git_source(&object(with(&base, json!({"recurseSubmodules": true, "sparseCheckout": ["apps"]}))))
+            .expect("source");
         assert!(source.recurse_submodules);
+        assert_eq!(source.sparse_checkout, ["apps"]);
     }
 
     #[test]
@@ -558,7 +560,6 @@ mod tests {
             &json!({"url": "https://example.com/r", "interval": "1m"}),
             vec![
                 (json!({"verify": {"mode": "HEAD", "secretRef": {"name": "keys"}}}), "spec.verify"),
-                (json!({"sparseCheckout": ["apps"]}), "spec.sparseCheckout"),
                 (json!({"provider": "azure"}), "spec.provider"),
             ],
         );

@@ -21,7 +21,8 @@ impl Reconciled for GitRepository {
     fn observed(&self) -> Vec<(&'static str, Value)> {
         let include = serde_json::to_value(&self.spec.include).unwrap_or_default();
         let recurse = self.spec.recurse_submodules.map_or(Value::Null, Value::Bool);
-        vec![("observedInclude", include), ("observedRecurseSubmodules", recurse)]
+        let sparse = serde_json::to_value(&self.spec.sparse_checkout).unwrap_or_default();
+        vec![("observedInclude", include), ("observedRecurseSubmodules", recurse), ("observedSparseCheckout", sparse)]
     }
 
     fn watching(controller: kit::Controller<Sources<Self>>) -> kit::Controller<Sources<Self>> {

@@ -52,6 +52,8 @@ pub(crate) struct Rules {
     defaults: List<Ignore>,
     nested: Vec<Option<List<Ignore>>>,
     spec: List<Ignore>,
+    /// Directories kept alone (a sparse checkout), without `./` or trailing `/`; none: all.
+    sparse: Vec<String>,
 }
 
 impl Rules {
@@ -62,7 +64,29 @@ impl Rules {
             defaults: list(DEFAULT_EXCLUSIONS.join("\n").as_bytes()),
             nested: Vec::new(),
             spec: list(spec.unwrap_or_default().as_bytes()),
+            sparse: Vec::new(),
         }
+    }
+
+    /// These rules, keeping only the directories `sparse` names (relative to the root, `./`
+    /// allowed) and what is below them, as a sparse checkout (Flux's `sparseCheckout`).
+    pub(crate) fn sparse(self, sparse: &[String]) -> Rules {
+        let sparse = sparse
+            .iter()
+            .map(|dir| dir.trim_start_matches("./").trim_matches('/').to_string())
+            .filter(|dir| !dir.is_empty() && dir != ".")
+            .collect();
+        Rules { sparse, ..self }
+    }
+
+    /// Whether the sparse checkout keeps `path`: inside one of its directories, or a directory
+    /// leading to one.
+    fn kept(&self, path: &str, is_dir: bool) -> bool {
+        self.sparse.is_empty()
+            || self.sparse.iter().any(|dir| {
+                let inside = path == dir || path.starts_with(&format!("{dir}/"));
+                inside || (is_dir && dir.starts_with(&format!("{path}/")))
+            })
     }
 
     /// Enters directory `dir` (relative to the source root, `/`-separated, `""` for the root),
@@ -90,6 +114,9 @@ impl Rules {
 
     /// Whether `path` (relative to the source root, `/`-separated) is left out.
     pub(crate) fn is_ignored(&self, path: &str, is_dir: bool) -> bool {
+        if !self.kept(path, is_dir) {
+            return true;
+        }
         let lists = std::iter::once(&self.spec).chain(self.nested.iter().rev().flatten()).chain([&self.defaults]);
         let path: &BStr = path.as_bytes().as_bstr();
         let basename = path.rfind_byte(b'/').map(|at| at + 1);
@@ -127,6 +154,26 @@ mod tests {
             rules.enter(dir, content.map(str::as_bytes));
         }
         rules
+    }
+
+    #[test]
+    fn a_sparse_checkout_keeps_its_directories_and_the_way_to_them() {
+        let rules = Rules::new(None).sparse(&["./apps/web".into(), "infra/".into()]);
+        for (path, is_dir, ignored) in [
+            ("apps", true, false),
+            ("apps/web", true, false),
+            ("apps/web/deploy.yaml", false, false),
+            ("apps/web/base/kustomization.yaml", false, false),
+            ("apps/api", true, true),
+            ("apps/readme.yaml", false, true),
+            ("apps/webhook", true, true),
+            ("infra/x.yaml", false, false),
+            ("top.yaml", false, true),
+            ("infrastructure", true, true),
+        ] {
+            assert_eq!(rules.is_ignored(path, is_dir), ignored, "{path}");
+        }
+        assert!(!Rules::new(None).sparse(&["./".into()]).is_ignored("top.yaml", false), "the root: everything");
     }
 
     #[test]

@@ -203,11 +203,13 @@ impl Fetcher {
         let timeout = job.timeout;
         let ignore = ignore.map(str::to_string);
         let recurse = if source.recurse_submodules { "\0submodules" } else { "" };
+        let sparse = source.sparse_checkout.clone();
         let source_id = format!(
-            "git\0{}\0{}\0{}{recurse}",
+            "git\0{}\0{}\0{}{recurse}\0{}",
             job.shown,
             job.wanted.describe(),
-            ignore.as_deref().unwrap_or_default()
+            ignore.as_deref().unwrap_or_default(),
+            sparse.join("\0")
         );
         let lock = self.cache.lock(&lock_key(&job));
         let cache = self.cache.clone();
@@ -228,7 +230,8 @@ impl Fetcher {
                     timeout: job.timeout,
                     dir: String::new(),
                 });
-                snapshot_commit(&cache, &job, ignore.as_deref(), &source_id, &flag, superproject.as_ref())
+                let rules = (ignore.as_deref(), sparse.as_slice());
+                snapshot_commit(&cache, &job, rules, &source_id, &flag, superproject.as_ref())
             })
             .await
         };
@@ -578,12 +581,13 @@ fn lock_key(job: &git::Job) -> String {
     }
 }
 
-/// Finds the commit and leases its snapshot, extracting it (and the submodules of
-/// `superproject`, when given) when it is not there yet.
+/// Finds the commit and leases its snapshot, extracting it (with the ignore rules and the
+/// sparse checkout's directories, and the submodules of `superproject` when given) when it is
+/// not there yet.
 fn snapshot_commit(
     cache: &Arc<Cache>,
     job: &git::Job,
-    ignore: Option<&str>,
+    (ignore, sparse): (Option<&str>, &[String]),
     source_id: &str,
     interrupt: &AtomicBool,
     superproject: Option<&submodules::Superproject<'_>>,
@@ -592,13 +596,17 @@ fn snapshot_commit(
     let commit = found.commit.to_string();
     let mut parts = vec!["v1", &commit, ignore.unwrap_or_default()];
     parts.extend(superproject.map(|_| "submodules"));
+    if !sparse.is_empty() {
+        parts.push("sparse");
+        parts.extend(sparse.iter().map(String::as_str));
+    }
     let key = format!("git-{}", hex_digest(&parts));
     let cached = if job.refetch { None } else { cache.claim(source_id, &key) };
     let lease = match cached {
         Some(lease) => lease,
         None => {
             let files = cache.scratch()?;
-            let mut rules = ignore::Rules::new(ignore);
+            let mut rules = ignore::Rules::new(ignore).sparse(sparse);
             let gitlinks = extract::extract(&found.repo, found.commit, &mut rules, files.path(), "", &job.shown)?;
             if let Some(superproject) = superproject {
                 let mut checkout = submodules::Checkout::new(&mut rules, files.path(), interrupt, lock_key(job));
