@@ -79,6 +79,11 @@ pub struct PackageSpec {
     /// Namespace set on every namespaced object.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub target_namespace: Option<String>,
+    /// Namespace for namespaced objects that name none, instead of the Package's own; a
+    /// chart's `.Release.Namespace` (Argo CD's `destination.namespace`; custom resource).
+    /// `targetNamespace` wins over it.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub default_namespace: Option<String>,
     /// Create the namespace the objects go to (`targetNamespace`, else the default one) when
     /// it does not exist, before anything is applied; it is never pruned (Helm's
     /// `--create-namespace`, Flux's `install.createNamespace`).
@@ -168,6 +173,7 @@ impl PackageSpec {
             ("deletionPolicy", self.deletion_policy.is_some()),
             ("decryption", self.decryption.is_some()),
             ("kubeConfig", self.kube_config.is_some()),
+            ("defaultNamespace", self.default_namespace.is_some()),
             ("healthCheckExprs", !self.health_check_exprs.is_empty()),
         ];
         set.into_iter().filter(|(_, present)| *present).map(|(field, _)| field).collect()

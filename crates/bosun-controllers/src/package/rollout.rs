@@ -213,7 +213,7 @@ impl PackageReconciler {
             health_expressions,
             ..Options::default()
         };
-        let namespace = run.namespace().to_string();
+        let namespace = resource.spec.default_namespace.clone().unwrap_or_else(|| run.namespace().to_string());
         let applied = pipeline::apply(&target.client, package, set.rendered, &namespace, &options, *tracker).await;
         self.running.end(&key);
         let report = match applied {
