@@ -62,6 +62,9 @@ pub struct CrdsArgs {
     /// HelmRelease), with every version Flux serves, as Flux's own CRDs define them.
     #[arg(long)]
     flux: bool,
+    /// Also Argo CD's CRDs (Application, AppProject), as Argo CD's own CRDs name them.
+    #[arg(long)]
+    argo: bool,
 }
 
 fn print(objects: &[serde_json::Value]) {
@@ -70,7 +73,11 @@ fn print(objects: &[serde_json::Value]) {
 
 /// Runs `bosun crds`.
 pub fn crds(args: CrdsArgs) -> ExitCode {
-    print(&crd_manifests(args.flux));
+    let mut crds = crd_manifests(args.flux);
+    if args.argo {
+        crds.extend(bosun_controllers::install::argo_crd_manifests());
+    }
+    print(&crds);
     ExitCode::SUCCESS
 }
 

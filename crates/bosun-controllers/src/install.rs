@@ -50,16 +50,22 @@ const WEBHOOK_PORT: u16 = 9292;
 /// The CRDs to apply: bosun's, then Flux's when asked for, as objects with their kind.
 pub fn crd_manifests(flux: bool) -> Vec<Value> {
     let flux_crds = if flux { bosun_api::flux::crds() } else { Vec::new() };
-    bosun_api::crds()
-        .iter()
-        .chain(&flux_crds)
-        .map(|crd| {
-            let mut value = serde_json::to_value(crd).unwrap_or_default();
-            value["apiVersion"] = json!("apiextensions.k8s.io/v1");
-            value["kind"] = json!("CustomResourceDefinition");
-            value
-        })
-        .collect()
+    bosun_api::crds().iter().chain(&flux_crds).map(crd_value).collect()
+}
+
+/// Argo CD's CRDs (`Application`, `AppProject`), as objects with their kind.
+pub fn argo_crd_manifests() -> Vec<Value> {
+    bosun_api::argo::crds().iter().map(crd_value).collect()
+}
+
+/// A CRD with its `apiVersion` and `kind`.
+fn crd_value(
+    crd: &k8s_openapi::apiextensions_apiserver::pkg::apis::apiextensions::v1::CustomResourceDefinition,
+) -> Value {
+    let mut value = serde_json::to_value(crd).unwrap_or_default();
+    value["apiVersion"] = json!("apiextensions.k8s.io/v1");
+    value["kind"] = json!("CustomResourceDefinition");
+    value
 }
 
 /// Everything to apply, CRDs first.
