@@ -1,0 +1,274 @@
+//! Argo CD's own objects reconciled by `bosun controller --argo`: an app of apps as Argo CD's
+//! example repository has it (a root `Application` whose path holds child `Application`s, each
+//! pointing at a directory with a Deployment and a Service), its URL
+//! `https://github.com/argoproj/argocd-example-apps.git` served from a local repository by
+//! git's `url.<base>.insteadOf`, applied with kubectl, waited for with `kubectl wait` on
+//! `status.sync.status`, and read back in the shape Argo CD writes; prune on removal from Git,
+//! an `AppProject` refusing an application, and deletion with and without Argo CD's resources
+//! finalizer.
+
+use std::time::{Duration, Instant};
+
+use bosun_apiserver::ApiServer;
+use bosun_test_tools::git_server::{HttpAuth, HttpServer, Repos};
+use k8s_openapi::api::{apps::v1::Deployment, core::v1::ConfigMap};
+use kube::Api;
+use serde_json::Value;
+
+mod common;
+#[path = "support/flux.rs"]
+mod flux_support;
+#[path = "support/controller.rs"]
+mod support;
+
+use common::Cluster;
+use flux_support::{api, wait_for};
+use support::{BOUND, configmap, text};
+
+const URL: &str = "https://github.com/argoproj/argocd-example-apps.git";
+
+/// A child Application as the example repository's `apps/` holds them; `FINALIZERS` and
+/// `APPLICATION`, `REPOSITORY`, `PATH`, `DESTINATION` filled in.
+const CHILD: &str = "\
+apiVersion: argoproj.io/v1alpha1
+kind: Application
+metadata:
+  name: APPLICATION
+  namespace: argocd
+  FINALIZERS
+spec:
+  project: default
+  source:
+    repoURL: REPOSITORY
+    targetRevision: HEAD
+    path: PATH
+  destination:
+    server: https://kubernetes.default.svc
+    namespace: DESTINATION
+  syncPolicy:
+    automated: {prune: true, selfHeal: true}
+    syncOptions: [CreateNamespace=true]
+";
+
+/// A guestbook-like directory: a Deployment and a Service (no namespace: the destination's).
+fn guestbook(name: &str) -> String {
+    format!(
+        "\
+apiVersion: apps/v1
+kind: Deployment
+metadata: {{name: {name}-ui}}
+spec:
+  replicas: 1
+  revisionHistoryLimit: 3
+  selector: {{matchLabels: {{app: {name}-ui}}}}
+  template:
+    metadata: {{labels: {{app: {name}-ui}}}}
+    spec:
+      containers:
+      - name: {name}-ui
+        image: gcr.io/heptio-images/ks-guestbook-demo:0.2
+        ports: [{{containerPort: 80}}]
+---
+apiVersion: v1
+kind: Service
+metadata: {{name: {name}-ui}}
+spec:
+  ports: [{{port: 80, targetPort: 80}}]
+  selector: {{app: {name}-ui}}
+"
+    )
+}
+
+fn child(name: &str, path: &str, namespace: &str, cascade: bool) -> String {
+    let finalizers = if cascade { "finalizers: [resources-finalizer.argocd.argoproj.io]" } else { "labels: {}" };
+    CHILD
+        .replace("FINALIZERS", finalizers)
+        .replace("APPLICATION", name)
+        .replace("PATH", path)
+        .replace("DESTINATION", namespace)
+        .replace("REPOSITORY", URL)
+}
+
+/// The namespace Argo CD's objects live in.
+const ARGOCD: &str = "apiVersion: v1\nkind: Namespace\nmetadata: {name: argocd}\n";
+
+const RESTRICTED: &str = "\
+apiVersion: argoproj.io/v1alpha1
+kind: AppProject
+metadata: {name: restricted, namespace: argocd}
+spec:
+  description: only the team's own repositories and namespaces
+  sourceRepos: ['https://github.com/example-team/*']
+  destinations:
+  - {server: https://kubernetes.default.svc, namespace: 'team-*'}
+---
+apiVersion: argoproj.io/v1alpha1
+kind: Application
+metadata: {name: outsider, namespace: argocd}
+spec:
+  project: restricted
+  source: {repoURL: https://github.com/argoproj/argocd-example-apps.git, targetRevision: HEAD, path: guestbook}
+  destination: {server: https://kubernetes.default.svc, namespace: outsider}
+  syncPolicy: {automated: {prune: true}}
+";
+
+fn packages(cluster: &Cluster) -> Api<kube::api::DynamicObject> {
+    api(cluster.server.client(), "argocd", "bosun.dev", "v1alpha1", "Package")
+}
+
+fn applications(cluster: &Cluster) -> Api<kube::api::DynamicObject> {
+    api(cluster.server.client(), "argocd", "argoproj.io", "v1alpha1", "Application")
+}
+
+/// `kubectl wait` on a field of the Application's status, as Argo CD users wait.
+async fn kubectl_wait(cluster: &Cluster, name: &str, jsonpath: &str) {
+    let application = format!("application/{name}");
+    let args = ["wait", jsonpath, &application, "--namespace=argocd", "--timeout=90s"];
+    let waited = cluster.run("kubectl", &args, None).await;
+    if !waited.status.success() {
+        let (application, package) = (
+            ["get", "application", name, "--namespace=argocd", "-o", "yaml"],
+            ["get", "package", name, "--namespace=argocd", "-o", "yaml"],
+        );
+        let (application, package) =
+            (cluster.run("kubectl", &application, None).await, cluster.run("kubectl", &package, None).await);
+        panic!("{}\n{}\n{}", text(&waited), text(&application), text(&package));
+    }
+}
+
+async fn wait_gone<K>(api: &Api<K>, name: &str, what: &str)
+where
+    K: kube::Resource + Clone + std::fmt::Debug + for<'de> k8s_openapi::serde::Deserialize<'de>,
+{
+    let deadline = Instant::now() + BOUND;
+    while api.get_opt(name).await.expect("get").is_some() {
+        assert!(Instant::now() < deadline, "{what} never deleted");
+        tokio::time::sleep(Duration::from_millis(50)).await;
+    }
+}
+
+#[tokio::test]
+async fn an_app_of_apps_is_synced_healthy_pruned_refused_and_deleted_as_argo_cd_does() {
+    let server = ApiServer::in_memory().simulate_workloads(Duration::from_millis(100)).start().await.expect("server");
+    let cluster = Cluster::around(server);
+    let repos = Repos::new();
+    let repo = repos.create("argocd-example-apps");
+    repo.write("apps/guestbook.yaml", &child("guestbook", "guestbook", "guestbook", true))
+        .write("apps/kept.yaml", &child("kept", "kept", "kept", false))
+        .write("guestbook/guestbook-ui.yaml", &guestbook("guestbook"))
+        .write("guestbook/extra.yaml", &configmap("guestbook-extra", "1"))
+        .write("kept/kept-ui.yaml", &guestbook("kept"));
+    let first = repo.commit("first");
+    let http = HttpServer::start(&repos, HttpAuth::None);
+
+    let crds = cluster.bosun(&["crds", "--argo"]).await;
+    assert!(crds.status.success(), "{}", text(&crds));
+    cluster.kubectl(&["apply", "--server-side", "-f", "-"], Some(&crds.stdout)).await;
+    // The Applications name GitHub; git's `insteadOf` in the controller's global configuration
+    // stands the local server in for it.
+    let git_config = cluster.dir.path().join("gitconfig");
+    std::fs::write(&git_config, format!("[url \"{}\"]\n\tinsteadOf = {URL}\n", http.url(&repo))).expect("gitconfig");
+    // The root: an Application whose path holds the children, cascading as Argo CD's docs
+    // advise for an app of apps.
+    let root = format!("{ARGOCD}---\n{}", child("apps", "apps", "argocd", true));
+    cluster.kubectl(&["apply", "-f", "-"], Some(root.as_bytes())).await;
+    let _controller = cluster.controller_with_env("controller", &["--argo"], &[("GIT_CONFIG_GLOBAL", &git_config)]);
+
+    // The root and the children it applied, each synced at the commit and healthy.
+    for name in ["apps", "guestbook", "kept"] {
+        kubectl_wait(&cluster, name, "--for=jsonpath={.status.sync.status}=Synced").await;
+        kubectl_wait(&cluster, name, "--for=jsonpath={.status.health.status}=Healthy").await;
+    }
+    let applications = applications(&cluster);
+    let guestbook = serde_json::to_value(applications.get("guestbook").await.expect("guestbook")).expect("json");
+    let status = &guestbook["status"];
+    assert_eq!(status["sync"]["revision"], first.as_str(), "{status:#}");
+    assert_eq!(status["sync"]["comparedTo"]["destination"]["namespace"], "guestbook");
+    assert_eq!(status["operationState"]["phase"], "Succeeded");
+    assert_eq!(status["operationState"]["syncResult"]["revision"], first.as_str());
+    assert!(status["operationState"]["finishedAt"].as_str().is_some_and(|t| t.ends_with('Z')), "{status:#}");
+    assert_eq!(status["history"][0]["id"], 0);
+    assert_eq!(status["history"][0]["revision"], first.as_str());
+    assert_eq!(status["summary"]["images"], serde_json::json!(["gcr.io/heptio-images/ks-guestbook-demo:0.2"]));
+    assert!(status["reconciledAt"].is_string());
+    let mut resources: Vec<String> = status["resources"]
+        .as_array()
+        .expect("resources")
+        .iter()
+        .map(|r| {
+            let field = |pointer: &str| r.pointer(pointer).and_then(Value::as_str).unwrap_or("-").to_string();
+            let (group, kind, namespace, name) = (field("/group"), field("/kind"), field("/namespace"), field("/name"));
+            format!("{group}/{kind} {namespace}/{name} {} {}", field("/status"), field("/health/status"))
+        })
+        .collect();
+    resources.sort();
+    assert_eq!(
+        resources,
+        [
+            "/ConfigMap guestbook/guestbook-extra Synced -",
+            "/Service guestbook/guestbook-ui Synced Healthy",
+            "apps/Deployment guestbook/guestbook-ui Synced Healthy",
+        ],
+        "{status:#}"
+    );
+    // The children carry the root's tracking label, their objects their own; the destination
+    // namespace was created (CreateNamespace=true).
+    let labels = &guestbook["metadata"]["labels"];
+    assert_eq!(labels["app.kubernetes.io/instance"], "apps", "{labels}");
+    let deployments: Api<Deployment> = Api::namespaced(cluster.server.client(), "guestbook");
+    let deployment = deployments.get("guestbook-ui").await.expect("applied");
+    let labels = deployment.metadata.labels.unwrap_or_default();
+    assert_eq!(labels.get("app.kubernetes.io/instance").map(String::as_str), Some("guestbook"));
+    let printed = cluster.kubectl(&["get", "applications", "-n", "argocd"], None).await;
+    let printed = String::from_utf8_lossy(&printed.stdout).to_string();
+    assert!(printed.contains("SYNC STATUS") && printed.contains("HEALTH STATUS"), "{printed}");
+
+    // A new commit removing one object and one child: the object is pruned (automated.prune),
+    // the child Application too — and without the finalizer its objects stay.
+    std::fs::remove_file(repo.path.join("guestbook/extra.yaml")).expect("remove");
+    std::fs::remove_file(repo.path.join("apps/kept.yaml")).expect("remove");
+    let second = repo.commit("second");
+    // As `argocd app get --refresh` asks: the new commit is compared (and synced) now rather
+    // than at the next comparison.
+    for name in ["apps", "guestbook"] {
+        let args = ["annotate", "application", name, "-n", "argocd", "argocd.argoproj.io/refresh=normal"];
+        cluster.kubectl(&args, None).await;
+    }
+    let configmaps: Api<ConfigMap> = Api::namespaced(cluster.server.client(), "guestbook");
+    wait_gone(&configmaps, "guestbook-extra", "the removed ConfigMap").await;
+    wait_for(&applications, "guestbook", "at the second commit", |a| {
+        a["status"]["sync"]["revision"] == second.as_str() && a["status"]["sync"]["status"] == "Synced"
+    })
+    .await;
+    wait_gone(&applications, "kept", "the removed child Application").await;
+    wait_gone(&packages(&cluster), "kept", "its Package").await;
+    let kept: Api<Deployment> = Api::namespaced(cluster.server.client(), "kept");
+    assert!(kept.get_opt("kept-ui").await.expect("get").is_some(), "kept without the finalizer");
+    let guestbook = serde_json::to_value(applications.get("guestbook").await.expect("guestbook")).expect("json");
+    let history: Vec<&Value> = guestbook["status"]["history"].as_array().expect("history").iter().collect();
+    assert_eq!(history.len(), 2, "{history:#?}");
+    assert_eq!((&history[1]["id"], &history[1]["revision"]), (&1.into(), &second.as_str().into()));
+    let annotations = &guestbook["metadata"]["annotations"];
+    assert!(annotations.get("argocd.argoproj.io/refresh").is_none(), "the refresh handled: {annotations}");
+
+    // A project refusing the repository: Argo CD's InvalidSpecError, and nothing written.
+    cluster.kubectl(&["apply", "-f", "-"], Some(RESTRICTED.as_bytes())).await;
+    let outsider = wait_for(&applications, "outsider", "refused", |a| {
+        a["status"]["conditions"].as_array().is_some_and(|c| c.iter().any(|c| c["type"] == "InvalidSpecError"))
+    })
+    .await;
+    let condition = &outsider["status"]["conditions"][0];
+    let message = condition["message"].as_str().unwrap_or_default();
+    assert!(
+        message.contains(&format!("application repo {URL} is not permitted in project 'restricted'")),
+        "{outsider:#}"
+    );
+    assert!(condition["lastTransitionTime"].is_string());
+    assert_eq!(outsider["status"]["sync"]["status"], "Unknown");
+    assert!(packages(&cluster).get_opt("outsider").await.expect("get").is_none(), "nothing written");
+
+    // Deleting an Application with the resources finalizer deletes its objects first.
+    cluster.kubectl(&["delete", "application", "guestbook", "-n", "argocd", "--wait=false"], None).await;
+    wait_gone(&deployments, "guestbook-ui", "the finalized Application's Deployment").await;
+    wait_gone(&applications, "guestbook", "the finalized Application").await;
+}
