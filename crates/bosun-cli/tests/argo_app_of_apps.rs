@@ -110,6 +110,36 @@ spec:
   source: {repoURL: https://github.com/argoproj/argocd-example-apps.git, targetRevision: HEAD, path: guestbook}
   destination: {server: https://kubernetes.default.svc, namespace: outsider}
   syncPolicy: {automated: {prune: true}}
+---
+apiVersion: argoproj.io/v1alpha1
+kind: AppProject
+metadata: {name: limited, namespace: argocd}
+spec:
+  sourceRepos: ['https://github.com/argoproj/*']
+  destinations:
+  - {server: https://kubernetes.default.svc, namespace: limited}
+---
+apiVersion: argoproj.io/v1alpha1
+kind: Application
+metadata: {name: limited, namespace: argocd}
+spec:
+  project: limited
+  source: {repoURL: https://github.com/argoproj/argocd-example-apps.git, targetRevision: HEAD, path: with-namespace}
+  destination: {server: https://kubernetes.default.svc, namespace: limited}
+  syncPolicy: {automated: {prune: true}}
+";
+
+/// A directory with a cluster-scoped object, which a project without a
+/// `clusterResourceWhitelist` refuses.
+const WITH_NAMESPACE: &str = "\
+apiVersion: v1
+kind: Namespace
+metadata: {name: limited}
+---
+apiVersion: v1
+kind: ConfigMap
+metadata: {name: settings}
+data: {color: blue}
 ";
 
 fn packages(cluster: &Cluster) -> Api<kube::api::DynamicObject> {
@@ -157,7 +187,8 @@ async fn an_app_of_apps_is_synced_healthy_pruned_refused_and_deleted_as_argo_cd_
         .write("apps/kept.yaml", &child("kept", "kept", "kept", false))
         .write("guestbook/guestbook-ui.yaml", &guestbook("guestbook"))
         .write("guestbook/extra.yaml", &configmap("guestbook-extra", "1"))
-        .write("kept/kept-ui.yaml", &guestbook("kept"));
+        .write("kept/kept-ui.yaml", &guestbook("kept"))
+        .write("with-namespace/objects.yaml", WITH_NAMESPACE);
     let first = repo.commit("first");
     let http = HttpServer::start(&repos, HttpAuth::None);
 
@@ -266,6 +297,17 @@ async fn an_app_of_apps_is_synced_healthy_pruned_refused_and_deleted_as_argo_cd_
     assert!(condition["lastTransitionTime"].is_string());
     assert_eq!(outsider["status"]["sync"]["status"], "Unknown");
     assert!(packages(&cluster).get_opt("outsider").await.expect("get").is_none(), "nothing written");
+
+    // A project without a clusterResourceWhitelist: the sync fails naming the Namespace, and
+    // nothing of the application is written.
+    let limited =
+        wait_for(&applications, "limited", "failed", |a| a["status"]["operationState"]["phase"] == "Failed").await;
+    let state = &limited["status"]["operationState"];
+    assert_eq!(state["message"], "resource :Namespace is not permitted in project limited", "{limited:#}");
+    assert_eq!(limited["status"]["conditions"][0]["type"], "SyncError");
+    assert_eq!(limited["status"]["sync"]["status"], "OutOfSync");
+    let configmaps: Api<ConfigMap> = Api::namespaced(cluster.server.client(), "limited");
+    assert!(configmaps.get_opt("settings").await.expect("get").is_none(), "nothing written");
 
     // Deleting an Application with the resources finalizer deletes its objects first.
     cluster.kubectl(&["delete", "application", "guestbook", "-n", "argocd", "--wait=false"], None).await;

@@ -57,6 +57,22 @@ pub struct AppProjectSpec {
     /// Namespaces (globs) whose applications may belong to the project besides Argo CD's own.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub source_namespaces: Vec<String>,
+    /// When applications may be synced.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    #[schemars(schema_with = "crate::schema::list_of_objects")]
+    pub sync_windows: Vec<Value>,
+    /// The service accounts syncs impersonate, by destination.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    #[schemars(schema_with = "crate::schema::list_of_objects")]
+    pub destination_service_accounts: Vec<Value>,
+    /// GPG keys commits must be signed with.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    #[schemars(schema_with = "crate::schema::list_of_objects")]
+    pub signature_keys: Vec<Value>,
+    /// What sources must satisfy (signed commits).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    #[schemars(schema_with = "crate::schema::any_object")]
+    pub source_integrity: Option<Value>,
 }
 
 /// A kind by API group (globs), optionally only objects of some names.

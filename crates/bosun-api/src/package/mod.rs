@@ -155,6 +155,35 @@ pub struct PackageSpec {
     /// status stays here (custom resource; Flux's `kubeConfig`).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub kube_config: Option<KubeConfigSpec>,
+    /// Which objects the Package may write, checked on everything rendered before anything is
+    /// written: one outside fails the run (`NotPermitted`) and nothing is applied (custom
+    /// resource; an Argo CD AppProject's rules, which an Application's Package carries).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub permitted: Option<Permitted>,
+}
+
+/// `spec.permitted`: kinds and namespaces, in Argo CD's AppProject terms. Globs: `*`
+/// (crossing `/`), `?`, `[…]`, `{a,b}`.
+#[derive(Debug, Clone, Default, Deserialize, Serialize, PartialEq, JsonSchema)]
+#[serde(rename_all = "camelCase", deny_unknown_fields)]
+pub struct Permitted {
+    /// The project permitting, named in messages.
+    pub project: String,
+    /// Cluster-scoped kinds the Package may write (none when empty).
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub cluster_resource_whitelist: Vec<crate::argo::project::GroupKind>,
+    /// Cluster-scoped kinds it may not write.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub cluster_resource_blacklist: Vec<crate::argo::project::GroupKind>,
+    /// Namespaced kinds it may write (all when empty).
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub namespace_resource_whitelist: Vec<crate::argo::project::GroupKind>,
+    /// Namespaced kinds it may not write.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub namespace_resource_blacklist: Vec<crate::argo::project::GroupKind>,
+    /// The namespaces its namespaced objects may go to (`!` in front denies; none when empty).
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub namespaces: Vec<String>,
 }
 
 impl PackageSpec {
@@ -174,6 +203,7 @@ impl PackageSpec {
             ("decryption", self.decryption.is_some()),
             ("kubeConfig", self.kube_config.is_some()),
             ("defaultNamespace", self.default_namespace.is_some()),
+            ("permitted", self.permitted.is_some()),
             ("healthCheckExprs", !self.health_check_exprs.is_empty()),
         ];
         set.into_iter().filter(|(_, present)| *present).map(|(field, _)| field).collect()

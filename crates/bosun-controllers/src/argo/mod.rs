@@ -101,7 +101,9 @@ impl Applications {
             Err(error) => return Ok(Err(error.to_string())),
         };
         let repo = application.spec.source.as_ref().map(|s| s.repo_url.as_str()).unwrap_or_default();
-        if let Err(error) = project::permits(name, &project, repo, &application.spec.destination) {
+        let permitted = project::honourable(name, &project)
+            .and_then(|()| project::permits(name, &project, repo, &application.spec.destination));
+        if let Err(error) = permitted {
             return Ok(Err(error.to_string()));
         }
         Ok(Ok((translated, project)))
@@ -198,7 +200,7 @@ impl kit::Reconciler for Applications {
     async fn reconcile(&self, run: &mut Run<Application>) -> Result<(), Failure> {
         let application = run.object().clone();
         let described = run.describe().to_string();
-        let (translated, project) = match self.translated(run, &application).await? {
+        let (mut translated, project) = match self.translated(run, &application).await? {
             Ok(found) => found,
             Err(message) => {
                 let message = format!("{described}: {message}");
@@ -206,6 +208,9 @@ impl kit::Reconciler for Applications {
                 return Self::write_status(run, status::refused(&application, &message, &now())).await;
             }
         };
+        // The project's kinds and namespaces are checked on what the Package renders, before
+        // anything is written.
+        translated.spec.permitted = Some(project::permitted(&application.spec.project, &project));
         let packages: Api<PackageResource> = run.api();
         let existing = child::existing::<_, PackageResource>(run, "Application").await?;
         let mut labels = child::package_labels(&application.metadata, (NAME_LABEL, NAMESPACE_LABEL));
@@ -226,27 +231,7 @@ impl kit::Reconciler for Applications {
             packages.get_opt(run.name()).await.map_err(|e| Failure::from_error("ReconciliationFailed", &e))?;
         let live = Self::live(run, package.as_ref()).await;
         let observed = status::Observed { application: &application, package: package.as_ref(), live, now: now() };
-        let mut written = status::status(&observed);
-        // The project's kinds, checked on what the Package applied.
-        for (entry, _) in &observed.live {
-            let (kind, namespace, name) = entry.parts();
-            let group = entry.v.rsplit_once('/').map_or("", |(group, _)| group);
-            if let Err(error) = project::permits_resource(
-                &application.spec.project,
-                &project,
-                (group, kind, name),
-                !namespace.is_empty(),
-            ) {
-                let message = format!("{described}: {error}");
-                written.conditions.push(status::condition(
-                    &application.status.clone().unwrap_or_default(),
-                    "InvalidSpecError",
-                    &message,
-                    &observed.now,
-                ));
-                break;
-            }
-        }
+        let written = status::status(&observed);
         let progressing = written.health.as_ref().is_some_and(|h| h.status == "Progressing");
         Self::write_status(run, written).await?;
         run.requeue_after(if progressing { PROGRESSING_RECHECK } else { translate::RECONCILIATION });

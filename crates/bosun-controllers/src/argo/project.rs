@@ -4,8 +4,11 @@
 //! allows everything, as the one Argo CD creates does.
 
 use bosun_api::argo::AppProject;
-use bosun_api::argo::application::ApplicationDestination;
+use bosun_api::argo::application::{ApplicationDestination, IN_CLUSTER_NAME, IN_CLUSTER_SERVER};
 use bosun_api::argo::project::{AppProjectSpec, GroupKind};
+use bosun_api::package::Permitted;
+
+use crate::package::permitted::{allowed, glob_match};
 
 /// The project Argo CD creates when it starts: every repository, destination and kind.
 pub(crate) fn permissive() -> AppProjectSpec {
@@ -45,13 +48,11 @@ pub(crate) enum ProjectError {
         /// The project.
         project: String,
     },
-    /// An object's kind is not allowed.
-    #[error("resource {group}:{kind} is not permitted in project {project}")]
-    Resource {
-        /// Its API group.
-        group: String,
-        /// Its kind.
-        kind: String,
+    /// The project asks for something bosun does not do yet.
+    #[error("project '{project}': {field}: bosun does not honour this yet (docs/argo.md lists what it does)")]
+    Unsupported {
+        /// The field's path.
+        field: String,
         /// The project.
         project: String,
     },
@@ -67,6 +68,24 @@ pub(crate) fn governing(name: &str, found: Option<&AppProject>) -> Result<AppPro
         Some(project) => Ok(project.spec.clone()),
         None if name == bosun_api::argo::project::DEFAULT_PROJECT => Ok(permissive()),
         None => Err(format!("Application referencing project {name} which does not exist")),
+    }
+}
+
+/// Checks that the project asks nothing bosun cannot do: sync windows, impersonation and
+/// signature checks are refused by name rather than skipped.
+///
+/// # Errors
+/// The first such field.
+pub(crate) fn honourable(project_name: &str, project: &AppProjectSpec) -> Result<(), ProjectError> {
+    let fields = [
+        ("spec.syncWindows", !project.sync_windows.is_empty()),
+        ("spec.destinationServiceAccounts", !project.destination_service_accounts.is_empty()),
+        ("spec.signatureKeys", !project.signature_keys.is_empty()),
+        ("spec.sourceIntegrity", project.source_integrity.is_some()),
+    ];
+    match fields.iter().find(|(_, set)| *set) {
+        Some((field, _)) => Err(ProjectError::Unsupported { field: (*field).into(), project: project_name.into() }),
+        None => Ok(()),
     }
 }
 
@@ -119,53 +138,37 @@ pub(crate) fn permits(
     Ok(())
 }
 
-/// Checks one object's kind: cluster-scoped kinds must be in `clusterResourceWhitelist`
-/// (nothing when empty) and not in the blacklist; namespaced ones not in
-/// `namespaceResourceBlacklist`, and in the whitelist when it has entries.
-///
-/// # Errors
-/// The kind is not allowed.
-pub(crate) fn permits_resource(
-    project_name: &str,
-    project: &AppProjectSpec,
-    (group, kind, name): (&str, &str, &str),
-    namespaced: bool,
-) -> Result<(), ProjectError> {
-    let listed = |list: &[GroupKind]| {
-        list.iter().any(|entry| {
-            glob_match(&entry.group, group)
-                && glob_match(&entry.kind, kind)
-                && entry.name.as_deref().filter(|n| !n.is_empty()).is_none_or(|glob| glob_match(glob, name))
+/// The project's rules on kinds and namespaces as the Package carries them (checked on what
+/// it renders, before anything is written): the namespaces are those of the destinations
+/// naming the cluster bosun runs in.
+pub(crate) fn permitted(project_name: &str, project: &AppProjectSpec) -> Permitted {
+    let in_cluster = |d: &ApplicationDestination| {
+        let server =
+            d.server.as_deref().is_some_and(|glob| glob_match(glob.trim_start_matches('!'), IN_CLUSTER_SERVER));
+        let name = d.name.as_deref().is_some_and(|glob| glob_match(glob.trim_start_matches('!'), IN_CLUSTER_NAME));
+        server || name
+    };
+    let namespaces = project
+        .destinations
+        .iter()
+        .filter(|d| in_cluster(d))
+        .map(|d| {
+            let namespace = d.namespace.clone().unwrap_or_default();
+            let denying = [&d.server, &d.name].iter().any(|f| f.as_deref().is_some_and(|g| g.starts_with('!')));
+            match denying && !namespace.starts_with('!') {
+                true => format!("!{namespace}"),
+                false => namespace,
+            }
         })
-    };
-    let allowed = match namespaced {
-        false => listed(&project.cluster_resource_whitelist) && !listed(&project.cluster_resource_blacklist),
-        true => {
-            (project.namespace_resource_whitelist.is_empty() || listed(&project.namespace_resource_whitelist))
-                && !listed(&project.namespace_resource_blacklist)
-        }
-    };
-    match allowed {
-        true => Ok(()),
-        false => Err(ProjectError::Resource { group: group.into(), kind: kind.into(), project: project_name.into() }),
+        .collect();
+    Permitted {
+        project: project_name.to_string(),
+        cluster_resource_whitelist: project.cluster_resource_whitelist.clone(),
+        cluster_resource_blacklist: project.cluster_resource_blacklist.clone(),
+        namespace_resource_whitelist: project.namespace_resource_whitelist.clone(),
+        namespace_resource_blacklist: project.namespace_resource_blacklist.clone(),
+        namespaces,
     }
-}
-
-/// Whether a list of globs (`!` denying) allows `matches`: some allowing glob matches and no
-/// denying one does.
-fn allowed(globs: &[String], matches: impl Fn(&str) -> bool) -> bool {
-    let denied = globs.iter().filter_map(|g| g.strip_prefix('!')).any(&matches);
-    let granted = globs.iter().filter(|g| !g.starts_with('!')).any(|g| matches(g));
-    granted && !denied
-}
-
-/// Argo CD's glob (gobwas/glob without separators): `*` crossing `/`, `?`, `[…]` classes,
-/// `{a,b}`, exact text otherwise.
-pub(crate) fn glob_match(glob: &str, text: &str) -> bool {
-    // `/` made an ordinary character: no separator.
-    const SLASH: char = '\u{1}';
-    let glob = glob.replace('/', &SLASH.to_string());
-    bosun_glob::Pattern::glob(&glob).is_ok_and(|pattern| pattern.matches(&text.replace('/', &SLASH.to_string())))
 }
 
 #[cfg(test)]
@@ -198,7 +201,14 @@ mod tests {
     fn the_default_project_allows_everything_when_it_does_not_exist() {
         let spec = governing("default", None).expect("permissive");
         permits("default", &spec, REPO, &destination(IN, "anything")).expect("allowed");
-        permits_resource("default", &spec, ("", "Namespace", "x"), false).expect("cluster kinds too");
+        let kinds = permitted("default", &spec);
+        assert!(crate::package::permitted::kind_permitted(&kinds, ("", "Namespace", "x"), false), "cluster kinds too");
+        honourable("default", &spec).expect("nothing bosun cannot do");
+        let windows = AppProjectSpec { sync_windows: vec![serde_json::json!({"kind": "deny"})], ..spec };
+        assert_eq!(
+            honourable("p", &windows).expect_err("windows").to_string(),
+            "project 'p': spec.syncWindows: bosun does not honour this yet (docs/argo.md lists what it does)"
+        );
         assert_eq!(
             governing("team", None).expect_err("missing"),
             "Application referencing project team which does not exist"
@@ -232,21 +242,23 @@ mod tests {
     }
 
     #[test]
-    fn cluster_kinds_need_the_whitelist_namespaced_ones_the_blacklist_s_absence() {
-        let mut spec = project(&["*"], &[(IN, "*")]);
-        assert!(permits_resource("p", &spec, ("", "Namespace", "web"), false).is_err(), "empty whitelist: none");
-        permits_resource("p", &spec, ("apps", "Deployment", "web"), true).expect("namespaced: all");
+    fn the_package_carries_the_project_s_kinds_and_in_cluster_namespaces() {
+        let mut spec = project(&["*"], &[(IN, "team-*"), ("https://prod.example.com", "prod")]);
+        spec.destinations.push(ApplicationDestination {
+            server: Some(format!("!{IN}")),
+            namespace: Some("team-secret".into()),
+            name: None,
+        });
         spec.cluster_resource_whitelist = vec![GroupKind { group: "".into(), kind: "Namespace".into(), name: None }];
-        spec.cluster_resource_blacklist =
-            vec![GroupKind { group: "".into(), kind: "Namespace".into(), name: Some("kube-*".into()) }];
-        permits_resource("p", &spec, ("", "Namespace", "web"), false).expect("listed");
-        assert!(permits_resource("p", &spec, ("", "Namespace", "kube-public"), false).is_err(), "blacklisted name");
-        spec.namespace_resource_blacklist =
-            vec![GroupKind { group: "".into(), kind: "ResourceQuota".into(), name: None }];
-        let refused = permits_resource("p", &spec, ("", "ResourceQuota", "q"), true).expect_err("blacklisted");
-        assert_eq!(refused.to_string(), "resource :ResourceQuota is not permitted in project p");
-        spec.namespace_resource_whitelist =
-            vec![GroupKind { group: "apps".into(), kind: "Deployment".into(), name: None }];
-        assert!(permits_resource("p", &spec, ("", "Service", "s"), true).is_err(), "whitelist given: only those");
+        let permitted = permitted("p", &spec);
+        assert_eq!(permitted.project, "p");
+        assert_eq!(permitted.namespaces, ["team-*", "!team-secret"]);
+        assert_eq!(permitted.cluster_resource_whitelist, spec.cluster_resource_whitelist);
+        let everything = permitted_default();
+        assert_eq!(everything.namespaces, ["*"]);
+    }
+
+    fn permitted_default() -> Permitted {
+        permitted("default", &governing("default", None).expect("permissive"))
     }
 }

@@ -83,6 +83,13 @@ pub(crate) fn package_spec(application: &Application, raw: &Value) -> Result<Tra
     }
     let spec = &application.spec;
     let name = application.metadata.name.clone().unwrap_or_default();
+    let finalizers = application.metadata.finalizers.clone().unwrap_or_default();
+    if finalizers.iter().any(|f| f.starts_with(argo::RESOURCES_FINALIZER) && f != argo::RESOURCES_FINALIZER) {
+        return Err(unsupported(
+            "metadata.finalizers",
+            "only resources-finalizer.argocd.argoproj.io (foreground cascading deletion) deletes the objects",
+        ));
+    }
     if !spec.sources.is_empty() {
         return Err(unsupported("spec.sources", "several sources are not combined yet; use source"));
     }
@@ -156,7 +163,7 @@ pub(crate) fn package_spec(application: &Application, raw: &Value) -> Result<Tra
     let (source_spec, render) = source_and_render(source, &name)?;
     let mut labels = std::collections::BTreeMap::new();
     labels.insert(argo::TRACKING_LABEL.to_string(), name);
-    let cascade = application.metadata.finalizers.iter().flatten().any(|f| f.starts_with(argo::RESOURCES_FINALIZER));
+    let cascade = finalizers.iter().any(|f| f == argo::RESOURCES_FINALIZER);
     let package = PackageSpec {
         source: Some(source_spec),
         render,

@@ -219,3 +219,13 @@ fn every_field_bosun_cannot_honour_is_named() {
     spec.as_object_mut().expect("object").remove("source");
     assert!(matches!(translated(spec), Err(TranslateError::Invalid { field, .. }) if field == "spec.source"));
 }
+
+#[test]
+fn background_cascading_deletion_is_refused_by_name() {
+    let (mut application, raw) = application(base());
+    application.metadata.finalizers = Some(vec!["resources-finalizer.argocd.argoproj.io/background".into()]);
+    match package_spec(&application, &raw) {
+        Err(TranslateError::Unsupported { field, .. }) => assert_eq!(field, "metadata.finalizers"),
+        other => panic!("{other:?}"),
+    }
+}
