@@ -55,7 +55,7 @@ pub struct Args {
 /// Arguments of `bosun crds`.
 #[derive(Debug, clap::Args)]
 #[command(
-    after_help = "Examples:\n  bosun crds | kubectl apply --server-side -f -\n  bosun crds --flux | kubectl apply --server-side -f -    # and Flux's, on a cluster without Flux"
+    after_help = "Examples:\n  bosun crds | kubectl apply --server-side -f -\n  bosun crds --flux | kubectl apply --server-side -f -    # and Flux's, on a cluster without Flux\n  bosun crds --argo | kubectl apply --server-side -f -    # and Argo CD's Application, AppProject"
 )]
 pub struct CrdsArgs {
     /// Also Flux's CRDs (GitRepository, OCIRepository, HelmRepository, Bucket, Kustomization,

@@ -19,7 +19,7 @@ use bosun_api::{Interval, argo};
 
 /// How often an application is compared again when nothing happens (Argo CD's
 /// `timeout.reconciliation` default).
-pub(crate) const RECONCILIATION: std::time::Duration = std::time::Duration::from_secs(180);
+pub(crate) const RECONCILIATION: std::time::Duration = std::time::Duration::from_secs(120);
 
 /// The longest delay between retries when `retry.backoff` names none (Argo CD's default).
 const MAX_BACKOFF: std::time::Duration = std::time::Duration::from_secs(180);
