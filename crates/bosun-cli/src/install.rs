@@ -50,6 +50,11 @@ pub struct Args {
     /// (`bosun controller --flux`; see docs/flux.md).
     #[arg(long)]
     flux: bool,
+
+    /// Also Argo CD's CRDs (Application, AppProject), and the controller reconciles
+    /// Applications (`bosun controller --argo`; see docs/argo.md).
+    #[arg(long)]
+    argo: bool,
 }
 
 /// Arguments of `bosun crds`.
@@ -73,11 +78,7 @@ fn print(objects: &[serde_json::Value]) {
 
 /// Runs `bosun crds`.
 pub fn crds(args: CrdsArgs) -> ExitCode {
-    let mut crds = crd_manifests(args.flux);
-    if args.argo {
-        crds.extend(bosun_controllers::install::argo_crd_manifests());
-    }
-    print(&crds);
+    print(&crd_manifests(args.flux, args.argo));
     ExitCode::SUCCESS
 }
 
@@ -91,6 +92,7 @@ fn options_of(args: &Args) -> InstallOptions {
         default_service_account: args.default_service_account.clone(),
         multi_tenant: args.multi_tenant,
         flux: args.flux,
+        argo: args.argo,
     }
 }
 
