@@ -129,6 +129,45 @@ spec:
   syncPolicy: {automated: {prune: true}}
 ";
 
+/// A chart like the example repository's `helm-guestbook`, and the child rendering it with a
+/// values file, a parameter over it and its own release name.
+const CHART: [(&str, &str); 5] = [
+    ("helm-guestbook/Chart.yaml", "apiVersion: v2\nname: helm-guestbook\nversion: 0.1.0\n"),
+    (
+        "helm-guestbook/values.yaml",
+        "replicaCount: 1\nimage: {repository: gcr.io/heptio-images/ks-guestbook-demo, tag: '0.1'}\nservice: {type: ClusterIP, port: 80}\n",
+    ),
+    ("helm-guestbook/values-production.yaml", "replicaCount: 3\nimage: {tag: '0.2'}\n"),
+    (
+        "helm-guestbook/templates/deployment.yaml",
+        "apiVersion: apps/v1\nkind: Deployment\nmetadata:\n  name: {{ .Release.Name }}-helm-guestbook\n  labels: {app.kubernetes.io/instance: {{ .Release.Name }}}\nspec:\n  replicas: {{ .Values.replicaCount }}\n  selector: {matchLabels: {app: {{ .Release.Name }}}}\n  template:\n    metadata: {labels: {app: {{ .Release.Name }}}}\n    spec:\n      containers:\n      - name: guestbook\n        image: {{ .Values.image.repository }}:{{ .Values.image.tag }}\n",
+    ),
+    (
+        "helm-guestbook/templates/service.yaml",
+        "apiVersion: v1\nkind: Service\nmetadata: {name: {{ .Release.Name }}-helm-guestbook, namespace: {{ .Release.Namespace }}}\nspec:\n  type: {{ .Values.service.type }}\n  ports: [{port: {{ .Values.service.port }}}]\n  selector: {app: {{ .Release.Name }}}\n",
+    ),
+];
+
+const HELM_CHILD: &str = "\
+apiVersion: argoproj.io/v1alpha1
+kind: Application
+metadata: {name: helm-guestbook, namespace: argocd}
+spec:
+  project: default
+  source:
+    repoURL: https://github.com/argoproj/argocd-example-apps.git
+    targetRevision: HEAD
+    path: helm-guestbook
+    helm:
+      releaseName: hg
+      valueFiles: [values-production.yaml]
+      parameters: [{name: replicaCount, value: '2'}]
+  destination: {server: https://kubernetes.default.svc, namespace: helm-guestbook}
+  syncPolicy:
+    automated: {prune: true}
+    syncOptions: [CreateNamespace=true]
+";
+
 /// A directory with a cluster-scoped object, which a project without a
 /// `clusterResourceWhitelist` refuses.
 const WITH_NAMESPACE: &str = "\
@@ -188,7 +227,11 @@ async fn an_app_of_apps_is_synced_healthy_pruned_refused_and_deleted_as_argo_cd_
         .write("guestbook/guestbook-ui.yaml", &guestbook("guestbook"))
         .write("guestbook/extra.yaml", &configmap("guestbook-extra", "1"))
         .write("kept/kept-ui.yaml", &guestbook("kept"))
-        .write("with-namespace/objects.yaml", WITH_NAMESPACE);
+        .write("with-namespace/objects.yaml", WITH_NAMESPACE)
+        .write("apps/helm-guestbook.yaml", HELM_CHILD);
+    for (file, text) in CHART {
+        repo.write(file, text);
+    }
     let first = repo.commit("first");
     let http = HttpServer::start(&repos, HttpAuth::None);
 
@@ -206,7 +249,7 @@ async fn an_app_of_apps_is_synced_healthy_pruned_refused_and_deleted_as_argo_cd_
     let _controller = cluster.controller_with_env("controller", &["--argo"], &[("GIT_CONFIG_GLOBAL", &git_config)]);
 
     // The root and the children it applied, each synced at the commit and healthy.
-    for name in ["apps", "guestbook", "kept"] {
+    for name in ["apps", "guestbook", "kept", "helm-guestbook"] {
         kubectl_wait(&cluster, name, "--for=jsonpath={.status.sync.status}=Synced").await;
         kubectl_wait(&cluster, name, "--for=jsonpath={.status.health.status}=Healthy").await;
     }
@@ -250,6 +293,16 @@ async fn an_app_of_apps_is_synced_healthy_pruned_refused_and_deleted_as_argo_cd_
     let deployment = deployments.get("guestbook-ui").await.expect("applied");
     let labels = deployment.metadata.labels.unwrap_or_default();
     assert_eq!(labels.get("app.kubernetes.io/instance").map(String::as_str), Some("guestbook"));
+    // The chart rendered as its release `hg`, in the destination namespace, the values file and
+    // then the parameter over the chart's values, the tracking label over the chart's own.
+    let charted: Api<Deployment> = Api::namespaced(cluster.server.client(), "helm-guestbook");
+    let deployment = charted.get("hg-helm-guestbook").await.expect("the chart's Deployment");
+    let labels = deployment.metadata.labels.clone().unwrap_or_default();
+    assert_eq!(labels.get("app.kubernetes.io/instance").map(String::as_str), Some("helm-guestbook"));
+    let spec = deployment.spec.expect("spec");
+    assert_eq!(spec.replicas, Some(2), "the parameter over the values file");
+    let image = spec.template.spec.expect("pod").containers[0].image.clone();
+    assert_eq!(image.as_deref(), Some("gcr.io/heptio-images/ks-guestbook-demo:0.2"), "the values file");
     let printed = cluster.kubectl(&["get", "applications", "-n", "argocd"], None).await;
     let printed = String::from_utf8_lossy(&printed.stdout).to_string();
     assert!(printed.contains("SYNC STATUS") && printed.contains("HEALTH STATUS"), "{printed}");
