@@ -109,7 +109,7 @@ spec:
   project: restricted
   source: {repoURL: https://github.com/argoproj/argocd-example-apps.git, targetRevision: HEAD, path: guestbook}
   destination: {server: https://kubernetes.default.svc, namespace: outsider}
-  syncPolicy: {automated: {prune: true}}
+  syncPolicy: {automated: {prune: true}, syncOptions: [CreateNamespace=true]}
 ---
 apiVersion: argoproj.io/v1alpha1
 kind: AppProject
@@ -350,6 +350,11 @@ async fn an_app_of_apps_is_synced_healthy_pruned_refused_and_deleted_as_argo_cd_
     assert!(condition["lastTransitionTime"].is_string());
     assert_eq!(outsider["status"]["sync"]["status"], "Unknown");
     assert!(packages(&cluster).get_opt("outsider").await.expect("get").is_none(), "nothing written");
+    // The project opened up: its applications are looked at again at once (well before the
+    // next comparison), and the refused one syncs.
+    let opened = r#"{"spec": {"sourceRepos": ["*"], "destinations": [{"server": "https://kubernetes.default.svc", "namespace": "*"}]}}"#;
+    cluster.kubectl(&["patch", "appproject", "restricted", "-n", "argocd", "--type=merge", "-p", opened], None).await;
+    kubectl_wait(&cluster, "outsider", "--for=jsonpath={.status.sync.status}=Synced").await;
 
     // A project without a clusterResourceWhitelist: the sync fails naming the Namespace, and
     // nothing of the application is written.

@@ -11,12 +11,14 @@ mod project;
 mod status;
 mod translate;
 
+use std::collections::HashMap;
+use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
 use kube::{
     Api, Client,
     api::{ApiResource, DeleteParams, DynamicObject, Patch, PatchParams},
-    runtime::events::EventType,
+    runtime::{events::EventType, reflector::ObjectRef},
 };
 use serde_json::{Value, json};
 
@@ -43,16 +45,48 @@ const WRITTEN_FOR: &str = "bosun.dev/application-digest";
 /// change without its Package's status changing).
 const PROGRESSING_RECHECK: Duration = Duration::from_secs(5);
 
+/// How long after a full reconcile one woken by nothing but the Application's own status
+/// write is skipped: Argo CD's CRD has no status subresource, so each status write is a new
+/// generation, which wakes the controller again.
+const SETTLED: Duration = Duration::from_secs(2);
+
 /// The `Application` reconciler.
-pub struct Applications;
+#[derive(Default)]
+pub struct Applications {
+    /// Per Application (uid): what its last full reconcile saw (its spec and metadata, its
+    /// Package's resourceVersion), when it ended, and when it asked to be looked at again.
+    settled: Arc<Mutex<HashMap<String, Settled>>>,
+}
+
+/// What an Application's last full reconcile saw.
+struct Settled {
+    seen: String,
+    at: std::time::Instant,
+    next: std::time::Instant,
+}
 
 /// The `Application` controller, ready to [`kit::Controller::run`]: a change of an
-/// Application or of its Package reconciles it; those carrying Argo CD's resources finalizer
+/// Application, of its Package or of its AppProject reconciles it; those carrying Argo CD's resources finalizer
 /// have their objects deleted before they go. `scope` is as Flux's objects' (`--argo-selector`,
 /// shards).
 pub fn controller(client: Client, scope: &Scope) -> kit::Controller<Applications> {
-    kit::Controller::new(NAME, Applications, client)
+    let applications = Applications::default();
+    let settled = applications.settled.clone();
+    kit::Controller::new(NAME, applications, client)
         .finalizer_named(argo::RESOURCES_FINALIZER)
+        .triggered_by::<AppProject>(move |project, applications| {
+            let (name, namespace) = (project.metadata.name.as_ref(), project.metadata.namespace.as_ref());
+            let governed: Vec<&Arc<Application>> = applications
+                .iter()
+                .filter(|a| Some(&a.spec.project) == name && a.metadata.namespace.as_ref() == namespace)
+                .collect();
+            // Looked at in full, not skipped as settled: the project is not among what they saw.
+            let mut settled = settled.lock().unwrap_or_else(|e| e.into_inner());
+            for application in &governed {
+                settled.remove(application.metadata.uid.as_deref().unwrap_or_default());
+            }
+            governed.iter().map(|a| ObjectRef::from_obj(&***a)).collect()
+        })
         .without_status()
         .owns_labelled::<PackageResource>(NAME_LABEL)
         .backoff(Duration::from_secs(1), Duration::from_secs(300))
@@ -78,6 +112,29 @@ fn now() -> String {
 }
 
 impl Applications {
+    /// The Application's spec and metadata (not its status) and its Package's version, as a
+    /// reconcile woken by the Application's own status write finds them unchanged.
+    fn seen(run: &Run<Application>, application: &Application) -> Option<String> {
+        let package = run.owned_child::<PackageResource>(run.name())?;
+        let meta = &application.metadata;
+        let seen = json!({
+            "spec": application.spec, "labels": meta.labels, "annotations": meta.annotations,
+            "finalizers": meta.finalizers, "deleting": meta.deletion_timestamp.is_some(),
+            "package": package.metadata.resource_version,
+        });
+        Some(bosun_kit::digest::of(&seen))
+    }
+
+    /// When nothing changed since a full reconcile that ended moments ago: how long until the
+    /// next look it asked for.
+    fn unchanged(&self, uid: &str, seen: Option<&String>) -> Option<Duration> {
+        let settled = self.settled.lock().unwrap_or_else(|e| e.into_inner());
+        let last = settled.get(uid)?;
+        let now = std::time::Instant::now();
+        (Some(&last.seen) == seen && now.duration_since(last.at) < SETTLED)
+            .then(|| last.next.saturating_duration_since(now))
+    }
+
     /// The Application's spec checked and translated, or the message of its `InvalidSpecError`.
     async fn translated(
         &self,
@@ -199,6 +256,12 @@ impl kit::Reconciler for Applications {
 
     async fn reconcile(&self, run: &mut Run<Application>) -> Result<(), Failure> {
         let application = run.object().clone();
+        let uid = application.metadata.uid.clone().unwrap_or_default();
+        let seen = Self::seen(run, &application);
+        if let Some(next) = self.unchanged(&uid, seen.as_ref()) {
+            run.requeue_after(next);
+            return Ok(());
+        }
         let described = run.describe().to_string();
         let (mut translated, project) = match self.translated(run, &application).await? {
             Ok(found) => found,
@@ -220,21 +283,35 @@ impl kit::Reconciler for Applications {
         }
         let digest = bosun_kit::digest::of(&json!({"spec": translated.spec, "labels": labels}));
         let written_for = WrittenFor { annotation: WRITTEN_FOR, written: digest, labels: &labels, requests: &[] };
-        if !existing.as_ref().is_some_and(|p| written_for.matches(p, &application)) {
+        let current = existing.filter(|p| written_for.matches(p, &application));
+        let refreshing =
+            application.metadata.annotations.as_ref().is_some_and(|a| a.contains_key(argo::REFRESH_ANNOTATION));
+        if current.is_none() {
             for difference in &translated.differences {
                 run.publish(EventType::Normal, "FieldHonouredDifferently", difference, "Reconcile").await;
             }
             written_for.write(run, &translated.spec).await?;
         }
         Self::refresh(run, &application).await?;
-        let package =
-            packages.get_opt(run.name()).await.map_err(|e| Failure::from_error("ReconciliationFailed", &e))?;
+        // The Package as just written (or asked for a run), else as the watch of it has it.
+        let package = match current.filter(|_| !refreshing) {
+            Some(package) => Some(package),
+            None => packages.get_opt(run.name()).await.map_err(|e| Failure::from_error("ReconciliationFailed", &e))?,
+        };
         let live = Self::live(run, package.as_ref()).await;
         let observed = status::Observed { application: &application, package: package.as_ref(), live, now: now() };
         let written = status::status(&observed);
         let progressing = written.health.as_ref().is_some_and(|h| h.status == "Progressing");
         Self::write_status(run, written).await?;
-        run.requeue_after(if progressing { PROGRESSING_RECHECK } else { translate::RECONCILIATION });
+        let after = if progressing { PROGRESSING_RECHECK } else { translate::RECONCILIATION };
+        run.requeue_after(after);
+        if let Some(seen) = seen {
+            let at = std::time::Instant::now();
+            let mut settled = self.settled.lock().unwrap_or_else(|e| e.into_inner());
+            // Only the last few seconds' are of use: the map stays as small as the churn.
+            settled.retain(|_, last| at.duration_since(last.at) < SETTLED);
+            settled.insert(uid, Settled { seen, at, next: at + after });
+        }
         Ok(())
     }
 
