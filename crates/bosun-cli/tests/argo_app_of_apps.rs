@@ -15,12 +15,15 @@ use k8s_openapi::api::{apps::v1::Deployment, core::v1::ConfigMap};
 use kube::Api;
 use serde_json::Value;
 
+#[path = "support/charts.rs"]
+mod charts;
 mod common;
 #[path = "support/flux.rs"]
 mod flux_support;
 #[path = "support/controller.rs"]
 mod support;
 
+use charts::{Charts, serve_charts, web_chart};
 use common::Cluster;
 use flux_support::{api, wait_for};
 use support::{BOUND, configmap, text};
@@ -168,6 +171,25 @@ spec:
     syncOptions: [CreateNamespace=true]
 ";
 
+/// An Application of a chart from a Helm repository (`REPOSITORY`), its values inline.
+const FROM_CHART_REPOSITORY: &str = "\
+apiVersion: argoproj.io/v1alpha1
+kind: Application
+metadata: {name: web, namespace: argocd, finalizers: [resources-finalizer.argocd.argoproj.io]}
+spec:
+  project: default
+  source:
+    repoURL: REPOSITORY
+    chart: web
+    targetRevision: 1.*
+    helm:
+      valuesObject: {greeting: from-argo}
+  destination: {server: https://kubernetes.default.svc, namespace: web}
+  syncPolicy:
+    automated: {prune: true}
+    syncOptions: [CreateNamespace=true]
+";
+
 /// A directory with a cluster-scoped object, which a project without a
 /// `clusterResourceWhitelist` refuses.
 const WITH_NAMESPACE: &str = "\
@@ -303,6 +325,31 @@ async fn an_app_of_apps_is_synced_healthy_pruned_refused_and_deleted_as_argo_cd_
     assert_eq!(spec.replicas, Some(2), "the parameter over the values file");
     let image = spec.template.spec.expect("pod").containers[0].image.clone();
     assert_eq!(image.as_deref(), Some("gcr.io/heptio-images/ks-guestbook-demo:0.2"), "the values file");
+    // A chart from a Helm repository: the highest version in the range, its values inline,
+    // released in the destination namespace; the revision is the chart's version.
+    let charts: Charts = std::sync::Arc::default();
+    for version in ["1.0.0", "1.1.0", "2.0.0"] {
+        let template = "apiVersion: v1\nkind: ConfigMap\nmetadata: {name: '{{ .Release.Name }}-settings'}\ndata:\n  greeting: '{{ .Values.greeting }}'\n  namespace: '{{ .Release.Namespace }}'\n  version: '{{ .Chart.Version }}'\n";
+        let chart_yaml = format!("apiVersion: v2\nname: web\nversion: {version}\n");
+        let archive = web_chart(&[
+            ("Chart.yaml", &chart_yaml),
+            ("values.yaml", "greeting: hello\n"),
+            ("templates/settings.yaml", template),
+        ]);
+        charts.lock().expect("lock").insert(version.to_string(), archive);
+    }
+    let chart_repository = serve_charts(charts).await;
+    let web = FROM_CHART_REPOSITORY.replace("REPOSITORY", &chart_repository);
+    cluster.kubectl(&["apply", "-f", "-"], Some(web.as_bytes())).await;
+    kubectl_wait(&cluster, "web", "--for=jsonpath={.status.sync.status}=Synced").await;
+    kubectl_wait(&cluster, "web", "--for=jsonpath={.status.health.status}=Healthy").await;
+    let web = serde_json::to_value(applications.get("web").await.expect("web")).expect("json");
+    assert_eq!(web["status"]["sync"]["revision"], "1.1.0", "{web:#}");
+    let settings: Api<ConfigMap> = Api::namespaced(cluster.server.client(), "web");
+    let data = settings.get("web-settings").await.expect("the chart's ConfigMap").data.expect("data");
+    let data: Vec<(&str, &str)> = data.iter().map(|(k, v)| (k.as_str(), v.as_str())).collect();
+    assert_eq!(data, [("greeting", "from-argo"), ("namespace", "web"), ("version", "1.1.0")]);
+
     let printed = cluster.kubectl(&["get", "applications", "-n", "argocd"], None).await;
     let printed = String::from_utf8_lossy(&printed.stdout).to_string();
     assert!(printed.contains("SYNC STATUS") && printed.contains("HEALTH STATUS"), "{printed}");
