@@ -190,6 +190,37 @@ spec:
     syncOptions: [CreateNamespace=true]
 ";
 
+/// A kustomize overlay's child (prefix, common labels, an image) and a directory's child
+/// (without `recurse`, a file excluded).
+const OPTIONS_CHILDREN: &str = "\
+apiVersion: argoproj.io/v1alpha1
+kind: Application
+metadata: {name: kustomize-guestbook, namespace: argocd}
+spec:
+  project: default
+  source:
+    repoURL: https://github.com/argoproj/argocd-example-apps.git
+    path: kustomize-guestbook
+    kustomize:
+      namePrefix: staging-
+      commonLabels: {env: staging}
+      images: ['gcr.io/heptio-images/ks-guestbook-demo:0.1']
+  destination: {server: https://kubernetes.default.svc, namespace: kustomize-guestbook}
+  syncPolicy: {automated: {prune: true}, syncOptions: [CreateNamespace=true]}
+---
+apiVersion: argoproj.io/v1alpha1
+kind: Application
+metadata: {name: settings, namespace: argocd}
+spec:
+  project: default
+  source:
+    repoURL: https://github.com/argoproj/argocd-example-apps.git
+    path: settings
+    directory: {exclude: secret.yaml}
+  destination: {server: https://kubernetes.default.svc, namespace: settings}
+  syncPolicy: {automated: {prune: true}, syncOptions: [CreateNamespace=true]}
+";
+
 /// A directory with a cluster-scoped object, which a project without a
 /// `clusterResourceWhitelist` refuses.
 const WITH_NAMESPACE: &str = "\
@@ -250,7 +281,13 @@ async fn an_app_of_apps_is_synced_healthy_pruned_refused_and_deleted_as_argo_cd_
         .write("guestbook/extra.yaml", &configmap("guestbook-extra", "1"))
         .write("kept/kept-ui.yaml", &guestbook("kept"))
         .write("with-namespace/objects.yaml", WITH_NAMESPACE)
-        .write("apps/helm-guestbook.yaml", HELM_CHILD);
+        .write("apps/helm-guestbook.yaml", HELM_CHILD)
+        .write("apps/options.yaml", OPTIONS_CHILDREN)
+        .write("kustomize-guestbook/kustomization.yaml", "resources: [guestbook-ui.yaml]\n")
+        .write("kustomize-guestbook/guestbook-ui.yaml", &guestbook("guestbook"))
+        .write("settings/kept.yaml", &configmap("kept", "1"))
+        .write("settings/secret.yaml", &configmap("excluded", "1"))
+        .write("settings/nested/deeper.yaml", &configmap("nested", "1"));
     for (file, text) in CHART {
         repo.write(file, text);
     }
@@ -271,7 +308,7 @@ async fn an_app_of_apps_is_synced_healthy_pruned_refused_and_deleted_as_argo_cd_
     let _controller = cluster.controller_with_env("controller", &["--argo"], &[("GIT_CONFIG_GLOBAL", &git_config)]);
 
     // The root and the children it applied, each synced at the commit and healthy.
-    for name in ["apps", "guestbook", "kept", "helm-guestbook"] {
+    for name in ["apps", "guestbook", "kept", "helm-guestbook", "kustomize-guestbook", "settings"] {
         kubectl_wait(&cluster, name, "--for=jsonpath={.status.sync.status}=Synced").await;
         kubectl_wait(&cluster, name, "--for=jsonpath={.status.health.status}=Healthy").await;
     }
@@ -325,6 +362,22 @@ async fn an_app_of_apps_is_synced_healthy_pruned_refused_and_deleted_as_argo_cd_
     assert_eq!(spec.replicas, Some(2), "the parameter over the values file");
     let image = spec.template.spec.expect("pod").containers[0].image.clone();
     assert_eq!(image.as_deref(), Some("gcr.io/heptio-images/ks-guestbook-demo:0.2"), "the values file");
+    // Kustomize's options over the path's kustomization: prefix, common labels (selectors too),
+    // the image's tag.
+    let kustomized: Api<Deployment> = Api::namespaced(cluster.server.client(), "kustomize-guestbook");
+    let deployment = kustomized.get("staging-guestbook-ui").await.expect("the prefixed Deployment");
+    assert_eq!(deployment.metadata.labels.clone().unwrap_or_default().get("env").map(String::as_str), Some("staging"));
+    let spec = deployment.spec.expect("spec");
+    let selector = spec.selector.match_labels.unwrap_or_default();
+    assert_eq!(selector.get("env").map(String::as_str), Some("staging"), "kustomize's commonLabels select too");
+    let image = spec.template.spec.expect("pod").containers[0].image.clone();
+    assert_eq!(image.as_deref(), Some("gcr.io/heptio-images/ks-guestbook-demo:0.1"));
+    // A directory: its subdirectories left out (no `recurse`), the excluded file too.
+    let settings: Api<ConfigMap> = Api::namespaced(cluster.server.client(), "settings");
+    assert!(settings.get_opt("kept").await.expect("get").is_some(), "the directory's own file");
+    assert!(settings.get_opt("excluded").await.expect("get").is_none(), "excluded");
+    assert!(settings.get_opt("nested").await.expect("get").is_none(), "not recursed into");
+
     // A chart from a Helm repository: the highest version in the range, its values inline,
     // released in the destination namespace; the revision is the chart's version.
     let charts: Charts = std::sync::Arc::default();
