@@ -66,9 +66,9 @@ struct Settled {
 }
 
 /// The `Application` controller, ready to [`kit::Controller::run`]: a change of an
-/// Application, of its Package or of its AppProject reconciles it; those carrying Argo CD's resources finalizer
-/// have their objects deleted before they go. `scope` is as Flux's objects' (`--argo-selector`,
-/// shards).
+/// Application, of its Package or of its AppProject reconciles it; those carrying Argo CD's
+/// resources finalizer have their objects deleted before they go. `scope` is as Flux's
+/// objects' (`--argo-selector`, shards).
 pub fn controller(client: Client, scope: &Scope) -> kit::Controller<Applications> {
     let applications = Applications::default();
     let settled = applications.settled.clone();
@@ -174,16 +174,13 @@ impl Applications {
         let mut live = Vec::new();
         for entry in package.and_then(|p| p.status.as_ref()).map(|s| s.inventory.clone()).unwrap_or_default() {
             let (kind, namespace, name) = entry.parts();
+            // A kind the cluster no longer serves, or an object it cannot read, counts as missing.
             let object = match run.resolver().kind(&entry.v, kind).await {
                 Some(found) => found.api(run.client(), namespace).get_opt(name).await.ok().flatten(),
                 None => None,
             };
-            let (kind, found) = (kind.to_string(), object.map(|o| serde_json::to_value(o).unwrap_or_default()));
-            let mut value = found;
-            if let Some(object) = value.as_mut() {
-                object["kind"] = json!(kind);
-            }
-            live.push((entry, value));
+            let object = object.map(|o| serde_json::to_value(o).unwrap_or_default());
+            live.push((entry, object));
         }
         live
     }
