@@ -675,3 +675,18 @@ spec:
     );
     assert!(packages(&cluster).get_opt("everything").await.expect("get").is_none(), "nothing written");
 }
+
+#[tokio::test]
+async fn the_controller_names_the_argo_cd_crd_it_lacks() {
+    let server = ApiServer::in_memory().start().await.expect("server");
+    let cluster = Cluster::around(server);
+    let crds = cluster.bosun(&["crds"]).await;
+    cluster.kubectl(&["apply", "--server-side", "-f", "-"], Some(&crds.stdout)).await;
+    let refused = cluster.bosun(&["controller", "--argo", "--metrics-addr", "off"]).await;
+    assert!(!refused.status.success());
+    let said = text(&refused);
+    assert!(
+        said.contains("the cluster has no applications.argoproj.io CRD, which --argo reconciles: install Argo CD's CRDs (`bosun crds --argo"),
+        "{said}"
+    );
+}
