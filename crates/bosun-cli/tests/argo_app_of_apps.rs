@@ -191,7 +191,7 @@ spec:
 ";
 
 /// A kustomize overlay's child (prefix, common labels, an image) and a directory's child
-/// (without `recurse`, a file excluded).
+/// (without `recurse`, a file excluded, nothing pruned: `Prune=false` for every object).
 const OPTIONS_CHILDREN: &str = "\
 apiVersion: argoproj.io/v1alpha1
 kind: Application
@@ -218,7 +218,7 @@ spec:
     path: settings
     directory: {exclude: secret.yaml}
   destination: {server: https://kubernetes.default.svc, namespace: settings}
-  syncPolicy: {automated: {prune: true}, syncOptions: [CreateNamespace=true]}
+  syncPolicy: {automated: {prune: true}, syncOptions: [CreateNamespace=true, Prune=false]}
 ";
 
 /// A directory with a cluster-scoped object, which a project without a
@@ -286,6 +286,7 @@ async fn an_app_of_apps_is_synced_healthy_pruned_refused_and_deleted_as_argo_cd_
         .write("kustomize-guestbook/kustomization.yaml", "resources: [guestbook-ui.yaml]\n")
         .write("kustomize-guestbook/guestbook-ui.yaml", &guestbook("guestbook"))
         .write("settings/kept.yaml", &configmap("kept", "1"))
+        .write("settings/other.yaml", &configmap("other", "1"))
         .write("settings/secret.yaml", &configmap("excluded", "1"))
         .write("settings/nested/deeper.yaml", &configmap("nested", "1"));
     for (file, text) in CHART {
@@ -398,8 +399,8 @@ async fn an_app_of_apps_is_synced_healthy_pruned_refused_and_deleted_as_argo_cd_
     kubectl_wait(&cluster, "web", "--for=jsonpath={.status.health.status}=Healthy").await;
     let web = serde_json::to_value(applications.get("web").await.expect("web")).expect("json");
     assert_eq!(web["status"]["sync"]["revision"], "1.1.0", "{web:#}");
-    let settings: Api<ConfigMap> = Api::namespaced(cluster.server.client(), "web");
-    let data = settings.get("web-settings").await.expect("the chart's ConfigMap").data.expect("data");
+    let released: Api<ConfigMap> = Api::namespaced(cluster.server.client(), "web");
+    let data = released.get("web-settings").await.expect("the chart's ConfigMap").data.expect("data");
     let data: Vec<(&str, &str)> = data.iter().map(|(k, v)| (k.as_str(), v.as_str())).collect();
     assert_eq!(data, [("greeting", "from-argo"), ("namespace", "web"), ("version", "1.1.0")]);
 
@@ -411,10 +412,11 @@ async fn an_app_of_apps_is_synced_healthy_pruned_refused_and_deleted_as_argo_cd_
     // the child Application too — and without the finalizer its objects stay.
     std::fs::remove_file(repo.path.join("guestbook/extra.yaml")).expect("remove");
     std::fs::remove_file(repo.path.join("apps/kept.yaml")).expect("remove");
+    std::fs::remove_file(repo.path.join("settings/kept.yaml")).expect("remove");
     let second = repo.commit("second");
     // As `argocd app get --refresh` asks: the new commit is compared (and synced) now rather
     // than at the next comparison.
-    for name in ["apps", "guestbook"] {
+    for name in ["apps", "guestbook", "settings"] {
         let args = ["annotate", "application", name, "-n", "argocd", "argocd.argoproj.io/refresh=normal"];
         cluster.kubectl(&args, None).await;
     }
@@ -428,6 +430,16 @@ async fn an_app_of_apps_is_synced_healthy_pruned_refused_and_deleted_as_argo_cd_
     wait_gone(&packages(&cluster), "kept", "its Package").await;
     let kept: Api<Deployment> = Api::namespaced(cluster.server.client(), "kept");
     assert!(kept.get_opt("kept-ui").await.expect("get").is_some(), "kept without the finalizer");
+    // `Prune=false` for the whole application: the file removed, its object kept, the option
+    // on the object as Argo CD's per-object annotation.
+    wait_for(&applications, "settings", "at the second commit", |a| {
+        a["status"]["operationState"]["syncResult"]["revision"] == second.as_str()
+            && a["status"]["operationState"]["phase"] == "Succeeded"
+    })
+    .await;
+    let unpruned = settings.get("kept").await.expect("not pruned: Prune=false");
+    let annotations = unpruned.metadata.annotations.unwrap_or_default();
+    assert_eq!(annotations.get("argocd.argoproj.io/sync-options").map(String::as_str), Some("Prune=false"));
     let guestbook = serde_json::to_value(applications.get("guestbook").await.expect("guestbook")).expect("json");
     let history: Vec<&Value> = guestbook["status"]["history"].as_array().expect("history").iter().collect();
     assert_eq!(history.len(), 2, "{history:#?}");

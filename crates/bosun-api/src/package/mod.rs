@@ -102,6 +102,12 @@ pub struct PackageSpec {
     /// Labels and annotations added to every object.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub common_metadata: Option<CommonMetadata>,
+    /// Argo CD sync options for every object (`Prune=false`, `Replace=true`,
+    /// `Validate=false`, …; an Application's `syncPolicy.syncOptions`): each is added to an
+    /// object's `argocd.argoproj.io/sync-options` annotation unless the object sets that
+    /// option itself, and honoured as the per-object option is.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub sync_options: Vec<String>,
     /// Groups and steps of the rollout; the default plan when absent.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub rollout: Option<RolloutSpec>,

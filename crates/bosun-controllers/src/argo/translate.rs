@@ -59,6 +59,18 @@ pub(crate) struct Translated {
     pub(crate) differences: Vec<String>,
 }
 
+/// Sync options bosun honours on each object: for the whole application, they are added to
+/// every object's own (`argocd.argoproj.io/sync-options`, the object's winning).
+const PER_OBJECT_OPTIONS: [&str; 7] = [
+    "Prune=false",
+    "Delete=false",
+    "Replace=true",
+    "Force=true",
+    "Validate=false",
+    "SkipDryRunOnMissingResource=true",
+    "RespectIgnoreDifferences=true",
+];
+
 /// Sync options bosun honours for the whole application, each with what it does.
 const ACCEPTED_OPTIONS: [(&str, &str); 9] = [
     ("CreateNamespace=true", "the destination namespace is created"),
@@ -125,12 +137,13 @@ pub(crate) fn package_spec(application: &Application, raw: &Value) -> Result<Tra
             "the created namespace has no metadata of its own",
         ));
     }
+    let mut per_object = Vec::new();
     for option in &policy.sync_options {
-        if !ACCEPTED_OPTIONS.iter().any(|(accepted, _)| accepted.eq_ignore_ascii_case(option.trim())) {
-            return Err(unsupported(
-                &format!("spec.syncPolicy.syncOptions {option}"),
-                "only on the objects themselves (argocd.argoproj.io/sync-options), for the whole application only CreateNamespace, ServerSideApply, ApplyOutOfSyncOnly, PruneLast, PrunePropagationPolicy, FailOnSharedResource",
-            ));
+        let is = |known: &&str| known.eq_ignore_ascii_case(option.trim());
+        if PER_OBJECT_OPTIONS.iter().any(is) {
+            per_object.push(option.trim().to_string());
+        } else if !ACCEPTED_OPTIONS.iter().any(|(accepted, _)| is(accepted)) {
+            return Err(unsupported(&format!("spec.syncPolicy.syncOptions {option}"), "an option bosun does not know"));
         }
     }
     let create_namespace = policy.sync_options.iter().any(|o| o.trim().eq_ignore_ascii_case("CreateNamespace=true"));
@@ -170,6 +183,7 @@ pub(crate) fn package_spec(application: &Application, raw: &Value) -> Result<Tra
         default_namespace: spec.destination.namespace.clone().filter(|n| !n.is_empty()),
         create_namespace: create_namespace.then_some(true),
         common_metadata: Some(CommonMetadata { labels, annotations: Default::default() }),
+        sync_options: per_object,
         prune: Some(automated.prune == Some(true)),
         wait: Some(true),
         interval: Some(Interval(RECONCILIATION)),

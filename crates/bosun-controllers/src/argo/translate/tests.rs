@@ -162,7 +162,12 @@ fn directory_options_become_ignore_lines_and_jsonnet_variables() {
 fn sync_options_and_retry() {
     let spec =
         with("/syncPolicy/syncOptions", json!(["CreateNamespace=true", "ServerSideApply=true", "PruneLast=true"]));
-    assert_eq!(translated(spec).expect("translated").spec.create_namespace, Some(true));
+    let package = translated(spec).expect("translated").spec;
+    assert_eq!((package.create_namespace, package.sync_options.len()), (Some(true), 0));
+    let spec =
+        with("/syncPolicy/syncOptions", json!(["Prune=false", "Replace=true", "Validate=false", "PruneLast=true"]));
+    let package = translated(spec).expect("translated").spec;
+    assert_eq!(package.sync_options, ["Prune=false", "Replace=true", "Validate=false"], "each object's");
     let spec =
         with("/syncPolicy/retry", json!({"limit": 5, "backoff": {"duration": "5s", "factor": 2, "maxDuration": "3m"}}));
     let translated = translated(spec).expect("translated");
@@ -200,7 +205,7 @@ fn every_field_bosun_cannot_honour_is_named() {
         (with("/syncPolicy", json!({})), "spec.syncPolicy.automated"),
         (with("/syncPolicy/automated/enabled", json!(false)), "spec.syncPolicy.automated"),
         (with("/syncPolicy/automated/allowEmpty", json!(true)), "spec.syncPolicy.automated.allowEmpty"),
-        (with("/syncPolicy/syncOptions", json!(["Replace=true"])), "spec.syncPolicy.syncOptions Replace=true"),
+        (with("/syncPolicy/syncOptions", json!(["Retry=forever"])), "spec.syncPolicy.syncOptions Retry=forever"),
         (with("/source/plugin", json!({"name": "cmp"})), "spec.source.plugin"),
         (with("/source/helm", json!({"passCredentials": true})), "spec.source.helm.passCredentials"),
         (with("/source/kustomize", json!({"replicas": [{"name": "a", "count": 2}]})), "spec.source.kustomize.replicas"),
