@@ -1,7 +1,7 @@
 //! bosun's resources as types (`bosun.dev/v1alpha1`), as `kube-core` holds Kubernetes' own and
 //! Flux its `api/` modules: the specs and statuses of [`package`] (`Package`, also the spec of
 //! `bosun.yaml`), [`operator`], [`canary`], [`fleet`] and [`notification`] (`Alert`,
-//! `Provider`, `Receiver`), their CRDs ([`crds`]), Flux's own kinds and their CRDs ([`flux`]), the labels and annotations bosun writes and
+//! `Provider`, `Receiver`), their CRDs ([`crds`]), Flux's own kinds and their CRDs ([`flux`]), Argo CD's ([`argo`]), the labels and annotations bosun writes and
 //! reads, the [`inventory`] format, and the helpers their status needs. It depends on
 //! kube-core, k8s-openapi, serde and schemars only, so a client or a dashboard can use bosun's
 //! resources without compiling the pipeline.
@@ -18,6 +18,7 @@
 
 #![warn(missing_docs)]
 
+pub mod argo;
 pub mod canary;
 mod duration;
 pub mod fleet;
@@ -59,6 +60,12 @@ pub fn crds() -> Vec<CustomResourceDefinition> {
 pub(crate) mod tests {
     use kube_core::CustomResourceExt;
     use serde_json::{Value, json};
+
+    /// The names of a CRD version's printer columns.
+    pub(crate) fn columns(version: &Value) -> Vec<&str> {
+        let columns = version["additionalPrinterColumns"].as_array().map(Vec::as_slice).unwrap_or_default();
+        columns.iter().map(|c| c["name"].as_str().unwrap_or_default()).collect()
+    }
 
     /// Rules a real API server enforces on a structural schema, checked on the whole tree.
     pub(crate) fn check_structural(schema: &Value, path: &str, problems: &mut Vec<String>) {
@@ -114,13 +121,7 @@ pub(crate) mod tests {
         let version = &crd["spec"]["versions"][0];
         assert_eq!(version["name"], "v1alpha1");
         assert_eq!(version["subresources"]["status"], json!({}));
-        let columns: Vec<&str> = version["additionalPrinterColumns"]
-            .as_array()
-            .expect("columns")
-            .iter()
-            .map(|c| c["name"].as_str().unwrap_or_default())
-            .collect();
-        assert_eq!(columns, ["Ready", "Status", "Revision", "Age"]);
+        assert_eq!(columns(version), ["Ready", "Status", "Revision", "Age"]);
         let schema = &version["schema"]["openAPIV3Schema"];
         let mut problems = Vec::new();
         check_structural(schema, "", &mut problems);

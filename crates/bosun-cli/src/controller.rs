@@ -11,7 +11,7 @@ use crate::cluster::ClusterArgs;
 /// Arguments of `bosun controller`.
 #[derive(Debug, clap::Args)]
 #[command(
-    after_help = "Packages are fetched from their source, rendered, rolled out in order with health checks and\nprune, and reported in their status; again every spec.interval, at once when their spec changes or\na dependency becomes ready. See docs/controller.md.\n\nSharding: a controller started with --shard NAME reconciles the objects labelled\nbosun.dev/shard=NAME (Packages, Operators, Canaries, Fleets, Alerts, Receivers, and Flux's objects\nwith --flux); one without --shard those without the label, so every object has one controller.\nEach shard elects its own leader (Lease bosun-controller-NAME): start a standby with the same\n--shard. Move an object with `kubectl label package web bosun.dev/shard=NAME --overwrite`.\n\nExamples:\n  bosun controller                                   # the cluster of your kubeconfig, all namespaces\n  bosun controller --namespace team-a --concurrency 8\n  bosun controller --leader-elect --shard shard-1     # the Packages labelled bosun.dev/shard=shard-1\n  bosun controller --flux --flux-selector 'bosun.dev/migrate=true'   # Flux's sources and Kustomizations too"
+    after_help = "Packages are fetched from their source, rendered, rolled out in order with health checks and\nprune, and reported in their status; again every spec.interval, at once when their spec changes or\na dependency becomes ready. See docs/controller.md.\n\nSharding: a controller started with --shard NAME reconciles the objects labelled\nbosun.dev/shard=NAME (Packages, Operators, Canaries, Fleets, Alerts, Receivers, Flux's objects\nwith --flux, Applications with --argo); one without --shard those without the label, so every object has one controller.\nEach shard elects its own leader (Lease bosun-controller-NAME): start a standby with the same\n--shard. Move an object with `kubectl label package web bosun.dev/shard=NAME --overwrite`.\n\nExamples:\n  bosun controller                                   # the cluster of your kubeconfig, all namespaces\n  bosun controller --namespace team-a --concurrency 8\n  bosun controller --leader-elect --shard shard-1     # the Packages labelled bosun.dev/shard=shard-1\n  bosun controller --flux --flux-selector 'bosun.dev/migrate=true'   # Flux's sources and Kustomizations too\n  bosun controller --argo                             # Argo CD's Applications too (docs/argo.md)"
 )]
 pub struct Args {
     #[command(flatten)]
@@ -119,6 +119,17 @@ pub struct Args {
     /// selector, serve the rest (two controllers must never reconcile one object).
     #[arg(long, value_name = "SELECTOR", requires = "flux")]
     flux_selector: Option<String>,
+
+    /// Reconcile Argo CD's Applications too (with their AppProjects), each through a Package,
+    /// writing the status Argo CD writes. Needs Argo CD's CRDs (`bosun crds --argo | kubectl
+    /// apply --server-side -f -`). See docs/argo.md.
+    #[arg(long)]
+    argo: bool,
+
+    /// Only the Applications whose labels match (ANDed with the shard's selector): move to bosun
+    /// a label or namespace at a time while Argo CD, told to leave them alone, serves the rest.
+    #[arg(long, value_name = "SELECTOR", requires = "argo")]
+    argo_selector: Option<String>,
 
     #[command(flatten)]
     mirrors: SourceMirrorArgs,
@@ -273,6 +284,7 @@ pub async fn run(args: Args) -> ExitCode {
     let selectors = [
         ("--watch-label-selector", args.watch_label_selector.as_deref()),
         ("--flux-selector", args.flux_selector.as_deref()),
+        ("--argo-selector", args.argo_selector.as_deref()),
     ];
     if let Err(error) = shard::check(args.shard.as_deref(), &selectors) {
         return crate::bad_input(error);
@@ -322,6 +334,10 @@ pub async fn run(args: Args) -> ExitCode {
             selector: Some(shard::selector(args.shard.as_deref(), args.flux_selector.as_deref())),
             ..Default::default()
         }),
+        argo: args.argo.then(|| controllers::flux::Scope {
+            selector: Some(shard::selector(args.shard.as_deref(), args.argo_selector.as_deref())),
+            ..Default::default()
+        }),
         notifications_selector: Some(shard::requirement(args.shard.as_deref())),
         ..HostSettings::new(package)
     };
@@ -366,9 +382,12 @@ pub async fn run(args: Args) -> ExitCode {
     match result {
         Ok(()) => ExitCode::SUCCESS,
         Err(HostError::Cluster(error)) => crate::bad_input(connection.explain(&error)),
-        Err(error @ (HostError::MissingCrd(_) | HostError::MissingFluxCrd(_) | HostError::Endpoints { .. })) => {
-            crate::bad_input(error)
-        }
+        Err(
+            error @ (HostError::MissingCrd(_)
+            | HostError::MissingFluxCrd(_)
+            | HostError::MissingArgoCrd(_)
+            | HostError::Endpoints { .. }),
+        ) => crate::bad_input(error),
         Err(error @ HostError::LostLeadership(_)) => {
             eprintln!("error: {error}");
             ExitCode::FAILURE

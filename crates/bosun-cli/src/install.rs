@@ -50,18 +50,26 @@ pub struct Args {
     /// (`bosun controller --flux`; see docs/flux.md).
     #[arg(long)]
     flux: bool,
+
+    /// Also Argo CD's CRDs (Application, AppProject), and the controller reconciles
+    /// Applications (`bosun controller --argo`; see docs/argo.md).
+    #[arg(long)]
+    argo: bool,
 }
 
 /// Arguments of `bosun crds`.
 #[derive(Debug, clap::Args)]
 #[command(
-    after_help = "Examples:\n  bosun crds | kubectl apply --server-side -f -\n  bosun crds --flux | kubectl apply --server-side -f -    # and Flux's, on a cluster without Flux"
+    after_help = "Examples:\n  bosun crds | kubectl apply --server-side -f -\n  bosun crds --flux | kubectl apply --server-side -f -    # and Flux's, on a cluster without Flux\n  bosun crds --argo | kubectl apply --server-side -f -    # and Argo CD's Application, AppProject"
 )]
 pub struct CrdsArgs {
     /// Also Flux's CRDs (GitRepository, OCIRepository, HelmRepository, Bucket, Kustomization,
     /// HelmRelease), with every version Flux serves, as Flux's own CRDs define them.
     #[arg(long)]
     flux: bool,
+    /// Also Argo CD's CRDs (Application, AppProject), as Argo CD's own CRDs name them.
+    #[arg(long)]
+    argo: bool,
 }
 
 fn print(objects: &[serde_json::Value]) {
@@ -70,7 +78,7 @@ fn print(objects: &[serde_json::Value]) {
 
 /// Runs `bosun crds`.
 pub fn crds(args: CrdsArgs) -> ExitCode {
-    print(&crd_manifests(args.flux));
+    print(&crd_manifests(args.flux, args.argo));
     ExitCode::SUCCESS
 }
 
@@ -84,6 +92,7 @@ fn options_of(args: &Args) -> InstallOptions {
         default_service_account: args.default_service_account.clone(),
         multi_tenant: args.multi_tenant,
         flux: args.flux,
+        argo: args.argo,
     }
 }
 

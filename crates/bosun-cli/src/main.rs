@@ -174,7 +174,7 @@ enum Command {
         #[command(subcommand)]
         target: canaries::Target,
     },
-    /// Print bosun's CRDs (with --flux, Flux's too), for `kubectl apply -f -`.
+    /// Print bosun's CRDs (with --flux, Flux's too; with --argo, Argo CD's), for `kubectl apply -f -`.
     Crds(install::CrdsArgs),
     /// Push an OCI artifact (a package directory) or a Helm chart to a container registry.
     Push {

@@ -10,20 +10,12 @@
 //! and an OCI `HelmRepository`.
 
 use std::{
-    collections::BTreeMap,
     io::{Read, Write},
     process::Command,
-    sync::{Arc, Mutex},
+    sync::Arc,
     time::{Duration, Instant},
 };
 
-use axum::{
-    Router,
-    extract::{Path as UrlPath, State},
-    http::StatusCode,
-    response::{IntoResponse, Response},
-    routing::get,
-};
 use base64::Engine;
 use base64::engine::general_purpose::STANDARD;
 use bosun_apiserver::ApiServer;
@@ -31,65 +23,33 @@ use k8s_openapi::api::core::v1::{ConfigMap, Event, Secret};
 use kube::{Api, api::ListParams};
 use serde_json::{Value, json};
 
+#[path = "support/charts.rs"]
+mod charts;
 mod common;
 #[path = "support/flux.rs"]
 mod flux_support;
 #[path = "support/controller.rs"]
 mod support;
 
+use charts::{Charts, serve_charts, web_chart};
 use common::Cluster;
 use flux_support::{condition, flux_api, wait_for};
 use support::{BOUND, text};
-
-/// The charts' archives by version.
-type Charts = Arc<Mutex<BTreeMap<String, Vec<u8>>>>;
-
-async fn index(State(charts): State<Charts>) -> String {
-    let mut text = String::from("apiVersion: v1\nentries:\n  web:\n");
-    for version in charts.lock().expect("lock").keys() {
-        text.push_str(&format!(
-            "  - apiVersion: v2\n    name: web\n    version: {version}\n    urls:\n    - charts/web-{version}.tgz\n"
-        ));
-    }
-    text
-}
-
-async fn archive(State(charts): State<Charts>, UrlPath(file): UrlPath<String>) -> Response {
-    let version = file.strip_prefix("web-").and_then(|f| f.strip_suffix(".tgz")).unwrap_or_default();
-    match charts.lock().expect("lock").get(version) {
-        Some(archive) => archive.clone().into_response(),
-        None => StatusCode::NOT_FOUND.into_response(),
-    }
-}
 
 /// The `web` chart at `version` as `helm package` lays it out, made by the real `tar`: one
 /// ConfigMap saying the chart's version, a value and the release's revision — named
 /// `Bad_Name` (refused by the server) when `broken`.
 fn chart(version: &str, broken: bool) -> Vec<u8> {
-    let dir = tempfile::tempdir().expect("dir");
-    let chart = dir.path().join("web");
-    std::fs::create_dir_all(chart.join("templates")).expect("mkdir");
-    let write = |file: &str, text: &str| std::fs::write(chart.join(file), text).expect("write");
-    write("Chart.yaml", &format!("apiVersion: v2\nname: web\nversion: {version}\nappVersion: '2.{version}'\n"));
-    write("values.yaml", "greeting: hello\n");
     let name = if broken { "Bad_Name" } else { "web" };
-    write(
-        "templates/config.yaml",
-        &format!(
-            "apiVersion: v1\nkind: ConfigMap\nmetadata:\n  name: {name}\ndata:\n  version: {{{{ .Chart.Version | quote }}}}\n  greeting: {{{{ .Values.greeting | quote }}}}\n  revision: {{{{ .Release.Revision | quote }}}}\n  upgrade: {{{{ .Release.IsUpgrade | quote }}}}\n"
-        ),
+    let chart_yaml = format!("apiVersion: v2\nname: web\nversion: {version}\nappVersion: '2.{version}'\n");
+    let template = format!(
+        "apiVersion: v1\nkind: ConfigMap\nmetadata:\n  name: {name}\ndata:\n  version: {{{{ .Chart.Version | quote }}}}\n  greeting: {{{{ .Values.greeting | quote }}}}\n  revision: {{{{ .Release.Revision | quote }}}}\n  upgrade: {{{{ .Release.IsUpgrade | quote }}}}\n"
     );
-    let out = dir.path().join("out.tgz");
-    let status = Command::new(bosun_test_tools::require("tar"))
-        .arg("czf")
-        .arg(&out)
-        .arg("-C")
-        .arg(dir.path())
-        .arg("web")
-        .status()
-        .expect("tar");
-    assert!(status.success());
-    std::fs::read(out).expect("archive")
+    web_chart(&[
+        ("Chart.yaml", &chart_yaml),
+        ("values.yaml", "greeting: hello\n"),
+        ("templates/config.yaml", &template),
+    ])
 }
 
 /// What Helm 3 stored when it installed `web` 0.9.0 as revision 1: the release as JSON,
@@ -218,16 +178,6 @@ spec:
  spec: {interval: 5m, url: URL/missing}}
 ";
 
-/// Serves `charts` as a Helm repository on loopback; its URL.
-async fn serve_charts(charts: Charts) -> String {
-    let router =
-        Router::new().route("/index.yaml", get(index)).route("/charts/{file}", get(archive)).with_state(charts);
-    let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.expect("bind");
-    let url = format!("http://{}", listener.local_addr().expect("address"));
-    tokio::spawn(async move { axum::serve(listener, router).await });
-    url
-}
-
 /// An embedded API server with bosun's and Flux's CRDs installed.
 async fn flux_cluster() -> Cluster {
     let server = ApiServer::in_memory().start().await.expect("server");
@@ -278,7 +228,7 @@ async fn a_helm_release_upgrades_a_release_helm_installed_and_rolls_back_a_faile
     let repositories =
         flux_support::api(cluster.server.client(), "default", "source.toolkit.fluxcd.io", "v1", "HelmRepository");
     let repository = serde_json::to_value(repositories.get("charts").await.expect("charts")).expect("json");
-    let served = index(State(charts.clone())).await;
+    let served = charts::index_text(&charts);
     let digest = sha256sum(served.as_bytes());
     let revision = format!("sha256:{digest}");
     let artifact = &repository["status"]["artifact"];

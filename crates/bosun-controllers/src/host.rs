@@ -35,6 +35,8 @@ pub struct HostSettings {
     /// Reconcile Flux's `GitRepository`, `OCIRepository`, `Bucket`, `ArtifactGenerator` and `Kustomization` objects
     /// too (`--flux`), those of this scope (its namespace, when unset, the Packages').
     pub flux: Option<flux::Scope>,
+    /// Reconcile Argo CD's `Application`s too (`--argo`), those of this scope.
+    pub argo: Option<flux::Scope>,
     /// Only the Alerts and Receivers whose labels match: a shard's ([`crate::shard`]), so
     /// that each shard sends its own objects' events and serves its own webhooks (none: all
     /// of them).
@@ -52,6 +54,7 @@ impl HostSettings {
             webhook: None,
             dedup_window: DEFAULT_DEDUP_WINDOW,
             flux: None,
+            argo: None,
             notifications_selector: None,
         }
     }
@@ -80,6 +83,11 @@ pub enum HostError {
         "the cluster has no {0} CRD, which --flux reconciles: install Flux's CRDs (`bosun crds --flux | kubectl apply --server-side --force-conflicts -f -`)"
     )]
     MissingFluxCrd(String),
+    /// `--argo` was given and an Argo CD CRD is not installed.
+    #[error(
+        "the cluster has no {0} CRD, which --argo reconciles: install Argo CD's CRDs (`bosun crds --argo | kubectl apply --server-side -f -`)"
+    )]
+    MissingArgoCrd(String),
     /// The cluster refused or could not be reached.
     #[error(transparent)]
     Cluster(#[from] ClusterError),
@@ -123,6 +131,11 @@ pub async fn run(
         && let Some(name) = flux::missing_crd(&client).await?
     {
         return Err(HostError::MissingFluxCrd(name));
+    }
+    if settings.argo.is_some()
+        && let Some(name) = crate::argo::missing_crd(&client).await?
+    {
+        return Err(HostError::MissingArgoCrd(name));
     }
     let mut settings = settings;
     settings.package.flux = settings.flux.is_some();
@@ -264,6 +277,21 @@ pub async fn run(
             ),
         )
     });
+    let argo_controller = settings.argo.as_ref().map(|scope| {
+        let scope = flux::Scope {
+            namespace: scope.namespace.clone().or_else(|| settings.package.namespace.clone()),
+            selector: scope.selector.clone(),
+            metrics: Some(metrics.clone()),
+        };
+        crate::argo::controller(client.clone(), &scope).on_event(alerts.listener())
+    });
+    let argo_stop = settings.package.stopping.clone();
+    let argo_controller = async move {
+        match argo_controller {
+            Some(controller) => controller.run(async move { argo_stop.cancelled().await }).await,
+            None => Ok(()),
+        }
+    };
     let flux_stop = settings.package.stopping.clone();
     let flux_controllers = async move {
         let Some((
@@ -316,7 +344,7 @@ pub async fn run(
             .and(alerts)
             .and(receivers)
     };
-    let (packages, alerts, receivers, operators, canaries, fleets, flux) = tokio::join!(
+    let (packages, alerts, receivers, operators, canaries, fleets, flux, argo) = tokio::join!(
         async {
             let result = controller.run(stop).await;
             others.cancel();
@@ -328,6 +356,7 @@ pub async fn run(
         canaries.run(async move { canaries_stop.cancelled().await }),
         fleets.run(async move { fleets_stop.cancelled().await }),
         flux_controllers,
+        argo_controller,
     );
     packages
         .and(alerts)
@@ -336,6 +365,7 @@ pub async fn run(
         .and(canaries)
         .and(fleets)
         .and(flux)
+        .and(argo)
         .map_err(ClusterError::from)?;
     if lost.is_cancelled() {
         let name = settings.leader.map(|l| l.name).unwrap_or_default();

@@ -35,6 +35,9 @@ pub struct InstallOptions {
     /// `Kustomization`, `HelmRelease`), for a cluster that has no Flux installed, and the
     /// controller started with `--flux` to reconcile them.
     pub flux: bool,
+    /// Argo CD's CRDs too (`Application`, `AppProject`), and the controller started with
+    /// `--argo` to reconcile Applications.
+    pub argo: bool,
 }
 
 /// The image of this version.
@@ -47,24 +50,27 @@ const METRICS_PORT: u16 = 8080;
 /// The port of the Receivers' webhooks in the pod.
 const WEBHOOK_PORT: u16 = 9292;
 
-/// The CRDs to apply: bosun's, then Flux's when asked for, as objects with their kind.
-pub fn crd_manifests(flux: bool) -> Vec<Value> {
+/// The CRDs to apply: bosun's, then Flux's and Argo CD's when asked for, as objects with
+/// their kind.
+pub fn crd_manifests(flux: bool, argo: bool) -> Vec<Value> {
     let flux_crds = if flux { bosun_api::flux::crds() } else { Vec::new() };
-    bosun_api::crds()
-        .iter()
-        .chain(&flux_crds)
-        .map(|crd| {
-            let mut value = serde_json::to_value(crd).unwrap_or_default();
-            value["apiVersion"] = json!("apiextensions.k8s.io/v1");
-            value["kind"] = json!("CustomResourceDefinition");
-            value
-        })
-        .collect()
+    let argo_crds = if argo { bosun_api::argo::crds() } else { Vec::new() };
+    bosun_api::crds().iter().chain(&flux_crds).chain(&argo_crds).map(crd_value).collect()
+}
+
+/// A CRD with its `apiVersion` and `kind`.
+fn crd_value(
+    crd: &k8s_openapi::apiextensions_apiserver::pkg::apis::apiextensions::v1::CustomResourceDefinition,
+) -> Value {
+    let mut value = serde_json::to_value(crd).unwrap_or_default();
+    value["apiVersion"] = json!("apiextensions.k8s.io/v1");
+    value["kind"] = json!("CustomResourceDefinition");
+    value
 }
 
 /// Everything to apply, CRDs first.
 pub fn manifests(options: &InstallOptions) -> Vec<Value> {
-    let mut objects = crd_manifests(options.flux);
+    let mut objects = crd_manifests(options.flux, options.argo);
     let namespace = options.namespace.as_str();
     let selector = options.watch_label_selector.as_deref();
     let account = shard::lease_name(None, selector);
@@ -137,6 +143,9 @@ fn deployment(options: &InstallOptions, shard: Option<&str>, name: &str, account
         // The CRDs installed with Flux's are reconciled too.
         args.push("--flux".to_string());
     }
+    if options.argo {
+        args.push("--argo".to_string());
+    }
     let probe = |path: &str| json!({"httpGet": {"path": path, "port": "http-metrics"}, "periodSeconds": 10});
     json!({
         "apiVersion": "apps/v1", "kind": "Deployment",
@@ -186,6 +195,7 @@ mod tests {
     fn options(selector: Option<&str>) -> InstallOptions {
         InstallOptions {
             flux: false,
+            argo: false,
             namespace: "bosun-system".into(),
             image: "example.com/bosun:test".into(),
             concurrency: 8,
@@ -326,6 +336,21 @@ mod tests {
         };
         assert!(args(true).contains("\"--flux\""), "{}", args(true));
         assert!(!args(false).contains("--flux"), "{}", args(false));
+    }
+
+    #[test]
+    fn with_argo_cd_s_crds_the_controller_reconciles_applications() {
+        let installed = manifests(&InstallOptions { argo: true, ..options(None) });
+        let crds: Vec<&str> = installed
+            .iter()
+            .filter(|o| o["kind"] == "CustomResourceDefinition")
+            .filter_map(|o| o["metadata"]["name"].as_str())
+            .filter(|name| name.ends_with(".argoproj.io"))
+            .collect();
+        assert_eq!(crds, ["applications.argoproj.io", "appprojects.argoproj.io"]);
+        let deployment = installed.iter().find(|o| o["kind"] == "Deployment").expect("deployment");
+        let args = deployment["spec"]["template"]["spec"]["containers"][0]["args"].to_string();
+        assert!(args.contains("\"--argo\""), "{args}");
     }
 }
 

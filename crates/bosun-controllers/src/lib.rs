@@ -15,6 +15,7 @@
 // reached from outside is an error.
 #![deny(unreachable_pub)]
 
+pub mod argo;
 pub mod canary;
 pub mod clusters;
 pub mod dev;

@@ -65,6 +65,8 @@ pub struct Controller<R: Reconciler> {
     related: Option<Mapper<R::Resource>>,
     on_status_changes: bool,
     finalizer: FinalizerPolicy,
+    /// The finalizer's name, when not the kit's own.
+    finalizer_name: Option<String>,
     writes_status: bool,
     resolver: Option<Resolver>,
     extensions: Vec<Extension<R::Resource>>,
@@ -128,6 +130,7 @@ impl<R: Reconciler> Controller<R> {
             related: None,
             on_status_changes: false,
             finalizer: FinalizerPolicy::Always,
+            finalizer_name: None,
             writes_status: true,
             resolver: None,
             extensions: Vec::new(),
@@ -147,6 +150,15 @@ impl<R: Reconciler> Controller<R> {
     /// collection), and are not stuck while the controller is not running.
     pub fn finalizer_on_demand(mut self) -> Self {
         self.finalizer = FinalizerPolicy::OnDemand;
+        self
+    }
+
+    /// Finalizes only the objects that carry `finalizer`, a name users put on the objects
+    /// themselves (Argo CD's `resources-finalizer.argocd.argoproj.io`): the controller never
+    /// adds it, and the others are deleted without a finalize run.
+    pub fn finalizer_named(mut self, finalizer: &str) -> Self {
+        self.finalizer = FinalizerPolicy::OnDemand;
+        self.finalizer_name = Some(finalizer.to_string());
         self
     }
 
@@ -336,7 +348,7 @@ impl<R: Reconciler> Controller<R> {
 
     /// The finalizer the controller puts on objects.
     pub fn finalizer(&self) -> String {
-        finalizer_name(&self.name)
+        self.finalizer_name.clone().unwrap_or_else(|| finalizer_name(&self.name))
     }
 
     /// Reconciles until `shutdown` completes (then lets running reconciles finish).
@@ -385,7 +397,7 @@ impl<R: Reconciler> Controller<R> {
             resource: ApiResource::erase::<R::Resource>(&dyntype),
             namespaced: self.namespaced,
             writes_status: self.writes_status,
-            finalizer: finalizer_name(&self.name),
+            finalizer: self.finalizer_name.clone().unwrap_or_else(|| finalizer_name(&self.name)),
             listener: self.listener.clone(),
         });
         let mut config = watcher::Config::default();

@@ -145,6 +145,34 @@ pub(crate) struct Rule {
 }
 
 const ARGO_SYNC: &str = "argocd.argoproj.io/sync-options";
+
+/// An object's `argocd.argoproj.io/sync-options` with `options` added, each unless the list
+/// already sets that option (`Prune=false` is not added over `Prune=true`): what a Package's
+/// `syncOptions` make of an object's own (the object's win, as in Argo CD).
+pub(crate) fn with_sync_options(own: Option<&str>, options: &[String]) -> String {
+    let mut list: Vec<String> =
+        own.unwrap_or_default().split(',').map(str::trim).filter(|o| !o.is_empty()).map(str::to_string).collect();
+    let key = |option: &str| option.split_once('=').map_or(option, |(key, _)| key).trim().to_ascii_lowercase();
+    for option in options {
+        if !list.iter().any(|own| key(own) == key(option)) {
+            list.push(option.trim().to_string());
+        }
+    }
+    list.join(",")
+}
+
+/// Adds a Package's `syncOptions` to every object's `argocd.argoproj.io/sync-options`.
+pub(crate) fn add_sync_options(object: &mut Value, options: &[String]) {
+    if options.is_empty() {
+        return;
+    }
+    let merged = with_sync_options(object::annotation(object, ARGO_SYNC), options);
+    let metadata = &mut object["metadata"];
+    if !metadata.get("annotations").is_some_and(Value::is_object) {
+        metadata["annotations"] = serde_json::json!({});
+    }
+    metadata["annotations"][ARGO_SYNC] = Value::String(merged);
+}
 const ARGO_COMPARE: &str = "argocd.argoproj.io/compare-options";
 
 const fn flux(key: &'static str, value: &'static str, effect: Effect) -> Rule {
@@ -306,6 +334,23 @@ mod tests {
     use serde_json::json;
 
     use super::*;
+
+    #[test]
+    fn a_package_s_sync_options_go_to_every_object_the_object_s_own_winning() {
+        let options = ["Prune=false".to_string(), "Replace=true".to_string()];
+        assert_eq!(with_sync_options(None, &options), "Prune=false,Replace=true");
+        assert_eq!(
+            with_sync_options(Some("prune=true, Validate=false"), &options),
+            "prune=true,Validate=false,Replace=true"
+        );
+        let mut object = json!({"apiVersion": "v1", "kind": "ConfigMap", "metadata": {"name": "a"}});
+        add_sync_options(&mut object, &options);
+        let policy = of(&object);
+        assert!(!policy.prune && policy.replace, "{object}");
+        let mut untouched = json!({"metadata": {"name": "b"}});
+        add_sync_options(&mut untouched, &[]);
+        assert_eq!(untouched, json!({"metadata": {"name": "b"}}));
+    }
 
     fn with(annotations: Value, labels: Value) -> Value {
         json!({"apiVersion": "v1", "kind": "ConfigMap",

@@ -79,6 +79,11 @@ pub struct PackageSpec {
     /// Namespace set on every namespaced object.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub target_namespace: Option<String>,
+    /// Namespace for namespaced objects that name none, instead of the Package's own; a
+    /// chart's `.Release.Namespace` (Argo CD's `destination.namespace`; custom resource).
+    /// `targetNamespace` wins over it.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub default_namespace: Option<String>,
     /// Create the namespace the objects go to (`targetNamespace`, else the default one) when
     /// it does not exist, before anything is applied; it is never pruned (Helm's
     /// `--create-namespace`, Flux's `install.createNamespace`).
@@ -97,6 +102,12 @@ pub struct PackageSpec {
     /// Labels and annotations added to every object.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub common_metadata: Option<CommonMetadata>,
+    /// Argo CD sync options for every object (`Prune=false`, `Replace=true`,
+    /// `Validate=false`, …; an Application's `syncPolicy.syncOptions`): each is added to an
+    /// object's `argocd.argoproj.io/sync-options` annotation unless the object sets that
+    /// option itself, and honoured as the per-object option is.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub sync_options: Vec<String>,
     /// Groups and steps of the rollout; the default plan when absent.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub rollout: Option<RolloutSpec>,
@@ -150,6 +161,35 @@ pub struct PackageSpec {
     /// status stays here (custom resource; Flux's `kubeConfig`).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub kube_config: Option<KubeConfigSpec>,
+    /// Which objects the Package may write, checked on everything rendered before anything is
+    /// written: one outside fails the run (`NotPermitted`) and nothing is applied (custom
+    /// resource; an Argo CD AppProject's rules, which an Application's Package carries).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub permitted: Option<Permitted>,
+}
+
+/// `spec.permitted`: kinds and namespaces, in Argo CD's AppProject terms. Globs: `*`
+/// (crossing `/`), `?`, `[…]`, `{a,b}`.
+#[derive(Debug, Clone, Default, Deserialize, Serialize, PartialEq, JsonSchema)]
+#[serde(rename_all = "camelCase", deny_unknown_fields)]
+pub struct Permitted {
+    /// The project permitting, named in messages.
+    pub project: String,
+    /// Cluster-scoped kinds the Package may write (none when empty).
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub cluster_resource_whitelist: Vec<crate::argo::project::GroupKind>,
+    /// Cluster-scoped kinds it may not write.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub cluster_resource_blacklist: Vec<crate::argo::project::GroupKind>,
+    /// Namespaced kinds it may write (all when empty).
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub namespace_resource_whitelist: Vec<crate::argo::project::GroupKind>,
+    /// Namespaced kinds it may not write.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub namespace_resource_blacklist: Vec<crate::argo::project::GroupKind>,
+    /// The namespaces its namespaced objects may go to (`!` in front denies; none when empty).
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub namespaces: Vec<String>,
 }
 
 impl PackageSpec {
@@ -168,6 +208,8 @@ impl PackageSpec {
             ("deletionPolicy", self.deletion_policy.is_some()),
             ("decryption", self.decryption.is_some()),
             ("kubeConfig", self.kube_config.is_some()),
+            ("defaultNamespace", self.default_namespace.is_some()),
+            ("permitted", self.permitted.is_some()),
             ("healthCheckExprs", !self.health_check_exprs.is_empty()),
         ];
         set.into_iter().filter(|(_, present)| *present).map(|(field, _)| field).collect()

@@ -97,6 +97,12 @@ pub struct KustomizeSpec {
     /// Kustomize components added, relative to `dir` (Flux's `components`).
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub components: Vec<String>,
+    /// Labels added to every object and selector (kustomize's `commonLabels`; Argo CD's).
+    #[serde(default, skip_serializing_if = "BTreeMap::is_empty")]
+    pub common_labels: BTreeMap<String, String>,
+    /// Annotations added to every object (kustomize's `commonAnnotations`; Argo CD's).
+    #[serde(default, skip_serializing_if = "BTreeMap::is_empty")]
+    pub common_annotations: BTreeMap<String, String>,
 }
 
 impl KustomizeSpec {
@@ -107,6 +113,8 @@ impl KustomizeSpec {
             || !self.patches.is_empty()
             || !self.images.is_empty()
             || !self.components.is_empty()
+            || !self.common_labels.is_empty()
+            || !self.common_annotations.is_empty()
     }
 }
 

@@ -73,8 +73,13 @@ pub fn reconciled_crds() -> Vec<String> {
 /// # Errors
 /// The cluster cannot be asked.
 pub async fn missing_crd(client: &Client) -> Result<Option<String>, ClusterError> {
+    first_missing(client, reconciled_crds()).await
+}
+
+/// The first of the CRDs `names` the cluster lacks, if any.
+pub(crate) async fn first_missing(client: &Client, names: Vec<String>) -> Result<Option<String>, ClusterError> {
     let crds: Api<CustomResourceDefinition> = Api::all(client.clone());
-    for name in reconciled_crds() {
+    for name in names {
         if crds.get_opt(&name).await.map_err(ClusterError::from)?.is_none() {
             return Ok(Some(name));
         }

@@ -62,7 +62,7 @@ impl PackageReconciler {
             resolver: Some(target.resolver.clone()),
             ..Options::default()
         };
-        let namespace = run.namespace().to_string();
+        let namespace = resource.spec.default_namespace.clone().unwrap_or_else(|| run.namespace().to_string());
         // The last rendering's PreDelete and PostDelete hooks run around the deletion.
         let rendered = match self.last_rendering(run, &target).await {
             Ok(rendered) => rendered,

@@ -19,6 +19,7 @@ pub(crate) mod dependencies;
 pub(crate) mod helm_storage;
 pub(crate) mod hooks;
 pub(crate) mod identity;
+pub(crate) mod permitted;
 pub(crate) mod progress;
 pub(crate) mod remote;
 pub(crate) mod render;

@@ -144,14 +144,17 @@ impl PackageReconciler {
         // `.Capabilities` read it. `valuesFrom` is read here, beside the Package (as Flux
         // does). The release record is the Package's status, or Helm's storage.
         let helm_release = matches!(package.renderer(), RenderSpec::Helm(_)).then(|| HelmRelease {
-            namespace: package.spec.target_namespace.clone().or_else(|| package.namespace.clone()).unwrap_or_default(),
+            namespace: (package.spec.target_namespace.clone())
+                .or_else(|| package.spec.default_namespace.clone())
+                .or_else(|| package.namespace.clone())
+                .unwrap_or_default(),
             values_namespace: package.namespace.clone().unwrap_or_default(),
             last_revision: (release_revision > 1).then_some(release_revision - 1),
             name: None,
             values: None,
         });
         let options = RenderOptions {
-            default_namespace: package.namespace.clone(),
+            default_namespace: package.spec.default_namespace.clone().or_else(|| package.namespace.clone()),
             resolver: Some(target.resolver.clone()),
             decryption: keys,
             helm_release,

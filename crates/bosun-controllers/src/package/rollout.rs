@@ -19,6 +19,7 @@ use bosun_api::package::{
         record_history,
     },
 };
+use bosun_core::object;
 use bosun_helm::storage;
 use bosun_kit::{Failure, Run};
 
@@ -26,7 +27,7 @@ use super::{
     Attempt, PackageReconciler, Set,
     helm_storage::{self, HelmStorage},
     hooks::{Hooks, publish_hooks},
-    key,
+    key, permitted,
     progress::Tracker,
     remote::Target,
     rollback, running,
@@ -101,6 +102,9 @@ impl PackageReconciler {
         );
         let rendered =
             self.render(run, &package, &snapshot, &target, (keys, release_revision)).await.map_err(in_source)?;
+        if let Some(permitted) = &resource.spec.permitted {
+            check_permitted(permitted, &rendered, &target.resolver).await?;
+        }
         let digest = pipeline::digest(&rendered);
         let rollback = resource.spec.rollback.as_ref().is_some_and(|r| r.on_failure);
         if rollback
@@ -213,7 +217,7 @@ impl PackageReconciler {
             health_expressions,
             ..Options::default()
         };
-        let namespace = run.namespace().to_string();
+        let namespace = resource.spec.default_namespace.clone().unwrap_or_else(|| run.namespace().to_string());
         let applied = pipeline::apply(&target.client, package, set.rendered, &namespace, &options, *tracker).await;
         self.running.end(&key);
         let report = match applied {
@@ -329,6 +333,47 @@ fn fetching(resource: &PackageResource) -> String {
 /// reconcile together forever.
 fn jittered(interval: Duration) -> Duration {
     interval.mul_f64(0.95 + 0.1 * rand::random::<f64>())
+}
+
+/// Refuses the run, before anything is written, when a rendered object is outside
+/// `spec.permitted` (a kind's scope from the cluster, else from a CRD rendered with it, else
+/// namespaced).
+async fn check_permitted(
+    permitted: &bosun_api::package::Permitted,
+    rendered: &bosun::render::Rendered,
+    resolver: &bosun_core::discovery::Resolver,
+) -> Result<(), Failure> {
+    let crd_scopes: Vec<(String, String, bool)> = rendered
+        .manifests
+        .iter()
+        .filter(|m| object::kind(&m.object) == "CustomResourceDefinition")
+        .map(|m| {
+            let spec = &m.object["spec"];
+            let text = |pointer: &str| spec.pointer(pointer).and_then(serde_json::Value::as_str).unwrap_or_default();
+            (text("/group").to_string(), text("/names/kind").to_string(), text("/scope") != "Cluster")
+        })
+        .collect();
+    let mut scoped = Vec::new();
+    for manifest in rendered.manifests.iter() {
+        let object = &manifest.object;
+        let (api_version, kind) = (object::api_version(object), object::kind(object));
+        let group = api_version.rsplit_once('/').map_or("", |(group, _)| group);
+        let namespaced = match resolver.kind(api_version, kind).await {
+            Some(found) => found.namespaced,
+            None => {
+                crd_scopes.iter().find(|(g, k, _)| g == group && k == kind).is_none_or(|(_, _, namespaced)| *namespaced)
+            }
+        };
+        scoped.push((group, kind, object::name(object), namespaced.then(|| object::namespace(object))));
+    }
+    let candidates: Vec<permitted::Candidate<'_>> = scoped
+        .iter()
+        .map(|(group, kind, name, namespace)| permitted::Candidate { group, kind, name, namespace: *namespace })
+        .collect();
+    match permitted::refusal(permitted, &candidates) {
+        Some(message) => Err(Failure::give_up(permitted::NOT_PERMITTED, message)),
+        None => Ok(()),
+    }
 }
 
 #[cfg(test)]

@@ -169,6 +169,9 @@ fn render_package(package: &Package, input: &Input<'_>, scopes: &Scopes) -> Resu
             }
         }
     }
+    for manifest in &mut manifests.items {
+        crate::policy::add_sync_options(&mut manifest.object, &spec.sync_options);
+    }
     if let Some(namespace) = &spec.target_namespace {
         for manifest in &mut manifests.items {
             match scopes.namespaced(&manifest.object) {

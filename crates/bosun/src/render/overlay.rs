@@ -90,6 +90,17 @@ pub(super) fn with_overlay(mut kustomization: Value, spec: &KustomizeSpec) -> Va
     append("patches", spec.patches.iter().map(|p| serde_json::to_value(p).unwrap_or_default()).collect());
     append("images", spec.images.iter().map(|i| serde_json::to_value(i).unwrap_or_default()).collect());
     append("components", spec.components.iter().map(|c| json!(c)).collect());
+    for (field, added) in [("commonLabels", &spec.common_labels), ("commonAnnotations", &spec.common_annotations)] {
+        if added.is_empty() {
+            continue;
+        }
+        if !kustomization.get(field).is_some_and(Value::is_object) {
+            kustomization[field] = json!({});
+        }
+        for (key, value) in added {
+            kustomization[field][key] = json!(value);
+        }
+    }
     kustomization
 }
 
@@ -153,6 +164,18 @@ mod tests {
         assert_eq!(written["patches"][0]["target"]["kind"], "Deployment");
         assert_eq!(written["components"], json!(["../components/tls"]));
         assert_eq!(written["resources"], json!(["a.yaml"]));
+    }
+
+    #[test]
+    fn common_labels_and_annotations_are_added_over_the_kustomization_s_own() {
+        let spec: KustomizeSpec = serde_json::from_value(json!({
+            "dir": ".", "commonLabels": {"team": "a", "tier": "web"}, "commonAnnotations": {"owner": "ops"},
+        }))
+        .expect("spec");
+        assert!(spec.has_overlay());
+        let written = with_overlay(json!({"resources": ["a.yaml"], "commonLabels": {"team": "b", "app": "x"}}), &spec);
+        assert_eq!(written["commonLabels"], json!({"team": "a", "tier": "web", "app": "x"}));
+        assert_eq!(written["commonAnnotations"], json!({"owner": "ops"}));
     }
 
     #[test]

@@ -154,6 +154,7 @@ fn render(spec: &bosun_api::flux::kustomize::KustomizationSpec, raw_spec: Option
         patches: spec.patches.iter().cloned().chain(older_patches(raw_spec)).collect(),
         images: spec.images.clone(),
         components: spec.components.clone(),
+        ..KustomizeSpec::default()
     };
     kustomize.has_overlay().then_some(RenderSpec::Kustomize(kustomize))
 }
