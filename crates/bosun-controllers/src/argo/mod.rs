@@ -283,15 +283,18 @@ impl kit::Reconciler for Applications {
         let current = existing.filter(|p| written_for.matches(p, &application));
         let refreshing =
             application.metadata.annotations.as_ref().is_some_and(|a| a.contains_key(argo::REFRESH_ANNOTATION));
-        if current.is_none() {
-            for difference in &translated.differences {
-                run.publish(EventType::Normal, "FieldHonouredDifferently", difference, "Reconcile").await;
+        let written = match current {
+            Some(_) => None,
+            None => {
+                for difference in &translated.differences {
+                    run.publish(EventType::Normal, "FieldHonouredDifferently", difference, "Reconcile").await;
+                }
+                Some(written_for.write(run, &translated.spec).await?)
             }
-            written_for.write(run, &translated.spec).await?;
-        }
+        };
         Self::refresh(run, &application).await?;
-        // The Package as just written (or asked for a run), else as the watch of it has it.
-        let package = match current.filter(|_| !refreshing) {
+        // The Package as the watch of it has it or as just written, else (asked for a run) read.
+        let package = match current.or(written).filter(|_| !refreshing) {
             Some(package) => Some(package),
             None => packages.get_opt(run.name()).await.map_err(|e| Failure::from_error("ReconciliationFailed", &e))?,
         };
