@@ -335,13 +335,38 @@ where
         .ok_or_else(|| not_ready("not found".into()))
 }
 
+/// [`get`], from `seen` when the caller's watch has seen no change since it was last read.
+pub(super) async fn get_seen<K>(
+    client: &Client,
+    seen: Option<&super::seen::SeenSources>,
+    namespace: &str,
+    name: &str,
+    source_name: &str,
+) -> Result<K, FetchError>
+where
+    K: kube::Resource<DynamicType = (), Scope = NamespaceResourceScope> + Clone + DeserializeOwned + std::fmt::Debug,
+    K: serde::Serialize,
+{
+    let Some(seen) = seen else { return get(client, namespace, name, source_name).await };
+    let kind = K::kind(&());
+    if let Some(object) = seen.current(&kind, namespace, name).and_then(|o| serde_json::from_value(o).ok()) {
+        return Ok(object);
+    }
+    let read = get::<K>(client, namespace, name, source_name).await;
+    let kept = read.as_ref().ok().and_then(|object| serde_json::to_value(object).ok());
+    if read.is_ok() || kept.is_none() {
+        seen.read(&kind, namespace, name, kept);
+    }
+    read
+}
+
 impl Stored<'_> {
     async fn of<S: FluxSource>(&self) -> Result<(Snapshot, Artifact), FetchError> {
         let reference = self.reference;
         let namespace = referenced_namespace(reference, self.scope)?;
         let source_name = format!("{}/{namespace}/{}", S::KIND, reference.name);
         let not_ready = |message: String| FetchError::SourceNotReady { source_name: source_name.clone(), message };
-        let source: S = get(self.client, namespace, &reference.name, &source_name).await?;
+        let source: S = get_seen(self.client, self.scope.seen, namespace, &reference.name, &source_name).await?;
         let Some(artifact) = source.artifact() else { return Err(not_ready("its artifact is not stored yet".into())) };
         let mut remote = source.remote().map_err(|e| not_ready(e.to_string()))?;
         let pinned = pin(&mut remote, &artifact.revision).map_err(not_ready)?;
@@ -450,7 +475,7 @@ pub(crate) async fn include(
             fetcher,
             client,
             reference: &reference,
-            scope: Scope { namespace, cross_namespace: false },
+            scope: Scope { namespace, cross_namespace: false, seen: None },
             ignore: None,
             refetch: false,
         };

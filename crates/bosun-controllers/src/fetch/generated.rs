@@ -174,7 +174,7 @@ pub(crate) async fn sources(
 ) -> Result<Sources, GenerateError> {
     check(generator)?;
     let namespace = generator.metadata.namespace.clone().unwrap_or_default();
-    let scope = Scope { namespace: &namespace, cross_namespace };
+    let scope = Scope { namespace: &namespace, cross_namespace, seen: None };
     let mut fetched = BTreeMap::new();
     for source in &generator.spec.sources {
         let reference = SourceReference {
@@ -259,7 +259,8 @@ pub(super) async fn external(
     let namespace = flux::referenced_namespace(reference, scope)?;
     let source_name = format!("{}/{namespace}/{}", flux::EXTERNAL_ARTIFACT, reference.name);
     let not_ready = |message: String| FetchError::SourceNotReady { source_name: source_name.clone(), message };
-    let external: ExternalArtifact = flux::get(client, namespace, &reference.name, &source_name).await?;
+    let external: ExternalArtifact =
+        flux::get_seen(client, scope.seen, namespace, &reference.name, &source_name).await?;
     let Some(artifact) = external.status.as_ref().and_then(|s| s.artifact.clone()) else {
         return Err(not_ready("its artifact is not stored yet".into()));
     };

@@ -7,6 +7,7 @@
 pub(crate) mod flux;
 pub(crate) mod generated;
 pub(crate) mod path_pattern;
+pub(crate) mod seen;
 pub(crate) mod unsupported;
 
 use std::{
@@ -122,9 +123,10 @@ pub(crate) async fn fetch(
     resource: &PackageResource,
     refetch: bool,
     cross_namespace: bool,
+    seen: Option<&seen::SeenSources>,
 ) -> Result<(Snapshot, PathBuf), FetchError> {
     let namespace = resource.metadata.namespace.clone().unwrap_or_default();
-    let scope = Scope { namespace: &namespace, cross_namespace };
+    let scope = Scope { namespace: &namespace, cross_namespace, seen };
     fetch_source(fetcher, client, resource.spec.source.as_ref(), scope, refetch).await
 }
 
@@ -136,6 +138,8 @@ pub(crate) struct Scope<'a> {
     pub(crate) namespace: &'a str,
     /// Whether `source.sourceRef` may name another namespace's object.
     pub(crate) cross_namespace: bool,
+    /// The source objects the caller's watch keeps up to date, read from there when unchanged.
+    pub(crate) seen: Option<&'a seen::SeenSources>,
 }
 
 /// Fetches a source of a resource: the snapshot and the directory `source.path` names inside

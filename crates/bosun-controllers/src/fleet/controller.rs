@@ -163,7 +163,7 @@ fn child(
 impl Fleets {
     /// Where a Fleet's template source is read from.
     fn scope<'a>(&self, run: &'a Run<FleetResource>) -> crate::fetch::Scope<'a> {
-        crate::fetch::Scope { namespace: run.namespace(), cross_namespace: self.cross_namespace }
+        crate::fetch::Scope { namespace: run.namespace(), cross_namespace: self.cross_namespace, seen: None }
     }
 
     /// The directories of the template's source, fetched without its `path` (which usually

@@ -148,6 +148,7 @@ impl kit::Reconciler for OperatorHost {
             crate::fetch::Scope {
                 namespace: run.namespace(),
                 cross_namespace: !self.settings.tenancy.no_cross_namespace_refs,
+                seen: None,
             },
             false,
         )

@@ -172,13 +172,17 @@ pub struct PackageReconciler {
     cache: Cache,
     /// The remote clusters Packages deliver to (`spec.kubeConfig`), with their own caches.
     remotes: Remotes,
+    /// Flux's source objects as the watch of them last saw them (with `--flux`).
+    sources: Arc<crate::fetch::seen::SeenSources>,
 }
 
 /// The `Package` controller, ready to [`kit::Controller::run`].
 pub fn controller(client: Client, settings: Settings) -> kit::Controller<PackageReconciler> {
     let waiting = Arc::new(Waiting::default());
     let running = Arc::new(Running::new(settings.stopping.clone()));
+    let sources = Arc::new(crate::fetch::seen::SeenSources::default());
     let reconciler = PackageReconciler {
+        sources: sources.clone(),
         settings: settings.clone(),
         clients: Impersonating::new(settings.config.clone()),
         rendered: Mutex::default(),
@@ -202,10 +206,10 @@ pub fn controller(client: Client, settings: Settings) -> kit::Controller<Package
         });
     if settings.flux {
         controller = controller
-            .triggered_by(using_source::<GitRepository>)
-            .triggered_by(using_source::<OciRepository>)
-            .triggered_by(using_source::<Bucket>)
-            .triggered_by(using_source::<ExternalArtifact>);
+            .triggered_by(using_source::<GitRepository>(sources.clone()))
+            .triggered_by(using_source::<OciRepository>(sources.clone()))
+            .triggered_by(using_source::<Bucket>(sources.clone()))
+            .triggered_by(using_source::<ExternalArtifact>(sources));
     }
     if let Some(namespace) = &settings.namespace {
         controller = controller.namespace(namespace);
@@ -223,13 +227,19 @@ fn sourced_from(package: &PackageResource, config_map: &PartialObjectMeta<Config
         && package.metadata.namespace == config_map.metadata.namespace
 }
 
-/// The Packages whose source is this Flux source object (its new artifacts are their new
-/// revisions).
+/// The mapper of a Flux source object's changes to the Packages whose source it is (its new
+/// artifacts are their new revisions), which records in `seen` the version it saw.
 fn using_source<K: kube::Resource<DynamicType = ()>>(
-    source: &PartialObjectMeta<K>,
-    packages: &[Arc<PackageResource>],
-) -> Vec<ObjectRef<PackageResource>> {
-    packages.iter().filter(|p| uses_source(p, source)).map(|p| ObjectRef::from_obj(&**p)).collect()
+    seen: Arc<crate::fetch::seen::SeenSources>,
+) -> impl Fn(&PartialObjectMeta<K>, &[Arc<PackageResource>]) -> Vec<ObjectRef<PackageResource>> + Send + Sync + 'static
+{
+    move |source, packages| {
+        let meta = &source.metadata;
+        let (namespace, name) =
+            (meta.namespace.as_deref().unwrap_or_default(), meta.name.as_deref().unwrap_or_default());
+        seen.seen(&K::kind(&()), namespace, name, meta.resource_version.as_deref());
+        packages.iter().filter(|p| uses_source(p, source)).map(|p| ObjectRef::from_obj(&**p)).collect()
+    }
 }
 
 /// Whether the Package's source is this Flux source object.

@@ -190,10 +190,16 @@ impl PackageReconciler {
         if let Some(cached) = self.rendered.lock().unwrap_or_else(|e| e.into_inner()).get(&key(&resource)) {
             return Ok(cached.rendered.clone());
         }
-        let (snapshot, dir) =
-            fetch::fetch(&self.fetcher, run.client(), &resource, false, !self.settings.tenancy.no_cross_namespace_refs)
-                .await
-                .map_err(|e| e.to_string())?;
+        let (snapshot, dir) = fetch::fetch(
+            &self.fetcher,
+            run.client(),
+            &resource,
+            false,
+            !self.settings.tenancy.no_cross_namespace_refs,
+            Some(&self.sources),
+        )
+        .await
+        .map_err(|e| e.to_string())?;
         let package = fetch::assemble(&dir, &resource).map_err(|e| e.to_string())?;
         let keys = self.keys(run).await.map_err(|f| f.message)?;
         let release_revision = status::release_revision(&resource, &snapshot.revision, false);

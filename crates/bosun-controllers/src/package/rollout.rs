@@ -68,6 +68,7 @@ impl PackageReconciler {
             &fetched_resource,
             request.refetch,
             !self.settings.tenancy.no_cross_namespace_refs,
+            Some(&self.sources),
         )
         .await;
         // The snapshot is held until the run ends: its files are not removed meanwhile.
