@@ -625,3 +625,24 @@ async fn a_sparse_checkout_keeps_only_its_directories() {
     assert_eq!(all.revision, snapshot.revision, "the same commit");
     assert_eq!(files(&all.root).len(), 4, "another snapshot for the whole commit");
 }
+
+#[tokio::test]
+async fn a_tenant_s_submodule_cannot_read_the_controller_s_machine() {
+    let repos = Repos::new();
+    let outside = tempfile::tempdir().expect("outside");
+    let secret = Repos::new();
+    let private = secret.create("private");
+    let private_commit = private.write("key.yaml", "secret: 1\n").commit("private");
+    let tenant = repos.create("tenant");
+    tenant.write("app.yaml", "app: 1\n").commit("app");
+    add_submodule(&tenant, "steal", &private.path.display().to_string(), &private_commit);
+    let http = HttpServer::start(&repos, HttpAuth::None);
+    let cache = tempfile::tempdir().expect("cache");
+    // A controller serving tenants: local paths only beneath a directory of its choosing.
+    let fetcher = Fetcher::new(cache.path().to_path_buf()).with_local_roots(vec![outside.path().to_path_buf()]);
+    let spec = GitSource { recurse_submodules: true, ..source(&http.url(&tenant), reference("branch", "main")) };
+    let error = fetch(&fetcher, &spec, None).await.expect_err("a local path outside the allowed roots");
+    let message = error.to_string();
+    assert!(message.contains("local paths are refused"), "{message}");
+    assert!(!message.contains('{'), "one plain line: {message}");
+}
