@@ -240,6 +240,17 @@ spec:
   include:
   - repository: {name: absent}
 ---
+apiVersion: source.toolkit.fluxcd.io/v1
+kind: GitRepository
+metadata: {name: mistyped, namespace: flux-system}
+spec:
+  interval: 1h
+  url: CONFIG_URL
+  ref: {branch: main}
+  include:
+  - repository: {name: app}
+    fromPath: deploy/kubernets
+---
 apiVersion: kustomize.toolkit.fluxcd.io/v1
 kind: Kustomization
 metadata: {name: apps, namespace: flux-system}
@@ -317,4 +328,13 @@ async fn a_git_repository_includes_another_s_artifact_and_follows_its_changes() 
     assert_eq!(unavailable["reason"], "NotFound");
     assert!(unavailable["message"].as_str().is_some_and(|m| m.contains("absent")), "{unavailable:#}");
     assert!(ready_is(&broken, "False", None), "{broken:#}");
+
+    // A `fromPath` naming nothing in the included artifact: named, with the include.
+    let mistyped = wait_for(&sources, "mistyped", "a copy failure", |s| {
+        flux_support::condition(s, "IncludeUnavailable").is_some_and(|c| c["reason"] == "CopyFailure")
+    })
+    .await;
+    let failure = flux_support::condition(&mistyped, "IncludeUnavailable").expect("condition");
+    let message = failure["message"].as_str().expect("message");
+    assert!(message.starts_with("include 'app': fromPath \"deploy/kubernets\""), "{message}");
 }

@@ -423,7 +423,15 @@ pub(crate) enum IncludeError {
         /// Why.
         message: String,
     },
-    /// Its artifact could not be fetched or copied in.
+    /// Its files could not be copied in (`fromPath` names nothing in its artifact).
+    #[error("include '{name}': {message}")]
+    Copy {
+        /// The included GitRepository's name.
+        name: String,
+        /// Why.
+        message: String,
+    },
+    /// Its artifact could not be fetched.
     #[error("include '{name}': {error}")]
     Failed {
         /// The included GitRepository's name.
@@ -438,7 +446,7 @@ impl IncludeError {
     pub(crate) fn reason(&self) -> &'static str {
         match self {
             IncludeError::Unavailable { reason, .. } => reason,
-            IncludeError::Failed { .. } => "CopyFailure",
+            IncludeError::Failed { .. } | IncludeError::Copy { .. } => "CopyFailure",
         }
     }
 }
@@ -493,9 +501,17 @@ pub(crate) async fn include(
         copies.push(include_copy(&alias, include, &files.root));
         sources.insert(alias, files.root.clone());
     }
-    let mut composed = fetcher.compose(described, sources, copies, ignore).await.map_err(|e| IncludeError::Failed {
-        name: includes.first().map(|i| i.repository.name.clone()).unwrap_or_default(),
-        error: Box::new(FetchError::Invalid(e.to_string())),
+    let mut composed = fetcher.compose(described, sources, copies, ignore).await.map_err(|e| match e {
+        // Operation 0 copies the including repository's own files; operation N lands include N-1.
+        bosun::source::ComposeError::Copy { index, message, .. } if index > 0 => {
+            let include = &includes[index - 1];
+            let from = include.from_path.as_deref().unwrap_or("/");
+            IncludeError::Copy {
+                name: include.repository.name.clone(),
+                message: format!("fromPath {from:?}: {message}"),
+            }
+        }
+        e => IncludeError::Copy { name: described.to_string(), message: e.to_string() },
     })?;
     // The including repository's own revision, as Flux keeps it (the digest tells the rest).
     composed.revision = snapshot.revision;
