@@ -10,6 +10,7 @@
 //! pruned silently by the API server.
 
 pub mod application;
+pub mod operation;
 pub mod project;
 
 pub use application::Application;
