@@ -816,3 +816,106 @@ async fn an_application_without_automated_sync_is_compared_and_synced_when_asked
     let message = refused["status"]["operationState"]["message"].as_str().unwrap_or_default();
     assert!(message.contains("operation.sync.dryRun"), "{refused:#}");
 }
+
+/// A cluster as Argo CD stores one (`argocd cluster add` writes the same): its name, server
+/// and `config` with a bearer token and the CA that signs its certificate.
+fn cluster_secret(name: &str, remote: &bosun_apiserver::RunningServer) -> String {
+    use base64::Engine as _;
+    let ca = base64::engine::general_purpose::STANDARD.encode(remote.certificate_authority().expect("TLS"));
+    let config = serde_json::json!({"bearerToken": remote.token().expect("token"), "tlsClientConfig": {"caData": ca}});
+    let secret = serde_json::json!({
+        "apiVersion": "v1", "kind": "Secret",
+        "metadata": {"name": format!("{name}-secret"), "namespace": "argocd", "labels": {"argocd.argoproj.io/secret-type": "cluster"}},
+        "type": "Opaque",
+        "stringData": {"name": name, "server": remote.url(), "config": config.to_string()},
+    });
+    secret.to_string()
+}
+
+#[tokio::test]
+async fn a_cluster_secret_is_a_destination_and_a_project_refuses_what_it_does_not_list() {
+    let server = ApiServer::in_memory().simulate_workloads(Duration::from_millis(100)).start().await.expect("server");
+    let remote = ApiServer::in_memory()
+        .tls(true)
+        .simulate_workloads(Duration::from_millis(100))
+        .start()
+        .await
+        .expect("remote server");
+    let cluster = Cluster::around(server);
+    let repos = Repos::new();
+    let repo = repos.create("argocd-example-apps");
+    repo.write("guestbook/guestbook-ui.yaml", &guestbook("guestbook"));
+    repo.commit("first");
+    let http = HttpServer::start(&repos, HttpAuth::None);
+    let crds = cluster.bosun(&["crds", "--argo"]).await;
+    cluster.kubectl(&["apply", "--server-side", "-f", "-"], Some(&crds.stdout)).await;
+    let git_config = cluster.dir.path().join("gitconfig");
+    std::fs::write(&git_config, format!("[url \"{}\"]\n\tinsteadOf = {URL}\n", http.url(&repo))).expect("gitconfig");
+    cluster.kubectl(&["apply", "-f", "-"], Some(ARGOCD.as_bytes())).await;
+    cluster.kubectl(&["apply", "-f", "-"], Some(cluster_secret("prod", &remote).as_bytes())).await;
+    // One Application naming the cluster by name, one by server, one a cluster no Secret
+    // names, and a project listing only the first's namespace there.
+    let by = |application: &str, destination: &str, project: &str| {
+        format!(
+            "apiVersion: argoproj.io/v1alpha1\nkind: Application\nmetadata: {{name: {application}, namespace: argocd}}\n\
+             spec:\n  project: {project}\n  source: {{repoURL: {URL}, targetRevision: HEAD, path: guestbook}}\n\
+             \x20 destination: {destination}\n  syncPolicy: {{automated: {{prune: true}}, syncOptions: [CreateNamespace=true]}}\n"
+        )
+    };
+    let applications_yaml = [
+        by("by-name", "{name: prod, namespace: web}", "prod-only"),
+        by("by-server", &format!("{{server: '{}', namespace: shop}}", remote.url()), "default"),
+        by("nowhere", "{server: 'https://nowhere.example.com', namespace: web}", "default"),
+        by("outside", "{name: prod, namespace: kube-system}", "prod-only"),
+        "apiVersion: argoproj.io/v1alpha1\nkind: AppProject\nmetadata: {name: prod-only, namespace: argocd}\n\
+         spec:\n  sourceRepos: ['*']\n  destinations: [{name: prod, namespace: web}]\n\
+         \x20 clusterResourceWhitelist: [{group: '', kind: Namespace}]\n"
+            .to_string(),
+    ]
+    .join("---\n");
+    cluster.kubectl(&["apply", "-f", "-"], Some(applications_yaml.as_bytes())).await;
+    let _controller = cluster.controller_with_env("controller", &["--argo"], &[("GIT_CONFIG_GLOBAL", &git_config)]);
+
+    // Delivered there, by name and by server, the namespaces created there; nothing here.
+    for name in ["by-name", "by-server"] {
+        kubectl_wait(&cluster, name, "--for=jsonpath={.status.sync.status}=Synced").await;
+        kubectl_wait(&cluster, name, "--for=jsonpath={.status.health.status}=Healthy").await;
+    }
+    for namespace in ["web", "shop"] {
+        let there: Api<Deployment> = Api::namespaced(remote.client(), namespace);
+        let deployment = there.get("guestbook-ui").await.expect("applied on the remote cluster");
+        let labels = deployment.metadata.labels.unwrap_or_default();
+        assert!(labels.contains_key("app.kubernetes.io/instance"), "{labels:?}");
+        let here: Api<Deployment> = Api::namespaced(cluster.server.client(), namespace);
+        assert!(here.get_opt("guestbook-ui").await.expect("get").is_none(), "not here");
+    }
+    let applications = applications(&cluster);
+    let by_name = serde_json::to_value(applications.get("by-name").await.expect("by-name")).expect("json");
+    let resources = by_name["status"]["resources"].as_array().map(Vec::len);
+    assert_eq!(resources, Some(2), "{by_name:#}");
+
+    // No cluster by that server, and a namespace the project does not list there: Argo CD's
+    // InvalidSpecError, nothing written.
+    let condition = |name: &'static str| {
+        let applications = applications.clone();
+        async move {
+            let refused = wait_for(&applications, name, "refused", |a| {
+                a["status"]["conditions"].as_array().is_some_and(|c| c.iter().any(|c| c["type"] == "InvalidSpecError"))
+            })
+            .await;
+            refused["status"]["conditions"][0]["message"].as_str().unwrap_or_default().to_string()
+        }
+    };
+    let nowhere = condition("nowhere").await;
+    assert!(
+        nowhere.contains("spec.destination.server: there are no clusters with this URL: https://nowhere.example.com"),
+        "{nowhere}"
+    );
+    let outside = condition("outside").await;
+    assert!(outside.contains("kube-system") && outside.contains("prod-only"), "{outside}");
+    for name in ["nowhere", "outside"] {
+        assert!(packages(&cluster).get_opt(name).await.expect("get").is_none(), "{name}: nothing written");
+    }
+    let kube_system: Api<Deployment> = Api::namespaced(remote.client(), "kube-system");
+    assert!(kube_system.get_opt("guestbook-ui").await.expect("get").is_none());
+}

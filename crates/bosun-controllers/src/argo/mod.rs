@@ -7,6 +7,7 @@
 //! the Application; without it they are kept. A field bosun cannot honour is refused by name
 //! with Argo CD's `InvalidSpecError` condition, and nothing is written.
 
+mod clusters;
 mod project;
 mod status;
 mod translate;
@@ -15,9 +16,10 @@ use std::collections::HashMap;
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
+use k8s_openapi::api::core::v1::Secret;
 use kube::{
     Api, Client,
-    api::{ApiResource, DeleteParams, DynamicObject, Patch, PatchParams},
+    api::{ApiResource, DeleteParams, DynamicObject, ListParams, Patch, PatchParams},
     runtime::{events::EventType, reflector::ObjectRef},
 };
 use serde_json::{Value, json};
@@ -25,7 +27,7 @@ use serde_json::{Value, json};
 use bosun_api::argo::operation::SyncOperation;
 use bosun_api::argo::{self, AppProject, Application};
 use bosun_api::inventory;
-use bosun_api::package::{self, PackageResource};
+use bosun_api::package::{self, KubeConfigSpec, PackageResource};
 use bosun_core::cluster::ClusterError;
 use bosun_kit::{self as kit, Failure, Run};
 
@@ -57,6 +59,14 @@ pub struct Applications {
     /// Per Application (uid): what its last full reconcile saw (its spec and metadata, its
     /// Package's resourceVersion), when it ended, and when it asked to be looked at again.
     settled: Arc<Mutex<HashMap<String, Settled>>>,
+    /// The remote clusters whose objects' health was read, by their kubeconfig's digest.
+    remotes: Arc<Mutex<HashMap<String, Arc<Remote>>>>,
+}
+
+/// A remote cluster an Application delivers to: its objects are read there.
+struct Remote {
+    client: Client,
+    resolver: bosun_core::discovery::Resolver,
 }
 
 /// What an Application's last full reconcile saw.
@@ -143,7 +153,7 @@ impl Applications {
         run: &Run<Application>,
         application: &Application,
         sync: Option<&SyncOperation>,
-    ) -> Result<Result<(translate::Translated, bosun_api::argo::project::AppProjectSpec), String>, Failure> {
+    ) -> Result<Result<(translate::Translated, Option<String>), String>, Failure> {
         let cluster_error = |e: kube::Error| Failure::from_error("ReconciliationFailed", &e);
         // As stored: fields the types do not name are refused by name, never dropped.
         let stored: Api<DynamicObject> =
@@ -160,13 +170,83 @@ impl Applications {
             Ok(translated) => translated,
             Err(error) => return Ok(Err(error.to_string())),
         };
+        let known = Self::clusters(run, &application.spec.destination).await?;
+        let target = match clusters::resolve(&application.spec.destination, &known) {
+            Ok(target) => target,
+            Err(error) => return Ok(Err(error.to_string())),
+        };
+        let destination = target.named(&application.spec.destination);
         let repo = application.spec.source.as_ref().map(|s| s.repo_url.as_str()).unwrap_or_default();
-        let permitted = project::honourable(name, &project)
-            .and_then(|()| project::permits(name, &project, repo, &application.spec.destination));
+        let permitted =
+            project::honourable(name, &project).and_then(|()| project::permits(name, &project, repo, &destination));
         if let Err(error) = permitted {
             return Ok(Err(error.to_string()));
         }
-        Ok(Ok((translated, project)))
+        let mut translated = translated;
+        // The project's kinds and namespaces (those of its destinations naming this cluster)
+        // are checked on what the Package renders, before anything is written.
+        translated.spec.permitted = Some(project::permitted(name, &project, &destination));
+        let mut remote = None;
+        if let clusters::Target::Remote(cluster) = target {
+            let kubeconfig = match cluster.kubeconfig() {
+                Ok(kubeconfig) => kubeconfig,
+                Err(error) => return Ok(Err(error.to_string())),
+            };
+            translated.spec.kube_config = Some(Self::write_kubeconfig(run, cluster, &kubeconfig).await?);
+            remote = Some(kubeconfig);
+        }
+        Ok(Ok((translated, remote)))
+    }
+
+    /// Argo CD's clusters in the Application's namespace, unless the destination names the
+    /// cluster bosun runs in (a Secret standing for it changes nothing: bosun reaches it as
+    /// itself).
+    async fn clusters(
+        run: &Run<Application>,
+        destination: &argo::application::ApplicationDestination,
+    ) -> Result<Vec<clusters::ArgoCluster>, Failure> {
+        let in_cluster = destination.server.as_deref().map(|s| s.trim_end_matches('/'))
+            == Some(argo::application::IN_CLUSTER_SERVER)
+            || (destination.server.is_none()
+                && destination.name.as_deref() == Some(argo::application::IN_CLUSTER_NAME));
+        if in_cluster {
+            return Ok(Vec::new());
+        }
+        let secrets: Api<Secret> = run.api();
+        let selector = ListParams::default().labels(&format!("{}=cluster", clusters::SECRET_TYPE_LABEL));
+        let listed = secrets.list(&selector).await.map_err(|e| Failure::from_error("ReconciliationFailed", &e))?;
+        // A Secret that is not a cluster Argo CD could use is no destination here either.
+        Ok(listed.items.iter().filter_map(|secret| clusters::ArgoCluster::from_secret(secret).ok()).collect())
+    }
+
+    /// Writes the kubeconfig of one of Argo CD's clusters beside its Secret (owned by it: it
+    /// goes with it), for the Package to name.
+    async fn write_kubeconfig(
+        run: &Run<Application>,
+        cluster: &clusters::ArgoCluster,
+        kubeconfig: &str,
+    ) -> Result<KubeConfigSpec, Failure> {
+        let secrets: Api<Secret> = run.api();
+        let owner = secrets.get(&cluster.secret).await.map_err(|e| Failure::from_error("ReconciliationFailed", &e))?;
+        let name = cluster.kubeconfig_secret();
+        let secret = json!({
+            "apiVersion": "v1", "kind": "Secret",
+            "metadata": {
+                "name": name,
+                "labels": {clusters::KUBECONFIG_LABEL: cluster.secret},
+                "ownerReferences": [{
+                    "apiVersion": "v1", "kind": "Secret", "name": cluster.secret,
+                    "uid": owner.metadata.uid.unwrap_or_default(),
+                }],
+            },
+            "stringData": {package::KUBECONFIG_KEY: kubeconfig},
+        });
+        let params = PatchParams::apply(NAME).force();
+        secrets
+            .patch(&name, &params, &Patch::Apply(&secret))
+            .await
+            .map_err(|e| Failure::from_error("ReconciliationFailed", &e))?;
+        Ok(KubeConfigSpec { secret_ref: package::SecretKeyReference { name, key: None } })
     }
 
     /// Each object of the application, as it is live: those the Package compared (compared
@@ -174,7 +254,12 @@ impl Applications {
     async fn live(
         run: &Run<Application>,
         package: Option<&PackageResource>,
+        remote: Option<&Remote>,
     ) -> Vec<(bosun_api::inventory::Entry, Option<Value>)> {
+        let (client, resolver) = match remote {
+            Some(remote) => (&remote.client, &remote.resolver),
+            None => (run.client(), run.resolver()),
+        };
         let status = package.and_then(|p| p.status.as_ref());
         let compared = status
             .and_then(|s| s.comparison.as_ref())
@@ -185,14 +270,33 @@ impl Applications {
         for entry in entries {
             let (kind, namespace, name) = entry.parts();
             // A kind the cluster no longer serves, or an object it cannot read, counts as missing.
-            let object = match run.resolver().kind(&entry.v, kind).await {
-                Some(found) => found.api(run.client(), namespace).get_opt(name).await.ok().flatten(),
+            let object = match resolver.kind(&entry.v, kind).await {
+                Some(found) => found.api(client, namespace).get_opt(name).await.ok().flatten(),
                 None => None,
             };
             let object = object.map(|o| serde_json::to_value(o).unwrap_or_default());
             live.push((entry, object));
         }
         live
+    }
+
+    /// The client and kinds of the cluster `kubeconfig` reaches, made once per kubeconfig.
+    async fn remote(&self, kubeconfig: &str) -> Result<Arc<Remote>, Failure> {
+        let key = bosun_kit::digest::of(&json!(kubeconfig));
+        if let Some(remote) = self.remotes.lock().unwrap_or_else(|e| e.into_inner()).get(&key) {
+            return Ok(remote.clone());
+        }
+        let unusable = |why: String| Failure::retry("ReconciliationFailed", format!("the destination cluster: {why}"));
+        let parsed = kube::config::Kubeconfig::from_yaml(kubeconfig).map_err(|e| unusable(e.to_string()))?;
+        let options = kube::config::KubeConfigOptions::default();
+        let config =
+            kube::Config::from_custom_kubeconfig(parsed, &options).await.map_err(|e| unusable(e.to_string()))?;
+        let client = Client::try_from(config).map_err(|e| unusable(e.to_string()))?;
+        let resolver =
+            bosun_core::discovery::Resolver::new(client.clone()).await.map_err(|e| unusable(e.to_string()))?;
+        let remote = Arc::new(Remote { client, resolver });
+        self.remotes.lock().unwrap_or_else(|e| e.into_inner()).insert(key, remote.clone());
+        Ok(remote)
     }
 
     /// Passes a refresh asked for with `argocd.argoproj.io/refresh` on to the Package as a
@@ -294,7 +398,7 @@ impl kit::Reconciler for Applications {
                 return Self::operation_ended(run).await;
             }
         };
-        let (mut translated, project) = match self.translated(run, &application, sync.as_ref()).await? {
+        let (translated, kubeconfig) = match self.translated(run, &application, sync.as_ref()).await? {
             Ok(found) => found,
             Err(message) => {
                 let message = format!("{described}: {message}");
@@ -302,9 +406,6 @@ impl kit::Reconciler for Applications {
                 return Self::write_status(run, status::refused(&application, &message, &now())).await;
             }
         };
-        // The project's kinds and namespaces are checked on what the Package renders, before
-        // anything is written.
-        translated.spec.permitted = Some(project::permitted(&application.spec.project, &project));
         let packages: Api<PackageResource> = run.api();
         let existing = child::existing::<_, PackageResource>(run, "Application").await?;
         let mut labels = child::package_labels(&application.metadata, (NAME_LABEL, NAMESPACE_LABEL));
@@ -340,7 +441,11 @@ impl kit::Reconciler for Applications {
             Some(package) => Some(package),
             None => packages.get_opt(run.name()).await.map_err(|e| Failure::from_error("ReconciliationFailed", &e))?,
         };
-        let live = Self::live(run, package.as_ref()).await;
+        let remote = match &kubeconfig {
+            Some(kubeconfig) => Some(self.remote(kubeconfig).await?),
+            None => None,
+        };
+        let live = Self::live(run, package.as_ref(), remote.as_deref()).await;
         let observed = status::Observed {
             application: &application,
             package: package.as_ref(),

@@ -4,7 +4,7 @@
 //! allows everything, as the one Argo CD creates does.
 
 use bosun_api::argo::AppProject;
-use bosun_api::argo::application::{ApplicationDestination, IN_CLUSTER_NAME, IN_CLUSTER_SERVER};
+use bosun_api::argo::application::ApplicationDestination;
 use bosun_api::argo::project::{AppProjectSpec, GroupKind};
 use bosun_api::package::Permitted;
 
@@ -140,18 +140,18 @@ pub(crate) fn permits(
 
 /// The project's rules on kinds and namespaces as the Package carries them (checked on what
 /// it renders, before anything is written): the namespaces are those of the destinations
-/// naming the cluster bosun runs in.
-pub(crate) fn permitted(project_name: &str, project: &AppProjectSpec) -> Permitted {
-    let in_cluster = |d: &ApplicationDestination| {
-        let server =
-            d.server.as_deref().is_some_and(|glob| glob_match(glob.trim_start_matches('!'), IN_CLUSTER_SERVER));
-        let name = d.name.as_deref().is_some_and(|glob| glob_match(glob.trim_start_matches('!'), IN_CLUSTER_NAME));
+/// naming the cluster the objects go to (`target`, with its server and its name).
+pub(crate) fn permitted(project_name: &str, project: &AppProjectSpec, target: &ApplicationDestination) -> Permitted {
+    let (target_server, target_name) = (target.server.as_deref().unwrap_or(""), target.name.as_deref().unwrap_or(""));
+    let same_cluster = |d: &ApplicationDestination| {
+        let server = d.server.as_deref().is_some_and(|glob| glob_match(glob.trim_start_matches('!'), target_server));
+        let name = d.name.as_deref().is_some_and(|glob| glob_match(glob.trim_start_matches('!'), target_name));
         server || name
     };
     let namespaces = project
         .destinations
         .iter()
-        .filter(|d| in_cluster(d))
+        .filter(|d| same_cluster(d))
         .map(|d| {
             let namespace = d.namespace.clone().unwrap_or_default();
             let denying = [&d.server, &d.name].iter().any(|f| f.as_deref().is_some_and(|g| g.starts_with('!')));
@@ -174,6 +174,7 @@ pub(crate) fn permitted(project_name: &str, project: &AppProjectSpec) -> Permitt
 #[cfg(test)]
 mod tests {
     use super::*;
+    use bosun_api::argo::application::IN_CLUSTER_NAME;
 
     fn destination(server: &str, namespace: &str) -> ApplicationDestination {
         ApplicationDestination { server: Some(server.into()), namespace: Some(namespace.into()), name: None }
@@ -201,7 +202,7 @@ mod tests {
     fn the_default_project_allows_everything_when_it_does_not_exist() {
         let spec = governing("default", None).expect("permissive");
         permits("default", &spec, REPO, &destination(IN, "anything")).expect("allowed");
-        let kinds = permitted("default", &spec);
+        let kinds = permitted("default", &spec, &in_cluster());
         assert!(crate::package::permitted::kind_permitted(&kinds, ("", "Namespace", "x"), false), "cluster kinds too");
         honourable("default", &spec).expect("nothing bosun cannot do");
         let windows = AppProjectSpec { sync_windows: vec![serde_json::json!({"kind": "deny"})], ..spec };
@@ -250,15 +251,25 @@ mod tests {
             name: None,
         });
         spec.cluster_resource_whitelist = vec![GroupKind { group: "".into(), kind: "Namespace".into(), name: None }];
-        let permitted = permitted("p", &spec);
+        let permitted = permitted("p", &spec, &in_cluster());
         assert_eq!(permitted.project, "p");
         assert_eq!(permitted.namespaces, ["team-*", "!team-secret"]);
+        let prod = ApplicationDestination {
+            server: Some("https://prod.example.com".into()),
+            name: Some("prod".into()),
+            namespace: None,
+        };
+        assert_eq!(super::permitted("p", &spec, &prod).namespaces, ["prod"], "the remote cluster's own");
         assert_eq!(permitted.cluster_resource_whitelist, spec.cluster_resource_whitelist);
         let everything = permitted_default();
         assert_eq!(everything.namespaces, ["*"]);
     }
 
+    fn in_cluster() -> ApplicationDestination {
+        ApplicationDestination { server: Some(IN.into()), name: Some(IN_CLUSTER_NAME.into()), namespace: None }
+    }
+
     fn permitted_default() -> Permitted {
-        permitted("default", &governing("default", None).expect("permissive"))
+        permitted("default", &governing("default", None).expect("permissive"), &in_cluster())
     }
 }

@@ -7,9 +7,7 @@
 use serde_json::Value;
 
 use bosun_api::argo::Application;
-use bosun_api::argo::application::{
-    ApplicationSource, IN_CLUSTER_NAME, IN_CLUSTER_SERVER, SourceDirectory, SourceHelm, SourceKustomize,
-};
+use bosun_api::argo::application::{ApplicationSource, SourceDirectory, SourceHelm, SourceKustomize};
 use bosun_api::argo::operation::{Operation, SyncOperation};
 use bosun_api::flux::{Image, Patch};
 use bosun_api::package::{
@@ -231,7 +229,8 @@ pub(crate) fn sync_operation(operation: &Value) -> Result<SyncOperation, Transla
     }
 }
 
-/// Checks that the destination is the cluster bosun runs in.
+/// Checks that the destination names its cluster once (which cluster is resolved against
+/// Argo CD's cluster Secrets: `clusters`).
 fn destination(application: &Application) -> Result<(), TranslateError> {
     let destination = &application.spec.destination;
     match (destination.server.as_deref(), destination.name.as_deref()) {
@@ -243,14 +242,6 @@ fn destination(application: &Application) -> Result<(), TranslateError> {
             field: "spec.destination".into(),
             why: "application destination has neither server nor name".into(),
         }),
-        (Some(server), None) if server.trim_end_matches('/') != IN_CLUSTER_SERVER => Err(unsupported(
-            "spec.destination.server",
-            &format!("only the cluster bosun runs in ({IN_CLUSTER_SERVER}) is a destination yet, not {server}"),
-        )),
-        (None, Some(name)) if name != IN_CLUSTER_NAME => Err(unsupported(
-            "spec.destination.name",
-            &format!("only the cluster bosun runs in ({IN_CLUSTER_NAME}) is a destination yet, not {name}"),
-        )),
         _ => Ok(()),
     }
 }

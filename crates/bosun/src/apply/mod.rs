@@ -589,7 +589,10 @@ pub(crate) async fn apply(
     let mut namespaces = created_namespaces(rendered);
     namespaces.extend(asked.iter().filter(|n| !namespaces.contains(n)).cloned().collect::<Vec<_>>());
     let placed = all.iter().map(|placement| placement.namespace.as_str());
-    check_namespaces(client, options.cache.as_ref(), target, placed, &namespaces, !options.dry_run).await?;
+    // The inventory's namespace must exist only where the inventory is written (a controller
+    // delivering to another cluster keeps it in its own status).
+    let inventory_here = !options.dry_run && matches!(options.inventory, Inventory::ConfigMap);
+    check_namespaces(client, options.cache.as_ref(), target, placed, &namespaces, inventory_here).await?;
     if let Some(failure) = runner.create_namespaces(&asked).await {
         runner.report.failure = Some(failure);
     } else {

@@ -200,8 +200,6 @@ fn every_field_bosun_cannot_honour_is_named() {
             with("/ignoreDifferences", json!([{"kind": "Deployment", "jsonPointers": ["/spec/replicas"]}])),
             "spec.ignoreDifferences",
         ),
-        (with("/destination/server", json!("https://prod.example.com")), "spec.destination.server"),
-        (with("/destination", json!({"name": "prod", "namespace": "a"})), "spec.destination.name"),
         (with("/syncPolicy/automated/allowEmpty", json!(true)), "spec.syncPolicy.automated.allowEmpty"),
         (with("/syncPolicy/syncOptions", json!(["Retry=forever"])), "spec.syncPolicy.syncOptions Retry=forever"),
         (with("/source/plugin", json!({"name": "cmp"})), "spec.source.plugin"),
