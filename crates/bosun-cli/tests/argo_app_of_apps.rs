@@ -919,3 +919,45 @@ async fn a_cluster_secret_is_a_destination_and_a_project_refuses_what_it_does_no
     let kube_system: Api<Deployment> = Api::namespaced(remote.client(), "kube-system");
     assert!(kube_system.get_opt("guestbook-ui").await.expect("get").is_none());
 }
+
+#[tokio::test]
+async fn a_repo_creds_secret_gives_a_private_repository_s_credentials() {
+    let server = ApiServer::in_memory().simulate_workloads(Duration::from_millis(100)).start().await.expect("server");
+    let cluster = Cluster::around(server);
+    let repos = Repos::new();
+    let repo = repos.create("argocd-example-apps");
+    repo.write("settings/settings.yaml", &configmap("settings", "1"));
+    repo.commit("first");
+    let http = HttpServer::start(&repos, HttpAuth::Basic("git".into(), "s3cret".into()));
+    let crds = cluster.bosun(&["crds", "--argo"]).await;
+    cluster.kubectl(&["apply", "--server-side", "-f", "-"], Some(&crds.stdout)).await;
+    let git_config = cluster.dir.path().join("gitconfig");
+    std::fs::write(&git_config, format!("[url \"{}\"]\n\tinsteadOf = {URL}\n", http.url(&repo))).expect("gitconfig");
+    let application = format!(
+        "{ARGOCD}---\napiVersion: argoproj.io/v1alpha1\nkind: Application\nmetadata: {{name: private, namespace: argocd}}\n\
+         spec:\n  project: default\n  source: {{repoURL: {URL}, targetRevision: HEAD, path: settings}}\n\
+         \x20 destination: {{server: https://kubernetes.default.svc, namespace: argocd}}\n  syncPolicy: {{automated: {{}}}}\n"
+    );
+    cluster.kubectl(&["apply", "-f", "-"], Some(application.as_bytes())).await;
+    let _controller = cluster.controller_with_env("controller", &["--argo"], &[("GIT_CONFIG_GLOBAL", &git_config)]);
+    let applications = applications(&cluster);
+    // Without credentials the fetch is refused: Argo CD's ComparisonError, with why.
+    let failing = wait_for(&applications, "private", "failing without credentials", |a| {
+        a["status"]["conditions"].as_array().is_some_and(|c| c.iter().any(|c| c["type"] == "ComparisonError"))
+    })
+    .await;
+    let message = failing["status"]["conditions"][0]["message"].as_str().unwrap_or_default();
+    assert!(message.contains("argocd-example-apps"), "names the repository: {failing:#}");
+    // Credentials for every repository of the organisation, as `argocd repocreds add` writes them.
+    let creds = r#"{"apiVersion": "v1", "kind": "Secret", "metadata": {"name": "argoproj-creds", "namespace": "argocd",
+        "labels": {"argocd.argoproj.io/secret-type": "repo-creds"}},
+        "stringData": {"type": "git", "url": "https://github.com/argoproj", "username": "git", "password": "s3cret"}}"#;
+    cluster.kubectl(&["apply", "-f", "-"], Some(creds.as_bytes())).await;
+    let refresh = ["annotate", "application", "private", "-n", "argocd", "argocd.argoproj.io/refresh=normal"];
+    cluster.kubectl(&refresh, None).await;
+    kubectl_wait(&cluster, "private", "--for=jsonpath={.status.sync.status}=Synced").await;
+    let configmaps: Api<ConfigMap> = Api::namespaced(cluster.server.client(), "argocd");
+    assert!(configmaps.get_opt("settings").await.expect("get").is_some(), "fetched with the credentials");
+    let synced = serde_json::to_value(applications.get("private").await.expect("get")).expect("json");
+    assert!(synced["status"].get("conditions").is_none(), "the error gone: {synced:#}");
+}

@@ -15,8 +15,9 @@ use bosun_api::argo::application::{ApplicationDestination, IN_CLUSTER_NAME, IN_C
 
 /// The label marking a Secret as one of Argo CD's clusters (`cluster`).
 pub(crate) const SECRET_TYPE_LABEL: &str = "argocd.argoproj.io/secret-type";
-/// The label on the kubeconfig Secret written for a cluster: the cluster Secret's name.
-pub(crate) const KUBECONFIG_LABEL: &str = "bosun.dev/argo-cluster";
+/// The label on a Secret bosun writes for one of Argo CD's (a cluster's kubeconfig, a
+/// repository's credentials): that Secret's name.
+pub(crate) const WRITTEN_FOR_LABEL: &str = "bosun.dev/argo-secret";
 
 /// Why a destination or a cluster Secret cannot be used.
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]

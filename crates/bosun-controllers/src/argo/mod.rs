@@ -9,6 +9,7 @@
 
 mod clusters;
 mod project;
+mod repositories;
 mod status;
 mod translate;
 
@@ -170,7 +171,7 @@ impl Applications {
             Ok(translated) => translated,
             Err(error) => return Ok(Err(error.to_string())),
         };
-        let known = Self::clusters(run, &application.spec.destination).await?;
+        let (known, credentials) = Self::argo_secrets(run).await?;
         let target = match clusters::resolve(&application.spec.destination, &known) {
             Ok(target) => target,
             Err(error) => return Ok(Err(error.to_string())),
@@ -186,6 +187,13 @@ impl Applications {
         // The project's kinds and namespaces (those of its destinations naming this cluster)
         // are checked on what the Package renders, before anything is written.
         translated.spec.permitted = Some(project::permitted(name, &project, &destination));
+        if let Some(found) = repositories::matching(repo, &credentials) {
+            match Self::write_source_secret(run, found).await? {
+                Ok(Some(name)) => translate::with_credentials(&mut translated.spec, name),
+                Ok(None) => {}
+                Err(message) => return Ok(Err(message)),
+            }
+        }
         let mut remote = None;
         if let clusters::Target::Remote(cluster) = target {
             let kubeconfig = match cluster.kubeconfig() {
@@ -198,25 +206,52 @@ impl Applications {
         Ok(Ok((translated, remote)))
     }
 
-    /// Argo CD's clusters in the Application's namespace, unless the destination names the
-    /// cluster bosun runs in (a Secret standing for it changes nothing: bosun reaches it as
-    /// itself).
-    async fn clusters(
+    /// Argo CD's clusters and repository credentials in the Application's namespace (one list
+    /// of the Secrets Argo CD types).
+    async fn argo_secrets(
         run: &Run<Application>,
-        destination: &argo::application::ApplicationDestination,
-    ) -> Result<Vec<clusters::ArgoCluster>, Failure> {
-        let in_cluster = destination.server.as_deref().map(|s| s.trim_end_matches('/'))
-            == Some(argo::application::IN_CLUSTER_SERVER)
-            || (destination.server.is_none()
-                && destination.name.as_deref() == Some(argo::application::IN_CLUSTER_NAME));
-        if in_cluster {
-            return Ok(Vec::new());
-        }
+    ) -> Result<(Vec<clusters::ArgoCluster>, Vec<repositories::RepoCredentials>), Failure> {
         let secrets: Api<Secret> = run.api();
-        let selector = ListParams::default().labels(&format!("{}=cluster", clusters::SECRET_TYPE_LABEL));
-        let listed = secrets.list(&selector).await.map_err(|e| Failure::from_error("ReconciliationFailed", &e))?;
-        // A Secret that is not a cluster Argo CD could use is no destination here either.
-        Ok(listed.items.iter().filter_map(|secret| clusters::ArgoCluster::from_secret(secret).ok()).collect())
+        let typed = ListParams::default().labels(clusters::SECRET_TYPE_LABEL);
+        let listed = secrets.list(&typed).await.map_err(|e| Failure::from_error("ReconciliationFailed", &e))?;
+        let (mut known, mut credentials) = (Vec::new(), Vec::new());
+        for secret in &listed.items {
+            let type_ = secret.metadata.labels.as_ref().and_then(|l| l.get(clusters::SECRET_TYPE_LABEL));
+            match type_.map(String::as_str) {
+                // A Secret that is not a cluster Argo CD could use is no destination here either.
+                Some("cluster") => known.extend(clusters::ArgoCluster::from_secret(secret).ok()),
+                Some(type_) => credentials.extend(repositories::RepoCredentials::from_secret(secret, type_)),
+                None => {}
+            }
+        }
+        Ok((known, credentials))
+    }
+
+    /// Writes the credentials of one of Argo CD's repository Secrets beside it, in the shape
+    /// bosun's sources read (owned by it: it goes with it): its name (`None` when the Secret
+    /// holds no credentials), or why it cannot be used.
+    async fn write_source_secret(
+        run: &Run<Application>,
+        found: &repositories::RepoCredentials,
+    ) -> Result<Result<Option<String>, String>, Failure> {
+        let cluster_error = |e: kube::Error| Failure::from_error("ReconciliationFailed", &e);
+        let configmaps: Api<k8s_openapi::api::core::v1::ConfigMap> = run.api();
+        let known_hosts = match found.needs_known_hosts() {
+            true => configmaps
+                .get_opt(repositories::KNOWN_HOSTS_CONFIGMAP)
+                .await
+                .map_err(cluster_error)?
+                .and_then(|map| map.data.unwrap_or_default().get("ssh_known_hosts").cloned()),
+            false => None,
+        };
+        let keys = match found.source_secret(known_hosts.as_deref()) {
+            Ok(keys) if keys.is_empty() => return Ok(Ok(None)),
+            Ok(keys) => keys,
+            Err(error) => return Ok(Err(error.to_string())),
+        };
+        let name = found.source_secret_name();
+        Self::write_owned_secret(run, &found.secret, &name, json!(keys)).await?;
+        Ok(Ok(Some(name)))
     }
 
     /// Writes the kubeconfig of one of Argo CD's clusters beside its Secret (owned by it: it
@@ -226,26 +261,8 @@ impl Applications {
         cluster: &clusters::ArgoCluster,
         kubeconfig: &str,
     ) -> Result<KubeConfigSpec, Failure> {
-        let secrets: Api<Secret> = run.api();
-        let owner = secrets.get(&cluster.secret).await.map_err(|e| Failure::from_error("ReconciliationFailed", &e))?;
         let name = cluster.kubeconfig_secret();
-        let secret = json!({
-            "apiVersion": "v1", "kind": "Secret",
-            "metadata": {
-                "name": name,
-                "labels": {clusters::KUBECONFIG_LABEL: cluster.secret},
-                "ownerReferences": [{
-                    "apiVersion": "v1", "kind": "Secret", "name": cluster.secret,
-                    "uid": owner.metadata.uid.unwrap_or_default(),
-                }],
-            },
-            "stringData": {package::KUBECONFIG_KEY: kubeconfig},
-        });
-        let params = PatchParams::apply(NAME).force();
-        secrets
-            .patch(&name, &params, &Patch::Apply(&secret))
-            .await
-            .map_err(|e| Failure::from_error("ReconciliationFailed", &e))?;
+        Self::write_owned_secret(run, &cluster.secret, &name, json!({package::KUBECONFIG_KEY: kubeconfig})).await?;
         Ok(KubeConfigSpec { secret_ref: package::SecretKeyReference { name, key: None } })
     }
 
@@ -278,6 +295,31 @@ impl Applications {
             live.push((entry, object));
         }
         live
+    }
+
+    /// Applies Secret `name` with `string_data`, owned by Secret `owner` (deleted with it) and
+    /// labelled with its name.
+    async fn write_owned_secret(
+        run: &Run<Application>,
+        owner: &str,
+        name: &str,
+        string_data: Value,
+    ) -> Result<(), Failure> {
+        let cluster_error = |e: kube::Error| Failure::from_error("ReconciliationFailed", &e);
+        let secrets: Api<Secret> = run.api();
+        let uid = secrets.get(owner).await.map_err(cluster_error)?.metadata.uid.unwrap_or_default();
+        let secret = json!({
+            "apiVersion": "v1", "kind": "Secret",
+            "metadata": {
+                "name": name,
+                "labels": {clusters::WRITTEN_FOR_LABEL: owner},
+                "ownerReferences": [{"apiVersion": "v1", "kind": "Secret", "name": owner, "uid": uid}],
+            },
+            "stringData": string_data,
+        });
+        let params = PatchParams::apply(NAME).force();
+        secrets.patch(name, &params, &Patch::Apply(&secret)).await.map_err(cluster_error)?;
+        Ok(())
     }
 
     /// The client and kinds of the cluster `kubeconfig` reaches, made once per kubeconfig.

@@ -220,10 +220,14 @@ pub(crate) fn status(observed: &Observed<'_>) -> ApplicationStatus {
         )),
         (None, _) => previous.operation_state.clone(),
     };
+    // A run failing, retried or not: before any revision was fetched (or when only comparing)
+    // it is the comparison that failed, as Argo CD says of a repository it cannot read.
     let mut conditions = Vec::new();
-    if let Outcome::Failed { message, .. } = &outcome {
-        let type_ = if compare_only { "ComparisonError" } else { "SyncError" };
-        conditions.push(condition(&previous, type_, message, &observed.now));
+    let failing = package_status.conditions.iter().find(|c| c.type_ == "Ready" && c.status == "False");
+    if let Some(failing) = failing.filter(|_| !matches!(outcome, Outcome::Pending)) {
+        let compared = compare_only || package_status.last_attempted_revision.is_none();
+        let type_ = if compared { "ComparisonError" } else { "SyncError" };
+        conditions.push(condition(&previous, type_, &failing.message, &observed.now));
     }
     let limit = application.spec.revision_history_limit.unwrap_or(DEFAULT_REVISION_HISTORY_LIMIT).max(0) as usize;
     let history = history(&previous, operation_state.as_ref(), application, limit);

@@ -302,6 +302,19 @@ fn source_and_render(
     Ok((SourceSpec { git: Some(git), path, ignore, ..SourceSpec::default() }, render))
 }
 
+/// Names the credentials Secret `secret` on the Package's source (its Git repository or its
+/// chart's Helm repository).
+pub(crate) fn with_credentials(spec: &mut PackageSpec, secret: String) {
+    let reference = Some(bosun_api::LocalObjectReference { name: secret });
+    if let Some(source) = spec.source.as_mut() {
+        if let Some(git) = source.git.as_mut() {
+            git.secret_ref = reference;
+        } else if let Some(helm) = source.helm.as_mut() {
+            helm.secret_ref = reference;
+        }
+    }
+}
+
 /// A `targetRevision` as a Git reference: a full commit SHA, a semver range over the tags, a
 /// version-like name as a tag (`v1.2.0`, `1.2`), anything else as a branch.
 pub(crate) fn git_reference(revision: &str) -> GitReference {
