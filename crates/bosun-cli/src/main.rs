@@ -20,6 +20,7 @@ mod observe;
 mod operator;
 mod packages;
 mod render;
+mod rollout_requests;
 mod signal;
 mod source;
 mod stdout;
@@ -158,18 +159,18 @@ enum Command {
         #[command(subcommand)]
         target: packages::Target,
     },
-    /// End a Canary's pause or wait (--full: skip the remaining steps), and wait until the
-    /// controller took it.
+    /// End a Canary's or Rollout's pause or wait (--full: skip the remaining steps), and wait
+    /// until the controller took it.
     Promote {
         #[command(subcommand)]
         target: canaries::Target,
     },
-    /// Roll a Canary back: its stable version at full size, the canary Deployment removed.
+    /// Roll a Canary or Rollout back: its stable version at full size, the canary scaled away.
     Abort {
         #[command(subcommand)]
         target: canaries::Target,
     },
-    /// Start a rolled-back (Degraded) Canary again.
+    /// Start a rolled-back (Degraded) Canary or aborted Rollout again.
     Retry {
         #[command(subcommand)]
         target: canaries::Target,

@@ -1,0 +1,364 @@
+//! The `Rollout` controller (in `bosun controller --argo`): reads the Rollout as the server has
+//! it (a `promote` or `abort` written a moment ago is decided on) and its ReplicaSets, lets the
+//! strategy decide (pure), then acts: the current template's ReplicaSet applied, the others
+//! scaled, the Services' selectors patched, Events published, and the status written in Argo
+//! Rollouts' shape through the status subresource (with the resourceVersion read, so a status
+//! patched by `kubectl argo rollouts` in between is never overwritten: the write conflicts and
+//! the Rollout is decided again). A change of an owned ReplicaSet reconciles its Rollout.
+
+use std::{collections::BTreeMap, time::Duration};
+
+use k8s_openapi::api::{apps::v1::ReplicaSet, core::v1::Service};
+use kube::{
+    Api, Client,
+    api::{ApiResource, DeleteParams, DynamicObject, ListParams, Patch, PatchParams},
+    runtime::events::EventType,
+};
+use serde_json::{Value, json};
+
+use bosun_api::argo::analysis::AnalysisRunSpec;
+use bosun_api::argo::rollout::{
+    MANAGED_BY_ANNOTATION, POD_TEMPLATE_HASH_LABEL, REVISION_ANNOTATION, RolloutStatus, SCALE_DOWN_DEADLINE_ANNOTATION,
+};
+use bosun_api::argo::{AnalysisRun, AnalysisTemplate, ClusterAnalysisTemplate, Rollout};
+use bosun_kit::{self as kit, Failure, Run};
+
+use super::spec::{self, Spec, Step, Strategy};
+use super::status::{self, Observed};
+use super::{Decision, Live, RunState, plan::Set};
+use crate::flux::Scope;
+
+/// The controller's name: its field manager and event reporter.
+pub const NAME: &str = "argo-rollouts";
+
+/// How soon a Rollout still moving is looked at again when nothing wakes it (a watch event
+/// missed); ReplicaSet changes wake it at once.
+const PROGRESSING_RECHECK: Duration = Duration::from_secs(10);
+
+/// The `Rollout` reconciler.
+pub struct Rollouts;
+
+/// The `Rollout` controller, ready to [`kit::Controller::run`]. Status changes reconcile too:
+/// `kubectl argo rollouts promote|abort|retry` write only the status. No finalizer: the
+/// ReplicaSets go with the Rollout by their owner references.
+pub fn controller(client: Client, scope: &Scope) -> kit::Controller<Rollouts> {
+    kit::Controller::new(NAME, Rollouts, client)
+        .finalizer_on_demand()
+        .without_status()
+        .reconcile_on_status_changes()
+        .owns::<ReplicaSet>()
+        .owns::<AnalysisRun>()
+        .backoff(Duration::from_millis(500), Duration::from_secs(60))
+        .confined(scope.namespace.as_deref(), scope.selector.as_deref(), scope.metrics.clone())
+}
+
+fn cluster_error(error: kube::Error) -> Failure {
+    Failure::from_error("ReconciliationError", &error)
+}
+
+impl kit::Reconciler for Rollouts {
+    type Resource = Rollout;
+
+    async fn reconcile(&self, run: &mut Run<Rollout>) -> Result<(), Failure> {
+        // As stored: fields the types do not name are refused by name, never dropped.
+        let stored: Api<DynamicObject> =
+            Api::namespaced_with(run.client().clone(), run.namespace(), &ApiResource::erase::<Rollout>(&()));
+        let Some(raw) = stored.get_opt(run.name()).await.map_err(cluster_error)? else { return Ok(()) };
+        let raw = serde_json::to_value(raw).unwrap_or_default();
+        let rollout: Rollout = serde_json::from_value(raw.clone())
+            .map_err(|e| Failure::give_up("InvalidSpec", format!("{}: {e}", run.describe())))?;
+        let previous = rollout.status.clone().unwrap_or_default();
+        let now = jiff::Timestamp::now();
+        let generation = rollout.metadata.generation.unwrap_or(0);
+        let spec = match spec::check(&rollout, &raw) {
+            Ok(spec) => spec,
+            Err(error) => {
+                let observed = observed(run.name(), generation, &[], 0, String::new(), &previous, now);
+                let written = status::invalid(&previous, &observed, &error.to_string());
+                if written != previous {
+                    run.publish(EventType::Warning, "InvalidSpec", &error.to_string(), "Reconcile").await;
+                }
+                return write_status(run, &raw, &previous, written).await;
+            }
+        };
+        let sets = replica_sets(run, &rollout, &spec).await?;
+        let lives: Vec<Live> = sets.iter().filter_map(live).collect();
+        let runs = step_runs(run, &rollout, &spec).await?;
+        let decision = super::decide(&spec, &previous, &lives, &runs, now);
+        let revision = apply(run, &rollout, &spec, &sets, &decision).await?;
+        if decision.retried {
+            delete_runs(run, &runs).await?;
+        }
+        if let Some(step) = decision.analysis
+            && (decision.retried || !runs.contains_key(&step))
+        {
+            start_run(run, &rollout, &spec, step, revision).await?;
+        }
+        services(run, &spec, &decision).await?;
+        for note in &decision.notes {
+            let kind = if note.warning { EventType::Warning } else { EventType::Normal };
+            run.publish(kind, &note.reason, &note.message, "Rollout").await;
+        }
+        // The counts are the live ones: what was just scaled shows once its pods change.
+        let selector = selector_string(&spec.selector);
+        let observed = observed(run.name(), generation, &lives, revision, selector, &previous, now);
+        let written = status::report(&spec, &decision.status, &observed);
+        let healthy = written.phase.as_deref() == Some("Healthy");
+        write_status(run, &raw, &previous, written).await?;
+        let recheck = if healthy { None } else { Some(PROGRESSING_RECHECK) };
+        if let Some(after) = [decision.requeue, recheck].into_iter().flatten().min() {
+            run.requeue_after(after.max(Duration::from_millis(200)));
+        }
+        Ok(())
+    }
+}
+
+fn observed<'a>(
+    name: &'a str,
+    generation: i64,
+    sets: &'a [Live],
+    revision: i64,
+    selector: String,
+    previous: &'a RolloutStatus,
+    now: jiff::Timestamp,
+) -> Observed<'a> {
+    Observed { name, generation, sets, revision, selector, previous, now }
+}
+
+/// `app=web,team=a`: the selector as the scale subresource reports it.
+fn selector_string(selector: &Value) -> String {
+    let labels = selector.as_object().into_iter().flatten();
+    labels.map(|(k, v)| format!("{k}={}", v.as_str().unwrap_or_default())).collect::<Vec<_>>().join(",")
+}
+
+/// The Rollout's ReplicaSets: those its selector matches that it controls.
+async fn replica_sets(run: &Run<Rollout>, rollout: &Rollout, spec: &Spec) -> Result<Vec<ReplicaSet>, Failure> {
+    let uid = rollout.metadata.uid.clone().unwrap_or_default();
+    let params = ListParams::default().labels(&selector_string(&spec.selector));
+    let listed = run.api::<ReplicaSet>().list(&params).await.map_err(cluster_error)?;
+    let owned = |set: &ReplicaSet| set.metadata.owner_references.iter().flatten().any(|o| o.uid == uid);
+    Ok(listed.items.into_iter().filter(owned).collect())
+}
+
+fn live(set: &ReplicaSet) -> Option<Live> {
+    let labels = set.metadata.labels.as_ref()?;
+    let annotations = set.metadata.annotations.clone().unwrap_or_default();
+    let status = set.status.clone().unwrap_or_default();
+    Some(Live {
+        hash: labels.get(POD_TEMPLATE_HASH_LABEL)?.clone(),
+        set: Set {
+            replicas: set.spec.as_ref().and_then(|s| s.replicas).unwrap_or(1),
+            available: status.available_replicas.unwrap_or(0),
+            created: status.replicas,
+        },
+        revision: annotations.get(REVISION_ANNOTATION).and_then(|r| r.parse().ok()).unwrap_or(0),
+        scale_down_at: annotations.get(SCALE_DOWN_DEADLINE_ANNOTATION).cloned(),
+    })
+}
+
+/// Makes the ReplicaSets as decided: the current template's applied (created with the next
+/// revision), the others' replicas and scale-down deadlines patched where they differ. Returns
+/// the current one's revision.
+async fn apply(
+    run: &mut Run<Rollout>,
+    rollout: &Rollout,
+    spec: &Spec,
+    sets: &[ReplicaSet],
+    decision: &Decision,
+) -> Result<i64, Failure> {
+    let lives: Vec<(Live, &ReplicaSet)> = sets.iter().filter_map(|s| Some((live(s)?, s))).collect();
+    let current = lives.iter().find(|(l, _)| l.hash == spec.hash);
+    let revision = match current {
+        Some((live, _)) => live.revision,
+        None => lives.iter().map(|(l, _)| l.revision).max().unwrap_or(0) + 1,
+    };
+    let wanted = decision.scale.get(&spec.hash).copied().unwrap_or(0);
+    if current.is_none_or(|(live, _)| live.set.replicas != wanted) {
+        let set = replica_set(run.name(), rollout, spec, wanted, revision);
+        run.apply_child::<ReplicaSet>(set).await?;
+    }
+    let api: Api<ReplicaSet> = run.api();
+    for (live, set) in lives.iter().filter(|(l, _)| l.hash != spec.hash) {
+        let replicas = decision.scale.get(&live.hash).copied().unwrap_or(0);
+        let deadline = decision.scale_down_at.get(&live.hash);
+        if live.set.replicas == replicas && live.scale_down_at.as_ref() == deadline {
+            continue;
+        }
+        let patch = json!({
+            "metadata": {"annotations": {SCALE_DOWN_DEADLINE_ANNOTATION: deadline}},
+            "spec": {"replicas": replicas},
+        });
+        let name = set.metadata.name.as_deref().unwrap_or_default();
+        api.patch(name, &PatchParams::default(), &Patch::Merge(&patch)).await.map_err(cluster_error)?;
+        if live.set.replicas != replicas {
+            let message = format!(
+                "Scaled down ReplicaSet {name} (revision {}) from {} to {replicas}",
+                live.revision, live.set.replicas
+            );
+            let message = if replicas > live.set.replicas { message.replacen("down", "up", 1) } else { message };
+            run.publish(EventType::Normal, "ScalingReplicaSet", &message, "Rollout").await;
+        }
+    }
+    Ok(revision)
+}
+
+/// The ReplicaSet of the current template: named `<rollout>-<hash>`, the hash label on it, its
+/// selector and its pods, as Argo Rollouts makes it.
+fn replica_set(name: &str, rollout: &Rollout, spec: &Spec, replicas: i32, revision: i64) -> Value {
+    let mut template = spec.template.clone();
+    template["metadata"]["labels"][POD_TEMPLATE_HASH_LABEL] = json!(spec.hash);
+    let mut selector = spec.selector.clone();
+    selector[POD_TEMPLATE_HASH_LABEL] = json!(spec.hash);
+    let mut set = json!({
+        "apiVersion": "apps/v1", "kind": "ReplicaSet",
+        "metadata": {
+            "name": format!("{name}-{}", spec.hash),
+            "labels": template["metadata"]["labels"],
+            "annotations": {REVISION_ANNOTATION: revision.to_string()},
+        },
+        "spec": {"replicas": replicas, "selector": {"matchLabels": selector}, "template": template},
+    });
+    if let Some(seconds) = rollout.spec.min_ready_seconds {
+        set["spec"]["minReadySeconds"] = json!(seconds);
+    }
+    set
+}
+
+/// Points the strategy's Services at the decided pod template hashes.
+async fn services(run: &Run<Rollout>, spec: &Spec, decision: &Decision) -> Result<(), Failure> {
+    let (first, second) = match &spec.strategy {
+        Strategy::Canary { stable_service, canary_service, .. } => (stable_service.clone(), canary_service.clone()),
+        Strategy::BlueGreen { active_service, preview_service, .. } => {
+            (Some(active_service.clone()), preview_service.clone())
+        }
+    };
+    let api: Api<Service> = run.api();
+    for (service, hash) in [(first, &decision.selectors.0), (second, &decision.selectors.1)] {
+        let Some(service) = service else { continue };
+        let Some(live) = api.get_opt(&service).await.map_err(cluster_error)? else {
+            return Err(Failure::retry(
+                "ServiceReferenceError",
+                format!("{}: Service {service:?} not found", run.describe()),
+            ));
+        };
+        let selected =
+            live.spec.as_ref().and_then(|s| s.selector.as_ref()).and_then(|s| s.get(POD_TEMPLATE_HASH_LABEL));
+        if selected == Some(hash) {
+            continue;
+        }
+        let patch = json!({
+            "metadata": {"annotations": {MANAGED_BY_ANNOTATION: run.name()}},
+            "spec": {"selector": {POD_TEMPLATE_HASH_LABEL: hash}},
+        });
+        api.patch(&service, &PatchParams::default(), &Patch::Merge(&patch)).await.map_err(cluster_error)?;
+        let message =
+            format!("Switched selector for service '{service}' from '{}' to '{hash}'", selected.map_or("", |s| s));
+        run.publish(EventType::Normal, "SwitchService", &message, "Rollout").await;
+    }
+    Ok(())
+}
+
+/// The label naming an AnalysisRun's kind of run (`Step`, `Background`, …).
+const ROLLOUT_TYPE_LABEL: &str = "rollout-type";
+/// The label naming a step AnalysisRun's step.
+const STEP_INDEX_LABEL: &str = "step-index";
+
+/// The current template's step AnalysisRuns the Rollout controls, by step.
+async fn step_runs(run: &Run<Rollout>, rollout: &Rollout, spec: &Spec) -> Result<BTreeMap<i32, RunState>, Failure> {
+    if !matches!(&spec.strategy, Strategy::Canary { steps, .. } if steps.iter().any(|s| matches!(s, Step::Analysis(_))))
+    {
+        return Ok(BTreeMap::new());
+    }
+    let uid = rollout.metadata.uid.clone().unwrap_or_default();
+    let selector = format!("{POD_TEMPLATE_HASH_LABEL}={},{ROLLOUT_TYPE_LABEL}=Step", spec.hash);
+    let listed =
+        run.api::<AnalysisRun>().list(&ListParams::default().labels(&selector)).await.map_err(cluster_error)?;
+    let mut runs = BTreeMap::new();
+    for analysis in listed.items {
+        if !analysis.metadata.owner_references.iter().flatten().any(|o| o.uid == uid) {
+            continue;
+        }
+        let labels = analysis.metadata.labels.clone().unwrap_or_default();
+        let Some(step) = labels.get(STEP_INDEX_LABEL).and_then(|s| s.parse().ok()) else { continue };
+        let status = analysis.status.clone().unwrap_or_default();
+        let name = analysis.metadata.name.clone().unwrap_or_default();
+        runs.insert(step, RunState { name, phase: status.phase, message: status.message });
+    }
+    Ok(runs)
+}
+
+/// Deletes the runs of an attempt that was retried.
+async fn delete_runs(run: &Run<Rollout>, runs: &BTreeMap<i32, RunState>) -> Result<(), Failure> {
+    let api = run.api::<AnalysisRun>();
+    for state in runs.values() {
+        match api.delete(&state.name, &DeleteParams::default()).await {
+            Ok(_) => {}
+            Err(kube::Error::Api(status)) if status.code == 404 => {}
+            Err(error) => return Err(cluster_error(error)),
+        }
+    }
+    Ok(())
+}
+
+/// Creates the AnalysisRun of canary step `step`, named as Argo Rollouts names it
+/// (`<rollout>-<hash>-<revision>-<step>`) from its templates and args.
+async fn start_run(
+    run: &mut Run<Rollout>,
+    rollout: &Rollout,
+    spec: &Spec,
+    step: i32,
+    revision: i64,
+) -> Result<(), Failure> {
+    let Strategy::Canary { steps, .. } = &spec.strategy else { return Ok(()) };
+    let Some(Step::Analysis(analysis)) = usize::try_from(step).ok().and_then(|i| steps.get(i)) else { return Ok(()) };
+    let mut templates = Vec::new();
+    for reference in &analysis.templates {
+        let name = &reference.template_name;
+        let found = match reference.cluster_scope.unwrap_or(false) {
+            true => {
+                let api: Api<ClusterAnalysisTemplate> = Api::all(run.client().clone());
+                api.get_opt(name).await.map_err(cluster_error)?.map(|t| t.spec)
+            }
+            false => run.api::<AnalysisTemplate>().get_opt(name).await.map_err(cluster_error)?.map(|t| t.spec),
+        };
+        let kind =
+            if reference.cluster_scope.unwrap_or(false) { "ClusterAnalysisTemplate" } else { "AnalysisTemplate" };
+        let Some(template) = found else {
+            return Err(Failure::retry(
+                "AnalysisTemplateNotFound",
+                format!("{}: {kind} {name:?} not found", run.describe()),
+            ));
+        };
+        templates.push((name.clone(), template.metrics, template.args));
+    }
+    let stable = rollout.status.as_ref().and_then(|s| s.stable_rs.clone()).unwrap_or_default();
+    let made: Result<AnalysisRunSpec, String> =
+        super::analysis::run_spec(&templates, &analysis.args, (&stable, &spec.hash));
+    let made = made.map_err(|why| {
+        Failure::retry("InvalidSpec", format!("{}: spec.strategy.canary.steps[{step}].analysis: {why}", run.describe()))
+    })?;
+    let body = json!({
+        "apiVersion": "argoproj.io/v1alpha1", "kind": "AnalysisRun",
+        "metadata": {
+            "name": format!("{}-{}-{revision}-{step}", run.name(), spec.hash),
+            "labels": {POD_TEMPLATE_HASH_LABEL: spec.hash, ROLLOUT_TYPE_LABEL: "Step", STEP_INDEX_LABEL: step.to_string()},
+        },
+        "spec": made,
+    });
+    run.apply_child::<AnalysisRun>(body).await?;
+    Ok(())
+}
+
+/// Writes the status through the status subresource when it changed, with the resourceVersion
+/// read: a conflict (the status was patched meanwhile) is retried on the new state.
+async fn write_status(
+    run: &Run<Rollout>,
+    raw: &Value,
+    previous: &RolloutStatus,
+    status: RolloutStatus,
+) -> Result<(), Failure> {
+    if *previous == status && raw.get("status").is_some() {
+        return Ok(());
+    }
+    super::replace_status(run, raw, json!(status), true).await
+}
