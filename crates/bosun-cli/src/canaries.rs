@@ -2,7 +2,7 @@
 //! annotate the Canary with a fresh token (what a kubectl-only user can write with `kubectl
 //! annotate`), wait until the controller has handled it, and print where the canary stands.
 //! `… rollout NAME` acts on an Argo Rollouts `Rollout` as `kubectl argo rollouts` does
-//! (`crate::rollout_requests`).
+//! (`rollout_requests.rs`).
 
 use crate::stdout::outln;
 
@@ -58,12 +58,8 @@ pub enum Verb {
     Retry,
 }
 
-/// Runs the command.
-pub async fn run(verb: Verb, target: Target) -> ExitCode {
-    let args = match target {
-        Target::Canary(args) => args,
-        Target::Rollout(args) => return crate::rollout_requests::run(verb, args).await,
-    };
+/// Runs the command on a Canary.
+pub async fn run(verb: Verb, args: Args) -> ExitCode {
     let annotation = match (verb, args.full) {
         (Verb::Promote, true) => PROMOTE_FULL,
         (Verb::Promote, false) => PROMOTE,

@@ -283,9 +283,9 @@ fn main() -> ExitCode {
             Command::Reconcile { target } => packages::run(packages::Verb::Reconcile, target).await,
             Command::Suspend { target } => packages::run(packages::Verb::Suspend, target).await,
             Command::Resume { target } => packages::run(packages::Verb::Resume, target).await,
-            Command::Promote { target } => canaries::run(canaries::Verb::Promote, target).await,
-            Command::Abort { target } => canaries::run(canaries::Verb::Abort, target).await,
-            Command::Retry { target } => canaries::run(canaries::Verb::Retry, target).await,
+            Command::Promote { target } => request(canaries::Verb::Promote, target).await,
+            Command::Abort { target } => request(canaries::Verb::Abort, target).await,
+            Command::Retry { target } => request(canaries::Verb::Retry, target).await,
             Command::Crds(args) => install::crds(args),
             Command::Push { what } => artifact::push(what).await,
             Command::Pull { what } => artifact::pull(what).await,
@@ -296,6 +296,14 @@ fn main() -> ExitCode {
         }
     });
     if stdout::broken() { ExitCode::from(stdout::BROKEN_PIPE_EXIT) } else { code }
+}
+
+/// `promote|abort|retry` on a Canary or a Rollout.
+async fn request(verb: canaries::Verb, target: canaries::Target) -> ExitCode {
+    match target {
+        canaries::Target::Canary(args) => canaries::run(verb, args).await,
+        canaries::Target::Rollout(args) => rollout_requests::run(verb, args).await,
+    }
 }
 
 #[cfg(test)]
