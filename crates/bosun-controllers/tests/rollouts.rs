@@ -3,6 +3,7 @@
 //! → paused → promoted → 100% with the Services' selectors checked at each step, an abort back
 //! to stable and a retry, a blue-green Rollout switching its active Service after promotion,
 //! a field bosun does not honour refused with Argo Rollouts' `InvalidSpec` condition, and
+//! a Rollout taking its template from a Deployment (`workloadRef`, scaled down on success), and
 //! analysis steps: a `web` metric failing aborts the Rollout back to stable, a `prometheus`
 //! metric against a real Prometheus (Debian's `prometheus`, on loopback, scraping an endpoint
 //! the test serves) passes and the Rollout is promoted.
@@ -149,7 +150,9 @@ impl Harness {
     async fn replicas(&self) -> BTreeMap<String, i32> {
         let api: Api<ReplicaSet> = Api::default_namespaced(self.server.client());
         let listed = api.list(&ListParams::default().labels("app=web")).await.expect("list");
-        listed.items.iter().map(|set| (hash_of(set), set.spec.as_ref().and_then(|s| s.replicas).unwrap_or(1))).collect()
+        // A Deployment's own ReplicaSets (workloadRef) have no Rollout hash: not the Rollout's.
+        let rollouts = listed.items.iter().filter(|set| !hash_of(set).is_empty());
+        rollouts.map(|set| (hash_of(set), set.spec.as_ref().and_then(|s| s.replicas).unwrap_or(1))).collect()
     }
 
     async fn selector(&self, service: &str) -> Option<String> {
@@ -617,4 +620,58 @@ async fn a_prometheus_analysis_against_a_real_prometheus_passes_and_the_rollout_
     assert_eq!((result["count"].as_i64(), result["successful"].as_i64()), (Some(2), Some(2)), "{result:#}");
     assert_eq!(result["measurements"][0]["value"], "[0.99]");
     h.replica_sets_are(&[(&v1, 0), (&v2, 5)]).await;
+}
+
+#[tokio::test]
+async fn a_workload_ref_rolls_out_the_deployment_s_template_and_scales_the_deployment_down() {
+    let h = Harness::start(&["web-stable", "web-canary"]).await;
+    let deployments: Api<k8s_openapi::api::apps::v1::Deployment> = Api::default_namespaced(h.server.client());
+    let deployment = json!({"apiVersion": "apps/v1", "kind": "Deployment", "metadata": {"name": "web"}, "spec": {
+        "replicas": 2, "selector": {"matchLabels": {"app": "web"}},
+        "template": {"metadata": {"labels": {"app": "web"}}, "spec": {"containers": [{"name": "web", "image": "nginx:1.27"}]}}}});
+    deployments
+        .create(&PostParams::default(), &serde_json::from_value(deployment).expect("a Deployment"))
+        .await
+        .expect("create");
+    let rollout = json!({
+        "apiVersion": "argoproj.io/v1alpha1", "kind": "Rollout", "metadata": {"name": "web"},
+        "spec": {
+            "replicas": 4, "selector": {"matchLabels": {"app": "web"}},
+            "workloadRef": {"apiVersion": "apps/v1", "kind": "Deployment", "name": "web", "scaleDown": "onsuccess"},
+            "strategy": {"canary": {"stableService": "web-stable", "canaryService": "web-canary", "steps": [{"setWeight": 50}, {"pause": {}}]}},
+        },
+    });
+    h.kubectl_apply(&rollout).await;
+    let first = healthy(&h).await;
+    let v1 = first["currentPodHash"].as_str().expect("hash").to_string();
+    h.replica_sets_are(&[(&v1, 4)]).await;
+    let api: Api<ReplicaSet> = Api::default_namespaced(h.server.client());
+    let set = api.get(&format!("web-{v1}")).await.expect("the Rollout's ReplicaSet");
+    let image = set
+        .spec
+        .and_then(|s| s.template)
+        .and_then(|t| t.spec)
+        .map(|s| s.containers[0].image.clone().unwrap_or_default());
+    assert_eq!(image.as_deref(), Some("nginx:1.27"), "the Deployment's template");
+    let generation = deployments.get("web").await.expect("get").metadata.generation.expect("generation");
+    let scaled = h.status_until("the workload observed", |s| s["workloadObservedGeneration"].is_string()).await;
+    assert!(
+        scaled["workloadObservedGeneration"]
+            .as_str()
+            .and_then(|g| g.parse::<i64>().ok())
+            .is_some_and(|g| g >= generation)
+    );
+    let deadline = Instant::now() + BOUND;
+    while deployments.get("web").await.expect("get").spec.and_then(|s| s.replicas) != Some(0) {
+        assert!(Instant::now() < deadline, "the Deployment was not scaled down (scaleDown: onsuccess)");
+        tokio::time::sleep(Duration::from_millis(50)).await;
+    }
+    // A new template in the Deployment is rolled out by the Rollout, step by step.
+    let patch = json!({"spec": {"template": {"spec": {"containers": [{"name": "web", "image": "nginx:1.28"}]}}}});
+    deployments.patch("web", &PatchParams::default(), &Patch::Merge(&patch)).await.expect("patch the Deployment");
+    let paused = h.status_until("paused", |s| s["phase"] == "Paused").await;
+    let v2 = paused["currentPodHash"].as_str().expect("hash").to_string();
+    assert_ne!(v1, v2);
+    h.replica_sets_are(&[(&v1, 2), (&v2, 2)]).await;
+    assert_eq!(deployments.get("web").await.expect("get").spec.and_then(|s| s.replicas), Some(0));
 }

@@ -142,6 +142,7 @@ mod tests {
                 scale_down_delay: Duration::from_secs(30),
             },
             paused: false,
+            scale_down_on_success: None,
         }
     }
 

@@ -8,11 +8,14 @@
 
 use std::{collections::BTreeMap, time::Duration};
 
-use k8s_openapi::api::{apps::v1::ReplicaSet, core::v1::Service};
+use k8s_openapi::api::{
+    apps::v1::{Deployment, ReplicaSet},
+    core::v1::Service,
+};
 use kube::{
     Api, Client,
     api::{ApiResource, DeleteParams, DynamicObject, ListParams, Patch, PatchParams},
-    runtime::events::EventType,
+    runtime::{events::EventType, reflector::ObjectRef},
 };
 use serde_json::{Value, json};
 
@@ -48,6 +51,14 @@ pub fn controller(client: Client, scope: &Scope) -> kit::Controller<Rollouts> {
         .reconcile_on_status_changes()
         .owns::<ReplicaSet>()
         .owns::<AnalysisRun>()
+        .triggered_by::<Deployment>(|deployment, rollouts| {
+            // The Rollouts whose workloadRef names the Deployment.
+            let (name, namespace) = (deployment.metadata.name.as_ref(), deployment.metadata.namespace.as_ref());
+            let referring = rollouts.iter().filter(|r| {
+                r.metadata.namespace.as_ref() == namespace && r.spec.workload_ref.as_ref().map(|w| &w.name) == name
+            });
+            referring.map(|r| ObjectRef::from_obj(&**r)).collect()
+        })
         .backoff(Duration::from_millis(500), Duration::from_secs(60))
         .confined(scope.namespace.as_deref(), scope.selector.as_deref(), scope.metrics.clone())
 }
@@ -70,7 +81,8 @@ impl kit::Reconciler for Rollouts {
         let previous = rollout.status.clone().unwrap_or_default();
         let now = jiff::Timestamp::now();
         let generation = rollout.metadata.generation.unwrap_or(0);
-        let spec = match spec::check(&rollout, &raw) {
+        let workload = workload(run, &rollout).await?;
+        let spec = match spec::check(&rollout, &raw, workload.as_ref()) {
             Ok(spec) => spec,
             Err(error) => {
                 let observed = observed(run.name(), generation, &[], 0, String::new(), &previous, now);
@@ -102,8 +114,16 @@ impl kit::Reconciler for Rollouts {
         // The counts are the live ones: what was just scaled shows once its pods change.
         let selector = selector_string(&spec.selector);
         let observed = observed(run.name(), generation, &lives, revision, selector, &previous, now);
-        let written = status::report(&spec, &decision.status, &observed);
+        let mut written = status::report(&spec, &decision.status, &observed);
         let healthy = written.phase.as_deref() == Some("Healthy");
+        if let Some(workload) = &workload {
+            let generation = workload.pointer("/metadata/generation").and_then(Value::as_i64).unwrap_or(0);
+            written.workload_observed_generation = Some(generation.to_string());
+            let replicas = workload.pointer("/spec/replicas").and_then(Value::as_i64).unwrap_or(1);
+            if let Some(name) = spec.scale_down_on_success.as_ref().filter(|_| healthy && replicas != 0) {
+                scale_down_workload(run, name).await?;
+            }
+        }
         write_status(run, &raw, &previous, written).await?;
         let recheck = if healthy { None } else { Some(PROGRESSING_RECHECK) };
         if let Some(after) = [decision.requeue, recheck].into_iter().flatten().min() {
@@ -111,6 +131,23 @@ impl kit::Reconciler for Rollouts {
         }
         Ok(())
     }
+}
+
+/// The Deployment the Rollout's `workloadRef` names, as JSON (none: none named, or not found).
+async fn workload(run: &Run<Rollout>, rollout: &Rollout) -> Result<Option<Value>, Failure> {
+    let Some(reference) = &rollout.spec.workload_ref else { return Ok(None) };
+    let found = run.api::<Deployment>().get_opt(&reference.name).await.map_err(cluster_error)?;
+    Ok(found.map(|deployment| serde_json::to_value(deployment).unwrap_or_default()))
+}
+
+/// `workloadRef.scaleDown: onsuccess`: the Deployment goes to zero once the Rollout is healthy.
+async fn scale_down_workload(run: &Run<Rollout>, name: &str) -> Result<(), Failure> {
+    let patch = json!({"spec": {"replicas": 0}});
+    run.api::<Deployment>().patch(name, &PatchParams::default(), &Patch::Merge(&patch)).await.map_err(cluster_error)?;
+    let message =
+        format!("Scaled down Deployment {name} to 0: the Rollout is healthy (workloadRef.scaleDown: onsuccess)");
+    run.publish(EventType::Normal, "ScalingDeployment", &message, "Rollout").await;
+    Ok(())
 }
 
 fn observed<'a>(

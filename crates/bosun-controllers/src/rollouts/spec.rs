@@ -71,6 +71,9 @@ pub struct Spec {
     pub strategy: Strategy,
     /// `spec.paused`.
     pub paused: bool,
+    /// The Deployment of `workloadRef` to scale to zero once the Rollout is healthy
+    /// (`scaleDown: onsuccess`).
+    pub scale_down_on_success: Option<String>,
 }
 
 /// `scaleDownDelaySeconds` of blue-green when unset.
@@ -93,17 +96,18 @@ const REFUSED: &[(&str, &str)] = &[
     ("/spec/strategy/blueGreen/antiAffinity", "anti-affinity between versions is not supported"),
     ("/spec/strategy/blueGreen/previewMetadata", "ephemeral pod metadata is not supported"),
     ("/spec/strategy/blueGreen/activeMetadata", "ephemeral pod metadata is not supported"),
-    ("/spec/workloadRef", "workloadRef is not supported yet: put the pod template in spec.template"),
     ("/spec/restartAt", "restarts are not supported"),
     ("/spec/rollbackWindow", "rollback windows are not supported"),
     ("/spec/progressDeadlineAbort", "aborting on the progress deadline is not supported"),
 ];
 
-/// Checks a Rollout as stored (`raw`, so that fields the types do not name are refused too).
+/// Checks a Rollout as stored (`raw`, so that fields the types do not name are refused too);
+/// `workload` is the Deployment its `workloadRef` names, as read (none: not found, or none
+/// named).
 ///
 /// # Errors
 /// The first field that cannot work, or that bosun does not honour.
-pub fn check(rollout: &Rollout, raw: &Value) -> Result<Spec, RolloutError> {
+pub fn check(rollout: &Rollout, raw: &Value, workload: Option<&Value>) -> Result<Spec, RolloutError> {
     let fail = |field: &str, message: &str| RolloutError::invalid(rollout, field, message);
     for (pointer, why) in REFUSED {
         if raw.pointer(pointer).is_some_and(|v| !v.is_null() && *v != json!(false)) {
@@ -118,10 +122,40 @@ pub fn check(rollout: &Rollout, raw: &Value) -> Result<Spec, RolloutError> {
     if replicas < 0 {
         return Err(fail("spec.replicas", "must not be negative"));
     }
-    let template = spec.template.clone().ok_or_else(|| fail("spec.template", "a Rollout needs a pod template"))?;
+    let (template, referenced_selector, scale_down_on_success) = match &spec.workload_ref {
+        None => {
+            let template =
+                spec.template.clone().ok_or_else(|| fail("spec.template", "a Rollout needs a pod template"))?;
+            (template, None, None)
+        }
+        Some(reference) => {
+            if reference.kind != "Deployment" || reference.api_version != "apps/v1" {
+                return Err(fail(
+                    "spec.workloadRef",
+                    "only a Deployment (apiVersion apps/v1, kind Deployment) is supported",
+                ));
+            }
+            if spec.template.is_some() {
+                return Err(fail("spec.template", "set either template or workloadRef, not both"));
+            }
+            let scale_down = match reference.scale_down.as_deref().unwrap_or("never") {
+                "never" => None,
+                "onsuccess" => Some(reference.name.clone()),
+                other => {
+                    let why = format!("{other:?} is not supported (never, onsuccess)");
+                    return Err(fail("spec.workloadRef.scaleDown", &why));
+                }
+            };
+            let missing = format!("Deployment {:?} not found", reference.name);
+            let deployment = workload.ok_or_else(|| fail("spec.workloadRef.name", &missing))?;
+            let template = deployment.pointer("/spec/template").cloned().unwrap_or_default();
+            (template, deployment.pointer("/spec/selector").cloned(), scale_down)
+        }
+    };
     let selector = spec
         .selector
         .as_ref()
+        .or(referenced_selector.as_ref())
         .and_then(|s| s.get("matchLabels"))
         .filter(|m| m.as_object().is_some_and(|m| !m.is_empty()))
         .cloned()
@@ -177,6 +211,7 @@ pub fn check(rollout: &Rollout, raw: &Value) -> Result<Spec, RolloutError> {
         selector,
         strategy,
         paused: spec.paused.unwrap_or(false),
+        scale_down_on_success,
     })
 }
 
@@ -300,6 +335,11 @@ mod tests {
         (serde_json::from_value(raw.clone()).expect("a Rollout"), raw)
     }
 
+    fn checked(spec: Value) -> Result<Spec, RolloutError> {
+        let (ro, raw) = rollout(spec);
+        check(&ro, &raw, None)
+    }
+
     fn canary(strategy: Value) -> Value {
         json!({
             "replicas": 5,
@@ -315,7 +355,7 @@ mod tests {
             {"setWeight": 20}, {"pause": {}}, {"setWeight": 40}, {"pause": {"duration": 10}},
             {"pause": {"duration": "30"}}, {"pause": {"duration": "1m"}}, {"setCanaryScale": {"replicas": 3}},
         ]}})));
-        let spec = check(&ro, &raw).expect("valid");
+        let spec = check(&ro, &raw, None).expect("valid");
         let Strategy::Canary { steps, fence, canary_service, .. } = &spec.strategy else { panic!("canary") };
         let secs = |s| Step::Pause(Some(Duration::from_secs(s)));
         assert_eq!(
@@ -349,11 +389,46 @@ mod tests {
             ),
         ];
         for (strategy, field) in cases {
-            let (ro, raw) = rollout(canary(strategy.clone()));
-            let error = check(&ro, &raw).expect_err(&strategy.to_string());
+            let error = checked(canary(strategy.clone())).expect_err(&strategy.to_string());
             assert_eq!(error.field, field, "{strategy}");
             assert!(error.to_string().starts_with(&format!("Rollout/default/web: {field}")), "{error}");
         }
+    }
+
+    #[test]
+    fn a_workload_ref_takes_the_deployment_s_template_and_selector() {
+        let deployment = json!({"spec": {"selector": {"matchLabels": {"app": "web"}},
+            "template": {"metadata": {"labels": {"app": "web"}}, "spec": {"containers": [{"name": "web", "image": "nginx:1.27"}]}}}});
+        let reference = |scale_down: &str| {
+            json!({"replicas": 3, "strategy": {"canary": {"steps": [{"setWeight": 50}]}},
+            "workloadRef": {"apiVersion": "apps/v1", "kind": "Deployment", "name": "web", "scaleDown": scale_down}})
+        };
+        let (ro, raw) = rollout(reference("onsuccess"));
+        let spec = check(&ro, &raw, Some(&deployment)).expect("valid");
+        assert_eq!(spec.template, deployment["spec"]["template"]);
+        assert_eq!(
+            (spec.selector.clone(), spec.scale_down_on_success.as_deref()),
+            (json!({"app": "web"}), Some("web"))
+        );
+        assert_eq!(spec.hash, hash(&deployment["spec"]["template"]));
+        let (ro, raw) = rollout(reference("never"));
+        assert_eq!(check(&ro, &raw, Some(&deployment)).expect("valid").scale_down_on_success, None);
+        let cases = [
+            (reference("progressively"), Some(&deployment), "spec.workloadRef.scaleDown"),
+            (reference("never"), None, "spec.workloadRef.name"),
+        ];
+        for (spec, workload, field) in cases {
+            let (ro, raw) = rollout(spec);
+            assert_eq!(check(&ro, &raw, workload).expect_err(field).field, field);
+        }
+        let mut both = canary(json!({"canary": {}}));
+        both["workloadRef"] = json!({"apiVersion": "apps/v1", "kind": "Deployment", "name": "web"});
+        let (ro, raw) = rollout(both);
+        assert_eq!(check(&ro, &raw, Some(&deployment)).expect_err("both").field, "spec.template");
+        let mut stateful = reference("never");
+        stateful["workloadRef"]["kind"] = json!("StatefulSet");
+        let (ro, raw) = rollout(stateful);
+        assert_eq!(check(&ro, &raw, Some(&deployment)).expect_err("kind").field, "spec.workloadRef");
     }
 
     #[test]

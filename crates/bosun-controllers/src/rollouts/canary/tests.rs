@@ -16,6 +16,7 @@ fn spec(hash: &str, steps: Vec<Step>) -> Spec {
         step_hash: "steps".into(),
         strategy: Strategy::Canary { steps, fence: (2, 1), canary_service: None, stable_service: None },
         paused: false,
+        scale_down_on_success: None,
     }
 }
 
