@@ -25,10 +25,7 @@ use bosun_controllers::rollouts::{
 };
 use futures::StreamExt;
 use k8s_openapi::{
-    api::{
-        apps::v1::ReplicaSet,
-        core::v1::{Event, Service},
-    },
+    api::{apps::v1::ReplicaSet, core::v1::Service},
     apiextensions_apiserver::pkg::apis::apiextensions::v1::CustomResourceDefinition,
 };
 use kube::{
@@ -41,7 +38,7 @@ use tokio::time::Instant;
 
 #[path = "support/kit_test.rs"]
 mod kit_test;
-use kit_test::{BOUND, ControllerTask};
+use kit_test::{BOUND, ControllerTask, serve, settles_at};
 
 const HASH: &str = "rollouts-pod-template-hash";
 
@@ -135,16 +132,7 @@ impl Harness {
     /// Waits until the ReplicaSets' replicas by pod template hash are `wanted`.
     async fn replica_sets_are(&self, wanted: &[(&str, i32)]) {
         let wanted: BTreeMap<String, i32> = wanted.iter().map(|(h, r)| (h.to_string(), *r)).collect();
-        let mut last = BTreeMap::new();
-        let deadline = Instant::now() + BOUND;
-        while Instant::now() < deadline {
-            last = self.replicas().await;
-            if last == wanted {
-                return;
-            }
-            tokio::time::sleep(Duration::from_millis(50)).await;
-        }
-        panic!("the ReplicaSets are {last:?}, not {wanted:?}");
+        settles_at("the ReplicaSets", wanted, || self.replicas()).await;
     }
 
     async fn replicas(&self) -> BTreeMap<String, i32> {
@@ -162,27 +150,15 @@ impl Harness {
     }
 
     async fn kubectl(&self, args: &[&str]) -> String {
-        let output = tokio::process::Command::new(bosun_test_tools::require("kubectl"))
-            .args(args)
-            .env("KUBECONFIG", self.kubeconfig.path())
-            .output()
-            .await
-            .expect("kubectl runs");
-        assert!(output.status.success(), "kubectl {args:?}: {}", String::from_utf8_lossy(&output.stderr));
-        String::from_utf8_lossy(&output.stdout).into_owned()
+        kit_test::kubectl(self.kubeconfig.path(), args).await
     }
 
     async fn kubectl_apply(&self, object: &Value) {
-        let path = tempfile::NamedTempFile::new().expect("manifest");
-        std::fs::write(path.path(), object.to_string()).expect("write");
-        self.kubectl(&["apply", "-f", &path.path().display().to_string()]).await;
+        kit_test::kubectl_apply(self.kubeconfig.path(), object).await;
     }
 
     async fn event_reasons(&self) -> Vec<String> {
-        let events: Api<Event> = Api::default_namespaced(self.server.client());
-        let listed = events.list(&ListParams::default()).await.expect("events");
-        let about_rollouts = listed.items.into_iter().filter(|e| e.involved_object.kind.as_deref() == Some("Rollout"));
-        about_rollouts.filter_map(|e| e.reason).collect()
+        kit_test::event_reasons(self.server.client(), "Rollout").await
     }
 }
 
@@ -443,14 +419,6 @@ async fn a_traffic_router_is_refused_by_name_with_an_invalid_spec_condition() {
     assert_eq!(refused["message"], format!("InvalidSpec: {message}"));
     assert!(h.replicas().await.is_empty(), "nothing is rolled out");
     assert!(h.event_reasons().await.iter().any(|r| r == "InvalidSpec"));
-}
-
-/// Serves `router` on a free local port; gives its base URL.
-async fn serve(router: axum::Router) -> String {
-    let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.expect("bind");
-    let address = listener.local_addr().expect("address");
-    tokio::spawn(async move { axum::serve(listener, router).await.expect("serve") });
-    format!("http://{address}")
 }
 
 async fn create_template(h: &Harness, template: Value) {
