@@ -643,3 +643,43 @@ async fn a_workload_ref_rolls_out_the_deployment_s_template_and_scales_the_deplo
     h.replica_sets_are(&[(&v1, 2), (&v2, 2)]).await;
     assert_eq!(deployments.get("web").await.expect("get").spec.and_then(|s| s.replicas), Some(0));
 }
+
+#[tokio::test]
+async fn a_blue_green_pre_promotion_analysis_passes_and_a_failing_post_promotion_one_switches_back() {
+    let h = Harness::start(&["web-active", "web-preview"]).await;
+    let url = serve(
+        axum::Router::new()
+            .route("/pre", axum::routing::get(|| async { json!({"ok": true}).to_string() }))
+            .route("/post", axum::routing::get(|| async { json!({"ok": false}).to_string() })),
+    )
+    .await;
+    create_template(&h, json!({
+        "apiVersion": "argoproj.io/v1alpha1", "kind": "AnalysisTemplate", "metadata": {"name": "check"},
+        "spec": {"args": [{"name": "url"}], "metrics": [{
+            "name": "ok", "successCondition": "result == true", "provider": {"web": {"url": "{{args.url}}", "jsonPath": "{$.ok}"}},
+        }]},
+    }))
+    .await;
+    let analysis = |path: &str| json!({"templates": [{"templateName": "check"}], "args": [{"name": "url", "value": format!("{url}{path}")}]});
+    let strategy = json!({"blueGreen": {"activeService": "web-active", "previewService": "web-preview",
+        "prePromotionAnalysis": analysis("/pre"), "postPromotionAnalysis": analysis("/post"), "scaleDownDelaySeconds": 30}});
+    h.create("nginx:1.27", strategy).await;
+    let v1 = healthy(&h).await["currentPodHash"].as_str().expect("hash").to_string();
+    let (_, selectors) = record(&h, ("web-active", "web-preview"));
+    h.set_image("nginx:1.28").await;
+    let aborted = h.status_until("Degraded", |s| s["phase"] == "Degraded").await;
+    let v2 = aborted["currentPodHash"].as_str().expect("hash").to_string();
+    let green = &aborted["blueGreen"];
+    assert_eq!(green["prePromotionAnalysisRunStatus"]["status"], "Successful", "{aborted:#}");
+    assert_eq!(green["prePromotionAnalysisRunStatus"]["name"], format!("web-{v2}-2-pre"));
+    assert_eq!(green["postPromotionAnalysisRunStatus"]["status"], "Failed", "{aborted:#}");
+    assert_eq!(green["postPromotionAnalysisRunStatus"]["name"], format!("web-{v2}-2-post"));
+    assert_eq!(
+        (green["activeSelector"].as_str(), aborted["stableRS"].as_str()),
+        (Some(v1.as_str()), Some(v1.as_str()))
+    );
+    h.replica_sets_are(&[(&v1, 5), (&v2, 0)]).await;
+    assert_eq!((h.selector("web-active").await, h.selector("web-preview").await), (Some(v1.clone()), Some(v1.clone())));
+    let seen = selectors.lock().expect("lock").clone();
+    assert!(in_order(&seen, &[pair(&v1, &v2), pair(&v2, &v2), pair(&v1, &v1)]), "switched, then back: {seen:?}");
+}

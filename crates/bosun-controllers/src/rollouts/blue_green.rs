@@ -11,11 +11,18 @@ use std::{collections::BTreeMap, time::Duration};
 use bosun_api::argo::rollout::{BLUE_GREEN_PAUSE, BlueGreenStatus, PauseCondition, RolloutStatus};
 
 use super::spec::{Spec, Strategy};
-use super::{Decision, Live, Note};
+use super::{Decision, Live, Note, RunKey, RunState, Verdict, shown};
 
 /// Decides for a blue-green Rollout.
-pub fn decide(spec: &Spec, previous: &RolloutStatus, sets: &[Live], now: jiff::Timestamp) -> Decision {
-    let Strategy::BlueGreen { auto_promotion, auto_promotion_after, scale_down_delay, .. } = &spec.strategy else {
+pub fn decide(
+    spec: &Spec,
+    previous: &RolloutStatus,
+    sets: &[Live],
+    runs: &BTreeMap<RunKey, RunState>,
+    now: jiff::Timestamp,
+) -> Decision {
+    let Strategy::BlueGreen { auto_promotion, auto_promotion_after, scale_down_delay, pre, post, .. } = &spec.strategy
+    else {
         unreachable!("blue_green::decide is called for blue-green Rollouts");
     };
     let mut status = super::progress(spec, previous, 0, now);
@@ -23,6 +30,8 @@ pub fn decide(spec: &Spec, previous: &RolloutStatus, sets: &[Live], now: jiff::T
     let mut notes = Vec::new();
     let mut requeue = None;
     let previous_green = status.blue_green.clone().unwrap_or_default();
+    let mut green = previous_green.clone();
+    let mut analysis = Vec::new();
     let active = previous_green.active_selector.clone().filter(|a| sets.iter().any(|s| &s.hash == a));
     let new = sets.iter().find(|s| s.hash == hash).map(|s| s.set).unwrap_or_default();
     let available = new.replicas == spec.replicas && new.available == spec.replicas;
@@ -35,6 +44,19 @@ pub fn decide(spec: &Spec, previous: &RolloutStatus, sets: &[Live], now: jiff::T
         }
     };
     if active != hash && available && !status.abort && !spec.paused {
+        // The pre-promotion analysis must pass before the switch (`promote --full` skips it).
+        let analysed = match pre.as_ref().filter(|_| !status.promote_full) {
+            Some(_) => {
+                let run = runs.get(&RunKey::PrePromotion);
+                green.pre_promotion_analysis_run_status = run.map(shown);
+                let verdict = super::follow(&mut status, &mut notes, run, now);
+                if verdict == Verdict::Pending {
+                    analysis.push(RunKey::PrePromotion);
+                }
+                verdict == Verdict::Passed
+            }
+            None => true,
+        };
         let promote = if status.promote_full || (*auto_promotion && auto_promotion_after.is_none()) {
             true
         } else {
@@ -53,14 +75,32 @@ pub fn decide(spec: &Spec, previous: &RolloutStatus, sets: &[Live], now: jiff::T
                 None => true,
             }
         };
-        if promote {
+        if promote && analysed && !status.abort {
             active = hash.clone();
-            status.stable_rs = Some(hash.clone());
+            // With a post-promotion analysis the new pods are stable once it passed.
+            if post.is_none() || status.promote_full {
+                status.stable_rs = Some(hash.clone());
+            }
             status.pause_conditions.retain(|c| c.reason != BLUE_GREEN_PAUSE);
             status.controller_pause = false;
             status.promote_full = false;
             notes.push(Note::normal("SwitchService", format!("Switched selector for service to value '{hash}'")));
         }
+    }
+    if active == hash && status.stable_rs.as_deref() != Some(hash.as_str()) && !status.abort {
+        let run = runs.get(&RunKey::PostPromotion);
+        green.post_promotion_analysis_run_status = run.map(shown);
+        match super::follow(&mut status, &mut notes, run, now) {
+            Verdict::Passed => status.stable_rs = Some(hash.clone()),
+            Verdict::Pending => analysis.push(RunKey::PostPromotion),
+            Verdict::Failed | Verdict::Inconclusive => {}
+        }
+    }
+    // Aborted: the active Service goes back to the stable pods, if they are still there.
+    if status.abort
+        && let Some(stable) = status.stable_rs.clone().filter(|s| *s != hash && sets.iter().any(|set| set.hash == *s))
+    {
+        active = stable;
     }
     let mut scale = BTreeMap::new();
     let mut scale_down_at = BTreeMap::new();
@@ -91,7 +131,7 @@ pub fn decide(spec: &Spec, previous: &RolloutStatus, sets: &[Live], now: jiff::T
     status.blue_green = Some(BlueGreenStatus {
         active_selector: Some(active.clone()),
         preview_selector: Some(preview.clone()),
-        ..previous_green
+        ..green
     });
     Decision {
         status,
@@ -100,7 +140,8 @@ pub fn decide(spec: &Spec, previous: &RolloutStatus, sets: &[Live], now: jiff::T
         selectors: (active, preview),
         notes,
         requeue,
-        analysis: None,
+        analysis,
+        terminate: Vec::new(),
         retried: false,
     }
 }
@@ -140,10 +181,16 @@ mod tests {
                 auto_promotion,
                 auto_promotion_after: after.map(Duration::from_secs),
                 scale_down_delay: Duration::from_secs(30),
+                pre: None,
+                post: None,
             },
             paused: false,
             scale_down_on_success: None,
         }
+    }
+
+    fn decide_now(spec: &Spec, status: &RolloutStatus, sets: &[Live], now: jiff::Timestamp) -> Decision {
+        decide(spec, status, sets, &BTreeMap::new(), now)
     }
 
     fn live(hash: &str, replicas: i32, available: i32) -> Live {
@@ -171,24 +218,24 @@ mod tests {
     #[test]
     fn the_new_version_is_previewed_then_paused_without_auto_promotion_and_switched_once_promoted() {
         let now = jiff::Timestamp::from_second(1_000_000).expect("time");
-        let starting = decide(&spec(false, None), &serving_old(), &[live("old", 2, 2)], now);
+        let starting = decide_now(&spec(false, None), &serving_old(), &[live("old", 2, 2)], now);
         assert_eq!(starting.selectors, ("old".to_string(), "new".to_string()));
         assert_eq!(starting.scale, BTreeMap::from([("old".into(), 2), ("new".into(), 2)]));
         assert!(starting.status.pause_conditions.is_empty(), "not paused before the new pods are available");
         let sets = [live("old", 2, 2), live("new", 2, 2)];
-        let paused = decide(&spec(false, None), &starting.status, &sets, now);
+        let paused = decide_now(&spec(false, None), &starting.status, &sets, now);
         assert_eq!(paused.status.pause_conditions[0].reason, BLUE_GREEN_PAUSE);
         assert_eq!(paused.selectors.0, "old", "still active until promoted");
         let mut promoted = paused.status.clone();
         promoted.pause_conditions.clear();
-        let switched = decide(&spec(false, None), &promoted, &sets, now);
+        let switched = decide_now(&spec(false, None), &promoted, &sets, now);
         assert_eq!(switched.selectors, ("new".to_string(), "new".to_string()));
         assert_eq!(switched.status.stable_rs.as_deref(), Some("new"));
         assert_eq!(switched.scale["old"], 2, "the old pods stay for scaleDownDelaySeconds");
         assert_eq!(switched.requeue, Some(Duration::from_secs(30)));
         let mut old = live("old", 2, 2);
         old.scale_down_at = switched.scale_down_at.get("old").cloned();
-        let later = decide(
+        let later = decide_now(
             &spec(false, None),
             &switched.status,
             &[old, live("new", 2, 2)],
@@ -201,12 +248,16 @@ mod tests {
     fn auto_promotion_switches_at_once_or_after_its_seconds() {
         let now = jiff::Timestamp::from_second(1_000_000).expect("time");
         let sets = [live("old", 2, 2), live("new", 2, 2)];
-        let at_once = decide(&spec(true, None), &serving_old(), &sets, now);
+        let at_once = decide_now(&spec(true, None), &serving_old(), &sets, now);
         assert_eq!(at_once.selectors.0, "new");
-        let waiting = decide(&spec(true, Some(20)), &serving_old(), &sets, now);
+        let waiting = decide_now(&spec(true, Some(20)), &serving_old(), &sets, now);
         assert_eq!((waiting.selectors.0.as_str(), waiting.requeue), ("old", Some(Duration::from_secs(20))));
-        let after =
-            decide(&spec(true, Some(20)), &waiting.status, &sets, crate::rollouts::after(now, Duration::from_secs(20)));
+        let after = decide_now(
+            &spec(true, Some(20)),
+            &waiting.status,
+            &sets,
+            crate::rollouts::after(now, Duration::from_secs(20)),
+        );
         assert_eq!(after.selectors.0, "new");
     }
 
@@ -216,8 +267,44 @@ mod tests {
         let mut status = serving_old();
         status.current_pod_hash = Some("new".into());
         status.abort = true;
-        let aborted = decide(&spec(false, None), &status, &[live("old", 2, 2), live("new", 2, 2)], now);
+        let aborted = decide_now(&spec(false, None), &status, &[live("old", 2, 2), live("new", 2, 2)], now);
         assert_eq!(aborted.selectors, ("old".to_string(), "old".to_string()));
         assert_eq!(aborted.scale, BTreeMap::from([("old".into(), 2), ("new".into(), 0)]));
+    }
+
+    #[test]
+    fn pre_and_post_promotion_analyses_gate_the_switch_and_a_failed_one_switches_back() {
+        let now = jiff::Timestamp::from_second(1_000_000).expect("time");
+        let mut analysed = spec(true, None);
+        if let Strategy::BlueGreen { pre, post, .. } = &mut analysed.strategy {
+            *pre = Some(Default::default());
+            *post = Some(Default::default());
+        }
+        let sets = [live("old", 2, 2), live("new", 2, 2)];
+        let run =
+            |phase: &str| RunState { name: "web-new-2-x".into(), phase: phase.into(), message: Some("why".into()) };
+        let before = decide(&analysed, &serving_old(), &sets, &BTreeMap::new(), now);
+        assert_eq!((before.selectors.0.as_str(), before.analysis.clone()), ("old", vec![RunKey::PrePromotion]));
+        let pre_passed = BTreeMap::from([(RunKey::PrePromotion, run("Successful"))]);
+        let switched = decide(&analysed, &serving_old(), &sets, &pre_passed, now);
+        assert_eq!(switched.selectors.0, "new");
+        assert_eq!(switched.status.stable_rs.as_deref(), Some("old"), "stable once the post-promotion analysis passed");
+        assert_eq!(switched.analysis, vec![RunKey::PostPromotion]);
+        let mut post_passed = pre_passed.clone();
+        post_passed.insert(RunKey::PostPromotion, run("Successful"));
+        let done = decide(&analysed, &switched.status, &sets, &post_passed, now);
+        assert_eq!(done.status.stable_rs.as_deref(), Some("new"));
+        let mut post_failed = pre_passed.clone();
+        post_failed.insert(RunKey::PostPromotion, run("Failed"));
+        let aborted = decide(&analysed, &switched.status, &sets, &post_failed, now);
+        assert!(aborted.status.abort);
+        assert_eq!(aborted.selectors, ("old".to_string(), "old".to_string()), "back to the old pods");
+        assert_eq!((aborted.scale["old"], aborted.scale["new"]), (2, 0));
+        let shown = aborted.status.blue_green.and_then(|g| g.post_promotion_analysis_run_status).expect("shown");
+        assert_eq!(shown.status, "Failed");
+        let pre_failed = BTreeMap::from([(RunKey::PrePromotion, run("Failed"))]);
+        let refused = decide(&analysed, &serving_old(), &sets, &pre_failed, now);
+        assert!(refused.status.abort);
+        assert_eq!(refused.selectors.0, "old");
     }
 }

@@ -5,14 +5,11 @@
 
 use std::{collections::BTreeMap, time::Duration};
 
-use bosun_api::argo::rollout::{CANARY_PAUSE_STEP, PauseCondition, RolloutAnalysisRunStatus, RolloutStatus};
+use bosun_api::argo::rollout::{CANARY_PAUSE_STEP, PauseCondition, RolloutStatus};
 
 use super::plan;
-use super::spec::{Spec, Step};
-use super::{Decision, Live, Note, RunState};
-
-/// The pause reason of an inconclusive analysis.
-const INCONCLUSIVE: &str = "InconclusiveAnalysisRun";
+use super::spec::{Spec, Step, Strategy};
+use super::{Decision, Live, Note, RunKey, RunState, Verdict, shown};
 
 /// Steps taken in one decision at most (a step completed lets the next start at once; a
 /// pause or a weight not yet reached stops).
@@ -28,20 +25,17 @@ pub struct Inputs<'a> {
     pub previous: &'a RolloutStatus,
     /// The ReplicaSets.
     pub sets: &'a [Live],
-    /// The current template's step AnalysisRuns, by step.
-    pub runs: &'a BTreeMap<i32, RunState>,
+    /// The current template's AnalysisRuns.
+    pub runs: &'a BTreeMap<RunKey, RunState>,
 }
 
 /// Decides for a canary Rollout.
 pub fn decide(spec: &Spec, inputs: Inputs<'_>, now: jiff::Timestamp) -> Decision {
     let Inputs { steps, fence, previous, sets, runs } = inputs;
-    // `retry` clears `abort` and leaves `abortedAt`: the failed attempt's runs no longer count.
-    let retried = previous.aborted_at.is_some() && !previous.abort;
-    let no_runs = BTreeMap::new();
-    let runs = if retried { &no_runs } else { runs };
     let mut status = super::progress(spec, previous, steps.len(), now);
     let mut notes = Vec::new();
-    let mut analysis = None;
+    let mut analysis = Vec::new();
+    let mut terminate = Vec::new();
     let hash = spec.hash.clone();
     let total = i32::try_from(steps.len()).unwrap_or(i32::MAX);
     // The first template becomes stable at once: there is nothing to compare a canary with.
@@ -61,36 +55,45 @@ pub fn decide(spec: &Spec, inputs: Inputs<'_>, now: jiff::Timestamp) -> Decision
         sets.iter().filter(|s| s.hash != hash && s.hash != stable).map(|s| s.set.available).sum();
     let counts = |weight: i32| plan::basic_canary(spec.replicas, weight, fence, new, stable_set, older);
     let mut requeue = None;
-    if stable != hash && !status.abort && !status.promote_full && !spec.paused {
+    // The background analysis runs from its starting step until the update is promoted.
+    let background = match &spec.strategy {
+        Strategy::Canary { background: Some((_, starting_step)), .. } => Some(*starting_step),
+        _ => None,
+    };
+    let updating = stable != hash && !status.abort && !status.promote_full;
+    if let Some(starting_step) = background.filter(|_| updating)
+        && status.current_step_index.unwrap_or(0) >= starting_step
+    {
+        let run = runs.get(&RunKey::Background);
+        if super::follow(&mut status, &mut notes, run, now) == Verdict::Pending {
+            analysis.push(RunKey::Background);
+        }
+        status.canary.get_or_insert_with(Default::default).current_background_analysis_run_status = run.map(shown);
+    }
+    if stable != hash
+        && !status.abort
+        && !status.promote_full
+        && !spec.paused
+        && status.pause_conditions.iter().all(|c| c.reason != super::INCONCLUSIVE)
+    {
         for _ in 0..STEPS_PER_DECISION {
             let index = status.current_step_index.unwrap_or(0);
             let Some(step) = usize::try_from(index).ok().and_then(|i| steps.get(i)) else { break };
             let done = match step {
                 Step::Weight(weight) => plan::at_desired(counts(*weight), new, stable_set, older_available),
                 Step::Ignored => true,
-                Step::Analysis(_) => match runs.get(&index) {
-                    Some(run) if run.phase == "Successful" => true,
-                    Some(run) if matches!(run.phase.as_str(), "Failed" | "Error") => {
-                        abort(&mut status, now);
+                Step::Analysis(_) => {
+                    let run = runs.get(&RunKey::Step(index));
+                    let verdict = super::follow(&mut status, &mut notes, run, now);
+                    if verdict == Verdict::Failed {
                         status.canary.get_or_insert_with(Default::default).current_step_analysis_run_status =
-                            Some(shown(run));
-                        let message = format!("AnalysisRun '{}' owned by the Rollout failed.", run.name);
-                        notes.push(Note { reason: "AnalysisRunFailed".into(), message, warning: true });
-                        false
+                            run.map(shown);
                     }
-                    Some(run) if run.phase == "Inconclusive" => {
-                        if !status.pause_conditions.iter().any(|c| c.reason == INCONCLUSIVE) {
-                            let start_time = super::time(now);
-                            status.pause_conditions.push(PauseCondition { reason: INCONCLUSIVE.into(), start_time });
-                            status.controller_pause = true;
-                        }
-                        false
+                    if verdict == Verdict::Pending {
+                        analysis.push(RunKey::Step(index));
                     }
-                    _ => {
-                        analysis = Some(index);
-                        false
-                    }
-                },
+                    verdict == Verdict::Passed
+                }
                 Step::Pause(duration) => match pause(&mut status, *duration, now) {
                     Ok(()) => true,
                     Err(left) => {
@@ -111,7 +114,7 @@ pub fn decide(spec: &Spec, inputs: Inputs<'_>, now: jiff::Timestamp) -> Decision
     }
     let index = status.current_step_index.unwrap_or(0);
     let current_run = runs
-        .get(&index)
+        .get(&RunKey::Step(index))
         .filter(|_| matches!(usize::try_from(index).ok().and_then(|i| steps.get(i)), Some(Step::Analysis(_))));
     let run_status = current_run.map(shown);
     // An aborted update keeps showing the run that failed it.
@@ -137,6 +140,10 @@ pub fn decide(spec: &Spec, inputs: Inputs<'_>, now: jiff::Timestamp) -> Decision
             format!("Rollout completed update to revision of pod template hash {hash}"),
         ));
     }
+    // Promoted or aborted: the background analysis is over.
+    if (promoted_now || status.abort) && runs.get(&RunKey::Background).is_some_and(|r| r.phase == "Running") {
+        terminate.push(RunKey::Background);
+    }
     let mut scale = BTreeMap::new();
     for set in sets {
         scale.insert(set.hash.clone(), 0);
@@ -150,20 +157,8 @@ pub fn decide(spec: &Spec, inputs: Inputs<'_>, now: jiff::Timestamp) -> Decision
     // canary, else the stable's, as Argo Rollouts points it.
     let canary_selects = if status.abort || stable_now == hash { stable_now.clone() } else { hash.clone() };
     let selectors = (stable_now, canary_selects);
-    Decision { status, scale, scale_down_at: BTreeMap::new(), selectors, notes, requeue, analysis, retried }
-}
-
-/// A run as the Rollout's status shows it.
-fn shown(run: &RunState) -> RolloutAnalysisRunStatus {
-    RolloutAnalysisRunStatus { name: run.name.clone(), status: run.phase.clone(), message: run.message.clone() }
-}
-
-/// An abort by the controller (a failed analysis), as `kubectl argo rollouts abort` writes it.
-fn abort(status: &mut RolloutStatus, now: jiff::Timestamp) {
-    status.abort = true;
-    status.aborted_at = Some(super::time(now));
-    status.pause_conditions.clear();
-    status.controller_pause = false;
+    let scale_down_at = BTreeMap::new();
+    Decision { status, scale, scale_down_at, selectors, notes, requeue, analysis, terminate, retried: false }
 }
 
 /// A pause step: started (its condition written) the first time, done once promoted (the

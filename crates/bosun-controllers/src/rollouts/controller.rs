@@ -6,7 +6,7 @@
 //! patched by `kubectl argo rollouts` in between is never overwritten: the write conflicts and
 //! the Rollout is decided again). A change of an owned ReplicaSet reconciles its Rollout.
 
-use std::{collections::BTreeMap, time::Duration};
+use std::time::Duration;
 
 use k8s_openapi::api::{
     apps::v1::{Deployment, ReplicaSet},
@@ -14,21 +14,20 @@ use k8s_openapi::api::{
 };
 use kube::{
     Api, Client,
-    api::{ApiResource, DeleteParams, DynamicObject, ListParams, Patch, PatchParams},
+    api::{ApiResource, DynamicObject, ListParams, Patch, PatchParams},
     runtime::{events::EventType, reflector::ObjectRef},
 };
 use serde_json::{Value, json};
 
-use bosun_api::argo::analysis::AnalysisRunSpec;
 use bosun_api::argo::rollout::{
     MANAGED_BY_ANNOTATION, POD_TEMPLATE_HASH_LABEL, REVISION_ANNOTATION, RolloutStatus, SCALE_DOWN_DEADLINE_ANNOTATION,
 };
-use bosun_api::argo::{AnalysisRun, AnalysisTemplate, ClusterAnalysisTemplate, Rollout};
+use bosun_api::argo::{AnalysisRun, Rollout};
 use bosun_kit::{self as kit, Failure, Run};
 
-use super::spec::{self, Spec, Step, Strategy};
+use super::spec::{self, Spec, Strategy};
 use super::status::{self, Observed};
-use super::{Decision, Live, RunState, plan::Set};
+use super::{Decision, Live, plan::Set, runs};
 use crate::flux::Scope;
 
 /// The controller's name: its field manager and event reporter.
@@ -63,7 +62,7 @@ pub fn controller(client: Client, scope: &Scope) -> kit::Controller<Rollouts> {
         .confined(scope.namespace.as_deref(), scope.selector.as_deref(), scope.metrics.clone())
 }
 
-fn cluster_error(error: kube::Error) -> Failure {
+pub(super) fn cluster_error(error: kube::Error) -> Failure {
     Failure::from_error("ReconciliationError", &error)
 }
 
@@ -95,17 +94,10 @@ impl kit::Reconciler for Rollouts {
         };
         let sets = replica_sets(run, &rollout, &spec).await?;
         let lives: Vec<Live> = sets.iter().filter_map(live).collect();
-        let runs = step_runs(run, &rollout, &spec).await?;
+        let runs = runs::of(run, &rollout, &spec).await?;
         let decision = super::decide(&spec, &previous, &lives, &runs, now);
         let revision = apply(run, &rollout, &spec, &sets, &decision).await?;
-        if decision.retried {
-            delete_runs(run, &runs).await?;
-        }
-        if let Some(step) = decision.analysis
-            && (decision.retried || !runs.contains_key(&step))
-        {
-            start_run(run, &rollout, &spec, step, revision).await?;
-        }
+        runs::follow(run, &rollout, &spec, &runs, &decision, revision).await?;
         services(run, &spec, &decision).await?;
         for note in &decision.notes {
             let kind = if note.warning { EventType::Warning } else { EventType::Normal };
@@ -292,97 +284,6 @@ async fn services(run: &Run<Rollout>, spec: &Spec, decision: &Decision) -> Resul
             format!("Switched selector for service '{service}' from '{}' to '{hash}'", selected.map_or("", |s| s));
         run.publish(EventType::Normal, "SwitchService", &message, "Rollout").await;
     }
-    Ok(())
-}
-
-/// The label naming an AnalysisRun's kind of run (`Step`, `Background`, …).
-const ROLLOUT_TYPE_LABEL: &str = "rollout-type";
-/// The label naming a step AnalysisRun's step.
-const STEP_INDEX_LABEL: &str = "step-index";
-
-/// The current template's step AnalysisRuns the Rollout controls, by step.
-async fn step_runs(run: &Run<Rollout>, rollout: &Rollout, spec: &Spec) -> Result<BTreeMap<i32, RunState>, Failure> {
-    if !matches!(&spec.strategy, Strategy::Canary { steps, .. } if steps.iter().any(|s| matches!(s, Step::Analysis(_))))
-    {
-        return Ok(BTreeMap::new());
-    }
-    let uid = rollout.metadata.uid.clone().unwrap_or_default();
-    let selector = format!("{POD_TEMPLATE_HASH_LABEL}={},{ROLLOUT_TYPE_LABEL}=Step", spec.hash);
-    let listed =
-        run.api::<AnalysisRun>().list(&ListParams::default().labels(&selector)).await.map_err(cluster_error)?;
-    let mut runs = BTreeMap::new();
-    for analysis in listed.items {
-        if !analysis.metadata.owner_references.iter().flatten().any(|o| o.uid == uid) {
-            continue;
-        }
-        let labels = analysis.metadata.labels.clone().unwrap_or_default();
-        let Some(step) = labels.get(STEP_INDEX_LABEL).and_then(|s| s.parse().ok()) else { continue };
-        let status = analysis.status.clone().unwrap_or_default();
-        let name = analysis.metadata.name.clone().unwrap_or_default();
-        runs.insert(step, RunState { name, phase: status.phase, message: status.message });
-    }
-    Ok(runs)
-}
-
-/// Deletes the runs of an attempt that was retried.
-async fn delete_runs(run: &Run<Rollout>, runs: &BTreeMap<i32, RunState>) -> Result<(), Failure> {
-    let api = run.api::<AnalysisRun>();
-    for state in runs.values() {
-        match api.delete(&state.name, &DeleteParams::default()).await {
-            Ok(_) => {}
-            Err(kube::Error::Api(status)) if status.code == 404 => {}
-            Err(error) => return Err(cluster_error(error)),
-        }
-    }
-    Ok(())
-}
-
-/// Creates the AnalysisRun of canary step `step`, named as Argo Rollouts names it
-/// (`<rollout>-<hash>-<revision>-<step>`) from its templates and args.
-async fn start_run(
-    run: &mut Run<Rollout>,
-    rollout: &Rollout,
-    spec: &Spec,
-    step: i32,
-    revision: i64,
-) -> Result<(), Failure> {
-    let Strategy::Canary { steps, .. } = &spec.strategy else { return Ok(()) };
-    let Some(Step::Analysis(analysis)) = usize::try_from(step).ok().and_then(|i| steps.get(i)) else { return Ok(()) };
-    let mut templates = Vec::new();
-    for reference in &analysis.templates {
-        let name = &reference.template_name;
-        let found = match reference.cluster_scope.unwrap_or(false) {
-            true => {
-                let api: Api<ClusterAnalysisTemplate> = Api::all(run.client().clone());
-                api.get_opt(name).await.map_err(cluster_error)?.map(|t| t.spec)
-            }
-            false => run.api::<AnalysisTemplate>().get_opt(name).await.map_err(cluster_error)?.map(|t| t.spec),
-        };
-        let kind =
-            if reference.cluster_scope.unwrap_or(false) { "ClusterAnalysisTemplate" } else { "AnalysisTemplate" };
-        let Some(template) = found else {
-            return Err(Failure::retry(
-                "AnalysisTemplateNotFound",
-                format!("{}: {kind} {name:?} not found", run.describe()),
-            ));
-        };
-        templates.push((name.clone(), template.metrics, template.args));
-    }
-    let stable = rollout.status.as_ref().and_then(|s| s.stable_rs.clone()).unwrap_or_default();
-    let made: Result<AnalysisRunSpec, String> =
-        super::analysis::run_spec(&templates, &analysis.args, (&stable, &spec.hash));
-    let made = made.map_err(|why| {
-        Failure::retry("InvalidSpec", format!("{}: spec.strategy.canary.steps[{step}].analysis: {why}", run.describe()))
-    })?;
-    let body = json!({
-        "apiVersion": "argoproj.io/v1alpha1", "kind": "AnalysisRun",
-        "metadata": {
-            "name": format!("{}-{}-{revision}-{step}", run.name(), spec.hash),
-            "labels": {POD_TEMPLATE_HASH_LABEL: spec.hash, ROLLOUT_TYPE_LABEL: "Step", STEP_INDEX_LABEL: step.to_string()},
-        },
-        "spec": made,
-    });
-    run.apply_child::<AnalysisRun>(body).await?;
     Ok(())
 }
 

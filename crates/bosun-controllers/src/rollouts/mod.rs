@@ -6,7 +6,8 @@
 //! One module per concern: [`spec`] checks a Rollout (refusing by name what bosun does not
 //! honour), [`plan`] is the basic canary's replica arithmetic, `canary` and `blue_green`
 //! decide (pure), `status` derives the phase, message and conditions, [`requests`] are what
-//! `promote|abort|retry` write, and [`controller`] acts.
+//! `promote|abort|retry` write, `runs` makes the AnalysisRuns decided on, and [`controller`]
+//! acts.
 
 pub mod analysis;
 pub mod analysis_run;
@@ -15,6 +16,7 @@ pub mod canary;
 pub mod controller;
 pub mod plan;
 pub mod requests;
+mod runs;
 pub mod spec;
 mod status;
 
@@ -22,7 +24,7 @@ use std::collections::BTreeMap;
 use std::time::Duration;
 
 use bosun_api::argo::Rollout;
-use bosun_api::argo::rollout::RolloutStatus;
+use bosun_api::argo::rollout::{PauseCondition, RolloutAnalysisRunStatus, RolloutStatus};
 use bosun_kit::{Failure, Run};
 use kube::{
     Api,
@@ -70,6 +72,100 @@ pub struct Live {
     pub scale_down_at: Option<String>,
 }
 
+/// Which AnalysisRun of an update: Argo Rollouts' `rollout-type` label and name suffix.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord)]
+pub enum RunKey {
+    /// A canary step's (`<rollout>-<hash>-<revision>-<step>`).
+    Step(i32),
+    /// The canary's background analysis (`<rollout>-<hash>-<revision>`).
+    Background,
+    /// Blue-green's before the switch (`…-pre`).
+    PrePromotion,
+    /// Blue-green's after the switch (`…-post`).
+    PostPromotion,
+}
+
+impl RunKey {
+    /// The `rollout-type` label's value.
+    pub fn kind(self) -> &'static str {
+        match self {
+            RunKey::Step(_) => "Step",
+            RunKey::Background => "Background",
+            RunKey::PrePromotion => "PrePromotion",
+            RunKey::PostPromotion => "PostPromotion",
+        }
+    }
+
+    /// What follows `<rollout>-<hash>-<revision>` in the run's name.
+    pub fn suffix(self) -> String {
+        match self {
+            RunKey::Step(step) => format!("-{step}"),
+            RunKey::Background => String::new(),
+            RunKey::PrePromotion => "-pre".into(),
+            RunKey::PostPromotion => "-post".into(),
+        }
+    }
+
+    /// The key of a run labelled `kind` (and `step`, for a step's).
+    pub fn of(kind: &str, step: Option<i32>) -> Option<RunKey> {
+        match kind {
+            "Step" => step.map(RunKey::Step),
+            "Background" => Some(RunKey::Background),
+            "PrePromotion" => Some(RunKey::PrePromotion),
+            "PostPromotion" => Some(RunKey::PostPromotion),
+            _ => None,
+        }
+    }
+}
+
+/// What a run says to its Rollout.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Verdict {
+    /// Successful: go on.
+    Passed,
+    /// Failed or Error: the update is aborted.
+    Failed,
+    /// Inconclusive: paused until promoted.
+    Inconclusive,
+    /// Not made yet, or still measuring.
+    Pending,
+}
+
+/// The pause reason of an inconclusive analysis.
+const INCONCLUSIVE: &str = "InconclusiveAnalysisRun";
+
+/// Follows a run: a failed one aborts the update (a Warning Event naming it), an inconclusive
+/// one pauses it (`InconclusiveAnalysisRun`).
+fn follow(status: &mut RolloutStatus, notes: &mut Vec<Note>, run: Option<&RunState>, now: jiff::Timestamp) -> Verdict {
+    let Some(run) = run else { return Verdict::Pending };
+    match run.phase.as_str() {
+        "Successful" => Verdict::Passed,
+        "Failed" | "Error" => {
+            status.abort = true;
+            status.aborted_at = Some(time(now));
+            status.pause_conditions.clear();
+            status.controller_pause = false;
+            let message = format!("AnalysisRun '{}' owned by the Rollout failed.", run.name);
+            notes.push(Note { reason: "AnalysisRunFailed".into(), message, warning: true });
+            Verdict::Failed
+        }
+        "Inconclusive" => {
+            if !status.pause_conditions.iter().any(|c| c.reason == INCONCLUSIVE) {
+                let start_time = time(now);
+                status.pause_conditions.push(PauseCondition { reason: INCONCLUSIVE.into(), start_time });
+                status.controller_pause = true;
+            }
+            Verdict::Inconclusive
+        }
+        _ => Verdict::Pending,
+    }
+}
+
+/// A run as the Rollout's status shows it.
+fn shown(run: &RunState) -> RolloutAnalysisRunStatus {
+    RolloutAnalysisRunStatus { name: run.name.clone(), status: run.phase.clone(), message: run.message.clone() }
+}
+
 /// An AnalysisRun of the current template, as the decisions see it.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct RunState {
@@ -113,26 +209,34 @@ pub struct Decision {
     pub notes: Vec<Note>,
     /// Decide again after this long (a timed pause, a delay).
     pub requeue: Option<Duration>,
-    /// The canary step whose AnalysisRun is to exist.
-    pub analysis: Option<i32>,
+    /// The AnalysisRuns that are to exist.
+    pub analysis: Vec<RunKey>,
+    /// The AnalysisRuns to stop (a background analysis once promoted).
+    pub terminate: Vec<RunKey>,
     /// An aborted update was retried: its step AnalysisRuns are of the failed attempt.
     pub retried: bool,
 }
 
-/// Decides for a checked Rollout; `runs` are the current template's step AnalysisRuns by step.
+/// Decides for a checked Rollout; `runs` are the current template's AnalysisRuns.
 pub fn decide(
     spec: &Spec,
     previous: &RolloutStatus,
     sets: &[Live],
-    runs: &BTreeMap<i32, RunState>,
+    runs: &BTreeMap<RunKey, RunState>,
     now: jiff::Timestamp,
 ) -> Decision {
-    match &spec.strategy {
+    // `retry` clears `abort` and leaves `abortedAt`: the failed attempt's runs no longer count.
+    let retried = previous.aborted_at.is_some() && !previous.abort;
+    let no_runs = BTreeMap::new();
+    let runs = if retried { &no_runs } else { runs };
+    let mut decision = match &spec.strategy {
         Strategy::Canary { steps, fence, .. } => {
             canary::decide(spec, canary::Inputs { steps, fence: *fence, previous, sets, runs }, now)
         }
-        Strategy::BlueGreen { .. } => blue_green::decide(spec, previous, sets, now),
-    }
+        Strategy::BlueGreen { .. } => blue_green::decide(spec, previous, sets, runs, now),
+    };
+    decision.retried = retried;
+    decision
 }
 
 /// The status carried over from the last decision, reset where the spec changed: a new pod

@@ -34,7 +34,13 @@ pub fn patches(rollout: &Rollout, request: Request) -> (Option<Value>, Option<Va
         }
         Request::Promote => {
             let steps = rollout.spec.strategy.canary.as_ref().map(|c| c.steps.len());
-            let status_patch = if !status.pause_conditions.is_empty() {
+            let inconclusive = status.pause_conditions.iter().any(|c| c.reason == "InconclusiveAnalysisRun");
+            let status_patch = if inconclusive && status.controller_pause && steps.is_some_and(|steps| steps > 0) {
+                // Past an inconclusive analysis: its step is skipped, else it would pause again.
+                let index = status.current_step_index.unwrap_or(0);
+                let next = (usize::try_from(index).unwrap_or(0) + 1).min(steps.unwrap_or(0));
+                Some(json!({"status": {"pauseConditions": null, "controllerPause": false, "currentStepIndex": next}}))
+            } else if !status.pause_conditions.is_empty() {
                 Some(json!({"status": {"pauseConditions": null}}))
             } else {
                 // A canary not paused (in the middle of a step) moves past its current step.
@@ -94,7 +100,17 @@ mod tests {
                 None,
             ),
             (rollout(canary.clone(), paused.clone()), Request::Abort, None, Some(json!({"status": {"abort": true}}))),
-            (rollout(canary, paused), Request::Retry, None, Some(json!({"status": {"abort": false}}))),
+            (rollout(canary.clone(), paused), Request::Retry, None, Some(json!({"status": {"abort": false}}))),
+            (
+                rollout(
+                    canary,
+                    json!({"currentStepIndex": 1, "controllerPause": true,
+                    "pauseConditions": [{"reason": "InconclusiveAnalysisRun", "startTime": "2026-01-01T00:00:00Z"}]}),
+                ),
+                Request::Promote,
+                None,
+                Some(json!({"status": {"pauseConditions": null, "controllerPause": false, "currentStepIndex": 2}})),
+            ),
         ];
         for (rollout, request, spec, status) in cases {
             assert_eq!(patches(&rollout, request), (spec, status), "{request:?}");

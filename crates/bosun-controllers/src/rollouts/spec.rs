@@ -38,6 +38,8 @@ pub enum Strategy {
         canary_service: Option<String>,
         /// `stableService`.
         stable_service: Option<String>,
+        /// The background `analysis` and its starting step.
+        background: Option<(RolloutAnalysis, i32)>,
     },
     /// Blue-green.
     BlueGreen {
@@ -51,6 +53,10 @@ pub enum Strategy {
         auto_promotion_after: Option<Duration>,
         /// `scaleDownDelaySeconds` (30 when unset).
         scale_down_delay: Duration,
+        /// `prePromotionAnalysis`.
+        pre: Option<RolloutAnalysis>,
+        /// `postPromotionAnalysis`.
+        post: Option<RolloutAnalysis>,
     },
 }
 
@@ -82,7 +88,6 @@ const DEFAULT_SCALE_DOWN_DELAY: Duration = Duration::from_secs(30);
 /// Fields of a Rollout bosun does not honour: refused by name rather than ignored.
 const REFUSED: &[(&str, &str)] = &[
     ("/spec/strategy/canary/trafficRouting", "traffic routers are not supported: bosun's canary is by replica share"),
-    ("/spec/strategy/canary/analysis", "background analysis is not supported yet (analysis steps are)"),
     ("/spec/strategy/canary/canaryMetadata", "ephemeral pod metadata is not supported"),
     ("/spec/strategy/canary/stableMetadata", "ephemeral pod metadata is not supported"),
     ("/spec/strategy/canary/antiAffinity", "anti-affinity between versions is not supported"),
@@ -90,8 +95,6 @@ const REFUSED: &[(&str, &str)] = &[
     ("/spec/strategy/canary/pingPong", "ping-pong Services need a traffic router"),
     ("/spec/strategy/canary/dynamicStableScale", "needs a traffic router"),
     ("/spec/strategy/canary/minPodsPerReplicaSet", "needs a traffic router"),
-    ("/spec/strategy/blueGreen/prePromotionAnalysis", "analysis is not supported yet"),
-    ("/spec/strategy/blueGreen/postPromotionAnalysis", "analysis is not supported yet"),
     ("/spec/strategy/blueGreen/previewReplicaCount", "not supported: the preview runs every replica"),
     ("/spec/strategy/blueGreen/antiAffinity", "anti-affinity between versions is not supported"),
     ("/spec/strategy/blueGreen/previewMetadata", "ephemeral pod metadata is not supported"),
@@ -180,16 +183,32 @@ pub fn check(rollout: &Rollout, raw: &Value, workload: Option<&Value>) -> Result
                     self::step(step).map_err(|(f, m)| fail(&format!("spec.strategy.canary.steps[{index}].{f}"), &m))
                 })
                 .collect::<Result<_, _>>()?;
+            if let Some(background) = &canary.analysis {
+                analysis(background).map_err(|(f, m)| fail(&format!("spec.strategy.canary.analysis.{f}"), &m))?;
+            }
+            let background = canary.analysis.clone().map(|a| {
+                let starting_step = a.starting_step.unwrap_or(0);
+                (a, starting_step)
+            });
             Strategy::Canary {
                 steps,
                 fence,
                 canary_service: canary.canary_service.clone(),
                 stable_service: canary.stable_service.clone(),
+                background,
             }
         }
         (None, Some(blue_green)) => {
             if blue_green.active_service.is_empty() {
                 return Err(fail("spec.strategy.blueGreen.activeService", "is required"));
+            }
+            for (field, given) in [
+                ("prePromotionAnalysis", &blue_green.pre_promotion_analysis),
+                ("postPromotionAnalysis", &blue_green.post_promotion_analysis),
+            ] {
+                if let Some(given) = given {
+                    analysis(given).map_err(|(f, m)| fail(&format!("spec.strategy.blueGreen.{field}.{f}"), &m))?;
+                }
             }
             let seconds = |s: Option<i32>| s.map(|s| Duration::from_secs(u64::try_from(s).unwrap_or(0)));
             Strategy::BlueGreen {
@@ -198,6 +217,8 @@ pub fn check(rollout: &Rollout, raw: &Value, workload: Option<&Value>) -> Result
                 auto_promotion: blue_green.auto_promotion_enabled.unwrap_or(true),
                 auto_promotion_after: seconds(blue_green.auto_promotion_seconds),
                 scale_down_delay: seconds(blue_green.scale_down_delay_seconds).unwrap_or(DEFAULT_SCALE_DOWN_DELAY),
+                pre: blue_green.pre_promotion_analysis.clone(),
+                post: blue_green.post_promotion_analysis.clone(),
             }
         }
         _ => return Err(fail("spec.strategy", "set exactly one of canary and blueGreen")),
@@ -249,6 +270,22 @@ fn empty(value: &Value) -> bool {
     }
 }
 
+/// An analysis a Rollout runs (a step's, the background one, blue-green's): `(field, why)`.
+fn analysis(analysis: &RolloutAnalysis) -> Result<(), (String, String)> {
+    if analysis.templates.is_empty() || analysis.templates.iter().any(|t| t.template_name.is_empty()) {
+        return Err(("templates".into(), "name at least one template (templateName)".into()));
+    }
+    let refused = [
+        ("dryRun", !analysis.dry_run.is_empty()),
+        ("measurementRetention", !analysis.measurement_retention.is_empty()),
+        ("analysisRunMetadata", analysis.analysis_run_metadata.is_some()),
+    ];
+    match refused.iter().find(|(_, set)| *set) {
+        Some((field, _)) => Err((field.to_string(), "not supported".into())),
+        None => Ok(()),
+    }
+}
+
 /// One canary step.
 fn step(step: &CanaryStep) -> Result<Step, (String, String)> {
     let refused = [
@@ -265,19 +302,9 @@ fn step(step: &CanaryStep) -> Result<Step, (String, String)> {
     if set.iter().filter(|s| **s).count() != 1 {
         return Err(("".into(), "set exactly one of setWeight, pause, setCanaryScale, analysis".into()));
     }
-    if let Some(analysis) = &step.analysis {
-        if analysis.templates.is_empty() || analysis.templates.iter().any(|t| t.template_name.is_empty()) {
-            return Err(("analysis.templates".into(), "name at least one template (templateName)".into()));
-        }
-        let refused = [
-            ("dryRun", !analysis.dry_run.is_empty()),
-            ("measurementRetention", !analysis.measurement_retention.is_empty()),
-            ("analysisRunMetadata", analysis.analysis_run_metadata.is_some()),
-        ];
-        if let Some((field, _)) = refused.iter().find(|(_, set)| *set) {
-            return Err((format!("analysis.{field}"), "not supported".into()));
-        }
-        return Ok(Step::Analysis(analysis.clone()));
+    if let Some(given) = &step.analysis {
+        analysis(given).map_err(|(f, m)| (format!("analysis.{f}"), m))?;
+        return Ok(Step::Analysis(given.clone()));
     }
     if let Some(weight) = step.set_weight {
         if !(0..=100).contains(&weight) {
@@ -385,8 +412,13 @@ mod tests {
             (json!({"blueGreen": {}}), "spec.strategy.blueGreen.activeService"),
             (
                 json!({"blueGreen": {"activeService": "a", "prePromotionAnalysis": {"templates": []}}}),
-                "spec.strategy.blueGreen.prePromotionAnalysis",
+                "spec.strategy.blueGreen.prePromotionAnalysis.templates",
             ),
+            (
+                json!({"canary": {"analysis": {"templates": [{"templateName": "t"}], "dryRun": [{"metricName": "m"}]}}}),
+                "spec.strategy.canary.analysis.dryRun",
+            ),
+            (json!({"canary": {"steps": [{"analysis": {}}]}}), "spec.strategy.canary.steps[0].analysis.templates"),
         ];
         for (strategy, field) in cases {
             let error = checked(canary(strategy.clone())).expect_err(&strategy.to_string());

@@ -128,8 +128,16 @@ pub(super) fn invalid(previous: &RolloutStatus, observed: &Observed<'_>, message
 /// `(phase, message)` in Argo Rollouts' order.
 fn phase(spec: &Spec, status: &RolloutStatus, current_available: i32, revision: i64) -> (&'static str, Option<String>) {
     if status.abort {
-        let failed = status.canary.as_ref().and_then(|c| c.current_step_analysis_run_status.as_ref());
-        let why = failed.filter(|r| matches!(r.status.as_str(), "Failed" | "Error")).and_then(|r| r.message.as_deref());
+        let canary = status.canary.as_ref();
+        let green = status.blue_green.as_ref();
+        let runs = [
+            canary.and_then(|c| c.current_step_analysis_run_status.as_ref()),
+            canary.and_then(|c| c.current_background_analysis_run_status.as_ref()),
+            green.and_then(|g| g.pre_promotion_analysis_run_status.as_ref()),
+            green.and_then(|g| g.post_promotion_analysis_run_status.as_ref()),
+        ];
+        let failed = runs.into_iter().flatten().find(|r| matches!(r.status.as_str(), "Failed" | "Error"));
+        let why = failed.and_then(|r| r.message.as_deref());
         let why = why.map(|why| format!(": {why}")).unwrap_or_default();
         return ("Degraded", Some(format!("RolloutAborted: Rollout aborted update to revision {revision}{why}")));
     }
@@ -153,6 +161,9 @@ fn phase(spec: &Spec, status: &RolloutStatus, current_available: i32, revision: 
             let active = status.blue_green.as_ref().and_then(|b| b.active_selector.as_deref());
             if active != Some(spec.hash.as_str()) {
                 return progressing("active service cutover pending");
+            }
+            if !promoted {
+                return progressing("waiting for analysis to complete");
             }
         }
         Strategy::Canary { .. } => {

@@ -5,7 +5,7 @@ use serde_json::json;
 use super::*;
 use crate::rollouts::plan::Set;
 use crate::rollouts::spec::{Spec, Strategy};
-use crate::rollouts::{Decision, Live, RunState, after, decide as decide_any};
+use crate::rollouts::{Decision, Live, RunKey, RunState, after, decide as decide_any};
 
 fn spec(hash: &str, steps: Vec<Step>) -> Spec {
     Spec {
@@ -14,7 +14,13 @@ fn spec(hash: &str, steps: Vec<Step>) -> Spec {
         selector: json!({"app": "web"}),
         hash: hash.into(),
         step_hash: "steps".into(),
-        strategy: Strategy::Canary { steps, fence: (2, 1), canary_service: None, stable_service: None },
+        strategy: Strategy::Canary {
+            steps,
+            fence: (2, 1),
+            canary_service: None,
+            stable_service: None,
+            background: None,
+        },
         paused: false,
         scale_down_on_success: None,
     }
@@ -173,22 +179,22 @@ fn an_analysis_step_waits_for_its_run_and_a_failed_run_aborts() {
     let v2 = spec("v2", steps);
     assert_eq!(run_until_still(&v2, &mut status, &mut sets, now), (Some(1), 1, 4));
     let none = BTreeMap::new();
-    assert_eq!(decide_any(&v2, &status, &sets, &none, now).analysis, Some(1), "the step's run is wanted");
-    let running = BTreeMap::from([(1, run("web-v2-2-1", "Running", None))]);
+    assert_eq!(decide_any(&v2, &status, &sets, &none, now).analysis, vec![RunKey::Step(1)], "the step's run is wanted");
+    let running = BTreeMap::from([(RunKey::Step(1), run("web-v2-2-1", "Running", None))]);
     let waiting = decide_any(&v2, &status, &sets, &running, now);
-    assert_eq!((waiting.status.current_step_index, waiting.analysis), (Some(1), Some(1)));
+    assert_eq!((waiting.status.current_step_index, waiting.analysis.clone()), (Some(1), vec![RunKey::Step(1)]));
     let shown = waiting.status.canary.and_then(|c| c.current_step_analysis_run_status).expect("the run in the status");
     assert_eq!((shown.name.as_str(), shown.status.as_str()), ("web-v2-2-1", "Running"));
-    let passed = BTreeMap::from([(1, run("web-v2-2-1", "Successful", None))]);
+    let passed = BTreeMap::from([(RunKey::Step(1), run("web-v2-2-1", "Successful", None))]);
     assert_eq!(decide_any(&v2, &status, &sets, &passed, now).status.current_step_index, Some(2));
     let why = "Metric \"rate\" assessed Failed due to failed (1) > failureLimit (0)";
-    let failed = BTreeMap::from([(1, run("web-v2-2-1", "Failed", Some(why)))]);
+    let failed = BTreeMap::from([(RunKey::Step(1), run("web-v2-2-1", "Failed", Some(why)))]);
     let aborted = decide_any(&v2, &status, &sets, &failed, now);
     assert!(aborted.status.abort && aborted.status.aborted_at.is_some());
     assert_eq!((aborted.scale["v2"], aborted.scale["v1"]), (0, 5), "back to stable");
     assert_eq!(aborted.selectors, ("v1".to_string(), "v1".to_string()));
     assert!(aborted.notes.iter().any(|n| n.reason == "AnalysisRunFailed" && n.warning));
-    let inconclusive = BTreeMap::from([(1, run("web-v2-2-1", "Inconclusive", None))]);
+    let inconclusive = BTreeMap::from([(RunKey::Step(1), run("web-v2-2-1", "Inconclusive", None))]);
     let paused = decide_any(&v2, &status, &sets, &inconclusive, now);
     assert_eq!(paused.status.pause_conditions[0].reason, "InconclusiveAnalysisRun");
 }
@@ -200,12 +206,53 @@ fn a_retry_does_not_count_the_failed_attempts_runs() {
     let (mut status, mut sets) = (RolloutStatus::default(), Vec::new());
     run_until_still(&spec("v1", steps.clone()), &mut status, &mut sets, now);
     let v2 = spec("v2", steps);
-    let failed = BTreeMap::from([(0, run("web-v2-2-0", "Failed", None))]);
+    let failed = BTreeMap::from([(RunKey::Step(0), run("web-v2-2-0", "Failed", None))]);
     let aborted = decide_any(&v2, &status, &sets, &failed, now);
     assert!(aborted.status.abort);
     let mut retried = aborted.status.clone();
     retried.abort = false;
     let again = decide_any(&v2, &retried, &sets, &failed, now);
     assert!(again.retried && !again.status.abort);
-    assert_eq!(again.analysis, Some(0), "a new run is wanted");
+    assert_eq!(again.analysis, vec![RunKey::Step(0)], "a new run is wanted");
+}
+
+#[test]
+fn a_background_analysis_runs_from_its_starting_step_aborts_on_failure_and_ends_with_promotion() {
+    let now = jiff::Timestamp::from_second(1_000_000).expect("time");
+    let steps = vec![Step::Weight(20), Step::Pause(None), Step::Weight(60)];
+    let with_background = |hash: &str| {
+        let mut spec = spec(hash, steps.clone());
+        if let Strategy::Canary { background, .. } = &mut spec.strategy {
+            *background = Some((Default::default(), 1));
+        }
+        spec
+    };
+    let (mut status, mut sets) = (RolloutStatus::default(), Vec::new());
+    run_until_still(&with_background("v1"), &mut status, &mut sets, now);
+    let v2 = with_background("v2");
+    let none = BTreeMap::new();
+    let first = decide_any(&v2, &status, &sets, &none, now);
+    assert!(first.analysis.is_empty(), "not before its starting step");
+    run_until_still(&v2, &mut status, &mut sets, now);
+    assert_eq!(status.current_step_index, Some(1));
+    assert_eq!(decide_any(&v2, &status, &sets, &none, now).analysis, vec![RunKey::Background]);
+    let failed = BTreeMap::from([(RunKey::Background, run("web-v2-2", "Failed", Some("Metric \"m\" failed")))]);
+    let aborted = decide_any(&v2, &status, &sets, &failed, now);
+    assert!(aborted.status.abort);
+    let shown = aborted.status.canary.and_then(|c| c.current_background_analysis_run_status).expect("shown");
+    assert_eq!((shown.name.as_str(), shown.status.as_str()), ("web-v2-2", "Failed"));
+    // Promoted in full while it runs: it is terminated.
+    let running = BTreeMap::from([(RunKey::Background, run("web-v2-2", "Running", None))]);
+    status.promote_full = true;
+    let mut promoted = None;
+    for _ in 0..10 {
+        let decision = decide_any(&v2, &status, &sets, &running, now);
+        sets = settle(&decision);
+        status = decision.status.clone();
+        if status.stable_rs.as_deref() == Some("v2") {
+            promoted = Some(decision);
+            break;
+        }
+    }
+    assert_eq!(promoted.expect("promoted").terminate, vec![RunKey::Background]);
 }
