@@ -683,3 +683,52 @@ async fn a_blue_green_pre_promotion_analysis_passes_and_a_failing_post_promotion
     let seen = selectors.lock().expect("lock").clone();
     assert!(in_order(&seen, &[pair(&v1, &v2), pair(&v2, &v2), pair(&v1, &v1)]), "switched, then back: {seen:?}");
 }
+
+#[tokio::test]
+async fn job_metrics_pass_with_a_completed_job_and_fail_with_a_failed_one() {
+    let h = Harness::start(&["web-stable", "web-canary"]).await;
+    let job = |behaviour: &str| {
+        json!({"spec": {"backoffLimit": 0, "template": {
+            "metadata": {"annotations": {"bosun.dev/simulate": behaviour}},
+            "spec": {"restartPolicy": "Never", "containers": [{"name": "check", "image": "busybox", "command": ["true"]}]}}}})
+    };
+    for (name, behaviour) in [("passes", "complete"), ("fails", "fail")] {
+        create_template(
+            &h,
+            json!({
+                "apiVersion": "argoproj.io/v1alpha1", "kind": "AnalysisTemplate", "metadata": {"name": name},
+                "spec": {"metrics": [{"name": "smoke", "provider": {"job": job(behaviour)}}]},
+            }),
+        )
+        .await;
+    }
+    let strategy = |template: &str| {
+        json!({"canary": {"stableService": "web-stable", "canaryService": "web-canary",
+            "steps": [{"setWeight": 25}, {"analysis": {"templates": [{"templateName": template}]}}]}})
+    };
+    h.create("nginx:1.27", strategy("passes")).await;
+    let v1 = healthy(&h).await["currentPodHash"].as_str().expect("hash").to_string();
+    h.set_image("nginx:1.28").await;
+    let done = h.status_until("promoted", |s| s["phase"] == "Healthy" && s["stableRS"] != v1.as_str()).await;
+    let v2 = done["currentPodHash"].as_str().expect("hash").to_string();
+    let run = analysis_run(&h, &format!("web-{v2}-2-1")).await;
+    assert_eq!(run["status"]["phase"], "Successful", "{run:#}");
+    let measurement = &run["status"]["metricResults"][0]["measurements"][0];
+    let job_name = format!("{}.smoke.1", run["metadata"]["uid"].as_str().expect("uid"));
+    assert_eq!(
+        (measurement["phase"].as_str(), measurement["metadata"]["job-name"].as_str()),
+        (Some("Successful"), Some(job_name.as_str()))
+    );
+    let jobs: Api<k8s_openapi::api::batch::v1::Job> = Api::default_namespaced(h.server.client());
+    let job = jobs.get(&job_name).await.expect("the metric's Job");
+    assert_eq!(job.metadata.owner_references.unwrap_or_default()[0].kind, "AnalysisRun");
+
+    // The same Rollout with a failing Job: aborted back to stable.
+    let patch = json!({"spec": {"strategy": strategy("fails"),
+        "template": {"spec": {"containers": [{"name": "web", "image": "nginx:1.29"}]}}}});
+    h.rollouts().patch("web", &PatchParams::default(), &Patch::Merge(&patch)).await.expect("patch");
+    let aborted = h.status_until("Degraded", |s| s["phase"] == "Degraded").await;
+    assert_eq!(aborted["stableRS"], v2.as_str());
+    let message = aborted["message"].as_str().unwrap_or_default();
+    assert!(message.contains("Metric \"smoke\" assessed Failed due to failed (1) > failureLimit (0)"), "{message}");
+}

@@ -110,7 +110,7 @@ pub struct MetricProvider {
     /// An HTTP request.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub web: Option<WebMetric>,
-    /// A Kubernetes Job: complete is success, failed is failure.
+    /// A Kubernetes Job (`metadata`, `spec`): complete is success, failed is failure.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     #[schemars(schema_with = "crate::schema::any_object")]
     pub job: Option<Value>,
@@ -372,6 +372,9 @@ pub struct Measurement {
     /// The measured value, as text.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub value: Option<String>,
+    /// What the provider keeps about it (a `job` metric's `job-name`, `job-namespace`).
+    #[serde(default, skip_serializing_if = "std::collections::BTreeMap::is_empty")]
+    pub metadata: std::collections::BTreeMap<String, String>,
 }
 
 fn is_zero(n: &i32) -> bool {

@@ -8,6 +8,7 @@
 
 use std::time::Duration;
 
+use k8s_openapi::api::batch::v1::Job;
 use kube::{
     Api, Client,
     api::{ApiResource, DynamicObject},
@@ -18,12 +19,16 @@ use bosun_api::argo::AnalysisRun;
 use bosun_api::argo::analysis::{AnalysisRunStatus, Measurement, Metric, MetricResult, RunSummary};
 use bosun_kit::{self as kit, Failure, Run};
 
-use super::analysis;
+use super::{analysis, job_metric};
 use crate::canary::measure;
 use crate::flux::Scope;
 
 /// The controller's name: its field manager and event reporter.
 pub const NAME: &str = "argo-rollouts-analysis";
+
+/// How soon a running Job measurement is looked at again when nothing wakes its run (the
+/// Job's changes do, as it is owned).
+const JOB_RECHECK: Duration = Duration::from_secs(2);
 
 /// A request's bound when the metric sets none (Argo Rollouts' default).
 const DEFAULT_TIMEOUT: Duration = Duration::from_secs(10);
@@ -39,6 +44,7 @@ pub fn controller(client: Client, scope: &Scope) -> kit::Controller<AnalysisRuns
     kit::Controller::new(NAME, AnalysisRuns { http }, client)
         .finalizer_on_demand()
         .without_status()
+        .owns::<Job>()
         .backoff(Duration::from_millis(500), Duration::from_secs(60))
         .confined(scope.namespace.as_deref(), scope.selector.as_deref(), scope.metrics.clone())
 }
@@ -70,16 +76,36 @@ impl kit::Reconciler for AnalysisRuns {
                 phase: "Running".into(),
                 ..MetricResult::default()
             });
-            if !analysis.spec.terminate && analysis::due_in(metric, Some(&result), now) == Some(Duration::ZERO) {
-                let measurement = self.measure(metric, now).await;
-                analysis::record(&mut result, measurement);
+            let running = result.measurements.last().filter(|m| m.phase == "Running").cloned();
+            if let Some(last) = running {
+                // A Job measurement: done once its Job is.
+                match job_metric::outcome(run, &last).await? {
+                    Some((phase, message)) => {
+                        result.measurements.pop();
+                        let finished_at = Some(super::time(jiff::Timestamp::now()));
+                        analysis::record(&mut result, Measurement { phase, message, finished_at, ..last });
+                    }
+                    None => next = Some(next.map_or(JOB_RECHECK, |n| n.min(JOB_RECHECK))),
+                }
+            } else if !analysis.spec.terminate && analysis::due_in(metric, Some(&result), now) == Some(Duration::ZERO) {
+                match &metric.provider.job {
+                    Some(job) if metric.provider.web.is_none() && metric.provider.prometheus.is_none() => {
+                        let measurement = job_metric::start(run, metric, job, result.count + 1, now).await?;
+                        result.measurements.push(measurement);
+                    }
+                    _ => {
+                        let measurement = self.measure(metric, now).await;
+                        analysis::record(&mut result, measurement);
+                    }
+                }
             }
+            let measuring = result.measurements.last().is_some_and(|m| m.phase == "Running");
             let (phase, why) = analysis::assess(metric, &result, analysis.spec.terminate);
             result.phase.clone_from(&phase);
             if why.is_some() {
                 result.message.clone_from(&why);
             }
-            if let Some(due) = analysis::due_in(metric, Some(&result), jiff::Timestamp::now()) {
+            if let Some(due) = analysis::due_in(metric, Some(&result), jiff::Timestamp::now()).filter(|_| !measuring) {
                 next = Some(next.map_or(due, |n| n.min(due)));
             }
             phases.push((phase, why));
@@ -130,6 +156,7 @@ impl AnalysisRuns {
             started_at: Some(super::time(started)),
             finished_at: Some(super::time(jiff::Timestamp::now())),
             value,
+            ..Measurement::default()
         }
     }
 
@@ -169,7 +196,7 @@ fn unsupported(metric: &Metric) -> String {
     let names: Vec<String> = provider.as_object().map(|p| p.keys().cloned().collect()).unwrap_or_default();
     match names.as_slice() {
         [] => format!("metric {:?}: no provider", metric.name),
-        [one] => format!("metric {:?}: provider.{one} is not supported (web and prometheus are)", metric.name),
+        [one] => format!("metric {:?}: provider.{one} is not supported (web, prometheus and job are)", metric.name),
         _ => format!("metric {:?}: set exactly one provider", metric.name),
     }
 }

@@ -14,6 +14,7 @@ pub mod analysis_run;
 pub mod blue_green;
 pub mod canary;
 pub mod controller;
+mod job_metric;
 pub mod plan;
 pub mod requests;
 mod runs;
