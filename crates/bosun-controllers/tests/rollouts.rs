@@ -732,3 +732,33 @@ async fn job_metrics_pass_with_a_completed_job_and_fail_with_a_failed_one() {
     let message = aborted["message"].as_str().unwrap_or_default();
     assert!(message.contains("Metric \"smoke\" assessed Failed due to failed (1) > failureLimit (0)"), "{message}");
 }
+
+#[tokio::test]
+async fn a_rollout_making_no_progress_for_its_deadline_is_degraded_and_recovers_with_a_new_template() {
+    let h = Harness::start(&[]).await;
+    h.create("nginx:1.27", json!({"canary": {"steps": [{"setWeight": 20}, {"pause": {}}]}})).await;
+    let patch = json!({"spec": {"progressDeadlineSeconds": 1}});
+    h.rollouts().patch("web", &PatchParams::default(), &Patch::Merge(&patch)).await.expect("set the deadline");
+    healthy(&h).await;
+    // The new pods never become ready: the first step cannot complete.
+    let stuck = json!({"spec": {"template": {"metadata": {"annotations": {"bosun.dev/simulate": "not-ready"}},
+        "spec": {"containers": [{"name": "web", "image": "nginx:1.28"}]}}}});
+    h.rollouts().patch("web", &PatchParams::default(), &Patch::Merge(&stuck)).await.expect("patch");
+    let degraded = h.status_until("Degraded", |s| s["phase"] == "Degraded").await;
+    let message = degraded["message"].as_str().unwrap_or_default();
+    assert!(
+        message.starts_with("ProgressDeadlineExceeded: ReplicaSet \"web-")
+            && message.ends_with("has timed out progressing."),
+        "{message}"
+    );
+    let progressing =
+        degraded["conditions"].as_array().and_then(|c| c.iter().find(|c| c["type"] == "Progressing").cloned());
+    assert_eq!(
+        progressing.map(|c| (c["status"].clone(), c["reason"].clone())),
+        Some((json!("False"), json!("ProgressDeadlineExceeded")))
+    );
+    assert!(degraded.get("abort").is_none(), "not aborted: progressDeadlineAbort is not set");
+    let fixed = json!({"spec": {"template": {"metadata": {"annotations": null}, "spec": {"containers": [{"name": "web", "image": "nginx:1.29"}]}}}});
+    h.rollouts().patch("web", &PatchParams::default(), &Patch::Merge(&fixed)).await.expect("patch");
+    h.status_until("paused at the next step", |s| s["phase"] == "Paused").await;
+}

@@ -186,6 +186,7 @@ mod tests {
             },
             paused: false,
             scale_down_on_success: None,
+            progress_deadline: Duration::from_secs(600),
         }
     }
 

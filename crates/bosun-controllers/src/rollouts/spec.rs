@@ -77,6 +77,8 @@ pub struct Spec {
     pub strategy: Strategy,
     /// `spec.paused`.
     pub paused: bool,
+    /// `progressDeadlineSeconds` (600 when unset): no progress for this long is Degraded.
+    pub progress_deadline: Duration,
     /// The Deployment of `workloadRef` to scale to zero once the Rollout is healthy
     /// (`scaleDown: onsuccess`).
     pub scale_down_on_success: Option<String>,
@@ -232,6 +234,9 @@ pub fn check(rollout: &Rollout, raw: &Value, workload: Option<&Value>) -> Result
         selector,
         strategy,
         paused: spec.paused.unwrap_or(false),
+        progress_deadline: Duration::from_secs(
+            spec.progress_deadline_seconds.map_or(600, |s| u64::try_from(s).unwrap_or(0)),
+        ),
         scale_down_on_success,
     })
 }

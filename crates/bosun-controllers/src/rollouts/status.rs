@@ -4,7 +4,12 @@
 //! `Progressing`, `Available`, `Paused`, `Completed`, `Healthy` and `InvalidSpec`. A condition
 //! keeps its times while it says the same, so an unchanged Rollout writes nothing.
 
+use std::time::Duration;
+
 use bosun_api::argo::rollout::{RolloutCondition, RolloutStatus};
+
+/// The reason of a Rollout that made no progress for `progressDeadlineSeconds`.
+const DEADLINE_EXCEEDED: &str = "ProgressDeadlineExceeded";
 
 use super::Live;
 use super::spec::{Spec, Strategy};
@@ -40,7 +45,34 @@ pub(super) fn report(spec: &Spec, progress: &RolloutStatus, observed: &Observed<
     status.hpa_replicas = Some(replicas);
     status.selector = Some(observed.selector.clone());
     status.observed_generation = Some(observed.generation.to_string());
-    let (phase, message) = phase(spec, &status, current.available, observed.revision);
+    let (mut phase, mut message) = phase(spec, &status, current.available, observed.revision);
+    // Progress is the step, the template or the pods moving; none for `progressDeadlineSeconds`
+    // while progressing is Degraded (`ProgressDeadlineExceeded`), as Argo Rollouts reports it.
+    let moved = |s: &RolloutStatus| {
+        (
+            s.current_step_index,
+            s.updated_replicas,
+            s.available_replicas,
+            s.current_pod_hash.clone(),
+            s.stable_rs.clone(),
+        )
+    };
+    let progressed = moved(observed.previous) != moved(&status);
+    let last = observed.previous.conditions.iter().find(|c| c.type_ == "Progressing");
+    let stalled = match last {
+        Some(c) if c.reason == DEADLINE_EXCEEDED => !progressed,
+        Some(c) if c.reason == "ReplicaSetUpdated" && !progressed => {
+            c.last_update_time.parse::<jiff::Timestamp>().is_ok_and(|at| {
+                Duration::try_from(observed.now.duration_since(at)).unwrap_or_default() > spec.progress_deadline
+            })
+        }
+        _ => false,
+    };
+    let timed_out = format!("ReplicaSet \"{}-{}\" has timed out progressing.", observed.name, spec.hash);
+    if phase == "Progressing" && stalled {
+        phase = "Degraded";
+        message = Some(format!("{DEADLINE_EXCEEDED}: {timed_out}"));
+    }
     let mut conditions = Vec::new();
     let mut condition = |type_: &str, ok: Option<bool>, reason: &str, message: String| {
         let state = match ok {
@@ -53,6 +85,7 @@ pub(super) fn report(spec: &Spec, progress: &RolloutStatus, observed: &Observed<
     let revision = observed.revision;
     let completed = status.stable_rs.as_deref() == Some(spec.hash.as_str()) && phase != "Degraded";
     match phase {
+        "Degraded" if !status.abort => condition("Progressing", Some(false), DEADLINE_EXCEEDED, timed_out),
         "Degraded" => condition(
             "Progressing",
             Some(false),
@@ -103,6 +136,12 @@ pub(super) fn report(spec: &Spec, progress: &RolloutStatus, observed: &Observed<
     match phase == "Healthy" {
         true => condition("Healthy", Some(true), "RolloutHealthy", "Rollout is healthy".into()),
         false => condition("Healthy", Some(false), "RolloutHealthy", "Rollout is not healthy".into()),
+    }
+    if progressed
+        && let Some(progressing) =
+            conditions.iter_mut().find(|c| c.type_ == "Progressing" && c.reason == "ReplicaSetUpdated")
+    {
+        progressing.last_update_time = super::time(observed.now);
     }
     status.conditions = conditions;
     status.phase = Some(phase.to_string());

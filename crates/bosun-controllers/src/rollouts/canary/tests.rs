@@ -23,6 +23,7 @@ fn spec(hash: &str, steps: Vec<Step>) -> Spec {
         },
         paused: false,
         scale_down_on_success: None,
+        progress_deadline: Duration::from_secs(600),
     }
 }
 
