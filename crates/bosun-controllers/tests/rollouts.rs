@@ -38,7 +38,7 @@ use tokio::time::Instant;
 
 #[path = "support/kit_test.rs"]
 mod kit_test;
-use kit_test::{BOUND, ControllerTask, serve, settles_at};
+use kit_test::{BOUND, ControllerTask, eventually, serve, settles_at};
 
 const HASH: &str = "rollouts-pod-template-hash";
 
@@ -227,6 +227,11 @@ fn in_order<T: PartialEq>(seen: &[T], wanted: &[T]) -> bool {
     wanted.iter().all(|w| rest.any(|s| s == w))
 }
 
+/// Waits until the watch recorded `wanted` in this order (it may lag the reads that saw the end).
+async fn seen_in_order<T: PartialEq + Clone>(what: &str, seen: &Snapshots<T>, wanted: &[T]) {
+    eventually(what, || async { in_order(&seen.lock().expect("lock"), wanted).then_some(()) }).await;
+}
+
 fn pods(pairs: &[(&str, i32)]) -> BTreeMap<String, i32> {
     pairs.iter().map(|(h, r)| (h.to_string(), *r)).collect()
 }
@@ -277,13 +282,9 @@ async fn a_canary_steps_20_then_40_percent_pauses_and_is_promoted_to_100() {
     assert_eq!(paused["controllerPause"], true);
     h.replica_sets_are(&[(&v1, 3), (&v2, 2)]).await;
     assert_eq!((h.selector("web-stable").await, h.selector("web-canary").await), (Some(v1.clone()), Some(v2.clone())));
-    let seen = sets.lock().expect("lock").clone();
-    assert!(in_order(&seen, &[pods(&[(&v1, 4), (&v2, 1)]), pods(&[(&v1, 3), (&v2, 2)])]), "the steps' pods: {seen:?}");
-    let seen_selectors = selectors.lock().expect("lock").clone();
-    assert!(
-        in_order(&seen_selectors, &[pair(&v1, &v1), pair(&v1, &v2)]),
-        "the canary Service selected the canary's pods from its first step: {seen_selectors:?}"
-    );
+    seen_in_order("the steps' pods", &sets, &[pods(&[(&v1, 4), (&v2, 1)]), pods(&[(&v1, 3), (&v2, 2)])]).await;
+    // The canary Service selected the canary's pods from the first step.
+    seen_in_order("the Services' selectors", &selectors, &[pair(&v1, &v1), pair(&v1, &v2)]).await;
     // `kubectl get ro` reads the printer columns of Argo Rollouts' CRD.
     let listed = h.kubectl(&["get", "ro", "web"]).await;
     assert!(listed.starts_with("NAME") && listed.contains("DESIRED") && listed.contains("UP-TO-DATE"), "{listed}");
@@ -482,8 +483,7 @@ async fn a_failing_web_analysis_aborts_the_rollout_back_to_stable() {
     assert_eq!(run["spec"]["metrics"][0]["provider"]["web"]["url"], format!("{url}/health"), "the arg was filled in");
     h.replica_sets_are(&[(&v1, 5), (&v2, 0)]).await;
     assert_eq!(h.selector("web-stable").await, Some(v1.clone()));
-    let seen = sets.lock().expect("lock").clone();
-    assert!(in_order(&seen, &[pods(&[(&v1, 3), (&v2, 2)]), pods(&[(&v1, 5), (&v2, 0)])]), "{seen:?}");
+    seen_in_order("the pods", &sets, &[pods(&[(&v1, 3), (&v2, 2)]), pods(&[(&v1, 5), (&v2, 0)])]).await;
     let seen_selectors = selectors.lock().expect("lock").clone();
     // (The watch's first snapshots are partial: one Service seen, not yet the other.)
     let complete = seen_selectors.iter().filter(|(stable, canary)| !stable.is_empty() && !canary.is_empty());
@@ -680,8 +680,7 @@ async fn a_blue_green_pre_promotion_analysis_passes_and_a_failing_post_promotion
     );
     h.replica_sets_are(&[(&v1, 5), (&v2, 0)]).await;
     assert_eq!((h.selector("web-active").await, h.selector("web-preview").await), (Some(v1.clone()), Some(v1.clone())));
-    let seen = selectors.lock().expect("lock").clone();
-    assert!(in_order(&seen, &[pair(&v1, &v2), pair(&v2, &v2), pair(&v1, &v1)]), "switched, then back: {seen:?}");
+    seen_in_order("switched, then back", &selectors, &[pair(&v1, &v2), pair(&v2, &v2), pair(&v1, &v1)]).await;
 }
 
 #[tokio::test]
@@ -761,4 +760,22 @@ async fn a_rollout_making_no_progress_for_its_deadline_is_degraded_and_recovers_
     let fixed = json!({"spec": {"template": {"metadata": {"annotations": null}, "spec": {"containers": [{"name": "web", "image": "nginx:1.29"}]}}}});
     h.rollouts().patch("web", &PatchParams::default(), &Patch::Merge(&fixed)).await.expect("patch");
     h.status_until("paused at the next step", |s| s["phase"] == "Paused").await;
+}
+
+#[tokio::test]
+async fn old_replica_sets_beyond_the_revision_history_limit_are_deleted() {
+    let h = Harness::start(&[]).await;
+    h.create("nginx:1.27", json!({"canary": {"steps": [{"setWeight": 40}]}})).await;
+    let patch = json!({"spec": {"revisionHistoryLimit": 1}});
+    h.rollouts().patch("web", &PatchParams::default(), &Patch::Merge(&patch)).await.expect("set the limit");
+    let mut hashes = vec![healthy(&h).await["currentPodHash"].as_str().expect("hash").to_string()];
+    for image in ["nginx:1.28", "nginx:1.29"] {
+        h.set_image(image).await;
+        let last = hashes.last().cloned().expect("a hash");
+        let done = h.status_until("promoted", |s| s["phase"] == "Healthy" && s["stableRS"] != last.as_str()).await;
+        hashes.push(done["currentPodHash"].as_str().expect("hash").to_string());
+    }
+    // The newest old one is kept at zero (revision 2); the oldest (revision 1) is deleted.
+    h.replica_sets_are(&[(&hashes[1], 0), (&hashes[2], 5)]).await;
+    assert!(h.event_reasons().await.iter().any(|r| r == "DeletingReplicaSet"));
 }

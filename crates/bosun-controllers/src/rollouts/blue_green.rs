@@ -187,6 +187,7 @@ mod tests {
             paused: false,
             scale_down_on_success: None,
             progress_deadline: Duration::from_secs(600),
+            history: 10,
         }
     }
 

@@ -14,7 +14,7 @@ use k8s_openapi::api::{
 };
 use kube::{
     Api, Client,
-    api::{ApiResource, DynamicObject, ListParams, Patch, PatchParams},
+    api::{ApiResource, DeleteParams, DynamicObject, ListParams, Patch, PatchParams},
     runtime::{events::EventType, reflector::ObjectRef},
 };
 use serde_json::{Value, json};
@@ -226,6 +226,18 @@ async fn apply(
             );
             let message = if replicas > live.set.replicas { message.replacen("down", "up", 1) } else { message };
             run.publish(EventType::Normal, "ScalingReplicaSet", &message, "Rollout").await;
+        }
+    }
+    let all: Vec<Live> = lives.iter().map(|(l, _)| l.clone()).collect();
+    for hash in super::beyond_history(&all, decision, &spec.hash, spec.history) {
+        let name = format!("{}-{hash}", run.name());
+        match api.delete(&name, &DeleteParams::default()).await {
+            Ok(_) => {
+                let message = format!("Deleted ReplicaSet {name}: beyond revisionHistoryLimit ({})", spec.history);
+                run.publish(EventType::Normal, "DeletingReplicaSet", &message, "Rollout").await;
+            }
+            Err(kube::Error::Api(status)) if status.code == 404 => {}
+            Err(error) => return Err(cluster_error(error)),
         }
     }
     Ok(revision)

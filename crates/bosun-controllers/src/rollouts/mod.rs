@@ -309,6 +309,20 @@ async fn replace_status<K: bosun_kit::Object + kube::Resource<DynamicType = ()>>
     }
 }
 
+/// The old ReplicaSets beyond `spec.revisionHistoryLimit`: those at zero with no pods left,
+/// other than the current and stable ones and those the decision keeps running, oldest
+/// revisions first beyond the `limit` newest.
+pub fn beyond_history(sets: &[Live], decision: &Decision, current: &str, limit: usize) -> Vec<String> {
+    let stable = decision.status.stable_rs.as_deref();
+    let mut old: Vec<&Live> = sets
+        .iter()
+        .filter(|s| s.hash != current && Some(s.hash.as_str()) != stable)
+        .filter(|s| decision.scale.get(&s.hash).copied().unwrap_or(0) == 0 && s.set.replicas == 0 && s.set.created == 0)
+        .collect();
+    old.sort_by_key(|s| std::cmp::Reverse(s.revision));
+    old.into_iter().skip(limit).map(|s| s.hash.clone()).collect()
+}
+
 /// `now` plus `delay` (the latest time when that overflows).
 fn after(now: jiff::Timestamp, delay: Duration) -> jiff::Timestamp {
     now.checked_add(delay).unwrap_or(jiff::Timestamp::MAX)

@@ -77,6 +77,8 @@ pub struct Spec {
     pub strategy: Strategy,
     /// `spec.paused`.
     pub paused: bool,
+    /// `revisionHistoryLimit` (10 when unset): old ReplicaSets kept at zero.
+    pub history: usize,
     /// `progressDeadlineSeconds` (600 when unset): no progress for this long is Degraded.
     pub progress_deadline: Duration,
     /// The Deployment of `workloadRef` to scale to zero once the Rollout is healthy
@@ -234,6 +236,7 @@ pub fn check(rollout: &Rollout, raw: &Value, workload: Option<&Value>) -> Result
         selector,
         strategy,
         paused: spec.paused.unwrap_or(false),
+        history: spec.revision_history_limit.map_or(10, |n| usize::try_from(n).unwrap_or(0)),
         progress_deadline: Duration::from_secs(
             spec.progress_deadline_seconds.map_or(600, |s| u64::try_from(s).unwrap_or(0)),
         ),

@@ -24,6 +24,7 @@ fn spec(hash: &str, steps: Vec<Step>) -> Spec {
         paused: false,
         scale_down_on_success: None,
         progress_deadline: Duration::from_secs(600),
+        history: 10,
     }
 }
 
@@ -256,4 +257,29 @@ fn a_background_analysis_runs_from_its_starting_step_aborts_on_failure_and_ends_
         }
     }
     assert_eq!(promoted.expect("promoted").terminate, vec![RunKey::Background]);
+}
+
+#[test]
+fn old_replica_sets_beyond_the_history_limit_go_oldest_first() {
+    let now = jiff::Timestamp::from_second(1_000_000).expect("time");
+    let set = |hash: &str, replicas: i32, revision: i64| Live {
+        hash: hash.into(),
+        set: Set { replicas, available: replicas, created: replicas },
+        revision,
+        scale_down_at: None,
+    };
+    let sets = vec![set("v1", 0, 1), set("v2", 0, 2), set("v3", 0, 3), set("v4", 5, 4), set("v5", 0, 5)];
+    let mut status =
+        RolloutStatus { current_pod_hash: Some("v5".into()), stable_rs: Some("v4".into()), ..Default::default() };
+    status.current_step_index = Some(0);
+    let decision = decide_any(&spec("v5", steps()), &status, &sets, &BTreeMap::new(), now);
+    assert_eq!(crate::rollouts::beyond_history(&sets, &decision, "v5", 1), vec!["v2".to_string(), "v1".to_string()]);
+    assert!(crate::rollouts::beyond_history(&sets, &decision, "v5", 10).is_empty());
+    let still_running =
+        vec![set("v1", 0, 1), Live { set: Set { replicas: 0, available: 1, created: 1 }, ..set("v2", 0, 2) }];
+    assert_eq!(
+        crate::rollouts::beyond_history(&still_running, &decision, "v5", 0),
+        vec!["v1".to_string()],
+        "pods left: kept"
+    );
 }
