@@ -55,8 +55,7 @@ impl kit::Reconciler for AnalysisRuns {
     async fn reconcile(&self, run: &mut Run<AnalysisRun>) -> Result<(), Failure> {
         let stored: Api<DynamicObject> =
             Api::namespaced_with(run.client().clone(), run.namespace(), &ApiResource::erase::<AnalysisRun>(&()));
-        let cluster_error = |e: kube::Error| Failure::from_error("ReconciliationError", &e);
-        let Some(raw) = stored.get_opt(run.name()).await.map_err(cluster_error)? else { return Ok(()) };
+        let Some(raw) = stored.get_opt(run.name()).await.map_err(super::cluster_error)? else { return Ok(()) };
         let raw = serde_json::to_value(raw).unwrap_or_default();
         let analysis: AnalysisRun = serde_json::from_value(raw.clone())
             .map_err(|e| Failure::give_up("InvalidSpec", format!("{}: {e}", run.describe())))?;

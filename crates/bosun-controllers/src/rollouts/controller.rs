@@ -27,7 +27,7 @@ use bosun_kit::{self as kit, Failure, Run};
 
 use super::spec::{self, Spec, Strategy};
 use super::status::{self, Observed};
-use super::{Decision, Live, plan::Set, runs};
+use super::{Decision, Live, cluster_error, plan::Set, runs};
 use crate::flux::Scope;
 
 /// The controller's name: its field manager and event reporter.
@@ -60,10 +60,6 @@ pub fn controller(client: Client, scope: &Scope) -> kit::Controller<Rollouts> {
         })
         .backoff(Duration::from_millis(500), Duration::from_secs(60))
         .confined(scope.namespace.as_deref(), scope.selector.as_deref(), scope.metrics.clone())
-}
-
-pub(super) fn cluster_error(error: kube::Error) -> Failure {
-    Failure::from_error("ReconciliationError", &error)
 }
 
 impl kit::Reconciler for Rollouts {

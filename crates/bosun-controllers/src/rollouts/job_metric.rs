@@ -46,7 +46,7 @@ pub(super) async fn outcome(
     let Some(name) = measurement.metadata.get(JOB_NAME) else {
         return Ok(Some(("Error".into(), Some("the measurement names no Job".into()))));
     };
-    let found = run.api::<Job>().get_opt(name).await.map_err(super::controller::cluster_error)?;
+    let found = run.api::<Job>().get_opt(name).await.map_err(super::cluster_error)?;
     let Some(job) = found else {
         return Ok(Some(("Error".into(), Some(format!("Job {name} is gone")))));
     };

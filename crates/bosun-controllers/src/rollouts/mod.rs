@@ -323,6 +323,11 @@ pub fn beyond_history(sets: &[Live], decision: &Decision, current: &str, limit: 
     old.into_iter().skip(limit).map(|s| s.hash.clone()).collect()
 }
 
+/// A request to the cluster that failed, as a reconcile's failure (retried).
+fn cluster_error(error: kube::Error) -> Failure {
+    Failure::from_error("ReconciliationError", &error)
+}
+
 /// `now` plus `delay` (the latest time when that overflows).
 fn after(now: jiff::Timestamp, delay: Duration) -> jiff::Timestamp {
     now.checked_add(delay).unwrap_or(jiff::Timestamp::MAX)

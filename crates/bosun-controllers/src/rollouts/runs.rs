@@ -16,9 +16,8 @@ use bosun_api::argo::rollout::{POD_TEMPLATE_HASH_LABEL, RolloutAnalysis};
 use bosun_api::argo::{AnalysisRun, AnalysisTemplate, ClusterAnalysisTemplate, Rollout};
 use bosun_kit::{Failure, Run};
 
-use super::controller::cluster_error;
 use super::spec::{Spec, Step, Strategy};
-use super::{Decision, RunKey, RunState};
+use super::{Decision, RunKey, RunState, cluster_error};
 
 /// The label naming an AnalysisRun's kind of run (`Step`, `Background`, `PrePromotion`, `PostPromotion`).
 const ROLLOUT_TYPE_LABEL: &str = "rollout-type";
