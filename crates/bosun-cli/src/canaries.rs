@@ -1,6 +1,8 @@
 //! `bosun promote|abort|retry canary NAME`, as `kubectl argo rollouts promote|abort|retry` do:
 //! annotate the Canary with a fresh token (what a kubectl-only user can write with `kubectl
 //! annotate`), wait until the controller has handled it, and print where the canary stands.
+//! `… rollout NAME` acts on an Argo Rollouts `Rollout` as `kubectl argo rollouts` does
+//! (`rollout_requests.rs`).
 
 use crate::stdout::outln;
 
@@ -25,21 +27,24 @@ pub enum Target {
     /// A `Canary` resource.
     #[command(visible_alias = "canaries")]
     Canary(Args),
+    /// An Argo Rollouts `Rollout` (`bosun controller --argo`).
+    #[command(visible_alias = "rollouts", visible_alias = "ro")]
+    Rollout(Args),
 }
 
 /// Arguments naming one Canary.
 #[derive(Debug, clap::Args)]
 pub struct Args {
     #[command(flatten)]
-    object: Named,
+    pub(crate) object: Named,
 
     /// Skip the remaining steps: straight to 100% (promote only).
     #[arg(long)]
-    full: bool,
+    pub(crate) full: bool,
 
     /// How long to wait for the controller to handle the request.
     #[arg(long, value_name = "DURATION", default_value = "1m")]
-    timeout: Interval,
+    pub(crate) timeout: Interval,
 }
 
 /// What to ask.
@@ -53,8 +58,8 @@ pub enum Verb {
     Retry,
 }
 
-/// Runs the command.
-pub async fn run(verb: Verb, Target::Canary(args): Target) -> ExitCode {
+/// Runs the command on a Canary.
+pub async fn run(verb: Verb, args: Args) -> ExitCode {
     let annotation = match (verb, args.full) {
         (Verb::Promote, true) => PROMOTE_FULL,
         (Verb::Promote, false) => PROMOTE,

@@ -51,8 +51,10 @@ pub struct Args {
     #[arg(long)]
     flux: bool,
 
-    /// Also Argo CD's CRDs (Application, AppProject), and the controller reconciles
-    /// Applications (`bosun controller --argo`; see docs/argocd.md).
+    /// Also Argo CD's CRDs (Application, AppProject) and Argo Rollouts' (Rollout,
+    /// AnalysisTemplate, ClusterAnalysisTemplate, AnalysisRun), and the controller reconciles
+    /// Applications and Rollouts (`bosun controller --argo`; see docs/argocd.md,
+    /// docs/argo-rollouts.md).
     #[arg(long)]
     argo: bool,
 }
@@ -60,14 +62,15 @@ pub struct Args {
 /// Arguments of `bosun crds`.
 #[derive(Debug, clap::Args)]
 #[command(
-    after_help = "Examples:\n  bosun crds | kubectl apply --server-side -f -\n  bosun crds --flux | kubectl apply --server-side -f -    # and Flux's, on a cluster without Flux\n  bosun crds --argo | kubectl apply --server-side -f -    # and Argo CD's Application, AppProject"
+    after_help = "Examples:\n  bosun crds | kubectl apply --server-side -f -\n  bosun crds --flux | kubectl apply --server-side -f -    # and Flux's, on a cluster without Flux\n  bosun crds --argo | kubectl apply --server-side -f -    # and Argo CD's Application, AppProject, Argo Rollouts' Rollout, …"
 )]
 pub struct CrdsArgs {
     /// Also Flux's CRDs (GitRepository, OCIRepository, HelmRepository, Bucket, Kustomization,
     /// HelmRelease), with every version Flux serves, as Flux's own CRDs define them.
     #[arg(long)]
     flux: bool,
-    /// Also Argo CD's CRDs (Application, AppProject), as Argo CD's own CRDs name them.
+    /// Also Argo CD's CRDs (Application, AppProject), as Argo CD's own CRDs name them, and
+    /// Argo Rollouts' (Rollout, AnalysisTemplate, ClusterAnalysisTemplate, AnalysisRun).
     #[arg(long)]
     argo: bool,
 }

@@ -20,6 +20,7 @@ mod observe;
 mod operator;
 mod packages;
 mod render;
+mod rollout_requests;
 mod signal;
 mod source;
 mod stdout;
@@ -158,18 +159,18 @@ enum Command {
         #[command(subcommand)]
         target: packages::Target,
     },
-    /// End a Canary's pause or wait (--full: skip the remaining steps), and wait until the
-    /// controller took it.
+    /// End a Canary's or Rollout's pause or wait (--full: skip the remaining steps), and wait
+    /// until the controller took it.
     Promote {
         #[command(subcommand)]
         target: canaries::Target,
     },
-    /// Roll a Canary back: its stable version at full size, the canary Deployment removed.
+    /// Roll a Canary or Rollout back: its stable version at full size, the canary scaled away.
     Abort {
         #[command(subcommand)]
         target: canaries::Target,
     },
-    /// Start a rolled-back (Degraded) Canary again.
+    /// Start a rolled-back (Degraded) Canary or aborted Rollout again.
     Retry {
         #[command(subcommand)]
         target: canaries::Target,
@@ -282,9 +283,9 @@ fn main() -> ExitCode {
             Command::Reconcile { target } => packages::run(packages::Verb::Reconcile, target).await,
             Command::Suspend { target } => packages::run(packages::Verb::Suspend, target).await,
             Command::Resume { target } => packages::run(packages::Verb::Resume, target).await,
-            Command::Promote { target } => canaries::run(canaries::Verb::Promote, target).await,
-            Command::Abort { target } => canaries::run(canaries::Verb::Abort, target).await,
-            Command::Retry { target } => canaries::run(canaries::Verb::Retry, target).await,
+            Command::Promote { target } => request(canaries::Verb::Promote, target).await,
+            Command::Abort { target } => request(canaries::Verb::Abort, target).await,
+            Command::Retry { target } => request(canaries::Verb::Retry, target).await,
             Command::Crds(args) => install::crds(args),
             Command::Push { what } => artifact::push(what).await,
             Command::Pull { what } => artifact::pull(what).await,
@@ -295,6 +296,14 @@ fn main() -> ExitCode {
         }
     });
     if stdout::broken() { ExitCode::from(stdout::BROKEN_PIPE_EXIT) } else { code }
+}
+
+/// `promote|abort|retry` on a Canary or a Rollout.
+async fn request(verb: canaries::Verb, target: canaries::Target) -> ExitCode {
+    match target {
+        canaries::Target::Canary(args) => canaries::run(verb, args).await,
+        canaries::Target::Rollout(args) => rollout_requests::run(verb, args).await,
+    }
 }
 
 #[cfg(test)]

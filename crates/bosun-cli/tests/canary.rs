@@ -1,5 +1,6 @@
 //! `bosun promote|abort|retry canary` as processes against a `bosun controller` process and the
-//! embedded API server with simulated workloads, with kubectl as the user's tool; and the
+//! embedded API server with simulated workloads, with kubectl as the user's tool; the same on an
+//! Argo Rollouts `Rollout` under `bosun controller --argo`; and the
 //! Deployer's example under `bosun dev`; and a canary through a proxy injecting conflicts,
 //! throttling, lost answers and cut watches.
 
@@ -33,21 +34,22 @@ spec:
   - pause: {}
 ";
 
-async fn field(cluster: &Cluster, path: &str) -> String {
-    let output = cluster.kubectl(&["get", "canary", "web", "-o", &format!("jsonpath={{{path}}}")], None).await;
+/// The field at `path` of `object` (`canary/web`), as kubectl's JSONPath prints it.
+async fn field(cluster: &Cluster, object: &str, path: &str) -> String {
+    let output = cluster.kubectl(&["get", object, "-o", &format!("jsonpath={{{path}}}")], None).await;
     String::from_utf8_lossy(&output.stdout).into_owned()
 }
 
-/// Waits until the Canary's `path` is `wanted` (the controller's log says why not).
-async fn until(cluster: &Cluster, controller: &Controller, path: &str, wanted: &str) {
+/// Waits until `object`'s `path` is `wanted` (the controller's log says why not).
+async fn until(cluster: &Cluster, controller: &Controller, object: &str, path: &str, wanted: &str) {
     let deadline = Instant::now() + BOUND;
     loop {
-        let found = field(cluster, path).await;
+        let found = field(cluster, object, path).await;
         if found == wanted {
             return;
         }
         if Instant::now() > deadline {
-            let canary = cluster.kubectl(&["get", "canary", "web", "-o", "yaml"], None).await;
+            let canary = cluster.kubectl(&["get", object, "-o", "yaml"], None).await;
             panic!(
                 "{path} is {found:?}, not {wanted:?}, after {BOUND:?}:\n{}\nthe controller logged:\n{}",
                 text(&canary),
@@ -71,30 +73,30 @@ async fn promote_abort_and_retry_drive_the_canary_through_the_controller() {
     cluster.kubectl(&["apply", "-f", "-"], Some(&crds.stdout)).await;
     let controller = cluster.controller("canaries", &[]);
     cluster.kubectl(&["apply", "-f", "-"], Some(CANARY.as_bytes())).await;
-    until(&cluster, &controller, ".status.phase", "Healthy").await;
+    until(&cluster, &controller, "canary/web", ".status.phase", "Healthy").await;
 
     set_version(&cluster, "2").await;
-    until(&cluster, &controller, ".status.phase", "Paused").await;
+    until(&cluster, &controller, "canary/web", ".status.phase", "Paused").await;
     let promoted = cluster.bosun(&["promote", "canary", "web"]).await;
     assert!(promoted.status.success(), "{}", text(&promoted));
     assert!(text(&promoted).contains("bosun.dev/promote="), "{}", text(&promoted));
-    until(&cluster, &controller, ".status.stableVersion", "2").await;
-    until(&cluster, &controller, ".status.phase", "Healthy").await;
+    until(&cluster, &controller, "canary/web", ".status.stableVersion", "2").await;
+    until(&cluster, &controller, "canary/web", ".status.phase", "Healthy").await;
 
     set_version(&cluster, "3").await;
-    until(&cluster, &controller, ".status.phase", "Paused").await;
+    until(&cluster, &controller, "canary/web", ".status.phase", "Paused").await;
     let aborted = cluster.bosun(&["abort", "canary", "web"]).await;
     assert!(aborted.status.success(), "{}", text(&aborted));
     assert!(text(&aborted).contains("✔ Degraded: rolled back to 2: aborted by request"), "{}", text(&aborted));
-    assert_eq!(field(&cluster, ".spec.deployment.version").await, "3", "the spec's version stays");
+    assert_eq!(field(&cluster, "canary/web", ".spec.deployment.version").await, "3", "the spec's version stays");
 
     let retried = cluster.bosun(&["retry", "canary", "web"]).await;
     assert!(retried.status.success(), "{}", text(&retried));
-    until(&cluster, &controller, ".status.phase", "Paused").await;
+    until(&cluster, &controller, "canary/web", ".status.phase", "Paused").await;
     let full = cluster.bosun(&["promote", "canary", "web", "--full"]).await;
     assert!(full.status.success(), "{}", text(&full));
-    until(&cluster, &controller, ".status.stableVersion", "3").await;
-    until(&cluster, &controller, ".status.phase", "Healthy").await;
+    until(&cluster, &controller, "canary/web", ".status.stableVersion", "3").await;
+    until(&cluster, &controller, "canary/web", ".status.phase", "Healthy").await;
     let deployments = cluster.kubectl(&["get", "deploy", "-l", "bosun.dev/canary=web", "-o", "name"], None).await;
     assert_eq!(String::from_utf8_lossy(&deployments.stdout).trim(), "deployment.apps/web-3");
 
@@ -103,6 +105,56 @@ async fn promote_abort_and_retry_drive_the_canary_through_the_controller() {
     assert!(text(&missing).contains("Canary nope not found in namespace default"), "{}", text(&missing));
     let wrong = cluster.bosun(&["abort", "canary", "web", "--full"]).await;
     assert_eq!(wrong.status.code(), Some(2), "{}", text(&wrong));
+}
+
+const ROLLOUT: &str = "apiVersion: argoproj.io/v1alpha1
+kind: Rollout
+metadata: {name: web}
+spec:
+  replicas: 4
+  selector: {matchLabels: {app: web}}
+  template:
+    metadata: {labels: {app: web}}
+    spec: {containers: [{name: web, image: 'nginx:1.27'}]}
+  strategy:
+    canary:
+      steps:
+      - setWeight: 50
+      - pause: {}
+";
+
+#[tokio::test]
+async fn promote_abort_and_retry_drive_a_rollout_through_bosun_controller_argo() {
+    let server = ApiServer::in_memory().simulate_workloads(Duration::from_millis(100)).start().await.expect("server");
+    let cluster = Cluster::around(server);
+    for crds in [cluster.bosun(&["crds"]).await, cluster.bosun(&["crds", "--argo"]).await] {
+        cluster.kubectl(&["apply", "--server-side", "-f", "-"], Some(&crds.stdout)).await;
+    }
+    let controller = cluster.controller("rollouts", &["--argo"]);
+    cluster.kubectl(&["apply", "-f", "-"], Some(ROLLOUT.as_bytes())).await;
+    until(&cluster, &controller, "rollout/web", ".status.phase", "Healthy").await;
+    let stable = field(&cluster, "rollout/web", ".status.stableRS").await;
+
+    let image = r#"{"spec":{"template":{"spec":{"containers":[{"name":"web","image":"nginx:1.28"}]}}}}"#;
+    cluster.kubectl(&["patch", "rollout", "web", "--type", "merge", "-p", image], None).await;
+    until(&cluster, &controller, "rollout/web", ".status.phase", "Paused").await;
+    let aborted = cluster.bosun(&["abort", "rollout", "web"]).await;
+    assert!(aborted.status.success(), "{}", text(&aborted));
+    assert!(text(&aborted).contains(r#"{"status":{"abort":true}}"#), "{}", text(&aborted));
+    assert!(text(&aborted).contains("Degraded: RolloutAborted"), "{}", text(&aborted));
+    assert_eq!(field(&cluster, "rollout/web", ".status.stableRS").await, stable);
+
+    let retried = cluster.bosun(&["retry", "ro", "web"]).await;
+    assert!(retried.status.success(), "{}", text(&retried));
+    until(&cluster, &controller, "rollout/web", ".status.phase", "Paused").await;
+    let promoted = cluster.bosun(&["promote", "rollout", "web"]).await;
+    assert!(promoted.status.success(), "{}", text(&promoted));
+    assert!(text(&promoted).contains(r#""pauseConditions":null"#), "{}", text(&promoted));
+    until(&cluster, &controller, "rollout/web", ".status.phase", "Healthy").await;
+    assert_ne!(field(&cluster, "rollout/web", ".status.stableRS").await, stable, "the new template is stable");
+    let full = cluster.bosun(&["promote", "rollout", "web", "--full"]).await;
+    assert!(full.status.success(), "{}", text(&full));
+    assert!(text(&full).contains("nothing to do"), "{}", text(&full));
 }
 
 #[tokio::test]
@@ -124,10 +176,10 @@ async fn through_conflicts_throttling_lost_answers_and_cut_watches_a_canary_comp
     cluster.kubeconfig = proxy.write_kubeconfig(&cluster.dir.path().join("proxied"));
     let controller = cluster.controller("canaries", &[]);
     cluster.kubeconfig = direct;
-    until(&cluster, &controller, ".status.phase", "Healthy").await;
+    until(&cluster, &controller, "canary/web", ".status.phase", "Healthy").await;
     set_version(&cluster, "2").await;
-    until(&cluster, &controller, ".status.stableVersion", "2").await;
-    until(&cluster, &controller, ".status.phase", "Healthy").await;
+    until(&cluster, &controller, "canary/web", ".status.stableVersion", "2").await;
+    until(&cluster, &controller, "canary/web", ".status.phase", "Healthy").await;
     let deployments = cluster
         .kubectl(
             &[

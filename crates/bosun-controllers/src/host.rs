@@ -283,12 +283,26 @@ pub async fn run(
             selector: scope.selector.clone(),
             metrics: Some(metrics.clone()),
         };
-        crate::argo::controller(client.clone(), &scope).on_event(alerts.listener())
+        (
+            crate::argo::controller(client.clone(), &scope).on_event(alerts.listener()),
+            crate::rollouts::controller::controller(client.clone(), &scope).on_event(alerts.listener()),
+            crate::rollouts::analysis_run::controller(client.clone(), &scope).on_event(alerts.listener()),
+        )
     });
     let argo_stop = settings.package.stopping.clone();
     let argo_controller = async move {
         match argo_controller {
-            Some(controller) => controller.run(async move { argo_stop.cancelled().await }).await,
+            // Argo CD's Applications and Argo Rollouts' Rollouts and AnalysisRuns, under the
+            // same scope.
+            Some((applications, rollouts, runs)) => {
+                let (rollouts_stop, runs_stop) = (argo_stop.clone(), argo_stop.clone());
+                let (applications, rollouts, runs) = tokio::join!(
+                    applications.run(async move { argo_stop.cancelled().await }),
+                    rollouts.run(async move { rollouts_stop.cancelled().await }),
+                    runs.run(async move { runs_stop.cancelled().await }),
+                );
+                applications.and(rollouts).and(runs)
+            }
             None => Ok(()),
         }
     };

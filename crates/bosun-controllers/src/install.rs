@@ -347,7 +347,15 @@ mod tests {
             .filter_map(|o| o["metadata"]["name"].as_str())
             .filter(|name| name.ends_with(".argoproj.io"))
             .collect();
-        assert_eq!(crds, ["applications.argoproj.io", "appprojects.argoproj.io"]);
+        let wanted = [
+            "applications.argoproj.io",
+            "appprojects.argoproj.io",
+            "rollouts.argoproj.io",
+            "analysistemplates.argoproj.io",
+            "clusteranalysistemplates.argoproj.io",
+            "analysisruns.argoproj.io",
+        ];
+        assert_eq!(crds, wanted, "Argo CD's and Argo Rollouts' CRDs");
         let deployment = installed.iter().find(|o| o["kind"] == "Deployment").expect("deployment");
         let args = deployment["spec"]["template"]["spec"]["containers"][0]["args"].to_string();
         assert!(args.contains("\"--argo\""), "{args}");

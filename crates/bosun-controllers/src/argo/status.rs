@@ -134,14 +134,12 @@ pub(crate) fn status(observed: &Observed<'_>) -> ApplicationStatus {
     let package_status = observed.package.and_then(|p| p.status.clone()).unwrap_or_default();
     let outcome = observed.package.map_or(Outcome::Pending, outcome);
     // Compared only (no automated sync, no sync under way): what the comparison found.
-    let comparison = package_status
-        .comparison
-        .as_ref()
-        .filter(|_| observed.package.is_some_and(|p| p.spec.compare_only == Some(true)));
     let compare_only = observed.package.is_some_and(|p| p.spec.compare_only == Some(true));
+    // Back to comparing after a sync: as last said until the new comparison is in.
+    let comparing = compare_only && matches!(outcome, Outcome::Pending);
+    let comparison = package_status.comparison.as_ref().filter(|_| compare_only && !comparing);
     let (synced, revision) = match comparison {
-        // Back to comparing after a sync: as last said until the comparison is in.
-        _ if compare_only && matches!(outcome, Outcome::Pending) => {
+        _ if comparing => {
             let previous = previous.sync.as_ref();
             (previous.is_some_and(|s| s.status == "Synced"), previous.and_then(|s| s.revision.clone()))
         }

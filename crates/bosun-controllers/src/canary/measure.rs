@@ -147,15 +147,32 @@ fn timeout(interval: Option<Interval>) -> Duration {
     interval.map_or(DEFAULT_TIMEOUT, |Interval(d)| d)
 }
 
+/// An HTTP request: the answer's status and body, or why none came. Shared by the Canary's
+/// checks and Argo Rollouts' `web` metric.
+pub(crate) async fn request(
+    client: &reqwest::Client,
+    method: reqwest::Method,
+    url: &str,
+    body: Option<String>,
+    bound: Duration,
+) -> Result<(u16, Vec<u8>), String> {
+    let mut request = client.request(method, url).timeout(bound);
+    if let Some(body) = body {
+        request = request.header("content-type", "application/json").body(body);
+    }
+    let response = request.send().await.map_err(|error| format!("{url}: {error}"))?;
+    let status = response.status().as_u16();
+    let body = response.bytes().await.map_err(|error| format!("{url}: {error}"))?;
+    Ok((status, body.to_vec()))
+}
+
 /// An HTTP request: the status wanted (any 2xx by default), then the JSON field if asked.
 async fn http(client: &reqwest::Client, check: &HttpCheck) -> Measured {
     let method = if check.method.as_deref() == Some("POST") { reqwest::Method::POST } else { reqwest::Method::GET };
-    let sent = client.request(method, &check.url).timeout(timeout(check.timeout)).send().await;
-    let response = match sent {
-        Ok(response) => response,
-        Err(error) => return inconclusive(format!("{}: {error}", check.url)),
+    let (status, body) = match request(client, method, &check.url, None, timeout(check.timeout)).await {
+        Ok(answer) => answer,
+        Err(error) => return inconclusive(error),
     };
-    let status = response.status().as_u16();
     let status_ok = check.status.map_or((200..300).contains(&status), |wanted| wanted == status);
     if !status_ok {
         let wanted = check.status.map_or("2xx".to_string(), |s| s.to_string());
@@ -168,10 +185,9 @@ async fn http(client: &reqwest::Client, check: &HttpCheck) -> Measured {
     let (Some(path), Some(expect)) = (&check.json_path, &check.expect) else {
         return (MeasurementResult::Successful, Some(status.to_string()), None);
     };
-    let body: Value = match response.bytes().await.map(|bytes| serde_json::from_slice(&bytes)) {
-        Ok(Ok(body)) => body,
-        Ok(Err(error)) => return inconclusive(format!("{}: the body is not JSON: {error}", check.url)),
-        Err(error) => return inconclusive(format!("{}: {error}", check.url)),
+    let body: Value = match serde_json::from_slice(&body) {
+        Ok(body) => body,
+        Err(error) => return inconclusive(format!("{}: the body is not JSON: {error}", check.url)),
     };
     let found =
         bosun_core::jsonpath::JsonPathTemplate::parse(path).map(|template| template.values(&body)).unwrap_or_default();
@@ -204,18 +220,9 @@ fn judge(actual: &str, expect: &str, what: &str) -> Measured {
 /// A Prometheus instant query (`GET /api/v1/query`): every sample must meet the expectation; no
 /// sample is inconclusive.
 async fn prometheus(client: &reqwest::Client, check: &PrometheusCheck) -> Measured {
-    let base = format!("{}/api/v1/query", check.address.trim_end_matches('/'));
-    let Ok(url) = reqwest::Url::parse_with_params(&base, [("query", check.query.as_str())]) else {
-        return inconclusive(format!("{base}: not a URL"));
-    };
-    let sent = client.get(url).timeout(timeout(check.timeout)).send().await;
-    let body: Value = match sent {
-        Ok(response) => match response.bytes().await.map(|bytes| serde_json::from_slice(&bytes)) {
-            Ok(Ok(body)) => body,
-            Ok(Err(error)) => return inconclusive(format!("{base}: not a Prometheus answer: {error}")),
-            Err(error) => return inconclusive(format!("{base}: {error}")),
-        },
-        Err(error) => return inconclusive(format!("{base}: {error}")),
+    let body = match prometheus_query(client, &check.address, &check.query, timeout(check.timeout)).await {
+        Ok(body) => body,
+        Err(error) => return inconclusive(error),
     };
     let values = match samples(&body) {
         Ok(values) if values.is_empty() => return inconclusive(format!("query {:?} returned no data", check.query)),
@@ -232,8 +239,22 @@ async fn prometheus(client: &reqwest::Client, check: &PrometheusCheck) -> Measur
     (worst.0, Some(values.join(",")), worst.2.clone())
 }
 
+/// A Prometheus instant query (`GET <address>/api/v1/query?query=…`): the answer's JSON, or why
+/// none came. Shared by the Canary's checks and Argo Rollouts' `prometheus` metric.
+pub(crate) async fn prometheus_query(
+    client: &reqwest::Client,
+    address: &str,
+    query: &str,
+    bound: Duration,
+) -> Result<Value, String> {
+    let base = format!("{}/api/v1/query", address.trim_end_matches('/'));
+    let url = reqwest::Url::parse_with_params(&base, [("query", query)]).map_err(|_| format!("{base}: not a URL"))?;
+    let (_, body) = request(client, reqwest::Method::GET, url.as_str(), None, bound).await?;
+    serde_json::from_slice(&body).map_err(|error| format!("{base}: not a Prometheus answer: {error}"))
+}
+
 /// The sample values of a Prometheus API answer (`vector` or `scalar`), as written.
-fn samples(body: &Value) -> Result<Vec<String>, String> {
+pub(crate) fn samples(body: &Value) -> Result<Vec<String>, String> {
     if body["status"] != "success" {
         return Err(body["error"].as_str().unwrap_or("the answer's status is not success").to_string());
     }

@@ -63,3 +63,55 @@ impl ControllerTask {
         }
     }
 }
+
+/// Waits until `probe` gives `wanted`, for at most [`BOUND`]; the panic says what it gave last.
+pub async fn settles_at<T: PartialEq + std::fmt::Debug, F: Future<Output = T>>(
+    what: &str,
+    wanted: T,
+    mut probe: impl FnMut() -> F,
+) {
+    let deadline = Instant::now() + BOUND;
+    loop {
+        let last = probe().await;
+        if last == wanted {
+            return;
+        }
+        assert!(Instant::now() < deadline, "{what} are {last:?}, not {wanted:?}");
+        tokio::time::sleep(Duration::from_millis(50)).await;
+    }
+}
+
+/// Runs kubectl with `kubeconfig`; its standard output (it must succeed).
+pub async fn kubectl(kubeconfig: &std::path::Path, args: &[&str]) -> String {
+    let output = tokio::process::Command::new(bosun_test_tools::require("kubectl"))
+        .args(args)
+        .env("KUBECONFIG", kubeconfig)
+        .output()
+        .await
+        .expect("kubectl runs");
+    assert!(output.status.success(), "kubectl {args:?}: {}", String::from_utf8_lossy(&output.stderr));
+    String::from_utf8_lossy(&output.stdout).into_owned()
+}
+
+/// `kubectl apply -f` of one object.
+pub async fn kubectl_apply(kubeconfig: &std::path::Path, object: &serde_json::Value) {
+    let path = tempfile::NamedTempFile::new().expect("manifest");
+    std::fs::write(path.path(), object.to_string()).expect("write");
+    kubectl(kubeconfig, &["apply", "-f", &path.path().display().to_string()]).await;
+}
+
+/// The reasons of the Events about objects of `kind` in the default namespace.
+pub async fn event_reasons(client: kube::Client, kind: &str) -> Vec<String> {
+    let events: kube::Api<k8s_openapi::api::core::v1::Event> = kube::Api::default_namespaced(client);
+    let listed = events.list(&kube::api::ListParams::default()).await.expect("events");
+    let about = listed.items.into_iter().filter(|e| e.involved_object.kind.as_deref() == Some(kind));
+    about.filter_map(|e| e.reason).collect()
+}
+
+/// Serves `router` on a free local port; gives its base URL.
+pub async fn serve(router: axum::Router) -> String {
+    let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.expect("bind");
+    let address = listener.local_addr().expect("address");
+    tokio::spawn(async move { axum::serve(listener, router).await.expect("serve") });
+    format!("http://{address}")
+}
