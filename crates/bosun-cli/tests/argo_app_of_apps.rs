@@ -92,6 +92,23 @@ fn child(name: &str, path: &str, namespace: &str, cascade: bool) -> String {
         .replace("REPOSITORY", URL)
 }
 
+/// The values of the `apps` chart, as the example repository's.
+const APPS_VALUES: &str = "\
+spec:
+  destination:
+    server: https://kubernetes.default.svc
+  source:
+    repoURL: https://github.com/argoproj/argocd-example-apps.git
+    targetRevision: HEAD
+";
+
+/// A child as a template of the `apps` chart: its server and repository from the values.
+fn templated(child: String) -> String {
+    child
+        .replace("server: https://kubernetes.default.svc", "server: {{ .Values.spec.destination.server }}")
+        .replace(&format!("repoURL: {URL}"), "repoURL: {{ .Values.spec.source.repoURL }}")
+}
+
 /// The namespace Argo CD's objects live in.
 const ARGOCD: &str = "apiVersion: v1\nkind: Namespace\nmetadata: {name: argocd}\n";
 
@@ -275,14 +292,17 @@ async fn an_app_of_apps_is_synced_healthy_pruned_refused_and_deleted_as_argo_cd_
     let cluster = Cluster::around(server);
     let repos = Repos::new();
     let repo = repos.create("argocd-example-apps");
-    repo.write("apps/guestbook.yaml", &child("guestbook", "guestbook", "guestbook", true))
-        .write("apps/kept.yaml", &child("kept", "kept", "kept", false))
+    // `apps/` is a chart whose templates are the children, as in Argo CD's example repository.
+    repo.write("apps/Chart.yaml", "apiVersion: v2\nname: apps\nversion: 0.1.0\n")
+        .write("apps/values.yaml", APPS_VALUES)
+        .write("apps/templates/guestbook.yaml", &templated(child("guestbook", "guestbook", "guestbook", true)))
+        .write("apps/templates/kept.yaml", &templated(child("kept", "kept", "kept", false)))
         .write("guestbook/guestbook-ui.yaml", &guestbook("guestbook"))
         .write("guestbook/extra.yaml", &configmap("guestbook-extra", "1"))
         .write("kept/kept-ui.yaml", &guestbook("kept"))
         .write("with-namespace/objects.yaml", WITH_NAMESPACE)
-        .write("apps/helm-guestbook.yaml", HELM_CHILD)
-        .write("apps/options.yaml", OPTIONS_CHILDREN)
+        .write("apps/templates/helm-guestbook.yaml", HELM_CHILD)
+        .write("apps/templates/options.yaml", OPTIONS_CHILDREN)
         .write("kustomize-guestbook/kustomization.yaml", "resources: [guestbook-ui.yaml]\n")
         .write("kustomize-guestbook/guestbook-ui.yaml", &guestbook("guestbook"))
         .write("settings/kept.yaml", &configmap("kept", "1"))
@@ -404,6 +424,21 @@ async fn an_app_of_apps_is_synced_healthy_pruned_refused_and_deleted_as_argo_cd_
     let data: Vec<(&str, &str)> = data.iter().map(|(k, v)| (k.as_str(), v.as_str())).collect();
     assert_eq!(data, [("greeting", "from-argo"), ("namespace", "web"), ("version", "1.1.0")]);
 
+    // Self-heal: a change made in the cluster is undone (at the next comparison; a refresh
+    // asks for it now).
+    cluster.kubectl(&["scale", "deployment", "guestbook-ui", "-n", "guestbook", "--replicas=3"], None).await;
+    let refresh = ["annotate", "application", "guestbook", "-n", "argocd", "argocd.argoproj.io/refresh=normal"];
+    cluster.kubectl(&refresh, None).await;
+    let deadline = Instant::now() + BOUND;
+    loop {
+        let replicas = deployments.get("guestbook-ui").await.expect("get").spec.and_then(|s| s.replicas);
+        if replicas == Some(1) {
+            break;
+        }
+        assert!(Instant::now() < deadline, "the scaled Deployment never put back: {replicas:?}");
+        tokio::time::sleep(Duration::from_millis(50)).await;
+    }
+
     let printed = cluster.kubectl(&["get", "applications", "-n", "argocd"], None).await;
     let printed = String::from_utf8_lossy(&printed.stdout).to_string();
     assert!(printed.contains("SYNC STATUS") && printed.contains("HEALTH STATUS"), "{printed}");
@@ -411,7 +446,7 @@ async fn an_app_of_apps_is_synced_healthy_pruned_refused_and_deleted_as_argo_cd_
     // A new commit removing one object and one child: the object is pruned (automated.prune),
     // the child Application too — and without the finalizer its objects stay.
     std::fs::remove_file(repo.path.join("guestbook/extra.yaml")).expect("remove");
-    std::fs::remove_file(repo.path.join("apps/kept.yaml")).expect("remove");
+    std::fs::remove_file(repo.path.join("apps/templates/kept.yaml")).expect("remove");
     std::fs::remove_file(repo.path.join("settings/kept.yaml")).expect("remove");
     let second = repo.commit("second");
     // As `argocd app get --refresh` asks: the new commit is compared (and synced) now rather
