@@ -283,12 +283,23 @@ pub async fn run(
             selector: scope.selector.clone(),
             metrics: Some(metrics.clone()),
         };
-        crate::argo::controller(client.clone(), &scope).on_event(alerts.listener())
+        let fetcher = settings.package.fetcher(settings.package.cache_dir.join("argo-applicationsets"));
+        (
+            crate::argo::controller(client.clone(), &scope).on_event(alerts.listener()),
+            crate::argo::appset::controller(client.clone(), &scope, fetcher).on_event(alerts.listener()),
+        )
     });
     let argo_stop = settings.package.stopping.clone();
     let argo_controller = async move {
         match argo_controller {
-            Some(controller) => controller.run(async move { argo_stop.cancelled().await }).await,
+            Some((applications, sets)) => {
+                let (sets_stop, applications_stop) = (argo_stop.clone(), argo_stop);
+                let (applications, sets) = tokio::join!(
+                    applications.run(async move { applications_stop.cancelled().await }),
+                    sets.run(async move { sets_stop.cancelled().await }),
+                );
+                applications.and(sets)
+            }
             None => Ok(()),
         }
     };

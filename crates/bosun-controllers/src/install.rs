@@ -347,7 +347,7 @@ mod tests {
             .filter_map(|o| o["metadata"]["name"].as_str())
             .filter(|name| name.ends_with(".argoproj.io"))
             .collect();
-        assert_eq!(crds, ["applications.argoproj.io", "appprojects.argoproj.io"]);
+        assert_eq!(crds, ["applications.argoproj.io", "appprojects.argoproj.io", "applicationsets.argoproj.io"]);
         let deployment = installed.iter().find(|o| o["kind"] == "Deployment").expect("deployment");
         let args = deployment["spec"]["template"]["spec"]["containers"][0]["args"].to_string();
         assert!(args.contains("\"--argo\""), "{args}");

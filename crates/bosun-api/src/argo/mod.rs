@@ -1,7 +1,9 @@
-//! Argo CD's own kinds as types (`argoproj.io/v1alpha1`): [`application`] (`Application`)
-//! and [`project`] (`AppProject`), with the CRDs ([`crds`]) Argo CD installs for them — the
-//! same group, names, short names, printer columns and no status subresource (Argo CD writes
-//! the status with the object), so that an Argo CD repository's objects apply unchanged.
+//! Argo CD's own kinds as types (`argoproj.io/v1alpha1`): [`application`] (`Application`),
+//! [`project`] (`AppProject`) and [`applicationset`] (`ApplicationSet`), with the CRDs
+//! ([`crds`]) Argo CD installs for them — the same group, names, short names, printer columns
+//! and subresources (none for Application and AppProject, whose status Argo CD writes with the
+//! object; `status` for ApplicationSet), so that an Argo CD repository's objects apply
+//! unchanged.
 //! `bosun crds --argo` prints them.
 //!
 //! The schemas are typed where bosun reads a field and open everywhere (every object keeps
@@ -10,9 +12,11 @@
 //! pruned silently by the API server.
 
 pub mod application;
+pub mod applicationset;
 pub mod project;
 
 pub use application::Application;
+pub use applicationset::ApplicationSet;
 pub use project::AppProject;
 
 use k8s_openapi::apiextensions_apiserver::pkg::apis::apiextensions::v1::CustomResourceDefinition;
@@ -63,6 +67,7 @@ macro_rules! argo_resource {
 
 argo_resource!(Application, "Application", "applications");
 argo_resource!(AppProject, "AppProject", "appprojects");
+argo_resource!(ApplicationSet, "ApplicationSet", "applicationsets");
 
 /// `metadata` in a schema, as kube's derive writes it.
 pub(crate) fn object_meta(_: &mut schemars::SchemaGenerator) -> schemars::Schema {
@@ -70,7 +75,8 @@ pub(crate) fn object_meta(_: &mut schemars::SchemaGenerator) -> schemars::Schema
 }
 
 /// The CRDs of Argo CD's kinds bosun serves: `applications.argoproj.io` (short names `app`,
-/// `apps`) and `appprojects.argoproj.io` (`appproj`, `appprojs`).
+/// `apps`), `appprojects.argoproj.io` (`appproj`, `appprojs`) and
+/// `applicationsets.argoproj.io` (`appset`, `appsets`, with a status subresource).
 pub fn crds() -> Vec<CustomResourceDefinition> {
     let application_columns = json!([
         {"jsonPath": ".status.sync.status", "name": "Sync Status", "type": "string"},
@@ -79,17 +85,20 @@ pub fn crds() -> Vec<CustomResourceDefinition> {
         {"jsonPath": ".spec.project", "name": "Project", "priority": 10, "type": "string"},
     ]);
     vec![
-        crd::<Application>("Application", "applications", &["app", "apps"], application_columns),
-        crd::<AppProject>("AppProject", "appprojects", &["appproj", "appprojs"], json!([])),
+        crd::<Application>("Application", "applications", &["app", "apps"], application_columns, false),
+        crd::<AppProject>("AppProject", "appprojects", &["appproj", "appprojs"], json!([]), false),
+        crd::<ApplicationSet>("ApplicationSet", "applicationsets", &["appset", "appsets"], json!([]), true),
     ]
 }
 
-/// A CRD as Argo CD's: one version, stored, no subresources, the schema of `K` made open.
+/// A CRD as Argo CD's: one version, stored, a status subresource when `status` (none
+/// otherwise), the schema of `K` made open.
 fn crd<K: schemars::JsonSchema>(
     kind: &str,
     plural: &str,
     short_names: &[&str],
     columns: Value,
+    status: bool,
 ) -> CustomResourceDefinition {
     let generator = schemars::generate::SchemaSettings::openapi3()
         .with(|s| {
@@ -113,8 +122,9 @@ fn crd<K: schemars::JsonSchema>(
         object.remove("x-kubernetes-preserve-unknown-fields");
     }
     let singular = kind.to_lowercase();
+    let subresources = if status { json!({"status": {}}) } else { json!({}) };
     let mut version = json!({
-        "name": "v1alpha1", "served": true, "storage": true, "subresources": {},
+        "name": "v1alpha1", "served": true, "storage": true, "subresources": subresources,
         "schema": {"openAPIV3Schema": schema},
     });
     if columns.as_array().is_some_and(|c| !c.is_empty()) {
@@ -176,7 +186,15 @@ mod tests {
         assert_eq!(columns(version), ["Sync Status", "Health Status", "Revision", "Project"]);
         let project = crd("appprojects");
         assert_eq!(project["spec"]["names"]["shortNames"], json!(["appproj", "appprojs"]));
-        for crd in [application, project] {
+        let set = crd("applicationsets");
+        assert_eq!(set["metadata"]["name"], "applicationsets.argoproj.io");
+        assert_eq!(set["spec"]["names"]["shortNames"], json!(["appset", "appsets"]));
+        assert_eq!(set["spec"]["versions"][0]["subresources"], json!({"status": {}}), "as Argo CD's");
+        let generator = &set["spec"]["versions"][0]["schema"]["openAPIV3Schema"]["properties"]["spec"]["properties"]["generators"]
+            ["items"];
+        assert_eq!(generator["properties"]["git"]["properties"]["repoURL"]["type"], "string");
+        assert_eq!(generator["properties"]["matrix"]["x-kubernetes-preserve-unknown-fields"], true);
+        for crd in [application, project, set] {
             let mut problems = Vec::new();
             check_structural(&crd["spec"]["versions"][0]["schema"]["openAPIV3Schema"], "", &mut problems);
             assert!(problems.is_empty(), "{problems:#?}");
