@@ -237,11 +237,15 @@ impl ApplicationSets {
                 }
             }
             let Some(key) = needed else { return Ok(Ok(sets)) };
-            let tree = self
-                .tree(run, &key)
-                .await
-                .map_err(|message| Failure::retry("GitFetchFailed", format!("{}: {message}", run.describe())))?;
-            trees.insert(key, tree);
+            match self.tree(run, &key).await {
+                Ok(tree) => trees.insert(key, tree),
+                Err(message) => {
+                    // Reported as Argo CD reports a repository it cannot read, and retried.
+                    let message = format!("spec.generators: {message}");
+                    Self::report(run, Outcome::NoParameters(status::PARAMS_ERROR, message.clone())).await?;
+                    return Err(Failure::retry("GitFetchFailed", format!("{}: {message}", run.describe())));
+                }
+            };
         }
     }
 
@@ -470,5 +474,78 @@ impl kit::Reconciler for ApplicationSets {
             format!("{}: waiting for the Packages of {} to keep their objects", run.describe(), waiting.join(", ")),
         )
         .within(Duration::from_secs(2)))
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn spec(value: Value) -> ApplicationSetSpec {
+        serde_json::from_value(value).expect("spec")
+    }
+
+    #[test]
+    fn applications_sync_allows_what_argo_cd_s_policies_allow() {
+        let cases = [
+            (None, (true, true)),
+            (Some("sync"), (true, true)),
+            (Some("create-only"), (false, false)),
+            (Some("create-update"), (true, false)),
+            (Some("create-delete"), (false, true)),
+        ];
+        for (policy, expected) in cases {
+            let spec = spec(json!({"syncPolicy": {"applicationsSync": policy}}));
+            assert_eq!(allowed(&spec), expected, "{policy:?}");
+            assert_eq!(refused(&spec, &json!({"spec": serde_json::to_value(&spec).expect("json")})), None);
+        }
+    }
+
+    #[test]
+    fn fields_bosun_does_not_honour_are_refused_by_name() {
+        let cases = [
+            (json!({"templatePatch": "x"}), "spec.templatePatch: bosun does not honour this yet"),
+            (json!({"strategy": {"type": "Canary"}}), "spec.strategy.type: \"Canary\": one of AllAtOnce, RollingSync"),
+            (json!({"syncPolicy": {"applicationsSync": "all"}}), "spec.syncPolicy.applicationsSync: \"all\""),
+        ];
+        for (value, expected) in cases {
+            let parsed = spec(value.clone());
+            let message = refused(&parsed, &json!({"spec": value})).expect("refused");
+            assert!(message.starts_with(expected), "{message}");
+        }
+        let known = spec(json!({"generators": [{"list": {"elements": []}}]}));
+        let raw = json!({"spec": {"generators": [{"list": {"elements": [], "newOption": true}}]}});
+        assert_eq!(
+            refused(&known, &raw).as_deref(),
+            Some("spec.generators.list.newOption: bosun does not honour this yet: a field bosun does not know")
+        );
+    }
+
+    #[test]
+    fn git_generators_set_how_soon_the_set_is_read_again() {
+        let nested = spec(json!({"generators": [{"matrix": {"generators": [
+            {"clusters": {}},
+            {"git": {"repoURL": "u", "requeueAfterSeconds": 30, "directories": [{"path": "*"}]}},
+        ]}}]}));
+        assert_eq!(git_interval(&nested), Some(Duration::from_secs(30)));
+        let default = spec(json!({"generators": [{"git": {"repoURL": "u", "files": [{"path": "*.json"}]}}]}));
+        assert_eq!(git_interval(&default), Some(GIT_INTERVAL));
+        assert_eq!(git_interval(&spec(json!({"generators": [{"list": {"elements": []}}]}))), None);
+    }
+
+    #[test]
+    fn a_rolling_sync_writes_the_operation_argo_cd_writes() {
+        let application =
+            json!({"spec": {"syncPolicy": {"syncOptions": ["CreateNamespace=true"], "retry": {"limit": 2}}}});
+        assert_eq!(
+            sync_operation(&application, true),
+            json!({
+                "initiatedBy": {"username": "applicationset-controller", "automated": true},
+                "info": [{"name": "Reason", "value": "ApplicationSet RollingSync triggered a sync of this Application resource."}],
+                "sync": {"syncOptions": ["CreateNamespace=true"], "prune": true},
+                "retry": {"limit": 2},
+            })
+        );
+        assert_eq!(sync_operation(&json!({"spec": {}}), false)["sync"], json!({}));
     }
 }
