@@ -91,7 +91,9 @@ fn instantiate(spec: &FleetSpec, set: &ParamSet) -> Result<Generated, GenerateEr
     let labels = map("spec.template.metadata.labels", &template.metadata.labels)?;
     let annotations = map("spec.template.metadata.annotations", &template.metadata.annotations)?;
     let mut value = template.spec.clone();
-    crate::generate::render_strings(&mut value, "spec.template.spec", &mut |text| substitute(text, &set.values))?;
+    crate::generate::render_strings(&mut value, "spec.template.spec", false, &mut |text| {
+        substitute(text, &set.values)
+    })?;
     if let (Some(cluster), Some(object)) = (&set.cluster, value.as_object_mut()) {
         object.entry("kubeConfig").or_insert_with(|| json!({"secretRef": {"name": cluster}}));
     }

@@ -306,23 +306,33 @@ pub(crate) fn substitute(text: &str, params: &Params, unknown: Unknown) -> Resul
     Ok(out)
 }
 
-/// `render` applied to every string of `value` (not to keys); errors name the field.
+/// `render` applied to every string of `value`, and with `keys` to object keys holding `{{`
+/// too (Argo CD templates map keys: an annotation's name); errors name the field.
 pub(crate) fn render_strings(
     value: &mut Value,
     field: &str,
+    keys: bool,
     render: &mut impl FnMut(&str) -> Result<String, String>,
 ) -> Result<(), GenerateError> {
     match value {
         Value::String(text) => *text = render(text).map_err(|m| invalid(field, m))?,
         Value::Array(items) => {
             for (index, item) in items.iter_mut().enumerate() {
-                render_strings(item, &format!("{field}[{index}]"), render)?;
+                render_strings(item, &format!("{field}[{index}]"), keys, render)?;
             }
         }
         Value::Object(object) => {
-            for (key, item) in object.iter_mut() {
-                render_strings(item, &format!("{field}.{key}"), render)?;
+            let mut rendered = serde_json::Map::with_capacity(object.len());
+            for (key, mut item) in std::mem::take(object) {
+                let at = format!("{field}.{key}");
+                render_strings(&mut item, &at, keys, render)?;
+                let key = match keys && key.contains("{{") {
+                    true => render(&key).map_err(|m| invalid(&at, m))?,
+                    false => key,
+                };
+                rendered.insert(key, item);
             }
+            *object = rendered;
         }
         _ => {}
     }

@@ -202,7 +202,7 @@ fn templated(
     field: &str,
 ) -> Result<ApplicationSetGenerator, GenerateError> {
     let mut value = serde_json::to_value(generator).unwrap_or_default();
-    render_strings(&mut value, field, &mut |text| engine.render(text, params))?;
+    render_strings(&mut value, field, true, &mut |text| engine.render(text, params))?;
     serde_json::from_value(value).map_err(|e| invalid(field, e.to_string()))
 }
 

@@ -148,11 +148,38 @@ fn git_interval(spec: &ApplicationSetSpec) -> Option<Duration> {
     found.into_iter().map(|s| s.map_or(GIT_INTERVAL, |s| Duration::from_secs(s.max(1)))).min()
 }
 
+/// A generated Application as `RollingSync` sees it, from what is live (as the reconcile
+/// began: `spec_changed` is whether this reconcile writes a new spec).
+fn member<'a>(generated: &'a Generated, live: Option<&'a Value>) -> rolling::Member<'a> {
+    let text = |pointer: &str| live.and_then(|l| l.pointer(pointer)).and_then(Value::as_str);
+    let status = live.map(|l| &l["status"]);
+    let revisions = match status.and_then(|s| s.pointer("/sync/revisions")).and_then(Value::as_array) {
+        Some(revisions) => revisions.iter().filter_map(Value::as_str).map(str::to_string).collect(),
+        None => text("/status/sync/revision").map(str::to_string).into_iter().collect(),
+    };
+    let conditions = status.and_then(|s| s["conditions"].as_array()).cloned().unwrap_or_default();
+    rolling::Member {
+        name: &generated.name,
+        labels: &generated.labels,
+        live: live.is_some(),
+        spec_changed: live.is_some_and(|l| l["spec"] != generated.object["spec"]),
+        revisions,
+        sync: text("/status/sync/status").unwrap_or_default(),
+        health: text("/status/health/status").unwrap_or_default(),
+        phase: text("/status/operationState/phase"),
+        started_at: text("/status/operationState/startedAt"),
+        reconciled_at: text("/status/reconciledAt"),
+        error: conditions.iter().any(|c| matches!(c["type"].as_str(), Some("InvalidSpecError" | "UnknownError"))),
+    }
+}
+
 /// The operation Argo CD's ApplicationSet controller writes to sync an Application of a
-/// `RollingSync` step: its sync options and retry, and `prune` as the template's
-/// `automated.prune` (automated sync itself is turned off in the generated Applications).
-fn sync_operation(application: &Value, prune: bool) -> Value {
+/// `RollingSync` step: its sync options, its retry (a limit of 5 when it names none), and
+/// `prune` as its `automated.prune` (automated sync itself is turned off in the generated
+/// Applications).
+fn sync_operation(application: &Value) -> Value {
     let policy = &application["spec"]["syncPolicy"];
+    let prune = policy.pointer("/automated/prune") == Some(&json!(true));
     let mut sync = json!({});
     if let Some(options) = policy.get("syncOptions").filter(|o| o.as_array().is_some_and(|o| !o.is_empty())) {
         sync["syncOptions"] = options.clone();
@@ -160,15 +187,12 @@ fn sync_operation(application: &Value, prune: bool) -> Value {
     if prune {
         sync["prune"] = json!(true);
     }
-    let mut operation = json!({
+    json!({
         "initiatedBy": {"username": "applicationset-controller", "automated": true},
-        "info": [{"name": "Reason", "value": "ApplicationSet RollingSync triggered a sync of this Application resource."}],
+        "info": [{"name": "Reason", "value": "ApplicationSet RollingSync triggered a sync of this Application resource"}],
         "sync": sync,
-    });
-    if let Some(retry) = policy.get("retry") {
-        operation["retry"] = retry.clone();
-    }
-    operation
+        "retry": policy.get("retry").cloned().unwrap_or_else(|| json!({"limit": 5})),
+    })
 }
 
 impl ApplicationSets {
@@ -271,7 +295,7 @@ impl ApplicationSets {
         };
         run.publish(EventType::Warning, reason, &format!("{}: {message}", run.describe()), "Reconcile").await;
         let mut status = run.object().status.clone().unwrap_or_default();
-        let rolling = if rolling_sync(&run.object().spec) { Rolling::Progressing } else { Rolling::Off };
+        let rolling = if rolling_sync(&run.object().spec) { Rolling::Keep } else { Rolling::Off };
         status.conditions = status::conditions(&status.conditions, &outcome, rolling, &now());
         Self::write_status(run, status).await
     }
@@ -358,7 +382,6 @@ impl kit::Reconciler for ApplicationSets {
         let api: Api<DynamicObject> =
             Api::namespaced_with(run.client().clone(), run.namespace(), &ApiResource::erase::<Application>(&()));
         let params = PatchParams::apply(NAME).force();
-        let mut changed = Vec::new();
         for application in &generated {
             let existing = live.get(&application.name);
             if existing.is_some_and(|live| current(live, application)) || (existing.is_some() && !update) {
@@ -371,7 +394,6 @@ impl kit::Reconciler for ApplicationSets {
                 Self::report(run, Outcome::Failed(status::UPDATE_ERROR, message.clone())).await?;
                 return Err(Failure::retry(status::UPDATE_ERROR, message));
             }
-            changed.push(application.name.clone());
         }
         if delete {
             for name in live.keys().filter(|name| !generated.iter().any(|g| &g.name == *name)) {
@@ -387,45 +409,19 @@ impl kit::Reconciler for ApplicationSets {
         let mut status = set.status.clone().unwrap_or_default();
         let mut rolled = Rolling::Off;
         if let Some(steps) = spec.strategy.as_ref().filter(|_| rolling).and_then(|s| s.rolling_sync.as_ref()) {
-            let text = |live: Option<&Value>, pointer: &str| {
-                live.and_then(|l| l.pointer(pointer)).and_then(Value::as_str).map(str::to_string)
-            };
-            let facts: Vec<(String, String, Option<String>)> = names
-                .iter()
-                .map(|(_, live)| {
-                    (
-                        text(*live, "/status/sync/status").unwrap_or_default(),
-                        text(*live, "/status/health/status").unwrap_or_default(),
-                        text(*live, "/status/operationState/phase"),
-                    )
-                })
-                .collect();
-            let members: Vec<rolling::Member<'_>> = generated
-                .iter()
-                .zip(&facts)
-                .map(|(g, (sync, health, phase))| rolling::Member {
-                    name: &g.name,
-                    labels: &g.labels,
-                    changed: changed.contains(&g.name),
-                    sync,
-                    health,
-                    phase: phase.as_deref(),
-                })
-                .collect();
-            let rollout = rolling::advance(&steps.steps, &members, &status.application_status, &now());
-            let rollout = match rollout {
+            let members: Vec<rolling::Member<'_>> = generated.iter().map(|g| member(g, live.get(&g.name))).collect();
+            let rollout = match rolling::advance(&steps.steps, &members, &status.application_status, &now()) {
                 Ok(rollout) => rollout,
                 Err(message) => return Self::report(run, Outcome::Failed(status::TEMPLATE_ERROR, message)).await,
             };
-            let prune = spec.template.spec.pointer("/syncPolicy/automated/prune") == Some(&json!(true));
             for name in &rollout.sync {
-                let application = generated.iter().find(|g| &g.name == name).map(|g| &g.object);
-                let operation = json!({"operation": sync_operation(application.unwrap_or(&Value::Null), prune)});
+                let Some(application) = generated.iter().find(|g| &g.name == name) else { continue };
+                let operation = json!({"operation": sync_operation(&application.object)});
                 api.patch(name, &PatchParams::default(), &Patch::Merge(&operation))
                     .await
                     .map_err(|e| Failure::from_error("SyncApplicationError", &e))?;
             }
-            rolled = if rollout.complete { Rolling::Complete } else { Rolling::Progressing };
+            rolled = rollout.progressing.map_or(Rolling::Complete, Rolling::Step);
             status.application_status = rollout.statuses;
         } else {
             status.application_status.clear();
@@ -535,17 +531,19 @@ mod tests {
 
     #[test]
     fn a_rolling_sync_writes_the_operation_argo_cd_writes() {
-        let application =
-            json!({"spec": {"syncPolicy": {"syncOptions": ["CreateNamespace=true"], "retry": {"limit": 2}}}});
+        let application = json!({"spec": {"syncPolicy": {
+            "automated": {"prune": true, "enabled": false}, "syncOptions": ["CreateNamespace=true"], "retry": {"limit": 2},
+        }}});
         assert_eq!(
-            sync_operation(&application, true),
+            sync_operation(&application),
             json!({
                 "initiatedBy": {"username": "applicationset-controller", "automated": true},
-                "info": [{"name": "Reason", "value": "ApplicationSet RollingSync triggered a sync of this Application resource."}],
+                "info": [{"name": "Reason", "value": "ApplicationSet RollingSync triggered a sync of this Application resource"}],
                 "sync": {"syncOptions": ["CreateNamespace=true"], "prune": true},
                 "retry": {"limit": 2},
             })
         );
-        assert_eq!(sync_operation(&json!({"spec": {}}), false)["sync"], json!({}));
+        let bare = sync_operation(&json!({"spec": {}}));
+        assert_eq!((&bare["sync"], &bare["retry"]), (&json!({}), &json!({"limit": 5})));
     }
 }

@@ -1,41 +1,43 @@
 //! `strategy.type: RollingSync`, decided without a cluster, as Argo CD's ApplicationSet
-//! controller decides it: each generated Application belongs to the first step whose
-//! `matchExpressions` its labels satisfy; an Application with changes waits (`Waiting`) until
-//! every Application of the earlier steps is `Healthy`, then at most `maxUpdate` of its step
-//! at once are synced (`Pending`, then `Progressing` once the sync runs, `Healthy` once done).
-//! Applications no step selects are never synced by the ApplicationSet.
+//! controller (v3) decides it: each generated Application belongs to the first step whose
+//! `matchExpressions` (`In`, `NotIn`) its labels satisfy (step `-1` when none does: never synced
+//! by the ApplicationSet). An Application whose spec or revisions changed waits (`Waiting`)
+//! until every Application of the earlier steps is `Healthy`; then at most `maxUpdate` of its
+//! step at once are synced (`Pending`), `Progressing` once a sync started after that, `Healthy`
+//! once synced and healthy. An Application already synced and healthy goes straight to
+//! `Healthy`.
 
 use std::collections::BTreeMap;
 
 use k8s_openapi::apimachinery::pkg::util::intstr::IntOrString;
 
-use bosun_api::argo::applicationset::{ApplicationSetApplicationStatus, RollingSyncStep, Selector};
+use bosun_api::argo::applicationset::{ApplicationSetApplicationStatus, RollingSyncStep};
 
-use super::generators::label_selector;
-use crate::generate::selects;
-
-/// A generated Application as the strategy sees it.
+/// A generated Application as the strategy sees it (as live, when it is).
 #[derive(Debug, Clone)]
 pub(crate) struct Member<'a> {
     /// Its name.
     pub name: &'a str,
     /// Its labels.
     pub labels: &'a BTreeMap<String, String>,
-    /// What is written now differs from what is live (or it is new).
-    pub changed: bool,
+    /// Whether it exists yet.
+    pub live: bool,
+    /// The generated spec differs from the live one.
+    pub spec_changed: bool,
+    /// `status.sync.revisions` (or `[status.sync.revision]`).
+    pub revisions: Vec<String>,
     /// `status.sync.status`.
     pub sync: &'a str,
     /// `status.health.status`.
     pub health: &'a str,
     /// `status.operationState.phase`, if any.
     pub phase: Option<&'a str>,
-}
-
-impl Member<'_> {
-    /// Synced, healthy, and no sync running or failed.
-    fn healthy(&self) -> bool {
-        self.health == "Healthy" && self.sync == "Synced" && self.phase.is_none_or(|p| p == "Succeeded")
-    }
+    /// `status.operationState.startedAt` (RFC 3339), if any.
+    pub started_at: Option<&'a str>,
+    /// `status.reconciledAt` (RFC 3339), if any.
+    pub reconciled_at: Option<&'a str>,
+    /// It has an `InvalidSpecError` or `UnknownError` condition.
+    pub error: bool,
 }
 
 /// What to do now.
@@ -45,44 +47,61 @@ pub(crate) struct Rollout {
     pub statuses: Vec<ApplicationSetApplicationStatus>,
     /// The Applications to sync now (their `operation` written).
     pub sync: Vec<String>,
-    /// Whether every Application of every step is `Healthy`.
-    pub complete: bool,
+    /// The step being rolled out (1-based), or none when every step is done.
+    pub progressing: Option<usize>,
 }
 
-/// The step of each member (0-based), by the first step that selects it.
-fn step_of(steps: &[RollingSyncStep], member: &Member<'_>) -> Result<Option<usize>, String> {
-    for (index, step) in steps.iter().enumerate() {
-        let selector =
-            label_selector(&Selector { match_expressions: step.match_expressions.clone(), ..Default::default() });
-        if selects(&selector, member.labels).map_err(|m| format!("spec.strategy.rollingSync.steps[{index}]: {m}"))? {
-            return Ok(Some(index));
-        }
-    }
-    Ok(None)
+/// Whether `a` is a later RFC 3339 time than `b` (Argo CD writes seconds, so text order is
+/// time order).
+fn after(a: &str, b: Option<&str>) -> bool {
+    b.is_none_or(|b| a > b)
 }
 
-/// `maxUpdate` of a step of `members`: all when absent or `0`; a percentage rounded down, at
-/// least 1 unless it is `0%`.
+/// The step of each member (0-based), by the first step that selects it: `In` needs the
+/// label among the values, `NotIn` needs it absent or not among them; other operators select
+/// nothing, as Argo CD's.
+fn step_of(steps: &[RollingSyncStep], labels: &BTreeMap<String, String>) -> Option<usize> {
+    steps.iter().position(|step| {
+        !step.match_expressions.is_empty()
+            && step.match_expressions.iter().all(|e| {
+                let value = labels.get(&e.key);
+                match e.operator.as_str() {
+                    "In" => value.is_some_and(|v| e.values.contains(v)),
+                    "NotIn" => value.is_none_or(|v| !e.values.contains(v)),
+                    _ => false,
+                }
+            })
+    })
+}
+
+/// `maxUpdate` of a step of `members`: all when absent; a number; a percentage rounded down,
+/// at least 1 unless it is `0%`.
 fn max_update(value: Option<&IntOrString>, members: usize) -> Result<usize, String> {
     match value {
         None => Ok(members),
-        Some(IntOrString::Int(n)) if *n <= 0 => Ok(members),
-        Some(IntOrString::Int(n)) => Ok(*n as usize),
+        Some(IntOrString::Int(n)) => Ok(usize::try_from(*n).unwrap_or(0)),
         Some(IntOrString::String(text)) => {
             let percent = text
                 .strip_suffix('%')
                 .and_then(|p| p.parse::<usize>().ok())
                 .ok_or_else(|| format!("{text:?}: a number or a percentage such as 25%"))?;
-            match (percent, members * percent / 100) {
-                (0, _) => Ok(members),
-                (_, 0) => Ok(1),
-                (_, n) => Ok(n),
-            }
+            Ok(match (percent, members * percent / 100) {
+                (0, _) => 0,
+                (_, 0) => 1,
+                (_, n) => n,
+            })
         }
     }
 }
 
-/// Moves each member's status on and picks the members to sync now; `previous` is
+/// `status` moved to `to`, saying why, at `now`.
+fn moved(status: &mut ApplicationSetApplicationStatus, now: &str, to: &str, message: &str) {
+    status.status = to.into();
+    status.message = message.into();
+    status.last_transition_time = Some(now.to_string());
+}
+
+/// Moves each live member's status on and picks the members to sync now; `previous` is
 /// `status.applicationStatus` as last written, `now` the time of any transition.
 pub(crate) fn advance(
     steps: &[RollingSyncStep],
@@ -90,73 +109,109 @@ pub(crate) fn advance(
     previous: &[ApplicationSetApplicationStatus],
     now: &str,
 ) -> Result<Rollout, String> {
-    let mut statuses: Vec<(usize, &Member<'_>, ApplicationSetApplicationStatus)> = Vec::new();
-    for member in members {
-        let Some(step) = step_of(steps, member)? else { continue };
-        let mut status = previous.iter().find(|s| s.application == member.name).cloned().unwrap_or_else(|| {
+    let step_index: Vec<Option<usize>> = members.iter().map(|m| step_of(steps, m.labels)).collect();
+    let mut statuses: Vec<(Option<usize>, ApplicationSetApplicationStatus)> = Vec::new();
+    for (member, step) in members.iter().zip(&step_index).filter(|(m, _)| m.live) {
+        let step_text = step.map_or("-1".to_string(), |s| (s + 1).to_string());
+        let current = previous.iter().find(|s| s.application == member.name).cloned().unwrap_or_else(|| {
             ApplicationSetApplicationStatus {
                 application: member.name.to_string(),
+                target_revisions: member.revisions.clone(),
+                last_transition_time: Some(now.to_string()),
+                message: "No Application status found, defaulting status to Waiting".into(),
                 status: "Waiting".into(),
-                message: "No Application status found, defaulting status to Waiting.".into(),
-                ..Default::default()
+                step: step_text.clone(),
             }
         });
-        status.step = (step + 1).to_string();
-        let pending_changes = member.changed || (member.sync == "OutOfSync" && status.status == "Healthy");
-        let transition = match status.status.as_str() {
-            "Waiting" | "Pending" if pending_changes => None,
-            _ if pending_changes => Some(("Waiting", "Application has pending changes, setting status to Waiting.")),
-            "Pending" if member.phase == Some("Running") || member.health == "Progressing" => Some((
-                "Progressing",
-                "Application resource became Progressing, updating status from Pending to Progressing.",
-            )),
-            "Pending" if member.healthy() && member.phase == Some("Succeeded") => Some((
-                "Progressing",
-                "Application resource completed a sync successfully, updating status from Pending to Progressing.",
-            )),
-            "Waiting" if member.healthy() => {
-                Some(("Healthy", "Application resource is already Healthy, updating status from Waiting to Healthy."))
-            }
-            "Progressing" if member.healthy() => {
-                Some(("Healthy", "Application resource became Healthy, updating status from Progressing to Healthy."))
-            }
-            _ => None,
-        };
-        if let Some((to, message)) = transition {
-            status.status = to.into();
-            status.message = message.into();
-            status.last_transition_time = Some(now.to_string());
+        let mut next = current.clone();
+        next.step = step_text;
+        let revisions_changed = current.target_revisions != member.revisions;
+        if revisions_changed || member.spec_changed {
+            let message = match (revisions_changed, member.spec_changed) {
+                (true, true) => "Application has pending changes (revision and spec differ), setting status to Waiting",
+                (true, false) => "Application has pending changes, setting status to Waiting",
+                _ => "Application has pending changes (spec differs), setting status to Waiting",
+            };
+            moved(&mut next, now, "Waiting", message);
         }
-        if status.last_transition_time.is_none() {
-            status.last_transition_time = Some(now.to_string());
+        let healthy = member.health == "Healthy";
+        if next.status == "Waiting" {
+            // A change does not always need a sync: an Application already synced is not synced again.
+            if member.sync == "Synced" && healthy {
+                moved(&mut next, now, "Healthy", "Application resource has synced, updating status to Healthy");
+            } else if member.sync == "Synced" {
+                moved(&mut next, now, "Progressing", "Application resource has synced, updating status to Progressing");
+            }
+        } else if current.status == "Pending" {
+            let since = current.last_transition_time.as_deref();
+            let fresh = member.reconciled_at.is_none_or(|at| after(at, next.last_transition_time.as_deref()));
+            if fresh && member.started_at.is_some_and(|at| after(at, since)) {
+                let message = match member.phase {
+                    Some("Succeeded") => {
+                        "Application resource completed a sync successfully, updating status from Pending to Progressing"
+                    }
+                    Some("Failed" | "Error") => {
+                        "Application resource completed a sync, updating status from Pending to Progressing"
+                    }
+                    _ => "Application resource became Progressing, updating status from Pending to Progressing",
+                };
+                moved(&mut next, now, "Progressing", message);
+            } else if fresh && member.error {
+                moved(
+                    &mut next,
+                    now,
+                    "Progressing",
+                    "Application resource has error and cannot sync, updating status to Progressing",
+                );
+            }
+        } else if current.status == "Progressing" && healthy && member.sync == "Synced" {
+            moved(
+                &mut next,
+                now,
+                "Healthy",
+                "Application resource became Healthy, updating status from Progressing to Healthy",
+            );
         }
-        statuses.push((step, member, status));
+        statuses.push((*step, next));
     }
-    let mut sync = Vec::new();
-    for (index, step) in steps.iter().enumerate() {
-        let earlier_healthy = statuses.iter().filter(|(s, ..)| *s < index).all(|(.., st)| st.status == "Healthy");
-        if !earlier_healthy {
+    // The steps that may sync now: each in order, until one is not all created and Healthy.
+    let mut syncable = vec![false; steps.len()];
+    for (index, open) in syncable.iter_mut().enumerate() {
+        *open = true;
+        let in_step: Vec<&Member<'_>> =
+            members.iter().zip(&step_index).filter(|(_, s)| **s == Some(index)).map(|(m, _)| m).collect();
+        let done = in_step
+            .iter()
+            .all(|m| m.live && statuses.iter().any(|(_, st)| st.application == m.name && st.status == "Healthy"));
+        if !done {
             break;
         }
-        let in_step = statuses.iter().filter(|(s, ..)| *s == index).count();
+    }
+    let mut sync = Vec::new();
+    for (index, step) in steps.iter().enumerate().filter(|(i, _)| syncable[*i]) {
+        let in_step = statuses.iter().filter(|(s, _)| *s == Some(index)).count();
         let limit = max_update(step.max_update.as_ref(), in_step)
             .map_err(|m| format!("spec.strategy.rollingSync.steps[{index}].maxUpdate: {m}"))?;
         let updating = statuses
             .iter()
-            .filter(|(s, _, st)| *s == index && matches!(st.status.as_str(), "Pending" | "Progressing"))
+            .filter(|(s, st)| *s == Some(index) && matches!(st.status.as_str(), "Pending" | "Progressing"))
             .count();
-        let waiting = statuses.iter_mut().filter(|(s, _, st)| *s == index && st.status == "Waiting");
-        for (_, member, status) in waiting.take(limit.saturating_sub(updating)) {
+        let waiting = statuses.iter_mut().filter(|(s, st)| *s == Some(index) && st.status == "Waiting");
+        for (_, status) in waiting.take(limit.saturating_sub(updating)) {
             status.status = "Pending".into();
             status.message =
-                "Application moved to Pending status, watching for the Application resource to start Progressing."
+                "Application moved to Pending status, watching for the Application resource to start Progressing"
                     .into();
             status.last_transition_time = Some(now.to_string());
-            sync.push(member.name.to_string());
+            sync.push(status.application.clone());
         }
     }
-    let complete = statuses.iter().all(|(.., st)| st.status == "Healthy");
-    Ok(Rollout { statuses: statuses.into_iter().map(|(.., st)| st).collect(), sync, complete })
+    let progressing = (0..steps.len()).find(|index| {
+        let mut in_step = statuses.iter().filter(|(s, _)| *s == Some(*index)).peekable();
+        in_step.peek().is_some() && !in_step.all(|(_, st)| st.status == "Healthy")
+    });
+    let statuses = statuses.into_iter().map(|(_, st)| st).collect();
+    Ok(Rollout { statuses, sync, progressing: progressing.map(|i| i + 1) })
 }
 
 #[cfg(test)]
@@ -173,18 +228,30 @@ mod tests {
         .expect("steps")
     }
 
-    /// (name, env, changed, sync, health, phase)
-    type Row = (&'static str, &'static str, bool, &'static str, &'static str, Option<&'static str>);
+    /// (name, env, spec changed, sync, health, operation phase and start)
+    type Row = (&'static str, &'static str, bool, &'static str, &'static str, Option<(&'static str, &'static str)>);
 
-    fn run(rows: &[Row], previous: &[ApplicationSetApplicationStatus]) -> Rollout {
+    fn run(rows: &[Row], previous: &[ApplicationSetApplicationStatus], now: &str) -> Rollout {
         let labels: Vec<BTreeMap<String, String>> =
             rows.iter().map(|r| BTreeMap::from([("env".to_string(), r.1.to_string())])).collect();
         let members: Vec<Member<'_>> = rows
             .iter()
             .zip(&labels)
-            .map(|(r, labels)| Member { name: r.0, labels, changed: r.2, sync: r.3, health: r.4, phase: r.5 })
+            .map(|(r, labels)| Member {
+                name: r.0,
+                labels,
+                live: true,
+                spec_changed: r.2,
+                revisions: vec!["abc".into()],
+                sync: r.3,
+                health: r.4,
+                phase: r.5.map(|p| p.0),
+                started_at: r.5.map(|p| p.1),
+                reconciled_at: None,
+                error: false,
+            })
             .collect();
-        advance(&steps(), &members, previous, "2026-01-01T00:00:00Z").expect("rollout")
+        advance(&steps(), &members, previous, now).expect("rollout")
     }
 
     fn states(rollout: &Rollout) -> Vec<(&str, &str, &str)> {
@@ -193,71 +260,73 @@ mod tests {
 
     #[test]
     fn steps_sync_in_order_each_waiting_for_the_earlier_ones_healthy() {
-        // A new ApplicationSet: dev is synced first; prod waits; the unselected one is left alone.
+        // New Applications: dev is synced first, prod waits, the unselected one is step -1.
         let new: [Row; 4] = [
-            ("dev-a", "dev", true, "OutOfSync", "Missing", None),
-            ("prod-a", "prod", true, "OutOfSync", "Missing", None),
-            ("prod-b", "prod", true, "OutOfSync", "Missing", None),
-            ("other", "qa", true, "OutOfSync", "Missing", None),
+            ("dev-a", "dev", false, "OutOfSync", "Missing", None),
+            ("prod-a", "prod", false, "OutOfSync", "Missing", None),
+            ("prod-b", "prod", false, "OutOfSync", "Missing", None),
+            ("other", "qa", false, "OutOfSync", "Missing", None),
         ];
-        let first = run(&new, &[]);
+        let t1 = "2026-01-01T00:00:01Z";
+        let first = run(&new, &[], t1);
         assert_eq!(first.sync, ["dev-a"]);
-        assert_eq!(states(&first), [("dev-a", "Pending", "1"), ("prod-a", "Waiting", "2"), ("prod-b", "Waiting", "2")]);
-        assert_eq!(first.statuses[1].message, "No Application status found, defaulting status to Waiting.");
-        assert!(!first.complete);
+        assert_eq!(
+            states(&first),
+            [
+                ("dev-a", "Pending", "1"),
+                ("prod-a", "Waiting", "2"),
+                ("prod-b", "Waiting", "2"),
+                ("other", "Waiting", "-1")
+            ]
+        );
+        assert_eq!(first.statuses[1].message, "No Application status found, defaulting status to Waiting");
+        assert_eq!(first.progressing, Some(1));
 
-        // dev's sync runs, then it is healthy: prod starts, half of it at once.
+        // dev's sync starts after it went Pending: Progressing; then Healthy; prod starts, half of it.
+        let t2 = "2026-01-01T00:00:02Z";
         let running: [Row; 3] = [
-            ("dev-a", "dev", false, "OutOfSync", "Progressing", Some("Running")),
+            ("dev-a", "dev", false, "OutOfSync", "Progressing", Some(("Running", t2))),
             ("prod-a", "prod", false, "OutOfSync", "Missing", None),
             ("prod-b", "prod", false, "OutOfSync", "Missing", None),
         ];
-        let second = run(&running, &first.statuses);
+        let second = run(&running, &first.statuses, t2);
         assert!(second.sync.is_empty());
-        assert_eq!(second.statuses[0].status, "Progressing");
+        assert_eq!(
+            second.statuses[0].message,
+            "Application resource became Progressing, updating status from Pending to Progressing"
+        );
+        let t3 = "2026-01-01T00:00:03Z";
         let healthy: [Row; 3] = [
-            ("dev-a", "dev", false, "Synced", "Healthy", Some("Succeeded")),
+            ("dev-a", "dev", false, "Synced", "Healthy", Some(("Succeeded", t2))),
             ("prod-a", "prod", false, "OutOfSync", "Missing", None),
             ("prod-b", "prod", false, "OutOfSync", "Missing", None),
         ];
-        let third = run(&healthy, &second.statuses);
+        let third = run(&healthy, &second.statuses, t3);
         assert_eq!(third.sync, ["prod-a"], "maxUpdate 50% of 2");
         assert_eq!(states(&third)[0], ("dev-a", "Healthy", "1"));
-        assert_eq!(
-            third.statuses[0].message,
-            "Application resource became Healthy, updating status from Progressing to Healthy."
-        );
+        assert_eq!(third.progressing, Some(2));
 
-        // Everything healthy: complete; a change sends an Application back to Waiting.
-        let done: [Row; 3] = [
-            ("dev-a", "dev", false, "Synced", "Healthy", Some("Succeeded")),
-            ("prod-a", "prod", false, "Synced", "Healthy", Some("Succeeded")),
+        // A spec change sends an Application back to Waiting, unless it is synced already.
+        let changed: [Row; 3] = [
+            ("dev-a", "dev", true, "OutOfSync", "Healthy", Some(("Succeeded", t2))),
+            ("prod-a", "prod", true, "Synced", "Healthy", None),
             ("prod-b", "prod", false, "Synced", "Healthy", None),
         ];
-        let mut previous = third.statuses.clone();
-        previous[1].status = "Progressing".into();
-        let fourth = run(&done, &previous);
-        assert!(fourth.complete, "{:?}", states(&fourth));
-        let changed: [Row; 3] = [
-            ("dev-a", "dev", true, "Synced", "Healthy", Some("Succeeded")),
-            ("prod-a", "prod", true, "Synced", "Healthy", Some("Succeeded")),
-            ("prod-b", "prod", true, "Synced", "Healthy", None),
-        ];
-        let fifth = run(&changed, &fourth.statuses);
-        assert_eq!(fifth.sync, ["dev-a"]);
-        assert_eq!(states(&fifth)[1], ("prod-a", "Waiting", "2"));
-        assert_eq!(fifth.statuses[1].message, "Application has pending changes, setting status to Waiting.");
+        let fourth = run(&changed, &third.statuses, "2026-01-01T00:00:04Z");
+        assert_eq!(fourth.statuses[1].message, "Application resource has synced, updating status to Healthy");
+        assert_eq!(fourth.sync, ["dev-a"]);
+        assert_eq!(states(&fourth)[1..], [("prod-a", "Healthy", "2"), ("prod-b", "Healthy", "2")]);
     }
 
     #[test]
     fn max_update_is_a_count_or_a_percentage() {
         let cases = [
             (None, 10, Ok(10)),
-            (Some(IntOrString::Int(0)), 10, Ok(10)),
+            (Some(IntOrString::Int(0)), 10, Ok(0)),
             (Some(IntOrString::Int(2)), 10, Ok(2)),
             (Some(IntOrString::String("25%".into())), 10, Ok(2)),
             (Some(IntOrString::String("10%".into())), 3, Ok(1)),
-            (Some(IntOrString::String("0%".into())), 3, Ok(3)),
+            (Some(IntOrString::String("0%".into())), 3, Ok(0)),
             (Some(IntOrString::String("half".into())), 3, Err("\"half\": a number or a percentage such as 25%".into())),
         ];
         for (value, members, expected) in cases {

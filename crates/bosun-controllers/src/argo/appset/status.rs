@@ -27,14 +27,16 @@ pub(crate) enum Outcome {
     Failed(&'static str, String),
 }
 
-/// `RolloutProgressing` with `RollingSync`: whether every step is done.
+/// `RolloutProgressing` with `RollingSync`.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub(crate) enum Rolling {
     /// No `RollingSync`: the condition is not written.
     Off,
-    /// Some Application is not `Healthy` yet.
-    Progressing,
-    /// Every Application is `Healthy`.
+    /// Not evaluated (an error came first): the condition stays as it was.
+    Keep,
+    /// This step (1-based) is being rolled out.
+    Step(usize),
+    /// Every step's Applications are `Healthy`.
     Complete,
 }
 
@@ -79,17 +81,18 @@ pub(crate) fn conditions(
     };
     match rolling {
         Rolling::Off => {}
-        Rolling::Progressing => conditions.push(condition(
+        Rolling::Keep => conditions.extend(previous.iter().find(|c| c.type_ == "RolloutProgressing").cloned()),
+        Rolling::Step(step) => conditions.push(condition(
             "RolloutProgressing",
             true,
             "ApplicationSetModified",
-            "ApplicationSet Rollout Rollout started",
+            &format!("ApplicationSet is performing rollout of step {step}"),
         )),
         Rolling::Complete => conditions.push(condition(
             "RolloutProgressing",
             false,
             "ApplicationSetRolloutComplete",
-            "ApplicationSet Rollout Rollout complete",
+            "ApplicationSet Rollout has completed",
         )),
     }
     for condition in &mut conditions {
@@ -146,7 +149,7 @@ mod tests {
             ]
         );
         let failed = Outcome::NoParameters(PARAMS_ERROR, "bad".into());
-        let down = conditions(&up, &failed, Rolling::Progressing, "t2");
+        let down = conditions(&up, &failed, Rolling::Step(2), "t2");
         assert_eq!(
             summary(&down),
             [
@@ -157,10 +160,14 @@ mod tests {
             ]
         );
         assert!(down.iter().all(|c| c.last_transition_time.as_deref() == Some("t2") && !c.message.is_empty()));
+        assert_eq!(down[3].message, "ApplicationSet is performing rollout of step 2");
         let unwritten = Outcome::Failed(TEMPLATE_ERROR, "bad".into());
         let later = conditions(&down, &unwritten, Rolling::Complete, "t3");
         let times: Vec<&str> = later.iter().filter_map(|c| c.last_transition_time.as_deref()).collect();
         assert_eq!(times, ["t2", "t3", "t2", "t3"], "kept where the status stayed");
+        assert_eq!(later[3].message, "ApplicationSet Rollout has completed");
+        let kept = conditions(&down, &unwritten, Rolling::Keep, "t4");
+        assert_eq!(kept[3], down[3], "not evaluated after an error");
     }
 
     #[test]

@@ -68,11 +68,10 @@ impl Engine {
             Engine::Flat => substitute(text, params, Unknown::Keep),
             Engine::Go(_) if !text.contains("{{") => Ok(text.to_string()),
             Engine::Go(base) => {
-                let failed = |e: bosun_gotemplate::Error| format!("failed to execute go template {text}: {e}");
                 let mut template = (**base).clone();
-                template.parse("", text).map_err(failed)?;
+                template.parse("", text).map_err(|e| format!("failed to parse template {text}: {e}"))?;
                 let data = bosun_gotemplate::Value::from(Value::Object(params.clone().into_iter().collect()));
-                template.render("", &data).map_err(failed)
+                template.render("", &data).map_err(|e| format!("failed to execute go template {text}: {e}"))
             }
         }
     }
@@ -133,7 +132,8 @@ pub(crate) struct Generated {
 }
 
 /// The Applications `set` generates from `sets`, sorted by name, in the ApplicationSet's
-/// namespace. With `RollingSync`, automated sync is turned off, as Argo CD does.
+/// namespace. With `RollingSync`, automated sync is turned off (`automated.enabled: false`),
+/// as Argo CD does.
 pub(crate) fn applications(
     set: &ApplicationSet,
     sets: &[ParamSet],
@@ -146,7 +146,7 @@ pub(crate) fn applications(
     let mut generated: BTreeMap<String, Generated> = BTreeMap::new();
     for params in sets {
         let mut template = serde_json::to_value(&spec.template).unwrap_or_default();
-        render_strings(&mut template, "spec.template", &mut |text| engine.render(text, &params.values))?;
+        render_strings(&mut template, "spec.template", true, &mut |text| engine.render(text, &params.values))?;
         let metadata = &template["metadata"];
         let name = metadata["name"].as_str().unwrap_or_default().to_string();
         if name.is_empty() {
@@ -160,8 +160,9 @@ pub(crate) fn applications(
             ));
         }
         let mut app_spec = template["spec"].clone();
-        if rolling && let Some(policy) = app_spec.get_mut("syncPolicy").and_then(Value::as_object_mut) {
-            policy.remove("automated");
+        if rolling && let Some(automated) = app_spec.pointer_mut("/syncPolicy/automated").and_then(Value::as_object_mut)
+        {
+            automated.insert("enabled".into(), Value::Bool(false));
         }
         serde_json::from_value::<ApplicationSpec>(app_spec.clone())
             .map_err(|e| invalid("spec.template.spec", format!("Application {name}: {e}")))?;
@@ -173,8 +174,9 @@ pub(crate) fn applications(
                 object_metadata[key] = metadata[key].clone();
             }
         }
+        // As Argo CD: the resources finalizer unless the template names finalizers.
         let finalizers = match metadata.get("finalizers") {
-            Some(Value::Array(given)) => Value::Array(given.clone()),
+            Some(Value::Array(given)) if !given.is_empty() => Value::Array(given.clone()),
             _ if preserve => json!([]),
             _ => json!([argo::RESOURCES_FINALIZER]),
         };

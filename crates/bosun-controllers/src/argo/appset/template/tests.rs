@@ -12,7 +12,7 @@ fn set(spec: Value) -> ApplicationSet {
 
 fn template(name: &str) -> Value {
     json!({
-        "metadata": {"name": name, "labels": {"env": "{{env}}"}},
+        "metadata": {"name": name, "labels": {"env": "{{env}}"}, "annotations": {"{{name}}.example/owner": "team"}},
         "spec": {
             "project": "default",
             "source": {"repoURL": "https://github.com/org/repo", "path": "{{path}}", "targetRevision": "HEAD"},
@@ -36,9 +36,14 @@ fn flat_templates_fill_known_parameters_and_keep_the_rest() {
     assert_eq!(application.labels["env"], "{{env}}", "Argo CD leaves unknown placeholders as written");
     assert_eq!(application.object["spec"]["destination"], json!({"server": "https://eu", "namespace": "web"}));
     assert_eq!(application.object["metadata"]["namespace"], "argocd");
+    assert_eq!(application.object["metadata"]["annotations"], json!({"eu.example/owner": "team"}), "keys too");
     assert_eq!(application.object["metadata"]["finalizers"], json!(["resources-finalizer.argocd.argoproj.io"]));
     let rolled = applications(&set, &sets, &Engine::of(&set.spec).expect("engine"), true).expect("generated");
-    assert_eq!(rolled[0].object["spec"]["syncPolicy"], json!({}), "RollingSync turns automated sync off");
+    assert_eq!(
+        rolled[0].object["spec"]["syncPolicy"],
+        json!({"automated": {"prune": true, "enabled": false}}),
+        "RollingSync turns automated sync off"
+    );
 }
 
 #[test]
@@ -48,6 +53,7 @@ fn go_templates_read_nested_parameters_with_argo_cd_s_functions_and_options() {
     spec["template"]["spec"]["destination"] =
         json!({"server": "{{ .server }}", "namespace": "{{ .path.segments | last }}"});
     spec["template"]["spec"]["source"]["path"] = json!("{{ .path.path }}");
+    spec["template"]["metadata"]["annotations"] = json!({"{{ .name }}.example/owner": "team"});
     let set = set(spec.clone());
     let nested: Params = [
         ("path".to_string(), json!({"path": "apps/Web_UI", "basename": "Web_UI", "segments": ["apps", "Web_UI"]})),
