@@ -10,7 +10,7 @@
 use std::time::{Duration, Instant};
 
 use bosun_apiserver::ApiServer;
-use bosun_test_tools::git_server::{HttpAuth, HttpServer, Repos};
+use bosun_test_tools::git_server::{HttpAuth, HttpServer, Repo, Repos};
 use k8s_openapi::api::apps::v1::Deployment;
 use kube::Api;
 use serde_json::Value;
@@ -148,12 +148,61 @@ spec:
         syncOptions: [CreateNamespace=true]
 ";
 
+/// Two Applications rolled out in two steps, `env: dev` first.
+const ROLLING: &str = "\
+apiVersion: v1
+kind: Namespace
+metadata: {name: argocd}
+---
+apiVersion: argoproj.io/v1alpha1
+kind: ApplicationSet
+metadata: {name: rolling, namespace: argocd}
+spec:
+  generators:
+  - list:
+      elements: [{env: dev}, {env: prod}]
+  strategy:
+    type: RollingSync
+    rollingSync:
+      steps:
+      - matchExpressions: [{key: env, operator: In, values: [dev]}]
+      - matchExpressions: [{key: env, operator: In, values: [prod]}]
+        maxUpdate: 1
+  template:
+    metadata:
+      name: 'web-{{env}}'
+      labels: {env: '{{env}}'}
+    spec:
+      project: default
+      source: {repoURL: https://github.com/example-org/apps.git, targetRevision: HEAD, path: apps/web}
+      destination: {server: https://kubernetes.default.svc, namespace: 'web-{{env}}'}
+      syncPolicy:
+        automated: {prune: true}
+        syncOptions: [CreateNamespace=true]
+";
+
 fn applications(cluster: &Cluster) -> Api<kube::api::DynamicObject> {
     api(cluster.server.client(), "argocd", "argoproj.io", "v1alpha1", "Application")
 }
 
 fn sets(cluster: &Cluster) -> Api<kube::api::DynamicObject> {
     api(cluster.server.client(), "argocd", "argoproj.io", "v1alpha1", "ApplicationSet")
+}
+
+/// The repository behind [`URL`], served over HTTP on loopback: `apps/web`, `apps/api`,
+/// `apps/legacy`; with the git configuration (`GIT_CONFIG_GLOBAL`) standing it in for GitHub.
+fn repository(cluster: &Cluster) -> (Repos, Repo, HttpServer, std::path::PathBuf) {
+    let repos = Repos::new();
+    let repo = repos.create("apps");
+    repo.write("apps/web/objects.yaml", &workload("web"))
+        .write("apps/api/objects.yaml", &workload("api"))
+        .write("apps/legacy/objects.yaml", &workload("legacy"))
+        .write("README.md", "apps\n");
+    repo.commit("first");
+    let http = HttpServer::start(&repos, HttpAuth::None);
+    let git_config = cluster.dir.path().join("gitconfig");
+    std::fs::write(&git_config, format!("[url \"{}\"]\n\tinsteadOf = {URL}\n", http.url(&repo))).expect("gitconfig");
+    (repos, repo, http, git_config)
 }
 
 /// The names of the Applications in `argocd`, sorted.
@@ -181,16 +230,7 @@ async fn wait_names(cluster: &Cluster, expected: &[&str]) {
 async fn a_matrix_of_clusters_and_git_directories_generates_syncs_and_prunes_applications() {
     let server = ApiServer::in_memory().simulate_workloads(Duration::from_millis(100)).start().await.expect("server");
     let cluster = Cluster::around(server);
-    let repos = Repos::new();
-    let repo = repos.create("apps");
-    repo.write("apps/web/objects.yaml", &workload("web"))
-        .write("apps/api/objects.yaml", &workload("api"))
-        .write("apps/legacy/objects.yaml", &workload("legacy"))
-        .write("README.md", "apps\n");
-    repo.commit("first");
-    let http = HttpServer::start(&repos, HttpAuth::None);
-    let git_config = cluster.dir.path().join("gitconfig");
-    std::fs::write(&git_config, format!("[url \"{}\"]\n\tinsteadOf = {URL}\n", http.url(&repo))).expect("gitconfig");
+    let (_repos, repo, _http, git_config) = repository(&cluster);
 
     let crds = cluster.bosun(&["crds", "--argo"]).await;
     assert!(crds.status.success(), "{}", text(&crds));
@@ -297,4 +337,66 @@ async fn a_matrix_of_clusters_and_git_directories_generates_syncs_and_prunes_app
     wait_names(&cluster, &["web-in-cluster", "web-prod-eu"]).await;
     let preserved: Api<Deployment> = Api::namespaced(cluster.server.client(), "kept");
     assert!(preserved.get_opt("web").await.expect("get").is_some(), "the objects stay");
+}
+
+/// The `status.applicationStatus[]` entry of `name`: its status and step.
+fn rollout_status(set: &Value, name: &str) -> Option<(String, String)> {
+    let entries = set.pointer("/status/applicationStatus")?.as_array()?;
+    let entry = entries.iter().find(|e| e["application"] == name)?;
+    Some((entry["status"].as_str()?.to_string(), entry["step"].as_str()?.to_string()))
+}
+
+#[tokio::test]
+async fn a_rolling_sync_syncs_its_first_step_by_writing_the_operation_argo_cd_writes() {
+    let server = ApiServer::in_memory().simulate_workloads(Duration::from_millis(100)).start().await.expect("server");
+    let cluster = Cluster::around(server);
+    let crds = cluster.bosun(&["crds", "--argo"]).await;
+    assert!(crds.status.success(), "{}", text(&crds));
+    cluster.kubectl(&["apply", "--server-side", "-f", "-"], Some(&crds.stdout)).await;
+    cluster.kubectl(&["apply", "-f", "-"], Some(ROLLING.as_bytes())).await;
+    let (_repos, _repo, _http, git_config) = repository(&cluster);
+    let _controller = cluster.controller_with_env("controller", &["--argo"], &[("GIT_CONFIG_GLOBAL", &git_config)]);
+
+    wait_names(&cluster, &["web-dev", "web-prod"]).await;
+    for name in ["web-dev", "web-prod"] {
+        let application = serde_json::to_value(applications(&cluster).get(name).await.expect(name)).expect("json");
+        let automated = &application["spec"]["syncPolicy"]["automated"];
+        assert_eq!(*automated, serde_json::json!({"prune": true, "enabled": false}), "automated sync turned off");
+    }
+    // The first step's Application is synced through its `operation`; the second step's waits
+    // until the first is Healthy, whatever the snapshot.
+    let deadline = Instant::now() + BOUND;
+    let operation = loop {
+        let set = serde_json::to_value(sets(&cluster).get("rolling").await.expect("set")).expect("json");
+        if let (Some((dev, dev_step)), Some((prod, prod_step))) =
+            (rollout_status(&set, "web-dev"), rollout_status(&set, "web-prod"))
+        {
+            assert_eq!((dev_step.as_str(), prod_step.as_str()), ("1", "2"), "{set:#}");
+            assert!(prod == "Waiting" || dev == "Healthy", "step 2 moved before step 1 was Healthy: {set:#}");
+        }
+        let dev = serde_json::to_value(applications(&cluster).get("web-dev").await.expect("dev")).expect("json");
+        let written = [&dev["operation"], &dev["status"]["operationState"]["operation"]]
+            .into_iter()
+            .find(|o| o["initiatedBy"]["username"] == "applicationset-controller")
+            .cloned();
+        if let Some(operation) = written {
+            break operation;
+        }
+        assert!(Instant::now() < deadline, "web-dev never got its sync operation: {dev:#}\n{set:#}");
+        tokio::time::sleep(Duration::from_millis(50)).await;
+    };
+    assert_eq!(operation["initiatedBy"]["automated"], true);
+    assert_eq!(
+        operation["info"],
+        serde_json::json!([{"name": "Reason", "value": "ApplicationSet RollingSync triggered a sync of this Application resource"}])
+    );
+    assert_eq!(operation["sync"], serde_json::json!({"syncOptions": ["CreateNamespace=true"], "prune": true}));
+    assert_eq!(operation["retry"], serde_json::json!({"limit": 5}));
+    let set = wait_for(&sets(&cluster), "rolling", "reporting the rollout", |set| {
+        condition(set, "RolloutProgressing").is_some()
+    })
+    .await;
+    let progressing = condition(&set, "RolloutProgressing").expect("RolloutProgressing");
+    assert_eq!(progressing["reason"], "ApplicationSetModified", "{set:#}");
+    assert_eq!(progressing["message"], "ApplicationSet is performing rollout of step 1");
 }
