@@ -11,7 +11,7 @@ use crate::cluster::ClusterArgs;
 /// Arguments of `bosun controller`.
 #[derive(Debug, clap::Args)]
 #[command(
-    after_help = "Packages are fetched from their source, rendered, rolled out in order with health checks and\nprune, and reported in their status; again every spec.interval, at once when their spec changes or\na dependency becomes ready. See docs/controller.md.\n\nSharding: a controller started with --shard NAME reconciles the objects labelled\nbosun.dev/shard=NAME (Packages, Operators, Canaries, Fleets, Alerts, Receivers, Flux's objects\nwith --flux, Applications with --argo); one without --shard those without the label, so every object has one controller.\nEach shard elects its own leader (Lease bosun-controller-NAME): start a standby with the same\n--shard. Move an object with `kubectl label package web bosun.dev/shard=NAME --overwrite`.\n\nExamples:\n  bosun controller                                   # the cluster of your kubeconfig, all namespaces\n  bosun controller --namespace team-a --concurrency 8\n  bosun controller --leader-elect --shard shard-1     # the Packages labelled bosun.dev/shard=shard-1\n  bosun controller --flux --flux-selector 'bosun.dev/migrate=true'   # Flux's sources and Kustomizations too\n  bosun controller --argo                             # Argo CD's Applications too (docs/argo.md)"
+    after_help = "Packages are fetched from their source, rendered, rolled out in order with health checks and\nprune, and reported in their status; again every spec.interval, at once when their spec changes or\na dependency becomes ready. See docs/controller.md.\n\nSharding: a controller started with --shard NAME reconciles the objects labelled\nbosun.dev/shard=NAME (Packages, Operators, Canaries, Fleets, Alerts, Receivers, Flux's objects\nwith --flux, Applications with --argo); one without --shard those without the label, so every object has one controller.\nEach shard elects its own leader (Lease bosun-controller-NAME): start a standby with the same\n--shard. Move an object with `kubectl label package web bosun.dev/shard=NAME --overwrite`.\n\nExamples:\n  bosun controller                                   # the cluster of your kubeconfig, all namespaces\n  bosun controller --namespace team-a --concurrency 8\n  bosun controller --leader-elect --shard shard-1     # the Packages labelled bosun.dev/shard=shard-1\n  bosun controller --flux --flux-selector 'bosun.dev/migrate=true'   # Flux's sources and Kustomizations too\n  bosun controller --argo                             # Argo CD's Applications too (docs/argocd.md)"
 )]
 pub struct Args {
     #[command(flatten)]
@@ -122,7 +122,7 @@ pub struct Args {
 
     /// Reconcile Argo CD's Applications too (with their AppProjects), each through a Package,
     /// writing the status Argo CD writes. Needs Argo CD's CRDs (`bosun crds --argo | kubectl
-    /// apply --server-side -f -`). See docs/argo.md.
+    /// apply --server-side -f -`). See docs/argocd.md.
     #[arg(long)]
     argo: bool,
 

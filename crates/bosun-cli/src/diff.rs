@@ -52,7 +52,7 @@ pub async fn run(args: Args) -> ExitCode {
         }
     }
     for pruned in &report.prune {
-        outln!("- {pruned} (would be pruned)");
+        outln!("- {} (would be pruned)", pruned.describe());
     }
     if crate::stdout::broken() {
         // The reader has gone: a summary after the diff it did not read would be noise.

@@ -52,7 +52,7 @@ pub struct Args {
     flux: bool,
 
     /// Also Argo CD's CRDs (Application, AppProject), and the controller reconciles
-    /// Applications (`bosun controller --argo`; see docs/argo.md).
+    /// Applications (`bosun controller --argo`; see docs/argocd.md).
     #[arg(long)]
     argo: bool,
 }

@@ -681,7 +681,7 @@ spec:
     let message = windowed["status"]["conditions"][0]["message"].as_str().unwrap_or_default();
     assert!(
         message.ends_with(
-            "project 'everything': spec.syncWindows: bosun does not honour this yet (docs/argo.md lists what it does)"
+            "project 'everything': spec.syncWindows: bosun does not honour this yet (docs/argocd.md lists what it does)"
         ),
         "{windowed:#}"
     );
@@ -701,4 +701,118 @@ async fn the_controller_names_the_argo_cd_crd_it_lacks() {
         said.contains("the cluster has no applications.argoproj.io CRD, which --argo reconciles: install Argo CD's CRDs (`bosun crds --argo"),
         "{said}"
     );
+}
+
+/// An Application without automated sync, as Argo CD's example `guestbook` is created by hand.
+const MANUAL: &str = "\
+apiVersion: argoproj.io/v1alpha1
+kind: Application
+metadata: {name: manual, namespace: argocd}
+spec:
+  project: default
+  source: {repoURL: https://github.com/argoproj/argocd-example-apps.git, targetRevision: HEAD, path: guestbook}
+  destination: {server: https://kubernetes.default.svc, namespace: manual}
+  syncPolicy: {syncOptions: [CreateNamespace=true]}
+";
+
+/// A sync as `argocd app sync manual --prune` asks for it (Argo CD's docs give the same
+/// `kubectl patch` for syncing without the CLI).
+const SYNC: &str = r#"{"operation": {"initiatedBy": {"username": "admin"}, "sync": {"revision": "HEAD", "prune": true, "syncOptions": ["CreateNamespace=true"], "syncStrategy": {"hook": {}}}}}"#;
+
+#[tokio::test]
+async fn an_application_without_automated_sync_is_compared_and_synced_when_asked() {
+    let server = ApiServer::in_memory().simulate_workloads(Duration::from_millis(100)).start().await.expect("server");
+    let cluster = Cluster::around(server);
+    let repos = Repos::new();
+    let repo = repos.create("argocd-example-apps");
+    repo.write("guestbook/guestbook-ui.yaml", &guestbook("guestbook"))
+        .write("guestbook/extra.yaml", &configmap("guestbook-extra", "1"));
+    let first = repo.commit("first");
+    let http = HttpServer::start(&repos, HttpAuth::None);
+    let crds = cluster.bosun(&["crds", "--argo"]).await;
+    cluster.kubectl(&["apply", "--server-side", "-f", "-"], Some(&crds.stdout)).await;
+    let git_config = cluster.dir.path().join("gitconfig");
+    std::fs::write(&git_config, format!("[url \"{}\"]\n\tinsteadOf = {URL}\n", http.url(&repo))).expect("gitconfig");
+    let manual = format!("{ARGOCD}---\n{MANUAL}");
+    cluster.kubectl(&["apply", "-f", "-"], Some(manual.as_bytes())).await;
+    let _controller = cluster.controller_with_env("controller", &["--argo"], &[("GIT_CONFIG_GLOBAL", &git_config)]);
+    let applications = applications(&cluster);
+    let resources = |application: &Value| -> Vec<String> {
+        let mut listed: Vec<String> = application["status"]["resources"]
+            .as_array()
+            .into_iter()
+            .flatten()
+            .map(|r| format!("{} {} {}", r["kind"], r["name"], r["status"]).replace('"', ""))
+            .collect();
+        listed.sort();
+        listed
+    };
+
+    // Compared, not synced: out of sync, its objects missing, nothing applied.
+    kubectl_wait(&cluster, "manual", "--for=jsonpath={.status.sync.status}=OutOfSync").await;
+    kubectl_wait(&cluster, "manual", "--for=jsonpath={.status.health.status}=Missing").await;
+    let compared = serde_json::to_value(applications.get("manual").await.expect("manual")).expect("json");
+    assert_eq!(compared["status"]["sync"]["revision"], first.as_str(), "{compared:#}");
+    assert_eq!(
+        resources(&compared),
+        ["ConfigMap guestbook-extra OutOfSync", "Deployment guestbook-ui OutOfSync", "Service guestbook-ui OutOfSync"]
+    );
+    assert!(compared["status"].get("operationState").is_none(), "no sync asked for: {compared:#}");
+    let namespaces: Api<k8s_openapi::api::core::v1::Namespace> = Api::all(cluster.server.client());
+    assert!(namespaces.get_opt("manual").await.expect("get").is_none(), "nothing applied, not even the namespace");
+
+    // A sync asked for by hand: run, recorded, and the operation removed, as Argo CD does.
+    cluster.kubectl(&["patch", "application", "manual", "-n", "argocd", "--type=merge", "-p", SYNC], None).await;
+    let synced = wait_for(&applications, "manual", "synced by hand", |a| {
+        a["status"]["operationState"]["phase"] == "Succeeded"
+            && a.get("operation").is_none()
+            && a["status"]["sync"]["status"] == "Synced"
+            && a["status"]["health"]["status"] == "Healthy"
+    })
+    .await;
+    let state = &synced["status"]["operationState"];
+    assert_eq!(state["operation"]["initiatedBy"]["username"], "admin", "{state:#}");
+    assert_eq!(state["syncResult"]["revision"], first.as_str(), "{state:#}");
+    assert_eq!(synced["status"]["history"].as_array().map(Vec::len), Some(1), "{synced:#}");
+    assert_eq!(
+        resources(&synced),
+        ["ConfigMap guestbook-extra Synced", "Deployment guestbook-ui Synced", "Service guestbook-ui Synced"],
+        "{synced:#}"
+    );
+    let configmaps: Api<ConfigMap> = Api::namespaced(cluster.server.client(), "manual");
+    assert!(configmaps.get_opt("guestbook-extra").await.expect("get").is_some(), "applied");
+
+    // A change made in the cluster is seen (a refresh asks for the comparison now) and not
+    // undone: without automated sync, only a sync writes.
+    let edit = r#"{"data": {"value": "edited"}}"#;
+    cluster.kubectl(&["patch", "configmap", "guestbook-extra", "-n", "manual", "--type=merge", "-p", edit], None).await;
+    let refresh = ["annotate", "application", "manual", "-n", "argocd", "argocd.argoproj.io/refresh=normal"];
+    cluster.kubectl(&refresh, None).await;
+    let drifted = wait_for(&applications, "manual", "out of sync after the edit", |a| {
+        a["status"]["sync"]["status"] == "OutOfSync"
+    })
+    .await;
+    assert!(resources(&drifted).contains(&"ConfigMap guestbook-extra OutOfSync".to_string()), "{drifted:#}");
+    let value = |map: ConfigMap| map.data.unwrap_or_default().get("value").cloned();
+    assert_eq!(value(configmaps.get("guestbook-extra").await.expect("get")).as_deref(), Some("edited"));
+
+    // A second sync puts it back, and is a second history entry.
+    cluster.kubectl(&["patch", "application", "manual", "-n", "argocd", "--type=merge", "-p", SYNC], None).await;
+    wait_for(&applications, "manual", "synced again", |a| {
+        a["status"]["history"].as_array().map(Vec::len) == Some(2)
+            && a.get("operation").is_none()
+            && a["status"]["sync"]["status"] == "Synced"
+    })
+    .await;
+    assert_eq!(value(configmaps.get("guestbook-extra").await.expect("get")).as_deref(), Some("1"));
+
+    // An operation bosun cannot run ends at once in Argo CD's `Error` phase, naming the field.
+    let dry_run = r#"{"operation": {"initiatedBy": {"username": "admin"}, "sync": {"dryRun": true}}}"#;
+    cluster.kubectl(&["patch", "application", "manual", "-n", "argocd", "--type=merge", "-p", dry_run], None).await;
+    let refused = wait_for(&applications, "manual", "the dry run refused", |a| {
+        a["status"]["operationState"]["phase"] == "Error" && a.get("operation").is_none()
+    })
+    .await;
+    let message = refused["status"]["operationState"]["message"].as_str().unwrap_or_default();
+    assert!(message.contains("operation.sync.dryRun"), "{refused:#}");
 }

@@ -21,7 +21,7 @@ use std::{collections::BTreeMap, path::PathBuf, time::Duration};
 use serde_json::Value;
 use sha2::{Digest, Sha256};
 
-use crate::apply::{self, ApplyError, DiffReport, Options, Target};
+use crate::apply::{self, ApplyError, Baseline, DiffReport, Options, Target};
 
 use crate::config::{self, ConfigError};
 
@@ -280,7 +280,23 @@ pub async fn diff(
     default_namespace: &str,
     concurrency: usize,
 ) -> Result<DiffReport, PipelineError> {
-    Ok(apply::diff(client, &target(package, default_namespace), rendered, concurrency).await?)
+    Ok(apply::diff(client, &target(package, default_namespace), rendered, concurrency, None).await?)
+}
+
+/// [`diff`] against what the caller knows: the cluster's kinds and the inventory it keeps (a
+/// controller comparing a Package it does not apply).
+///
+/// # Errors
+/// As `apply`, before anything would be applied.
+pub async fn compare(
+    client: &kube::Client,
+    package: &Package,
+    rendered: &Rendered,
+    default_namespace: &str,
+    concurrency: usize,
+    baseline: Baseline,
+) -> Result<DiffReport, PipelineError> {
+    Ok(apply::diff(client, &target(package, default_namespace), rendered, concurrency, Some(baseline)).await?)
 }
 
 /// `sha256:<hex>` of the rendered objects in their deterministic YAML form.

@@ -457,6 +457,9 @@ pub struct ResourceStatus {
     /// Its health.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub health: Option<HealthStatus>,
+    /// Live and no longer in the source: a sync with prune deletes it.
+    #[serde(default, rename = "requiresPruning", skip_serializing_if = "Option::is_none")]
+    pub requires_pruning: Option<bool>,
 }
 
 /// `status.sync`.

@@ -13,6 +13,7 @@
 
 pub mod application;
 pub mod applicationset;
+pub mod operation;
 pub mod project;
 
 pub use application::Application;

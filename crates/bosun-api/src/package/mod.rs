@@ -31,8 +31,8 @@ pub use sources::{
     OciReference, OciSource, OciVerification, SourceReference, SourceSpec,
 };
 pub use status::{
-    DEFAULT_HISTORY, DEFAULT_INTERVAL, FORCE_REQUESTED_AT, HistoryEntry, HookStatus, PackageStatus, REQUESTED_AT,
-    ROLLBACK_TO, RolloutProgress, SOURCE_REQUESTED_AT, record_history, request_token,
+    ComparedObject, Comparison, DEFAULT_HISTORY, DEFAULT_INTERVAL, FORCE_REQUESTED_AT, HistoryEntry, HookStatus,
+    PackageStatus, REQUESTED_AT, ROLLBACK_TO, RolloutProgress, SOURCE_REQUESTED_AT, record_history, request_token,
 };
 
 /// What a package renders and how it rolls out. Every field is optional.
@@ -144,6 +144,11 @@ pub struct PackageSpec {
     /// Stop reconciling (custom resource).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub suspend: Option<bool>,
+    /// Fetch, render and compare with the cluster (a server-side dry run, as `bosun diff`),
+    /// and apply nothing: `status.comparison` says which objects differ (custom resource; an
+    /// Argo CD Application without automated sync, until a sync is asked for).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub compare_only: Option<bool>,
     /// Apply as this service account (custom resource).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub service_account_name: Option<String>,
@@ -203,6 +208,7 @@ impl PackageSpec {
             ("retryInterval", self.retry_interval.is_some()),
             ("dependsOn", !self.depends_on.is_empty()),
             ("suspend", self.suspend.is_some()),
+            ("compareOnly", self.compare_only.is_some()),
             ("serviceAccountName", self.service_account_name.is_some()),
             ("rollback", self.rollback.is_some()),
             ("deletionPolicy", self.deletion_policy.is_some()),

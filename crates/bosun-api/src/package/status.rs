@@ -76,6 +76,56 @@ pub struct PackageStatus {
     /// A chart's `.Release.Revision` in the last successful rollout (Helm packages only).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub release_revision: Option<i64>,
+    /// What the last comparison found (`spec.compareOnly` Packages).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub comparison: Option<Comparison>,
+}
+
+/// `status.comparison`: the rendered objects of a revision compared with the live ones by a
+/// server-side dry run, nothing applied.
+#[derive(Debug, Clone, Default, Deserialize, Serialize, PartialEq, Eq, JsonSchema)]
+#[serde(rename_all = "camelCase")]
+pub struct Comparison {
+    /// The source revision compared.
+    pub revision: String,
+    /// `sha256:` of its rendered objects.
+    pub digest: String,
+    /// Each object rendered, and each applied before that it no longer renders.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub objects: Vec<ComparedObject>,
+}
+
+impl Comparison {
+    /// Whether applying would change nothing.
+    pub fn in_sync(&self) -> bool {
+        self.objects.iter().all(|o| o.status == ComparedObject::SYNCED)
+    }
+}
+
+/// One object of a [`Comparison`].
+#[derive(Debug, Clone, Default, Deserialize, Serialize, PartialEq, Eq, JsonSchema)]
+#[serde(rename_all = "camelCase")]
+pub struct ComparedObject {
+    /// Its identity.
+    #[serde(flatten)]
+    pub entry: Entry,
+    /// `Synced`, `OutOfSync` or `Unknown`.
+    pub status: String,
+    /// Applied before and no longer rendered: a prune would delete it.
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    pub requires_pruning: bool,
+    /// Why it could not be compared.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub message: Option<String>,
+}
+
+impl ComparedObject {
+    /// [`ComparedObject::status`] of an object applying would not change.
+    pub const SYNCED: &str = "Synced";
+    /// [`ComparedObject::status`] of an object applying would create, change or prune.
+    pub const OUT_OF_SYNC: &str = "OutOfSync";
+    /// [`ComparedObject::status`] of an object that could not be compared.
+    pub const UNKNOWN: &str = "Unknown";
 }
 
 /// One hook a run ran.

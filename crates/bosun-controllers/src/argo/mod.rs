@@ -23,6 +23,7 @@ use kube::{
 };
 use serde_json::{Value, json};
 
+use bosun_api::argo::operation::SyncOperation;
 use bosun_api::argo::{self, AppProject, Application};
 use bosun_api::inventory;
 use bosun_api::package::{self, PackageResource};
@@ -121,6 +122,7 @@ impl Applications {
         let seen = json!({
             "spec": application.spec, "labels": meta.labels, "annotations": meta.annotations,
             "finalizers": meta.finalizers, "deleting": meta.deletion_timestamp.is_some(),
+            "operation": application.operation,
             "package": package.metadata.resource_version,
         });
         Some(bosun_kit::digest::of(&seen))
@@ -141,6 +143,7 @@ impl Applications {
         &self,
         run: &Run<Application>,
         application: &Application,
+        sync: Option<&SyncOperation>,
     ) -> Result<Result<(translate::Translated, bosun_api::argo::project::AppProjectSpec), String>, Failure> {
         let cluster_error = |e: kube::Error| Failure::from_error("ReconciliationFailed", &e);
         // As stored: fields the types do not name are refused by name, never dropped.
@@ -154,7 +157,7 @@ impl Applications {
             Ok(project) => project,
             Err(message) => return Ok(Err(message)),
         };
-        let translated = match translate::package_spec(application, &raw) {
+        let translated = match translate::package_spec(application, &raw, sync) {
             Ok(translated) => translated,
             Err(error) => return Ok(Err(error.to_string())),
         };
@@ -167,13 +170,20 @@ impl Applications {
         Ok(Ok((translated, project)))
     }
 
-    /// Each object the Package applied, as it is live.
+    /// Each object of the application, as it is live: those the Package compared (compared
+    /// only), else those it applied.
     async fn live(
         run: &Run<Application>,
         package: Option<&PackageResource>,
     ) -> Vec<(bosun_api::inventory::Entry, Option<Value>)> {
+        let status = package.and_then(|p| p.status.as_ref());
+        let compared = status
+            .and_then(|s| s.comparison.as_ref())
+            .filter(|_| package.is_some_and(|p| p.spec.compare_only == Some(true)))
+            .map(|c| c.objects.iter().map(|o| o.entry.clone()).collect::<Vec<_>>());
+        let entries = compared.unwrap_or_else(|| status.map(|s| s.inventory.clone()).unwrap_or_default());
         let mut live = Vec::new();
-        for entry in package.and_then(|p| p.status.as_ref()).map(|s| s.inventory.clone()).unwrap_or_default() {
+        for entry in entries {
             let (kind, namespace, name) = entry.parts();
             // A kind the cluster no longer serves, or an object it cannot read, counts as missing.
             let object = match run.resolver().kind(&entry.v, kind).await {
@@ -206,6 +216,18 @@ impl Applications {
         let applications: Api<Application> = run.api();
         applications.patch(run.name(), &params, &Patch::Merge(&handled)).await.map_err(cluster_error)?;
         Ok(())
+    }
+
+    /// Removes the `operation` once its sync has ended (its state is in the status), as Argo
+    /// CD does: the next one is asked for by writing it again.
+    async fn operation_ended(run: &Run<Application>) -> Result<(), Failure> {
+        let api: Api<Application> = run.api();
+        let ended = json!({"operation": null});
+        match api.patch(run.name(), &PatchParams::default(), &Patch::Merge(&ended)).await {
+            Ok(_) => Ok(()),
+            Err(kube::Error::Api(status)) if status.code == 404 => Ok(()),
+            Err(error) => Err(Failure::from_error("OperationUpdateFailed", &error)),
+        }
     }
 
     /// Applies the status with the object (Argo CD's CRD has no status subresource) when it
@@ -261,7 +283,19 @@ impl kit::Reconciler for Applications {
             return Ok(());
         }
         let described = run.describe().to_string();
-        let (mut translated, project) = match self.translated(run, &application).await? {
+        let manual = status::ManualSync::of(&application, &now());
+        let sync = match manual.as_ref().map(|m| translate::sync_operation(&m.requested)) {
+            None => None,
+            Some(Ok(sync)) => Some(sync),
+            Some(Err(error)) => {
+                let message = format!("{described}: {error}");
+                run.publish(EventType::Warning, "OperationError", &message, "Sync").await;
+                let manual = manual.as_ref().map(|m| (m.requested.clone(), m.started_at.clone())).unwrap_or_default();
+                Self::write_status(run, status::operation_refused(&application, manual, &message, &now())).await?;
+                return Self::operation_ended(run).await;
+            }
+        };
+        let (mut translated, project) = match self.translated(run, &application, sync.as_ref()).await? {
             Ok(found) => found,
             Err(message) => {
                 let message = format!("{described}: {message}");
@@ -280,7 +314,15 @@ impl kit::Reconciler for Applications {
             labels.remove(tracking);
         }
         let digest = bosun_kit::digest::of(&json!({"spec": translated.spec, "labels": labels}));
-        let written_for = WrittenFor { annotation: WRITTEN_FOR, written: digest, labels: &labels, requests: &[] };
+        // A sync asked for by hand is a run of the Package requested under its start time.
+        let token: Vec<(&str, String)> = manual.iter().map(|m| (package::REQUESTED_AT, m.started_at.clone())).collect();
+        let written_for = WrittenFor {
+            annotation: WRITTEN_FOR,
+            written: digest,
+            labels: &labels,
+            requests: &[],
+            annotations: &token,
+        };
         let current = existing.filter(|p| written_for.matches(p, &application));
         let refreshing =
             application.metadata.annotations.as_ref().is_some_and(|a| a.contains_key(argo::REFRESH_ANNOTATION));
@@ -300,10 +342,20 @@ impl kit::Reconciler for Applications {
             None => packages.get_opt(run.name()).await.map_err(|e| Failure::from_error("ReconciliationFailed", &e))?,
         };
         let live = Self::live(run, package.as_ref()).await;
-        let observed = status::Observed { application: &application, package: package.as_ref(), live, now: now() };
+        let observed = status::Observed {
+            application: &application,
+            package: package.as_ref(),
+            live,
+            now: now(),
+            manual: manual.as_ref(),
+        };
         let written = status::status(&observed);
-        let progressing = written.health.as_ref().is_some_and(|h| h.status == "Progressing");
+        let running = written.operation_state.as_ref().is_some_and(|s| s.phase == status::RUNNING);
+        let progressing = running || written.health.as_ref().is_some_and(|h| h.status == "Progressing");
         Self::write_status(run, written).await?;
+        if application.operation.is_some() && !running {
+            Self::operation_ended(run).await?;
+        }
         let after = if progressing { PROGRESSING_RECHECK } else { translate::RECONCILIATION };
         run.requeue_after(after);
         if let Some(seen) = seen {

@@ -49,7 +49,7 @@ pub(crate) enum ProjectError {
         project: String,
     },
     /// The project asks for something bosun does not do yet.
-    #[error("project '{project}': {field}: bosun does not honour this yet (docs/argo.md lists what it does)")]
+    #[error("project '{project}': {field}: bosun does not honour this yet (docs/argocd.md lists what it does)")]
     Unsupported {
         /// The field's path.
         field: String,
@@ -207,7 +207,7 @@ mod tests {
         let windows = AppProjectSpec { sync_windows: vec![serde_json::json!({"kind": "deny"})], ..spec };
         assert_eq!(
             honourable("p", &windows).expect_err("windows").to_string(),
-            "project 'p': spec.syncWindows: bosun does not honour this yet (docs/argo.md lists what it does)"
+            "project 'p': spec.syncWindows: bosun does not honour this yet (docs/argocd.md lists what it does)"
         );
         assert_eq!(
             governing("team", None).expect_err("missing"),

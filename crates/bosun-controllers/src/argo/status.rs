@@ -46,7 +46,41 @@ pub(crate) struct Observed<'a> {
     pub(crate) live: Vec<(Entry, Option<Value>)>,
     /// The time now (RFC 3339, seconds).
     pub(crate) now: String,
+    /// The sync asked for by hand that is under way, if any.
+    pub(crate) manual: Option<&'a ManualSync>,
 }
+
+/// A sync asked for by hand (`operation`) that is under way.
+#[derive(Debug, Clone, PartialEq)]
+pub(crate) struct ManualSync {
+    /// The operation as written (recorded in `operationState.operation`).
+    pub(crate) requested: Value,
+    /// When it started (RFC 3339): also the token its Package run is asked for with.
+    pub(crate) started_at: String,
+}
+
+impl ManualSync {
+    /// The sync under way for `application`: its `operation`, started now or when its
+    /// `operationState` (still `Running` for the same operation) says; or, once the operation
+    /// is removed, the one its `operationState` still runs.
+    pub(crate) fn of(application: &Application, now: &str) -> Option<ManualSync> {
+        let previous = application.status.as_ref().and_then(|s| s.operation_state.as_ref());
+        let running = previous.filter(|state| state.phase == RUNNING);
+        match &application.operation {
+            Some(requested) => {
+                let same = running.filter(|state| &state.operation == requested);
+                let started_at = same.map_or_else(|| now.to_string(), |state| state.started_at.clone());
+                Some(ManualSync { requested: requested.clone(), started_at })
+            }
+            None => running
+                .filter(|state| state.operation.pointer("/initiatedBy/automated") != Some(&json!(true)))
+                .map(|state| ManualSync { requested: state.operation.clone(), started_at: state.started_at.clone() }),
+        }
+    }
+}
+
+/// `operationState.phase` of a sync under way.
+pub(crate) const RUNNING: &str = "Running";
 
 fn health_status(word: &str, message: Option<String>) -> HealthStatus {
     HealthStatus { status: word.to_string(), message: message.filter(|m| !m.is_empty()) }
@@ -98,11 +132,30 @@ pub(crate) fn status(observed: &Observed<'_>) -> ApplicationStatus {
     let application = observed.application;
     let previous = application.status.clone().unwrap_or_default();
     let package_status = observed.package.and_then(|p| p.status.clone()).unwrap_or_default();
-    let revision = package_status.last_attempted_revision.as_deref().map(revision);
     let outcome = observed.package.map_or(Outcome::Pending, outcome);
-    let missing = observed.live.iter().any(|(_, live)| live.is_none());
-    let applied = package_status.last_applied_revision == package_status.last_attempted_revision;
-    let synced = matches!(outcome, Outcome::Ready(..)) && applied && !missing;
+    // Compared only (no automated sync, no sync under way): what the comparison found.
+    let comparison = package_status
+        .comparison
+        .as_ref()
+        .filter(|_| observed.package.is_some_and(|p| p.spec.compare_only == Some(true)));
+    let compare_only = observed.package.is_some_and(|p| p.spec.compare_only == Some(true));
+    let (synced, revision) = match comparison {
+        // Back to comparing after a sync: as last said until the comparison is in.
+        _ if compare_only && matches!(outcome, Outcome::Pending) => {
+            let previous = previous.sync.as_ref();
+            (previous.is_some_and(|s| s.status == "Synced"), previous.and_then(|s| s.revision.clone()))
+        }
+        Some(comparison) => {
+            (matches!(outcome, Outcome::Ready(..)) && comparison.in_sync(), Some(revision(&comparison.revision)))
+        }
+        None => {
+            let missing = observed.live.iter().any(|(_, live)| live.is_none());
+            let applied = package_status.last_applied_revision == package_status.last_attempted_revision;
+            let synced = matches!(outcome, Outcome::Ready(..)) && applied && !missing;
+            (synced, package_status.last_attempted_revision.as_deref().map(revision))
+        }
+    };
+    let compared = |entry: &Entry| comparison.and_then(|c| c.objects.iter().find(|o| &o.entry == entry));
     let sync_word = if synced { "Synced" } else { "OutOfSync" };
     let mut app_health = "Healthy";
     let mut resources: Vec<ResourceStatus> = observed
@@ -122,8 +175,13 @@ pub(crate) fn status(observed: &Observed<'_>) -> ApplicationStatus {
                 kind: kind.into(),
                 namespace: namespace.into(),
                 name: name.into(),
-                status: Some(if live.is_some() && synced { "Synced" } else { "OutOfSync" }.into()),
+                status: Some(match compared(entry) {
+                    Some(object) => object.status.clone(),
+                    None if live.is_some() && synced => "Synced".into(),
+                    None => "OutOfSync".into(),
+                }),
                 health,
+                requires_pruning: compared(entry).filter(|o| o.requires_pruning).map(|_| true),
             }
         })
         .collect();
@@ -134,18 +192,41 @@ pub(crate) fn status(observed: &Observed<'_>) -> ApplicationStatus {
     }
     let (phase, message) = match &outcome {
         Outcome::Ready(..) => ("Succeeded", "successfully synced (all tasks run)".to_string()),
-        Outcome::Pending => ("Running", "waiting for the sync to start".to_string()),
-        Outcome::Progressing(_, message) => ("Running", message.clone()),
+        Outcome::Pending => (RUNNING, "waiting for the sync to start".to_string()),
+        Outcome::Progressing(_, message) => (RUNNING, message.clone()),
         Outcome::Failed { message, .. } => ("Failed", message.clone()),
     };
-    let operation_state =
-        revision.as_ref().map(|revision| operation_state(observed, &previous, revision, phase, message));
+    let automated = application.spec.sync_policy.as_ref().and_then(|p| p.automated.as_ref());
+    let operation_state = match (observed.manual, revision.as_ref()) {
+        (Some(manual), _) => {
+            // The Package's state says how this sync went only once its run for it started.
+            let handled = observed.package.is_some_and(|p| {
+                p.spec.compare_only != Some(true)
+                    && package_status.last_handled_reconcile_at.as_deref() == Some(manual.started_at.as_str())
+            });
+            let (phase, message) =
+                if handled { (phase, message) } else { (RUNNING, "waiting for the sync to start".into()) };
+            let revision = revision.clone().unwrap_or_default();
+            let started = (manual.requested.clone(), manual.started_at.clone());
+            Some(operation_state(observed, &previous, &revision, started, phase, message))
+        }
+        (None, Some(revision)) if automated.is_some_and(|a| a.enabled != Some(false)) => Some(operation_state(
+            observed,
+            &previous,
+            revision,
+            automated_sync(observed, &previous, revision),
+            phase,
+            message,
+        )),
+        (None, _) => previous.operation_state.clone(),
+    };
     let mut conditions = Vec::new();
     if let Outcome::Failed { message, .. } = &outcome {
-        conditions.push(condition(&previous, "SyncError", message, &observed.now));
+        let type_ = if compare_only { "ComparisonError" } else { "SyncError" };
+        conditions.push(condition(&previous, type_, message, &observed.now));
     }
     let limit = application.spec.revision_history_limit.unwrap_or(DEFAULT_REVISION_HISTORY_LIMIT).max(0) as usize;
-    let history = history(&previous.history, operation_state.as_ref(), application, limit);
+    let history = history(&previous, operation_state.as_ref(), application, limit);
     ApplicationStatus {
         resources,
         sync: Some(SyncStatus {
@@ -167,31 +248,16 @@ pub(crate) fn status(observed: &Observed<'_>) -> ApplicationStatus {
     }
 }
 
-/// The automated sync's state: started when its revision was first seen, finished when the
-/// Package's run ended.
-fn operation_state(
-    observed: &Observed<'_>,
-    previous: &ApplicationStatus,
-    revision: &str,
-    phase: &str,
-    message: String,
-) -> OperationState {
-    let application = observed.application;
-    let policy = application.spec.sync_policy.clone().unwrap_or_default();
+/// The automated sync of `revision` as an operation, and when it started: when its revision
+/// was first seen.
+fn automated_sync(observed: &Observed<'_>, previous: &ApplicationStatus, revision: &str) -> (Value, String) {
+    let policy = observed.application.spec.sync_policy.clone().unwrap_or_default();
     let earlier = previous
         .operation_state
         .as_ref()
+        .filter(|state| state.operation.pointer("/initiatedBy/automated") == Some(&json!(true)))
         .filter(|state| state.sync_result.as_ref().is_some_and(|result| result.revision == revision));
     let started_at = earlier.map_or_else(|| observed.now.clone(), |state| state.started_at.clone());
-    let finished_at = match phase {
-        "Running" => None,
-        _ => Some(
-            earlier
-                .filter(|state| state.phase == phase)
-                .and_then(|state| state.finished_at.clone())
-                .unwrap_or_else(|| observed.now.clone()),
-        ),
-    };
     let mut operation = json!({
         "initiatedBy": {"automated": true},
         "sync": {"revision": revision, "prune": policy.automated.as_ref().and_then(|a| a.prune).unwrap_or(false)},
@@ -202,6 +268,30 @@ fn operation_state(
     if let Some(limit) = policy.retry.as_ref().and_then(|r| r.limit) {
         operation["retry"] = json!({"limit": limit});
     }
+    (operation, started_at)
+}
+
+/// A sync's state (`operation` and when it started): finished when the Package's run for it
+/// ended.
+fn operation_state(
+    observed: &Observed<'_>,
+    previous: &ApplicationStatus,
+    revision: &str,
+    (operation, started_at): (Value, String),
+    phase: &str,
+    message: String,
+) -> OperationState {
+    let application = observed.application;
+    let earlier = previous.operation_state.as_ref().filter(|state| state.started_at == started_at);
+    let finished_at = match phase {
+        RUNNING => None,
+        _ => Some(
+            earlier
+                .filter(|state| state.phase == phase)
+                .and_then(|state| state.finished_at.clone())
+                .unwrap_or_else(|| observed.now.clone()),
+        ),
+    };
     let resources = observed
         .live
         .iter()
@@ -235,18 +325,23 @@ fn operation_state(
     }
 }
 
-/// The history with a succeeded sync of a revision not synced last added, at most `limit`
-/// entries (the newest).
+/// The history with a sync that has just succeeded added (one entry per sync: an automated
+/// sync is one per revision), at most `limit` entries (the newest).
 fn history(
-    previous: &[RevisionHistory],
+    previous: &ApplicationStatus,
     operation: Option<&OperationState>,
     application: &Application,
     limit: usize,
 ) -> Vec<RevisionHistory> {
-    let mut history = previous.to_vec();
+    let mut history = previous.history.clone();
     if let Some(state) = operation.filter(|s| s.phase == "Succeeded") {
         let revision = state.sync_result.as_ref().map(|r| r.revision.clone());
-        if history.last().map(|entry| &entry.revision) != Some(&revision) {
+        let recorded = history.last().is_some_and(|entry| {
+            entry.deploy_started_at.as_ref() == Some(&state.started_at)
+                || (state.operation.pointer("/initiatedBy/automated") == Some(&json!(true))
+                    && entry.revision == revision)
+        });
+        if !recorded {
             history.push(RevisionHistory {
                 id: history.last().map_or(0, |entry| entry.id + 1),
                 revision,
@@ -286,6 +381,26 @@ pub(crate) fn refused(application: &Application, message: &str, now: &str) -> Ap
         reconciled_at: Some(now.to_string()),
         ..previous
     }
+}
+
+/// The status once an `operation` bosun cannot run has ended at once: phase `Error`, with why.
+pub(crate) fn operation_refused(
+    application: &Application,
+    (operation, started_at): (Value, String),
+    message: &str,
+    now: &str,
+) -> ApplicationStatus {
+    let previous = application.status.clone().unwrap_or_default();
+    let state = OperationState {
+        operation,
+        phase: "Error".into(),
+        message: Some(message.to_string()),
+        sync_result: None,
+        started_at,
+        finished_at: Some(now.to_string()),
+        retry_count: None,
+    };
+    ApplicationStatus { operation_state: Some(state), ..previous }
 }
 
 /// The container images of the live workloads and pods, sorted, each once.

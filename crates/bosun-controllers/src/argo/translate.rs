@@ -10,6 +10,7 @@ use bosun_api::argo::Application;
 use bosun_api::argo::application::{
     ApplicationSource, IN_CLUSTER_NAME, IN_CLUSTER_SERVER, SourceDirectory, SourceHelm, SourceKustomize,
 };
+use bosun_api::argo::operation::{Operation, SyncOperation};
 use bosun_api::flux::{Image, Patch};
 use bosun_api::package::{
     CommonMetadata, DeletionPolicy, GitReference, GitSource, HelmChartSource, HelmSpec, JsonnetSpec, KustomizeSpec,
@@ -28,7 +29,7 @@ const MAX_BACKOFF: std::time::Duration = std::time::Duration::from_secs(180);
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
 pub(crate) enum TranslateError {
     /// A field bosun does not honour yet.
-    #[error("{field}: bosun does not honour this yet: {why} (docs/argo.md lists what it does)")]
+    #[error("{field}: bosun does not honour this yet: {why} (docs/argocd.md lists what it does)")]
     Unsupported {
         /// The field's path (`spec.sources`).
         field: String,
@@ -89,7 +90,11 @@ const ACCEPTED_OPTIONS: [(&str, &str); 9] = [
 ///
 /// # Errors
 /// The first field bosun cannot honour, or a spec Argo CD would refuse.
-pub(crate) fn package_spec(application: &Application, raw: &Value) -> Result<Translated, TranslateError> {
+pub(crate) fn package_spec(
+    application: &Application,
+    raw: &Value,
+    sync: Option<&SyncOperation>,
+) -> Result<Translated, TranslateError> {
     if let Some(field) = unknown_field(application, raw) {
         return Err(unsupported(&field, "a field bosun does not know"));
     }
@@ -111,9 +116,6 @@ pub(crate) fn package_spec(application: &Application, raw: &Value) -> Result<Tra
     if !spec.ignore_differences.is_empty() {
         return Err(unsupported("spec.ignoreDifferences", "every difference counts"));
     }
-    if application.operation.is_some() {
-        return Err(unsupported("operation", "a sync is not requested by hand yet; use syncPolicy.automated"));
-    }
     let Some(source) = &spec.source else {
         return Err(TranslateError::Invalid {
             field: "spec.source".into(),
@@ -122,13 +124,8 @@ pub(crate) fn package_spec(application: &Application, raw: &Value) -> Result<Tra
     };
     destination(application)?;
     let policy = spec.sync_policy.clone().unwrap_or_default();
-    let automated = policy.automated.as_ref().filter(|a| a.enabled != Some(false)).ok_or_else(|| {
-        unsupported(
-            "spec.syncPolicy.automated",
-            "an application without automated sync is only compared by Argo CD until a sync is asked for; bosun cannot compare without syncing",
-        )
-    })?;
-    if automated.allow_empty == Some(true) {
+    let automated = policy.automated.clone().filter(|a| a.enabled != Some(false));
+    if automated.as_ref().is_some_and(|a| a.allow_empty == Some(true)) {
         return Err(unsupported("spec.syncPolicy.automated.allowEmpty", "a source rendering no objects is an error"));
     }
     if policy.managed_namespace_metadata.is_some() {
@@ -137,8 +134,10 @@ pub(crate) fn package_spec(application: &Application, raw: &Value) -> Result<Tra
             "the created namespace has no metadata of its own",
         ));
     }
+    // A sync asked for by hand runs with its own options (the CLI copies the application's).
+    let options = sync.and_then(|s| s.sync_options.clone()).unwrap_or_else(|| policy.sync_options.clone());
     let mut per_object = Vec::new();
-    for option in &policy.sync_options {
+    for option in &options {
         let is = |known: &&str| known.eq_ignore_ascii_case(option.trim());
         if PER_OBJECT_OPTIONS.iter().any(is) {
             per_object.push(option.trim().to_string());
@@ -146,9 +145,9 @@ pub(crate) fn package_spec(application: &Application, raw: &Value) -> Result<Tra
             return Err(unsupported(&format!("spec.syncPolicy.syncOptions {option}"), "an option bosun does not know"));
         }
     }
-    let create_namespace = policy.sync_options.iter().any(|o| o.trim().eq_ignore_ascii_case("CreateNamespace=true"));
+    let create_namespace = options.iter().any(|o| o.trim().eq_ignore_ascii_case("CreateNamespace=true"));
     let mut differences = Vec::new();
-    if automated.self_heal != Some(true) {
+    if automated.as_ref().is_some_and(|a| a.self_heal != Some(true)) {
         differences.push(format!(
             "spec.syncPolicy.automated.selfHeal is off: bosun still undoes changes made in the cluster at each comparison ({}s)",
             RECONCILIATION.as_secs()
@@ -173,7 +172,11 @@ pub(crate) fn package_spec(application: &Application, raw: &Value) -> Result<Tra
             }))
         }
     };
-    let (source_spec, render) = source_and_render(source, &name)?;
+    let mut source = source.clone();
+    if let Some(revision) = sync.and_then(|s| s.revision.clone()).filter(|r| !r.trim().is_empty()) {
+        source.target_revision = Some(revision);
+    }
+    let (source_spec, render) = source_and_render(&source, &name)?;
     let mut labels = std::collections::BTreeMap::new();
     labels.insert(argo::TRACKING_LABEL.to_string(), name);
     let cascade = finalizers.iter().any(|f| f == argo::RESOURCES_FINALIZER);
@@ -184,7 +187,12 @@ pub(crate) fn package_spec(application: &Application, raw: &Value) -> Result<Tra
         create_namespace: create_namespace.then_some(true),
         common_metadata: Some(CommonMetadata { labels, annotations: Default::default() }),
         sync_options: per_object,
-        prune: Some(automated.prune == Some(true)),
+        prune: Some(match sync {
+            Some(sync) => sync.prune == Some(true),
+            None => automated.as_ref().is_some_and(|a| a.prune == Some(true)),
+        }),
+        // Without automated sync, the application is only compared until a sync is asked for.
+        compare_only: (automated.is_none() && sync.is_none()).then_some(true),
         wait: Some(true),
         interval: Some(Interval(RECONCILIATION)),
         retry_interval,
@@ -192,6 +200,35 @@ pub(crate) fn package_spec(application: &Application, raw: &Value) -> Result<Tra
         ..PackageSpec::default()
     };
     Ok(Translated { spec: package, differences })
+}
+
+/// The sync an `operation` asks for, or the first part of it bosun cannot do.
+///
+/// # Errors
+/// Argo CD's own refusal of a malformed operation, or a part bosun does not do, by name.
+pub(crate) fn sync_operation(operation: &Value) -> Result<SyncOperation, TranslateError> {
+    let operation: Operation = serde_json::from_value(operation.clone())
+        .map_err(|e| TranslateError::Invalid { field: "operation".into(), why: e.to_string() })?;
+    let Some(sync) = operation.sync else {
+        return Err(TranslateError::Invalid {
+            field: "operation.sync".into(),
+            why: "only a sync is an operation".into(),
+        });
+    };
+    let apply_strategy = sync.sync_strategy.as_ref().is_some_and(|s| s.get("apply").is_some());
+    let refuse = [
+        ("operation.sync.dryRun", sync.dry_run == Some(true), "a dry run is `bosun diff`"),
+        ("operation.sync.resources", !sync.resources.is_empty(), "a sync applies every object of the application"),
+        ("operation.sync.manifests", !sync.manifests.is_empty(), "manifests come from the source"),
+        ("operation.sync.source", sync.source.is_some(), "the application's source is synced"),
+        ("operation.sync.sources", !sync.sources.is_empty(), "the application's source is synced"),
+        ("operation.sync.revisions", !sync.revisions.is_empty(), "several sources are not combined yet"),
+        ("operation.sync.syncStrategy.apply", apply_strategy, "hooks always run"),
+    ];
+    match refuse.into_iter().find(|(_, set, _)| *set) {
+        Some((field, _, why)) => Err(unsupported(field, why)),
+        None => Ok(sync),
+    }
 }
 
 /// Checks that the destination is the cluster bosun runs in.

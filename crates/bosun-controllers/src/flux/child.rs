@@ -91,6 +91,9 @@ pub(crate) struct WrittenFor<'a> {
     /// The requests passed on: each annotation of the parent's, and the Package's name for it
     /// ([`RECONCILE_REQUEST`], and a HelmRelease's `forceAt`).
     pub(crate) requests: &'a [(&'static str, &'static str)],
+    /// Annotations the Package carries as they are (an Application's sync asked for by hand:
+    /// its run requested under a token).
+    pub(crate) annotations: &'a [(&'static str, String)],
 }
 
 fn annotation(meta: &ObjectMeta, key: &str) -> Option<String> {
@@ -106,6 +109,7 @@ impl WrittenFor<'_> {
                 annotation(&package.metadata, of_package) == annotation(parent.meta(), of_parent)
             })
             && self.labels.iter().all(|(k, v)| labels.get(k) == Some(v))
+            && self.annotations.iter().all(|(k, v)| annotation(&package.metadata, k).as_ref() == Some(v))
     }
 
     /// Writes the child Package with `spec`, passing the requests on, in one request (the
@@ -120,6 +124,9 @@ impl WrittenFor<'_> {
             if let Some(requested) = annotation(run.object().meta(), of_parent) {
                 annotations[*of_package] = json!(requested);
             }
+        }
+        for (key, value) in self.annotations {
+            annotations[*key] = json!(value);
         }
         let metadata = json!({"name": run.name(), "labels": self.labels, "annotations": annotations});
         let child =

@@ -4,7 +4,8 @@
 //!
 //! Built on [`bosun_kit`]: kube-runtime's controller, the finalizer (deletion policy),
 //! conditions, events and metrics come from there; this module decides what one run does.
-//! Files: `rollout` (one run: fetch, render, apply, record), `render` (a run's rendering and
+//! Files: `rollout` (one run: fetch, render, apply, record), `compare` (a `compareOnly`
+//! Package's run: a dry run, nothing applied), `render` (a run's rendering and
 //! the last one kept), `deletion` (what a deleted Package prunes), `dependencies` (dependsOn),
 //! `status` (what outcomes mean for the status, pure), `progress` (the
 //! status while a run goes on), `running` (runs under way, and stopping their waits when a
@@ -14,6 +15,7 @@
 //! acts as, and its target), `remote` (the cluster a run applies to: this one, or the one
 //! `spec.kubeConfig` names).
 
+pub(crate) mod compare;
 pub(crate) mod deletion;
 pub(crate) mod dependencies;
 pub(crate) mod helm_storage;

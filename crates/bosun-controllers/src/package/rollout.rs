@@ -37,7 +37,7 @@ use super::{
 /// The condition saying whether what the Package applied is healthy.
 const HEALTHY: &str = "Healthy";
 /// Objects of one Package dry-run and applied at once.
-const APPLY_CONCURRENCY: usize = 4;
+pub(super) const APPLY_CONCURRENCY: usize = 4;
 
 impl PackageReconciler {
     /// Fetches, renders and rolls out; the status (fields and conditions) says how it went.
@@ -107,6 +107,15 @@ impl PackageReconciler {
             check_permitted(permitted, &rendered, &target.resolver).await?;
         }
         let digest = pipeline::digest(&rendered);
+        if resource.spec.compare_only == Some(true) {
+            tracker.phase("Comparing", &format!("comparing revision {revision}"), status);
+            let set = Set { revision: &revision, digest: &digest, rendered: &rendered };
+            let compared = self.compare(run, status, &package, &target, &set).await;
+            status.progress = Some(tracker.finish(if compared.is_ok() { "Compared" } else { "Failed" }));
+            return compared;
+        }
+        // What a comparison found no longer holds once this run applies.
+        status.comparison = None;
         let rollback = resource.spec.rollback.as_ref().is_some_and(|r| r.on_failure);
         if rollback
             && !request.fresh
@@ -218,7 +227,7 @@ impl PackageReconciler {
             health_expressions,
             ..Options::default()
         };
-        let namespace = resource.spec.default_namespace.clone().unwrap_or_else(|| run.namespace().to_string());
+        let namespace = default_namespace(&resource, run.namespace());
         let applied = pipeline::apply(&target.client, package, set.rendered, &namespace, &options, *tracker).await;
         self.running.end(&key);
         let report = match applied {
@@ -332,7 +341,12 @@ fn fetching(resource: &PackageResource) -> String {
 
 /// The interval spread by up to ±5 % (Flux's jitter), so Packages created together do not
 /// reconcile together forever.
-fn jittered(interval: Duration) -> Duration {
+/// The namespace of the Package's objects that name none.
+pub(super) fn default_namespace(resource: &PackageResource, own: &str) -> String {
+    resource.spec.default_namespace.clone().unwrap_or_else(|| own.to_string())
+}
+
+pub(super) fn jittered(interval: Duration) -> Duration {
     interval.mul_f64(0.95 + 0.1 * rand::random::<f64>())
 }
 

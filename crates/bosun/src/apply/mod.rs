@@ -55,7 +55,7 @@ use bosun_core::health::{ExpressionTexts, HealthExpressions};
 pub use cache::{Cache, Changed};
 use namespaces::{check_namespaces, created_namespaces, missing_namespaces_message, namespaces_asked};
 pub(crate) use preview::diff;
-pub use preview::{DiffReport, ObjectDiff};
+pub use preview::{Baseline, DiffReport, ObjectDiff};
 use wait::Watched;
 
 /// The field manager bosun applies with.

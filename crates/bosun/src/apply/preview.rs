@@ -25,6 +25,8 @@ use bosun_core::object;
 pub struct ObjectDiff {
     /// `Kind/namespace/name`.
     pub object: String,
+    /// Its inventory entry (`None` when its kind could not be resolved).
+    pub entry: Option<Entry>,
     /// What applying would do.
     pub change: Change,
     /// The unified diff (empty when unchanged).
@@ -37,7 +39,17 @@ pub struct DiffReport {
     /// Rendered objects.
     pub objects: Vec<ObjectDiff>,
     /// Objects of the inventory no longer rendered that still carry the owner labels.
-    pub prune: Vec<String>,
+    pub prune: Vec<Entry>,
+}
+
+/// What a diff compares against when the caller already knows it: a controller has the
+/// cluster's kinds and keeps the inventory in its resource's status, where `bosun diff` reads
+/// both from the cluster.
+pub struct Baseline {
+    /// The cluster's kinds.
+    pub resolver: Resolver,
+    /// What was applied last.
+    pub previous: Vec<Entry>,
 }
 
 impl DiffReport {
@@ -53,9 +65,15 @@ pub(crate) async fn diff(
     target: &Target,
     rendered: &Rendered,
     concurrency: usize,
+    baseline: Option<Baseline>,
 ) -> Result<DiffReport, ApplyError> {
-    let resolver = Resolver::new(client.clone()).await.map_err(|e| ApplyError::Cluster(e.into()))?;
-    let previous = inventory::read(client, &target.name, &target.namespace).await?;
+    let Baseline { resolver, previous } = match baseline {
+        Some(baseline) => baseline,
+        None => Baseline {
+            resolver: Resolver::new(client.clone()).await.map_err(|e| ApplyError::Cluster(e.into()))?,
+            previous: inventory::read(client, &target.name, &target.namespace).await?,
+        },
+    };
     let keys: Vec<String> = rendered
         .manifests
         .iter()
@@ -81,7 +99,7 @@ pub(crate) async fn diff(
                 } else {
                     (Change::Failed, format!("{why}\n"))
                 };
-                report.objects.push(ObjectDiff { object, change, diff });
+                report.objects.push(ObjectDiff { object, entry: None, change, diff });
                 None
             }
         })
@@ -95,8 +113,9 @@ pub(crate) async fn diff(
         // (it is checked once the namespace exists) and is shown as rendered.
         let rules = policy::merged(&item.object, dry.live.as_ref());
         let verdict = decide::after_dry_run(&dry.finding(), *action, &created, &rules, false);
+        // An object its rules keep bosun from writing is not compared; one unchanged is.
         if let Ok(planned) = &verdict
-            && matches!(decide::write(*action, *planned), decide::Write::Skip(_))
+            && matches!(decide::write(*action, *planned), decide::Write::Skip(Some(_)))
         {
             continue;
         }
@@ -110,7 +129,8 @@ pub(crate) async fn diff(
             (Ok(Some(result)), Some(live)) => (Change::Configured, diff::unified(Some(live), &result, &item.described)),
             (Ok(None), _) => (Change::Unchanged, String::new()),
         };
-        report.objects.push(ObjectDiff { object: item.described.clone(), change, diff: text });
+        let entry = Some(inventory::entry_of(&item.object));
+        report.objects.push(ObjectDiff { object: item.described.clone(), entry, change, diff: text });
     }
     let current: Vec<Entry> = items.iter().map(|i| inventory::entry_of(&i.object)).collect();
     for candidate in inventory::prune_set(&previous, &current) {
@@ -122,7 +142,7 @@ pub(crate) async fn diff(
             && policy::of(&live).prunes()
             && !policy::of(&live).ignore_extraneous
         {
-            report.prune.push(candidate.describe());
+            report.prune.push(candidate.clone());
         }
     }
     Ok(report)

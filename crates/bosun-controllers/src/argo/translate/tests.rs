@@ -30,7 +30,7 @@ fn with(pointer: &str, value: Value) -> Value {
 
 fn translated(spec: Value) -> Result<Translated, TranslateError> {
     let (application, raw) = application(spec);
-    package_spec(&application, &raw)
+    package_spec(&application, &raw, None)
 }
 
 #[test]
@@ -181,7 +181,7 @@ fn without_the_finalizer_objects_are_kept_and_self_heal_off_is_reported() {
     spec["syncPolicy"]["automated"] = json!({"prune": false});
     let (mut application, raw) = application(spec);
     application.metadata.finalizers = None;
-    let translated = package_spec(&application, &raw).expect("translated");
+    let translated = package_spec(&application, &raw, None).expect("translated");
     assert_eq!(translated.spec.deletion_policy, Some(DeletionPolicy::Orphan));
     assert_eq!(translated.spec.prune, Some(false));
     assert!(
@@ -202,8 +202,6 @@ fn every_field_bosun_cannot_honour_is_named() {
         ),
         (with("/destination/server", json!("https://prod.example.com")), "spec.destination.server"),
         (with("/destination", json!({"name": "prod", "namespace": "a"})), "spec.destination.name"),
-        (with("/syncPolicy", json!({})), "spec.syncPolicy.automated"),
-        (with("/syncPolicy/automated/enabled", json!(false)), "spec.syncPolicy.automated"),
         (with("/syncPolicy/automated/allowEmpty", json!(true)), "spec.syncPolicy.automated.allowEmpty"),
         (with("/syncPolicy/syncOptions", json!(["Retry=forever"])), "spec.syncPolicy.syncOptions Retry=forever"),
         (with("/source/plugin", json!({"name": "cmp"})), "spec.source.plugin"),
@@ -229,8 +227,43 @@ fn every_field_bosun_cannot_honour_is_named() {
 fn background_cascading_deletion_is_refused_by_name() {
     let (mut application, raw) = application(base());
     application.metadata.finalizers = Some(vec!["resources-finalizer.argocd.argoproj.io/background".into()]);
-    match package_spec(&application, &raw) {
+    match package_spec(&application, &raw, None) {
         Err(TranslateError::Unsupported { field, .. }) => assert_eq!(field, "metadata.finalizers"),
         other => panic!("{other:?}"),
     }
+}
+
+#[test]
+fn without_automated_sync_an_application_is_compared_until_a_sync_is_asked_for() {
+    for spec in [with("/syncPolicy", json!({})), with("/syncPolicy/automated/enabled", json!(false))] {
+        let (application, raw) = application(spec);
+        let compared = package_spec(&application, &raw, None).expect("translated").spec;
+        assert_eq!((compared.compare_only, compared.prune), (Some(true), Some(false)));
+        let sync = sync_operation(&json!({
+            "initiatedBy": {"username": "admin"},
+            "sync": {"revision": "v1.2.0", "prune": true, "syncOptions": ["CreateNamespace=true"]},
+        }))
+        .expect("a sync");
+        let synced = package_spec(&application, &raw, Some(&sync)).expect("translated").spec;
+        assert_eq!((synced.compare_only, synced.prune, synced.create_namespace), (None, Some(true), Some(true)));
+        let reference = synced.source.and_then(|s| s.git).and_then(|g| g.reference).and_then(|r| r.tag);
+        assert_eq!(reference.as_deref(), Some("v1.2.0"), "the operation's revision");
+    }
+}
+
+#[test]
+fn an_operation_bosun_cannot_run_is_refused_by_name() {
+    let cases = [
+        (json!({"sync": {"dryRun": true}}), "operation.sync.dryRun"),
+        (json!({"sync": {"resources": [{"kind": "Deployment", "name": "a"}]}}), "operation.sync.resources"),
+        (json!({"sync": {"syncStrategy": {"apply": {"force": true}}}}), "operation.sync.syncStrategy.apply"),
+    ];
+    for (operation, field) in cases {
+        match sync_operation(&operation) {
+            Err(TranslateError::Unsupported { field: named, .. }) => assert_eq!(named, field),
+            other => panic!("{field}: {other:?}"),
+        }
+    }
+    assert!(matches!(sync_operation(&json!({"initiatedBy": {"username": "a"}})), Err(TranslateError::Invalid { .. })));
+    assert!(sync_operation(&json!({"sync": {"syncStrategy": {"hook": {}}}})).is_ok());
 }

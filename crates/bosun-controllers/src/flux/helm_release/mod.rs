@@ -92,6 +92,7 @@ impl kit::Reconciler for HelmReleases {
             labels: &labels,
             // `forceAt` is the Package's forced release (it counts with `requestedAt`'s value).
             requests: &[child::RECONCILE_REQUEST, (RECONCILE_FORCE_AT, FORCE_REQUESTED_AT)],
+            annotations: &[],
         };
         let package = match existing.filter(|p| written_for.matches(p, &release)) {
             Some(package) => package,

@@ -94,6 +94,7 @@ impl kit::Reconciler for Kustomizations {
             written: generation,
             labels: &labels,
             requests: &[child::RECONCILE_REQUEST],
+            annotations: &[],
         };
         // The Package written for this generation (and request, and labels) says all there is:
         // a reconcile woken by its status only reads it (most of them).
