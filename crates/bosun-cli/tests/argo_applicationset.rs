@@ -347,7 +347,7 @@ fn rollout_status(set: &Value, name: &str) -> Option<(String, String)> {
 }
 
 #[tokio::test]
-async fn a_rolling_sync_syncs_its_first_step_by_writing_the_operation_argo_cd_writes() {
+async fn a_rolling_sync_syncs_step_by_step_by_writing_the_operation_argo_cd_writes() {
     let server = ApiServer::in_memory().simulate_workloads(Duration::from_millis(100)).start().await.expect("server");
     let cluster = Cluster::around(server);
     let crds = cluster.bosun(&["crds", "--argo"]).await;
@@ -398,5 +398,37 @@ async fn a_rolling_sync_syncs_its_first_step_by_writing_the_operation_argo_cd_wr
     .await;
     let progressing = condition(&set, "RolloutProgressing").expect("RolloutProgressing");
     assert_eq!(progressing["reason"], "ApplicationSetModified", "{set:#}");
-    assert_eq!(progressing["message"], "ApplicationSet is performing rollout of step 1");
+
+    // The Application controller runs each operation: step 1 becomes Healthy, then step 2 is
+    // synced the same way, and the rollout completes.
+    let deadline = Instant::now() + BOUND;
+    let done = loop {
+        let set = serde_json::to_value(sets(&cluster).get("rolling").await.expect("set")).expect("json");
+        if let (Some((dev, _)), Some((prod, _))) = (rollout_status(&set, "web-dev"), rollout_status(&set, "web-prod")) {
+            assert!(prod == "Waiting" || dev == "Healthy", "step 2 moved before step 1 was Healthy: {set:#}");
+        }
+        if condition(&set, "RolloutProgressing").is_some_and(|c| c["status"] == "False") {
+            break set;
+        }
+        if Instant::now() > deadline {
+            let shown = cluster.run("kubectl", &["get", "applications", "-n", "argocd", "-o", "yaml"], None).await;
+            panic!("never rolled out: {set:#}\n{}", text(&shown));
+        }
+        tokio::time::sleep(Duration::from_millis(50)).await;
+    };
+    let complete = condition(&done, "RolloutProgressing").expect("RolloutProgressing");
+    assert_eq!(complete["reason"], "ApplicationSetRolloutComplete");
+    assert_eq!(complete["message"], "ApplicationSet Rollout has completed");
+    assert_eq!(rollout_status(&done, "web-prod"), Some(("Healthy".into(), "2".into())), "{done:#}");
+    let entries = done["status"]["applicationStatus"].as_array().expect("applicationStatus");
+    assert!(entries.iter().all(|e| e["targetRevisions"].as_array().is_some_and(|r| r.len() == 1)), "{done:#}");
+    for name in ["web-dev", "web-prod"] {
+        let application = serde_json::to_value(applications(&cluster).get(name).await.expect(name)).expect("json");
+        let state = &application["status"]["operationState"];
+        assert_eq!(state["operation"]["initiatedBy"]["username"], "applicationset-controller", "{application:#}");
+        assert_eq!(state["phase"], "Succeeded");
+        assert_eq!(application["status"]["sync"]["status"], "Synced");
+    }
+    let deployments: Api<Deployment> = Api::namespaced(cluster.server.client(), "web-prod");
+    assert!(deployments.get_opt("web").await.expect("get").is_some(), "step 2 applied");
 }

@@ -44,6 +44,9 @@ const SECRET_TYPE: &str = "argocd.argoproj.io/secret-type";
 /// `requeueAfterSeconds`, 3 minutes).
 const GIT_INTERVAL: Duration = Duration::from_secs(180);
 
+/// How soon an ApplicationSet rolling out with `RollingSync` is looked at again.
+const ROLLOUT_INTERVAL: Duration = Duration::from_secs(3);
+
 /// How soon an ApplicationSet that could not generate is looked at again (as Argo CD's).
 const INVALID_INTERVAL: Duration = Duration::from_secs(180);
 
@@ -422,6 +425,11 @@ impl kit::Reconciler for ApplicationSets {
                     .map_err(|e| Failure::from_error("SyncApplicationError", &e))?;
             }
             rolled = rollout.progressing.map_or(Rolling::Complete, Rolling::Step);
+            if rollout.progressing.is_some() {
+                // A step moves on when its Applications' statuses do, which may not change again
+                // after the last write that woke this reconcile.
+                run.requeue_after(ROLLOUT_INTERVAL);
+            }
             status.application_status = rollout.statuses;
         } else {
             status.application_status.clear();

@@ -51,10 +51,11 @@ pub(crate) struct Rollout {
     pub progressing: Option<usize>,
 }
 
-/// Whether `a` is a later RFC 3339 time than `b` (Argo CD writes seconds, so text order is
-/// time order).
+/// Whether `a` is not before `b`, RFC 3339 times (Argo CD writes seconds, so text order is
+/// time order; a sync started in the second an Application went `Pending` counts as after it,
+/// since both are truncated to that second).
 fn after(a: &str, b: Option<&str>) -> bool {
-    b.is_none_or(|b| a > b)
+    b.is_none_or(|b| a >= b)
 }
 
 /// The step of each member (0-based), by the first step that selects it: `In` needs the
@@ -125,13 +126,18 @@ pub(crate) fn advance(
         });
         let mut next = current.clone();
         next.step = step_text;
-        let revisions_changed = current.target_revisions != member.revisions;
+        // A revision first known (the Application compared for the first time) is no change.
+        if current.target_revisions.is_empty() {
+            next.target_revisions.clone_from(&member.revisions);
+        }
+        let revisions_changed = next.target_revisions != member.revisions;
         if revisions_changed || member.spec_changed {
             let message = match (revisions_changed, member.spec_changed) {
                 (true, true) => "Application has pending changes (revision and spec differ), setting status to Waiting",
                 (true, false) => "Application has pending changes, setting status to Waiting",
                 _ => "Application has pending changes (spec differs), setting status to Waiting",
             };
+            next.target_revisions.clone_from(&member.revisions);
             moved(&mut next, now, "Waiting", message);
         }
         let healthy = member.health == "Healthy";
@@ -280,6 +286,7 @@ mod tests {
             ]
         );
         assert_eq!(first.statuses[1].message, "No Application status found, defaulting status to Waiting");
+        assert_eq!(first.statuses[1].target_revisions, ["abc"]);
         assert_eq!(first.progressing, Some(1));
 
         // dev's sync starts after it went Pending: Progressing; then Healthy; prod starts, half of it.
@@ -316,6 +323,38 @@ mod tests {
         assert_eq!(fourth.statuses[1].message, "Application resource has synced, updating status to Healthy");
         assert_eq!(fourth.sync, ["dev-a"]);
         assert_eq!(states(&fourth)[1..], [("prod-a", "Healthy", "2"), ("prod-b", "Healthy", "2")]);
+    }
+
+    #[test]
+    fn a_revision_first_known_is_no_change_and_a_new_one_is() {
+        let labels = BTreeMap::from([("env".to_string(), "dev".to_string())]);
+        let member = |revision: &str| Member {
+            name: "dev-a",
+            labels: &labels,
+            live: true,
+            spec_changed: false,
+            revisions: vec![revision.to_string()],
+            sync: "OutOfSync",
+            health: "Healthy",
+            phase: Some("Succeeded"),
+            started_at: Some("2026-01-01T00:00:00Z"),
+            reconciled_at: None,
+            error: false,
+        };
+        let pending = ApplicationSetApplicationStatus {
+            application: "dev-a".into(),
+            status: "Pending".into(),
+            step: "1".into(),
+            last_transition_time: Some("2026-01-01T00:00:01Z".into()),
+            ..Default::default()
+        };
+        let first = advance(&steps(), &[member("abc")], std::slice::from_ref(&pending), "2026-01-01T00:00:02Z");
+        let first = first.expect("rollout");
+        assert_eq!(states(&first), [("dev-a", "Pending", "1")], "still Pending: the sync started before it");
+        assert_eq!(first.statuses[0].target_revisions, ["abc"]);
+        let second = advance(&steps(), &[member("def")], &first.statuses, "2026-01-01T00:00:03Z").expect("rollout");
+        assert_eq!(second.statuses[0].target_revisions, ["def"]);
+        assert_eq!(second.sync, ["dev-a"], "a new revision: Waiting, and synced again");
     }
 
     #[test]

@@ -118,6 +118,7 @@ pub(crate) fn resources(namespace: &str, applications: &[(String, Option<&Value>
                 namespace: namespace.into(),
                 name: name.clone(),
                 status: Some(text("/sync/status").unwrap_or("Unknown").to_string()),
+                requires_pruning: None,
                 health: Some(HealthStatus {
                     status: text("/health/status").unwrap_or("Unknown").to_string(),
                     message: text("/health/message").map(str::to_string),
