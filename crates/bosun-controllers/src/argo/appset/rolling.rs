@@ -51,11 +51,15 @@ pub(crate) struct Rollout {
     pub progressing: Option<usize>,
 }
 
-/// Whether `a` is not before `b`, RFC 3339 times (Argo CD writes seconds, so text order is
-/// time order; a sync started in the second an Application went `Pending` counts as after it,
-/// since both are truncated to that second).
+/// Whether `a` is not before `b`, RFC 3339 times compared to the second (the transition is
+/// written in seconds, a sync's start may have a fraction: one started in the second an
+/// Application went `Pending` counts as after it). A time that does not parse is not after.
 fn after(a: &str, b: Option<&str>) -> bool {
-    b.is_none_or(|b| a >= b)
+    let second = |t: &str| t.parse::<k8s_openapi::jiff::Timestamp>().ok().map(|t| t.as_second());
+    match b {
+        None => true,
+        Some(b) => matches!((second(a), second(b)), (Some(a), Some(b)) if a >= b),
+    }
 }
 
 /// The step of each member (0-based), by the first step that selects it: `In` needs the
@@ -355,6 +359,16 @@ mod tests {
         let second = advance(&steps(), &[member("def")], &first.statuses, "2026-01-01T00:00:03Z").expect("rollout");
         assert_eq!(second.statuses[0].target_revisions, ["def"]);
         assert_eq!(second.sync, ["dev-a"], "a new revision: Waiting, and synced again");
+    }
+
+    #[test]
+    fn sync_start_times_compare_to_the_second() {
+        let since = Some("2026-01-01T00:00:12Z");
+        assert!(after("2026-01-01T00:00:12.345Z", since), "a fraction within the same second");
+        assert!(after("2026-01-01T00:00:13Z", since));
+        assert!(!after("2026-01-01T00:00:11.999Z", since));
+        assert!(!after("not a time", since));
+        assert!(after("2026-01-01T00:00:00Z", None));
     }
 
     #[test]
