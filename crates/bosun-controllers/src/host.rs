@@ -283,8 +283,10 @@ pub async fn run(
             selector: scope.selector.clone(),
             metrics: Some(metrics.clone()),
         };
+        let fetcher = settings.package.fetcher(settings.package.cache_dir.join("argo-applicationsets"));
         (
             crate::argo::controller(client.clone(), &scope).on_event(alerts.listener()),
+            crate::argo::appset::controller(client.clone(), &scope, fetcher).on_event(alerts.listener()),
             crate::rollouts::controller::controller(client.clone(), &scope).on_event(alerts.listener()),
             crate::rollouts::analysis_run::controller(client.clone(), &scope).on_event(alerts.listener()),
         )
@@ -292,16 +294,17 @@ pub async fn run(
     let argo_stop = settings.package.stopping.clone();
     let argo_controller = async move {
         match argo_controller {
-            // Argo CD's Applications and Argo Rollouts' Rollouts and AnalysisRuns, under the
-            // same scope.
-            Some((applications, rollouts, runs)) => {
-                let (rollouts_stop, runs_stop) = (argo_stop.clone(), argo_stop.clone());
-                let (applications, rollouts, runs) = tokio::join!(
+            // Argo CD's Applications and ApplicationSets, Argo Rollouts' Rollouts and
+            // AnalysisRuns, under the same scope.
+            Some((applications, sets, rollouts, runs)) => {
+                let (sets_stop, rollouts_stop, runs_stop) = (argo_stop.clone(), argo_stop.clone(), argo_stop.clone());
+                let (applications, sets, rollouts, runs) = tokio::join!(
                     applications.run(async move { argo_stop.cancelled().await }),
+                    sets.run(async move { sets_stop.cancelled().await }),
                     rollouts.run(async move { rollouts_stop.cancelled().await }),
                     runs.run(async move { runs_stop.cancelled().await }),
                 );
-                applications.and(rollouts).and(runs)
+                applications.and(sets).and(rollouts).and(runs)
             }
             None => Ok(()),
         }

@@ -350,6 +350,7 @@ mod tests {
         let wanted = [
             "applications.argoproj.io",
             "appprojects.argoproj.io",
+            "applicationsets.argoproj.io",
             "rollouts.argoproj.io",
             "analysistemplates.argoproj.io",
             "clusteranalysistemplates.argoproj.io",

@@ -23,6 +23,7 @@ pub mod dev;
 mod fetch;
 pub mod fleet;
 pub mod flux;
+mod generate;
 mod host;
 pub mod install;
 pub mod leader;

@@ -1,7 +1,9 @@
-//! Argo CD's own kinds as types (`argoproj.io/v1alpha1`): [`application`] (`Application`)
-//! and [`project`] (`AppProject`), with the CRDs ([`crds`]) Argo CD installs for them — the
-//! same group, names, short names, printer columns and no status subresource (Argo CD writes
-//! the status with the object), so that an Argo CD repository's objects apply unchanged.
+//! Argo CD's own kinds as types (`argoproj.io/v1alpha1`): [`application`] (`Application`),
+//! [`project`] (`AppProject`) and [`applicationset`] (`ApplicationSet`), with the CRDs
+//! ([`crds`]) Argo CD installs for them — the same group, names, short names, printer columns
+//! and subresources (none for Application and AppProject, whose status Argo CD writes with the
+//! object; `status` for ApplicationSet), so that an Argo CD repository's objects apply
+//! unchanged.
 //! `bosun crds --argo` prints them.
 //!
 //! Argo Rollouts' kinds, in the same group, are here too: [`rollout`] (`Rollout`) and
@@ -15,12 +17,14 @@
 
 pub mod analysis;
 pub mod application;
+pub mod applicationset;
 pub mod operation;
 pub mod project;
 pub mod rollout;
 
 pub use analysis::{AnalysisRun, AnalysisTemplate, ClusterAnalysisTemplate};
 pub use application::Application;
+pub use applicationset::ApplicationSet;
 pub use project::AppProject;
 pub use rollout::Rollout;
 
@@ -84,6 +88,7 @@ argo_resource!(
     k8s_openapi::ClusterResourceScope
 );
 argo_resource!(AnalysisRun, "AnalysisRun", "analysisruns");
+argo_resource!(ApplicationSet, "ApplicationSet", "applicationsets");
 
 /// `metadata` in a schema, as kube's derive writes it.
 pub(crate) fn object_meta(_: &mut schemars::SchemaGenerator) -> schemars::Schema {
@@ -91,8 +96,9 @@ pub(crate) fn object_meta(_: &mut schemars::SchemaGenerator) -> schemars::Schema
 }
 
 /// The CRDs of Argo CD's kinds bosun serves: `applications.argoproj.io` (short names `app`,
-/// `apps`) and `appprojects.argoproj.io` (`appproj`, `appprojs`), then Argo Rollouts'
-/// ([`rollouts_crds`]).
+/// `apps`), `appprojects.argoproj.io` (`appproj`, `appprojs`) and
+/// `applicationsets.argoproj.io` (`appset`, `appsets`, with a status subresource), then Argo
+/// Rollouts' ([`rollouts_crds`]).
 pub fn crds() -> Vec<CustomResourceDefinition> {
     let mut crds = argo_cd_crds();
     crds.extend(rollouts_crds());
@@ -108,8 +114,9 @@ fn argo_cd_crds() -> Vec<CustomResourceDefinition> {
         {"jsonPath": ".spec.project", "name": "Project", "priority": 10, "type": "string"},
     ]);
     vec![
-        crd::<Application>("Application", "applications", &["app", "apps"], application_columns),
-        crd::<AppProject>("AppProject", "appprojects", &["appproj", "appprojs"], json!([])),
+        crd::<Application>("Application", "applications", &["app", "apps"], application_columns, false),
+        crd::<AppProject>("AppProject", "appprojects", &["appproj", "appprojs"], json!([]), false),
+        crd::<ApplicationSet>("ApplicationSet", "applicationsets", &["appset", "appsets"], json!([]), true),
     ]
 }
 
@@ -132,9 +139,13 @@ pub fn rollouts_crds() -> Vec<CustomResourceDefinition> {
     });
     let run_columns = json!([{"jsonPath": ".status.phase", "name": "Status", "type": "string", "description": "AnalysisRun status"}, age]);
     vec![
-        rollouts_crd(crd::<Rollout>("Rollout", "rollouts", &["ro"], rollout_columns), rollout_subresources, true),
         rollouts_crd(
-            crd::<AnalysisTemplate>("AnalysisTemplate", "analysistemplates", &["at"], json!([age])),
+            crd::<Rollout>("Rollout", "rollouts", &["ro"], rollout_columns, false),
+            rollout_subresources,
+            true,
+        ),
+        rollouts_crd(
+            crd::<AnalysisTemplate>("AnalysisTemplate", "analysistemplates", &["at"], json!([age]), false),
             json!({}),
             true,
         ),
@@ -144,11 +155,12 @@ pub fn rollouts_crds() -> Vec<CustomResourceDefinition> {
                 "clusteranalysistemplates",
                 &["cat"],
                 json!([age]),
+                false,
             ),
             json!({}),
             false,
         ),
-        rollouts_crd(crd::<AnalysisRun>("AnalysisRun", "analysisruns", &["ar"], run_columns), json!({}), true),
+        rollouts_crd(crd::<AnalysisRun>("AnalysisRun", "analysisruns", &["ar"], run_columns, false), json!({}), true),
     ]
 }
 
@@ -163,12 +175,14 @@ fn rollouts_crd(crd: CustomResourceDefinition, subresources: Value, namespaced: 
     serde_json::from_value(crd).expect("a CRD")
 }
 
-/// A CRD as Argo CD's: one version, stored, no subresources, the schema of `K` made open.
+/// A CRD as Argo CD's: one version, stored, a status subresource when `status` (none
+/// otherwise), the schema of `K` made open.
 fn crd<K: schemars::JsonSchema>(
     kind: &str,
     plural: &str,
     short_names: &[&str],
     columns: Value,
+    status: bool,
 ) -> CustomResourceDefinition {
     let generator = schemars::generate::SchemaSettings::openapi3()
         .with(|s| {
@@ -192,8 +206,9 @@ fn crd<K: schemars::JsonSchema>(
         object.remove("x-kubernetes-preserve-unknown-fields");
     }
     let singular = kind.to_lowercase();
+    let subresources = if status { json!({"status": {}}) } else { json!({}) };
     let mut version = json!({
-        "name": "v1alpha1", "served": true, "storage": true, "subresources": {},
+        "name": "v1alpha1", "served": true, "storage": true, "subresources": subresources,
         "schema": {"openAPIV3Schema": schema},
     });
     if columns.as_array().is_some_and(|c| !c.is_empty()) {
@@ -255,7 +270,15 @@ mod tests {
         assert_eq!(columns(version), ["Sync Status", "Health Status", "Revision", "Project"]);
         let project = crd("appprojects");
         assert_eq!(project["spec"]["names"]["shortNames"], json!(["appproj", "appprojs"]));
-        for crd in [application, project] {
+        let set = crd("applicationsets");
+        assert_eq!(set["metadata"]["name"], "applicationsets.argoproj.io");
+        assert_eq!(set["spec"]["names"]["shortNames"], json!(["appset", "appsets"]));
+        assert_eq!(set["spec"]["versions"][0]["subresources"], json!({"status": {}}), "as Argo CD's");
+        let generator = &set["spec"]["versions"][0]["schema"]["openAPIV3Schema"]["properties"]["spec"]["properties"]["generators"]
+            ["items"];
+        assert_eq!(generator["properties"]["git"]["properties"]["repoURL"]["type"], "string");
+        assert_eq!(generator["properties"]["matrix"]["x-kubernetes-preserve-unknown-fields"], true);
+        for crd in [application, project, set] {
             let mut problems = Vec::new();
             check_structural(&crd["spec"]["versions"][0]["schema"]["openAPIV3Schema"], "", &mut problems);
             assert!(problems.is_empty(), "{problems:#?}");

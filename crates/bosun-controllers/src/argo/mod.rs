@@ -7,6 +7,7 @@
 //! the Application; without it they are kept. A field bosun cannot honour is refused by name
 //! with Argo CD's `InvalidSpecError` condition, and nothing is written.
 
+pub mod appset;
 mod clusters;
 mod project;
 mod repositories;

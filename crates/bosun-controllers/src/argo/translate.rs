@@ -556,7 +556,7 @@ fn unknown_field(application: &Application, raw: &Value) -> Option<String> {
 }
 
 /// Every leaf's path, array indices left out.
-fn leaves(value: &Value, prefix: &str, into: &mut Vec<String>) {
+pub(crate) fn leaves(value: &Value, prefix: &str, into: &mut Vec<String>) {
     match value {
         Value::Object(map) => map.iter().for_each(|(k, v)| leaves(v, &format!("{prefix}.{k}"), into)),
         Value::Array(items) => items.iter().for_each(|v| leaves(v, prefix, into)),

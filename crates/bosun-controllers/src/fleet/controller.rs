@@ -4,11 +4,7 @@
 //! A change of a Package (its status too) or of a cluster Secret reconciles the Fleet, and so
 //! does a new `bosun.dev/requested-at` annotation (echoed in `status.lastHandledReconcileAt`).
 
-use std::{
-    collections::BTreeMap,
-    path::{Path, PathBuf},
-    time::Duration,
-};
+use std::{collections::BTreeMap, time::Duration};
 
 use bosun::source::Fetcher;
 use bosun_api::package::{PackageResource, PackageSpec, REQUESTED_AT, SourceSpec};
@@ -73,26 +69,6 @@ pub fn controller(client: Client, settings: Settings) -> kit::Controller<Fleets>
                 .collect()
         })
         .confined(settings.namespace.as_deref(), settings.selector.as_deref(), settings.metrics)
-}
-
-/// The directories under `root`, relative and `/`-separated, hidden ones (`.git`) left out.
-fn directories_under(root: &Path) -> Vec<String> {
-    let mut found = Vec::new();
-    let mut pending = vec![PathBuf::new()];
-    while let Some(relative) = pending.pop() {
-        let Ok(entries) = std::fs::read_dir(root.join(&relative)) else { continue };
-        for entry in entries.flatten() {
-            let name = entry.file_name().to_string_lossy().to_string();
-            if name.starts_with('.') || !entry.file_type().is_ok_and(|t| t.is_dir()) {
-                continue;
-            }
-            let path = relative.join(&name);
-            found.push(path.to_string_lossy().replace('\\', "/"));
-            pending.push(path);
-        }
-    }
-    found.sort();
-    found
 }
 
 /// The clusters registered in `namespace`: Secrets labelled `bosun.dev/cluster: "true"`.
@@ -179,7 +155,7 @@ impl Fleets {
         let fetched =
             crate::fetch::fetch_source(&self.fetcher, run.client(), Some(&source), self.scope(run), false).await;
         let (snapshot, _) = fetched.map_err(|e| format!("{field}: {e}"))?;
-        Ok(directories_under(&snapshot.root))
+        Ok(crate::generate::entries_under(&snapshot.root).0)
     }
 }
 

@@ -1,19 +1,17 @@
 //! What a Fleet generates, decided without a cluster: the parameter sets of its generators
 //! (given the registered clusters), `{{…}}` substituted into the template, and the Packages
-//! that come out.
+//! that come out. Combining, selecting and substituting are shared with Argo CD's
+//! ApplicationSet (`crate::generate`); the parameters' names and the Packages are the Fleet's.
 
 use std::collections::BTreeMap;
 
 use serde_json::{Value, json};
 
-use bosun_api::fleet::{
-    BasicGenerator, Combination, DirectoriesGenerator, FleetSpec, Generator, LabelSelector, Requirement,
-};
+use bosun_api::fleet::{BasicGenerator, Combination, DirectoriesGenerator, FleetSpec, Generator};
 use bosun_api::package::PackageSpec;
-use bosun_glob::Pattern;
 
-/// Parameter values by name (`cluster.name`, `cluster.labels.env`, `region`…).
-pub(crate) type Params = BTreeMap<String, String>;
+pub(crate) use crate::generate::{GenerateError, selects};
+use crate::generate::{Join, ParamSet, Params, Unknown, exactly_one, flatten, invalid, matching, merged, product};
 
 /// A registered cluster, as the `clusters` generator sees it.
 #[derive(Debug, Clone, PartialEq)]
@@ -45,15 +43,6 @@ pub(crate) fn uses_directories(spec: &FleetSpec) -> bool {
     })
 }
 
-/// One generated parameter set.
-#[derive(Debug, Clone, Default, PartialEq)]
-pub(crate) struct ParamSet {
-    /// The parameters.
-    pub values: Params,
-    /// The cluster it targets (the `clusters` generator's Secret), if any.
-    pub cluster: Option<String>,
-}
-
 /// A Package the Fleet generates.
 #[derive(Debug, Clone, PartialEq)]
 pub(crate) struct Generated {
@@ -65,20 +54,6 @@ pub(crate) struct Generated {
     pub annotations: BTreeMap<String, String>,
     /// The spec.
     pub spec: PackageSpec,
-}
-
-/// A Fleet that cannot generate, naming the field.
-#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
-#[error("{field}: {message}")]
-pub(crate) struct GenerateError {
-    /// The field, e.g. `spec.generators[1].matrix`.
-    pub field: String,
-    /// What is wrong.
-    pub message: String,
-}
-
-fn invalid(field: &str, message: impl Into<String>) -> GenerateError {
-    GenerateError { field: field.to_string(), message: message.into() }
 }
 
 /// The Packages `spec` generates from `inputs`, sorted by name.
@@ -116,7 +91,9 @@ fn instantiate(spec: &FleetSpec, set: &ParamSet) -> Result<Generated, GenerateEr
     let labels = map("spec.template.metadata.labels", &template.metadata.labels)?;
     let annotations = map("spec.template.metadata.annotations", &template.metadata.annotations)?;
     let mut value = template.spec.clone();
-    substitute_value(&mut value, &set.values, "spec.template.spec")?;
+    crate::generate::render_strings(&mut value, "spec.template.spec", false, &mut |text| {
+        substitute(text, &set.values)
+    })?;
     if let (Some(cluster), Some(object)) = (&set.cluster, value.as_object_mut()) {
         object.entry("kubeConfig").or_insert_with(|| json!({"secretRef": {"name": cluster}}));
     }
@@ -128,20 +105,26 @@ fn instantiate(spec: &FleetSpec, set: &ParamSet) -> Result<Generated, GenerateEr
 /// The parameter sets of one top-level generator.
 fn generate(field: &str, generator: &Generator, inputs: Inputs<'_>) -> Result<Vec<ParamSet>, GenerateError> {
     let Generator { list, clusters, directories, matrix, merge } = generator;
-    let set = [list.is_some(), clusters.is_some(), directories.is_some(), matrix.is_some(), merge.is_some()];
-    if set.iter().filter(|s| **s).count() != 1 {
-        return Err(invalid(field, "exactly one of list, clusters, directories, matrix, merge"));
-    }
+    exactly_one(
+        field,
+        &[
+            ("list", list.is_some()),
+            ("clusters", clusters.is_some()),
+            ("directories", directories.is_some()),
+            ("matrix", matrix.is_some()),
+            ("merge", merge.is_some()),
+        ],
+    )?;
     let basic = BasicGenerator { list: list.clone(), clusters: clusters.clone(), directories: directories.clone() };
     match (matrix, merge) {
         (Some(combination), _) => {
             let [a, b] = pair(&format!("{field}.matrix"), combination, inputs)?;
-            product(&format!("{field}.matrix"), &a, &b)
+            product(&format!("{field}.matrix"), &a, |_| Ok(b.clone()), Join::Flat)
         }
         (_, Some(combination)) => {
             let field = format!("{field}.merge");
             let [base, other] = pair(&field, combination, inputs)?;
-            merged(&field, &combination.merge_keys, base, &other)
+            merged(&field, &combination.merge_keys, base, &other, Join::Flat)
         }
         _ => basic_sets(field, &basic, inputs),
     }
@@ -172,7 +155,7 @@ fn basic_sets(field: &str, generator: &BasicGenerator, inputs: Inputs<'_>) -> Re
                 for (key, value) in object {
                     flatten(key, value, &mut values);
                 }
-                Ok(ParamSet { values, cluster: None })
+                Ok(ParamSet::of(values))
             })
             .collect(),
         (None, Some(generator), None) => {
@@ -192,191 +175,42 @@ fn basic_sets(field: &str, generator: &BasicGenerator, inputs: Inputs<'_>) -> Re
 
 /// A set per directory matching a pattern of `paths` and none of `exclude`.
 fn directories(field: &str, generator: &DirectoriesGenerator, all: &[String]) -> Result<Vec<ParamSet>, GenerateError> {
-    let compile = |name: &str, patterns: &[String]| {
-        patterns
-            .iter()
-            .enumerate()
-            .map(|(i, p)| Pattern::filepath(p).map_err(|e| invalid(&format!("{field}.{name}[{i}]"), e.to_string())))
-            .collect::<Result<Vec<_>, _>>()
-    };
-    let (paths, exclude) = (compile("paths", &generator.paths)?, compile("exclude", &generator.exclude)?);
-    let sets = all
-        .iter()
-        .filter(|dir| paths.iter().any(|p| p.matches(dir)) && !exclude.iter().any(|p| p.matches(dir)))
+    fn globs<'a>(field: &str, name: &str, patterns: &'a [String]) -> Vec<(String, &'a str)> {
+        patterns.iter().enumerate().map(|(i, p)| (format!("{field}.{name}[{i}]"), p.as_str())).collect()
+    }
+    let (paths, exclude) = (globs(field, "paths", &generator.paths), globs(field, "exclude", &generator.exclude));
+    let sets = matching(all, &paths, &exclude, false)?
+        .into_iter()
         .map(|dir| {
             let basename = dir.rsplit('/').next().unwrap_or(dir);
-            let values =
-                Params::from([("path".to_string(), dir.clone()), ("path.basename".to_string(), basename.to_string())]);
-            ParamSet { values, cluster: None }
+            ParamSet::of(Params::from([
+                ("path".to_string(), Value::from(dir.as_str())),
+                ("path.basename".to_string(), Value::from(basename)),
+            ]))
         })
         .collect();
     Ok(sets)
 }
 
 fn cluster_params(cluster: &Cluster) -> ParamSet {
-    let mut values = Params::from([("cluster.name".to_string(), cluster.name.clone())]);
+    let mut values = Params::from([("cluster.name".to_string(), Value::from(cluster.name.as_str()))]);
     for (key, value) in &cluster.labels {
-        values.insert(format!("cluster.labels.{key}"), value.clone());
+        values.insert(format!("cluster.labels.{key}"), Value::from(value.as_str()));
     }
     ParamSet { values, cluster: Some(cluster.name.clone()) }
 }
 
-/// `key: value`, nested objects as `key.inner`, scalars as text.
-fn flatten(key: &str, value: &Value, into: &mut Params) {
-    match value {
-        Value::Object(object) => {
-            for (inner, value) in object {
-                flatten(&format!("{key}.{inner}"), value, into);
-            }
-        }
-        Value::String(text) => {
-            into.insert(key.to_string(), text.clone());
-        }
-        Value::Null => {
-            into.insert(key.to_string(), String::new());
-        }
-        other => {
-            into.insert(key.to_string(), other.to_string());
-        }
-    }
-}
-
-/// Every pair of sets, joined; a parameter both give must agree.
-fn product(field: &str, a: &[ParamSet], b: &[ParamSet]) -> Result<Vec<ParamSet>, GenerateError> {
-    let mut sets = Vec::new();
-    for left in a {
-        for right in b {
-            if right.cluster.is_some() && left.cluster.is_some() {
-                return Err(invalid(field, "both generators select clusters"));
-            }
-            let mut joined = left.clone();
-            for (key, value) in &right.values {
-                if let Some(existing) = joined.values.insert(key.clone(), value.clone())
-                    && &existing != value
-                {
-                    return Err(invalid(field, format!("both generators set {key} ({existing:?} and {value:?})")));
-                }
-            }
-            joined.cluster = left.cluster.clone().or_else(|| right.cluster.clone());
-            sets.push(joined);
-        }
-    }
-    Ok(sets)
-}
-
-/// The base sets, each overridden by the other sets whose merge keys have its values.
-fn merged(
-    field: &str,
-    keys: &[String],
-    mut base: Vec<ParamSet>,
-    other: &[ParamSet],
-) -> Result<Vec<ParamSet>, GenerateError> {
-    if keys.is_empty() {
-        return Err(invalid(&format!("{field}.mergeKeys"), "at least one parameter"));
-    }
-    for set in &mut base {
-        let pairs_with =
-            |other: &ParamSet| keys.iter().all(|k| set.values.get(k).is_some_and(|v| other.values.get(k) == Some(v)));
-        for overriding in other.iter().filter(|o| pairs_with(o)).cloned().collect::<Vec<_>>() {
-            set.values.extend(overriding.values);
-            if overriding.cluster.is_some() {
-                set.cluster = overriding.cluster;
-            }
-        }
-    }
-    Ok(base)
-}
-
-/// Whether `labels` satisfy the selector; an unknown operator is an error.
-pub(crate) fn selects(selector: &LabelSelector, labels: &BTreeMap<String, String>) -> Result<bool, String> {
-    if !selector.match_labels.iter().all(|(k, v)| labels.get(k) == Some(v)) {
-        return Ok(false);
-    }
-    for Requirement { key, operator, values } in &selector.match_expressions {
-        let value = labels.get(key);
-        let holds = match operator.as_str() {
-            "In" => value.is_some_and(|v| values.contains(v)),
-            "NotIn" => value.is_none_or(|v| !values.contains(v)),
-            "Exists" => value.is_some(),
-            "DoesNotExist" => value.is_none(),
-            other => return Err(format!("operator {other:?}: one of In, NotIn, Exists, DoesNotExist")),
-        };
-        if !holds {
-            return Ok(false);
-        }
-    }
-    Ok(true)
-}
-
-/// `text` with each `{{name}}` (spaces allowed inside the braces) replaced by the parameter's
-/// value; a name without a value is an error naming it.
-pub(crate) fn substitute(text: &str, params: &Params) -> Result<String, String> {
-    let mut out = String::with_capacity(text.len());
-    let mut rest = text;
-    while let Some(start) = rest.find("{{") {
-        out.push_str(&rest[..start]);
-        let after = &rest[start + 2..];
-        let Some(end) = after.find("}}") else {
-            return Err(format!("{text:?}: {{{{ without }}}}"));
-        };
-        let name = after[..end].trim();
-        let value = params.get(name).ok_or_else(|| {
-            let known: Vec<&str> = params.keys().map(String::as_str).collect();
-            format!("{text:?}: no parameter {name} (there are: {})", known.join(", "))
-        })?;
-        out.push_str(value);
-        rest = &after[end + 2..];
-    }
-    out.push_str(rest);
-    Ok(out)
-}
-
-/// [`substitute`] in every string of `value` (not in keys); errors name the field.
-fn substitute_value(value: &mut Value, params: &Params, field: &str) -> Result<(), GenerateError> {
-    match value {
-        Value::String(text) => *text = substitute(text, params).map_err(|m| invalid(field, m))?,
-        Value::Array(items) => {
-            for (index, item) in items.iter_mut().enumerate() {
-                substitute_value(item, params, &format!("{field}[{index}]"))?;
-            }
-        }
-        Value::Object(object) => {
-            for (key, item) in object.iter_mut() {
-                substitute_value(item, params, &format!("{field}.{key}"))?;
-            }
-        }
-        _ => {}
-    }
-    Ok(())
+/// `text` with each `{{name}}` replaced; a name without a value is an error naming it.
+fn substitute(text: &str, params: &Params) -> Result<String, String> {
+    crate::generate::substitute(text, params, Unknown::Refuse)
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
 
-    fn params(pairs: &[(&str, &str)]) -> Params {
+    fn params(pairs: &[(&str, &str)]) -> BTreeMap<String, String> {
         pairs.iter().map(|(k, v)| (k.to_string(), v.to_string())).collect()
-    }
-
-    #[test]
-    fn placeholders_are_replaced_and_unknown_ones_named() {
-        let known = params(&[("cluster.name", "eu-1"), ("cluster.labels.env", "prod")]);
-        let cases: &[(&str, Result<&str, &str>)] = &[
-            ("web", Ok("web")),
-            ("web-{{cluster.name}}", Ok("web-eu-1")),
-            ("{{ cluster.name }}/{{cluster.labels.env}}", Ok("eu-1/prod")),
-            ("{{cluster.name}}{{cluster.name}}", Ok("eu-1eu-1")),
-            ("", Ok("")),
-            (
-                "a {{region}}",
-                Err("\"a {{region}}\": no parameter region (there are: cluster.labels.env, cluster.name)"),
-            ),
-            ("{{cluster.name", Err("\"{{cluster.name\": {{ without }}")),
-        ];
-        for (text, expected) in cases {
-            let expected = expected.map(str::to_string).map_err(str::to_string);
-            assert_eq!(&substitute(text, &known), &expected, "{text}");
-        }
     }
 
     fn cluster(name: &str, labels: &[(&str, &str)]) -> Cluster {
