@@ -52,8 +52,9 @@ pub(crate) enum ClusterError {
     },
 }
 
-/// One of Argo CD's clusters, as its Secret says.
-#[derive(Debug, Clone, PartialEq)]
+/// One of Argo CD's clusters, as its Secret says: a destination, and a `clusters` generator's
+/// parameters (`name`, `server`, `project`, labels and annotations).
+#[derive(Debug, Clone, Default, PartialEq)]
 pub(crate) struct ArgoCluster {
     /// The Secret's name.
     pub(crate) secret: String,
@@ -63,16 +64,20 @@ pub(crate) struct ArgoCluster {
     pub(crate) name: String,
     /// `server`.
     pub(crate) server: String,
+    /// `project`, if any.
+    pub(crate) project: String,
     /// The Secret's labels.
     pub(crate) labels: BTreeMap<String, String>,
+    /// The Secret's annotations.
+    pub(crate) annotations: BTreeMap<String, String>,
     /// `config`.
-    config: Config,
+    pub(crate) config: Config,
 }
 
 /// A cluster Secret's `config`, as Argo CD's `ClusterConfig` (what bosun reads of it).
 #[derive(Debug, Clone, Default, PartialEq, Deserialize)]
 #[serde(rename_all = "camelCase")]
-struct Config {
+pub(crate) struct Config {
     #[serde(default)]
     username: Option<String>,
     #[serde(default)]
@@ -131,7 +136,9 @@ impl ArgoCluster {
             server: server.trim_end_matches('/').to_string(),
             secret: name.clone(),
             namespace: namespace.clone(),
+            project: field("project").unwrap_or_default(),
             labels: secret.metadata.labels.clone().unwrap_or_default(),
+            annotations: secret.metadata.annotations.clone().unwrap_or_default(),
             config,
         })
     }

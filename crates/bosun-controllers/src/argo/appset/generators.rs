@@ -21,20 +21,7 @@ use crate::generate::{
     selects,
 };
 
-/// An Argo CD cluster, from its Secret (`argocd.argoproj.io/secret-type: cluster`).
-#[derive(Debug, Clone, Default, PartialEq)]
-pub(crate) struct ArgoCluster {
-    /// `data.name`.
-    pub name: String,
-    /// `data.server`.
-    pub server: String,
-    /// `data.project`, if any.
-    pub project: String,
-    /// The Secret's labels.
-    pub labels: BTreeMap<String, String>,
-    /// The Secret's annotations.
-    pub annotations: BTreeMap<String, String>,
-}
+pub(crate) use crate::argo::clusters::ArgoCluster;
 
 /// A Git repository's tree at a revision: its directories and files (relative,
 /// `/`-separated, hidden ones left out), and where it is checked out.

@@ -28,6 +28,7 @@ use bosun_api::argo::{self, Application, ApplicationSet};
 use bosun_api::package::{GitSource, PackageResource, SourceSpec};
 use bosun_kit::{self as kit, Failure, Run};
 
+use crate::argo::clusters::SECRET_TYPE_LABEL;
 use crate::flux::Scope;
 use crate::generate::{GenerateError, ParamSet};
 use generators::{ArgoCluster, Inputs, RepoKey, Stop, Tree};
@@ -36,9 +37,6 @@ use template::{Engine, Generated};
 
 /// The controller's name: its field manager and event reporter.
 pub const NAME: &str = "argo-applicationset";
-
-/// The label of Argo CD's cluster Secrets.
-const SECRET_TYPE: &str = "argocd.argoproj.io/secret-type";
 
 /// How often an ApplicationSet reading Git looks again (Argo CD's default
 /// `requeueAfterSeconds`, 3 minutes).
@@ -65,8 +63,11 @@ pub fn controller(client: Client, scope: &Scope, fetcher: Fetcher) -> kit::Contr
         .without_status()
         .owns::<Application>()
         .triggered_by::<Secret>(|secret, sets| {
-            let cluster =
-                secret.metadata.labels.as_ref().is_some_and(|l| l.get(SECRET_TYPE).is_some_and(|t| t == "cluster"));
+            let cluster = secret
+                .metadata
+                .labels
+                .as_ref()
+                .is_some_and(|l| l.get(SECRET_TYPE_LABEL).is_some_and(|t| t == "cluster"));
             sets.iter()
                 .filter(|set| cluster && set.metadata.namespace == secret.metadata.namespace)
                 .map(|set| ObjectRef::from_obj(&**set))
@@ -202,23 +203,10 @@ impl ApplicationSets {
     /// The cluster Secrets in `namespace`.
     async fn clusters(client: &Client, namespace: &str) -> Result<Vec<ArgoCluster>, kube::Error> {
         let secrets: Api<Secret> = Api::namespaced(client.clone(), namespace);
-        let listed = secrets.list(&ListParams::default().labels(&format!("{SECRET_TYPE}=cluster"))).await?;
-        let mut clusters: Vec<ArgoCluster> = listed
-            .items
-            .into_iter()
-            .map(|secret| {
-                let data = secret.data.unwrap_or_default();
-                let text =
-                    |key: &str| data.get(key).map(|b| String::from_utf8_lossy(&b.0).to_string()).unwrap_or_default();
-                ArgoCluster {
-                    name: text("name"),
-                    server: text("server"),
-                    project: text("project"),
-                    labels: secret.metadata.labels.unwrap_or_default(),
-                    annotations: secret.metadata.annotations.unwrap_or_default(),
-                }
-            })
-            .collect();
+        let listed = secrets.list(&ListParams::default().labels(&format!("{SECRET_TYPE_LABEL}=cluster"))).await?;
+        // A Secret that is not a cluster Argo CD could use gives no parameters either.
+        let mut clusters: Vec<ArgoCluster> =
+            listed.items.iter().filter_map(|secret| ArgoCluster::from_secret(secret).ok()).collect();
         clusters.sort_by(|a, b| a.name.cmp(&b.name));
         Ok(clusters)
     }

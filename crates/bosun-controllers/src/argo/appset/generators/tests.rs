@@ -23,6 +23,7 @@ fn clusters() -> Vec<ArgoCluster> {
             project: "platform".into(),
             labels: labels("prod"),
             annotations: BTreeMap::from([("team".to_string(), "web".to_string())]),
+            ..Default::default()
         },
         ArgoCluster {
             name: "staging".into(),
