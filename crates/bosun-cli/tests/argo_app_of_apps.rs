@@ -953,6 +953,25 @@ async fn a_cluster_secret_is_a_destination_and_a_project_refuses_what_it_does_no
     }
     let kube_system: Api<Deployment> = Api::namespaced(remote.client(), "kube-system");
     assert!(kube_system.get_opt("guestbook-ui").await.expect("get").is_none());
+
+    // A cluster that does not answer: Argo CD's ComparisonError naming it, health Unknown.
+    let gone = ApiServer::in_memory().tls(true).start().await.expect("a server to stop");
+    let secret = cluster_secret("gone", &gone).replace("gone-secret", "gone-cluster");
+    drop(gone);
+    cluster.kubectl(&["apply", "-f", "-"], Some(secret.as_bytes())).await;
+    let to_gone = by("to-gone", "{name: gone, namespace: web}", "default");
+    cluster.kubectl(&["apply", "-f", "-"], Some(to_gone.as_bytes())).await;
+    let answering = |a: &Value| {
+        a["status"]["conditions"].as_array().into_iter().flatten().find_map(|c| {
+            let message = c["message"].as_str().unwrap_or_default();
+            (c["type"] == "ComparisonError" && message.contains("does not answer")).then(|| message.to_string())
+        })
+    };
+    let unanswered = wait_for(&applications, "to-gone", "its cluster unreachable", |a| answering(a).is_some()).await;
+    let message = answering(&unanswered).unwrap_or_default();
+    assert!(message.contains("cluster gone (https://127.0.0.1:") && message.contains("does not answer"), "{message}");
+    assert!(!message.contains("Error {") && !message.contains('\n'), "one plain line: {message}");
+    kubectl_wait(&cluster, "to-gone", "--for=jsonpath={.status.health.status}=Unknown").await;
 }
 
 #[tokio::test]

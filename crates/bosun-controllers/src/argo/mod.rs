@@ -163,7 +163,7 @@ impl Applications {
         run: &Run<Application>,
         application: &Application,
         sync: Option<&SyncOperation>,
-    ) -> Result<Result<(translate::Translated, Option<String>), String>, Failure> {
+    ) -> Result<Result<(translate::Translated, Option<(String, String)>), String>, Failure> {
         let cluster_error = |e: kube::Error| Failure::from_error("ReconciliationFailed", &e);
         // As stored: fields the types do not name are refused by name, never dropped.
         let stored: Api<DynamicObject> =
@@ -210,7 +210,7 @@ impl Applications {
                 Err(error) => return Ok(Err(error.to_string())),
             };
             translated.spec.kube_config = Some(Self::write_kubeconfig(run, cluster, &kubeconfig).await?);
-            remote = Some(kubeconfig);
+            remote = Some((kubeconfig, format!("cluster {} ({})", cluster.name, cluster.server)));
         }
         Ok(Ok((translated, remote)))
     }
@@ -332,19 +332,17 @@ impl Applications {
     }
 
     /// The client and kinds of the cluster `kubeconfig` reaches, made once per kubeconfig.
-    async fn remote(&self, kubeconfig: &str) -> Result<Arc<Remote>, Failure> {
+    async fn remote(&self, kubeconfig: &str) -> Result<Arc<Remote>, String> {
         let key = bosun_kit::digest::of(&json!(kubeconfig));
         if let Some(remote) = self.remotes.lock().unwrap_or_else(|e| e.into_inner()).get(&key) {
             return Ok(remote.clone());
         }
-        let unusable = |why: String| Failure::retry("ReconciliationFailed", format!("the destination cluster: {why}"));
-        let parsed = kube::config::Kubeconfig::from_yaml(kubeconfig).map_err(|e| unusable(e.to_string()))?;
+        let why = |e: &(dyn std::error::Error + 'static)| bosun_core::cluster::root_cause(e);
+        let parsed = kube::config::Kubeconfig::from_yaml(kubeconfig).map_err(|e| why(&e))?;
         let options = kube::config::KubeConfigOptions::default();
-        let config =
-            kube::Config::from_custom_kubeconfig(parsed, &options).await.map_err(|e| unusable(e.to_string()))?;
-        let client = Client::try_from(config).map_err(|e| unusable(e.to_string()))?;
-        let resolver =
-            bosun_core::discovery::Resolver::new(client.clone()).await.map_err(|e| unusable(e.to_string()))?;
+        let config = kube::Config::from_custom_kubeconfig(parsed, &options).await.map_err(|e| why(&e))?;
+        let client = Client::try_from(config).map_err(|e| why(&e))?;
+        let resolver = bosun_core::discovery::Resolver::new(client.clone()).await.map_err(|e| why(&e))?;
         let remote = Arc::new(Remote { client, resolver });
         self.remotes.lock().unwrap_or_else(|e| e.into_inner()).insert(key, remote.clone());
         Ok(remote)
@@ -492,11 +490,14 @@ impl kit::Reconciler for Applications {
             Some(package) => Some(package),
             None => packages.get_opt(run.name()).await.map_err(|e| Failure::from_error("ReconciliationFailed", &e))?,
         };
-        let remote = match &kubeconfig {
-            Some(kubeconfig) => Some(self.remote(kubeconfig).await?),
-            None => None,
+        // A destination that does not answer: its objects' state is unknown, and said why.
+        let (live, unreachable) = match &kubeconfig {
+            Some((kubeconfig, cluster)) => match self.remote(kubeconfig).await {
+                Ok(remote) => (Self::live(run, package.as_ref(), Some(&remote)).await, None),
+                Err(why) => (Vec::new(), Some(format!("{described}: {cluster} does not answer: {why}"))),
+            },
+            None => (Self::live(run, package.as_ref(), None).await, None),
         };
-        let live = Self::live(run, package.as_ref(), remote.as_deref()).await;
         let observed = status::Observed {
             application: &application,
             package: package.as_ref(),
@@ -504,9 +505,15 @@ impl kit::Reconciler for Applications {
             now: now(),
             manual: manual.as_ref(),
         };
-        let written = status::status(&observed);
+        let mut written = status::status(&observed);
+        if let Some(message) = &unreachable {
+            let previous = application.status.clone().unwrap_or_default();
+            written.conditions.push(status::condition(&previous, "ComparisonError", message, &now()));
+            written.health = Some(argo::application::HealthStatus { status: "Unknown".into(), message: None });
+        }
         let running = written.operation_state.as_ref().is_some_and(|s| s.phase == status::RUNNING);
-        let progressing = running || written.health.as_ref().is_some_and(|h| h.status == "Progressing");
+        let progressing =
+            running || unreachable.is_some() || written.health.as_ref().is_some_and(|h| h.status == "Progressing");
         Self::write_status(run, written).await?;
         if application.operation.is_some() && !running {
             Self::operation_ended(run).await?;
